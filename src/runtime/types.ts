@@ -1,0 +1,276 @@
+/**
+ * The Container Runtime Interface as the agent sees it: the CRI v1 calls statelet makes, in
+ * TypeScript shapes. Field names follow the CRI proto (camelCase); timestamps are converted from
+ * the proto's nanoseconds to milliseconds since the epoch so that the rest of the agent works in
+ * one unit. Three implementations exist: the gRPC client (`cri/client.ts`, used for containerd and
+ * for the embedded `sim://` runtime alike) and the in-process `FakeRuntime` for machine tests.
+ */
+
+/** Options every runtime call accepts: a cancellation signal and a deadline. */
+export interface CallOptions {
+  signal?: AbortSignal;
+  /** Deadline for this call in milliseconds; the implementation picks a default when absent. */
+  timeoutMs?: number;
+}
+
+export type KeyValueMap = Record<string, string>;
+
+export interface VersionInfo {
+  version: string;
+  runtimeName: string;
+  runtimeVersion: string;
+  runtimeApiVersion: string;
+}
+
+export interface RuntimeCondition {
+  type: string;
+  status: boolean;
+  reason: string;
+  message: string;
+}
+
+export interface RuntimeStatusInfo {
+  conditions: RuntimeCondition[];
+}
+
+export interface PodSandboxMetadata {
+  name: string;
+  uid: string;
+  namespace: string;
+  attempt: number;
+}
+
+/** CRI NamespaceMode: POD = 0, CONTAINER = 1, NODE = 2, TARGET = 3. */
+export type NamespaceMode = 0 | 1 | 2 | 3;
+export const NamespaceMode = { POD: 0, CONTAINER: 1, NODE: 2, TARGET: 3 } as const;
+
+export interface PortMapping {
+  protocol: 'TCP' | 'UDP' | 'SCTP';
+  containerPort: number;
+  hostPort: number;
+  hostIp: string;
+}
+
+export interface DnsConfig {
+  servers: string[];
+  searches: string[];
+  options: string[];
+}
+
+export interface PodSandboxConfig {
+  metadata: PodSandboxMetadata;
+  hostname: string;
+  logDirectory: string;
+  dnsConfig?: DnsConfig;
+  portMappings: PortMapping[];
+  labels: KeyValueMap;
+  annotations: KeyValueMap;
+  linux?: {
+    cgroupParent?: string;
+    securityContext?: {
+      namespaceOptions?: { network?: NamespaceMode; pid?: NamespaceMode; ipc?: NamespaceMode };
+    };
+  };
+}
+
+/** CRI PodSandboxState: SANDBOX_READY = 0, SANDBOX_NOTREADY = 1. */
+export type SandboxState = 'SANDBOX_READY' | 'SANDBOX_NOTREADY';
+
+export interface PodSandbox {
+  id: string;
+  metadata: PodSandboxMetadata;
+  state: SandboxState;
+  /** Milliseconds since the epoch. */
+  createdAt: number;
+  labels: KeyValueMap;
+  annotations: KeyValueMap;
+  runtimeHandler: string;
+}
+
+export interface PodSandboxStatus extends PodSandbox {
+  network?: { ip: string; additionalIps: string[] };
+  /** Network namespace mode the sandbox was created with (NODE for hostNetwork). */
+  networkMode?: NamespaceMode;
+}
+
+export interface PodSandboxFilter {
+  id?: string;
+  state?: SandboxState;
+  labelSelector?: KeyValueMap;
+}
+
+export interface ContainerMetadata {
+  name: string;
+  attempt: number;
+}
+
+export interface Mount {
+  containerPath: string;
+  hostPath: string;
+  readonly: boolean;
+}
+
+export interface ContainerConfig {
+  metadata: ContainerMetadata;
+  image: { image: string };
+  command: string[];
+  args: string[];
+  workingDir: string;
+  envs: { key: string; value: string }[];
+  mounts: Mount[];
+  labels: KeyValueMap;
+  annotations: KeyValueMap;
+  /** Relative to the sandbox's logDirectory. */
+  logPath: string;
+  stdin: boolean;
+  tty: boolean;
+}
+
+/** CRI ContainerState: CREATED = 0, RUNNING = 1, EXITED = 2, UNKNOWN = 3. */
+export type ContainerState =
+  | 'CONTAINER_CREATED'
+  | 'CONTAINER_RUNNING'
+  | 'CONTAINER_EXITED'
+  | 'CONTAINER_UNKNOWN';
+
+export interface Container {
+  id: string;
+  podSandboxId: string;
+  metadata: ContainerMetadata;
+  image: string;
+  imageRef: string;
+  state: ContainerState;
+  /** Milliseconds since the epoch. */
+  createdAt: number;
+  labels: KeyValueMap;
+  annotations: KeyValueMap;
+}
+
+export interface ContainerFilter {
+  id?: string;
+  state?: ContainerState;
+  podSandboxId?: string;
+  labelSelector?: KeyValueMap;
+}
+
+export interface ContainerStatus {
+  id: string;
+  metadata: ContainerMetadata;
+  state: ContainerState;
+  /** Milliseconds since the epoch; 0 when not applicable. */
+  createdAt: number;
+  startedAt: number;
+  finishedAt: number;
+  exitCode: number;
+  image: string;
+  imageRef: string;
+  /** Runtime-provided reason for the state (`Completed`, `Error`, `OOMKilled`, …). */
+  reason: string;
+  message: string;
+  labels: KeyValueMap;
+  annotations: KeyValueMap;
+  logPath: string;
+}
+
+export interface ExecResult {
+  stdout: Buffer;
+  stderr: Buffer;
+  exitCode: number;
+}
+
+/** CRI ContainerEventType: CREATED = 0, STARTED = 1, STOPPED = 2, DELETED = 3. */
+export type ContainerEventType =
+  | 'CONTAINER_CREATED_EVENT'
+  | 'CONTAINER_STARTED_EVENT'
+  | 'CONTAINER_STOPPED_EVENT'
+  | 'CONTAINER_DELETED_EVENT';
+
+export interface ContainerEvent {
+  containerId: string;
+  type: ContainerEventType;
+  /** Milliseconds since the epoch. */
+  createdAt: number;
+  podSandboxMetadata?: PodSandboxMetadata;
+}
+
+/** The RuntimeService calls the agent uses. */
+export interface RuntimeService {
+  version(opts?: CallOptions): Promise<VersionInfo>;
+  status(opts?: CallOptions): Promise<RuntimeStatusInfo>;
+  runPodSandbox(config: PodSandboxConfig, opts?: CallOptions): Promise<string>;
+  stopPodSandbox(podSandboxId: string, opts?: CallOptions): Promise<void>;
+  removePodSandbox(podSandboxId: string, opts?: CallOptions): Promise<void>;
+  podSandboxStatus(podSandboxId: string, opts?: CallOptions): Promise<PodSandboxStatus>;
+  listPodSandbox(filter?: PodSandboxFilter, opts?: CallOptions): Promise<PodSandbox[]>;
+  createContainer(
+    podSandboxId: string,
+    config: ContainerConfig,
+    sandboxConfig: PodSandboxConfig,
+    opts?: CallOptions,
+  ): Promise<string>;
+  startContainer(containerId: string, opts?: CallOptions): Promise<void>;
+  /** Stops the container, waiting up to `timeoutSeconds` after SIGTERM before SIGKILL. */
+  stopContainer(containerId: string, timeoutSeconds: number, opts?: CallOptions): Promise<void>;
+  removeContainer(containerId: string, opts?: CallOptions): Promise<void>;
+  listContainers(filter?: ContainerFilter, opts?: CallOptions): Promise<Container[]>;
+  containerStatus(containerId: string, opts?: CallOptions): Promise<ContainerStatus>;
+  execSync(containerId: string, cmd: string[], timeoutSeconds: number, opts?: CallOptions): Promise<ExecResult>;
+  /**
+   * The CRI event stream (GetContainerEvents). Rejects / throws a `CriError` with code
+   * `UNIMPLEMENTED` on runtimes that do not offer it (containerd 1.6).
+   */
+  containerEvents(opts?: CallOptions): AsyncIterable<ContainerEvent>;
+}
+
+export interface ImageInfo {
+  id: string;
+  repoTags: string[];
+  repoDigests: string[];
+  size: number;
+}
+
+/** The ImageService calls the agent uses. */
+export interface ImageService {
+  /** Returns the image reference (digest or id) of the pulled image. */
+  pullImage(image: string, sandboxConfig?: PodSandboxConfig, opts?: CallOptions): Promise<string>;
+  /** Returns null when the image is not present. */
+  imageStatus(image: string, opts?: CallOptions): Promise<ImageInfo | null>;
+  listImages(opts?: CallOptions): Promise<ImageInfo[]>;
+  removeImage(image: string, opts?: CallOptions): Promise<void>;
+}
+
+/** A gRPC status code name, as the CRI client reports it. */
+export type CriErrorCode =
+  | 'CANCELLED'
+  | 'UNKNOWN'
+  | 'INVALID_ARGUMENT'
+  | 'DEADLINE_EXCEEDED'
+  | 'NOT_FOUND'
+  | 'ALREADY_EXISTS'
+  | 'PERMISSION_DENIED'
+  | 'RESOURCE_EXHAUSTED'
+  | 'FAILED_PRECONDITION'
+  | 'ABORTED'
+  | 'OUT_OF_RANGE'
+  | 'UNIMPLEMENTED'
+  | 'INTERNAL'
+  | 'UNAVAILABLE'
+  | 'DATA_LOSS'
+  | 'UNAUTHENTICATED';
+
+/** A failed runtime call: names the CRI call and carries the gRPC status code. */
+export class CriError extends Error {
+  override readonly name = 'CriError';
+  constructor(
+    /** The CRI method, e.g. `RunPodSandbox`. */
+    readonly call: string,
+    readonly code: CriErrorCode,
+    readonly detail: string,
+  ) {
+    super(`CRI ${call} failed (${code}): ${detail}`);
+  }
+}
+
+export function isNotFound(err: unknown): boolean {
+  return err instanceof CriError && err.code === 'NOT_FOUND';
+}
