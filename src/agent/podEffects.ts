@@ -1,0 +1,91 @@
+/**
+ * The pod actor's side effects, against a real (or simulated, or fake) runtime: the kubelet's
+ * SyncPod, SyncTerminatingPod and SyncTerminatedPod. Each reads the pod's runtime status fresh,
+ * so nothing here waits for a relist: what the runtime says now is what the decision sees.
+ */
+import { rm } from 'node:fs/promises';
+import type { Pod, PodStatus } from '../api/types.ts';
+import { podRef } from '../api/types.ts';
+import { podLogDirectory } from '../kuberuntime/configs.ts';
+import { type RuntimeDeps, executePlan, killPodRuntime, removePodRuntime } from '../kuberuntime/execute.ts';
+import { type RuntimePodStatus, readPodStatus } from '../kuberuntime/podStatus.ts';
+import { computePodActions, isEmptyPlan } from '../machines/decide/computePodActions.ts';
+import { podProgress } from '../machines/decide/progress.ts';
+import type { PodEffects, PodMemory, SyncOutcome } from '../machines/pod.ts';
+import { generatePodStatus, isTerminalPhase } from '../status/generate.ts';
+import type { StatusManager } from '../status/manager.ts';
+
+export interface PodEffectsDeps extends RuntimeDeps {
+  statuses: StatusManager;
+  /** The runtime's name, for `containerID: <runtime>://<id>`. */
+  runtimeName: string;
+  hostIP?: string;
+}
+
+export function createPodEffects(deps: PodEffectsDeps): PodEffects {
+  const publish = (pod: Pod, runtime: RuntimePodStatus, memory: PodMemory, podIsTerminal: boolean): PodStatus => {
+    const status = generatePodStatus({
+      pod,
+      runtime,
+      previous: deps.statuses.get(pod.metadata.uid),
+      reasons: memory.reasons,
+      podIsTerminal,
+      nowMs: deps.now(),
+      runtimeName: deps.runtimeName,
+      ...(deps.hostIP ? { hostIP: deps.hostIP } : {}),
+    });
+    deps.statuses.set(pod.metadata.uid, status);
+    return status;
+  };
+
+  const outcome = (pod: Pod, runtime: RuntimePodStatus, memory: PodMemory, status: PodStatus, extra: Partial<SyncOutcome> = {}): SyncOutcome => ({
+    memory,
+    progress: podProgress(pod, runtime),
+    phase: status.phase ?? 'Pending',
+    isTerminal: isTerminalPhase(status.phase),
+    errors: [],
+    ...extra,
+  });
+
+  return {
+    async syncPod({ pod, memory }, signal) {
+      const opts = { signal };
+      const before = await readPodStatus(deps.runtime, pod.metadata.uid, opts);
+      const current = publish(pod, before, memory, false);
+      if (isTerminalPhase(current.phase)) return outcome(pod, before, memory, current);
+      const actions = computePodActions(pod, before);
+      if (isEmptyPlan(actions)) return outcome(pod, before, memory, current);
+
+      const executed = await executePlan(deps, pod, before, actions, memory, opts);
+      const next: PodMemory = { backoff: executed.backoff, reasons: executed.reasons };
+      const after = await readPodStatus(deps.runtime, pod.metadata.uid, opts);
+      const status = publish(pod, after, next, false);
+      const extra: Partial<SyncOutcome> = { errors: executed.errors };
+      if (executed.retryAfterMs !== undefined) extra.retryAfterMs = executed.retryAfterMs;
+      return outcome(pod, after, next, status, extra);
+    },
+
+    async terminatePod({ pod, gracePeriodSeconds, memory }, signal) {
+      const opts = { signal };
+      const before = await readPodStatus(deps.runtime, pod.metadata.uid, opts);
+      deps.log('info', 'Killing pod', { pod: podRef(pod), gracePeriodSeconds });
+      await killPodRuntime(deps, pod, before, gracePeriodSeconds, opts);
+      const after = await readPodStatus(deps.runtime, pod.metadata.uid, opts);
+      const stillRunning = after.containers.filter((c) => c.state === 'CONTAINER_RUNNING');
+      if (stillRunning.length > 0) {
+        throw new Error(`${stillRunning.length} container(s) still running after kill: ${stillRunning.map((c) => c.name).join(', ')}`);
+      }
+      publish(pod, after, memory, true);
+    },
+
+    async cleanupPod({ pod, removeRuntime, memory }, signal) {
+      const opts = { signal };
+      const status = await readPodStatus(deps.runtime, pod.metadata.uid, opts);
+      publish(pod, status, memory, true);
+      if (!removeRuntime) return;
+      await removePodRuntime(deps, status, opts);
+      await rm(podLogDirectory(deps.podLogsRoot, pod), { recursive: true, force: true });
+      deps.log('info', 'Removed pod from runtime', { pod: podRef(pod) });
+    },
+  };
+}

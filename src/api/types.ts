@@ -1,0 +1,213 @@
+/**
+ * The slice of the Kubernetes core/v1 API that statelet reads and writes. Only the fields the
+ * agent uses are declared; objects read from sources keep every other field untouched (they are
+ * plain JSON), so nothing a user wrote is dropped when the pod is served back on `/pods`.
+ */
+
+export interface ObjectMeta {
+  name?: string;
+  namespace?: string;
+  uid?: string;
+  resourceVersion?: string;
+  generation?: number;
+  creationTimestamp?: string;
+  deletionTimestamp?: string;
+  deletionGracePeriodSeconds?: number;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  ownerReferences?: unknown[];
+}
+
+export type RestartPolicy = 'Always' | 'OnFailure' | 'Never';
+export type PullPolicy = 'Always' | 'IfNotPresent' | 'Never';
+
+export interface EnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: unknown;
+}
+
+export interface ContainerPort {
+  name?: string;
+  containerPort: number;
+  hostPort?: number;
+  hostIP?: string;
+  protocol?: 'TCP' | 'UDP' | 'SCTP';
+}
+
+export interface ExecAction {
+  command?: string[];
+}
+
+export interface HTTPGetAction {
+  path?: string;
+  port: number | string;
+  host?: string;
+  scheme?: 'HTTP' | 'HTTPS';
+  httpHeaders?: { name: string; value: string }[];
+}
+
+export interface TCPSocketAction {
+  port: number | string;
+  host?: string;
+}
+
+export interface GRPCAction {
+  port: number;
+  service?: string;
+}
+
+export interface Probe {
+  exec?: ExecAction;
+  httpGet?: HTTPGetAction;
+  tcpSocket?: TCPSocketAction;
+  grpc?: GRPCAction;
+  initialDelaySeconds?: number;
+  timeoutSeconds?: number;
+  periodSeconds?: number;
+  successThreshold?: number;
+  failureThreshold?: number;
+  terminationGracePeriodSeconds?: number;
+}
+
+export interface LifecycleHandler {
+  exec?: ExecAction;
+  httpGet?: HTTPGetAction;
+  tcpSocket?: TCPSocketAction;
+  sleep?: { seconds: number };
+}
+
+export interface Container {
+  name: string;
+  image?: string;
+  command?: string[];
+  args?: string[];
+  workingDir?: string;
+  env?: EnvVar[];
+  ports?: ContainerPort[];
+  imagePullPolicy?: PullPolicy;
+  /** Only on init containers: `Always` makes it a sidecar. */
+  restartPolicy?: 'Always';
+  livenessProbe?: Probe;
+  readinessProbe?: Probe;
+  startupProbe?: Probe;
+  lifecycle?: { postStart?: LifecycleHandler; preStop?: LifecycleHandler };
+  resources?: {
+    requests?: Record<string, string | number>;
+    limits?: Record<string, string | number>;
+  };
+  terminationMessagePath?: string;
+  terminationMessagePolicy?: 'File' | 'FallbackToLogsOnError';
+  stdin?: boolean;
+  tty?: boolean;
+}
+
+export interface PodSpec {
+  containers: Container[];
+  initContainers?: Container[];
+  restartPolicy?: RestartPolicy;
+  terminationGracePeriodSeconds?: number;
+  activeDeadlineSeconds?: number;
+  nodeName?: string;
+  nodeSelector?: Record<string, string>;
+  hostNetwork?: boolean;
+  hostname?: string;
+  subdomain?: string;
+  tolerations?: unknown[];
+  priority?: number;
+  priorityClassName?: string;
+  [field: string]: unknown;
+}
+
+export interface ContainerStateWaiting {
+  reason?: string;
+  message?: string;
+}
+export interface ContainerStateRunning {
+  startedAt?: string;
+}
+export interface ContainerStateTerminated {
+  exitCode: number;
+  signal?: number;
+  reason?: string;
+  message?: string;
+  startedAt?: string;
+  finishedAt?: string;
+  containerID?: string;
+}
+export interface ContainerState {
+  waiting?: ContainerStateWaiting;
+  running?: ContainerStateRunning;
+  terminated?: ContainerStateTerminated;
+}
+
+export interface ContainerStatus {
+  name: string;
+  state: ContainerState;
+  lastState: ContainerState;
+  ready: boolean;
+  restartCount: number;
+  image: string;
+  imageID: string;
+  containerID?: string;
+  started?: boolean;
+}
+
+export type PodPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Unknown';
+
+export interface PodCondition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason?: string;
+  message?: string;
+  lastProbeTime?: string | null;
+  lastTransitionTime?: string;
+}
+
+export interface PodStatus {
+  phase?: PodPhase;
+  reason?: string;
+  message?: string;
+  conditions?: PodCondition[];
+  hostIP?: string;
+  hostIPs?: { ip: string }[];
+  podIP?: string;
+  podIPs?: { ip: string }[];
+  startTime?: string;
+  qosClass?: string;
+  initContainerStatuses?: ContainerStatus[];
+  containerStatuses?: ContainerStatus[];
+}
+
+export interface Pod {
+  apiVersion?: string;
+  kind?: string;
+  metadata: ObjectMeta & { name: string; namespace: string; uid: string };
+  spec: PodSpec;
+  status?: PodStatus;
+}
+
+/** Annotations the kubelet sets on pods from its sources. */
+export const ConfigAnnotation = {
+  source: 'kubernetes.io/config.source',
+  hash: 'kubernetes.io/config.hash',
+  seen: 'kubernetes.io/config.seen',
+  mirror: 'kubernetes.io/config.mirror',
+} as const;
+
+export type SourceName = 'file' | 'http' | 'api';
+
+/** `<name>_<namespace>`, the kubelet's key for a pod across UIDs. */
+export function podFullName(pod: Pick<Pod, 'metadata'>): string {
+  return `${pod.metadata.name}_${pod.metadata.namespace}`;
+}
+
+/** `<namespace>/<name>`, how logs and errors name a pod. */
+export function podRef(pod: Pick<Pod, 'metadata'>): string {
+  return `${pod.metadata.namespace}/${pod.metadata.name}`;
+}
+
+export function isStaticPod(pod: Pick<Pod, 'metadata'>): boolean {
+  const source = pod.metadata.annotations?.[ConfigAnnotation.source];
+  return source !== undefined && source !== 'api';
+}

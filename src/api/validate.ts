@@ -1,0 +1,382 @@
+/**
+ * API validation and defaulting of a v1 Pod, limited to the rules the agent depends on.
+ *
+ * Sources hand us plain JSON of unknown shape; `validatePod` is the one place that turns it into a
+ * typed `Pod` (or a list of field errors), so the rest of the agent can trust the types. The rules
+ * follow the API server's pod validation for the fields the agent reads; everything else a user
+ * wrote is carried through untouched. Error messages start the way the API server's do
+ * ("Required value", "Invalid value", "Unsupported value", "Duplicate value", "Forbidden") so they
+ * read familiarly in logs.
+ *
+ * `applyPodDefaults` fills in the API defaults the agent relies on. It runs on a valid pod, so it
+ * only ever sets absent fields to valid values and cannot make a valid pod invalid.
+ */
+import type { Container, ContainerPort, Pod, Probe, PullPolicy } from './types.ts';
+
+export interface FieldError {
+  /** Path of the offending field, e.g. `spec.containers[1].name`; empty for the object itself. */
+  field: string;
+  message: string;
+}
+
+export interface PodValidation {
+  /** Present exactly when `errors` is empty. */
+  pod?: Pod;
+  errors: FieldError[];
+}
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const DNS_LABEL_MAX = 63;
+const DNS_SUBDOMAIN_MAX = 253;
+const PORT_MAX = 65535;
+/** activeDeadlineSeconds is stored as an unsigned 32-bit number by the API. */
+const ACTIVE_DEADLINE_MAX = 2 ** 32 - 1;
+
+const RESTART_POLICIES = ['Always', 'OnFailure', 'Never'] as const;
+const PULL_POLICIES = ['Always', 'IfNotPresent', 'Never'] as const;
+const PROTOCOLS = ['TCP', 'UDP', 'SCTP'] as const;
+const PROBE_HANDLERS = ['exec', 'httpGet', 'tcpSocket', 'grpc'] as const;
+const PROBE_COUNTS = [
+  'initialDelaySeconds',
+  'timeoutSeconds',
+  'periodSeconds',
+  'successThreshold',
+  'failureThreshold',
+  'terminationGracePeriodSeconds',
+] as const;
+
+export function isDnsLabel(value: string): boolean {
+  return value.length <= DNS_LABEL_MAX && DNS_LABEL.test(value);
+}
+
+/** A lowercase RFC 1123 subdomain: dot-separated DNS labels, 253 characters at most. */
+export function isDnsSubdomain(value: string): boolean {
+  return value.length <= DNS_SUBDOMAIN_MAX && value.split('.').every((part) => DNS_LABEL.test(part));
+}
+
+export function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** Collects errors for one object; each check returns whether the value passed. */
+class Errors {
+  readonly list: FieldError[] = [];
+
+  add(field: string, message: string): false {
+    this.list.push({ field, message });
+    return false;
+  }
+  required(field: string): false {
+    return this.add(field, 'Required value');
+  }
+  invalid(field: string, value: unknown, detail: string): false {
+    return this.add(field, `Invalid value: ${show(value)}: ${detail}`);
+  }
+  unsupported(field: string, value: unknown, allowed: readonly string[]): false {
+    const supported = allowed.map((v) => JSON.stringify(v)).join(', ');
+    return this.add(field, `Unsupported value: ${show(value)}: supported values: ${supported}`);
+  }
+}
+
+function show(value: unknown): string {
+  const text = JSON.stringify(value);
+  return text === undefined ? String(value) : text;
+}
+
+function isOneOf<T extends string>(value: unknown, allowed: readonly T[]): value is T {
+  return typeof value === 'string' && (allowed as readonly string[]).includes(value);
+}
+
+function checkRequiredString(errs: Errors, field: string, value: unknown): value is string {
+  if (value === undefined || value === null || value === '') return errs.required(field);
+  if (typeof value !== 'string') return errs.invalid(field, value, 'must be a string');
+  return true;
+}
+
+function checkOptionalInteger(errs: Errors, field: string, value: unknown, min: number, max = Number.MAX_SAFE_INTEGER): void {
+  if (value === undefined) return;
+  if (typeof value !== 'number' || !Number.isInteger(value)) {
+    errs.invalid(field, value, 'must be an integer');
+  } else if (value < min || value > max) {
+    const range = max === Number.MAX_SAFE_INTEGER ? `greater than or equal to ${min}` : `between ${min} and ${max}, inclusive`;
+    errs.invalid(field, value, `must be ${range}`);
+  }
+}
+
+function checkStringMap(errs: Errors, field: string, value: unknown): void {
+  if (value === undefined) return;
+  if (!isRecord(value)) {
+    errs.invalid(field, value, 'must be a map of strings');
+    return;
+  }
+  for (const [key, v] of Object.entries(value)) {
+    if (typeof v !== 'string') errs.invalid(`${field}[${key}]`, v, 'must be a string');
+  }
+}
+
+function checkStringList(errs: Errors, field: string, value: unknown): void {
+  if (value === undefined) return;
+  if (!Array.isArray(value)) {
+    errs.invalid(field, value, 'must be a list of strings');
+    return;
+  }
+  value.forEach((item, i) => {
+    if (typeof item !== 'string') errs.invalid(`${field}[${i}]`, item, 'must be a string');
+  });
+}
+
+function checkMetadata(errs: Errors, metadata: unknown): void {
+  if (metadata === undefined || metadata === null) {
+    errs.required('metadata');
+    return;
+  }
+  if (!isRecord(metadata)) {
+    errs.invalid('metadata', metadata, 'must be an object');
+    return;
+  }
+  const { name, namespace, uid } = metadata;
+  if (checkRequiredString(errs, 'metadata.name', name) && !isDnsSubdomain(name)) {
+    errs.invalid(
+      'metadata.name',
+      name,
+      "a lowercase RFC 1123 subdomain of at most 253 characters: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit",
+    );
+  }
+  if (checkRequiredString(errs, 'metadata.namespace', namespace) && !isDnsLabel(namespace)) {
+    errs.invalid(
+      'metadata.namespace',
+      namespace,
+      "a lowercase RFC 1123 label of at most 63 characters: lowercase letters, digits and '-', starting and ending with a letter or digit",
+    );
+  }
+  // The API server assigns UIDs; every pod the agent runs has one (static pods get a generated one).
+  checkRequiredString(errs, 'metadata.uid', uid);
+  checkStringMap(errs, 'metadata.labels', metadata['labels']);
+  checkStringMap(errs, 'metadata.annotations', metadata['annotations']);
+  checkOptionalInteger(errs, 'metadata.deletionGracePeriodSeconds', metadata['deletionGracePeriodSeconds'], 0);
+}
+
+function checkProbe(errs: Errors, field: string, probe: unknown, kind: 'liveness' | 'readiness' | 'startup'): void {
+  if (probe === undefined) return;
+  if (!isRecord(probe)) {
+    errs.invalid(field, probe, 'must be an object');
+    return;
+  }
+  const handlers = PROBE_HANDLERS.filter((h) => probe[h] !== undefined);
+  if (handlers.length === 0) errs.add(field, 'Required value: must specify a handler type');
+  if (handlers.length > 1) errs.add(`${field}.${handlers[1]}`, 'Forbidden: may not specify more than 1 handler type');
+  for (const count of PROBE_COUNTS) checkOptionalInteger(errs, `${field}.${count}`, probe[count], 0);
+  // A liveness or startup probe acts on the first success; a higher threshold would be ignored.
+  const success = probe['successThreshold'];
+  if (kind !== 'readiness' && success !== undefined && success !== 0 && success !== 1) {
+    errs.invalid(`${field}.successThreshold`, success, 'must be 1');
+  }
+}
+
+function checkPorts(errs: Errors, field: string, ports: unknown): void {
+  if (ports === undefined) return;
+  if (!Array.isArray(ports)) {
+    errs.invalid(field, ports, 'must be a list');
+    return;
+  }
+  ports.forEach((port: unknown, i) => {
+    const at = `${field}[${i}]`;
+    if (!isRecord(port)) {
+      errs.invalid(at, port, 'must be an object');
+      return;
+    }
+    if (port['containerPort'] === undefined) errs.required(`${at}.containerPort`);
+    else checkOptionalInteger(errs, `${at}.containerPort`, port['containerPort'], 1, PORT_MAX);
+    // hostPort 0 means "no host port" in the API.
+    if (port['hostPort'] !== 0) checkOptionalInteger(errs, `${at}.hostPort`, port['hostPort'], 1, PORT_MAX);
+    const protocol = port['protocol'];
+    if (protocol !== undefined && !isOneOf(protocol, PROTOCOLS)) errs.unsupported(`${at}.protocol`, protocol, PROTOCOLS);
+  });
+}
+
+function checkEnv(errs: Errors, field: string, env: unknown): void {
+  if (env === undefined) return;
+  if (!Array.isArray(env)) {
+    errs.invalid(field, env, 'must be a list');
+    return;
+  }
+  env.forEach((item: unknown, i) => {
+    const at = `${field}[${i}]`;
+    if (!isRecord(item)) {
+      errs.invalid(at, item, 'must be an object');
+      return;
+    }
+    checkRequiredString(errs, `${at}.name`, item['name']);
+    const value = item['value'];
+    if (value !== undefined && typeof value !== 'string') errs.invalid(`${at}.value`, value, 'must be a string');
+  });
+}
+
+function checkContainer(errs: Errors, field: string, container: Record<string, unknown>, isInit: boolean): void {
+  const name = container['name'];
+  if (checkRequiredString(errs, `${field}.name`, name) && !isDnsLabel(name)) {
+    errs.invalid(`${field}.name`, name, "a lowercase RFC 1123 label: lowercase letters, digits and '-', at most 63 characters");
+  }
+  const image = container['image'];
+  if (checkRequiredString(errs, `${field}.image`, image) && image.trim() !== image) {
+    errs.invalid(`${field}.image`, image, 'must not have leading or trailing whitespace');
+  }
+  checkStringList(errs, `${field}.command`, container['command']);
+  checkStringList(errs, `${field}.args`, container['args']);
+  checkEnv(errs, `${field}.env`, container['env']);
+  checkPorts(errs, `${field}.ports`, container['ports']);
+
+  const pull = container['imagePullPolicy'];
+  if (pull !== undefined && !isOneOf(pull, PULL_POLICIES)) errs.unsupported(`${field}.imagePullPolicy`, pull, PULL_POLICIES);
+
+  // Only init containers may set a restart policy, and only `Always` (which makes them sidecars).
+  const restart = container['restartPolicy'];
+  if (restart !== undefined) {
+    if (!isInit) errs.add(`${field}.restartPolicy`, 'Forbidden: may not be set for non-init containers');
+    else if (restart !== 'Always') errs.unsupported(`${field}.restartPolicy`, restart, ['Always']);
+  }
+
+  checkProbe(errs, `${field}.livenessProbe`, container['livenessProbe'], 'liveness');
+  checkProbe(errs, `${field}.readinessProbe`, container['readinessProbe'], 'readiness');
+  checkProbe(errs, `${field}.startupProbe`, container['startupProbe'], 'startup');
+}
+
+function checkContainerList(errs: Errors, spec: Record<string, unknown>, key: 'initContainers' | 'containers', names: Set<string>): void {
+  const list = spec[key];
+  const field = `spec.${key}`;
+  if (list === undefined || (Array.isArray(list) && list.length === 0)) {
+    if (key === 'containers') errs.required(field);
+    return;
+  }
+  if (!Array.isArray(list)) {
+    errs.invalid(field, list, 'must be a list');
+    return;
+  }
+  list.forEach((container: unknown, i) => {
+    const at = `${field}[${i}]`;
+    if (!isRecord(container)) {
+      errs.invalid(at, container, 'must be an object');
+      return;
+    }
+    checkContainer(errs, at, container, key === 'initContainers');
+    // Init and regular containers share one namespace of names; the second use is the error.
+    const name = container['name'];
+    if (typeof name === 'string' && name !== '') {
+      if (names.has(name)) errs.add(`${at}.name`, `Duplicate value: ${show(name)}`);
+      names.add(name);
+    }
+  });
+}
+
+function checkSpec(errs: Errors, spec: unknown): void {
+  if (spec === undefined || spec === null) {
+    errs.required('spec');
+    return;
+  }
+  if (!isRecord(spec)) {
+    errs.invalid('spec', spec, 'must be an object');
+    return;
+  }
+  const names = new Set<string>();
+  checkContainerList(errs, spec, 'initContainers', names);
+  checkContainerList(errs, spec, 'containers', names);
+
+  const restart = spec['restartPolicy'];
+  if (restart !== undefined && !isOneOf(restart, RESTART_POLICIES)) {
+    errs.unsupported('spec.restartPolicy', restart, RESTART_POLICIES);
+  }
+  const tolerations = spec['tolerations'];
+  if (tolerations !== undefined && !(Array.isArray(tolerations) && tolerations.every(isRecord))) {
+    errs.invalid('spec.tolerations', tolerations, 'must be a list of objects');
+  }
+  checkOptionalInteger(errs, 'spec.terminationGracePeriodSeconds', spec['terminationGracePeriodSeconds'], 0);
+  checkOptionalInteger(errs, 'spec.activeDeadlineSeconds', spec['activeDeadlineSeconds'], 1, ACTIVE_DEADLINE_MAX);
+}
+
+/** Narrowing happens by checking every field the `Pod` type promises; this is that claim. */
+function conforms(value: unknown, errs: Errors): value is Pod {
+  return isRecord(value) && errs.list.length === 0;
+}
+
+/**
+ * Checks that `value` is a v1 Pod the agent can run. Optional fields are checked only when set, so
+ * the same rules apply before and after `applyPodDefaults`.
+ */
+export function validatePod(value: unknown): PodValidation {
+  const errs = new Errors();
+  if (!isRecord(value)) {
+    errs.invalid('', value === null ? null : typeof value, 'a Pod must be an object');
+    return { errors: errs.list };
+  }
+  const { apiVersion, kind } = value;
+  if (apiVersion !== undefined && apiVersion !== 'v1') errs.unsupported('apiVersion', apiVersion, ['v1']);
+  if (kind !== undefined && kind !== 'Pod') errs.unsupported('kind', kind, ['Pod']);
+  checkMetadata(errs, value['metadata']);
+  checkSpec(errs, value['spec']);
+  if (value['status'] !== undefined && !isRecord(value['status'])) errs.invalid('status', value['status'], 'must be an object');
+  return conforms(value, errs) ? { pod: value, errors: [] } : { errors: errs.list };
+}
+
+/**
+ * The API's pull-policy default: `Always` when the image asks for `latest` (explicitly, or by
+ * having neither tag nor digest), `IfNotPresent` otherwise.
+ */
+export function defaultPullPolicy(image: string): PullPolicy {
+  const at = image.indexOf('@');
+  const named = at === -1 ? image : image.slice(0, at);
+  const hasDigest = at !== -1;
+  // A ':' before the last '/' belongs to a registry host:port, not to a tag.
+  const colon = named.lastIndexOf(':');
+  const tag = colon > named.lastIndexOf('/') ? named.slice(colon + 1) : '';
+  if (tag === 'latest') return 'Always';
+  if (tag === '' && !hasDigest) return 'Always';
+  return 'IfNotPresent';
+}
+
+const PROBE_DEFAULTS = { periodSeconds: 10, timeoutSeconds: 1, successThreshold: 1, failureThreshold: 3 } as const;
+
+/** The API treats 0 in these fields as unset (Go zero value), so 0 is defaulted as well. */
+function defaultProbe(probe: Probe | undefined): Probe | undefined {
+  if (probe === undefined) return undefined;
+  const out: Probe = { ...probe };
+  for (const [key, value] of Object.entries(PROBE_DEFAULTS) as [keyof typeof PROBE_DEFAULTS, number][]) {
+    if (!out[key]) out[key] = value;
+  }
+  if (out.httpGet) out.httpGet = { ...out.httpGet, path: out.httpGet.path || '/', scheme: out.httpGet.scheme ?? 'HTTP' };
+  return out;
+}
+
+function defaultPort(port: ContainerPort): ContainerPort {
+  return { ...port, protocol: port.protocol ?? 'TCP' };
+}
+
+function defaultContainer(container: Container): Container {
+  const out: Container = {
+    ...container,
+    imagePullPolicy: container.imagePullPolicy ?? defaultPullPolicy(container.image ?? ''),
+    terminationMessagePath: container.terminationMessagePath || '/dev/termination-log',
+    terminationMessagePolicy: container.terminationMessagePolicy ?? 'File',
+  };
+  if (container.ports) out.ports = container.ports.map(defaultPort);
+  for (const key of ['livenessProbe', 'readinessProbe', 'startupProbe'] as const) {
+    const probe = defaultProbe(container[key]);
+    if (probe) out[key] = probe;
+  }
+  return out;
+}
+
+/**
+ * Returns a copy of `pod` with the API defaults the agent relies on filled in: restart policy,
+ * grace period, DNS policy, and per container pull policy, termination message settings, port
+ * protocols and probe timings. The input is not modified.
+ */
+export function applyPodDefaults(pod: Pod): Pod {
+  const copy = structuredClone(pod);
+  const spec = copy.spec;
+  spec.restartPolicy = spec.restartPolicy ?? 'Always';
+  spec.terminationGracePeriodSeconds = spec.terminationGracePeriodSeconds ?? 30;
+  spec['dnsPolicy'] = spec['dnsPolicy'] ?? 'ClusterFirst';
+  spec.containers = spec.containers.map(defaultContainer);
+  if (spec.initContainers) spec.initContainers = spec.initContainers.map(defaultContainer);
+  return copy;
+}

@@ -1,0 +1,162 @@
+/**
+ * The agent's configuration: what the command line and the KubeletConfiguration file resolve to,
+ * with the defaults they start from. Field-by-field flag and file names live in `options.ts`.
+ */
+
+import os from 'node:os';
+import path from 'node:path';
+
+export interface AgentConfig {
+  /** --pod-manifest-path / staticPodPath: directory (or file) of static pod manifests. */
+  podManifestPath?: string;
+  /** --manifest-url / staticPodURL: URL serving static pod manifests. */
+  manifestUrl?: string;
+  /** --manifest-url-header / staticPodURLHeader: headers sent with manifestUrl requests. */
+  manifestUrlHeaders: Record<string, string[]>;
+  /** --kubeconfig: API server credentials. */
+  kubeconfig?: string;
+  /** --container-runtime-endpoint / containerRuntimeEndpoint, normalised to `unix://…` or `sim://…`. */
+  containerRuntimeEndpoint: string;
+  /** --image-service-endpoint / imageServiceEndpoint; resolved to containerRuntimeEndpoint when unset. */
+  imageServiceEndpoint?: string;
+  /** --hostname-override, as given. */
+  hostnameOverride?: string;
+  /** hostnameOverride, else the machine's hostname; trimmed and lowercased as the kubelet does. */
+  nodeName: string;
+  /** --node-ip: one address, or two of different families for dual-stack, comma-separated. */
+  nodeIp?: string;
+  /** --root-dir. */
+  rootDir: string;
+  /** --file-check-frequency / fileCheckFrequency. */
+  fileCheckFrequencyMs: number;
+  /** --http-check-frequency / httpCheckFrequency. */
+  httpCheckFrequencyMs: number;
+  /** --sync-frequency / syncFrequency. */
+  syncFrequencyMs: number;
+  /** --address / address. */
+  address: string;
+  /** --port / port: the authenticated API port (parsed; not served yet). */
+  port: number;
+  /** --read-only-port / readOnlyPort; 0 disables. */
+  readOnlyPort: number;
+  /** --healthz-port / healthzPort; 0 disables. */
+  healthzPort: number;
+  /** --healthz-bind-address / healthzBindAddress. */
+  healthzBindAddress: string;
+  /** --max-pods / maxPods. */
+  maxPods: number;
+  /** --serialize-image-pulls / serializeImagePulls. */
+  serializeImagePulls: boolean;
+  /** maxParallelImagePulls (config file only, as in the kubelet). */
+  maxParallelImagePulls?: number;
+  /** --pleg-relist-period (statelet). */
+  plegRelistPeriodMs: number;
+  /** --visualizer-port (statelet); 0 disables. */
+  visualizerPort: number;
+  /** --inspect (statelet). */
+  inspect?: 'stately';
+  /** -v / --v. */
+  verbosity: number;
+  /** --logging-format. */
+  logFormat: 'text' | 'json';
+  /** --config: the KubeletConfiguration file the other settings were layered over. */
+  configFile?: string;
+}
+
+/** Everything a user can set; nodeName is derived, never set directly. */
+export type AgentSettings = Omit<AgentConfig, 'nodeName'>;
+
+type RequiredKeys<T> = { [K in keyof T]-?: undefined extends T[K] ? never : K }[keyof T];
+
+/** The settings that always have a value, i.e. the ones with a default. */
+export type AgentDefaults = Pick<AgentSettings, RequiredKeys<AgentSettings>>;
+
+export const DEFAULT_CONTAINER_RUNTIME_ENDPOINT = 'unix:///run/containerd/containerd.sock';
+
+/**
+ * Which defaults apply. The kubelet keeps two sets: the legacy flag defaults, and the
+ * KubeletConfiguration v1beta1 defaults used as soon as `--config` names a file. Among the settings
+ * statelet supports they differ only in readOnlyPort, which the file defaults switch off.
+ */
+export type DefaultsProfile = 'flags' | 'config-file';
+
+/** A fresh defaults object (fresh so callers may mutate manifestUrlHeaders safely). */
+export function agentDefaults(profile: DefaultsProfile = 'flags'): AgentDefaults {
+  return {
+    manifestUrlHeaders: {},
+    containerRuntimeEndpoint: DEFAULT_CONTAINER_RUNTIME_ENDPOINT,
+    rootDir: '/var/lib/kubelet',
+    fileCheckFrequencyMs: 20_000,
+    httpCheckFrequencyMs: 20_000,
+    syncFrequencyMs: 60_000,
+    // The kubelet listens on 0.0.0.0; statelet serves an unauthenticated API, so it stays on
+    // loopback unless the user asks otherwise.
+    address: '127.0.0.1',
+    port: 10250,
+    readOnlyPort: profile === 'config-file' ? 0 : 10255,
+    healthzPort: 10248,
+    healthzBindAddress: '127.0.0.1',
+    maxPods: 110,
+    serializeImagePulls: true,
+    plegRelistPeriodMs: 1_000,
+    visualizerPort: 0,
+    verbosity: 0,
+    logFormat: 'text',
+  };
+}
+
+/**
+ * Accepts `unix://<path>`, `sim://<name>` (the embedded simulated runtime) or an absolute socket
+ * path, which the kubelet also still accepts and treats as `unix://<path>`.
+ * Throws an Error whose message says why; callers prefix the flag or field name.
+ */
+export function normalizeRuntimeEndpoint(value: string): string {
+  if (value.startsWith('unix://')) {
+    if (value.length === 'unix://'.length) throw new Error('unix:// endpoint has no socket path');
+    return value;
+  }
+  if (value.startsWith('sim://')) return value;
+  if (path.isAbsolute(value)) return `unix://${value}`;
+  const scheme = /^([a-zA-Z][a-zA-Z0-9+.-]*):\/\//.exec(value)?.[1];
+  if (scheme !== undefined) {
+    throw new Error(`unsupported scheme "${scheme}://" (expected unix://, sim:// or an absolute socket path)`);
+  }
+  throw new Error('expected unix://<socket path>, sim://, or an absolute socket path');
+}
+
+/**
+ * The kubelet's hostname rule: the override if given, else the machine's name, trimmed and
+ * lowercased (node names are DNS subdomains, which are lowercase).
+ */
+export function resolveNodeName(hostnameOverride: string | undefined, hostname: () => string): string {
+  const name = (hostnameOverride !== undefined && hostnameOverride.trim() !== '' ? hostnameOverride : hostname())
+    .trim()
+    .toLowerCase();
+  if (name === '') throw new Error('empty hostname is invalid; set --hostname-override');
+  return name;
+}
+
+/** Turns merged settings into the final config: derived fields filled in, empty strings unset. */
+export function finalizeAgentConfig(
+  settings: AgentSettings,
+  hostname: () => string = () => os.hostname(),
+): AgentConfig {
+  const config: AgentConfig = { ...settings, nodeName: resolveNodeName(settings.hostnameOverride, hostname) };
+  // An explicit empty value (`--pod-manifest-path=`) means "none", and must override a value from
+  // the config file rather than leave an empty string for consumers to special-case.
+  for (const key of OPTIONAL_STRING_KEYS) {
+    if (config[key] === '') delete config[key];
+  }
+  config.imageServiceEndpoint ??= config.containerRuntimeEndpoint;
+  return config;
+}
+
+const OPTIONAL_STRING_KEYS = [
+  'podManifestPath',
+  'manifestUrl',
+  'kubeconfig',
+  'imageServiceEndpoint',
+  'hostnameOverride',
+  'nodeIp',
+  'configFile',
+] as const satisfies readonly (keyof AgentConfig)[];

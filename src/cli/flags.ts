@@ -1,0 +1,227 @@
+/**
+ * The command line, parsed the way the kubelet's (Go pflag) parser reads it, so kubelet unit files
+ * and scripts work unchanged: `--flag value`, `--flag=value`, bare `--flag` for booleans (a
+ * boolean never takes the next argument), single-dash long flags (`-v 2`, `-v=2`), and `_` read
+ * as `-` in flag names. Settings are layered as in the kubelet: defaults < `--config` file < flags.
+ * Every flag comes from the table in `options.ts`; nothing here is specific to one setting.
+ */
+
+import fs from 'node:fs';
+import os from 'node:os';
+import { agentDefaults, finalizeAgentConfig, type AgentConfig, type AgentSettings } from './config.ts';
+import { readKubeletConfigFile } from './kubeletConfig.ts';
+import { OPTION_GROUPS, OPTIONS, ValueError, boolKind, type AnyOptionSpec, type OptionGroup, type SettingKey } from './options.ts';
+
+/** The command line is wrong; the message names the flag and, where there is one, the bad value. */
+export class UsageError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'UsageError';
+  }
+}
+
+export type CommandLineResult =
+  | { kind: 'run'; config: AgentConfig; warnings: string[] }
+  | { kind: 'help'; text: string }
+  | { kind: 'version'; text: string };
+
+export interface CommandLineEnv {
+  hostname: () => string;
+}
+
+/** Flags that act instead of configuring, kept out of OPTIONS because they have no setting. */
+type MetaFlag = 'help' | 'version';
+const META_FLAGS: ReadonlyMap<string, MetaFlag> = new Map([
+  ['help', 'help'],
+  ['h', 'help'],
+  ['version', 'version'],
+]);
+
+const OPTIONS_BY_FLAG: ReadonlyMap<string, AnyOptionSpec> = new Map(
+  OPTIONS.flatMap((spec) => (spec.flag === undefined ? [] : [[spec.flag, spec] as const])),
+);
+
+interface ParsedArguments {
+  settings: Partial<AgentSettings>;
+  meta: Set<MetaFlag>;
+}
+
+/**
+ * Parses `argv` (without the node and script entries). Throws UsageError for a bad command line
+ * and ConfigFileError (from kubeletConfig.ts) for a bad `--config` file. `warnings` lists config
+ * file fields that were ignored.
+ */
+export function parseCommandLine(
+  argv: string[],
+  env: CommandLineEnv = { hostname: () => os.hostname() },
+): CommandLineResult {
+  const { settings: flagSettings, meta } = parseArguments(argv);
+  // As in the kubelet, the whole command line is checked before --help is honoured.
+  if (meta.has('help')) return { kind: 'help', text: helpText() };
+  if (meta.has('version')) return { kind: 'version', text: versionText() };
+
+  const configFile = flagSettings.configFile;
+  const fromFile = configFile === undefined || configFile === '' ? undefined : readKubeletConfigFile(configFile);
+  const settings: AgentSettings = {
+    ...agentDefaults(fromFile === undefined ? 'flags' : 'config-file'),
+    ...fromFile?.settings,
+    ...flagSettings,
+  };
+  checkCombinations(settings);
+
+  let config: AgentConfig;
+  try {
+    config = finalizeAgentConfig(settings, env.hostname);
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+  return { kind: 'run', config, warnings: fromFile?.warnings ?? [] };
+}
+
+function parseArguments(argv: readonly string[]): ParsedArguments {
+  const settings: Partial<AgentSettings> = {};
+  const meta = new Set<MetaFlag>();
+  const args = argv[Symbol.iterator]();
+
+  for (let next = args.next(); !next.done; next = args.next()) {
+    const arg = next.value;
+    if (arg === '--') {
+      const extra = args.next();
+      if (!extra.done) throw unexpectedArgument(extra.value);
+      break;
+    }
+    if (!arg.startsWith('-') || arg === '-') throw unexpectedArgument(arg);
+
+    const dashes = arg.startsWith('--') ? '--' : '-';
+    const body = arg.slice(dashes.length);
+    if (body.startsWith('-') || body.startsWith('=')) throw new UsageError(`bad flag syntax: ${arg}`);
+    const equals = body.indexOf('=');
+    // pflag's word-separator normalisation, which the kubelet installs: --max_pods is --max-pods.
+    const name = (equals < 0 ? body : body.slice(0, equals)).replaceAll('_', '-');
+    const inlineValue = equals < 0 ? undefined : body.slice(equals + 1);
+    const shownName = `${dashes}${name}`;
+
+    const metaFlag = META_FLAGS.get(name);
+    if (metaFlag !== undefined) {
+      if (readValue(boolKind, inlineValue === undefined ? 'true' : inlineValue, shownName)) meta.add(metaFlag);
+      else meta.delete(metaFlag);
+      continue;
+    }
+    const spec = OPTIONS_BY_FLAG.get(name);
+    if (spec === undefined) throw new UsageError(`unknown flag: ${shownName}`);
+
+    let text: string;
+    if (inlineValue !== undefined) text = inlineValue;
+    else if (!spec.kind.takesArgument) text = 'true';
+    else {
+      const value = args.next();
+      // pflag would take a following flag as the value; a value that looks like a flag is almost
+      // always a forgotten argument, so say so rather than report a confusing bad value later.
+      if (value.done || looksLikeFlag(value.value)) throw new UsageError(`flag needs an argument: ${shownName}`);
+      text = value.value;
+    }
+    applyOccurrence(settings, spec, readValue(spec.kind, text, shownName));
+  }
+  return { settings, meta };
+}
+
+function looksLikeFlag(arg: string): boolean {
+  return arg.startsWith('-') && arg !== '-' && !/^-\d/.test(arg);
+}
+
+function unexpectedArgument(arg: string): UsageError {
+  return new UsageError(`unexpected argument ${JSON.stringify(arg)}: statelet takes only flags`);
+}
+
+function readValue<T>(kind: { fromText(text: string): T }, text: string, shownName: string): T {
+  try {
+    return kind.fromText(text);
+  } catch (error) {
+    if (error instanceof ValueError) {
+      throw new UsageError(`invalid value ${JSON.stringify(text)} for flag ${shownName}: ${error.message}`);
+    }
+    throw error;
+  }
+}
+
+function applyOccurrence<K extends SettingKey>(
+  settings: Partial<AgentSettings>,
+  spec: { key: K; kind: { combine?(earlier: AgentSettings[K], later: AgentSettings[K]): AgentSettings[K] } },
+  value: AgentSettings[K],
+): void {
+  const earlier = settings[spec.key];
+  settings[spec.key] = earlier !== undefined && spec.kind.combine !== undefined ? spec.kind.combine(earlier, value) : value;
+}
+
+/** Rules spanning two settings, checked after layering because either may come from either source. */
+function checkCombinations(settings: AgentSettings): void {
+  const parallel = settings.maxParallelImagePulls;
+  if (parallel !== undefined && parallel > 1 && settings.serializeImagePulls) {
+    throw new UsageError(
+      `invalid configuration: maxParallelImagePulls (${parallel}) cannot be larger than 1 unless ` +
+        'serializeImagePulls (--serialize-image-pulls) is false',
+    );
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Help and version
+
+const META_HELP: readonly { group: OptionGroup; left: string; help: string }[] = [
+  { group: 'General', left: '-h, --help', help: 'Show this help and exit' },
+  { group: 'General', left: '    --version', help: 'Print the version and exit' },
+];
+
+/** One line per flag, grouped, with its default and its config-file field where it has one. */
+export function helpText(): string {
+  const defaults: Partial<AgentSettings> = agentDefaults();
+  const rows = [
+    ...META_HELP,
+    ...OPTIONS.map((spec) => ({ group: spec.group, left: flagColumn(spec), help: helpColumn(spec, defaults) })),
+  ];
+  const width = Math.max(...rows.map((row) => row.left.length)) + 3;
+  const sections = OPTION_GROUPS.map((group) => {
+    const lines = rows.filter((row) => row.group === group).map((row) => `  ${row.left.padEnd(width)}${row.help}`);
+    return lines.length === 0 ? '' : `${group}:\n${lines.join('\n')}\n`;
+  }).filter((section) => section !== '');
+  return [
+    'Usage: statelet [flags]',
+    '',
+    'statelet is a Kubernetes node agent. Settings are layered as in the kubelet: built-in',
+    'defaults, then the KubeletConfiguration file given by --config, then command-line flags.',
+    '',
+    ...sections,
+  ].join('\n');
+}
+
+function flagColumn(spec: AnyOptionSpec): string {
+  const placeholder = spec.kind.placeholder === '' ? '' : ` ${spec.kind.placeholder}`;
+  if (spec.flag === undefined) return `    (config) ${spec.configField ?? spec.key}${placeholder}`;
+  // Single-letter flags are shown with their -x form too, as pflag shows shorthands.
+  const names = spec.flag.length === 1 ? `-${spec.flag}, --${spec.flag}` : `    --${spec.flag}`;
+  return `${names}${placeholder}`;
+}
+
+function helpColumn(spec: AnyOptionSpec, defaults: Partial<AgentSettings>): string {
+  const notes: string[] = [];
+  const value = defaults[spec.key];
+  const shownDefault = spec.defaultText ?? (value === undefined ? '' : spec.kind.display(value));
+  if (shownDefault !== '') notes.push(`default ${shownDefault}`);
+  if (spec.flag === undefined) notes.push('config file only');
+  else if (spec.configField !== undefined) notes.push(`config: ${spec.configField}`);
+  return notes.length === 0 ? spec.help : `${spec.help} (${notes.join('; ')})`;
+}
+
+function versionText(): string {
+  // Read at call time rather than imported: package.json sits outside the build's rootDir. The
+  // relative path is the same from src/cli/ and from the built dist/cli/.
+  try {
+    const manifest: unknown = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
+    if (typeof manifest === 'object' && manifest !== null && 'version' in manifest) {
+      return `statelet v${String(manifest.version)}`;
+    }
+  } catch {
+    // Fall through: a missing manifest should not stop --version from answering.
+  }
+  return 'statelet (version unknown)';
+}

@@ -1,0 +1,513 @@
+/**
+ * The single table of settings: for each one its AgentConfig key, value type, command-line flag,
+ * KubeletConfiguration field, help group and help text. `flags.ts` drives command-line parsing and
+ * `--help` from it, and `kubeletConfig.ts` drives config-file mapping from it, so adding a setting
+ * is one entry here. Defaults come from `agentDefaults()` in `config.ts`.
+ */
+
+import net from 'node:net';
+import { DurationError, formatDuration, parseDuration } from './duration.ts';
+import { normalizeRuntimeEndpoint, type AgentSettings } from './config.ts';
+
+/** A value was rejected; `message` is the reason only, and the caller names the flag or field. */
+export class ValueError extends Error {
+  constructor(reason: string) {
+    super(reason);
+    this.name = 'ValueError';
+  }
+}
+
+/**
+ * How one type of value is read from flag text and from a decoded config file, and shown in help.
+ * Methods (not function properties) so that a kind of a narrower type can sit in the shared table.
+ */
+export interface ValueKind<T> {
+  /** Shown after the flag name in help, like pflag's `--max-pods int`; empty for booleans. */
+  readonly placeholder: string;
+  /** Booleans take no separate argument: `--flag` means true, and `--flag false` is not a value. */
+  readonly takesArgument: boolean;
+  fromText(text: string): T;
+  fromConfig(value: unknown): T;
+  display(value: T): string;
+  /** How a repeated flag folds into its earlier occurrences; without it the last one wins. */
+  combine?(earlier: T, later: T): T;
+}
+
+export type SettingKey = keyof AgentSettings;
+
+export interface OptionSpec<K extends SettingKey> {
+  key: K;
+  kind: ValueKind<Required<AgentSettings>[K]>;
+  /** Long flag name without dashes; absent for config-file-only settings. */
+  flag?: string;
+  /** KubeletConfiguration field name; absent for flag-only settings. */
+  configField?: string;
+  /** The config-file value is a path, resolved against the file's directory as the kubelet does. */
+  configRelativePath?: boolean;
+  group: OptionGroup;
+  help: string;
+  /** Replaces the default shown in help, for defaults that are derived rather than fixed. */
+  defaultText?: string;
+}
+
+export type AnyOptionSpec = OptionSpec<SettingKey>;
+
+export const OPTION_GROUPS = [
+  'General',
+  'Static pods',
+  'Container runtime',
+  'Node',
+  'Sync',
+  'Serving',
+  'Image pulls',
+  'Statelet',
+  'Logging',
+] as const;
+export type OptionGroup = (typeof OPTION_GROUPS)[number];
+
+// ---------------------------------------------------------------------------------------------
+// Value kinds
+
+function expectString(value: unknown): string {
+  if (typeof value !== 'string') throw new ValueError('expected a string');
+  return value;
+}
+
+const stringKind: ValueKind<string> = {
+  placeholder: 'string',
+  takesArgument: true,
+  fromText: (text) => text,
+  fromConfig: expectString,
+  display: (value) => JSON.stringify(value),
+};
+
+function ipAddress(text: string): string {
+  if (net.isIP(text) === 0) throw new ValueError('not an IP address');
+  return text;
+}
+
+const ipKind: ValueKind<string> = {
+  placeholder: 'ip',
+  takesArgument: true,
+  fromText: ipAddress,
+  fromConfig: (value) => ipAddress(expectString(value)),
+  display: (value) => value,
+};
+
+/** --node-ip: one address, or an IPv4 and an IPv6 address for a dual-stack node. */
+function nodeIps(text: string): string {
+  if (text === '') return text;
+  const addresses = text.split(',').map((part) => part.trim());
+  const families = addresses.map((address) => {
+    const family = net.isIP(address);
+    if (family === 0) throw new ValueError(`${JSON.stringify(address)} is not an IP address`);
+    return family;
+  });
+  if (families.length > 2) throw new ValueError('at most two addresses (one IPv4, one IPv6)');
+  if (families.length === 2 && families[0] === families[1]) {
+    throw new ValueError('two addresses must be one IPv4 and one IPv6');
+  }
+  return addresses.join(',');
+}
+
+const nodeIpKind: ValueKind<string> = {
+  placeholder: 'ip[,ip]',
+  takesArgument: true,
+  fromText: nodeIps,
+  fromConfig: (value) => nodeIps(expectString(value)),
+  display: (value) => value,
+};
+
+function httpUrl(text: string): string {
+  // Empty means "no URL", which lets a flag switch off a URL set in the config file.
+  if (text === '') return text;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new ValueError('not a URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new ValueError('expected an http:// or https:// URL');
+  return text;
+}
+
+const urlKind: ValueKind<string> = {
+  placeholder: 'url',
+  takesArgument: true,
+  fromText: httpUrl,
+  fromConfig: (value) => httpUrl(expectString(value)),
+  display: (value) => value,
+};
+
+function endpointKind(options: { allowEmpty: boolean }): ValueKind<string> {
+  const normalize = (text: string): string => {
+    if (text === '') {
+      if (options.allowEmpty) return text;
+      throw new ValueError('must not be empty');
+    }
+    try {
+      return normalizeRuntimeEndpoint(text);
+    } catch (error) {
+      throw new ValueError(error instanceof Error ? error.message : String(error));
+    }
+  };
+  return {
+    placeholder: 'endpoint',
+    takesArgument: true,
+    fromText: normalize,
+    fromConfig: (value) => normalize(expectString(value)),
+    display: (value) => value,
+  };
+}
+
+function checkRange(value: number, min: number, max: number): number {
+  if (value < min || value > max) {
+    throw new ValueError(max === Number.MAX_SAFE_INTEGER ? `must be at least ${min}` : `must be between ${min} and ${max}`);
+  }
+  return value;
+}
+
+function intKind(min: number, max: number = Number.MAX_SAFE_INTEGER): ValueKind<number> {
+  return {
+    placeholder: 'int',
+    takesArgument: true,
+    fromText(text) {
+      if (!/^[+-]?\d+$/.test(text)) throw new ValueError('not an integer');
+      const value = Number(text);
+      if (!Number.isSafeInteger(value)) throw new ValueError('integer out of range');
+      return checkRange(value, min, max);
+    },
+    fromConfig(value) {
+      if (typeof value !== 'number' || !Number.isSafeInteger(value)) throw new ValueError('expected an integer');
+      return checkRange(value, min, max);
+    },
+    display: (value) => String(value),
+  };
+}
+
+const portKind = intKind(0, 65535);
+
+/** The spellings Go's strconv.ParseBool accepts, which is what pflag uses for boolean flags. */
+const TRUE_TEXT = new Set(['1', 't', 'T', 'true', 'TRUE', 'True']);
+const FALSE_TEXT = new Set(['0', 'f', 'F', 'false', 'FALSE', 'False']);
+
+export const boolKind: ValueKind<boolean> = {
+  placeholder: '',
+  takesArgument: false,
+  fromText(text) {
+    if (TRUE_TEXT.has(text)) return true;
+    if (FALSE_TEXT.has(text)) return false;
+    throw new ValueError('not a boolean (expected true or false)');
+  },
+  fromConfig(value) {
+    if (typeof value !== 'boolean') throw new ValueError('expected a boolean');
+    return value;
+  },
+  display: (value) => String(value),
+};
+
+/** A period in milliseconds; zero is rejected because a zero period would make its loop spin. */
+function period(text: string): number {
+  let ms: number;
+  try {
+    ms = parseDuration(text);
+  } catch (error) {
+    throw new ValueError(error instanceof DurationError ? error.reason : String(error));
+  }
+  if (ms === 0) throw new ValueError('must be greater than 0');
+  return ms;
+}
+
+const periodKind: ValueKind<number> = {
+  placeholder: 'duration',
+  takesArgument: true,
+  fromText: period,
+  fromConfig(value) {
+    // metav1.Duration only decodes from a string, so `syncFrequency: 60` is a type error there too.
+    if (typeof value !== 'string') throw new ValueError('expected a duration string such as "20s"');
+    return period(value);
+  },
+  display: formatDuration,
+};
+
+function enumKind<const V extends string>(values: readonly V[]): ValueKind<V> {
+  const allowed: ReadonlySet<string> = new Set(values);
+  const isValue = (text: string): text is V => allowed.has(text);
+  const parse = (text: string): V => {
+    if (!isValue(text)) throw new ValueError(`expected one of: ${values.join(', ')}`);
+    return text;
+  };
+  return {
+    placeholder: values.join('|'),
+    takesArgument: true,
+    fromText: parse,
+    fromConfig: (value) => parse(expectString(value)),
+    display: (value) => value,
+  };
+}
+
+type Headers = Record<string, string[]>;
+
+/**
+ * `a:hello,b:again,c:world`, the kubelet's colon-separated multimap: values for a repeated name
+ * are kept in order, and repeating the flag adds to the earlier occurrences.
+ */
+const headersKind: ValueKind<Headers> = {
+  placeholder: 'name:value,...',
+  takesArgument: true,
+  fromText(text) {
+    const headers: Headers = {};
+    for (const pair of text.split(',')) {
+      if (pair === '') continue;
+      const colon = pair.indexOf(':');
+      if (colon < 0) throw new ValueError(`malformed pair ${JSON.stringify(pair)}, expected name:value`);
+      const name = pair.slice(0, colon).trim();
+      if (name === '') throw new ValueError(`malformed pair ${JSON.stringify(pair)}, header name is empty`);
+      (headers[name] ??= []).push(pair.slice(colon + 1).trim());
+    }
+    return headers;
+  },
+  fromConfig(value) {
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+      throw new ValueError('expected a map of header name to a list of values');
+    }
+    const headers: Headers = {};
+    for (const [name, values] of Object.entries(value)) {
+      if (!Array.isArray(values) || !values.every((item) => typeof item === 'string')) {
+        throw new ValueError(`header ${JSON.stringify(name)}: expected a list of strings`);
+      }
+      headers[name] = [...values];
+    }
+    return headers;
+  },
+  display: (value) =>
+    Object.entries(value)
+      .flatMap(([name, values]) => values.map((item) => `${name}:${item}`))
+      .join(','),
+  combine(earlier, later) {
+    const merged: Headers = {};
+    for (const [name, values] of Object.entries(earlier)) merged[name] = [...values];
+    for (const [name, values] of Object.entries(later)) (merged[name] ??= []).push(...values);
+    return merged;
+  },
+};
+
+// ---------------------------------------------------------------------------------------------
+// The table
+
+/** Checks at each entry that the kind's value type matches the key's type in AgentConfig. */
+function option<K extends SettingKey>(spec: OptionSpec<K>): AnyOptionSpec {
+  return spec;
+}
+
+export const OPTIONS: readonly AnyOptionSpec[] = [
+  option({
+    key: 'configFile',
+    kind: stringKind,
+    flag: 'config',
+    group: 'General',
+    help: 'KubeletConfiguration file to load; command-line flags override the values in it',
+  }),
+  option({
+    key: 'rootDir',
+    kind: stringKind,
+    flag: 'root-dir',
+    group: 'General',
+    help: 'Directory for agent state (pod directories, checkpoints)',
+  }),
+  option({
+    key: 'kubeconfig',
+    kind: stringKind,
+    flag: 'kubeconfig',
+    group: 'General',
+    help: 'kubeconfig file with API server credentials (not used yet; statelet runs standalone)',
+  }),
+
+  option({
+    key: 'podManifestPath',
+    kind: stringKind,
+    flag: 'pod-manifest-path',
+    configField: 'staticPodPath',
+    configRelativePath: true,
+    group: 'Static pods',
+    help: 'Directory (or file) of static pod manifests to run',
+  }),
+  option({
+    key: 'fileCheckFrequencyMs',
+    kind: periodKind,
+    flag: 'file-check-frequency',
+    configField: 'fileCheckFrequency',
+    group: 'Static pods',
+    help: 'How often to re-read the static pod manifest path',
+  }),
+  option({
+    key: 'manifestUrl',
+    kind: urlKind,
+    flag: 'manifest-url',
+    configField: 'staticPodURL',
+    group: 'Static pods',
+    help: 'URL serving static pod manifests',
+  }),
+  option({
+    key: 'manifestUrlHeaders',
+    kind: headersKind,
+    flag: 'manifest-url-header',
+    configField: 'staticPodURLHeader',
+    group: 'Static pods',
+    help: "HTTP headers for --manifest-url, e.g. 'a:hello,b:again'; repeatable, values for one name accumulate",
+  }),
+  option({
+    key: 'httpCheckFrequencyMs',
+    kind: periodKind,
+    flag: 'http-check-frequency',
+    configField: 'httpCheckFrequency',
+    group: 'Static pods',
+    help: 'How often to re-fetch --manifest-url',
+  }),
+
+  option({
+    key: 'containerRuntimeEndpoint',
+    kind: endpointKind({ allowEmpty: false }),
+    flag: 'container-runtime-endpoint',
+    configField: 'containerRuntimeEndpoint',
+    group: 'Container runtime',
+    help: 'CRI runtime endpoint: unix://<socket>, an absolute socket path, or sim:// for the built-in simulator',
+  }),
+  option({
+    key: 'imageServiceEndpoint',
+    kind: endpointKind({ allowEmpty: true }),
+    flag: 'image-service-endpoint',
+    configField: 'imageServiceEndpoint',
+    group: 'Container runtime',
+    help: 'CRI image service endpoint, same forms as --container-runtime-endpoint',
+    defaultText: 'the container runtime endpoint',
+  }),
+
+  option({
+    key: 'hostnameOverride',
+    kind: stringKind,
+    flag: 'hostname-override',
+    group: 'Node',
+    help: 'Node name to use instead of the hostname (lowercased)',
+    defaultText: "this machine's hostname",
+  }),
+  option({
+    key: 'nodeIp',
+    kind: nodeIpKind,
+    flag: 'node-ip',
+    group: 'Node',
+    help: 'IP address(es) of the node; an IPv4 and an IPv6 address, comma-separated, for dual-stack',
+  }),
+  option({
+    key: 'maxPods',
+    kind: intKind(0),
+    flag: 'max-pods',
+    configField: 'maxPods',
+    group: 'Node',
+    help: 'Number of pods that can run on this node',
+  }),
+
+  option({
+    key: 'syncFrequencyMs',
+    kind: periodKind,
+    flag: 'sync-frequency',
+    configField: 'syncFrequency',
+    group: 'Sync',
+    help: 'Maximum period between re-syncs of running pods with their spec',
+  }),
+
+  option({
+    key: 'address',
+    kind: ipKind,
+    flag: 'address',
+    configField: 'address',
+    group: 'Serving',
+    help: 'IP address to serve on (the kubelet uses 0.0.0.0; statelet stays on loopback unless told)',
+  }),
+  option({
+    key: 'port',
+    kind: portKind,
+    flag: 'port',
+    configField: 'port',
+    group: 'Serving',
+    help: 'Port of the authenticated API (parsed; not served yet)',
+  }),
+  option({
+    key: 'readOnlyPort',
+    kind: portKind,
+    flag: 'read-only-port',
+    configField: 'readOnlyPort',
+    group: 'Serving',
+    help: 'Port of the unauthenticated read-only API; 0 disables',
+    defaultText: '10255, or 0 when --config is given, as in the kubelet',
+  }),
+  option({
+    key: 'healthzPort',
+    kind: portKind,
+    flag: 'healthz-port',
+    configField: 'healthzPort',
+    group: 'Serving',
+    help: 'Port of the /healthz endpoint; 0 disables',
+  }),
+  option({
+    key: 'healthzBindAddress',
+    kind: ipKind,
+    flag: 'healthz-bind-address',
+    configField: 'healthzBindAddress',
+    group: 'Serving',
+    help: 'IP address for the /healthz endpoint',
+  }),
+
+  option({
+    key: 'serializeImagePulls',
+    kind: boolKind,
+    flag: 'serialize-image-pulls',
+    configField: 'serializeImagePulls',
+    group: 'Image pulls',
+    help: 'Pull one image at a time',
+  }),
+  option({
+    key: 'maxParallelImagePulls',
+    kind: intKind(1),
+    configField: 'maxParallelImagePulls',
+    group: 'Image pulls',
+    help: 'Maximum concurrent image pulls when serializeImagePulls is false',
+  }),
+
+  option({
+    key: 'plegRelistPeriodMs',
+    kind: periodKind,
+    flag: 'pleg-relist-period',
+    group: 'Statelet',
+    help: 'How often to relist containers from the runtime to detect state changes',
+  }),
+  option({
+    key: 'visualizerPort',
+    kind: portKind,
+    flag: 'visualizer-port',
+    group: 'Statelet',
+    help: 'Port of the live statechart visualizer; 0 disables',
+  }),
+  option({
+    key: 'inspect',
+    kind: enumKind(['stately']),
+    flag: 'inspect',
+    group: 'Statelet',
+    help: 'Send statechart events to an inspector',
+  }),
+
+  option({
+    key: 'verbosity',
+    kind: intKind(0),
+    flag: 'v',
+    group: 'Logging',
+    help: 'Log verbosity level (also -v N)',
+  }),
+  option({
+    key: 'logFormat',
+    kind: enumKind(['text', 'json']),
+    flag: 'logging-format',
+    group: 'Logging',
+    help: 'Log output format',
+  }),
+];

@@ -1,0 +1,108 @@
+/**
+ * CRI sandbox and container configs built from a pod spec, as the kubelet builds them: metadata,
+ * the §14 labels and annotations, log paths under the pod's log directory, host-port mappings,
+ * and `$(VAR)` expansion in command, args and env.
+ */
+import path from 'node:path';
+import type { Container, Pod } from '../api/types.ts';
+import type { ContainerConfig, PodSandboxConfig, PortMapping } from '../runtime/types.ts';
+import { NamespaceMode } from '../runtime/types.ts';
+import { type ContainerType, containerAnnotations, containerLabels, sandboxLabels } from './labels.ts';
+
+/** `<logsRoot>/<namespace>_<name>_<uid>`, the kubelet's per-pod log directory. */
+export function podLogDirectory(logsRoot: string, pod: Pod): string {
+  return path.join(logsRoot, `${pod.metadata.namespace}_${pod.metadata.name}_${pod.metadata.uid}`);
+}
+
+function portMappings(pod: Pod): PortMapping[] {
+  const mappings: PortMapping[] = [];
+  for (const container of pod.spec.containers) {
+    for (const port of container.ports ?? []) {
+      if (!port.hostPort) continue;
+      mappings.push({
+        protocol: port.protocol ?? 'TCP',
+        containerPort: port.containerPort,
+        hostPort: port.hostPort,
+        hostIp: port.hostIP ?? '',
+      });
+    }
+  }
+  return mappings;
+}
+
+export function sandboxConfig(pod: Pod, attempt: number, logsRoot: string): PodSandboxConfig {
+  const hostname = (pod.spec.hostname ?? pod.metadata.name).slice(0, 63).replace(/[-.]+$/, '');
+  return {
+    metadata: {
+      name: pod.metadata.name,
+      namespace: pod.metadata.namespace,
+      uid: pod.metadata.uid,
+      attempt,
+    },
+    hostname,
+    logDirectory: podLogDirectory(logsRoot, pod),
+    portMappings: portMappings(pod),
+    labels: sandboxLabels(pod),
+    annotations: { ...pod.metadata.annotations },
+    linux: {
+      securityContext: {
+        namespaceOptions: {
+          network: pod.spec.hostNetwork ? NamespaceMode.NODE : NamespaceMode.POD,
+          pid: NamespaceMode.CONTAINER,
+          ipc: NamespaceMode.POD,
+        },
+      },
+    },
+  };
+}
+
+/**
+ * Expands `$(NAME)` references from `vars`; `$$(NAME)` escapes to a literal `$(NAME)` and an
+ * unknown reference is left as written, as Kubernetes does.
+ */
+export function expandVars(text: string, vars: ReadonlyMap<string, string>): string {
+  return text.replace(/\$\$|\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)/g, (match, name: string | undefined) => {
+    if (match === '$$') return '$';
+    return name !== undefined && vars.has(name) ? (vars.get(name) as string) : match;
+  });
+}
+
+/** Thrown when a container's config cannot be built (the kubelet's CreateContainerConfigError). */
+export class ContainerConfigError extends Error {
+  override readonly name = 'ContainerConfigError';
+}
+
+export function containerConfig(
+  pod: Pod,
+  container: Container,
+  type: ContainerType,
+  restartCount: number,
+  image: string,
+): ContainerConfig {
+  const vars = new Map<string, string>();
+  const envs: { key: string; value: string }[] = [];
+  for (const env of container.env ?? []) {
+    if (env.valueFrom !== undefined) {
+      throw new ContainerConfigError(
+        `env ${env.name}: valueFrom is not supported by this agent yet`,
+      );
+    }
+    const value = expandVars(env.value ?? '', vars);
+    vars.set(env.name, value);
+    envs.push({ key: env.name, value });
+  }
+  return {
+    metadata: { name: container.name, attempt: restartCount },
+    image: { image },
+    command: (container.command ?? []).map((c) => expandVars(c, vars)),
+    args: (container.args ?? []).map((a) => expandVars(a, vars)),
+    workingDir: container.workingDir ?? '',
+    envs,
+    mounts: [],
+    labels: containerLabels(pod, container),
+    annotations: containerAnnotations(pod, container, restartCount, type),
+    logPath: path.join(container.name, `${restartCount}.log`),
+    stdin: container.stdin ?? false,
+    tty: container.tty ?? false,
+  };
+}

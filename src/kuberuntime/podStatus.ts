@@ -1,0 +1,141 @@
+/**
+ * The runtime's view of one pod: its sandboxes and containers as CRI reports them, grouped by the
+ * `io.kubernetes.pod.uid` label and sorted newest first. This is what every decision reads; it is
+ * always fetched fresh from the runtime at the start of a sync (see `readPodStatus`), so a sync
+ * never acts on an older picture than the one the runtime holds.
+ */
+import type {
+  CallOptions,
+  ContainerState,
+  NamespaceMode,
+  RuntimeService,
+  SandboxState,
+} from '../runtime/types.ts';
+import { isNotFound } from '../runtime/types.ts';
+import { Annotation, Label, intAnnotation } from './labels.ts';
+
+export interface SandboxSummary {
+  id: string;
+  state: SandboxState;
+  attempt: number;
+  createdAt: number;
+  /** Empty when the sandbox has no pod-network address (hostNetwork or not yet set up). */
+  ip: string;
+  networkMode: NamespaceMode | undefined;
+}
+
+export interface RuntimeContainerStatus {
+  id: string;
+  name: string;
+  sandboxId: string;
+  state: ContainerState;
+  createdAt: number;
+  startedAt: number;
+  finishedAt: number;
+  exitCode: number;
+  reason: string;
+  message: string;
+  image: string;
+  imageRef: string;
+  hash: string;
+  restartCount: number;
+}
+
+export interface RuntimePodStatus {
+  uid: string;
+  /** Newest first. */
+  sandboxes: SandboxSummary[];
+  /** Newest first. */
+  containers: RuntimeContainerStatus[];
+}
+
+export function emptyPodStatus(uid: string): RuntimePodStatus {
+  return { uid, sandboxes: [], containers: [] };
+}
+
+const newestFirst = (a: { createdAt: number }, b: { createdAt: number }) => b.createdAt - a.createdAt;
+
+/**
+ * Reads the pod's sandboxes and containers from the runtime. A container or sandbox that vanishes
+ * between the list and its status call is left out rather than failing the read: it is gone, and
+ * the next read agrees.
+ */
+export async function readPodStatus(
+  runtime: RuntimeService,
+  uid: string,
+  opts?: CallOptions,
+): Promise<RuntimePodStatus> {
+  const selector = { labelSelector: { [Label.podUid]: uid } };
+  const [sandboxList, containerList] = await Promise.all([
+    runtime.listPodSandbox(selector, opts),
+    runtime.listContainers(selector, opts),
+  ]);
+  sandboxList.sort(newestFirst);
+  const sandboxes: SandboxSummary[] = [];
+  for (const [index, sandbox] of sandboxList.entries()) {
+    const summary: SandboxSummary = {
+      id: sandbox.id,
+      state: sandbox.state,
+      attempt: sandbox.metadata.attempt,
+      createdAt: sandbox.createdAt,
+      ip: '',
+      networkMode: undefined,
+    };
+    // Only the newest sandbox's network matters: it is the one the pod runs in.
+    if (index === 0 && sandbox.state === 'SANDBOX_READY') {
+      const status = await ignoreNotFound(runtime.podSandboxStatus(sandbox.id, opts));
+      if (status) {
+        summary.ip = status.network?.ip ?? '';
+        summary.networkMode = status.networkMode;
+      }
+    }
+    sandboxes.push(summary);
+  }
+  const statuses = await Promise.all(
+    containerList.map((c) => ignoreNotFound(runtime.containerStatus(c.id, opts))),
+  );
+  const containers: RuntimeContainerStatus[] = [];
+  for (const [i, status] of statuses.entries()) {
+    const listed = containerList[i];
+    if (!status || !listed) continue;
+    containers.push({
+      id: status.id,
+      name: status.metadata.name || (status.labels[Label.containerName] ?? ''),
+      sandboxId: listed.podSandboxId,
+      state: status.state,
+      createdAt: status.createdAt,
+      startedAt: status.startedAt,
+      finishedAt: status.finishedAt,
+      exitCode: status.exitCode,
+      reason: status.reason,
+      message: status.message,
+      image: status.image,
+      imageRef: status.imageRef,
+      hash: status.annotations[Annotation.containerHash] ?? '',
+      restartCount: intAnnotation(status.annotations, Annotation.restartCount),
+    });
+  }
+  containers.sort(newestFirst);
+  return { uid, sandboxes, containers };
+}
+
+async function ignoreNotFound<T>(call: Promise<T>): Promise<T | undefined> {
+  try {
+    return await call;
+  } catch (err) {
+    if (isNotFound(err)) return undefined;
+    throw err;
+  }
+}
+
+/** The newest status of the named container, if the runtime has one. */
+export function newestContainer(
+  status: RuntimePodStatus,
+  name: string,
+): RuntimeContainerStatus | undefined {
+  return status.containers.find((c) => c.name === name);
+}
+
+export function runningContainers(status: RuntimePodStatus): RuntimeContainerStatus[] {
+  return status.containers.filter((c) => c.state === 'CONTAINER_RUNNING');
+}

@@ -1,0 +1,45 @@
+/**
+ * Structured logging: a static message plus fields, one line per record, as klog's structured
+ * form (`I1122 03:24:12.345678 message key="value"`) or as JSON. Every pod line carries
+ * `pod="<namespace>/<name>"`.
+ */
+export type LogLevel = 'info' | 'warn' | 'error' | 'debug';
+export type LogFields = Record<string, unknown>;
+export type Logger = (level: LogLevel, message: string, fields?: LogFields) => void;
+
+const letter: Record<LogLevel, string> = { info: 'I', warn: 'W', error: 'E', debug: 'I' };
+
+function textValue(value: unknown): string {
+  if (typeof value === 'number' || typeof value === 'boolean') return String(value);
+  if (value instanceof Error) return JSON.stringify(value.message);
+  return JSON.stringify(typeof value === 'string' ? value : value ?? null);
+}
+
+function klogStamp(date: Date): string {
+  const pad = (n: number, w = 2) => String(n).padStart(w, '0');
+  return `${pad(date.getUTCMonth() + 1)}${pad(date.getUTCDate())} ${pad(date.getUTCHours())}:${pad(date.getUTCMinutes())}:${pad(date.getUTCSeconds())}.${pad(date.getUTCMilliseconds(), 3)}`;
+}
+
+export function createLogger(options: {
+  format: 'text' | 'json';
+  verbosity: number;
+  write?: (line: string) => void;
+}): Logger {
+  const write = options.write ?? ((line: string) => process.stderr.write(line + '\n'));
+  return (level, message, fields = {}) => {
+    if (level === 'debug' && options.verbosity < 4) return;
+    const now = new Date();
+    if (options.format === 'json') {
+      const record: LogFields = { ts: now.getTime() / 1000, level, msg: message };
+      for (const [key, value] of Object.entries(fields)) record[key] = value instanceof Error ? value.message : value;
+      write(JSON.stringify(record));
+      return;
+    }
+    let line = `${letter[level]}${klogStamp(now)} ${JSON.stringify(message)}`;
+    for (const [key, value] of Object.entries(fields)) line += ` ${key}=${textValue(value)}`;
+    write(line);
+  };
+}
+
+/** A logger that drops everything (tests). */
+export const silentLogger: Logger = () => {};

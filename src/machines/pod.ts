@@ -1,0 +1,390 @@
+/**
+ * The pod actor: one per pod UID, the kubelet's pod worker as a statechart.
+ *
+ * Phases
+ *   syncing      Reconcile the runtime to the spec, again and again. Two regions:
+ *                - `worker`: `working` runs one sync (the `syncPod` actor: read the runtime, decide
+ *                  with computePodActions, act, publish status); `idle` waits for the next reason
+ *                  to sync. Updates that arrive while working are kept in ONE pending slot (the
+ *                  newest wins) and run as soon as the sync ends.
+ *                - `progress`: where the pod stands, as the last sync observed it: `sandbox`,
+ *                  `initializing` (`starting` / `running` / `failed` for init container
+ *                  `context.progress.index`), `running`. It follows the runtime; it is never
+ *                  written on its own.
+ *   terminating  Stop every container with the grace period, then the sandbox (`terminatePod`).
+ *                A second kill can only shorten the grace period, which restarts the kill with the
+ *                shorter one; nothing brings the pod back to `syncing`.
+ *   terminated   Final status, and (once the pod is gone from config) removal of its containers
+ *                and sandboxes (`cleanupPod`); then `finished`, where the actor waits to be
+ *                forgotten by its supervisor. A terminated UID never runs again: a `create` for it
+ *                only sets `restartRequested`, and the supervisor starts a fresh actor once this
+ *                one has finished.
+ *
+ * Events accepted
+ *   POD.UPDATE (all states), POD.SYNC and PLEG.* (syncing; ignored after), POD.KILL (all states).
+ *
+ * Never: performs I/O itself (every effect runs in an invoked actor), lets a grace period grow,
+ * starts a sync after termination was requested.
+ */
+import { type ErrorActorEvent, and, assign, fromPromise, not, sendParent, setup } from 'xstate';
+import type { Pod, PodPhase } from '../api/types.ts';
+import { podRef } from '../api/types.ts';
+import type { BackoffTable } from './decide/backoff.ts';
+import { nextGracePeriod } from './decide/gracePeriod.ts';
+import type { InitStep, PodProgress } from './decide/progress.ts';
+import type { WaitingReason } from '../status/generate.ts';
+
+/** What a sync remembers from one run to the next (plain data). */
+export interface PodMemory {
+  backoff: BackoffTable;
+  reasons: Readonly<Record<string, WaitingReason>>;
+}
+
+export interface SyncRequest {
+  pod: Pod;
+  memory: PodMemory;
+}
+
+export interface SyncOutcome {
+  memory: PodMemory;
+  progress: PodProgress;
+  phase: PodPhase;
+  /** The pod reached Succeeded or Failed: it terminates on its own. */
+  isTerminal: boolean;
+  /** When a backoff expires and another sync could make progress. */
+  retryAfterMs?: number;
+  /** Non-fatal errors of this sync (the sync is retried sooner). */
+  errors: string[];
+}
+
+export interface TerminateRequest {
+  pod: Pod;
+  gracePeriodSeconds: number;
+  memory: PodMemory;
+}
+
+export interface CleanupRequest {
+  pod: Pod;
+  /** The pod is gone from config: remove its containers and sandboxes. */
+  removeRuntime: boolean;
+  memory: PodMemory;
+}
+
+/** The side effects the pod actor invokes; the composition root provides the implementation. */
+export interface PodEffects {
+  syncPod(request: SyncRequest, signal: AbortSignal): Promise<SyncOutcome>;
+  terminatePod(request: TerminateRequest, signal: AbortSignal): Promise<void>;
+  cleanupPod(request: CleanupRequest, signal: AbortSignal): Promise<void>;
+}
+
+export type UpdateType = 'create' | 'update' | 'sync';
+
+export type PodEvent =
+  | { type: 'POD.UPDATE'; pod: Pod; updateType: UpdateType }
+  | { type: 'POD.SYNC' }
+  | { type: 'POD.KILL'; gracePeriodSeconds?: number; deleted?: boolean; reason?: string }
+  | { type: 'PLEG.CONTAINER_STARTED'; containerId: string }
+  | { type: 'PLEG.CONTAINER_DIED'; containerId: string }
+  | { type: 'PLEG.CONTAINER_REMOVED'; containerId: string };
+
+/** Messages a pod actor sends to its supervisor. */
+export type PodReport =
+  | { type: 'POD.SYNCED'; uid: string; ok: boolean; retryAfterMs?: number }
+  | { type: 'POD.TERMINATED'; uid: string }
+  | { type: 'POD.FINISHED'; uid: string; restartRequested: boolean };
+
+export interface PodContext {
+  uid: string;
+  ref: string;
+  pod: Pod;
+  /** The single pending update slot: the newest spec received while a sync ran. */
+  pendingPod: Pod | null;
+  /** A reason to sync again arrived while a sync ran. */
+  syncRequested: boolean;
+  progress: PodProgress;
+  phase: PodPhase;
+  memory: PodMemory;
+  lastError: string | null;
+  /** Set once termination is requested; only ever shrinks. */
+  gracePeriodSeconds: number | null;
+  /** The pod is gone from config (removed or deleted): its runtime objects are removed at the end. */
+  deleted: boolean;
+  restartRequested: boolean;
+  /** Syncs run so far (for the visualizer and tests). */
+  syncCount: number;
+}
+
+export interface PodInput {
+  pod: Pod;
+}
+
+const initialMemory: PodMemory = { backoff: {}, reasons: {} };
+const killRetryMs = 1_000;
+
+export function createPodMachine(effects: PodEffects) {
+  return setup({
+    types: {
+      context: {} as PodContext,
+      events: {} as PodEvent,
+      input: {} as PodInput,
+    },
+    actors: {
+      syncPod: fromPromise<SyncOutcome, SyncRequest>(({ input, signal }) => effects.syncPod(input, signal)),
+      terminatePod: fromPromise<void, TerminateRequest>(({ input, signal }) => effects.terminatePod(input, signal)),
+      cleanupPod: fromPromise<void, CleanupRequest>(({ input, signal }) => effects.cleanupPod(input, signal)),
+    },
+    delays: {
+      killRetry: killRetryMs,
+    },
+    guards: {
+      hasPendingWork: ({ context }) => context.pendingPod !== null || context.syncRequested,
+      updateDeletesPod: ({ event }) =>
+        event.type === 'POD.UPDATE' && event.pod.metadata.deletionTimestamp !== undefined,
+      isCreate: ({ event }) => event.type === 'POD.UPDATE' && event.updateType === 'create',
+      shortensGrace: ({ context, event }) => {
+        if (event.type !== 'POD.KILL' && event.type !== 'POD.UPDATE') return false;
+        const pod = event.type === 'POD.UPDATE' ? event.pod : context.pod;
+        const override = event.type === 'POD.KILL' ? event.gracePeriodSeconds : undefined;
+        const next = nextGracePeriod(context.gracePeriodSeconds ?? undefined, pod, override);
+        return context.gracePeriodSeconds !== null && next < context.gracePeriodSeconds;
+      },
+      isNewDeletion: ({ context, event }) => event.type === 'POD.KILL' && event.deleted === true && !context.deleted,
+      atSandbox: ({ context }) => context.progress.stage === 'sandbox',
+      atInit: ({ context }) => context.progress.stage === 'initializing',
+      atRunning: ({ context }) => context.progress.stage === 'running',
+      initStep: ({ context }, step: InitStep) =>
+        context.progress.stage === 'initializing' && context.progress.step === step,
+    },
+    actions: {
+      keepPending: assign({
+        pendingPod: ({ event, context }) => (event.type === 'POD.UPDATE' ? event.pod : context.pendingPod),
+      }),
+      markSyncRequested: assign({ syncRequested: true }),
+      takePending: assign(({ context }) => ({
+        pod: context.pendingPod ?? context.pod,
+        pendingPod: null,
+        syncRequested: false,
+      })),
+      applyUpdate: assign({
+        pod: ({ event, context }) => (event.type === 'POD.UPDATE' ? event.pod : context.pod),
+      }),
+      recordSync: assign(({ context }, outcome: SyncOutcome) => ({
+        memory: outcome.memory,
+        progress: outcome.progress,
+        phase: outcome.phase,
+        lastError: outcome.errors[0] ?? null,
+        syncCount: context.syncCount + 1,
+      })),
+      recordError: assign(({ context }, error: unknown) => ({
+        lastError: errorMessage(error),
+        syncCount: context.syncCount + 1,
+      })),
+      /** Tells the supervisor when this pod wants its next sync (`outcome` absent: the sync threw). */
+      reportSynced: sendParent(({ context }, outcome: SyncOutcome | undefined): PodReport => {
+        const report: PodReport = {
+          type: 'POD.SYNCED',
+          uid: context.uid,
+          ok: outcome !== undefined && outcome.errors.length === 0,
+        };
+        if (outcome?.retryAfterMs !== undefined) report.retryAfterMs = outcome.retryAfterMs;
+        return report;
+      }),
+      requestTermination: assign(({ context, event }) => {
+        const pod = event.type === 'POD.UPDATE' ? event.pod : context.pod;
+        const override = event.type === 'POD.KILL' ? event.gracePeriodSeconds : undefined;
+        return {
+          pod,
+          pendingPod: null,
+          syncRequested: false,
+          gracePeriodSeconds: nextGracePeriod(context.gracePeriodSeconds ?? undefined, pod, override),
+          deleted:
+            context.deleted ||
+            (event.type === 'POD.KILL' && event.deleted === true) ||
+            pod.metadata.deletionTimestamp !== undefined,
+        };
+      }),
+      markDeleted: assign({ deleted: true }),
+      requestRestart: assign({ restartRequested: true }),
+      reportTerminated: sendParent(({ context }): PodReport => ({ type: 'POD.TERMINATED', uid: context.uid })),
+      reportFinished: sendParent(({ context }): PodReport => ({
+        type: 'POD.FINISHED',
+        uid: context.uid,
+        restartRequested: context.restartRequested,
+      })),
+    },
+  }).createMachine({
+    id: 'pod',
+    context: ({ input }) => ({
+      uid: input.pod.metadata.uid,
+      ref: podRef(input.pod),
+      pod: input.pod,
+      pendingPod: null,
+      syncRequested: false,
+      progress: { stage: 'sandbox' },
+      phase: 'Pending',
+      memory: initialMemory,
+      lastError: null,
+      gracePeriodSeconds: null,
+      deleted: false,
+      restartRequested: false,
+      syncCount: 0,
+    }),
+    initial: 'syncing',
+    states: {
+      syncing: {
+        type: 'parallel',
+        on: {
+          'POD.KILL': { target: 'terminating', actions: 'requestTermination' },
+          'POD.UPDATE': { guard: 'updateDeletesPod', target: 'terminating', actions: 'requestTermination' },
+        },
+        states: {
+          worker: {
+            initial: 'working',
+            states: {
+              working: {
+                invoke: {
+                  src: 'syncPod',
+                  input: ({ context }) => ({ pod: context.pod, memory: context.memory }),
+                  onDone: [
+                    {
+                      guard: ({ event }) => event.output.isTerminal,
+                      target: '#pod.terminating',
+                      actions: [{ type: 'recordSync', params: ({ event }) => event.output }, 'requestTermination'],
+                    },
+                    {
+                      target: 'idle',
+                      actions: [
+                        { type: 'recordSync', params: ({ event }) => event.output },
+                        { type: 'reportSynced', params: ({ event }) => event.output },
+                      ],
+                    },
+                  ],
+                  onError: {
+                    target: 'idle',
+                    actions: [
+                      { type: 'recordError', params: ({ event }: { event: ErrorActorEvent }) => event.error },
+                      { type: 'reportSynced', params: () => undefined },
+                    ],
+                  },
+                },
+                on: {
+                  'POD.UPDATE': { guard: not('updateDeletesPod'), actions: 'keepPending' },
+                  'POD.SYNC': { actions: 'markSyncRequested' },
+                  'PLEG.*': { actions: 'markSyncRequested' },
+                },
+              },
+              idle: {
+                always: { guard: 'hasPendingWork', target: 'working', actions: 'takePending' },
+                on: {
+                  'POD.UPDATE': { guard: not('updateDeletesPod'), target: 'working', actions: 'applyUpdate' },
+                  'POD.SYNC': { target: 'working' },
+                  'PLEG.*': { target: 'working' },
+                },
+              },
+            },
+          },
+          progress: {
+            initial: 'sandbox',
+            states: {
+              sandbox: {
+                always: [
+                  { guard: 'atInit', target: 'initializing' },
+                  { guard: 'atRunning', target: 'running' },
+                ],
+              },
+              initializing: {
+                initial: 'starting',
+                always: [
+                  { guard: 'atSandbox', target: 'sandbox' },
+                  { guard: 'atRunning', target: 'running' },
+                ],
+                states: {
+                  starting: {
+                    always: [
+                      { guard: { type: 'initStep', params: 'running' }, target: 'running' },
+                      { guard: { type: 'initStep', params: 'failed' }, target: 'failed' },
+                    ],
+                  },
+                  running: {
+                    always: [
+                      { guard: { type: 'initStep', params: 'starting' }, target: 'starting' },
+                      { guard: { type: 'initStep', params: 'failed' }, target: 'failed' },
+                    ],
+                  },
+                  failed: {
+                    always: [
+                      { guard: { type: 'initStep', params: 'starting' }, target: 'starting' },
+                      { guard: { type: 'initStep', params: 'running' }, target: 'running' },
+                    ],
+                  },
+                },
+              },
+              running: {
+                always: [
+                  { guard: 'atSandbox', target: 'sandbox' },
+                  { guard: 'atInit', target: 'initializing' },
+                ],
+              },
+            },
+          },
+        },
+      },
+      terminating: {
+        tags: ['terminating'],
+        initial: 'killing',
+        on: {
+          'POD.KILL': [
+            { guard: 'shortensGrace', target: '.killing', reenter: true, actions: 'requestTermination' },
+            { guard: 'isNewDeletion', actions: 'markDeleted' },
+          ],
+          'POD.UPDATE': [
+            { guard: and(['updateDeletesPod', 'shortensGrace']), target: '.killing', reenter: true, actions: 'requestTermination' },
+            { guard: 'isCreate', actions: 'requestRestart' },
+            { actions: 'applyUpdate' },
+          ],
+        },
+        states: {
+          killing: {
+            invoke: {
+              src: 'terminatePod',
+              input: ({ context }) => ({
+                pod: context.pod,
+                gracePeriodSeconds: context.gracePeriodSeconds ?? 1,
+                memory: context.memory,
+              }),
+              onDone: { target: '#pod.terminated', actions: 'reportTerminated' },
+              onError: { target: 'retrying', actions: { type: 'recordError', params: ({ event }: { event: ErrorActorEvent }) => event.error } },
+            },
+          },
+          retrying: { after: { killRetry: 'killing' } },
+        },
+      },
+      terminated: {
+        tags: ['terminated'],
+        initial: 'cleaning',
+        on: {
+          'POD.UPDATE': [{ guard: 'isCreate', actions: 'requestRestart' }, { actions: 'applyUpdate' }],
+          'POD.KILL': { guard: 'isNewDeletion', target: '.cleaning', actions: 'markDeleted' },
+        },
+        states: {
+          cleaning: {
+            invoke: {
+              src: 'cleanupPod',
+              input: ({ context }) => ({ pod: context.pod, removeRuntime: context.deleted, memory: context.memory }),
+              onDone: { target: 'finished' },
+              onError: { target: 'retrying', actions: { type: 'recordError', params: ({ event }: { event: ErrorActorEvent }) => event.error } },
+            },
+          },
+          retrying: { after: { killRetry: 'cleaning' } },
+          finished: { tags: ['finished'], entry: 'reportFinished' },
+        },
+      },
+    },
+  });
+}
+
+export type PodMachine = ReturnType<typeof createPodMachine>;
+
+function errorMessage(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}

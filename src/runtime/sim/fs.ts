@@ -1,0 +1,104 @@
+/**
+ * A container's simulated filesystem: just the paths a shell script has touched. Files hold
+ * their text content; directories are tracked so that `test -d` and `mkdir` behave, but the model
+ * is lenient — writing a file creates its parent directories implicitly — because the point is
+ * to let readiness files and probe targets (`touch /tmp/ready`, `cat /tmp/healthy`) work, not to
+ * emulate a kernel.
+ */
+
+/** Directories every image is assumed to have. They cannot be removed. */
+const BASE_DIRS: ReadonlySet<string> = new Set([
+  '/', '/bin', '/dev', '/etc', '/home', '/proc', '/root', '/run', '/sys', '/tmp',
+  '/usr', '/usr/bin', '/usr/local', '/var', '/var/log', '/var/run',
+]);
+
+/** The one device file scripts commonly name; reads are empty and writes vanish. */
+export const DEV_NULL = '/dev/null';
+
+export type RemoveResult = 'removed' | 'missing' | 'is-directory';
+export type MkdirResult = 'created' | 'exists' | 'no-parent';
+
+export class SimFs {
+  private readonly files = new Map<string, string>();
+  private readonly dirs = new Set<string>();
+
+  /** Makes `path` absolute against `cwd` and folds `.`, `..` and repeated slashes. */
+  static resolve(path: string, cwd = '/'): string {
+    const joined = path.startsWith('/') ? path : `${cwd}/${path}`;
+    const parts: string[] = [];
+    for (const part of joined.split('/')) {
+      if (part === '' || part === '.') continue;
+      if (part === '..') parts.pop();
+      else parts.push(part);
+    }
+    return `/${parts.join('/')}`;
+  }
+
+  isFile(path: string): boolean {
+    return path === DEV_NULL || this.files.has(path);
+  }
+
+  isDir(path: string): boolean {
+    return BASE_DIRS.has(path) || this.dirs.has(path);
+  }
+
+  exists(path: string): boolean {
+    return this.isFile(path) || this.isDir(path);
+  }
+
+  /** The file's content, or undefined when there is no such file. */
+  read(path: string): string | undefined {
+    if (path === DEV_NULL) return '';
+    return this.files.get(path);
+  }
+
+  /** Creates or truncates the file to `content`. */
+  write(path: string, content: string): void {
+    if (path === DEV_NULL) return;
+    this.addParents(path);
+    this.files.set(path, content);
+  }
+
+  append(path: string, text: string): void {
+    if (path === DEV_NULL) return;
+    this.addParents(path);
+    this.files.set(path, (this.files.get(path) ?? '') + text);
+  }
+
+  /** Creates an empty file when missing; an existing file keeps its content. */
+  touch(path: string): void {
+    if (!this.exists(path)) this.write(path, '');
+  }
+
+  remove(path: string, recursive: boolean): RemoveResult {
+    if (this.files.delete(path)) return 'removed';
+    if (!this.isDir(path)) return 'missing';
+    if (!recursive) return 'is-directory';
+    const prefix = path === '/' ? '/' : `${path}/`;
+    for (const file of [...this.files.keys()]) if (file.startsWith(prefix)) this.files.delete(file);
+    for (const dir of [...this.dirs]) if (dir === path || dir.startsWith(prefix)) this.dirs.delete(dir);
+    return 'removed';
+  }
+
+  mkdir(path: string, parents: boolean): MkdirResult {
+    if (this.exists(path)) return parents && this.isDir(path) ? 'created' : 'exists';
+    if (!parents && !this.isDir(parentOf(path))) return 'no-parent';
+    this.addParents(path);
+    this.dirs.add(path);
+    return 'created';
+  }
+
+  /** Every file path, sorted; for tests and debugging. */
+  listFiles(): string[] {
+    return [...this.files.keys()].sort();
+  }
+
+  private addParents(path: string): void {
+    for (let dir = parentOf(path); !this.isDir(dir); dir = parentOf(dir)) this.dirs.add(dir);
+  }
+}
+
+function parentOf(path: string): string {
+  const slash = path.lastIndexOf('/');
+  return slash <= 0 ? '/' : path.slice(0, slash);
+}

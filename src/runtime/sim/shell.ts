@@ -1,0 +1,851 @@
+/**
+ * The sim's "process": a small interpreter for the shell subset parsed by `shell-parse.ts`, run
+ * against a `SimFs`, writing to a log sink, timed by an injectable `SimClock`, stoppable by
+ * signals, reporting an exit code.
+ *
+ * Execution model. The interpreter is written as generators that yield an `Effect` whenever the
+ * script would block (sleep, wait, spawn a background job). A small driver resumes them from
+ * clock timers. Everything runs synchronously between timer firings, so a fake clock drives
+ * scripts deterministically, and an idle container costs one suspended generator plus at most
+ * one timer (none for `sleep infinity`).
+ */
+
+import type { SimClock, TimerHandle } from './clock.ts';
+import { SimFs } from './fs.ts';
+import { parse, ShellSyntaxError, type Assignment, type Command, type Redirect, type Word } from './shell-parse.ts';
+
+export type ShellSignal = 'TERM' | 'KILL';
+
+/** Exit statuses a signal produces: 128 + signal number. */
+export const EXIT_TERM = 143;
+export const EXIT_KILL = 137;
+
+export interface ShellOutput {
+  stdout(text: string): void;
+  stderr(text: string): void;
+}
+
+export interface ShellProcessOptions {
+  /** The container's argv: CRI `command ++ args`. */
+  argv: string[];
+  clock: SimClock;
+  fs: SimFs;
+  output: ShellOutput;
+  /** Called once with the exit status, from whatever stack ended the process. */
+  onExit(exitCode: number): void;
+  /**
+   * True for a container's main process. PID 1 in a PID namespace gets no default signal
+   * dispositions, so an untrapped SIGTERM is ignored (the stop timeout then ends in SIGKILL);
+   * otherwise (exec'd commands) SIGTERM kills with 143.
+   */
+  pid1: boolean;
+  env?: Record<string, string>;
+  /** Working directory for relative paths; `/` by default. */
+  cwd?: string;
+}
+
+const SHELLS = new Set(['sh', 'bash', 'ash', 'dash']);
+/** Loop iterations allowed without blocking before a busy loop is made to yield 1 ms of clock. */
+const BUSY_LOOP_ITERATIONS = 10_000;
+
+/** Splits a container argv into what the sim runs, following how Kubernetes images use `sh -c`. */
+export type Program =
+  /** No argv at all: behaves like the pause process (runs until stopped, exits 0 on TERM). */
+  | { kind: 'pause' }
+  | { kind: 'script'; source: string }
+  /** A bare argv run as one command without a shell (`["sleep", "3600"]`). */
+  | { kind: 'argv'; argv: string[] }
+  | { kind: 'usage-error'; message: string };
+
+export function programFor(argv: readonly string[]): Program {
+  const [first, ...rest] = argv;
+  if (first === undefined) return { kind: 'pause' };
+  if (SHELLS.has(basename(first))) {
+    if (rest[0] !== '-c') {
+      // A shell without -c reads commands from stdin, which a container does not have: it exits 0.
+      return rest.length === 0 ? { kind: 'script', source: '' } : { kind: 'usage-error', message: `${first}: only "-c SCRIPT" is supported by the sim` };
+    }
+    const script = rest[1];
+    if (script === undefined) return { kind: 'usage-error', message: `${first}: -c requires an argument` };
+    return { kind: 'script', source: script };
+  }
+  return { kind: 'argv', argv: [...argv] };
+}
+
+/** Parsed scripts are shared: a thousand pods running the same script parse it once. */
+const parseCache = new Map<string, Command>();
+const PARSE_CACHE_LIMIT = 1000;
+
+function parseCached(source: string): Command {
+  let command = parseCache.get(source);
+  if (!command) {
+    command = parse(source);
+    if (parseCache.size >= PARSE_CACHE_LIMIT) parseCache.clear();
+    parseCache.set(source, command);
+  }
+  return command;
+}
+
+type Effect =
+  | { kind: 'sleep'; ms: number }
+  /** Block until every background job has finished. */
+  | { kind: 'wait' }
+  | { kind: 'spawn'; command: Command }
+  /** One loop iteration passed: lets the driver stop a loop that never blocks from hogging the process. */
+  | { kind: 'tick' };
+
+interface Resume {
+  /** The blocking effect was cut short by a trapped signal. */
+  interrupted: boolean;
+}
+
+type Run<T = number> = Generator<Effect, T, Resume>;
+
+const CONTINUE: Resume = { interrupted: false };
+const INTERRUPTED: Resume = { interrupted: true };
+
+class ExitRequest {
+  constructor(readonly status: number) {}
+}
+class LoopControl {
+  constructor(readonly kind: 'break' | 'continue', public levels: number) {}
+}
+
+type Sink = { kind: 'stdout' } | { kind: 'stderr' } | { kind: 'file'; path: string } | { kind: 'null' };
+
+interface Streams {
+  out: Sink;
+  err: Sink;
+}
+
+interface Thread {
+  main: boolean;
+  run: Run;
+  timer: TimerHandle | null;
+  /** What the thread is blocked on, or null while it is runnable. */
+  blockedOn: 'sleep' | 'wait' | null;
+  ticks: number;
+}
+
+export class ShellProcess {
+  private readonly clock: SimClock;
+  private readonly fs: SimFs;
+  private readonly output: ShellOutput;
+  private readonly onExitCallback: (code: number) => void;
+  private readonly pid1: boolean;
+  private readonly program: Program;
+  private readonly vars = new Map<string, string>();
+  /** Signal name → action source; '' means ignore. */
+  private readonly traps = new Map<string, string>();
+  private cwd: string;
+  private lastStatus = 0;
+  private inTrap = false;
+  private termPending = false;
+  private mainThread: Thread | null = null;
+  private readonly background = new Set<Thread>();
+  private readonly runQueue: [Thread, Resume][] = [];
+  private pumping = false;
+  private status: 'new' | 'running' | 'exited' = 'new';
+  private exitCodeValue: number | null = null;
+
+  constructor(options: ShellProcessOptions) {
+    this.clock = options.clock;
+    this.fs = options.fs;
+    this.output = options.output;
+    this.onExitCallback = options.onExit;
+    this.pid1 = options.pid1;
+    this.cwd = SimFs.resolve(options.cwd || '/');
+    for (const [key, value] of Object.entries(options.env ?? {})) this.vars.set(key, value);
+    this.program = programFor(options.argv);
+  }
+
+  get exited(): boolean {
+    return this.status === 'exited';
+  }
+
+  /** The exit status once exited, else null. */
+  get exitCode(): number | null {
+    return this.exitCodeValue;
+  }
+
+  start(): void {
+    if (this.status !== 'new') return;
+    this.status = 'running';
+    const thread: Thread = { main: true, run: this.runProgram(), timer: null, blockedOn: null, ticks: 0 };
+    this.mainThread = thread;
+    this.schedule(thread, CONTINUE);
+  }
+
+  /**
+   * Delivers a signal. KILL always ends the process (137). TERM runs the script's TERM trap at
+   * once, interrupting whatever the script is blocked on; without a trap it is ignored by PID 1
+   * (and exits 0 for the pause program), and kills other processes with 143.
+   */
+  signal(signal: ShellSignal): void {
+    if (this.status !== 'running') {
+      if (this.status === 'new') this.finish(signal === 'KILL' ? EXIT_KILL : EXIT_TERM);
+      return;
+    }
+    if (signal === 'KILL') return this.finish(EXIT_KILL);
+    const trap = this.traps.get('TERM');
+    if (trap === '') return;
+    if (trap !== undefined) {
+      if (this.inTrap) return;
+      const main = this.mainThread;
+      if (main && main.blockedOn) {
+        this.unblock(main);
+        this.schedule(main, INTERRUPTED);
+      } else {
+        // The main thread is mid-step (a signal sent from inside an output callback): deliver
+        // the interruption when it next blocks.
+        this.termPending = true;
+      }
+      return;
+    }
+    if (this.program.kind === 'pause') return this.finish(0);
+    if (!this.pid1) this.finish(EXIT_TERM);
+  }
+
+  /** Cancels every timer without reporting an exit: for tearing the whole runtime down. */
+  dispose(): void {
+    if (this.status === 'exited') return;
+    this.status = 'exited';
+    this.cancelAll();
+  }
+
+  // ------------------------------------------------------------------ driver
+
+  private schedule(thread: Thread, resume: Resume): void {
+    this.runQueue.push([thread, resume]);
+    this.pump();
+  }
+
+  private pump(): void {
+    if (this.pumping) return;
+    this.pumping = true;
+    try {
+      for (let next = this.runQueue.shift(); next; next = this.runQueue.shift()) {
+        if (this.status !== 'running') break;
+        this.step(next[0], next[1]);
+      }
+    } finally {
+      this.pumping = false;
+      if (this.status !== 'running') this.runQueue.length = 0;
+    }
+  }
+
+  /** Runs `thread` until it blocks or ends. */
+  private step(thread: Thread, initial: Resume): void {
+    let input = initial;
+    for (;;) {
+      if (this.status !== 'running') return;
+      let result: IteratorResult<Effect, number>;
+      try {
+        result = thread.run.next(input);
+      } catch (error) {
+        if (error instanceof ExitRequest) return this.threadEnded(thread, error.status);
+        throw error;
+      }
+      if (result.done) return this.threadEnded(thread, result.value);
+      const effect = result.value;
+      input = CONTINUE;
+      switch (effect.kind) {
+        case 'tick':
+          if (++thread.ticks < BUSY_LOOP_ITERATIONS) continue;
+          thread.ticks = 0;
+          this.blockOnTimer(thread, 1);
+          return;
+        case 'spawn': {
+          const job: Thread = { main: false, run: this.runBackground(effect.command), timer: null, blockedOn: null, ticks: 0 };
+          this.background.add(job);
+          this.runQueue.push([job, CONTINUE]);
+          continue;
+        }
+        case 'sleep':
+          thread.ticks = 0;
+          if (thread.main && this.termPending) {
+            this.termPending = false;
+            input = INTERRUPTED;
+            continue;
+          }
+          if (effect.ms === Infinity) thread.blockedOn = 'sleep';
+          else this.blockOnTimer(thread, effect.ms);
+          return;
+        case 'wait':
+          thread.ticks = 0;
+          if (thread.main && this.termPending) {
+            this.termPending = false;
+            input = INTERRUPTED;
+            continue;
+          }
+          if (this.background.size === 0) continue;
+          thread.blockedOn = 'wait';
+          return;
+      }
+    }
+  }
+
+  private blockOnTimer(thread: Thread, ms: number): void {
+    thread.blockedOn = 'sleep';
+    thread.timer = this.clock.setTimer(ms, () => {
+      thread.timer = null;
+      thread.blockedOn = null;
+      this.schedule(thread, CONTINUE);
+    });
+  }
+
+  private unblock(thread: Thread): void {
+    if (thread.timer) this.clock.clearTimer(thread.timer);
+    thread.timer = null;
+    thread.blockedOn = null;
+  }
+
+  private threadEnded(thread: Thread, status: number): void {
+    if (thread.main) return this.finish(status);
+    this.background.delete(thread);
+    const main = this.mainThread;
+    if (this.background.size === 0 && main && main.blockedOn === 'wait') {
+      main.blockedOn = null;
+      this.runQueue.push([main, CONTINUE]);
+    }
+  }
+
+  private finish(exitCode: number): void {
+    if (this.status === 'exited') return;
+    this.status = 'exited';
+    this.exitCodeValue = exitCode;
+    this.cancelAll();
+    this.onExitCallback(exitCode);
+  }
+
+  private cancelAll(): void {
+    for (const thread of [this.mainThread, ...this.background]) if (thread) this.unblock(thread);
+    this.background.clear();
+    this.runQueue.length = 0;
+  }
+
+  // ------------------------------------------------------------------ interpreter
+
+  private *runProgram(): Run {
+    let command: Command;
+    switch (this.program.kind) {
+      case 'pause':
+        yield { kind: 'sleep', ms: Infinity };
+        return 0;
+      case 'usage-error':
+        this.output.stderr(`${this.program.message}\n`);
+        return 2;
+      case 'argv':
+        command = {
+          kind: 'simple',
+          assignments: [],
+          words: this.program.argv.map((text) => ({ parts: [{ kind: 'literal', text, quoted: true }] })),
+          redirects: [],
+        };
+        break;
+      case 'script':
+        try {
+          command = parseCached(this.program.source);
+        } catch (error) {
+          if (!(error instanceof ShellSyntaxError)) throw error;
+          this.output.stderr(`sh: ${error.message}\n`);
+          return 2;
+        }
+        break;
+    }
+    let status: number;
+    try {
+      status = yield* this.exec(command);
+    } catch (error) {
+      if (error instanceof ExitRequest) status = error.status;
+      else if (error instanceof LoopControl) status = 0;
+      else throw error;
+    }
+    const exitTrap = this.traps.get('EXIT');
+    if (exitTrap) {
+      this.traps.delete('EXIT');
+      this.lastStatus = status;
+      try {
+        yield* this.runSource(exitTrap);
+      } catch (error) {
+        if (error instanceof ExitRequest) status = error.status;
+        else if (!(error instanceof LoopControl)) throw error;
+      }
+    }
+    return status;
+  }
+
+  private *runBackground(command: Command): Run {
+    try {
+      return yield* this.exec(command);
+    } catch (error) {
+      if (error instanceof ExitRequest) return error.status;
+      if (error instanceof LoopControl) return 0;
+      throw error;
+    }
+  }
+
+  private *runSource(source: string): Run {
+    let command: Command;
+    try {
+      command = parseCached(source);
+    } catch (error) {
+      if (!(error instanceof ShellSyntaxError)) throw error;
+      this.output.stderr(`sh: ${error.message}\n`);
+      return 2;
+    }
+    return yield* this.exec(command);
+  }
+
+  /** Yields a blocking effect; when a trapped signal cuts it short, runs the trap and says so. */
+  private *block(effect: Effect): Run<boolean> {
+    const resume = yield effect;
+    if (!resume.interrupted) return false;
+    const action = this.traps.get('TERM');
+    if (action) {
+      this.inTrap = true;
+      const saved = this.lastStatus;
+      try {
+        yield* this.runSource(action);
+      } finally {
+        this.inTrap = false;
+      }
+      this.lastStatus = saved;
+    }
+    return true;
+  }
+
+  private *exec(command: Command): Run {
+    const status = yield* this.execNode(command);
+    this.lastStatus = status;
+    return status;
+  }
+
+  private *execNode(command: Command): Run {
+    switch (command.kind) {
+      case 'simple':
+        return yield* this.execSimple(command.assignments, command.words, command.redirects);
+      case 'list': {
+        let status = 0;
+        for (const item of command.items) status = yield* this.exec(item);
+        return status;
+      }
+      case 'and': {
+        const left = yield* this.exec(command.left);
+        return left === 0 ? yield* this.exec(command.right) : left;
+      }
+      case 'or': {
+        const left = yield* this.exec(command.left);
+        return left !== 0 ? yield* this.exec(command.right) : left;
+      }
+      case 'not':
+        return (yield* this.exec(command.body)) === 0 ? 1 : 0;
+      case 'background':
+        yield { kind: 'spawn', command: command.body };
+        return 0;
+      case 'if': {
+        if ((yield* this.exec(command.condition)) === 0) return yield* this.exec(command.then);
+        return command.otherwise ? yield* this.exec(command.otherwise) : 0;
+      }
+      case 'loop': {
+        let status = 0;
+        for (;;) {
+          yield { kind: 'tick' };
+          const condition = yield* this.exec(command.condition);
+          if ((condition === 0) === command.until) break;
+          const control = yield* this.loopBody(command.body);
+          status = control.status;
+          if (control.stop) break;
+        }
+        return status;
+      }
+      case 'for': {
+        let status = 0;
+        for (const item of this.expandWords(command.items)) {
+          yield { kind: 'tick' };
+          this.vars.set(command.name, item);
+          const control = yield* this.loopBody(command.body);
+          status = control.status;
+          if (control.stop) break;
+        }
+        return status;
+      }
+    }
+  }
+
+  /** Runs a loop body, turning `break`/`continue` into loop control for the innermost loop. */
+  private *loopBody(body: Command): Run<{ status: number; stop: boolean }> {
+    try {
+      return { status: yield* this.exec(body), stop: false };
+    } catch (error) {
+      if (!(error instanceof LoopControl)) throw error;
+      if (error.levels > 1) {
+        // `break N` / `continue N`: this loop ends and the signal travels to the enclosing one.
+        error.levels--;
+        throw error;
+      }
+      return { status: 0, stop: error.kind === 'break' };
+    }
+  }
+
+  // ------------------------------------------------------------------ expansion and I/O
+
+  private expandWord(word: Word): { text: string; quoted: boolean } {
+    let text = '';
+    let quoted = false;
+    for (const part of word.parts) {
+      quoted ||= part.quoted;
+      text += part.kind === 'literal' ? part.text : this.lookup(part.name);
+    }
+    return { text, quoted };
+  }
+
+  /** Expands words; an unquoted word that expands to nothing disappears, as in sh. */
+  private expandWords(words: readonly Word[]): string[] {
+    const result: string[] = [];
+    for (const word of words) {
+      const { text, quoted } = this.expandWord(word);
+      if (text !== '' || quoted) result.push(text);
+    }
+    return result;
+  }
+
+  private lookup(name: string): string {
+    switch (name) {
+      case '?': return String(this.lastStatus);
+      case '$': return '1';
+      case '0': return 'sh';
+      case '#': return '0';
+      default: return this.vars.get(name) ?? '';
+    }
+  }
+
+  private resolveStreams(redirects: readonly Redirect[]): Streams | string {
+    const streams: Streams = { out: { kind: 'stdout' }, err: { kind: 'stderr' } };
+    for (const redirect of redirects) {
+      const target = this.expandWord(redirect.target).text;
+      let sink: Sink;
+      if (redirect.op === '>&') {
+        if (target === '1') sink = streams.out;
+        else if (target === '2') sink = streams.err;
+        else return `${target}: bad file descriptor`;
+      } else {
+        const path = SimFs.resolve(target, this.cwd);
+        if (this.fs.isDir(path)) return `can't create ${target}: Is a directory`;
+        if (redirect.op === '>') this.fs.write(path, '');
+        else this.fs.append(path, '');
+        sink = path === '/dev/null' ? { kind: 'null' } : { kind: 'file', path };
+      }
+      if (redirect.fd === 1) streams.out = sink;
+      else streams.err = sink;
+    }
+    return streams;
+  }
+
+  private write(sink: Sink, text: string): void {
+    if (text === '') return;
+    switch (sink.kind) {
+      case 'stdout': return this.output.stdout(text);
+      case 'stderr': return this.output.stderr(text);
+      case 'file': return this.fs.append(sink.path, text);
+      case 'null': return;
+    }
+  }
+
+  // ------------------------------------------------------------------ commands
+
+  private *execSimple(assignments: Assignment[], words: Word[], redirects: Redirect[]): Run {
+    const argv = this.expandWords(words);
+    const values = assignments.map((a) => [a.name, this.expandWord(a.value).text] as const);
+    // Shell variables only: prefix assignments on a command are applied to the shell too, a
+    // simplification (real sh scopes them to that command's environment).
+    for (const [name, value] of values) this.vars.set(name, value);
+    const streams = this.resolveStreams(redirects);
+    if (typeof streams === 'string') {
+      this.output.stderr(`sh: ${streams}\n`);
+      return 1;
+    }
+    if (argv.length === 0) return 0;
+    return yield* this.runCommand(argv, streams);
+  }
+
+  private *runCommand(argv: string[], io: Streams): Run {
+    const [rawName = '', ...args] = argv;
+    const name = rawName.includes('/') && BUILTIN_NAMES.has(basename(rawName)) ? basename(rawName) : rawName;
+    const out = (text: string): void => this.write(io.out, text);
+    const err = (text: string): void => this.write(io.err, text);
+    switch (name) {
+      case ':':
+      case 'true':
+        return 0;
+      case 'false':
+        return 1;
+      case 'exit': {
+        const code = args[0] === undefined ? this.lastStatus : parseExitCode(args[0]);
+        if (code === null) {
+          err(`sh: exit: Illegal number: ${args[0]}\n`);
+          throw new ExitRequest(2);
+        }
+        throw new ExitRequest(code);
+      }
+      case 'echo':
+        out(echo(args));
+        return 0;
+      case 'sleep':
+        return yield* this.sleep(args, err);
+      case 'wait':
+        return (yield* this.block({ kind: 'wait' })) ? EXIT_TERM : 0;
+      case 'trap':
+        return this.trap(args, err);
+      case 'test':
+        return test(args, this.fs, this.cwd, err, 'test');
+      case '[':
+        if (args[args.length - 1] !== ']') {
+          err('[: missing ]\n');
+          return 2;
+        }
+        return test(args.slice(0, -1), this.fs, this.cwd, err, '[');
+      case 'touch':
+        for (const file of args) this.fs.touch(SimFs.resolve(file, this.cwd));
+        return 0;
+      case 'rm':
+        return this.rm(args, err);
+      case 'mkdir':
+        return this.mkdir(args, err);
+      case 'cat':
+        return this.cat(args, out, err);
+      case 'pwd':
+        out(`${this.cwd}\n`);
+        return 0;
+      case 'cd': {
+        const target = SimFs.resolve(args[0] ?? '/', this.cwd);
+        if (!this.fs.isDir(target)) {
+          err(`sh: cd: can't cd to ${args[0]}: No such file or directory\n`);
+          return 2;
+        }
+        this.cwd = target;
+        return 0;
+      }
+      case 'break':
+      case 'continue': {
+        const levels = args[0] === undefined ? 1 : Number(args[0]);
+        throw new LoopControl(name, Number.isInteger(levels) && levels > 0 ? levels : 1);
+      }
+      case 'exec':
+        return args.length === 0 ? 0 : yield* this.runCommand(args, io);
+      case 'sh':
+        return yield* this.nestedShell(args, err);
+      default:
+        err(`sh: ${rawName}: not found\n`);
+        return 127;
+    }
+  }
+
+  /** `sh -c SCRIPT` inside a script: run inline; its `exit` ends only the nested shell. */
+  private *nestedShell(args: string[], err: (text: string) => void): Run {
+    if (args[0] !== '-c' || args[1] === undefined) {
+      err('sh: only "sh -c SCRIPT" is supported by the sim\n');
+      return 2;
+    }
+    try {
+      return yield* this.runSource(args[1]);
+    } catch (error) {
+      if (error instanceof ExitRequest) return error.status;
+      throw error;
+    }
+  }
+
+  private *sleep(args: string[], err: (text: string) => void): Run {
+    if (args.length === 0) {
+      err('sleep: missing operand\n');
+      return 1;
+    }
+    let ms = 0;
+    for (const arg of args) {
+      const duration = parseDuration(arg);
+      if (duration === null) {
+        err(`sleep: invalid number '${arg}'\n`);
+        return 1;
+      }
+      ms += duration;
+    }
+    if (ms === 0) return 0;
+    return (yield* this.block({ kind: 'sleep', ms })) ? EXIT_TERM : 0;
+  }
+
+  private trap(args: string[], err: (text: string) => void): number {
+    const [action, ...signals] = args;
+    if (action === undefined) return 0;
+    let status = 0;
+    for (const spec of signals) {
+      const signal = signalName(spec);
+      if (signal === null) {
+        err(`sh: trap: ${spec}: bad trap\n`);
+        status = 1;
+        continue;
+      }
+      if (action === '-') this.traps.delete(signal);
+      else this.traps.set(signal, action);
+    }
+    return status;
+  }
+
+  private rm(args: string[], err: (text: string) => void): number {
+    const { flags, operands } = splitFlags(args);
+    const force = flags.has('f');
+    const recursive = flags.has('r') || flags.has('R');
+    let status = 0;
+    for (const operand of operands) {
+      const result = this.fs.remove(SimFs.resolve(operand, this.cwd), recursive);
+      if (result === 'missing' && !force) {
+        err(`rm: can't remove '${operand}': No such file or directory\n`);
+        status = 1;
+      } else if (result === 'is-directory') {
+        err(`rm: '${operand}' is a directory\n`);
+        status = 1;
+      }
+    }
+    return status;
+  }
+
+  private mkdir(args: string[], err: (text: string) => void): number {
+    const { flags, operands } = splitFlags(args);
+    let status = 0;
+    for (const operand of operands) {
+      const result = this.fs.mkdir(SimFs.resolve(operand, this.cwd), flags.has('p'));
+      if (result === 'exists') err(`mkdir: can't create directory '${operand}': File exists\n`);
+      if (result === 'no-parent') err(`mkdir: can't create directory '${operand}': No such file or directory\n`);
+      if (result !== 'created') status = 1;
+    }
+    return status;
+  }
+
+  private cat(args: string[], out: (text: string) => void, err: (text: string) => void): number {
+    let status = 0;
+    for (const operand of args) {
+      const path = SimFs.resolve(operand, this.cwd);
+      const content = this.fs.read(path);
+      if (content !== undefined) out(content);
+      else {
+        err(this.fs.isDir(path) ? `cat: read error: Is a directory\n` : `cat: can't open '${operand}': No such file or directory\n`);
+        status = 1;
+      }
+    }
+    return status;
+  }
+}
+
+const BUILTIN_NAMES = new Set(['true', 'false', 'exit', 'echo', 'sleep', 'wait', 'trap', 'test', '[', 'touch', 'rm', 'mkdir', 'cat', 'pwd', 'cd', 'exec', 'sh']);
+
+function basename(path: string): string {
+  return path.slice(path.lastIndexOf('/') + 1);
+}
+
+function parseExitCode(text: string): number | null {
+  if (!/^-?[0-9]+$/.test(text)) return null;
+  return ((Number(text) % 256) + 256) % 256;
+}
+
+/** `sleep` operands as busybox reads them: seconds with optional fraction and s/m/h/d suffix. */
+function parseDuration(text: string): number | null {
+  if (text === 'infinity' || text === 'inf') return Infinity;
+  const match = /^([0-9]*\.?[0-9]+)([smhd]?)$/.exec(text);
+  if (!match) return null;
+  const unit = { '': 1, s: 1, m: 60, h: 3600, d: 86400 }[match[2] ?? ''] ?? 1;
+  return Math.round(Number(match[1]) * unit * 1000);
+}
+
+const SIGNALS: Record<string, string> = { '0': 'EXIT', '1': 'HUP', '2': 'INT', '3': 'QUIT', '15': 'TERM' };
+const SIGNAL_NAMES = new Set(['EXIT', 'HUP', 'INT', 'QUIT', 'TERM', 'USR1', 'USR2']);
+
+function signalName(spec: string): string | null {
+  const upper = spec.toUpperCase();
+  const name = SIGNALS[upper] ?? (upper.startsWith('SIG') ? upper.slice(3) : upper);
+  return SIGNAL_NAMES.has(name) ? name : null;
+}
+
+function splitFlags(args: string[]): { flags: Set<string>; operands: string[] } {
+  const flags = new Set<string>();
+  const operands: string[] = [];
+  let flagsDone = false;
+  for (const arg of args) {
+    if (!flagsDone && arg === '--') flagsDone = true;
+    else if (!flagsDone && arg.length > 1 && arg.startsWith('-')) for (const flag of arg.slice(1)) flags.add(flag);
+    else operands.push(arg);
+  }
+  return { flags, operands };
+}
+
+function echo(args: string[]): string {
+  let newline = true;
+  let escapes = false;
+  let i = 0;
+  for (; i < args.length; i++) {
+    const arg = args[i] ?? '';
+    if (!/^-[neE]+$/.test(arg)) break;
+    for (const flag of arg.slice(1)) {
+      if (flag === 'n') newline = false;
+      if (flag === 'e') escapes = true;
+      if (flag === 'E') escapes = false;
+    }
+  }
+  let text = args.slice(i).join(' ');
+  if (escapes) {
+    const cut = text.indexOf('\\c');
+    if (cut >= 0) { text = text.slice(0, cut); newline = false; }
+    text = text.replace(/\\([ntr\\])/g, (_, c: string) => ({ n: '\n', t: '\t', r: '\r', '\\': '\\' })[c] ?? c);
+  }
+  return newline ? `${text}\n` : text;
+}
+
+const FILE_TESTS = new Set(['-e', '-f', '-d', '-s', '-r', '-w', '-x']);
+const INTEGER_TESTS = new Set(['-eq', '-ne', '-lt', '-le', '-gt', '-ge']);
+
+/** `test` / `[` with the unary file and string tests and the binary comparisons (no -a/-o). */
+function test(args: string[], fs: SimFs, cwd: string, err: (text: string) => void, name: string): number {
+  const truth = (value: boolean): number => (value ? 0 : 1);
+  const [a, b, c] = args;
+  if (a === '!' && args.length > 1) {
+    const inner = test(args.slice(1), fs, cwd, err, name);
+    return inner === 2 ? 2 : inner === 0 ? 1 : 0;
+  }
+  if (a === undefined) return 1;
+  if (b === undefined) return truth(a !== '');
+  if (c === undefined && args.length === 2) {
+    if (a === '-n') return truth(b !== '');
+    if (a === '-z') return truth(b === '');
+    if (FILE_TESTS.has(a)) {
+      const path = SimFs.resolve(b, cwd);
+      switch (a) {
+        case '-f': return truth(fs.isFile(path));
+        case '-d': return truth(fs.isDir(path));
+        case '-s': return truth((fs.read(path) ?? '') !== '');
+        default: return truth(fs.exists(path));
+      }
+    }
+    err(`sh: ${name}: ${a}: unary operator expected\n`);
+    return 2;
+  }
+  if (c !== undefined && args.length === 3) {
+    if (b === '=' || b === '==') return truth(a === c);
+    if (b === '!=') return truth(a !== c);
+    if (INTEGER_TESTS.has(b)) {
+      if (!/^-?[0-9]+$/.test(a) || !/^-?[0-9]+$/.test(c)) {
+        err(`sh: ${name}: bad number\n`);
+        return 2;
+      }
+      const x = Number(a);
+      const y = Number(c);
+      switch (b) {
+        case '-eq': return truth(x === y);
+        case '-ne': return truth(x !== y);
+        case '-lt': return truth(x < y);
+        case '-le': return truth(x <= y);
+        case '-gt': return truth(x > y);
+        default: return truth(x >= y);
+      }
+    }
+  }
+  err(`sh: ${name}: syntax error\n`);
+  return 2;
+}

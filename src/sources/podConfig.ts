@@ -1,0 +1,188 @@
+/**
+ * PodConfig: merges the full snapshots of the pod sources (`file`, `http`, `api`) into the
+ * incremental updates the sync loop consumes, with the kubelet's podStorage semantics.
+ *
+ * State: per source, a map UID → the pod as last stored. A snapshot replaces its source's map:
+ *
+ * - unknown UID ⇒ ADD (the pod gets `kubernetes.io/config.seen`, the time of first sighting);
+ * - known UID, semantically different (spec, labels, deletionTimestamp, deletionGracePeriodSeconds,
+ *   or annotations other than the kubelet-local source/mirror/seen keys) ⇒ DELETE when the new
+ *   version carries a deletionTimestamp, UPDATE otherwise;
+ * - known UID, same semantics but a different status ⇒ RECONCILE;
+ * - known UID, nothing different ⇒ nothing;
+ * - a UID of the previous snapshot that is missing now ⇒ REMOVE.
+ *
+ * Every stored pod is annotated `kubernetes.io/config.source`; the `seen` time of a UID never
+ * changes while it stays in its source. Within one snapshot, a second pod with an already used
+ * full name (`name_namespace`) — or UID — is dropped and reported through `onDuplicate`.
+ *
+ * A merge returns its updates in the order REMOVE, ADD, UPDATE, DELETE, RECONCILE, leaving out
+ * empty ones, except that a source's first snapshot that adds, updates and deletes nothing still
+ * yields an empty ADD: that is how the consumer learns the source has been seen.
+ *
+ * Pure: no I/O, no timers; the clock is injected. Stored pods are never mutated (a change stores a
+ * new object) and callers get copies, so nothing a consumer does can corrupt the store.
+ */
+import { ConfigAnnotation, podFullName, type Pod, type SourceName } from '../api/types.ts';
+import { isRecord } from '../api/validate.ts';
+
+export type PodOp = 'ADD' | 'UPDATE' | 'REMOVE' | 'DELETE' | 'RECONCILE';
+
+export interface PodUpdate {
+  op: PodOp;
+  source: SourceName;
+  pods: Pod[];
+}
+
+export interface PodConfigOptions {
+  /** Clock for the `seen` annotation; defaults to the wall clock. */
+  now?: () => Date;
+  /** Called for each pod dropped because its full name (or UID) repeats within one snapshot. */
+  onDuplicate?: (pod: Pod, source: SourceName) => void;
+}
+
+/** Annotations the agent itself sets; a source changing them is not a change of the pod. */
+const LOCAL_ANNOTATIONS: readonly string[] = [ConfigAnnotation.source, ConfigAnnotation.mirror, ConfigAnnotation.seen];
+
+type Change = 'none' | 'status' | 'semantic';
+
+/** Structural equality of JSON values; key order and members set to `undefined` do not count. */
+export function jsonEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (Array.isArray(a) || Array.isArray(b)) {
+    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((item, i) => jsonEqual(item, b[i]));
+  }
+  if (!isRecord(a) || !isRecord(b)) return false;
+  const keysA = Object.keys(a).filter((key) => a[key] !== undefined);
+  const keysB = Object.keys(b).filter((key) => b[key] !== undefined);
+  return keysA.length === keysB.length && keysA.every((key) => key in b && jsonEqual(a[key], b[key]));
+}
+
+function withoutLocalAnnotations(annotations: Record<string, string> | undefined): Record<string, string> {
+  const out: Record<string, string> = { ...annotations };
+  for (const key of LOCAL_ANNOTATIONS) delete out[key];
+  return out;
+}
+
+function classify(existing: Pod, incoming: Pod): Change {
+  const was = existing.metadata;
+  const now = incoming.metadata;
+  const same =
+    jsonEqual(existing.spec, incoming.spec) &&
+    jsonEqual(was.labels ?? {}, now.labels ?? {}) &&
+    jsonEqual(was.deletionTimestamp, now.deletionTimestamp) &&
+    jsonEqual(was.deletionGracePeriodSeconds, now.deletionGracePeriodSeconds) &&
+    jsonEqual(withoutLocalAnnotations(was.annotations), withoutLocalAnnotations(now.annotations));
+  if (!same) return 'semantic';
+  return jsonEqual(existing.status ?? {}, incoming.status ?? {}) ? 'none' : 'status';
+}
+
+/**
+ * The stored pod after a semantic change: what a source may change is taken from `incoming`; the
+ * rest of the metadata (e.g. resourceVersion) and the local annotations stay as first stored.
+ */
+function updatedPod(existing: Pod, incoming: Pod): Pod {
+  const annotations: Record<string, string> = { ...incoming.metadata.annotations };
+  for (const key of LOCAL_ANNOTATIONS) {
+    const kept = existing.metadata.annotations?.[key];
+    if (kept !== undefined) annotations[key] = kept;
+  }
+  const { labels, deletionTimestamp, deletionGracePeriodSeconds, generation } = incoming.metadata;
+  const metadata = withoutUndefined({ ...existing.metadata, labels, deletionTimestamp, deletionGracePeriodSeconds, generation, annotations });
+  return withoutUndefined({ ...existing, metadata, spec: incoming.spec, status: incoming.status });
+}
+
+function withStatus(existing: Pod, incoming: Pod): Pod {
+  return withoutUndefined({ ...existing, status: incoming.status });
+}
+
+/** Drops members set to `undefined`, so a field a source removed is absent, not `undefined`. */
+function withoutUndefined<T extends object>(value: T): T {
+  for (const key of Object.keys(value) as (keyof T)[]) {
+    if (value[key] === undefined) delete value[key];
+  }
+  return value;
+}
+
+export class PodConfig {
+  private readonly expected: ReadonlySet<SourceName>;
+  private readonly seen = new Set<SourceName>();
+  private readonly bySource = new Map<SourceName, Map<string, Pod>>();
+  private readonly now: () => Date;
+  private readonly onDuplicate: ((pod: Pod, source: SourceName) => void) | undefined;
+
+  constructor(expectedSources: readonly SourceName[], options: PodConfigOptions = {}) {
+    this.expected = new Set(expectedSources);
+    this.now = options.now ?? (() => new Date());
+    this.onDuplicate = options.onDuplicate;
+  }
+
+  /** Replaces `source`'s pods with `snapshot` and returns what changed, in emission order. */
+  merge(source: SourceName, snapshot: readonly Pod[]): PodUpdate[] {
+    if (!this.expected.has(source)) throw new Error(`pod source "${source}" is not configured`);
+    const firstSnapshot = !this.seen.has(source);
+    this.seen.add(source);
+
+    const previous = this.bySource.get(source) ?? new Map<string, Pod>();
+    const next = new Map<string, Pod>();
+    const byOp: Record<PodOp, Pod[]> = { REMOVE: [], ADD: [], UPDATE: [], DELETE: [], RECONCILE: [] };
+    const names = new Set<string>();
+
+    for (const pod of snapshot) {
+      const uid = pod.metadata.uid;
+      const fullName = podFullName(pod);
+      if (names.has(fullName) || next.has(uid)) {
+        this.onDuplicate?.(structuredClone(pod), source);
+        continue;
+      }
+      names.add(fullName);
+
+      const incoming = structuredClone(pod);
+      incoming.metadata.annotations = { ...incoming.metadata.annotations, [ConfigAnnotation.source]: source };
+      const existing = previous.get(uid);
+      if (!existing) {
+        incoming.metadata.annotations[ConfigAnnotation.seen] = this.now().toISOString();
+        next.set(uid, incoming);
+        byOp.ADD.push(incoming);
+        continue;
+      }
+      const change = classify(existing, incoming);
+      if (change === 'none') {
+        next.set(uid, existing);
+      } else if (change === 'status') {
+        const stored = withStatus(existing, incoming);
+        next.set(uid, stored);
+        byOp.RECONCILE.push(stored);
+      } else {
+        const stored = updatedPod(existing, incoming);
+        next.set(uid, stored);
+        (stored.metadata.deletionTimestamp ? byOp.DELETE : byOp.UPDATE).push(stored);
+      }
+    }
+    for (const [uid, pod] of previous) {
+      if (!next.has(uid)) byOp.REMOVE.push(pod);
+    }
+    this.bySource.set(source, next);
+
+    const signalSeen = firstSnapshot && byOp.ADD.length === 0 && byOp.UPDATE.length === 0 && byOp.DELETE.length === 0;
+    const order: readonly PodOp[] = ['REMOVE', 'ADD', 'UPDATE', 'DELETE', 'RECONCILE'];
+    return order
+      .filter((op) => byOp[op].length > 0 || (op === 'ADD' && signalSeen))
+      .map((op) => ({ op, source, pods: byOp[op].map((pod) => structuredClone(pod)) }));
+  }
+
+  /** Sources that have delivered at least one snapshot. */
+  seenSources(): ReadonlySet<SourceName> {
+    return new Set(this.seen);
+  }
+
+  /** Every configured source has delivered at least one snapshot. */
+  sourcesReady(): boolean {
+    return [...this.expected].every((source) => this.seen.has(source));
+  }
+
+  /** All pods currently known, across sources. */
+  pods(): Pod[] {
+    return [...this.bySource.values()].flatMap((pods) => [...pods.values()].map((pod) => structuredClone(pod)));
+  }
+}

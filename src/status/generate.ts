@@ -1,0 +1,394 @@
+/**
+ * The API status of a pod, computed from its spec, the runtime's view of it and the last status
+ * the agent published: the kubelet's generateAPIPodStatus (KUBELET_BEHAVIOR §10), pure. The pod
+ * actor calls it after every sync, kill and cleanup, so what `/pods` shows is always derived from
+ * what the runtime reported, never from a second record of where the pod is.
+ */
+import type {
+  Container,
+  ContainerState,
+  ContainerStatus,
+  Pod,
+  PodCondition,
+  PodPhase,
+  PodStatus,
+} from '../api/types.ts';
+import {
+  isSidecar,
+  restartPolicyOf,
+  sandboxChange,
+  shouldRestart,
+} from '../machines/decide/computePodActions.ts';
+import type { RuntimeContainerStatus, RuntimePodStatus } from '../kuberuntime/podStatus.ts';
+
+/** A waiting reason the agent recorded for a container it could not (re)start. */
+export interface WaitingReason {
+  reason: string;
+  message: string;
+}
+
+export interface StatusInput {
+  pod: Pod;
+  runtime: RuntimePodStatus;
+  /** The status last published for this pod, if any. */
+  previous?: PodStatus | undefined;
+  /** Waiting reasons by container name (CrashLoopBackOff, ErrImagePull, …). */
+  reasons: Readonly<Record<string, WaitingReason>>;
+  /** The pod is terminating or terminated: its containers will not be restarted. */
+  podIsTerminal: boolean;
+  /** Readiness by container ID; containers without a readiness probe are ready when running. */
+  readiness?: Readonly<Record<string, boolean>>;
+  nowMs: number;
+  hostIP?: string;
+  /** The runtime's name, as in `containerID: <runtime>://<id>`. */
+  runtimeName: string;
+}
+
+const toTime = (ms: number): string | undefined =>
+  ms > 0 ? new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z') : undefined;
+
+export const ContainerStatusUnknownMessage =
+  'The container could not be located when the pod was deleted.  The container used to be Running';
+
+export function generatePodStatus(input: StatusInput): PodStatus {
+  const { pod, runtime, previous } = input;
+  const hasInit = (pod.spec.initContainers ?? []).length > 0;
+  const defaultReason = hasInit ? 'PodInitializing' : 'ContainerCreating';
+
+  const initContainerStatuses = (pod.spec.initContainers ?? []).map((c) =>
+    containerStatus(c, input, defaultReason, previous?.initContainerStatuses, true),
+  );
+  const containerStatuses = pod.spec.containers
+    .map((c) => containerStatus(c, input, defaultReason, previous?.containerStatuses, false))
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+
+  const podHasInitialized = regularContainerStartedInCurrentSandbox(pod, runtime);
+  let phase = computePhase(pod, initContainerStatuses, containerStatuses, input.podIsTerminal, podHasInitialized);
+  let reason: string | undefined;
+  let message: string | undefined;
+  const previousPhase = previous?.phase;
+  if (isTerminalPhase(previousPhase) && !isTerminalPhase(phase)) {
+    // A pod never leaves a terminal phase.
+    phase = previousPhase as PodPhase;
+  }
+  if (previous && phase === previousPhase) {
+    reason = previous.reason;
+    message = previous.message;
+  }
+  const startTime = previous?.startTime ?? toTime(input.nowMs);
+  const deadline = pod.spec.activeDeadlineSeconds;
+  if (!isTerminalPhase(phase) && deadline !== undefined && startTime) {
+    if (input.nowMs - Date.parse(startTime) >= deadline * 1000) {
+      phase = 'Failed';
+      reason = 'DeadlineExceeded';
+      message = 'Pod was active on the node longer than the specified deadline';
+    }
+  }
+
+  const sandbox = runtime.sandboxes[0];
+  const podIP = sandbox?.state === 'SANDBOX_READY' && sandbox.ip ? sandbox.ip : previous?.podIP;
+  const status: PodStatus = {
+    phase,
+    conditions: conditions(input, phase, initContainerStatuses, containerStatuses, podHasInitialized),
+    startTime,
+    qosClass: qosClass(pod),
+    containerStatuses,
+  };
+  if (reason !== undefined) status.reason = reason;
+  if (message !== undefined) status.message = message;
+  if (hasInit) status.initContainerStatuses = initContainerStatuses;
+  if (pod.spec.hostNetwork && input.hostIP) {
+    status.podIP = input.hostIP;
+    status.podIPs = [{ ip: input.hostIP }];
+  } else if (podIP) {
+    status.podIP = podIP;
+    status.podIPs = [{ ip: podIP }];
+  }
+  if (input.hostIP) {
+    status.hostIP = input.hostIP;
+    status.hostIPs = [{ ip: input.hostIP }];
+  }
+  return status;
+}
+
+export function isTerminalPhase(phase: PodPhase | undefined): boolean {
+  return phase === 'Succeeded' || phase === 'Failed';
+}
+
+function runtimeState(status: RuntimeContainerStatus, runtimeName: string): ContainerState {
+  switch (status.state) {
+    case 'CONTAINER_RUNNING':
+      return { running: { startedAt: toTime(status.startedAt) } };
+    case 'CONTAINER_CREATED':
+      return { waiting: {} };
+    case 'CONTAINER_EXITED': {
+      const terminated: NonNullable<ContainerState['terminated']> = {
+        exitCode: status.exitCode,
+        containerID: `${runtimeName}://${status.id}`,
+      };
+      if (status.reason) terminated.reason = status.reason;
+      if (status.message) terminated.message = status.message;
+      const startedAt = toTime(status.startedAt);
+      const finishedAt = toTime(status.finishedAt);
+      if (startedAt) terminated.startedAt = startedAt;
+      if (finishedAt) terminated.finishedAt = finishedAt;
+      return { terminated };
+    }
+    case 'CONTAINER_UNKNOWN':
+      return {
+        terminated: {
+          exitCode: 137,
+          reason: 'ContainerStatusUnknown',
+          message: 'The container could not be located when the pod was terminated',
+          containerID: `${runtimeName}://${status.id}`,
+        },
+      };
+  }
+}
+
+function containerStatus(
+  container: Container,
+  input: StatusInput,
+  defaultReason: string,
+  previousList: ContainerStatus[] | undefined,
+  isInit: boolean,
+): ContainerStatus {
+  const { pod, runtime, runtimeName } = input;
+  const previous = previousList?.find((s) => s.name === container.name);
+  const instances = runtime.containers.filter((c) => c.name === container.name);
+  const newest = instances[0];
+  const second = instances[1];
+
+  if (!newest) {
+    // The runtime has nothing for this container (yet, or any more).
+    if (previous?.state.terminated) return previous;
+    const status: ContainerStatus = {
+      name: container.name,
+      state: { waiting: { reason: defaultReason } },
+      lastState: previous?.lastState ?? {},
+      ready: false,
+      restartCount: previous?.restartCount ?? 0,
+      image: container.image ?? '',
+      imageID: '',
+      started: false,
+    };
+    const waiting = input.reasons[container.name];
+    if (waiting) status.state = { waiting: { reason: waiting.reason, message: waiting.message } };
+    if (previous?.state.running) {
+      status.lastState = {
+        terminated: { exitCode: 137, reason: 'ContainerStatusUnknown', message: ContainerStatusUnknownMessage },
+      };
+      if (pod.metadata.deletionTimestamp === undefined) status.restartCount = previous.restartCount + 1;
+    }
+    return status;
+  }
+
+  const running = newest.state === 'CONTAINER_RUNNING';
+  const status: ContainerStatus = {
+    name: container.name,
+    state: runtimeState(newest, runtimeName),
+    lastState: second ? runtimeState(second, runtimeName) : {},
+    ready: false,
+    restartCount: newest.restartCount,
+    image: newest.image || container.image || '',
+    imageID: newest.imageRef,
+    containerID: `${runtimeName}://${newest.id}`,
+    started: running,
+  };
+  const waiting = input.reasons[container.name];
+  const restartable = isInit && !isSidecar(container) ? initShouldRestart(pod, newest) : shouldRestart(pod, newest);
+  if (waiting && !running && restartable && !input.podIsTerminal) {
+    status.lastState = status.state.terminated ? { terminated: status.state.terminated } : status.lastState;
+    status.state = { waiting: { reason: waiting.reason, message: waiting.message } };
+  }
+  if (isInit && !isSidecar(container)) {
+    status.ready = newest.state === 'CONTAINER_EXITED' && newest.exitCode === 0;
+  } else {
+    status.ready = running && (input.readiness?.[newest.id] ?? !container.readinessProbe);
+  }
+  return status;
+}
+
+function initShouldRestart(pod: Pod, status: RuntimeContainerStatus): boolean {
+  if (status.state !== 'CONTAINER_EXITED') return true;
+  return status.exitCode !== 0 && restartPolicyOf(pod) !== 'Never';
+}
+
+function regularContainerStartedInCurrentSandbox(pod: Pod, runtime: RuntimePodStatus): boolean {
+  const sandboxId = runtime.sandboxes[0]?.id;
+  if (!sandboxId) return false;
+  const names = new Set(pod.spec.containers.map((c) => c.name));
+  return runtime.containers.some((c) => c.sandboxId === sandboxId && names.has(c.name) && c.startedAt > 0);
+}
+
+const hasLastTermination = (s: ContainerStatus) => s.lastState.terminated !== undefined;
+
+/** getPhase (KUBELET_BEHAVIOR §10.3). */
+export function computePhase(
+  pod: Pod,
+  initStatuses: ContainerStatus[],
+  statuses: ContainerStatus[],
+  podIsTerminal: boolean,
+  podHasInitialized: boolean,
+): PodPhase {
+  let pendingInit = 0;
+  let failedInit = 0;
+  let pendingSidecar = 0;
+  let unknown = 0;
+  let running = 0;
+  let waiting = 0;
+  let stopped = 0;
+  let succeeded = 0;
+  const inits = pod.spec.initContainers ?? [];
+  for (const container of inits) {
+    const s = initStatuses.find((x) => x.name === container.name);
+    if (isSidecar(container)) {
+      if (!s) unknown++;
+      else if (s.state.running) {
+        running++;
+        if (!s.started) pendingSidecar++;
+      } else if (s.state.terminated || (s.state.waiting && hasLastTermination(s))) {
+        // A sidecar that stopped counts neither way: it will be restarted.
+      } else if (s.state.waiting) {
+        pendingSidecar++;
+        waiting++;
+      } else {
+        pendingSidecar++;
+        unknown++;
+      }
+      continue;
+    }
+    if (!s || s.state.running) pendingInit++;
+    else if (s.state.terminated) {
+      if (s.state.terminated.exitCode !== 0) failedInit++;
+    } else if (s.state.waiting) {
+      const last = s.lastState.terminated;
+      if (!last) pendingInit++;
+      else if (last.exitCode !== 0) failedInit++;
+    }
+  }
+  for (const container of pod.spec.containers) {
+    const s = statuses.find((x) => x.name === container.name);
+    if (!s) unknown++;
+    else if (s.state.running) running++;
+    else if (s.state.terminated) {
+      stopped++;
+      if (s.state.terminated.exitCode === 0) succeeded++;
+    } else if (s.state.waiting) {
+      if (hasLastTermination(s)) stopped++;
+      else waiting++;
+    } else unknown++;
+  }
+  const policy = restartPolicyOf(pod);
+  if (failedInit > 0 && policy === 'Never') return 'Failed';
+  if (pendingInit > 0 || (pendingSidecar > 0 && !podHasInitialized) || waiting > 0) return 'Pending';
+  if (running > 0 && unknown === 0) return 'Running';
+  if (running === 0 && stopped > 0 && unknown === 0) {
+    if (podIsTerminal) return stopped === succeeded ? 'Succeeded' : 'Failed';
+    if (policy === 'Always') return 'Running';
+    if (stopped === succeeded) return 'Succeeded';
+    if (policy === 'Never') return 'Failed';
+    return 'Running';
+  }
+  return 'Pending';
+}
+
+function conditions(
+  input: StatusInput,
+  phase: PodPhase,
+  initStatuses: ContainerStatus[],
+  statuses: ContainerStatus[],
+  podHasInitialized: boolean,
+): PodCondition[] {
+  const { pod, runtime } = input;
+  const sandboxReady = runtime.sandboxes.length > 0 && !sandboxChange(pod, runtime).create;
+  const containersReady = containersReadyCondition(pod, phase, initStatuses, statuses);
+  const list: PodCondition[] = [
+    { type: 'PodReadyToStartContainers', status: sandboxReady ? 'True' : 'False' },
+    initializedCondition(pod, phase, initStatuses, podHasInitialized),
+    { ...containersReady, type: 'Ready' },
+    containersReady,
+    { type: 'PodScheduled', status: 'True' },
+  ];
+  const previous = input.previous?.conditions ?? [];
+  const now = toTime(input.nowMs);
+  for (const condition of list) {
+    const before = previous.find((p) => p.type === condition.type);
+    condition.lastProbeTime = null;
+    condition.lastTransitionTime =
+      before && before.status === condition.status ? before.lastTransitionTime ?? now : now;
+  }
+  return list;
+}
+
+function containersReadyCondition(
+  pod: Pod,
+  phase: PodPhase,
+  initStatuses: ContainerStatus[],
+  statuses: ContainerStatus[],
+): PodCondition {
+  const type = 'ContainersReady';
+  if (phase === 'Succeeded') return { type, status: 'False', reason: 'PodCompleted' };
+  if (phase === 'Failed') return { type, status: 'False', reason: 'PodFailed' };
+  const unknown: string[] = [];
+  const unready: string[] = [];
+  const check = (container: Container, list: ContainerStatus[]) => {
+    const s = list.find((x) => x.name === container.name);
+    if (!s) unknown.push(container.name);
+    else if (!s.ready) unready.push(container.name);
+  };
+  for (const c of pod.spec.initContainers ?? []) if (isSidecar(c)) check(c, initStatuses);
+  for (const c of pod.spec.containers) check(c, statuses);
+  if (unknown.length === 0 && unready.length === 0) return { type, status: 'True' };
+  const parts: string[] = [];
+  if (unknown.length) parts.push(`containers with unknown status: [${unknown.join(' ')}]`);
+  if (unready.length) parts.push(`containers with unready status: [${unready.join(' ')}]`);
+  return { type, status: 'False', reason: 'ContainersNotReady', message: parts.join(', ') };
+}
+
+function initializedCondition(
+  pod: Pod,
+  phase: PodPhase,
+  initStatuses: ContainerStatus[],
+  podHasInitialized: boolean,
+): PodCondition {
+  const type = 'Initialized';
+  const inits = pod.spec.initContainers ?? [];
+  if (inits.length === 0 || phase === 'Succeeded' || podHasInitialized) {
+    return phase === 'Succeeded' && inits.length > 0
+      ? { type, status: 'True', reason: 'PodCompleted' }
+      : { type, status: 'True' };
+  }
+  const pending = inits
+    .filter((c) => {
+      const s = initStatuses.find((x) => x.name === c.name);
+      return !s || (isSidecar(c) ? !s.started : !s.ready);
+    })
+    .map((c) => c.name);
+  if (pending.length === 0) return { type, status: 'True' };
+  return {
+    type,
+    status: 'False',
+    reason: 'ContainersNotInitialized',
+    message: `containers with incomplete status: [${pending.join(' ')}]`,
+  };
+}
+
+/** The pod's QoS class from its containers' requests and limits. */
+export function qosClass(pod: Pod): 'Guaranteed' | 'Burstable' | 'BestEffort' {
+  const all = [...(pod.spec.initContainers ?? []), ...pod.spec.containers];
+  let any = false;
+  let guaranteed = true;
+  for (const c of all) {
+    const requests = c.resources?.requests ?? {};
+    const limits = c.resources?.limits ?? {};
+    if (Object.keys(requests).length || Object.keys(limits).length) any = true;
+    for (const resource of ['cpu', 'memory']) {
+      const limit = limits[resource];
+      const request = requests[resource] ?? limit;
+      if (limit === undefined || String(request) !== String(limit)) guaranteed = false;
+    }
+  }
+  if (!any) return 'BestEffort';
+  return guaranteed ? 'Guaranteed' : 'Burstable';
+}

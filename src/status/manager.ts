@@ -1,0 +1,40 @@
+/**
+ * The agent's record of each pod's API status, as it would report it to the API server: the
+ * latest generated status per UID with a version that grows on every change. `/pods` serves it;
+ * the status generator reads the previous entry so that start times, transition times and
+ * terminal phases carry over.
+ */
+import type { PodStatus } from '../api/types.ts';
+
+interface Entry {
+  status: PodStatus;
+  version: number;
+}
+
+export class StatusManager {
+  private readonly entries = new Map<string, Entry>();
+
+  get(uid: string): PodStatus | undefined {
+    return this.entries.get(uid)?.status;
+  }
+
+  version(uid: string): number {
+    return this.entries.get(uid)?.version ?? 0;
+  }
+
+  /** Stores `status`; returns false (and keeps the old version) when nothing changed. */
+  set(uid: string, status: PodStatus): boolean {
+    const entry = this.entries.get(uid);
+    if (entry && JSON.stringify(entry.status) === JSON.stringify(status)) return false;
+    this.entries.set(uid, { status, version: (entry?.version ?? 0) + 1 });
+    return true;
+  }
+
+  delete(uid: string): void {
+    this.entries.delete(uid);
+  }
+
+  uids(): IterableIterator<string> {
+    return this.entries.keys();
+  }
+}

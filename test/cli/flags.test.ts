@@ -1,0 +1,532 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { agentDefaults, type AgentConfig } from '../../src/cli/config.ts';
+import { DurationError, formatDuration, parseDuration } from '../../src/cli/duration.ts';
+import { UsageError, helpText, parseCommandLine } from '../../src/cli/flags.ts';
+import { ConfigFileError, parseKubeletConfig, readKubeletConfigFile } from '../../src/cli/kubeletConfig.ts';
+import { OPTIONS } from '../../src/cli/options.ts';
+
+const env = { hostname: () => 'Worker-1.Example' };
+
+/** Parses argv and insists on a run result, so each test reads as "flags in, config out". */
+function run(argv: string[]): { config: AgentConfig; warnings: string[] } {
+  const result = parseCommandLine(argv, env);
+  if (result.kind !== 'run') throw new Error(`expected a run result, got ${result.kind}`);
+  return result;
+}
+
+function usageError(argv: string[]): string {
+  try {
+    parseCommandLine(argv, env);
+  } catch (error) {
+    if (error instanceof UsageError) return error.message;
+    throw error;
+  }
+  throw new Error(`expected UsageError for ${argv.join(' ')}`);
+}
+
+let dir: string;
+beforeEach(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'statelet-cli-'));
+});
+afterEach(() => {
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+function writeConfig(body: string, name = 'config.yaml'): string {
+  const file = path.join(dir, name);
+  fs.writeFileSync(file, body);
+  return file;
+}
+
+const HEADER = 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n';
+
+describe('parseDuration', () => {
+  it.each([
+    ['20s', 20_000],
+    ['1m30s', 90_000],
+    ['500ms', 500],
+    ['1h', 3_600_000],
+    ['1.5s', 1_500],
+    ['1.1s', 1_100],
+    ['.5m', 30_000],
+    ['1.s', 1_000],
+    ['0', 0],
+    ['+0', 0],
+    ['0s', 0],
+    ['1h2m3s4ms', 3_723_004],
+    ['250us', 0.25],
+    ['250µs', 0.25],
+    ['250μs', 0.25],
+    ['1500ns', 0.0015],
+    ['+5s', 5_000],
+  ])('%s is %d ms', (text, ms) => {
+    expect(parseDuration(text)).toBe(ms);
+  });
+
+  it.each([
+    ['', /expected a number followed by a unit/],
+    ['20', /missing unit/],
+    ['1.5', /missing unit/],
+    ['1m30', /missing unit/],
+    ['abc', /expected a number followed by a unit/],
+    ['20x', /unknown unit "x"/],
+    ['1 s', /unknown unit " s"/],
+    ['s', /no number/],
+    ['.s', /no number/],
+    ['-5s', /must not be negative/],
+    ['9999999999h', /out of range/],
+  ])('rejects %j', (text, reason) => {
+    expect(() => parseDuration(text)).toThrow(DurationError);
+    expect(() => parseDuration(text)).toThrow(reason);
+  });
+
+  it('accepts negative durations only when asked', () => {
+    expect(parseDuration('-1m30s', { allowNegative: true })).toBe(-90_000);
+    expect(parseDuration('-0')).toBe(0);
+  });
+
+  it.each([
+    [20_000, '20s'],
+    [60_000, '1m0s'],
+    [90_000, '1m30s'],
+    [3_600_000, '1h0m0s'],
+    [3_723_004, '1h2m3.004s'],
+    [1_500, '1.5s'],
+    [500, '500ms'],
+    [0.25, '250µs'],
+    [0.0015, '1.5µs'],
+    [0.000001, '1ns'],
+    [0, '0s'],
+    [-90_000, '-1m30s'],
+  ])('formats %d ms as %s', (ms, text) => {
+    expect(formatDuration(ms)).toBe(text);
+  });
+
+  it('round-trips what it formats', () => {
+    for (const ms of [1, 999, 1_001, 59_999, 61_000, 86_400_000, 1.25]) {
+      expect(parseDuration(formatDuration(ms))).toBe(ms);
+    }
+  });
+});
+
+describe('parseCommandLine: defaults and forms', () => {
+  it('resolves the documented defaults with no arguments', () => {
+    const { config, warnings } = run([]);
+    expect(config).toEqual({
+      manifestUrlHeaders: {},
+      containerRuntimeEndpoint: 'unix:///run/containerd/containerd.sock',
+      imageServiceEndpoint: 'unix:///run/containerd/containerd.sock',
+      nodeName: 'worker-1.example',
+      rootDir: '/var/lib/kubelet',
+      fileCheckFrequencyMs: 20_000,
+      httpCheckFrequencyMs: 20_000,
+      syncFrequencyMs: 60_000,
+      address: '127.0.0.1',
+      port: 10250,
+      readOnlyPort: 10255,
+      healthzPort: 10248,
+      healthzBindAddress: '127.0.0.1',
+      maxPods: 110,
+      serializeImagePulls: true,
+      plegRelistPeriodMs: 1_000,
+      visualizerPort: 0,
+      verbosity: 0,
+      logFormat: 'text',
+    });
+    expect(warnings).toEqual([]);
+  });
+
+  it.each([
+    [['--max-pods', '7']],
+    [['--max-pods=7']],
+    [['-max-pods', '7']],
+    [['-max-pods=7']],
+    [['--max_pods=7']],
+  ])('reads an int flag written as %j', (argv) => {
+    expect(run(argv).config.maxPods).toBe(7);
+  });
+
+  it.each([
+    [['-v', '2'], 2],
+    [['-v=2'], 2],
+    [['--v', '2'], 2],
+    [['--v=2'], 2],
+  ])('reads verbosity from %j', (argv, level) => {
+    expect(run(argv).config.verbosity).toBe(level);
+  });
+
+  it.each([
+    [['--serialize-image-pulls'], true],
+    [['--serialize-image-pulls=false'], false],
+    [['--serialize-image-pulls=true'], true],
+    [['--serialize-image-pulls=0'], false],
+    [['--serialize-image-pulls=F'], false],
+  ])('reads the boolean form %j', (argv, value) => {
+    expect(run(argv).config.serializeImagePulls).toBe(value);
+  });
+
+  it('does not let a boolean flag swallow the next argument', () => {
+    expect(usageError(['--serialize-image-pulls', 'false'])).toBe(
+      'unexpected argument "false": statelet takes only flags',
+    );
+  });
+
+  it('reads durations, strings, IPs and enums', () => {
+    const { config } = run([
+      '--sync-frequency', '1m30s',
+      '--file-check-frequency=5s',
+      '--http-check-frequency', '500ms',
+      '--pleg-relist-period', '2s',
+      '--pod-manifest-path', '/etc/kubernetes/manifests',
+      '--manifest-url=https://example.com/pods',
+      '--kubeconfig', '/etc/kubernetes/kubelet.conf',
+      '--root-dir', '/tmp/statelet',
+      '--address', '0.0.0.0',
+      '--healthz-bind-address', '::1',
+      '--node-ip', '10.0.0.5, fd00::5',
+      '--port', '0',
+      '--read-only-port', '0',
+      '--healthz-port', '65535',
+      '--visualizer-port', '8080',
+      '--inspect=stately',
+      '--logging-format', 'json',
+    ]);
+    expect(config).toMatchObject({
+      syncFrequencyMs: 90_000,
+      fileCheckFrequencyMs: 5_000,
+      httpCheckFrequencyMs: 500,
+      plegRelistPeriodMs: 2_000,
+      podManifestPath: '/etc/kubernetes/manifests',
+      manifestUrl: 'https://example.com/pods',
+      kubeconfig: '/etc/kubernetes/kubelet.conf',
+      rootDir: '/tmp/statelet',
+      address: '0.0.0.0',
+      healthzBindAddress: '::1',
+      nodeIp: '10.0.0.5,fd00::5',
+      port: 0,
+      readOnlyPort: 0,
+      healthzPort: 65535,
+      visualizerPort: 8080,
+      inspect: 'stately',
+      logFormat: 'json',
+    });
+  });
+
+  it('lets the last occurrence of a plain flag win', () => {
+    expect(run(['--max-pods', '5', '--max-pods', '9']).config.maxPods).toBe(9);
+  });
+
+  it('accumulates repeated --manifest-url-header flags per header name, in order', () => {
+    const { config } = run([
+      '--manifest-url-header', 'a:hello,b:again,c:world',
+      '--manifest-url-header', 'b:beautiful',
+    ]);
+    expect(config.manifestUrlHeaders).toEqual({ a: ['hello'], b: ['again', 'beautiful'], c: ['world'] });
+  });
+
+  it('keeps everything after the first colon as the header value', () => {
+    expect(run(['--manifest-url-header=Authorization:Bearer a:b']).config.manifestUrlHeaders).toEqual({
+      Authorization: ['Bearer a:b'],
+    });
+  });
+
+  it('derives the node name from --hostname-override, lowercased and trimmed', () => {
+    const { config } = run(['--hostname-override', ' Node-A ']);
+    expect(config.nodeName).toBe('node-a');
+    expect(config.hostnameOverride).toBe(' Node-A ');
+  });
+
+  it('rejects an empty hostname', () => {
+    const blank = () => parseCommandLine([], { hostname: () => '  ' });
+    expect(blank).toThrow(UsageError);
+    expect(blank).toThrow(/empty hostname/);
+  });
+
+  it.each([
+    ['/run/k3s/containerd.sock', 'unix:///run/k3s/containerd.sock'],
+    ['unix:///run/crio/crio.sock', 'unix:///run/crio/crio.sock'],
+    ['sim://', 'sim://'],
+    ['sim://fast', 'sim://fast'],
+  ])('normalises the endpoint %s to %s', (endpoint, normalised) => {
+    const { config } = run(['--container-runtime-endpoint', endpoint]);
+    expect(config.containerRuntimeEndpoint).toBe(normalised);
+    expect(config.imageServiceEndpoint).toBe(normalised);
+  });
+
+  it('keeps a separate image service endpoint', () => {
+    const { config } = run(['--container-runtime-endpoint=sim://', '--image-service-endpoint=/run/img.sock']);
+    expect(config.containerRuntimeEndpoint).toBe('sim://');
+    expect(config.imageServiceEndpoint).toBe('unix:///run/img.sock');
+  });
+
+  it('returns help and version without building a config', () => {
+    const help = parseCommandLine(['--max-pods=3', '--help'], env);
+    expect(help.kind).toBe('help');
+    expect(parseCommandLine(['-h'], env).kind).toBe('help');
+    // --config is not read for --help, so a missing file does not matter.
+    expect(parseCommandLine(['--config', path.join(dir, 'absent.yaml'), '--help'], env).kind).toBe('help');
+    const version = parseCommandLine(['--version'], env);
+    const manifest: unknown = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
+    expect(manifest).toHaveProperty('version');
+    expect(version).toEqual({ kind: 'version', text: `statelet v${String(Object(manifest).version)}` });
+  });
+
+  it('still rejects a bad flag that comes with --help', () => {
+    expect(usageError(['--help', '--max-pods=lots'])).toMatch(/--max-pods/);
+  });
+});
+
+describe('parseCommandLine: errors', () => {
+  it.each([
+    [['--bogus'], 'unknown flag: --bogus'],
+    [['--bogus=1'], 'unknown flag: --bogus'],
+    [['-bogus'], 'unknown flag: -bogus'],
+    [['---max-pods=1'], 'bad flag syntax: ---max-pods=1'],
+    [['pods'], 'unexpected argument "pods": statelet takes only flags'],
+    [['--', 'pods'], 'unexpected argument "pods": statelet takes only flags'],
+    [['--max-pods'], 'flag needs an argument: --max-pods'],
+    [['--pod-manifest-path', '--max-pods', '3'], 'flag needs an argument: --pod-manifest-path'],
+    [['-v'], 'flag needs an argument: -v'],
+    [['--max-pods', 'abc'], 'invalid value "abc" for flag --max-pods: not an integer'],
+    [['--max-pods=1.5'], 'invalid value "1.5" for flag --max-pods: not an integer'],
+    [['--max-pods=-1'], 'invalid value "-1" for flag --max-pods: must be at least 0'],
+    [['--port', '65536'], 'invalid value "65536" for flag --port: must be between 0 and 65535'],
+    [['--healthz-port=-1'], 'invalid value "-1" for flag --healthz-port: must be between 0 and 65535'],
+    [['--read-only-port=http'], 'invalid value "http" for flag --read-only-port: not an integer'],
+    [['--serialize-image-pulls=yes'], 'invalid value "yes" for flag --serialize-image-pulls: not a boolean (expected true or false)'],
+    [['--sync-frequency', '20'], 'invalid value "20" for flag --sync-frequency: missing unit (expected one of ns, us, µs, ms, s, m, h)'],
+    [['--file-check-frequency=0s'], 'invalid value "0s" for flag --file-check-frequency: must be greater than 0'],
+    [['--pleg-relist-period=-1s'], 'invalid value "-1s" for flag --pleg-relist-period: must not be negative'],
+    [['--address', 'localhost'], 'invalid value "localhost" for flag --address: not an IP address'],
+    [['--node-ip', '10.0.0.1,10.0.0.2'], 'invalid value "10.0.0.1,10.0.0.2" for flag --node-ip: two addresses must be one IPv4 and one IPv6'],
+    [['--logging-format=xml'], 'invalid value "xml" for flag --logging-format: expected one of: text, json'],
+    [['--inspect', 'chrome'], 'invalid value "chrome" for flag --inspect: expected one of: stately'],
+    [['--manifest-url', 'ftp://x/y'], 'invalid value "ftp://x/y" for flag --manifest-url: expected an http:// or https:// URL'],
+    [['--manifest-url-header', 'novalue'], 'invalid value "novalue" for flag --manifest-url-header: malformed pair "novalue", expected name:value'],
+    [['--help=maybe'], 'invalid value "maybe" for flag --help: not a boolean (expected true or false)'],
+  ])('%j fails with %j', (argv, message) => {
+    expect(usageError(argv)).toBe(message);
+  });
+
+  it.each([
+    ['tcp://10.0.0.1:2375', /unsupported scheme "tcp:\/\/"/],
+    ['npipe:////./pipe/containerd', /unsupported scheme "npipe:\/\/"/],
+    ['containerd.sock', /expected unix:\/\/<socket path>, sim:\/\/, or an absolute socket path/],
+    ['unix://', /no socket path/],
+    ['', /must not be empty/],
+  ])('rejects the runtime endpoint %j, naming the flag', (endpoint, reason) => {
+    const message = usageError([`--container-runtime-endpoint=${endpoint}`]);
+    expect(message).toMatch(/^invalid value ".*" for flag --container-runtime-endpoint: /);
+    expect(message).toMatch(reason);
+  });
+
+  it('names --image-service-endpoint when that endpoint is bad', () => {
+    expect(usageError(['--image-service-endpoint', 'http://x'])).toMatch(
+      /^invalid value "http:\/\/x" for flag --image-service-endpoint: unsupported scheme "http:\/\/"/,
+    );
+  });
+});
+
+describe('help text', () => {
+  const text = helpText();
+
+  it('lists every flag in the table, with its config-file field', () => {
+    for (const spec of OPTIONS) {
+      if (spec.flag !== undefined) expect(text).toContain(`--${spec.flag}`);
+      if (spec.configField !== undefined) expect(text).toContain(spec.configField);
+    }
+    expect(text).toContain('--help');
+    expect(text).toContain('--version');
+  });
+
+  it('puts each flag on one line with its default in Go form', () => {
+    const line = (flag: string) => text.split('\n').find((candidate) => candidate.includes(`--${flag} `));
+    expect(line('sync-frequency')).toMatch(/\(default 1m0s; config: syncFrequency\)$/);
+    expect(line('max-pods')).toMatch(/\(default 110; config: maxPods\)$/);
+    expect(line('root-dir')).toMatch(/\(default "\/var\/lib\/kubelet"\)$/);
+    expect(line('address')).toMatch(/default 127\.0\.0\.1/);
+  });
+
+  it('groups flags under headings', () => {
+    expect(text.indexOf('Static pods:')).toBeGreaterThan(-1);
+    expect(text.indexOf('Static pods:')).toBeLessThan(text.indexOf('--pod-manifest-path'));
+    expect(text.indexOf('Logging:')).toBeLessThan(text.indexOf('--logging-format'));
+    expect(text.indexOf('Logging:')).toBeGreaterThan(text.indexOf('--pod-manifest-path'));
+  });
+});
+
+describe('--config precedence', () => {
+  it('layers defaults < config file < flags', () => {
+    const file = writeConfig(
+      HEADER +
+        [
+          'maxPods: 50',
+          'syncFrequency: 30s',
+          'address: 0.0.0.0',
+          'containerRuntimeEndpoint: unix:///run/crio/crio.sock',
+          'staticPodURLHeader:',
+          '  a: [from-file]',
+        ].join('\n'),
+    );
+    const { config } = run([
+      '--config', file,
+      '--max-pods', '20',
+      '--manifest-url-header', 'b:from-flag',
+    ]);
+    expect(config.maxPods).toBe(20); // flag over file
+    expect(config.syncFrequencyMs).toBe(30_000); // file over default
+    expect(config.address).toBe('0.0.0.0'); // file over default
+    expect(config.containerRuntimeEndpoint).toBe('unix:///run/crio/crio.sock');
+    expect(config.imageServiceEndpoint).toBe('unix:///run/crio/crio.sock');
+    expect(config.healthzPort).toBe(10248); // default, set nowhere else
+    // A header flag replaces the file's headers instead of adding to them, as in the kubelet.
+    expect(config.manifestUrlHeaders).toEqual({ b: ['from-flag'] });
+    expect(config.configFile).toBe(file);
+  });
+
+  it('lets an empty flag clear a path set in the file', () => {
+    const file = writeConfig(`${HEADER}staticPodPath: /etc/kubernetes/manifests\n`);
+    expect(run(['--config', file]).config.podManifestPath).toBe('/etc/kubernetes/manifests');
+    expect(run(['--config', file, '--pod-manifest-path=']).config.podManifestPath).toBeUndefined();
+  });
+
+  it('switches to the config-file default for readOnlyPort, as the kubelet does', () => {
+    const file = writeConfig(HEADER);
+    expect(run(['--config', file]).config.readOnlyPort).toBe(0);
+    expect(run(['--config', file, '--read-only-port', '10255']).config.readOnlyPort).toBe(10255);
+    expect(run([]).config.readOnlyPort).toBe(10255);
+  });
+
+  it('returns warnings for fields statelet ignores', () => {
+    const file = writeConfig(`${HEADER}maxPods: 3\nclusterDNS: [10.96.0.10]\nevictionHard:\n  memory.available: 100Mi\n`);
+    const { config, warnings } = run(['--config', file]);
+    expect(config.maxPods).toBe(3);
+    expect(warnings).toEqual([
+      `${file}: ignoring field "clusterDNS", which statelet does not support`,
+      `${file}: ignoring field "evictionHard", which statelet does not support`,
+    ]);
+  });
+
+  it('rejects maxParallelImagePulls above 1 while pulls are serialized, from either source', () => {
+    const file = writeConfig(`${HEADER}maxParallelImagePulls: 3\n`);
+    expect(usageError(['--config', file])).toMatch(/maxParallelImagePulls \(3\) cannot be larger than 1/);
+    expect(run(['--config', file, '--serialize-image-pulls=false']).config.maxParallelImagePulls).toBe(3);
+  });
+
+  it('fails for a missing config file, naming it', () => {
+    const missing = path.join(dir, 'nope.yaml');
+    expect(() => run(['--config', missing])).toThrow(ConfigFileError);
+    expect(() => run(['--config', missing])).toThrow(`${missing}: cannot read kubelet config file (ENOENT)`);
+  });
+});
+
+describe('KubeletConfiguration file', () => {
+  it('maps every supported field', () => {
+    const file = writeConfig(
+      HEADER +
+        [
+          'staticPodPath: /etc/kubernetes/manifests',
+          'staticPodURL: http://10.0.0.1/pods',
+          'staticPodURLHeader:',
+          '  X-Token: [one, two]',
+          'syncFrequency: 2m',
+          'fileCheckFrequency: 10s',
+          'httpCheckFrequency: 1m30s',
+          'address: 10.0.0.9',
+          'port: 11250',
+          'readOnlyPort: 11255',
+          'healthzPort: 11248',
+          'healthzBindAddress: 0.0.0.0',
+          'maxPods: 42',
+          'serializeImagePulls: false',
+          'maxParallelImagePulls: 4',
+          'containerRuntimeEndpoint: /run/containerd/containerd.sock',
+          'imageServiceEndpoint: sim://',
+        ].join('\n'),
+    );
+    expect(readKubeletConfigFile(file)).toEqual({
+      settings: {
+        podManifestPath: '/etc/kubernetes/manifests',
+        manifestUrl: 'http://10.0.0.1/pods',
+        manifestUrlHeaders: { 'X-Token': ['one', 'two'] },
+        syncFrequencyMs: 120_000,
+        fileCheckFrequencyMs: 10_000,
+        httpCheckFrequencyMs: 90_000,
+        address: '10.0.0.9',
+        port: 11250,
+        readOnlyPort: 11255,
+        healthzPort: 11248,
+        healthzBindAddress: '0.0.0.0',
+        maxPods: 42,
+        serializeImagePulls: false,
+        maxParallelImagePulls: 4,
+        containerRuntimeEndpoint: 'unix:///run/containerd/containerd.sock',
+        imageServiceEndpoint: 'sim://',
+      },
+      warnings: [],
+    });
+  });
+
+  it('reads JSON as well as YAML', () => {
+    const file = writeConfig(
+      JSON.stringify({ apiVersion: 'kubelet.config.k8s.io/v1beta1', kind: 'KubeletConfiguration', maxPods: 9 }),
+      'config.json',
+    );
+    expect(readKubeletConfigFile(file).settings).toEqual({ maxPods: 9 });
+  });
+
+  it('resolves a relative staticPodPath against the file’s directory', () => {
+    const file = writeConfig(`${HEADER}staticPodPath: manifests\n`);
+    expect(readKubeletConfigFile(file).settings.podManifestPath).toBe(path.join(dir, 'manifests'));
+  });
+
+  it('treats null as not set', () => {
+    expect(parseKubeletConfig(`${HEADER}maxPods: null\n`, 'config.yaml').settings).toEqual({});
+  });
+
+  it.each([
+    ['apiVersion: v1\nkind: KubeletConfiguration\n', 'config.yaml: apiVersion is "v1", expected "kubelet.config.k8s.io/v1beta1"'],
+    ['kind: KubeletConfiguration\n', 'config.yaml: apiVersion is null, expected "kubelet.config.k8s.io/v1beta1"'],
+    ['apiVersion: kubelet.config.k8s.io/v1beta1\nkind: Pod\n', 'config.yaml: kind is "Pod", expected "KubeletConfiguration"'],
+    ['- a\n- b\n', 'config.yaml: expected a KubeletConfiguration object'],
+    ['   \n', 'config.yaml: kubelet config file is empty'],
+    [`${HEADER}maxPods: "110"\n`, 'config.yaml: maxPods: expected an integer'],
+    [`${HEADER}maxPods: 1.5\n`, 'config.yaml: maxPods: expected an integer'],
+    [`${HEADER}maxPods: -1\n`, 'config.yaml: maxPods: must be at least 0'],
+    [`${HEADER}port: 70000\n`, 'config.yaml: port: must be between 0 and 65535'],
+    [`${HEADER}serializeImagePulls: "false"\n`, 'config.yaml: serializeImagePulls: expected a boolean'],
+    [`${HEADER}syncFrequency: 60\n`, 'config.yaml: syncFrequency: expected a duration string such as "20s"'],
+    [`${HEADER}syncFrequency: 60x\n`, 'config.yaml: syncFrequency: unknown unit "x" (expected one of ns, us, µs, ms, s, m, h)'],
+    [`${HEADER}address: [1, 2]\n`, 'config.yaml: address: expected a string'],
+    [`${HEADER}containerRuntimeEndpoint: tcp://x:1\n`, 'config.yaml: containerRuntimeEndpoint: unsupported scheme "tcp://" (expected unix://, sim:// or an absolute socket path)'],
+    [`${HEADER}staticPodURLHeader: {a: b}\n`, 'config.yaml: staticPodURLHeader: header "a": expected a list of strings'],
+    [`${HEADER}staticPodURLHeader: [a]\n`, 'config.yaml: staticPodURLHeader: expected a map of header name to a list of values'],
+    [`${HEADER}maxParallelImagePulls: 0\n`, 'config.yaml: maxParallelImagePulls: must be at least 1'],
+  ])('rejects %j', (text, message) => {
+    expect(() => parseKubeletConfig(text, 'config.yaml')).toThrow(ConfigFileError);
+    expect(() => parseKubeletConfig(text, 'config.yaml')).toThrow(message);
+  });
+
+  it('names the file for YAML syntax errors', () => {
+    expect(() => parseKubeletConfig(`${HEADER}maxPods: [1\n`, 'config.yaml')).toThrow(/^config\.yaml: not valid YAML or JSON/);
+  });
+
+  it('returns a warning per unknown field and still maps the known ones', () => {
+    const result = parseKubeletConfig(`${HEADER}maxPods: 4\nfeatureGates: {Foo: true}\ncgroupDriver: systemd\n`, 'k.yaml');
+    expect(result.settings).toEqual({ maxPods: 4 });
+    expect(result.warnings).toEqual([
+      'k.yaml: ignoring field "featureGates", which statelet does not support',
+      'k.yaml: ignoring field "cgroupDriver", which statelet does not support',
+    ]);
+  });
+
+  it('has config-file defaults that differ from flag defaults only in readOnlyPort', () => {
+    const flagDefaults: Record<string, unknown> = { ...agentDefaults('flags') };
+    const fileDefaults: Record<string, unknown> = { ...agentDefaults('config-file') };
+    const differing = Object.keys(flagDefaults).filter((key) => flagDefaults[key] !== fileDefaults[key] && key !== 'manifestUrlHeaders');
+    expect(differing).toEqual(['readOnlyPort']);
+  });
+});

@@ -1,0 +1,284 @@
+import { describe, expect, it } from 'vitest';
+import { FakeClock } from '../../src/runtime/sim/clock.ts';
+import { SimFs } from '../../src/runtime/sim/fs.ts';
+import { EXIT_KILL, EXIT_TERM, ShellProcess, programFor } from '../../src/runtime/sim/shell.ts';
+import { parse, ShellSyntaxError } from '../../src/runtime/sim/shell-parse.ts';
+
+interface Harness {
+  clock: FakeClock;
+  fs: SimFs;
+  proc: ShellProcess;
+  stdout: string[];
+  stderr: string[];
+  /** Exit status once exited, else null. */
+  exit(): number | null;
+}
+
+function start(argv: string[], options: { pid1?: boolean; env?: Record<string, string>; fs?: SimFs } = {}): Harness {
+  const clock = new FakeClock();
+  const fs = options.fs ?? new SimFs();
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  let exitCode: number | null = null;
+  const proc = new ShellProcess({
+    argv,
+    clock,
+    fs,
+    pid1: options.pid1 ?? true,
+    env: options.env ?? {},
+    output: { stdout: (t) => stdout.push(t), stderr: (t) => stderr.push(t) },
+    onExit: (code) => {
+      expect(exitCode).toBeNull();
+      exitCode = code;
+    },
+  });
+  proc.start();
+  return { clock, fs, proc, stdout, stderr, exit: () => exitCode };
+}
+
+const sh = (script: string, options?: Parameters<typeof start>[1]): Harness => start(['sh', '-c', script], options);
+
+describe('programFor', () => {
+  it('interprets sh -c scripts and runs other argv directly', () => {
+    expect(programFor(['sh', '-c', 'exit 1'])).toEqual({ kind: 'script', source: 'exit 1' });
+    expect(programFor(['/bin/sh', '-c', 'x', 'argv0'])).toEqual({ kind: 'script', source: 'x' });
+    expect(programFor(['sleep', '10'])).toEqual({ kind: 'argv', argv: ['sleep', '10'] });
+    expect(programFor([])).toEqual({ kind: 'pause' });
+    expect(programFor(['sh', '-c']).kind).toBe('usage-error');
+  });
+});
+
+describe('parser', () => {
+  it('rejects what the subset does not support instead of misreading it', () => {
+    expect(() => parse('echo a | cat')).toThrow(ShellSyntaxError);
+    expect(() => parse('echo $(date)')).toThrow(ShellSyntaxError);
+    expect(() => parse('(exit 1)')).toThrow(ShellSyntaxError);
+    expect(() => parse('while true; do sleep 1')).toThrow(ShellSyntaxError);
+  });
+
+  it('reports a syntax error as exit 2 with a message', () => {
+    const h = sh('if true; then echo x');
+    expect(h.exit()).toBe(2);
+    expect(h.stderr.join('')).toMatch(/^sh: syntax error/);
+  });
+});
+
+describe('sleep and exit', () => {
+  it('sleeps on the clock, then exits with the script status', () => {
+    const h = sh('sleep 2; exit 3');
+    expect(h.exit()).toBeNull();
+    h.clock.advance(1999);
+    expect(h.exit()).toBeNull();
+    h.clock.advance(1);
+    expect(h.exit()).toBe(3);
+    expect(h.clock.pendingTimers).toBe(0);
+  });
+
+  it('accepts fractions and unit suffixes, and sums operands', () => {
+    const h = sh('sleep 0.5 1m; true');
+    h.clock.advance(60_499);
+    expect(h.exit()).toBeNull();
+    h.clock.advance(1);
+    expect(h.exit()).toBe(0);
+  });
+
+  it('sleep infinity holds no timer', () => {
+    const h = start(['sleep', 'infinity']);
+    expect(h.clock.pendingTimers).toBe(0);
+    h.clock.advance(1e9);
+    expect(h.exit()).toBeNull();
+    h.proc.signal('KILL');
+    expect(h.exit()).toBe(EXIT_KILL);
+  });
+
+  it('the exit status of the last command is the process status; exit wraps at 256', () => {
+    expect(sh('false').exit()).toBe(1);
+    expect(sh('true').exit()).toBe(0);
+    expect(sh('exit 257').exit()).toBe(1);
+    expect(sh('false; exit').exit()).toBe(1);
+    expect(sh('').exit()).toBe(0);
+  });
+});
+
+describe('lists', () => {
+  it('runs ; sequences, && and || with short-circuit', () => {
+    const h = sh('echo a; false && echo b || echo c; true || echo d\necho e');
+    expect(h.stdout.join('')).toBe('a\nc\ne\n');
+    expect(h.exit()).toBe(0);
+  });
+
+  it('&& after a failure keeps the failure status', () => {
+    expect(sh('false && true').exit()).toBe(1);
+    expect(sh('! true').exit()).toBe(1);
+  });
+
+  it('$? is the last status', () => {
+    const h = sh('false; echo "status $?"');
+    expect(h.stdout.join('')).toBe('status 1\n');
+  });
+
+  it('if/elif/else, while, until, for, break', () => {
+    const h = sh(`
+      if false; then echo no; elif true; then echo yes; else echo no; fi
+      for x in a b c; do echo "x=$x"; done
+      n=0
+      while true; do
+        if [ -e /tmp/stop ]; then break; fi
+        touch /tmp/stop
+        echo loop
+      done
+      until [ -e /tmp/go ]; do touch /tmp/go; done
+    `);
+    expect(h.stdout.join('')).toBe('yes\nx=a\nx=b\nx=c\nloop\n');
+    expect(h.exit()).toBe(0);
+  });
+
+  it('a loop that never blocks yields 1 ms of clock at a time instead of hanging', () => {
+    const h = sh('while true; do true; done');
+    expect(h.exit()).toBeNull();
+    expect(h.clock.pendingTimers).toBe(1);
+    h.proc.signal('KILL');
+    expect(h.exit()).toBe(EXIT_KILL);
+  });
+
+  it('while with sleep loops on the clock', () => {
+    const h = sh('while true; do echo tick; sleep 1; done');
+    h.clock.advance(2500);
+    expect(h.stdout).toEqual(['tick\n', 'tick\n', 'tick\n']);
+  });
+});
+
+describe('signals', () => {
+  it('a TERM trap runs at once, interrupting sleep', () => {
+    const h = sh("trap 'echo bye; exit 0' TERM; sleep 3600");
+    h.proc.signal('TERM');
+    expect(h.exit()).toBe(0);
+    expect(h.stdout.join('')).toBe('bye\n');
+    expect(h.clock.pendingTimers).toBe(0);
+  });
+
+  it('the busybox idiom: trap + while sleep', () => {
+    const h = sh("trap 'exit 0' TERM; while true; do sleep 1; done");
+    h.clock.advance(5000);
+    h.proc.signal('TERM');
+    expect(h.exit()).toBe(0);
+  });
+
+  it('sleep & wait: TERM interrupts the wait', () => {
+    const h = sh("trap 'exit 7' TERM; sleep 3600 & wait");
+    h.clock.advance(1000);
+    expect(h.exit()).toBeNull();
+    h.proc.signal('TERM');
+    expect(h.exit()).toBe(7);
+    expect(h.clock.pendingTimers).toBe(0);
+  });
+
+  it('wait returns when background jobs finish', () => {
+    const h = sh('sleep 2 & sleep 1 & wait; echo done');
+    h.clock.advance(1000);
+    expect(h.exit()).toBeNull();
+    h.clock.advance(1000);
+    expect(h.stdout.join('')).toBe('done\n');
+    expect(h.exit()).toBe(0);
+  });
+
+  it('a trap that does not exit lets the script continue after the interrupted command', () => {
+    const h = sh("trap 'echo got TERM' TERM; sleep 100; echo after $?; sleep 100; exit 4");
+    h.proc.signal('TERM');
+    expect(h.stdout.join('')).toBe(`got TERM\nafter ${EXIT_TERM}\n`);
+    h.clock.advance(100_000);
+    expect(h.exit()).toBe(4);
+  });
+
+  it('PID 1 without a trap ignores TERM (the runtime kills after the grace period)', () => {
+    const script = sh('sleep 3600');
+    script.proc.signal('TERM');
+    expect(script.exit()).toBeNull();
+    script.proc.signal('KILL');
+    expect(script.exit()).toBe(EXIT_KILL);
+
+    const bare = start(['sleep', '3600']);
+    bare.proc.signal('TERM');
+    expect(bare.exit()).toBeNull();
+  });
+
+  it('trap "" TERM ignores TERM even outside PID 1', () => {
+    const h = sh("trap '' TERM; sleep 10", { pid1: false });
+    h.proc.signal('TERM');
+    expect(h.exit()).toBeNull();
+  });
+
+  it('not PID 1 (exec): untrapped TERM kills with 143', () => {
+    const h = sh('sleep 10', { pid1: false });
+    h.proc.signal('TERM');
+    expect(h.exit()).toBe(EXIT_TERM);
+  });
+
+  it('no argv at all behaves like pause: exits 0 on TERM', () => {
+    const h = start([]);
+    expect(h.clock.pendingTimers).toBe(0);
+    h.proc.signal('TERM');
+    expect(h.exit()).toBe(0);
+  });
+
+  it('an EXIT trap runs at normal exit', () => {
+    const h = sh("trap 'echo cleanup' EXIT; exit 5");
+    expect(h.stdout.join('')).toBe('cleanup\n');
+    expect(h.exit()).toBe(5);
+  });
+});
+
+describe('commands', () => {
+  it('an unknown command exits 127 with "not found"', () => {
+    const h = sh('nosuchthing --flag');
+    expect(h.exit()).toBe(127);
+    expect(h.stderr.join('')).toBe('sh: nosuchthing: not found\n');
+    expect(start(['nginx', '-g', 'daemon off;']).exit()).toBe(127);
+  });
+
+  it('file operations on the simulated filesystem', () => {
+    const h = sh(`
+      touch /tmp/a && test -e /tmp/a && [ -f /tmp/a ] && echo exists
+      rm /tmp/a; [ -e /tmp/a ] || echo gone
+      rm /tmp/a || echo "rm failed $?"
+      rm -f /tmp/a && echo "rm -f ok"
+      echo hello > /tmp/b; echo world >> /tmp/b; cat /tmp/b
+      cat /nope
+    `);
+    expect(h.stdout.join('')).toBe('exists\ngone\nrm failed 1\nrm -f ok\nhello\nworld\n');
+    expect(h.stderr.join('')).toBe(
+      "rm: can't remove '/tmp/a': No such file or directory\ncat: can't open '/nope': No such file or directory\n",
+    );
+    expect(h.exit()).toBe(1);
+    expect(h.fs.read('/tmp/b')).toBe('hello\nworld\n');
+  });
+
+  it('mkdir, relative paths, cd, test -d / -s / string comparisons', () => {
+    const h = sh(`
+      mkdir -p /data/sub && cd /data && touch sub/f && [ -d /data/sub ] && [ -e /data/sub/f ] && echo ok1
+      [ -s sub/f ] || echo empty
+      [ "$HOME" = /root ] && [ 3 -gt 2 ] && [ -n "x" ] && [ -z "" ] && echo ok2
+    `, { env: { HOME: '/root' } });
+    expect(h.stdout.join('')).toBe('ok1\nempty\nok2\n');
+    expect(h.fs.listFiles()).toEqual(['/data/sub/f']);
+  });
+
+  it('echo goes to stdout, >&2 to stderr, quoting and variables', () => {
+    const h = sh(`echo "a  b" 'c $X' $X; echo -n no-newline; echo err >&2; echo quiet >/dev/null`, { env: { X: 'ex' } });
+    expect(h.stdout).toEqual(['a  b c $X ex\n', 'no-newline']);
+    expect(h.stderr).toEqual(['err\n']);
+  });
+
+  it('a bare argv runs without a shell: no expansion, metacharacters are literal', () => {
+    const h = start(['echo', '$HOME', 'a;b', '&&']);
+    expect(h.stdout.join('')).toBe('$HOME a;b &&\n');
+    expect(h.exit()).toBe(0);
+  });
+
+  it('absolute paths to known commands work', () => {
+    const h = start(['/bin/sh', '-c', '/bin/echo hi; /bin/sleep 1']);
+    h.clock.advance(1000);
+    expect(h.stdout.join('')).toBe('hi\n');
+    expect(h.exit()).toBe(0);
+  });
+});
