@@ -61,8 +61,9 @@ install -m 0755 "$busybox" "$root/bin/busybox"
 # sbin/ifconfig…), as an absolute symlink to /bin/busybox.
 while read -r applet; do
   [[ -n $applet && $applet != bin/busybox ]] || continue
-  mkdir -p "$root/$(dirname "$applet")"
-  ln -sfn /bin/busybox "$root/$applet"
+  # (`linuxrc` sits at the top, with no directory part.)
+  if [[ $applet == */* && ! -d $root/${applet%/*} ]]; then mkdir -p "$root/${applet%/*}"; fi
+  ln -s /bin/busybox "$root/$applet"
 done < <("$busybox" --list-full)
 for a in sh sleep echo touch rm test cat true false httpd nc wget ls mkdir; do
   if [[ ! -e $root/bin/$a && ! -e $root/usr/bin/$a && ! -e $root/sbin/$a && ! -e $root/usr/sbin/$a ]]; then

@@ -27,6 +27,8 @@ export interface AgentConfig {
   nodeIp?: string;
   /** --root-dir. */
   rootDir: string;
+  /** Where pod log directories are created (`<namespace>_<name>_<uid>/<container>/<n>.log`). */
+  podLogsDir: string;
   /** --file-check-frequency / fileCheckFrequency. */
   fileCheckFrequencyMs: number;
   /** --http-check-frequency / httpCheckFrequency. */
@@ -86,6 +88,7 @@ export function agentDefaults(profile: DefaultsProfile = 'flags'): AgentDefaults
     manifestUrlHeaders: {},
     containerRuntimeEndpoint: DEFAULT_CONTAINER_RUNTIME_ENDPOINT,
     rootDir: '/var/lib/kubelet',
+    podLogsDir: '/var/log/pods',
     fileCheckFrequencyMs: 20_000,
     httpCheckFrequencyMs: 20_000,
     syncFrequencyMs: 60_000,

@@ -482,6 +482,13 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     help: 'How often to relist containers from the runtime to detect state changes',
   }),
   option({
+    key: 'podLogsDir',
+    kind: stringKind,
+    flag: 'pod-logs-dir',
+    group: 'Statelet',
+    help: 'Directory of the per-pod container log directories (the kubelet uses /var/log/pods)',
+  }),
+  option({
     key: 'visualizerPort',
     kind: portKind,
     flag: 'visualizer-port',

@@ -53,7 +53,9 @@ export function emptyPodStatus(uid: string): RuntimePodStatus {
   return { uid, sandboxes: [], containers: [] };
 }
 
-const newestFirst = (a: { createdAt: number }, b: { createdAt: number }) => b.createdAt - a.createdAt;
+/** Newest first; the attempt number breaks ties between instances created in the same instant. */
+const newestFirst = (a: { createdAt: number; attempt: number }, b: { createdAt: number; attempt: number }) =>
+  b.createdAt - a.createdAt || b.attempt - a.attempt;
 
 /**
  * Reads the pod's sandboxes and containers from the runtime. A container or sandbox that vanishes
@@ -70,7 +72,7 @@ export async function readPodStatus(
     runtime.listPodSandbox(selector, opts),
     runtime.listContainers(selector, opts),
   ]);
-  sandboxList.sort(newestFirst);
+  sandboxList.sort((a, b) => newestFirst({ createdAt: a.createdAt, attempt: a.metadata.attempt }, { createdAt: b.createdAt, attempt: b.metadata.attempt }));
   const sandboxes: SandboxSummary[] = [];
   for (const [index, sandbox] of sandboxList.entries()) {
     const summary: SandboxSummary = {
@@ -115,7 +117,7 @@ export async function readPodStatus(
       restartCount: intAnnotation(status.annotations, Annotation.restartCount),
     });
   }
-  containers.sort(newestFirst);
+  containers.sort((a, b) => newestFirst({ createdAt: a.createdAt, attempt: a.restartCount }, { createdAt: b.createdAt, attempt: b.restartCount }));
   return { uid, sandboxes, containers };
 }
 

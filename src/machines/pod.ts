@@ -32,6 +32,7 @@ import { podRef } from '../api/types.ts';
 import type { BackoffTable } from './decide/backoff.ts';
 import { nextGracePeriod } from './decide/gracePeriod.ts';
 import type { InitStep, PodProgress } from './decide/progress.ts';
+import type { PlegEvent } from './decide/relist.ts';
 import type { WaitingReason } from '../status/generate.ts';
 
 /** What a sync remembers from one run to the next (plain data). */
@@ -83,9 +84,7 @@ export type PodEvent =
   | { type: 'POD.UPDATE'; pod: Pod; updateType: UpdateType }
   | { type: 'POD.SYNC' }
   | { type: 'POD.KILL'; gracePeriodSeconds?: number; deleted?: boolean; reason?: string }
-  | { type: 'PLEG.CONTAINER_STARTED'; containerId: string }
-  | { type: 'PLEG.CONTAINER_DIED'; containerId: string }
-  | { type: 'PLEG.CONTAINER_REMOVED'; containerId: string };
+  | PlegEvent;
 
 /** Messages a pod actor sends to its supervisor. */
 export type PodReport =

@@ -1,0 +1,651 @@
+/**
+ * The simulated container runtime's state and behaviour, independent of gRPC: pod sandboxes
+ * with loopback IPs, containers whose "process" is a `ShellProcess`, images, logs and the
+ * container event stream. `server.ts` exposes it as a CRI v1 gRPC service.
+ *
+ * Scale: everything is looked up through Maps keyed by id, containers are also indexed by
+ * sandbox and by the `io.kubernetes.pod.uid` label (the agent lists a pod's containers by that
+ * label), and an idle container owns no timer unless its script is in a finite `sleep`.
+ */
+
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import {
+  NamespaceMode,
+  type Container,
+  type ContainerConfig,
+  type ContainerEventType,
+  type ContainerFilter,
+  type ContainerState,
+  type ContainerStatus,
+  type ExecResult,
+  type ImageInfo,
+  type KeyValueMap,
+  type PodSandbox,
+  type PodSandboxConfig,
+  type PodSandboxFilter,
+  type PodSandboxStatus,
+  type RuntimeStatusInfo,
+  type SandboxState,
+  type VersionInfo,
+} from '../types.ts';
+import { realClock, type SimClock, type TimerHandle } from './clock.ts';
+import { SimError } from './errors.ts';
+import { SimFs } from './fs.ts';
+import { DEFAULT_IMAGES, ImageStore } from './images.ts';
+import { ContainerLog, CriLogWriter } from './logs.ts';
+import { ShellProcess } from './shell.ts';
+
+export const POD_UID_LABEL = 'io.kubernetes.pod.uid';
+export const SIM_RUNTIME_NAME = 'statelet-sim';
+export const SIM_RUNTIME_VERSION = '0.1.0';
+
+export interface SimRuntimeOptions {
+  /** Time source for sleeps, stop timeouts, pulls and exec deadlines. Real time by default. */
+  clock?: SimClock;
+  /** Simulated duration of a successful or failed pull. Default 50 ms; 0 pulls without a timer. */
+  pullDelayMs?: number;
+  /** Images present at start. Default: busybox:latest and registry.k8s.io/pause:3.9. */
+  images?: readonly string[];
+  /** Images the simulated registry does not have, in addition to the naming convention. */
+  missingImages?: readonly string[];
+  /** How often buffered container log lines are appended to their files. Default 200 ms. */
+  logFlushIntervalMs?: number;
+}
+
+/** A container event with the snapshots the CRI event message carries. */
+export interface SimContainerEvent {
+  /** A container id, or a sandbox id for the sandbox's own lifecycle (as containerd reports it). */
+  containerId: string;
+  type: ContainerEventType;
+  /** Milliseconds since the epoch. */
+  createdAt: number;
+  podSandboxStatus: PodSandboxStatus;
+  containersStatuses: ContainerStatus[];
+}
+
+export type SimEventListener = (event: SimContainerEvent) => void;
+
+interface SimSandbox {
+  id: string;
+  config: PodSandboxConfig;
+  runtimeHandler: string;
+  state: SandboxState;
+  createdAt: number;
+  /** '' for host-network sandboxes. */
+  ip: string;
+  networkMode: NamespaceMode;
+  nameKey: string;
+  containers: Set<SimContainer>;
+}
+
+interface SimContainer {
+  id: string;
+  sandbox: SimSandbox;
+  config: ContainerConfig;
+  nameKey: string;
+  image: string;
+  imageRef: string;
+  state: ContainerState;
+  createdAt: number;
+  startedAt: number;
+  finishedAt: number;
+  exitCode: number;
+  reason: string;
+  /** Absolute log file path, or '' when the sandbox has no log directory. */
+  logPath: string;
+  log: ContainerLog | null;
+  fs: SimFs;
+  process: ShellProcess | null;
+  execs: Set<ShellProcess>;
+  /** The pending SIGKILL of a StopContainer grace period. */
+  kill: { deadline: number; timer: TimerHandle } | null;
+  /** Resolvers waiting for the process to exit. */
+  exitWaiters: (() => void)[];
+}
+
+/** Allocates 127.b.c.d addresses (b ≥ 1, d in 1..254), unique among live sandboxes. */
+class LoopbackIpPool {
+  private static readonly CAPACITY = 255 * 256 * 254;
+  private next = 0;
+  private readonly inUse = new Set<string>();
+
+  allocate(): string {
+    for (let tries = 0; tries < LoopbackIpPool.CAPACITY; tries++) {
+      const n = this.next;
+      this.next = (this.next + 1) % LoopbackIpPool.CAPACITY;
+      const ip = `127.${1 + Math.floor(n / (256 * 254))}.${Math.floor(n / 254) % 256}.${1 + (n % 254)}`;
+      if (!this.inUse.has(ip)) {
+        this.inUse.add(ip);
+        return ip;
+      }
+    }
+    throw new SimError('RESOURCE_EXHAUSTED', 'no loopback addresses left for pod sandboxes');
+  }
+
+  release(ip: string): void {
+    this.inUse.delete(ip);
+  }
+}
+
+function newId(): string {
+  return randomBytes(32).toString('hex');
+}
+
+function matchesLabels(labels: KeyValueMap, selector: KeyValueMap | undefined): boolean {
+  if (!selector) return true;
+  for (const key in selector) if (labels[key] !== selector[key]) return false;
+  return true;
+}
+
+/** Exact id lookup, falling back to a unique prefix as containerd accepts truncated ids. */
+function lookup<T>(map: Map<string, T>, id: string): T | undefined {
+  const exact = map.get(id);
+  if (exact !== undefined || id.length === 0 || id.length >= 64) return exact;
+  let found: T | undefined;
+  for (const [key, value] of map) {
+    if (!key.startsWith(id)) continue;
+    if (found !== undefined) return undefined;
+    found = value;
+  }
+  return found;
+}
+
+export class SimEngine {
+  readonly clock: SimClock;
+  readonly images: ImageStore;
+  private readonly logs: CriLogWriter;
+  private readonly sandboxes = new Map<string, SimSandbox>();
+  private readonly containers = new Map<string, SimContainer>();
+  private readonly sandboxesByPodUid = new Map<string, Set<SimSandbox>>();
+  private readonly containersByPodUid = new Map<string, Set<SimContainer>>();
+  /** Reserved names, as containerd refuses a second sandbox/container with the same identity. */
+  private readonly reservedNames = new Set<string>();
+  private readonly ips = new LoopbackIpPool();
+  private readonly listeners = new Set<SimEventListener>();
+  private closed = false;
+
+  constructor(options: SimRuntimeOptions = {}) {
+    this.clock = options.clock ?? realClock;
+    this.images = new ImageStore({
+      clock: this.clock,
+      pullDelayMs: options.pullDelayMs ?? 50,
+      initialImages: options.images ?? DEFAULT_IMAGES,
+      missingImages: options.missingImages ?? [],
+    });
+    this.logs = new CriLogWriter(options.logFlushIntervalMs ?? 200);
+  }
+
+  // ------------------------------------------------------------------ runtime
+
+  version(): VersionInfo {
+    return { version: '0.1.0', runtimeName: SIM_RUNTIME_NAME, runtimeVersion: SIM_RUNTIME_VERSION, runtimeApiVersion: 'v1' };
+  }
+
+  status(): RuntimeStatusInfo {
+    return {
+      conditions: [
+        { type: 'RuntimeReady', status: true, reason: '', message: '' },
+        { type: 'NetworkReady', status: true, reason: '', message: '' },
+      ],
+    };
+  }
+
+  /** Receives every container event from now on; returns the unsubscribe function. */
+  subscribe(listener: SimEventListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** How many event subscribers there are (lets tests wait for a stream to be open). */
+  get subscriberCount(): number {
+    return this.listeners.size;
+  }
+
+  // ------------------------------------------------------------------ sandboxes
+
+  runPodSandbox(config: PodSandboxConfig, runtimeHandler = ''): string {
+    this.assertOpen();
+    const { name, namespace, uid, attempt } = config.metadata;
+    const nameKey = `sandbox/${name}_${namespace}_${uid}_${attempt}`;
+    if (this.reservedNames.has(nameKey)) {
+      throw new SimError('ALREADY_EXISTS', `failed to reserve sandbox name "${name}_${namespace}_${uid}_${attempt}": name is reserved`);
+    }
+    const networkMode = config.linux?.securityContext?.namespaceOptions?.network ?? NamespaceMode.POD;
+    const sandbox: SimSandbox = {
+      id: newId(),
+      config,
+      runtimeHandler,
+      state: 'SANDBOX_READY',
+      createdAt: this.clock.now(),
+      ip: networkMode === NamespaceMode.NODE ? '' : this.ips.allocate(),
+      networkMode,
+      nameKey,
+      containers: new Set(),
+    };
+    this.reservedNames.add(nameKey);
+    this.sandboxes.set(sandbox.id, sandbox);
+    addToIndex(this.sandboxesByPodUid, config.labels[POD_UID_LABEL], sandbox);
+    this.emit(sandbox.id, 'CONTAINER_CREATED_EVENT', sandbox);
+    this.emit(sandbox.id, 'CONTAINER_STARTED_EVENT', sandbox);
+    return sandbox.id;
+  }
+
+  /** Kills every container of the sandbox at once and marks it NOTREADY. Idempotent. */
+  stopPodSandbox(id: string): void {
+    const sandbox = this.sandbox(id);
+    for (const container of sandbox.containers) {
+      if (container.state === 'CONTAINER_RUNNING') container.process?.signal('KILL');
+    }
+    if (sandbox.state === 'SANDBOX_READY') {
+      sandbox.state = 'SANDBOX_NOTREADY';
+      this.emit(sandbox.id, 'CONTAINER_STOPPED_EVENT', sandbox);
+    }
+  }
+
+  /** Stops the sandbox if needed, removes its containers and releases its IP. Missing = ok. */
+  removePodSandbox(id: string): void {
+    const sandbox = lookup(this.sandboxes, id);
+    if (!sandbox) return;
+    this.stopPodSandbox(sandbox.id);
+    for (const container of [...sandbox.containers]) this.deleteContainer(container);
+    if (sandbox.ip) this.ips.release(sandbox.ip);
+    this.reservedNames.delete(sandbox.nameKey);
+    removeFromIndex(this.sandboxesByPodUid, sandbox.config.labels[POD_UID_LABEL], sandbox);
+    this.emit(sandbox.id, 'CONTAINER_DELETED_EVENT', sandbox);
+    this.sandboxes.delete(sandbox.id);
+  }
+
+  podSandboxStatus(id: string): PodSandboxStatus {
+    return this.sandboxStatusOf(this.sandbox(id));
+  }
+
+  listPodSandbox(filter: PodSandboxFilter = {}): PodSandbox[] {
+    let candidates: Iterable<SimSandbox>;
+    const uid = filter.labelSelector?.[POD_UID_LABEL];
+    if (filter.id) {
+      const one = lookup(this.sandboxes, filter.id);
+      candidates = one ? [one] : [];
+    } else if (uid !== undefined) {
+      candidates = this.sandboxesByPodUid.get(uid) ?? [];
+    } else {
+      candidates = this.sandboxes.values();
+    }
+    const result: PodSandbox[] = [];
+    for (const sandbox of candidates) {
+      if (filter.state && sandbox.state !== filter.state) continue;
+      if (!matchesLabels(sandbox.config.labels, filter.labelSelector)) continue;
+      result.push(this.sandboxOf(sandbox));
+    }
+    return result;
+  }
+
+  // ------------------------------------------------------------------ containers
+
+  createContainer(sandboxId: string, config: ContainerConfig): string {
+    this.assertOpen();
+    const sandbox = this.sandbox(sandboxId);
+    if (sandbox.state !== 'SANDBOX_READY') {
+      throw new SimError('FAILED_PRECONDITION', `sandbox "${sandbox.id}" is not ready: cannot create container "${config.metadata.name}"`);
+    }
+    const image = this.images.status(config.image.image);
+    if (!image) {
+      throw new SimError('NOT_FOUND', `image "${config.image.image}" not found: pull it before creating container "${config.metadata.name}"`);
+    }
+    const pod = sandbox.config.metadata;
+    const nameKey = `container/${config.metadata.name}_${pod.name}_${pod.namespace}_${pod.uid}_${config.metadata.attempt}`;
+    if (this.reservedNames.has(nameKey)) {
+      throw new SimError('ALREADY_EXISTS', `failed to reserve container name "${nameKey.slice(10)}": name is reserved`);
+    }
+    const logPath = sandbox.config.logDirectory && config.logPath ? join(sandbox.config.logDirectory, config.logPath) : '';
+    const container: SimContainer = {
+      id: newId(),
+      sandbox,
+      config,
+      nameKey,
+      image: config.image.image,
+      imageRef: image.repoDigests[0] ?? image.id,
+      state: 'CONTAINER_CREATED',
+      createdAt: this.clock.now(),
+      startedAt: 0,
+      finishedAt: 0,
+      exitCode: 0,
+      reason: '',
+      logPath,
+      log: null,
+      fs: new SimFs(),
+      process: null,
+      execs: new Set(),
+      kill: null,
+      exitWaiters: [],
+    };
+    this.reservedNames.add(nameKey);
+    this.containers.set(container.id, container);
+    sandbox.containers.add(container);
+    addToIndex(this.containersByPodUid, config.labels[POD_UID_LABEL], container);
+    this.emit(container.id, 'CONTAINER_CREATED_EVENT', sandbox);
+    return container.id;
+  }
+
+  startContainer(id: string): void {
+    this.assertOpen();
+    const container = this.container(id);
+    if (container.state !== 'CONTAINER_CREATED') {
+      throw new SimError('FAILED_PRECONDITION', `container "${container.id}" is in ${container.state} state, not CONTAINER_CREATED`);
+    }
+    if (container.sandbox.state !== 'SANDBOX_READY') {
+      throw new SimError('FAILED_PRECONDITION', `sandbox "${container.sandbox.id}" of container "${container.id}" is not ready`);
+    }
+    container.state = 'CONTAINER_RUNNING';
+    container.startedAt = this.clock.now();
+    if (container.logPath) {
+      container.log = new ContainerLog(this.logs, container.logPath, () => this.clock.now());
+    }
+    const log = container.log;
+    const process = new ShellProcess({
+      argv: [...container.config.command, ...container.config.args],
+      clock: this.clock,
+      fs: container.fs,
+      env: envOf(container),
+      cwd: container.config.workingDir,
+      pid1: true,
+      output: {
+        stdout: (text) => log?.write('stdout', text),
+        stderr: (text) => log?.write('stderr', text),
+      },
+      onExit: (code) => this.containerExited(container, code),
+    });
+    container.process = process;
+    this.emit(container.id, 'CONTAINER_STARTED_EVENT', container.sandbox);
+    // Started after the event so that a script that exits at once reports STARTED, then STOPPED.
+    process.start();
+  }
+
+  /**
+   * Sends TERM and resolves once the container has exited, killing it (137) if it is still
+   * running `timeoutSeconds` later. A stop with a shorter timeout while one is pending brings
+   * the kill forward. Timeout 0 kills at once. Stopping a created, exited or missing container
+   * is a no-op.
+   */
+  stopContainer(id: string, timeoutSeconds: number): Promise<void> {
+    const container = lookup(this.containers, id);
+    if (!container || container.state !== 'CONTAINER_RUNNING' || !container.process) return Promise.resolve();
+    const process = container.process;
+    const exited = new Promise<void>((resolve) => container.exitWaiters.push(resolve));
+    if (timeoutSeconds <= 0) {
+      process.signal('KILL');
+      return exited;
+    }
+    process.signal('TERM');
+    if (container.state !== 'CONTAINER_RUNNING') return exited;
+    const deadline = this.clock.now() + timeoutSeconds * 1000;
+    if (!container.kill || deadline < container.kill.deadline) {
+      if (container.kill) this.clock.clearTimer(container.kill.timer);
+      const timer = this.clock.setTimer(deadline - this.clock.now(), () => {
+        container.kill = null;
+        process.signal('KILL');
+      });
+      container.kill = { deadline, timer };
+    }
+    return exited;
+  }
+
+  /** Removes a stopped or never-started container. Missing = ok; running = FAILED_PRECONDITION. */
+  removeContainer(id: string): void {
+    const container = lookup(this.containers, id);
+    if (!container) return;
+    if (container.state === 'CONTAINER_RUNNING') {
+      throw new SimError('FAILED_PRECONDITION', `container "${container.id}" is running, stop it before removing it`);
+    }
+    this.deleteContainer(container);
+  }
+
+  listContainers(filter: ContainerFilter = {}): Container[] {
+    let candidates: Iterable<SimContainer>;
+    const uid = filter.labelSelector?.[POD_UID_LABEL];
+    if (filter.id) {
+      const one = lookup(this.containers, filter.id);
+      candidates = one ? [one] : [];
+    } else if (filter.podSandboxId) {
+      candidates = lookup(this.sandboxes, filter.podSandboxId)?.containers ?? [];
+    } else if (uid !== undefined) {
+      candidates = this.containersByPodUid.get(uid) ?? [];
+    } else {
+      candidates = this.containers.values();
+    }
+    const result: Container[] = [];
+    for (const container of candidates) {
+      if (filter.state && container.state !== filter.state) continue;
+      if (filter.podSandboxId && !container.sandbox.id.startsWith(filter.podSandboxId)) continue;
+      if (!matchesLabels(container.config.labels, filter.labelSelector)) continue;
+      result.push(this.containerOf(container));
+    }
+    return result;
+  }
+
+  containerStatus(id: string): ContainerStatus {
+    return this.containerStatusOf(this.container(id));
+  }
+
+  /**
+   * Runs `cmd` through the shell interpreter against the container's filesystem, as a
+   * non-PID-1 process. Rejects with DEADLINE_EXCEEDED when `timeoutSeconds` (> 0) elapses first.
+   */
+  execSync(id: string, cmd: string[], timeoutSeconds: number): Promise<ExecResult> {
+    const container = this.container(id);
+    if (cmd.length === 0) return Promise.reject(new SimError('INVALID_ARGUMENT', `exec in container "${container.id}": empty command`));
+    if (container.state !== 'CONTAINER_RUNNING') {
+      return Promise.reject(new SimError('FAILED_PRECONDITION', `container "${container.id}" is not running (${container.state})`));
+    }
+    return new Promise<ExecResult>((resolve, reject) => {
+      const stdout: string[] = [];
+      const stderr: string[] = [];
+      let deadline: TimerHandle | null = null;
+      const process = new ShellProcess({
+        argv: cmd,
+        clock: this.clock,
+        fs: container.fs,
+        env: envOf(container),
+        cwd: container.config.workingDir,
+        pid1: false,
+        output: { stdout: (text) => stdout.push(text), stderr: (text) => stderr.push(text) },
+        onExit: (exitCode) => {
+          container.execs.delete(process);
+          if (deadline) this.clock.clearTimer(deadline);
+          resolve({ stdout: Buffer.from(stdout.join('')), stderr: Buffer.from(stderr.join('')), exitCode });
+        },
+      });
+      if (timeoutSeconds > 0) {
+        deadline = this.clock.setTimer(timeoutSeconds * 1000, () => {
+          deadline = null;
+          container.execs.delete(process);
+          process.dispose();
+          reject(new SimError('DEADLINE_EXCEEDED', `timeout ${timeoutSeconds}s exceeded running ${JSON.stringify(cmd)} in container "${container.id}"`));
+        });
+      }
+      container.execs.add(process);
+      process.start();
+    });
+  }
+
+  // ------------------------------------------------------------------ images
+
+  pullImage(image: string): Promise<ImageInfo> {
+    this.assertOpen();
+    return this.images.pull(image);
+  }
+
+  imageStatus(image: string): ImageInfo | null {
+    return this.images.status(image);
+  }
+
+  listImages(): ImageInfo[] {
+    return this.images.list();
+  }
+
+  removeImage(image: string): void {
+    this.images.remove(image);
+  }
+
+  // ------------------------------------------------------------------ lifecycle
+
+  /** Writes buffered container log lines to their files. */
+  flushLogs(): Promise<void> {
+    return this.logs.flush();
+  }
+
+  /** Counts, for tests and diagnostics. */
+  get size(): { sandboxes: number; containers: number } {
+    return { sandboxes: this.sandboxes.size, containers: this.containers.size };
+  }
+
+  /** Cancels every simulated process and timer (no exit is recorded) and flushes logs. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    this.images.close();
+    for (const container of this.containers.values()) {
+      container.process?.dispose();
+      for (const exec of container.execs) exec.dispose();
+      container.execs.clear();
+      if (container.kill) this.clock.clearTimer(container.kill.timer);
+      container.kill = null;
+      container.log?.close();
+      for (const resolve of container.exitWaiters.splice(0)) resolve();
+    }
+    this.listeners.clear();
+    await this.logs.flush();
+  }
+
+  // ------------------------------------------------------------------ internals
+
+  private assertOpen(): void {
+    if (this.closed) throw new SimError('UNAVAILABLE', 'the simulated runtime is shut down');
+  }
+
+  private sandbox(id: string): SimSandbox {
+    const sandbox = lookup(this.sandboxes, id);
+    if (!sandbox) throw new SimError('NOT_FOUND', `pod sandbox "${id}" not found`);
+    return sandbox;
+  }
+
+  private container(id: string): SimContainer {
+    const container = lookup(this.containers, id);
+    if (!container) throw new SimError('NOT_FOUND', `container "${id}" not found`);
+    return container;
+  }
+
+  private containerExited(container: SimContainer, exitCode: number): void {
+    container.state = 'CONTAINER_EXITED';
+    container.finishedAt = this.clock.now();
+    container.exitCode = exitCode;
+    container.reason = exitCode === 0 ? 'Completed' : 'Error';
+    container.process = null;
+    container.log?.close();
+    if (container.kill) this.clock.clearTimer(container.kill.timer);
+    container.kill = null;
+    // The container's processes die with it.
+    for (const exec of [...container.execs]) exec.signal('KILL');
+    for (const resolve of container.exitWaiters.splice(0)) resolve();
+    this.emit(container.id, 'CONTAINER_STOPPED_EVENT', container.sandbox);
+  }
+
+  private deleteContainer(container: SimContainer): void {
+    this.emit(container.id, 'CONTAINER_DELETED_EVENT', container.sandbox);
+    this.containers.delete(container.id);
+    container.sandbox.containers.delete(container);
+    this.reservedNames.delete(container.nameKey);
+    removeFromIndex(this.containersByPodUid, container.config.labels[POD_UID_LABEL], container);
+  }
+
+  private emit(containerId: string, type: ContainerEventType, sandbox: SimSandbox): void {
+    // Snapshots are built only when someone listens: at scale most calls have no subscriber.
+    if (this.listeners.size === 0) return;
+    const event: SimContainerEvent = {
+      containerId,
+      type,
+      createdAt: this.clock.now(),
+      podSandboxStatus: this.sandboxStatusOf(sandbox),
+      containersStatuses: [...sandbox.containers].map((c) => this.containerStatusOf(c)),
+    };
+    for (const listener of this.listeners) listener(event);
+  }
+
+  private sandboxOf(sandbox: SimSandbox): PodSandbox {
+    return {
+      id: sandbox.id,
+      metadata: sandbox.config.metadata,
+      state: sandbox.state,
+      createdAt: sandbox.createdAt,
+      labels: sandbox.config.labels,
+      annotations: sandbox.config.annotations,
+      runtimeHandler: sandbox.runtimeHandler,
+    };
+  }
+
+  private sandboxStatusOf(sandbox: SimSandbox): PodSandboxStatus {
+    return {
+      ...this.sandboxOf(sandbox),
+      network: { ip: sandbox.ip, additionalIps: [] },
+      networkMode: sandbox.networkMode,
+    };
+  }
+
+  private containerOf(container: SimContainer): Container {
+    return {
+      id: container.id,
+      podSandboxId: container.sandbox.id,
+      metadata: container.config.metadata,
+      image: container.image,
+      imageRef: container.imageRef,
+      state: container.state,
+      createdAt: container.createdAt,
+      labels: container.config.labels,
+      annotations: container.config.annotations,
+    };
+  }
+
+  private containerStatusOf(container: SimContainer): ContainerStatus {
+    return {
+      id: container.id,
+      metadata: container.config.metadata,
+      state: container.state,
+      createdAt: container.createdAt,
+      startedAt: container.startedAt,
+      finishedAt: container.finishedAt,
+      exitCode: container.exitCode,
+      image: container.image,
+      imageRef: container.imageRef,
+      reason: container.reason,
+      message: '',
+      labels: container.config.labels,
+      annotations: container.config.annotations,
+      logPath: container.logPath,
+    };
+  }
+}
+
+function envOf(container: SimContainer): Record<string, string> {
+  const env: Record<string, string> = { HOSTNAME: container.sandbox.config.hostname || container.sandbox.config.metadata.name, HOME: '/root', PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' };
+  for (const { key, value } of container.config.envs) env[key] = value;
+  return env;
+}
+
+function addToIndex<T>(index: Map<string, Set<T>>, key: string | undefined, value: T): void {
+  if (key === undefined) return;
+  let set = index.get(key);
+  if (!set) {
+    set = new Set();
+    index.set(key, set);
+  }
+  set.add(value);
+}
+
+function removeFromIndex<T>(index: Map<string, Set<T>>, key: string | undefined, value: T): void {
+  if (key === undefined) return;
+  const set = index.get(key);
+  if (!set) return;
+  set.delete(value);
+  if (set.size === 0) index.delete(key);
+}
+

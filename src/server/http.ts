@@ -1,0 +1,89 @@
+/**
+ * The agent's HTTP endpoints: `/healthz` on the healthz port, and on the read-only port `/pods`
+ * (a v1 PodList of the pods the agent manages, each with the status it would report to the API
+ * server), `/healthz` and `/metrics` (Prometheus text). Handlers read snapshots; they never block
+ * the actors.
+ */
+import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Pod } from '../api/types.ts';
+
+export interface AgentView {
+  /** The managed pods with their current statuses. */
+  pods(): Pod[];
+  /** `null` when healthy, else why not. */
+  unhealthyReason(): string | null;
+  metrics(): string;
+}
+
+export type RouteHandler = (req: IncomingMessage, res: ServerResponse) => boolean;
+
+function send(res: ServerResponse, status: number, contentType: string, body: string): void {
+  res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+export function healthzHandler(view: AgentView): RouteHandler {
+  return (req, res) => {
+    if (req.url !== '/healthz') return false;
+    const reason = view.unhealthyReason();
+    if (reason === null) send(res, 200, 'text/plain; charset=utf-8', 'ok');
+    else send(res, 500, 'text/plain; charset=utf-8', `[-]${reason}\nhealthz check failed`);
+    return true;
+  };
+}
+
+export function readOnlyHandler(view: AgentView): RouteHandler {
+  const healthz = healthzHandler(view);
+  return (req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (path === '/pods' || path === '/pods/') {
+      const list = { kind: 'PodList', apiVersion: 'v1', metadata: {}, items: view.pods() };
+      send(res, 200, 'application/json', JSON.stringify(list));
+      return true;
+    }
+    if (path === '/metrics') {
+      send(res, 200, 'text/plain; version=0.0.4; charset=utf-8', view.metrics());
+      return true;
+    }
+    return healthz(req, res);
+  };
+}
+
+export interface ListeningServer {
+  server: Server;
+  port: number;
+  close(): Promise<void>;
+}
+
+/** Serves the handlers in order; the first that answers wins, otherwise 404. */
+export async function listen(address: string, port: number, handlers: RouteHandler[]): Promise<ListeningServer> {
+  const server = createServer((req, res) => {
+    try {
+      if (req.method !== 'GET' && req.method !== 'HEAD') {
+        send(res, 405, 'text/plain', 'method not allowed');
+        return;
+      }
+      for (const handler of handlers) if (handler(req, res)) return;
+      send(res, 404, 'text/plain', '404 page not found');
+    } catch (err) {
+      send(res, 500, 'text/plain', err instanceof Error ? err.message : String(err));
+    }
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, address, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  return {
+    server,
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}

@@ -1,0 +1,63 @@
+/**
+ * The config sources as one actor the syncLoop invokes: it runs each configured source, merges
+ * their snapshots (PodConfig) and sends the resulting CONFIG.* events, then SOURCE.SEEN, to the
+ * syncLoop, in that order, so that a source counts as seen only once its pods are known.
+ * A broken manifest is logged with its file and field; it never stops the source.
+ */
+import { type EventObject, fromCallback } from 'xstate';
+import type { Pod, SourceName } from '../api/types.ts';
+import { podRef } from '../api/types.ts';
+import type { Logger } from '../log.ts';
+import type { SyncLoopEvent } from '../machines/syncLoop.ts';
+import { createFileSource } from './file.ts';
+import { PodConfig } from './podConfig.ts';
+
+export interface ConfigSourcesOptions {
+  nodeName: string;
+  podManifestPath?: string;
+  fileCheckFrequencyMs: number;
+  log: Logger;
+}
+
+/** The sources the options configure: the syncLoop waits for each of them before housekeeping. */
+export function configuredSources(options: Pick<ConfigSourcesOptions, 'podManifestPath'>): SourceName[] {
+  return options.podManifestPath ? ['file'] : [];
+}
+
+export function createConfigSourcesLogic(options: ConfigSourcesOptions) {
+  return fromCallback<EventObject>(({ sendBack }) => {
+    const send = (event: SyncLoopEvent) => sendBack(event);
+    const config = new PodConfig(configuredSources(options), {
+      onDuplicate: (pod, source) =>
+        options.log('warn', 'Dropped a pod whose name repeats within its source', { pod: podRef(pod), source }),
+    });
+    const deliver = (source: SourceName, pods: Pod[]) => {
+      for (const update of config.merge(source, pods)) {
+        send({ type: `CONFIG.${update.op}`, source: update.source, pods: update.pods });
+      }
+      send({ type: 'SOURCE.SEEN', source });
+    };
+
+    const stops: (() => void)[] = [];
+    if (options.podManifestPath) {
+      const file = createFileSource({
+        path: options.podManifestPath,
+        nodeName: options.nodeName,
+        checkFrequencyMs: options.fileCheckFrequencyMs,
+        onSnapshot: (pods) => deliver('file', pods),
+        onError: (err) => {
+          options.log('error', 'Skipping bad static pod manifest', {
+            file: err.file,
+            ...(err.line !== undefined ? { line: err.line } : {}),
+            ...(err.field !== undefined ? { field: err.field } : {}),
+            err: err.message,
+          });
+          send({ type: 'SOURCE.ERROR', source: 'file', message: err.message });
+        },
+      });
+      file.start().catch((err: unknown) => options.log('error', 'File source failed to start', { err }));
+      stops.push(() => file.stop());
+    }
+    return () => stops.forEach((stop) => stop());
+  });
+}

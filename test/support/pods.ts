@@ -1,0 +1,85 @@
+/** Pod fixtures and a harness that runs pod actors against the FakeRuntime. */
+import { type AnyActorRef, type EventObject, SimulatedClock, createActor, fromCallback, waitFor } from 'xstate';
+import type { Container, Pod } from '../../src/api/types.ts';
+import { createPodEffects } from '../../src/agent/podEffects.ts';
+import { ImagePuller } from '../../src/kuberuntime/images.ts';
+import { crashLoopPolicy } from '../../src/machines/decide/backoff.ts';
+import { type PodMachine, createPodMachine } from '../../src/machines/pod.ts';
+import { FakeRuntime } from '../../src/runtime/fake.ts';
+import { StatusManager } from '../../src/status/manager.ts';
+import { silentLogger } from '../../src/log.ts';
+
+export const IMAGE = 'statelet.local/busybox:1';
+
+export function container(name: string, extra: Partial<Container> = {}): Container {
+  return { name, image: IMAGE, imagePullPolicy: 'IfNotPresent', ...extra };
+}
+
+export function makePod(name: string, spec: Partial<Pod['spec']> = {}, uid = `uid-${name}`): Pod {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: 'default', uid },
+    spec: { containers: [container('main')], restartPolicy: 'Always', terminationGracePeriodSeconds: 5, ...spec },
+  };
+}
+
+/** A parent that records what pod actors report to it. */
+export function createRecorder() {
+  const reports: EventObject[] = [];
+  const logic = fromCallback<EventObject>(({ receive }) => {
+    receive((event) => reports.push(event));
+  });
+  return { logic, reports };
+}
+
+export interface PodHarness {
+  runtime: FakeRuntime;
+  statuses: StatusManager;
+  clock: SimulatedClock;
+  machine: PodMachine;
+  reports: EventObject[];
+  parent: AnyActorRef;
+  start(pod: Pod): ReturnType<typeof createActor<PodMachine>>;
+}
+
+export function podHarness(): PodHarness {
+  const clock = new SimulatedClock();
+  clock.set(Date.parse('2026-01-01T00:00:00Z'));
+  const runtime = new FakeRuntime({ now: () => clock.now() });
+  runtime.addImage(IMAGE);
+  const statuses = new StatusManager();
+  const effects = createPodEffects({
+    runtime,
+    images: runtime,
+    puller: new ImagePuller(runtime, 1),
+    podLogsRoot: '/tmp/statelet-test-logs',
+    crashLoop: crashLoopPolicy,
+    now: () => clock.now(),
+    log: silentLogger,
+    statuses,
+    runtimeName: 'fake',
+  });
+  const machine = createPodMachine(effects);
+  const recorder = createRecorder();
+  const parent = createActor(recorder.logic, { clock });
+  parent.start();
+  return {
+    runtime,
+    statuses,
+    clock,
+    machine,
+    reports: recorder.reports,
+    parent,
+    start(pod) {
+      const actor = createActor(machine, { parent, input: { pod } });
+      actor.start();
+      return actor;
+    },
+  };
+}
+
+/** Waits until the actor's worker is idle (its last sync has finished). */
+export async function settled(actor: ReturnType<PodHarness['start']>) {
+  return waitFor(actor, (s) => s.matches({ syncing: { worker: 'idle' } }) || s.hasTag('terminated') || s.hasTag('terminating'));
+}
