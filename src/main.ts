@@ -26,6 +26,12 @@ async function main(argv: string[]): Promise<number> {
   const log = createLogger({ format: config.logFormat, verbosity: config.verbosity });
   for (const warning of parsed.warnings) log('warn', 'Ignoring config file field', { warning });
 
+  // Listen for the stop signal before starting anything, so that a signal during startup still
+  // ends in a clean stop rather than the default abrupt exit.
+  const stopRequested = new Promise<NodeJS.Signals>((resolve) => {
+    process.once('SIGTERM', resolve);
+    process.once('SIGINT', resolve);
+  });
   const agent = await startAgent(config, log);
   log('info', 'statelet is running', {
     node: config.nodeName,
@@ -36,14 +42,8 @@ async function main(argv: string[]): Promise<number> {
   });
   if (agent.readOnlyUrl) process.stdout.write(`statelet: pods at ${agent.readOnlyUrl}/pods\n`);
 
-  await new Promise<void>((resolve) => {
-    const stop = (signal: NodeJS.Signals) => {
-      log('info', 'Stopping; pods keep running', { signal });
-      resolve();
-    };
-    process.once('SIGTERM', stop);
-    process.once('SIGINT', stop);
-  });
+  const signal = await stopRequested;
+  log('info', 'Stopping; pods keep running', { signal });
   await agent.stop();
   return 0;
 }

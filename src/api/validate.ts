@@ -333,14 +333,16 @@ export function defaultPullPolicy(image: string): PullPolicy {
   return 'IfNotPresent';
 }
 
-const PROBE_DEFAULTS = { periodSeconds: 10, timeoutSeconds: 1, successThreshold: 1, failureThreshold: 3 } as const;
+type ProbeTiming = 'periodSeconds' | 'timeoutSeconds' | 'successThreshold' | 'failureThreshold';
+const PROBE_DEFAULTS: Record<ProbeTiming, number> = { periodSeconds: 10, timeoutSeconds: 1, successThreshold: 1, failureThreshold: 3 };
+const PROBE_TIMINGS: readonly ProbeTiming[] = ['periodSeconds', 'timeoutSeconds', 'successThreshold', 'failureThreshold'];
 
 /** The API treats 0 in these fields as unset (Go zero value), so 0 is defaulted as well. */
 function defaultProbe(probe: Probe | undefined): Probe | undefined {
   if (probe === undefined) return undefined;
   const out: Probe = { ...probe };
-  for (const [key, value] of Object.entries(PROBE_DEFAULTS) as [keyof typeof PROBE_DEFAULTS, number][]) {
-    if (!out[key]) out[key] = value;
+  for (const key of PROBE_TIMINGS) {
+    if (!out[key]) out[key] = PROBE_DEFAULTS[key];
   }
   if (out.httpGet) out.httpGet = { ...out.httpGet, path: out.httpGet.path || '/', scheme: out.httpGet.scheme ?? 'HTTP' };
   return out;

@@ -85,6 +85,9 @@ interface SimContainer {
   config: ContainerConfig;
   nameKey: string;
   image: string;
+  /** The image id (`sha256:…`), which ListContainers reports as imageRef, as containerd does. */
+  imageId: string;
+  /** The repo digest, which ContainerStatus reports as imageRef, as containerd does. */
   imageRef: string;
   state: ContainerState;
   createdAt: number;
@@ -304,6 +307,7 @@ export class SimEngine {
       config,
       nameKey,
       image: config.image.image,
+      imageId: image.id,
       imageRef: image.repoDigests[0] ?? image.id,
       state: 'CONTAINER_CREATED',
       createdAt: this.clock.now(),
@@ -597,7 +601,7 @@ export class SimEngine {
       podSandboxId: container.sandbox.id,
       metadata: container.config.metadata,
       image: container.image,
-      imageRef: container.imageRef,
+      imageRef: container.imageId,
       state: container.state,
       createdAt: container.createdAt,
       labels: container.config.labels,

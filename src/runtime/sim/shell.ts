@@ -244,7 +244,10 @@ export class ShellProcess {
         result = thread.run.next(input);
       } catch (error) {
         if (error instanceof ExitRequest) return this.threadEnded(thread, error.status);
-        throw error;
+        // An interpreter bug must not escape into a timer callback and take the agent down with
+        // it: the simulated process dies instead, visibly.
+        this.output.stderr(`sh: internal error: ${error instanceof Error ? error.message : String(error)}\n`);
+        return this.threadEnded(thread, 2);
       }
       if (result.done) return this.threadEnded(thread, result.value);
       const effect = result.value;

@@ -1,0 +1,53 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { runStatelet, runStateletOnce } from '../support/agentProcess.ts';
+
+describe('statelet command line', () => {
+  it('rejects an unknown flag with a message naming it', async () => {
+    const { code, output } = await runStateletOnce(['--bogus-flag']);
+    expect(code).toBe(2);
+    expect(output).toContain('unknown flag: --bogus-flag');
+  });
+
+  it('rejects a bad value with a message naming the flag and the value', async () => {
+    const { code, output } = await runStateletOnce(['--sync-frequency', 'soon']);
+    expect(code).toBe(2);
+    expect(output).toMatch(/invalid value "soon" for flag --sync-frequency/);
+  });
+
+  it('prints help with the kubelet flag names', async () => {
+    const { code, output } = await runStateletOnce(['--help']);
+    expect(code).toBe(0);
+    for (const flag of ['--pod-manifest-path', '--container-runtime-endpoint', '--read-only-port', '--healthz-port', '--sync-frequency']) {
+      expect(output).toContain(flag);
+    }
+  });
+
+  it('keeps running with an unreachable runtime socket, says which, and reports unhealthy', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'statelet-nosock-'));
+    const socket = path.join(dir, 'missing.sock');
+    const agent = await runStatelet(['--container-runtime-endpoint', `unix://${socket}`]);
+    try {
+      const line = await agent.waitForLog(/Container runtime is not reachable/);
+      expect(line).toContain(socket);
+      const health = await agent.healthz();
+      expect(health.status).toBe(500);
+      expect(health.body).toMatch(/runtime|pleg/);
+      expect(agent.child.exitCode).toBeNull();
+      expect(await agent.pods()).toEqual([]);
+    } finally {
+      await agent.stop();
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 30_000);
+
+  it('stops cleanly on SIGTERM', async () => {
+    const agent = await runStatelet(['--container-runtime-endpoint', 'sim://']);
+    agent.child.kill('SIGTERM');
+    expect(await agent.waitForExit()).toBe(0);
+    expect(agent.output()).toContain('Stopping; pods keep running');
+    await agent.stop();
+  }, 30_000);
+});

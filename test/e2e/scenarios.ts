@@ -1,0 +1,145 @@
+/**
+ * End-to-end scenarios that must behave the same on the embedded simulated runtime and on
+ * containerd: the statelet command with a static-pod directory, observed through `/pods` and
+ * through the runtime's own CRI answers. Manifests use only the shell subset both runtimes run.
+ */
+import { mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { Label } from '../../src/kuberuntime/labels.ts';
+import { CriClient } from '../../src/runtime/cri/client.ts';
+import { type AgentProcess, containerStatus, runStatelet } from '../support/agentProcess.ts';
+
+export interface ScenarioRuntime {
+  name: string;
+  image: string;
+  /** The `--container-runtime-endpoint` value. */
+  endpoint: () => string;
+  /** The CRI socket to check the runtime's state through (for sim, known once the agent runs). */
+  criEndpoint: (agent: AgentProcess) => string;
+}
+
+const longRunning = `trap 'exit 0' TERM; while true; do sleep 1; done`;
+
+export function manifests(image: string) {
+  return {
+    'with-init.yaml': `
+apiVersion: v1
+kind: Pod
+metadata: { name: with-init }
+spec:
+  terminationGracePeriodSeconds: 5
+  initContainers:
+    - { name: prepare, image: ${image}, command: ["sh", "-c", "echo preparing; sleep 1"] }
+  containers:
+    - { name: app, image: ${image}, command: ["sh", "-c", "${longRunning}"] }
+    - { name: helper, image: ${image}, command: ["sh", "-c", "${longRunning}"] }
+`,
+    'crasher.yaml': `
+apiVersion: v1
+kind: Pod
+metadata: { name: crasher }
+spec:
+  restartPolicy: OnFailure
+  containers:
+    - { name: flaky, image: ${image}, command: ["sh", "-c", "echo failing; exit 1"] }
+`,
+  };
+}
+
+export function defineAgentScenarios(runtime: ScenarioRuntime): void {
+  describe(`statelet on ${runtime.name}`, () => {
+    let dir: string;
+    let agent: AgentProcess;
+    let cri: CriClient;
+
+    beforeAll(async () => {
+      dir = await mkdtemp(path.join(os.tmpdir(), 'statelet-manifests-'));
+      for (const [file, text] of Object.entries(manifests(runtime.image))) await writeFile(path.join(dir, file), text);
+      await writeFile(path.join(dir, 'broken.yaml'), 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: broken\n   bad: indentation\n');
+      await writeFile(path.join(dir, 'empty.yaml'), 'apiVersion: v1\nkind: Pod\nmetadata: { name: empty }\nspec:\n  containers: []\n');
+      await writeFile(
+        path.join(dir, 'dupes.yaml'),
+        `apiVersion: v1\nkind: Pod\nmetadata: { name: dupes }\nspec:\n  containers:\n    - { name: a, image: ${runtime.image} }\n    - { name: a, image: ${runtime.image} }\n`,
+      );
+      agent = await runStatelet([
+        '--container-runtime-endpoint',
+        runtime.endpoint(),
+        '--pod-manifest-path',
+        dir,
+        '--file-check-frequency',
+        '2s',
+      ]);
+      cri = new CriClient(runtime.criEndpoint(agent));
+    }, 60_000);
+
+    afterAll(async () => {
+      cri?.close();
+      await agent?.stop();
+      await rm(dir, { recursive: true, force: true });
+    }, 60_000);
+
+    const podContainers = async (podName: string) => {
+      const pods = await agent.pods();
+      const pod = pods.find((p) => p.metadata.name === `${podName}-e2e-node`);
+      const uid = pod?.metadata.uid ?? '';
+      return cri.listContainers({ labelSelector: { [Label.podUid]: uid } });
+    };
+
+    it('runs the init container first, then both containers: the pod reaches Running', async () => {
+      const pod = await agent.waitForPod('with-init', (p) => p.status?.phase === 'Running' && (p.status.containerStatuses ?? []).every((c) => c.ready));
+      const init = containerStatus(pod, 'prepare');
+      expect(init?.state.terminated?.exitCode).toBe(0);
+      const started = (name: string) => Date.parse(containerStatus(pod, name)?.state.running?.startedAt ?? '');
+      const initFinished = Date.parse(init?.state.terminated?.finishedAt ?? '');
+      expect(started('app')).toBeGreaterThanOrEqual(initFinished);
+      expect(started('helper')).toBeGreaterThanOrEqual(initFinished);
+      expect(pod.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
+      expect(pod.status?.podIP).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+      const running = (await podContainers('with-init')).filter((c) => c.state === 'CONTAINER_RUNNING');
+      expect(running.map((c) => c.metadata.name).sort()).toEqual(['app', 'helper']);
+    }, 60_000);
+
+    it('restarts a container that exits 1 under OnFailure, with a growing restart count', async () => {
+      const first = await agent.waitForPod('crasher', (p) => (containerStatus(p, 'flaky')?.restartCount ?? 0) >= 1);
+      expect(first.status?.phase).toBe('Running');
+      const second = await agent.waitForPod('crasher', (p) => (containerStatus(p, 'flaky')?.restartCount ?? 0) >= 2, 45_000);
+      const flaky = containerStatus(second, 'flaky');
+      expect(flaky?.lastState.terminated?.exitCode).toBe(1);
+      const instances = await podContainers('crasher');
+      expect(instances.length).toBeGreaterThanOrEqual(2);
+    }, 60_000);
+
+    it('reports bad manifests by file and field and keeps serving the good pods', async () => {
+      await agent.waitForLog(/broken\.yaml/);
+      await agent.waitForLog(/empty\.yaml.*spec\.containers/);
+      await agent.waitForLog(/dupes\.yaml.*spec\.containers\[1\]\.name/);
+      const names = (await agent.pods()).map((p) => p.metadata.name);
+      expect(names).not.toContain('broken-e2e-node');
+      expect(names).not.toContain('empty-e2e-node');
+      expect(names).not.toContain('dupes-e2e-node');
+      expect(names).toEqual(expect.arrayContaining(['with-init-e2e-node', 'crasher-e2e-node']));
+      expect((await agent.healthz()).status).toBe(200);
+    }, 30_000);
+
+    it('stops the containers and the sandbox when the manifest is removed', async () => {
+      const pod = await agent.waitForPod('with-init', (p) => p.status?.phase === 'Running');
+      const uid = pod.metadata.uid;
+      await unlink(path.join(dir, 'with-init.yaml'));
+      await vi.waitFor(
+        async () => {
+          const names = (await agent.pods()).map((p) => p.metadata.name);
+          expect(names).not.toContain('with-init-e2e-node');
+          const containers = await cri.listContainers({ labelSelector: { [Label.podUid]: uid } });
+          expect(containers.filter((c) => c.state === 'CONTAINER_RUNNING')).toEqual([]);
+          const sandboxes = await cri.listPodSandbox({ labelSelector: { [Label.podUid]: uid } });
+          expect(sandboxes.filter((s) => s.state === 'SANDBOX_READY')).toEqual([]);
+        },
+        { timeout: 30_000, interval: 200 },
+      );
+      // The other pod is untouched.
+      expect((await agent.pods()).map((p) => p.metadata.name)).toContain('crasher-e2e-node');
+    }, 45_000);
+  });
+}

@@ -1,0 +1,160 @@
+/**
+ * Runs the real `statelet` command in a child process, the way a user does, and observes it
+ * through its HTTP endpoints and its log. Waiting is done on observations (log lines, `/pods`
+ * answers), each bounded by a timeout, never on fixed sleeps.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { vi } from 'vitest';
+import type { Pod } from '../../src/api/types.ts';
+
+const repoRoot = path.resolve(import.meta.dirname, '../..');
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export interface AgentProcess {
+  child: ChildProcess;
+  readOnlyPort: number;
+  healthzPort: number;
+  rootDir: string;
+  output(): string;
+  /** Resolves with the first log line matching `pattern`. */
+  waitForLog(pattern: RegExp, timeoutMs?: number): Promise<string>;
+  pods(): Promise<Pod[]>;
+  healthz(): Promise<{ status: number; body: string }>;
+  /** Polls `/pods` until `predicate` holds for the pod named `name` (its name before the node suffix). */
+  waitForPod(name: string, predicate: (pod: Pod) => boolean, timeoutMs?: number): Promise<Pod>;
+  waitForExit(timeoutMs?: number): Promise<number | null>;
+  stop(): Promise<void>;
+}
+
+export async function runStatelet(args: string[], options: { rootDir?: string } = {}): Promise<AgentProcess> {
+  const rootDir = options.rootDir ?? (await mkdtemp(path.join(os.tmpdir(), 'statelet-e2e-')));
+  const readOnlyPort = await freePort();
+  const healthzPort = await freePort();
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      path.join(repoRoot, 'src/main.ts'),
+      '--root-dir',
+      rootDir,
+      '--pod-logs-dir',
+      path.join(rootDir, 'logs'),
+      '--read-only-port',
+      String(readOnlyPort),
+      '--healthz-port',
+      String(healthzPort),
+      '--hostname-override',
+      'e2e-node',
+      ...args,
+    ],
+    { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let output = '';
+  const waiters = new Set<() => void>();
+  const onData = (chunk: Buffer) => {
+    output += chunk.toString();
+    for (const wake of waiters) wake();
+  };
+  child.stdout?.on('data', onData);
+  child.stderr?.on('data', onData);
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+
+  const base = `http://127.0.0.1:${readOnlyPort}`;
+  const agent: AgentProcess = {
+    child,
+    readOnlyPort,
+    healthzPort,
+    rootDir,
+    output: () => output,
+    waitForLog(pattern, timeoutMs = 20_000) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const line = output.split('\n').find((l) => pattern.test(l));
+          if (line === undefined) return;
+          cleanup();
+          resolve(line);
+        };
+        const timer = setTimeout(() => {
+          cleanup();
+          reject(new Error(`no log line matching ${pattern} within ${timeoutMs} ms; output:\n${output}`));
+        }, timeoutMs);
+        const cleanup = () => {
+          clearTimeout(timer);
+          waiters.delete(check);
+        };
+        waiters.add(check);
+        check();
+      });
+    },
+    async pods() {
+      const res = await fetch(`${base}/pods`);
+      const list = (await res.json()) as { items: Pod[] };
+      return list.items;
+    },
+    async healthz() {
+      const res = await fetch(`http://127.0.0.1:${healthzPort}/healthz`);
+      return { status: res.status, body: await res.text() };
+    },
+    async waitForPod(name, predicate, timeoutMs = 30_000) {
+      const fullName = `${name}-e2e-node`;
+      return vi.waitFor(
+        async () => {
+          const pod = (await agent.pods()).find((p) => p.metadata.name === fullName);
+          if (!pod || !predicate(pod)) {
+            throw new Error(`pod ${fullName} not as expected yet: ${JSON.stringify(pod?.status ?? null)}`);
+          }
+          return pod;
+        },
+        { timeout: timeoutMs, interval: 100 },
+      );
+    },
+    waitForExit(timeoutMs = 15_000) {
+      return Promise.race([
+        exited,
+        new Promise<null>((_, reject) => setTimeout(() => reject(new Error('agent did not exit')), timeoutMs).unref()),
+      ]);
+    },
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGTERM');
+        await agent.waitForExit().catch(() => child.kill('SIGKILL'));
+      }
+      if (!options.rootDir) await rm(rootDir, { recursive: true, force: true });
+    },
+  };
+  await agent.waitForLog(/statelet is running|statelet: /);
+  return agent;
+}
+
+/** Runs statelet for a command that is expected to end by itself (bad flags, --help). */
+export async function runStateletOnce(args: string[]): Promise<{ code: number | null; output: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', path.join(repoRoot, 'src/main.ts'), ...args], {
+    cwd: repoRoot,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout.on('data', (c: Buffer) => (output += c.toString()));
+  child.stderr.on('data', (c: Buffer) => (output += c.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  return { code, output };
+}
+
+export function containerStatus(pod: Pod, name: string) {
+  return [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])].find((s) => s.name === name);
+}
