@@ -121,6 +121,7 @@ describe('parseCommandLine: defaults and forms', () => {
       imageServiceEndpoint: 'unix:///run/containerd/containerd.sock',
       nodeName: 'worker-1.example',
       rootDir: '/var/lib/kubelet',
+      podLogsDir: '/var/log/pods',
       fileCheckFrequencyMs: 20_000,
       httpCheckFrequencyMs: 20_000,
       syncFrequencyMs: 60_000,
