@@ -11,8 +11,17 @@ interface Entry {
   version: number;
 }
 
+export type StatusListener = (uid: string, status: PodStatus | undefined) => void;
+
 export class StatusManager {
   private readonly entries = new Map<string, Entry>();
+  private readonly listeners = new Set<StatusListener>();
+
+  /** Calls `listener` after every change (a new status, or `undefined` when one is deleted). */
+  subscribe(listener: StatusListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
 
   get(uid: string): PodStatus | undefined {
     return this.entries.get(uid)?.status;
@@ -27,11 +36,13 @@ export class StatusManager {
     const entry = this.entries.get(uid);
     if (entry && JSON.stringify(entry.status) === JSON.stringify(status)) return false;
     this.entries.set(uid, { status, version: (entry?.version ?? 0) + 1 });
+    for (const listener of this.listeners) listener(uid, status);
     return true;
   }
 
   delete(uid: string): void {
-    this.entries.delete(uid);
+    if (!this.entries.delete(uid)) return;
+    for (const listener of this.listeners) listener(uid, undefined);
   }
 
   uids(): IterableIterator<string> {
