@@ -20,8 +20,13 @@
  *                only sets `restartRequested`, and the supervisor starts a fresh actor once this
  *                one has finished.
  *
+ *   released     Final. The supervisor let go of the actor: after `finished`, once the pod is gone
+ *                from config; or in any state when the agent stops (the pod's containers keep
+ *                running, and the next agent adopts them). Leaving stops any invoked work.
+ *
  * Events accepted
- *   POD.UPDATE (all states), POD.SYNC and PLEG.* (syncing; ignored after), POD.KILL (all states).
+ *   POD.UPDATE (all states), POD.SYNC and PLEG.* (syncing; ignored after), POD.KILL (all states),
+ *   POD.RELEASE (all states).
  *
  * Never: performs I/O itself (every effect runs in an invoked actor), lets a grace period grow,
  * starts a sync after termination was requested.
@@ -84,6 +89,8 @@ export type PodEvent =
   | { type: 'POD.UPDATE'; pod: Pod; updateType: UpdateType }
   | { type: 'POD.SYNC' }
   | { type: 'POD.KILL'; gracePeriodSeconds?: number; deleted?: boolean; reason?: string }
+  /** The supervisor lets go of this actor (the pod is forgotten, or the agent is stopping). */
+  | { type: 'POD.RELEASE' }
   | PlegEvent;
 
 /** Messages a pod actor sends to its supervisor. */
@@ -113,6 +120,11 @@ export interface PodContext {
   syncCount: number;
 }
 
+/** What a released pod actor leaves behind: which UID it was. */
+export interface PodOutput {
+  uid: string;
+}
+
 export interface PodInput {
   pod: Pod;
 }
@@ -126,6 +138,7 @@ export function createPodMachine(effects: PodEffects) {
       context: {} as PodContext,
       events: {} as PodEvent,
       input: {} as PodInput,
+      output: {} as PodOutput,
     },
     actors: {
       syncPod: fromPromise<SyncOutcome, SyncRequest>(({ input, signal }) => effects.syncPod(input, signal)),
@@ -213,6 +226,7 @@ export function createPodMachine(effects: PodEffects) {
     },
   }).createMachine({
     id: 'pod',
+    output: ({ context }): PodOutput => ({ uid: context.uid }),
     context: ({ input }) => ({
       uid: input.pod.metadata.uid,
       ref: podRef(input.pod),
@@ -229,6 +243,9 @@ export function createPodMachine(effects: PodEffects) {
       syncCount: 0,
     }),
     initial: 'syncing',
+    on: {
+      'POD.RELEASE': '.released',
+    },
     states: {
       syncing: {
         type: 'parallel',
@@ -378,6 +395,7 @@ export function createPodMachine(effects: PodEffects) {
           finished: { tags: ['finished'], entry: 'reportFinished' },
         },
       },
+      released: { type: 'final' },
     },
   });
 }

@@ -21,7 +21,7 @@ import type { Logger } from '../log.ts';
 import type { StatusManager } from '../status/manager.ts';
 import { type NodeInfo, admitPod } from './decide/admit.ts';
 import type { PlegEvent } from './decide/relist.ts';
-import type { PodMachine, PodReport } from './pod.ts';
+import type { PodMachine, PodOutput, PodReport } from './pod.ts';
 import type { PodManager } from './podManager.ts';
 
 export type ConfigOp = 'ADD' | 'UPDATE' | 'REMOVE' | 'DELETE' | 'RECONCILE';
@@ -34,7 +34,10 @@ export type ConfigEvent = {
 
 export type TickEvent = { type: 'TICK.SYNC' } | { type: 'TICK.HOUSEKEEPING' };
 
-export type PodWorkersEvent = ConfigEvent | PlegEvent | TickEvent | PodReport;
+/** A pod actor reached its final state (`released`); its systemId is free again. */
+export type PodReleasedEvent = { type: `xstate.done.actor.${string}`; output: PodOutput };
+
+export type PodWorkersEvent = ConfigEvent | PlegEvent | TickEvent | PodReport | PodReleasedEvent;
 
 export interface PodWorkersDeps {
   podMachine: PodMachine;
@@ -63,6 +66,8 @@ export function createPodWorkersLogic(deps: PodWorkersDeps) {
     /** UID → when it is due for a resync (ms since the epoch). */
     const due = new Map<string, number>();
     const orphansInFlight = new Set<string>();
+    /** UIDs whose old actor is being released so that a fresh one can start. */
+    const restartOnRelease = new Set<string>();
     let housekeeping = false;
 
     const start = (pod: Pod) => {
@@ -76,8 +81,10 @@ export function createPodWorkersLogic(deps: PodWorkersDeps) {
       actor.start();
     };
 
+    // A pod actor has a parent, so it cannot be stopped from outside: it is asked to release
+    // itself, which ends it in a final state and frees its systemId at once.
     const forget = (uid: string) => {
-      workers.get(uid)?.stop();
+      workers.get(uid)?.send({ type: 'POD.RELEASE' });
       workers.delete(uid);
       due.delete(uid);
     };
@@ -152,9 +159,10 @@ export function createPodWorkersLogic(deps: PodWorkersDeps) {
         forget(uid);
         deps.statuses.delete(uid);
       } else if (restartRequested) {
-        // The same UID came back while it was terminating: it starts over with a fresh actor.
+        // The same UID came back while it was terminating: it starts over with a fresh actor, as
+        // soon as the old one has released its systemId.
+        restartOnRelease.add(uid);
         forget(uid);
-        start(pod);
       }
     };
 
@@ -215,11 +223,20 @@ export function createPodWorkersLogic(deps: PodWorkersDeps) {
           return;
         case 'POD.FINISHED':
           return onFinished(event.uid, event.restartRequested);
+        default: {
+          const uid = event.output.uid;
+          const pod = deps.podManager.get(uid);
+          if (restartOnRelease.delete(uid) && pod && !workers.has(uid)) {
+            // A new life for the UID: the terminal status of the old one must not end it at once.
+            deps.statuses.delete(uid);
+            start(pod);
+          }
+        }
       }
     });
 
     return () => {
-      for (const actor of workers.values()) actor.stop();
+      for (const actor of workers.values()) actor.send({ type: 'POD.RELEASE' });
       workers.clear();
     };
   });

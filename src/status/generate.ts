@@ -13,6 +13,7 @@ import type {
   PodPhase,
   PodStatus,
 } from '../api/types.ts';
+import { isStaticPod } from '../api/types.ts';
 import {
   isSidecar,
   restartPolicyOf,
@@ -85,11 +86,17 @@ export function generatePodStatus(input: StatusInput): PodStatus {
     }
   }
 
+  const apiPhase = pod.status?.phase;
+  if (isTerminalPhase(apiPhase) && phase !== apiPhase) {
+    // The API server already shows a terminal phase: transitions out of it are not allowed.
+    phase = apiPhase as PodPhase;
+  }
+
   const sandbox = runtime.sandboxes[0];
   const podIP = sandbox?.state === 'SANDBOX_READY' && sandbox.ip ? sandbox.ip : previous?.podIP;
   const status: PodStatus = {
     phase,
-    conditions: conditions(input, phase, initContainerStatuses, containerStatuses, podHasInitialized),
+    conditions: conditions(input, phase, initContainerStatuses, containerStatuses),
     startTime,
     qosClass: qosClass(pod),
     containerStatuses,
@@ -115,7 +122,7 @@ export function isTerminalPhase(phase: PodPhase | undefined): boolean {
   return phase === 'Succeeded' || phase === 'Failed';
 }
 
-function runtimeState(status: RuntimeContainerStatus, runtimeName: string): ContainerState {
+function runtimeState(status: RuntimeContainerStatus, runtimeName: string, wasRunning: boolean): ContainerState {
   switch (status.state) {
     case 'CONTAINER_RUNNING':
       return { running: { startedAt: toTime(status.startedAt) } };
@@ -135,6 +142,8 @@ function runtimeState(status: RuntimeContainerStatus, runtimeName: string): Cont
       return { terminated };
     }
     case 'CONTAINER_UNKNOWN':
+      // Only a container last seen Running is known to have stopped; otherwise it is waiting.
+      if (!wasRunning) return { waiting: {} };
       return {
         terminated: {
           exitCode: 137,
@@ -174,7 +183,8 @@ function containerStatus(
     };
     const waiting = input.reasons[container.name];
     if (waiting) status.state = { waiting: { reason: waiting.reason, message: waiting.message } };
-    if (previous?.state.running) {
+    // Only when no termination is on record already (kubelet: "nothing to do").
+    if (previous?.state.running && !status.lastState.terminated) {
       status.lastState = {
         terminated: { exitCode: 137, reason: 'ContainerStatusUnknown', message: ContainerStatusUnknownMessage },
       };
@@ -184,12 +194,15 @@ function containerStatus(
   }
 
   const running = newest.state === 'CONTAINER_RUNNING';
+  const wasRunning = previous?.state.running !== undefined;
   const status: ContainerStatus = {
     name: container.name,
-    state: runtimeState(newest, runtimeName),
-    lastState: second ? runtimeState(second, runtimeName) : {},
+    state: runtimeState(newest, runtimeName, wasRunning),
+    lastState: second ? runtimeState(second, runtimeName, wasRunning) : {},
     ready: false,
-    restartCount: newest.restartCount,
+    // A container lost to an unknown state after running counts as one more restart.
+    restartCount:
+      newest.state === 'CONTAINER_UNKNOWN' && wasRunning && previous ? previous.restartCount + 1 : newest.restartCount,
     image: newest.image || container.image || '',
     imageID: newest.imageRef,
     containerID: `${runtimeName}://${newest.id}`,
@@ -284,7 +297,8 @@ export function computePhase(
   if (pendingInit > 0 || (pendingSidecar > 0 && !podHasInitialized) || waiting > 0) return 'Pending';
   if (running > 0 && unknown === 0) return 'Running';
   if (running === 0 && stopped > 0 && unknown === 0) {
-    if (podIsTerminal) return stopped === succeeded ? 'Succeeded' : 'Failed';
+    // Static pods never get a terminal phase from podIsTerminal (kubelet TODO #116484).
+    if (podIsTerminal && !isStaticPod(pod)) return stopped === succeeded ? 'Succeeded' : 'Failed';
     if (policy === 'Always') return 'Running';
     if (stopped === succeeded) return 'Succeeded';
     if (policy === 'Never') return 'Failed';
@@ -298,14 +312,13 @@ function conditions(
   phase: PodPhase,
   initStatuses: ContainerStatus[],
   statuses: ContainerStatus[],
-  podHasInitialized: boolean,
 ): PodCondition[] {
   const { pod, runtime } = input;
   const sandboxReady = runtime.sandboxes.length > 0 && !sandboxChange(pod, runtime).create;
   const containersReady = containersReadyCondition(pod, phase, initStatuses, statuses);
   const list: PodCondition[] = [
     { type: 'PodReadyToStartContainers', status: sandboxReady ? 'True' : 'False' },
-    initializedCondition(pod, phase, initStatuses, podHasInitialized),
+    initializedCondition(pod, phase, initStatuses, statuses),
     { ...containersReady, type: 'Ready' },
     containersReady,
     { type: 'PodScheduled', status: 'True' },
@@ -350,11 +363,13 @@ function initializedCondition(
   pod: Pod,
   phase: PodPhase,
   initStatuses: ContainerStatus[],
-  podHasInitialized: boolean,
+  statuses: ContainerStatus[],
 ): PodCondition {
   const type = 'Initialized';
   const inits = pod.spec.initContainers ?? [];
-  if (inits.length === 0 || phase === 'Succeeded' || podHasInitialized) {
+  // A regular container that ever ran (running or terminated) means the pod initialized once.
+  const anyRegularStarted = statuses.some((s) => s.state.running !== undefined || s.state.terminated !== undefined);
+  if (inits.length === 0 || phase === 'Succeeded' || anyRegularStarted) {
     return phase === 'Succeeded' && inits.length > 0
       ? { type, status: 'True', reason: 'PodCompleted' }
       : { type, status: 'True' };

@@ -44,13 +44,14 @@ export function admitPod(pod: Pod, active: readonly Pod[], node: NodeInfo): Admi
   if (active.length + 1 > node.maxPods) {
     return { admit: false, reason: 'OutOfpods', message: `Node didn't have enough resource: pods, requested: 1, used: ${active.length}, capacity: ${node.maxPods}` };
   }
-  if (pod.spec.nodeName && pod.spec.nodeName !== node.name) {
-    return { admit: false, reason: 'NodeName', message: `Predicate NodeName failed: node(s) didn't match the requested node name` };
-  }
+  // The scheduler's AdmissionCheck order: resources, node affinity, node name, host ports.
   for (const [key, value] of Object.entries(pod.spec.nodeSelector ?? {})) {
     if (node.labels[key] !== value) {
       return { admit: false, reason: 'NodeAffinity', message: `Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector` };
     }
+  }
+  if (pod.spec.nodeName && pod.spec.nodeName !== node.name) {
+    return { admit: false, reason: 'NodeName', message: `Predicate NodeName failed: node(s) didn't match the requested node name` };
   }
   const wanted = hostPorts(pod);
   if (wanted.length) {

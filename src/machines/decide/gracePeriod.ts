@@ -9,13 +9,18 @@ export const defaultTerminationGracePeriodSeconds = 30;
 
 export function nextGracePeriod(stored: number | undefined, pod: Pod, override?: number): number {
   let grace = stored ?? 0;
+  let overridden = false;
   const shorten = (value: number | undefined) => {
     if (value === undefined) return;
-    if (grace === 0 || value < grace) grace = value;
+    if (grace === 0 || value < grace) {
+      grace = value;
+      overridden = true;
+    }
   };
   shorten(pod.metadata.deletionGracePeriodSeconds);
   shorten(override);
-  if (grace === 0 && stored === undefined && override === undefined && pod.metadata.deletionGracePeriodSeconds === undefined) {
+  // A stored 0 means "none yet", like an absent one.
+  if (grace === 0 && !overridden) {
     grace = pod.spec.terminationGracePeriodSeconds ?? defaultTerminationGracePeriodSeconds;
   }
   return Math.max(grace, 1);

@@ -1,0 +1,171 @@
+import { describe, expect, it, vi } from 'vitest';
+import { type AnyActorRef, SimulatedClock, createActor, fromCallback, waitFor } from 'xstate';
+import type { Pod } from '../../src/api/types.ts';
+import { createPodEffects } from '../../src/agent/podEffects.ts';
+import { createRelister } from '../../src/agent/relister.ts';
+import { ImagePuller } from '../../src/kuberuntime/images.ts';
+import { Label } from '../../src/kuberuntime/labels.ts';
+import { silentLogger } from '../../src/log.ts';
+import { crashLoopPolicy } from '../../src/machines/decide/backoff.ts';
+import { createPlegMachine } from '../../src/machines/pleg.ts';
+import { createPodMachine } from '../../src/machines/pod.ts';
+import { PodManager } from '../../src/machines/podManager.ts';
+import { createPodWorkersLogic } from '../../src/machines/podWorkers.ts';
+import { createSyncLoopMachine } from '../../src/machines/syncLoop.ts';
+import { FakeRuntime } from '../../src/runtime/fake.ts';
+import { StatusManager } from '../../src/status/manager.ts';
+import { IMAGE, makePod } from '../support/pods.ts';
+
+function syncLoopHarness(options: { maxPods?: number; expectedSources?: ('file' | 'http' | 'api')[] } = {}) {
+  const clock = new SimulatedClock();
+  clock.set(Date.parse('2026-01-01T00:00:00Z'));
+  const now = () => clock.now();
+  const runtime = new FakeRuntime({ now });
+  runtime.addImage(IMAGE);
+  const statuses = new StatusManager();
+  const podManager = new PodManager();
+  const runtimeDeps = { runtime, images: runtime, puller: new ImagePuller(runtime, 1), podLogsRoot: '/tmp/statelet-test-logs', crashLoop: crashLoopPolicy, now, log: silentLogger };
+  const podMachine = createPodMachine(createPodEffects({ ...runtimeDeps, statuses, runtimeName: 'fake' }));
+  const relister = createRelister(runtime, now);
+  const orphanKills: string[] = [];
+  const machine = createSyncLoopMachine({
+    sources: fromCallback(() => {}),
+    pods: createPodWorkersLogic({
+      podMachine,
+      podManager,
+      statuses,
+      node: { name: 'node-a', maxPods: options.maxPods ?? 110, labels: {}, os: 'linux' },
+      syncFrequencyMs: 60_000,
+      errorBackoffMs: 10_000,
+      now,
+      random: () => 0,
+      log: silentLogger,
+      listRuntimePodUids: async () => relister.runningPodUids(),
+      killOrphanPod: async (uid) => {
+        orphanKills.push(uid);
+        for (const s of await runtime.listPodSandbox({ labelSelector: { [Label.podUid]: uid } })) await runtime.stopPodSandbox(s.id);
+      },
+    }),
+    pleg: createPlegMachine(relister),
+  });
+  const syncLoop = createActor(machine, {
+    clock,
+    input: { expectedSources: options.expectedSources ?? [], syncTickMs: 1_000, housekeepingMs: 2_000, plegPeriodMs: 1_000 },
+  });
+  syncLoop.start();
+  const podActor = (uid: string) => syncLoop.system.get(`pod/${uid}`) as AnyActorRef | undefined;
+  const waitPod = async (uid: string, predicate: (snapshot: ReturnType<AnyActorRef['getSnapshot']>) => boolean) => {
+    await vi.waitFor(() => expect(podActor(uid)).toBeDefined());
+    return waitFor(podActor(uid) as AnyActorRef, predicate);
+  };
+  const add = (...pods: Pod[]) => syncLoop.send({ type: 'CONFIG.ADD', source: 'file', pods });
+  const pleg = () => syncLoop.getSnapshot().children.pleg as AnyActorRef;
+  /** Runs exactly one more relist: waits for the PLEG to idle, advances one period, waits again. */
+  const relist = async () => {
+    const idlePleg = () => waitFor(pleg(), (s) => s.matches('waiting'));
+    const before = (await idlePleg()).context.relists as number;
+    clock.increment(1_000);
+    await waitFor(pleg(), (s) => s.matches('waiting') && s.context.relists === before + 1);
+  };
+  return { clock, runtime, statuses, podManager, syncLoop, podActor, waitPod, add, orphanKills, relist };
+}
+
+const idle = (s: { matches: (v: unknown) => boolean }) => s.matches({ syncing: { worker: 'idle' } });
+
+describe('syncLoop and pod workers', () => {
+  it('admits an added pod and runs it', async () => {
+    const h = syncLoopHarness();
+    h.add(makePod('a'));
+    await h.waitPod('uid-a', idle);
+    expect(h.statuses.get('uid-a')?.phase).toBe('Running');
+    expect(h.syncLoop.getSnapshot().context.routed['CONFIG.ADD']).toBe(1);
+  });
+
+  it('rejects a pod over maxPods with a Failed status and never starts it', async () => {
+    const h = syncLoopHarness({ maxPods: 1 });
+    h.add(makePod('first'), makePod('second'));
+    await h.waitPod('uid-first', idle);
+    expect(h.podActor('uid-second')).toBeUndefined();
+    expect(h.statuses.get('uid-second')).toMatchObject({ phase: 'Failed', reason: 'OutOfpods' });
+    expect(h.statuses.get('uid-second')?.message).toMatch(/^Pod was rejected: /);
+    const containers = await h.runtime.listContainers({ labelSelector: { [Label.podUid]: 'uid-second' } });
+    expect(containers).toEqual([]);
+  });
+
+  it('terminates a removed pod, cleans the runtime and forgets the actor and its status', async () => {
+    const h = syncLoopHarness();
+    const pod = makePod('gone');
+    h.add(pod);
+    await h.waitPod('uid-gone', idle);
+    h.syncLoop.send({ type: 'CONFIG.REMOVE', source: 'file', pods: [pod] });
+    await vi.waitFor(() => expect(h.podActor('uid-gone')).toBeUndefined());
+    expect(h.statuses.get('uid-gone')).toBeUndefined();
+    expect(await h.runtime.listContainers()).toEqual([]);
+    expect(await h.runtime.listPodSandbox()).toEqual([]);
+  });
+
+  it('restarts a dead container when the PLEG sees it die', async () => {
+    const h = syncLoopHarness();
+    h.add(makePod('pleg'));
+    await h.waitPod('uid-pleg', idle);
+    await h.relist(); // records the running container
+    const [c] = await h.runtime.listContainers();
+    h.runtime.exitContainer(c!.id, 1);
+    await h.relist();
+    await vi.waitFor(() => expect(h.syncLoop.getSnapshot().context.routed['PLEG.CONTAINER_DIED']).toBe(1));
+    await vi.waitFor(() => expect(h.statuses.get('uid-pleg')?.containerStatuses?.[0]?.restartCount).toBe(1));
+  });
+
+  it('resyncs a pod when it is due, on the shared tick', async () => {
+    const h = syncLoopHarness();
+    h.add(makePod('resync'));
+    await h.waitPod('uid-resync', idle);
+    await h.relist(); // the container-started event syncs the pod once more
+    const before = (await h.waitPod('uid-resync', idle)).context.syncCount as number;
+    h.clock.increment(58_000);
+    expect(h.podActor('uid-resync')!.getSnapshot().context.syncCount).toBe(before);
+    h.clock.increment(2_000);
+    await vi.waitFor(() => expect(h.podActor('uid-resync')!.getSnapshot().context.syncCount).toBe(before + 1));
+  });
+
+  it('holds housekeeping until every source is seen, then stops runtime pods nobody owns', async () => {
+    const h = syncLoopHarness({ expectedSources: ['file'] });
+    const orphan = await h.runtime.runPodSandbox({
+      metadata: { name: 'orphan', namespace: 'default', uid: 'uid-orphan', attempt: 0 },
+      hostname: 'orphan',
+      logDirectory: '',
+      portMappings: [],
+      labels: { [Label.podUid]: 'uid-orphan' },
+      annotations: {},
+    });
+    await h.relist(); // sees the orphan
+    h.clock.increment(4_000);
+    expect(h.orphanKills).toEqual([]);
+    expect(h.syncLoop.getSnapshot().matches({ sources: 'waiting' })).toBe(true);
+
+    h.syncLoop.send({ type: 'SOURCE.SEEN', source: 'file' });
+    expect(h.syncLoop.getSnapshot().matches({ sources: 'ready' })).toBe(true);
+    h.clock.increment(2_000);
+    await vi.waitFor(() => expect(h.orphanKills).toEqual(['uid-orphan']));
+    expect((await h.runtime.podSandboxStatus(orphan)).state).toBe('SANDBOX_NOTREADY');
+  });
+
+  it('starts a fresh actor when a terminating UID is added again, once the old one has finished', async () => {
+    const h = syncLoopHarness();
+    const pod = makePod('again');
+    h.add(pod);
+    const first = await h.waitPod('uid-again', idle);
+    expect(first.context.syncCount).toBeGreaterThan(0);
+    const hold = h.runtime.holdCalls('stopContainer');
+    h.syncLoop.send({ type: 'CONFIG.REMOVE', source: 'file', pods: [pod] });
+    await hold.whenPending(1);
+    const old = h.podActor('uid-again');
+    h.add(pod);
+    expect(old!.getSnapshot().context.restartRequested).toBe(true);
+    hold.releaseAll();
+    await vi.waitFor(() => expect(h.podActor('uid-again')).not.toBe(old));
+    const fresh = await h.waitPod('uid-again', idle);
+    expect(fresh.matches({ syncing: { progress: 'running' } })).toBe(true);
+    expect(h.statuses.get('uid-again')?.phase).toBe('Running');
+  });
+});
