@@ -37,7 +37,14 @@ export type TickEvent = { type: 'TICK.SYNC' } | { type: 'TICK.HOUSEKEEPING' };
 /** A pod actor reached its final state (`released`); its systemId is free again. */
 export type PodReleasedEvent = { type: `xstate.done.actor.${string}`; output: PodOutput };
 
-export type PodWorkersEvent = ConfigEvent | PlegEvent | TickEvent | PodReport | PodReleasedEvent;
+/** A pod actor failed (a bug, not a runtime error: those are handled inside the actor). */
+export type PodFailedEvent = { type: `xstate.error.actor.${string}`; error: unknown };
+
+export type PodWorkersEvent = ConfigEvent | PlegEvent | TickEvent | PodReport | PodReleasedEvent | PodFailedEvent;
+
+const actorIdPrefix = 'pod/';
+/** The id and systemId of the actor of a pod UID. */
+export const actorId = (uid: string) => `${actorIdPrefix}${uid}`;
 
 export interface PodWorkersDeps {
   podMachine: PodMachine;
@@ -73,8 +80,9 @@ export function createPodWorkersLogic(deps: PodWorkersDeps) {
     const start = (pod: Pod) => {
       const actor = createActor(deps.podMachine, {
         parent: self,
-        id: podRef(pod),
-        systemId: `pod/${pod.metadata.uid}`,
+        // The id names the UID so that the actor's done and error events say which pod they are.
+        id: actorId(pod.metadata.uid),
+        systemId: actorId(pod.metadata.uid),
         input: { pod },
       });
       workers.set(pod.metadata.uid, actor);
@@ -166,6 +174,23 @@ export function createPodWorkersLogic(deps: PodWorkersDeps) {
       }
     };
 
+    const onReleased = (uid: string) => {
+      const pod = deps.podManager.get(uid);
+      if (restartOnRelease.delete(uid) && pod && !workers.has(uid)) {
+        // A new life for the UID: the terminal status of the old one must not end it at once.
+        deps.statuses.delete(uid);
+        start(pod);
+      }
+    };
+
+    /** A crashed pod actor is dropped; housekeeping starts a new one, which reads the runtime afresh. */
+    const onFailed = (uid: string, error: unknown) => {
+      const pod = deps.podManager.get(uid);
+      deps.log('error', 'Pod worker failed; it will be recreated', { pod: pod ? podRef(pod) : uid, err: error });
+      workers.delete(uid);
+      due.delete(uid);
+    };
+
     const runHousekeeping = async () => {
       for (const [uid, actor] of workers) {
         const finished = actor.getSnapshot().hasTag('finished');
@@ -223,15 +248,9 @@ export function createPodWorkersLogic(deps: PodWorkersDeps) {
           return;
         case 'POD.FINISHED':
           return onFinished(event.uid, event.restartRequested);
-        default: {
-          const uid = event.output.uid;
-          const pod = deps.podManager.get(uid);
-          if (restartOnRelease.delete(uid) && pod && !workers.has(uid)) {
-            // A new life for the UID: the terminal status of the old one must not end it at once.
-            deps.statuses.delete(uid);
-            start(pod);
-          }
-        }
+        default:
+          if ('output' in event) return onReleased(event.output.uid);
+          return onFailed(event.type.slice(`xstate.error.actor.${actorIdPrefix}`.length), event.error);
       }
     });
 
