@@ -1,36 +1,16 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CriClient, grpcTarget } from '../../src/runtime/cri/client.ts';
-import {
-  CriError,
-  NamespaceMode,
-  type ContainerConfig,
-  type ContainerEvent,
-  type PodSandboxConfig,
-} from '../../src/runtime/types.ts';
+import { serviceDefinition } from '../../src/runtime/cri/wire.ts';
+import { NamespaceMode, type PodSandboxConfig } from '../../src/runtime/types.ts';
+import { containerConfig, networkNamespace, podSandboxConfig, rejection, take } from './support.ts';
 
 // A timestamp whose nanosecond part would be lost in a float: proves ns→ms goes through integers.
 const CREATED_NS = '1700000000123456789';
 const CREATED_MS = 1_700_000_000_123;
-
-const PROTO_PATH = fileURLToPath(new URL('../../src/runtime/cri/api.proto', import.meta.url));
-
-function serviceDefinition(service: string): grpc.ServiceDefinition {
-  const definition = protoLoader.loadSync(PROTO_PATH, {
-    keepCase: false,
-    longs: String,
-    enums: String,
-    defaults: true,
-    oneofs: true,
-  })[`runtime.v1.${service}`];
-  if (definition === undefined || 'format' in definition) throw new Error(`no service ${service}`);
-  return definition;
-}
 
 // ------------------------------------------------------------------------------------------------
 // What the test server reads from requests (camelCase, as proto-loader decodes them).
@@ -227,25 +207,13 @@ afterAll(() => {
 });
 
 function sandboxConfig(): PodSandboxConfig {
-  return {
+  return podSandboxConfig('web-0', {
     metadata: { name: 'web-0', uid: 'uid-1', namespace: 'shop', attempt: 3 },
-    hostname: 'web-0',
     logDirectory: '/var/log/pods/shop_web-0_uid-1',
     portMappings: [{ protocol: 'UDP', containerPort: 53, hostPort: 0, hostIp: '' }],
     labels: { app: 'web' },
-    annotations: {},
-    linux: { securityContext: { namespaceOptions: { network: NamespaceMode.NODE } } },
-  };
-}
-
-async function rejection(promise: Promise<unknown>): Promise<CriError> {
-  try {
-    await promise;
-  } catch (err) {
-    if (err instanceof CriError) return err;
-    throw err;
-  }
-  throw new Error('expected the call to reject');
+    linux: networkNamespace(NamespaceMode.NODE),
+  });
 }
 
 describe('CriClient', () => {
@@ -280,20 +248,11 @@ describe('CriClient', () => {
   });
 
   it('passes the sandbox config along with CreateContainer', async () => {
-    const config: ContainerConfig = {
-      metadata: { name: 'app', attempt: 0 },
+    const config = containerConfig('app', {
       image: { image: 'nginx:1' },
       command: ['nginx'],
-      args: [],
-      workingDir: '',
       envs: [{ key: 'MODE', value: 'prod' }],
-      mounts: [],
-      labels: {},
-      annotations: {},
-      logPath: 'app/0.log',
-      stdin: false,
-      tty: false,
-    };
+    });
     expect(await client.createContainer('sb-1', config, sandboxConfig())).toBe('new-container');
     const request = state.createRequests.at(-1);
     expect(request?.podSandboxId).toBe('sb-1');
@@ -395,11 +354,7 @@ describe('CriClient', () => {
     const iterator = client.containerEvents({ signal: controller.signal })[Symbol.asyncIterator]();
     // Reaches the server before anything is read, so nothing sent meanwhile is missed.
     await state.eventsOpened.promise;
-    const events: ContainerEvent[] = [];
-    for (let i = 0; i < 2; i++) {
-      const next = await iterator.next();
-      if (!next.done) events.push(next.value);
-    }
+    const events = await take(iterator, 2);
     expect(events).toEqual([
       {
         containerId: 'c1',

@@ -1,44 +1,20 @@
 import { describe, expect, it } from 'vitest';
 import { FakeRuntime } from '../../src/runtime/fake.ts';
-import {
-  CriError,
-  NamespaceMode,
-  type ContainerConfig,
-  type ContainerEvent,
-  type PodSandboxConfig,
-} from '../../src/runtime/types.ts';
+import { NamespaceMode, type ContainerConfig, type PodSandboxConfig } from '../../src/runtime/types.ts';
+import { containerConfig as baseContainerConfig, networkNamespace, podSandboxConfig, rejection, take } from './support.ts';
 
 const IMAGE = 'registry.example/app:1';
 
 function sandboxConfig(name: string, options: { labels?: Record<string, string>; hostNetwork?: boolean } = {}): PodSandboxConfig {
-  return {
-    metadata: { name, uid: `uid-${name}`, namespace: 'default', attempt: 0 },
-    hostname: name,
+  return podSandboxConfig(name, {
     logDirectory: `/var/log/pods/default_${name}`,
-    portMappings: [],
     labels: options.labels ?? { app: name },
-    annotations: {},
-    ...(options.hostNetwork
-      ? { linux: { securityContext: { namespaceOptions: { network: NamespaceMode.NODE } } } }
-      : {}),
-  };
+    ...(options.hostNetwork ? { linux: networkNamespace(NamespaceMode.NODE) } : {}),
+  });
 }
 
 function containerConfig(name: string, labels: Record<string, string> = {}): ContainerConfig {
-  return {
-    metadata: { name, attempt: 0 },
-    image: { image: IMAGE },
-    command: [],
-    args: [],
-    workingDir: '',
-    envs: [],
-    mounts: [],
-    labels: { container: name, ...labels },
-    annotations: {},
-    logPath: `${name}/0.log`,
-    stdin: false,
-    tty: false,
-  };
+  return baseContainerConfig(name, { image: { image: IMAGE }, labels: { container: name, ...labels } });
 }
 
 /** A fake whose clock only moves when the test says so. */
@@ -55,16 +31,6 @@ async function runningContainer(fake: FakeRuntime, pod = 'web', name = 'app'): P
   const containerId = await fake.createContainer(sandboxId, containerConfig(name), config);
   await fake.startContainer(containerId);
   return { sandboxId, containerId };
-}
-
-async function rejection(promise: Promise<unknown>): Promise<CriError> {
-  try {
-    await promise;
-  } catch (err) {
-    if (err instanceof CriError) return err;
-    throw err;
-  }
-  throw new Error('expected the call to reject');
 }
 
 describe('FakeRuntime sandboxes', () => {
@@ -356,16 +322,6 @@ describe('FakeRuntime images', () => {
 });
 
 describe('FakeRuntime events', () => {
-  async function take(iterator: AsyncIterator<ContainerEvent>, count: number): Promise<ContainerEvent[]> {
-    const events: ContainerEvent[] = [];
-    for (let i = 0; i < count; i++) {
-      const next = await iterator.next();
-      if (next.done) break;
-      events.push(next.value);
-    }
-    return events;
-  }
-
   it('streams lifecycle events in order, including those before the first read', async () => {
     const { fake, clock } = setup();
     const iterator = fake.containerEvents()[Symbol.asyncIterator]();

@@ -6,13 +6,8 @@ import { CriClient } from '../../src/runtime/cri/client.ts';
 import { FakeClock } from '../../src/runtime/sim/clock.ts';
 import { SimEngine } from '../../src/runtime/sim/engine.ts';
 import { startSimRuntime, type SimRuntime } from '../../src/runtime/sim/server.ts';
-import {
-  CriError,
-  NamespaceMode,
-  type ContainerConfig,
-  type ContainerEvent,
-  type PodSandboxConfig,
-} from '../../src/runtime/types.ts';
+import { CriError, NamespaceMode, type ContainerConfig, type ContainerEvent, type PodSandboxConfig } from '../../src/runtime/types.ts';
+import { containerConfig as baseContainerConfig, networkNamespace, podSandboxConfig, rejection } from './support.ts';
 
 let dir: string;
 let clock: FakeClock;
@@ -34,37 +29,23 @@ afterEach(async () => {
 
 function podConfig(name: string, options: { hostNetwork?: boolean; logDirectory?: string } = {}): PodSandboxConfig {
   const uid = `uid-${name}`;
-  return {
-    metadata: { name, uid, namespace: 'default', attempt: 0 },
-    hostname: name,
+  return podSandboxConfig(name, {
     logDirectory: options.logDirectory ?? '',
-    portMappings: [],
     labels: { 'io.kubernetes.pod.uid': uid, 'io.kubernetes.pod.name': name, app: 'demo' },
-    annotations: {},
-    linux: {
-      securityContext: { namespaceOptions: { network: options.hostNetwork ? NamespaceMode.NODE : NamespaceMode.POD } },
-    },
-  };
+    linux: networkNamespace(options.hostNetwork ? NamespaceMode.NODE : NamespaceMode.POD),
+  });
 }
 
 function containerConfig(pod: PodSandboxConfig, name: string, command: string[], image = 'busybox'): ContainerConfig {
-  return {
-    metadata: { name, attempt: 0 },
+  return baseContainerConfig(name, {
     image: { image },
     command,
-    args: [],
-    workingDir: '',
     envs: [{ key: 'GREETING', value: 'hello' }],
-    mounts: [],
     labels: {
       'io.kubernetes.pod.uid': pod.metadata.uid,
       'io.kubernetes.container.name': name,
     },
-    annotations: {},
-    logPath: `${name}/0.log`,
-    stdin: false,
-    tty: false,
-  };
+  });
 }
 
 async function runContainer(pod: PodSandboxConfig, sandboxId: string, name: string, command: string[]): Promise<string> {
@@ -86,17 +67,9 @@ function whenStopReceived(engine: SimEngine): Promise<void> {
 }
 
 async function expectCriError(promise: Promise<unknown>, code: string, message: RegExp | string): Promise<void> {
-  const error = await promise.then(
-    () => {
-      throw new Error('expected the call to fail');
-    },
-    (e: unknown) => e,
-  );
-  expect(error).toBeInstanceOf(CriError);
-  if (error instanceof CriError) {
-    expect(error.code).toBe(code);
-    expect(error.detail).toMatch(message);
-  }
+  const error = await rejection(promise);
+  expect(error.code).toBe(code);
+  expect(error.detail).toMatch(message);
 }
 
 describe('sim:// over gRPC', () => {

@@ -1,41 +1,65 @@
 /**
  * The CRI v1 client: `RuntimeService` and `ImageService` over gRPC on a unix socket, speaking the
  * messages declared in `api.proto` next to this file. Everything the rest of the agent sees is in
- * the TypeScript shapes of `../types.ts`; this module is the only place that knows the wire shapes.
+ * the TypeScript shapes of `../types.ts`; this module converts them to and from the wire shapes of
+ * `wire.ts`, which the simulated runtime's server shares.
  */
-import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
+import type * as protoLoader from '@grpc/proto-loader';
 import {
   CriError,
-  NamespaceMode,
   type CallOptions,
   type Container,
   type ContainerConfig,
   type ContainerEvent,
-  type ContainerEventType,
   type ContainerFilter,
   type ContainerMetadata,
   type ContainerState,
   type ContainerStatus,
   type CriErrorCode,
-  type DnsConfig,
   type ExecResult,
   type ImageInfo,
   type ImageService,
-  type KeyValueMap,
-  type Mount,
   type PodSandbox,
   type PodSandboxConfig,
   type PodSandboxFilter,
   type PodSandboxMetadata,
   type PodSandboxStatus,
-  type PortMapping,
   type RuntimeService,
   type RuntimeStatusInfo,
   type SandboxState,
   type VersionInfo,
 } from '../types.ts';
+import {
+  CONTAINER_EVENT_TYPES,
+  CONTAINER_STATES,
+  SANDBOX_STATES,
+  enumValue,
+  int64ToNumber,
+  namespaceModeFromWire,
+  namespaceModeToWire,
+  nsToMs,
+  serviceDefinition,
+  type CriRpcs,
+  type Rpc,
+  type ServiceName,
+  type WireContainer,
+  type WireContainerConfig,
+  type WireContainerEvent,
+  type WireContainerFilter,
+  type WireContainerMetadata,
+  type WireContainerStatus,
+  type WireEnum,
+  type WireExecSyncResponse,
+  type WireImage,
+  type WirePodSandbox,
+  type WirePodSandboxConfig,
+  type WirePodSandboxFilter,
+  type WirePodSandboxMetadata,
+  type WirePodSandboxStatus,
+  type WireStatusResponse,
+  type WireVersionResponse,
+} from './wire.ts';
 
 export interface CriClientOptions {
   /** Deadline for calls that do not pass `timeoutMs`. Kubelet's runtime-request-timeout is 2 minutes. */
@@ -52,134 +76,12 @@ const DEFAULT_MAX_RECEIVE_MESSAGE_BYTES = 16 * 1024 * 1024;
 /** The CRI version string kubelet announces in VersionRequest. */
 const CLIENT_API_VERSION = '0.1.0';
 
-type ServiceName = 'RuntimeService' | 'ImageService';
-
-// ------------------------------------------------------------------------------------------------
-// Wire shapes: what proto-loader hands back for our proto with the load options below (camelCase
-// names, int64 as decimal strings, enums as names, defaults filled in, absent messages as null).
-// Enums may still arrive as numbers when a newer runtime sends a value our proto does not name.
-
-type Int64 = string | number;
-type WireEnum = string | number;
-
-interface WirePodSandboxMetadata {
-  name: string;
-  uid: string;
-  namespace: string;
-  attempt: number;
-}
-
-interface WireContainerMetadata {
-  name: string;
-  attempt: number;
-}
-
-interface WireImageSpec {
-  image: string;
-}
-
-interface WireVersionResponse {
-  version: string;
-  runtimeName: string;
-  runtimeVersion: string;
-  runtimeApiVersion: string;
-}
-
-interface WireStatusResponse {
-  status: { conditions: { type: string; status: boolean; reason: string; message: string }[] } | null;
-}
-
-interface WirePodSandbox {
-  id: string;
-  metadata: WirePodSandboxMetadata | null;
-  state: WireEnum;
-  createdAt: Int64;
-  labels: KeyValueMap;
-  annotations: KeyValueMap;
-  runtimeHandler: string;
-}
-
-interface WirePodSandboxStatus extends WirePodSandbox {
-  network: { ip: string; additionalIps: { ip: string }[] } | null;
-  linux: { namespaces: { options: { network: WireEnum } | null } | null } | null;
-}
-
-interface WireContainer {
-  id: string;
-  podSandboxId: string;
-  metadata: WireContainerMetadata | null;
-  image: WireImageSpec | null;
-  imageRef: string;
-  state: WireEnum;
-  createdAt: Int64;
-  labels: KeyValueMap;
-  annotations: KeyValueMap;
-}
-
-interface WireContainerStatus {
-  id: string;
-  metadata: WireContainerMetadata | null;
-  state: WireEnum;
-  createdAt: Int64;
-  startedAt: Int64;
-  finishedAt: Int64;
-  exitCode: number;
-  image: WireImageSpec | null;
-  imageRef: string;
-  reason: string;
-  message: string;
-  labels: KeyValueMap;
-  annotations: KeyValueMap;
-  logPath: string;
-}
-
-interface WireImage {
-  id: string;
-  repoTags: string[];
-  repoDigests: string[];
-  size: Int64;
-}
-
-interface WireExecSyncResponse {
-  stdout: Uint8Array;
-  stderr: Uint8Array;
-  exitCode: number;
-}
-
-interface WireContainerEvent {
-  containerId: string;
-  containerEventType: WireEnum;
-  createdAt: Int64;
-  podSandboxStatus: WirePodSandboxStatus | null;
-}
-
-// ------------------------------------------------------------------------------------------------
-// Loading the proto
-
-const LOADER_OPTIONS: protoLoader.Options = {
-  keepCase: false,
-  longs: String,
-  enums: String,
-  defaults: true,
-  oneofs: true,
-};
-
-let packageDefinition: protoLoader.PackageDefinition | undefined;
-
-function loadPackageDefinition(): protoLoader.PackageDefinition {
-  packageDefinition ??= protoLoader.loadSync(
-    fileURLToPath(new URL('./api.proto', import.meta.url)),
-    LOADER_OPTIONS,
-  );
-  return packageDefinition;
-}
+type RpcName<S extends ServiceName> = keyof CriRpcs[S] & string;
+type RequestOf<S extends ServiceName, M extends RpcName<S>> = CriRpcs[S][M] extends Rpc<infer Q extends object, unknown> ? Q : never;
+type ResponseOf<S extends ServiceName, M extends RpcName<S>> = CriRpcs[S][M] extends Rpc<unknown, infer R> ? R : never;
 
 function lookupMethod(service: ServiceName, rpc: string): protoLoader.MethodDefinition<object, object> {
-  const definition = loadPackageDefinition()[`runtime.v1.${service}`];
-  if (definition === undefined || 'format' in definition) {
-    throw new Error(`api.proto declares no service runtime.v1.${service}`);
-  }
-  const method = definition[rpc];
+  const method = serviceDefinition(service)[rpc];
   if (method === undefined) throw new Error(`api.proto declares no RPC ${service}.${rpc}`);
   return method;
 }
@@ -249,128 +151,63 @@ function cancelledBeforeStart(call: string): CriError {
 // ------------------------------------------------------------------------------------------------
 // Scalar conversions
 
-function nsToMs(ns: Int64): number {
-  if (typeof ns === 'number') return Math.floor(ns / 1e6);
-  try {
-    return Number(BigInt(ns) / 1_000_000n);
-  } catch {
-    return 0;
-  }
-}
-
-function toNumber(value: Int64): number {
-  return typeof value === 'number' ? value : Number(value);
-}
-
 function toBuffer(bytes: Uint8Array): Buffer {
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes);
 }
 
 function toSandboxState(state: WireEnum): SandboxState {
-  return state === 'SANDBOX_READY' || state === 0 ? 'SANDBOX_READY' : 'SANDBOX_NOTREADY';
+  return enumValue(SANDBOX_STATES, state) === 'SANDBOX_READY' ? 'SANDBOX_READY' : 'SANDBOX_NOTREADY';
 }
-
-const CONTAINER_STATES: readonly ContainerState[] = [
-  'CONTAINER_CREATED',
-  'CONTAINER_RUNNING',
-  'CONTAINER_EXITED',
-  'CONTAINER_UNKNOWN',
-];
 
 function toContainerState(state: WireEnum): ContainerState {
-  const byName = CONTAINER_STATES.find((s) => s === state);
-  if (byName !== undefined) return byName;
-  return (typeof state === 'number' ? CONTAINER_STATES[state] : undefined) ?? 'CONTAINER_UNKNOWN';
-}
-
-const CONTAINER_EVENT_TYPES: readonly ContainerEventType[] = [
-  'CONTAINER_CREATED_EVENT',
-  'CONTAINER_STARTED_EVENT',
-  'CONTAINER_STOPPED_EVENT',
-  'CONTAINER_DELETED_EVENT',
-];
-
-function toContainerEventType(type: WireEnum): ContainerEventType | undefined {
-  const byName = CONTAINER_EVENT_TYPES.find((t) => t === type);
-  if (byName !== undefined) return byName;
-  return typeof type === 'number' ? CONTAINER_EVENT_TYPES[type] : undefined;
-}
-
-function toNamespaceMode(mode: WireEnum): NamespaceMode | undefined {
-  switch (mode) {
-    case 'POD':
-    case 0:
-      return NamespaceMode.POD;
-    case 'CONTAINER':
-    case 1:
-      return NamespaceMode.CONTAINER;
-    case 'NODE':
-    case 2:
-      return NamespaceMode.NODE;
-    case 'TARGET':
-    case 3:
-      return NamespaceMode.TARGET;
-    default:
-      return undefined;
-  }
+  return enumValue(CONTAINER_STATES, state) ?? 'CONTAINER_UNKNOWN';
 }
 
 // ------------------------------------------------------------------------------------------------
 // TypeScript shapes → wire
 
-function portMappingToWire(port: PortMapping): object {
+function sandboxConfigToWire(config: PodSandboxConfig): WirePodSandboxConfig {
+  const { metadata, dnsConfig, linux } = config;
+  const namespaces = linux?.securityContext?.namespaceOptions;
   return {
-    protocol: port.protocol,
-    containerPort: port.containerPort,
-    hostPort: port.hostPort,
-    hostIp: port.hostIp,
-  };
-}
-
-function dnsConfigToWire(dns: DnsConfig): object {
-  return { servers: dns.servers, searches: dns.searches, options: dns.options };
-}
-
-function linuxSandboxConfigToWire(linux: NonNullable<PodSandboxConfig['linux']>): object {
-  const namespaces = linux.securityContext?.namespaceOptions;
-  return {
-    cgroupParent: linux.cgroupParent ?? '',
-    securityContext: namespaces
-      ? { namespaceOptions: { network: namespaces.network, pid: namespaces.pid, ipc: namespaces.ipc } }
+    metadata: { name: metadata.name, uid: metadata.uid, namespace: metadata.namespace, attempt: metadata.attempt },
+    hostname: config.hostname,
+    logDirectory: config.logDirectory,
+    dnsConfig: dnsConfig ? { servers: dnsConfig.servers, searches: dnsConfig.searches, options: dnsConfig.options } : null,
+    portMappings: config.portMappings.map(({ protocol, containerPort, hostPort, hostIp }) => ({
+      protocol,
+      containerPort,
+      hostPort,
+      hostIp,
+    })),
+    labels: config.labels,
+    annotations: config.annotations,
+    linux: linux
+      ? {
+          cgroupParent: linux.cgroupParent ?? '',
+          securityContext: namespaces
+            ? {
+                namespaceOptions: {
+                  network: namespaceModeToWire(namespaces.network),
+                  pid: namespaceModeToWire(namespaces.pid),
+                  ipc: namespaceModeToWire(namespaces.ipc),
+                },
+              }
+            : null,
+        }
       : null,
   };
 }
 
-function sandboxConfigToWire(config: PodSandboxConfig): object {
-  return {
-    metadata: sandboxMetadataToWire(config.metadata),
-    hostname: config.hostname,
-    logDirectory: config.logDirectory,
-    dnsConfig: config.dnsConfig ? dnsConfigToWire(config.dnsConfig) : null,
-    portMappings: config.portMappings.map(portMappingToWire),
-    labels: config.labels,
-    annotations: config.annotations,
-    linux: config.linux ? linuxSandboxConfigToWire(config.linux) : null,
-  };
-}
-
-function sandboxMetadataToWire(metadata: PodSandboxMetadata): object {
-  return { name: metadata.name, uid: metadata.uid, namespace: metadata.namespace, attempt: metadata.attempt };
-}
-
-function mountToWire(mount: Mount): object {
-  return { containerPath: mount.containerPath, hostPath: mount.hostPath, readonly: mount.readonly };
-}
-
-function containerConfigToWire(config: ContainerConfig): object {
+function containerConfigToWire(config: ContainerConfig): WireContainerConfig {
   return {
     metadata: { name: config.metadata.name, attempt: config.metadata.attempt },
-    image: imageSpec(config.image.image),
+    image: { image: config.image.image },
     command: config.command,
     args: config.args,
     workingDir: config.workingDir,
-    envs: config.envs.map((env) => ({ key: env.key, value: env.value })),
-    mounts: config.mounts.map(mountToWire),
+    envs: config.envs.map(({ key, value }) => ({ key, value })),
+    mounts: config.mounts.map(({ containerPath, hostPath, readonly }) => ({ containerPath, hostPath, readonly })),
     labels: config.labels,
     annotations: config.annotations,
     logPath: config.logPath,
@@ -379,11 +216,8 @@ function containerConfigToWire(config: ContainerConfig): object {
   };
 }
 
-function imageSpec(image: string): object {
-  return { image };
-}
-
-function sandboxFilterToWire(filter: PodSandboxFilter): object {
+/** The fields PodSandboxFilter and ContainerFilter share; `sandboxFilterToWire` is this alone. */
+function sandboxFilterToWire(filter: PodSandboxFilter | ContainerFilter): WirePodSandboxFilter {
   return {
     id: filter.id ?? '',
     state: filter.state !== undefined ? { state: filter.state } : null,
@@ -391,31 +225,22 @@ function sandboxFilterToWire(filter: PodSandboxFilter): object {
   };
 }
 
-function containerFilterToWire(filter: ContainerFilter): object {
-  return {
-    id: filter.id ?? '',
-    state: filter.state !== undefined ? { state: filter.state } : null,
-    podSandboxId: filter.podSandboxId ?? '',
-    labelSelector: filter.labelSelector ?? {},
-  };
+function containerFilterToWire(filter: ContainerFilter): WireContainerFilter {
+  return { ...sandboxFilterToWire(filter), podSandboxId: filter.podSandboxId ?? '' };
 }
 
 // ------------------------------------------------------------------------------------------------
 // Wire → TypeScript shapes
 
 function versionFromWire(res: WireVersionResponse): VersionInfo {
-  return {
-    version: res.version,
-    runtimeName: res.runtimeName,
-    runtimeVersion: res.runtimeVersion,
-    runtimeApiVersion: res.runtimeApiVersion,
-  };
+  const { version, runtimeName, runtimeVersion, runtimeApiVersion } = res;
+  return { version, runtimeName, runtimeVersion, runtimeApiVersion };
 }
 
 function runtimeStatusFromWire(res: WireStatusResponse): RuntimeStatusInfo {
   const conditions = res.status?.conditions ?? [];
   return {
-    conditions: conditions.map((c) => ({ type: c.type, status: c.status, reason: c.reason, message: c.message })),
+    conditions: conditions.map(({ type, status, reason, message }) => ({ type, status, reason, message })),
   };
 }
 
@@ -450,7 +275,7 @@ function sandboxStatusFromWire(status: WirePodSandboxStatus): PodSandboxStatus {
     result.network = { ip: status.network.ip, additionalIps: status.network.additionalIps.map((p) => p.ip) };
   }
   const networkOption = status.linux?.namespaces?.options;
-  const networkMode = networkOption ? toNamespaceMode(networkOption.network) : undefined;
+  const networkMode = networkOption ? namespaceModeFromWire(networkOption.network) : undefined;
   if (networkMode !== undefined) result.networkMode = networkMode;
   return result;
 }
@@ -493,7 +318,7 @@ function imageFromWire(image: WireImage): ImageInfo {
     id: image.id,
     repoTags: [...image.repoTags],
     repoDigests: [...image.repoDigests],
-    size: toNumber(image.size),
+    size: int64ToNumber(image.size),
   };
 }
 
@@ -502,13 +327,19 @@ function execResultFromWire(res: WireExecSyncResponse): ExecResult {
 }
 
 function containerEventFromWire(event: WireContainerEvent): ContainerEvent | undefined {
-  const type = toContainerEventType(event.containerEventType);
+  const type = enumValue(CONTAINER_EVENT_TYPES, event.containerEventType);
   if (type === undefined) return undefined;
   const result: ContainerEvent = { containerId: event.containerId, type, createdAt: nsToMs(event.createdAt) };
   if (event.podSandboxStatus?.metadata) {
     result.podSandboxMetadata = sandboxMetadataFromWire(event.podSandboxStatus.metadata);
   }
   return result;
+}
+
+/** A status response's `status`, which a conforming runtime never leaves out. */
+function requireStatus<T>(rpc: string, status: T | null): T {
+  if (status === null) throw new CriError(rpc, 'INTERNAL', 'runtime returned no status');
+  return status;
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -544,19 +375,16 @@ export class CriClient implements RuntimeService, ImageService {
   // ---------------------------------------------------------------- RuntimeService
 
   async version(opts?: CallOptions): Promise<VersionInfo> {
-    const res = await this.unary<WireVersionResponse>('RuntimeService', 'Version', { version: CLIENT_API_VERSION }, opts);
-    return versionFromWire(res);
+    return versionFromWire(await this.unary('RuntimeService', 'Version', { version: CLIENT_API_VERSION }, opts));
   }
 
   async status(opts?: CallOptions): Promise<RuntimeStatusInfo> {
-    const res = await this.unary<WireStatusResponse>('RuntimeService', 'Status', { verbose: false }, opts);
-    return runtimeStatusFromWire(res);
+    return runtimeStatusFromWire(await this.unary('RuntimeService', 'Status', { verbose: false }, opts));
   }
 
   async runPodSandbox(config: PodSandboxConfig, opts?: CallOptions): Promise<string> {
     const request = { config: sandboxConfigToWire(config), runtimeHandler: '' };
-    const res = await this.unary<{ podSandboxId: string }>('RuntimeService', 'RunPodSandbox', request, opts);
-    return res.podSandboxId;
+    return (await this.unary('RuntimeService', 'RunPodSandbox', request, opts)).podSandboxId;
   }
 
   async stopPodSandbox(podSandboxId: string, opts?: CallOptions): Promise<void> {
@@ -568,20 +396,13 @@ export class CriClient implements RuntimeService, ImageService {
   }
 
   async podSandboxStatus(podSandboxId: string, opts?: CallOptions): Promise<PodSandboxStatus> {
-    const res = await this.unary<{ status: WirePodSandboxStatus | null }>(
-      'RuntimeService',
-      'PodSandboxStatus',
-      { podSandboxId, verbose: false },
-      opts,
-    );
-    if (res.status === null) throw new CriError('PodSandboxStatus', 'INTERNAL', 'runtime returned no status');
-    return sandboxStatusFromWire(res.status);
+    const res = await this.unary('RuntimeService', 'PodSandboxStatus', { podSandboxId, verbose: false }, opts);
+    return sandboxStatusFromWire(requireStatus('PodSandboxStatus', res.status));
   }
 
   async listPodSandbox(filter?: PodSandboxFilter, opts?: CallOptions): Promise<PodSandbox[]> {
     const request = { filter: filter ? sandboxFilterToWire(filter) : null };
-    const res = await this.unary<{ items: WirePodSandbox[] }>('RuntimeService', 'ListPodSandbox', request, opts);
-    return res.items.map(sandboxFromWire);
+    return (await this.unary('RuntimeService', 'ListPodSandbox', request, opts)).items.map(sandboxFromWire);
   }
 
   async createContainer(
@@ -595,8 +416,7 @@ export class CriClient implements RuntimeService, ImageService {
       config: containerConfigToWire(config),
       sandboxConfig: sandboxConfigToWire(sandboxConfig),
     };
-    const res = await this.unary<{ containerId: string }>('RuntimeService', 'CreateContainer', request, opts);
-    return res.containerId;
+    return (await this.unary('RuntimeService', 'CreateContainer', request, opts)).containerId;
   }
 
   async startContainer(containerId: string, opts?: CallOptions): Promise<void> {
@@ -605,8 +425,8 @@ export class CriClient implements RuntimeService, ImageService {
 
   async stopContainer(containerId: string, timeoutSeconds: number, opts?: CallOptions): Promise<void> {
     // The runtime may legitimately spend the whole grace period before answering.
-    const defaultTimeoutMs = this.requestTimeoutMs + Math.max(0, timeoutSeconds) * 1000;
-    await this.unary('RuntimeService', 'StopContainer', { containerId, timeout: timeoutSeconds }, opts, defaultTimeoutMs);
+    const request = { containerId, timeout: timeoutSeconds };
+    await this.unary('RuntimeService', 'StopContainer', request, opts, this.timeoutAfter(timeoutSeconds));
   }
 
   async removeContainer(containerId: string, opts?: CallOptions): Promise<void> {
@@ -615,74 +435,66 @@ export class CriClient implements RuntimeService, ImageService {
 
   async listContainers(filter?: ContainerFilter, opts?: CallOptions): Promise<Container[]> {
     const request = { filter: filter ? containerFilterToWire(filter) : null };
-    const res = await this.unary<{ containers: WireContainer[] }>('RuntimeService', 'ListContainers', request, opts);
-    return res.containers.map(containerFromWire);
+    return (await this.unary('RuntimeService', 'ListContainers', request, opts)).containers.map(containerFromWire);
   }
 
   async containerStatus(containerId: string, opts?: CallOptions): Promise<ContainerStatus> {
-    const res = await this.unary<{ status: WireContainerStatus | null }>(
-      'RuntimeService',
-      'ContainerStatus',
-      { containerId, verbose: false },
-      opts,
-    );
-    if (res.status === null) throw new CriError('ContainerStatus', 'INTERNAL', 'runtime returned no status');
-    return containerStatusFromWire(res.status);
+    const res = await this.unary('RuntimeService', 'ContainerStatus', { containerId, verbose: false }, opts);
+    return containerStatusFromWire(requireStatus('ContainerStatus', res.status));
   }
 
   async execSync(containerId: string, cmd: string[], timeoutSeconds: number, opts?: CallOptions): Promise<ExecResult> {
     // Same reasoning as stopContainer: the command itself may run for its full timeout.
-    const defaultTimeoutMs = this.requestTimeoutMs + Math.max(0, timeoutSeconds) * 1000;
     const request = { containerId, cmd, timeout: timeoutSeconds };
-    const res = await this.unary<WireExecSyncResponse>('RuntimeService', 'ExecSync', request, opts, defaultTimeoutMs);
+    const res = await this.unary('RuntimeService', 'ExecSync', request, opts, this.timeoutAfter(timeoutSeconds));
     return execResultFromWire(res);
   }
 
   containerEvents(opts?: CallOptions): AsyncIterable<ContainerEvent> {
-    const stream = this.serverStream<WireContainerEvent>('RuntimeService', 'GetContainerEvents', {}, opts);
+    const stream = this.serverStream('RuntimeService', 'GetContainerEvents', {}, opts);
     return mapDefined(stream, containerEventFromWire);
   }
 
   // ---------------------------------------------------------------- ImageService
 
   async pullImage(image: string, sandboxConfig?: PodSandboxConfig, opts?: CallOptions): Promise<string> {
-    const request = {
-      image: imageSpec(image),
-      sandboxConfig: sandboxConfig ? sandboxConfigToWire(sandboxConfig) : null,
-    };
-    const res = await this.unary<{ imageRef: string }>('ImageService', 'PullImage', request, opts, this.pullTimeoutMs);
-    return res.imageRef;
+    const request = { image: { image }, sandboxConfig: sandboxConfig ? sandboxConfigToWire(sandboxConfig) : null };
+    return (await this.unary('ImageService', 'PullImage', request, opts, this.pullTimeoutMs)).imageRef;
   }
 
   async imageStatus(image: string, opts?: CallOptions): Promise<ImageInfo | null> {
-    const request = { image: imageSpec(image), verbose: false };
-    const res = await this.unary<{ image: WireImage | null }>('ImageService', 'ImageStatus', request, opts);
+    const res = await this.unary('ImageService', 'ImageStatus', { image: { image }, verbose: false }, opts);
     // Runtimes answer an absent image with an empty response, not NOT_FOUND; containerd leaves the id empty.
     return res.image === null || res.image.id === '' ? null : imageFromWire(res.image);
   }
 
   async listImages(opts?: CallOptions): Promise<ImageInfo[]> {
-    const res = await this.unary<{ images: WireImage[] }>('ImageService', 'ListImages', { filter: null }, opts);
-    return res.images.map(imageFromWire);
+    return (await this.unary('ImageService', 'ListImages', { filter: null }, opts)).images.map(imageFromWire);
   }
 
   async removeImage(image: string, opts?: CallOptions): Promise<void> {
-    await this.unary('ImageService', 'RemoveImage', { image: imageSpec(image) }, opts);
+    await this.unary('ImageService', 'RemoveImage', { image: { image } }, opts);
   }
 
   // ---------------------------------------------------------------- transport
+
+  /** The default deadline of a call that may legitimately take `timeoutSeconds` on the runtime's side. */
+  private timeoutAfter(timeoutSeconds: number): number {
+    return this.requestTimeoutMs + Math.max(0, timeoutSeconds) * 1000;
+  }
 
   private clientFor(service: ServiceName): grpc.Client {
     return service === 'RuntimeService' ? this.runtimeClient : this.imageClient;
   }
 
-  private unary<Res = unknown>(
-    service: ServiceName,
-    rpc: string,
-    request: object,
+  private unary<S extends ServiceName, M extends RpcName<S>>(
+    service: S,
+    rpc: M,
+    request: RequestOf<S, M>,
     opts: CallOptions | undefined,
     defaultTimeoutMs = this.requestTimeoutMs,
-  ): Promise<Res> {
+  ): Promise<ResponseOf<S, M>> {
+    type Res = ResponseOf<S, M>;
     const method = lookupMethod(service, rpc);
     const signal = opts?.signal;
     return new Promise<Res>((resolve, reject) => {
@@ -714,15 +526,16 @@ export class CriClient implements RuntimeService, ImageService {
    * than missed (subscribe, then list, without a gap). A server stream has no deadline unless the
    * caller sets one: event streams live as long as the agent.
    */
-  private serverStream<Res>(
-    service: ServiceName,
-    rpc: string,
-    request: object,
+  private serverStream<S extends ServiceName, M extends RpcName<S>>(
+    service: S,
+    rpc: M,
+    request: RequestOf<S, M>,
     opts: CallOptions | undefined,
-  ): AsyncGenerator<Res> {
+  ): AsyncGenerator<ResponseOf<S, M>> {
+    type Res = ResponseOf<S, M>;
     const method = lookupMethod(service, rpc);
     const signal = opts?.signal;
-    if (signal?.aborted) return failedStream(cancelledBeforeStart(rpc));
+    if (signal?.aborted) return failedStream<Res>(cancelledBeforeStart(rpc));
     const callOptions: grpc.CallOptions = opts?.timeoutMs !== undefined ? { deadline: Date.now() + opts.timeoutMs } : {};
     const call = this.clientFor(service).makeServerStreamRequest(
       method.path,

@@ -7,26 +7,47 @@
 
 import { mkdir, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import * as grpc from '@grpc/grpc-js';
-import * as protoLoader from '@grpc/proto-loader';
 import {
   NamespaceMode,
   type Container,
   type ContainerConfig,
   type ContainerFilter,
-  type ContainerState,
   type ContainerStatus,
   type ImageInfo,
-  type KeyValueMap,
   type PodSandbox,
   type PodSandboxConfig,
   type PodSandboxFilter,
   type PodSandboxMetadata,
   type PodSandboxStatus,
-  type PortMapping,
-  type SandboxState,
 } from '../types.ts';
+import {
+  CONTAINER_STATES,
+  PROTOCOLS,
+  SANDBOX_STATES,
+  enumValue,
+  int64ToNumber,
+  msToNs,
+  namespaceModeFromWire,
+  namespaceModeToWire,
+  serviceDefinition,
+  type ImageServiceRpcs,
+  type Rpc,
+  type RuntimeServiceRpcs,
+  type WireContainer,
+  type WireContainerConfig,
+  type WireContainerEvent,
+  type WireContainerFilter,
+  type WireContainerStatus,
+  type WireEnum,
+  type WireImage,
+  type WireImageSpec,
+  type WirePodSandbox,
+  type WirePodSandboxConfig,
+  type WirePodSandboxFilter,
+  type WirePodSandboxMetadata,
+  type WirePodSandboxStatus,
+} from '../cri/wire.ts';
 import { SimEngine, type SimContainerEvent, type SimRuntimeOptions } from './engine.ts';
 import { SimError } from './errors.ts';
 
@@ -45,25 +66,13 @@ export interface SimRuntime {
   close(): Promise<void>;
 }
 
-/** Must decode the way `cri/client.ts` encodes: camelCase fields, int64 as strings, enum names. */
-const LOADER_OPTIONS: protoLoader.Options = {
-  keepCase: false,
-  longs: String,
-  enums: String,
-  defaults: true,
-  oneofs: true,
-};
-
-const PROTO_PATH = fileURLToPath(new URL('../cri/api.proto', import.meta.url));
-
 export async function startSimRuntime(options: SimRuntimeServerOptions): Promise<SimRuntime> {
   const { socketPath, engine: given, ...engineOptions } = options;
   const engine = given ?? new SimEngine(engineOptions);
-  const definition = await protoLoader.load(PROTO_PATH, LOADER_OPTIONS);
   const server = new grpc.Server();
-  const eventStreams = new Set<grpc.ServerWritableStream<unknown, object>>();
-  server.addService(serviceDefinition(definition, 'RuntimeService'), runtimeHandlers(engine, eventStreams));
-  server.addService(serviceDefinition(definition, 'ImageService'), imageHandlers(engine));
+  const eventStreams = new Set<grpc.ServerWritableStream<unknown, WireContainerEvent>>();
+  server.addService(serviceDefinition('RuntimeService'), runtimeHandlers(engine, eventStreams));
+  server.addService(serviceDefinition('ImageService'), imageHandlers(engine));
 
   await mkdir(dirname(socketPath), { recursive: true });
   await removeStaleSocket(socketPath);
@@ -101,12 +110,6 @@ async function removeStaleSocket(path: string): Promise<void> {
   }
 }
 
-function serviceDefinition(definition: protoLoader.PackageDefinition, name: string): grpc.ServiceDefinition {
-  const service = definition[`runtime.v1.${name}`];
-  if (service === undefined || 'format' in service) throw new Error(`api.proto declares no service runtime.v1.${name}`);
-  return service;
-}
-
 // ------------------------------------------------------------------------------------------------
 // Errors and handler plumbing
 
@@ -115,19 +118,30 @@ function toServiceError(error: unknown): Partial<grpc.StatusObject> {
   return { code: grpc.status.INTERNAL, details: error instanceof Error ? error.message : String(error) };
 }
 
+/** What the simulated server answers each unary call of `Rpcs` with. */
+type UnaryHandlers<Rpcs extends { [M in keyof Rpcs]: Rpc<unknown, unknown> }> = {
+  [M in keyof Rpcs]: (request: Rpcs[M]['request']) => Rpcs[M]['response'] | Promise<Rpcs[M]['response']>;
+};
+
 /**
- * Wraps an engine call as a unary handler. The request's static type is asserted here, once:
+ * Wraps engine calls as unary handlers. The requests' static types are asserted here, once:
  * proto-loader decodes against our schema with `defaults: true`, so every declared field exists.
  */
-function unary<Req>(handler: (request: Req) => object | Promise<object>): grpc.handleUnaryCall<unknown, object> {
-  return (call, callback) => {
-    Promise.resolve()
-      .then(() => handler(call.request as Req))
-      .then(
-        (response) => callback(null, response),
-        (error: unknown) => callback(toServiceError(error)),
-      );
-  };
+function unaryHandlers<Rpcs extends { [M in keyof Rpcs]: Rpc<unknown, unknown> }>(
+  handlers: UnaryHandlers<Rpcs>,
+): Record<string, grpc.handleUnaryCall<unknown, unknown>> {
+  const result: Record<string, grpc.handleUnaryCall<unknown, unknown>> = {};
+  for (const [name, handler] of Object.entries<(request: unknown) => unknown>(handlers)) {
+    result[name] = (call, callback) => {
+      Promise.resolve()
+        .then(() => handler(call.request))
+        .then(
+          (response) => callback(null, response),
+          (error: unknown) => callback(toServiceError(error)),
+        );
+    };
+  }
+  return result;
 }
 
 function invalid(message: string): SimError {
@@ -135,99 +149,18 @@ function invalid(message: string): SimError {
 }
 
 // ------------------------------------------------------------------------------------------------
-// Wire shapes of requests (as decoded with LOADER_OPTIONS)
-
-type WireEnum = string | number;
-type WireInt64 = string | number;
-
-interface WireSandboxMetadata {
-  name: string;
-  uid: string;
-  namespace: string;
-  attempt: number;
-}
-
-interface WireNamespaceOption {
-  network: WireEnum;
-  pid: WireEnum;
-  ipc: WireEnum;
-}
-
-interface WireSandboxConfig {
-  metadata: WireSandboxMetadata | null;
-  hostname: string;
-  logDirectory: string;
-  dnsConfig: { servers: string[]; searches: string[]; options: string[] } | null;
-  portMappings: { protocol: WireEnum; containerPort: number; hostPort: number; hostIp: string }[];
-  labels: KeyValueMap;
-  annotations: KeyValueMap;
-  linux: { cgroupParent: string; securityContext: { namespaceOptions: WireNamespaceOption | null } | null } | null;
-}
-
-interface WireContainerConfig {
-  metadata: { name: string; attempt: number } | null;
-  image: { image: string } | null;
-  command: string[];
-  args: string[];
-  workingDir: string;
-  envs: { key: string; value: string }[];
-  mounts: { containerPath: string; hostPath: string; readonly: boolean }[];
-  labels: KeyValueMap;
-  annotations: KeyValueMap;
-  logPath: string;
-  stdin: boolean;
-  tty: boolean;
-}
-
-interface WireSandboxFilter {
-  id: string;
-  state: { state: WireEnum } | null;
-  labelSelector: KeyValueMap;
-}
-
-interface WireContainerFilter {
-  id: string;
-  state: { state: WireEnum } | null;
-  podSandboxId: string;
-  labelSelector: KeyValueMap;
-}
-
-interface WireImageSpec {
-  image: string;
-}
-
-// ------------------------------------------------------------------------------------------------
 // Conversions
 
-const NAMESPACE_MODE_NAMES = ['POD', 'CONTAINER', 'NODE', 'TARGET'] as const;
-const CONTAINER_STATES: readonly ContainerState[] = ['CONTAINER_CREATED', 'CONTAINER_RUNNING', 'CONTAINER_EXITED', 'CONTAINER_UNKNOWN'];
-const SANDBOX_STATES: readonly SandboxState[] = ['SANDBOX_READY', 'SANDBOX_NOTREADY'];
-const PROTOCOLS: readonly PortMapping['protocol'][] = ['TCP', 'UDP', 'SCTP'];
-
-function enumValue<T extends string>(values: readonly T[], wire: WireEnum): T | undefined {
-  return typeof wire === 'number' ? values[wire] : values.find((value) => value === wire);
-}
-
-function namespaceMode(wire: WireEnum): NamespaceMode {
-  const name = enumValue(NAMESPACE_MODE_NAMES, wire) ?? 'POD';
-  return NamespaceMode[name];
-}
-
-function int64(wire: WireInt64): number {
-  return typeof wire === 'number' ? wire : Number(wire);
-}
-
-/** Milliseconds (engine) to the proto's int64 nanoseconds, as a decimal string to keep precision. */
-function nanos(ms: number): string {
-  return ms <= 0 ? '0' : (BigInt(Math.round(ms * 1000)) * 1000n).toString();
-}
-
-function sandboxMetadata(wire: WireSandboxMetadata | null): PodSandboxMetadata {
+function sandboxMetadata(wire: WirePodSandboxMetadata | null): PodSandboxMetadata {
   if (!wire || !wire.name) throw invalid('sandbox config metadata (name, uid, namespace) is required');
   return { name: wire.name, uid: wire.uid, namespace: wire.namespace, attempt: wire.attempt };
 }
 
-function sandboxConfig(wire: WireSandboxConfig | null): PodSandboxConfig {
+function namespaceMode(wire: WireEnum): NamespaceMode {
+  return namespaceModeFromWire(wire) ?? NamespaceMode.POD;
+}
+
+function sandboxConfig(wire: WirePodSandboxConfig | null): PodSandboxConfig {
   if (!wire) throw invalid('sandbox config is required');
   const config: PodSandboxConfig = {
     metadata: sandboxMetadata(wire.metadata),
@@ -278,25 +211,28 @@ function containerConfig(wire: WireContainerConfig | null): ContainerConfig {
   };
 }
 
-function sandboxFilter(wire: WireSandboxFilter | null): PodSandboxFilter {
-  const filter: PodSandboxFilter = {};
-  if (!wire) return filter;
-  if (wire.id) filter.id = wire.id;
-  const state = wire.state ? enumValue(SANDBOX_STATES, wire.state.state) : undefined;
-  if (state) filter.state = state;
-  if (Object.keys(wire.labelSelector).length > 0) filter.labelSelector = wire.labelSelector;
-  return filter;
+/** What PodSandboxFilter and ContainerFilter share: an id, a state and a label selector, each optional. */
+function filter<S extends string>(
+  wire: WirePodSandboxFilter,
+  states: readonly S[],
+): { id?: string; state?: S; labelSelector?: PodSandboxFilter['labelSelector'] } {
+  const result: { id?: string; state?: S; labelSelector?: PodSandboxFilter['labelSelector'] } = {};
+  if (wire.id) result.id = wire.id;
+  const state = wire.state ? enumValue(states, wire.state.state) : undefined;
+  if (state) result.state = state;
+  if (Object.keys(wire.labelSelector).length > 0) result.labelSelector = wire.labelSelector;
+  return result;
+}
+
+function sandboxFilter(wire: WirePodSandboxFilter | null): PodSandboxFilter {
+  return wire ? filter(wire, SANDBOX_STATES) : {};
 }
 
 function containerFilter(wire: WireContainerFilter | null): ContainerFilter {
-  const filter: ContainerFilter = {};
-  if (!wire) return filter;
-  if (wire.id) filter.id = wire.id;
-  if (wire.podSandboxId) filter.podSandboxId = wire.podSandboxId;
-  const state = wire.state ? enumValue(CONTAINER_STATES, wire.state.state) : undefined;
-  if (state) filter.state = state;
-  if (Object.keys(wire.labelSelector).length > 0) filter.labelSelector = wire.labelSelector;
-  return filter;
+  if (!wire) return {};
+  const result: ContainerFilter = filter(wire, CONTAINER_STATES);
+  if (wire.podSandboxId) result.podSandboxId = wire.podSandboxId;
+  return result;
 }
 
 function imageName(wire: WireImageSpec | null): string {
@@ -304,27 +240,27 @@ function imageName(wire: WireImageSpec | null): string {
   return wire.image;
 }
 
-function wireSandbox(sandbox: PodSandbox): object {
+function wireSandbox(sandbox: PodSandbox): WirePodSandbox {
   return {
     id: sandbox.id,
     metadata: sandbox.metadata,
     state: sandbox.state,
-    createdAt: nanos(sandbox.createdAt),
+    createdAt: msToNs(sandbox.createdAt),
     labels: sandbox.labels,
     annotations: sandbox.annotations,
     runtimeHandler: sandbox.runtimeHandler,
   };
 }
 
-function wireSandboxStatus(status: PodSandboxStatus): object {
+function wireSandboxStatus(status: PodSandboxStatus): WirePodSandboxStatus {
   return {
     ...wireSandbox(status),
     network: { ip: status.network?.ip ?? '', additionalIps: (status.network?.additionalIps ?? []).map((ip) => ({ ip })) },
-    linux: { namespaces: { options: { network: NAMESPACE_MODE_NAMES[status.networkMode ?? NamespaceMode.POD] } } },
+    linux: { namespaces: { options: { network: namespaceModeToWire(status.networkMode) } } },
   };
 }
 
-function wireContainer(container: Container): object {
+function wireContainer(container: Container): WireContainer {
   return {
     id: container.id,
     podSandboxId: container.podSandboxId,
@@ -332,20 +268,20 @@ function wireContainer(container: Container): object {
     image: { image: container.image },
     imageRef: container.imageRef,
     state: container.state,
-    createdAt: nanos(container.createdAt),
+    createdAt: msToNs(container.createdAt),
     labels: container.labels,
     annotations: container.annotations,
   };
 }
 
-function wireContainerStatus(status: ContainerStatus): object {
+function wireContainerStatus(status: ContainerStatus): WireContainerStatus {
   return {
     id: status.id,
     metadata: status.metadata,
     state: status.state,
-    createdAt: nanos(status.createdAt),
-    startedAt: nanos(status.startedAt),
-    finishedAt: nanos(status.finishedAt),
+    createdAt: msToNs(status.createdAt),
+    startedAt: msToNs(status.startedAt),
+    finishedAt: msToNs(status.finishedAt),
     exitCode: status.exitCode,
     image: { image: status.image },
     imageRef: status.imageRef,
@@ -357,15 +293,15 @@ function wireContainerStatus(status: ContainerStatus): object {
   };
 }
 
-function wireImage(image: ImageInfo): object {
+function wireImage(image: ImageInfo): WireImage {
   return { id: image.id, repoTags: image.repoTags, repoDigests: image.repoDigests, size: String(image.size) };
 }
 
-function wireEvent(event: SimContainerEvent): object {
+function wireEvent(event: SimContainerEvent): WireContainerEvent {
   return {
     containerId: event.containerId,
     containerEventType: event.type,
-    createdAt: nanos(event.createdAt),
+    createdAt: msToNs(event.createdAt),
     podSandboxStatus: wireSandboxStatus(event.podSandboxStatus),
     containersStatuses: event.containersStatuses.map(wireContainerStatus),
   };
@@ -376,9 +312,9 @@ function wireEvent(event: SimContainerEvent): object {
 
 function runtimeHandlers(
   engine: SimEngine,
-  eventStreams: Set<grpc.ServerWritableStream<unknown, object>>,
+  eventStreams: Set<grpc.ServerWritableStream<unknown, WireContainerEvent>>,
 ): grpc.UntypedServiceImplementation {
-  const getContainerEvents: grpc.handleServerStreamingCall<unknown, object> = (call) => {
+  const getContainerEvents: grpc.handleServerStreamingCall<unknown, WireContainerEvent> = (call) => {
     eventStreams.add(call);
     const unsubscribe = engine.subscribe((event) => call.write(wireEvent(event)));
     const end = (): void => {
@@ -390,78 +326,78 @@ function runtimeHandlers(
     call.on('error', end);
   };
 
-  return {
-    Version: unary(() => engine.version()),
-    Status: unary(() => ({ status: engine.status(), info: {} })),
-    RunPodSandbox: unary((req: { config: WireSandboxConfig | null; runtimeHandler: string }) => ({
+  const unary = unaryHandlers<Omit<RuntimeServiceRpcs, 'GetContainerEvents'>>({
+    Version: () => engine.version(),
+    Status: () => ({ status: engine.status(), info: {} }),
+    RunPodSandbox: (req) => ({
       podSandboxId: engine.runPodSandbox(sandboxConfig(req.config), req.runtimeHandler),
-    })),
-    StopPodSandbox: unary((req: { podSandboxId: string }) => {
+    }),
+    StopPodSandbox: (req) => {
       engine.stopPodSandbox(req.podSandboxId);
       return {};
-    }),
-    RemovePodSandbox: unary((req: { podSandboxId: string }) => {
+    },
+    RemovePodSandbox: (req) => {
       engine.removePodSandbox(req.podSandboxId);
       return {};
-    }),
-    PodSandboxStatus: unary((req: { podSandboxId: string }) => ({
+    },
+    PodSandboxStatus: (req) => ({
       status: wireSandboxStatus(engine.podSandboxStatus(req.podSandboxId)),
       info: {},
       containersStatuses: [],
-      timestamp: nanos(engine.clock.now()),
-    })),
-    ListPodSandbox: unary((req: { filter: WireSandboxFilter | null }) => ({
+      timestamp: msToNs(engine.clock.now()),
+    }),
+    ListPodSandbox: (req) => ({
       items: engine.listPodSandbox(sandboxFilter(req.filter)).map(wireSandbox),
-    })),
-    CreateContainer: unary((req: { podSandboxId: string; config: WireContainerConfig | null }) => ({
+    }),
+    CreateContainer: (req) => ({
       containerId: engine.createContainer(req.podSandboxId, containerConfig(req.config)),
-    })),
-    StartContainer: unary((req: { containerId: string }) => {
+    }),
+    StartContainer: (req) => {
       engine.startContainer(req.containerId);
       return {};
-    }),
-    StopContainer: unary(async (req: { containerId: string; timeout: WireInt64 }) => {
-      await engine.stopContainer(req.containerId, int64(req.timeout));
+    },
+    StopContainer: async (req) => {
+      await engine.stopContainer(req.containerId, int64ToNumber(req.timeout));
       return {};
-    }),
-    RemoveContainer: unary((req: { containerId: string }) => {
+    },
+    RemoveContainer: (req) => {
       engine.removeContainer(req.containerId);
       return {};
-    }),
-    ListContainers: unary((req: { filter: WireContainerFilter | null }) => ({
+    },
+    ListContainers: (req) => ({
       containers: engine.listContainers(containerFilter(req.filter)).map(wireContainer),
-    })),
-    ContainerStatus: unary((req: { containerId: string }) => ({
+    }),
+    ContainerStatus: (req) => ({
       status: wireContainerStatus(engine.containerStatus(req.containerId)),
       info: {},
-    })),
-    ExecSync: unary(async (req: { containerId: string; cmd: string[]; timeout: WireInt64 }) => {
-      const result = await engine.execSync(req.containerId, [...req.cmd], int64(req.timeout));
-      return { stdout: result.stdout, stderr: result.stderr, exitCode: result.exitCode };
     }),
-    GetContainerEvents: getContainerEvents,
-  };
+    ExecSync: async (req) => {
+      const result = await engine.execSync(req.containerId, [...req.cmd], int64ToNumber(req.timeout));
+      return { stdout: result.stdout, stderr: result.stderr, exitCode: result.exitCode };
+    },
+  });
+  return { ...unary, GetContainerEvents: getContainerEvents };
 }
 
 function imageHandlers(engine: SimEngine): grpc.UntypedServiceImplementation {
-  return {
-    ListImages: unary((req: { filter: { image: WireImageSpec | null } | null }) => {
+  return unaryHandlers<ImageServiceRpcs>({
+    ListImages: (req) => {
       const wanted = req.filter?.image?.image;
       const images = wanted ? [engine.imageStatus(wanted)].filter((i): i is ImageInfo => i !== null) : engine.listImages();
       return { images: images.map(wireImage) };
-    }),
-    ImageStatus: unary((req: { image: WireImageSpec | null }) => {
+    },
+    ImageStatus: (req) => {
       const image = engine.imageStatus(imageName(req.image));
       // An absent image is an empty response, not an error, as containerd answers.
       return { image: image ? wireImage(image) : null, info: {} };
-    }),
-    PullImage: unary(async (req: { image: WireImageSpec | null }) => {
+    },
+    PullImage: async (req) => {
       const image = await engine.pullImage(imageName(req.image));
       return { imageRef: image.id };
-    }),
-    RemoveImage: unary((req: { image: WireImageSpec | null }) => {
+    },
+    RemoveImage: (req) => {
       engine.removeImage(imageName(req.image));
       return {};
-    }),
-  };
+    },
+  });
 }

@@ -1,0 +1,294 @@
+/**
+ * The CRI v1 wire, shared by the gRPC client (`client.ts`) and the simulated runtime
+ * (`../sim/server.ts`): how `api.proto` is loaded, the TypeScript shapes proto-loader gives its
+ * messages, the RPC tables that pair each call's request with its response, the enum name tables,
+ * and the nanosecond ↔ millisecond conversions. Both ends decode with the same options, so what one
+ * side writes in these shapes is what the other side reads.
+ */
+import { fileURLToPath } from 'node:url';
+import * as protoLoader from '@grpc/proto-loader';
+import {
+  NamespaceMode,
+  type ContainerEventType,
+  type ContainerState,
+  type KeyValueMap,
+  type PortMapping,
+  type SandboxState,
+} from '../types.ts';
+
+// ------------------------------------------------------------------------------------------------
+// Loading the proto
+
+/** camelCase names, int64 as decimal strings, enums as names, defaults filled in, absent messages as null. */
+export const LOADER_OPTIONS: protoLoader.Options = {
+  keepCase: false,
+  longs: String,
+  enums: String,
+  defaults: true,
+  oneofs: true,
+};
+
+export type ServiceName = 'RuntimeService' | 'ImageService';
+
+let packageDefinition: protoLoader.PackageDefinition | undefined;
+
+/** `api.proto` next to this file, loaded once per process. */
+export function loadPackageDefinition(): protoLoader.PackageDefinition {
+  packageDefinition ??= protoLoader.loadSync(fileURLToPath(new URL('./api.proto', import.meta.url)), LOADER_OPTIONS);
+  return packageDefinition;
+}
+
+/** The methods of `runtime.v1.<service>`; usable as a grpc-js service definition. */
+export function serviceDefinition(service: ServiceName): protoLoader.ServiceDefinition {
+  const definition = loadPackageDefinition()[`runtime.v1.${service}`];
+  if (definition === undefined || 'format' in definition) {
+    throw new Error(`api.proto declares no service runtime.v1.${service}`);
+  }
+  return definition;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Wire shapes: what proto-loader hands back with LOADER_OPTIONS, and what either side sends.
+// Enums may still arrive as numbers when a newer peer sends a value our proto does not name.
+
+export type WireInt64 = string | number;
+export type WireEnum = string | number;
+/** A message without fields (`StopPodSandboxResponse`, `GetEventsRequest`, …). */
+export type WireEmpty = Record<string, never>;
+
+export interface WirePodSandboxMetadata {
+  name: string;
+  uid: string;
+  namespace: string;
+  attempt: number;
+}
+
+export interface WireContainerMetadata {
+  name: string;
+  attempt: number;
+}
+
+export interface WireImageSpec {
+  image: string;
+}
+
+export interface WireNamespaceOption {
+  network: WireEnum;
+  pid: WireEnum;
+  ipc: WireEnum;
+}
+
+export interface WirePodSandboxConfig {
+  metadata: WirePodSandboxMetadata | null;
+  hostname: string;
+  logDirectory: string;
+  dnsConfig: { servers: string[]; searches: string[]; options: string[] } | null;
+  portMappings: { protocol: WireEnum; containerPort: number; hostPort: number; hostIp: string }[];
+  labels: KeyValueMap;
+  annotations: KeyValueMap;
+  linux: { cgroupParent: string; securityContext: { namespaceOptions: WireNamespaceOption | null } | null } | null;
+}
+
+export interface WireContainerConfig {
+  metadata: WireContainerMetadata | null;
+  image: WireImageSpec | null;
+  command: string[];
+  args: string[];
+  workingDir: string;
+  envs: { key: string; value: string }[];
+  mounts: { containerPath: string; hostPath: string; readonly: boolean }[];
+  labels: KeyValueMap;
+  annotations: KeyValueMap;
+  logPath: string;
+  stdin: boolean;
+  tty: boolean;
+}
+
+export interface WirePodSandboxFilter {
+  id: string;
+  state: { state: WireEnum } | null;
+  labelSelector: KeyValueMap;
+}
+
+export interface WireContainerFilter extends WirePodSandboxFilter {
+  podSandboxId: string;
+}
+
+export interface WireVersionResponse {
+  version: string;
+  runtimeName: string;
+  runtimeVersion: string;
+  runtimeApiVersion: string;
+}
+
+export interface WireStatusResponse {
+  status: { conditions: { type: string; status: boolean; reason: string; message: string }[] } | null;
+  info: KeyValueMap;
+}
+
+export interface WirePodSandbox {
+  id: string;
+  metadata: WirePodSandboxMetadata | null;
+  state: WireEnum;
+  createdAt: WireInt64;
+  labels: KeyValueMap;
+  annotations: KeyValueMap;
+  runtimeHandler: string;
+}
+
+export interface WirePodSandboxStatus extends WirePodSandbox {
+  network: { ip: string; additionalIps: { ip: string }[] } | null;
+  linux: { namespaces: { options: { network: WireEnum } | null } | null } | null;
+}
+
+export interface WireContainer {
+  id: string;
+  podSandboxId: string;
+  metadata: WireContainerMetadata | null;
+  image: WireImageSpec | null;
+  imageRef: string;
+  state: WireEnum;
+  createdAt: WireInt64;
+  labels: KeyValueMap;
+  annotations: KeyValueMap;
+}
+
+export interface WireContainerStatus {
+  id: string;
+  metadata: WireContainerMetadata | null;
+  state: WireEnum;
+  createdAt: WireInt64;
+  startedAt: WireInt64;
+  finishedAt: WireInt64;
+  exitCode: number;
+  image: WireImageSpec | null;
+  imageRef: string;
+  reason: string;
+  message: string;
+  labels: KeyValueMap;
+  annotations: KeyValueMap;
+  logPath: string;
+}
+
+export interface WireImage {
+  id: string;
+  repoTags: string[];
+  repoDigests: string[];
+  size: WireInt64;
+}
+
+export interface WireExecSyncResponse {
+  stdout: Uint8Array;
+  stderr: Uint8Array;
+  exitCode: number;
+}
+
+export interface WireContainerEvent {
+  containerId: string;
+  containerEventType: WireEnum;
+  createdAt: WireInt64;
+  podSandboxStatus: WirePodSandboxStatus | null;
+  containersStatuses: WireContainerStatus[];
+}
+
+// ------------------------------------------------------------------------------------------------
+// The RPCs: one request and one response shape per call, used by the client to build requests and
+// read responses, and by the simulated server to read requests and build responses.
+
+export interface Rpc<Request, Response> {
+  request: Request;
+  response: Response;
+}
+
+export interface RuntimeServiceRpcs {
+  Version: Rpc<{ version: string }, WireVersionResponse>;
+  Status: Rpc<{ verbose: boolean }, WireStatusResponse>;
+  RunPodSandbox: Rpc<{ config: WirePodSandboxConfig | null; runtimeHandler: string }, { podSandboxId: string }>;
+  StopPodSandbox: Rpc<{ podSandboxId: string }, WireEmpty>;
+  RemovePodSandbox: Rpc<{ podSandboxId: string }, WireEmpty>;
+  PodSandboxStatus: Rpc<
+    { podSandboxId: string; verbose: boolean },
+    { status: WirePodSandboxStatus | null; info: KeyValueMap; containersStatuses: WireContainerStatus[]; timestamp: WireInt64 }
+  >;
+  ListPodSandbox: Rpc<{ filter: WirePodSandboxFilter | null }, { items: WirePodSandbox[] }>;
+  CreateContainer: Rpc<
+    { podSandboxId: string; config: WireContainerConfig | null; sandboxConfig: WirePodSandboxConfig | null },
+    { containerId: string }
+  >;
+  StartContainer: Rpc<{ containerId: string }, WireEmpty>;
+  StopContainer: Rpc<{ containerId: string; timeout: WireInt64 }, WireEmpty>;
+  RemoveContainer: Rpc<{ containerId: string }, WireEmpty>;
+  ListContainers: Rpc<{ filter: WireContainerFilter | null }, { containers: WireContainer[] }>;
+  ContainerStatus: Rpc<{ containerId: string; verbose: boolean }, { status: WireContainerStatus | null; info: KeyValueMap }>;
+  ExecSync: Rpc<{ containerId: string; cmd: string[]; timeout: WireInt64 }, WireExecSyncResponse>;
+  /** Server streaming: the response is one message of the stream. */
+  GetContainerEvents: Rpc<WireEmpty, WireContainerEvent>;
+}
+
+export interface ImageServiceRpcs {
+  ListImages: Rpc<{ filter: { image: WireImageSpec | null } | null }, { images: WireImage[] }>;
+  ImageStatus: Rpc<{ image: WireImageSpec | null; verbose: boolean }, { image: WireImage | null; info: KeyValueMap }>;
+  PullImage: Rpc<{ image: WireImageSpec | null; sandboxConfig: WirePodSandboxConfig | null }, { imageRef: string }>;
+  RemoveImage: Rpc<{ image: WireImageSpec | null }, WireEmpty>;
+}
+
+export interface CriRpcs {
+  RuntimeService: RuntimeServiceRpcs;
+  ImageService: ImageServiceRpcs;
+}
+
+// ------------------------------------------------------------------------------------------------
+// Enums: names in proto order, so that a name's index is its number.
+
+export const SANDBOX_STATES: readonly SandboxState[] = ['SANDBOX_READY', 'SANDBOX_NOTREADY'];
+export const CONTAINER_STATES: readonly ContainerState[] = [
+  'CONTAINER_CREATED',
+  'CONTAINER_RUNNING',
+  'CONTAINER_EXITED',
+  'CONTAINER_UNKNOWN',
+];
+export const CONTAINER_EVENT_TYPES: readonly ContainerEventType[] = [
+  'CONTAINER_CREATED_EVENT',
+  'CONTAINER_STARTED_EVENT',
+  'CONTAINER_STOPPED_EVENT',
+  'CONTAINER_DELETED_EVENT',
+];
+export const PROTOCOLS: readonly PortMapping['protocol'][] = ['TCP', 'UDP', 'SCTP'];
+const NAMESPACE_MODE_NAMES = ['POD', 'CONTAINER', 'NODE', 'TARGET'] as const;
+
+/** The name a wire enum stands for, whether it came as a name or a number; undefined if unknown. */
+export function enumValue<T extends string>(values: readonly T[], wire: WireEnum): T | undefined {
+  return typeof wire === 'number' ? values[wire] : values.find((value) => value === wire);
+}
+
+export function namespaceModeFromWire(wire: WireEnum): NamespaceMode | undefined {
+  const name = enumValue(NAMESPACE_MODE_NAMES, wire);
+  return name === undefined ? undefined : NamespaceMode[name];
+}
+
+/** A namespace mode by its proto name; unset is POD, the proto's zero value, as an absent field decodes. */
+export function namespaceModeToWire(mode: NamespaceMode | undefined): (typeof NAMESPACE_MODE_NAMES)[number] {
+  return NAMESPACE_MODE_NAMES[mode ?? NamespaceMode.POD];
+}
+
+// ------------------------------------------------------------------------------------------------
+// Scalars
+
+export function int64ToNumber(wire: WireInt64): number {
+  return typeof wire === 'number' ? wire : Number(wire);
+}
+
+/** The proto's int64 nanoseconds to milliseconds, in integers so no nanosecond digits round up. */
+export function nsToMs(ns: WireInt64): number {
+  if (typeof ns === 'number') return Math.floor(ns / 1e6);
+  try {
+    return Number(BigInt(ns) / 1_000_000n);
+  } catch {
+    return 0;
+  }
+}
+
+/** Milliseconds to the proto's int64 nanoseconds, as a decimal string to keep precision. */
+export function msToNs(ms: number): string {
+  return ms <= 0 ? '0' : (BigInt(Math.round(ms * 1000)) * 1000n).toString();
+}
