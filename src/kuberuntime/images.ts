@@ -29,10 +29,15 @@ export type EnsureImageResult =
   | { ok: true; image: string; imageRef: string; backoff: BackoffTable }
   | { ok: false; reason: string; message: string; backoff: BackoffTable; retryAfterMs?: number };
 
-/** Runs image pulls one at a time (or up to a bound), in arrival order. */
+/**
+ * Runs image pulls one at a time (or up to a bound), in arrival order. Pods that need the same
+ * image share one pull: a burst of new pods on a missing image makes one registry round trip, not
+ * one per pod.
+ */
 export class ImagePuller {
   private running = 0;
   private readonly queue: (() => void)[] = [];
+  private readonly inFlight = new Map<string, Promise<string>>();
 
   constructor(
     private readonly images: ImageService,
@@ -40,7 +45,16 @@ export class ImagePuller {
     private readonly maxParallel: number,
   ) {}
 
-  async pull(image: string, opts?: CallOptions): Promise<string> {
+  pull(image: string, opts?: CallOptions): Promise<string> {
+    let pull = this.inFlight.get(image);
+    if (!pull) {
+      pull = this.pullInTurn(image, opts).finally(() => this.inFlight.delete(image));
+      this.inFlight.set(image, pull);
+    }
+    return pull;
+  }
+
+  private async pullInTurn(image: string, opts?: CallOptions): Promise<string> {
     if (this.running >= this.maxParallel) {
       await new Promise<void>((resolve) => this.queue.push(resolve));
     }

@@ -113,6 +113,8 @@ export function createPodWorkersLogic(deps: PodWorkersDeps) {
       const sorted = [...pods].sort((a, b) =>
         (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? ''),
       );
+      // Computed once per batch and grown as pods are admitted, so a batch of N costs O(N).
+      const active = activePods();
       for (const pod of sorted) {
         const uid = pod.metadata.uid;
         deps.podManager.set(pod);
@@ -121,7 +123,7 @@ export function createPodWorkersLogic(deps: PodWorkersDeps) {
           existing.send({ type: 'POD.UPDATE', pod, updateType: 'create' });
           continue;
         }
-        const admission = admitPod(pod, activePods(), deps.node);
+        const admission = admitPod(pod, active, deps.node);
         if (!admission.admit) {
           deps.log('warn', 'Pod rejected', { pod: podRef(pod), reason: admission.reason, message: admission.message });
           deps.statuses.set(uid, {
@@ -131,6 +133,7 @@ export function createPodWorkersLogic(deps: PodWorkersDeps) {
           });
           continue;
         }
+        active.push(pod);
         start(pod);
       }
     };

@@ -1,0 +1,290 @@
+/**
+ * Shared pieces of the benchmarks: manifests, an in-process agent with timing hooks, percentiles,
+ * memory/CPU sampling. Used by the worker scripts (sim.ts, containerd.ts, actors.ts), each of
+ * which run.ts starts in a fresh Node process so that memory figures are not polluted by a
+ * previous scenario.
+ */
+import { mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import type { AnyActorRef, InspectionEvent } from 'xstate';
+import type { PodStatus } from '../src/api/types.ts';
+import { type Agent, startAgent } from '../src/agent/agent.ts';
+import { type AgentConfig, agentDefaults, finalizeAgentConfig } from '../src/cli/config.ts';
+import { silentLogger } from '../src/log.ts';
+
+export const IMAGE = 'statelet.local/busybox:1';
+export const LONG_RUNNING = `trap 'exit 0' TERM; while true; do sleep 1; done`;
+export const NODE_NAME = 'bench-node';
+
+export function manifest(name: string, grace = 2): string {
+  return JSON.stringify({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: 'default' },
+    spec: {
+      terminationGracePeriodSeconds: grace,
+      containers: [{ name: 'main', image: IMAGE, imagePullPolicy: 'IfNotPresent', command: ['sh', '-c', LONG_RUNNING] }],
+    },
+  });
+}
+
+export const podName = (i: number) => `bench-${String(i).padStart(5, '0')}`;
+export const manifestFile = (dir: string, i: number) => path.join(dir, `${podName(i)}.json`);
+
+export async function writeManifests(dir: string, from: number, count: number): Promise<void> {
+  const writes: Promise<void>[] = [];
+  for (let i = from; i < from + count; i++) writes.push(writeFile(manifestFile(dir, i), manifest(podName(i))));
+  await Promise.all(writes);
+}
+
+export async function removeManifests(dir: string, from: number, count: number): Promise<void> {
+  const removals: Promise<void>[] = [];
+  for (let i = from; i < from + count; i++) removals.push(unlink(manifestFile(dir, i)));
+  await Promise.all(removals);
+}
+
+/** The static pod name on the node is `<name>-<node>`; this maps it back to the manifest's name. */
+export function baseName(podFullName: string): string {
+  return podFullName.endsWith(`-${NODE_NAME}`) ? podFullName.slice(0, -NODE_NAME.length - 1) : podFullName;
+}
+
+export function isRunningReady(status: PodStatus | undefined): boolean {
+  if (!status || status.phase !== 'Running') return false;
+  const cs = status.containerStatuses ?? [];
+  return cs.length > 0 && cs.every((c) => c.ready === true && c.state?.running !== undefined);
+}
+
+/** All containers reported, none of them running. */
+export function containersStopped(status: PodStatus | undefined): boolean {
+  if (!status) return false;
+  const cs = status.containerStatuses ?? [];
+  return cs.length > 0 && cs.every((c) => c.state?.running === undefined);
+}
+
+export function percentile(values: number[], p: number): number {
+  if (values.length === 0) return NaN;
+  const sorted = [...values].sort((a, b) => a - b);
+  const rank = Math.ceil((p / 100) * sorted.length) - 1;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, rank))]!;
+}
+
+export interface Summary {
+  count: number;
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+export function summarize(values: number[]): Summary {
+  return { count: values.length, p50: round(percentile(values, 50)), p99: round(percentile(values, 99)), max: round(Math.max(...values)) };
+}
+
+export const round = (x: number, digits = 1) => (Number.isFinite(x) ? Math.round(x * 10 ** digits) / 10 ** digits : x);
+export const mb = (bytes: number) => round(bytes / 1024 / 1024);
+
+export function gc(): boolean {
+  const g = (globalThis as { gc?: () => void }).gc;
+  if (!g) return false;
+  g();
+  g();
+  return true;
+}
+
+export function memory(): { rssMB: number; heapUsedMB: number; afterGc: boolean } {
+  const afterGc = gc();
+  const m = process.memoryUsage();
+  return { rssMB: mb(m.rss), heapUsedMB: mb(m.heapUsed), afterGc };
+}
+
+/** CPU used by this process over `ms` of wall time, as % of one core. */
+export async function idleCpu(ms: number): Promise<{ windowS: number; cpuPercentOfOneCore: number; userMs: number; systemMs: number }> {
+  const start = process.cpuUsage();
+  const t0 = performance.now();
+  await sleep(ms);
+  const d = process.cpuUsage(start);
+  const wall = performance.now() - t0;
+  return {
+    windowS: round(wall / 1000),
+    cpuPercentOfOneCore: round(((d.user + d.system) / 1000 / wall) * 100, 2),
+    userMs: round(d.user / 1000),
+    systemMs: round(d.system / 1000),
+  };
+}
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+export async function tempDir(prefix: string): Promise<string> {
+  return mkdtemp(path.join(os.tmpdir(), prefix));
+}
+
+export async function removeDir(dir: string | undefined): Promise<void> {
+  if (dir) await rm(dir, { recursive: true, force: true });
+}
+
+function isSyncLoop(ref: InspectionEvent['actorRef']): boolean {
+  const actor = ref as AnyActorRef;
+  return actor.system?.get('syncLoop') === actor;
+}
+
+/**
+ * Per-pod timeline gathered from the agent's hooks: when the first CONFIG.ADD carrying pods was
+ * routed, when each pod (by manifest name) was first Running+ready, when its containers were
+ * first seen stopped, when its status was deleted (the pod is gone from the agent).
+ */
+export class Timeline {
+  firstAddAt: number | null = null;
+  /** CONFIG.ADD events with pods, with their time and size. */
+  adds: { at: number; pods: number }[] = [];
+  removes: { at: number; pods: number }[] = [];
+  /** By manifest name: when the CONFIG.ADD / CONFIG.REMOVE carrying the pod was routed. */
+  readonly addedAt = new Map<string, number>();
+  readonly removedAt = new Map<string, number>();
+  readonly running = new Map<string, number>();
+  readonly stopped = new Map<string, number>();
+  readonly deleted = new Map<string, number>();
+  readonly uidToName = new Map<string, string>();
+  private waiters: { check: () => boolean; resolve: () => void }[] = [];
+
+  /** performance.now() at each pod actor's creation (`@xstate.actor` of the `pod` machine). */
+  readonly actorCreatedAt: number[] = [];
+  /** PLEG relists as the syncLoop received them. */
+  readonly relists: { at: number; durationMs: number }[] = [];
+
+  inspect = (event: InspectionEvent): void => {
+    if (event.type === '@xstate.actor') {
+      if ((event.actorRef as unknown as { logic?: { id?: string } }).logic?.id === 'pod') this.actorCreatedAt.push(performance.now());
+      return;
+    }
+    if (event.type !== '@xstate.event') return;
+    const e = event.event as { type: string; pods?: { metadata: { uid: string; name: string } }[]; durationMs?: number };
+    if (e.type === 'PLEG.RELISTED' && e.durationMs !== undefined) {
+      if (isSyncLoop(event.actorRef)) this.relists.push({ at: performance.now(), durationMs: e.durationMs });
+      return;
+    }
+    if (e.type === 'CONFIG.ADD' || e.type === 'CONFIG.REMOVE') {
+      // Only the syncLoop's own receipt (the same event is inspected again when routed to `pods`).
+      if (!isSyncLoop(event.actorRef)) return;
+      const pods = e.pods ?? [];
+      if (pods.length === 0) return;
+      const at = performance.now();
+      for (const pod of pods) this.uidToName.set(pod.metadata.uid, baseName(pod.metadata.name));
+      const byName = e.type === 'CONFIG.ADD' ? this.addedAt : this.removedAt;
+      for (const pod of pods) if (!byName.has(baseName(pod.metadata.name))) byName.set(baseName(pod.metadata.name), at);
+      if (e.type === 'CONFIG.ADD') {
+        this.firstAddAt ??= at;
+        this.adds.push({ at, pods: pods.length });
+      } else {
+        this.removes.push({ at, pods: pods.length });
+      }
+    }
+  };
+
+  onStatus = (uid: string, status: PodStatus | undefined): void => {
+    const name = this.uidToName.get(uid);
+    if (name === undefined) return;
+    const at = performance.now();
+    if (status === undefined) {
+      if (!this.deleted.has(name)) this.deleted.set(name, at);
+    } else {
+      if (!this.running.has(name) && isRunningReady(status)) this.running.set(name, at);
+      if (this.running.has(name) && !this.stopped.has(name) && containersStopped(status)) this.stopped.set(name, at);
+    }
+    this.wake();
+  };
+
+  wake(): void {
+    this.waiters = this.waiters.filter((w) => {
+      if (!w.check()) return true;
+      w.resolve();
+      return false;
+    });
+  }
+
+  until(check: () => boolean, timeoutMs: number, what: string): Promise<void> {
+    if (check()) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w.check !== check);
+        reject(new Error(`timed out after ${timeoutMs} ms waiting for ${what}`));
+      }, timeoutMs);
+      this.waiters.push({
+        check,
+        resolve: () => {
+          clearTimeout(timer);
+          resolve();
+        },
+      });
+    });
+  }
+}
+
+export interface BenchAgent {
+  agent: Agent;
+  timeline: Timeline;
+  /** performance.now() just before startAgent was called. */
+  startedAt: number;
+  /** How long startAgent took to resolve. */
+  startMs: number;
+}
+
+export async function startBenchAgent(options: {
+  endpoint: string;
+  manifestDir: string;
+  rootDir: string;
+  podLogsDir: string;
+  maxPods: number;
+}): Promise<BenchAgent> {
+  const settings = {
+    ...agentDefaults('flags'),
+    containerRuntimeEndpoint: options.endpoint,
+    podManifestPath: options.manifestDir,
+    rootDir: options.rootDir,
+    podLogsDir: options.podLogsDir,
+    readOnlyPort: 0,
+    healthzPort: 0,
+    maxPods: options.maxPods,
+    hostnameOverride: NODE_NAME,
+  };
+  const config: AgentConfig = finalizeAgentConfig(settings);
+  const timeline = new Timeline();
+  const startedAt = performance.now();
+  const agent = await startAgent(config, silentLogger, { inspect: { next: timeline.inspect } });
+  const startMs = performance.now() - startedAt;
+  agent.statuses.subscribe(timeline.onStatus);
+  return { agent, timeline, startedAt, startMs };
+}
+
+export function argValue(name: string): string | undefined {
+  const prefix = `--${name}=`;
+  const arg = process.argv.find((a) => a.startsWith(prefix));
+  return arg?.slice(prefix.length);
+}
+
+/** Workers write their result to the file named by --out=…, so stdout stays free for humans. */
+export async function emit(result: unknown): Promise<void> {
+  const out = argValue('out');
+  const text = JSON.stringify(result, null, 2);
+  if (out) await writeFile(out, text);
+  else process.stdout.write(`${text}\n`);
+}
+
+export function progress(message: string): void {
+  process.stderr.write(`  · ${message}\n`);
+}
+
+/** A V8 CPU profile of this process (for `--profile-idle=FILE.cpuprofile`, open in Chrome DevTools). */
+export async function startProfiler(): Promise<{ stop(file: string): Promise<void> }> {
+  const { Session } = await import('node:inspector/promises');
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  return {
+    async stop(file: string) {
+      const { profile } = await session.post('Profiler.stop');
+      await writeFile(file, JSON.stringify(profile));
+      session.disconnect();
+    },
+  };
+}

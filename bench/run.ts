@@ -1,0 +1,228 @@
+/**
+ * `npm run bench`: runs every benchmark, each in a fresh Node process (`--expose-gc`, so memory
+ * is measured after a GC and one scenario's garbage does not count against the next), prints a
+ * table and then one JSON document with all figures, and writes that JSON to bench/results.json.
+ *
+ *   npm run bench                       everything (~5 min on a 2-vCPU machine)
+ *   npm run bench -- --quick            sim at N=100 only, 10 s idle windows, fewer actor sizes
+ *   npm run bench -- --only=sim         or actors, or containerd (comma-separated list allowed)
+ *   BENCH_QUICK=1 BENCH_ONLY=sim npm run bench
+ *
+ * See docs/benchmarks.md for what each figure means.
+ */
+import { execFileSync, spawn } from 'node:child_process';
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const benchDir = path.dirname(fileURLToPath(import.meta.url));
+const resultsFile = path.join(benchDir, 'results.json');
+
+type Scenario = 'sim' | 'actors' | 'containerd';
+const allScenarios: Scenario[] = ['sim', 'actors', 'containerd'];
+
+const argv = process.argv.slice(2);
+const quick = argv.includes('--quick') || ['1', 'true'].includes(process.env.BENCH_QUICK ?? '');
+const onlyArg = argv.find((a) => a.startsWith('--only='))?.slice('--only='.length) ?? process.env.BENCH_ONLY;
+const only = onlyArg ? onlyArg.split(',').map((s) => s.trim()) : allScenarios;
+for (const s of only) {
+  if (!allScenarios.includes(s as Scenario)) {
+    console.error(`unknown --only value "${s}" (expected ${allScenarios.join(', ')})`);
+    process.exit(2);
+  }
+}
+const idleMs = quick ? 10_000 : 30_000;
+
+type Json = Record<string, unknown>;
+
+/** Runs one worker script in a fresh node process and returns what it wrote to --out. */
+async function worker(script: string, args: string[]): Promise<Json> {
+  const out = path.join(os.tmpdir(), `statelet-bench-${process.pid}-${Date.now()}.json`);
+  const started = performance.now();
+  const code = await new Promise<number | null>((resolve, reject) => {
+    const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', path.join(benchDir, script), ...args, `--out=${out}`], {
+      stdio: ['ignore', 'inherit', 'inherit'],
+    });
+    child.once('error', reject);
+    child.once('exit', resolve);
+  });
+  const wallS = Math.round((performance.now() - started) / 100) / 10;
+  try {
+    if (code !== 0) return { error: `${script} ${args.join(' ')} exited with ${code}`, wallS };
+    return { ...(JSON.parse(await readFile(out, 'utf8')) as Json), wallS };
+  } finally {
+    await rm(out, { force: true });
+  }
+}
+
+function sh(cmd: string, args: string[]): string | null {
+  try {
+    return execFileSync(cmd, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+  } catch {
+    return null;
+  }
+}
+
+function machine(): Json {
+  const cpus = os.cpus();
+  return {
+    nproc: sh('nproc', []) ?? String(os.availableParallelism()),
+    cpuModel: cpus[0]?.model ?? 'unknown',
+    memTotalGiB: Math.round((os.totalmem() / 1024 ** 3) * 10) / 10,
+    freeH: sh('free', ['-h'])?.split('\n')[1]?.replace(/\s+/g, ' ') ?? null,
+    kernel: os.release(),
+    node: process.version,
+    containerd: sh('containerd', ['--version']) ?? sh('/usr/bin/containerd', ['--version']),
+    runc: sh('runc', ['--version'])?.split('\n')[0] ?? null,
+    isRoot: process.getuid?.() === 0,
+  };
+}
+
+// ---------------------------------------------------------------------------------------- table
+
+const fmt = (v: unknown): string => {
+  if (v === null || v === undefined) return '–';
+  if (typeof v === 'number') return Number.isInteger(v) ? String(v) : v.toFixed(1);
+  return String(v);
+};
+
+function table(title: string, header: string[], rows: unknown[][]): void {
+  const cells = [header, ...rows.map((r) => r.map(fmt))];
+  const widths = header.map((_, i) => Math.max(...cells.map((r) => String(r[i] ?? '').length)));
+  const line = (r: unknown[]) => r.map((c, i) => String(c ?? '').padEnd(widths[i]!)).join('  ');
+  console.log(`\n${title}`);
+  console.log(line(header));
+  console.log(widths.map((w) => '-'.repeat(w)).join('  '));
+  for (const r of cells.slice(1)) console.log(line(r));
+}
+
+// deno-lint-ignore no-explicit-any
+type Any = any;
+
+function printSim(runs: Any[]): void {
+  const ok = runs.filter((r) => !r.error);
+  for (const r of runs.filter((r) => r.error)) console.log(`sim: ${r.error}`);
+  if (!ok.length) return;
+  const col = (r: Any) => `N=${r.n} ${r.image}`;
+  table(
+    'sim:// — static pods added at once (CPU and memory include the in-process simulated runtime)',
+    ['metric', ...ok.map(col)],
+    [
+      ['ADD→Running p50 (ms)', ...ok.map((r) => r.start.addToRunningMs.p50)],
+      ['ADD→Running p99 (ms)', ...ok.map((r) => r.start.addToRunningMs.p99)],
+      ['time to all Running (ms)', ...ok.map((r) => r.start.timeToAllRunningMs)],
+      ['pods/s to Running', ...ok.map((r) => r.start.podsPerSecond)],
+      ['time to all pod actors (ms)', ...ok.map((r) => r.start.timeToAllActorsMs)],
+      ['start→first ADD (ms)', ...ok.map((r) => r.start.startToFirstAddMs)],
+      ['PullImage calls (one image)', ...ok.map((r) => r.start.pullImageCalls)],
+      ['event-loop delay p99 / max during start (ms)', ...ok.map((r) => `${r.start.eventLoopDelayDuringStartMs.p99} / ${r.start.eventLoopDelayDuringStartMs.max}`)],
+      ['RSS at N (MB, after GC)', ...ok.map((r) => r.memory.atN.rssMB)],
+      ['heapUsed at N (MB, after GC)', ...ok.map((r) => r.memory.atN.heapUsedMB)],
+      ['RSS before start (MB)', ...ok.map((r) => r.memory.baseline.rssMB)],
+      ['idle CPU (% of one core)', ...ok.map((r) => r.idle?.cpuPercentOfOneCore)],
+      ['idle window (s)', ...ok.map((r) => r.idle?.windowS)],
+      ['relist p50 / p99 at idle (ms)', ...ok.map((r) => (r.idle?.relistDurationMs ? `${r.idle.relistDurationMs.p50} / ${r.idle.relistDurationMs.p99}` : undefined))],
+      ['event-loop delay p99 at idle (ms)', ...ok.map((r) => r.idle?.eventLoopDelayMs?.p99)],
+      ['delete→stopped p50 (ms)', ...ok.map((r) => r.delete.deleteToContainersStoppedMs.p50)],
+      ['delete→stopped p99 (ms)', ...ok.map((r) => r.delete.deleteToContainersStoppedMs.p99)],
+      ['delete→all stopped (ms)', ...ok.map((r) => r.delete.timeToAllStoppedMs)],
+      ['delete→runtime empty (ms)', ...ok.map((r) => r.delete.timeToRuntimeEmptyMs)],
+    ],
+  );
+}
+
+function printActors(r: Any): void {
+  if (r.error) return void console.log(`actors: ${r.error}`);
+  const sizes: number[] = r.createActor.map((m: Any) => m.n);
+  const find = (list: Any[], n: number) => list.find((m) => m.n === n);
+  const rows: unknown[][] = [];
+  for (const [label, list] of [
+    ['createActor({ parent })', r.createActor],
+    ['podWorkers CONFIG.ADD (admission incl.)', r.podWorkers],
+    ['spawnChild from one machine', r.spawnChild],
+  ] as const) {
+    rows.push([`${label} ms`, ...sizes.map((n) => find(list, n)?.ms ?? (find(list, n)?.skipped ? 'skipped' : undefined))]);
+    rows.push([`${label} heap MB`, ...sizes.map((n) => find(list, n)?.heapMB)]);
+  }
+  table('pod actor creation (real pod machine, effects never settle)', ['metric', ...sizes.map((n) => `n=${n}`)], rows);
+}
+
+function printContainerd(r: Any): void {
+  if (r.skipped) return void console.log(`\ncontainerd: SKIPPED — ${r.skipped}`);
+  if (r.error) return void console.log(`\ncontainerd: ${r.error}`);
+  table(`containerd — ${r.runtime} (agent in-process, containerd a separate process)`, ['metric', 'value'], [
+    [`${r.oneAtATime.pods} one at a time: ADD→Running p50 / p99 (ms)`, `${r.oneAtATime.addToRunningMs.p50} / ${r.oneAtATime.addToRunningMs.p99}`],
+    [`${r.oneAtATime.pods} one at a time: manifest write→Running p50 (ms)`, r.oneAtATime.writeToRunningMs.p50],
+    [`${r.oneAtATime.pods} one at a time: pods/s (ADD→Running)`, r.oneAtATime.podsPerSecond],
+    [`${r.burst.pods} at once: ADD→Running p50 / p99 (ms)`, `${r.burst.addToRunningMs.p50} / ${r.burst.addToRunningMs.p99}`],
+    [`${r.burst.pods} at once: time to all Running (ms)`, r.burst.timeToAllRunningMs],
+    [`${r.burst.pods} at once: pods/s`, r.burst.podsPerSecond],
+    [`${r.burst.pods} at once: agent CPU per pod (ms)`, r.burst.agentCpuMsPerPod],
+    [`${r.burst.pods} at once: containerd daemon CPU per pod (ms, shims excluded)`, r.burst.containerdDaemonCpuMsPerPod],
+    [`agent RSS / heapUsed at ${r.burst.pods} pods (MB)`, `${r.memoryAtBurst.rssMB} / ${r.memoryAtBurst.heapUsedMB}`],
+    [`agent idle CPU at ${r.burst.pods} pods (% of one core)`, r.idle?.cpuPercentOfOneCore],
+    [`containerd daemon idle CPU (% of one core)`, r.idle?.containerdDaemonCpuPercentOfOneCore],
+    [`delete ${r.delete.pods}: →status shows stopped p50 / p99 (ms)`, `${r.delete.deleteToContainersStoppedMs.p50} / ${r.delete.deleteToContainersStoppedMs.p99}`],
+    [`delete ${r.delete.pods}: →CRI container not running p50 / p99 (ms)`, `${r.delete.deleteToCriContainerStoppedMs?.p50} / ${r.delete.deleteToCriContainerStoppedMs?.p99}`],
+    [`delete ${r.delete.pods}: →all stopped / runtime empty (ms)`, `${r.delete.timeToAllStoppedMs} / ${r.delete.timeToRuntimeEmptyMs}`],
+  ]);
+}
+
+// ----------------------------------------------------------------------------------------- main
+
+async function main(): Promise<void> {
+  const startedAt = new Date();
+  const t0 = performance.now();
+  const results: Json = {
+    startedAt: startedAt.toISOString(),
+    options: { quick, only },
+    machine: machine(),
+  };
+  console.error(`statelet bench${quick ? ' (quick)' : ''}: ${only.join(', ')}`);
+
+  if (only.includes('sim')) {
+    const plans: { n: number; warm: boolean; idle: number }[] = quick
+      ? [
+          { n: 100, warm: false, idle: idleMs },
+          { n: 100, warm: true, idle: 0 },
+        ]
+      : [
+          { n: 100, warm: false, idle: idleMs },
+          { n: 1000, warm: false, idle: idleMs },
+          { n: 100, warm: true, idle: 0 },
+          { n: 1000, warm: true, idle: 0 },
+        ];
+    const runs: Json[] = [];
+    for (const plan of plans) {
+      console.error(`sim N=${plan.n} (${plan.warm ? 'warm' : 'cold'} image)…`);
+      const args = [`--n=${plan.n}`, `--idle-ms=${plan.idle}`, ...(plan.warm ? ['--warm-image'] : [])];
+      runs.push({ n: plan.n, image: plan.warm ? 'warm' : 'cold', ...(await worker('sim.ts', args)) });
+    }
+    results.sim = runs;
+  }
+  if (only.includes('actors')) {
+    console.error('actors…');
+    results.actors = await worker('actors.ts', [`--sizes=${quick ? '1000,4000' : '1000,4000,8000'}`]);
+  }
+  if (only.includes('containerd')) {
+    console.error('containerd…');
+    results.containerd = await worker('containerd.ts', ['--sequential=20', '--burst=100', `--idle-ms=${quick ? 5_000 : 10_000}`]);
+  }
+  results.totalWallS = Math.round((performance.now() - t0) / 100) / 10;
+
+  console.log(`\nmachine: ${JSON.stringify(results.machine)}`);
+  if (results.sim) printSim(results.sim as Any[]);
+  if (results.actors) printActors(results.actors);
+  if (results.containerd) printContainerd(results.containerd);
+  console.log(`\ntotal ${results.totalWallS} s\n`);
+  const json = JSON.stringify(results, null, 2);
+  console.log(json);
+  await writeFile(resultsFile, `${json}\n`);
+  console.error(`wrote ${path.relative(process.cwd(), resultsFile)}`);
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});

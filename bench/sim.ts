@@ -1,0 +1,181 @@
+/**
+ * Worker: N static pods on `sim://`, added at once, then deleted at once.
+ *   node --expose-gc --import tsx bench/sim.ts --n=1000 --idle-ms=30000 [--out=FILE]
+ * The simulated runtime runs inside this process (startAgent starts it for `sim://`), so every
+ * CPU and memory figure here includes the simulator as well as the agent.
+ */
+import path from 'node:path';
+import { type IntervalHistogram, monitorEventLoopDelay } from 'node:perf_hooks';
+import { CriClient } from '../src/runtime/cri/client.ts';
+import {
+  argValue,
+  emit,
+  IMAGE,
+  idleCpu,
+  memory,
+  podName,
+  progress,
+  startProfiler,
+  removeDir,
+  removeManifests,
+  round,
+  sleep,
+  startBenchAgent,
+  summarize,
+  tempDir,
+  writeManifests,
+} from './lib.ts';
+
+const n = Number(argValue('n') ?? 100);
+const idleMs = Number(argValue('idle-ms') ?? 30_000);
+const timeoutMs = Number(argValue('timeout-ms') ?? 240_000);
+/**
+ * Cold (default, the scenario as specified): the manifests are in the directory when the agent
+ * starts, and the image is not yet in the simulated runtime, so the burst of new pods finds it
+ * missing. Warm: the agent starts on an empty directory, the image is pulled through CRI first,
+ * then the N manifests are written at once (the file watcher picks them up).
+ */
+const warmImage = process.argv.includes('--warm-image');
+
+const LAG_RESOLUTION_MS = 10;
+
+/** Event-loop delay beyond the sampling timer's own interval (the histogram includes it). */
+function lagSummary(h: IntervalHistogram): { p50: number; p99: number; max: number } {
+  const ms = (ns: number) => round(Math.max(0, ns / 1e6 - LAG_RESOLUTION_MS));
+  return { p50: ms(h.percentile(50)), p99: ms(h.percentile(99)), max: ms(h.max) };
+}
+
+/** Counts the agent's PullImage calls (the bench's own warm-up pull included, reported apart). */
+let pullImageCalls = 0;
+const originalPull = CriClient.prototype.pullImage;
+CriClient.prototype.pullImage = function (this: CriClient, ...args: Parameters<CriClient['pullImage']>) {
+  pullImageCalls++;
+  return originalPull.apply(this, args);
+};
+
+async function main() {
+  const manifestDir = await tempDir('statelet-bench-manifests-');
+  const rootDir = await tempDir('sb-');
+  let bench: Awaited<ReturnType<typeof startBenchAgent>> | undefined;
+  let cri: CriClient | undefined;
+  try {
+    if (!warmImage) await writeManifests(manifestDir, 0, n);
+    const baseline = memory();
+    const lag = monitorEventLoopDelay({ resolution: LAG_RESOLUTION_MS });
+    lag.enable();
+    bench = await startBenchAgent({
+      endpoint: 'sim://',
+      manifestDir,
+      rootDir,
+      podLogsDir: path.join(rootDir, 'logs'),
+      maxPods: Math.max(110, n),
+    });
+    const { agent, timeline } = bench;
+    let startedAt = bench.startedAt;
+    cri = new CriClient(agent.runtimeEndpoint);
+    if (warmImage) {
+      await cri.pullImage(IMAGE);
+      pullImageCalls = 0;
+      startedAt = performance.now();
+      await writeManifests(manifestDir, 0, n);
+    }
+    await timeline.until(() => timeline.running.size >= n, timeoutMs, `${n} pods Running`);
+    lag.disable();
+    const addAt = timeline.firstAddAt!;
+    const names = Array.from({ length: n }, (_, i) => podName(i));
+    const runAt = names.map((name) => timeline.running.get(name)!);
+    const lastRunning = Math.max(...runAt);
+    const lastActor = timeline.actorCreatedAt.at(-1)!;
+    const start = {
+      /** Cold: from startAgent() to the first CONFIG.ADD; warm: from writing the manifests. */
+      startToFirstAddMs: round(addAt - startedAt),
+      addEvents: timeline.adds.length,
+      addToRunningMs: summarize(runAt.map((t) => t - addAt)),
+      startToRunningMs: summarize(runAt.map((t) => t - startedAt)),
+      timeToAllRunningMs: round(lastRunning - addAt),
+      podsPerSecond: round(n / ((lastRunning - addAt) / 1000)),
+      /** PullImage calls the agent made for the single image all N pods use. */
+      pullImageCalls,
+      podActors: timeline.actorCreatedAt.length,
+      timeToAllActorsMs: round(lastActor - addAt),
+      eventLoopDelayDuringStartMs: lagSummary(lag),
+    };
+    const tag = `sim N=${n} ${warmImage ? 'warm' : 'cold'}`;
+    progress(`${tag}: all Running ${start.timeToAllRunningMs} ms after ADD (${start.podsPerSecond} pods/s)`);
+
+    // Steady state: let in-flight work finish, then measure memory and idle CPU.
+    await sleep(2_000);
+    const atN = memory();
+    let idle: Record<string, unknown> | null = null;
+    if (idleMs > 0) {
+      const idleLag = monitorEventLoopDelay({ resolution: LAG_RESOLUTION_MS });
+      const idleFrom = performance.now();
+      idleLag.enable();
+      const profiler = argValue('profile-idle') ? await startProfiler() : undefined;
+      const cpu = await idleCpu(idleMs);
+      if (profiler) await profiler.stop(argValue('profile-idle')!);
+      idleLag.disable();
+      const relists = timeline.relists.filter((r) => r.at >= idleFrom).map((r) => r.durationMs);
+      idle = {
+        ...cpu,
+        eventLoopDelayMs: lagSummary(idleLag),
+        relists: relists.length,
+        relistDurationMs: relists.length ? summarize(relists) : null,
+      };
+      progress(`${tag}: idle ${cpu.cpuPercentOfOneCore}% of a core over ${cpu.windowS} s, rss ${atN.rssMB} MB`);
+    }
+
+    // Delete: remove every manifest at once.
+    const runningBefore = (await cri.listContainers({ state: 'CONTAINER_RUNNING' })).length;
+    const delAt = performance.now();
+    await removeManifests(manifestDir, 0, n);
+    await timeline.until(() => timeline.stopped.size >= n, timeoutMs, `${n} pods stopped`);
+    const stopAt = names.map((name) => timeline.stopped.get(name)!);
+    const lastStopped = Math.max(...stopAt);
+    // Cross-check with the runtime itself: no running container left.
+    const stillRunning = (await cri.listContainers({ state: 'CONTAINER_RUNNING' })).length;
+    await timeline.until(() => timeline.deleted.size >= n, timeoutMs, `${n} pods forgotten`);
+    const lastDeleted = Math.max(...names.map((name) => timeline.deleted.get(name)!));
+    let sandboxesLeftAt = performance.now();
+    const sandboxesLeft = async () => (await cri!.listPodSandbox()).length;
+    const deadline = performance.now() + timeoutMs;
+    while ((await sandboxesLeft()) > 0 && performance.now() < deadline) await sleep(50);
+    sandboxesLeftAt = performance.now();
+    const del = {
+      runningContainersBefore: runningBefore,
+      removeRoutedAfterMs: timeline.removes[0] ? round(timeline.removes[0].at - delAt) : null,
+      deleteToContainersStoppedMs: summarize(stopAt.map((t) => t - delAt)),
+      timeToAllStoppedMs: round(lastStopped - delAt),
+      runningContainersAfterAllStopped: stillRunning,
+      timeToAllForgottenMs: round(lastDeleted - delAt),
+      timeToRuntimeEmptyMs: round(sandboxesLeftAt - delAt),
+      sandboxesLeft: await sandboxesLeft(),
+    };
+    progress(`${tag}: all stopped ${del.timeToAllStoppedMs} ms after removal, runtime empty after ${del.timeToRuntimeEmptyMs} ms`);
+
+    await emit({
+      scenario: 'sim',
+      n,
+      image: warmImage ? 'warm' : 'cold',
+      includesSimulator: true,
+      agentStartMs: round(bench.startMs),
+      start,
+      memory: { baseline, atN },
+      idle,
+      delete: del,
+    });
+  } finally {
+    cri?.close();
+    await bench?.agent.stop().catch((err: unknown) => console.error('agent stop failed', err));
+    await removeDir(manifestDir);
+    await removeDir(rootDir);
+  }
+}
+
+main().then(
+  () => process.exit(0),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);
