@@ -16,13 +16,14 @@
  */
 import { type ActorRefFrom, createActor, fromCallback } from 'xstate';
 import type { Pod, SourceName } from '../api/types.ts';
-import { podRef } from '../api/types.ts';
+import { isStaticPod, podFullName, podRef } from '../api/types.ts';
 import type { Logger } from '../log.ts';
 import type { StatusManager } from '../status/manager.ts';
 import { type NodeInfo, admitPod } from './decide/admit.ts';
 import type { PlegEvent } from './decide/relist.ts';
 import type { PodMachine, PodOutput, PodReport } from './pod.ts';
 import type { PodManager } from './podManager.ts';
+import { StaticPodNames } from './staticPodNames.ts';
 
 export type ConfigOp = 'ADD' | 'UPDATE' | 'REMOVE' | 'DELETE' | 'RECONCILE';
 
@@ -73,6 +74,7 @@ export function createPodWorkersLogic(deps: PodWorkersDeps) {
     /** UID → when it is due for a resync (ms since the epoch). */
     const due = new Map<string, number>();
     const orphansInFlight = new Set<string>();
+    const staticNames = new StaticPodNames();
     /** UIDs whose old actor is being released so that a fresh one can start. */
     const restartOnRelease = new Set<string>();
     let housekeeping = false;
@@ -133,6 +135,14 @@ export function createPodWorkersLogic(deps: PodWorkersDeps) {
           });
           continue;
         }
+        if (isStaticPod(pod) && !staticNames.tryStart(podFullName(pod), uid)) {
+          deps.log('info', 'Static pod waits for the previous pod of its name to terminate', {
+            pod: podRef(pod),
+            podUID: uid,
+            previousUID: staticNames.holder(podFullName(pod)),
+          });
+          continue;
+        }
         active.push(pod);
         start(pod);
       }
@@ -151,7 +161,10 @@ export function createPodWorkersLogic(deps: PodWorkersDeps) {
         deps.podManager.delete(uid);
         const worker = workers.get(uid);
         if (worker) worker.send({ type: 'POD.KILL', deleted: true, reason: 'removed from config' });
-        else deps.statuses.delete(uid);
+        else {
+          staticNames.drop(podFullName(pod), uid);
+          deps.statuses.delete(uid);
+        }
       }
     };
 
@@ -166,6 +179,7 @@ export function createPodWorkersLogic(deps: PodWorkersDeps) {
 
     const onFinished = (uid: string, restartRequested: boolean) => {
       const pod = deps.podManager.get(uid);
+      if (!restartRequested) releaseStaticName(uid);
       if (!pod) {
         forget(uid);
         deps.statuses.delete(uid);
@@ -175,6 +189,15 @@ export function createPodWorkersLogic(deps: PodWorkersDeps) {
         restartOnRelease.add(uid);
         forget(uid);
       }
+    };
+
+    /** A finished static pod frees its full name; the next pod waiting for it starts. */
+    const releaseStaticName = (uid: string) => {
+      const pod = workers.get(uid)?.getSnapshot().context.pod;
+      if (!pod || !isStaticPod(pod)) return;
+      const next = staticNames.release(podFullName(pod), uid, (u) => deps.podManager.has(u));
+      const nextPod = next === undefined ? undefined : deps.podManager.get(next);
+      if (nextPod && !workers.has(nextPod.metadata.uid)) start(nextPod);
     };
 
     const onReleased = (uid: string) => {

@@ -168,4 +168,29 @@ describe('syncLoop and pod workers', () => {
     expect(fresh.matches({ syncing: { progress: 'running' } })).toBe(true);
     expect(h.statuses.get('uid-again')?.phase).toBe('Running');
   });
+
+  it('starts a new version of a static pod only after the old one with the same name has finished', async () => {
+    const h = syncLoopHarness();
+    const staticPod = (uid: string) => {
+      const pod = makePod('etcd', {}, uid);
+      pod.metadata.annotations = { 'kubernetes.io/config.source': 'file' };
+      return pod;
+    };
+    const v1 = staticPod('uid-v1');
+    const v2 = staticPod('uid-v2');
+    h.add(v1);
+    await h.waitPod('uid-v1', idle);
+    const hold = h.runtime.holdCalls('stopContainer');
+    h.syncLoop.send({ type: 'CONFIG.REMOVE', source: 'file', pods: [v1] });
+    h.add(v2);
+    await hold.whenPending(1);
+    expect(h.podActor('uid-v2')).toBeUndefined();
+    const running = await h.runtime.listContainers({ labelSelector: { [Label.podUid]: 'uid-v2' } });
+    expect(running).toEqual([]);
+    hold.releaseAll();
+    const v2Actor = await h.waitPod('uid-v2', idle);
+    expect(v2Actor.matches({ syncing: { progress: 'running' } })).toBe(true);
+    // By the time v2 runs, v1 is gone from the runtime: the two never overlapped.
+    expect(await h.runtime.listContainers({ labelSelector: { [Label.podUid]: 'uid-v1' } })).toEqual([]);
+  });
 });
