@@ -12,6 +12,7 @@ import { Label } from '../../src/kuberuntime/labels.ts';
 import { CriClient } from '../../src/runtime/cri/client.ts';
 import { containerStatus, runStatelet } from '../support/agentProcess.ts';
 import { BUSYBOX_IMAGE, startContainerd } from '../containerd/harness.ts';
+import { defineLifecycleScenarios } from './lifecycleScenarios.ts';
 import { defineAgentScenarios } from './scenarios.ts';
 
 const containerd = await startContainerd();
@@ -21,12 +22,14 @@ if (!containerd) {
 } else {
   afterAll(() => containerd.stop(), 180_000);
 
-  defineAgentScenarios({
+  const runtime = {
     name: 'containerd',
     image: BUSYBOX_IMAGE,
     endpoint: () => containerd.endpoint,
     criEndpoint: () => containerd.endpoint,
-  });
+  };
+  defineAgentScenarios(runtime);
+  defineLifecycleScenarios(runtime);
 
   describe('statelet on containerd across agent restarts', () => {
     it('leaves pods running when stopped, and adopts them again on restart without new containers', async () => {

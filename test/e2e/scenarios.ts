@@ -48,47 +48,48 @@ spec:
   };
 }
 
+/** An agent on `runtime` with a manifest directory holding `files`, for one describe block. */
+export function agentFixture(runtime: ScenarioRuntime, files: () => Record<string, string>, extraArgs: string[] = []) {
+  const fixture = {} as { dir: string; agent: AgentProcess; cri: CriClient };
+  beforeAll(async () => {
+    fixture.dir = await mkdtemp(path.join(os.tmpdir(), 'statelet-manifests-'));
+    for (const [file, text] of Object.entries(files())) await writeFile(path.join(fixture.dir, file), text);
+    fixture.agent = await runStatelet([
+      '--container-runtime-endpoint',
+      runtime.endpoint(),
+      '--pod-manifest-path',
+      fixture.dir,
+      '--file-check-frequency',
+      '2s',
+      ...extraArgs,
+    ]);
+    fixture.cri = new CriClient(runtime.criEndpoint(fixture.agent));
+  }, 60_000);
+  afterAll(async () => {
+    fixture.cri?.close();
+    await fixture.agent?.stop();
+    await rm(fixture.dir, { recursive: true, force: true });
+  }, 60_000);
+  return fixture;
+}
+
 export function defineAgentScenarios(runtime: ScenarioRuntime): void {
   describe(`statelet on ${runtime.name}`, () => {
-    let dir: string;
-    let agent: AgentProcess;
-    let cri: CriClient;
-
-    beforeAll(async () => {
-      dir = await mkdtemp(path.join(os.tmpdir(), 'statelet-manifests-'));
-      for (const [file, text] of Object.entries(manifests(runtime.image))) await writeFile(path.join(dir, file), text);
-      await writeFile(path.join(dir, 'broken.yaml'), 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: broken\n   bad: indentation\n');
-      await writeFile(path.join(dir, 'empty.yaml'), 'apiVersion: v1\nkind: Pod\nmetadata: { name: empty }\nspec:\n  containers: []\n');
-      await writeFile(
-        path.join(dir, 'dupes.yaml'),
-        `apiVersion: v1\nkind: Pod\nmetadata: { name: dupes }\nspec:\n  containers:\n    - { name: a, image: ${runtime.image} }\n    - { name: a, image: ${runtime.image} }\n`,
-      );
-      agent = await runStatelet([
-        '--container-runtime-endpoint',
-        runtime.endpoint(),
-        '--pod-manifest-path',
-        dir,
-        '--file-check-frequency',
-        '2s',
-      ]);
-      cri = new CriClient(runtime.criEndpoint(agent));
-    }, 60_000);
-
-    afterAll(async () => {
-      cri?.close();
-      await agent?.stop();
-      await rm(dir, { recursive: true, force: true });
-    }, 60_000);
-
+    const fixture = agentFixture(runtime, () => ({
+      ...manifests(runtime.image),
+      'broken.yaml': 'apiVersion: v1\nkind: Pod\nmetadata:\n  name: broken\n   bad: indentation\n',
+      'empty.yaml': 'apiVersion: v1\nkind: Pod\nmetadata: { name: empty }\nspec:\n  containers: []\n',
+      'dupes.yaml': `apiVersion: v1\nkind: Pod\nmetadata: { name: dupes }\nspec:\n  containers:\n    - { name: a, image: ${runtime.image} }\n    - { name: a, image: ${runtime.image} }\n`,
+    }));
     const podContainers = async (podName: string) => {
-      const pods = await agent.pods();
+      const pods = await fixture.agent.pods();
       const pod = pods.find((p) => p.metadata.name === `${podName}-e2e-node`);
       const uid = pod?.metadata.uid ?? '';
-      return cri.listContainers({ labelSelector: { [Label.podUid]: uid } });
+      return fixture.cri.listContainers({ labelSelector: { [Label.podUid]: uid } });
     };
 
     it('runs the init container first, then both containers: the pod reaches Running', async () => {
-      const pod = await agent.waitForPod('with-init', (p) => p.status?.phase === 'Running' && (p.status.containerStatuses ?? []).every((c) => c.ready));
+      const pod = await fixture.agent.waitForPod('with-init', (p) => p.status?.phase === 'Running' && (p.status.containerStatuses ?? []).every((c) => c.ready));
       const init = containerStatus(pod, 'prepare');
       expect(init?.state.terminated?.exitCode).toBe(0);
       const started = (name: string) => Date.parse(containerStatus(pod, name)?.state.running?.startedAt ?? '');
@@ -102,9 +103,9 @@ export function defineAgentScenarios(runtime: ScenarioRuntime): void {
     }, 60_000);
 
     it('restarts a container that exits 1 under OnFailure, with a growing restart count', async () => {
-      const first = await agent.waitForPod('crasher', (p) => (containerStatus(p, 'flaky')?.restartCount ?? 0) >= 1);
+      const first = await fixture.agent.waitForPod('crasher', (p) => (containerStatus(p, 'flaky')?.restartCount ?? 0) >= 1);
       expect(first.status?.phase).toBe('Running');
-      const second = await agent.waitForPod('crasher', (p) => (containerStatus(p, 'flaky')?.restartCount ?? 0) >= 2, 45_000);
+      const second = await fixture.agent.waitForPod('crasher', (p) => (containerStatus(p, 'flaky')?.restartCount ?? 0) >= 2, 45_000);
       const flaky = containerStatus(second, 'flaky');
       expect(flaky?.lastState.terminated?.exitCode).toBe(1);
       const instances = await podContainers('crasher');
@@ -112,34 +113,34 @@ export function defineAgentScenarios(runtime: ScenarioRuntime): void {
     }, 60_000);
 
     it('reports bad manifests by file and field and keeps serving the good pods', async () => {
-      await agent.waitForLog(/broken\.yaml/);
-      await agent.waitForLog(/empty\.yaml.*spec\.containers/);
-      await agent.waitForLog(/dupes\.yaml.*spec\.containers\[1\]\.name/);
-      const names = (await agent.pods()).map((p) => p.metadata.name);
+      await fixture.agent.waitForLog(/broken\.yaml/);
+      await fixture.agent.waitForLog(/empty\.yaml.*spec\.containers/);
+      await fixture.agent.waitForLog(/dupes\.yaml.*spec\.containers\[1\]\.name/);
+      const names = (await fixture.agent.pods()).map((p) => p.metadata.name);
       expect(names).not.toContain('broken-e2e-node');
       expect(names).not.toContain('empty-e2e-node');
       expect(names).not.toContain('dupes-e2e-node');
       expect(names).toEqual(expect.arrayContaining(['with-init-e2e-node', 'crasher-e2e-node']));
-      expect((await agent.healthz()).status).toBe(200);
+      expect((await fixture.agent.healthz()).status).toBe(200);
     }, 30_000);
 
     it('stops the containers and the sandbox when the manifest is removed', async () => {
-      const pod = await agent.waitForPod('with-init', (p) => p.status?.phase === 'Running');
+      const pod = await fixture.agent.waitForPod('with-init', (p) => p.status?.phase === 'Running');
       const uid = pod.metadata.uid;
-      await unlink(path.join(dir, 'with-init.yaml'));
+      await unlink(path.join(fixture.dir, 'with-init.yaml'));
       await vi.waitFor(
         async () => {
-          const names = (await agent.pods()).map((p) => p.metadata.name);
+          const names = (await fixture.agent.pods()).map((p) => p.metadata.name);
           expect(names).not.toContain('with-init-e2e-node');
-          const containers = await cri.listContainers({ labelSelector: { [Label.podUid]: uid } });
+          const containers = await fixture.cri.listContainers({ labelSelector: { [Label.podUid]: uid } });
           expect(containers.filter((c) => c.state === 'CONTAINER_RUNNING')).toEqual([]);
-          const sandboxes = await cri.listPodSandbox({ labelSelector: { [Label.podUid]: uid } });
+          const sandboxes = await fixture.cri.listPodSandbox({ labelSelector: { [Label.podUid]: uid } });
           expect(sandboxes.filter((s) => s.state === 'SANDBOX_READY')).toEqual([]);
         },
         { timeout: 30_000, interval: 200 },
       );
       // The other pod is untouched.
-      expect((await agent.pods()).map((p) => p.metadata.name)).toContain('crasher-e2e-node');
+      expect((await fixture.agent.pods()).map((p) => p.metadata.name)).toContain('crasher-e2e-node');
     }, 45_000);
   });
 }

@@ -1,9 +1,13 @@
 import path from 'node:path';
-import { defineAgentScenarios } from './scenarios.ts';
+import { defineLifecycleScenarios } from './lifecycleScenarios.ts';
+import { type ScenarioRuntime, defineAgentScenarios } from './scenarios.ts';
 
-defineAgentScenarios({
+const sim: ScenarioRuntime = {
   name: 'the simulated runtime (sim://)',
   image: 'statelet.local/busybox:1',
   endpoint: () => 'sim://',
   criEndpoint: (agent) => `unix://${path.join(agent.rootDir, 'sim.sock')}`,
-});
+};
+
+defineAgentScenarios(sim);
+defineLifecycleScenarios(sim);
