@@ -58,7 +58,8 @@ export interface FileSource {
 }
 
 export const DEFAULT_FILE_CHECK_FREQUENCY_MS = 20_000;
-const DEFAULT_DEBOUNCE_MS = 100;
+/** Long enough to coalesce the burst of notifications one save makes, short enough not to show in pod start latency. */
+const DEFAULT_DEBOUNCE_MS = 20;
 
 export interface ParsedManifest {
   pod?: Pod;
