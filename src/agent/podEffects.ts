@@ -8,6 +8,7 @@ import type { Pod, PodStatus } from '../api/types.ts';
 import { podRef } from '../api/types.ts';
 import { podLogDirectory } from '../kuberuntime/configs.ts';
 import { type RuntimeDeps, executePlan, killPodRuntime, removePodRuntime } from '../kuberuntime/execute.ts';
+import type { PreStopRuns } from '../kuberuntime/kill.ts';
 import { type RuntimePodStatus, readPodStatus } from '../kuberuntime/podStatus.ts';
 import { computePodActions, isEmptyPlan } from '../machines/decide/computePodActions.ts';
 import { podProgress } from '../machines/decide/progress.ts';
@@ -23,6 +24,23 @@ export interface PodEffectsDeps extends RuntimeDeps {
 }
 
 export function createPodEffects(deps: PodEffectsDeps): PodEffects {
+  /**
+   * The preStop hooks under way, per pod UID. A shorter kill aborts the termination in flight and
+   * starts another; this is how the second one finds (and waits for) the hooks the first started
+   * instead of running them again. Entries go when their container is stopped; the rest when the
+   * pod is cleaned up.
+   */
+  const preStopsByPod = new Map<string, PreStopRuns>();
+  const preStopsOf = (uid: string): PreStopRuns => {
+    let runs = preStopsByPod.get(uid);
+    if (!runs) preStopsByPod.set(uid, (runs = new Map()));
+    return runs;
+  };
+  const forgetPreStops = (uid: string): void => {
+    for (const run of preStopsByPod.get(uid)?.values() ?? []) run.cancel.abort();
+    preStopsByPod.delete(uid);
+  };
+
   const publish = (pod: Pod, runtime: RuntimePodStatus, memory: PodMemory, podIsTerminal: boolean): PodStatus => {
     const status = generatePodStatus({
       pod,
@@ -38,14 +56,19 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
     return status;
   };
 
-  const outcome = (pod: Pod, runtime: RuntimePodStatus, memory: PodMemory, status: PodStatus, extra: Partial<SyncOutcome> = {}): SyncOutcome => ({
-    memory,
-    progress: podProgress(pod, runtime),
-    phase: status.phase ?? 'Pending',
-    isTerminal: isTerminalPhase(status.phase),
-    errors: [],
-    ...extra,
-  });
+  const outcome = (pod: Pod, runtime: RuntimePodStatus, memory: PodMemory, status: PodStatus, extra: Partial<SyncOutcome> = {}): SyncOutcome => {
+    const result: SyncOutcome = {
+      memory,
+      progress: podProgress(pod, runtime),
+      phase: status.phase ?? 'Pending',
+      isTerminal: isTerminalPhase(status.phase),
+      errors: [],
+      ...extra,
+    };
+    const deadline = untilActiveDeadlineMs(pod, status, deps.now());
+    if (deadline !== undefined) result.retryAfterMs = Math.min(result.retryAfterMs ?? Infinity, deadline);
+    return result;
+  };
 
   return {
     async syncPod({ pod, memory }, signal) {
@@ -56,7 +79,7 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
       const actions = computePodActions(pod, before);
       if (isEmptyPlan(actions)) return outcome(pod, before, memory, current);
 
-      const executed = await executePlan(deps, pod, before, actions, memory, opts);
+      const executed = await executePlan(deps, pod, before, actions, memory, opts, preStopsOf(pod.metadata.uid));
       const next: PodMemory = { backoff: executed.backoff, reasons: executed.reasons };
       const after = await readPodStatus(deps.runtime, pod.metadata.uid, opts);
       const status = publish(pod, after, next, false);
@@ -69,7 +92,7 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
       const opts = { signal };
       const before = await readPodStatus(deps.runtime, pod.metadata.uid, opts);
       deps.log('info', 'Killing pod', { pod: podRef(pod), gracePeriodSeconds });
-      await killPodRuntime(deps, pod, before, gracePeriodSeconds, opts);
+      await killPodRuntime(deps, pod, before, gracePeriodSeconds, opts, preStopsOf(pod.metadata.uid));
       const after = await readPodStatus(deps.runtime, pod.metadata.uid, opts);
       const stillRunning = after.containers.filter((c) => c.state === 'CONTAINER_RUNNING');
       if (stillRunning.length > 0) {
@@ -80,6 +103,7 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
 
     async cleanupPod({ pod, removeRuntime, memory }, signal) {
       const opts = { signal };
+      forgetPreStops(pod.metadata.uid);
       const status = await readPodStatus(deps.runtime, pod.metadata.uid, opts);
       publish(pod, status, memory, true);
       if (!removeRuntime) return;
@@ -88,4 +112,16 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
       deps.log('info', 'Removed pod from runtime', { pod: podRef(pod) });
     },
   };
+}
+
+/**
+ * How long until the pod's activeDeadlineSeconds runs out, counted from `status.startTime` as the
+ * status generator counts it; undefined when the pod has no deadline (or is already past it, when
+ * the status says so itself). The sync reports it as `retryAfterMs`, so the next sync, which finds
+ * the pod `Failed`/`DeadlineExceeded` and terminates it, comes on the first tick after the deadline.
+ */
+export function untilActiveDeadlineMs(pod: Pod, status: PodStatus, nowMs: number): number | undefined {
+  const deadlineSeconds = pod.spec.activeDeadlineSeconds;
+  if (deadlineSeconds === undefined || !status.startTime || isTerminalPhase(status.phase)) return undefined;
+  return Math.max(0, Date.parse(status.startTime) + deadlineSeconds * 1000 - nowMs);
 }

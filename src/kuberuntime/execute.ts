@@ -1,11 +1,12 @@
 /**
  * Carries out a `PodActions` plan against the runtime (KUBELET_BEHAVIOR §6.4–6.5, §7): kill what
- * must die, (re)create the sandbox, start init containers in order and the regular containers,
- * each start guarded by the crash-loop backoff and preceded by the image check. Every failure is
- * turned into a waiting reason for the container it concerns; one container's failure never stops
- * the others from starting.
+ * must die (kill.ts: preStop, grace periods, sidecar order), (re)create the sandbox, start init
+ * containers in order and the regular containers, each start guarded by the crash-loop backoff and
+ * preceded by the image check, and followed by its postStart hook, which the sync waits for. Every
+ * failure is turned into a waiting reason for the container it concerns; one container's failure
+ * never stops the others from starting.
  */
-import type { Container, Pod } from '../api/types.ts';
+import type { Container, LifecycleHandler, Pod } from '../api/types.ts';
 import { podRef } from '../api/types.ts';
 import type { PodActions } from '../machines/decide/computePodActions.ts';
 import { isSidecar } from '../machines/decide/computePodActions.ts';
@@ -16,24 +17,24 @@ import {
   nextBackoff,
 } from '../machines/decide/backoff.ts';
 import type { WaitingReason } from '../status/generate.ts';
-import type { CallOptions, ImageService, RuntimeService } from '../runtime/types.ts';
+import type { CallOptions, ImageService } from '../runtime/types.ts';
 import { isNotFound } from '../runtime/types.ts';
 import { ContainerConfigError, containerConfig, sandboxConfig } from './configs.ts';
 import { containerHash } from './hash.ts';
 import { type ImagePuller, ensureImage, errorText } from './images.ts';
+import { HookError, type HookTarget, hookHost, realHookIO, runLifecycleHandler } from './hooks.ts';
+import { type KillDeps, type PreStopRuns, killContainer } from './kill.ts';
 import type { ContainerType } from './labels.ts';
 import type { RuntimeContainerStatus, RuntimePodStatus } from './podStatus.ts';
 import { newestContainer } from './podStatus.ts';
+import { TerminationOrdering } from './terminationOrder.ts';
 
-export interface RuntimeDeps {
-  runtime: RuntimeService;
+export interface RuntimeDeps extends KillDeps {
   images: ImageService;
   puller: ImagePuller;
   /** Where pod log directories go (the kubelet uses /var/log/pods). */
   podLogsRoot: string;
   crashLoop: BackoffPolicy;
-  now(): number;
-  log: (level: 'info' | 'warn' | 'error', message: string, fields: Record<string, unknown>) => void;
 }
 
 /** What a sync keeps between runs: backoff tables and the last start failure of each container. */
@@ -49,43 +50,28 @@ export interface ExecuteResult extends SyncMemory {
   errors: string[];
 }
 
-/** The minimum StopContainer timeout the kubelet ever asks for, so containers can shut down. */
-export const minimumGracePeriodSeconds = 2;
-
-export function containerGracePeriod(pod: Pod, override?: number): number {
-  if (override !== undefined) return override;
-  const base = pod.metadata.deletionGracePeriodSeconds ?? pod.spec.terminationGracePeriodSeconds ?? minimumGracePeriodSeconds;
-  return Math.max(base, minimumGracePeriodSeconds);
-}
-
-export async function stopContainer(
-  deps: RuntimeDeps,
-  pod: Pod,
-  container: { id: string; name: string },
-  gracePeriodSeconds: number,
-  reason: string,
-  opts: CallOptions,
-): Promise<void> {
-  deps.log('info', 'Killing container', { pod: podRef(pod), container: container.name, gracePeriodSeconds, reason });
-  try {
-    // The call must outlive the grace period it asks the runtime to wait.
-    await deps.runtime.stopContainer(container.id, gracePeriodSeconds, { ...opts, timeoutMs: gracePeriodSeconds * 1000 + 30_000 });
-  } catch (err) {
-    if (!isNotFound(err)) throw err;
-  }
-}
-
-/** Stops every running container in parallel, then every sandbox of the pod. */
+/**
+ * Kills every running container of the pod, then stops every ready sandbox (the kubelet's
+ * killPodWithSyncResult). Containers are killed in parallel, each with its own preStop hook; a pod
+ * with sidecars stops them last, in reverse order (terminationOrder.ts). `pod` may be undefined or
+ * may not list a container (orphans): its kill settings then come from the container's annotations.
+ */
 export async function killPodRuntime(
   deps: RuntimeDeps,
-  pod: Pod,
+  pod: Pod | undefined,
   status: RuntimePodStatus,
   gracePeriodOverride: number | undefined,
   opts: CallOptions,
+  preStops?: PreStopRuns,
 ): Promise<void> {
   const running = status.containers.filter((c) => c.state === 'CONTAINER_RUNNING' || c.state === 'CONTAINER_UNKNOWN');
-  const grace = containerGracePeriod(pod, gracePeriodOverride);
-  const results = await Promise.allSettled(running.map((c) => stopContainer(deps, pod, c, grace, 'Need to kill Pod', opts)));
+  const ordering = TerminationOrdering.forPod(pod, running.map((c) => c.name));
+  const host = hookHost(pod, status.sandboxes[0]);
+  const results = await Promise.allSettled(
+    running.map((target) =>
+      killContainer(deps, { pod, target, gracePeriodOverride, ordering, podIP: async () => host, preStops }, opts),
+    ),
+  );
   const failed = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected');
   if (failed.length) throw new Error(`failed to kill ${failed.length} container(s): ${errorText(failed[0]?.reason)}`);
   for (const sandbox of status.sandboxes) {
@@ -136,6 +122,7 @@ export async function executePlan(
   actions: PodActions,
   memory: SyncMemory,
   opts: CallOptions,
+  preStops?: PreStopRuns,
 ): Promise<ExecuteResult> {
   const reasons: Record<string, WaitingReason> = { ...memory.reasons };
   const result: ExecuteResult = { backoff: memory.backoff, reasons, errors: [] };
@@ -145,15 +132,17 @@ export async function executePlan(
     deps.log('info', 'Pod sandbox changed, it will be killed and re-created', { pod: ref, sandbox: actions.sandboxId });
   }
   if (actions.killPod) {
-    await killPodRuntime(deps, pod, status, undefined, opts);
+    await killPodRuntime(deps, pod, status, undefined, opts, preStops);
     if (actions.createSandbox) {
       // A new sandbox starts initialization from scratch: old init containers would confuse it.
       const initNames = new Set((pod.spec.initContainers ?? []).map((c) => c.name));
       await removeContainers(deps, status.containers.filter((c) => initNames.has(c.name)), opts);
     }
   } else {
+    const host = hookHost(pod, status.sandboxes[0]);
     for (const target of actions.containersToKill) {
-      await stopContainer(deps, pod, target, containerGracePeriod(pod), target.message, opts);
+      const { reason, message } = target;
+      await killContainer(deps, { pod, target, reason, message, podIP: async () => host, preStops }, opts);
     }
   }
   await pruneInitContainers(deps, pod, status, opts);
@@ -172,8 +161,10 @@ export async function executePlan(
     return result;
   }
 
+  const podIP = sandboxAddress(deps, pod, status, sandboxId, opts);
+  const context: StartContext = { status, sandboxId, sandbox: config, result, opts, podIP, preStops };
   const start = async (container: Container, type: ContainerType): Promise<boolean> => {
-    const outcome = await startContainer(deps, pod, container, type, status, sandboxId, config, result, opts);
+    const outcome = await startContainer(deps, pod, container, type, context);
     if (outcome === true) delete reasons[container.name];
     else reasons[container.name] = outcome;
     return outcome === true;
@@ -218,18 +209,40 @@ function noteRetry(result: ExecuteResult, ms: number | undefined): void {
   result.retryAfterMs = result.retryAfterMs === undefined ? ms : Math.min(result.retryAfterMs, ms);
 }
 
+/** What every start of one sync shares. */
+interface StartContext {
+  status: RuntimePodStatus;
+  sandboxId: string;
+  sandbox: ReturnType<typeof sandboxConfig>;
+  result: ExecuteResult;
+  opts: CallOptions;
+  /** The address of the sandbox the containers start in, for httpGet hooks. */
+  podIP(): Promise<string>;
+  preStops: PreStopRuns | undefined;
+}
+
+/** The address of `sandboxId`, read once and only if a hook asks: a new sandbox is not in `status`. */
+function sandboxAddress(deps: RuntimeDeps, pod: Pod, status: RuntimePodStatus, sandboxId: string, opts: CallOptions): () => Promise<string> {
+  let address: Promise<string> | undefined;
+  return () => {
+    const newest = status.sandboxes[0];
+    if (newest?.id === sandboxId) return Promise.resolve(hookHost(pod, newest));
+    address ??= deps.runtime
+      .podSandboxStatus(sandboxId, opts)
+      .then((s) => hookHost(pod, { state: s.state, ip: s.network?.ip ?? '', networkMode: s.networkMode }));
+    return address;
+  };
+}
+
 /** Starts one container; returns true, or the waiting reason that explains why it did not start. */
 async function startContainer(
   deps: RuntimeDeps,
   pod: Pod,
   container: Container,
   type: ContainerType,
-  status: RuntimePodStatus,
-  sandboxId: string,
-  sandbox: ReturnType<typeof sandboxConfig>,
-  result: ExecuteResult,
-  opts: CallOptions,
+  context: StartContext,
 ): Promise<true | WaitingReason> {
+  const { status, sandboxId, sandbox, result, opts } = context;
   const ref = podRef(pod);
   const previous = newestContainer(status, container.name);
   const now = deps.now();
@@ -288,5 +301,45 @@ async function startContainer(
     return { reason: 'RunContainerError', message: errorText(err) };
   }
   deps.log('info', 'Started container', { pod: ref, container: container.name, restartCount });
+  const postStart = container.lifecycle?.postStart;
+  if (postStart) {
+    const failure = await runPostStart(deps, { runtime: deps.runtime, pod, container, containerId, podIP: context.podIP }, postStart, context);
+    if (failure) {
+      result.errors.push(`PostStartHookError: ${failure.message}`);
+      return failure;
+    }
+  }
   return true;
+}
+
+/**
+ * Runs the postStart hook; the sync waits for it, as the kubelet's does. On failure the container is
+ * killed (its preStop runs, with the usual grace) and `PostStartHookError` explains why it is not
+ * running. A sync cancelled meanwhile just ends: nothing is killed.
+ */
+async function runPostStart(
+  deps: RuntimeDeps,
+  target: HookTarget,
+  postStart: LifecycleHandler,
+  context: StartContext,
+): Promise<WaitingReason | undefined> {
+  const signal = context.opts.signal ?? new AbortController().signal;
+  try {
+    await runLifecycleHandler(deps.hookIO ?? realHookIO, target, postStart, { signal });
+    return undefined;
+  } catch (err) {
+    if (signal.aborted || !(err instanceof HookError)) throw err;
+    const fields = { pod: podRef(target.pod), container: target.container.name, containerId: target.containerId };
+    // The kubelet's event says only "PostStartHook failed" (the message may hold secrets); the log has it.
+    deps.log('warn', 'FailedPostStartHook', { ...fields, err: err.message });
+    try {
+      const { pod, podIP } = target;
+      const killed = { id: target.containerId, name: target.container.name };
+      await killContainer(deps, { pod, target: killed, message: 'FailedPostStartHook', podIP, preStops: context.preStops }, context.opts);
+    } catch (killErr) {
+      if (signal.aborted) throw killErr;
+      deps.log('error', 'Failed to kill container', { ...fields, err: errorText(killErr) });
+    }
+    return { reason: 'PostStartHookError', message: err.message };
+  }
 }

@@ -72,6 +72,8 @@ export interface FakeRuntimeOptions {
 export interface FakeCall {
   method: FakeMethod;
   target: string;
+  /** The timeout argument of `stopContainer` and `execSync`, in seconds. */
+  timeoutSeconds?: number;
 }
 
 /** Controls calls held by `holdCalls`. */
@@ -479,7 +481,7 @@ export class FakeRuntime implements RuntimeService, ImageService {
     return this.invoke('stopContainer', containerId, opts, () => {
       const container = this.containersById.get(containerId);
       if (container) this.terminate(container);
-    });
+    }, timeoutSeconds);
   }
 
   removeContainer(containerId: string, opts?: CallOptions): Promise<void> {
@@ -507,7 +509,7 @@ export class FakeRuntime implements RuntimeService, ImageService {
         throw new CriError('ExecSync', 'FAILED_PRECONDITION', `container ${containerId} is not running`);
       }
       return this.execHandler(containerId, [...cmd]);
-    });
+    }, timeoutSeconds);
   }
 
   /**
@@ -554,8 +556,14 @@ export class FakeRuntime implements RuntimeService, ImageService {
 
   // ---------------------------------------------------------------- call plumbing
 
-  private async invoke<T>(method: FakeMethod, target: string, opts: CallOptions | undefined, perform: () => T): Promise<T> {
-    this.log.push({ method, target });
+  private async invoke<T>(
+    method: FakeMethod,
+    target: string,
+    opts: CallOptions | undefined,
+    perform: () => T,
+    timeoutSeconds?: number,
+  ): Promise<T> {
+    this.log.push(timeoutSeconds === undefined ? { method, target } : { method, target, timeoutSeconds });
     const call = CRI_CALL[method];
     if (opts?.signal?.aborted) throw new CriError(call, 'CANCELLED', 'aborted before the call was made');
     const hold = this.holds.get(method);

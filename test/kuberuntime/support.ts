@@ -1,0 +1,108 @@
+/** Lifecycle test support: a sleep on a SimulatedClock, a loopback HTTP server, runtime deps. */
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { SimulatedClock } from 'xstate';
+import type { Sleep } from '../../src/kuberuntime/deadline.ts';
+import type { Pod } from '../../src/api/types.ts';
+import { type ExecuteResult, type RuntimeDeps, executePlan } from '../../src/kuberuntime/execute.ts';
+import { type HookIO, nodeHttpGet } from '../../src/kuberuntime/hooks.ts';
+import { ImagePuller } from '../../src/kuberuntime/images.ts';
+import { type RuntimeContainerStatus, readPodStatus } from '../../src/kuberuntime/podStatus.ts';
+import { crashLoopPolicy } from '../../src/machines/decide/backoff.ts';
+import { computePodActions } from '../../src/machines/decide/computePodActions.ts';
+import { FakeRuntime } from '../../src/runtime/fake.ts';
+import type { CallOptions } from '../../src/runtime/types.ts';
+import { IMAGE } from '../support/pods.ts';
+
+/** A sleep whose time is the SimulatedClock's; `pending` counts sleeps not yet over. */
+export function clockSleep(clock: SimulatedClock): { sleep: Sleep; readonly pending: number } {
+  let pending = 0;
+  const sleep: Sleep = (ms, signal) =>
+    new Promise<void>((resolve, reject) => {
+      pending += 1;
+      const onAbort = (): void => {
+        pending -= 1;
+        clock.clearTimeout(id);
+        reject(signal.reason);
+      };
+      const id = clock.setTimeout(() => {
+        pending -= 1;
+        signal.removeEventListener('abort', onAbort);
+        resolve();
+      }, ms);
+      if (signal.aborted) onAbort();
+      else signal.addEventListener('abort', onAbort, { once: true });
+    });
+  return {
+    sleep,
+    get pending() {
+      return pending;
+    },
+  };
+}
+
+export interface LifecycleRig {
+  clock: SimulatedClock;
+  runtime: FakeRuntime;
+  sleeps: ReturnType<typeof clockSleep>;
+  hookIO: HookIO;
+  deps: RuntimeDeps;
+  logs: { level: string; message: string; fields: Record<string, unknown> }[];
+}
+
+/** A FakeRuntime and runtime deps whose clock, sleeps included, is a SimulatedClock; HTTP is real. */
+export function lifecycleRig(): LifecycleRig {
+  const clock = new SimulatedClock();
+  clock.set(Date.parse('2026-01-01T00:00:00Z'));
+  const runtime = new FakeRuntime({ now: () => clock.now() });
+  runtime.addImage(IMAGE);
+  const sleeps = clockSleep(clock);
+  const hookIO: HookIO = { sleep: sleeps.sleep, httpGet: nodeHttpGet };
+  const logs: LifecycleRig['logs'] = [];
+  const deps: RuntimeDeps = {
+    runtime,
+    images: runtime,
+    puller: new ImagePuller(runtime, 1),
+    podLogsRoot: '/tmp/statelet-test-logs',
+    crashLoop: crashLoopPolicy,
+    now: () => clock.now(),
+    log: (level, message, fields) => logs.push({ level, message, fields }),
+    hookIO,
+  };
+  return { clock, runtime, sleeps, hookIO, deps, logs };
+}
+
+export interface RecordedRequest {
+  method: string;
+  url: string;
+  headers: http.IncomingHttpHeaders;
+}
+
+/** A loopback HTTP server answering `status(path)`; close it after the test. */
+export async function loopbackServer(status: (path: string) => number = () => 200) {
+  const requests: RecordedRequest[] = [];
+  const server = http.createServer((req, res) => {
+    requests.push({ method: req.method ?? '', url: req.url ?? '', headers: req.headers });
+    res.statusCode = status(req.url ?? '');
+    res.end('ok');
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    port,
+    requests,
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** One sync's worth of plan execution for the pod (what syncPod does between its two reads). */
+export async function syncOnce(rig: LifecycleRig, pod: Pod, opts: CallOptions = {}): Promise<ExecuteResult> {
+  const status = await readPodStatus(rig.runtime, pod.metadata.uid ?? '', opts);
+  return executePlan(rig.deps, pod, status, computePodActions(pod, status), { backoff: {}, reasons: {} }, opts);
+}
+
+/** The pod's containers as the runtime has them, by name. */
+export async function containersByName(rig: LifecycleRig, pod: Pod): Promise<Map<string, RuntimeContainerStatus>> {
+  const status = await readPodStatus(rig.runtime, pod.metadata.uid ?? '');
+  return new Map([...status.containers].reverse().map((c) => [c.name, c]));
+}
