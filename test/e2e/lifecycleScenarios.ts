@@ -28,6 +28,36 @@ spec:
   containers:
     - { name: app, image: statelet.local/doesnotexist:1, imagePullPolicy: Never }
 `,
+    'prestop.yaml': `
+apiVersion: v1
+kind: Pod
+metadata: { name: prestop }
+spec:
+  activeDeadlineSeconds: 3
+  terminationGracePeriodSeconds: 20
+  containers:
+    - name: app
+      image: ${image}
+      command: ["sh", "-c", "trap 'test -e /tmp/prestop-ran && exit 7; exit 0' TERM; while true; do sleep 1; done"]
+      lifecycle:
+        preStop:
+          exec: { command: ["sh", "-c", "touch /tmp/prestop-ran; sleep 2"] }
+`,
+    'sidecar.yaml': `
+apiVersion: v1
+kind: Pod
+metadata: { name: sidecar }
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 10
+  initContainers:
+    - name: proxy
+      image: ${image}
+      restartPolicy: Always
+      command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"]
+  containers:
+    - { name: main, image: ${image}, command: ["sh", "-c", "sleep 2; exit 0"] }
+`,
     'completes.yaml': `
 apiVersion: v1
 kind: Pod
@@ -63,6 +93,30 @@ export function defineLifecycleScenarios(runtime: ScenarioRuntime): void {
       expect(pod.status?.phase).toBe('Pending');
       expect(await containersOf(pod.metadata.uid)).toEqual([]);
     }, 45_000);
+
+    it('runs preStop before stopping a container: termination waits for the hook', async () => {
+      const pod = await fixture.agent.waitForPod('prestop', (p) => p.status?.phase === 'Failed' && containerStatus(p, 'app')?.state.terminated !== undefined, 60_000);
+      expect(pod.status).toMatchObject({ reason: 'DeadlineExceeded' });
+      const app = containerStatus(pod, 'app')?.state.terminated;
+      // Exit code 7: the TERM trap found the file the preStop hook wrote, so the hook ran first.
+      expect(app?.exitCode).toBe(7);
+      // Stopped no earlier than deadline (3 s) + hook (2 s), give or take the seconds rounding.
+      const ranFor = Date.parse(app?.finishedAt ?? '') - Date.parse(pod.status?.startTime ?? '');
+      expect(ranFor).toBeGreaterThanOrEqual(4_000);
+    }, 75_000);
+
+    it('keeps a sidecar running beside the main container and stops it after the main container finished', async () => {
+      // The pod may already be done when this test runs (all manifests start together), so the
+      // order is read from the containers' own start and finish times.
+      const done = await fixture.agent.waitForPod('sidecar', (p) => p.status?.phase === 'Succeeded' && containerStatus(p, 'proxy')?.state.terminated !== undefined, 45_000);
+      const proxy = containerStatus(done, 'proxy')?.state.terminated;
+      const main = containerStatus(done, 'main')?.state.terminated;
+      expect(main?.exitCode).toBe(0);
+      expect(Date.parse(proxy?.startedAt ?? '')).toBeLessThanOrEqual(Date.parse(main?.startedAt ?? ''));
+      expect(Date.parse(proxy?.finishedAt ?? '')).toBeGreaterThanOrEqual(Date.parse(main?.finishedAt ?? ''));
+      const containers = await containersOf(done.metadata.uid);
+      expect(containers.filter((c) => c.state === 'CONTAINER_RUNNING')).toEqual([]);
+    }, 60_000);
 
     it('lets a container that exits 0 under OnFailure complete: the pod Succeeds and is not restarted', async () => {
       const pod = await fixture.agent.waitForPod('completes', (p) => p.status?.phase === 'Succeeded');
