@@ -146,12 +146,21 @@ export class Timeline {
   readonly uidToName = new Map<string, string>();
   private waiters: { check: () => boolean; resolve: () => void }[] = [];
 
+  /** By pod UID: when its actor first entered `terminating`, `terminated`, and `terminated.finished`. */
+  readonly terminatingAt = new Map<string, number>();
+  readonly terminatedAt = new Map<string, number>();
+  readonly finishedAt = new Map<string, number>();
+
   /** performance.now() at each pod actor's creation (`@xstate.actor` of the `pod` machine). */
   readonly actorCreatedAt: number[] = [];
   /** PLEG relists as the syncLoop received them. */
   readonly relists: { at: number; durationMs: number }[] = [];
 
   inspect = (event: InspectionEvent): void => {
+    if (event.type === '@xstate.snapshot') {
+      this.recordPodStep(event);
+      return;
+    }
     if (event.type === '@xstate.actor') {
       if ((event.actorRef as unknown as { logic?: { id?: string } }).logic?.id === 'pod') this.actorCreatedAt.push(performance.now());
       return;
@@ -179,6 +188,19 @@ export class Timeline {
       }
     }
   };
+
+  private recordPodStep(event: InspectionEvent & { type: '@xstate.snapshot' }): void {
+    const id = (event.actorRef as AnyActorRef).id;
+    if (!id.startsWith('pod/')) return;
+    const uid = id.slice('pod/'.length);
+    const snapshot = event.snapshot as unknown as { value?: unknown; tags?: Set<string> };
+    const value = snapshot.value;
+    const top = typeof value === 'string' ? value : value && typeof value === 'object' ? Object.keys(value)[0] : undefined;
+    const at = performance.now();
+    if (top === 'terminating' && !this.terminatingAt.has(uid)) this.terminatingAt.set(uid, at);
+    if (top === 'terminated' && !this.terminatedAt.has(uid)) this.terminatedAt.set(uid, at);
+    if (snapshot.tags?.has('finished') && !this.finishedAt.has(uid)) this.finishedAt.set(uid, at);
+  }
 
   onStatus = (uid: string, status: PodStatus | undefined): void => {
     const name = this.uidToName.get(uid);

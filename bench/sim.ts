@@ -141,7 +141,16 @@ async function main() {
     const deadline = performance.now() + timeoutMs;
     while ((await sandboxesLeft()) > 0 && performance.now() < deadline) await sleep(50);
     sandboxesLeftAt = performance.now();
+    // Each pod's own steps, from the REMOVE that carried it: the kubelet spends up to a relist
+    // period (~1 s) waiting for its cache before each of these steps; statelet should not.
+    const uids = [...timeline.uidToName.keys()];
+    const removeAt = timeline.removes[0]?.at ?? delAt;
+    const step = (from: Map<string, number> | null, to: Map<string, number>) =>
+      summarize(uids.filter((u) => to.has(u) && (from === null || from.has(u))).map((u) => to.get(u)! - (from === null ? removeAt : from.get(u)!)));
     const del = {
+      removeToTerminatingMs: step(null, timeline.terminatingAt),
+      terminatingToTerminatedMs: step(timeline.terminatingAt, timeline.terminatedAt),
+      terminatedToFinishedMs: step(timeline.terminatedAt, timeline.finishedAt),
       runningContainersBefore: runningBefore,
       removeRoutedAfterMs: timeline.removes[0] ? round(timeline.removes[0].at - delAt) : null,
       deleteToContainersStoppedMs: summarize(stopAt.map((t) => t - delAt)),
