@@ -11,12 +11,11 @@ import os from 'node:os';
 import path from 'node:path';
 import { type Actor, type InspectionEvent, type Observer, createActor } from 'xstate';
 import type { Pod } from '../api/types.ts';
-import type { AgentConfig } from '../cli/config.ts';
+import { type AgentConfig, crashLoopBackOffPolicy } from '../cli/config.ts';
 import { ImagePuller } from '../kuberuntime/images.ts';
 import { killPodRuntime, removePodRuntime } from '../kuberuntime/execute.ts';
 import { readPodStatus } from '../kuberuntime/podStatus.ts';
 import type { Logger } from '../log.ts';
-import { crashLoopPolicy } from '../machines/decide/backoff.ts';
 import { createPlegMachine } from '../machines/pleg.ts';
 import { createPodMachine } from '../machines/pod.ts';
 import { PodManager } from '../machines/podManager.ts';
@@ -99,14 +98,14 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     images,
     puller: new ImagePuller(images, config.serializeImagePulls ? 1 : (config.maxParallelImagePulls ?? Infinity)),
     podLogsRoot: config.podLogsDir,
-    crashLoop: crashLoopPolicy,
+    crashLoop: crashLoopBackOffPolicy(config),
     now,
     log,
   };
   const podMachine = createPodMachine(
     createPodEffects({ ...runtimeDeps, statuses, runtimeName, ...(config.nodeIp ? { hostIP: config.nodeIp.split(',')[0] } : {}) }),
   );
-  const relister = createRelister(runtime, now);
+  const relister = createRelister(runtime, now, log);
   const podWorkers = createPodWorkersLogic({
     podMachine,
     podManager,
@@ -134,7 +133,9 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
   const syncLoopMachine = createSyncLoopMachine({
     sources: createConfigSourcesLogic(sourceOptions),
     pods: podWorkers,
-    pleg: createPlegMachine(relister),
+    // Evented PLEG where the runtime streams container events (sim://, containerd 1.7+); relisting
+    // every --pleg-relist-period otherwise (containerd 1.6 answers UNIMPLEMENTED).
+    pleg: createPlegMachine(relister, config.eventedPleg ? { evented: { relistPeriodMs: config.eventedPlegRelistPeriodMs } } : {}),
   });
   const syncLoop = createActor(syncLoopMachine, {
     systemId: 'syncLoop',

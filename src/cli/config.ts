@@ -5,6 +5,7 @@
 
 import os from 'node:os';
 import path from 'node:path';
+import { type BackoffPolicy, crashLoopPolicy } from '../machines/decide/backoff.ts';
 
 export interface AgentConfig {
   /** --pod-manifest-path / staticPodPath: directory (or file) of static pod manifests. */
@@ -53,6 +54,14 @@ export interface AgentConfig {
   maxParallelImagePulls?: number;
   /** --pleg-relist-period (statelet). */
   plegRelistPeriodMs: number;
+  /** --evented-pleg (statelet): use the runtime's container event stream where it has one. */
+  eventedPleg: boolean;
+  /** --evented-pleg-relist-period (statelet): the relist period while the event stream is healthy. */
+  eventedPlegRelistPeriodMs: number;
+  /** --crash-loop-backoff-initial (statelet): the first crash-loop restart delay. */
+  crashLoopBackOffInitialMs: number;
+  /** --crash-loop-backoff-max / crashLoopBackOff.maxContainerRestartPeriod: the delay's cap. */
+  crashLoopBackOffMaxMs: number;
   /** --visualizer-port (statelet); 0 disables. */
   visualizerPort: number;
   /** --inspect (statelet). */
@@ -102,10 +111,24 @@ export function agentDefaults(profile: DefaultsProfile = 'flags'): AgentDefaults
     maxPods: 110,
     serializeImagePulls: true,
     plegRelistPeriodMs: 1_000,
+    eventedPleg: true,
+    // The kubelet's evented PLEG relists every 300 s; statelet every 10 s (docs/architecture.md).
+    eventedPlegRelistPeriodMs: 10_000,
+    crashLoopBackOffInitialMs: crashLoopPolicy.initialMs,
+    crashLoopBackOffMaxMs: crashLoopPolicy.maxMs,
     visualizerPort: 0,
     verbosity: 0,
     logFormat: 'text',
   };
+}
+
+/**
+ * The crash-loop backoff the settings ask for. As in the kubelet, a maximum below the initial
+ * delay lowers the initial delay to it.
+ */
+export function crashLoopBackOffPolicy(config: Pick<AgentConfig, 'crashLoopBackOffInitialMs' | 'crashLoopBackOffMaxMs'>): BackoffPolicy {
+  const maxMs = config.crashLoopBackOffMaxMs;
+  return { initialMs: Math.min(config.crashLoopBackOffInitialMs, maxMs), maxMs };
 }
 
 /**

@@ -8,6 +8,7 @@
 import net from 'node:net';
 import { DurationError, formatDuration, parseDuration } from './duration.ts';
 import { normalizeRuntimeEndpoint, type AgentSettings } from './config.ts';
+import { crashLoopPolicy } from '../machines/decide/backoff.ts';
 
 /** A value was rejected; `message` is the reason only, and the caller names the flag or field. */
 export class ValueError extends Error {
@@ -228,6 +229,47 @@ const periodKind: ValueKind<number> = {
     return period(value);
   },
   display: formatDuration,
+};
+
+/** A period between `minMs` and `maxMs` (inclusive); `why` says where the bound comes from. */
+function boundedPeriodKind(minMs: number, maxMs: number, why: string): ValueKind<number> {
+  const check = (ms: number): number => {
+    if (ms < minMs || ms > maxMs) {
+      throw new ValueError(`must be between ${formatDuration(minMs)} and ${formatDuration(maxMs)} (${why})`);
+    }
+    return ms;
+  };
+  return {
+    ...periodKind,
+    fromText: (text) => check(periodKind.fromText(text)),
+    fromConfig: (value) => check(periodKind.fromConfig(value)),
+  };
+}
+
+/** The relist period while the event stream is healthy: /healthz fails after 3 min without a relist. */
+const eventedRelistPeriodKind = boundedPeriodKind(1, 60_000, 'the PLEG is unhealthy after 3m0s without a relist');
+
+/**
+ * The crash-loop backoff cap: a period on the command line, and the kubelet's
+ * `crashLoopBackOff: { maxContainerRestartPeriod: <duration> }` in the config file, with the
+ * kubelet's bounds (1 s to 300 s). An empty `crashLoopBackOff` leaves the default.
+ */
+const maxRestartPeriod = boundedPeriodKind(1_000, 300_000, "the kubelet's bounds");
+const crashLoopMaxKind: ValueKind<number> = {
+  ...maxRestartPeriod,
+  fromConfig(value) {
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+      throw new ValueError('expected an object such as { maxContainerRestartPeriod: "5m" }');
+    }
+    const period: unknown = 'maxContainerRestartPeriod' in value ? value.maxContainerRestartPeriod : undefined;
+    if (period === undefined || period === null) return crashLoopPolicy.maxMs;
+    try {
+      return maxRestartPeriod.fromConfig(period);
+    } catch (error) {
+      if (error instanceof ValueError) throw new ValueError(`maxContainerRestartPeriod: ${error.message}`);
+      throw error;
+    }
+  },
 };
 
 function enumKind<const V extends string>(values: readonly V[]): ValueKind<V> {
@@ -480,6 +522,35 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     flag: 'pleg-relist-period',
     group: 'Statelet',
     help: 'How often to relist containers from the runtime to detect state changes',
+  }),
+  option({
+    key: 'eventedPleg',
+    kind: boolKind,
+    flag: 'evented-pleg',
+    group: 'Statelet',
+    help: "Follow the runtime's container event stream (CRI GetContainerEvents) where it has one, relisting more slowly while it is healthy",
+  }),
+  option({
+    key: 'eventedPlegRelistPeriodMs',
+    kind: eventedRelistPeriodKind,
+    flag: 'evented-pleg-relist-period',
+    group: 'Statelet',
+    help: 'How often to relist while the container event stream is healthy, to catch what it missed (at most 1m; the kubelet uses 300s)',
+  }),
+  option({
+    key: 'crashLoopBackOffInitialMs',
+    kind: periodKind,
+    flag: 'crash-loop-backoff-initial',
+    group: 'Statelet',
+    help: 'First delay before restarting a crashed container; it doubles on each crash up to the maximum',
+  }),
+  option({
+    key: 'crashLoopBackOffMaxMs',
+    kind: crashLoopMaxKind,
+    flag: 'crash-loop-backoff-max',
+    configField: 'crashLoopBackOff',
+    group: 'Statelet',
+    help: 'Maximum delay before restarting a crashed container, 1s to 5m; in a config file, crashLoopBackOff.maxContainerRestartPeriod',
   }),
   option({
     key: 'podLogsDir',

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { agentDefaults, type AgentConfig } from '../../src/cli/config.ts';
+import { agentDefaults, crashLoopBackOffPolicy, type AgentConfig } from '../../src/cli/config.ts';
 import { DurationError, formatDuration, parseDuration } from '../../src/cli/duration.ts';
 import { UsageError, helpText, parseCommandLine } from '../../src/cli/flags.ts';
 import { ConfigFileError, parseKubeletConfig, readKubeletConfigFile } from '../../src/cli/kubeletConfig.ts';
@@ -133,6 +133,10 @@ describe('parseCommandLine: defaults and forms', () => {
       maxPods: 110,
       serializeImagePulls: true,
       plegRelistPeriodMs: 1_000,
+      eventedPleg: true,
+      eventedPlegRelistPeriodMs: 10_000,
+      crashLoopBackOffInitialMs: 10_000,
+      crashLoopBackOffMaxMs: 300_000,
       visualizerPort: 0,
       verbosity: 0,
       logFormat: 'text',
@@ -301,6 +305,11 @@ describe('parseCommandLine: errors', () => {
     [['--sync-frequency', '20'], 'invalid value "20" for flag --sync-frequency: missing unit (expected one of ns, us, µs, ms, s, m, h)'],
     [['--file-check-frequency=0s'], 'invalid value "0s" for flag --file-check-frequency: must be greater than 0'],
     [['--pleg-relist-period=-1s'], 'invalid value "-1s" for flag --pleg-relist-period: must not be negative'],
+    [['--evented-pleg-relist-period=0s'], 'invalid value "0s" for flag --evented-pleg-relist-period: must be greater than 0'],
+    [['--evented-pleg-relist-period=5m'], 'invalid value "5m" for flag --evented-pleg-relist-period: must be between 1ms and 1m0s (the PLEG is unhealthy after 3m0s without a relist)'],
+    [['--crash-loop-backoff-initial=0'], 'invalid value "0" for flag --crash-loop-backoff-initial: must be greater than 0'],
+    [['--crash-loop-backoff-max=10m'], 'invalid value "10m" for flag --crash-loop-backoff-max: must be between 1s and 5m0s (the kubelet\'s bounds)'],
+    [['--crash-loop-backoff-max=500ms'], 'invalid value "500ms" for flag --crash-loop-backoff-max: must be between 1s and 5m0s (the kubelet\'s bounds)'],
     [['--address', 'localhost'], 'invalid value "localhost" for flag --address: not an IP address'],
     [['--node-ip', '10.0.0.1,10.0.0.2'], 'invalid value "10.0.0.1,10.0.0.2" for flag --node-ip: two addresses must be one IPv4 and one IPv6'],
     [['--logging-format=xml'], 'invalid value "xml" for flag --logging-format: expected one of: text, json'],
@@ -356,6 +365,50 @@ describe('help text', () => {
     expect(text.indexOf('Static pods:')).toBeLessThan(text.indexOf('--pod-manifest-path'));
     expect(text.indexOf('Logging:')).toBeLessThan(text.indexOf('--logging-format'));
     expect(text.indexOf('Logging:')).toBeGreaterThan(text.indexOf('--pod-manifest-path'));
+  });
+});
+
+describe('PLEG and crash-loop backoff settings', () => {
+  it('reads the evented PLEG flags', () => {
+    expect(run(['--evented-pleg=false', '--evented-pleg-relist-period', '30s']).config).toMatchObject({
+      eventedPleg: false,
+      eventedPlegRelistPeriodMs: 30_000,
+    });
+    expect(run(['--evented-pleg']).config.eventedPleg).toBe(true);
+  });
+
+  it('reads the crash-loop backoff flags', () => {
+    const { config } = run(['--crash-loop-backoff-initial', '1s', '--crash-loop-backoff-max=1m']);
+    expect(config).toMatchObject({ crashLoopBackOffInitialMs: 1_000, crashLoopBackOffMaxMs: 60_000 });
+    expect(crashLoopBackOffPolicy(config)).toEqual({ initialMs: 1_000, maxMs: 60_000 });
+  });
+
+  it('lowers the initial crash-loop delay to a smaller maximum, as the kubelet does', () => {
+    expect(crashLoopBackOffPolicy(run(['--crash-loop-backoff-max=5s']).config)).toEqual({ initialMs: 5_000, maxMs: 5_000 });
+  });
+
+  it("reads the kubelet's crashLoopBackOff.maxContainerRestartPeriod, under the flag", () => {
+    const file = writeConfig(`${HEADER}crashLoopBackOff:\n  maxContainerRestartPeriod: 1m\n`);
+    expect(readKubeletConfigFile(file).settings).toEqual({ crashLoopBackOffMaxMs: 60_000 });
+    expect(run(['--config', file]).config.crashLoopBackOffMaxMs).toBe(60_000);
+    expect(run(['--config', file, '--crash-loop-backoff-max', '2m']).config.crashLoopBackOffMaxMs).toBe(120_000);
+    expect(parseKubeletConfig(`${HEADER}crashLoopBackOff: {}\n`, 'config.yaml').settings).toEqual({ crashLoopBackOffMaxMs: 300_000 });
+  });
+
+  it.each([
+    [`${HEADER}crashLoopBackOff: 1m\n`, 'config.yaml: crashLoopBackOff: expected an object such as { maxContainerRestartPeriod: "5m" }'],
+    [`${HEADER}crashLoopBackOff: {maxContainerRestartPeriod: 60}\n`, 'config.yaml: crashLoopBackOff: maxContainerRestartPeriod: expected a duration string such as "20s"'],
+    [`${HEADER}crashLoopBackOff: {maxContainerRestartPeriod: 6m}\n`, "config.yaml: crashLoopBackOff: maxContainerRestartPeriod: must be between 1s and 5m0s (the kubelet's bounds)"],
+  ])('rejects %j', (text, message) => {
+    expect(() => parseKubeletConfig(text, 'config.yaml')).toThrow(message);
+  });
+
+  it('shows the new flags in help with their defaults', () => {
+    const line = (flag: string) => helpText().split('\n').find((candidate) => candidate.includes(`--${flag} `));
+    expect(line('evented-pleg-relist-period')).toMatch(/\(default 10s\)$/);
+    expect(line('crash-loop-backoff-initial')).toMatch(/\(default 10s\)$/);
+    expect(line('crash-loop-backoff-max')).toMatch(/\(default 5m0s; config: crashLoopBackOff\)$/);
+    expect(line('evented-pleg')).toMatch(/\(default true\)$/);
   });
 });
 

@@ -62,10 +62,10 @@ function syncLoopHarness(options: { maxPods?: number; expectedSources?: ('file' 
   const pleg = () => syncLoop.getSnapshot().children.pleg as AnyActorRef;
   /** Runs exactly one more relist: waits for the PLEG to idle, advances one period, waits again. */
   const relist = async () => {
-    const idlePleg = () => waitFor(pleg(), (s) => s.matches('waiting'));
+    const idlePleg = () => waitFor(pleg(), (s) => s.matches({ relist: 'waiting' }));
     const before = (await idlePleg()).context.relists as number;
     clock.increment(1_000);
-    await waitFor(pleg(), (s) => s.matches('waiting') && s.context.relists === before + 1);
+    await waitFor(pleg(), (s) => s.matches({ relist: 'waiting' }) && s.context.relists === before + 1);
   };
   return { clock, runtime, statuses, podManager, syncLoop, podActor, waitPod, add, orphanKills, relist };
 }
