@@ -3,6 +3,7 @@
  * sim:// and on containerd. Each runs against one agent per runtime.
  */
 import { describe, expect, it } from 'vitest';
+import type { Pod } from '../../src/api/types.ts';
 import { Label } from '../../src/kuberuntime/labels.ts';
 import { containerStatus } from '../support/agentProcess.ts';
 import { type ScenarioRuntime, agentFixture } from './scenarios.ts';
@@ -126,5 +127,36 @@ export function defineLifecycleScenarios(runtime: ScenarioRuntime): void {
       expect(pod.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'False', reason: 'PodCompleted' });
       expect(await containersOf(pod.metadata.uid)).toHaveLength(1);
     }, 45_000);
+  });
+
+  describe(`crash-loop backoff on ${runtime.name}`, () => {
+    // Its own agent, so the backoff is watched from the first crash; short delays so that its
+    // growth shows within seconds: 1 s, 2 s, 4 s, 4 s, …
+    const fixture = agentFixture(
+      runtime,
+      () => ({
+        'crash-loop.yaml': `
+apiVersion: v1
+kind: Pod
+metadata: { name: crash-loop }
+spec:
+  containers:
+    - { name: dies, image: ${runtime.image}, command: ["sh", "-c", "exit 2"] }
+`,
+      }),
+      ['--crash-loop-backoff-initial', '1s', '--crash-loop-backoff-max', '4s'],
+    );
+
+    it('backs off a crash-looping container with a doubling delay, counting its restarts', async () => {
+      const waitingFor = (delay: string) => (p: Pod) =>
+        containerStatus(p, 'dies')?.state.waiting?.message?.startsWith(`back-off ${delay} restarting failed container=dies pod=crash-loop-e2e-node_default(`) === true;
+      const second = await fixture.agent.waitForPod('crash-loop', waitingFor('2s'));
+      const status = containerStatus(second, 'dies');
+      expect(status?.state.waiting?.reason).toBe('CrashLoopBackOff');
+      expect(status?.lastState.terminated?.exitCode).toBe(2);
+      const later = await fixture.agent.waitForPod('crash-loop', waitingFor('4s'));
+      expect(containerStatus(later, 'dies')?.restartCount).toBeGreaterThan(status?.restartCount ?? 0);
+      expect(later.status?.phase).toBe('Running');
+    }, 60_000);
   });
 }
