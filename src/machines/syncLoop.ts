@@ -2,7 +2,7 @@
  * The syncLoop: the agent's root actor. It owns three children and the shared clock ticks:
  *   - `sources`: the config sources and their merge; sends CONFIG.* and SOURCE.SEEN;
  *   - `pods`: the pod workers (the registry of pod actors, see podWorkers.ts);
- *   - `pleg`: the relisting event generator; sends PLEG.*.
+ *   - `pleg`: the pod lifecycle event generator (CRI event stream and relisting); sends PLEG.*.
  * and routes between them: config and PLEG events go to the pods, `TICK.SYNC` (every second)
  * lets due pods resync, `TICK.HOUSEKEEPING` (every two seconds) runs cleanups, but only once
  * every configured source has delivered its first snapshot — before that, a pod missing from
