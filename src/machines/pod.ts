@@ -160,7 +160,10 @@ export function createPodMachine(effects: PodEffects) {
         const next = nextGracePeriod(context.gracePeriodSeconds ?? undefined, pod, override);
         return context.gracePeriodSeconds !== null && next < context.gracePeriodSeconds;
       },
-      isNewDeletion: ({ context, event }) => event.type === 'POD.KILL' && event.deleted === true && !context.deleted,
+      isNewDeletion: ({ context, event }) =>
+        !context.deleted &&
+        ((event.type === 'POD.KILL' && event.deleted === true) ||
+          (event.type === 'POD.UPDATE' && event.pod.metadata.deletionTimestamp !== undefined)),
       atSandbox: ({ context }) => context.progress.stage === 'sandbox',
       atInit: ({ context }) => context.progress.stage === 'initializing',
       atRunning: ({ context }) => context.progress.stage === 'running',
@@ -202,7 +205,8 @@ export function createPodMachine(effects: PodEffects) {
         return report;
       }),
       requestTermination: assign(({ context, event }) => {
-        const pod = event.type === 'POD.UPDATE' ? event.pod : context.pod;
+        // The newest spec wins, even one still waiting in the pending slot.
+        const pod = event.type === 'POD.UPDATE' ? event.pod : (context.pendingPod ?? context.pod);
         const override = event.type === 'POD.KILL' ? event.gracePeriodSeconds : undefined;
         return {
           pod,
@@ -355,6 +359,7 @@ export function createPodMachine(effects: PodEffects) {
           ],
           'POD.UPDATE': [
             { guard: and(['updateDeletesPod', 'shortensGrace']), target: '.killing', reenter: true, actions: 'requestTermination' },
+            { guard: 'isNewDeletion', actions: ['applyUpdate', 'markDeleted'] },
             { guard: 'isCreate', actions: 'requestRestart' },
             { actions: 'applyUpdate' },
           ],
@@ -379,8 +384,13 @@ export function createPodMachine(effects: PodEffects) {
         tags: ['terminated'],
         initial: 'cleaning',
         on: {
-          'POD.UPDATE': [{ guard: 'isCreate', actions: 'requestRestart' }, { actions: 'applyUpdate' }],
-          'POD.KILL': { guard: 'isNewDeletion', target: '.cleaning', actions: 'markDeleted' },
+          // A deletion arriving now still removes the runtime objects: cleanup starts over with it.
+          'POD.UPDATE': [
+            { guard: 'isNewDeletion', target: '.cleaning', reenter: true, actions: ['applyUpdate', 'markDeleted'] },
+            { guard: 'isCreate', actions: 'requestRestart' },
+            { actions: 'applyUpdate' },
+          ],
+          'POD.KILL': { guard: 'isNewDeletion', target: '.cleaning', reenter: true, actions: 'markDeleted' },
         },
         states: {
           cleaning: {
