@@ -1,6 +1,8 @@
+import { connect, createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { FakeClock } from '../../src/runtime/sim/clock.ts';
 import { SimFs } from '../../src/runtime/sim/fs.ts';
+import { SimNetwork } from '../../src/runtime/sim/net.ts';
 import { EXIT_KILL, EXIT_TERM, ShellProcess, programFor } from '../../src/runtime/sim/shell.ts';
 import { parse, ShellSyntaxError } from '../../src/runtime/sim/shell-parse.ts';
 
@@ -14,7 +16,7 @@ interface Harness {
   exit(): number | null;
 }
 
-function start(argv: string[], options: { pid1?: boolean; env?: Record<string, string>; fs?: SimFs } = {}): Harness {
+function start(argv: string[], options: { pid1?: boolean; env?: Record<string, string>; fs?: SimFs; network?: SimNetwork } = {}): Harness {
   const clock = new FakeClock();
   const fs = options.fs ?? new SimFs();
   const stdout: string[] = [];
@@ -26,6 +28,7 @@ function start(argv: string[], options: { pid1?: boolean; env?: Record<string, s
     fs,
     pid1: options.pid1 ?? true,
     env: options.env ?? {},
+    ...(options.network ? { network: options.network } : {}),
     output: { stdout: (t) => stdout.push(t), stderr: (t) => stderr.push(t) },
     onExit: (code) => {
       expect(exitCode).toBeNull();
@@ -282,3 +285,98 @@ describe('commands', () => {
     expect(h.exit()).toBe(0);
   });
 });
+
+describe('networking applets', () => {
+  it('reject what busybox would reject, without opening a socket', () => {
+    const cases: [string, RegExp][] = [
+      ['httpd -x', /httpd: invalid option -- 'x'/],
+      ['httpd -f -p', /option requires an argument -- 'p'/],
+      ['httpd -f -p 8080 -h /nope', /httpd: can't change directory to '\/nope'/],
+      ['httpd -f -p 10.1.2.3:8080', /httpd: bind: Cannot assign requested address/],
+      ['httpd -f -p web:80', /httpd: bad address 'web:80'/],
+      ['httpd -f -p 0.0.0.0:http', /bad port spec/],
+      ['httpd -i', /-i is not supported/],
+      ['nc 10.0.0.1 80', /only listen mode/],
+      ['nc -l', /supports "nc -l -p PORT" only/],
+      ['nc -l -p 8080 -e /bin/cat', /-e is not supported/],
+    ];
+    for (const [script, message] of cases) {
+      const h = sh(script, { network: new SimNetwork('127.9.9.9') });
+      expect([script, h.exit()]).toEqual([script, 1]);
+      expect(h.stderr.join('')).toMatch(message);
+    }
+  });
+
+  it('a pod-network container cannot bind its own 127.0.0.1 (not modelled)', () => {
+    const h = sh('httpd -f -p 127.0.0.1:8080', { network: new SimNetwork('127.9.9.9') });
+    expect(h.exit()).toBe(1);
+    expect(h.stderr.join('')).toMatch(/own loopback is not modelled/);
+  });
+
+  it('a TERM trap interrupts a foreground httpd at once and closes its socket', async () => {
+    const port = await freePort();
+    const network = new SimNetwork('127.0.0.1');
+    const h = sh(`trap 'echo bye; exit 0' TERM; httpd -f -p ${port}`, { network });
+    await network.whenListening(port);
+    h.proc.signal('TERM');
+    expect(h.exit()).toBe(0);
+    expect(h.stdout.join('')).toBe('bye\n');
+    expect(network.isListening(port)).toBe(false);
+  });
+
+  it('without a trap, PID 1 ignores TERM while serving; an exec\'d httpd dies of it (143)', async () => {
+    const port = await freePort();
+    const network = new SimNetwork('127.0.0.1');
+    const pid1 = sh(`httpd -f -p ${port}`, { network });
+    await network.whenListening(port);
+    pid1.proc.signal('TERM');
+    expect(pid1.exit()).toBeNull();
+    expect(network.isListening(port)).toBe(true);
+    pid1.proc.signal('KILL');
+    expect(pid1.exit()).toBe(EXIT_KILL);
+    expect(network.isListening(port)).toBe(false);
+
+    const exec = start(['httpd', '-f', '-p', String(port)], { pid1: false, network });
+    await network.whenListening(port);
+    exec.proc.signal('TERM');
+    expect(exec.exit()).toBe(EXIT_TERM);
+    expect(network.isListening(port)).toBe(false);
+  });
+
+  it('a process without a network of its own closes its daemons when it ends', async () => {
+    const port = await freePort();
+    const h = sh(`httpd -p ${port} && echo up; sleep 5`);
+    // The daemon reports success once bound; give the event loop a bounded number of turns.
+    for (let turn = 0; turn < 1000 && h.stdout.length === 0 && h.stderr.length === 0; turn++) await new Promise((resolve) => setImmediate(resolve));
+    expect(h.stdout.join('')).toBe('up\n');
+    expect(await isListening(port)).toBe(true);
+    expect(h.exit()).toBeNull();
+    h.clock.advance(5000);
+    expect(h.exit()).toBe(0);
+    expect(await isListening(port)).toBe(false);
+  });
+});
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen({ host: '0.0.0.0', port: 0 }, resolve);
+  });
+  const address = server.address();
+  await new Promise((resolve) => server.close(resolve));
+  if (!address || typeof address === 'string') throw new Error('no port');
+  return address.port;
+}
+
+/** Whether something accepts connections on 127.0.0.1:port. */
+function isListening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}

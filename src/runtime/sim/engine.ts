@@ -8,7 +8,7 @@
  * label), and an idle container owns no timer unless its script is in a finite `sleep`.
  */
 
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import { join } from 'node:path';
 import {
   NamespaceMode,
@@ -34,6 +34,7 @@ import { SimError } from './errors.ts';
 import { SimFs } from './fs.ts';
 import { DEFAULT_IMAGES, ImageStore } from './images.ts';
 import { ContainerLog, CriLogWriter } from './logs.ts';
+import { HOST_NETWORK_ADDRESS, SimNetwork } from './net.ts';
 import { ShellProcess } from './shell.ts';
 
 export const POD_UID_LABEL = 'io.kubernetes.pod.uid';
@@ -101,16 +102,22 @@ interface SimContainer {
   fs: SimFs;
   process: ShellProcess | null;
   execs: Set<ShellProcess>;
+  /** Where the container's servers listen (the pod IP); created at start, closed at exit. */
+  network: SimNetwork | null;
   /** The pending SIGKILL of a StopContainer grace period. */
   kill: { deadline: number; timer: TimerHandle } | null;
   /** Resolvers waiting for the process to exit. */
   exitWaiters: (() => void)[];
 }
 
-/** Allocates 127.b.c.d addresses (b ≥ 1, d in 1..254), unique among live sandboxes. */
+/**
+ * Allocates 127.b.c.d addresses (b ≥ 1, d in 1..254), unique among live sandboxes. Allocation
+ * starts at a random point so that two runtimes on one host (parallel test workers, several
+ * simulated nodes) are unlikely to hand out the same address, since pods' servers really bind it.
+ */
 class LoopbackIpPool {
   private static readonly CAPACITY = 255 * 256 * 254;
-  private next = 0;
+  private next = randomInt(LoopbackIpPool.CAPACITY);
   private readonly inUse = new Set<string>();
 
   allocate(): string {
@@ -320,6 +327,7 @@ export class SimEngine {
       fs: new SimFs(),
       process: null,
       execs: new Set(),
+      network: null,
       kill: null,
       exitWaiters: [],
     };
@@ -346,12 +354,16 @@ export class SimEngine {
       container.log = new ContainerLog(this.logs, container.logPath, () => this.clock.now());
     }
     const log = container.log;
+    // Containers of a pod share its address; host-network ones bind the host's loopback.
+    const network = new SimNetwork(container.sandbox.ip || HOST_NETWORK_ADDRESS);
+    container.network = network;
     const process = new ShellProcess({
       argv: [...container.config.command, ...container.config.args],
       clock: this.clock,
       fs: container.fs,
       env: envOf(container),
       cwd: container.config.workingDir,
+      network,
       pid1: true,
       output: {
         stdout: (text) => log?.write('stdout', text),
@@ -451,6 +463,7 @@ export class SimEngine {
         fs: container.fs,
         env: envOf(container),
         cwd: container.config.workingDir,
+        network: container.network ?? undefined,
         pid1: false,
         output: { stdout: (text) => stdout.push(text), stderr: (text) => stderr.push(text) },
         onExit: (exitCode) => {
@@ -469,6 +482,34 @@ export class SimEngine {
       }
       container.execs.add(process);
       process.start();
+    });
+  }
+
+  /**
+   * Resolves once the container has a server (`httpd`, `nc -l`) listening on `port` at its pod
+   * address. Rejects with FAILED_PRECONDITION if the container is not running or exits first
+   * (e.g. because the port was taken), NOT_FOUND for an unknown container. For tests and tools
+   * that must not race a server's bind; probes themselves just connect.
+   */
+  whenListening(id: string, port: number): Promise<void> {
+    let container: SimContainer;
+    try {
+      container = this.container(id);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const network = container.network;
+    if (network?.isListening(port)) return Promise.resolve();
+    const notListening = (): SimError =>
+      new SimError(
+        'FAILED_PRECONDITION',
+        container.state === 'CONTAINER_EXITED'
+          ? `container "${container.id}" exited with code ${container.exitCode}: nothing listens on port ${port}`
+          : `container "${container.id}" is not running (${container.state}): nothing listens on port ${port}`,
+      );
+    if (container.state !== 'CONTAINER_RUNNING' || !network) return Promise.reject(notListening());
+    return network.whenListening(port).catch(() => {
+      throw notListening();
     });
   }
 
@@ -512,6 +553,7 @@ export class SimEngine {
       container.process?.dispose();
       for (const exec of container.execs) exec.dispose();
       container.execs.clear();
+      container.network?.closeAll('the simulated runtime is shut down');
       if (container.kill) this.clock.clearTimer(container.kill.timer);
       container.kill = null;
       container.log?.close();
@@ -548,8 +590,9 @@ export class SimEngine {
     container.log?.close();
     if (container.kill) this.clock.clearTimer(container.kill.timer);
     container.kill = null;
-    // The container's processes die with it.
+    // The container's processes die with it, and so do its servers (daemonised ones included).
     for (const exec of [...container.execs]) exec.signal('KILL');
+    container.network?.closeAll(`container "${container.id}" exited with code ${exitCode}`);
     for (const resolve of container.exitWaiters.splice(0)) resolve();
     this.emit(container.id, 'CONTAINER_STOPPED_EVENT', container.sandbox);
   }

@@ -7,11 +7,13 @@
  * script would block (sleep, wait, spawn a background job). A small driver resumes them from
  * clock timers. Everything runs synchronously between timer firings, so a fake clock drives
  * scripts deterministically, and an idle container costs one suspended generator plus at most
- * one timer (none for `sleep infinity`).
+ * one timer (none for `sleep infinity`). The exception is real I/O: `httpd` and `nc -l`
+ * (`net.ts`) block their thread on a socket and resume it from Node's event loop.
  */
 
 import type { SimClock, TimerHandle } from './clock.ts';
 import { SimFs } from './fs.ts';
+import { HOST_NETWORK_ADDRESS, SimNetwork, httpd, nc, type AppletContext, type AppletResult, type IoStart } from './net.ts';
 import { parse, ShellSyntaxError, type Assignment, type Command, type Redirect, type Word } from './shell-parse.ts';
 
 export type ShellSignal = 'TERM' | 'KILL';
@@ -42,6 +44,12 @@ export interface ShellProcessOptions {
   env?: Record<string, string>;
   /** Working directory for relative paths; `/` by default. */
   cwd?: string;
+  /**
+   * Where `httpd` and `nc -l` listen. The engine passes the container's network, shared with its
+   * execs, and closes it when the container exits. Without one the process gets its own on
+   * 127.0.0.1, closed when the process ends.
+   */
+  network?: SimNetwork;
 }
 
 const SHELLS = new Set(['sh', 'bash', 'ash', 'dash']);
@@ -92,11 +100,15 @@ type Effect =
   | { kind: 'wait' }
   | { kind: 'spawn'; command: Command }
   /** One loop iteration passed: lets the driver stop a loop that never blocks from hogging the process. */
-  | { kind: 'tick' };
+  | { kind: 'tick' }
+  /** Real I/O (a server): resumes with the status it reports, or is cancelled. */
+  | { kind: 'io'; start: IoStart };
 
 interface Resume {
   /** The blocking effect was cut short by a trapped signal. */
   interrupted: boolean;
+  /** The status an `io` effect finished with. */
+  status?: number;
 }
 
 type Run<T = number> = Generator<Effect, T, Resume>;
@@ -123,7 +135,9 @@ interface Thread {
   run: Run;
   timer: TimerHandle | null;
   /** What the thread is blocked on, or null while it is runnable. */
-  blockedOn: 'sleep' | 'wait' | null;
+  blockedOn: 'sleep' | 'wait' | 'io' | null;
+  /** Cancels the pending `io` effect. */
+  cancelIo: (() => void) | null;
   ticks: number;
 }
 
@@ -147,6 +161,8 @@ export class ShellProcess {
   private pumping = false;
   private status: 'new' | 'running' | 'exited' = 'new';
   private exitCodeValue: number | null = null;
+  private networkValue: SimNetwork | null;
+  private readonly ownsNetwork: boolean;
 
   constructor(options: ShellProcessOptions) {
     this.clock = options.clock;
@@ -157,6 +173,8 @@ export class ShellProcess {
     this.cwd = SimFs.resolve(options.cwd || '/');
     for (const [key, value] of Object.entries(options.env ?? {})) this.vars.set(key, value);
     this.program = programFor(options.argv);
+    this.networkValue = options.network ?? null;
+    this.ownsNetwork = options.network === undefined;
   }
 
   get exited(): boolean {
@@ -171,7 +189,7 @@ export class ShellProcess {
   start(): void {
     if (this.status !== 'new') return;
     this.status = 'running';
-    const thread: Thread = { main: true, run: this.runProgram(), timer: null, blockedOn: null, ticks: 0 };
+    const thread: Thread = { main: true, run: this.runProgram(), timer: null, blockedOn: null, cancelIo: null, ticks: 0 };
     this.mainThread = thread;
     this.schedule(thread, CONTINUE);
   }
@@ -259,7 +277,7 @@ export class ShellProcess {
           this.blockOnTimer(thread, 1);
           return;
         case 'spawn': {
-          const job: Thread = { main: false, run: this.runBackground(effect.command), timer: null, blockedOn: null, ticks: 0 };
+          const job: Thread = { main: false, run: this.runBackground(effect.command), timer: null, blockedOn: null, cancelIo: null, ticks: 0 };
           this.background.add(job);
           this.runQueue.push([job, CONTINUE]);
           continue;
@@ -284,6 +302,14 @@ export class ShellProcess {
           if (this.background.size === 0) continue;
           thread.blockedOn = 'wait';
           return;
+        case 'io':
+          if (thread.main && this.termPending) {
+            this.termPending = false;
+            input = INTERRUPTED;
+            continue;
+          }
+          this.blockOnIo(thread, effect.start);
+          return;
       }
     }
   }
@@ -297,10 +323,42 @@ export class ShellProcess {
     });
   }
 
+  /** Blocks `thread` on real I/O until it reports a status (→ resumed) or is cancelled. */
+  private blockOnIo(thread: Thread, start: IoStart): void {
+    thread.blockedOn = 'io';
+    let pending = true;
+    let stop = (): void => {};
+    const done = (status: number): void => {
+      if (!pending) return;
+      pending = false;
+      thread.cancelIo = null;
+      thread.blockedOn = null;
+      // Only I/O that succeeded counts as blocking for the busy-loop guard: a loop around a
+      // command that keeps failing at once (`while true; do httpd -f -p 80; done`) still yields.
+      if (status === 0) thread.ticks = 0;
+      this.schedule(thread, { interrupted: false, status });
+    };
+    thread.cancelIo = () => {
+      if (!pending) return;
+      pending = false;
+      stop();
+    };
+    try {
+      stop = start(done);
+    } catch (error) {
+      // As for interpreter bugs: the command fails visibly instead of taking the agent down.
+      this.output.stderr(`sh: internal error: ${error instanceof Error ? error.message : String(error)}\n`);
+      done(1);
+    }
+  }
+
   private unblock(thread: Thread): void {
     if (thread.timer) this.clock.clearTimer(thread.timer);
     thread.timer = null;
     thread.blockedOn = null;
+    const cancelIo = thread.cancelIo;
+    thread.cancelIo = null;
+    cancelIo?.();
   }
 
   private threadEnded(thread: Thread, status: number): void {
@@ -325,6 +383,14 @@ export class ShellProcess {
     for (const thread of [this.mainThread, ...this.background]) if (thread) this.unblock(thread);
     this.background.clear();
     this.runQueue.length = 0;
+    // A network of its own dies with the process (daemonised servers included); a container's
+    // network is closed by the engine when the container exits.
+    if (this.ownsNetwork) this.networkValue?.closeAll('the process exited');
+  }
+
+  private get network(): SimNetwork {
+    this.networkValue ??= new SimNetwork(HOST_NETWORK_ADDRESS);
+    return this.networkValue;
   }
 
   // ------------------------------------------------------------------ interpreter
@@ -400,22 +466,38 @@ export class ShellProcess {
     return yield* this.exec(command);
   }
 
+  /**
+   * Runs a networking applet: an immediate status, or real I/O that blocks the thread until it
+   * reports a status. A trapped TERM cancels it (closing its server) and returns 143.
+   */
+  private *applet(result: AppletResult): Run {
+    if ('status' in result) return result.status;
+    const resume = yield { kind: 'io', start: result.start };
+    if (!resume.interrupted) return resume.status ?? 0;
+    yield* this.runTrap();
+    return EXIT_TERM;
+  }
+
   /** Yields a blocking effect; when a trapped signal cuts it short, runs the trap and says so. */
   private *block(effect: Effect): Run<boolean> {
     const resume = yield effect;
     if (!resume.interrupted) return false;
-    const action = this.traps.get('TERM');
-    if (action) {
-      this.inTrap = true;
-      const saved = this.lastStatus;
-      try {
-        yield* this.runSource(action);
-      } finally {
-        this.inTrap = false;
-      }
-      this.lastStatus = saved;
-    }
+    yield* this.runTrap();
     return true;
+  }
+
+  /** Runs the TERM trap after it interrupted a blocking command. */
+  private *runTrap(): Run<void> {
+    const action = this.traps.get('TERM');
+    if (!action) return;
+    this.inTrap = true;
+    const saved = this.lastStatus;
+    try {
+      yield* this.runSource(action);
+    } finally {
+      this.inTrap = false;
+    }
+    this.lastStatus = saved;
   }
 
   private *exec(command: Command): Run {
@@ -638,10 +720,22 @@ export class ShellProcess {
         return args.length === 0 ? 0 : yield* this.runCommand(args, io);
       case 'sh':
         return yield* this.nestedShell(args, err);
+      case 'httpd':
+        return yield* this.applet(httpd(args, this.appletContext(out, err)));
+      case 'nc':
+        return yield* this.applet(nc(args, this.appletContext(out, err)));
       default:
         err(`sh: ${rawName}: not found\n`);
         return 127;
     }
+  }
+
+  private appletContext(out: (text: string) => void, err: (text: string) => void): AppletContext {
+    // Output that arrives from a socket after the process ended goes nowhere.
+    const live = (write: (text: string) => void) => (text: string): void => {
+      if (this.status === 'running') write(text);
+    };
+    return { network: this.network, fs: this.fs, cwd: this.cwd, out: live(out), err: live(err) };
   }
 
   /** `sh -c SCRIPT` inside a script: run inline; its `exit` ends only the nested shell. */
@@ -738,7 +832,7 @@ export class ShellProcess {
   }
 }
 
-const BUILTIN_NAMES = new Set(['true', 'false', 'exit', 'echo', 'sleep', 'wait', 'trap', 'test', '[', 'touch', 'rm', 'mkdir', 'cat', 'pwd', 'cd', 'exec', 'sh']);
+const BUILTIN_NAMES = new Set(['true', 'false', 'exit', 'echo', 'sleep', 'wait', 'trap', 'test', '[', 'touch', 'rm', 'mkdir', 'cat', 'pwd', 'cd', 'exec', 'sh', 'httpd', 'nc']);
 
 function basename(path: string): string {
   return path.slice(path.lastIndexOf('/') + 1);
