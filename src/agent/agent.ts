@@ -21,6 +21,8 @@ import { createPodMachine } from '../machines/pod.ts';
 import { PodManager } from '../machines/podManager.ts';
 import { createPodWorkersLogic } from '../machines/podWorkers.ts';
 import { type SyncLoopMachine, createSyncLoopMachine } from '../machines/syncLoop.ts';
+import { createProbeManagerLogic } from '../prober/manager.ts';
+import { realClock } from '../prober/scheduler.ts';
 import { CriClient } from '../runtime/cri/client.ts';
 import { startSimRuntime } from '../runtime/sim/server.ts';
 import { type AgentView, type ListeningServer, healthzHandler, listen, readOnlyHandler } from '../server/http.ts';
@@ -35,6 +37,8 @@ export const plegHealthThresholdMs = 3 * 60_000;
 const syncTickMs = 1_000;
 const housekeepingMs = 2_000;
 const errorBackoffMs = 10_000;
+/** Probes running at once, node-wide (the rest wait their turn in due order). */
+const maxConcurrentProbes = 32;
 
 export interface Agent {
   syncLoop: Actor<SyncLoopMachine>;
@@ -136,6 +140,19 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     // Evented PLEG where the runtime streams container events (sim://, containerd 1.7+); relisting
     // every --pleg-relist-period otherwise (containerd 1.6 answers UNIMPLEMENTED).
     pleg: createPlegMachine(relister, config.eventedPleg ? { evented: { relistPeriodMs: config.eventedPlegRelistPeriodMs } } : {}),
+    probes: createProbeManagerLogic({
+      statuses,
+      podManager,
+      runtime,
+      scheduler: {
+        clock: realClock,
+        random: Math.random,
+        maxConcurrent: maxConcurrentProbes,
+        onError: (worker, err) => log('error', 'Probe worker failed', { worker, err }),
+      },
+      now,
+      log,
+    }),
   });
   const syncLoop = createActor(syncLoopMachine, {
     systemId: 'syncLoop',

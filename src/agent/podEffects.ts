@@ -10,9 +10,9 @@ import { podLogDirectory } from '../kuberuntime/configs.ts';
 import { type RuntimeDeps, executePlan, killPodRuntime, removePodRuntime } from '../kuberuntime/execute.ts';
 import type { PreStopRuns } from '../kuberuntime/kill.ts';
 import { type RuntimePodStatus, readPodStatus } from '../kuberuntime/podStatus.ts';
-import { computePodActions, isEmptyPlan } from '../machines/decide/computePodActions.ts';
+import { type ProbeResult, computePodActions, isEmptyPlan, noProbeResults } from '../machines/decide/computePodActions.ts';
 import { podProgress } from '../machines/decide/progress.ts';
-import type { PodEffects, PodMemory, SyncOutcome } from '../machines/pod.ts';
+import type { PodEffects, PodMemory, PodProbeResults, SyncOutcome } from '../machines/pod.ts';
 import { generatePodStatus, isTerminalPhase } from '../status/generate.ts';
 import type { StatusManager } from '../status/manager.ts';
 
@@ -41,8 +41,9 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
     preStopsByPod.delete(uid);
   };
 
-  const publish = (pod: Pod, runtime: RuntimePodStatus, memory: PodMemory, podIsTerminal: boolean): PodStatus => {
+  const publish = (pod: Pod, runtime: RuntimePodStatus, memory: PodMemory, podIsTerminal: boolean, probes?: PodProbeResults): PodStatus => {
     const status = generatePodStatus({
+      ...(probes ? { readiness: successes(probes.readiness), started: successes(probes.startup) } : {}),
       pod,
       runtime,
       previous: deps.statuses.get(pod.metadata.uid),
@@ -71,18 +72,18 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
   };
 
   return {
-    async syncPod({ pod, memory }, signal) {
+    async syncPod({ pod, memory, probes }, signal) {
       const opts = { signal };
       const before = await readPodStatus(deps.runtime, pod.metadata.uid, opts);
-      const current = publish(pod, before, memory, false);
+      const current = publish(pod, before, memory, false, probes);
       if (isTerminalPhase(current.phase)) return outcome(pod, before, memory, current);
-      const actions = computePodActions(pod, before);
+      const actions = computePodActions(pod, before, probes ?? noProbeResults);
       if (isEmptyPlan(actions)) return outcome(pod, before, memory, current);
 
       const executed = await executePlan(deps, pod, before, actions, memory, opts, preStopsOf(pod.metadata.uid));
       const next: PodMemory = { backoff: executed.backoff, reasons: executed.reasons };
       const after = await readPodStatus(deps.runtime, pod.metadata.uid, opts);
-      const status = publish(pod, after, next, false);
+      const status = publish(pod, after, next, false, probes);
       const extra: Partial<SyncOutcome> = { errors: executed.errors };
       if (executed.retryAfterMs !== undefined) extra.retryAfterMs = executed.retryAfterMs;
       return outcome(pod, after, next, status, extra);
@@ -112,6 +113,11 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
       deps.log('info', 'Removed pod from runtime', { pod: podRef(pod) });
     },
   };
+}
+
+/** Results by container ID as booleans (Success ⇒ true). */
+function successes(results: Readonly<Record<string, ProbeResult>>): Record<string, boolean> {
+  return Object.fromEntries(Object.entries(results).map(([id, result]) => [id, result === 'Success']));
 }
 
 /**

@@ -26,7 +26,10 @@
  *
  * Events accepted
  *   POD.UPDATE (all states), POD.SYNC and PLEG.* (syncing; ignored after), POD.KILL (all states),
- *   POD.RELEASE (all states).
+ *   POD.RELEASE (all states), PROBE.RESULT (syncing: recorded in `context.probes`, one entry per
+ *   container and kind; a result that differs from what the pod held — a liveness/startup Failure,
+ *   startup Success, a readiness change — asks for a sync, which passes the results to computePodActions
+ *   and the status; terminating: readiness is recorded; ignored after).
  *
  * Never: performs I/O itself (every effect runs in an invoked actor), lets a grace period grow,
  * starts a sync after termination was requested.
@@ -35,6 +38,7 @@ import { type ErrorActorEvent, and, assign, fromPromise, not, sendParent, setup 
 import type { Pod, PodPhase } from '../api/types.ts';
 import { podRef } from '../api/types.ts';
 import type { BackoffTable } from './decide/backoff.ts';
+import type { ProbeResult, ProbeResults } from './decide/computePodActions.ts';
 import { nextGracePeriod } from './decide/gracePeriod.ts';
 import type { InitStep, PodProgress } from './decide/progress.ts';
 import type { PlegEvent } from './decide/relist.ts';
@@ -49,6 +53,34 @@ export interface PodMemory {
 export interface SyncRequest {
   pod: Pod;
   memory: PodMemory;
+  /** The probe results of the pod's containers, by container ID (absent: none yet). */
+  probes?: PodProbeResults;
+}
+
+/** Probe results by container ID: liveness and startup for computePodActions, readiness for status. */
+export interface PodProbeResults extends ProbeResults {
+  readiness: Readonly<Record<string, ProbeResult>>;
+}
+
+/**
+ * The latest probe result of each container, per kind, for the container ID it was about: one entry
+ * per container and kind (a restarted container's entry replaces its predecessor's), plain data.
+ */
+export type PodProbes = Readonly<Record<ProbeKind, Readonly<Record<string, { containerId: string; result: ProbeResult }>>>>;
+
+const noProbes: PodProbes = { liveness: {}, readiness: {}, startup: {} };
+
+/** What the pod assumes of a container without a result: readiness Failure, liveness Success, startup none. */
+function currentProbeResult(probes: PodProbes, event: ProbeResultEvent): ProbeResult | undefined {
+  const entry = probes[event.kind][event.containerName];
+  if (entry?.containerId === event.containerId) return entry.result;
+  return event.kind === 'readiness' ? 'Failure' : event.kind === 'liveness' ? 'Success' : undefined;
+}
+
+export function probeResultsById(probes: PodProbes): PodProbeResults {
+  const byId = (kind: ProbeKind) =>
+    Object.fromEntries(Object.values(probes[kind]).map(({ containerId, result }) => [containerId, result]));
+  return { liveness: byId('liveness'), readiness: byId('readiness'), startup: byId('startup') };
 }
 
 export interface SyncOutcome {
@@ -85,13 +117,26 @@ export interface PodEffects {
 
 export type UpdateType = 'create' | 'update' | 'sync';
 
+export type ProbeKind = 'liveness' | 'readiness' | 'startup';
+
+/** A probe worker's result for a container changed (the probe manager sends only changes). */
+export type ProbeResultEvent = {
+  type: 'PROBE.RESULT';
+  podUid: string;
+  containerId: string;
+  containerName: string;
+  kind: ProbeKind;
+  result: ProbeResult;
+};
+
 export type PodEvent =
   | { type: 'POD.UPDATE'; pod: Pod; updateType: UpdateType }
   | { type: 'POD.SYNC' }
   | { type: 'POD.KILL'; gracePeriodSeconds?: number; deleted?: boolean; reason?: string }
   /** The supervisor lets go of this actor (the pod is forgotten, or the agent is stopping). */
   | { type: 'POD.RELEASE' }
-  | PlegEvent;
+  | PlegEvent
+  | ProbeResultEvent;
 
 /** Messages a pod actor sends to its supervisor. */
 export type PodReport =
@@ -118,6 +163,8 @@ export interface PodContext {
   restartRequested: boolean;
   /** Syncs run so far (for the visualizer and tests). */
   syncCount: number;
+  /** The probe manager's latest results for this pod's containers. */
+  probes: PodProbes;
 }
 
 /** What a released pod actor leaves behind: which UID it was. */
@@ -167,6 +214,10 @@ export function createPodMachine(effects: PodEffects) {
       atSandbox: ({ context }) => context.progress.stage === 'sandbox',
       atInit: ({ context }) => context.progress.stage === 'initializing',
       atRunning: ({ context }) => context.progress.stage === 'running',
+      /** A probe result that changes what a sync would do or publish (a kill, started, ready). */
+      probeChangesPod: ({ context, event }) =>
+        event.type === 'PROBE.RESULT' && currentProbeResult(context.probes, event) !== event.result,
+      isReadinessResult: ({ event }) => event.type === 'PROBE.RESULT' && event.kind === 'readiness',
       initStep: ({ context }, step: InitStep) =>
         context.progress.stage === 'initializing' && context.progress.step === step,
     },
@@ -175,6 +226,13 @@ export function createPodMachine(effects: PodEffects) {
         pendingPod: ({ event, context }) => (event.type === 'POD.UPDATE' ? event.pod : context.pendingPod),
       }),
       markSyncRequested: assign({ syncRequested: true }),
+      recordProbe: assign({
+        probes: ({ context, event }) => {
+          if (event.type !== 'PROBE.RESULT') return context.probes;
+          const { kind, containerName, containerId, result } = event;
+          return { ...context.probes, [kind]: { ...context.probes[kind], [containerName]: { containerId, result } } };
+        },
+      }),
       takePending: assign(({ context }) => ({
         pod: context.pendingPod ?? context.pod,
         pendingPod: null,
@@ -245,6 +303,7 @@ export function createPodMachine(effects: PodEffects) {
       deleted: false,
       restartRequested: false,
       syncCount: 0,
+      probes: noProbes,
     }),
     initial: 'syncing',
     on: {
@@ -264,7 +323,7 @@ export function createPodMachine(effects: PodEffects) {
               working: {
                 invoke: {
                   src: 'syncPod',
-                  input: ({ context }) => ({ pod: context.pod, memory: context.memory }),
+                  input: ({ context }) => ({ pod: context.pod, memory: context.memory, probes: probeResultsById(context.probes) }),
                   onDone: [
                     {
                       guard: ({ event }) => event.output.isTerminal,
@@ -291,6 +350,10 @@ export function createPodMachine(effects: PodEffects) {
                   'POD.UPDATE': { guard: not('updateDeletesPod'), actions: 'keepPending' },
                   'POD.SYNC': { actions: 'markSyncRequested' },
                   'PLEG.*': { actions: 'markSyncRequested' },
+                  'PROBE.RESULT': [
+                    { guard: 'probeChangesPod', actions: ['recordProbe', 'markSyncRequested'] },
+                    { actions: 'recordProbe' },
+                  ],
                 },
               },
               idle: {
@@ -299,6 +362,10 @@ export function createPodMachine(effects: PodEffects) {
                   'POD.UPDATE': { guard: not('updateDeletesPod'), target: 'working', actions: 'applyUpdate' },
                   'POD.SYNC': { target: 'working' },
                   'PLEG.*': { target: 'working' },
+                  'PROBE.RESULT': [
+                    { guard: 'probeChangesPod', target: 'working', actions: 'recordProbe' },
+                    { actions: 'recordProbe' },
+                  ],
                 },
               },
             },
@@ -363,6 +430,8 @@ export function createPodMachine(effects: PodEffects) {
             { guard: 'isCreate', actions: 'requestRestart' },
             { actions: 'applyUpdate' },
           ],
+          // Readiness goes on while the containers stop (liveness and startup no longer matter).
+          'PROBE.RESULT': { guard: 'isReadinessResult', actions: 'recordProbe' },
         },
         states: {
           killing: {

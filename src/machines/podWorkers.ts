@@ -1,7 +1,7 @@
 /**
  * The pod workers: the registry of pod actors that the syncLoop invokes and feeds. It turns config
- * changes into POD.* events (admitting new pods first), routes PLEG events to the pod they
- * concern, keeps the work queue of pods due for a resync (one shared tick, no per-pod timers),
+ * changes into POD.* events (admitting new pods first), routes PLEG events and probe results to
+ * the pod they concern, keeps the work queue of pods due for a resync (one shared tick, no per-pod timers),
  * and does housekeeping: forgetting finished pods, restarting a UID whose config came back, and
  * stopping runtime pods nobody owns.
  *
@@ -21,7 +21,7 @@ import type { Logger } from '../log.ts';
 import type { StatusManager } from '../status/manager.ts';
 import { type NodeInfo, admitPod } from './decide/admit.ts';
 import type { PlegEvent } from './decide/relist.ts';
-import type { PodMachine, PodOutput, PodReport } from './pod.ts';
+import type { PodMachine, PodOutput, PodReport, ProbeResultEvent } from './pod.ts';
 import type { PodManager } from './podManager.ts';
 import { StaticPodNames } from './staticPodNames.ts';
 
@@ -41,7 +41,14 @@ export type PodReleasedEvent = { type: `xstate.done.actor.${string}`; output: Po
 /** A pod actor failed (a bug, not a runtime error: those are handled inside the actor). */
 export type PodFailedEvent = { type: `xstate.error.actor.${string}`; error: unknown };
 
-export type PodWorkersEvent = ConfigEvent | PlegEvent | TickEvent | PodReport | PodReleasedEvent | PodFailedEvent;
+export type PodWorkersEvent =
+  | ConfigEvent
+  | PlegEvent
+  | ProbeResultEvent
+  | TickEvent
+  | PodReport
+  | PodReleasedEvent
+  | PodFailedEvent;
 
 const actorIdPrefix = 'pod/';
 /** The id and systemId of the actor of a pod UID. */
@@ -252,6 +259,7 @@ export function createPodWorkersLogic(deps: PodWorkersDeps) {
         case 'PLEG.CONTAINER_STARTED':
         case 'PLEG.CONTAINER_DIED':
         case 'PLEG.CONTAINER_REMOVED':
+        case 'PROBE.RESULT':
           workers.get(event.podUid)?.send(event);
           return;
         case 'TICK.SYNC':

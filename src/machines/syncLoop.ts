@@ -2,8 +2,9 @@
  * The syncLoop: the agent's root actor. It owns three children and the shared clock ticks:
  *   - `sources`: the config sources and their merge; sends CONFIG.* and SOURCE.SEEN;
  *   - `pods`: the pod workers (the registry of pod actors, see podWorkers.ts);
- *   - `pleg`: the pod lifecycle event generator (CRI event stream and relisting); sends PLEG.*.
- * and routes between them: config and PLEG events go to the pods, `TICK.SYNC` (every second)
+ *   - `pleg`: the pod lifecycle event generator (CRI event stream and relisting); sends PLEG.*;
+ *   - `probes`: the probe manager (src/prober/manager.ts); sends PROBE.RESULT when a result changes.
+ * and routes between them: config, PLEG and probe events go to the pods, `TICK.SYNC` (every second)
  * lets due pods resync, `TICK.HOUSEKEEPING` (every two seconds) runs cleanups, but only once
  * every configured source has delivered its first snapshot — before that, a pod missing from
  * config may just not have been read yet.
@@ -17,15 +18,17 @@
  * Context holds only counters and small facts for health and the visualizer; the pods themselves
  * live in their own actors.
  */
-import { type AnyActorLogic, assertEvent, assign, sendTo, setup } from 'xstate';
+import { type AnyActorLogic, assertEvent, assign, fromCallback, sendTo, setup } from 'xstate';
 import type { SourceName } from '../api/types.ts';
 import type { PlegReport } from './pleg.ts';
+import type { ProbeResultEvent } from './pod.ts';
 import type { ConfigEvent, PodWorkersEvent } from './podWorkers.ts';
 
 export type SyncLoopEvent =
   | ConfigEvent
   | { type: 'SOURCE.SEEN'; source: SourceName }
   | PlegReport
+  | ProbeResultEvent
   | { type: 'SOURCE.ERROR'; source: SourceName; message: string };
 
 /** The events the syncLoop forwards to the pod workers as they are. */
@@ -38,6 +41,7 @@ const routedToPods = [
   'PLEG.CONTAINER_STARTED',
   'PLEG.CONTAINER_DIED',
   'PLEG.CONTAINER_REMOVED',
+  'PROBE.RESULT',
 ] as const;
 
 export interface SyncLoopInput {
@@ -64,7 +68,11 @@ export type SyncLoopChildren = {
   sources: AnyActorLogic;
   pods: AnyActorLogic;
   pleg: AnyActorLogic;
+  /** The probe manager (sends PROBE.RESULT); none: nothing is probed. */
+  probes?: AnyActorLogic;
 };
+
+const noProbes = fromCallback(() => {});
 
 export function createSyncLoopMachine(children: SyncLoopChildren) {
   return setup({
@@ -73,7 +81,7 @@ export function createSyncLoopMachine(children: SyncLoopChildren) {
       events: {} as SyncLoopEvent,
       input: {} as SyncLoopInput,
     },
-    actors: children,
+    actors: { ...children, probes: children.probes ?? noProbes },
     delays: {
       syncTick: ({ context }) => context.syncTickMs,
       housekeeping: ({ context }) => context.housekeepingMs,
@@ -120,6 +128,7 @@ export function createSyncLoopMachine(children: SyncLoopChildren) {
     invoke: [
       { id: 'pods', src: 'pods' },
       { id: 'sources', src: 'sources' },
+      { id: 'probes', src: 'probes' },
       { id: 'pleg', src: 'pleg', input: ({ context }: { context: SyncLoopContext }) => ({ periodMs: context.plegPeriodMs }) },
     ],
     on: {
@@ -128,6 +137,7 @@ export function createSyncLoopMachine(children: SyncLoopChildren) {
       'PLEG.CONTAINER_STARTED': { actions: ['routeToPods', 'countRouted'] },
       'PLEG.CONTAINER_DIED': { actions: ['routeToPods', 'countRouted'] },
       'PLEG.CONTAINER_REMOVED': { actions: ['routeToPods', 'countRouted'] },
+      'PROBE.RESULT': { actions: ['routeToPods', 'countRouted'] },
     },
     type: 'parallel',
     states: {

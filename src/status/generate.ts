@@ -39,6 +39,11 @@ export interface StatusInput {
   podIsTerminal: boolean;
   /** Readiness by container ID; containers without a readiness probe are ready when running. */
   readiness?: Readonly<Record<string, boolean>>;
+  /**
+   * Startup probe success by container ID; containers without a startup probe have started when
+   * running. A container that has not started is not ready either (KUBELET_BEHAVIOR §9).
+   */
+  started?: Readonly<Record<string, boolean>>;
   nowMs: number;
   hostIP?: string;
   /** The runtime's name, as in `containerID: <runtime>://<id>`. */
@@ -206,7 +211,7 @@ function containerStatus(
     image: newest.image || container.image || '',
     imageID: newest.imageRef,
     containerID: `${runtimeName}://${newest.id}`,
-    started: running,
+    started: running && (input.started?.[newest.id] ?? !container.startupProbe),
   };
   const waiting = input.reasons[container.name];
   const restartable = isInit && !isSidecar(container) ? initShouldRestart(pod, newest) : shouldRestart(pod, newest);
@@ -217,7 +222,7 @@ function containerStatus(
   if (isInit && !isSidecar(container)) {
     status.ready = newest.state === 'CONTAINER_EXITED' && newest.exitCode === 0;
   } else {
-    status.ready = running && (input.readiness?.[newest.id] ?? !container.readinessProbe);
+    status.ready = status.started === true && (input.readiness?.[newest.id] ?? !container.readinessProbe);
   }
   return status;
 }

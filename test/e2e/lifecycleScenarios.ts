@@ -82,8 +82,13 @@ export function defineLifecycleScenarios(runtime: ScenarioRuntime): void {
       expect(containerStatus(pod, 'app')?.state.running).toBeUndefined();
       const containers = await containersOf(pod.metadata.uid);
       expect(containers.map((c) => c.metadata.name)).toEqual(['setup']);
-      const sandboxes = await fixture.cri.listPodSandbox({ labelSelector: { [Label.podUid]: pod.metadata.uid } });
-      expect(sandboxes.every((s) => s.state === 'SANDBOX_NOTREADY')).toBe(true);
+      // The Failed status comes first; the pod then terminates, which stops its sandbox.
+      await expect
+        .poll(async () => (await fixture.cri.listPodSandbox({ labelSelector: { [Label.podUid]: pod.metadata.uid } })).map((s) => s.state), {
+          timeout: 20_000,
+          interval: 100,
+        })
+        .toEqual(['SANDBOX_NOTREADY']);
     }, 45_000);
 
     it('reports ErrImageNeverPull for a missing image under imagePullPolicy Never', async () => {

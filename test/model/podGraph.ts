@@ -7,7 +7,7 @@
  * ourselves: the invoked actors' results (`xstate.done.actor.<invokeId>` with a `SyncOutcome` we
  * construct, `xstate.error.actor.<invokeId>`), the delayed events of the retry states
  * (`xstate.after.<delay>.<stateId>`), and the supervisor's events (`POD.UPDATE`, `POD.SYNC`,
- * `PLEG.*`, `POD.KILL`, `POD.RELEASE`). Invoke ids and delayed event types are read from the machine
+ * `PLEG.*`, `PROBE.RESULT`, `POD.KILL`, `POD.RELEASE`). Invoke ids and delayed event types are read from the machine
  * definition, not written down here.
  *
  * Every path is then replayed with the machine's own pure `transition(snapshot, event, scope)` on an
@@ -17,8 +17,8 @@
  * machine record any call: a call would mean the exploration ran real work.
  *
  * A state of the graph is the snapshot reduced to what the machine's behaviour depends on (state
- * value, which pod spec, the pending slot, the progress, the phase, the grace period, the deletion
- * and restart flags); counters and error messages are left out so the graph is finite.
+ * value, which pod spec, the pending slot, the progress, the phase, the probe results, the grace
+ * period, the deletion and restart flags); counters and error messages are left out so the graph is finite.
  */
 import {
   type ActorLogic,
@@ -36,6 +36,7 @@ import {
 } from 'xstate';
 import { getStateNodes as allStateNodes } from 'xstate/graph';
 import type { Pod, PodPhase } from '../../src/api/types.ts';
+import type { ProbeResult } from '../../src/machines/decide/computePodActions.ts';
 import type { PodProgress } from '../../src/machines/decide/progress.ts';
 import type { PlegEventType } from '../../src/machines/decide/relist.ts';
 import {
@@ -43,6 +44,7 @@ import {
   type PodEffects,
   type PodInput,
   type PodMachine,
+  type ProbeKind,
   type SyncOutcome,
   createPodMachine,
 } from '../../src/machines/pod.ts';
@@ -192,6 +194,11 @@ const pleg = (type: PlegEventType): Letter => ({
   event: { type, podUid: pods.v1.metadata.uid, containerId: 'container-1' },
 });
 
+const probe = (kind: ProbeKind, result: ProbeResult): Letter => ({
+  label: `PROBE.RESULT(${kind} ${result})`,
+  event: { type: 'PROBE.RESULT', podUid: pods.v1.metadata.uid, containerId: 'container-1', containerName: 'main', kind, result },
+});
+
 function done(src: string, label: string, output?: SyncOutcome): Letter {
   return { label: `done:${src}${label ? `(${label})` : ''}`, event: { type: `xstate.done.actor.${invokeId(src)}`, output } };
 }
@@ -215,6 +222,10 @@ export function fullAlphabet(): Letter[] {
     pleg('PLEG.CONTAINER_STARTED'),
     pleg('PLEG.CONTAINER_DIED'),
     pleg('PLEG.CONTAINER_REMOVED'),
+    // A liveness Failure asks for a sync the first time and changes nothing when repeated; so does a
+    // readiness Success (recorded while terminating too).
+    probe('liveness', 'Failure'),
+    probe('readiness', 'Success'),
     { label: 'POD.KILL', event: { type: 'POD.KILL' } },
     { label: 'POD.KILL(grace=5)', event: { type: 'POD.KILL', gracePeriodSeconds: grace.killShorter } },
     { label: 'POD.KILL(grace=60)', event: { type: 'POD.KILL', gracePeriodSeconds: grace.killLonger } },
@@ -298,6 +309,8 @@ export function serializeSnapshot(snapshot: AnyMachineSnapshot): string {
     syncRequested: c.syncRequested,
     progress: syncing ? c.progress : undefined,
     phase: syncing ? c.phase : undefined,
+    // Probe results decide whether a PROBE.RESULT starts a sync; nothing reads them after syncing.
+    probes: syncing ? c.probes : undefined,
     grace: c.gracePeriodSeconds,
     deleted: c.deleted,
     restartRequested: c.restartRequested,

@@ -1,0 +1,172 @@
+import { describe, expect, it } from 'vitest';
+import { type AnyEventObject, createActor, setup } from 'xstate';
+import type { ContainerStatus, Pod, PodStatus, Probe } from '../../src/api/types.ts';
+import { silentLogger } from '../../src/log.ts';
+import { PodManager } from '../../src/machines/podManager.ts';
+import type { ProbeKind } from '../../src/prober/decide.ts';
+import type { ProbeOutcome, ProbeTarget } from '../../src/prober/handlers.ts';
+import { createProbeManagerLogic } from '../../src/prober/manager.ts';
+import type { SchedulerClock } from '../../src/prober/scheduler.ts';
+import { FakeRuntime } from '../../src/runtime/fake.ts';
+import { StatusManager } from '../../src/status/manager.ts';
+import { container, makePod } from '../support/pods.ts';
+
+function fakeClock() {
+  let now = Date.parse('2026-01-01T00:00:00Z');
+  const timers = new Map<number, { at: number; callback: () => void }>();
+  let nextId = 0;
+  const clock: SchedulerClock = {
+    now: () => now,
+    setTimeout: (callback, ms) => (timers.set(nextId, { at: now + ms, callback }), nextId++),
+    clearTimeout: (handle) => void timers.delete(handle as number),
+  };
+  const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
+  return {
+    clock,
+    now: () => now,
+    async advance(ms: number) {
+      const end = now + ms;
+      for (;;) {
+        const next = [...timers.entries()].sort((a, b) => a[1].at - b[1].at)[0];
+        if (!next || next[1].at > end) break;
+        timers.delete(next[0]);
+        now = next[1].at;
+        next[1].callback();
+        await flush();
+      }
+      now = end;
+      await flush();
+    },
+  };
+}
+
+const fast: Probe = { exec: { command: ['check'] }, periodSeconds: 1, failureThreshold: 2 };
+
+function harness(pod: Pod) {
+  const fake = fakeClock();
+  const statuses = new StatusManager();
+  const podManager = new PodManager();
+  podManager.set(pod);
+  const answers: Record<ProbeKind, ProbeOutcome['result']> = { liveness: 'Success', readiness: 'Success', startup: 'Success' };
+  const calls: { kind: ProbeKind; containerId: string; podIP: string }[] = [];
+  const kindOf = (probe: Probe, target: ProbeTarget): ProbeKind =>
+    probe === target.container.livenessProbe ? 'liveness' : probe === target.container.readinessProbe ? 'readiness' : 'startup';
+  const events: AnyEventObject[] = [];
+  const logic = createProbeManagerLogic({
+      statuses,
+      podManager,
+      runtime: new FakeRuntime(),
+      scheduler: { clock: fake.clock, random: () => 0, maxConcurrent: 32 },
+      now: fake.now,
+      log: silentLogger,
+      runProbe: async (probe, target) => {
+        const kind = kindOf(probe, target);
+        calls.push({ kind, containerId: target.containerId, podIP: target.podIP });
+        return { result: answers[kind], output: `${kind} said ${answers[kind]}` };
+      },
+    });
+  const parent = createActor(
+    setup({ actors: { probes: logic } }).createMachine({
+      invoke: { src: 'probes' },
+      on: { 'PROBE.RESULT': { actions: ({ event }) => void events.push(event) } },
+    }),
+  ).start();
+  const setContainer = (id: string, running = true, phase: PodStatus['phase'] = 'Running') => {
+    const cs: ContainerStatus = {
+      name: 'app',
+      state: running ? { running: { startedAt: new Date(fake.now()).toISOString() } } : { terminated: { exitCode: 1 } },
+      lastState: {},
+      ready: false,
+      restartCount: 0,
+      image: 'i',
+      imageID: 'i',
+      containerID: `fake://${id}`,
+    };
+    statuses.set(pod.metadata.uid, { phase, podIP: '10.1.2.3', containerStatuses: [cs] });
+  };
+  const results = () => events.map((e) => `${e['kind']}:${e['containerId']}:${e['result']}`);
+  return { fake, statuses, podManager, answers, calls, events, results, setContainer, stop: () => parent.stop() };
+}
+
+describe('probe manager', () => {
+  it('sends readiness changes only, with the pod IP and container ID', async () => {
+    const h = harness(makePod('p', { containers: [container('app', { readinessProbe: fast })] }));
+    h.setContainer('c1');
+    await h.fake.advance(3_000);
+    expect(h.results()).toEqual(['readiness:c1:Success']);
+    expect(h.calls[0]).toEqual({ kind: 'readiness', containerId: 'c1', podIP: '10.1.2.3' });
+    h.answers.readiness = 'Failure';
+    await h.fake.advance(3_000);
+    expect(h.results()).toEqual(['readiness:c1:Success', 'readiness:c1:Failure']);
+    expect(h.events[0]).toEqual({ type: 'PROBE.RESULT', podUid: 'uid-p', containerId: 'c1', containerName: 'app', kind: 'readiness', result: 'Success' });
+    h.stop();
+  });
+
+  it('liveness Failure after the threshold, then holds until the container ID changes', async () => {
+    const h = harness(makePod('p', { containers: [container('app', { livenessProbe: fast })] }));
+    h.setContainer('c1');
+    h.answers.liveness = 'Failure';
+    await h.fake.advance(5_000);
+    expect(h.results()).toEqual(['liveness:c1:Failure']);
+    expect(h.calls.length).toBe(2);
+    h.answers.liveness = 'Success';
+    h.setContainer('c2');
+    await h.fake.advance(2_000);
+    expect(h.calls.map((c) => c.containerId)).toEqual(['c1', 'c1', 'c2', 'c2']);
+    // Success is the initial liveness result: nothing to tell.
+    expect(h.results()).toEqual(['liveness:c1:Failure']);
+    h.stop();
+  });
+
+  it('startup gates liveness and readiness', async () => {
+    const h = harness(makePod('p', { containers: [container('app', { startupProbe: { ...fast, failureThreshold: 5 }, readinessProbe: { ...fast }, livenessProbe: { ...fast } })] }));
+    h.answers.startup = 'Failure';
+    h.setContainer('c1');
+    await h.fake.advance(1_500);
+    expect(new Set(h.calls.map((c) => c.kind))).toEqual(new Set(['startup']));
+    h.answers.startup = 'Success';
+    await h.fake.advance(3_000);
+    expect(h.results()).toEqual(['startup:c1:Success', 'readiness:c1:Success']);
+    expect(new Set(h.calls.map((c) => c.kind))).toEqual(new Set(['startup', 'liveness', 'readiness']));
+    h.stop();
+  });
+
+  it('a container that is not running is not ready', async () => {
+    const h = harness(makePod('p', { containers: [container('app', { readinessProbe: fast })] }));
+    h.setContainer('c1');
+    await h.fake.advance(1_000);
+    h.setContainer('c1', false);
+    await h.fake.advance(1_000);
+    expect(h.results()).toEqual(['readiness:c1:Success', 'readiness:c1:Failure']);
+    h.stop();
+  });
+
+  it('a deleting pod reports liveness Success and stops it; a terminal or deleted status removes the workers', async () => {
+    const h = harness(makePod('p', { containers: [container('app', { livenessProbe: { ...fast }, readinessProbe: { ...fast } })] }));
+    h.setContainer('c1');
+    await h.fake.advance(1_000);
+    const livenessCalls = h.calls.filter((c) => c.kind === 'liveness').length;
+    h.podManager.delete('uid-p');
+    h.answers.readiness = 'Failure';
+    await h.fake.advance(3_000);
+    // Liveness stopped; readiness goes on while the pod terminates.
+    expect(h.calls.filter((c) => c.kind === 'liveness').length).toBe(livenessCalls);
+    expect(h.results()).toEqual(['readiness:c1:Success', 'readiness:c1:Failure']);
+    h.setContainer('c1', true, 'Succeeded');
+    const before = h.calls.length;
+    await h.fake.advance(5_000);
+    expect(h.calls.length).toBe(before);
+    h.stop();
+  });
+
+  it('removes the workers when the status is deleted', async () => {
+    const h = harness(makePod('p', { containers: [container('app', { readinessProbe: fast })] }));
+    h.setContainer('c1');
+    await h.fake.advance(2_000);
+    h.statuses.delete('uid-p');
+    const before = h.calls.length;
+    await h.fake.advance(5_000);
+    expect(h.calls.length).toBe(before);
+    h.stop();
+  });
+});

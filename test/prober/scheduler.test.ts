@@ -1,0 +1,135 @@
+import { describe, expect, it } from 'vitest';
+import { type SchedulerClock, createProbeScheduler } from '../../src/prober/scheduler.ts';
+
+/** A manual clock: timers fire only when `advance` passes them. */
+function fakeClock() {
+  let now = 0;
+  let nextId = 0;
+  const timers = new Map<number, { at: number; callback: () => void }>();
+  const clock: SchedulerClock = {
+    now: () => now,
+    setTimeout: (callback, ms) => {
+      const id = nextId++;
+      timers.set(id, { at: now + ms, callback });
+      return id;
+    },
+    clearTimeout: (handle) => void timers.delete(handle as number),
+  };
+  const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
+  return {
+    clock,
+    timers,
+    get now() {
+      return now;
+    },
+    async advance(ms: number) {
+      const end = now + ms;
+      for (;;) {
+        const next = [...timers.entries()].sort((a, b) => a[1].at - b[1].at)[0];
+        if (!next || next[1].at > end) break;
+        timers.delete(next[0]);
+        now = next[1].at;
+        next[1].callback();
+        await flush();
+      }
+      now = end;
+      await flush();
+    },
+  };
+}
+
+describe('probe scheduler', () => {
+  it('jitters first runs within the period while young, then runs each period, with one timer', async () => {
+    const fake = fakeClock();
+    let r = 0;
+    const randoms = [0.5, 0.1];
+    const scheduler = createProbeScheduler({ clock: fake.clock, random: () => randoms[r++] ?? 0, maxConcurrent: 32 });
+    const runs: [string, number][] = [];
+    scheduler.add('a', 10_000, async () => (runs.push(['a', fake.now]), true));
+    scheduler.add('b', 10_000, async () => (runs.push(['b', fake.now]), true));
+    expect(fake.timers.size).toBe(1);
+    await fake.advance(25_000);
+    expect(runs).toEqual([
+      ['b', 1_000],
+      ['a', 5_000],
+      ['b', 11_000],
+      ['a', 15_000],
+      ['b', 21_000],
+      ['a', 25_000],
+    ]);
+    expect(fake.timers.size).toBe(1);
+  });
+
+  it('runs a worker added after the first period at once', async () => {
+    const fake = fakeClock();
+    const scheduler = createProbeScheduler({ clock: fake.clock, random: () => 0.9, maxConcurrent: 32 });
+    await fake.advance(20_000);
+    const runs: number[] = [];
+    scheduler.add('late', 10_000, async () => (runs.push(fake.now), true));
+    await fake.advance(10_000);
+    expect(runs).toEqual([20_000, 30_000]);
+  });
+
+  it('removes a worker whose run says stop, and on remove()', async () => {
+    const fake = fakeClock();
+    const scheduler = createProbeScheduler({ clock: fake.clock, random: () => 0, maxConcurrent: 32 });
+    let a = 0;
+    let b = 0;
+    scheduler.add('a', 1_000, async () => (++a, a < 2));
+    scheduler.add('b', 1_000, async () => (++b, true));
+    await fake.advance(1_500);
+    scheduler.remove('b');
+    await fake.advance(5_000);
+    expect([a, b]).toEqual([2, 2]);
+    expect(scheduler.size).toBe(0);
+    expect(fake.timers.size).toBe(0);
+  });
+
+  it('caps concurrent runs: 3,000 workers, 32 at a time, every one runs', async () => {
+    const fake = fakeClock();
+    const scheduler = createProbeScheduler({ clock: fake.clock, random: Math.random, maxConcurrent: 32 });
+    let inFlight = 0;
+    let peak = 0;
+    const ran = new Set<string>();
+    const pending: (() => void)[] = [];
+    for (let i = 0; i < 3_000; i++) {
+      const id = `w${i}`;
+      scheduler.add(id, 10_000, () => {
+        inFlight++;
+        peak = Math.max(peak, inFlight);
+        ran.add(id);
+        return new Promise<boolean>((resolve) =>
+          pending.push(() => {
+            inFlight--;
+            resolve(false);
+          }),
+        );
+      });
+    }
+    await fake.advance(10_000);
+    expect(scheduler.running).toBe(32);
+    while (pending.length > 0) {
+      for (const release of pending.splice(0)) release();
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    expect(peak).toBe(32);
+    expect(ran.size).toBe(3_000);
+    expect(scheduler.size).toBe(0);
+  });
+
+  it('skips periods missed by a long run', async () => {
+    const fake = fakeClock();
+    const scheduler = createProbeScheduler({ clock: fake.clock, random: () => 0, maxConcurrent: 1 });
+    const runs: number[] = [];
+    let release: (() => void) | undefined;
+    scheduler.add('slow', 1_000, () => {
+      runs.push(fake.now);
+      return new Promise<boolean>((resolve) => (release = () => resolve(true)));
+    });
+    await fake.advance(3_500);
+    release?.();
+    await fake.advance(0);
+    await fake.advance(1_000);
+    expect(runs).toEqual([0, 4_000]);
+  });
+});
