@@ -1,5 +1,5 @@
 /**
- * The syncLoop: the agent's root actor. It owns three children and the shared clock ticks:
+ * The syncLoop: the agent's root actor. It owns four children and the shared clock ticks:
  *   - `sources`: the config sources and their merge; sends CONFIG.* and SOURCE.SEEN;
  *   - `pods`: the pod workers (the registry of pod actors, see podWorkers.ts);
  *   - `pleg`: the pod lifecycle event generator (CRI event stream and relisting); sends PLEG.*;
