@@ -13,6 +13,7 @@ import { CriClient } from '../../src/runtime/cri/client.ts';
 import { containerStatus, runStatelet } from '../support/agentProcess.ts';
 import { BUSYBOX_IMAGE, startContainerd } from '../containerd/harness.ts';
 import { defineLifecycleScenarios } from './lifecycleScenarios.ts';
+import { defineProbeScenarios } from './probeScenarios.ts';
 import { defineAgentScenarios } from './scenarios.ts';
 
 const containerd = await startContainerd();
@@ -30,6 +31,7 @@ if (!containerd) {
   };
   defineAgentScenarios(runtime);
   defineLifecycleScenarios(runtime);
+  defineProbeScenarios(runtime);
 
   describe('statelet on containerd across agent restarts', () => {
     it('leaves pods running when stopped, and adopts them again on restart without new containers', async () => {

@@ -1,5 +1,6 @@
 import path from 'node:path';
 import { defineLifecycleScenarios } from './lifecycleScenarios.ts';
+import { defineProbeScenarios } from './probeScenarios.ts';
 import { type ScenarioRuntime, defineAgentScenarios } from './scenarios.ts';
 
 const sim: ScenarioRuntime = {
@@ -11,3 +12,4 @@ const sim: ScenarioRuntime = {
 
 defineAgentScenarios(sim);
 defineLifecycleScenarios(sim);
+defineProbeScenarios(sim);
