@@ -17,24 +17,43 @@ export const IMAGE = 'statelet.local/busybox:1';
 export const LONG_RUNNING = `trap 'exit 0' TERM; while true; do sleep 1; done`;
 export const NODE_NAME = 'bench-node';
 
-export function manifest(name: string, grace = 2): string {
+/** A pod serving HTTP on 8080, for the probe scenarios (the same with and without probes). */
+export const HTTPD = `mkdir -p /www; echo ok > /www/healthz; trap 'exit 0' TERM; httpd -f -p 8080 -h /www & wait`;
+
+/** Three probes of three kinds, at the kubelet's default period of 10 s. */
+const threeProbes = {
+  startupProbe: { exec: { command: ['test', '-e', '/www/healthz'] }, periodSeconds: 10 },
+  livenessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 10 },
+  readinessProbe: { httpGet: { path: '/healthz', port: 8080 }, periodSeconds: 10 },
+};
+
+export interface Workload {
+  httpd?: boolean;
+  probes?: boolean;
+}
+
+export function manifest(name: string, grace = 2, workload: Workload = {}): string {
+  const main = {
+    name: 'main',
+    image: IMAGE,
+    imagePullPolicy: 'IfNotPresent',
+    command: ['sh', '-c', workload.httpd ? HTTPD : LONG_RUNNING],
+    ...(workload.probes ? threeProbes : {}),
+  };
   return JSON.stringify({
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name, namespace: 'default' },
-    spec: {
-      terminationGracePeriodSeconds: grace,
-      containers: [{ name: 'main', image: IMAGE, imagePullPolicy: 'IfNotPresent', command: ['sh', '-c', LONG_RUNNING] }],
-    },
+    spec: { terminationGracePeriodSeconds: grace, containers: [main] },
   });
 }
 
 export const podName = (i: number) => `bench-${String(i).padStart(5, '0')}`;
 export const manifestFile = (dir: string, i: number) => path.join(dir, `${podName(i)}.json`);
 
-export async function writeManifests(dir: string, from: number, count: number): Promise<void> {
+export async function writeManifests(dir: string, from: number, count: number, workload: Workload = {}): Promise<void> {
   const writes: Promise<void>[] = [];
-  for (let i = from; i < from + count; i++) writes.push(writeFile(manifestFile(dir, i), manifest(podName(i))));
+  for (let i = from; i < from + count; i++) writes.push(writeFile(manifestFile(dir, i), manifest(podName(i), 2, workload)));
   await Promise.all(writes);
 }
 

@@ -185,7 +185,7 @@ async function main(): Promise<void> {
   console.error(`statelet bench${quick ? ' (quick)' : ''}: ${only.join(', ')}`);
 
   if (only.includes('sim')) {
-    const plans: { n: number; warm: boolean; idle: number }[] = quick
+    const plans: { n: number; warm: boolean; idle: number; workload?: 'httpd' | 'httpd+probes' }[] = quick
       ? [
           { n: 100, warm: false, idle: idleMs },
           { n: 100, warm: true, idle: 0 },
@@ -195,12 +195,23 @@ async function main(): Promise<void> {
           { n: 1000, warm: false, idle: idleMs },
           { n: 100, warm: true, idle: 0 },
           { n: 1000, warm: true, idle: 0 },
+          // Idle cost of probing: the same HTTP-serving pods without and with three probes each.
+          { n: 1000, warm: true, idle: idleMs, workload: 'httpd' },
+          { n: 1000, warm: true, idle: idleMs, workload: 'httpd+probes' },
         ];
     const runs: Json[] = [];
     for (const plan of plans) {
-      console.error(`sim N=${plan.n} (${plan.warm ? 'warm' : 'cold'} image)…`);
-      const args = [`--n=${plan.n}`, `--idle-ms=${plan.idle}`, ...(plan.warm ? ['--warm-image'] : [])];
-      runs.push({ n: plan.n, image: plan.warm ? 'warm' : 'cold', ...(await worker('sim.ts', args)) });
+      const image = plan.warm ? 'warm' : 'cold';
+      const label = plan.workload ? `${image} ${plan.workload}` : image;
+      console.error(`sim N=${plan.n} (${label})…`);
+      const args = [
+        `--n=${plan.n}`,
+        `--idle-ms=${plan.idle}`,
+        ...(plan.warm ? ['--warm-image'] : []),
+        ...(plan.workload ? ['--workload=httpd'] : []),
+        ...(plan.workload === 'httpd+probes' ? ['--probes'] : []),
+      ];
+      runs.push({ n: plan.n, image: label, ...(await worker('sim.ts', args)) });
     }
     results.sim = runs;
   }

@@ -36,6 +36,8 @@ const timeoutMs = Number(argValue('timeout-ms') ?? 240_000);
  * then the N manifests are written at once (the file watcher picks them up).
  */
 const warmImage = process.argv.includes('--warm-image');
+/** `--workload=httpd` serves HTTP in every pod; `--probes` adds startup, liveness and readiness probes. */
+const workload = { httpd: argValue('workload') === 'httpd', probes: process.argv.includes('--probes') };
 
 const LAG_RESOLUTION_MS = 10;
 
@@ -59,7 +61,7 @@ async function main() {
   let bench: Awaited<ReturnType<typeof startBenchAgent>> | undefined;
   let cri: CriClient | undefined;
   try {
-    if (!warmImage) await writeManifests(manifestDir, 0, n);
+    if (!warmImage) await writeManifests(manifestDir, 0, n, workload);
     const baseline = memory();
     const lag = monitorEventLoopDelay({ resolution: LAG_RESOLUTION_MS });
     lag.enable();
@@ -77,7 +79,7 @@ async function main() {
       await cri.pullImage(IMAGE);
       pullImageCalls = 0;
       startedAt = performance.now();
-      await writeManifests(manifestDir, 0, n);
+      await writeManifests(manifestDir, 0, n, workload);
     }
     await timeline.until(() => timeline.running.size >= n, timeoutMs, `${n} pods Running`);
     lag.disable();
@@ -166,6 +168,7 @@ async function main() {
       scenario: 'sim',
       n,
       image: warmImage ? 'warm' : 'cold',
+      workload,
       includesSimulator: true,
       agentStartMs: round(bench.startMs),
       start,

@@ -16,6 +16,7 @@
  *
  * Never: keeps per-worker timers, or state in the syncLoop's context.
  */
+import { setMaxListeners } from 'node:events';
 import { type EventObject, fromCallback } from 'xstate';
 import type { Container, ContainerStatus, Pod, PodStatus, Probe } from '../api/types.ts';
 import { podRef } from '../api/types.ts';
@@ -93,6 +94,9 @@ export function createProbeManagerLogic(deps: ProbeManagerDeps) {
   return fromCallback<EventObject>(({ sendBack }) => {
     const scheduler = createProbeScheduler(deps.scheduler);
     const cancel = new AbortController();
+    // Every probe in flight (up to the scheduler's concurrency bound) listens on this one signal;
+    // each removes its listener when it ends, so more than Node's default of 10 is not a leak.
+    setMaxListeners(0, cancel.signal);
     const workers = new Map<string, Worker>();
     const podsSeen = new Map<string, string[]>();
 
