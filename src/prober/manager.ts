@@ -24,6 +24,7 @@ import type { Logger } from '../log.ts';
 import type { ProbeResultEvent } from '../machines/pod.ts';
 import type { PodManager } from '../machines/podManager.ts';
 import type { RuntimeService } from '../runtime/types.ts';
+import { withContainerReadiness } from '../status/generate.ts';
 import type { StatusManager } from '../status/manager.ts';
 import {
   type ProbeKind,
@@ -122,6 +123,10 @@ export function createProbeManagerLogic(deps: ProbeManagerDeps) {
         result,
       };
       sendBack(event);
+      if (worker.kind === 'readiness') {
+        const status = deps.statuses.get(worker.uid);
+        if (status) deps.statuses.set(worker.uid, withContainerReadiness(worker.pod, status, worker.container.name, result === 'Success', deps.now()));
+      }
     };
 
     const observe = (worker: Worker): TickObservation => {

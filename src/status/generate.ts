@@ -339,6 +339,29 @@ function conditions(
   return list;
 }
 
+/**
+ * The status with one container's readiness changed, and ContainersReady / Ready recomputed: the
+ * kubelet's SetContainerReadiness. The probe manager applies it as soon as a readiness result
+ * changes, so `Ready` follows probes even while the pod actor is busy terminating.
+ */
+export function withContainerReadiness(pod: Pod, status: PodStatus, containerName: string, ready: boolean, nowMs: number): PodStatus {
+  const set = (list: ContainerStatus[] | undefined) =>
+    list?.map((c) => (c.name === containerName && c.state.running && c.started !== false ? { ...c, ready } : c));
+  const containerStatuses = set(status.containerStatuses) ?? [];
+  const initContainerStatuses = set(status.initContainerStatuses);
+  const computed = containersReadyCondition(pod, status.phase ?? 'Pending', initContainerStatuses ?? [], containerStatuses);
+  const now = toTime(nowMs);
+  const conditions = (status.conditions ?? []).map((c) => {
+    if (c.type !== 'ContainersReady' && c.type !== 'Ready') return c;
+    const next: PodCondition = { ...computed, type: c.type, lastProbeTime: null };
+    next.lastTransitionTime = c.status === next.status ? (c.lastTransitionTime ?? now) : now;
+    return next;
+  });
+  const next: PodStatus = { ...status, containerStatuses, conditions };
+  if (initContainerStatuses) next.initContainerStatuses = initContainerStatuses;
+  return next;
+}
+
 function containersReadyCondition(
   pod: Pod,
   phase: PodPhase,

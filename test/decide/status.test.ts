@@ -10,6 +10,7 @@ import {
   computePhase,
   generatePodStatus,
   qosClass,
+  withContainerReadiness,
 } from '../../src/status/generate.ts';
 import {
   POD_IP,
@@ -530,5 +531,52 @@ describe('qosClass', () => {
     const pod = basePod({ initContainers: [ctr('init', { resources: { requests: { cpu: '1' } } })] });
     expect(qosClass(pod)).toBe('Burstable');
     expect(generatePodStatus(input(pod, baseRuntime(pod))).qosClass).toBe('Burstable');
+  });
+});
+
+describe('withContainerReadiness (readiness applied between syncs)', () => {
+  const running = (name: string, ready: boolean): ContainerStatus => ({
+    name,
+    state: { running: { startedAt: '2026-01-01T00:00:00Z' } },
+    lastState: {},
+    ready,
+    restartCount: 0,
+    image: 'i',
+    imageID: '',
+    started: true,
+  });
+  const pod = {
+    metadata: { name: 'p', namespace: 'default', uid: 'u' },
+    spec: { containers: [{ name: 'a' }, { name: 'b' }] },
+  };
+  const base = {
+    phase: 'Running' as const,
+    containerStatuses: [running('a', true), running('b', false)],
+    conditions: [
+      { type: 'Ready', status: 'False' as const, lastTransitionTime: '2026-01-01T00:00:00Z' },
+      { type: 'ContainersReady', status: 'False' as const, lastTransitionTime: '2026-01-01T00:00:00Z' },
+      { type: 'PodScheduled', status: 'True' as const, lastTransitionTime: '2026-01-01T00:00:00Z' },
+    ],
+  };
+
+  it('marks the container ready and turns Ready and ContainersReady True when it was the last one', () => {
+    const next = withContainerReadiness(pod, base, 'b', true, Date.parse('2026-01-01T00:01:00Z'));
+    expect(next.containerStatuses?.find((c) => c.name === 'b')?.ready).toBe(true);
+    expect(next.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'True', lastTransitionTime: '2026-01-01T00:01:00Z' });
+    expect(next.conditions?.find((c) => c.type === 'ContainersReady')?.status).toBe('True');
+    expect(next.conditions?.find((c) => c.type === 'PodScheduled')?.lastTransitionTime).toBe('2026-01-01T00:00:00Z');
+  });
+
+  it('turns Ready False with the unready container named, keeping the transition time when unchanged', () => {
+    const next = withContainerReadiness(pod, base, 'a', false, Date.parse('2026-01-01T00:01:00Z'));
+    const ready = next.conditions?.find((c) => c.type === 'Ready');
+    expect(ready).toMatchObject({ status: 'False', reason: 'ContainersNotReady', lastTransitionTime: '2026-01-01T00:00:00Z' });
+    expect(ready?.message).toBe('containers with unready status: [a b]');
+  });
+
+  it('never marks a container ready that is not running', () => {
+    const stopped = { ...base, containerStatuses: [running('a', true), { ...running('b', false), state: { terminated: { exitCode: 1 } } }] };
+    const next = withContainerReadiness(pod, stopped, 'b', true, 0);
+    expect(next.containerStatuses?.find((c) => c.name === 'b')?.ready).toBe(false);
   });
 });
