@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { fakeClock } from './fakeClock.ts';
 import { type AnyEventObject, createActor, setup } from 'xstate';
 import type { ContainerStatus, Pod, PodStatus, Probe } from '../../src/api/types.ts';
 import { silentLogger } from '../../src/log.ts';
@@ -11,39 +12,10 @@ import { FakeRuntime } from '../../src/runtime/fake.ts';
 import { StatusManager } from '../../src/status/manager.ts';
 import { container, makePod } from '../support/pods.ts';
 
-function fakeClock() {
-  let now = Date.parse('2026-01-01T00:00:00Z');
-  const timers = new Map<number, { at: number; callback: () => void }>();
-  let nextId = 0;
-  const clock: SchedulerClock = {
-    now: () => now,
-    setTimeout: (callback, ms) => (timers.set(nextId, { at: now + ms, callback }), nextId++),
-    clearTimeout: (handle) => void timers.delete(handle as number),
-  };
-  const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
-  return {
-    clock,
-    now: () => now,
-    async advance(ms: number) {
-      const end = now + ms;
-      for (;;) {
-        const next = [...timers.entries()].sort((a, b) => a[1].at - b[1].at)[0];
-        if (!next || next[1].at > end) break;
-        timers.delete(next[0]);
-        now = next[1].at;
-        next[1].callback();
-        await flush();
-      }
-      now = end;
-      await flush();
-    },
-  };
-}
-
 const fast: Probe = { exec: { command: ['check'] }, periodSeconds: 1, failureThreshold: 2 };
 
 function harness(pod: Pod) {
-  const fake = fakeClock();
+  const fake = fakeClock(Date.parse('2026-01-01T00:00:00Z'));
   const statuses = new StatusManager();
   const podManager = new PodManager();
   podManager.set(pod);

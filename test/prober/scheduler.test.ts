@@ -1,42 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { fakeClock } from './fakeClock.ts';
 import { type SchedulerClock, createProbeScheduler } from '../../src/prober/scheduler.ts';
-
-/** A manual clock: timers fire only when `advance` passes them. */
-function fakeClock() {
-  let now = 0;
-  let nextId = 0;
-  const timers = new Map<number, { at: number; callback: () => void }>();
-  const clock: SchedulerClock = {
-    now: () => now,
-    setTimeout: (callback, ms) => {
-      const id = nextId++;
-      timers.set(id, { at: now + ms, callback });
-      return id;
-    },
-    clearTimeout: (handle) => void timers.delete(handle as number),
-  };
-  const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
-  return {
-    clock,
-    timers,
-    get now() {
-      return now;
-    },
-    async advance(ms: number) {
-      const end = now + ms;
-      for (;;) {
-        const next = [...timers.entries()].sort((a, b) => a[1].at - b[1].at)[0];
-        if (!next || next[1].at > end) break;
-        timers.delete(next[0]);
-        now = next[1].at;
-        next[1].callback();
-        await flush();
-      }
-      now = end;
-      await flush();
-    },
-  };
-}
 
 describe('probe scheduler', () => {
   it('jitters first runs within the period while young, then runs each period, with one timer', async () => {
@@ -45,8 +9,8 @@ describe('probe scheduler', () => {
     const randoms = [0.5, 0.1];
     const scheduler = createProbeScheduler({ clock: fake.clock, random: () => randoms[r++] ?? 0, maxConcurrent: 32 });
     const runs: [string, number][] = [];
-    scheduler.add('a', 10_000, async () => (runs.push(['a', fake.now]), true));
-    scheduler.add('b', 10_000, async () => (runs.push(['b', fake.now]), true));
+    scheduler.add('a', 10_000, async () => (runs.push(['a', fake.now()]), true));
+    scheduler.add('b', 10_000, async () => (runs.push(['b', fake.now()]), true));
     expect(fake.timers.size).toBe(1);
     await fake.advance(25_000);
     expect(runs).toEqual([
@@ -65,7 +29,7 @@ describe('probe scheduler', () => {
     const scheduler = createProbeScheduler({ clock: fake.clock, random: () => 0.9, maxConcurrent: 32 });
     await fake.advance(20_000);
     const runs: number[] = [];
-    scheduler.add('late', 10_000, async () => (runs.push(fake.now), true));
+    scheduler.add('late', 10_000, async () => (runs.push(fake.now()), true));
     await fake.advance(10_000);
     expect(runs).toEqual([20_000, 30_000]);
   });
@@ -123,7 +87,7 @@ describe('probe scheduler', () => {
     const runs: number[] = [];
     let release: (() => void) | undefined;
     scheduler.add('slow', 1_000, () => {
-      runs.push(fake.now);
+      runs.push(fake.now());
       return new Promise<boolean>((resolve) => (release = () => resolve(true)));
     });
     await fake.advance(3_500);
