@@ -17,7 +17,6 @@ import { getShortestPaths, getSimplePaths } from 'xstate/graph';
 import {
   type Counterexample,
   type Exploration,
-  type InvariantId,
   afterEvents,
   effectCalls,
   eventDescriptors,

@@ -7,7 +7,6 @@ import { PodManager } from '../../src/machines/podManager.ts';
 import type { ProbeKind } from '../../src/prober/decide.ts';
 import type { ProbeOutcome, ProbeTarget } from '../../src/prober/handlers.ts';
 import { createProbeManagerLogic } from '../../src/prober/manager.ts';
-import type { SchedulerClock } from '../../src/prober/scheduler.ts';
 import { FakeRuntime } from '../../src/runtime/fake.ts';
 import { StatusManager } from '../../src/status/manager.ts';
 import { container, makePod } from '../support/pods.ts';

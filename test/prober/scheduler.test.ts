@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { fakeClock } from './fakeClock.ts';
-import { type SchedulerClock, createProbeScheduler } from '../../src/prober/scheduler.ts';
+import { createProbeScheduler } from '../../src/prober/scheduler.ts';
 
 describe('probe scheduler', () => {
   it('jitters first runs within the period while young, then runs each period, with one timer', async () => {
