@@ -28,6 +28,8 @@ import { startSimRuntime } from '../runtime/sim/server.ts';
 import { type AgentView, type ListeningServer, healthzHandler, listen, readOnlyHandler } from '../server/http.ts';
 import { configuredSources, createConfigSourcesLogic } from '../sources/configSources.ts';
 import { StatusManager } from '../status/manager.ts';
+import { startVisualizerServer } from '../visualizer/server.ts';
+import { VisualizerHub } from '../visualizer/stream.ts';
 import { renderMetrics } from './metrics.ts';
 import { createPodEffects } from './podEffects.ts';
 import { createRelister } from './relister.ts';
@@ -48,6 +50,8 @@ export interface Agent {
   /** Where the read-only server listens (`http://address:port`), when enabled. */
   readOnlyUrl?: string;
   healthzUrl?: string;
+  /** Where the live statechart visualizer listens (`--visualizer-port`), when enabled. */
+  visualizerUrl?: string;
   /** The CRI endpoint in use (the embedded runtime's socket for `sim://`). */
   runtimeEndpoint: string;
   stop(): Promise<void>;
@@ -154,6 +158,10 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
       log,
     }),
   });
+  // The visualizer sees the actor system from its first record; the server starts further down.
+  const visualizer = config.visualizerPort > 0 ? new VisualizerHub() : undefined;
+  const inspect = visualizer ? teeInspect(hooks.inspect, visualizer.inspect) : hooks.inspect;
+  if (visualizer) closers.push(() => visualizer.close());
   const syncLoop = createActor(syncLoopMachine, {
     systemId: 'syncLoop',
     input: {
@@ -162,7 +170,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
       housekeepingMs,
       plegPeriodMs: config.plegRelistPeriodMs,
     },
-    ...(hooks.inspect ? { inspect: hooks.inspect } : {}),
+    ...(inspect ? { inspect } : {}),
   });
   syncLoop.subscribe({ error: (err) => log('error', 'syncLoop failed', { err }) });
   syncLoop.start();
@@ -204,6 +212,11 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
       agent.healthzUrl = urlOf(config.healthzBindAddress, server);
       closers.push(() => server.close());
     }
+    if (visualizer) {
+      const server = await startVisualizerServer(visualizer, config.address, config.visualizerPort);
+      agent.visualizerUrl = urlOf(config.address, server);
+      closers.push(() => server.close());
+    }
   } catch (err) {
     await agent.stop();
     throw err;
@@ -211,7 +224,17 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
   return agent;
 }
 
-function urlOf(address: string, server: ListeningServer): string {
+function teeInspect(first: Observer<InspectionEvent> | undefined, second: Observer<InspectionEvent>): Observer<InspectionEvent> {
+  if (!first) return second;
+  return {
+    next: (event) => {
+      first.next?.(event);
+      second.next?.(event);
+    },
+  };
+}
+
+function urlOf(address: string, server: Pick<ListeningServer, 'port'>): string {
   const host = address.includes(':') ? `[${address}]` : address;
   return `http://${host}:${server.port}`;
 }

@@ -1,0 +1,423 @@
+/**
+ * The visualizer's wire format, and pure functions projecting XState inspection records into it.
+ *
+ * Everything sent to a visualizer client goes through here, and nothing here copies an object it
+ * does not know: events keep only whitelisted scalar fields per event type (pods are reduced to
+ * namespace/name/uid and their containers' names and images — never env, annotations, volumes or
+ * anything else of the spec), snapshots keep the state value, tags and, for pods, a small summary.
+ * Every projection is O(1) per record (a CONFIG.* event's pod list is capped), except a machine's
+ * definition, which the hub projects once per machine id.
+ */
+import type { AnyActorRef, AnyEventObject, AnyStateMachine, StateValue } from 'xstate';
+import type { Pod } from '../api/types.ts';
+
+// ---------------------------------------------------------------------------------------------
+// Wire format
+// ---------------------------------------------------------------------------------------------
+
+/** A pod as it may appear on the wire. */
+export interface WirePodRef {
+  namespace: string;
+  name: string;
+  uid: string;
+}
+
+/** A pod in an event payload: its identity and its containers' names and images, nothing else. */
+export interface WirePodSummary extends WirePodRef {
+  containers: WireContainer[];
+  initContainers?: WireContainer[];
+}
+
+export interface WireContainer {
+  name: string;
+  image: string;
+}
+
+/** A transition of a machine definition; guards and actions by name only. */
+export interface WireTransition {
+  /** The event descriptor (`POD.UPDATE`, `PLEG.*`, `xstate.after.…`, `xstate.done.actor.…`); `''` for eventless (`always`). */
+  event: string;
+  /** Target state node ids (none: a targetless transition, actions only). */
+  targets: string[];
+  guard?: string;
+  actions?: string[];
+  reenter?: boolean;
+}
+
+export interface WireStateNode {
+  /** The state node id (`pod.syncing.worker`, or an explicit `#id`). */
+  id: string;
+  key: string;
+  type: 'atomic' | 'compound' | 'parallel' | 'final' | 'history';
+  /** Initial child state node ids (compound states). */
+  initial?: string[];
+  tags?: string[];
+  entry?: string[];
+  exit?: string[];
+  /** Invoked actors: invoke id and logic name (`src`). */
+  invoke?: { id: string; src: string }[];
+  transitions: WireTransition[];
+  /** Children in document order. */
+  states?: WireStateNode[];
+}
+
+/** Sent once per machine id, before the first actor of that machine. */
+export interface WireDefinition {
+  kind: 'definition';
+  machineId: string;
+  root: WireStateNode;
+}
+
+export interface WireActor {
+  kind: 'actor';
+  op: 'created' | 'stopped';
+  /** Unique within the agent for the actor's whole life (XState's session id, `x:12`). */
+  actorId: string;
+  /** A readable name: the system id (`syncLoop`, `pod/<uid>`) or the invoke id (`pods`, `pleg`). */
+  name: string;
+  /** The machine id (`pod`, `syncLoop`, `pleg`) of machine actors; null for other logic (callbacks). */
+  machineId: string | null;
+  parentId: string | null;
+  /** Pod actors only. */
+  pod?: WirePodRef;
+  at: number;
+}
+
+export type WirePodProgress =
+  | { stage: 'sandbox' }
+  | { stage: 'initializing'; index?: number; name?: string; step?: string }
+  | { stage: 'running' }
+  | { stage: string };
+
+export interface WirePodState {
+  phase: string;
+  progress: WirePodProgress;
+  syncCount: number;
+  restartRequested: boolean;
+  gracePeriodSeconds: number | null;
+}
+
+export interface WireSnapshot {
+  kind: 'snapshot';
+  actorId: string;
+  /** `active`, or `done` / `stopped` / `error` as the actor ends. */
+  status: string;
+  /** Machine actors only. */
+  value?: StateValue;
+  tags?: string[];
+  pod?: WirePodState;
+  at: number;
+}
+
+/** Payload values are scalars, or (for config events) pod summaries. */
+export type WirePayload = Record<string, string | number | boolean | null | WirePodSummary | WirePodSummary[]>;
+
+export interface WireEvent {
+  kind: 'event';
+  /** The receiving actor. */
+  actorId: string;
+  /** The sending actor's session id, when an actor sent it. */
+  sourceId: string | null;
+  type: string;
+  payload?: WirePayload;
+  at: number;
+}
+
+/** Events left out of a batch (only the newest `maxEventsPerBatch` are sent). */
+export interface WireDropped {
+  kind: 'dropped';
+  events: number;
+}
+
+export type WireRecord = WireDefinition | WireActor | WireSnapshot | WireEvent | WireDropped;
+
+/** The current picture: what a newly connected client gets first, and what `/api/snapshot` returns. */
+export interface WirePicture {
+  at: number;
+  definitions: WireDefinition[];
+  actors: WireActorView[];
+}
+
+export interface WireActorView {
+  actor: WireActor;
+  snapshot?: WireSnapshot;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Projection
+// ---------------------------------------------------------------------------------------------
+
+const maxString = 300;
+/** A CONFIG.* event lists at most this many pods (with `podCount` saying how many there were). */
+export const maxPodsPerEvent = 50;
+const maxContainersPerPod = 32;
+
+function str(value: unknown): string {
+  const s = typeof value === 'string' ? value : String(value);
+  return s.length > maxString ? `${s.slice(0, maxString)}…` : s;
+}
+
+/** The machine behind an actor, when its logic is a state machine. */
+export function machineOf(actorRef: AnyActorRef): AnyStateMachine | undefined {
+  const logic = (actorRef as { logic?: unknown }).logic as Partial<AnyStateMachine> | undefined;
+  return logic && typeof logic === 'object' && logic.root !== undefined && typeof logic.id === 'string'
+    ? (logic as AnyStateMachine)
+    : undefined;
+}
+
+function parentOf(actorRef: AnyActorRef): AnyActorRef | undefined {
+  return (actorRef as { _parent?: AnyActorRef })._parent;
+}
+
+/** The readable name of an actor: its system id, else its id. */
+export function actorName(actorRef: AnyActorRef): string {
+  const systemId = (actorRef as { options?: { systemId?: string } }).options?.systemId;
+  return systemId ?? actorRef.id;
+}
+
+function podRefOf(pod: Pod | undefined): WirePodRef | undefined {
+  const meta = pod?.metadata;
+  if (!meta) return undefined;
+  return { namespace: str(meta.namespace ?? ''), name: str(meta.name ?? ''), uid: str(meta.uid ?? '') };
+}
+
+function containersOf(list: unknown): WireContainer[] {
+  if (!Array.isArray(list)) return [];
+  const out: WireContainer[] = [];
+  for (const c of list.slice(0, maxContainersPerPod) as { name?: unknown; image?: unknown }[]) {
+    out.push({ name: str(c?.name ?? ''), image: str(c?.image ?? '') });
+  }
+  return out;
+}
+
+/** A pod reduced to its identity and its containers' names and images. */
+export function podSummary(pod: Pod): WirePodSummary {
+  const summary: WirePodSummary = { ...podRefOf(pod)!, containers: containersOf(pod.spec?.containers) };
+  if (pod.spec?.initContainers?.length) summary.initContainers = containersOf(pod.spec.initContainers);
+  return summary;
+}
+
+interface PodLikeContext {
+  pod?: Pod;
+  phase?: string;
+  progress?: { stage?: string; index?: number; name?: string; step?: string };
+  syncCount?: number;
+  restartRequested?: boolean;
+  gracePeriodSeconds?: number | null;
+}
+
+const isPodMachine = (machineId: string | null) => machineId === 'pod';
+
+/** The `actor` record for a tracked actor; `snapshot` (its first) supplies a pod's identity. */
+export function projectActor(actorRef: AnyActorRef, op: WireActor['op'], snapshot: unknown, at: number): WireActor {
+  const machineId = machineOf(actorRef)?.id ?? null;
+  const record: WireActor = {
+    kind: 'actor',
+    op,
+    actorId: actorRef.sessionId,
+    name: actorName(actorRef),
+    machineId,
+    parentId: parentOf(actorRef)?.sessionId ?? null,
+    at,
+  };
+  if (isPodMachine(machineId)) {
+    const pod = podRefOf((snapshot as { context?: PodLikeContext } | undefined)?.context?.pod);
+    if (pod) record.pod = pod;
+  }
+  return record;
+}
+
+function progressOf(progress: PodLikeContext['progress']): WirePodProgress {
+  const stage = str(progress?.stage ?? 'unknown');
+  if (stage !== 'initializing') return { stage };
+  const out: { stage: 'initializing'; index?: number; name?: string; step?: string } = { stage };
+  if (typeof progress?.index === 'number') out.index = progress.index;
+  if (typeof progress?.name === 'string') out.name = str(progress.name);
+  if (typeof progress?.step === 'string') out.step = str(progress.step);
+  return out;
+}
+
+/** The `snapshot` record: status, state value and tags; for pods, a small summary of the context. */
+export function projectSnapshot(actorRef: AnyActorRef, snapshot: unknown, at: number): WireSnapshot {
+  const snap = snapshot as { status?: string; value?: StateValue; tags?: Set<string>; context?: unknown } | undefined;
+  const record: WireSnapshot = { kind: 'snapshot', actorId: actorRef.sessionId, status: str(snap?.status ?? 'active'), at };
+  const machine = machineOf(actorRef);
+  if (!machine) return record;
+  if (snap?.value !== undefined) record.value = snap.value;
+  record.tags = snap?.tags ? [...snap.tags] : [];
+  if (isPodMachine(machine.id)) {
+    const c = (snap?.context ?? {}) as PodLikeContext;
+    record.pod = {
+      phase: str(c.phase ?? ''),
+      progress: progressOf(c.progress),
+      syncCount: typeof c.syncCount === 'number' ? c.syncCount : 0,
+      restartRequested: c.restartRequested === true,
+      gracePeriodSeconds: typeof c.gracePeriodSeconds === 'number' ? c.gracePeriodSeconds : null,
+    };
+  }
+  return record;
+}
+
+/** The scalar fields each known event type may carry onto the wire (anything else is dropped). */
+const scalarFields: Record<string, readonly string[]> = {
+  'POD.UPDATE': ['updateType'],
+  'POD.KILL': ['gracePeriodSeconds', 'deleted', 'reason'],
+  'POD.SYNCED': ['uid', 'ok', 'retryAfterMs'],
+  'POD.TERMINATED': ['uid'],
+  'POD.FINISHED': ['uid', 'restartRequested'],
+  'PLEG.CONTAINER_STARTED': ['podUid', 'containerId'],
+  'PLEG.CONTAINER_DIED': ['podUid', 'containerId'],
+  'PLEG.CONTAINER_REMOVED': ['podUid', 'containerId'],
+  'PLEG.RELISTED': ['at', 'durationMs'],
+  'PLEG.RELIST_FAILED': ['error'],
+  'PROBE.RESULT': ['podUid', 'containerId', 'containerName', 'kind', 'result'],
+  'SOURCE.SEEN': ['source'],
+  // Not `message`: a manifest's parse error may quote the manifest.
+  'SOURCE.ERROR': ['source'],
+};
+
+function scalar(value: unknown): string | number | boolean | null | undefined {
+  if (value === null) return null;
+  switch (typeof value) {
+    case 'string':
+      return str(value);
+    case 'number':
+    case 'boolean':
+      return value;
+    default:
+      return undefined;
+  }
+}
+
+function errorMessage(error: unknown): string {
+  if (error instanceof Error) return str(error.message);
+  if (typeof error === 'string') return str(error);
+  const message = (error as { message?: unknown } | null)?.message;
+  return typeof message === 'string' ? str(message) : 'error';
+}
+
+/** The payload that may go on the wire for an event: whitelisted per type, pods summarized. */
+export function sanitizeEvent(event: AnyEventObject): WirePayload | undefined {
+  const type = event.type;
+  if (type.startsWith('xstate.error.actor.')) return { message: errorMessage((event as { error?: unknown }).error) };
+  if (type.startsWith('xstate.')) return undefined; // done events, delays, init, stop: the type says it all
+  const payload: WirePayload = {};
+  let any = false;
+  for (const field of scalarFields[type] ?? []) {
+    const value = scalar((event as Record<string, unknown>)[field]);
+    if (value !== undefined) {
+      payload[field] = value;
+      any = true;
+    }
+  }
+  if (type === 'POD.UPDATE') {
+    const pod = (event as { pod?: Pod }).pod;
+    if (pod) {
+      payload.pod = podSummary(pod);
+      any = true;
+    }
+  } else if (type.startsWith('CONFIG.')) {
+    const e = event as { source?: unknown; pods?: unknown };
+    const source = scalar(e.source);
+    if (source !== undefined) payload.source = source;
+    const pods = Array.isArray(e.pods) ? (e.pods as Pod[]) : [];
+    payload.podCount = pods.length;
+    payload.pods = pods.slice(0, maxPodsPerEvent).map(podSummary);
+    any = true;
+  }
+  return any ? payload : undefined;
+}
+
+export function projectEvent(actorRef: AnyActorRef, sourceRef: AnyActorRef | undefined, event: AnyEventObject, at: number): WireEvent {
+  const record: WireEvent = {
+    kind: 'event',
+    actorId: actorRef.sessionId,
+    sourceId: sourceRef?.sessionId ?? null,
+    type: str(event.type),
+    at,
+  };
+  const payload = sanitizeEvent(event);
+  if (payload) record.payload = payload;
+  return record;
+}
+
+// --- definitions ---
+
+interface StateNodeLike {
+  id: string;
+  key: string;
+  type: WireStateNode['type'];
+  tags: string[];
+  states: Record<string, StateNodeLike>;
+  initial?: { target: readonly StateNodeLike[] } | undefined;
+  entry: readonly unknown[];
+  exit: readonly unknown[];
+  invoke: readonly { id: string; src: unknown }[];
+  transitions: Map<string, readonly TransitionLike[]>;
+  always?: readonly TransitionLike[];
+}
+
+interface TransitionLike {
+  eventType: string;
+  target?: readonly StateNodeLike[] | undefined;
+  guard?: unknown;
+  actions: readonly unknown[];
+  reenter?: boolean;
+}
+
+/** A guard's name: `isCreate`, `!updateDeletesPod`, `(a && b)`, `in(#pod.x)`, `inline`. */
+export function guardName(guard: unknown): string {
+  if (typeof guard === 'string') return guard;
+  if (typeof guard === 'function') {
+    const g = guard as { name?: string; guards?: unknown[]; stateValue?: unknown };
+    if (g.name === 'not' && g.guards) return `!${guardName(g.guards[0])}`;
+    if ((g.name === 'and' || g.name === 'or') && g.guards) return `(${g.guards.map(guardName).join(g.name === 'and' ? ' && ' : ' || ')})`;
+    if (g.name === 'stateIn') return `in(${typeof g.stateValue === 'string' ? g.stateValue : JSON.stringify(g.stateValue)})`;
+    return 'inline';
+  }
+  if (guard && typeof guard === 'object' && typeof (guard as { type?: unknown }).type === 'string') return (guard as { type: string }).type;
+  return 'inline';
+}
+
+/** An action's name: its type (`recordSync`, `xstate.assign`, `xstate.sendTo`), else `inline`. */
+export function actionName(action: unknown): string {
+  if (typeof action === 'string') return action;
+  if (action && (typeof action === 'object' || typeof action === 'function')) {
+    const type = (action as { type?: unknown }).type;
+    if (typeof type === 'string') return type;
+  }
+  return 'inline';
+}
+
+function logicName(src: unknown): string {
+  if (typeof src === 'string') return src;
+  const id = (src as { id?: unknown } | null)?.id;
+  return typeof id === 'string' ? id : 'inline';
+}
+
+function projectTransition(t: TransitionLike): WireTransition {
+  const out: WireTransition = { event: t.eventType, targets: (t.target ?? []).map((n) => n.id) };
+  if (t.guard !== undefined) out.guard = guardName(t.guard);
+  if (t.actions.length) out.actions = t.actions.map(actionName);
+  if (t.reenter) out.reenter = true;
+  return out;
+}
+
+function projectStateNode(node: StateNodeLike): WireStateNode {
+  const out: WireStateNode = { id: node.id, key: node.key, type: node.type, transitions: [] };
+  if (node.initial?.target.length) out.initial = node.initial.target.map((n) => n.id);
+  if (node.tags.length) out.tags = [...node.tags];
+  if (node.entry.length) out.entry = node.entry.map(actionName);
+  if (node.exit.length) out.exit = node.exit.map(actionName);
+  if (node.invoke.length) out.invoke = node.invoke.map((i) => ({ id: i.id, src: logicName(i.src) }));
+  for (const list of node.transitions.values()) for (const t of list) out.transitions.push(projectTransition(t));
+  for (const t of node.always ?? []) out.transitions.push(projectTransition(t));
+  const children = Object.values(node.states ?? {});
+  if (children.length) out.states = children.map(projectStateNode);
+  return out;
+}
+
+/** A machine's definition: its states tree, with transitions, guards and actions by name. */
+export function projectDefinition(machine: AnyStateMachine): WireDefinition {
+  return { kind: 'definition', machineId: machine.id, root: projectStateNode(machine.root as unknown as StateNodeLike) };
+}

@@ -1,0 +1,135 @@
+/**
+ * The visualizer's HTTP server (`--visualizer-port`):
+ *   GET /              a placeholder page (the UI is not built yet) linking to the API;
+ *   GET /api/snapshot  the current picture as JSON (`WirePicture`);
+ *   GET /api/stream    Server-Sent Events: first `event: picture` (a `WirePicture`), then one
+ *                      `event: batch` (a `WireRecord[]`) per hub flush, at most every 100 ms;
+ *                      a comment line every 15 s keeps proxies from closing the connection.
+ * Serializing happens here, once per batch for all clients, never on the agent's path.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { type ListeningServer, type RouteHandler, listen } from '../server/http.ts';
+import type { VisualizerHub } from './stream.ts';
+
+const keepAliveMs = 15_000;
+
+const placeholderPage = `<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><title>statelet visualizer</title></head>
+<body>
+<h1>statelet — live statechart visualizer</h1>
+<p>The visualizer UI is not built yet. The data it will show is already served:</p>
+<ul>
+<li><a href="/api/stream">/api/stream</a> — Server-Sent Events: <code>picture</code> once, then <code>batch</code> (at most every 100 ms)</li>
+<li><a href="/api/snapshot">/api/snapshot</a> — the current picture as JSON</li>
+</ul>
+</body>
+</html>
+`;
+
+function sendText(res: ServerResponse, contentType: string, body: string): void {
+  res.writeHead(200, { 'content-type': contentType, 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store' });
+  res.end(body);
+}
+
+function sseMessage(event: string, data: unknown): string {
+  // JSON has no raw newlines, so one `data:` line per message.
+  return `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
+}
+
+/** Streams, clients connected to /api/stream share one serialization per batch. */
+class SseClients {
+  private readonly clients = new Set<ServerResponse>();
+  private unsubscribe: (() => void) | null = null;
+  private keepAlive: NodeJS.Timeout | null = null;
+
+  constructor(private readonly hub: VisualizerHub) {}
+
+  add(req: IncomingMessage, res: ServerResponse): void {
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
+    res.write(sseMessage('picture', this.hub.picture()));
+    this.clients.add(res);
+    if (!this.unsubscribe) {
+      this.unsubscribe = this.hub.subscribe((batch) => this.broadcast(sseMessage('batch', batch)));
+      this.keepAlive = setInterval(() => this.broadcast(': keep-alive\n\n'), keepAliveMs);
+      this.keepAlive.unref();
+    }
+    const remove = () => this.remove(res);
+    req.on('close', remove);
+    res.on('close', remove);
+    res.on('error', remove);
+  }
+
+  close(): void {
+    for (const res of this.clients) res.end();
+    this.clients.clear();
+    this.stop();
+  }
+
+  private broadcast(text: string): void {
+    for (const res of this.clients) {
+      // A client that cannot keep up is let go rather than buffered without bound.
+      if (res.writableLength > 8 * 1024 * 1024) {
+        res.destroy();
+        this.remove(res);
+        continue;
+      }
+      res.write(text);
+    }
+  }
+
+  private remove(res: ServerResponse): void {
+    if (!this.clients.delete(res)) return;
+    if (this.clients.size === 0) this.stop();
+  }
+
+  private stop(): void {
+    this.unsubscribe?.();
+    this.unsubscribe = null;
+    if (this.keepAlive) clearInterval(this.keepAlive);
+    this.keepAlive = null;
+  }
+}
+
+export function visualizerHandler(hub: VisualizerHub, sse = new SseClients(hub)): RouteHandler {
+  return (req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    switch (path) {
+      case '/':
+      case '/index.html':
+        sendText(res, 'text/html; charset=utf-8', placeholderPage);
+        return true;
+      case '/api/snapshot':
+        sendText(res, 'application/json', JSON.stringify(hub.picture()));
+        return true;
+      case '/api/stream':
+        sse.add(req, res);
+        return true;
+      default:
+        return false;
+    }
+  };
+}
+
+export interface VisualizerServer {
+  port: number;
+  close(): Promise<void>;
+}
+
+/** Serves the hub on `address:port` (0: any free port). */
+export async function startVisualizerServer(hub: VisualizerHub, address: string, port: number): Promise<VisualizerServer> {
+  const sse = new SseClients(hub);
+  const server: ListeningServer = await listen(address, port, [visualizerHandler(hub, sse)]);
+  return {
+    port: server.port,
+    close: async () => {
+      sse.close();
+      await server.close();
+    },
+  };
+}

@@ -1,0 +1,226 @@
+/**
+ * The visualizer hub: fed every inspection record of the agent's actor system, it keeps the
+ * current picture (machine definitions, live actors and the latest snapshot of each) and streams
+ * what changes to subscribers in batches, at most one every `flushMs`.
+ *
+ * Which actors: state machine actors (syncLoop, pleg, pods) and the root's other children (the
+ * `pods`, `sources`, `probes` callback actors). Short-lived helpers — the promise actors a pod
+ * invokes for each sync, the PLEG's relists — are not tracked: their parent's state shows them.
+ *
+ * A batch holds, in order: new definitions, created actors, the latest snapshot of each actor that
+ * changed (intermediate ones are dropped), events (only the newest `maxEventsPerBatch`, with a
+ * `dropped` record counting the rest), stopped actors. Records are idempotent upserts keyed by
+ * actor id, so a client that got the picture may see some of it again in the next batch.
+ *
+ * Cost to the agent: O(1) per record, no serialization on the agent's path (batches are
+ * serialized once per flush, on a timer); nothing is buffered while no client is connected.
+ */
+import type { AnyActorRef, InspectionEvent, Observer } from 'xstate';
+import {
+  type WireActor,
+  type WireActorView,
+  type WireDefinition,
+  type WirePicture,
+  type WireRecord,
+  type WireSnapshot,
+  machineOf,
+  projectActor,
+  projectDefinition,
+  projectEvent,
+  projectSnapshot,
+} from './projection.ts';
+
+export interface HubOptions {
+  /** The shortest time between two batches. Default 100 ms. */
+  flushMs?: number;
+  /** Events kept per batch (the newest). Default 500. */
+  maxEventsPerBatch?: number;
+  now?: () => number;
+}
+
+export type BatchListener = (batch: WireRecord[]) => void;
+
+interface PendingEvent {
+  ref: AnyActorRef;
+  source: AnyActorRef | undefined;
+  event: { type: string };
+  at: number;
+}
+
+interface Tracked {
+  ref: AnyActorRef;
+  /** Null until the actor's first snapshot (which gives a pod actor its identity). */
+  actor: WireActor | null;
+  snapshot?: WireSnapshot;
+}
+
+export class VisualizerHub {
+  private readonly flushMs: number;
+  private readonly maxEvents: number;
+  private readonly now: () => number;
+
+  private readonly definitions = new Map<string, WireDefinition>();
+  private readonly actors = new Map<string, Tracked>();
+  private readonly listeners = new Set<BatchListener>();
+
+  // The batch being gathered (only while someone listens).
+  private newDefinitions: WireDefinition[] = [];
+  private created: WireActor[] = [];
+  private snapshots = new Map<string, WireSnapshot>();
+  /** Raw, projected at flush: events dropped from a batch cost no projection. */
+  private events: PendingEvent[] = [];
+  private eventsSeen = 0;
+  private stopped: WireActor[] = [];
+  private timer: NodeJS.Timeout | null = null;
+  private closed = false;
+
+  /** Inspection records in (pass as, or call from, the actor system's `inspect` observer). */
+  readonly inspect: Observer<InspectionEvent> = { next: (record) => this.record(record) };
+
+  constructor(options: HubOptions = {}) {
+    this.flushMs = options.flushMs ?? 100;
+    this.maxEvents = options.maxEventsPerBatch ?? 500;
+    this.now = options.now ?? Date.now;
+  }
+
+  /** Takes one inspection record. Never throws into the actor system. */
+  record(record: InspectionEvent): void {
+    if (this.closed) return;
+    try {
+      switch (record.type) {
+        case '@xstate.actor':
+          this.onActor(record.actorRef as AnyActorRef);
+          break;
+        case '@xstate.snapshot':
+          this.onSnapshot(record.actorRef as AnyActorRef, record.snapshot);
+          break;
+        case '@xstate.event':
+          this.onEvent(record.actorRef as AnyActorRef, record.sourceRef as AnyActorRef | undefined, record.event);
+          break;
+        default:
+          break;
+      }
+    } catch {
+      // The visualizer must never break the agent.
+    }
+  }
+
+  /** The current picture (definitions, live actors, their latest snapshots). */
+  picture(): WirePicture {
+    const actors: WireActorView[] = [];
+    for (const tracked of this.actors.values()) {
+      if (!tracked.actor) continue;
+      const view: WireActorView = { actor: tracked.actor };
+      if (tracked.snapshot) view.snapshot = tracked.snapshot;
+      actors.push(view);
+    }
+    return { at: this.now(), definitions: [...this.definitions.values()], actors };
+  }
+
+  /** Batches from now on; returns the unsubscribe function. */
+  subscribe(listener: BatchListener): () => void {
+    this.listeners.add(listener);
+    return () => {
+      this.listeners.delete(listener);
+      if (this.listeners.size === 0) this.clearBatch();
+    };
+  }
+
+  get subscribers(): number {
+    return this.listeners.size;
+  }
+
+  /** Sends the gathered batch now (also what the timer does). */
+  flush(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    const batch: WireRecord[] = [...this.newDefinitions, ...this.created, ...this.snapshots.values()];
+    const kept = this.events.length > this.maxEvents ? this.events.slice(-this.maxEvents) : this.events;
+    for (const e of kept) batch.push(projectEvent(e.ref, e.source, e.event, e.at));
+    const dropped = this.eventsSeen - kept.length;
+    if (dropped > 0) batch.push({ kind: 'dropped', events: dropped });
+    batch.push(...this.stopped);
+    this.clearBatch();
+    if (batch.length === 0) return;
+    for (const listener of this.listeners) {
+      try {
+        listener(batch);
+      } catch {
+        // A failing client does not stop the others.
+      }
+    }
+  }
+
+  close(): void {
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = null;
+    this.listeners.clear();
+    this.clearBatch();
+  }
+
+  private clearBatch(): void {
+    this.newDefinitions = [];
+    this.created = [];
+    this.snapshots = new Map();
+    this.events = [];
+    this.eventsSeen = 0;
+    this.stopped = [];
+  }
+
+  private get batching(): boolean {
+    return this.listeners.size > 0;
+  }
+
+  private schedule(): void {
+    if (this.timer || !this.batching) return;
+    this.timer = setTimeout(() => this.flush(), this.flushMs);
+    this.timer.unref?.();
+  }
+
+  private isTracked(ref: AnyActorRef): boolean {
+    if (machineOf(ref)) return true;
+    const parent = (ref as { _parent?: AnyActorRef })._parent;
+    return parent !== undefined && (parent as { _parent?: AnyActorRef })._parent === undefined;
+  }
+
+  private onActor(ref: AnyActorRef): void {
+    if (!this.isTracked(ref)) return;
+    this.actors.set(ref.sessionId, { ref, actor: null });
+  }
+
+  private onSnapshot(ref: AnyActorRef, snapshot: unknown): void {
+    const tracked = this.actors.get(ref.sessionId);
+    if (!tracked || tracked.ref !== ref) return;
+    const at = this.now();
+    if (!tracked.actor) {
+      const machine = machineOf(ref);
+      if (machine && !this.definitions.has(machine.id)) {
+        const definition = projectDefinition(machine);
+        this.definitions.set(machine.id, definition);
+        if (this.batching) this.newDefinitions.push(definition);
+      }
+      tracked.actor = projectActor(ref, 'created', snapshot, at);
+      if (this.batching) this.created.push(tracked.actor);
+    }
+    const projected = projectSnapshot(ref, snapshot, at);
+    tracked.snapshot = projected;
+    if (this.batching) this.snapshots.set(ref.sessionId, projected);
+    if (projected.status !== 'active') {
+      this.actors.delete(ref.sessionId);
+      if (this.batching) this.stopped.push({ ...tracked.actor, op: 'stopped', at });
+    }
+    this.schedule();
+  }
+
+  private onEvent(ref: AnyActorRef, source: AnyActorRef | undefined, event: { type: string }): void {
+    if (!this.batching) return;
+    const tracked = this.actors.get(ref.sessionId);
+    if (!tracked?.actor || tracked.ref !== ref) return;
+    this.eventsSeen++;
+    this.events.push({ ref, source, event, at: this.now() });
+    // Amortized O(1): trim to the newest maxEvents once twice as many have gathered.
+    if (this.events.length >= 2 * this.maxEvents) this.events = this.events.slice(-this.maxEvents);
+    this.schedule();
+  }
+}

@@ -1,0 +1,102 @@
+import http from 'node:http';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { WirePicture, WireRecord } from '../../src/visualizer/projection.ts';
+import { type VisualizerServer, startVisualizerServer } from '../../src/visualizer/server.ts';
+import { VisualizerHub } from '../../src/visualizer/stream.ts';
+import { forbidden, secretPod, startPodSystem, tick } from './helpers.ts';
+
+let hub: VisualizerHub | undefined;
+let server: VisualizerServer | undefined;
+afterEach(async () => {
+  await server?.close();
+  hub?.close();
+  server = undefined;
+  hub = undefined;
+});
+
+interface SseMessage {
+  event: string;
+  data: unknown;
+}
+
+/** Opens /api/stream and collects its messages until `done` says enough. */
+function readStream(url: string, done: (messages: SseMessage[]) => boolean, timeoutMs = 5_000): Promise<{ messages: SseMessage[]; raw: string; contentType: string }> {
+  return new Promise((resolve, reject) => {
+    const messages: SseMessage[] = [];
+    let raw = '';
+    let buffer = '';
+    const req = http.get(url, (res) => {
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        raw += chunk;
+        buffer += chunk;
+        let end: number;
+        while ((end = buffer.indexOf('\n\n')) >= 0) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const event = /^event: (.*)$/m.exec(block)?.[1];
+          const data = /^data: (.*)$/m.exec(block)?.[1];
+          if (event && data) messages.push({ event, data: JSON.parse(data) });
+        }
+        if (done(messages)) {
+          clearTimeout(timer);
+          req.destroy();
+          resolve({ messages, raw, contentType: String(res.headers['content-type']) });
+        }
+      });
+    });
+    req.on('error', (err) => {
+      if (!req.destroyed) reject(err);
+    });
+    const timer = setTimeout(() => {
+      req.destroy();
+      reject(new Error(`stream: timed out with ${JSON.stringify(messages)}`));
+    }, timeoutMs);
+  });
+}
+
+async function get(url: string): Promise<{ status: number; contentType: string; body: string }> {
+  const res = await fetch(url);
+  return { status: res.status, contentType: res.headers.get('content-type') ?? '', body: await res.text() };
+}
+
+describe('visualizer server', () => {
+  it('serves the placeholder page, the picture and the stream', async () => {
+    hub = new VisualizerHub({ flushMs: 20 });
+    server = await startVisualizerServer(hub, '127.0.0.1', 0);
+    const base = `http://127.0.0.1:${server.port}`;
+    const { actor } = startPodSystem(hub, secretPod());
+    await tick();
+
+    const page = await get(`${base}/`);
+    expect(page.status).toBe(200);
+    expect(page.contentType).toMatch(/text\/html/);
+    expect(page.body).toContain('not built yet');
+    expect(page.body).toContain('href="/api/stream"');
+
+    const snapshot = await get(`${base}/api/snapshot`);
+    expect(snapshot.contentType).toBe('application/json');
+    const picture = JSON.parse(snapshot.body) as WirePicture;
+    expect(picture.actors[0]?.snapshot?.value).toEqual({ syncing: { worker: 'idle', progress: 'running' } });
+
+    expect((await get(`${base}/nope`)).status).toBe(404);
+
+    // A client connecting late gets the picture first, then batches.
+    const streamed = readStream(`${base}/api/stream`, (m) => m.some((x) => x.event === 'batch'));
+    await tick(50);
+    actor.send({ type: 'POD.UPDATE', pod: secretPod(), updateType: 'update' });
+    const { messages, raw, contentType } = await streamed;
+    expect(contentType).toMatch(/^text\/event-stream/);
+    expect(messages[0]?.event).toBe('picture');
+    expect((messages[0]?.data as WirePicture).actors[0]?.actor.pod).toEqual({ namespace: 'default', name: 'web', uid: 'uid-1' });
+    const batch = messages.find((m) => m.event === 'batch')?.data as WireRecord[];
+    expect(batch.some((r) => r.kind === 'event' && r.type === 'POD.UPDATE')).toBe(true);
+    for (const word of forbidden) {
+      expect(raw).not.toContain(word);
+      expect(snapshot.body).not.toContain(word);
+    }
+    expect(hub.subscribers).toBe(1);
+    await tick(50);
+    expect(hub.subscribers).toBe(0); // the disconnected client unsubscribed
+  });
+});

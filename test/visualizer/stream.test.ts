@@ -1,0 +1,137 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { WireActor, WireEvent, WireRecord, WireSnapshot } from '../../src/visualizer/projection.ts';
+import { VisualizerHub } from '../../src/visualizer/stream.ts';
+import { fakeEffects, forbidden, runningOutcome, secretPod, startPodSystem, tick } from './helpers.ts';
+
+const hubs: VisualizerHub[] = [];
+function newHub(options: ConstructorParameters<typeof VisualizerHub>[0] = {}): VisualizerHub {
+  const hub = new VisualizerHub(options);
+  hubs.push(hub);
+  return hub;
+}
+afterEach(() => {
+  for (const hub of hubs.splice(0)) hub.close();
+});
+
+const ofKind = <K extends WireRecord['kind']>(batch: WireRecord[], kind: K) =>
+  batch.filter((r): r is Extract<WireRecord, { kind: K }> => r.kind === kind);
+
+describe('VisualizerHub', () => {
+  it('keeps the current picture: definitions, live actors, their latest snapshots', async () => {
+    const hub = newHub();
+    const { actor } = startPodSystem(hub, secretPod());
+    await tick();
+    const picture = hub.picture();
+    expect(picture.definitions.map((d) => d.machineId)).toEqual(['pod']);
+    expect(picture.actors).toHaveLength(1);
+    const [view] = picture.actors;
+    expect(view?.actor).toMatchObject({ kind: 'actor', op: 'created', name: 'pod/uid-1', machineId: 'pod', pod: { uid: 'uid-1' } });
+    expect(view?.snapshot).toMatchObject({ value: { syncing: { worker: 'idle', progress: 'running' } }, pod: { syncCount: 1 } });
+
+    actor.send({ type: 'POD.RELEASE' });
+    expect(hub.picture().actors).toEqual([]);
+  });
+
+  it('batches at most every flushMs and sends only the latest snapshot per actor', async () => {
+    const hub = newHub({ flushMs: 50 });
+    const batches: WireRecord[][] = [];
+    hub.subscribe((b) => batches.push(b));
+    let syncs = 0;
+    const { actor } = startPodSystem(
+      hub,
+      secretPod(),
+      fakeEffects({ syncPod: async () => ({ ...runningOutcome(), phase: ++syncs > 2 ? 'Running' : 'Pending' }) }),
+    );
+    for (let i = 0; i < 3; i++) {
+      await tick();
+      actor.send({ type: 'POD.SYNC' });
+    }
+    await tick();
+    expect(batches).toEqual([]); // nothing before the timer
+    await tick(80);
+    expect(batches).toHaveLength(1);
+    const [batch] = batches as [WireRecord[]];
+    // Order: definitions, created actors, snapshots, events.
+    expect(batch.map((r) => r.kind).filter((k, i, all) => all.indexOf(k) === i)).toEqual(['definition', 'actor', 'snapshot', 'event']);
+    const snapshots = ofKind(batch, 'snapshot');
+    expect(snapshots).toHaveLength(1);
+    expect(snapshots[0]?.pod?.syncCount).toBe(syncs);
+    expect(snapshots[0]?.pod?.phase).toBe('Running');
+    expect(ofKind(batch, 'event').map((e) => e.type).filter((t) => t === 'POD.SYNC')).toHaveLength(3);
+
+    actor.send({ type: 'POD.RELEASE' });
+    await tick(80);
+    expect(batches).toHaveLength(2);
+    const last = batches[1]!;
+    expect(ofKind(last, 'snapshot')[0]).toMatchObject({ status: 'done', value: 'released' });
+    expect(last.at(-1)).toMatchObject({ kind: 'actor', op: 'stopped', name: 'pod/uid-1' } satisfies Partial<WireActor>);
+    expect(ofKind(last, 'definition')).toEqual([]); // a definition goes out once
+  });
+
+  it('caps the events of a batch, keeping the newest and counting the dropped', async () => {
+    const hub = newHub({ maxEventsPerBatch: 5 });
+    const batches: WireRecord[][] = [];
+    hub.subscribe((b) => batches.push(b));
+    const { actor } = startPodSystem(hub, secretPod());
+    await tick();
+    hub.flush();
+    batches.length = 0;
+    for (let i = 0; i < 23; i++) actor.send({ type: 'PROBE.RESULT', podUid: 'uid-1', containerId: `c${i}`, containerName: 'app', kind: 'readiness', result: 'Failure' });
+    hub.flush();
+    const [batch] = batches as [WireRecord[]];
+    const events = ofKind(batch, 'event') as WireEvent[];
+    expect(events.map((e) => e.payload?.containerId)).toEqual(['c18', 'c19', 'c20', 'c21', 'c22']);
+    expect(ofKind(batch, 'dropped')).toEqual([{ kind: 'dropped', events: 18 }]);
+  });
+
+  it('buffers nothing while no client listens, and a late client gets the current picture', async () => {
+    const hub = newHub();
+    const { actor } = startPodSystem(hub, secretPod());
+    await tick();
+    actor.send({ type: 'POD.KILL', gracePeriodSeconds: 7 });
+    await tick();
+    // A client connecting now: the picture, then batches from here on.
+    const batches: WireRecord[][] = [];
+    const picture = hub.picture();
+    hub.subscribe((b) => batches.push(b));
+    hub.flush();
+    expect(batches).toEqual([]);
+    expect(picture.definitions).toHaveLength(1);
+    const snapshot = picture.actors[0]?.snapshot as WireSnapshot;
+    expect(snapshot.tags).toEqual(['terminated', 'finished']);
+    expect(snapshot.pod?.gracePeriodSeconds).toBe(7);
+    expect(snapshot.value).toEqual({ terminated: 'finished' });
+  });
+
+  it('never puts env values, secret refs or annotations on the wire', async () => {
+    const hub = newHub();
+    const sent: unknown[] = [];
+    hub.subscribe((b) => sent.push(b));
+    const pod = secretPod();
+    const { actor } = startPodSystem(hub, pod);
+    actor.send({ type: 'POD.UPDATE', pod: secretPod(), updateType: 'update' });
+    await tick();
+    actor.send({ type: 'POD.UPDATE', pod: { ...secretPod(), metadata: { ...pod.metadata, deletionTimestamp: 'now' } }, updateType: 'update' });
+    await tick();
+    hub.flush();
+    sent.push(hub.picture());
+    const text = JSON.stringify(sent);
+    expect(text).toContain('POD.UPDATE');
+    expect(text).toContain('statelet.local/busybox:1');
+    for (const word of forbidden) expect(text).not.toContain(word);
+  });
+
+  it('survives a failing listener and never throws into the actor system', async () => {
+    const hub = newHub();
+    const good: WireRecord[][] = [];
+    hub.subscribe(() => {
+      throw new Error('bad client');
+    });
+    hub.subscribe((b) => good.push(b));
+    startPodSystem(hub, secretPod());
+    await tick();
+    hub.flush();
+    expect(good).toHaveLength(1);
+    expect(() => hub.record({ type: '@xstate.snapshot' } as never)).not.toThrow();
+  });
+});
