@@ -1,24 +1,39 @@
 /**
  * The visualizer's HTTP server (`--visualizer-port`):
- *   GET /              a placeholder page (the UI is not built yet) linking to the API;
+ *   GET /, /main.js    the page built into `visualizer/dist/` (`npm run build:visualizer`), or a
+ *                      note saying to build it, linking to the API;
  *   GET /api/snapshot  the current picture as JSON (`WirePicture`);
  *   GET /api/stream    Server-Sent Events: first `event: picture` (a `WirePicture`), then one
  *                      `event: batch` (a `WireRecord[]`) per hub flush, at most every 100 ms;
  *                      a comment line every 15 s keeps proxies from closing the connection.
  * Serializing happens here, once per batch for all clients, never on the agent's path.
  */
+import { readFile } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { type ListeningServer, type RouteHandler, listen } from '../server/http.ts';
 import type { VisualizerHub } from './stream.ts';
 
 const keepAliveMs = 15_000;
 
-const placeholderPage = `<!doctype html>
+/** The built page (`npm run build:visualizer`): `visualizer/dist/` from both `src/visualizer` and `dist/visualizer`. */
+export const pageDir = fileURLToPath(new URL('../../visualizer/dist/', import.meta.url));
+
+/** The files of the built page, by URL path, with their content types. */
+const pageFiles: Record<string, { file: string; type: string }> = {
+  '/': { file: 'index.html', type: 'text/html; charset=utf-8' },
+  '/index.html': { file: 'index.html', type: 'text/html; charset=utf-8' },
+  '/main.js': { file: 'main.js', type: 'text/javascript; charset=utf-8' },
+};
+
+const notBuiltPage = `<!doctype html>
 <html lang="en">
 <head><meta charset="utf-8"><title>statelet visualizer</title></head>
 <body>
 <h1>statelet — live statechart visualizer</h1>
-<p>The visualizer UI is not built yet. The data it will show is already served:</p>
+<p>The page is not built: run <code>npm run build:visualizer</code> (<code>npm start</code> and <code>npm test</code> do it first).
+The data is served anyway:</p>
 <ul>
 <li><a href="/api/stream">/api/stream</a> — Server-Sent Events: <code>picture</code> once, then <code>batch</code> (at most every 100 ms)</li>
 <li><a href="/api/snapshot">/api/snapshot</a> — the current picture as JSON</li>
@@ -26,6 +41,23 @@ const placeholderPage = `<!doctype html>
 </body>
 </html>
 `;
+
+/** Serves a file of the built page; read per request (the page is small and rarely loaded). */
+function sendPageFile(res: ServerResponse, page: { file: string; type: string }, dir: string): void {
+  readFile(path.join(dir, page.file)).then(
+    (body) => {
+      res.writeHead(200, { 'content-type': page.type, 'content-length': body.length, 'cache-control': 'no-cache' });
+      res.end(body);
+    },
+    () => {
+      if (page.file === 'index.html') sendText(res, 'text/html; charset=utf-8', notBuiltPage);
+      else {
+        res.writeHead(404, { 'content-type': 'text/plain' });
+        res.end('visualizer page not built\n');
+      }
+    },
+  );
+}
 
 function sendText(res: ServerResponse, contentType: string, body: string): void {
   res.writeHead(200, { 'content-type': contentType, 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store' });
@@ -96,14 +128,15 @@ class SseClients {
   }
 }
 
-export function visualizerHandler(hub: VisualizerHub, sse = new SseClients(hub)): RouteHandler {
+export function visualizerHandler(hub: VisualizerHub, sse = new SseClients(hub), dir = pageDir): RouteHandler {
   return (req, res) => {
-    const path = (req.url ?? '/').split('?')[0];
-    switch (path) {
-      case '/':
-      case '/index.html':
-        sendText(res, 'text/html; charset=utf-8', placeholderPage);
-        return true;
+    const urlPath = (req.url ?? '/').split('?')[0] ?? '/';
+    const page = pageFiles[urlPath];
+    if (page && Object.hasOwn(pageFiles, urlPath)) {
+      sendPageFile(res, page, dir);
+      return true;
+    }
+    switch (urlPath) {
       case '/api/snapshot':
         sendText(res, 'application/json', JSON.stringify(hub.picture()));
         return true;

@@ -61,7 +61,7 @@ async function get(url: string): Promise<{ status: number; contentType: string; 
 }
 
 describe('visualizer server', () => {
-  it('serves the placeholder page, the picture and the stream', async () => {
+  it('serves the page, the picture and the stream', async () => {
     hub = new VisualizerHub({ flushMs: 20 });
     server = await startVisualizerServer(hub, '127.0.0.1', 0);
     const base = `http://127.0.0.1:${server.port}`;
@@ -71,8 +71,8 @@ describe('visualizer server', () => {
     const page = await get(`${base}/`);
     expect(page.status).toBe(200);
     expect(page.contentType).toMatch(/text\/html/);
-    expect(page.body).toContain('not built yet');
-    expect(page.body).toContain('href="/api/stream"');
+    // The built page, or (before `npm run build:visualizer`) a note saying to build it.
+    expect(page.body).toContain('<title>statelet visualizer</title>');
 
     const snapshot = await get(`${base}/api/snapshot`);
     expect(snapshot.contentType).toBe('application/json');

@@ -1,0 +1,141 @@
+/**
+ * The visualizer page in a real browser (Debian's chromium driven by playwright-core): the agent
+ * in-process on sim:// with two static pods and --visualizer-port, the page lists both Running,
+ * draws the selected pod's statechart with `running` highlighted, and follows the pod into
+ * termination when its manifest is removed. Saves docs/visualizer.png.
+ *
+ * Without /usr/bin/chromium the test is skipped loudly, except under CI=true where it fails.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { type Browser, chromium } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Agent, startAgent } from '../../src/agent/agent.ts';
+import { parseCommandLine } from '../../src/cli/flags.ts';
+import { silentLogger } from '../../src/log.ts';
+import { buildVisualizer } from '../../visualizer/build.ts';
+
+const chromiumPath = '/usr/bin/chromium';
+const haveChromium = existsSync(chromiumPath);
+const onCi = process.env.CI === 'true';
+if (!haveChromium && !onCi) {
+  console.warn(`\n*** SKIPPING the visualizer browser test: ${chromiumPath} is missing (apt-get install chromium). Under CI=true this fails. ***\n`);
+}
+const screenshot = path.resolve(import.meta.dirname, '../../docs/visualizer.png');
+
+/** `web` ignores SIGTERM, so it stays in `terminating` for its grace period (2 s) when removed. */
+const manifest = (name: string, command = "trap 'exit 0' TERM; while true; do sleep 1; done") => `
+apiVersion: v1
+kind: Pod
+metadata:
+  name: ${name}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+    - name: app
+      image: statelet.local/busybox:1
+      command: ["sh", "-c", "${command}"]
+`;
+
+async function freePort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+let dir: string | undefined;
+let agent: Agent | undefined;
+let browser: Browser | undefined;
+
+beforeAll(async () => {
+  if (!haveChromium) return;
+  await buildVisualizer();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await agent?.stop();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe.skipIf(!haveChromium && !onCi)('visualizer page in chromium', () => {
+  it('lists the pods, highlights the selected pod\'s state and follows it into termination', { timeout: 90_000 }, async () => {
+    expect(haveChromium, `${chromiumPath} is required under CI=true`).toBe(true);
+    dir = await mkdtemp(path.join(os.tmpdir(), 'statelet-page-'));
+    const manifests = path.join(dir, 'manifests');
+    await mkdir(manifests);
+    const port = await freePort();
+    const parsed = parseCommandLine([
+      '--container-runtime-endpoint', 'sim://',
+      '--root-dir', path.join(dir, 'root'),
+      '--pod-logs-dir', path.join(dir, 'logs'),
+      '--pod-manifest-path', manifests,
+      '--file-check-frequency', '1s',
+      '--hostname-override', 'page-node',
+      '--address', '127.0.0.1',
+      '--read-only-port', '0',
+      '--healthz-port', '0',
+      '--visualizer-port', String(port),
+    ]);
+    if (parsed.kind !== 'run') throw new Error(`expected a run result, got ${parsed.kind}`);
+    agent = await startAgent(parsed.config, silentLogger);
+
+    browser = await chromium.launch({
+      executablePath: chromiumPath,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+    const page = await browser.newPage({ viewport: { width: 1440, height: 860 } });
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    await page.goto(agent.visualizerUrl!);
+    await page.locator('#status[data-state="live"]').waitFor({ timeout: 10_000 });
+    // The pods appear while the page watches, so their event logs start at their creation.
+    await writeFile(path.join(manifests, 'web.yaml'), manifest('web', "trap '' TERM; while true; do sleep 1; done"));
+    await writeFile(path.join(manifests, 'worker.yaml'), manifest('worker'));
+
+    const row = (name: string) => page.locator(`#pod-rows tr[data-pod="default/${name}-page-node"]`);
+    for (const name of ['web', 'worker']) {
+      await row(name).locator('td.phase-Running', { hasText: 'Running' }).waitFor({ timeout: 30_000 });
+      expect(await row(name).getAttribute('data-phase')).toBe('Running');
+    }
+
+    // The search box filters by name.
+    await page.fill('#search', 'work');
+    await expect.poll(() => row('web').isHidden()).toBe(true);
+    expect(await row('worker').isVisible()).toBe(true);
+    await page.fill('#search', '');
+    await expect.poll(() => row('web').isVisible()).toBe(true);
+
+    await row('web').click();
+    const state = (id: string) => page.locator(`#chart [data-state-id="${id}"]`);
+    await page.locator('#chart [data-state-id="pod.syncing.progress.running"].active').waitFor({ timeout: 15_000 });
+    expect(await state('pod.syncing').getAttribute('class')).toContain('active');
+    expect(await state('pod').getAttribute('class')).toContain('active');
+    expect(await state('pod.terminating').getAttribute('class')).not.toContain('active');
+    // Nested: the parallel state's regions are drawn inside it.
+    expect(await page.locator('#chart [data-state-id="pod.syncing.worker"]').count()).toBe(1);
+    expect(await page.locator('#chart .edge').count()).toBeGreaterThan(5);
+    await page.locator('#event-list li[data-event-type]').first().waitFor({ timeout: 10_000 });
+    await mkdir(path.dirname(screenshot), { recursive: true });
+    await page.screenshot({ path: screenshot });
+
+    await rm(path.join(manifests, 'web.yaml'));
+    // The hub streams the latest snapshot per 100 ms batch, so a fast termination may show
+    // `terminated` or even the final `released` without `terminating`; any of them will do.
+    await page
+      .locator(['terminating', 'terminated', 'released'].map((s) => `#chart [data-state-id="pod.${s}"].active`).join(', '))
+      .first()
+      .waitFor({ timeout: 30_000 });
+    expect(await state('pod.syncing.progress.running').getAttribute('class')).not.toContain('active');
+    await page.locator('#event-list li[data-event-type="POD.KILL"]').first().waitFor({ timeout: 5_000 });
+    // The other pod is untouched.
+    expect(await row('worker').getAttribute('data-phase')).toBe('Running');
+    expect(errors).toEqual([]);
+  });
+});
