@@ -63,6 +63,7 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
       progress: podProgress(pod, runtime),
       phase: status.phase ?? 'Pending',
       isTerminal: isTerminalPhase(status.phase),
+      restarts: [...(status.initContainerStatuses ?? []), ...(status.containerStatuses ?? [])].reduce((sum, c) => sum + c.restartCount, 0),
       errors: [],
       ...extra,
     };

@@ -89,6 +89,8 @@ export interface SyncOutcome {
   phase: PodPhase;
   /** The pod reached Succeeded or Failed: it terminates on its own. */
   isTerminal: boolean;
+  /** Container restarts so far, summed over the pod's containers (for display). */
+  restarts?: number;
   /** When a backoff expires and another sync could make progress. */
   retryAfterMs?: number;
   /** Non-fatal errors of this sync (the sync is retried sooner). */
@@ -163,6 +165,8 @@ export interface PodContext {
   restartRequested: boolean;
   /** Syncs run so far (for the visualizer and tests). */
   syncCount: number;
+  /** Container restarts, as the last sync counted them (for display). */
+  restarts: number;
   /** The probe manager's latest results for this pod's containers. */
   probes: PodProbes;
 }
@@ -245,6 +249,7 @@ export function createPodMachine(effects: PodEffects) {
         memory: outcome.memory,
         progress: outcome.progress,
         phase: outcome.phase,
+        restarts: outcome.restarts ?? context.restarts,
         lastError: outcome.errors[0] ?? null,
         syncCount: context.syncCount + 1,
       })),
@@ -303,6 +308,7 @@ export function createPodMachine(effects: PodEffects) {
       deleted: false,
       restartRequested: false,
       syncCount: 0,
+      restarts: 0,
       probes: noProbes,
     }),
     initial: 'syncing',

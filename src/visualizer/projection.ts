@@ -93,6 +93,8 @@ export interface WirePodState {
   phase: string;
   progress: WirePodProgress;
   syncCount: number;
+  /** Container restarts summed over the pod. */
+  restarts: number;
   restartRequested: boolean;
   gracePeriodSeconds: number | null;
 }
@@ -202,6 +204,7 @@ interface PodLikeContext {
   phase?: string;
   progress?: { stage?: string; index?: number; name?: string; step?: string };
   syncCount?: number;
+  restarts?: number;
   restartRequested?: boolean;
   gracePeriodSeconds?: number | null;
 }
@@ -251,6 +254,7 @@ export function projectSnapshot(actorRef: AnyActorRef, snapshot: unknown, at: nu
       phase: str(c.phase ?? ''),
       progress: progressOf(c.progress),
       syncCount: typeof c.syncCount === 'number' ? c.syncCount : 0,
+      restarts: typeof c.restarts === 'number' ? c.restarts : 0,
       restartRequested: c.restartRequested === true,
       gracePeriodSeconds: typeof c.gracePeriodSeconds === 'number' ? c.gracePeriodSeconds : null,
     };

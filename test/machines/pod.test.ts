@@ -60,7 +60,8 @@ describe('pod actor on the fake runtime', () => {
     const [first] = await h.runtime.listContainers();
     h.runtime.exitContainer(first!.id, 1);
     actor.send({ type: 'POD.SYNC' });
-    await waitFor(actor, (s) => s.context.syncCount === 2 && s.matches({ syncing: { worker: 'idle' } }));
+    const synced = await waitFor(actor, (s) => s.context.syncCount === 2 && s.matches({ syncing: { worker: 'idle' } }));
+    expect(synced.context.restarts).toBe(1);
     const status = h.statuses.get('uid-crash')!;
     expect(status.containerStatuses?.[0]?.restartCount).toBe(1);
     expect(status.containerStatuses?.[0]?.state.running).toBeDefined();

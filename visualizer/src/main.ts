@@ -170,7 +170,7 @@ function renderRow(entry: PodEntry): void {
   const phaseClass = `phase-${phase}`;
   if (entry.cells.phase.className !== phaseClass) entry.cells.phase.className = phaseClass;
   setText(entry.cells.state, entry.stoppedAt ? `stopped (${stateText(s?.value)})` : stateText(s?.value));
-  setText(entry.cells.syncs, `${s?.pod?.syncCount ?? 0}${s?.pod?.restartRequested ? ' ↻' : ''}`);
+  setText(entry.cells.syncs, `${s?.pod?.restarts ?? 0}${s?.pod?.restartRequested ? ' ↻' : ''}`);
   entry.row.classList.toggle('stopped', entry.stoppedAt !== undefined);
   entry.row.dataset.phase = phase;
 }
