@@ -5,6 +5,8 @@
  * previous scenario.
  */
 import { mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
+import http from 'node:http';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import type { AnyActorRef, InspectionEvent } from 'xstate';
@@ -275,6 +277,8 @@ export async function startBenchAgent(options: {
   rootDir: string;
   podLogsDir: string;
   maxPods: number;
+  /** Serve the live visualizer on this port (0 or absent: disabled, as by default). */
+  visualizerPort?: number;
 }): Promise<BenchAgent> {
   const settings = {
     ...agentDefaults('flags'),
@@ -286,6 +290,7 @@ export async function startBenchAgent(options: {
     healthzPort: 0,
     maxPods: options.maxPods,
     hostnameOverride: NODE_NAME,
+    ...(options.visualizerPort ? { visualizerPort: options.visualizerPort } : {}),
   };
   const config: AgentConfig = finalizeAgentConfig(settings);
   const timeline = new Timeline();
@@ -328,4 +333,84 @@ export async function startProfiler(): Promise<{ stop(file: string): Promise<voi
       session.disconnect();
     },
   };
+}
+
+/** A free TCP port on the loopback interface (bound once, then released). */
+export function freeLoopbackPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close((err) => (err ? reject(err) : resolve(port)));
+    });
+  });
+}
+
+/** What an SSE client of the visualizer has received so far. */
+export interface SseCounts {
+  bytes: number;
+  pictures: number;
+  batches: number;
+}
+
+export interface SseClient {
+  /** Live counters (read them whenever; they keep growing until close()). */
+  readonly counts: SseCounts;
+  /** A copy of the counters now. */
+  snapshot(): SseCounts;
+  close(): void;
+}
+
+/**
+ * Connects one client to `${baseUrl}/api/stream` and reads it as a browser tab would, except that
+ * it only counts: bytes, `event: picture` and `event: batch` messages, and discards the data.
+ * Resolves once the first `picture` has arrived, so the agent is known to be streaming to it.
+ */
+export function connectSseClient(baseUrl: string, timeoutMs = 10_000): Promise<SseClient> {
+  const counts: SseCounts = { bytes: 0, pictures: 0, batches: 0 };
+  const markers = { picture: 'event: picture\n', batch: 'event: batch\n' };
+  const keep = Math.max(markers.picture.length, markers.batch.length) - 1;
+  return new Promise((resolve, reject) => {
+    const req = http.get(`${baseUrl}/api/stream`, { agent: false, headers: { accept: 'text/event-stream' } });
+    const timer = setTimeout(() => req.destroy(new Error(`no picture on ${baseUrl}/api/stream after ${timeoutMs} ms`)), timeoutMs);
+    const client: SseClient = {
+      counts,
+      snapshot: () => ({ ...counts }),
+      close: () => req.destroy(),
+    };
+    req.once('error', (err) => {
+      clearTimeout(timer);
+      reject(err);
+    });
+    req.once('response', (res) => {
+      if (res.statusCode !== 200) {
+        clearTimeout(timer);
+        req.destroy();
+        reject(new Error(`GET /api/stream: HTTP ${res.statusCode}`));
+        return;
+      }
+      res.on('error', () => {});
+      // A marker may straddle two chunks: carry the last few characters over (latin1 keeps one
+      // character per byte, and the markers are ASCII).
+      let carry = '';
+      res.on('data', (chunk: Buffer) => {
+        counts.bytes += chunk.length;
+        const text = carry + chunk.toString('latin1');
+        for (const [key, marker] of Object.entries(markers) as [keyof typeof markers, string][]) {
+          let at = text.indexOf(marker);
+          while (at !== -1) {
+            // Only count a marker that ends beyond the carried-over part (not already counted).
+            if (at + marker.length > carry.length) counts[key === 'picture' ? 'pictures' : 'batches']++;
+            at = text.indexOf(marker, at + 1);
+          }
+        }
+        carry = text.slice(-keep);
+        if (counts.pictures > 0) {
+          clearTimeout(timer);
+          resolve(client);
+        }
+      });
+    });
+  });
 }

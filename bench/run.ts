@@ -3,7 +3,7 @@
  * is measured after a GC and one scenario's garbage does not count against the next), prints a
  * table and then one JSON document with all figures, and writes that JSON to bench/results.json.
  *
- *   npm run bench                       everything (~5 min on a 2-vCPU machine)
+ *   npm run bench                       everything (~6 min on a 2-vCPU machine)
  *   npm run bench -- --quick            sim at N=100 only, 10 s idle windows, fewer actor sizes
  *   npm run bench -- --only=sim         or actors, or containerd (comma-separated list allowed)
  *   BENCH_QUICK=1 BENCH_ONLY=sim npm run bench
@@ -135,6 +135,26 @@ function printSim(runs: Any[]): void {
   );
 }
 
+/** The same N=1,000 warm start without and with a visualizer client connected to /api/stream. */
+function printVisualizerCost(pair: { without: Any; with: Any }): void {
+  const runs = [pair.without, pair.with];
+  for (const r of runs.filter((r) => r.error)) console.log(`sim visualizer cost: ${r.error}`);
+  if (runs.some((r) => r.error)) return;
+  const [off, on] = runs as [Any, Any];
+  const ratio = (a: number, b: number) => (a > 0 ? `${(b / a).toFixed(2)}×` : undefined);
+  const v = on.visualizer ?? {};
+  table(`sim:// N=${off.n} warm — visualizer cost (one SSE client on /api/stream, connected before the manifests)`, ['metric', 'without', 'with --visualizer', 'with / without'], [
+    ['pods/s to Running', off.start.podsPerSecond, on.start.podsPerSecond, ratio(off.start.podsPerSecond, on.start.podsPerSecond)],
+    ['time to all Running (ms)', off.start.timeToAllRunningMs, on.start.timeToAllRunningMs, ratio(off.start.timeToAllRunningMs, on.start.timeToAllRunningMs)],
+    ['ADD→Running p50 / p99 (ms)', `${off.start.addToRunningMs.p50} / ${off.start.addToRunningMs.p99}`, `${on.start.addToRunningMs.p50} / ${on.start.addToRunningMs.p99}`, undefined],
+    ['event-loop delay p99 / max during start (ms)', `${off.start.eventLoopDelayDuringStartMs.p99} / ${off.start.eventLoopDelayDuringStartMs.max}`, `${on.start.eventLoopDelayDuringStartMs.p99} / ${on.start.eventLoopDelayDuringStartMs.max}`, undefined],
+    ['RSS / heapUsed at N (MB, after GC)', `${off.memory.atN.rssMB} / ${off.memory.atN.heapUsedMB}`, `${on.memory.atN.rssMB} / ${on.memory.atN.heapUsedMB}`, undefined],
+    ['stream: first picture (bytes)', undefined, v.atConnect?.bytes, undefined],
+    ['stream by all Running: bytes / batches', undefined, v.atAllRunning ? `${v.atAllRunning.bytes} / ${v.atAllRunning.batches}` : undefined, undefined],
+    ['stream by end of run (delete incl.): bytes / batches', undefined, v.atEnd ? `${v.atEnd.bytes} / ${v.atEnd.batches}` : undefined, undefined],
+  ]);
+}
+
 function printActors(r: Any): void {
   if (r.error) return void console.log(`actors: ${r.error}`);
   const sizes: number[] = r.createActor.map((m: Any) => m.n);
@@ -214,6 +234,16 @@ async function main(): Promise<void> {
       runs.push({ n: plan.n, image: label, ...(await worker('sim.ts', args)) });
     }
     results.sim = runs;
+    if (!quick) {
+      // Visualizer cost: the same warm N=1,000 start, back to back, without and with one SSE client.
+      const pair: Json = {};
+      for (const withViz of [false, true]) {
+        console.error(`sim N=1000 (warm${withViz ? ' +visualizer' : ''}, visualizer cost)…`);
+        const args = ['--n=1000', '--idle-ms=0', '--warm-image', ...(withViz ? ['--visualizer'] : [])];
+        pair[withViz ? 'with' : 'without'] = { n: 1000, image: withViz ? 'warm +visualizer' : 'warm', ...(await worker('sim.ts', args)) };
+      }
+      results.simVisualizerCost = pair;
+    }
   }
   if (only.includes('actors')) {
     console.error('actors…');
@@ -227,6 +257,7 @@ async function main(): Promise<void> {
 
   console.log(`\nmachine: ${JSON.stringify(results.machine)}`);
   if (results.sim) printSim(results.sim as Any[]);
+  if (results.simVisualizerCost) printVisualizerCost(results.simVisualizerCost as { without: Any; with: Any });
   if (results.actors) printActors(results.actors);
   if (results.containerd) printContainerd(results.containerd);
   console.log(`\ntotal ${results.totalWallS} s\n`);

@@ -1,6 +1,7 @@
 /**
  * Worker: N static pods on `sim://`, added at once, then deleted at once.
  *   node --expose-gc --import tsx bench/sim.ts --n=1000 --idle-ms=30000 [--out=FILE]
+ *   node --expose-gc --import tsx bench/sim.ts --n=1000 --idle-ms=0 --warm-image --visualizer
  * The simulated runtime runs inside this process (startAgent starts it for `sim://`), so every
  * CPU and memory figure here includes the simulator as well as the agent.
  */
@@ -9,7 +10,9 @@ import { type IntervalHistogram, monitorEventLoopDelay } from 'node:perf_hooks';
 import { CriClient } from '../src/runtime/cri/client.ts';
 import {
   argValue,
+  connectSseClient,
   emit,
+  freeLoopbackPort,
   IMAGE,
   idleCpu,
   memory,
@@ -21,6 +24,7 @@ import {
   round,
   sleep,
   startBenchAgent,
+  type SseClient,
   summarize,
   tempDir,
   writeManifests,
@@ -38,6 +42,13 @@ const timeoutMs = Number(argValue('timeout-ms') ?? 240_000);
 const warmImage = process.argv.includes('--warm-image');
 /** `--workload=httpd` serves HTTP in every pod; `--probes` adds startup, liveness and readiness probes. */
 const workload = { httpd: argValue('workload') === 'httpd', probes: process.argv.includes('--probes') };
+/**
+ * `--visualizer`: the agent serves its live visualizer on a free loopback port, and one SSE
+ * client (in this process, counting bytes and messages, discarding the data) is connected to
+ * /api/stream before the manifests are written (warm; cold: right after startAgent, when the
+ * manifests are already there), so the start is measured with a visualizer watching.
+ */
+const withVisualizer = process.argv.includes('--visualizer');
 
 const LAG_RESOLUTION_MS = 10;
 
@@ -60,6 +71,7 @@ async function main() {
   const rootDir = await tempDir('sb-');
   let bench: Awaited<ReturnType<typeof startBenchAgent>> | undefined;
   let cri: CriClient | undefined;
+  let sse: SseClient | undefined;
   try {
     if (!warmImage) await writeManifests(manifestDir, 0, n, workload);
     const baseline = memory();
@@ -71,9 +83,15 @@ async function main() {
       rootDir,
       podLogsDir: path.join(rootDir, 'logs'),
       maxPods: Math.max(110, n),
+      ...(withVisualizer ? { visualizerPort: await freeLoopbackPort() } : {}),
     });
     const { agent, timeline } = bench;
     let startedAt = bench.startedAt;
+    if (withVisualizer) {
+      if (!agent.visualizerUrl) throw new Error('--visualizer: the agent has no visualizerUrl');
+      sse = await connectSseClient(agent.visualizerUrl);
+    }
+    const sseAtConnect = sse?.snapshot();
     cri = new CriClient(agent.runtimeEndpoint);
     if (warmImage) {
       await cri.pullImage(IMAGE);
@@ -83,6 +101,7 @@ async function main() {
     }
     await timeline.until(() => timeline.running.size >= n, timeoutMs, `${n} pods Running`);
     lag.disable();
+    const sseAtRunning = sse?.snapshot();
     const addAt = timeline.firstAddAt!;
     const names = Array.from({ length: n }, (_, i) => podName(i));
     const runAt = names.map((name) => timeline.running.get(name)!);
@@ -102,8 +121,9 @@ async function main() {
       timeToAllActorsMs: round(lastActor - addAt),
       eventLoopDelayDuringStartMs: lagSummary(lag),
     };
-    const tag = `sim N=${n} ${warmImage ? 'warm' : 'cold'}`;
+    const tag = `sim N=${n} ${warmImage ? 'warm' : 'cold'}${withVisualizer ? ' +visualizer' : ''}`;
     progress(`${tag}: all Running ${start.timeToAllRunningMs} ms after ADD (${start.podsPerSecond} pods/s)`);
+    if (sseAtRunning) progress(`${tag}: stream ${sseAtRunning.bytes} bytes, ${sseAtRunning.batches} batches by all Running`);
 
     // Steady state: let in-flight work finish, then measure memory and idle CPU.
     await sleep(2_000);
@@ -163,12 +183,17 @@ async function main() {
       sandboxesLeft: await sandboxesLeft(),
     };
     progress(`${tag}: all stopped ${del.timeToAllStoppedMs} ms after removal, runtime empty after ${del.timeToRuntimeEmptyMs} ms`);
+    /** What the one SSE client received: on connecting (the first picture), by all Running, by the end. */
+    const visualizer = sse
+      ? { client: 'one in-process SSE client on /api/stream', atConnect: sseAtConnect, atAllRunning: sseAtRunning, atEnd: sse.snapshot() }
+      : null;
 
     await emit({
       scenario: 'sim',
       n,
       image: warmImage ? 'warm' : 'cold',
       workload,
+      visualizer,
       includesSimulator: true,
       agentStartMs: round(bench.startMs),
       start,
@@ -177,6 +202,7 @@ async function main() {
       delete: del,
     });
   } finally {
+    sse?.close();
     cri?.close();
     await bench?.agent.stop().catch((err: unknown) => console.error('agent stop failed', err));
     await removeDir(manifestDir);
