@@ -30,6 +30,7 @@ import { configuredSources, createConfigSourcesLogic } from '../sources/configSo
 import { StatusManager } from '../status/manager.ts';
 import { startVisualizerServer } from '../visualizer/server.ts';
 import { VisualizerHub } from '../visualizer/stream.ts';
+import { DEFAULT_STATELY_INSPECT_URL, startStatelyInspector } from './statelyInspector.ts';
 import { renderMetrics } from './metrics.ts';
 import { createPodEffects } from './podEffects.ts';
 import { createRelister } from './relister.ts';
@@ -160,8 +161,17 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
   });
   // The visualizer sees the actor system from its first record; the server starts further down.
   const visualizer = config.visualizerPort > 0 ? new VisualizerHub() : undefined;
-  const inspect = visualizer ? teeInspect(hooks.inspect, visualizer.inspect) : hooks.inspect;
   if (visualizer) closers.push(() => visualizer.close());
+  // --inspect=stately: the same records, to Stately's inspector over a WebSocket.
+  const stately = config.inspect === 'stately' ? startStatelyInspector(config.inspectUrl) : undefined;
+  if (stately) {
+    closers.push(() => stately.stop());
+    log('info', 'Sending statechart inspection records to the Stately inspector', { url: config.inspectUrl ?? DEFAULT_STATELY_INSPECT_URL });
+  }
+  const inspect = [hooks.inspect, visualizer?.inspect, stately?.inspect].reduce<Observer<InspectionEvent> | undefined>(
+    (all, one) => (!one ? all : all ? teeInspect(all, one) : one),
+    undefined,
+  );
   const syncLoop = createActor(syncLoopMachine, {
     systemId: 'syncLoop',
     input: {

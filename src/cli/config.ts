@@ -66,6 +66,8 @@ export interface AgentConfig {
   visualizerPort: number;
   /** --inspect (statelet). */
   inspect?: 'stately';
+  /** --inspect-url (statelet): the WebSocket relay for --inspect=stately; the library's default if unset. */
+  inspectUrl?: string;
   /** -v / --v. */
   verbosity: number;
   /** --logging-format. */

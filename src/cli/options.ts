@@ -140,6 +140,25 @@ const urlKind: ValueKind<string> = {
   display: (value) => value,
 };
 
+function wsUrl(text: string): string {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    throw new ValueError('not a URL');
+  }
+  if (url.protocol !== 'ws:' && url.protocol !== 'wss:') throw new ValueError('expected a ws:// or wss:// URL');
+  return text;
+}
+
+const wsUrlKind: ValueKind<string> = {
+  placeholder: 'url',
+  takesArgument: true,
+  fromText: wsUrl,
+  fromConfig: (value) => wsUrl(expectString(value)),
+  display: (value) => value,
+};
+
 function endpointKind(options: { allowEmpty: boolean }): ValueKind<string> {
   const normalize = (text: string): string => {
     if (text === '') {
@@ -572,6 +591,14 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     flag: 'inspect',
     group: 'Statelet',
     help: 'Send statechart events to an inspector',
+  }),
+  option({
+    key: 'inspectUrl',
+    kind: wsUrlKind,
+    flag: 'inspect-url',
+    group: 'Statelet',
+    help: 'WebSocket URL that --inspect=stately sends to (a relay such as @statelyai/inspect/server)',
+    defaultText: 'ws://localhost:8080',
   }),
 
   option({
