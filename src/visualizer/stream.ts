@@ -36,7 +36,25 @@ export interface HubOptions {
   /** Events kept per batch (the newest). Default 500. */
   maxEventsPerBatch?: number;
   now?: () => number;
+  /** The flush timer's clock (tests pass xstate's SimulatedClock); real timers by default. */
+  clock?: Clock;
 }
+
+/** The two calls of a clock the hub uses (xstate's SimulatedClock has them). */
+export interface Clock {
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(id: unknown): void;
+}
+
+const realClock: Clock = {
+  setTimeout: (fn, ms) => {
+    const timer = setTimeout(fn, ms);
+    // A pending flush must not keep the process alive.
+    timer.unref();
+    return timer;
+  },
+  clearTimeout: (id) => clearTimeout(id as NodeJS.Timeout),
+};
 
 export type BatchListener = (batch: WireRecord[]) => void;
 
@@ -71,7 +89,8 @@ export class VisualizerHub {
   private events: PendingEvent[] = [];
   private eventsSeen = 0;
   private stopped: WireActor[] = [];
-  private timer: NodeJS.Timeout | null = null;
+  private readonly clock: Clock;
+  private timer: unknown = null;
   private closed = false;
 
   /** Inspection records in (pass as, or call from, the actor system's `inspect` observer). */
@@ -81,6 +100,7 @@ export class VisualizerHub {
     this.flushMs = options.flushMs ?? 100;
     this.maxEvents = options.maxEventsPerBatch ?? 500;
     this.now = options.now ?? Date.now;
+    this.clock = options.clock ?? realClock;
   }
 
   /** Takes one inspection record. Never throws into the actor system. */
@@ -132,7 +152,7 @@ export class VisualizerHub {
 
   /** Sends the gathered batch now (also what the timer does). */
   flush(): void {
-    if (this.timer) clearTimeout(this.timer);
+    if (this.timer !== null) this.clock.clearTimeout(this.timer);
     this.timer = null;
     const batch: WireRecord[] = [...this.newDefinitions, ...this.created, ...this.snapshots.values()];
     const kept = this.events.length > this.maxEvents ? this.events.slice(-this.maxEvents) : this.events;
@@ -153,7 +173,7 @@ export class VisualizerHub {
 
   close(): void {
     this.closed = true;
-    if (this.timer) clearTimeout(this.timer);
+    if (this.timer !== null) this.clock.clearTimeout(this.timer);
     this.timer = null;
     this.listeners.clear();
     this.clearBatch();
@@ -173,9 +193,8 @@ export class VisualizerHub {
   }
 
   private schedule(): void {
-    if (this.timer || !this.batching) return;
-    this.timer = setTimeout(() => this.flush(), this.flushMs);
-    this.timer.unref?.();
+    if (this.timer !== null || !this.batching) return;
+    this.timer = this.clock.setTimeout(() => this.flush(), this.flushMs);
   }
 
   private isTracked(ref: AnyActorRef): boolean {

@@ -3,13 +3,8 @@
  * events. With the relist period at 30 s, an init container's exit must still be noticed at once:
  * the pod reaches Running long before a relist could have told it.
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { type Agent, startAgent } from '../../src/agent/agent.ts';
-import { parseCommandLine } from '../../src/cli/flags.ts';
-import { silentLogger } from '../../src/log.ts';
+import { type SimAgent, startSimAgent } from '../support/inProcessAgent.ts';
 
 const image = 'statelet.local/busybox:1';
 const manifest = `
@@ -24,38 +19,17 @@ spec:
     - { name: app, image: ${image}, command: ["sh", "-c", "trap 'exit 0' TERM; while true; do sleep 1; done"] }
 `;
 
-let dir: string | undefined;
-let agent: Agent | undefined;
+let sim: SimAgent | undefined;
 afterEach(async () => {
-  await agent?.stop();
-  if (dir) await rm(dir, { recursive: true, force: true });
-  agent = undefined;
-  dir = undefined;
+  await sim?.stop();
+  sim = undefined;
 });
-
-async function startOnSim(extraArgs: string[]): Promise<Agent> {
-  dir = await mkdtemp(path.join(os.tmpdir(), 'statelet-evented-'));
-  await mkdir(path.join(dir, 'manifests'));
-  await writeFile(path.join(dir, 'manifests', 'quick-init.yaml'), manifest);
-  const parsed = parseCommandLine([
-    '--container-runtime-endpoint', 'sim://',
-    '--root-dir', path.join(dir, 'root'),
-    '--pod-logs-dir', path.join(dir, 'logs'),
-    '--pod-manifest-path', path.join(dir, 'manifests'),
-    '--hostname-override', 'evented-node',
-    '--read-only-port', '0',
-    '--healthz-port', '0',
-    ...extraArgs,
-  ]);
-  if (parsed.kind !== 'run') throw new Error(`expected a run result, got ${parsed.kind}`);
-  return startAgent(parsed.config, silentLogger);
-}
 
 describe('evented PLEG on sim://', () => {
   it("notices an init container's exit without waiting for the 30 s relist", async () => {
     const started = Date.now();
-    agent = await startOnSim(['--pleg-relist-period', '30s']);
-    const running = agent;
+    sim = await startSimAgent('evented-node', ['--pleg-relist-period', '30s'], { 'quick-init.yaml': manifest });
+    const running = sim.agent;
     const pod = await vi.waitFor(
       () => {
         const found = running.view.pods().find((p) => p.metadata.name === 'quick-init-evented-node');

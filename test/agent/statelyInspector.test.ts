@@ -3,15 +3,13 @@
  * runs in-process on sim:// pointed at it with --inspect-url, and the inspection records that
  * arrive name the syncLoop actor.
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { WebSocketServer } from 'ws';
-import { type Agent, startAgent } from '../../src/agent/agent.ts';
 import { parseCommandLine } from '../../src/cli/flags.ts';
-import { silentLogger } from '../../src/log.ts';
+import { type SimAgent, startSimAgent } from '../support/inProcessAgent.ts';
 
 const manifest = `
 apiVersion: v1
@@ -38,19 +36,16 @@ interface Record {
   event?: { type?: string };
 }
 
-let dir: string | undefined;
-let agent: Agent | undefined;
+let sim: SimAgent | undefined;
 let server: WebSocketServer | undefined;
 afterEach(async () => {
-  await agent?.stop();
+  await sim?.stop();
   if (server) {
     for (const client of server.clients) client.terminate();
     await new Promise<void>((resolve) => server!.close(() => resolve()));
   }
-  if (dir) await rm(dir, { recursive: true, force: true });
-  agent = undefined;
+  sim = undefined;
   server = undefined;
-  dir = undefined;
 });
 
 describe('--inspect=stately', () => {
@@ -68,25 +63,8 @@ describe('--inspect=stately', () => {
     });
     const { port } = wss.address() as AddressInfo;
 
-    dir = await mkdtemp(path.join(os.tmpdir(), 'statelet-stately-'));
-    const manifests = path.join(dir, 'manifests');
-    await mkdir(manifests);
-    const parsed = parseCommandLine([
-      '--container-runtime-endpoint', 'sim://',
-      '--root-dir', path.join(dir, 'root'),
-      '--pod-logs-dir', path.join(dir, 'logs'),
-      '--pod-manifest-path', manifests,
-      '--file-check-frequency', '1s',
-      '--hostname-override', 'stately-node',
-      '--address', '127.0.0.1',
-      '--read-only-port', '0',
-      '--healthz-port', '0',
-      '--inspect=stately',
-      '--inspect-url', `ws://127.0.0.1:${port}`,
-    ]);
-    if (parsed.kind !== 'run') throw new Error(`expected a run result, got ${parsed.kind}`);
-    expect(parsed.config).toMatchObject({ inspect: 'stately', inspectUrl: `ws://127.0.0.1:${port}` });
-    agent = await startAgent(parsed.config, silentLogger);
+    sim = await startSimAgent('stately-node', ['--inspect=stately', '--inspect-url', `ws://127.0.0.1:${port}`]);
+    const { agent, manifests } = sim;
 
     const syncLoopId = agent.syncLoop.sessionId;
     await vi.waitFor(
@@ -105,7 +83,11 @@ describe('--inspect=stately', () => {
       () => expect(raw.some((text) => text.includes('"CONFIG.ADD"') && text.includes('inspected-stately-node'))).toBe(true),
       { timeout: 15_000, interval: 100 },
     );
-    await new Promise((r) => setTimeout(r, 500)); // the pod actor's own records follow
+    // The pod actor's own snapshots, which carry the spec in their context, follow.
+    await vi.waitFor(
+      () => expect(raw.some((text) => text.includes('"@xstate.snapshot"') && text.includes('inspected-stately-node'))).toBe(true),
+      { timeout: 15_000, interval: 100 },
+    );
     const text = raw.join('\n');
     expect(text).not.toContain('hunter2');
     expect(text).not.toContain('annotation-secret-value');

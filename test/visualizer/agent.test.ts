@@ -2,15 +2,12 @@
  * The visualizer end to end: the agent in-process on sim:// with --visualizer-port, a static pod
  * added while a client streams, and the picture served at /api/snapshot.
  */
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { writeFile } from 'node:fs/promises';
 import http from 'node:http';
-import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { type Agent, startAgent } from '../../src/agent/agent.ts';
-import { parseCommandLine } from '../../src/cli/flags.ts';
-import { silentLogger } from '../../src/log.ts';
+import { freePort } from '../support/agentProcess.ts';
+import { type SimAgent, startSimAgent } from '../support/inProcessAgent.ts';
 import type { WirePicture } from '../../src/visualizer/projection.ts';
 
 const image = 'statelet.local/busybox:1';
@@ -33,22 +30,11 @@ spec:
 `;
 const forbidden = ['hunter2', 'secretKeyRef', 'db-credentials', 'password', 'annotation-secret-value', 'TOKEN'];
 
-let dir: string | undefined;
-let agent: Agent | undefined;
+let sim: SimAgent | undefined;
 afterEach(async () => {
-  await agent?.stop();
-  if (dir) await rm(dir, { recursive: true, force: true });
-  agent = undefined;
-  dir = undefined;
+  await sim?.stop();
+  sim = undefined;
 });
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /** Collects the raw text of /api/stream until stopped. */
 function collectStream(url: string): { text: () => string; stop: () => void } {
@@ -65,24 +51,9 @@ const progressOf = (value: unknown) => (value as { syncing?: { progress?: unknow
 
 describe('visualizer in the agent (sim://)', () => {
   it('serves a running pod actor in /api/snapshot after a static pod is added', async () => {
-    dir = await mkdtemp(path.join(os.tmpdir(), 'statelet-visualizer-'));
-    const manifests = path.join(dir, 'manifests');
-    await mkdir(manifests);
     const port = await freePort();
-    const parsed = parseCommandLine([
-      '--container-runtime-endpoint', 'sim://',
-      '--root-dir', path.join(dir, 'root'),
-      '--pod-logs-dir', path.join(dir, 'logs'),
-      '--pod-manifest-path', manifests,
-      '--file-check-frequency', '1s',
-      '--hostname-override', 'visual-node',
-      '--address', '127.0.0.1',
-      '--read-only-port', '0',
-      '--healthz-port', '0',
-      '--visualizer-port', String(port),
-    ]);
-    if (parsed.kind !== 'run') throw new Error(`expected a run result, got ${parsed.kind}`);
-    agent = await startAgent(parsed.config, silentLogger);
+    sim = await startSimAgent('visual-node', ['--visualizer-port', String(port)]);
+    const { agent, manifests } = sim;
     expect(agent.visualizerUrl).toBe(`http://127.0.0.1:${port}`);
     const base = agent.visualizerUrl!;
 
@@ -106,11 +77,11 @@ describe('visualizer in the agent (sim://)', () => {
       expect(pod.snapshot?.pod).toMatchObject({ progress: { stage: 'running' } });
       expect(pod.actor.pod?.namespace).toBe('default');
 
-      await new Promise((r) => setTimeout(r, 300)); // one more flush for the stream
+      // The pod's events reach the stream with the hub's next flush.
+      await vi.waitFor(() => expect(stream.text()).toContain('POD.UPDATE'), { timeout: 5_000, interval: 50 });
       const streamed = stream.text();
       expect(streamed).toContain('event: picture');
       expect(streamed).toContain('CONFIG.ADD');
-      expect(streamed).toContain('POD.UPDATE');
       const snapshotText = JSON.stringify(picture);
       for (const word of forbidden) {
         expect(streamed).not.toContain(word);

@@ -7,16 +7,14 @@
  * Without /usr/bin/chromium the test is skipped loudly, except under CI=true where it fails.
  */
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
-import net from 'node:net';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Agent, startAgent } from '../../src/agent/agent.ts';
-import { parseCommandLine } from '../../src/cli/flags.ts';
-import { silentLogger } from '../../src/log.ts';
 import { buildVisualizer } from '../../visualizer/build.ts';
+import { freePort } from '../support/agentProcess.ts';
+import { type SimAgent, startSimAgent } from '../support/inProcessAgent.ts';
 
 const chromiumPath = '/usr/bin/chromium';
 const haveChromium = existsSync(chromiumPath);
@@ -24,7 +22,10 @@ const onCi = process.env.CI === 'true';
 if (!haveChromium && !onCi) {
   console.warn(`\n*** SKIPPING the visualizer browser test: ${chromiumPath} is missing (apt-get install chromium). Under CI=true this fails. ***\n`);
 }
-const screenshot = path.resolve(import.meta.dirname, '../../docs/visualizer.png');
+// `npm run screenshot` refreshes the README's picture; ordinary runs leave the work tree alone.
+const screenshot = process.env.STATELET_SCREENSHOT
+  ? path.resolve(process.env.STATELET_SCREENSHOT)
+  : path.join(os.tmpdir(), `statelet-visualizer-${process.pid}.png`);
 
 /** `web` ignores SIGTERM, so it stays in `terminating` for its grace period (2 s) when removed. */
 const manifest = (name: string, command = "trap 'exit 0' TERM; while true; do sleep 1; done") => `
@@ -40,16 +41,7 @@ spec:
       command: ["sh", "-c", "${command}"]
 `;
 
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
-
-let dir: string | undefined;
-let agent: Agent | undefined;
+let sim: SimAgent | undefined;
 let browser: Browser | undefined;
 
 beforeAll(async () => {
@@ -59,31 +51,15 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  await agent?.stop();
-  if (dir) await rm(dir, { recursive: true, force: true });
+  await sim?.stop();
 });
 
 describe.skipIf(!haveChromium && !onCi)('visualizer page in chromium', () => {
   it('lists the pods, highlights the selected pod\'s state and follows it into termination', { timeout: 90_000 }, async () => {
     expect(haveChromium, `${chromiumPath} is required under CI=true`).toBe(true);
-    dir = await mkdtemp(path.join(os.tmpdir(), 'statelet-page-'));
-    const manifests = path.join(dir, 'manifests');
-    await mkdir(manifests);
     const port = await freePort();
-    const parsed = parseCommandLine([
-      '--container-runtime-endpoint', 'sim://',
-      '--root-dir', path.join(dir, 'root'),
-      '--pod-logs-dir', path.join(dir, 'logs'),
-      '--pod-manifest-path', manifests,
-      '--file-check-frequency', '1s',
-      '--hostname-override', 'page-node',
-      '--address', '127.0.0.1',
-      '--read-only-port', '0',
-      '--healthz-port', '0',
-      '--visualizer-port', String(port),
-    ]);
-    if (parsed.kind !== 'run') throw new Error(`expected a run result, got ${parsed.kind}`);
-    agent = await startAgent(parsed.config, silentLogger);
+    sim = await startSimAgent('page-node', ['--visualizer-port', String(port)]);
+    const { agent, manifests } = sim;
 
     browser = await chromium.launch({
       executablePath: chromiumPath,

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { SimulatedClock } from 'xstate';
 import type { WireActor, WireEvent, WireRecord, WireSnapshot } from '../../src/visualizer/projection.ts';
 import { VisualizerHub } from '../../src/visualizer/stream.ts';
 import { fakeEffects, forbidden, runningOutcome, secretPod, startPodSystem, tick } from './helpers.ts';
@@ -33,7 +34,8 @@ describe('VisualizerHub', () => {
   });
 
   it('batches at most every flushMs and sends only the latest snapshot per actor', async () => {
-    const hub = newHub({ flushMs: 50 });
+    const clock = new SimulatedClock();
+    const hub = newHub({ flushMs: 50, clock });
     const batches: WireRecord[][] = [];
     hub.subscribe((b) => batches.push(b));
     let syncs = 0;
@@ -47,8 +49,9 @@ describe('VisualizerHub', () => {
       actor.send({ type: 'POD.SYNC' });
     }
     await tick();
+    clock.increment(49);
     expect(batches).toEqual([]); // nothing before the timer
-    await tick(80);
+    clock.increment(1);
     expect(batches).toHaveLength(1);
     const [batch] = batches as [WireRecord[]];
     // Order: definitions, created actors, snapshots, events.
@@ -60,7 +63,7 @@ describe('VisualizerHub', () => {
     expect(ofKind(batch, 'event').map((e) => e.type).filter((t) => t === 'POD.SYNC')).toHaveLength(3);
 
     actor.send({ type: 'POD.RELEASE' });
-    await tick(80);
+    clock.increment(50);
     expect(batches).toHaveLength(2);
     const last = batches[1]!;
     expect(ofKind(last, 'snapshot')[0]).toMatchObject({ status: 'done', value: 'released' });
