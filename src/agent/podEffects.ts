@@ -9,6 +9,7 @@ import { podRef } from '../api/types.ts';
 import { podLogDirectory } from '../kuberuntime/configs.ts';
 import { type RuntimeDeps, executePlan, killPodRuntime, removePodRuntime } from '../kuberuntime/execute.ts';
 import type { PreStopRuns } from '../kuberuntime/kill.ts';
+import { type CallTrace, tracedImages, tracedPulls, tracedRuntime } from '../runtime/callTrace.ts';
 import { type RuntimePodStatus, readPodStatus } from '../kuberuntime/podStatus.ts';
 import { type ProbeResult, computePodActions, isEmptyPlan, noProbeResults } from '../machines/decide/computePodActions.ts';
 import { podProgress } from '../machines/decide/progress.ts';
@@ -72,30 +73,40 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
     return result;
   };
 
+  /** The runtime as one effect run sees it: every call it makes reported to `calls`. */
+  const tracedDeps = (calls: CallTrace): PodEffectsDeps => ({
+    ...deps,
+    runtime: tracedRuntime(deps.runtime, calls),
+    images: tracedImages(deps.images, calls),
+    puller: tracedPulls(deps.puller, calls),
+  });
+
   return {
-    async syncPod({ pod, memory, probes }, signal) {
+    async syncPod({ pod, memory, probes }, signal, calls) {
       const opts = { signal };
-      const before = await readPodStatus(deps.runtime, pod.metadata.uid, opts);
+      const io = tracedDeps(calls);
+      const before = await readPodStatus(io.runtime, pod.metadata.uid, opts);
       const current = publish(pod, before, memory, false, probes);
       if (isTerminalPhase(current.phase)) return outcome(pod, before, memory, current);
       const actions = computePodActions(pod, before, probes ?? noProbeResults);
       if (isEmptyPlan(actions)) return outcome(pod, before, memory, current);
 
-      const executed = await executePlan(deps, pod, before, actions, memory, opts, preStopsOf(pod.metadata.uid));
+      const executed = await executePlan(io, pod, before, actions, memory, opts, preStopsOf(pod.metadata.uid));
       const next: PodMemory = { backoff: executed.backoff, reasons: executed.reasons };
-      const after = await readPodStatus(deps.runtime, pod.metadata.uid, opts);
+      const after = await readPodStatus(io.runtime, pod.metadata.uid, opts);
       const status = publish(pod, after, next, false, probes);
       const extra: Partial<SyncOutcome> = { errors: executed.errors };
       if (executed.retryAfterMs !== undefined) extra.retryAfterMs = executed.retryAfterMs;
       return outcome(pod, after, next, status, extra);
     },
 
-    async terminatePod({ pod, gracePeriodSeconds, memory }, signal) {
+    async terminatePod({ pod, gracePeriodSeconds, memory }, signal, calls) {
       const opts = { signal };
-      const before = await readPodStatus(deps.runtime, pod.metadata.uid, opts);
+      const io = tracedDeps(calls);
+      const before = await readPodStatus(io.runtime, pod.metadata.uid, opts);
       deps.log('info', 'Killing pod', { pod: podRef(pod), gracePeriodSeconds });
-      await killPodRuntime(deps, pod, before, gracePeriodSeconds, opts, preStopsOf(pod.metadata.uid));
-      const after = await readPodStatus(deps.runtime, pod.metadata.uid, opts);
+      await killPodRuntime(io, pod, before, gracePeriodSeconds, opts, preStopsOf(pod.metadata.uid));
+      const after = await readPodStatus(io.runtime, pod.metadata.uid, opts);
       const stillRunning = after.containers.filter((c) => c.state === 'CONTAINER_RUNNING');
       if (stillRunning.length > 0) {
         throw new Error(`${stillRunning.length} container(s) still running after kill: ${stillRunning.map((c) => c.name).join(', ')}`);
@@ -103,13 +114,14 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
       publish(pod, after, memory, true);
     },
 
-    async cleanupPod({ pod, removeRuntime, memory }, signal) {
+    async cleanupPod({ pod, removeRuntime, memory }, signal, calls) {
       const opts = { signal };
+      const io = tracedDeps(calls);
       forgetPreStops(pod.metadata.uid);
-      const status = await readPodStatus(deps.runtime, pod.metadata.uid, opts);
+      const status = await readPodStatus(io.runtime, pod.metadata.uid, opts);
       publish(pod, status, memory, true);
       if (!removeRuntime) return;
-      await removePodRuntime(deps, status, opts);
+      await removePodRuntime(io, status, opts);
       await rm(podLogDirectory(deps.podLogsRoot, pod), { recursive: true, force: true });
       deps.log('info', 'Removed pod from runtime', { pod: podRef(pod) });
     },

@@ -17,11 +17,12 @@ import {
   nextBackoff,
 } from '../machines/decide/backoff.ts';
 import type { WaitingReason } from '../status/generate.ts';
+import type { ImagePulls } from '../runtime/callTrace.ts';
 import type { CallOptions, ImageService } from '../runtime/types.ts';
 import { isNotFound } from '../runtime/types.ts';
 import { ContainerConfigError, containerConfig, sandboxConfig } from './configs.ts';
 import { containerHash } from './hash.ts';
-import { type ImagePuller, ensureImage, errorText } from './images.ts';
+import { ensureImage, errorText } from './images.ts';
 import { HookError, type HookTarget, hookHost, realHookIO, runLifecycleHandler } from './hooks.ts';
 import { type KillDeps, type PreStopRuns, killContainer } from './kill.ts';
 import type { ContainerType } from './labels.ts';
@@ -31,7 +32,7 @@ import { TerminationOrdering } from './terminationOrder.ts';
 
 export interface RuntimeDeps extends KillDeps {
   images: ImageService;
-  puller: ImagePuller;
+  puller: ImagePulls;
   /** Where pod log directories go (the kubelet uses /var/log/pods). */
   podLogsRoot: string;
   crashLoop: BackoffPolicy;

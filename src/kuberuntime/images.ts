@@ -5,6 +5,7 @@
  * runtime.
  */
 import type { Container } from '../api/types.ts';
+import type { ImagePulls } from '../runtime/callTrace.ts';
 import type { CallOptions, ImageService } from '../runtime/types.ts';
 import { type BackoffPolicy, type BackoffTable, backoffRemainingMs, nextBackoff } from '../machines/decide/backoff.ts';
 
@@ -34,7 +35,7 @@ export type EnsureImageResult =
  * image share one pull: a burst of new pods on a missing image makes one registry round trip, not
  * one per pod.
  */
-export class ImagePuller {
+export class ImagePuller implements ImagePulls {
   private running = 0;
   private readonly queue: (() => void)[] = [];
   private readonly inFlight = new Map<string, Promise<string>>();
@@ -70,7 +71,7 @@ export class ImagePuller {
 
 export interface EnsureImageInput {
   images: ImageService;
-  puller: ImagePuller;
+  puller: ImagePulls;
   podUid: string;
   container: Container;
   backoff: BackoffTable;

@@ -34,7 +34,7 @@
  * Never: performs I/O itself (every effect runs in an invoked actor), lets a grace period grow,
  * starts a sync after termination was requested.
  */
-import { type ErrorActorEvent, and, assign, fromPromise, not, sendParent, setup } from 'xstate';
+import { type AnyActorRef, type ErrorActorEvent, and, assign, fromPromise, not, sendParent, setup } from 'xstate';
 import type { Pod, PodPhase } from '../api/types.ts';
 import { podRef } from '../api/types.ts';
 import type { BackoffTable } from './decide/backoff.ts';
@@ -42,6 +42,7 @@ import type { ProbeResult, ProbeResults } from './decide/computePodActions.ts';
 import { nextGracePeriod } from './decide/gracePeriod.ts';
 import type { InitStep, PodProgress } from './decide/progress.ts';
 import type { PlegEvent } from './decide/relist.ts';
+import type { CallTrace } from '../runtime/callTrace.ts';
 import type { WaitingReason } from '../status/generate.ts';
 
 /** What a sync remembers from one run to the next (plain data). */
@@ -110,11 +111,39 @@ export interface CleanupRequest {
   memory: PodMemory;
 }
 
-/** The side effects the pod actor invokes; the composition root provides the implementation. */
+/**
+ * The side effects the pod actor invokes; the composition root provides the implementation. Each
+ * reports the runtime calls it makes to `calls`.
+ */
 export interface PodEffects {
-  syncPod(request: SyncRequest, signal: AbortSignal): Promise<SyncOutcome>;
-  terminatePod(request: TerminateRequest, signal: AbortSignal): Promise<void>;
-  cleanupPod(request: CleanupRequest, signal: AbortSignal): Promise<void>;
+  syncPod(request: SyncRequest, signal: AbortSignal, calls: CallTrace): Promise<SyncOutcome>;
+  terminatePod(request: TerminateRequest, signal: AbortSignal, calls: CallTrace): Promise<void>;
+  cleanupPod(request: CleanupRequest, signal: AbortSignal, calls: CallTrace): Promise<void>;
+}
+
+/** A runtime call of an effect actor, as the actor records it (see `callsRecordedOn`). */
+export type RuntimeCallEvent =
+  | { type: 'CRI.STARTED'; call: string; target: string }
+  | { type: 'CRI.FINISHED'; call: string; target: string; durationMs: number; error?: string };
+
+/**
+ * The effect actor records each runtime call it makes as an event sent to itself. The actor
+ * ignores them; they exist for the inspection API, so the visualizer (or Stately's inspector)
+ * sees every call, its duration and its error, while the pod machine runs no macrostep for them.
+ */
+function callsRecordedOn(self: AnyActorRef): CallTrace {
+  // A call can outlive its actor (a preStop hook shared with a later, shorter kill): then it is not recorded.
+  const record = (event: RuntimeCallEvent) => {
+    if (self.getSnapshot().status === 'active') self.send(event);
+  };
+  return {
+    started: (call, target) => record({ type: 'CRI.STARTED', call, target }),
+    finished: (call, target, durationMs, error) => {
+      const event: RuntimeCallEvent = { type: 'CRI.FINISHED', call, target, durationMs: Math.round(durationMs * 10) / 10 };
+      if (error !== undefined) event.error = errorMessage(error);
+      record(event);
+    },
+  };
 }
 
 export type UpdateType = 'create' | 'update' | 'sync';
@@ -192,9 +221,11 @@ export function createPodMachine(effects: PodEffects) {
       output: {} as PodOutput,
     },
     actors: {
-      syncPod: fromPromise<SyncOutcome, SyncRequest>(({ input, signal }) => effects.syncPod(input, signal)),
-      terminatePod: fromPromise<void, TerminateRequest>(({ input, signal }) => effects.terminatePod(input, signal)),
-      cleanupPod: fromPromise<void, CleanupRequest>(({ input, signal }) => effects.cleanupPod(input, signal)),
+      syncPod: fromPromise<SyncOutcome, SyncRequest>(({ input, signal, self }) => effects.syncPod(input, signal, callsRecordedOn(self))),
+      terminatePod: fromPromise<void, TerminateRequest>(({ input, signal, self }) =>
+        effects.terminatePod(input, signal, callsRecordedOn(self)),
+      ),
+      cleanupPod: fromPromise<void, CleanupRequest>(({ input, signal, self }) => effects.cleanupPod(input, signal, callsRecordedOn(self))),
     },
     delays: {
       killRetry: killRetryMs,

@@ -99,6 +99,16 @@ export interface WirePodState {
   gracePeriodSeconds: number | null;
 }
 
+/** The syncLoop's counters: what it routed, and the runtime's health as the PLEG last saw it. */
+export interface WireSyncLoopState {
+  /** Events routed to the pod workers, by type. */
+  routed: Record<string, number>;
+  seenSources: string[];
+  lastRelistAt: number | null;
+  lastRelistDurationMs: number | null;
+  lastRuntimeError: string | null;
+}
+
 export interface WireSnapshot {
   kind: 'snapshot';
   actorId: string;
@@ -108,6 +118,7 @@ export interface WireSnapshot {
   value?: StateValue;
   tags?: string[];
   pod?: WirePodState;
+  syncLoop?: WireSyncLoopState;
   at: number;
 }
 
@@ -122,16 +133,33 @@ export interface WireEvent {
   sourceId: string | null;
   type: string;
   payload?: WirePayload;
+  /**
+   * Set when the event went to one of the actor's invoked effect actors rather than to the actor
+   * itself: the effect's logic name (`syncPod`, `terminatePod`, `cleanupPod`). These are the
+   * `CRI.STARTED` / `CRI.FINISHED` records of its runtime calls.
+   */
+  via?: string;
   at: number;
 }
 
-/** Events left out of a batch (only the newest `maxEventsPerBatch` are sent). */
+/** One microstep of a machine actor: the transitions taken (with targets) and the state value after. */
+export interface WireStep {
+  kind: 'step';
+  actorId: string;
+  /** The event that caused it (`xstate.done.actor.…` and eventless `always` steps included). */
+  event: string;
+  transitions: { source: string; targets: string[] }[];
+  value: StateValue;
+  at: number;
+}
+
+/** Events and steps left out of a batch (only the newest `maxEventsPerBatch` are sent). */
 export interface WireDropped {
   kind: 'dropped';
   events: number;
 }
 
-export type WireRecord = WireDefinition | WireActor | WireSnapshot | WireEvent | WireDropped;
+export type WireRecord = WireDefinition | WireActor | WireSnapshot | WireEvent | WireStep | WireDropped;
 
 /** The current picture: what a newly connected client gets first, and what `/api/snapshot` returns. */
 export interface WirePicture {
@@ -209,7 +237,16 @@ interface PodLikeContext {
   gracePeriodSeconds?: number | null;
 }
 
+interface SyncLoopLikeContext {
+  routed?: Record<string, number>;
+  seenSources?: string[];
+  lastRelistAt?: number | null;
+  lastRelistDurationMs?: number | null;
+  lastRuntimeError?: string | null;
+}
+
 const isPodMachine = (machineId: string | null) => machineId === 'pod';
+const maxRoutedTypes = 64;
 
 /** The `actor` record for a tracked actor; `snapshot` (its first) supplies a pod's identity. */
 export function projectActor(actorRef: AnyActorRef, op: WireActor['op'], snapshot: unknown, at: number): WireActor {
@@ -258,8 +295,26 @@ export function projectSnapshot(actorRef: AnyActorRef, snapshot: unknown, at: nu
       restartRequested: c.restartRequested === true,
       gracePeriodSeconds: typeof c.gracePeriodSeconds === 'number' ? c.gracePeriodSeconds : null,
     };
+  } else if (machine.id === 'syncLoop') {
+    record.syncLoop = syncLoopState((snap?.context ?? {}) as SyncLoopLikeContext);
   }
   return record;
+}
+
+const numberOrNull = (value: unknown) => (typeof value === 'number' ? value : null);
+
+function syncLoopState(c: SyncLoopLikeContext): WireSyncLoopState {
+  const routed: Record<string, number> = {};
+  for (const [type, count] of Object.entries(c.routed ?? {}).slice(0, maxRoutedTypes)) {
+    if (typeof count === 'number') routed[str(type)] = count;
+  }
+  return {
+    routed,
+    seenSources: Array.isArray(c.seenSources) ? c.seenSources.map(str) : [],
+    lastRelistAt: numberOrNull(c.lastRelistAt),
+    lastRelistDurationMs: numberOrNull(c.lastRelistDurationMs),
+    lastRuntimeError: typeof c.lastRuntimeError === 'string' ? str(c.lastRuntimeError) : null,
+  };
 }
 
 /** The scalar fields each known event type may carry onto the wire (anything else is dropped). */
@@ -276,6 +331,8 @@ const scalarFields: Record<string, readonly string[]> = {
   'PLEG.RELIST_FAILED': ['error'],
   'PROBE.RESULT': ['podUid', 'containerId', 'containerName', 'kind', 'result'],
   'SOURCE.SEEN': ['source'],
+  'CRI.STARTED': ['call', 'target'],
+  'CRI.FINISHED': ['call', 'target', 'durationMs', 'error'],
   // Not `message`: a manifest's parse error may quote the manifest.
   'SOURCE.ERROR': ['source'],
 };
@@ -332,7 +389,17 @@ export function sanitizeEvent(event: AnyEventObject): WirePayload | undefined {
   return any ? payload : undefined;
 }
 
-export function projectEvent(actorRef: AnyActorRef, sourceRef: AnyActorRef | undefined, event: AnyEventObject, at: number): WireEvent {
+/**
+ * The `event` record. `via`: the event went to this effect actor of `actorRef` (named by its logic),
+ * and is shown as the owner's.
+ */
+export function projectEvent(
+  actorRef: AnyActorRef,
+  sourceRef: AnyActorRef | undefined,
+  event: AnyEventObject,
+  at: number,
+  via?: AnyActorRef,
+): WireEvent {
   const record: WireEvent = {
     kind: 'event',
     actorId: actorRef.sessionId,
@@ -342,7 +409,38 @@ export function projectEvent(actorRef: AnyActorRef, sourceRef: AnyActorRef | und
   };
   const payload = sanitizeEvent(event);
   if (payload) record.payload = payload;
+  if (via) record.via = effectName(via);
   return record;
+}
+
+/** An invoked actor's logic name (`syncPod`), else its id. */
+function effectName(actorRef: AnyActorRef): string {
+  const src = (actorRef as { src?: unknown }).src;
+  return typeof src === 'string' ? src : actorRef.id;
+}
+
+/** A microstep's transition, as taken. */
+export interface TakenTransition {
+  source: { id: string };
+  target?: readonly { id: string }[] | undefined;
+}
+
+/** Whether a microstep moved the actor (a transition with a target); action-only steps are not sent. */
+export const movesState = (transitions: readonly TakenTransition[]): boolean => transitions.some((t) => (t.target?.length ?? 0) > 0);
+
+/** The `step` record of a microstep: the transitions that have targets, and the value after. */
+export function projectStep(
+  actorRef: AnyActorRef,
+  event: AnyEventObject,
+  transitions: readonly TakenTransition[],
+  value: StateValue,
+  at: number,
+): WireStep {
+  const taken: WireStep['transitions'] = [];
+  for (const t of transitions) {
+    if (t.target?.length) taken.push({ source: t.source.id, targets: t.target.map((n) => n.id) });
+  }
+  return { kind: 'step', actorId: actorRef.sessionId, event: str(event.type), transitions: taken, value, at };
 }
 
 // --- definitions ---

@@ -6,17 +6,21 @@
  * Which actors: state machine actors (syncLoop, pleg, pods) and the root's other children (the
  * `pods`, `sources`, `probes` callback actors). Short-lived helpers — the promise actors a pod
  * invokes for each sync, the PLEG's relists — are not tracked: their parent's state shows them.
+ * The runtime calls a pod's effect actor records (`CRI.STARTED` / `CRI.FINISHED`, sent to itself)
+ * are streamed as the pod's events, with `via` naming the effect.
  *
  * A batch holds, in order: new definitions, created actors, the latest snapshot of each actor that
- * changed (intermediate ones are dropped), events (only the newest `maxEventsPerBatch`, with a
- * `dropped` record counting the rest), stopped actors. Records are idempotent upserts keyed by
- * actor id, so a client that got the picture may see some of it again in the next batch.
+ * changed (intermediate ones are dropped), events and steps (microsteps that moved an actor, with
+ * the value after each) as they happened — only the newest `maxEventsPerBatch`, with a `dropped`
+ * record counting the rest — and stopped actors. Records are idempotent upserts keyed by actor id,
+ * so a client that got the picture may see some of it again in the next batch.
  *
  * Cost to the agent: O(1) per record, no serialization on the agent's path (batches are
  * serialized once per flush, on a timer); nothing is buffered while no client is connected.
  */
-import type { AnyActorRef, InspectionEvent, Observer } from 'xstate';
+import type { AnyActorRef, AnyEventObject, InspectionEvent, Observer, StateValue } from 'xstate';
 import {
+  type TakenTransition,
   type WireActor,
   type WireActorView,
   type WireDefinition,
@@ -24,10 +28,12 @@ import {
   type WireRecord,
   type WireSnapshot,
   machineOf,
+  movesState,
   projectActor,
   projectDefinition,
   projectEvent,
   projectSnapshot,
+  projectStep,
 } from './projection.ts';
 
 export interface HubOptions {
@@ -58,12 +64,10 @@ const realClock: Clock = {
 
 export type BatchListener = (batch: WireRecord[]) => void;
 
-interface PendingEvent {
-  ref: AnyActorRef;
-  source: AnyActorRef | undefined;
-  event: { type: string };
-  at: number;
-}
+/** An event or a microstep, kept raw until the flush: records dropped from a batch cost no projection. */
+type Pending =
+  | { kind: 'event'; ref: AnyActorRef; source: AnyActorRef | undefined; event: AnyEventObject; via: AnyActorRef | undefined; at: number }
+  | { kind: 'step'; ref: AnyActorRef; event: AnyEventObject; transitions: readonly TakenTransition[]; value: StateValue; at: number };
 
 interface Tracked {
   ref: AnyActorRef;
@@ -85,8 +89,7 @@ export class VisualizerHub {
   private newDefinitions: WireDefinition[] = [];
   private created: WireActor[] = [];
   private snapshots = new Map<string, WireSnapshot>();
-  /** Raw, projected at flush: events dropped from a batch cost no projection. */
-  private events: PendingEvent[] = [];
+  private events: Pending[] = [];
   private eventsSeen = 0;
   private stopped: WireActor[] = [];
   private readonly clock: Clock;
@@ -116,6 +119,9 @@ export class VisualizerHub {
           break;
         case '@xstate.event':
           this.onEvent(record.actorRef as AnyActorRef, record.sourceRef as AnyActorRef | undefined, record.event);
+          break;
+        case '@xstate.microstep':
+          this.onMicrostep(record.actorRef as AnyActorRef, record.event, record.snapshot, record._transitions);
           break;
         default:
           break;
@@ -156,7 +162,9 @@ export class VisualizerHub {
     this.timer = null;
     const batch: WireRecord[] = [...this.newDefinitions, ...this.created, ...this.snapshots.values()];
     const kept = this.events.length > this.maxEvents ? this.events.slice(-this.maxEvents) : this.events;
-    for (const e of kept) batch.push(projectEvent(e.ref, e.source, e.event, e.at));
+    for (const e of kept) {
+      batch.push(e.kind === 'event' ? projectEvent(e.ref, e.source, e.event, e.at, e.via) : projectStep(e.ref, e.event, e.transitions, e.value, e.at));
+    }
     const dropped = this.eventsSeen - kept.length;
     if (dropped > 0) batch.push({ kind: 'dropped', events: dropped });
     batch.push(...this.stopped);
@@ -208,36 +216,72 @@ export class VisualizerHub {
     this.actors.set(ref.sessionId, { ref, actor: null });
   }
 
+  /**
+   * Announces a tracked actor (its definition first, once per machine) on its first snapshot, or on
+   * the first event that needs it: an actor's children can record events before its first snapshot
+   * record (they start while it starts), and its snapshot is readable by then.
+   */
+  private announce(tracked: Tracked, snapshot: unknown, at: number): WireActor {
+    if (tracked.actor) return tracked.actor;
+    const machine = machineOf(tracked.ref);
+    if (machine && !this.definitions.has(machine.id)) {
+      const definition = projectDefinition(machine);
+      this.definitions.set(machine.id, definition);
+      if (this.batching) this.newDefinitions.push(definition);
+    }
+    tracked.actor = projectActor(tracked.ref, 'created', snapshot, at);
+    if (this.batching) this.created.push(tracked.actor);
+    return tracked.actor;
+  }
+
   private onSnapshot(ref: AnyActorRef, snapshot: unknown): void {
     const tracked = this.actors.get(ref.sessionId);
     if (!tracked || tracked.ref !== ref) return;
     const at = this.now();
-    if (!tracked.actor) {
-      const machine = machineOf(ref);
-      if (machine && !this.definitions.has(machine.id)) {
-        const definition = projectDefinition(machine);
-        this.definitions.set(machine.id, definition);
-        if (this.batching) this.newDefinitions.push(definition);
-      }
-      tracked.actor = projectActor(ref, 'created', snapshot, at);
-      if (this.batching) this.created.push(tracked.actor);
-    }
+    this.announce(tracked, snapshot, at);
     const projected = projectSnapshot(ref, snapshot, at);
     tracked.snapshot = projected;
     if (this.batching) this.snapshots.set(ref.sessionId, projected);
     if (projected.status !== 'active') {
       this.actors.delete(ref.sessionId);
-      if (this.batching) this.stopped.push({ ...tracked.actor, op: 'stopped', at });
+      if (this.batching) this.stopped.push({ ...tracked.actor!, op: 'stopped', at });
     }
     this.schedule();
   }
 
-  private onEvent(ref: AnyActorRef, source: AnyActorRef | undefined, event: { type: string }): void {
-    if (!this.batching) return;
+  /** `ref` if it is tracked (announcing it if need be). */
+  private announced(ref: AnyActorRef): AnyActorRef | undefined {
     const tracked = this.actors.get(ref.sessionId);
-    if (!tracked?.actor || tracked.ref !== ref) return;
+    if (!tracked || tracked.ref !== ref) return undefined;
+    this.announce(tracked, ref.getSnapshot(), this.now());
+    return ref;
+  }
+
+  private onEvent(ref: AnyActorRef, source: AnyActorRef | undefined, event: AnyEventObject): void {
+    if (!this.batching) return;
+    let owner = this.announced(ref);
+    let via: AnyActorRef | undefined;
+    if (!owner) {
+      // A runtime call recorded by an untracked effect actor is shown as its owner's.
+      if (!event.type.startsWith('CRI.')) return;
+      const parent = (ref as { _parent?: AnyActorRef })._parent;
+      owner = parent && this.announced(parent);
+      if (!owner) return;
+      via = ref;
+    }
+    this.push({ kind: 'event', ref: owner, source, event, via, at: this.now() });
+  }
+
+  private onMicrostep(ref: AnyActorRef, event: AnyEventObject, snapshot: unknown, transitions: readonly TakenTransition[]): void {
+    if (!this.batching || !this.announced(ref) || !movesState(transitions)) return;
+    const value = (snapshot as { value?: StateValue }).value;
+    if (value === undefined) return;
+    this.push({ kind: 'step', ref, event, transitions, value, at: this.now() });
+  }
+
+  private push(pending: Pending): void {
     this.eventsSeen++;
-    this.events.push({ ref, source, event, at: this.now() });
+    this.events.push(pending);
     // Amortized O(1): trim to the newest maxEvents once twice as many have gathered.
     if (this.events.length >= 2 * this.maxEvents) this.events = this.events.slice(-this.maxEvents);
     this.schedule();

@@ -3,11 +3,27 @@ import { createActor, waitFor } from 'xstate';
 import type { Pod } from '../../src/api/types.ts';
 import { createPodEffects, untilActiveDeadlineMs } from '../../src/agent/podEffects.ts';
 import { createPodMachine } from '../../src/machines/pod.ts';
+import type { CallTrace } from '../../src/runtime/callTrace.ts';
 import { StatusManager } from '../../src/status/manager.ts';
 import { type LifecycleRig, lifecycleRig } from '../kuberuntime/support.ts';
 import { container, createRecorder, makePod } from '../support/pods.ts';
 
 const noMemory = { backoff: {}, reasons: {} };
+const noTrace: CallTrace = { started: () => {}, finished: () => {} };
+
+/** A trace that keeps what it is told, as `started Call target` / `finished Call target [error]` lines. */
+function recordingTrace() {
+  const lines: string[] = [];
+  const durations: number[] = [];
+  const trace: CallTrace = {
+    started: (call, target) => lines.push(`started ${call} ${target}`.trimEnd()),
+    finished: (call, target, durationMs, error) => {
+      durations.push(durationMs);
+      lines.push(`finished ${call} ${target}${error ? ` [${error instanceof Error ? error.message : String(error)}]` : ''}`.trimEnd());
+    },
+  };
+  return { trace, lines, durations };
+}
 
 function effectsRig() {
   const rig = lifecycleRig();
@@ -67,16 +83,16 @@ describe('activeDeadlineSeconds', () => {
   it('asks for the next sync no later than the deadline, then fails the pod with DeadlineExceeded', async () => {
     const rig = effectsRig();
     const pod = makePod('d', { activeDeadlineSeconds: 30 });
-    let outcome = await rig.effects.syncPod({ pod, memory: noMemory }, new AbortController().signal);
+    let outcome = await rig.effects.syncPod({ pod, memory: noMemory }, new AbortController().signal, noTrace);
     expect(outcome.retryAfterMs).toBe(30_000);
 
     rig.clock.increment(12_500);
-    outcome = await rig.effects.syncPod({ pod, memory: outcome.memory }, new AbortController().signal);
+    outcome = await rig.effects.syncPod({ pod, memory: outcome.memory }, new AbortController().signal, noTrace);
     expect(outcome.retryAfterMs).toBe(17_500);
     expect(outcome.isTerminal).toBe(false);
 
     rig.clock.increment(17_500);
-    outcome = await rig.effects.syncPod({ pod, memory: outcome.memory }, new AbortController().signal);
+    outcome = await rig.effects.syncPod({ pod, memory: outcome.memory }, new AbortController().signal, noTrace);
     expect(outcome).toMatchObject({ isTerminal: true, phase: 'Failed' });
     expect(rig.statuses.get('uid-d')).toMatchObject({ phase: 'Failed', reason: 'DeadlineExceeded' });
   });
@@ -101,5 +117,38 @@ describe('activeDeadlineSeconds', () => {
     await waitFor(actor, (s) => s.hasTag('terminated'));
     expect(rig.statuses.get('uid-d')).toMatchObject({ phase: 'Failed', reason: 'DeadlineExceeded' });
     expect(await rig.runtime.listContainers({ state: 'CONTAINER_RUNNING' })).toEqual([]);
+  });
+});
+
+describe('runtime calls are reported to the effect run\'s trace', () => {
+  it('names each call and what it is about, with container names for IDs, and pairs every start with a finish', async () => {
+    const rig = effectsRig();
+    const pod = makePod('t', { containers: [container('web'), container('side')] });
+    const { trace, lines, durations } = recordingTrace();
+    await rig.effects.syncPod({ pod, memory: noMemory }, new AbortController().signal, trace);
+    const finished = lines.filter((l) => l.startsWith('finished '));
+    expect(lines.filter((l) => l.startsWith('started '))).toHaveLength(finished.length);
+    expect(finished).toEqual(expect.arrayContaining([
+      'finished RunPodSandbox sandbox',
+      'finished CreateContainer web',
+      'finished StartContainer web',
+      'finished CreateContainer side',
+      'finished StartContainer side',
+    ]));
+    expect(lines.indexOf('started RunPodSandbox sandbox')).toBeLessThan(lines.indexOf('started CreateContainer web'));
+    expect(durations.every((d) => d >= 0)).toBe(true);
+    // Containers the run learned by listing are named too.
+    const kill = recordingTrace();
+    await rig.effects.terminatePod({ pod, gracePeriodSeconds: 1, memory: noMemory }, new AbortController().signal, kill.trace);
+    expect(kill.lines).toEqual(expect.arrayContaining(['finished StopContainer web', 'finished StopContainer side', 'finished StopPodSandbox sandbox']));
+  });
+
+  it('reports a failed call with its error', async () => {
+    const rig = effectsRig();
+    rig.runtime.failNext('createContainer', 'INTERNAL', 'disk full');
+    const { trace, lines } = recordingTrace();
+    const outcome = await rig.effects.syncPod({ pod: makePod('f'), memory: noMemory }, new AbortController().signal, trace);
+    expect(outcome.errors.length).toBeGreaterThan(0);
+    expect(lines.find((l) => l.startsWith('finished CreateContainer'))).toMatch(/^finished CreateContainer main \[.*disk full.*\]$/);
   });
 });

@@ -120,6 +120,31 @@ describe('projectActor / projectSnapshot', () => {
     parent.stop();
   });
 
+  it("projects the syncLoop's routing counts and runtime health", () => {
+    const noop = fromCallback(() => {});
+    const actor = createActor(createSyncLoopMachine({ sources: noop, pods: noop, pleg: noop }), {
+      input: { expectedSources: ['file'], syncTickMs: 1000, housekeepingMs: 2000, plegPeriodMs: 1000 },
+    });
+    actor.start();
+    actor.send({ type: 'CONFIG.ADD', source: 'file', pods: [secretPod()] });
+    actor.send({ type: 'CONFIG.ADD', source: 'file', pods: [] });
+    actor.send({ type: 'PLEG.CONTAINER_DIED', podUid: 'u', containerId: 'c' });
+    actor.send({ type: 'SOURCE.SEEN', source: 'file' });
+    actor.send({ type: 'PLEG.RELIST_FAILED', error: 'CRI ListContainers failed (UNAVAILABLE): connection refused' });
+    const snap = projectSnapshot(actor, actor.getSnapshot(), 7);
+    expect(snap.syncLoop).toEqual({
+      routed: { 'CONFIG.ADD': 2, 'PLEG.CONTAINER_DIED': 1 },
+      seenSources: ['file'],
+      lastRelistAt: null,
+      lastRelistDurationMs: null,
+      lastRuntimeError: 'CRI ListContainers failed (UNAVAILABLE): connection refused',
+    });
+    expect(snap.value).toMatchObject({ sources: 'ready', runtime: 'unhealthy' });
+    expect(snap.pod).toBeUndefined();
+    expect(JSON.stringify(snap)).not.toContain('hunter2');
+    actor.stop();
+  });
+
   it('projects a non-machine actor without value or pod', () => {
     const actor = createActor(fromCallback(() => {}), { id: 'pods' });
     actor.start();
@@ -183,6 +208,21 @@ describe('projectEvent / sanitizeEvent', () => {
     });
     expect(sanitizeEvent({ type: 'xstate.error.actor.x', error: new Error('boom') })).toEqual({ message: 'boom' });
     expect(sanitizeEvent({ type: 'xstate.error.actor.x', error: { message: 'plain' } })).toEqual({ message: 'plain' });
+  });
+
+  it('keeps a runtime call\'s method, target, duration and error, and names the effect actor it went to', () => {
+    const effect = { sessionId: 'x:2', id: '0.pod.syncing.worker.working', src: 'syncPod' } as unknown as AnyActorRef;
+    const finished = { type: 'CRI.FINISHED', call: 'StopContainer', target: 'app', durationMs: 2003.1, error: 'CRI StopContainer failed (DEADLINE_EXCEEDED): timeout', extra: 'x' };
+    expect(projectEvent(target, effect, finished, 9, effect)).toEqual({
+      kind: 'event',
+      actorId: 'x:1',
+      sourceId: 'x:2',
+      type: 'CRI.FINISHED',
+      payload: { call: 'StopContainer', target: 'app', durationMs: 2003.1, error: 'CRI StopContainer failed (DEADLINE_EXCEEDED): timeout' },
+      via: 'syncPod',
+      at: 9,
+    });
+    expect(sanitizeEvent({ type: 'CRI.STARTED', call: 'ExecSync', target: 'app', cmd: ['echo', 'hunter2'] })).toEqual({ call: 'ExecSync', target: 'app' });
   });
 
   it('drops unknown fields and unknown events\' payloads', () => {

@@ -54,8 +54,10 @@ describe('VisualizerHub', () => {
     clock.increment(1);
     expect(batches).toHaveLength(1);
     const [batch] = batches as [WireRecord[]];
-    // Order: definitions, created actors, snapshots, events.
-    expect(batch.map((r) => r.kind).filter((k, i, all) => all.indexOf(k) === i)).toEqual(['definition', 'actor', 'snapshot', 'event']);
+    // Order: definitions, created actors, snapshots, then events and steps as they happened.
+    const sections = batch.map((r) => (r.kind === 'step' ? 'event' : r.kind));
+    expect(sections.filter((k, i, all) => all.indexOf(k) === i)).toEqual(['definition', 'actor', 'snapshot', 'event']);
+    expect(sections.filter((k, i) => k !== sections[i - 1])).toEqual(['definition', 'actor', 'snapshot', 'event']);
     const snapshots = ofKind(batch, 'snapshot');
     expect(snapshots).toHaveLength(1);
     expect(snapshots[0]?.pod?.syncCount).toBe(syncs);
@@ -122,6 +124,68 @@ describe('VisualizerHub', () => {
     expect(text).toContain('POD.UPDATE');
     expect(text).toContain('statelet.local/busybox:1');
     for (const word of forbidden) expect(text).not.toContain(word);
+  });
+
+  it('streams each microstep that moves an actor, in order with its events, with the value after it', async () => {
+    const hub = newHub();
+    const batches: WireRecord[][] = [];
+    hub.subscribe((b) => batches.push(b));
+    const { actor } = startPodSystem(hub, secretPod());
+    await tick();
+    actor.send({ type: 'POD.KILL' });
+    await tick();
+    hub.flush();
+    const records = batches.flat().filter((r) => r.kind === 'step' || r.kind === 'event');
+    const steps = ofKind(records, 'step');
+    // working → idle when the sync is done; progress sandbox → running; then the kill's way down.
+    expect(steps).toContainEqual(expect.objectContaining({
+      event: expect.stringMatching(/^xstate\.done\.actor\./),
+      transitions: [{ source: 'pod.syncing.worker.working', targets: ['pod.syncing.worker.idle'] }],
+    }));
+    expect(steps).toContainEqual(expect.objectContaining({ event: 'POD.KILL', transitions: [{ source: 'pod.syncing', targets: ['pod.terminating'] }], value: { terminating: 'killing' } }));
+    const finalValues = steps.map((s) => JSON.stringify(s.value));
+    expect(finalValues.indexOf('{"terminating":"killing"}')).toBeLessThan(finalValues.indexOf('{"terminated":"cleaning"}'));
+    expect(finalValues.indexOf('{"terminated":"cleaning"}')).toBeLessThan(finalValues.indexOf('{"terminated":"finished"}'));
+    // The step comes right after the event that caused it.
+    const kill = records.findIndex((r) => r.kind === 'event' && r.type === 'POD.KILL');
+    expect(records[kill + 1]).toMatchObject({ kind: 'step', event: 'POD.KILL' });
+    // Action-only steps (a readiness result that changes nothing) are not sent.
+    expect(steps.every((s) => s.transitions.length > 0)).toBe(true);
+  });
+
+  it("shows the runtime calls an effect actor records as its pod's events, with the effect's name", async () => {
+    const hub = newHub();
+    const batches: WireRecord[][] = [];
+    hub.subscribe((b) => batches.push(b));
+    const { actor } = startPodSystem(
+      hub,
+      secretPod(),
+      fakeEffects({
+        syncPod: async (_request, _signal, calls) => {
+          calls.started('CreateContainer', 'app');
+          calls.finished('CreateContainer', 'app', 12.34);
+          calls.started('StartContainer', 'app');
+          calls.finished('StartContainer', 'app', 3, new Error('CRI StartContainer failed (INTERNAL): no such file'));
+          return runningOutcome();
+        },
+      }),
+    );
+    await tick();
+    hub.flush();
+    const cri = ofKind(batches.flat(), 'event').filter((e) => e.type.startsWith('CRI.'));
+    expect(cri).toEqual([
+      expect.objectContaining({ actorId: actor.sessionId, type: 'CRI.STARTED', via: 'syncPod', payload: { call: 'CreateContainer', target: 'app' } }),
+      expect.objectContaining({ type: 'CRI.FINISHED', via: 'syncPod', payload: { call: 'CreateContainer', target: 'app', durationMs: 12.3 } }),
+      expect.objectContaining({ type: 'CRI.STARTED', payload: { call: 'StartContainer', target: 'app' } }),
+      expect.objectContaining({
+        type: 'CRI.FINISHED',
+        payload: { call: 'StartContainer', target: 'app', durationMs: 3, error: 'CRI StartContainer failed (INTERNAL): no such file' },
+      }),
+    ]);
+    // The effect actor's own machinery (its promise resolving) is not shown.
+    expect(ofKind(batches.flat(), 'event').some((e) => e.type.startsWith('xstate.promise'))).toBe(false);
+    // Nor is the effect actor itself.
+    expect(ofKind(batches.flat(), 'actor').map((a) => a.name)).toEqual(['pod/uid-1']);
   });
 
   it('survives a failing listener and never throws into the actor system', async () => {

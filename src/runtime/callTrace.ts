@@ -1,0 +1,95 @@
+/**
+ * Runtime calls made visible: decorators over the RuntimeService and ImageService that report
+ * each call's start and finish (with its duration and error) to a `CallTrace`. The pod's effect
+ * actors wrap the runtime this way for the length of one sync, so the visualizer's event log can
+ * show which CRI call a pod is waiting on and how long each took.
+ *
+ * A call is named by its CRI method (`CreateContainer`) and a target that says what it is about:
+ * `sandbox`, a container's name, an image. Container IDs are turned back into names from what the
+ * decorator saw come back (CreateContainer, ListContainers, ContainerStatus); an ID it never saw
+ * shows as its first 13 characters. Nothing else of a request (commands, env, mounts) is reported.
+ */
+import type { CallOptions, ImageService, RuntimeService } from './types.ts';
+
+export interface CallTrace {
+  started(call: string, target: string): void;
+  finished(call: string, target: string, durationMs: number, error?: unknown): void;
+}
+
+/** Runs `run` as one traced call. */
+async function traceCall<T>(trace: CallTrace, call: string, target: string, run: () => Promise<T>): Promise<T> {
+  trace.started(call, target);
+  const startedAt = performance.now();
+  try {
+    const result = await run();
+    trace.finished(call, target, performance.now() - startedAt);
+    return result;
+  } catch (err) {
+    trace.finished(call, target, performance.now() - startedAt, err);
+    throw err;
+  }
+}
+
+const shortId = (id: string) => id.slice(0, 13);
+
+/** The RuntimeService, each call reported to `trace`. Streams (containerEvents) pass through. */
+export function tracedRuntime(runtime: RuntimeService, trace: CallTrace): RuntimeService {
+  const names = new Map<string, string>();
+  const containerName = (id: string) => names.get(id) ?? shortId(id);
+  const call = <T>(method: string, target: string, run: () => Promise<T>) => traceCall(trace, method, target, run);
+  return {
+    version: (opts) => call('Version', '', () => runtime.version(opts)),
+    status: (opts) => call('Status', '', () => runtime.status(opts)),
+    runPodSandbox: (config, opts) => call('RunPodSandbox', 'sandbox', () => runtime.runPodSandbox(config, opts)),
+    stopPodSandbox: (id, opts) => call('StopPodSandbox', 'sandbox', () => runtime.stopPodSandbox(id, opts)),
+    removePodSandbox: (id, opts) => call('RemovePodSandbox', 'sandbox', () => runtime.removePodSandbox(id, opts)),
+    podSandboxStatus: (id, opts) => call('PodSandboxStatus', 'sandbox', () => runtime.podSandboxStatus(id, opts)),
+    listPodSandbox: (filter, opts) => call('ListPodSandbox', '', () => runtime.listPodSandbox(filter, opts)),
+    createContainer: (sandboxId, config, sandboxConfig, opts) =>
+      call('CreateContainer', config.metadata.name, async () => {
+        const id = await runtime.createContainer(sandboxId, config, sandboxConfig, opts);
+        names.set(id, config.metadata.name);
+        return id;
+      }),
+    startContainer: (id, opts) => call('StartContainer', containerName(id), () => runtime.startContainer(id, opts)),
+    stopContainer: (id, timeoutSeconds, opts) =>
+      call('StopContainer', containerName(id), () => runtime.stopContainer(id, timeoutSeconds, opts)),
+    removeContainer: (id, opts) => call('RemoveContainer', containerName(id), () => runtime.removeContainer(id, opts)),
+    listContainers: (filter, opts) =>
+      call('ListContainers', '', async () => {
+        const containers = await runtime.listContainers(filter, opts);
+        for (const c of containers) names.set(c.id, c.metadata.name);
+        return containers;
+      }),
+    containerStatus: (id, opts) =>
+      call('ContainerStatus', containerName(id), async () => {
+        const status = await runtime.containerStatus(id, opts);
+        names.set(id, status.metadata.name);
+        return status;
+      }),
+    execSync: (id, cmd, timeoutSeconds, opts) =>
+      call('ExecSync', containerName(id), () => runtime.execSync(id, cmd, timeoutSeconds, opts)),
+    containerEvents: (opts) => runtime.containerEvents(opts),
+  };
+}
+
+/** The ImageService, each call reported to `trace`. */
+export function tracedImages(images: ImageService, trace: CallTrace): ImageService {
+  const call = <T>(method: string, image: string, run: () => Promise<T>) => traceCall(trace, method, image, run);
+  return {
+    pullImage: (image, sandboxConfig, opts) => call('PullImage', image, () => images.pullImage(image, sandboxConfig, opts)),
+    imageStatus: (image, opts) => call('ImageStatus', image, () => images.imageStatus(image, opts)),
+    listImages: (opts) => call('ListImages', '', () => images.listImages(opts)),
+    removeImage: (image, opts) => call('RemoveImage', image, () => images.removeImage(image, opts)),
+  };
+}
+
+/** Anything that pulls images for a pod (the agent's shared, de-duplicating puller). */
+export interface ImagePulls {
+  pull(image: string, opts?: CallOptions): Promise<string>;
+}
+
+/** A pod's view of the shared puller: its wait for an image, reported as one `PullImage`. */
+export function tracedPulls(puller: ImagePulls, trace: CallTrace): ImagePulls {
+  return { pull: (image, opts) => traceCall(trace, 'PullImage', image, () => puller.pull(image, opts)) };
+}
