@@ -1,8 +1,10 @@
 /**
  * The visualizer page in a real browser (Debian's chromium driven by playwright-core): the agent
  * in-process on sim:// with two static pods and --visualizer-port, the page lists both Running,
- * draws the selected pod's statechart with `running` highlighted, and follows the pod into
- * termination when its manifest is removed. Saves docs/visualizer.png.
+ * filters them, draws the selected pod's statechart with `running` highlighted and its CRI calls
+ * in the log, plays its transitions back through `terminating` to `terminated` when its manifest
+ * is removed, and shows the syncLoop's chart and routing counts. Takes the README's screenshot
+ * (`npm run screenshot`).
  *
  * Without /usr/bin/chromium the test is skipped loudly, except under CI=true where it fails.
  */
@@ -40,6 +42,22 @@ spec:
       image: statelet.local/busybox:1
       command: ["sh", "-c", "${command}"]
 `;
+
+/**
+ * Run in the page (as source: this project's type check has no DOM): records, in order, each state
+ * group that becomes `active` and each edge that gets `fired`, into `window.seen`.
+ */
+const recordChartChanges = `(() => {
+  const seen = (window.seen = []);
+  new MutationObserver((mutations) => {
+    for (const m of mutations) {
+      const el = m.target;
+      const was = ' ' + (m.oldValue || '') + ' ';
+      if (el.classList.contains('active') && !was.includes(' active ')) seen.push('active ' + el.getAttribute('data-state-id'));
+      if (el.classList.contains('fired') && !was.includes(' fired ')) seen.push('fired ' + el.getAttribute('data-source') + '>' + el.getAttribute('data-target'));
+    }
+  }).observe(document.getElementById('chart'), { subtree: true, attributes: true, attributeFilter: ['class'], attributeOldValue: true });
+})()`;
 
 let sim: SimAgent | undefined;
 let browser: Browser | undefined;
@@ -81,12 +99,18 @@ describe.skipIf(!haveChromium && !onCi)('visualizer page in chromium', () => {
       expect(await row(name).getAttribute('data-phase')).toBe('Running');
     }
 
-    // The search box filters by name.
+    // The search box filters by name, the phase filter by phase.
     await page.fill('#search', 'work');
     await expect.poll(() => row('web').isHidden()).toBe(true);
     expect(await row('worker').isVisible()).toBe(true);
     await page.fill('#search', '');
     await expect.poll(() => row('web').isVisible()).toBe(true);
+    await page.selectOption('#phase-filter', 'Pending');
+    await expect.poll(() => row('web').isHidden()).toBe(true);
+    expect(await row('worker').isHidden()).toBe(true);
+    await page.selectOption('#phase-filter', 'Running');
+    await expect.poll(() => row('web').isVisible()).toBe(true);
+    await page.selectOption('#phase-filter', '');
 
     await row('web').click();
     const state = (id: string) => page.locator(`#chart [data-state-id="${id}"]`);
@@ -97,21 +121,47 @@ describe.skipIf(!haveChromium && !onCi)('visualizer page in chromium', () => {
     // Nested: the parallel state's regions are drawn inside it.
     expect(await page.locator('#chart [data-state-id="pod.syncing.worker"]').count()).toBe(1);
     expect(await page.locator('#chart .edge').count()).toBeGreaterThan(5);
-    await page.locator('#event-list li[data-event-type]').first().waitFor({ timeout: 10_000 });
+    // The log has the pod's transitions and its CRI calls with their durations.
+    const log = page.locator('#event-list');
+    const started = log.locator('li[data-event-type="CRI.FINISHED"]', { hasText: 'StartContainer' }).first();
+    await started.waitFor({ timeout: 10_000 });
+    expect(await started.locator('.target').textContent()).toBe(' app');
+    expect(await started.locator('.duration').textContent()).toMatch(/^ \d+(\.\d)? m?s$/);
+    expect(await started.locator('.via').textContent()).toBe('syncPod');
+    // A call is one line, started then completed in place.
+    expect(await log.locator('li[data-event-type="CRI.FINISHED"]', { hasText: 'RunPodSandbox' }).count()).toBe(1);
+    expect(await log.locator('li[data-event-type="CRI.STARTED"]').count()).toBe(0);
+    expect(await log.locator('li.step[data-step~="pod.syncing.progress.running"]').count()).toBeGreaterThan(0);
     await mkdir(path.dirname(screenshot), { recursive: true });
     await page.screenshot({ path: screenshot });
 
+    // From here on, record every state the chart highlights and every edge it fires, in order.
+    await page.evaluate(recordChartChanges);
+    const seen = () => page.evaluate('window.seen') as Promise<string[]>;
+
     await rm(path.join(manifests, 'web.yaml'));
-    // The hub streams the latest snapshot per 100 ms batch, so a fast termination may show
-    // `terminated` or even the final `released` without `terminating`; any of them will do.
-    await page
-      .locator(['terminating', 'terminated', 'released'].map((s) => `#chart [data-state-id="pod.${s}"].active`).join(', '))
-      .first()
-      .waitFor({ timeout: 30_000 });
+    // The playback walks the highlight through every state, even those a batch went past.
+    await expect.poll(seen, { timeout: 30_000 }).toContain('active pod.terminated.finished');
+    const order = await seen();
+    const at = (entry: string) => order.indexOf(entry);
+    expect(at('fired pod.syncing>pod.terminating')).toBeGreaterThanOrEqual(0);
+    expect(at('active pod.terminating.killing')).toBeGreaterThan(at('fired pod.syncing>pod.terminating'));
+    expect(at('active pod.terminated.cleaning')).toBeGreaterThan(at('active pod.terminating.killing'));
+    expect(at('active pod.terminated.finished')).toBeGreaterThan(at('active pod.terminated.cleaning'));
     expect(await state('pod.syncing.progress.running').getAttribute('class')).not.toContain('active');
-    await page.locator('#event-list li[data-event-type="POD.KILL"]').first().waitFor({ timeout: 5_000 });
+    await log.locator('li[data-event-type="POD.KILL"]').first().waitFor({ timeout: 5_000 });
+    await log.locator('li[data-event-type="CRI.FINISHED"]', { hasText: 'StopContainer' }).first().waitFor({ timeout: 5_000 });
+    await log.locator('li[data-event-type="CRI.FINISHED"]', { hasText: 'RemovePodSandbox' }).first().waitFor({ timeout: 5_000 });
     // The other pod is untouched.
     expect(await row('worker').getAttribute('data-phase')).toBe('Running');
+
+    // The syncLoop view: its chart, and what it routed to the pods by event type.
+    await page.locator('#system-rows tr[data-actor="syncLoop"]').click();
+    await page.locator('#chart svg[data-machine-id="syncLoop"]').waitFor({ timeout: 10_000 });
+    await page.locator('#chart [data-state-id="syncLoop.sources.ready"].active').waitFor({ timeout: 10_000 });
+    const routed = async (type: string) => Number((await page.locator(`#routing tr[data-routed="${type}"] td.num`).textContent())?.replace(/\D/g, ''));
+    expect(await routed('CONFIG.ADD')).toBeGreaterThanOrEqual(1);
+    expect(await routed('PLEG.CONTAINER_STARTED')).toBeGreaterThanOrEqual(2);
     expect(errors).toEqual([]);
   });
 });

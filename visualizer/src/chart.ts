@@ -12,14 +12,18 @@ const elk = new ELK();
 const charWidth = 7.2;
 const edgeCharWidth = 5.8;
 
+/** A readable event type: `done: working` for `xstate.done.actor.0.pod.syncing.worker.working`, `after killRetry`. */
+export function eventLabel(type: string): string {
+  const actor = /^xstate\.(done|error)\.actor\.[^.]*\.(.*)$/.exec(type);
+  if (actor) return `${actor[1]}: ${actor[2]!.split('.').pop()}`;
+  const after = /^xstate\.after\.([^.]+)\./.exec(type);
+  if (after) return `after ${after[1]}`;
+  return type;
+}
+
 /** A short label for a transition: `POD.KILL`, `done: working`, `after killRetry`, `always`. */
 export function transitionLabel(event: string, guard?: string): string {
-  let label = event;
-  const done = /^xstate\.(done|error)\.actor\.[^.]*\.(.*)$/.exec(event);
-  const after = /^xstate\.after\.([^.]+)\./.exec(event);
-  if (done) label = `${done[1]}: ${done[2]!.split('.').pop()}`;
-  else if (after) label = `after ${after[1]}`;
-  else if (event === '') label = 'always';
+  let label = event === '' ? 'always' : eventLabel(event);
   if (guard && guard !== 'inline') label += ` [${guard.length > 28 ? `${guard.slice(0, 27)}…` : guard}]`;
   return label;
 }
@@ -53,11 +57,16 @@ function toElkNode(node: WireStateNode, edges: ElkExtendedEdge[]): ElkNode {
   };
 }
 
-interface Drawn {
+export interface Drawn {
   svg: SVGSVGElement;
   /** State node id → its group (`g.state`), for highlighting. */
   groups: Map<string, SVGGElement>;
+  /** `edgeKey(source, target)` → its group (`g.edge`), for animating a transition taken. */
+  edges: Map<string, SVGGElement>;
 }
+
+/** The key of the edge drawn from state node `source` to `target`. */
+export const edgeKey = (source: string, target: string) => `${source}\u0000${target}`;
 
 function el<K extends keyof SVGElementTagNameMap>(name: K, attrs: Record<string, string | number>): SVGElementTagNameMap[K] {
   const e = document.createElementNS(svgNs, name);
@@ -140,8 +149,10 @@ export async function drawDefinition(def: WireDefinition): Promise<Drawn> {
   svg.append(stateLayer);
 
   const edgeLayer = el('g', { class: 'edges' });
+  const edgeGroups = new Map<string, SVGGElement>();
   for (const e of laid.edges ?? []) {
     const g = el('g', { class: 'edge', 'data-source': e.sources[0] ?? '', 'data-target': e.targets[0] ?? '' });
+    edgeGroups.set(edgeKey(e.sources[0] ?? '', e.targets[0] ?? ''), g);
     for (const s of e.sections ?? []) {
       const points = [s.startPoint, ...(s.bendPoints ?? []), s.endPoint];
       g.append(el('path', { d: points.map((p, i) => `${i ? 'L' : 'M'}${p.x},${p.y}`).join(' '), 'marker-end': 'url(#arrow)' }));
@@ -154,7 +165,7 @@ export async function drawDefinition(def: WireDefinition): Promise<Drawn> {
     edgeLayer.append(g);
   }
   svg.append(edgeLayer);
-  return { svg, groups };
+  return { svg, groups, edges: edgeGroups };
 }
 
 /** The ids of all active state nodes (leaves and their ancestors) for a snapshot `value`. */

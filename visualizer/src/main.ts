@@ -1,96 +1,59 @@
 /**
- * The visualizer page: a pod list fed by `/api/stream` (a `picture`, then `batch`es), and for the
- * selected pod its statechart (laid out by elkjs, active states highlighted) beside its event log.
- * DOM work is proportional to what changed: each batch marks the pods it touched, and one
- * animation frame updates only those rows (1,000 pods stay responsive).
+ * The visualizer page: fed by `/api/stream` (a `picture`, then `batch`es). Left, the system actors
+ * (syncLoop, PLEG) and the pod list with search and a phase filter; middle, the selected actor's
+ * statechart with its transitions played back (chartView.ts), and for the syncLoop its routing
+ * counts; right, its event log (eventLog.ts).
+ *
+ * DOM work is proportional to what changed: each batch marks the actors it touched, and one
+ * animation frame updates only their rows, so 1,000 churning pods stay responsive.
  */
-import type {
-  WireActor,
-  WireDefinition,
-  WireEvent,
-  WirePayload,
-  WirePicture,
-  WireRecord,
-  WireSnapshot,
-} from '../../src/visualizer/projection.ts';
-import { activeStateIds, drawDefinition } from './chart.ts';
+import type { WireActor, WireDefinition, WirePicture, WireRecord, WireSnapshot, WireStep } from '../../src/visualizer/projection.ts';
+import { ChartView } from './chartView.ts';
+import { EventLog, type LogRecord, maxLogLines } from './eventLog.ts';
 
-const maxEventsPerPod = 300;
 const keepStoppedMs = 60_000;
 
-interface PodEntry {
+interface Entry {
   actor: WireActor;
+  /** Pods go to the pod list; other machine actors (syncLoop, pleg) to the system list. */
+  kind: 'pod' | 'system';
   key: string;
   snapshot?: WireSnapshot;
-  events: WireEvent[];
+  log: LogRecord[];
   stoppedAt?: number;
   row: HTMLTableRowElement;
-  cells: { name: HTMLTableCellElement; phase: HTMLTableCellElement; state: HTMLTableCellElement; syncs: HTMLTableCellElement };
+  cells: HTMLTableCellElement[];
 }
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
-const rows = $<HTMLTableSectionElement>('pod-rows');
+const podRows = $<HTMLTableSectionElement>('pod-rows');
+const systemRows = $<HTMLTableSectionElement>('system-rows');
 const search = $<HTMLInputElement>('search');
+const phaseFilter = $<HTMLSelectElement>('phase-filter');
 const statusEl = $('status');
 const countsEl = $('counts');
-const titleEl = $('pod-title');
-const chartEl = $('chart');
-const eventList = $<HTMLOListElement>('event-list');
-const eventScroll = $('event-scroll');
+const titleEl = $('title');
+const routingEl = $('routing');
+const chartView = new ChartView($('chart'), $('step-line'));
+const eventLog = new EventLog($<HTMLOListElement>('event-list'), $('event-scroll'));
 
 const definitions = new Map<string, WireDefinition>();
-const pods = new Map<string, PodEntry>();
+const entries = new Map<string, Entry>();
 /** Pods sorted by key (namespace/name, then actor id), mirroring the rows' order. */
-const order: PodEntry[] = [];
-const dirty = new Set<PodEntry>();
-let selected: PodEntry | null = null;
-let wantedKey = decodeURIComponent(location.hash.replace(/^#pod=/, '')) || null;
-let filter = '';
+const podOrder: Entry[] = [];
+const dirty = new Set<Entry>();
+let selected: Entry | null = null;
+let wanted = parseHash();
+let textFilter = '';
 let dropped = 0;
 let frame = 0;
 
-// --- the chart of the selected pod ---
-
-let chart: { def: WireDefinition; groups: Map<string, SVGGElement>; active: Set<string> } | null = null;
-let chartFor: WireDefinition | null = null;
-let chartToken = 0;
-
-async function ensureChart(def: WireDefinition | undefined): Promise<void> {
-  if (!def) {
-    chart = null;
-    chartFor = null;
-    chartEl.innerHTML = '<div class="empty">No definition for this machine yet.</div>';
-    return;
-  }
-  if (chartFor === def) return;
-  chartFor = def;
-  const token = ++chartToken;
-  chartEl.innerHTML = '<div class="empty">Laying out…</div>';
-  try {
-    const drawn = await drawDefinition(def);
-    if (token !== chartToken) return;
-    chartEl.replaceChildren(drawn.svg);
-    chart = { def, groups: drawn.groups, active: new Set() };
-    highlight();
-  } catch (error) {
-    if (token !== chartToken) return;
-    chartEl.innerHTML = '';
-    const div = document.createElement('div');
-    div.className = 'empty';
-    div.textContent = `Layout failed: ${String(error)}`;
-    chartEl.append(div);
-  }
+function parseHash(): { kind: Entry['kind']; key: string } | null {
+  const m = /^#(pod|actor)=(.*)$/.exec(location.hash);
+  return m ? { kind: m[1] === 'pod' ? 'pod' : 'system', key: decodeURIComponent(m[2]!) } : null;
 }
 
-function highlight(): void {
-  if (!chart || !selected) return;
-  const next = activeStateIds(chart.def.root, selected.snapshot?.value);
-  for (const id of chart.active) if (!next.has(id)) chart.groups.get(id)?.classList.remove('active');
-  for (const id of next) if (!chart.active.has(id)) chart.groups.get(id)?.classList.add('active');
-  chart.active = next;
-}
-
-// --- the pod list ---
+// --- rows ---
 
 function stateText(value: unknown): string {
   if (value === undefined || value === null) return '';
@@ -101,78 +64,122 @@ function stateText(value: unknown): string {
     else if (v && typeof v === 'object') for (const [k, sub] of Object.entries(v)) walk(sub, k);
     else leaves.push(key);
   };
-  const entries = Object.entries(value as Record<string, unknown>);
-  return entries.map(([top, sub]) => {
-    leaves.length = 0;
-    walk(sub, top);
-    return `${top}: ${leaves.join(' · ')}`;
-  }).join(', ');
+  return Object.entries(value as Record<string, unknown>)
+    .map(([top, sub]) => {
+      leaves.length = 0;
+      walk(sub, top);
+      return `${top}: ${leaves.join(' · ')}`;
+    })
+    .join(', ');
 }
 
 function setText(cell: HTMLElement, text: string): void {
   if (cell.textContent !== text) cell.textContent = text;
 }
 
-function keyOf(actor: WireActor): string {
-  return actor.pod ? `${actor.pod.namespace}/${actor.pod.name}` : actor.name;
+/** What the phase filter matches: a phase, or `terminating` (tags), or `restarted`. */
+function phaseMatches(entry: Entry, wantedPhase: string): boolean {
+  if (wantedPhase === '') return true;
+  const s = entry.snapshot;
+  if (wantedPhase === 'terminating') return (s?.tags ?? []).some((t) => t === 'terminating' || t === 'terminated');
+  if (wantedPhase === 'restarted') return (s?.pod?.restarts ?? 0) > 0;
+  return s?.pod?.phase === wantedPhase;
 }
 
-function matches(entry: PodEntry): boolean {
-  return filter === '' || entry.key.toLowerCase().includes(filter);
+function matches(entry: Entry): boolean {
+  return (textFilter === '' || entry.key.toLowerCase().includes(textFilter)) && phaseMatches(entry, phaseFilter.value);
 }
 
-function createEntry(actor: WireActor): PodEntry {
+function sortKey(entry: Entry): string {
+  return `${entry.key}\u0000${entry.actor.actorId}`;
+}
+
+function createEntry(actor: WireActor): Entry {
+  const kind = actor.machineId === 'pod' ? 'pod' : 'system';
+  const key = actor.pod ? `${actor.pod.namespace}/${actor.pod.name}` : actor.name;
   const row = document.createElement('tr');
+  const cells = Array.from({ length: kind === 'pod' ? 4 : 3 }, () => document.createElement('td'));
+  cells[0]!.className = 'name';
+  cells[0]!.textContent = key;
+  cells[0]!.title = `${key}${actor.pod ? `\nuid ${actor.pod.uid}` : ''}\nactor ${actor.actorId}`;
+  cells[kind === 'pod' ? 2 : 1]!.className = 'state';
+  row.append(...cells);
   row.dataset.actorId = actor.actorId;
-  const cells = {
-    name: document.createElement('td'),
-    phase: document.createElement('td'),
-    state: document.createElement('td'),
-    syncs: document.createElement('td'),
-  };
-  cells.name.className = 'name';
-  cells.state.className = 'state';
-  row.append(cells.name, cells.phase, cells.state, cells.syncs);
-  const entry: PodEntry = { actor, key: keyOf(actor), events: [], row, cells };
-  row.dataset.pod = entry.key;
-  cells.name.textContent = entry.key;
-  cells.name.title = `${entry.key}\nuid ${actor.pod?.uid ?? '?'}\nactor ${actor.actorId}`;
-  row.hidden = !matches(entry);
-  // Insert in sorted position.
-  const sortKey = `${entry.key}\u0000${actor.actorId}`;
-  let lo = 0;
-  let hi = order.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >> 1;
-    if (`${order[mid]!.key}\u0000${order[mid]!.actor.actorId}` < sortKey) lo = mid + 1;
-    else hi = mid;
+  const entry: Entry = { actor, kind, key, log: [], row, cells };
+  if (kind === 'pod') {
+    row.dataset.pod = key;
+    row.hidden = !matches(entry);
+    let lo = 0;
+    let hi = podOrder.length;
+    const k = sortKey(entry);
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (sortKey(podOrder[mid]!) < k) lo = mid + 1;
+      else hi = mid;
+    }
+    podRows.insertBefore(row, podOrder[lo]?.row ?? null);
+    podOrder.splice(lo, 0, entry);
+  } else {
+    row.dataset.actor = key;
+    systemRows.append(row);
   }
-  rows.insertBefore(row, order[lo]?.row ?? null);
-  order.splice(lo, 0, entry);
-  pods.set(actor.actorId, entry);
+  entries.set(actor.actorId, entry);
   dirty.add(entry);
   return entry;
 }
 
-function removeEntry(entry: PodEntry): void {
-  pods.delete(entry.actor.actorId);
-  const i = order.indexOf(entry);
-  if (i >= 0) order.splice(i, 1);
+function removeEntry(entry: Entry): void {
+  entries.delete(entry.actor.actorId);
+  const i = podOrder.indexOf(entry);
+  if (i >= 0) podOrder.splice(i, 1);
   entry.row.remove();
   dirty.delete(entry);
   if (selected === entry) select(null);
 }
 
-function renderRow(entry: PodEntry): void {
+function totalRouted(s: WireSnapshot | undefined): number {
+  return Object.values(s?.syncLoop?.routed ?? {}).reduce((a, b) => a + b, 0);
+}
+
+function renderRow(entry: Entry): void {
   const s = entry.snapshot;
-  const phase = s?.pod?.phase ?? '';
-  setText(entry.cells.phase, phase);
-  const phaseClass = `phase-${phase}`;
-  if (entry.cells.phase.className !== phaseClass) entry.cells.phase.className = phaseClass;
-  setText(entry.cells.state, entry.stoppedAt ? `stopped (${stateText(s?.value)})` : stateText(s?.value));
-  setText(entry.cells.syncs, `${s?.pod?.restarts ?? 0}${s?.pod?.restartRequested ? ' ↻' : ''}`);
+  const state = entry.stoppedAt ? `stopped (${stateText(s?.value)})` : stateText(s?.value);
   entry.row.classList.toggle('stopped', entry.stoppedAt !== undefined);
+  if (entry.kind === 'system') {
+    setText(entry.cells[1]!, state);
+    setText(entry.cells[2]!, s?.syncLoop ? `${totalRouted(s).toLocaleString()} routed` : '');
+    return;
+  }
+  const [, phaseCell, stateCell, restartsCell] = entry.cells as [HTMLTableCellElement, HTMLTableCellElement, HTMLTableCellElement, HTMLTableCellElement];
+  const phase = s?.pod?.phase ?? '';
+  setText(phaseCell, phase);
+  const phaseClass = `phase-${phase}`;
+  if (phaseCell.className !== phaseClass) phaseCell.className = phaseClass;
+  setText(stateCell, state);
+  setText(restartsCell, `${s?.pod?.restarts ?? 0}${s?.pod?.restartRequested ? ' ↻' : ''}`);
   entry.row.dataset.phase = phase;
+  const hidden = !matches(entry);
+  if (entry.row.hidden !== hidden) entry.row.hidden = hidden;
+}
+
+function applyFilters(): void {
+  textFilter = search.value.trim().toLowerCase();
+  for (const entry of podOrder) {
+    const hidden = !matches(entry);
+    if (entry.row.hidden !== hidden) entry.row.hidden = hidden;
+  }
+  renderCounts();
+}
+
+function renderCounts(): void {
+  let live = 0;
+  let shown = 0;
+  for (const e of podOrder) {
+    if (e.stoppedAt === undefined) live++;
+    if (!e.row.hidden) shown++;
+  }
+  const filtered = shown !== podOrder.length ? ` · ${shown} shown` : '';
+  countsEl.textContent = `${live} pod${live === 1 ? '' : 's'}${filtered}${dropped ? ` · ${dropped} events not streamed` : ''}`;
 }
 
 function schedule(): void {
@@ -182,31 +189,35 @@ function schedule(): void {
 function render(): void {
   frame = 0;
   for (const entry of dirty) renderRow(entry);
-  if (selected && dirty.has(selected)) renderTitle();
+  if (selected && dirty.has(selected)) renderDetail();
   dirty.clear();
-  if (!selected && wantedKey) {
-    const found = order.find((e) => e.key === wantedKey && !e.stoppedAt) ?? order.find((e) => e.key === wantedKey);
+  if (!selected && wanted) {
+    const candidates = [...entries.values()].filter((e) => e.kind === wanted!.kind && e.key === wanted!.key);
+    const found = candidates.find((e) => !e.stoppedAt) ?? candidates[0];
     if (found) select(found);
   }
-  highlight();
-  const live = order.length - order.filter((e) => e.stoppedAt !== undefined).length;
-  countsEl.textContent = `${live} pod${live === 1 ? '' : 's'}${dropped ? ` · ${dropped} events not streamed` : ''}`;
+  renderCounts();
 }
 
-// --- the selected pod ---
+// --- the selected actor ---
 
-function renderTitle(): void {
+function renderDetail(): void {
   if (!selected) {
-    titleEl.innerHTML = '<span>Select a pod to see its statechart.</span>';
+    titleEl.innerHTML = '<span>Select a pod (or the syncLoop) to see its statechart.</span>';
+    routingEl.hidden = true;
     return;
   }
   const s = selected.snapshot;
-  const parts: [string, string][] = [
-    ['phase', s?.pod?.phase ?? '?'],
-    ['progress', s?.pod?.progress.stage ?? '?'],
-    ['status', selected.stoppedAt ? 'stopped' : (s?.status ?? '?')],
-    ['uid', selected.actor.pod?.uid ?? '?'],
-  ];
+  const parts: [string, string][] =
+    selected.kind === 'pod'
+      ? [
+          ['phase', s?.pod?.phase ?? '?'],
+          ['progress', s?.pod?.progress.stage ?? '?'],
+          ['syncs', String(s?.pod?.syncCount ?? 0)],
+          ['uid', selected.actor.pod?.uid ?? '?'],
+        ]
+      : [['machine', selected.actor.machineId ?? '?']];
+  parts.push(['status', selected.stoppedAt ? 'stopped' : (s?.status ?? '?')]);
   const strong = document.createElement('strong');
   strong.textContent = selected.key;
   const spans = parts.map(([k, v]) => {
@@ -215,150 +226,128 @@ function renderTitle(): void {
     return span;
   });
   titleEl.replaceChildren(strong, ...spans);
+  renderRouting(s);
 }
 
-function time(at: number): string {
-  const d = new Date(at);
-  return `${d.toTimeString().slice(0, 8)}.${String(d.getMilliseconds()).padStart(3, '0')}`;
-}
-
-function payloadText(payload: WirePayload | undefined): string {
-  if (!payload) return '';
-  return Object.entries(payload)
-    .map(([k, v]) => {
-      if (v !== null && typeof v === 'object') {
-        const list = Array.isArray(v) ? v : [v];
-        return `${k}=${list.map((p) => p.name).join(',')}`;
-      }
-      return `${k}=${String(v)}`;
-    })
-    .join(' ');
-}
-
-function eventItem(e: WireEvent): HTMLLIElement {
-  const li = document.createElement('li');
-  li.dataset.eventType = e.type;
-  const t = document.createElement('time');
-  t.textContent = time(e.at);
-  const b = document.createElement('b');
-  b.textContent = e.type;
-  li.append(t, b);
-  const text = payloadText(e.payload);
-  if (text) {
-    const span = document.createElement('span');
-    span.className = 'payload';
-    span.textContent = ` ${text}`;
-    li.append(span);
+/** The syncLoop's routing counts per event type, and what it knows of sources and the runtime. */
+function renderRouting(s: WireSnapshot | undefined): void {
+  const loop = s?.syncLoop;
+  routingEl.hidden = !loop;
+  if (!loop) return;
+  const rows = Object.entries(loop.routed).sort((a, b) => b[1] - a[1] || a[0].localeCompare(b[0]));
+  const table = document.createElement('table');
+  table.innerHTML = '<thead><tr><th>Routed to pods</th><th class="num">events</th></tr></thead>';
+  const body = document.createElement('tbody');
+  for (const [type, count] of rows) {
+    const tr = document.createElement('tr');
+    tr.dataset.routed = type;
+    const name = document.createElement('td');
+    name.textContent = type;
+    const n = document.createElement('td');
+    n.className = 'num';
+    n.textContent = count.toLocaleString();
+    tr.append(name, n);
+    body.append(tr);
   }
-  return li;
+  if (!rows.length) body.innerHTML = '<tr><td colspan="2" class="muted">nothing routed yet</td></tr>';
+  table.append(body);
+  const facts = document.createElement('p');
+  facts.className = 'facts';
+  const relist = loop.lastRelistDurationMs !== null ? `last relist ${loop.lastRelistDurationMs.toFixed(0)} ms` : 'no relist yet';
+  facts.textContent = `sources seen: ${loop.seenSources.join(', ') || 'none'} · ${relist}${loop.lastRuntimeError ? ` · runtime: ${loop.lastRuntimeError}` : ''}`;
+  routingEl.replaceChildren(table, facts);
 }
 
-function appendEvents(list: WireEvent[]): void {
-  if (list.length) eventList.querySelector('.empty')?.remove();
-  const atBottom = eventScroll.scrollTop + eventScroll.clientHeight >= eventScroll.scrollHeight - 8;
-  const fragment = document.createDocumentFragment();
-  for (const e of list) fragment.append(eventItem(e));
-  eventList.append(fragment);
-  while (eventList.childElementCount > maxEventsPerPod) eventList.firstElementChild?.remove();
-  if (atBottom) eventScroll.scrollTop = eventScroll.scrollHeight;
-}
-
-function select(entry: PodEntry | null): void {
+function select(entry: Entry | null): void {
   if (selected === entry) return;
   selected?.row.classList.remove('selected');
   selected = entry;
-  eventList.replaceChildren();
-  if (chart) {
-    for (const id of chart.active) chart.groups.get(id)?.classList.remove('active');
-    chart.active = new Set();
-  }
-  renderTitle();
+  renderDetail();
   if (!entry) {
-    chartEl.replaceChildren();
-    chart = null;
-    chartFor = null;
+    chartView.clear();
+    eventLog.clear();
     return;
   }
-  wantedKey = entry.key;
-  history.replaceState(null, '', `#pod=${encodeURIComponent(entry.key)}`);
+  wanted = { kind: entry.kind, key: entry.key };
+  history.replaceState(null, '', `#${entry.kind === 'pod' ? 'pod' : 'actor'}=${encodeURIComponent(entry.key)}`);
   entry.row.classList.add('selected');
-  if (!entry.events.length) {
-    const li = document.createElement('li');
-    li.className = 'empty';
-    li.textContent = 'No events received for this pod since the page connected.';
-    eventList.append(li);
-  }
-  appendEvents(entry.events);
-  void ensureChart(definitions.get(entry.actor.machineId ?? 'pod')).then(highlight);
-  highlight();
+  eventLog.reset(entry.log, 'No events received for this actor since the page connected.');
+  void chartView.show(definitions.get(entry.actor.machineId ?? ''), entry.snapshot?.value);
 }
 
-rows.addEventListener('click', (ev) => {
+function onRowClick(ev: MouseEvent): void {
   const row = (ev.target as HTMLElement).closest('tr');
-  const entry = row?.dataset.actorId ? pods.get(row.dataset.actorId) : undefined;
+  const entry = row?.dataset.actorId ? entries.get(row.dataset.actorId) : undefined;
   if (entry) select(entry);
-});
-
-search.addEventListener('input', () => {
-  filter = search.value.trim().toLowerCase();
-  for (const entry of order) {
-    const hidden = !matches(entry);
-    if (entry.row.hidden !== hidden) entry.row.hidden = hidden;
-  }
-});
+}
+podRows.addEventListener('click', onRowClick);
+systemRows.addEventListener('click', onRowClick);
+search.addEventListener('input', applyFilters);
+phaseFilter.addEventListener('change', applyFilters);
 
 // --- the stream ---
+
+/** Machine actors the page lists: pods, and the other machines (syncLoop, pleg). */
+const listed = (actor: WireActor) => actor.machineId !== null;
 
 function applyPicture(picture: WirePicture): void {
   definitions.clear();
   for (const d of picture.definitions) definitions.set(d.machineId, d);
   const seen = new Set<string>();
   for (const { actor, snapshot } of picture.actors) {
-    if (actor.machineId !== 'pod') continue;
+    if (!listed(actor)) continue;
     seen.add(actor.actorId);
-    const entry = pods.get(actor.actorId) ?? createEntry(actor);
+    const entry = entries.get(actor.actorId) ?? createEntry(actor);
     entry.actor = actor;
     entry.stoppedAt = undefined;
     if (snapshot) entry.snapshot = snapshot;
     dirty.add(entry);
   }
-  for (const entry of [...order]) if (!seen.has(entry.actor.actorId)) removeEntry(entry);
+  for (const entry of [...entries.values()]) if (!seen.has(entry.actor.actorId)) removeEntry(entry);
   if (selected) {
-    chartFor = null;
-    void ensureChart(definitions.get(selected.actor.machineId ?? 'pod')).then(highlight);
+    chartView.forget();
+    void chartView.show(definitions.get(selected.actor.machineId ?? ''), selected.snapshot?.value);
   }
   schedule();
 }
 
+function keep(entry: Entry, record: LogRecord): void {
+  entry.log.push(record);
+  if (entry.log.length > 2 * maxLogLines) entry.log.splice(0, entry.log.length - maxLogLines);
+}
+
 function applyBatch(batch: WireRecord[]): void {
-  const forSelected: WireEvent[] = [];
+  const forSelected: LogRecord[] = [];
+  const steps: WireStep[] = [];
   for (const r of batch) {
     switch (r.kind) {
       case 'definition':
         definitions.set(r.machineId, r);
-        if (selected && (selected.actor.machineId ?? 'pod') === r.machineId) void ensureChart(r).then(highlight);
+        if (selected && selected.actor.machineId === r.machineId) void chartView.show(r, selected.snapshot?.value);
         break;
       case 'actor': {
-        if (r.machineId !== 'pod') break;
-        const entry = pods.get(r.actorId) ?? (r.op === 'created' ? createEntry(r) : undefined);
+        if (!listed(r)) break;
+        const entry = entries.get(r.actorId) ?? (r.op === 'created' ? createEntry(r) : undefined);
         if (!entry) break;
         if (r.op === 'stopped') entry.stoppedAt = Date.now();
         dirty.add(entry);
         break;
       }
       case 'snapshot': {
-        const entry = pods.get(r.actorId);
+        const entry = entries.get(r.actorId);
         if (!entry) break;
         entry.snapshot = r;
         dirty.add(entry);
         break;
       }
-      case 'event': {
-        const entry = pods.get(r.actorId);
+      case 'event':
+      case 'step': {
+        const entry = entries.get(r.actorId);
         if (!entry) break;
-        entry.events.push(r);
-        if (entry.events.length > maxEventsPerPod) entry.events.splice(0, entry.events.length - maxEventsPerPod);
-        if (entry === selected) forSelected.push(r);
+        keep(entry, r);
+        if (entry !== selected) break;
+        forSelected.push(r);
+        if (r.kind === 'step') steps.push(r);
         break;
       }
       case 'dropped':
@@ -366,7 +355,11 @@ function applyBatch(batch: WireRecord[]): void {
         break;
     }
   }
-  if (forSelected.length) appendEvents(forSelected);
+  if (selected) {
+    eventLog.append(forSelected);
+    chartView.play(steps);
+    chartView.setValue(selected.snapshot?.value);
+  }
   schedule();
 }
 
@@ -389,9 +382,10 @@ function connect(): void {
 
 setInterval(() => {
   const now = Date.now();
-  for (const entry of [...order]) {
+  for (const entry of [...entries.values()]) {
     if (entry.stoppedAt !== undefined && entry !== selected && now - entry.stoppedAt > keepStoppedMs) removeEntry(entry);
   }
 }, 10_000);
 
+renderDetail();
 connect();
