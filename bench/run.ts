@@ -5,7 +5,7 @@
  *
  *   npm run bench                       everything (~6 min on a 2-vCPU machine)
  *   npm run bench -- --quick            sim at N=100 only, 10 s idle windows, fewer actor sizes
- *   npm run bench -- --only=sim         or actors, or containerd (comma-separated list allowed)
+ *   npm run bench -- --only=sim         or actors, containerd, page (comma-separated list allowed)
  *   BENCH_QUICK=1 BENCH_ONLY=sim npm run bench
  *
  * See docs/benchmarks.md for what each figure means.
@@ -19,8 +19,8 @@ import { fileURLToPath } from 'node:url';
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const resultsFile = path.join(benchDir, 'results.json');
 
-type Scenario = 'sim' | 'actors' | 'containerd';
-const allScenarios: Scenario[] = ['sim', 'actors', 'containerd'];
+type Scenario = 'sim' | 'actors' | 'containerd' | 'page';
+const allScenarios: Scenario[] = ['sim', 'actors', 'containerd', 'page'];
 
 const argv = process.argv.slice(2);
 const quick = argv.includes('--quick') || ['1', 'true'].includes(process.env.BENCH_QUICK ?? '');
@@ -192,6 +192,27 @@ function printContainerd(r: Any): void {
   ]);
 }
 
+function printPage(r: Any): void {
+  if (r.skipped) return void console.log(`\npage: SKIPPED — ${r.skipped}`);
+  if (r.error) return void console.log(`\npage: ${r.error}`);
+  const frames = (f: Any) => `${f.frameGapMs.p50} / ${f.frameGapMs.p99} / ${f.frameGapMs.max}`;
+  const tasks = (f: Any) => `${f.longTasks} / ${f.longTaskMaxMs}`;
+  table(`visualizer page at N=${r.n} (${r.browser}, same machine as the agent)`, ['metric', 'value'], [
+    ['start: agent all Running / page shows all Running (ms)', `${r.start.agentAllRunningMs} / ${r.start.pageAllRunningMs}`],
+    ['start: frame gap p50 / p99 / max (ms)', frames(r.start)],
+    ['start: long tasks / longest (ms)', tasks(r.start)],
+    ['idle: type a search → on screen (ms)', r.idle.searchOnePod.toScreenMs],
+    ['idle: clear the search (all rows back) → on screen (ms)', r.idle.clearSearch.toScreenMs],
+    ['idle: phase filter Pending / All → on screen (ms)', `${r.idle.phaseFilterPending.toScreenMs} / ${r.idle.phaseFilterAll.toScreenMs}`],
+    ['idle: click a pod → its chart highlighted (ms)', r.idle.selectPodToChartMs],
+    ['page JS heap at N (MB)', r.pageHeapMBAtN],
+    ['stop: agent all forgotten / page shows all stopped (ms)', `${r.stop.agentAllForgottenMs} / ${r.stop.pageAllStoppedMs}`],
+    ['stop: typing while pods stop → on screen (ms)', r.stop.typingDuringChurn.map((t: Any) => t.toScreenMs).join(' / ')],
+    ['stop: frame gap p50 / p99 / max (ms)', frames(r.stop)],
+    ['stop: long tasks / longest (ms)', tasks(r.stop)],
+  ]);
+}
+
 // ----------------------------------------------------------------------------------------- main
 
 async function main(): Promise<void> {
@@ -253,6 +274,10 @@ async function main(): Promise<void> {
     console.error('containerd…');
     results.containerd = await worker('containerd.ts', ['--sequential=20', '--burst=100', `--idle-ms=${quick ? 5_000 : 10_000}`]);
   }
+  if (only.includes('page')) {
+    console.error('page…');
+    results.page = await worker('page.ts', [`--n=${quick ? 100 : 1000}`]);
+  }
   results.totalWallS = Math.round((performance.now() - t0) / 100) / 10;
 
   console.log(`\nmachine: ${JSON.stringify(results.machine)}`);
@@ -260,6 +285,7 @@ async function main(): Promise<void> {
   if (results.simVisualizerCost) printVisualizerCost(results.simVisualizerCost as { without: Any; with: Any });
   if (results.actors) printActors(results.actors);
   if (results.containerd) printContainerd(results.containerd);
+  if (results.page) printPage(results.page);
   console.log(`\ntotal ${results.totalWallS} s\n`);
   const json = JSON.stringify(results, null, 2);
   console.log(json);

@@ -93,9 +93,9 @@ describe.skipIf(!haveChromium && !onCi)('visualizer page in chromium', () => {
     await writeFile(path.join(manifests, 'web.yaml'), manifest('web', "trap '' TERM; while true; do sleep 1; done"));
     await writeFile(path.join(manifests, 'worker.yaml'), manifest('worker'));
 
-    const row = (name: string) => page.locator(`#pod-rows tr[data-pod="default/${name}-page-node"]`);
+    const row = (name: string) => page.locator(`#pod-rows [data-pod="default/${name}-page-node"]`);
     for (const name of ['web', 'worker']) {
-      await row(name).locator('td.phase-Running', { hasText: 'Running' }).waitFor({ timeout: 30_000 });
+      await row(name).locator('.phase-Running', { hasText: 'Running' }).waitFor({ timeout: 30_000 });
       expect(await row(name).getAttribute('data-phase')).toBe('Running');
     }
 

@@ -24,6 +24,8 @@ export class ChartView {
   private queue: WireStep[] = [];
   private timer = 0;
   private lit: Element[] = [];
+  /** Layouts by definition, computed once (ahead of the first selection, when the page is idle). */
+  private readonly layouts = new WeakMap<WireDefinition, Promise<Drawn>>();
 
   constructor(
     private readonly container: HTMLElement,
@@ -49,8 +51,11 @@ export class ChartView {
     const token = ++this.token;
     this.message('Laying out…');
     try {
-      const drawn = await drawDefinition(def);
+      const drawn = await this.layout(def);
       if (token !== this.token) return;
+      // A layout is reused across selections: start it clean.
+      for (const g of drawn.groups.values()) g.classList.remove('active', 'entered');
+      for (const e of drawn.edges.values()) e.classList.remove('fired');
       this.container.replaceChildren(drawn.svg);
       this.chart = { def, drawn, active: new Set() };
       this.highlight(this.value);
@@ -58,6 +63,19 @@ export class ChartView {
       if (token !== this.token) return;
       this.message(`Layout failed: ${String(error)}`);
     }
+  }
+
+  /** Lays `def` out when the page is idle, so that selecting an actor of it draws at once. */
+  prepare(def: WireDefinition): void {
+    if (this.layouts.has(def)) return;
+    const idle = window.requestIdleCallback ?? ((fn: () => void) => setTimeout(fn, 200));
+    this.layouts.set(def, new Promise<void>((resolve) => idle(() => resolve())).then(() => drawDefinition(def)));
+  }
+
+  private layout(def: WireDefinition): Promise<Drawn> {
+    let drawn = this.layouts.get(def);
+    if (!drawn) this.layouts.set(def, (drawn = drawDefinition(def)));
+    return drawn;
   }
 
   /** Forces the next `show` to lay out again (a new picture may carry new definitions). */

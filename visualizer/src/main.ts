@@ -21,12 +21,13 @@ interface Entry {
   snapshot?: WireSnapshot;
   log: LogRecord[];
   stoppedAt?: number;
-  row: HTMLTableRowElement;
-  cells: HTMLTableCellElement[];
+  /** A `div.pod-row` of spans in the pod list; a `tr` in the system list. */
+  row: HTMLElement;
+  cells: HTMLElement[];
 }
 
 const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
-const podRows = $<HTMLTableSectionElement>('pod-rows');
+const podRows = $<HTMLDivElement>('pod-rows');
 const systemRows = $<HTMLTableSectionElement>('system-rows');
 const search = $<HTMLInputElement>('search');
 const phaseFilter = $<HTMLSelectElement>('phase-filter');
@@ -97,8 +98,12 @@ function sortKey(entry: Entry): string {
 function createEntry(actor: WireActor): Entry {
   const kind = actor.machineId === 'pod' ? 'pod' : 'system';
   const key = actor.pod ? `${actor.pod.namespace}/${actor.pod.name}` : actor.name;
-  const row = document.createElement('tr');
-  const cells = Array.from({ length: kind === 'pod' ? 4 : 3 }, () => document.createElement('td'));
+  const row = document.createElement(kind === 'pod' ? 'div' : 'tr');
+  const cells = Array.from({ length: kind === 'pod' ? 4 : 3 }, () => document.createElement(kind === 'pod' ? 'span' : 'td'));
+  if (kind === 'pod') {
+    row.className = 'pod-row';
+    row.setAttribute('role', 'row');
+  }
   cells[0]!.className = 'name';
   cells[0]!.textContent = key;
   cells[0]!.title = `${key}${actor.pod ? `\nuid ${actor.pod.uid}` : ''}\nactor ${actor.actorId}`;
@@ -150,7 +155,7 @@ function renderRow(entry: Entry): void {
     setText(entry.cells[2]!, s?.syncLoop ? `${totalRouted(s).toLocaleString()} routed` : '');
     return;
   }
-  const [, phaseCell, stateCell, restartsCell] = entry.cells as [HTMLTableCellElement, HTMLTableCellElement, HTMLTableCellElement, HTMLTableCellElement];
+  const [, phaseCell, stateCell, restartsCell] = entry.cells as [HTMLElement, HTMLElement, HTMLElement, HTMLElement];
   const phase = s?.pod?.phase ?? '';
   setText(phaseCell, phase);
   const phaseClass = `phase-${phase}`;
@@ -276,7 +281,7 @@ function select(entry: Entry | null): void {
 }
 
 function onRowClick(ev: MouseEvent): void {
-  const row = (ev.target as HTMLElement).closest('tr');
+  const row = (ev.target as HTMLElement).closest<HTMLElement>('[data-actor-id]');
   const entry = row?.dataset.actorId ? entries.get(row.dataset.actorId) : undefined;
   if (entry) select(entry);
 }
@@ -292,7 +297,10 @@ const listed = (actor: WireActor) => actor.machineId !== null;
 
 function applyPicture(picture: WirePicture): void {
   definitions.clear();
-  for (const d of picture.definitions) definitions.set(d.machineId, d);
+  for (const d of picture.definitions) {
+    definitions.set(d.machineId, d);
+    chartView.prepare(d);
+  }
   const seen = new Set<string>();
   for (const { actor, snapshot } of picture.actors) {
     if (!listed(actor)) continue;
@@ -323,6 +331,7 @@ function applyBatch(batch: WireRecord[]): void {
     switch (r.kind) {
       case 'definition':
         definitions.set(r.machineId, r);
+        chartView.prepare(r);
         if (selected && selected.actor.machineId === r.machineId) void chartView.show(r, selected.snapshot?.value);
         break;
       case 'actor': {
