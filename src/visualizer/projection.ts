@@ -361,7 +361,12 @@ function errorMessage(error: unknown): string {
 export function sanitizeEvent(event: AnyEventObject): WirePayload | undefined {
   const type = event.type;
   if (type.startsWith('xstate.error.actor.')) return { message: errorMessage((event as { error?: unknown }).error) };
-  if (type.startsWith('xstate.')) return undefined; // done events, delays, init, stop: the type says it all
+  if (type === 'xstate.init') {
+    // A pod actor starts with its pod as input: say which (a summary, as for POD.UPDATE).
+    const pod = (event as { input?: { pod?: Pod } }).input?.pod;
+    return pod?.metadata ? { pod: podSummary(pod) } : undefined;
+  }
+  if (type.startsWith('xstate.')) return undefined; // done events, delays, stop: the type says it all
   const payload: WirePayload = {};
   let any = false;
   for (const field of scalarFields[type] ?? []) {

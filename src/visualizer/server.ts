@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { type ListeningServer, type RouteHandler, listen } from '../server/http.ts';
 import type { VisualizerHub } from './stream.ts';
 
+const reconnectMs = 1_000;
 const keepAliveMs = 15_000;
 
 /** The built page (`npm run build:visualizer`): `visualizer/dist/` from both `src/visualizer` and `dist/visualizer`. */
@@ -84,6 +85,8 @@ class SseClients {
       connection: 'keep-alive',
       'x-accel-buffering': 'no',
     });
+    // A page whose agent restarts tries again every second (browsers default to ~3 s).
+    res.write(`retry: ${reconnectMs}\n\n`);
     res.write(sseMessage('picture', this.hub.picture()));
     this.clients.add(res);
     if (!this.unsubscribe) {

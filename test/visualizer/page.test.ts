@@ -62,6 +62,15 @@ const recordChartChanges = `(() => {
 let sim: SimAgent | undefined;
 let browser: Browser | undefined;
 
+async function launch(): Promise<Browser> {
+  browser ??= await chromium.launch({
+    executablePath: chromiumPath,
+    headless: true,
+    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+  });
+  return browser;
+}
+
 beforeAll(async () => {
   if (!haveChromium) return;
   await buildVisualizer();
@@ -79,12 +88,7 @@ describe.skipIf(!haveChromium && !onCi)('visualizer page in chromium', () => {
     sim = await startSimAgent('page-node', ['--visualizer-port', String(port)]);
     const { agent, manifests } = sim;
 
-    browser = await chromium.launch({
-      executablePath: chromiumPath,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
-    const page = await browser.newPage({ viewport: { width: 1440, height: 860 } });
+    const page = await (await launch()).newPage({ viewport: { width: 1440, height: 860 } });
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(String(e)));
     await page.goto(agent.visualizerUrl!);
@@ -121,8 +125,10 @@ describe.skipIf(!haveChromium && !onCi)('visualizer page in chromium', () => {
     // Nested: the parallel state's regions are drawn inside it.
     expect(await page.locator('#chart [data-state-id="pod.syncing.worker"]').count()).toBe(1);
     expect(await page.locator('#chart .edge').count()).toBeGreaterThan(5);
-    // The log has the pod's transitions and its CRI calls with their durations.
+    // The log starts with the pod's creation (its pod summarized), then its transitions and its CRI calls with their durations.
     const log = page.locator('#event-list');
+    await log.locator('li[data-event-type="xstate.init"]', { hasText: 'created' }).first().waitFor({ timeout: 10_000 });
+    expect(await log.locator('li[data-event-type="xstate.init"] .payload').first().textContent()).toContain('pod=web-page-node');
     const started = log.locator('li[data-event-type="CRI.FINISHED"]', { hasText: 'StartContainer' }).first();
     await started.waitFor({ timeout: 10_000 });
     expect(await started.locator('.target').textContent()).toBe(' app');
@@ -162,6 +168,30 @@ describe.skipIf(!haveChromium && !onCi)('visualizer page in chromium', () => {
     const routed = async (type: string) => Number((await page.locator(`#routing tr[data-routed="${type}"] td.num`).textContent())?.replace(/\D/g, ''));
     expect(await routed('CONFIG.ADD')).toBeGreaterThanOrEqual(1);
     expect(await routed('PLEG.CONTAINER_STARTED')).toBeGreaterThanOrEqual(2);
+    expect(errors).toEqual([]);
+    await sim.stop();
+    sim = undefined;
+  });
+
+  it('reconnects by itself when the agent restarts, and shows the new agent\'s pods', { timeout: 90_000 }, async () => {
+    const port = await freePort();
+    sim = await startSimAgent('before', ['--visualizer-port', String(port)], { 'one.yaml': manifest('one') });
+    const page = await (await launch()).newPage();
+    const errors: string[] = [];
+    page.on('pageerror', (e) => errors.push(String(e)));
+    await page.goto(sim.agent.visualizerUrl!);
+    const row = (key: string) => page.locator(`#pod-rows [data-pod="${key}"]`);
+    await row('default/one-before').locator('.phase-Running').waitFor({ timeout: 30_000 });
+
+    await sim.stop();
+    sim = undefined;
+    await page.locator('#status[data-state="reconnecting"]').waitFor({ timeout: 10_000 });
+
+    sim = await startSimAgent('after', ['--visualizer-port', String(port)], { 'two.yaml': manifest('two') });
+    await page.locator('#status[data-state="live"]').waitFor({ timeout: 15_000 });
+    await row('default/two-after').locator('.phase-Running').waitFor({ timeout: 30_000 });
+    // The new agent's picture replaced the old one.
+    expect(await row('default/one-before').count()).toBe(0);
     expect(errors).toEqual([]);
   });
 });

@@ -207,6 +207,11 @@ describe('projectEvent / sanitizeEvent', () => {
       at: 1,
     });
     expect(sanitizeEvent({ type: 'xstate.error.actor.x', error: new Error('boom') })).toEqual({ message: 'boom' });
+    // A pod actor's init event names the pod it starts with (summarized), other inits carry nothing.
+    const init = sanitizeEvent({ type: 'xstate.init', input: { pod } })!;
+    expect(init).toEqual({ pod: expect.objectContaining({ name: 'web', uid: 'uid-1', containers: [{ name: 'app', image: 'statelet.local/busybox:1' }] }) });
+    for (const word of forbidden) expect(JSON.stringify(init)).not.toContain(word);
+    expect(sanitizeEvent({ type: 'xstate.init', input: { periodMs: 1000 } })).toBeUndefined();
     expect(sanitizeEvent({ type: 'xstate.error.actor.x', error: { message: 'plain' } })).toEqual({ message: 'plain' });
   });
 

@@ -12,8 +12,9 @@ const elk = new ELK();
 const charWidth = 7.2;
 const edgeCharWidth = 5.8;
 
-/** A readable event type: `done: working` for `xstate.done.actor.0.pod.syncing.worker.working`, `after killRetry`. */
+/** A readable event type: `done: working` for `xstate.done.actor.0.pod.syncing.worker.working`, `after killRetry`, `created`. */
 export function eventLabel(type: string): string {
+  if (type === 'xstate.init') return 'created';
   const actor = /^xstate\.(done|error)\.actor\.[^.]*\.(.*)$/.exec(type);
   if (actor) return `${actor[1]}: ${actor[2]!.split('.').pop()}`;
   const after = /^xstate\.after\.([^.]+)\./.exec(type);
