@@ -31,6 +31,9 @@
  *   startup Success, a readiness change — asks for a sync, which passes the results to computePodActions
  *   and the status; terminating: readiness is recorded; ignored after).
  *
+ * Effect actors (syncPod, terminatePod, cleanupPod) record each runtime call they make as
+ * CRI.STARTED / CRI.FINISHED events sent to themselves, for inspectors; the pod never sees them.
+ *
  * Never: performs I/O itself (every effect runs in an invoked actor), lets a grace period grow,
  * starts a sync after termination was requested.
  */

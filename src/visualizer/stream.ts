@@ -253,7 +253,7 @@ export class VisualizerHub {
   private announced(ref: AnyActorRef): AnyActorRef | undefined {
     const tracked = this.actors.get(ref.sessionId);
     if (!tracked || tracked.ref !== ref) return undefined;
-    this.announce(tracked, ref.getSnapshot(), this.now());
+    if (!tracked.actor) this.announce(tracked, ref.getSnapshot(), this.now());
     return ref;
   }
 
