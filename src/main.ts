@@ -39,8 +39,10 @@ async function main(argv: string[]): Promise<number> {
     manifests: config.podManifestPath ?? null,
     pods: agent.readOnlyUrl ? `${agent.readOnlyUrl}/pods` : null,
     healthz: agent.healthzUrl ? `${agent.healthzUrl}/healthz` : null,
+    visualizer: agent.visualizerUrl ?? null,
   });
   if (agent.readOnlyUrl) process.stdout.write(`statelet: pods at ${agent.readOnlyUrl}/pods\n`);
+  if (agent.visualizerUrl) process.stdout.write(`statelet: live statecharts at ${agent.visualizerUrl}/\n`);
 
   const signal = await stopRequested;
   log('info', 'Stopping; pods keep running', { signal });
