@@ -126,8 +126,8 @@ export interface PodEffects {
 
 /** A runtime call of an effect actor, as the actor records it (see `callsRecordedOn`). */
 export type RuntimeCallEvent =
-  | { type: 'CRI.STARTED'; call: string; target: string }
-  | { type: 'CRI.FINISHED'; call: string; target: string; durationMs: number; error?: string };
+  | { type: 'CRI.STARTED'; callId: number; call: string; target: string }
+  | { type: 'CRI.FINISHED'; callId: number; call: string; target: string; durationMs: number; error?: string };
 
 /**
  * The effect actor records each runtime call it makes as an event sent to itself. The actor
@@ -140,9 +140,9 @@ function callsRecordedOn(self: AnyActorRef): CallTrace {
     if (self.getSnapshot().status === 'active') self.send(event);
   };
   return {
-    started: (call, target) => record({ type: 'CRI.STARTED', call, target }),
-    finished: (call, target, durationMs, error) => {
-      const event: RuntimeCallEvent = { type: 'CRI.FINISHED', call, target, durationMs: Math.round(durationMs * 10) / 10 };
+    started: ({ id, call, target }) => record({ type: 'CRI.STARTED', callId: id, call, target }),
+    finished: ({ id, call, target }, durationMs, error) => {
+      const event: RuntimeCallEvent = { type: 'CRI.FINISHED', callId: id, call, target, durationMs: Math.round(durationMs * 10) / 10 };
       if (error !== undefined) event.error = errorMessage(error);
       record(event);
     },

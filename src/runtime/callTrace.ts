@@ -11,21 +11,31 @@
  */
 import type { CallOptions, ImageService, RuntimeService } from './types.ts';
 
-export interface CallTrace {
-  started(call: string, target: string): void;
-  finished(call: string, target: string, durationMs: number, error?: unknown): void;
+/** One runtime call: `id` tells apart calls with the same method and target under way together. */
+export interface TracedCall {
+  id: number;
+  call: string;
+  target: string;
 }
+
+export interface CallTrace {
+  started(call: TracedCall): void;
+  finished(call: TracedCall, durationMs: number, error?: unknown): void;
+}
+
+let lastCallId = 0;
 
 /** Runs `run` as one traced call. */
 async function traceCall<T>(trace: CallTrace, call: string, target: string, run: () => Promise<T>): Promise<T> {
-  trace.started(call, target);
+  const traced: TracedCall = { id: ++lastCallId, call, target };
+  trace.started(traced);
   const startedAt = performance.now();
   try {
     const result = await run();
-    trace.finished(call, target, performance.now() - startedAt);
+    trace.finished(traced, performance.now() - startedAt);
     return result;
   } catch (err) {
-    trace.finished(call, target, performance.now() - startedAt, err);
+    trace.finished(traced, performance.now() - startedAt, err);
     throw err;
   }
 }

@@ -331,8 +331,8 @@ const scalarFields: Record<string, readonly string[]> = {
   'PLEG.RELIST_FAILED': ['error'],
   'PROBE.RESULT': ['podUid', 'containerId', 'containerName', 'kind', 'result'],
   'SOURCE.SEEN': ['source'],
-  'CRI.STARTED': ['call', 'target'],
-  'CRI.FINISHED': ['call', 'target', 'durationMs', 'error'],
+  'CRI.STARTED': ['callId', 'call', 'target'],
+  'CRI.FINISHED': ['callId', 'call', 'target', 'durationMs', 'error'],
   // Not `message`: a manifest's parse error may quote the manifest.
   'SOURCE.ERROR': ['source'],
 };

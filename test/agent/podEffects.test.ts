@@ -15,14 +15,19 @@ const noTrace: CallTrace = { started: () => {}, finished: () => {} };
 function recordingTrace() {
   const lines: string[] = [];
   const durations: number[] = [];
+  const underWay = new Set<number>();
   const trace: CallTrace = {
-    started: (call, target) => lines.push(`started ${call} ${target}`.trimEnd()),
-    finished: (call, target, durationMs, error) => {
+    started: ({ id, call, target }) => {
+      underWay.add(id);
+      lines.push(`started ${call} ${target}`.trimEnd());
+    },
+    finished: ({ id, call, target }, durationMs, error) => {
+      if (!underWay.delete(id)) throw new Error(`call ${id} finished without having started`);
       durations.push(durationMs);
       lines.push(`finished ${call} ${target}${error ? ` [${error instanceof Error ? error.message : String(error)}]` : ''}`.trimEnd());
     },
   };
-  return { trace, lines, durations };
+  return { trace, lines, durations, underWay };
 }
 
 function effectsRig() {
@@ -124,10 +129,11 @@ describe('runtime calls are reported to the effect run\'s trace', () => {
   it('names each call and what it is about, with container names for IDs, and pairs every start with a finish', async () => {
     const rig = effectsRig();
     const pod = makePod('t', { containers: [container('web'), container('side')] });
-    const { trace, lines, durations } = recordingTrace();
+    const { trace, lines, durations, underWay } = recordingTrace();
     await rig.effects.syncPod({ pod, memory: noMemory }, new AbortController().signal, trace);
     const finished = lines.filter((l) => l.startsWith('finished '));
     expect(lines.filter((l) => l.startsWith('started '))).toHaveLength(finished.length);
+    expect(underWay.size).toBe(0);
     expect(finished).toEqual(expect.arrayContaining([
       'finished RunPodSandbox sandbox',
       'finished CreateContainer web',

@@ -217,13 +217,13 @@ describe('projectEvent / sanitizeEvent', () => {
 
   it('keeps a runtime call\'s method, target, duration and error, and names the effect actor it went to', () => {
     const effect = { sessionId: 'x:2', id: '0.pod.syncing.worker.working', src: 'syncPod' } as unknown as AnyActorRef;
-    const finished = { type: 'CRI.FINISHED', call: 'StopContainer', target: 'app', durationMs: 2003.1, error: 'CRI StopContainer failed (DEADLINE_EXCEEDED): timeout', extra: 'x' };
+    const finished = { type: 'CRI.FINISHED', callId: 7, call: 'StopContainer', target: 'app', durationMs: 2003.1, error: 'CRI StopContainer failed (DEADLINE_EXCEEDED): timeout', extra: 'x' };
     expect(projectEvent(target, effect, finished, 9, effect)).toEqual({
       kind: 'event',
       actorId: 'x:1',
       sourceId: 'x:2',
       type: 'CRI.FINISHED',
-      payload: { call: 'StopContainer', target: 'app', durationMs: 2003.1, error: 'CRI StopContainer failed (DEADLINE_EXCEEDED): timeout' },
+      payload: { callId: 7, call: 'StopContainer', target: 'app', durationMs: 2003.1, error: 'CRI StopContainer failed (DEADLINE_EXCEEDED): timeout' },
       via: 'syncPod',
       at: 9,
     });

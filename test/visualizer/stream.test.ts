@@ -162,10 +162,12 @@ describe('VisualizerHub', () => {
       secretPod(),
       fakeEffects({
         syncPod: async (_request, _signal, calls) => {
-          calls.started('CreateContainer', 'app');
-          calls.finished('CreateContainer', 'app', 12.34);
-          calls.started('StartContainer', 'app');
-          calls.finished('StartContainer', 'app', 3, new Error('CRI StartContainer failed (INTERNAL): no such file'));
+          const create = { id: 41, call: 'CreateContainer', target: 'app' };
+          const start = { id: 42, call: 'StartContainer', target: 'app' };
+          calls.started(create);
+          calls.finished(create, 12.34);
+          calls.started(start);
+          calls.finished(start, 3, new Error('CRI StartContainer failed (INTERNAL): no such file'));
           return runningOutcome();
         },
       }),
@@ -174,12 +176,12 @@ describe('VisualizerHub', () => {
     hub.flush();
     const cri = ofKind(batches.flat(), 'event').filter((e) => e.type.startsWith('CRI.'));
     expect(cri).toEqual([
-      expect.objectContaining({ actorId: actor.sessionId, type: 'CRI.STARTED', via: 'syncPod', payload: { call: 'CreateContainer', target: 'app' } }),
-      expect.objectContaining({ type: 'CRI.FINISHED', via: 'syncPod', payload: { call: 'CreateContainer', target: 'app', durationMs: 12.3 } }),
-      expect.objectContaining({ type: 'CRI.STARTED', payload: { call: 'StartContainer', target: 'app' } }),
+      expect.objectContaining({ actorId: actor.sessionId, type: 'CRI.STARTED', via: 'syncPod', payload: { callId: 41, call: 'CreateContainer', target: 'app' } }),
+      expect.objectContaining({ type: 'CRI.FINISHED', via: 'syncPod', payload: { callId: 41, call: 'CreateContainer', target: 'app', durationMs: 12.3 } }),
+      expect.objectContaining({ type: 'CRI.STARTED', payload: { callId: 42, call: 'StartContainer', target: 'app' } }),
       expect.objectContaining({
         type: 'CRI.FINISHED',
-        payload: { call: 'StartContainer', target: 'app', durationMs: 3, error: 'CRI StartContainer failed (INTERNAL): no such file' },
+        payload: { callId: 42, call: 'StartContainer', target: 'app', durationMs: 3, error: 'CRI StartContainer failed (INTERNAL): no such file' },
       }),
     ]);
     // The effect actor's own machinery (its promise resolving) is not shown.

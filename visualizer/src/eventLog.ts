@@ -60,8 +60,8 @@ function fillCall(li: HTMLLIElement, record: WireEvent): void {
 
 const isCall = (record: LogRecord): record is WireEvent => record.kind === 'event' && (record.type === 'CRI.STARTED' || record.type === 'CRI.FINISHED');
 
-/** Which started call a finish belongs to. */
-const callKey = (record: WireEvent) => `${record.via ?? ''}|${String(record.payload?.call)}|${String(record.payload?.target)}`;
+/** Which started call a finish belongs to (call ids are unique in the agent). */
+const callKey = (record: WireEvent) => String(record.payload?.callId);
 
 /** One line: `time  TYPE  payload`, with CRI calls and transitions in their own forms. */
 export function logItem(record: LogRecord): HTMLLIElement {
@@ -95,7 +95,7 @@ export function logItem(record: LogRecord): HTMLLIElement {
  * place when it finishes (a finish whose start is not shown gets its own line).
  */
 export class EventLog {
-  /** Lines of calls under way, by `callKey` (the newest start of each). */
+  /** Lines of calls under way, by `callKey`. */
   private readonly pending = new Map<string, HTMLLIElement>();
 
   constructor(
