@@ -91,6 +91,8 @@ function viaPodWorkers(n: number): Measure {
     log: silentLogger,
     listRuntimePodUids: async () => new Set(),
     killOrphanPod: async () => {},
+    collectGarbage: async () => {},
+    containerGcPeriodMs: 60_000,
   });
   let created = 0;
   const workers = createActor(logic, {

@@ -11,9 +11,10 @@ import os from 'node:os';
 import path from 'node:path';
 import { type Actor, type InspectionEvent, type Observer, createActor } from 'xstate';
 import type { Pod } from '../api/types.ts';
-import { type AgentConfig, crashLoopBackOffPolicy } from '../cli/config.ts';
+import { type AgentConfig, containerGcPolicy, crashLoopBackOffPolicy } from '../cli/config.ts';
 import { ImagePuller } from '../kuberuntime/images.ts';
 import { killPodRuntime, removePodRuntime } from '../kuberuntime/execute.ts';
+import { collectContainerGarbage } from '../kuberuntime/gc.ts';
 import { readPodStatus } from '../kuberuntime/podStatus.ts';
 import type { Logger } from '../log.ts';
 import { createPlegMachine } from '../machines/pleg.ts';
@@ -39,6 +40,8 @@ import { createRelister } from './relister.ts';
 export const plegHealthThresholdMs = 3 * 60_000;
 const syncTickMs = 1_000;
 const housekeepingMs = 2_000;
+/** The kubelet's ContainerGCPeriod. */
+const containerGcPeriodMs = 60_000;
 const errorBackoffMs = 10_000;
 /** Probes running at once, node-wide (the rest wait their turn in due order). */
 const maxConcurrentProbes = 32;
@@ -115,6 +118,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     createPodEffects({ ...runtimeDeps, statuses, runtimeName, ...(config.nodeIp ? { hostIP: config.nodeIp.split(',')[0] } : {}) }),
   );
   const relister = createRelister(runtime, now, log);
+  const gcPolicy = containerGcPolicy(config);
   const podWorkers = createPodWorkersLogic({
     podMachine,
     podManager,
@@ -132,6 +136,9 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
       await killPodRuntime(runtimeDeps, orphan, status, 1, {});
       await removePodRuntime(runtimeDeps, await readPodStatus(runtime, uid), {});
     },
+    // Housekeeping runs only once every source has been seen: the kubelet's allSourcesReady.
+    collectGarbage: async (isPodDeleted) => void (await collectContainerGarbage({ runtime, now, log }, gcPolicy, isPodDeleted, true)),
+    containerGcPeriodMs,
   });
   const sourceOptions = {
     nodeName: config.nodeName,

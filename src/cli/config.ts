@@ -6,6 +6,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { type BackoffPolicy, crashLoopPolicy } from '../machines/decide/backoff.ts';
+import { type ContainerGcPolicy, defaultContainerGcPolicy } from '../machines/decide/containerGC.ts';
 
 export interface AgentConfig {
   /** --pod-manifest-path / staticPodPath: directory (or file) of static pod manifests. */
@@ -62,6 +63,12 @@ export interface AgentConfig {
   crashLoopBackOffInitialMs: number;
   /** --crash-loop-backoff-max / crashLoopBackOff.maxContainerRestartPeriod: the delay's cap. */
   crashLoopBackOffMaxMs: number;
+  /** --minimum-container-ttl-duration: a finished container's minimum age before GC removes it. */
+  minimumContainerTtlMs: number;
+  /** --maximum-dead-containers-per-container: finished instances kept per container (-1: all). */
+  maxDeadContainersPerContainer: number;
+  /** --maximum-dead-containers: finished containers kept in total (-1: no limit). */
+  maxDeadContainers: number;
   /** --visualizer-port (statelet); 0 disables. */
   visualizerPort: number;
   /** --inspect (statelet). */
@@ -118,10 +125,20 @@ export function agentDefaults(profile: DefaultsProfile = 'flags'): AgentDefaults
     eventedPlegRelistPeriodMs: 10_000,
     crashLoopBackOffInitialMs: crashLoopPolicy.initialMs,
     crashLoopBackOffMaxMs: crashLoopPolicy.maxMs,
+    minimumContainerTtlMs: defaultContainerGcPolicy.minAgeMs,
+    maxDeadContainersPerContainer: defaultContainerGcPolicy.maxPerPodContainer,
+    maxDeadContainers: defaultContainerGcPolicy.maxContainers,
     visualizerPort: 0,
     verbosity: 0,
     logFormat: 'text',
   };
+}
+
+/** The container GC policy the settings ask for. */
+export function containerGcPolicy(
+  config: Pick<AgentConfig, 'minimumContainerTtlMs' | 'maxDeadContainersPerContainer' | 'maxDeadContainers'>,
+): ContainerGcPolicy {
+  return { minAgeMs: config.minimumContainerTtlMs, maxPerPodContainer: config.maxDeadContainersPerContainer, maxContainers: config.maxDeadContainers };
 }
 
 /**

@@ -61,6 +61,7 @@ export const OPTION_GROUPS = [
   'Sync',
   'Serving',
   'Image pulls',
+  'Garbage collection',
   'Statelet',
   'Logging',
 ] as const;
@@ -226,29 +227,33 @@ export const boolKind: ValueKind<boolean> = {
   display: (value) => String(value),
 };
 
-/** A period in milliseconds; zero is rejected because a zero period would make its loop spin. */
-function period(text: string): number {
+/** A duration in milliseconds. Periods reject zero: a zero period would make its loop spin. */
+function duration(text: string, allowZero: boolean): number {
   let ms: number;
   try {
     ms = parseDuration(text);
   } catch (error) {
     throw new ValueError(error instanceof DurationError ? error.reason : String(error));
   }
-  if (ms === 0) throw new ValueError('must be greater than 0');
+  if (ms === 0 && !allowZero) throw new ValueError('must be greater than 0');
   return ms;
 }
 
-const periodKind: ValueKind<number> = {
-  placeholder: 'duration',
-  takesArgument: true,
-  fromText: period,
-  fromConfig(value) {
-    // metav1.Duration only decodes from a string, so `syncFrequency: 60` is a type error there too.
-    if (typeof value !== 'string') throw new ValueError('expected a duration string such as "20s"');
-    return period(value);
-  },
-  display: formatDuration,
-};
+function durationKind(allowZero: boolean): ValueKind<number> {
+  return {
+    placeholder: 'duration',
+    takesArgument: true,
+    fromText: (text) => duration(text, allowZero),
+    fromConfig(value) {
+      // metav1.Duration only decodes from a string, so `syncFrequency: 60` is a type error there too.
+      if (typeof value !== 'string') throw new ValueError('expected a duration string such as "20s"');
+      return duration(value, allowZero);
+    },
+    display: formatDuration,
+  };
+}
+
+const periodKind = durationKind(false);
 
 /** A period between `minMs` and `maxMs` (inclusive); `why` says where the bound comes from. */
 function boundedPeriodKind(minMs: number, maxMs: number, why: string): ValueKind<number> {
@@ -570,6 +575,27 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'crashLoopBackOff',
     group: 'Statelet',
     help: 'Maximum delay before restarting a crashed container, 1s to 5m; in a config file, crashLoopBackOff.maxContainerRestartPeriod',
+  }),
+  option({
+    key: 'minimumContainerTtlMs',
+    kind: durationKind(true),
+    flag: 'minimum-container-ttl-duration',
+    group: 'Garbage collection',
+    help: 'Minimum age of a finished container before it can be garbage collected',
+  }),
+  option({
+    key: 'maxDeadContainersPerContainer',
+    kind: intKind(-1),
+    flag: 'maximum-dead-containers-per-container',
+    group: 'Garbage collection',
+    help: 'Finished instances of each container to keep (-1: no limit)',
+  }),
+  option({
+    key: 'maxDeadContainers',
+    kind: intKind(-1),
+    flag: 'maximum-dead-containers',
+    group: 'Garbage collection',
+    help: 'Finished containers to keep in total (-1: no limit)',
   }),
   option({
     key: 'podLogsDir',

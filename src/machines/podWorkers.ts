@@ -2,7 +2,8 @@
  * The pod workers: the registry of pod actors that the syncLoop invokes and feeds. It turns config
  * changes into POD.* events (admitting new pods first), routes PLEG events and probe results to
  * the pod they concern, keeps the work queue of pods due for a resync (one shared tick, no per-pod timers),
- * and does housekeeping: forgetting finished pods, restarting a UID whose config came back, and
+ * and does housekeeping: forgetting finished pods, restarting a UID whose config came back, the
+ * container garbage collection (every `containerGcPeriodMs`), and
  * stopping runtime pods nobody owns.
  *
  * Why not `spawnChild` from the syncLoop machine: XState copies a machine's children map on every
@@ -69,6 +70,10 @@ export interface PodWorkersDeps {
   listRuntimePodUids(): Promise<Set<string>>;
   /** Stops and removes every container and sandbox of a pod nobody owns. */
   killOrphanPod(uid: string): Promise<void>;
+  /** Removes dead containers and sandboxes the GC policy lets go (`isPodDeleted`: nobody owns the pod). */
+  collectGarbage(isPodDeleted: (uid: string) => boolean): Promise<void>;
+  /** How often housekeeping runs the container GC (the kubelet: every minute). */
+  containerGcPeriodMs: number;
 }
 
 type PodActor = ActorRefFrom<PodMachine>;
@@ -85,6 +90,8 @@ export function createPodWorkersLogic(deps: PodWorkersDeps) {
     /** UIDs whose old actor is being released so that a fresh one can start. */
     const restartOnRelease = new Set<string>();
     let housekeeping = false;
+    let collecting = false;
+    let lastGcAt = -Infinity;
 
     const start = (pod: Pod) => {
       const actor = createActor(deps.podMachine, {
@@ -231,6 +238,16 @@ export function createPodWorkersLogic(deps: PodWorkersDeps) {
       }
       for (const pod of deps.podManager.all()) {
         if (!workers.has(pod.metadata.uid) && deps.statuses.get(pod.metadata.uid)?.phase !== 'Failed') add([pod]);
+      }
+      if (!collecting && deps.now() - lastGcAt >= deps.containerGcPeriodMs) {
+        collecting = true;
+        lastGcAt = deps.now();
+        // A pod is deleted once nothing owns it: not in config, no worker, not being stopped as an orphan.
+        const isPodDeleted = (uid: string) => !workers.has(uid) && deps.podManager.get(uid) === undefined && !orphansInFlight.has(uid);
+        deps
+          .collectGarbage(isPodDeleted)
+          .catch((err: unknown) => deps.log('error', 'Container garbage collection failed', { err }))
+          .finally(() => (collecting = false));
       }
       const running = await deps.listRuntimePodUids();
       for (const uid of running) {

@@ -137,11 +137,21 @@ describe('parseCommandLine: defaults and forms', () => {
       eventedPlegRelistPeriodMs: 10_000,
       crashLoopBackOffInitialMs: 10_000,
       crashLoopBackOffMaxMs: 300_000,
+      minimumContainerTtlMs: 0,
+      maxDeadContainersPerContainer: 1,
+      maxDeadContainers: -1,
       visualizerPort: 0,
       verbosity: 0,
       logFormat: 'text',
     });
     expect(warnings).toEqual([]);
+  });
+
+  it('reads the container GC flags: a zero TTL and -1 (no limit) are valid, below -1 is not', () => {
+    const { config } = run(['--minimum-container-ttl-duration', '0s', '--maximum-dead-containers-per-container', '-1', '--maximum-dead-containers=100']);
+    expect(config).toMatchObject({ minimumContainerTtlMs: 0, maxDeadContainersPerContainer: -1, maxDeadContainers: 100 });
+    expect(run(['--minimum-container-ttl-duration=1m30s']).config.minimumContainerTtlMs).toBe(90_000);
+    expect(usageError(['--maximum-dead-containers', '-2'])).toBe('invalid value "-2" for flag --maximum-dead-containers: must be at least -1');
   });
 
   it.each([

@@ -3,10 +3,12 @@ import { type AnyActorRef, SimulatedClock, createActor, fromCallback, waitFor } 
 import type { Pod } from '../../src/api/types.ts';
 import { createPodEffects } from '../../src/agent/podEffects.ts';
 import { createRelister } from '../../src/agent/relister.ts';
+import { type ContainerGcResult, collectContainerGarbage } from '../../src/kuberuntime/gc.ts';
 import { ImagePuller } from '../../src/kuberuntime/images.ts';
 import { Label } from '../../src/kuberuntime/labels.ts';
 import { silentLogger } from '../../src/log.ts';
 import { crashLoopPolicy } from '../../src/machines/decide/backoff.ts';
+import { defaultContainerGcPolicy } from '../../src/machines/decide/containerGC.ts';
 import { createPlegMachine } from '../../src/machines/pleg.ts';
 import { createPodMachine } from '../../src/machines/pod.ts';
 import { PodManager } from '../../src/machines/podManager.ts';
@@ -28,6 +30,7 @@ function syncLoopHarness(options: { maxPods?: number; expectedSources?: ('file' 
   const podMachine = createPodMachine(createPodEffects({ ...runtimeDeps, statuses, runtimeName: 'fake' }));
   const relister = createRelister(runtime, now);
   const orphanKills: string[] = [];
+  const gcRuns: ContainerGcResult[] = [];
   const machine = createSyncLoopMachine({
     sources: fromCallback(() => {}),
     pods: createPodWorkersLogic({
@@ -45,6 +48,10 @@ function syncLoopHarness(options: { maxPods?: number; expectedSources?: ('file' 
         orphanKills.push(uid);
         for (const s of await runtime.listPodSandbox({ labelSelector: { [Label.podUid]: uid } })) await runtime.stopPodSandbox(s.id);
       },
+      collectGarbage: async (isPodDeleted) => {
+        gcRuns.push(await collectContainerGarbage({ runtime, now, log: silentLogger }, defaultContainerGcPolicy, isPodDeleted, true));
+      },
+      containerGcPeriodMs: 60_000,
     }),
     pleg: createPlegMachine(relister),
   });
@@ -67,7 +74,17 @@ function syncLoopHarness(options: { maxPods?: number; expectedSources?: ('file' 
     clock.increment(1_000);
     await waitFor(pleg(), (s) => s.matches({ relist: 'waiting' }) && s.context.relists === before + 1);
   };
-  return { clock, runtime, statuses, podManager, syncLoop, podActor, waitPod, add, orphanKills, relist };
+  /** A sandbox of pod `uid-<name>`, which no config has: as if left by an earlier agent. */
+  const runUnownedSandbox = (name: string) =>
+    runtime.runPodSandbox({
+      metadata: { name, namespace: 'default', uid: `uid-${name}`, attempt: 0 },
+      hostname: name,
+      logDirectory: '',
+      portMappings: [],
+      labels: { [Label.podUid]: `uid-${name}` },
+      annotations: {},
+    });
+  return { clock, runtime, statuses, podManager, syncLoop, podActor, waitPod, add, orphanKills, gcRuns, relist, runUnownedSandbox };
 }
 
 const idle = (s: { matches: (v: unknown) => boolean }) => s.matches({ syncing: { worker: 'idle' } });
@@ -130,14 +147,7 @@ describe('syncLoop and pod workers', () => {
 
   it('holds housekeeping until every source is seen, then stops runtime pods nobody owns', async () => {
     const h = syncLoopHarness({ expectedSources: ['file'] });
-    const orphan = await h.runtime.runPodSandbox({
-      metadata: { name: 'orphan', namespace: 'default', uid: 'uid-orphan', attempt: 0 },
-      hostname: 'orphan',
-      logDirectory: '',
-      portMappings: [],
-      labels: { [Label.podUid]: 'uid-orphan' },
-      annotations: {},
-    });
+    const orphan = await h.runUnownedSandbox('orphan');
     await h.relist(); // sees the orphan
     h.clock.increment(4_000);
     expect(h.orphanKills).toEqual([]);
@@ -148,6 +158,47 @@ describe('syncLoop and pod workers', () => {
     h.clock.increment(2_000);
     await vi.waitFor(() => expect(h.orphanKills).toEqual(['uid-orphan']));
     expect((await h.runtime.podSandboxStatus(orphan)).state).toBe('SANDBOX_NOTREADY');
+  });
+
+  it('garbage-collects dead containers every minute: one kept per container, none of pods nobody owns', async () => {
+    const h = syncLoopHarness();
+    h.add(makePod('crashy'));
+    await h.waitPod('uid-crashy', idle);
+    // A pod gone while the agent was away: its container exited, its sandbox stopped.
+    const stale = await h.runUnownedSandbox('stale');
+    const staleConfig = { metadata: { name: 'app', attempt: 0 }, image: { image: IMAGE }, command: [], args: [], workingDir: '', envs: [], mounts: [], labels: { [Label.podUid]: 'uid-stale' }, annotations: {}, logPath: '' };
+    const staleContainer = await h.runtime.createContainer(stale, staleConfig as never, {} as never);
+    await h.runtime.stopPodSandbox(stale);
+    // The first housekeeping (2 s) runs the first collection: nothing is dead yet but the stale pod.
+    h.clock.increment(2_000);
+    await vi.waitFor(() => expect(h.gcRuns).toHaveLength(1));
+    expect(h.gcRuns[0]).toEqual({ containersRemoved: 1, sandboxesRemoved: 1, failures: 0 });
+    expect(h.runtime.getContainer(staleContainer)).toBeUndefined();
+
+    // Two crashes: two dead instances of the container, a third running.
+    for (const restarts of [1, 2]) {
+      await h.relist();
+      const running = (await h.runtime.listContainers({ state: 'CONTAINER_RUNNING' }))[0]!;
+      h.runtime.exitContainer(running.id, 1);
+      await h.relist();
+      if (restarts === 2) h.clock.increment(crashLoopPolicy.initialMs);
+      await vi.waitFor(() => expect(h.statuses.get('uid-crashy')?.containerStatuses?.[0]?.restartCount).toBe(restarts));
+    }
+    const dead = () => h.runtime.listContainers({ state: 'CONTAINER_EXITED' });
+    expect(await dead()).toHaveLength(2);
+    const newestDead = (await dead()).sort((a, b) => b.metadata.attempt - a.metadata.attempt)[0]!;
+
+    // A minute after the first collection, the next one keeps only the newest dead instance.
+    h.clock.increment(60_000 - (h.clock.now() - Date.parse('2026-01-01T00:00:00Z')) + 2_000);
+    await vi.waitFor(() => expect(h.gcRuns).toHaveLength(2));
+    expect(h.gcRuns[1]).toMatchObject({ containersRemoved: 1, failures: 0 });
+    expect((await dead()).map((c) => c.id)).toEqual([newestDead.id]);
+    expect(await h.runtime.listContainers({ state: 'CONTAINER_RUNNING' })).toHaveLength(1);
+    // The status still counts every restart and shows the last termination.
+    await h.relist();
+    const status = h.statuses.get('uid-crashy')?.containerStatuses?.[0];
+    expect(status?.restartCount).toBe(2);
+    expect(status?.lastState.terminated?.exitCode).toBe(1);
   });
 
   it('starts a fresh actor when a terminating UID is added again, once the old one has finished', async () => {

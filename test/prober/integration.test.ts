@@ -55,6 +55,8 @@ function harness() {
       log: silentLogger,
       listRuntimePodUids: async () => relister.runningPodUids(),
       killOrphanPod: async () => {},
+      collectGarbage: async () => {},
+      containerGcPeriodMs: 60_000,
     }),
     pleg: createPlegMachine(relister),
     probes: createProbeManagerLogic({ statuses, podManager, runtime, scheduler: { clock: schedulerClock, random: () => 0.5, maxConcurrent: 32 }, now, log }),
