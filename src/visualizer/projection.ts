@@ -127,6 +127,8 @@ export type WirePayload = Record<string, string | number | boolean | null | Wire
 
 export interface WireEvent {
   kind: 'event';
+  /** The hub's sequence number of this record (events and steps share it): tells history from stream. */
+  seq: number;
   /** The receiving actor. */
   actorId: string;
   /** The sending actor's session id, when an actor sent it. */
@@ -145,6 +147,7 @@ export interface WireEvent {
 /** One microstep of a machine actor: the transitions taken (with targets) and the state value after. */
 export interface WireStep {
   kind: 'step';
+  seq: number;
   actorId: string;
   /** The event that caused it (`xstate.done.actor.…` and eventless `always` steps included). */
   event: string;
@@ -163,6 +166,8 @@ export type WireRecord = WireDefinition | WireActor | WireSnapshot | WireEvent |
 
 /** The current picture: what a newly connected client gets first, and what `/api/snapshot` returns. */
 export interface WirePicture {
+  /** Which hub (so which agent run) this is: actor ids and sequence numbers restart with each. */
+  hubId: string;
   at: number;
   definitions: WireDefinition[];
   actors: WireActorView[];
@@ -403,10 +408,12 @@ export function projectEvent(
   sourceRef: AnyActorRef | undefined,
   event: AnyEventObject,
   at: number,
+  seq: number,
   via?: AnyActorRef,
 ): WireEvent {
   const record: WireEvent = {
     kind: 'event',
+    seq,
     actorId: actorRef.sessionId,
     sourceId: sourceRef?.sessionId ?? null,
     type: str(event.type),
@@ -440,12 +447,13 @@ export function projectStep(
   transitions: readonly TakenTransition[],
   value: StateValue,
   at: number,
+  seq: number,
 ): WireStep {
   const taken: WireStep['transitions'] = [];
   for (const t of transitions) {
     if (t.target?.length) taken.push({ source: t.source.id, targets: t.target.map((n) => n.id) });
   }
-  return { kind: 'step', actorId: actorRef.sessionId, event: str(event.type), transitions: taken, value, at };
+  return { kind: 'step', seq, actorId: actorRef.sessionId, event: str(event.type), transitions: taken, value, at };
 }
 
 // --- definitions ---

@@ -5,7 +5,10 @@
  *   GET /api/snapshot  the current picture as JSON (`WirePicture`);
  *   GET /api/stream    Server-Sent Events: first `event: picture` (a `WirePicture`), then one
  *                      `event: batch` (a `WireRecord[]`) per hub flush, at most every 100 ms;
- *                      a comment line every 15 s keeps proxies from closing the connection.
+ *                      a comment line every 15 s keeps proxies from closing the connection;
+ *   GET /api/history?actor=<actorId>
+ *                      the newest events and steps of one live actor (`WireRecord[]`, oldest
+ *                      first): what a page that selects the actor shows of its past.
  * Serializing happens here, once per batch for all clients, never on the agent's path.
  */
 import { readFile } from 'node:fs/promises';
@@ -38,6 +41,7 @@ The data is served anyway:</p>
 <ul>
 <li><a href="/api/stream">/api/stream</a> — Server-Sent Events: <code>picture</code> once, then <code>batch</code> (at most every 100 ms)</li>
 <li><a href="/api/snapshot">/api/snapshot</a> — the current picture as JSON</li>
+<li><code>/api/history?actor=&lt;actorId&gt;</code> — the newest events and steps of one actor</li>
 </ul>
 </body>
 </html>
@@ -146,6 +150,11 @@ export function visualizerHandler(hub: VisualizerHub, sse = new SseClients(hub),
       case '/api/stream':
         sse.add(req, res);
         return true;
+      case '/api/history': {
+        const actor = new URL(req.url ?? '/', 'http://localhost').searchParams.get('actor') ?? '';
+        sendText(res, 'application/json', JSON.stringify(hub.history(actor)));
+        return true;
+      }
       default:
         return false;
     }

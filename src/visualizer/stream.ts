@@ -15,9 +15,14 @@
  * record counting the rest — and stopped actors. Records are idempotent upserts keyed by actor id,
  * so a client that got the picture may see some of it again in the next batch.
  *
+ * Each actor also keeps its newest `historyPerActor` events and steps (raw, projected on request),
+ * so a page that selects an actor later can show what led up to its state (`history`).
+ *
  * Cost to the agent: O(1) per record, no serialization on the agent's path (batches are
- * serialized once per flush, on a timer); nothing is buffered while no client is connected.
+ * serialized once per flush, on a timer); while no client is connected, only the per-actor history
+ * is kept (a fixed-size ring each, the records unprojected).
  */
+import { randomUUID } from 'node:crypto';
 import type { AnyActorRef, AnyEventObject, InspectionEvent, Observer, StateValue } from 'xstate';
 import {
   type TakenTransition,
@@ -41,6 +46,8 @@ export interface HubOptions {
   flushMs?: number;
   /** Events kept per batch (the newest). Default 500. */
   maxEventsPerBatch?: number;
+  /** Events and steps kept per actor for `history` (the newest). Default 100; 0 keeps none. */
+  historyPerActor?: number;
   now?: () => number;
   /** The flush timer's clock (tests pass xstate's SimulatedClock); real timers by default. */
   clock?: Clock;
@@ -66,20 +73,46 @@ export type BatchListener = (batch: WireRecord[]) => void;
 
 /** An event or a microstep, kept raw until the flush: records dropped from a batch cost no projection. */
 type Pending =
-  | { kind: 'event'; ref: AnyActorRef; source: AnyActorRef | undefined; event: AnyEventObject; via: AnyActorRef | undefined; at: number }
-  | { kind: 'step'; ref: AnyActorRef; event: AnyEventObject; transitions: readonly TakenTransition[]; value: StateValue; at: number };
+  | { kind: 'event'; seq: number; ref: AnyActorRef; source: AnyActorRef | undefined; event: AnyEventObject; via: AnyActorRef | undefined; at: number }
+  | { kind: 'step'; seq: number; ref: AnyActorRef; event: AnyEventObject; transitions: readonly TakenTransition[]; value: StateValue; at: number };
+
+const project = (p: Pending) =>
+  p.kind === 'event' ? projectEvent(p.ref, p.source, p.event, p.at, p.seq, p.via) : projectStep(p.ref, p.event, p.transitions, p.value, p.at, p.seq);
+
+/** The newest records of one actor, overwritten in place once full. */
+class History {
+  private readonly records: Pending[] = [];
+  private next = 0;
+
+  constructor(private readonly size: number) {}
+
+  add(record: Pending): void {
+    if (this.records.length < this.size) this.records.push(record);
+    else this.records[this.next] = record;
+    this.next = (this.next + 1) % this.size;
+  }
+
+  /** Oldest first. */
+  list(): Pending[] {
+    return this.records.length < this.size ? [...this.records] : [...this.records.slice(this.next), ...this.records.slice(0, this.next)];
+  }
+}
 
 interface Tracked {
   ref: AnyActorRef;
   /** Null until the actor's first snapshot (which gives a pod actor its identity). */
   actor: WireActor | null;
   snapshot?: WireSnapshot;
+  history?: History;
 }
 
 export class VisualizerHub {
   private readonly flushMs: number;
   private readonly maxEvents: number;
+  private readonly historyPerActor: number;
   private readonly now: () => number;
+  private seq = 0;
+  private readonly id = randomUUID();
 
   private readonly definitions = new Map<string, WireDefinition>();
   private readonly actors = new Map<string, Tracked>();
@@ -102,6 +135,7 @@ export class VisualizerHub {
   constructor(options: HubOptions = {}) {
     this.flushMs = options.flushMs ?? 100;
     this.maxEvents = options.maxEventsPerBatch ?? 500;
+    this.historyPerActor = options.historyPerActor ?? 100;
     this.now = options.now ?? Date.now;
     this.clock = options.clock ?? realClock;
   }
@@ -140,7 +174,12 @@ export class VisualizerHub {
       if (tracked.snapshot) view.snapshot = tracked.snapshot;
       actors.push(view);
     }
-    return { at: this.now(), definitions: [...this.definitions.values()], actors };
+    return { hubId: this.id, at: this.now(), definitions: [...this.definitions.values()], actors };
+  }
+
+  /** The newest events and steps of a live actor, oldest first; empty for an actor not tracked. */
+  history(actorId: string): WireRecord[] {
+    return this.actors.get(actorId)?.history?.list().map(project) ?? [];
   }
 
   /** Batches from now on; returns the unsubscribe function. */
@@ -162,9 +201,7 @@ export class VisualizerHub {
     this.timer = null;
     const batch: WireRecord[] = [...this.newDefinitions, ...this.created, ...this.snapshots.values()];
     const kept = this.events.length > this.maxEvents ? this.events.slice(-this.maxEvents) : this.events;
-    for (const e of kept) {
-      batch.push(e.kind === 'event' ? projectEvent(e.ref, e.source, e.event, e.at, e.via) : projectStep(e.ref, e.event, e.transitions, e.value, e.at));
-    }
+    for (const e of kept) batch.push(project(e));
     const dropped = this.eventsSeen - kept.length;
     if (dropped > 0) batch.push({ kind: 'dropped', events: dropped });
     batch.push(...this.stopped);
@@ -249,16 +286,15 @@ export class VisualizerHub {
     this.schedule();
   }
 
-  /** `ref` if it is tracked (announcing it if need be). */
-  private announced(ref: AnyActorRef): AnyActorRef | undefined {
+  /** The tracked entry of `ref` (announcing it if need be). */
+  private announced(ref: AnyActorRef): Tracked | undefined {
     const tracked = this.actors.get(ref.sessionId);
     if (!tracked || tracked.ref !== ref) return undefined;
     if (!tracked.actor) this.announce(tracked, ref.getSnapshot(), this.now());
-    return ref;
+    return tracked;
   }
 
   private onEvent(ref: AnyActorRef, source: AnyActorRef | undefined, event: AnyEventObject): void {
-    if (!this.batching) return;
     let owner = this.announced(ref);
     let via: AnyActorRef | undefined;
     if (!owner) {
@@ -269,17 +305,21 @@ export class VisualizerHub {
       if (!owner) return;
       via = ref;
     }
-    this.push({ kind: 'event', ref: owner, source, event, via, at: this.now() });
+    this.keep(owner, { kind: 'event', seq: ++this.seq, ref: owner.ref, source, event, via, at: this.now() });
   }
 
   private onMicrostep(ref: AnyActorRef, event: AnyEventObject, snapshot: unknown, transitions: readonly TakenTransition[]): void {
-    if (!this.batching || !this.announced(ref) || !movesState(transitions)) return;
+    if (!movesState(transitions)) return;
+    const owner = this.announced(ref);
     const value = (snapshot as { value?: StateValue }).value;
-    if (value === undefined) return;
-    this.push({ kind: 'step', ref, event, transitions, value, at: this.now() });
+    if (!owner || value === undefined) return;
+    this.keep(owner, { kind: 'step', seq: ++this.seq, ref, event, transitions, value, at: this.now() });
   }
 
-  private push(pending: Pending): void {
+  /** Into the actor's history, and into the batch if anyone listens. */
+  private keep(owner: Tracked, pending: Pending): void {
+    if (this.historyPerActor > 0) (owner.history ??= new History(this.historyPerActor)).add(pending);
+    if (!this.batching) return;
     this.eventsSeen++;
     this.events.push(pending);
     // Amortized O(1): trim to the newest maxEvents once twice as many have gathered.

@@ -175,7 +175,7 @@ describe.skipIf(!haveChromium && !onCi)('visualizer page in chromium', () => {
     sim = undefined;
   });
 
-  it('reconnects by itself when the agent restarts, and shows the new agent\'s pods', { timeout: 90_000 }, async () => {
+  it("reconnects by itself when the agent restarts, shows the new agent's pods, and a late page their past", { timeout: 90_000 }, async () => {
     const port = await freePort();
     sim = await startSimAgent('before', ['--visualizer-port', String(port)], { 'one.yaml': manifest('one') });
     const page = await (await launch()).newPage();
@@ -194,6 +194,16 @@ describe.skipIf(!haveChromium && !onCi)('visualizer page in chromium', () => {
     await row('default/two-after').locator('.phase-Running').waitFor({ timeout: 30_000 });
     // The new agent's picture replaced the old one.
     expect(await row('default/one-before').count()).toBe(0);
+
+    // A page opened now still shows how the pod got here: the agent keeps each actor's recent past.
+    const late = await browser!.newPage();
+    late.on('pageerror', (e) => errors.push(String(e)));
+    await late.goto(sim.agent.visualizerUrl!);
+    await late.locator('#pod-rows [data-pod="default/two-after"]').click();
+    const log = late.locator('#event-list');
+    await log.locator('li[data-event-type="xstate.init"]', { hasText: 'created' }).waitFor({ timeout: 10_000 });
+    expect(await log.locator('li[data-event-type="CRI.FINISHED"]', { hasText: 'StartContainer' }).count()).toBe(1);
+    expect(await log.locator('li.step').count()).toBeGreaterThan(0);
     expect(errors).toEqual([]);
   });
 });

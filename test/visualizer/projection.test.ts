@@ -160,9 +160,10 @@ describe('projectEvent / sanitizeEvent', () => {
   const source = { sessionId: 'x:0' } as AnyActorRef;
 
   it('reduces POD.UPDATE to the pod identity and container names/images', () => {
-    const e = projectEvent(target, source, { type: 'POD.UPDATE', pod, updateType: 'create' }, 5);
+    const e = projectEvent(target, source, { type: 'POD.UPDATE', pod, updateType: 'create' }, 5, 11);
     expect(e).toEqual({
       kind: 'event',
+      seq: 11,
       actorId: 'x:1',
       sourceId: 'x:0',
       type: 'POD.UPDATE',
@@ -199,8 +200,9 @@ describe('projectEvent / sanitizeEvent', () => {
   });
 
   it('reduces done events to their type and error events to the message', () => {
-    expect(projectEvent(target, undefined, { type: 'xstate.done.actor.0.pod.syncing', output: { pod } }, 1)).toEqual({
+    expect(projectEvent(target, undefined, { type: 'xstate.done.actor.0.pod.syncing', output: { pod } }, 1, 12)).toEqual({
       kind: 'event',
+      seq: 12,
       actorId: 'x:1',
       sourceId: null,
       type: 'xstate.done.actor.0.pod.syncing',
@@ -218,8 +220,9 @@ describe('projectEvent / sanitizeEvent', () => {
   it('keeps a runtime call\'s method, target, duration and error, and names the effect actor it went to', () => {
     const effect = { sessionId: 'x:2', id: '0.pod.syncing.worker.working', src: 'syncPod' } as unknown as AnyActorRef;
     const finished = { type: 'CRI.FINISHED', callId: 7, call: 'StopContainer', target: 'app', durationMs: 2003.1, error: 'CRI StopContainer failed (DEADLINE_EXCEEDED): timeout', extra: 'x' };
-    expect(projectEvent(target, effect, finished, 9, effect)).toEqual({
+    expect(projectEvent(target, effect, finished, 9, 13, effect)).toEqual({
       kind: 'event',
+      seq: 13,
       actorId: 'x:1',
       sourceId: 'x:2',
       type: 'CRI.FINISHED',

@@ -97,5 +97,17 @@ describe('visualizer server', () => {
     }
     // The client disconnects once it has what it waited for; the hub lets go of it.
     await vi.waitFor(() => expect(hub!.subscribers).toBe(0));
+
+    // The actor's history: what happened before anyone watched, sanitized like the stream.
+    const history = await get(`${base}/api/history?actor=${encodeURIComponent(actor.sessionId)}`);
+    expect(history.contentType).toBe('application/json');
+    const records = JSON.parse(history.body) as WireRecord[];
+    expect(records[0]).toMatchObject({ kind: 'event', type: 'xstate.init', payload: { pod: { name: 'web' } } });
+    expect(records).toContainEqual(expect.objectContaining({ kind: 'step', transitions: [{ source: 'pod.syncing.worker.working', targets: ['pod.syncing.worker.idle'] }] }));
+    expect(records.some((r) => r.kind === 'event' && r.type === 'POD.UPDATE')).toBe(true);
+    const seqs = records.map((r) => (r.kind === 'event' || r.kind === 'step' ? r.seq : 0));
+    expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
+    for (const word of forbidden) expect(history.body).not.toContain(word);
+    expect(JSON.parse((await get(`${base}/api/history?actor=x:999`)).body)).toEqual([]);
   });
 });

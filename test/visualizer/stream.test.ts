@@ -190,6 +190,28 @@ describe('VisualizerHub', () => {
     expect(ofKind(batches.flat(), 'actor').map((a) => a.name)).toEqual(['pod/uid-1']);
   });
 
+  it("keeps each actor's newest events and steps, even with no client, and projects them on request", async () => {
+    const hub = newHub({ historyPerActor: 6 });
+    const { actor } = startPodSystem(hub, secretPod());
+    await tick();
+    for (let i = 0; i < 10; i++) actor.send({ type: 'PROBE.RESULT', podUid: 'uid-1', containerId: `c${i}`, containerName: 'app', kind: 'readiness', result: 'Failure' });
+    const history = hub.history(actor.sessionId);
+    // Action-only results make no step: the last six records are the last six results, oldest first.
+    expect(history.map((r) => (r.kind === 'event' ? r.payload?.containerId : r.kind))).toEqual(['c4', 'c5', 'c6', 'c7', 'c8', 'c9']);
+    const seqs = history.map((r) => (r.kind === 'event' ? r.seq : 0));
+    expect(seqs).toEqual(seqs.map((_, i) => seqs[0]! + i));
+    // A batch a client gets later continues the sequence.
+    const batches: WireRecord[][] = [];
+    hub.subscribe((b) => batches.push(b));
+    actor.send({ type: 'POD.SYNC' });
+    await tick();
+    hub.flush();
+    const first = ofKind(batches.flat(), 'event')[0]!;
+    expect(first).toMatchObject({ type: 'POD.SYNC', seq: seqs.at(-1)! + 1 });
+    actor.send({ type: 'POD.RELEASE' });
+    expect(hub.history(actor.sessionId)).toEqual([]); // gone with the actor
+  });
+
   it('survives a failing listener and never throws into the actor system', async () => {
     const hub = newHub();
     const good: WireRecord[][] = [];

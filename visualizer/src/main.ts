@@ -20,6 +20,8 @@ interface Entry {
   key: string;
   snapshot?: WireSnapshot;
   log: LogRecord[];
+  /** The agent's history of this actor was fetched (once per entry, on its first selection). */
+  historyLoaded?: boolean;
   stoppedAt?: number;
   /** A `div.pod-row` of spans in the pod list; a `tr` in the system list. */
   row: HTMLElement;
@@ -48,6 +50,7 @@ let wanted = parseHash();
 let textFilter = '';
 let dropped = 0;
 let frame = 0;
+let hubId = '';
 
 function parseHash(): { kind: Entry['kind']; key: string } | null {
   const m = /^#(pod|actor)=(.*)$/.exec(location.hash);
@@ -276,8 +279,31 @@ function select(entry: Entry | null): void {
   wanted = { kind: entry.kind, key: entry.key };
   history.replaceState(null, '', `#${entry.kind === 'pod' ? 'pod' : 'actor'}=${encodeURIComponent(entry.key)}`);
   entry.row.classList.add('selected');
-  eventLog.reset(entry.log, 'No events received for this actor since the page connected.');
+  eventLog.reset(entry.log, 'No events recorded for this actor yet.');
   void chartView.show(definitions.get(entry.actor.machineId ?? ''), entry.snapshot?.value);
+  if (!entry.historyLoaded && !entry.stoppedAt) void loadHistory(entry);
+}
+
+/**
+ * Prepends what the agent kept of the actor's past (its newest events and steps) to what the page
+ * received since it connected: records are told apart by the hub's sequence number.
+ */
+async function loadHistory(entry: Entry): Promise<void> {
+  entry.historyLoaded = true;
+  let records: LogRecord[];
+  try {
+    const res = await fetch(`api/history?actor=${encodeURIComponent(entry.actor.actorId)}`);
+    if (!res.ok) return;
+    records = (await res.json()) as LogRecord[];
+  } catch {
+    entry.historyLoaded = false;
+    return;
+  }
+  const firstSeen = entry.log[0]?.seq ?? Infinity;
+  const earlier = records.filter((r) => r.seq < firstSeen);
+  if (!earlier.length) return;
+  entry.log.unshift(...earlier);
+  if (selected === entry) eventLog.reset(entry.log, '');
 }
 
 function onRowClick(ev: MouseEvent): void {
@@ -296,6 +322,9 @@ phaseFilter.addEventListener('change', applyFilters);
 const listed = (actor: WireActor) => actor.machineId !== null;
 
 function applyPicture(picture: WirePicture): void {
+  // Another agent (it restarted): its actor ids and sequence numbers start over, so nothing carries over.
+  if (picture.hubId !== hubId) for (const entry of [...entries.values()]) removeEntry(entry);
+  hubId = picture.hubId;
   definitions.clear();
   for (const d of picture.definitions) {
     definitions.set(d.machineId, d);
