@@ -15,6 +15,7 @@ import { createPodWorkersLogic } from '../src/machines/podWorkers.ts';
 import { StatusManager } from '../src/status/manager.ts';
 import { silentLogger } from '../src/log.ts';
 import { IMAGE, LONG_RUNNING, argValue, emit, gc, mb, progress, round } from './lib.ts';
+import type { ActorsResult } from './results.ts';
 
 const sizes = (argValue('sizes') ?? '1000,4000,8000').split(',').map(Number);
 /** spawnChild sizes whose estimated time exceeds this are skipped. */
@@ -187,14 +188,15 @@ async function main() {
     progress(`actors: spawnChild ×${n}: ${m.ms} ms, heap ${m.heapMB} MB`);
   }
 
-  await emit({
-    scenario: 'actors',
+  const result = {
+    scenario: 'actors' as const,
     gcAvailable: gc(),
     note: 'pod machine with never-settling effects; heap = heapUsed after GC with the actors alive, minus before',
     createActor: createActorResults,
     podWorkers: podWorkersResults,
     spawnChild: spawnChildResults,
-  });
+  };
+  await emit(result satisfies ActorsResult);
 }
 
 main().then(

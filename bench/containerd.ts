@@ -28,7 +28,9 @@ import {
   summarize,
   tempDir,
   writeManifests,
+  type Summary,
 } from './lib.ts';
+import type { ContainerdResult } from './results.ts';
 
 const sequential = Number(argValue('sequential') ?? 20);
 const burst = Number(argValue('burst') ?? 100);
@@ -133,7 +135,7 @@ async function main() {
 
     await sleep(2_000);
     const atBurst = memory();
-    let idle: Record<string, unknown> | null = null;
+    let idle: (Awaited<ReturnType<typeof idleCpu>> & { containerdDaemonCpuPercentOfOneCore: number | null; relistDurationMs: Summary | null }) | null = null;
     if (idleMs > 0) {
       const d0 = await processCpuMs(daemonPid);
       const idleFrom = performance.now();
@@ -192,8 +194,8 @@ async function main() {
     };
     progress(`containerd: delete ${burst}: all stopped ${del.timeToAllStoppedMs} ms, runtime empty ${del.timeToRuntimeEmptyMs} ms`);
 
-    await emit({
-      scenario: 'containerd',
+    const result = {
+      scenario: 'containerd' as const,
       runtime: version,
       includesSimulator: false,
       oneAtATime: { ...one, deleteOneAtATimeNote: 'the sequential pods are then deleted together', deleteToContainersStoppedMs: seqDelete },
@@ -201,7 +203,8 @@ async function main() {
       memoryAtBurst: atBurst,
       idle,
       delete: del,
-    });
+    };
+    await emit(result satisfies ContainerdResult);
   } finally {
     cri?.close();
     await bench?.agent.stop().catch((err: unknown) => console.error('agent stop failed', err));

@@ -33,6 +33,7 @@ import {
   tempDir,
   writeManifests,
 } from './lib.ts';
+import type { PageResult } from './results.ts';
 
 const chromiumPath = '/usr/bin/chromium';
 const n = Number(argValue('n') ?? 1000);
@@ -171,15 +172,16 @@ async function main() {
     };
     progress(`page N=${n}: stop frame gap p99 ${stop.frameGapMs.p99} ms, typing during churn ${typingDuringChurn.map((t) => t.toScreenMs).join('/')} ms`);
 
-    await emit({
-      scenario: 'page',
+    const result = {
+      scenario: 'page' as const,
       n,
       browser: `chromium ${browser.version()} headless`,
       start,
       idle,
       pageHeapMBAtN: heap === null ? null : round(heap / 1024 / 1024),
       stop,
-    });
+    };
+    await emit(result satisfies PageResult);
   } finally {
     await browser.close();
     cri.close();

@@ -15,6 +15,7 @@ import { readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { ActorMeasure, ActorsResult, ContainerdResult, Failed, Frames, PageResult, SimResult, Skipped } from './results.ts';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const resultsFile = path.join(benchDir, 'results.json');
@@ -36,8 +37,14 @@ const idleMs = quick ? 10_000 : 30_000;
 
 type Json = Record<string, unknown>;
 
+/** What the driver keeps of a worker run: its result (or why it failed), and how long it took. */
+type Run<T> = (T | Failed) & { wallS: number };
+
+const failed = <T extends object>(r: T | Failed): r is Failed => 'error' in r;
+const skipped = <T extends object>(r: T | Skipped): r is Skipped => 'skipped' in r;
+
 /** Runs one worker script in a fresh node process and returns what it wrote to --out. */
-async function worker(script: string, args: string[]): Promise<Json> {
+async function worker<T>(script: string, args: string[]): Promise<Run<T>> {
   const out = path.join(os.tmpdir(), `statelet-bench-${process.pid}-${Date.now()}.json`);
   const started = performance.now();
   const code = await new Promise<number | null>((resolve, reject) => {
@@ -50,7 +57,7 @@ async function worker(script: string, args: string[]): Promise<Json> {
   const wallS = Math.round((performance.now() - started) / 100) / 10;
   try {
     if (code !== 0) return { error: `${script} ${args.join(' ')} exited with ${code}`, wallS };
-    return { ...(JSON.parse(await readFile(out, 'utf8')) as Json), wallS };
+    return { ...(JSON.parse(await readFile(out, 'utf8')) as T), wallS };
   } finally {
     await rm(out, { force: true });
   }
@@ -97,14 +104,17 @@ function table(title: string, header: string[], rows: unknown[][]): void {
   for (const r of cells.slice(1)) console.log(line(r));
 }
 
-// deno-lint-ignore no-explicit-any
-type Any = any;
+/** A sim run with the driver's label for its plan. */
+type SimRun = Run<SimResult> & { n: number; image: string };
 
-function printSim(runs: Any[]): void {
-  const ok = runs.filter((r) => !r.error);
-  for (const r of runs.filter((r) => r.error)) console.log(`sim: ${r.error}`);
+function printSim(runs: SimRun[]): void {
+  const ok: (SimResult & { image: string })[] = [];
+  for (const r of runs) {
+    if (failed(r)) console.log(`sim: ${r.error}`);
+    else ok.push(r);
+  }
   if (!ok.length) return;
-  const col = (r: Any) => `N=${r.n} ${r.image}`;
+  const col = (r: SimResult & { image: string }) => `N=${r.n} ${r.image}`;
   table(
     'sim:// — static pods added at once (CPU and memory include the in-process simulated runtime)',
     ['metric', ...ok.map(col)],
@@ -136,44 +146,52 @@ function printSim(runs: Any[]): void {
 }
 
 /** The same N=1,000 warm start without and with a visualizer client connected to /api/stream. */
-function printVisualizerCost(pair: { without: Any; with: Any }): void {
-  const runs = [pair.without, pair.with];
-  for (const r of runs.filter((r) => r.error)) console.log(`sim visualizer cost: ${r.error}`);
-  if (runs.some((r) => r.error)) return;
-  const [off, on] = runs as [Any, Any];
+function printVisualizerCost(pair: { without: SimRun; with: SimRun }): void {
+  const off = pair.without;
+  const on = pair.with;
+  if (failed(off) || failed(on)) {
+    for (const r of [off, on]) if (failed(r)) console.log(`sim visualizer cost: ${r.error}`);
+    return;
+  }
   const ratio = (a: number, b: number) => (a > 0 ? `${(b / a).toFixed(2)}×` : undefined);
-  const v = on.visualizer ?? {};
+  const v = on.visualizer;
   table(`sim:// N=${off.n} warm — visualizer cost (one SSE client on /api/stream, connected before the manifests)`, ['metric', 'without', 'with --visualizer', 'with / without'], [
     ['pods/s to Running', off.start.podsPerSecond, on.start.podsPerSecond, ratio(off.start.podsPerSecond, on.start.podsPerSecond)],
     ['time to all Running (ms)', off.start.timeToAllRunningMs, on.start.timeToAllRunningMs, ratio(off.start.timeToAllRunningMs, on.start.timeToAllRunningMs)],
     ['ADD→Running p50 / p99 (ms)', `${off.start.addToRunningMs.p50} / ${off.start.addToRunningMs.p99}`, `${on.start.addToRunningMs.p50} / ${on.start.addToRunningMs.p99}`, undefined],
     ['event-loop delay p99 / max during start (ms)', `${off.start.eventLoopDelayDuringStartMs.p99} / ${off.start.eventLoopDelayDuringStartMs.max}`, `${on.start.eventLoopDelayDuringStartMs.p99} / ${on.start.eventLoopDelayDuringStartMs.max}`, undefined],
     ['RSS / heapUsed at N (MB, after GC)', `${off.memory.atN.rssMB} / ${off.memory.atN.heapUsedMB}`, `${on.memory.atN.rssMB} / ${on.memory.atN.heapUsedMB}`, undefined],
-    ['stream: first picture (bytes)', undefined, v.atConnect?.bytes, undefined],
-    ['stream by all Running: bytes / batches', undefined, v.atAllRunning ? `${v.atAllRunning.bytes} / ${v.atAllRunning.batches}` : undefined, undefined],
-    ['stream by end of run (delete incl.): bytes / batches', undefined, v.atEnd ? `${v.atEnd.bytes} / ${v.atEnd.batches}` : undefined, undefined],
+    ['stream: first picture (bytes)', undefined, v?.atConnect?.bytes, undefined],
+    ['stream by all Running: bytes / batches', undefined, v?.atAllRunning ? `${v.atAllRunning.bytes} / ${v.atAllRunning.batches}` : undefined, undefined],
+    ['stream by end of run (delete incl.): bytes / batches', undefined, v ? `${v.atEnd.bytes} / ${v.atEnd.batches}` : undefined, undefined],
   ]);
 }
 
-function printActors(r: Any): void {
-  if (r.error) return void console.log(`actors: ${r.error}`);
-  const sizes: number[] = r.createActor.map((m: Any) => m.n);
-  const find = (list: Any[], n: number) => list.find((m) => m.n === n);
+function printActors(r: Run<ActorsResult>): void {
+  if (failed(r)) return void console.log(`actors: ${r.error}`);
+  const sizes = r.createActor.map((m) => m.n);
+  const find = (list: readonly (ActorMeasure | { n: number; skipped: string })[], n: number) => list.find((m) => m.n === n);
   const rows: unknown[][] = [];
   for (const [label, list] of [
     ['createActor({ parent })', r.createActor],
     ['podWorkers CONFIG.ADD (admission incl.)', r.podWorkers],
     ['spawnChild from one machine', r.spawnChild],
   ] as const) {
-    rows.push([`${label} ms`, ...sizes.map((n) => find(list, n)?.ms ?? (find(list, n)?.skipped ? 'skipped' : undefined))]);
-    rows.push([`${label} heap MB`, ...sizes.map((n) => find(list, n)?.heapMB)]);
+    rows.push([`${label} ms`, ...sizes.map((n) => {
+      const m = find(list, n);
+      return m && 'skipped' in m ? 'skipped' : m?.ms;
+    })]);
+    rows.push([`${label} heap MB`, ...sizes.map((n) => {
+      const m = find(list, n);
+      return m && 'heapMB' in m ? m.heapMB : undefined;
+    })]);
   }
   table('pod actor creation (real pod machine, effects never settle)', ['metric', ...sizes.map((n) => `n=${n}`)], rows);
 }
 
-function printContainerd(r: Any): void {
-  if (r.skipped) return void console.log(`\ncontainerd: SKIPPED — ${r.skipped}`);
-  if (r.error) return void console.log(`\ncontainerd: ${r.error}`);
+function printContainerd(r: Run<ContainerdResult | Skipped>): void {
+  if (failed(r)) return void console.log(`\ncontainerd: ${r.error}`);
+  if (skipped(r)) return void console.log(`\ncontainerd: SKIPPED — ${r.skipped}`);
   table(`containerd — ${r.runtime} (agent in-process, containerd a separate process)`, ['metric', 'value'], [
     [`${r.oneAtATime.pods} one at a time: ADD→Running p50 / p99 (ms)`, `${r.oneAtATime.addToRunningMs.p50} / ${r.oneAtATime.addToRunningMs.p99}`],
     [`${r.oneAtATime.pods} one at a time: manifest write→Running p50 (ms)`, r.oneAtATime.writeToRunningMs.p50],
@@ -187,16 +205,16 @@ function printContainerd(r: Any): void {
     [`agent idle CPU at ${r.burst.pods} pods (% of one core)`, r.idle?.cpuPercentOfOneCore],
     [`containerd daemon idle CPU (% of one core)`, r.idle?.containerdDaemonCpuPercentOfOneCore],
     [`delete ${r.delete.pods}: →status shows stopped p50 / p99 (ms)`, `${r.delete.deleteToContainersStoppedMs.p50} / ${r.delete.deleteToContainersStoppedMs.p99}`],
-    [`delete ${r.delete.pods}: →CRI container not running p50 / p99 (ms)`, `${r.delete.deleteToCriContainerStoppedMs?.p50} / ${r.delete.deleteToCriContainerStoppedMs?.p99}`],
+    [`delete ${r.delete.pods}: →CRI container not running p50 / p99 (ms)`, `${r.delete.deleteToCriContainerStoppedMs.p50} / ${r.delete.deleteToCriContainerStoppedMs.p99}`],
     [`delete ${r.delete.pods}: →all stopped / runtime empty (ms)`, `${r.delete.timeToAllStoppedMs} / ${r.delete.timeToRuntimeEmptyMs}`],
   ]);
 }
 
-function printPage(r: Any): void {
-  if (r.skipped) return void console.log(`\npage: SKIPPED — ${r.skipped}`);
-  if (r.error) return void console.log(`\npage: ${r.error}`);
-  const frames = (f: Any) => `${f.frameGapMs.p50} / ${f.frameGapMs.p99} / ${f.frameGapMs.max}`;
-  const tasks = (f: Any) => `${f.longTasks} / ${f.longTaskMaxMs}`;
+function printPage(r: Run<PageResult | Skipped>): void {
+  if (failed(r)) return void console.log(`\npage: ${r.error}`);
+  if (skipped(r)) return void console.log(`\npage: SKIPPED — ${r.skipped}`);
+  const frames = (f: Frames) => `${f.frameGapMs.p50} / ${f.frameGapMs.p99} / ${f.frameGapMs.max}`;
+  const tasks = (f: Frames) => `${f.longTasks} / ${f.longTaskMaxMs}`;
   table(`visualizer page at N=${r.n} (${r.browser}, same machine as the agent)`, ['metric', 'value'], [
     ['start: agent all Running / page shows all Running (ms)', `${r.start.agentAllRunningMs} / ${r.start.pageAllRunningMs}`],
     ['start: frame gap p50 / p99 / max (ms)', frames(r.start)],
@@ -207,7 +225,7 @@ function printPage(r: Any): void {
     ['idle: click a pod → its chart highlighted (ms)', r.idle.selectPodToChartMs],
     ['page JS heap at N (MB)', r.pageHeapMBAtN],
     ['stop: agent all forgotten / page shows all stopped (ms)', `${r.stop.agentAllForgottenMs} / ${r.stop.pageAllStoppedMs}`],
-    ['stop: typing while pods stop → on screen (ms)', r.stop.typingDuringChurn.map((t: Any) => t.toScreenMs).join(' / ')],
+    ['stop: typing while pods stop → on screen (ms)', r.stop.typingDuringChurn.map((t) => t.toScreenMs).join(' / ')],
     ['stop: frame gap p50 / p99 / max (ms)', frames(r.stop)],
     ['stop: long tasks / longest (ms)', tasks(r.stop)],
   ]);
@@ -224,6 +242,8 @@ async function main(): Promise<void> {
     machine: machine(),
   };
   console.error(`statelet bench${quick ? ' (quick)' : ''}: ${only.join(', ')}`);
+  /** The tables, printed together once every worker has run. */
+  const printed: (() => void)[] = [];
 
   if (only.includes('sim')) {
     const plans: { n: number; warm: boolean; idle: number; workload?: 'httpd' | 'httpd+probes' }[] = quick
@@ -240,7 +260,7 @@ async function main(): Promise<void> {
           { n: 1000, warm: true, idle: idleMs, workload: 'httpd' },
           { n: 1000, warm: true, idle: idleMs, workload: 'httpd+probes' },
         ];
-    const runs: Json[] = [];
+    const runs: SimRun[] = [];
     for (const plan of plans) {
       const image = plan.warm ? 'warm' : 'cold';
       const label = plan.workload ? `${image} ${plan.workload}` : image;
@@ -252,40 +272,44 @@ async function main(): Promise<void> {
         ...(plan.workload ? ['--workload=httpd'] : []),
         ...(plan.workload === 'httpd+probes' ? ['--probes'] : []),
       ];
-      runs.push({ n: plan.n, image: label, ...(await worker('sim.ts', args)) });
+      runs.push({ ...(await worker<SimResult>('sim.ts', args)), n: plan.n, image: label });
     }
     results.sim = runs;
+    printed.push(() => printSim(runs));
     if (!quick) {
       // Visualizer cost: the same warm N=1,000 start, back to back, without and with one SSE client.
-      const pair: Json = {};
-      for (const withViz of [false, true]) {
+      const costRun = async (withViz: boolean): Promise<SimRun> => {
         console.error(`sim N=1000 (warm${withViz ? ' +visualizer' : ''}, visualizer cost)…`);
         const args = ['--n=1000', '--idle-ms=0', '--warm-image', ...(withViz ? ['--visualizer'] : [])];
-        pair[withViz ? 'with' : 'without'] = { n: 1000, image: withViz ? 'warm +visualizer' : 'warm', ...(await worker('sim.ts', args)) };
-      }
+        return { ...(await worker<SimResult>('sim.ts', args)), n: 1000, image: withViz ? 'warm +visualizer' : 'warm' };
+      };
+      const pair = { without: await costRun(false), with: await costRun(true) };
       results.simVisualizerCost = pair;
+      printed.push(() => printVisualizerCost(pair));
     }
   }
   if (only.includes('actors')) {
     console.error('actors…');
-    results.actors = await worker('actors.ts', [`--sizes=${quick ? '1000,4000' : '1000,4000,8000'}`]);
+    const actors = await worker<ActorsResult>('actors.ts', [`--sizes=${quick ? '1000,4000' : '1000,4000,8000'}`]);
+    results.actors = actors;
+    printed.push(() => printActors(actors));
   }
   if (only.includes('containerd')) {
     console.error('containerd…');
-    results.containerd = await worker('containerd.ts', ['--sequential=20', '--burst=100', `--idle-ms=${quick ? 5_000 : 10_000}`]);
+    const containerd = await worker<ContainerdResult | Skipped>('containerd.ts', ['--sequential=20', '--burst=100', `--idle-ms=${quick ? 5_000 : 10_000}`]);
+    results.containerd = containerd;
+    printed.push(() => printContainerd(containerd));
   }
   if (only.includes('page')) {
     console.error('page…');
-    results.page = await worker('page.ts', [`--n=${quick ? 100 : 1000}`]);
+    const page = await worker<PageResult | Skipped>('page.ts', [`--n=${quick ? 100 : 1000}`]);
+    results.page = page;
+    printed.push(() => printPage(page));
   }
   results.totalWallS = Math.round((performance.now() - t0) / 100) / 10;
 
   console.log(`\nmachine: ${JSON.stringify(results.machine)}`);
-  if (results.sim) printSim(results.sim as Any[]);
-  if (results.simVisualizerCost) printVisualizerCost(results.simVisualizerCost as { without: Any; with: Any });
-  if (results.actors) printActors(results.actors);
-  if (results.containerd) printContainerd(results.containerd);
-  if (results.page) printPage(results.page);
+  for (const print of printed) print();
   console.log(`\ntotal ${results.totalWallS} s\n`);
   const json = JSON.stringify(results, null, 2);
   console.log(json);

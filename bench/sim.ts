@@ -29,6 +29,7 @@ import {
   tempDir,
   writeManifests,
 } from './lib.ts';
+import type { SimResult } from './results.ts';
 
 const n = Number(argValue('n') ?? 100);
 const idleMs = Number(argValue('idle-ms') ?? 30_000);
@@ -128,7 +129,7 @@ async function main() {
     // Steady state: let in-flight work finish, then measure memory and idle CPU.
     await sleep(2_000);
     const atN = memory();
-    let idle: Record<string, unknown> | null = null;
+    let idle: SimResult['idle'] = null;
     if (idleMs > 0) {
       const idleLag = monitorEventLoopDelay({ resolution: LAG_RESOLUTION_MS });
       const idleFrom = performance.now();
@@ -188,8 +189,8 @@ async function main() {
       ? { client: 'one in-process SSE client on /api/stream', atConnect: sseAtConnect, atAllRunning: sseAtRunning, atEnd: sse.snapshot() }
       : null;
 
-    await emit({
-      scenario: 'sim',
+    const result = {
+      scenario: 'sim' as const,
       n,
       image: warmImage ? 'warm' : 'cold',
       workload,
@@ -200,7 +201,8 @@ async function main() {
       memory: { baseline, atN },
       idle,
       delete: del,
-    });
+    };
+    await emit(result satisfies SimResult);
   } finally {
     sse?.close();
     cri?.close();

@@ -1,0 +1,121 @@
+/**
+ * What each benchmark worker writes (its JSON result), as far as the driver reads it: each worker
+ * checks its result against these with `satisfies`, and `run.ts` prints from them. Workers may
+ * write more than is listed here; it goes into bench/results.json as is.
+ */
+import type { Summary } from './lib.ts';
+
+export interface Memory {
+  rssMB: number;
+  heapUsedMB: number;
+}
+
+export interface Lag {
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+export interface SseCountsAt {
+  bytes: number;
+  batches: number;
+}
+
+export interface SimResult {
+  scenario: 'sim';
+  n: number;
+  start: {
+    startToFirstAddMs: number;
+    addToRunningMs: Summary;
+    timeToAllRunningMs: number;
+    podsPerSecond: number;
+    pullImageCalls: number;
+    timeToAllActorsMs: number;
+    eventLoopDelayDuringStartMs: Lag;
+  };
+  memory: { baseline: Memory; atN: Memory };
+  idle: { windowS: number; cpuPercentOfOneCore: number; eventLoopDelayMs: Lag; relists: number; relistDurationMs: Summary | null } | null;
+  delete: {
+    removeToTerminatingMs: Summary;
+    terminatingToTerminatedMs: Summary;
+    terminatedToFinishedMs: Summary;
+    deleteToContainersStoppedMs: Summary;
+    timeToAllStoppedMs: number;
+    timeToRuntimeEmptyMs: number;
+  };
+  visualizer: { atConnect: SseCountsAt | undefined; atAllRunning: SseCountsAt | undefined; atEnd: SseCountsAt } | null;
+}
+
+export interface ActorMeasure {
+  n: number;
+  ms: number;
+  heapMB: number;
+}
+
+export interface ActorsResult {
+  scenario: 'actors';
+  createActor: ActorMeasure[];
+  podWorkers: ActorMeasure[];
+  spawnChild: (ActorMeasure | { n: number; skipped: string })[];
+}
+
+export interface ContainerdResult {
+  scenario: 'containerd';
+  runtime: string;
+  oneAtATime: { pods: number; addToRunningMs: Summary; writeToRunningMs: Summary; podsPerSecond: number };
+  burst: {
+    pods: number;
+    addToRunningMs: Summary;
+    timeToAllRunningMs: number;
+    podsPerSecond: number;
+    agentCpuMsPerPod: number;
+    containerdDaemonCpuMsPerPod: number | null;
+  };
+  memoryAtBurst: Memory;
+  idle: { cpuPercentOfOneCore: number; containerdDaemonCpuPercentOfOneCore: number | null } | null;
+  delete: {
+    pods: number;
+    deleteToContainersStoppedMs: Summary;
+    deleteToCriContainerStoppedMs: Summary;
+    timeToAllStoppedMs: number;
+    timeToRuntimeEmptyMs: number;
+  };
+}
+
+/** Time from an input in the page to its result on screen. */
+export interface InputLatency {
+  syncMs: number;
+  toScreenMs: number;
+}
+
+export interface Frames {
+  frameGapMs: Summary;
+  longTasks: number;
+  longTaskMaxMs: number;
+}
+
+export interface PageResult {
+  scenario: 'page';
+  n: number;
+  browser: string;
+  start: Frames & { agentAllRunningMs: number; pageAllRunningMs: number };
+  idle: {
+    searchOnePod: InputLatency;
+    clearSearch: InputLatency;
+    phaseFilterPending: InputLatency;
+    phaseFilterAll: InputLatency;
+    selectPodToChartMs: number;
+  };
+  pageHeapMBAtN: number | null;
+  stop: Frames & { agentAllForgottenMs: number; pageAllStoppedMs: number; typingDuringChurn: InputLatency[] };
+}
+
+/** A worker that could not run here (no containerd, no chromium), and says why. */
+export interface Skipped {
+  skipped: string;
+}
+
+/** A worker that failed (the driver writes this). */
+export interface Failed {
+  error: string;
+}
