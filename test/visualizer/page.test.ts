@@ -4,7 +4,8 @@
  * filters them, draws the selected pod's statechart with `running` highlighted and its CRI calls
  * in the log, plays its transitions back through `terminating` to `terminated` when its manifest
  * is removed, and shows the syncLoop's chart and routing counts. Takes the README's screenshot
- * (`npm run screenshot`).
+ * (`npm run screenshot`). A second test restarts the agent under the page (it reconnects and shows
+ * the new agent's pods only) and opens a page late (the pod's past comes from the history).
  *
  * Without /usr/bin/chromium the test is skipped loudly, except under CI=true where it fails.
  */
