@@ -285,8 +285,10 @@ function select(entry: Entry | null): void {
 }
 
 /**
- * Prepends what the agent kept of the actor's past (its newest events and steps) to what the page
- * received since it connected: records are told apart by the hub's sequence number.
+ * Merges what the agent kept of the actor's recent past (its newest events and steps) into what
+ * the page received: on its first selection, what happened before the page connected; after a
+ * batch that dropped records, what the stream left out. Records are told apart by the hub's
+ * sequence number.
  */
 async function loadHistory(entry: Entry): Promise<void> {
   entry.historyLoaded = true;
@@ -299,12 +301,16 @@ async function loadHistory(entry: Entry): Promise<void> {
     entry.historyLoaded = false;
     return;
   }
-  const firstSeen = entry.log[0]?.seq ?? Infinity;
-  const earlier = records.filter((r) => r.seq < firstSeen);
-  if (!earlier.length) return;
-  entry.log.unshift(...earlier);
+  const known = new Set(entry.log.map((r) => r.seq));
+  const missing = records.filter((r) => !known.has(r.seq));
+  if (!missing.length) return;
+  entry.log.push(...missing);
+  entry.log.sort((a, b) => a.seq - b.seq);
   if (selected === entry) eventLog.reset(entry.log, '');
 }
+
+/** At most one gap-filling history request per second. */
+let lastGapFill = 0;
 
 function onRowClick(ev: MouseEvent): void {
   const row = (ev.target as HTMLElement).closest<HTMLElement>('[data-actor-id]');
@@ -356,6 +362,7 @@ function keep(entry: Entry, record: LogRecord): void {
 function applyBatch(batch: WireRecord[]): void {
   const forSelected: LogRecord[] = [];
   const steps: WireStep[] = [];
+  let droppedNow = false;
   for (const r of batch) {
     switch (r.kind) {
       case 'definition':
@@ -390,6 +397,7 @@ function applyBatch(batch: WireRecord[]): void {
       }
       case 'dropped':
         dropped += r.events;
+        droppedNow = true;
         break;
     }
   }
@@ -397,6 +405,10 @@ function applyBatch(batch: WireRecord[]): void {
     eventLog.append(forSelected);
     chartView.play(steps);
     chartView.setValue(selected.snapshot?.value);
+    if (droppedNow && !selected.stoppedAt && Date.now() - lastGapFill >= 1_000) {
+      lastGapFill = Date.now();
+      void loadHistory(selected);
+    }
   }
   schedule();
 }
