@@ -350,6 +350,8 @@ function applyPicture(picture: WirePicture): void {
   if (selected) {
     chartView.forget();
     void chartView.show(definitions.get(selected.actor.machineId ?? ''), selected.snapshot?.value);
+    // Back on the same agent after a break: fill the log with what the break missed.
+    void loadHistory(selected);
   }
   schedule();
 }
