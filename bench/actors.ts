@@ -14,7 +14,7 @@ import { PodManager } from '../src/machines/podManager.ts';
 import { createPodWorkersLogic } from '../src/machines/podWorkers.ts';
 import { StatusManager } from '../src/status/manager.ts';
 import { silentLogger } from '../src/log.ts';
-import { IMAGE, LONG_RUNNING, argValue, emit, gc, mb, progress, round } from './lib.ts';
+import { IMAGE, LONG_RUNNING, argValue, emit, gc, mb, progress, round, runWorker } from './lib.ts';
 import type { ActorsResult } from './results.ts';
 
 const sizes = (argValue('sizes') ?? '1000,4000,8000').split(',').map(Number);
@@ -199,10 +199,4 @@ async function main() {
   await emit(result satisfies ActorsResult);
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    console.error(err);
-    process.exit(1);
-  },
-);
+runWorker(main);

@@ -20,7 +20,8 @@ import {
   memory,
   podName,
   progress,
-  removeDir,
+  runWorker,
+  stopAndClean,
   removeManifests,
   round,
   sleep,
@@ -73,7 +74,6 @@ async function main() {
       endpoint: instance.endpoint,
       manifestDir,
       rootDir,
-      podLogsDir: path.join(rootDir, 'logs'),
       maxPods: Math.max(110, sequential + burst + 10),
     });
     const { timeline } = bench;
@@ -207,17 +207,9 @@ async function main() {
     await emit(result satisfies ContainerdResult);
   } finally {
     cri?.close();
-    await bench?.agent.stop().catch((err: unknown) => console.error('agent stop failed', err));
+    await stopAndClean(bench?.agent, manifestDir, rootDir);
     await instance.stop().catch((err: unknown) => console.error('containerd stop failed', err));
-    await removeDir(manifestDir);
-    await removeDir(rootDir);
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    console.error(err);
-    process.exit(1);
-  },
-);
+runWorker(main);

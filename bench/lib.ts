@@ -143,6 +143,23 @@ export async function removeDir(dir: string | undefined): Promise<void> {
   if (dir) await rm(dir, { recursive: true, force: true });
 }
 
+/** Stops the agent (a failure is printed, not thrown: the cleanup goes on) and removes the directories. */
+export async function stopAndClean(agent: Agent | undefined, ...dirs: (string | undefined)[]): Promise<void> {
+  await agent?.stop().catch((err: unknown) => console.error('agent stop failed', err));
+  for (const dir of dirs) await removeDir(dir);
+}
+
+/** Runs a worker's `main` and exits: 0 once it resolves, 1 (the error printed) if it rejects. */
+export function runWorker(main: () => Promise<void>): void {
+  main().then(
+    () => process.exit(0),
+    (err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}
+
 function isSyncLoop(ref: InspectionEvent['actorRef']): boolean {
   const actor = ref as AnyActorRef;
   return actor.system?.get('syncLoop') === actor;
@@ -274,8 +291,8 @@ export interface BenchAgent {
 export async function startBenchAgent(options: {
   endpoint: string;
   manifestDir: string;
+  /** The agent's root dir; pod logs go to its `logs/`. */
   rootDir: string;
-  podLogsDir: string;
   maxPods: number;
   /** Serve the live visualizer on this port (0 or absent: disabled, as by default). */
   visualizerPort?: number;
@@ -285,7 +302,7 @@ export async function startBenchAgent(options: {
     containerRuntimeEndpoint: options.endpoint,
     podManifestPath: options.manifestDir,
     rootDir: options.rootDir,
-    podLogsDir: options.podLogsDir,
+    podLogsDir: path.join(options.rootDir, 'logs'),
     readOnlyPort: 0,
     healthzPort: 0,
     maxPods: options.maxPods,

@@ -14,8 +14,7 @@
  * Without /usr/bin/chromium the worker reports `skipped`.
  */
 import { existsSync } from 'node:fs';
-import path from 'node:path';
-import { type Page, chromium } from 'playwright-core';
+import { type Browser, type Page, chromium } from 'playwright-core';
 import { CriClient } from '../src/runtime/cri/client.ts';
 import { buildVisualizer } from '../visualizer/build.ts';
 import {
@@ -25,9 +24,11 @@ import {
   freeLoopbackPort,
   podName,
   progress,
-  removeDir,
+  runWorker,
+  stopAndClean,
   removeManifests,
   round,
+  type BenchAgent,
   startBenchAgent,
   summarize,
   tempDir,
@@ -105,22 +106,24 @@ async function main() {
   await buildVisualizer();
   const manifestDir = await tempDir('statelet-bench-manifests-');
   const rootDir = await tempDir('sb-');
-  const bench = await startBenchAgent({
-    endpoint: 'sim://',
-    manifestDir,
-    rootDir,
-    podLogsDir: path.join(rootDir, 'logs'),
-    maxPods: Math.max(110, n),
-    visualizerPort: await freeLoopbackPort(),
-  });
-  const { agent, timeline } = bench;
-  const cri = new CriClient(agent.runtimeEndpoint);
-  const browser = await chromium.launch({
-    executablePath: chromiumPath,
-    headless: true,
-    args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', '--enable-precise-memory-info'],
-  });
+  let bench: BenchAgent | undefined;
+  let cri: CriClient | undefined;
+  let browser: Browser | undefined;
   try {
+    bench = await startBenchAgent({
+      endpoint: 'sim://',
+      manifestDir,
+      rootDir,
+      maxPods: Math.max(110, n),
+      visualizerPort: await freeLoopbackPort(),
+    });
+    const { agent, timeline } = bench;
+    cri = new CriClient(agent.runtimeEndpoint);
+    browser = await chromium.launch({
+      executablePath: chromiumPath,
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', '--no-first-run', '--enable-precise-memory-info'],
+    });
     await cri.pullImage(IMAGE);
     const page = await browser.newPage({ viewport: { width: 1440, height: 900 } });
     await page.addInitScript(instrumentation);
@@ -183,18 +186,10 @@ async function main() {
     };
     await emit(result satisfies PageResult);
   } finally {
-    await browser.close();
-    cri.close();
-    await agent.stop().catch((err: unknown) => console.error('agent stop failed', err));
-    await removeDir(manifestDir);
-    await removeDir(rootDir);
+    await browser?.close();
+    cri?.close();
+    await stopAndClean(bench?.agent, manifestDir, rootDir);
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    console.error(err);
-    process.exit(1);
-  },
-);
+runWorker(main);

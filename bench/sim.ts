@@ -5,7 +5,6 @@
  * The simulated runtime runs inside this process (startAgent starts it for `sim://`), so every
  * CPU and memory figure here includes the simulator as well as the agent.
  */
-import path from 'node:path';
 import { type IntervalHistogram, monitorEventLoopDelay } from 'node:perf_hooks';
 import { CriClient } from '../src/runtime/cri/client.ts';
 import {
@@ -19,7 +18,8 @@ import {
   podName,
   progress,
   startProfiler,
-  removeDir,
+  runWorker,
+  stopAndClean,
   removeManifests,
   round,
   sleep,
@@ -82,7 +82,6 @@ async function main() {
       endpoint: 'sim://',
       manifestDir,
       rootDir,
-      podLogsDir: path.join(rootDir, 'logs'),
       maxPods: Math.max(110, n),
       ...(withVisualizer ? { visualizerPort: await freeLoopbackPort() } : {}),
     });
@@ -206,16 +205,8 @@ async function main() {
   } finally {
     sse?.close();
     cri?.close();
-    await bench?.agent.stop().catch((err: unknown) => console.error('agent stop failed', err));
-    await removeDir(manifestDir);
-    await removeDir(rootDir);
+    await stopAndClean(bench?.agent, manifestDir, rootDir);
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    console.error(err);
-    process.exit(1);
-  },
-);
+runWorker(main);

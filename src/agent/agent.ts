@@ -40,8 +40,6 @@ import { createRelister } from './relister.ts';
 export const plegHealthThresholdMs = 3 * 60_000;
 const syncTickMs = 1_000;
 const housekeepingMs = 2_000;
-/** The kubelet's ContainerGCPeriod. */
-const containerGcPeriodMs = 60_000;
 const errorBackoffMs = 10_000;
 /** Probes running at once, node-wide (the rest wait their turn in due order). */
 const maxConcurrentProbes = 32;
@@ -138,7 +136,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     },
     // Housekeeping runs only once every source has been seen: the kubelet's allSourcesReady.
     collectGarbage: async (isPodDeleted) => void (await collectContainerGarbage({ runtime, now, log }, gcPolicy, isPodDeleted, true)),
-    containerGcPeriodMs,
+    containerGcPeriodMs: config.containerGcPeriodMs,
   });
   const sourceOptions = {
     nodeName: config.nodeName,

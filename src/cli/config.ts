@@ -63,6 +63,8 @@ export interface AgentConfig {
   crashLoopBackOffInitialMs: number;
   /** --crash-loop-backoff-max / crashLoopBackOff.maxContainerRestartPeriod: the delay's cap. */
   crashLoopBackOffMaxMs: number;
+  /** --container-gc-period (statelet): how often the container GC runs; the kubelet's is fixed at 1 m. */
+  containerGcPeriodMs: number;
   /** --minimum-container-ttl-duration: a finished container's minimum age before GC removes it. */
   minimumContainerTtlMs: number;
   /** --maximum-dead-containers-per-container: finished instances kept per container (-1: all). */
@@ -125,6 +127,7 @@ export function agentDefaults(profile: DefaultsProfile = 'flags'): AgentDefaults
     eventedPlegRelistPeriodMs: 10_000,
     crashLoopBackOffInitialMs: crashLoopPolicy.initialMs,
     crashLoopBackOffMaxMs: crashLoopPolicy.maxMs,
+    containerGcPeriodMs: 60_000,
     minimumContainerTtlMs: defaultContainerGcPolicy.minAgeMs,
     maxDeadContainersPerContainer: defaultContainerGcPolicy.maxPerPodContainer,
     maxDeadContainers: defaultContainerGcPolicy.maxContainers,

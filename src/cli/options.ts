@@ -577,6 +577,13 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     help: 'Maximum delay before restarting a crashed container, 1s to 5m; in a config file, crashLoopBackOff.maxContainerRestartPeriod',
   }),
   option({
+    key: 'containerGcPeriodMs',
+    kind: periodKind,
+    flag: 'container-gc-period',
+    group: 'Garbage collection',
+    help: 'How often the container garbage collection runs (statelet only; the kubelet runs it every minute); at most once per housekeeping pass, every 2s',
+  }),
+  option({
     key: 'minimumContainerTtlMs',
     kind: durationKind(true),
     flag: 'minimum-container-ttl-duration',

@@ -137,6 +137,7 @@ describe('parseCommandLine: defaults and forms', () => {
       eventedPlegRelistPeriodMs: 10_000,
       crashLoopBackOffInitialMs: 10_000,
       crashLoopBackOffMaxMs: 300_000,
+      containerGcPeriodMs: 60_000,
       minimumContainerTtlMs: 0,
       maxDeadContainersPerContainer: 1,
       maxDeadContainers: -1,
@@ -151,6 +152,8 @@ describe('parseCommandLine: defaults and forms', () => {
     const { config } = run(['--minimum-container-ttl-duration', '0s', '--maximum-dead-containers-per-container', '-1', '--maximum-dead-containers=100']);
     expect(config).toMatchObject({ minimumContainerTtlMs: 0, maxDeadContainersPerContainer: -1, maxDeadContainers: 100 });
     expect(run(['--minimum-container-ttl-duration=1m30s']).config.minimumContainerTtlMs).toBe(90_000);
+    expect(run(['--container-gc-period=5s']).config.containerGcPeriodMs).toBe(5_000);
+    expect(usageError(['--container-gc-period', '0s'])).toBe('invalid value "0s" for flag --container-gc-period: must be greater than 0');
     expect(usageError(['--maximum-dead-containers', '-2'])).toBe('invalid value "-2" for flag --maximum-dead-containers: must be at least -1');
   });
 

@@ -2,7 +2,7 @@
  * Pod lifecycle scenarios (restart policies, images, termination) that must behave the same on
  * sim:// and on containerd. Each runs against one agent per runtime.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Pod } from '../../src/api/types.ts';
 import { Label } from '../../src/kuberuntime/labels.ts';
 import { containerStatus } from '../support/agentProcess.ts';
@@ -149,7 +149,8 @@ spec:
     - { name: dies, image: ${runtime.image}, command: ["sh", "-c", "exit 2"] }
 `,
       }),
-      ['--crash-loop-backoff-initial', '1s', '--crash-loop-backoff-max', '4s'],
+      // The container GC on every housekeeping pass, so that its work shows within the test.
+      ['--crash-loop-backoff-initial', '1s', '--crash-loop-backoff-max', '4s', '--container-gc-period', '1s'],
     );
 
     it('backs off a crash-looping container with a doubling delay, counting its restarts', async () => {
@@ -162,6 +163,21 @@ spec:
       const later = await fixture.agent.waitForPod('crash-loop', waitingFor('4s'));
       expect(containerStatus(later, 'dies')?.restartCount).toBeGreaterThan(status?.restartCount ?? 0);
       expect(later.status?.phase).toBe('Running');
+    }, 60_000);
+
+    it('garbage-collects the dead instances: only the newest finished one stays, and the status keeps counting', async () => {
+      const restarted = (n: number) => (p: Pod) => (containerStatus(p, 'dies')?.restartCount ?? 0) >= n;
+      const { uid } = (await fixture.agent.waitForPod('crash-loop', restarted(3))).metadata;
+      // Without the GC, every instance stays: from here on at least three would be finished.
+      await vi.waitFor(
+        async () => {
+          const listed = await fixture.cri.listContainers({ labelSelector: { [Label.podUid]: uid } });
+          expect(listed.filter((c) => c.state !== 'CONTAINER_RUNNING').length).toBeLessThanOrEqual(1);
+        },
+        { timeout: 20_000, interval: 200 },
+      );
+      const pod = await fixture.agent.waitForPod('crash-loop', restarted(4));
+      expect(containerStatus(pod, 'dies')?.lastState.terminated?.exitCode).toBe(2);
     }, 60_000);
   });
 }

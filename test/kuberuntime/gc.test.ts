@@ -3,7 +3,8 @@ import { collectContainerGarbage } from '../../src/kuberuntime/gc.ts';
 import { Label } from '../../src/kuberuntime/labels.ts';
 import { defaultContainerGcPolicy } from '../../src/machines/decide/containerGC.ts';
 import { FakeRuntime } from '../../src/runtime/fake.ts';
-import type { ContainerConfig, KeyValueMap, PodSandboxConfig } from '../../src/runtime/types.ts';
+import type { KeyValueMap } from '../../src/runtime/types.ts';
+import { containerConfig, podSandboxConfig } from '../runtime/support.ts';
 import { IMAGE } from '../support/pods.ts';
 
 function rig() {
@@ -12,23 +13,14 @@ function rig() {
   const runtime = new FakeRuntime({ now });
   runtime.addImage(IMAGE);
   const logs: { message: string; fields?: Record<string, unknown> }[] = [];
-  const sandboxConfig = (uid: string, labels: KeyValueMap): PodSandboxConfig => ({
-    metadata: { name: uid, namespace: 'default', uid, attempt: 0 },
-    hostname: uid,
-    logDirectory: '',
-    portMappings: [],
-    labels,
-    annotations: {},
-  });
   /** A sandbox of pod `uid` with `attempts` exited instances of container `name` (oldest first). */
   const deadContainers = async (uid: string, name: string, attempts: number, labels: KeyValueMap = { [Label.podUid]: uid }) => {
-    const config = sandboxConfig(uid, labels);
+    const config = podSandboxConfig(uid, { labels });
     const sandbox = await runtime.runPodSandbox(config);
     const ids: string[] = [];
     for (let attempt = 0; attempt < attempts; attempt++) {
       t += 1_000;
-      const container = { metadata: { name, attempt }, image: { image: IMAGE }, command: ['true'], args: [], workingDir: '', envs: [], mounts: [], labels, annotations: {}, logPath: '' };
-      const id = await runtime.createContainer(sandbox, container as unknown as ContainerConfig, config);
+      const id = await runtime.createContainer(sandbox, containerConfig(name, { metadata: { name, attempt }, image: { image: IMAGE }, labels }), config);
       await runtime.startContainer(id);
       runtime.exitContainer(id, 0);
       ids.push(id);

@@ -6,13 +6,11 @@ import type { Sleep } from '../../src/kuberuntime/deadline.ts';
 import type { Pod } from '../../src/api/types.ts';
 import { type ExecuteResult, type RuntimeDeps, executePlan } from '../../src/kuberuntime/execute.ts';
 import { type HookIO, nodeHttpGet } from '../../src/kuberuntime/hooks.ts';
-import { ImagePuller } from '../../src/kuberuntime/images.ts';
 import { type RuntimeContainerStatus, readPodStatus } from '../../src/kuberuntime/podStatus.ts';
-import { crashLoopPolicy } from '../../src/machines/decide/backoff.ts';
 import { computePodActions } from '../../src/machines/decide/computePodActions.ts';
 import { FakeRuntime } from '../../src/runtime/fake.ts';
 import type { CallOptions } from '../../src/runtime/types.ts';
-import { IMAGE } from '../support/pods.ts';
+import { IMAGE, fakeRuntimeDeps, testClock } from '../support/pods.ts';
 
 /** A sleep whose time is the SimulatedClock's; `pending` counts sleeps not yet over. */
 export function clockSleep(clock: SimulatedClock): { sleep: Sleep; readonly pending: number } {
@@ -52,23 +50,14 @@ export interface LifecycleRig {
 
 /** A FakeRuntime and runtime deps whose clock, sleeps included, is a SimulatedClock; HTTP is real. */
 export function lifecycleRig(): LifecycleRig {
-  const clock = new SimulatedClock();
-  clock.set(Date.parse('2026-01-01T00:00:00Z'));
-  const runtime = new FakeRuntime({ now: () => clock.now() });
+  const clock = testClock();
+  const now = () => clock.now();
+  const runtime = new FakeRuntime({ now });
   runtime.addImage(IMAGE);
   const sleeps = clockSleep(clock);
   const hookIO: HookIO = { sleep: sleeps.sleep, httpGet: nodeHttpGet };
   const logs: LifecycleRig['logs'] = [];
-  const deps: RuntimeDeps = {
-    runtime,
-    images: runtime,
-    puller: new ImagePuller(runtime, 1),
-    podLogsRoot: '/tmp/statelet-test-logs',
-    crashLoop: crashLoopPolicy,
-    now: () => clock.now(),
-    log: (level, message, fields) => logs.push({ level, message, fields }),
-    hookIO,
-  };
+  const deps: RuntimeDeps = { ...fakeRuntimeDeps(runtime, now, (level, message, fields) => logs.push({ level, message, fields: fields ?? {} })), hookIO };
   return { clock, runtime, sleeps, hookIO, deps, logs };
 }
 

@@ -1,66 +1,29 @@
 import { describe, expect, it, vi } from 'vitest';
-import { type AnyActorRef, SimulatedClock, createActor, fromCallback, waitFor } from 'xstate';
+import { type AnyActorRef, waitFor } from 'xstate';
 import type { Pod } from '../../src/api/types.ts';
-import { createPodEffects } from '../../src/agent/podEffects.ts';
-import { createRelister } from '../../src/agent/relister.ts';
 import { type ContainerGcResult, collectContainerGarbage } from '../../src/kuberuntime/gc.ts';
-import { ImagePuller } from '../../src/kuberuntime/images.ts';
 import { Label } from '../../src/kuberuntime/labels.ts';
 import { silentLogger } from '../../src/log.ts';
 import { crashLoopPolicy } from '../../src/machines/decide/backoff.ts';
 import { defaultContainerGcPolicy } from '../../src/machines/decide/containerGC.ts';
-import { createPlegMachine } from '../../src/machines/pleg.ts';
-import { createPodMachine } from '../../src/machines/pod.ts';
-import { PodManager } from '../../src/machines/podManager.ts';
-import { createPodWorkersLogic } from '../../src/machines/podWorkers.ts';
-import { createSyncLoopMachine } from '../../src/machines/syncLoop.ts';
-import { FakeRuntime } from '../../src/runtime/fake.ts';
-import { StatusManager } from '../../src/status/manager.ts';
+import { containerConfig, podSandboxConfig } from '../runtime/support.ts';
+import { startFakeNode } from '../support/fakeNode.ts';
 import { IMAGE, makePod } from '../support/pods.ts';
 
 function syncLoopHarness(options: { maxPods?: number; expectedSources?: ('file' | 'http' | 'api')[] } = {}) {
-  const clock = new SimulatedClock();
-  clock.set(Date.parse('2026-01-01T00:00:00Z'));
-  const now = () => clock.now();
-  const runtime = new FakeRuntime({ now });
-  runtime.addImage(IMAGE);
-  const statuses = new StatusManager();
-  const podManager = new PodManager();
-  const runtimeDeps = { runtime, images: runtime, puller: new ImagePuller(runtime, 1), podLogsRoot: '/tmp/statelet-test-logs', crashLoop: crashLoopPolicy, now, log: silentLogger };
-  const podMachine = createPodMachine(createPodEffects({ ...runtimeDeps, statuses, runtimeName: 'fake' }));
-  const relister = createRelister(runtime, now);
   const orphanKills: string[] = [];
   const gcRuns: ContainerGcResult[] = [];
-  const machine = createSyncLoopMachine({
-    sources: fromCallback(() => {}),
-    pods: createPodWorkersLogic({
-      podMachine,
-      podManager,
-      statuses,
-      node: { name: 'node-a', maxPods: options.maxPods ?? 110, labels: {}, os: 'linux' },
-      syncFrequencyMs: 60_000,
-      errorBackoffMs: 10_000,
-      now,
-      random: () => 0,
-      log: silentLogger,
-      listRuntimePodUids: async () => relister.runningPodUids(),
-      killOrphanPod: async (uid) => {
-        orphanKills.push(uid);
-        for (const s of await runtime.listPodSandbox({ labelSelector: { [Label.podUid]: uid } })) await runtime.stopPodSandbox(s.id);
-      },
-      collectGarbage: async (isPodDeleted) => {
-        gcRuns.push(await collectContainerGarbage({ runtime, now, log: silentLogger }, defaultContainerGcPolicy, isPodDeleted, true));
-      },
-      containerGcPeriodMs: 60_000,
-    }),
-    pleg: createPlegMachine(relister),
+  const node = startFakeNode({
+    ...options,
+    killOrphanPod: async (uid) => {
+      orphanKills.push(uid);
+      for (const s of await node.runtime.listPodSandbox({ labelSelector: { [Label.podUid]: uid } })) await node.runtime.stopPodSandbox(s.id);
+    },
+    collectGarbage: async (isPodDeleted) => {
+      gcRuns.push(await collectContainerGarbage({ runtime: node.runtime, now: node.now, log: silentLogger }, defaultContainerGcPolicy, isPodDeleted, true));
+    },
   });
-  const syncLoop = createActor(machine, {
-    clock,
-    input: { expectedSources: options.expectedSources ?? [], syncTickMs: 1_000, housekeepingMs: 2_000, plegPeriodMs: 1_000 },
-  });
-  syncLoop.start();
-  const podActor = (uid: string) => syncLoop.system.get(`pod/${uid}`) as AnyActorRef | undefined;
+  const { clock, runtime, statuses, podManager, syncLoop, podActor } = node;
   const waitPod = async (uid: string, predicate: (snapshot: ReturnType<AnyActorRef['getSnapshot']>) => boolean) => {
     await vi.waitFor(() => expect(podActor(uid)).toBeDefined());
     return waitFor(podActor(uid) as AnyActorRef, predicate);
@@ -75,15 +38,7 @@ function syncLoopHarness(options: { maxPods?: number; expectedSources?: ('file' 
     await waitFor(pleg(), (s) => s.matches({ relist: 'waiting' }) && s.context.relists === before + 1);
   };
   /** A sandbox of pod `uid-<name>`, which no config has: as if left by an earlier agent. */
-  const runUnownedSandbox = (name: string) =>
-    runtime.runPodSandbox({
-      metadata: { name, namespace: 'default', uid: `uid-${name}`, attempt: 0 },
-      hostname: name,
-      logDirectory: '',
-      portMappings: [],
-      labels: { [Label.podUid]: `uid-${name}` },
-      annotations: {},
-    });
+  const runUnownedSandbox = (name: string) => runtime.runPodSandbox(podSandboxConfig(name, { labels: { [Label.podUid]: `uid-${name}` } }));
   return { clock, runtime, statuses, podManager, syncLoop, podActor, waitPod, add, orphanKills, gcRuns, relist, runUnownedSandbox };
 }
 
@@ -166,8 +121,11 @@ describe('syncLoop and pod workers', () => {
     await h.waitPod('uid-crashy', idle);
     // A pod gone while the agent was away: its container exited, its sandbox stopped.
     const stale = await h.runUnownedSandbox('stale');
-    const staleConfig = { metadata: { name: 'app', attempt: 0 }, image: { image: IMAGE }, command: [], args: [], workingDir: '', envs: [], mounts: [], labels: { [Label.podUid]: 'uid-stale' }, annotations: {}, logPath: '' };
-    const staleContainer = await h.runtime.createContainer(stale, staleConfig as never, {} as never);
+    const staleContainer = await h.runtime.createContainer(
+      stale,
+      containerConfig('app', { image: { image: IMAGE }, labels: { [Label.podUid]: 'uid-stale' } }),
+      podSandboxConfig('stale'),
+    );
     await h.runtime.stopPodSandbox(stale);
     // The first housekeeping (2 s) runs the first collection: nothing is dead yet but the stale pod.
     h.clock.increment(2_000);

@@ -4,66 +4,27 @@
  * to the pod actor, whose syncs turn them into status (Ready) and kills (liveness).
  */
 import { describe, expect, it, vi } from 'vitest';
-import { type AnyActorRef, SimulatedClock, createActor, fromCallback } from 'xstate';
 import type { Probe } from '../../src/api/types.ts';
-import { createPodEffects } from '../../src/agent/podEffects.ts';
-import { createRelister } from '../../src/agent/relister.ts';
-import { ImagePuller } from '../../src/kuberuntime/images.ts';
-import { type LogFields, silentLogger } from '../../src/log.ts';
-import { crashLoopPolicy } from '../../src/machines/decide/backoff.ts';
-import { createPlegMachine } from '../../src/machines/pleg.ts';
-import { createPodMachine } from '../../src/machines/pod.ts';
-import { PodManager } from '../../src/machines/podManager.ts';
-import { createPodWorkersLogic } from '../../src/machines/podWorkers.ts';
-import { createSyncLoopMachine } from '../../src/machines/syncLoop.ts';
+import type { LogFields } from '../../src/log.ts';
 import { createProbeManagerLogic } from '../../src/prober/manager.ts';
 import type { SchedulerClock } from '../../src/prober/scheduler.ts';
-import { FakeRuntime } from '../../src/runtime/fake.ts';
-import { StatusManager } from '../../src/status/manager.ts';
-import { IMAGE, container, makePod } from '../support/pods.ts';
+import { startFakeNode } from '../support/fakeNode.ts';
+import { container, makePod } from '../support/pods.ts';
 
 function harness() {
-  const clock = new SimulatedClock();
-  clock.set(Date.parse('2026-01-01T00:00:00Z'));
-  const now = () => clock.now();
-  // The probe scheduler runs on the same simulated time.
-  const schedulerClock: SchedulerClock = {
-    now,
-    setTimeout: (callback, ms) => clock.setTimeout(callback, ms),
-    clearTimeout: (handle) => clock.clearTimeout(handle as number),
-  };
-  const runtime = new FakeRuntime({ now });
-  runtime.addImage(IMAGE);
-  const statuses = new StatusManager();
-  const podManager = new PodManager();
   const lines: { message: string; fields?: LogFields }[] = [];
   const log = (_level: string, message: string, fields?: LogFields) => void lines.push({ message, ...(fields ? { fields } : {}) });
-  const runtimeDeps = { runtime, images: runtime, puller: new ImagePuller(runtime, 1), podLogsRoot: '/tmp/statelet-test-logs', crashLoop: crashLoopPolicy, now, log: silentLogger };
-  const podMachine = createPodMachine(createPodEffects({ ...runtimeDeps, statuses, runtimeName: 'fake' }));
-  const relister = createRelister(runtime, now);
-  const machine = createSyncLoopMachine({
-    sources: fromCallback(() => {}),
-    pods: createPodWorkersLogic({
-      podMachine,
-      podManager,
-      statuses,
-      node: { name: 'node-a', maxPods: 110, labels: {}, os: 'linux' },
-      syncFrequencyMs: 60_000,
-      errorBackoffMs: 10_000,
-      now,
-      random: () => 0,
-      log: silentLogger,
-      listRuntimePodUids: async () => relister.runningPodUids(),
-      killOrphanPod: async () => {},
-      collectGarbage: async () => {},
-      containerGcPeriodMs: 60_000,
-    }),
-    pleg: createPlegMachine(relister),
-    probes: createProbeManagerLogic({ statuses, podManager, runtime, scheduler: { clock: schedulerClock, random: () => 0.5, maxConcurrent: 32 }, now, log }),
+  const { clock, runtime, statuses, podManager, syncLoop, podActor } = startFakeNode({
+    probes: ({ clock, runtime, statuses, podManager }) => {
+      // The probe scheduler runs on the same simulated time.
+      const schedulerClock: SchedulerClock = {
+        now: () => clock.now(),
+        setTimeout: (callback, ms) => clock.setTimeout(callback, ms),
+        clearTimeout: (handle) => clock.clearTimeout(handle as number),
+      };
+      return createProbeManagerLogic({ statuses, podManager, runtime, scheduler: { clock: schedulerClock, random: () => 0.5, maxConcurrent: 32 }, now: () => clock.now(), log });
+    },
   });
-  const syncLoop = createActor(machine, { clock, input: { expectedSources: [], syncTickMs: 1_000, housekeepingMs: 2_000, plegPeriodMs: 1_000 } });
-  syncLoop.start();
-  const podActor = (uid: string) => syncLoop.system.get(`pod/${uid}`) as AnyActorRef | undefined;
   /** Advances simulated time one second at a time, letting promises settle in between. */
   const advance = async (ms: number) => {
     for (let t = 0; t < ms; t += 500) {

@@ -2,14 +2,27 @@
 import { type AnyActorRef, type EventObject, SimulatedClock, createActor, fromCallback, waitFor } from 'xstate';
 import type { Container, Pod } from '../../src/api/types.ts';
 import { createPodEffects } from '../../src/agent/podEffects.ts';
+import type { RuntimeDeps } from '../../src/kuberuntime/execute.ts';
 import { ImagePuller } from '../../src/kuberuntime/images.ts';
 import { crashLoopPolicy } from '../../src/machines/decide/backoff.ts';
 import { type PodMachine, createPodMachine } from '../../src/machines/pod.ts';
 import { FakeRuntime } from '../../src/runtime/fake.ts';
 import { StatusManager } from '../../src/status/manager.ts';
-import { silentLogger } from '../../src/log.ts';
+import { type Logger, silentLogger } from '../../src/log.ts';
 
 export const IMAGE = 'statelet.local/busybox:1';
+
+/** Runtime deps over a FakeRuntime (it is its own image service), with the default crash-loop policy. */
+export function fakeRuntimeDeps(runtime: FakeRuntime, now: () => number, log: Logger = silentLogger): RuntimeDeps {
+  return { runtime, images: runtime, puller: new ImagePuller(runtime, 1), podLogsRoot: '/tmp/statelet-test-logs', crashLoop: crashLoopPolicy, now, log };
+}
+
+/** A SimulatedClock at 2026-01-01T00:00:00Z. */
+export function testClock(): SimulatedClock {
+  const clock = new SimulatedClock();
+  clock.set(Date.parse('2026-01-01T00:00:00Z'));
+  return clock;
+}
 
 export function container(name: string, extra: Partial<Container> = {}): Container {
   return { name, image: IMAGE, imagePullPolicy: 'IfNotPresent', ...extra };
@@ -44,22 +57,12 @@ export interface PodHarness {
 }
 
 export function podHarness(): PodHarness {
-  const clock = new SimulatedClock();
-  clock.set(Date.parse('2026-01-01T00:00:00Z'));
-  const runtime = new FakeRuntime({ now: () => clock.now() });
+  const clock = testClock();
+  const now = () => clock.now();
+  const runtime = new FakeRuntime({ now });
   runtime.addImage(IMAGE);
   const statuses = new StatusManager();
-  const effects = createPodEffects({
-    runtime,
-    images: runtime,
-    puller: new ImagePuller(runtime, 1),
-    podLogsRoot: '/tmp/statelet-test-logs',
-    crashLoop: crashLoopPolicy,
-    now: () => clock.now(),
-    log: silentLogger,
-    statuses,
-    runtimeName: 'fake',
-  });
+  const effects = createPodEffects({ ...fakeRuntimeDeps(runtime, now), statuses, runtimeName: 'fake' });
   const machine = createPodMachine(effects);
   const recorder = createRecorder();
   const parent = createActor(recorder.logic, { clock });
