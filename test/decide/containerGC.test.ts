@@ -70,9 +70,14 @@ describe('planContainerGc: dead containers', () => {
       want: ['u?'],
     },
     {
-      name: 'created-but-never-started containers count as dead',
+      name: 'an older created-but-never-started instance counts as dead',
       containers: [c('c0', 'web', 0, 'created'), c('c1', 'web', 1, 'exited')],
       want: ['c0'],
+    },
+    {
+      name: 'the newest instance, only created (about to start), is not dead: the finished one before it stays for the status',
+      containers: [c('w0', 'web', 0, 'exited'), c('w1', 'web', 1, 'exited'), c('w2', 'web', 2, 'created')],
+      want: ['w0'],
     },
   ])('$name', ({ containers, want }) => {
     expect(plan({ containers }).containers).toEqual(want);
@@ -91,10 +96,12 @@ describe('planContainerGc: dead containers', () => {
   });
 
   it('removes every dead container of a deleted pod, but only once all sources are ready', () => {
-    const containers = [c('w0', 'web', 0, 'exited'), c('q0', 'web', 0, 'exited', { podUid: 'gone' }), c('q1', 'web', 1, 'exited', { podUid: 'gone' })];
+    const containers = [c('w0', 'web', 0, 'exited'), c('q0', 'web', 0, 'exited', { podUid: 'gone' }), c('q1', 'web', 1, 'created', { podUid: 'gone' })];
     const isPodDeleted = (uid: string) => uid === 'gone';
+    // Gone: even its newest instance, only created, goes (it will never start).
     expect(plan({ containers, isPodDeleted }).containers).toEqual(['q0', 'q1']);
-    expect(plan({ containers, isPodDeleted, allSourcesReady: false }).containers).toEqual(['q0']);
+    // Not known to be gone yet: the created instance may start, and q0 is its one finished instance to keep.
+    expect(plan({ containers, isPodDeleted, allSourcesReady: false }).containers).toEqual([]);
   });
 
   it('maxContainers: first an equal share per unit (at least one), then the oldest overall', () => {

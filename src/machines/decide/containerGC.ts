@@ -4,7 +4,9 @@
  *
  * Containers are considered by evict unit, a (pod UID, container name) pair; only containers that
  * are not running and were created at least `minAgeMs` ago can go, newest first by attempt, then by
- * creation time:
+ * creation time. Unlike the kubelet, a unit's newest instance is not taken for dead while it is
+ * only created (about to start) and its pod is not gone: counted as the one dead instance to keep,
+ * it would cost the previous, finished instance, and with it the status's last termination.
  *   1. every evictable container of a deleted pod (only once all sources are ready: before that a
  *      pod missing from config may just not have been read yet);
  *   2. per unit, all but the newest `maxPerPodContainer` (negative: no limit);
@@ -64,10 +66,19 @@ const byAttemptNewestFirst = (a: { attempt: number; createdAt: number }, b: { at
 export function planContainerGc(input: ContainerGcInput): ContainerGcPlan {
   const { policy } = input;
   const removed: GcContainer[] = [];
+  const unitKey = (c: GcContainer) => `${c.podUid}\u0000${c.name}`;
+  const podGone = (uid: string) => input.allSourcesReady && input.isPodDeleted(uid);
+  // The newest instance of each container, whatever its state: a created one is about to start.
+  const newest = new Map<string, GcContainer>();
+  for (const c of input.containers) {
+    const current = newest.get(unitKey(c));
+    if (!current || byAttemptNewestFirst(c, current) < 0) newest.set(unitKey(c), c);
+  }
   const units = new Map<string, GcContainer[]>();
   for (const c of input.containers) {
     if (c.state === 'CONTAINER_RUNNING' || c.createdAt > input.nowMs - policy.minAgeMs) continue;
-    const key = `${c.podUid}\u0000${c.name}`;
+    const key = unitKey(c);
+    if (c.state === 'CONTAINER_CREATED' && newest.get(key) === c && !podGone(c.podUid)) continue;
     let unit = units.get(key);
     if (!unit) units.set(key, (unit = []));
     unit.push(c);
@@ -82,12 +93,10 @@ export function planContainerGc(input: ContainerGcInput): ContainerGcPlan {
     units.set(key, unit.slice(0, keep));
   };
 
-  if (input.allSourcesReady) {
-    for (const [key, unit] of units) {
-      if (!input.isPodDeleted(unit[0]!.podUid)) continue;
-      keepNewest(key, 0);
-      units.delete(key);
-    }
+  for (const [key, unit] of units) {
+    if (!podGone(unit[0]!.podUid)) continue;
+    keepNewest(key, 0);
+    units.delete(key);
   }
   if (policy.maxPerPodContainer >= 0) for (const key of units.keys()) keepNewest(key, policy.maxPerPodContainer);
   const total = () => [...units.values()].reduce((sum, unit) => sum + unit.length, 0);
@@ -113,7 +122,7 @@ export function planContainerGc(input: ContainerGcInput): ContainerGcPlan {
   for (const [uid, list] of byPod) {
     list.sort(byAttemptNewestFirst);
     // A deleted pod loses every inactive sandbox; a live one keeps its newest, whatever its state.
-    const candidates = input.allSourcesReady && input.isPodDeleted(uid) ? list : list.slice(1);
+    const candidates = podGone(uid) ? list : list.slice(1);
     for (const s of candidates.reverse()) {
       if (s.state !== 'SANDBOX_READY' && !holding.has(s.id)) sandboxes.push(s.id);
     }
