@@ -9,9 +9,9 @@
 import { createActor, enqueueActions, fromCallback, setup } from 'xstate';
 import type { Pod } from '../src/api/types.ts';
 import { podRef } from '../src/api/types.ts';
-import { type PodEffects, createPodMachine } from '../src/machines/pod.ts';
-import { PodManager } from '../src/machines/podManager.ts';
-import { createPodWorkersLogic } from '../src/machines/podWorkers.ts';
+import { type PodEffects, createPodMachine } from '../src/pod/pod.ts';
+import { PodManager } from '../src/pod/podManager.ts';
+import { createPodWorkersLogic } from '../src/podworkers/podWorkers.ts';
 import { StatusManager } from '../src/status/manager.ts';
 import { silentLogger } from '../src/log.ts';
 import { IMAGE, LONG_RUNNING, argValue, emit, gc, mb, progress, round, runWorker } from './lib.ts';

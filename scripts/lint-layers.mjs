@@ -1,40 +1,152 @@
 #!/usr/bin/env node
-// Keeps the layers honest: the statecharts and their pure decisions in src/machines must not
-// reach for gRPC, the filesystem, the network or the Kubernetes client. Only the composition root
-// (src/agent) picks real implementations.
+// Keeps the layers honest over all of src/ (`npm run lint`; `--src DIR` lints another tree).
+//
+// Every module belongs to a unit: its folder under src/ (`pod`, `kuberuntime`, …) or, for a file
+// at the top of src/, its name (`clock`, `events`, `main`). Units are ranked in LAYERS, lowest
+// first. A file may import its own unit and units of a lower layer, never one of its own layer or
+// above: imports only point down. The script prints the import graph's upward edges and its
+// cycles (between files, type-only imports included); both must be 0.
+//
+// Two more rules keep the statecharts and the decisions free of I/O:
+//   - a machine file (one that calls xstate's `setup(`) imports no gRPC, filesystem, network or
+//     Kubernetes client module and no concrete runtime (runtime/cri, runtime/sim);
+//   - a decision module (DECISIONS) imports none of those, and neither xstate nor a clock.
 import { readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 
-const root = path.resolve(import.meta.dirname, '..');
-const forbidden = [
+export const LAYERS = [
+  ['clock', 'log'],
+  ['runtime'],
+  ['api'],
+  ['events'],
+  ['kuberuntime'],
+  ['status', 'sources', 'lifecycle'],
+  ['pod', 'pleg'],
+  ['prober'],
+  ['podworkers', 'housekeeping', 'node'],
+  ['kubelet'],
+  ['server', 'visualizer', 'cli'],
+  ['agent'],
+  ['main'],
+];
+
+/** Pure decisions: data in, data out. */
+export const DECISIONS = [
+  'api/podSpec.ts',
+  'api/runtimeView.ts',
+  'api/validate.ts',
+  'kuberuntime/backoff.ts',
+  'kuberuntime/computePodActions.ts',
+  'kuberuntime/containerGC.ts',
+  'lifecycle/admit.ts',
+  'node/health.ts',
+  'pleg/relist.ts',
+  'pod/gracePeriod.ts',
+  'pod/progress.ts',
+  'prober/decide.ts',
+  'status/generate.ts',
+];
+
+const io = [
   /^@grpc\//,
   /^@kubernetes\/client-node/,
   /^(node:)?(fs|fs\/promises|net|http|https|http2|child_process|dgram|tls)$/,
   /\/runtime\/cri\//,
   /\/runtime\/sim\//,
-  /\/agent\//,
 ];
+const notInDecisions = [/^xstate/, /\/clock\.ts$/];
+
 const importPattern = /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g;
 
 function* files(dir) {
-  for (const name of readdirSync(dir)) {
+  for (const name of readdirSync(dir).sort()) {
     const full = path.join(dir, name);
     if (statSync(full).isDirectory()) yield* files(full);
     else if (full.endsWith('.ts')) yield full;
   }
 }
 
-const problems = [];
-for (const file of files(path.join(root, 'src/machines'))) {
-  const text = readFileSync(file, 'utf8');
-  for (const match of text.matchAll(importPattern)) {
-    const spec = match[1] ?? match[2];
-    if (forbidden.some((rule) => rule.test(spec))) problems.push(`${path.relative(root, file)}: imports ${spec}`);
+/** The unit of a path relative to src/. */
+const unitOf = (rel) => (rel.includes('/') ? rel.slice(0, rel.indexOf('/')) : rel.replace(/\.ts$/, ''));
+const rankOf = new Map(LAYERS.flatMap((units, rank) => units.map((unit) => [unit, rank])));
+
+export function lint(srcDir) {
+  const problems = { unranked: [], upward: [], io: [], cycles: [] };
+  const graph = new Map();
+  for (const file of files(srcDir)) {
+    const rel = path.relative(srcDir, file);
+    const text = readFileSync(file, 'utf8');
+    const unit = unitOf(rel);
+    if (!rankOf.has(unit)) problems.unranked.push(`${rel}: unit "${unit}" is in no layer`);
+    const isMachine = /\bsetup\(\s*\{/.test(text);
+    const isDecision = DECISIONS.includes(rel);
+    const edges = [];
+    for (const match of text.matchAll(importPattern)) {
+      const spec = match[1] ?? match[2];
+      if ((isMachine || isDecision) && io.some((rule) => rule.test(spec))) problems.io.push(`${rel} imports ${spec}`);
+      if (isDecision && notInDecisions.some((rule) => rule.test(spec))) problems.io.push(`${rel} (a decision) imports ${spec}`);
+      if (!spec.startsWith('.')) continue;
+      const target = path.relative(srcDir, path.resolve(path.dirname(file), spec));
+      edges.push(target);
+      const targetUnit = unitOf(target);
+      if (targetUnit === unit) continue;
+      const from = rankOf.get(unit);
+      const to = rankOf.get(targetUnit);
+      if (from !== undefined && to !== undefined && to >= from) problems.upward.push(`${rel} → ${target}`);
+    }
+    graph.set(rel, edges);
   }
+  problems.cycles = cyclesOf(graph);
+  return problems;
 }
-if (problems.length) {
-  console.error('src/machines must stay free of I/O and concrete implementations:');
-  for (const p of problems) console.error(`  ${p}`);
-  process.exit(1);
+
+/** Strongly connected components of more than one file (or a file importing itself), by Tarjan. */
+function cyclesOf(graph) {
+  let index = 0;
+  const stack = [];
+  const onStack = new Set();
+  const indices = new Map();
+  const low = new Map();
+  const cycles = [];
+  const visit = (node) => {
+    indices.set(node, index);
+    low.set(node, index++);
+    stack.push(node);
+    onStack.add(node);
+    for (const next of graph.get(node) ?? []) {
+      if (!graph.has(next)) continue;
+      if (!indices.has(next)) {
+        visit(next);
+        low.set(node, Math.min(low.get(node), low.get(next)));
+      } else if (onStack.has(next)) low.set(node, Math.min(low.get(node), indices.get(next)));
+    }
+    if (low.get(node) !== indices.get(node)) return;
+    const component = [];
+    let member;
+    do {
+      member = stack.pop();
+      onStack.delete(member);
+      component.push(member);
+    } while (member !== node);
+    if (component.length > 1 || (graph.get(node) ?? []).includes(node)) cycles.push(component.sort().join(' ↔ '));
+  };
+  for (const node of graph.keys()) if (!indices.has(node)) visit(node);
+  return cycles;
 }
-console.log('lint-layers: src/machines imports no gRPC, fs, network or client-node modules');
+
+if (import.meta.url === `file://${process.argv[1]}`) {
+  const srcArg = process.argv.indexOf('--src');
+  const srcDir = path.resolve(srcArg > 0 ? process.argv[srcArg + 1] : path.join(import.meta.dirname, '..', 'src'));
+  const problems = lint(srcDir);
+  const report = (title, list) => {
+    console.log(`${title}: ${list.length}`);
+    for (const line of list) console.log(`  ${line}`);
+  };
+  report('upward imports', problems.upward);
+  report('cycles', problems.cycles);
+  report('I/O in machines or decisions', problems.io);
+  if (problems.unranked.length) report('units in no layer', problems.unranked);
+  const total = problems.upward.length + problems.cycles.length + problems.io.length + problems.unranked.length;
+  console.log(total ? 'lint-layers: FAILED' : `lint-layers: ${LAYERS.map((l) => l.join(' ')).join(' < ')}`);
+  process.exit(total ? 1 : 0);
+}

@@ -5,8 +5,8 @@
 
 import os from 'node:os';
 import path from 'node:path';
-import { type BackoffPolicy, crashLoopPolicy } from '../machines/decide/backoff.ts';
-import { type ContainerGcPolicy, defaultContainerGcPolicy } from '../machines/decide/containerGC.ts';
+import { type BackoffPolicy, crashLoopPolicy } from '../kuberuntime/backoff.ts';
+import { type ContainerGcPolicy, defaultContainerGcPolicy } from '../kuberuntime/containerGC.ts';
 
 export interface AgentConfig {
   /** --pod-manifest-path / staticPodPath: directory (or file) of static pod manifests. */

@@ -8,7 +8,7 @@
 import net from 'node:net';
 import { DurationError, formatDuration, parseDuration } from './duration.ts';
 import { normalizeRuntimeEndpoint, type AgentSettings } from './config.ts';
-import { crashLoopPolicy } from '../machines/decide/backoff.ts';
+import { crashLoopPolicy } from '../kuberuntime/backoff.ts';
 
 /** A value was rejected; `message` is the reason only, and the caller names the flag or field. */
 export class ValueError extends Error {

@@ -8,15 +8,14 @@
  */
 import type { Container, LifecycleHandler, Pod } from '../api/types.ts';
 import { podRef } from '../api/types.ts';
-import type { PodActions } from '../machines/decide/computePodActions.ts';
-import { isSidecar } from '../machines/decide/computePodActions.ts';
+import type { PodActions } from './computePodActions.ts';
+import { isSidecar } from '../api/podSpec.ts';
 import {
   type BackoffPolicy,
   type BackoffTable,
   backoffRemainingMs,
   nextBackoff,
-} from '../machines/decide/backoff.ts';
-import type { WaitingReason } from '../status/generate.ts';
+} from './backoff.ts';
 import type { ImagePulls } from '../runtime/callTrace.ts';
 import type { CallOptions, ImageService } from '../runtime/types.ts';
 import { isNotFound } from '../runtime/types.ts';
@@ -26,8 +25,7 @@ import { ensureImage, errorText } from './images.ts';
 import { HookError, type HookTarget, hookHost, realHookIO, runLifecycleHandler } from './hooks.ts';
 import { type KillDeps, type PreStopRuns, killContainer } from './kill.ts';
 import type { ContainerType } from './labels.ts';
-import type { RuntimeContainerStatus, RuntimePodStatus } from './podStatus.ts';
-import { newestContainer } from './podStatus.ts';
+import { type RuntimeContainerStatus, type RuntimePodStatus, type WaitingReason, newestContainer } from '../api/runtimeView.ts';
 import { TerminationOrdering } from './terminationOrder.ts';
 
 export interface RuntimeDeps extends KillDeps {

@@ -4,7 +4,7 @@
  * `planContainerGc`, then remove. One failed removal is logged and the rest go on; something
  * already gone counts as removed.
  */
-import { type ContainerGcPolicy, type GcContainer, type GcSandbox, planContainerGc } from '../machines/decide/containerGC.ts';
+import { type ContainerGcPolicy, type GcContainer, type GcSandbox, planContainerGc } from './containerGC.ts';
 import type { Logger } from '../log.ts';
 import { type RuntimeService, isNotFound } from '../runtime/types.ts';
 import { Label } from './labels.ts';

@@ -24,7 +24,7 @@ import type { RuntimeService } from '../runtime/types.ts';
 import { NamespaceMode } from '../runtime/types.ts';
 import { type Sleep, realSleep } from './deadline.ts';
 import { errorText } from './images.ts';
-import type { SandboxSummary } from './podStatus.ts';
+import type { SandboxSummary } from '../api/runtimeView.ts';
 
 export interface HttpGetRequest {
   url: string;

@@ -7,7 +7,7 @@
 import type { Container } from '../api/types.ts';
 import type { ImagePulls } from '../runtime/callTrace.ts';
 import type { CallOptions, ImageService } from '../runtime/types.ts';
-import { type BackoffPolicy, type BackoffTable, backoffRemainingMs, nextBackoff } from '../machines/decide/backoff.ts';
+import { type BackoffPolicy, type BackoffTable, backoffRemainingMs, nextBackoff } from './backoff.ts';
 
 export const imagePullPolicy: BackoffPolicy = { initialMs: 10_000, maxMs: 300_000 };
 

@@ -24,7 +24,7 @@
  */
 import type { Container, LifecycleHandler, Pod } from '../api/types.ts';
 import { podRef } from '../api/types.ts';
-import type { KillReason } from '../machines/decide/computePodActions.ts';
+import type { KillReason } from './computePodActions.ts';
 import type { CallOptions, ContainerStatus, KeyValueMap, RuntimeService } from '../runtime/types.ts';
 import { isNotFound } from '../runtime/types.ts';
 import { settlesWithin } from './deadline.ts';

@@ -6,52 +6,11 @@
  */
 import type {
   CallOptions,
-  ContainerState,
-  NamespaceMode,
   RuntimeService,
-  SandboxState,
 } from '../runtime/types.ts';
 import { isNotFound } from '../runtime/types.ts';
+import type { RuntimeContainerStatus, RuntimePodStatus, SandboxSummary } from '../api/runtimeView.ts';
 import { Annotation, Label, intAnnotation } from './labels.ts';
-
-export interface SandboxSummary {
-  id: string;
-  state: SandboxState;
-  attempt: number;
-  createdAt: number;
-  /** Empty when the sandbox has no pod-network address (hostNetwork or not yet set up). */
-  ip: string;
-  networkMode: NamespaceMode | undefined;
-}
-
-export interface RuntimeContainerStatus {
-  id: string;
-  name: string;
-  sandboxId: string;
-  state: ContainerState;
-  createdAt: number;
-  startedAt: number;
-  finishedAt: number;
-  exitCode: number;
-  reason: string;
-  message: string;
-  image: string;
-  imageRef: string;
-  hash: string;
-  restartCount: number;
-}
-
-export interface RuntimePodStatus {
-  uid: string;
-  /** Newest first. */
-  sandboxes: SandboxSummary[];
-  /** Newest first. */
-  containers: RuntimeContainerStatus[];
-}
-
-export function emptyPodStatus(uid: string): RuntimePodStatus {
-  return { uid, sandboxes: [], containers: [] };
-}
 
 /** Newest first; the attempt number breaks ties between instances created in the same instant. */
 const newestFirst = (a: { createdAt: number; attempt: number }, b: { createdAt: number; attempt: number }) =>
@@ -128,16 +87,4 @@ async function ignoreNotFound<T>(call: Promise<T>): Promise<T | undefined> {
     if (isNotFound(err)) return undefined;
     throw err;
   }
-}
-
-/** The newest status of the named container, if the runtime has one. */
-export function newestContainer(
-  status: RuntimePodStatus,
-  name: string,
-): RuntimeContainerStatus | undefined {
-  return status.containers.find((c) => c.name === name);
-}
-
-export function runningContainers(status: RuntimePodStatus): RuntimeContainerStatus[] {
-  return status.containers.filter((c) => c.state === 'CONTAINER_RUNNING');
 }

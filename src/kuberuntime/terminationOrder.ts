@@ -11,7 +11,7 @@
  * container whose stop fails is never marked stopped: whoever waits for it waits out its grace.
  */
 import type { Pod } from '../api/types.ts';
-import { isSidecar } from '../machines/decide/computePodActions.ts';
+import { isSidecar } from '../api/podSpec.ts';
 import { type Sleep, settlesWithin } from './deadline.ts';
 
 interface Gate {

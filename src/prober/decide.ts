@@ -21,10 +21,10 @@
  * `published` is the worker's current result for `containerId` (what the results manager holds);
  * the caller tells the pod only when it changes.
  */
+import type { ProbeKind } from '../api/probeResult.ts';
 import type { Probe, RestartPolicy } from '../api/types.ts';
 import type { ProbeOutcomeResult } from './handlers.ts';
 
-export type ProbeKind = 'liveness' | 'readiness' | 'startup';
 export type ProbeResultValue = 'Success' | 'Failure';
 /** A worker's current result; `Unknown` only as startup's initial value. */
 export type PublishedResult = ProbeResultValue | 'Unknown';

@@ -21,13 +21,13 @@ import { type EventObject, fromCallback } from 'xstate';
 import type { Container, ContainerStatus, Pod, PodStatus, Probe } from '../api/types.ts';
 import { podRef } from '../api/types.ts';
 import type { Logger } from '../log.ts';
-import type { ProbeResultEvent } from '../machines/pod.ts';
-import type { PodManager } from '../machines/podManager.ts';
+import type { ProbeResultEvent } from '../pod/pod.ts';
+import type { PodManager } from '../pod/podManager.ts';
 import type { RuntimeService } from '../runtime/types.ts';
 import { withContainerReadiness } from '../status/generate.ts';
 import type { StatusManager } from '../status/manager.ts';
+import type { ProbeKind } from '../api/probeResult.ts';
 import {
-  type ProbeKind,
   type ProbeSettings,
   type PublishedResult,
   type TickObservation,

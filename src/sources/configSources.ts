@@ -8,7 +8,7 @@ import { type EventObject, fromCallback } from 'xstate';
 import type { Pod, SourceName } from '../api/types.ts';
 import { podRef } from '../api/types.ts';
 import type { Logger } from '../log.ts';
-import type { SyncLoopEvent } from '../machines/syncLoop.ts';
+import type { SyncLoopEvent } from '../kubelet/syncLoop.ts';
 import { createFileSource } from './file.ts';
 import { PodConfig } from './podConfig.ts';
 

@@ -14,19 +14,9 @@ import type {
   PodStatus,
 } from '../api/types.ts';
 import { isStaticPod } from '../api/types.ts';
-import {
-  isSidecar,
-  restartPolicyOf,
-  sandboxChange,
-  shouldRestart,
-} from '../machines/decide/computePodActions.ts';
-import type { RuntimeContainerStatus, RuntimePodStatus } from '../kuberuntime/podStatus.ts';
-
-/** A waiting reason the agent recorded for a container it could not (re)start. */
-export interface WaitingReason {
-  reason: string;
-  message: string;
-}
+import { isSidecar, restartPolicyOf } from '../api/podSpec.ts';
+import { sandboxChange, shouldRestart } from '../kuberuntime/computePodActions.ts';
+import type { RuntimeContainerStatus, RuntimePodStatus, WaitingReason } from '../api/runtimeView.ts';
 
 export interface StatusInput {
   pod: Pod;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { collectContainerGarbage } from '../../src/kuberuntime/gc.ts';
 import { Label } from '../../src/kuberuntime/labels.ts';
-import { defaultContainerGcPolicy } from '../../src/machines/decide/containerGC.ts';
+import { defaultContainerGcPolicy } from '../../src/kuberuntime/containerGC.ts';
 import { FakeRuntime } from '../../src/runtime/fake.ts';
 import type { KeyValueMap } from '../../src/runtime/types.ts';
 import { containerConfig, podSandboxConfig } from '../runtime/support.ts';

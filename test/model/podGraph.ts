@@ -36,18 +36,17 @@ import {
 } from 'xstate';
 import { getStateNodes as allStateNodes } from 'xstate/graph';
 import type { Pod, PodPhase } from '../../src/api/types.ts';
-import type { ProbeResult } from '../../src/machines/decide/computePodActions.ts';
-import type { PodProgress } from '../../src/machines/decide/progress.ts';
-import type { PlegEventType } from '../../src/machines/decide/relist.ts';
+import type { ProbeKind, ProbeResult } from '../../src/api/probeResult.ts';
+import type { PodProgress } from '../../src/pod/progress.ts';
+import type { PlegEventType } from '../../src/pleg/relist.ts';
 import {
   type PodContext,
   type PodEffects,
   type PodInput,
   type PodMachine,
-  type ProbeKind,
   type SyncOutcome,
   createPodMachine,
-} from '../../src/machines/pod.ts';
+} from '../../src/pod/pod.ts';
 import { container, makePod } from '../support/pods.ts';
 
 // ------------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import type { ProbeKind } from '../../src/api/probeResult.ts';
 import {
-  type ProbeKind,
   type TickObservation,
   type WorkerState,
   initialWorkerState,

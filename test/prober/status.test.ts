@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Container } from '../../src/api/types.ts';
 import { generatePodStatus } from '../../src/status/generate.ts';
-import { T0, basePod, baseRuntime, ctr } from '../decide/fixtures.ts';
+import { T0, basePod, baseRuntime, ctr } from '../support/podFixtures.ts';
 
 const probe = { exec: { command: ['true'] } };
 

@@ -4,14 +4,14 @@
  * at (orphan kills, the container GC, a probe manager) and drive time and config themselves.
  */
 import { type AnyActorLogic, type AnyActorRef, type SimulatedClock, createActor, fromCallback } from 'xstate';
-import { createPodEffects } from '../../src/agent/podEffects.ts';
-import { createRelister } from '../../src/agent/relister.ts';
+import { createPodEffects } from '../../src/pod/podEffects.ts';
+import { createRelister } from '../../src/pleg/relister.ts';
 import { silentLogger } from '../../src/log.ts';
-import { createPlegMachine } from '../../src/machines/pleg.ts';
-import { createPodMachine } from '../../src/machines/pod.ts';
-import { PodManager } from '../../src/machines/podManager.ts';
-import { type PodWorkersDeps, createPodWorkersLogic } from '../../src/machines/podWorkers.ts';
-import { createSyncLoopMachine } from '../../src/machines/syncLoop.ts';
+import { createPlegMachine } from '../../src/pleg/pleg.ts';
+import { createPodMachine } from '../../src/pod/pod.ts';
+import { PodManager } from '../../src/pod/podManager.ts';
+import { type PodWorkersDeps, createPodWorkersLogic } from '../../src/podworkers/podWorkers.ts';
+import { createSyncLoopMachine } from '../../src/kubelet/syncLoop.ts';
 import type { SourceName } from '../../src/api/types.ts';
 import { FakeRuntime } from '../../src/runtime/fake.ts';
 import { StatusManager } from '../../src/status/manager.ts';

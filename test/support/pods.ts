@@ -1,11 +1,11 @@
 /** Pod fixtures and a harness that runs pod actors against the FakeRuntime. */
 import { type AnyActorRef, type EventObject, SimulatedClock, createActor, fromCallback, waitFor } from 'xstate';
 import type { Container, Pod } from '../../src/api/types.ts';
-import { createPodEffects } from '../../src/agent/podEffects.ts';
+import { createPodEffects } from '../../src/pod/podEffects.ts';
 import type { RuntimeDeps } from '../../src/kuberuntime/execute.ts';
 import { ImagePuller } from '../../src/kuberuntime/images.ts';
-import { crashLoopPolicy } from '../../src/machines/decide/backoff.ts';
-import { type PodMachine, createPodMachine } from '../../src/machines/pod.ts';
+import { crashLoopPolicy } from '../../src/kuberuntime/backoff.ts';
+import { type PodMachine, createPodMachine } from '../../src/pod/pod.ts';
 import { FakeRuntime } from '../../src/runtime/fake.ts';
 import { StatusManager } from '../../src/status/manager.ts';
 import { type Logger, silentLogger } from '../../src/log.ts';

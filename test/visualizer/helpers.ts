@@ -1,6 +1,6 @@
 import { type AnyActorRef, createActor, fromCallback } from 'xstate';
 import type { Pod } from '../../src/api/types.ts';
-import { type PodEffects, type SyncOutcome, createPodMachine } from '../../src/machines/pod.ts';
+import { type PodEffects, type SyncOutcome, createPodMachine } from '../../src/pod/pod.ts';
 import type { VisualizerHub } from '../../src/visualizer/stream.ts';
 
 /** A pod carrying everything that must never reach the wire. */

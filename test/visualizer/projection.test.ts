@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { type AnyActorRef, createActor } from 'xstate';
-import { createPodMachine } from '../../src/machines/pod.ts';
-import { createSyncLoopMachine } from '../../src/machines/syncLoop.ts';
+import { createPodMachine } from '../../src/pod/pod.ts';
+import { createSyncLoopMachine } from '../../src/kubelet/syncLoop.ts';
 import { fromCallback } from 'xstate';
 import {
   type WireStateNode,

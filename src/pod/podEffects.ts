@@ -1,0 +1,148 @@
+/**
+ * The pod actor's side effects, against a real (or simulated, or fake) runtime: the kubelet's
+ * SyncPod, SyncTerminatingPod and SyncTerminatedPod. Each reads the pod's runtime status fresh,
+ * so nothing here waits for a relist: what the runtime says now is what the decision sees.
+ */
+import { rm } from 'node:fs/promises';
+import type { Pod, PodStatus } from '../api/types.ts';
+import { podRef } from '../api/types.ts';
+import { podLogDirectory } from '../kuberuntime/configs.ts';
+import { type RuntimeDeps, executePlan, killPodRuntime, removePodRuntime } from '../kuberuntime/execute.ts';
+import type { PreStopRuns } from '../kuberuntime/kill.ts';
+import { type CallTrace, tracedImages, tracedPulls, tracedRuntime } from '../runtime/callTrace.ts';
+import type { RuntimePodStatus } from '../api/runtimeView.ts';
+import { readPodStatus } from '../kuberuntime/podStatus.ts';
+import type { ProbeResult } from '../api/probeResult.ts';
+import { computePodActions, isEmptyPlan, noProbeResults } from '../kuberuntime/computePodActions.ts';
+import { podProgress } from './progress.ts';
+import type { PodEffects, PodMemory, PodProbeResults, SyncOutcome } from './pod.ts';
+import { generatePodStatus, isTerminalPhase } from '../status/generate.ts';
+import type { StatusManager } from '../status/manager.ts';
+
+export interface PodEffectsDeps extends RuntimeDeps {
+  statuses: StatusManager;
+  /** The runtime's name, for `containerID: <runtime>://<id>`. */
+  runtimeName: string;
+  hostIP?: string;
+}
+
+export function createPodEffects(deps: PodEffectsDeps): PodEffects {
+  /**
+   * The preStop hooks under way, per pod UID. A shorter kill aborts the termination in flight and
+   * starts another; this is how the second one finds (and waits for) the hooks the first started
+   * instead of running them again. Entries go when their container is stopped; the rest when the
+   * pod is cleaned up.
+   */
+  const preStopsByPod = new Map<string, PreStopRuns>();
+  const preStopsOf = (uid: string): PreStopRuns => {
+    let runs = preStopsByPod.get(uid);
+    if (!runs) preStopsByPod.set(uid, (runs = new Map()));
+    return runs;
+  };
+  const forgetPreStops = (uid: string): void => {
+    for (const run of preStopsByPod.get(uid)?.values() ?? []) run.cancel.abort();
+    preStopsByPod.delete(uid);
+  };
+
+  const publish = (pod: Pod, runtime: RuntimePodStatus, memory: PodMemory, podIsTerminal: boolean, probes?: PodProbeResults): PodStatus => {
+    const status = generatePodStatus({
+      ...(probes ? { readiness: successes(probes.readiness), started: successes(probes.startup) } : {}),
+      pod,
+      runtime,
+      previous: deps.statuses.get(pod.metadata.uid),
+      reasons: memory.reasons,
+      podIsTerminal,
+      nowMs: deps.now(),
+      runtimeName: deps.runtimeName,
+      ...(deps.hostIP ? { hostIP: deps.hostIP } : {}),
+    });
+    deps.statuses.set(pod.metadata.uid, status);
+    return status;
+  };
+
+  const outcome = (pod: Pod, runtime: RuntimePodStatus, memory: PodMemory, status: PodStatus, extra: Partial<SyncOutcome> = {}): SyncOutcome => {
+    const result: SyncOutcome = {
+      memory,
+      progress: podProgress(pod, runtime),
+      phase: status.phase ?? 'Pending',
+      isTerminal: isTerminalPhase(status.phase),
+      restarts: [...(status.initContainerStatuses ?? []), ...(status.containerStatuses ?? [])].reduce((sum, c) => sum + c.restartCount, 0),
+      errors: [],
+      ...extra,
+    };
+    const deadline = untilActiveDeadlineMs(pod, status, deps.now());
+    if (deadline !== undefined) result.retryAfterMs = Math.min(result.retryAfterMs ?? Infinity, deadline);
+    return result;
+  };
+
+  /** The runtime as one effect run sees it: every call it makes reported to `calls`. */
+  const tracedDeps = (calls: CallTrace): PodEffectsDeps => ({
+    ...deps,
+    runtime: tracedRuntime(deps.runtime, calls),
+    images: tracedImages(deps.images, calls),
+    puller: tracedPulls(deps.puller, calls),
+  });
+
+  return {
+    async syncPod({ pod, memory, probes }, signal, calls) {
+      const opts = { signal };
+      const io = tracedDeps(calls);
+      const before = await readPodStatus(io.runtime, pod.metadata.uid, opts);
+      const current = publish(pod, before, memory, false, probes);
+      if (isTerminalPhase(current.phase)) return outcome(pod, before, memory, current);
+      const actions = computePodActions(pod, before, probes ?? noProbeResults);
+      if (isEmptyPlan(actions)) return outcome(pod, before, memory, current);
+
+      const executed = await executePlan(io, pod, before, actions, memory, opts, preStopsOf(pod.metadata.uid));
+      const next: PodMemory = { backoff: executed.backoff, reasons: executed.reasons };
+      const after = await readPodStatus(io.runtime, pod.metadata.uid, opts);
+      const status = publish(pod, after, next, false, probes);
+      const extra: Partial<SyncOutcome> = { errors: executed.errors };
+      if (executed.retryAfterMs !== undefined) extra.retryAfterMs = executed.retryAfterMs;
+      return outcome(pod, after, next, status, extra);
+    },
+
+    async terminatePod({ pod, gracePeriodSeconds, memory }, signal, calls) {
+      const opts = { signal };
+      const io = tracedDeps(calls);
+      const before = await readPodStatus(io.runtime, pod.metadata.uid, opts);
+      deps.log('info', 'Killing pod', { pod: podRef(pod), gracePeriodSeconds });
+      await killPodRuntime(io, pod, before, gracePeriodSeconds, opts, preStopsOf(pod.metadata.uid));
+      const after = await readPodStatus(io.runtime, pod.metadata.uid, opts);
+      const stillRunning = after.containers.filter((c) => c.state === 'CONTAINER_RUNNING');
+      if (stillRunning.length > 0) {
+        throw new Error(`${stillRunning.length} container(s) still running after kill: ${stillRunning.map((c) => c.name).join(', ')}`);
+      }
+      publish(pod, after, memory, true);
+    },
+
+    async cleanupPod({ pod, removeRuntime, memory }, signal, calls) {
+      const opts = { signal };
+      const io = tracedDeps(calls);
+      forgetPreStops(pod.metadata.uid);
+      const status = await readPodStatus(io.runtime, pod.metadata.uid, opts);
+      publish(pod, status, memory, true);
+      if (!removeRuntime) return;
+      await removePodRuntime(io, status, opts);
+      await rm(podLogDirectory(deps.podLogsRoot, pod), { recursive: true, force: true });
+      deps.log('info', 'Removed pod from runtime', { pod: podRef(pod) });
+    },
+  };
+}
+
+/** Results by container ID as booleans (Success ⇒ true). */
+function successes(results: Readonly<Record<string, ProbeResult>>): Record<string, boolean> {
+  return Object.fromEntries(Object.entries(results).map(([id, result]) => [id, result === 'Success']));
+}
+
+/**
+ * How long until the pod's activeDeadlineSeconds runs out, counted from `status.startTime` as the
+ * status generator counts it; undefined when the pod has no deadline (or is already past it, when
+ * the status says so itself). The sync reports it as `retryAfterMs`, so the next sync, which finds
+ * the pod `Failed`/`DeadlineExceeded` and terminates it, comes on the first tick after the deadline.
+ */
+export function untilActiveDeadlineMs(pod: Pod, status: PodStatus, nowMs: number): number | undefined {
+  const deadlineSeconds = pod.spec.activeDeadlineSeconds;
+  if (deadlineSeconds === undefined || !status.startTime || isTerminalPhase(status.phase)) return undefined;
+  return Math.max(0, Date.parse(status.startTime) + deadlineSeconds * 1000 - nowMs);
+}

@@ -1,0 +1,40 @@
+/**
+ * Prometheus text for `/metrics`, with the kubelet's metric names where one exists.
+ */
+import type { Pod } from '../api/types.ts';
+import type { SyncLoopContext } from '../kubelet/syncLoop.ts';
+
+export interface MetricsInput {
+  pods: Pod[];
+  syncLoop: SyncLoopContext;
+}
+
+function gauge(name: string, help: string, value: number, labels = ''): string {
+  return `# HELP ${name} ${help}\n# TYPE ${name} gauge\n${name}${labels} ${value}\n`;
+}
+
+export function renderMetrics({ pods, syncLoop }: MetricsInput): string {
+  let runningPods = 0;
+  let runningContainers = 0;
+  for (const pod of pods) {
+    const running = (pod.status?.containerStatuses ?? []).filter((s) => s.state.running).length;
+    const runningInit = (pod.status?.initContainerStatuses ?? []).filter((s) => s.state.running).length;
+    if (running + runningInit > 0) runningPods++;
+    runningContainers += running + runningInit;
+  }
+  let text = '';
+  text += gauge('kubelet_running_pods', 'Number of pods that have a running pod sandbox', runningPods);
+  text += gauge('kubelet_running_containers', 'Number of containers currently running', runningContainers, '{container_state="running"}');
+  text += gauge('statelet_desired_pods', 'Number of pods in the merged config', pods.length);
+  if (syncLoop.lastRelistDurationMs !== null) {
+    text += gauge('statelet_pleg_last_relist_duration_seconds', 'Duration of the last PLEG relist', syncLoop.lastRelistDurationMs / 1000);
+  }
+  if (syncLoop.lastRelistAt !== null) {
+    text += gauge('kubelet_pleg_last_seen_seconds', 'Timestamp when PLEG was last seen active', syncLoop.lastRelistAt / 1000);
+  }
+  text += '# HELP statelet_syncloop_routed_events_total Events the syncLoop routed, by type\n# TYPE statelet_syncloop_routed_events_total counter\n';
+  for (const [type, count] of Object.entries(syncLoop.routed)) {
+    text += `statelet_syncloop_routed_events_total{type="${type}"} ${count}\n`;
+  }
+  return text;
+}

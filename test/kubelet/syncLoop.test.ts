@@ -1,0 +1,205 @@
+import { describe, expect, it, vi } from 'vitest';
+import { type AnyActorRef, waitFor } from 'xstate';
+import type { Pod } from '../../src/api/types.ts';
+import { type ContainerGcResult, collectContainerGarbage } from '../../src/kuberuntime/gc.ts';
+import { Label } from '../../src/kuberuntime/labels.ts';
+import { silentLogger } from '../../src/log.ts';
+import { crashLoopPolicy } from '../../src/kuberuntime/backoff.ts';
+import { defaultContainerGcPolicy } from '../../src/kuberuntime/containerGC.ts';
+import { containerConfig, podSandboxConfig } from '../runtime/support.ts';
+import { startFakeNode } from '../support/fakeNode.ts';
+import { IMAGE, makePod } from '../support/pods.ts';
+
+function syncLoopHarness(options: { maxPods?: number; expectedSources?: ('file' | 'http' | 'api')[] } = {}) {
+  const orphanKills: string[] = [];
+  const gcRuns: ContainerGcResult[] = [];
+  const node = startFakeNode({
+    ...options,
+    killOrphanPod: async (uid) => {
+      orphanKills.push(uid);
+      for (const s of await node.runtime.listPodSandbox({ labelSelector: { [Label.podUid]: uid } })) await node.runtime.stopPodSandbox(s.id);
+    },
+    collectGarbage: async (isPodDeleted) => {
+      gcRuns.push(await collectContainerGarbage({ runtime: node.runtime, now: node.now, log: silentLogger }, defaultContainerGcPolicy, isPodDeleted, true));
+    },
+  });
+  const { clock, runtime, statuses, podManager, syncLoop, podActor } = node;
+  const waitPod = async (uid: string, predicate: (snapshot: ReturnType<AnyActorRef['getSnapshot']>) => boolean) => {
+    await vi.waitFor(() => expect(podActor(uid)).toBeDefined());
+    return waitFor(podActor(uid) as AnyActorRef, predicate);
+  };
+  const add = (...pods: Pod[]) => syncLoop.send({ type: 'CONFIG.ADD', source: 'file', pods });
+  const pleg = () => syncLoop.getSnapshot().children.pleg as AnyActorRef;
+  /** Runs exactly one more relist: waits for the PLEG to idle, advances one period, waits again. */
+  const relist = async () => {
+    const idlePleg = () => waitFor(pleg(), (s) => s.matches({ relist: 'waiting' }));
+    const before = (await idlePleg()).context.relists as number;
+    clock.increment(1_000);
+    await waitFor(pleg(), (s) => s.matches({ relist: 'waiting' }) && s.context.relists === before + 1);
+  };
+  /** A sandbox of pod `uid-<name>`, which no config has: as if left by an earlier agent. */
+  const runUnownedSandbox = (name: string) => runtime.runPodSandbox(podSandboxConfig(name, { labels: { [Label.podUid]: `uid-${name}` } }));
+  return { clock, runtime, statuses, podManager, syncLoop, podActor, waitPod, add, orphanKills, gcRuns, relist, runUnownedSandbox };
+}
+
+const idle = (s: { matches: (v: unknown) => boolean }) => s.matches({ syncing: { worker: 'idle' } });
+
+describe('syncLoop and pod workers', () => {
+  it('admits an added pod and runs it', async () => {
+    const h = syncLoopHarness();
+    h.add(makePod('a'));
+    await h.waitPod('uid-a', idle);
+    expect(h.statuses.get('uid-a')?.phase).toBe('Running');
+    expect(h.syncLoop.getSnapshot().context.routed['CONFIG.ADD']).toBe(1);
+  });
+
+  it('rejects a pod over maxPods with a Failed status and never starts it', async () => {
+    const h = syncLoopHarness({ maxPods: 1 });
+    h.add(makePod('first'), makePod('second'));
+    await h.waitPod('uid-first', idle);
+    expect(h.podActor('uid-second')).toBeUndefined();
+    expect(h.statuses.get('uid-second')).toMatchObject({ phase: 'Failed', reason: 'OutOfpods' });
+    expect(h.statuses.get('uid-second')?.message).toMatch(/^Pod was rejected: /);
+    const containers = await h.runtime.listContainers({ labelSelector: { [Label.podUid]: 'uid-second' } });
+    expect(containers).toEqual([]);
+  });
+
+  it('terminates a removed pod, cleans the runtime and forgets the actor and its status', async () => {
+    const h = syncLoopHarness();
+    const pod = makePod('gone');
+    h.add(pod);
+    await h.waitPod('uid-gone', idle);
+    h.syncLoop.send({ type: 'CONFIG.REMOVE', source: 'file', pods: [pod] });
+    await vi.waitFor(() => expect(h.podActor('uid-gone')).toBeUndefined());
+    expect(h.statuses.get('uid-gone')).toBeUndefined();
+    expect(await h.runtime.listContainers()).toEqual([]);
+    expect(await h.runtime.listPodSandbox()).toEqual([]);
+  });
+
+  it('restarts a dead container when the PLEG sees it die', async () => {
+    const h = syncLoopHarness();
+    h.add(makePod('pleg'));
+    await h.waitPod('uid-pleg', idle);
+    await h.relist(); // records the running container
+    const [c] = await h.runtime.listContainers();
+    h.runtime.exitContainer(c!.id, 1);
+    await h.relist();
+    await vi.waitFor(() => expect(h.syncLoop.getSnapshot().context.routed['PLEG.CONTAINER_DIED']).toBe(1));
+    await vi.waitFor(() => expect(h.statuses.get('uid-pleg')?.containerStatuses?.[0]?.restartCount).toBe(1));
+  });
+
+  it('resyncs a pod when it is due, on the shared tick', async () => {
+    const h = syncLoopHarness();
+    h.add(makePod('resync'));
+    await h.waitPod('uid-resync', idle);
+    await h.relist(); // the container-started event syncs the pod once more
+    const before = (await h.waitPod('uid-resync', idle)).context.syncCount as number;
+    h.clock.increment(58_000);
+    expect(h.podActor('uid-resync')!.getSnapshot().context.syncCount).toBe(before);
+    h.clock.increment(2_000);
+    await vi.waitFor(() => expect(h.podActor('uid-resync')!.getSnapshot().context.syncCount).toBe(before + 1));
+  });
+
+  it('holds housekeeping until every source is seen, then stops runtime pods nobody owns', async () => {
+    const h = syncLoopHarness({ expectedSources: ['file'] });
+    const orphan = await h.runUnownedSandbox('orphan');
+    await h.relist(); // sees the orphan
+    h.clock.increment(4_000);
+    expect(h.orphanKills).toEqual([]);
+    expect(h.syncLoop.getSnapshot().matches({ sources: 'waiting' })).toBe(true);
+
+    h.syncLoop.send({ type: 'SOURCE.SEEN', source: 'file' });
+    expect(h.syncLoop.getSnapshot().matches({ sources: 'ready' })).toBe(true);
+    h.clock.increment(2_000);
+    await vi.waitFor(() => expect(h.orphanKills).toEqual(['uid-orphan']));
+    expect((await h.runtime.podSandboxStatus(orphan)).state).toBe('SANDBOX_NOTREADY');
+  });
+
+  it('garbage-collects dead containers every minute: one kept per container, none of pods nobody owns', async () => {
+    const h = syncLoopHarness();
+    h.add(makePod('crashy'));
+    await h.waitPod('uid-crashy', idle);
+    // A pod gone while the agent was away: its container exited, its sandbox stopped.
+    const stale = await h.runUnownedSandbox('stale');
+    const staleContainer = await h.runtime.createContainer(
+      stale,
+      containerConfig('app', { image: { image: IMAGE }, labels: { [Label.podUid]: 'uid-stale' } }),
+      podSandboxConfig('stale'),
+    );
+    await h.runtime.stopPodSandbox(stale);
+    // The first housekeeping (2 s) runs the first collection: nothing is dead yet but the stale pod.
+    h.clock.increment(2_000);
+    await vi.waitFor(() => expect(h.gcRuns).toHaveLength(1));
+    expect(h.gcRuns[0]).toEqual({ containersRemoved: 1, sandboxesRemoved: 1, failures: 0 });
+    expect(h.runtime.getContainer(staleContainer)).toBeUndefined();
+
+    // Two crashes: two dead instances of the container, a third running.
+    for (const restarts of [1, 2]) {
+      await h.relist();
+      const running = (await h.runtime.listContainers({ state: 'CONTAINER_RUNNING' }))[0]!;
+      h.runtime.exitContainer(running.id, 1);
+      await h.relist();
+      if (restarts === 2) h.clock.increment(crashLoopPolicy.initialMs);
+      await vi.waitFor(() => expect(h.statuses.get('uid-crashy')?.containerStatuses?.[0]?.restartCount).toBe(restarts));
+    }
+    const dead = () => h.runtime.listContainers({ state: 'CONTAINER_EXITED' });
+    expect(await dead()).toHaveLength(2);
+    const newestDead = (await dead()).sort((a, b) => b.metadata.attempt - a.metadata.attempt)[0]!;
+
+    // A minute after the first collection, the next one keeps only the newest dead instance.
+    h.clock.increment(60_000 - (h.clock.now() - Date.parse('2026-01-01T00:00:00Z')) + 2_000);
+    await vi.waitFor(() => expect(h.gcRuns).toHaveLength(2));
+    expect(h.gcRuns[1]).toMatchObject({ containersRemoved: 1, failures: 0 });
+    expect((await dead()).map((c) => c.id)).toEqual([newestDead.id]);
+    expect(await h.runtime.listContainers({ state: 'CONTAINER_RUNNING' })).toHaveLength(1);
+    // The status still counts every restart and shows the last termination.
+    await h.relist();
+    const status = h.statuses.get('uid-crashy')?.containerStatuses?.[0];
+    expect(status?.restartCount).toBe(2);
+    expect(status?.lastState.terminated?.exitCode).toBe(1);
+  });
+
+  it('starts a fresh actor when a terminating UID is added again, once the old one has finished', async () => {
+    const h = syncLoopHarness();
+    const pod = makePod('again');
+    h.add(pod);
+    const first = await h.waitPod('uid-again', idle);
+    expect(first.context.syncCount).toBeGreaterThan(0);
+    const hold = h.runtime.holdCalls('stopContainer');
+    h.syncLoop.send({ type: 'CONFIG.REMOVE', source: 'file', pods: [pod] });
+    await hold.whenPending(1);
+    const old = h.podActor('uid-again');
+    h.add(pod);
+    expect(old!.getSnapshot().context.restartRequested).toBe(true);
+    hold.releaseAll();
+    await vi.waitFor(() => expect(h.podActor('uid-again')).not.toBe(old));
+    const fresh = await h.waitPod('uid-again', idle);
+    expect(fresh.matches({ syncing: { progress: 'running' } })).toBe(true);
+    expect(h.statuses.get('uid-again')?.phase).toBe('Running');
+  });
+
+  it('starts a new version of a static pod only after the old one with the same name has finished', async () => {
+    const h = syncLoopHarness();
+    const staticPod = (uid: string) => {
+      const pod = makePod('etcd', {}, uid);
+      pod.metadata.annotations = { 'kubernetes.io/config.source': 'file' };
+      return pod;
+    };
+    const v1 = staticPod('uid-v1');
+    const v2 = staticPod('uid-v2');
+    h.add(v1);
+    await h.waitPod('uid-v1', idle);
+    const hold = h.runtime.holdCalls('stopContainer');
+    h.syncLoop.send({ type: 'CONFIG.REMOVE', source: 'file', pods: [v1] });
+    h.add(v2);
+    await hold.whenPending(1);
+    expect(h.podActor('uid-v2')).toBeUndefined();
+    const running = await h.runtime.listContainers({ labelSelector: { [Label.podUid]: 'uid-v2' } });
+    expect(running).toEqual([]);
+    hold.releaseAll();
+    const v2Actor = await h.waitPod('uid-v2', idle);
+    expect(v2Actor.matches({ syncing: { progress: 'running' } })).toBe(true);
+    // By the time v2 runs, v1 is gone from the runtime: the two never overlapped.
+    expect(await h.runtime.listContainers({ labelSelector: { [Label.podUid]: 'uid-v1' } })).toEqual([]);
+  });
+});

@@ -1,0 +1,586 @@
+/**
+ * computePodActions, table-driven like the kubelet's own test: a base pod and a base runtime status
+ * (ready sandbox, every container running with the spec's hash), and per case a mutator and the
+ * expected plan (KUBELET_BEHAVIOR §6).
+ */
+import { describe, expect, it } from 'vitest';
+import type { Pod } from '../../src/api/types.ts';
+import type { RuntimePodStatus } from '../../src/api/runtimeView.ts';
+import {
+  type PodActions,
+  type ProbeResults,
+  computePodActions,
+  isEmptyPlan,
+  isInitContainerFailed,
+  noProbeResults,
+  sandboxChange,
+  shouldRestart,
+} from '../../src/kuberuntime/computePodActions.ts';
+import { NamespaceMode } from '../../src/runtime/types.ts';
+import {
+  SANDBOX_ID,
+  basePod,
+  baseRuntime,
+  ctr,
+  exited,
+  rc,
+  sandbox,
+  setContainer,
+  sidecar,
+  specContainer,
+} from '../support/podFixtures.ts';
+
+interface Plan {
+  killPod: boolean;
+  createSandbox: boolean;
+  sandboxId: string;
+  attempt: number;
+  init: number[];
+  start: number[];
+  /** `<container id>:<reason>`, sorted. */
+  kill: string[];
+}
+
+function summarize(actions: PodActions): Plan {
+  return {
+    killPod: actions.killPod,
+    createSandbox: actions.createSandbox,
+    sandboxId: actions.sandboxId,
+    attempt: actions.attempt,
+    init: actions.initContainersToStart,
+    start: actions.containersToStart,
+    kill: actions.containersToKill.map((k) => `${k.id}:${k.reason}`).sort(),
+  };
+}
+
+const noAction: Plan = {
+  killPod: false,
+  createSandbox: false,
+  sandboxId: SANDBOX_ID,
+  attempt: 0,
+  init: [],
+  start: [],
+  kill: [],
+};
+
+interface Case {
+  name: string;
+  /** Mutates the base pod (applied before the runtime status is built). */
+  pod?: (pod: Pod) => void;
+  /** Mutates the base runtime status. */
+  runtime?: (status: RuntimePodStatus, pod: Pod) => void;
+  probes?: ProbeResults;
+  want: Partial<Plan>;
+}
+
+function run(base: () => Pod, runtimeOf: (pod: Pod) => RuntimePodStatus, cases: Case[]) {
+  it.each(cases.map((c) => [c.name, c] as const))('%s', (_name, c) => {
+    const pod = base();
+    c.pod?.(pod);
+    const status = runtimeOf(pod);
+    c.runtime?.(status, pod);
+    const actions = computePodActions(pod, status, c.probes ?? noProbeResults);
+    expect(summarize(actions)).toEqual({ ...noAction, ...c.want });
+  });
+}
+
+const exitAll = (code: number) => (status: RuntimePodStatus, pod: Pod) => {
+  for (const c of pod.spec.containers) setContainer(status, c.name, exited(c, code));
+};
+const setPolicy = (policy: 'Always' | 'OnFailure' | 'Never') => (pod: Pod) => {
+  pod.spec.restartPolicy = policy;
+};
+const liveness = (id: string, result: 'Success' | 'Failure'): ProbeResults => ({ liveness: { [id]: result }, startup: {} });
+const startup = (id: string, result: 'Success' | 'Failure'): ProbeResults => ({ liveness: {}, startup: { [id]: result } });
+
+describe('computePodActions: sandbox and regular containers', () => {
+  run(basePod, baseRuntime, [
+    {
+      name: 'no sandbox: create attempt 0 and start every container',
+      runtime: (s) => {
+        s.sandboxes = [];
+        s.containers = [];
+      },
+      want: { killPod: true, createSandbox: true, sandboxId: '', attempt: 0, start: [0, 1, 2] },
+    },
+    {
+      name: 'sandbox NOTREADY: kill the pod, recreate with attempt+1, start everything',
+      runtime: (s) => {
+        s.sandboxes = [sandbox({ state: 'SANDBOX_NOTREADY', attempt: 2 })];
+      },
+      want: { killPod: true, createSandbox: true, sandboxId: SANDBOX_ID, attempt: 3, start: [0, 1, 2] },
+    },
+    {
+      name: 'two READY sandboxes: recreate from the newest one',
+      runtime: (s) => {
+        s.sandboxes = [sandbox({ id: 'sandbox-2', attempt: 1 }), sandbox()];
+      },
+      want: { killPod: true, createSandbox: true, sandboxId: 'sandbox-2', attempt: 2, start: [0, 1, 2] },
+    },
+    {
+      name: 'pod-network sandbox without an IP: recreate',
+      runtime: (s) => {
+        s.sandboxes = [sandbox({ ip: '' })];
+      },
+      want: { killPod: true, createSandbox: true, sandboxId: SANDBOX_ID, attempt: 1, start: [0, 1, 2] },
+    },
+    {
+      name: 'hostNetwork turned on: recreate with an empty sandbox id',
+      pod: (p) => {
+        p.spec.hostNetwork = true;
+      },
+      want: { killPod: true, createSandbox: true, sandboxId: '', attempt: 1, start: [0, 1, 2] },
+    },
+    {
+      name: 'hostNetwork turned off: recreate with an empty sandbox id',
+      runtime: (s) => {
+        s.sandboxes = [sandbox({ networkMode: NamespaceMode.NODE, ip: '' })];
+      },
+      want: { killPod: true, createSandbox: true, sandboxId: '', attempt: 1, start: [0, 1, 2] },
+    },
+    {
+      name: 'hostNetwork sandbox without a pod IP is fine',
+      pod: (p) => {
+        p.spec.hostNetwork = true;
+      },
+      runtime: (s) => {
+        s.sandboxes = [sandbox({ networkMode: NamespaceMode.NODE, ip: '' })];
+      },
+      want: {},
+    },
+    {
+      name: 'Never, dead sandbox, containers exist: kill only, no new sandbox',
+      pod: setPolicy('Never'),
+      runtime: (s, p) => {
+        s.sandboxes = [sandbox({ state: 'SANDBOX_NOTREADY' })];
+        exitAll(137)(s, p);
+      },
+      want: { killPod: true, createSandbox: false, attempt: 1 },
+    },
+    {
+      name: 'Never, first sandbox: created and every container started',
+      pod: setPolicy('Never'),
+      runtime: (s) => {
+        s.sandboxes = [];
+        s.containers = [];
+      },
+      want: { killPod: true, createSandbox: true, sandboxId: '', attempt: 0, start: [0, 1, 2] },
+    },
+    {
+      name: 'OnFailure, all exited 0, dead sandbox: kill only, no new sandbox',
+      pod: setPolicy('OnFailure'),
+      runtime: (s, p) => {
+        s.sandboxes = [sandbox({ state: 'SANDBOX_NOTREADY' })];
+        exitAll(0)(s, p);
+      },
+      want: { killPod: true, createSandbox: false, attempt: 1 },
+    },
+    {
+      name: 'OnFailure, dead sandbox: only the failed container is started again',
+      pod: setPolicy('OnFailure'),
+      runtime: (s, p) => {
+        s.sandboxes = [sandbox({ state: 'SANDBOX_NOTREADY' })];
+        exitAll(0)(s, p);
+        setContainer(s, 'foo2', exited(specContainer(p, 'foo2'), 1));
+      },
+      want: { killPod: true, createSandbox: true, attempt: 1, start: [1] },
+    },
+    {
+      name: 'everything running and unchanged: empty plan',
+      want: {},
+    },
+    {
+      name: 'Always: exited container (exit 0) is restarted',
+      runtime: (s, p) => setContainer(s, 'foo2', exited(specContainer(p, 'foo2'), 0)),
+      want: { start: [1] },
+    },
+    {
+      name: 'OnFailure: exited container with exit 1 is restarted',
+      pod: setPolicy('OnFailure'),
+      runtime: (s, p) => setContainer(s, 'foo2', exited(specContainer(p, 'foo2'), 1)),
+      want: { start: [1] },
+    },
+    {
+      name: 'OnFailure: container that exited 0 stays down',
+      pod: setPolicy('OnFailure'),
+      runtime: (s, p) => setContainer(s, 'foo2', exited(specContainer(p, 'foo2'), 0)),
+      want: {},
+    },
+    {
+      name: 'Never: failed container stays down',
+      pod: setPolicy('Never'),
+      runtime: (s, p) => setContainer(s, 'foo2', exited(specContainer(p, 'foo2'), 1)),
+      want: {},
+    },
+    {
+      name: 'container missing from the runtime is started',
+      runtime: (s) => setContainer(s, 'foo3', undefined),
+      want: { start: [2] },
+    },
+    {
+      name: 'Created container is started (not killed)',
+      runtime: (s, p) => setContainer(s, 'foo2', rc(specContainer(p, 'foo2'), { state: 'CONTAINER_CREATED', startedAt: 0 })),
+      want: { start: [1] },
+    },
+    {
+      name: 'Unknown container is killed and restarted, even under Never',
+      pod: setPolicy('Never'),
+      runtime: (s, p) => setContainer(s, 'foo2', rc(specContainer(p, 'foo2'), { state: 'CONTAINER_UNKNOWN' })),
+      want: { start: [1], kill: ['foo2-id:Unknown'] },
+    },
+    {
+      name: 'hash changed: kill and start, even under Never',
+      pod: setPolicy('Never'),
+      runtime: (s, p) => setContainer(s, 'foo2', rc(specContainer(p, 'foo2'), { hash: 'deadbeef' })),
+      want: { start: [1], kill: ['foo2-id:SpecChanged'] },
+    },
+    {
+      name: 'image changed in the spec: the hash no longer matches',
+      pod: (p) => {
+        p.spec.containers[0] = ctr('foo1', { image: 'busybox:2' });
+      },
+      runtime: (s) => setContainer(s, 'foo1', rc(ctr('foo1'))),
+      want: { start: [0], kill: ['foo1-id:SpecChanged'] },
+    },
+    {
+      name: 'liveness Failure: kill and start',
+      probes: liveness('foo1-id', 'Failure'),
+      want: { start: [0], kill: ['foo1-id:LivenessProbe'] },
+    },
+    {
+      name: 'liveness Failure under Never: kill only',
+      pod: setPolicy('Never'),
+      probes: liveness('foo1-id', 'Failure'),
+      want: { kill: ['foo1-id:LivenessProbe'] },
+    },
+    {
+      name: 'liveness Success: kept',
+      probes: liveness('foo1-id', 'Success'),
+      want: {},
+    },
+    {
+      name: 'startup Failure: kill and start',
+      probes: startup('foo3-id', 'Failure'),
+      want: { start: [2], kill: ['foo3-id:StartupProbe'] },
+    },
+    {
+      name: 'startup Failure under OnFailure: kill and start',
+      pod: setPolicy('OnFailure'),
+      probes: startup('foo3-id', 'Failure'),
+      want: { start: [2], kill: ['foo3-id:StartupProbe'] },
+    },
+    {
+      name: 'deleting pod: exited container is not restarted',
+      pod: (p) => {
+        p.metadata.deletionTimestamp = '2026-01-01T00:01:00Z';
+      },
+      runtime: (s, p) => setContainer(s, 'foo2', exited(specContainer(p, 'foo2'), 1)),
+      want: {},
+    },
+    {
+      name: 'deleting pod with every container stopped: kill the pod',
+      pod: (p) => {
+        p.metadata.deletionTimestamp = '2026-01-01T00:01:00Z';
+      },
+      runtime: exitAll(1),
+      want: { killPod: true },
+    },
+    {
+      name: 'Never, all containers finished: kill the pod',
+      pod: setPolicy('Never'),
+      runtime: exitAll(0),
+      want: { killPod: true },
+    },
+    {
+      name: 'OnFailure, all containers succeeded: kill the pod',
+      pod: setPolicy('OnFailure'),
+      runtime: exitAll(0),
+      want: { killPod: true },
+    },
+    {
+      name: 'Never, liveness kills the last running container: kill the pod too',
+      pod: (p) => {
+        p.spec.restartPolicy = 'Never';
+        p.spec.containers = [ctr('foo1')];
+      },
+      probes: liveness('foo1-id', 'Failure'),
+      want: { killPod: true, kill: ['foo1-id:LivenessProbe'] },
+    },
+  ]);
+});
+
+const initPod = () =>
+  basePod({ initContainers: [ctr('init1'), ctr('init2')] });
+const noContainersYet = (pod: Pod): RuntimePodStatus => ({ ...baseRuntime(pod), containers: [] });
+const init = (name: string, extra: Parameters<typeof rc>[1] = {}) => (s: RuntimePodStatus, p: Pod) =>
+  setContainer(s, name, rc(specContainer(p, name), extra));
+const initExited = (name: string, code: number, extra: Parameters<typeof rc>[1] = {}) => (s: RuntimePodStatus, p: Pod) =>
+  setContainer(s, name, exited(specContainer(p, name), code, extra));
+const all = (...steps: ((s: RuntimePodStatus, p: Pod) => void)[]) => (s: RuntimePodStatus, p: Pod) => {
+  for (const step of steps) step(s, p);
+};
+
+describe('computePodActions: init containers', () => {
+  run(initPod, noContainersYet, [
+    {
+      name: 'nothing ran yet: start the first init container',
+      want: { init: [0] },
+    },
+    {
+      name: 'no sandbox: create it and start init container 0 only',
+      runtime: (s) => {
+        s.sandboxes = [];
+      },
+      want: { killPod: true, createSandbox: true, sandboxId: '', attempt: 0, init: [0] },
+    },
+    {
+      name: 'dead sandbox after regular containers ran: init containers run again',
+      runtime: (s, p) => {
+        s.sandboxes = [sandbox({ state: 'SANDBOX_NOTREADY' })];
+        exitAll(1)(s, p);
+      },
+      want: { killPod: true, createSandbox: true, attempt: 1, init: [0] },
+    },
+    {
+      name: 'first init container running: wait',
+      runtime: init('init1'),
+      want: {},
+    },
+    {
+      name: 'first init container exited 0: start the next one',
+      runtime: initExited('init1', 0),
+      want: { init: [1] },
+    },
+    {
+      name: 'last init container exited 0: start the regular containers',
+      runtime: all(initExited('init1', 0), initExited('init2', 0)),
+      want: { start: [0, 1, 2] },
+    },
+    {
+      name: 'last init container exited 0 and the first one was removed: still initialized',
+      runtime: initExited('init2', 0),
+      want: { start: [0, 1, 2] },
+    },
+    {
+      name: 'second init container running, first one removed: wait',
+      runtime: init('init2'),
+      want: {},
+    },
+    {
+      name: 'failed init container under Never: kill the pod',
+      pod: setPolicy('Never'),
+      runtime: initExited('init1', 1),
+      want: { killPod: true },
+    },
+    {
+      name: 'OOMKilled init container (exit 0) counts as failed under Never',
+      pod: setPolicy('Never'),
+      runtime: initExited('init1', 0, { reason: 'OOMKilled' }),
+      want: { killPod: true },
+    },
+    {
+      name: 'failed init container under Always: restart it',
+      runtime: initExited('init1', 1),
+      want: { init: [0] },
+    },
+    {
+      name: 'failed second init container under OnFailure: restart it',
+      pod: setPolicy('OnFailure'),
+      runtime: all(initExited('init1', 0), initExited('init2', 2)),
+      want: { init: [1] },
+    },
+    {
+      name: 'init container in Unknown state: kill and restart it',
+      runtime: init('init1', { state: 'CONTAINER_UNKNOWN' }),
+      want: { init: [0], kill: ['init1-id:Unknown'] },
+    },
+    {
+      name: 'init container in Unknown state under Never: kill the pod',
+      pod: setPolicy('Never'),
+      runtime: init('init1', { state: 'CONTAINER_UNKNOWN' }),
+      want: { killPod: true },
+    },
+    {
+      name: 'init container left in Created: start it',
+      runtime: init('init1', { state: 'CONTAINER_CREATED', startedAt: 0 }),
+      want: { init: [0] },
+    },
+    {
+      name: 'previously initialized (a regular container runs): failed init containers are ignored',
+      pod: setPolicy('Never'),
+      runtime: all(initExited('init2', 1), init('foo1')),
+      want: { start: [1, 2] },
+    },
+    {
+      name: 'previously initialized, init containers removed: nothing re-runs',
+      runtime: (s, p) => {
+        s.containers = baseRuntime(p).containers;
+      },
+      want: {},
+    },
+  ]);
+});
+
+const sidecarPod = () =>
+  basePod({
+    initContainers: [sidecar('sc1'), ctr('init2')],
+    containers: [ctr('foo1')],
+  });
+
+describe('computePodActions: sidecars', () => {
+  run(sidecarPod, noContainersYet, [
+    {
+      name: 'nothing ran yet: start the sidecar first',
+      want: { init: [0] },
+    },
+    {
+      name: 'sidecar running without a startup probe: start the next init container',
+      runtime: init('sc1'),
+      want: { init: [1] },
+    },
+    {
+      name: 'sidecar with a startup probe that has no result yet: wait',
+      pod: (p) => {
+        p.spec.initContainers![0] = sidecar('sc1', { startupProbe: { exec: { command: ['true'] } } });
+      },
+      runtime: init('sc1'),
+      want: {},
+    },
+    {
+      name: 'sidecar whose startup probe succeeded: start the next init container',
+      pod: (p) => {
+        p.spec.initContainers![0] = sidecar('sc1', { startupProbe: { exec: { command: ['true'] } } });
+      },
+      runtime: init('sc1'),
+      probes: startup('sc1-id', 'Success'),
+      want: { init: [1] },
+    },
+    {
+      name: 'sidecar whose startup probe failed: kill and restart it',
+      pod: (p) => {
+        p.spec.initContainers![0] = sidecar('sc1', { startupProbe: { exec: { command: ['true'] } } });
+      },
+      runtime: init('sc1'),
+      probes: startup('sc1-id', 'Failure'),
+      want: { init: [0], kill: ['sc1-id:StartupProbe'] },
+    },
+    {
+      name: 'sidecar running and the next init container running: wait',
+      runtime: all(init('sc1'), init('init2')),
+      want: {},
+    },
+    {
+      name: 'sidecar running, last init container done: regular containers start',
+      runtime: all(init('sc1'), initExited('init2', 0)),
+      want: { start: [0] },
+    },
+    {
+      name: 'sidecar exited: restarted even under Never',
+      pod: setPolicy('Never'),
+      runtime: all(initExited('sc1', 0), initExited('init2', 0), init('foo1')),
+      want: { init: [0] },
+    },
+    {
+      name: 'sidecar in Unknown state under Never: killed and restarted, pod kept',
+      pod: setPolicy('Never'),
+      runtime: all(init('sc1', { state: 'CONTAINER_UNKNOWN' }), initExited('init2', 0), init('foo1')),
+      want: { init: [0], kill: ['sc1-id:Unknown'] },
+    },
+    {
+      name: 'sidecar definition changed: killed and restarted',
+      runtime: all(init('sc1', { hash: 'deadbeef' }), initExited('init2', 0), init('foo1')),
+      want: { init: [0], kill: ['sc1-id:SpecChanged'] },
+    },
+    {
+      name: 'sidecar liveness Failure: killed and restarted',
+      runtime: all(init('sc1'), initExited('init2', 0), init('foo1')),
+      probes: liveness('sc1-id', 'Failure'),
+      want: { init: [0], kill: ['sc1-id:LivenessProbe'] },
+    },
+    {
+      name: 'sidecar removed after initialization: started again',
+      runtime: all(initExited('init2', 0), init('foo1')),
+      want: { init: [0] },
+    },
+    {
+      name: 'sidecar does not keep the pod alive: regular containers done ⇒ kill, no sidecar restart',
+      pod: setPolicy('Never'),
+      runtime: all(initExited('sc1', 1), initExited('init2', 0), initExited('foo1', 0)),
+      want: { killPod: true, init: [] },
+    },
+    {
+      name: 'running sidecar with every regular container done under OnFailure: kill the pod',
+      pod: setPolicy('OnFailure'),
+      runtime: all(init('sc1'), initExited('init2', 0), initExited('foo1', 0)),
+      want: { killPod: true },
+    },
+    {
+      name: 'previously initialized: the non-sidecar init container is skipped even if it failed',
+      pod: setPolicy('Never'),
+      runtime: all(init('sc1'), initExited('init2', 1), init('foo1')),
+      want: {},
+    },
+  ]);
+});
+
+describe('sandboxChange', () => {
+  it('uses the newest sandbox attempt, not the number of sandboxes', () => {
+    const pod = basePod();
+    const status = baseRuntime(pod);
+    status.sandboxes = [sandbox({ id: 'new', attempt: 4, state: 'SANDBOX_NOTREADY' }), sandbox({ id: 'old', attempt: 1, state: 'SANDBOX_NOTREADY' })];
+    expect(sandboxChange(pod, status)).toEqual({ create: true, attempt: 5, sandboxId: 'new' });
+  });
+
+  it('keeps a healthy sandbox at its attempt', () => {
+    const pod = basePod();
+    const status = baseRuntime(pod);
+    status.sandboxes = [sandbox({ attempt: 3 })];
+    expect(sandboxChange(pod, status)).toEqual({ create: false, attempt: 3, sandboxId: SANDBOX_ID });
+  });
+});
+
+describe('shouldRestart', () => {
+  const pod = basePod();
+  const c = specContainer(pod, 'foo1');
+  it.each([
+    ['absent', 'Always', undefined, true],
+    ['running', 'Always', rc(c), false],
+    ['created under Never', 'Never', rc(c, { state: 'CONTAINER_CREATED' }), true],
+    ['unknown under Never', 'Never', rc(c, { state: 'CONTAINER_UNKNOWN' }), true],
+    ['exited 0 under Always', 'Always', exited(c, 0), true],
+    ['exited 1 under OnFailure', 'OnFailure', exited(c, 1), true],
+    ['exited 0 under OnFailure', 'OnFailure', exited(c, 0), false],
+    ['exited 1 under Never', 'Never', exited(c, 1), false],
+  ] as const)('%s (%s) ⇒ %s', (_name, policy, status, want) => {
+    expect(shouldRestart({ ...pod, spec: { ...pod.spec, restartPolicy: policy } }, status)).toBe(want);
+  });
+
+  it('never restarts anything of a deleting pod', () => {
+    const deleting = { ...pod, metadata: { ...pod.metadata, deletionTimestamp: '2026-01-01T00:00:00Z' } };
+    expect(shouldRestart(deleting, undefined)).toBe(false);
+    expect(shouldRestart(deleting, rc(c, { state: 'CONTAINER_UNKNOWN' }))).toBe(false);
+  });
+});
+
+describe('isInitContainerFailed', () => {
+  const c = ctr('init1');
+  it.each([
+    ['exit 0', exited(c, 0), false],
+    ['exit 1', exited(c, 1), true],
+    ['OOMKilled with exit 0', exited(c, 0, { reason: 'OOMKilled' }), true],
+    ['unknown', rc(c, { state: 'CONTAINER_UNKNOWN' }), true],
+    ['running', rc(c), false],
+  ] as const)('%s ⇒ %s', (_name, status, want) => {
+    expect(isInitContainerFailed(status)).toBe(want);
+  });
+});
+
+describe('isEmptyPlan', () => {
+  it('is true only for a plan that does nothing', () => {
+    const pod = basePod();
+    const status = baseRuntime(pod);
+    expect(isEmptyPlan(computePodActions(pod, status))).toBe(true);
+    setContainer(status, 'foo1', exited(specContainer(pod, 'foo1'), 1));
+    expect(isEmptyPlan(computePodActions(pod, status))).toBe(false);
+  });
+});
