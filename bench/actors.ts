@@ -9,9 +9,9 @@
 import { createActor, enqueueActions, fromCallback, setup } from 'xstate';
 import type { Pod } from '../src/api/types.ts';
 import { podRef } from '../src/api/types.ts';
-import { type PodEffects, createPodMachine } from '../src/pod/pod.ts';
+import { type PodEffects, podMachineWith } from '../src/pod/pod.ts';
 import { PodManager } from '../src/pod/podManager.ts';
-import { createPodWorkersLogic } from '../src/podworkers/podWorkers.ts';
+import { createPodsLogic } from '../src/kubelet/pods.ts';
 import { StatusManager } from '../src/status/manager.ts';
 import { silentLogger } from '../src/log.ts';
 import { IMAGE, LONG_RUNNING, argValue, emit, gc, mb, progress, round, runWorker } from './lib.ts';
@@ -23,7 +23,7 @@ const spawnBudgetMs = Number(argValue('spawn-budget-ms') ?? 30_000);
 
 const never = <T>() => new Promise<T>(() => {});
 const effects: PodEffects = { syncPod: never, terminatePod: never, cleanupPod: never };
-const podMachine = createPodMachine(effects);
+const podMachine = podMachineWith(effects);
 
 function pods(n: number, run: number): Pod[] {
   return Array.from({ length: n }, (_, i) => ({
@@ -73,27 +73,25 @@ function viaCreateActor(n: number): Measure {
 }
 
 /**
- * The agent's real registry: podWorkers receiving one CONFIG.ADD with n pods. On top of
- * createActor this includes admission (which looks at every already active pod) and the
- * PodManager bookkeeping.
+ * The agent's real registry: the syncLoop's `pods` actor (the pod workers and the kubelet's
+ * handlers) receiving one CONFIG.ADD with n pods. On top of createActor this includes admission
+ * (which looks at every already active pod) and the PodManager bookkeeping.
  */
 function viaPodWorkers(n: number): Measure {
   const list = pods(n, run++);
   const before = heapUsed();
-  const logic = createPodWorkersLogic({
+  const logic = createPodsLogic({
     podMachine,
     podManager: new PodManager(),
     statuses: new StatusManager(),
     node: { name: 'bench-node', maxPods: n, labels: {}, os: 'linux' },
+    runtime: { runningPodUids: () => new Set(), killOrphanPod: async () => {}, collectGarbage: async () => {} },
     syncFrequencyMs: 60_000,
     errorBackoffMs: 10_000,
+    containerGcPeriodMs: 60_000,
     now: () => Date.now(),
     random: Math.random,
     log: silentLogger,
-    listRuntimePodUids: async () => new Set(),
-    killOrphanPod: async () => {},
-    collectGarbage: async () => {},
-    containerGcPeriodMs: 60_000,
   });
   let created = 0;
   const workers = createActor(logic, {

@@ -1,7 +1,8 @@
 /**
- * The composition root: picks the real implementations (gRPC CRI client, the embedded simulated
- * runtime for `sim://`, the file source, the HTTP servers), wires them into the actors and starts
- * the syncLoop. Nothing else in the agent decides which implementation runs.
+ * The agent as a process: picks the real implementations (the gRPC CRI client, the embedded
+ * simulated runtime for `sim://`, the file source, the HTTP servers, the inspectors), composes the
+ * node's actors from them with `composeNode` (src/kubelet/composeNode.ts, the one composition the
+ * tests use too) and serves what the node knows. Nothing else decides which implementation runs.
  *
  * Stopping the agent stops its actors and servers but leaves pods running, as the kubelet does:
  * on the next start, the same static pods get the same UIDs and their containers are adopted.
@@ -9,40 +10,22 @@
 import { mkdir } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { type Actor, type InspectionEvent, type Observer, createActor } from 'xstate';
-import type { Pod } from '../api/types.ts';
-import { type AgentConfig, containerGcPolicy, crashLoopBackOffPolicy } from '../cli/config.ts';
-import { ImagePuller } from '../kuberuntime/images.ts';
-import { killPodRuntime, removePodRuntime } from '../kuberuntime/execute.ts';
-import { collectContainerGarbage } from '../kuberuntime/gc.ts';
-import { readPodStatus } from '../kuberuntime/podStatus.ts';
+import type { Actor, InspectionEvent, Observer } from 'xstate';
+import type { AgentConfig } from '../cli/config.ts';
+import { realClock } from '../clock.ts';
+import { composeNode } from '../kubelet/composeNode.ts';
+import type { SyncLoopMachine } from '../kubelet/syncLoop.ts';
 import type { Logger } from '../log.ts';
-import { createPlegMachine } from '../pleg/pleg.ts';
-import { createPodMachine } from '../pod/pod.ts';
-import { PodManager } from '../pod/podManager.ts';
-import { createPodWorkersLogic } from '../podworkers/podWorkers.ts';
-import { type SyncLoopMachine, createSyncLoopMachine } from '../kubelet/syncLoop.ts';
-import { createProbeManagerLogic } from '../prober/manager.ts';
-import { realClock } from '../prober/scheduler.ts';
+import type { PodManager } from '../pod/podManager.ts';
 import { CriClient } from '../runtime/cri/client.ts';
 import { startSimRuntime } from '../runtime/sim/server.ts';
 import { type AgentView, type ListeningServer, healthzHandler, listen, readOnlyHandler } from '../server/http.ts';
+import { renderMetrics } from '../server/metrics.ts';
 import { configuredSources, createConfigSourcesLogic } from '../sources/configSources.ts';
-import { StatusManager } from '../status/manager.ts';
+import type { StatusManager } from '../status/manager.ts';
 import { startVisualizerServer } from '../visualizer/server.ts';
 import { VisualizerHub } from '../visualizer/stream.ts';
 import { DEFAULT_STATELY_INSPECT_URL, startStatelyInspector } from './statelyInspector.ts';
-import { renderMetrics } from '../server/metrics.ts';
-import { createPodEffects } from '../pod/podEffects.ts';
-import { createRelister } from '../pleg/relister.ts';
-
-/** The PLEG is unhealthy when it has not relisted for this long (the kubelet's threshold). */
-export const plegHealthThresholdMs = 3 * 60_000;
-const syncTickMs = 1_000;
-const housekeepingMs = 2_000;
-const errorBackoffMs = 10_000;
-/** Probes running at once, node-wide (the rest wait their turn in due order). */
-const maxConcurrentProbes = 32;
 
 export interface Agent {
   syncLoop: Actor<SyncLoopMachine>;
@@ -100,70 +83,12 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     log('error', 'Container runtime is not reachable; will keep retrying', { endpoint, err });
   }
 
-  const now = () => Date.now();
-  const statuses = new StatusManager();
-  const podManager = new PodManager();
-  const runtimeDeps = {
-    runtime,
-    images,
-    puller: new ImagePuller(images, config.serializeImagePulls ? 1 : (config.maxParallelImagePulls ?? Infinity)),
-    podLogsRoot: config.podLogsDir,
-    crashLoop: crashLoopBackOffPolicy(config),
-    now,
-    log,
-  };
-  const podMachine = createPodMachine(
-    createPodEffects({ ...runtimeDeps, statuses, runtimeName, ...(config.nodeIp ? { hostIP: config.nodeIp.split(',')[0] } : {}) }),
-  );
-  const relister = createRelister(runtime, now, log);
-  const gcPolicy = containerGcPolicy(config);
-  const podWorkers = createPodWorkersLogic({
-    podMachine,
-    podManager,
-    statuses,
-    node: { name: config.nodeName, maxPods: config.maxPods, labels: nodeLabels(config.nodeName), os: 'linux' },
-    syncFrequencyMs: config.syncFrequencyMs,
-    errorBackoffMs,
-    now,
-    random: Math.random,
-    log,
-    listRuntimePodUids: async () => relister.runningPodUids(),
-    killOrphanPod: async (uid) => {
-      const status = await readPodStatus(runtime, uid);
-      const orphan: Pod = { metadata: { name: uid, namespace: '', uid }, spec: { containers: [] } };
-      await killPodRuntime(runtimeDeps, orphan, status, 1, {});
-      await removePodRuntime(runtimeDeps, await readPodStatus(runtime, uid), {});
-    },
-    // Housekeeping runs only once every source has been seen: the kubelet's allSourcesReady.
-    collectGarbage: async (isPodDeleted) => void (await collectContainerGarbage({ runtime, now, log }, gcPolicy, isPodDeleted, true)),
-    containerGcPeriodMs: config.containerGcPeriodMs,
-  });
   const sourceOptions = {
     nodeName: config.nodeName,
     fileCheckFrequencyMs: config.fileCheckFrequencyMs,
     log,
     ...(config.podManifestPath ? { podManifestPath: config.podManifestPath } : {}),
   };
-  const syncLoopMachine = createSyncLoopMachine({
-    sources: createConfigSourcesLogic(sourceOptions),
-    pods: podWorkers,
-    // Evented PLEG where the runtime streams container events (sim://, containerd 1.7+); relisting
-    // every --pleg-relist-period otherwise (containerd 1.6 answers UNIMPLEMENTED).
-    pleg: createPlegMachine(relister, config.eventedPleg ? { evented: { relistPeriodMs: config.eventedPlegRelistPeriodMs } } : {}),
-    probes: createProbeManagerLogic({
-      statuses,
-      podManager,
-      runtime,
-      scheduler: {
-        clock: realClock,
-        random: Math.random,
-        maxConcurrent: maxConcurrentProbes,
-        onError: (worker, err) => log('error', 'Probe worker failed', { worker, err }),
-      },
-      now,
-      log,
-    }),
-  });
   // The visualizer sees the actor system from its first record; the server starts further down.
   const visualizer = config.visualizerPort > 0 ? new VisualizerHub() : undefined;
   if (visualizer) closers.push(() => visualizer.close());
@@ -177,32 +102,22 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     (all, one) => (!one ? all : all ? teeInspect(all, one) : one),
     undefined,
   );
-  const syncLoop = createActor(syncLoopMachine, {
-    systemId: 'syncLoop',
-    input: {
-      expectedSources: configuredSources(sourceOptions),
-      syncTickMs,
-      housekeepingMs,
-      plegPeriodMs: config.plegRelistPeriodMs,
-    },
+  const node = composeNode({
+    config,
+    runtime,
+    images,
+    runtimeName,
+    clock: realClock,
+    log,
+    sources: { logic: createConfigSourcesLogic(sourceOptions), expected: configuredSources(sourceOptions) },
     ...(inspect ? { inspect } : {}),
   });
-  syncLoop.subscribe({ error: (err) => log('error', 'syncLoop failed', { err }) });
-  syncLoop.start();
-  closers.unshift(() => {
-    syncLoop.stop();
-  });
+  closers.unshift(() => node.stop());
+  const { syncLoop, podManager, statuses } = node;
 
   const view: AgentView = {
     pods: () => [...podManager.all()].map((pod) => ({ ...pod, status: statuses.get(pod.metadata.uid) ?? pod.status ?? {} })),
-    unhealthyReason: () => {
-      const { lastRelistAt, lastRuntimeError } = syncLoop.getSnapshot().context;
-      if (lastRuntimeError) return `runtime: ${lastRuntimeError}`;
-      if (lastRelistAt === null) return 'pleg: pleg has yet to be successful';
-      const age = now() - lastRelistAt;
-      if (age > plegHealthThresholdMs) return `pleg: pleg was last seen active ${Math.round(age / 1000)}s ago; threshold is 180s`;
-      return null;
-    },
+    unhealthyReason: node.unhealthyReason,
     metrics: () => renderMetrics({ pods: view.pods(), syncLoop: syncLoop.getSnapshot().context }),
   };
 
@@ -252,8 +167,4 @@ function teeInspect(first: Observer<InspectionEvent> | undefined, second: Observ
 function urlOf(address: string, server: Pick<ListeningServer, 'port'>): string {
   const host = address.includes(':') ? `[${address}]` : address;
   return `http://${host}:${server.port}`;
-}
-
-function nodeLabels(nodeName: string): Record<string, string> {
-  return { 'kubernetes.io/hostname': nodeName, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': os.arch() === 'x64' ? 'amd64' : os.arch() };
 }

@@ -4,7 +4,8 @@
  * UNIMPLEMENTED, which is reported as such so that the PLEG stops asking; any other end (the
  * runtime restarted, the stream closed) is an ordinary failure the PLEG retries.
  */
-import type { PlegEffects, StreamEnd } from './pleg.ts';
+import type { StreamEnd } from '../events.ts';
+import type { PlegEffects } from './pleg.ts';
 import { CriError, type ContainerEvent, type RuntimeService } from '../runtime/types.ts';
 
 export type WatchEvents = NonNullable<PlegEffects['watchEvents']>;

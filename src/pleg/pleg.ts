@@ -56,27 +56,13 @@ import {
   setup,
   stateIn,
 } from 'xstate';
-import type { PlegEvent } from './relist.ts';
+import type { PlegEvent, PlegInternalEvent, PlegReport, StreamEnd, StreamUpdate } from '../events.ts';
 
 export interface RelistOutcome {
   events: PlegEvent[];
   /** When the relist started (ms since the epoch). */
   startedAt: number;
   durationMs: number;
-}
-
-/** What one event from the runtime's stream means to the PLEG. */
-export interface StreamUpdate {
-  events: PlegEvent[];
-  /** The event named a container whose pod is not known: relist to find out. */
-  relist: boolean;
-}
-
-/** Why the event stream ended. */
-export interface StreamEnd {
-  /** The runtime has no event stream (gRPC UNIMPLEMENTED): do not try again. */
-  unimplemented: boolean;
-  error: string;
 }
 
 export interface PlegEffects {
@@ -89,33 +75,28 @@ export interface PlegEffects {
   watchEvents?(signal: AbortSignal, onUpdate: (update: StreamUpdate) => void): Promise<StreamEnd>;
 }
 
-export interface PlegOptions {
-  /** Use the runtime's container event stream where it has one. Absent: relisting only. */
-  evented?: {
-    /** The relist period while the stream is healthy (the safety net). */
-    relistPeriodMs: number;
-    /** Delay before reopening a stream that ended. Default 1 s. */
-    retryMs?: number;
-    /** Consecutive failures before backing off. Default 5, as the kubelet. */
-    maxFailures?: number;
-    /** Delay before trying again after `maxFailures`. Default 1 min. */
-    backoffMs?: number;
-  };
+/** How the PLEG follows the runtime's container event stream (absent: relisting only). */
+export interface EventedOptions {
+  /** The relist period while the stream is healthy (the safety net). */
+  relistPeriodMs: number;
+  /** Delay before reopening a stream that ended. Default 1 s. */
+  retryMs?: number;
+  /** Consecutive failures before backing off. Default 5, as the kubelet. */
+  maxFailures?: number;
+  /** Delay before trying again after `maxFailures`. Default 1 min. */
+  backoffMs?: number;
 }
-
-export type PlegReport =
-  | PlegEvent
-  | { type: 'PLEG.RELISTED'; at: number; durationMs: number }
-  | { type: 'PLEG.RELIST_FAILED'; error: string };
 
 export interface PlegInput {
   periodMs: number;
+  /** Follow the runtime's event stream; give it only when the effects can watch one. */
+  evented?: EventedOptions;
 }
 
 export interface PlegContext {
   periodMs: number;
-  /** The relist period while streaming; null when no stream is configured. */
-  eventedRelistPeriodMs: number | null;
+  /** The event stream's settings, defaults filled in; null when no stream is configured. */
+  evented: Required<EventedOptions> | null;
   lastRelistAt: number | null;
   relists: number;
   failures: number;
@@ -128,29 +109,189 @@ export interface PlegContext {
   streamedEvents: number;
 }
 
-/** Events the machine sends itself and receives from its `containerEvents` actor. */
-type PlegInternalEvent =
-  | { type: 'RELIST.NOW' }
-  | { type: 'RELIST.DONE' }
-  | ({ type: 'STREAM.UPDATE' } & StreamUpdate)
-  | ({ type: 'STREAM.ENDED' } & StreamEnd);
-
 const defaultStreamRetryMs = 1_000;
 const defaultMaxStreamFailures = 5;
 const defaultStreamBackoffMs = 60_000;
 
-export function createPlegMachine(effects: PlegEffects, options: PlegOptions = {}) {
-  const { watchEvents } = effects;
-  const evented = watchEvents ? options.evented : undefined;
-  const maxFailures = evented?.maxFailures ?? defaultMaxStreamFailures;
-  const streaming = stateIn({ events: { watching: 'streaming' } });
+const streaming = stateIn({ events: { watching: 'streaming' } });
 
-  return setup({
-    types: {
-      context: {} as PlegContext,
-      input: {} as PlegInput,
-      events: {} as PlegInternalEvent,
+const notProvided = () => Promise.reject(new Error('relist is not provided: give the PLEG its effects with plegMachineWith(effects)'));
+
+/** The PLEG as it is drawn; `plegMachineWith` gives it the relist and the event stream. */
+export const plegMachine = setup({
+  types: {
+    context: {} as PlegContext,
+    input: {} as PlegInput,
+    events: {} as PlegInternalEvent,
+  },
+  actors: {
+    relist: fromPromise<RelistOutcome>(notProvided),
+    containerEvents: fromCallback<PlegInternalEvent>(() => {}),
+  },
+  delays: {
+    period: ({ context }) => context.periodMs,
+    eventedPeriod: ({ context }) => context.evented?.relistPeriodMs ?? context.periodMs,
+    streamRetry: ({ context }) => context.evented?.retryMs ?? defaultStreamRetryMs,
+    streamBackoff: ({ context }) => context.evented?.backoffMs ?? defaultStreamBackoffMs,
+  },
+  guards: {
+    relistRequested: ({ context }) => context.relistRequested,
+    streaming,
+    unimplemented: ({ event }) => event.type === 'STREAM.ENDED' && event.unimplemented,
+    failedTooOften: ({ context }) => context.streamFailures + 1 >= (context.evented?.maxFailures ?? defaultMaxStreamFailures),
+    evented: ({ context }) => context.evented !== null,
+  },
+  actions: {
+    forwardEvents: enqueueActions(({ enqueue }, outcome: RelistOutcome) => {
+      for (const event of outcome.events) enqueue.sendParent(event);
+      enqueue.sendParent({ type: 'PLEG.RELISTED', at: outcome.startedAt, durationMs: outcome.durationMs } satisfies PlegReport);
+    }),
+    recordRelist: assign(({ context }, outcome: RelistOutcome) => ({
+      lastRelistAt: outcome.startedAt,
+      relists: context.relists + 1,
+    })),
+    recordFailure: assign(({ context }) => ({ failures: context.failures + 1 })),
+    reportFailure: sendParent((_, error: unknown): PlegReport => ({
+      type: 'PLEG.RELIST_FAILED',
+      error: error instanceof Error ? error.message : String(error),
+    })),
+    requestRelist: assign({ relistRequested: true }),
+    clearRelistRequest: assign({ relistRequested: false }),
+    relistNow: raise({ type: 'RELIST.NOW' }),
+    relistDone: raise({ type: 'RELIST.DONE' }),
+    forwardStreamed: enqueueActions(({ enqueue, context }, update: StreamUpdate) => {
+      for (const event of update.events) enqueue.sendParent(event);
+      if (update.events.length > 0) enqueue.assign({ streamedEvents: context.streamedEvents + update.events.length });
+      if (update.relist) enqueue.raise({ type: 'RELIST.NOW' });
+    }),
+    recordStreamEnd: assign(({ context }, end: StreamEnd) => ({
+      streamFailures: context.streamFailures + 1,
+      lastStreamError: end.error,
+    })),
+    resetStreamFailures: assign({ streamFailures: 0 }),
+  },
+}).createMachine({
+  id: 'pleg',
+  type: 'parallel',
+  context: ({ input }) => ({
+    periodMs: input.periodMs,
+    evented: input.evented
+      ? {
+          relistPeriodMs: input.evented.relistPeriodMs,
+          retryMs: input.evented.retryMs ?? defaultStreamRetryMs,
+          maxFailures: input.evented.maxFailures ?? defaultMaxStreamFailures,
+          backoffMs: input.evented.backoffMs ?? defaultStreamBackoffMs,
+        }
+      : null,
+    lastRelistAt: null,
+    relists: 0,
+    failures: 0,
+    relistRequested: false,
+    streamFailures: 0,
+    lastStreamError: null,
+    streamedEvents: 0,
+  }),
+  states: {
+    relist: {
+      initial: 'relisting',
+      states: {
+        relisting: {
+          entry: 'clearRelistRequest',
+          invoke: {
+            src: 'relist',
+            onDone: [
+              {
+                // Superseded: a relist must start after whatever asked for it.
+                guard: 'relistRequested',
+                target: 'relisting',
+                reenter: true,
+                actions: [
+                  { type: 'recordRelist', params: ({ event }) => event.output },
+                  { type: 'forwardEvents', params: ({ event }) => event.output },
+                ],
+              },
+              {
+                target: 'waiting',
+                actions: [
+                  { type: 'recordRelist', params: ({ event }) => event.output },
+                  { type: 'forwardEvents', params: ({ event }) => event.output },
+                  'relistDone',
+                ],
+              },
+            ],
+            onError: [
+              {
+                guard: 'relistRequested',
+                target: 'relisting',
+                reenter: true,
+                actions: ['recordFailure', { type: 'reportFailure', params: ({ event }: { event: ErrorActorEvent }) => event.error }],
+              },
+              {
+                target: 'waiting',
+                actions: ['recordFailure', { type: 'reportFailure', params: ({ event }: { event: ErrorActorEvent }) => event.error }],
+              },
+            ],
+          },
+          on: { 'RELIST.NOW': { actions: 'requestRelist' } },
+        },
+        waiting: {
+          after: {
+            // Both timers run; the mode at the time each fires decides which one counts.
+            period: { guard: not('streaming'), target: 'relisting' },
+            eventedPeriod: { guard: 'streaming', target: 'relisting' },
+          },
+          on: { 'RELIST.NOW': 'relisting' },
+        },
+      },
     },
+    events: {
+      initial: 'disabled',
+      states: {
+        disabled: { always: { guard: 'evented', target: 'watching' } },
+        watching: {
+          entry: 'relistNow',
+          invoke: { id: 'containerEvents', src: 'containerEvents' },
+          initial: 'connecting',
+          states: {
+            connecting: { on: { 'RELIST.DONE': 'streaming' } },
+            // Failures stop counting as "in a row" once the stream has proved itself: it
+            // delivered an event, or it was still open at a safety-net relist.
+            streaming: { on: { 'RELIST.DONE': { actions: 'resetStreamFailures' } } },
+          },
+          on: {
+            'STREAM.UPDATE': { actions: [{ type: 'forwardStreamed', params: ({ event }) => event }, 'resetStreamFailures'] },
+            'STREAM.ENDED': [
+              {
+                guard: 'unimplemented',
+                target: 'unsupported',
+                actions: [{ type: 'recordStreamEnd', params: ({ event }) => event }, 'relistNow'],
+              },
+              {
+                guard: 'failedTooOften',
+                target: 'backingOff',
+                actions: [{ type: 'recordStreamEnd', params: ({ event }) => event }, 'relistNow'],
+              },
+              {
+                target: 'reconnecting',
+                actions: [{ type: 'recordStreamEnd', params: ({ event }) => event }, 'relistNow'],
+              },
+            ],
+          },
+        },
+        reconnecting: { after: { streamRetry: 'watching' } },
+        backingOff: { after: { streamBackoff: 'watching' } },
+        unsupported: {},
+      },
+    },
+  },
+});
+
+export type PlegMachine = typeof plegMachine;
+
+/** The PLEG running `effects`: relisting, and following the event stream where the effects have one. */
+export function plegMachineWith(effects: PlegEffects): PlegMachine {
+  const { watchEvents } = effects;
+  return plegMachine.provide({
     actors: {
       relist: fromPromise<RelistOutcome>(({ signal }) => effects.relist(signal)),
       containerEvents: fromCallback<PlegInternalEvent>(({ sendBack }) => {
@@ -165,154 +306,6 @@ export function createPlegMachine(effects: PlegEffects, options: PlegOptions = {
         }
         return () => controller.abort();
       }),
-    },
-    delays: {
-      period: ({ context }) => context.periodMs,
-      eventedPeriod: ({ context }) => context.eventedRelistPeriodMs ?? context.periodMs,
-      streamRetry: () => evented?.retryMs ?? defaultStreamRetryMs,
-      streamBackoff: () => evented?.backoffMs ?? defaultStreamBackoffMs,
-    },
-    guards: {
-      relistRequested: ({ context }) => context.relistRequested,
-      streaming,
-      unimplemented: ({ event }) => event.type === 'STREAM.ENDED' && event.unimplemented,
-      failedTooOften: ({ context }) => context.streamFailures + 1 >= maxFailures,
-    },
-    actions: {
-      forwardEvents: enqueueActions(({ enqueue }, outcome: RelistOutcome) => {
-        for (const event of outcome.events) enqueue.sendParent(event);
-        enqueue.sendParent({ type: 'PLEG.RELISTED', at: outcome.startedAt, durationMs: outcome.durationMs } satisfies PlegReport);
-      }),
-      recordRelist: assign(({ context }, outcome: RelistOutcome) => ({
-        lastRelistAt: outcome.startedAt,
-        relists: context.relists + 1,
-      })),
-      recordFailure: assign(({ context }) => ({ failures: context.failures + 1 })),
-      reportFailure: sendParent((_, error: unknown): PlegReport => ({
-        type: 'PLEG.RELIST_FAILED',
-        error: error instanceof Error ? error.message : String(error),
-      })),
-      requestRelist: assign({ relistRequested: true }),
-      clearRelistRequest: assign({ relistRequested: false }),
-      relistNow: raise({ type: 'RELIST.NOW' }),
-      relistDone: raise({ type: 'RELIST.DONE' }),
-      forwardStreamed: enqueueActions(({ enqueue, context }, update: StreamUpdate) => {
-        for (const event of update.events) enqueue.sendParent(event);
-        if (update.events.length > 0) enqueue.assign({ streamedEvents: context.streamedEvents + update.events.length });
-        if (update.relist) enqueue.raise({ type: 'RELIST.NOW' });
-      }),
-      recordStreamEnd: assign(({ context }, end: StreamEnd) => ({
-        streamFailures: context.streamFailures + 1,
-        lastStreamError: end.error,
-      })),
-      resetStreamFailures: assign({ streamFailures: 0 }),
-    },
-  }).createMachine({
-    id: 'pleg',
-    type: 'parallel',
-    context: ({ input }) => ({
-      periodMs: input.periodMs,
-      eventedRelistPeriodMs: evented?.relistPeriodMs ?? null,
-      lastRelistAt: null,
-      relists: 0,
-      failures: 0,
-      relistRequested: false,
-      streamFailures: 0,
-      lastStreamError: null,
-      streamedEvents: 0,
-    }),
-    states: {
-      relist: {
-        initial: 'relisting',
-        states: {
-          relisting: {
-            entry: 'clearRelistRequest',
-            invoke: {
-              src: 'relist',
-              onDone: [
-                {
-                  // Superseded: a relist must start after whatever asked for it.
-                  guard: 'relistRequested',
-                  target: 'relisting',
-                  reenter: true,
-                  actions: [
-                    { type: 'recordRelist', params: ({ event }) => event.output },
-                    { type: 'forwardEvents', params: ({ event }) => event.output },
-                  ],
-                },
-                {
-                  target: 'waiting',
-                  actions: [
-                    { type: 'recordRelist', params: ({ event }) => event.output },
-                    { type: 'forwardEvents', params: ({ event }) => event.output },
-                    'relistDone',
-                  ],
-                },
-              ],
-              onError: [
-                {
-                  guard: 'relistRequested',
-                  target: 'relisting',
-                  reenter: true,
-                  actions: ['recordFailure', { type: 'reportFailure', params: ({ event }: { event: ErrorActorEvent }) => event.error }],
-                },
-                {
-                  target: 'waiting',
-                  actions: ['recordFailure', { type: 'reportFailure', params: ({ event }: { event: ErrorActorEvent }) => event.error }],
-                },
-              ],
-            },
-            on: { 'RELIST.NOW': { actions: 'requestRelist' } },
-          },
-          waiting: {
-            after: {
-              // Both timers run; the mode at the time each fires decides which one counts.
-              period: { guard: not('streaming'), target: 'relisting' },
-              eventedPeriod: { guard: 'streaming', target: 'relisting' },
-            },
-            on: { 'RELIST.NOW': 'relisting' },
-          },
-        },
-      },
-      events: {
-        initial: evented ? 'watching' : 'disabled',
-        states: {
-          disabled: {},
-          watching: {
-            entry: 'relistNow',
-            invoke: { id: 'containerEvents', src: 'containerEvents' },
-            initial: 'connecting',
-            states: {
-              connecting: { on: { 'RELIST.DONE': 'streaming' } },
-              // Failures stop counting as "in a row" once the stream has proved itself: it
-              // delivered an event, or it was still open at a safety-net relist.
-              streaming: { on: { 'RELIST.DONE': { actions: 'resetStreamFailures' } } },
-            },
-            on: {
-              'STREAM.UPDATE': { actions: [{ type: 'forwardStreamed', params: ({ event }) => event }, 'resetStreamFailures'] },
-              'STREAM.ENDED': [
-                {
-                  guard: 'unimplemented',
-                  target: 'unsupported',
-                  actions: [{ type: 'recordStreamEnd', params: ({ event }) => event }, 'relistNow'],
-                },
-                {
-                  guard: 'failedTooOften',
-                  target: 'backingOff',
-                  actions: [{ type: 'recordStreamEnd', params: ({ event }) => event }, 'relistNow'],
-                },
-                {
-                  target: 'reconnecting',
-                  actions: [{ type: 'recordStreamEnd', params: ({ event }) => event }, 'relistNow'],
-                },
-              ],
-            },
-          },
-          reconnecting: { after: { streamRetry: 'watching' } },
-          backingOff: { after: { streamBackoff: 'watching' } },
-          unsupported: {},
-        },
-      },
     },
   });
 }

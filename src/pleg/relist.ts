@@ -9,20 +9,13 @@
  * difference with what the record held. So the stream and the relist can never disagree about
  * what a change means, and a change already told by one is not told again by the other.
  */
+import type { PlegEvent, PlegEventType } from '../events.ts';
 import type { ContainerEventType } from '../runtime/types.ts';
 
 export type RelistState = 'running' | 'exited' | 'unknown';
 
 /** Pod UID → (container or sandbox ID → state). */
 export type RelistRecord = ReadonlyMap<string, ReadonlyMap<string, RelistState>>;
-
-export type PlegEventType = 'PLEG.CONTAINER_STARTED' | 'PLEG.CONTAINER_DIED' | 'PLEG.CONTAINER_REMOVED';
-
-export interface PlegEvent {
-  type: PlegEventType;
-  podUid: string;
-  containerId: string;
-}
 
 const emptyPod: ReadonlyMap<string, RelistState> = new Map();
 

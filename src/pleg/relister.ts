@@ -16,7 +16,8 @@
 import { Label } from '../kuberuntime/labels.ts';
 import type { Logger } from '../log.ts';
 import { type RelistState, entryEvents, relistEvents, stateAfterEvent } from './relist.ts';
-import type { PlegEffects, RelistOutcome, StreamUpdate } from './pleg.ts';
+import type { StreamUpdate } from '../events.ts';
+import type { PlegEffects, RelistOutcome } from './pleg.ts';
 import type { ContainerEvent, ContainerState, RuntimeService } from '../runtime/types.ts';
 import { watchContainerEvents } from './containerEvents.ts';
 

@@ -45,9 +45,9 @@ import type { ProbeKind, ProbeResult } from '../api/probeResult.ts';
 import type { ProbeResults } from '../kuberuntime/computePodActions.ts';
 import { nextGracePeriod } from './gracePeriod.ts';
 import type { InitStep, PodProgress } from './progress.ts';
-import type { PlegEvent } from '../pleg/relist.ts';
 import type { CallTrace } from '../runtime/callTrace.ts';
 import type { WaitingReason } from '../api/runtimeView.ts';
+import type { PodEvent, PodReport, ProbeResultEvent, RuntimeCallEvent } from '../events.ts';
 
 /** What a sync remembers from one run to the next (plain data). */
 export interface PodMemory {
@@ -125,11 +125,6 @@ export interface PodEffects {
   cleanupPod(request: CleanupRequest, signal: AbortSignal, calls: CallTrace): Promise<void>;
 }
 
-/** A runtime call of an effect actor, as the actor records it (see `callsRecordedOn`). */
-export type RuntimeCallEvent =
-  | { type: 'CRI.STARTED'; callId: number; call: string; target: string }
-  | { type: 'CRI.FINISHED'; callId: number; call: string; target: string; durationMs: number; error?: string };
-
 /**
  * The effect actor records each runtime call it makes as an event sent to itself. The actor
  * ignores them; they exist for the inspection API, so the visualizer (or Stately's inspector)
@@ -149,33 +144,6 @@ function callsRecordedOn(self: AnyActorRef): CallTrace {
     },
   };
 }
-
-export type UpdateType = 'create' | 'update' | 'sync';
-
-/** A probe worker's result for a container changed (the probe manager sends only changes). */
-export type ProbeResultEvent = {
-  type: 'PROBE.RESULT';
-  podUid: string;
-  containerId: string;
-  containerName: string;
-  kind: ProbeKind;
-  result: ProbeResult;
-};
-
-export type PodEvent =
-  | { type: 'POD.UPDATE'; pod: Pod; updateType: UpdateType }
-  | { type: 'POD.SYNC' }
-  | { type: 'POD.KILL'; gracePeriodSeconds?: number; deleted?: boolean; reason?: string }
-  /** The supervisor lets go of this actor (the pod is forgotten, or the agent is stopping). */
-  | { type: 'POD.RELEASE' }
-  | PlegEvent
-  | ProbeResultEvent;
-
-/** Messages a pod actor sends to its supervisor. */
-export type PodReport =
-  | { type: 'POD.SYNCED'; uid: string; ok: boolean; retryAfterMs?: number }
-  | { type: 'POD.TERMINATED'; uid: string }
-  | { type: 'POD.FINISHED'; uid: string; restartRequested: boolean };
 
 export interface PodContext {
   uid: string;
@@ -214,14 +182,319 @@ export interface PodInput {
 const initialMemory: PodMemory = { backoff: {}, reasons: {} };
 const killRetryMs = 1_000;
 
-export function createPodMachine(effects: PodEffects) {
-  return setup({
-    types: {
-      context: {} as PodContext,
-      events: {} as PodEvent,
-      input: {} as PodInput,
-      output: {} as PodOutput,
+/** An effect the composition did not provide: the machine as drawn runs no I/O. */
+const notProvided = (name: string) => () =>
+  Promise.reject(new Error(`${name} is not provided: give the pod machine its effects with podMachineWith(effects)`));
+
+/**
+ * The pod machine as it is drawn (the model tests and the visualizer use this definition); its
+ * effect actors only fail until `podMachineWith` provides the real ones.
+ */
+export const podMachine = setup({
+  types: {
+    context: {} as PodContext,
+    events: {} as PodEvent,
+    input: {} as PodInput,
+    output: {} as PodOutput,
+  },
+  actors: {
+    syncPod: fromPromise<SyncOutcome, SyncRequest>(notProvided('syncPod')),
+    terminatePod: fromPromise<void, TerminateRequest>(notProvided('terminatePod')),
+    cleanupPod: fromPromise<void, CleanupRequest>(notProvided('cleanupPod')),
+  },
+  delays: {
+    killRetry: killRetryMs,
+  },
+  guards: {
+    hasPendingWork: ({ context }) => context.pendingPod !== null || context.syncRequested,
+    updateDeletesPod: ({ event }) =>
+      event.type === 'POD.UPDATE' && event.pod.metadata.deletionTimestamp !== undefined,
+    isCreate: ({ event }) => event.type === 'POD.UPDATE' && event.updateType === 'create',
+    shortensGrace: ({ context, event }) => {
+      if (event.type !== 'POD.KILL' && event.type !== 'POD.UPDATE') return false;
+      const pod = event.type === 'POD.UPDATE' ? event.pod : context.pod;
+      const override = event.type === 'POD.KILL' ? event.gracePeriodSeconds : undefined;
+      const next = nextGracePeriod(context.gracePeriodSeconds ?? undefined, pod, override);
+      return context.gracePeriodSeconds !== null && next < context.gracePeriodSeconds;
     },
+    isNewDeletion: ({ context, event }) =>
+      !context.deleted &&
+      ((event.type === 'POD.KILL' && event.deleted === true) ||
+        (event.type === 'POD.UPDATE' && event.pod.metadata.deletionTimestamp !== undefined)),
+    atSandbox: ({ context }) => context.progress.stage === 'sandbox',
+    atInit: ({ context }) => context.progress.stage === 'initializing',
+    atRunning: ({ context }) => context.progress.stage === 'running',
+    /** A probe result that changes what a sync would do or publish (a kill, started, ready). */
+    probeChangesPod: ({ context, event }) =>
+      event.type === 'PROBE.RESULT' && currentProbeResult(context.probes, event) !== event.result,
+    isReadinessResult: ({ event }) => event.type === 'PROBE.RESULT' && event.kind === 'readiness',
+    initStep: ({ context }, step: InitStep) =>
+      context.progress.stage === 'initializing' && context.progress.step === step,
+  },
+  actions: {
+    keepPending: assign({
+      pendingPod: ({ event, context }) => (event.type === 'POD.UPDATE' ? event.pod : context.pendingPod),
+    }),
+    markSyncRequested: assign({ syncRequested: true }),
+    recordProbe: assign({
+      probes: ({ context, event }) => {
+        if (event.type !== 'PROBE.RESULT') return context.probes;
+        const { kind, containerName, containerId, result } = event;
+        return { ...context.probes, [kind]: { ...context.probes[kind], [containerName]: { containerId, result } } };
+      },
+    }),
+    takePending: assign(({ context }) => ({
+      pod: context.pendingPod ?? context.pod,
+      pendingPod: null,
+      syncRequested: false,
+    })),
+    applyUpdate: assign({
+      pod: ({ event, context }) => (event.type === 'POD.UPDATE' ? event.pod : context.pod),
+    }),
+    recordSync: assign(({ context }, outcome: SyncOutcome) => ({
+      memory: outcome.memory,
+      progress: outcome.progress,
+      phase: outcome.phase,
+      restarts: outcome.restarts ?? context.restarts,
+      lastError: outcome.errors[0] ?? null,
+      syncCount: context.syncCount + 1,
+    })),
+    recordError: assign(({ context }, error: unknown) => ({
+      lastError: errorMessage(error),
+      syncCount: context.syncCount + 1,
+    })),
+    /** Tells the supervisor when this pod wants its next sync (`outcome` absent: the sync threw). */
+    reportSynced: sendParent(({ context }, outcome: SyncOutcome | undefined): PodReport => {
+      const report: PodReport = {
+        type: 'POD.SYNCED',
+        uid: context.uid,
+        ok: outcome !== undefined && outcome.errors.length === 0,
+      };
+      if (outcome?.retryAfterMs !== undefined) report.retryAfterMs = outcome.retryAfterMs;
+      return report;
+    }),
+    requestTermination: assign(({ context, event }) => {
+      // The newest spec wins, even one still waiting in the pending slot.
+      const pod = event.type === 'POD.UPDATE' ? event.pod : (context.pendingPod ?? context.pod);
+      const override = event.type === 'POD.KILL' ? event.gracePeriodSeconds : undefined;
+      return {
+        pod,
+        pendingPod: null,
+        syncRequested: false,
+        gracePeriodSeconds: nextGracePeriod(context.gracePeriodSeconds ?? undefined, pod, override),
+        deleted:
+          context.deleted ||
+          (event.type === 'POD.KILL' && event.deleted === true) ||
+          pod.metadata.deletionTimestamp !== undefined,
+      };
+    }),
+    markDeleted: assign({ deleted: true }),
+    requestRestart: assign({ restartRequested: true }),
+    reportTerminated: sendParent(({ context }): PodReport => ({ type: 'POD.TERMINATED', uid: context.uid })),
+    reportFinished: sendParent(({ context }): PodReport => ({
+      type: 'POD.FINISHED',
+      uid: context.uid,
+      restartRequested: context.restartRequested,
+    })),
+  },
+}).createMachine({
+  id: 'pod',
+  output: ({ context }): PodOutput => ({ uid: context.uid }),
+  context: ({ input }) => ({
+    uid: input.pod.metadata.uid,
+    ref: podRef(input.pod),
+    pod: input.pod,
+    pendingPod: null,
+    syncRequested: false,
+    progress: { stage: 'sandbox' },
+    phase: 'Pending',
+    memory: initialMemory,
+    lastError: null,
+    gracePeriodSeconds: null,
+    deleted: false,
+    restartRequested: false,
+    syncCount: 0,
+    restarts: 0,
+    probes: noProbes,
+  }),
+  initial: 'syncing',
+  on: {
+    'POD.RELEASE': '.released',
+  },
+  states: {
+    syncing: {
+      type: 'parallel',
+      on: {
+        'POD.KILL': { target: 'terminating', actions: 'requestTermination' },
+        'POD.UPDATE': { guard: 'updateDeletesPod', target: 'terminating', actions: 'requestTermination' },
+      },
+      states: {
+        worker: {
+          initial: 'working',
+          states: {
+            working: {
+              invoke: {
+                src: 'syncPod',
+                input: ({ context }) => ({ pod: context.pod, memory: context.memory, probes: probeResultsById(context.probes) }),
+                onDone: [
+                  {
+                    guard: ({ event }) => event.output.isTerminal,
+                    target: '#pod.terminating',
+                    actions: [{ type: 'recordSync', params: ({ event }) => event.output }, 'requestTermination'],
+                  },
+                  {
+                    target: 'idle',
+                    actions: [
+                      { type: 'recordSync', params: ({ event }) => event.output },
+                      { type: 'reportSynced', params: ({ event }) => event.output },
+                    ],
+                  },
+                ],
+                onError: {
+                  target: 'idle',
+                  actions: [
+                    { type: 'recordError', params: ({ event }: { event: ErrorActorEvent }) => event.error },
+                    { type: 'reportSynced', params: () => undefined },
+                  ],
+                },
+              },
+              on: {
+                'POD.UPDATE': { guard: not('updateDeletesPod'), actions: 'keepPending' },
+                'POD.SYNC': { actions: 'markSyncRequested' },
+                'PLEG.*': { actions: 'markSyncRequested' },
+                'PROBE.RESULT': [
+                  { guard: 'probeChangesPod', actions: ['recordProbe', 'markSyncRequested'] },
+                  { actions: 'recordProbe' },
+                ],
+              },
+            },
+            idle: {
+              always: { guard: 'hasPendingWork', target: 'working', actions: 'takePending' },
+              on: {
+                'POD.UPDATE': { guard: not('updateDeletesPod'), target: 'working', actions: 'applyUpdate' },
+                'POD.SYNC': { target: 'working' },
+                'PLEG.*': { target: 'working' },
+                'PROBE.RESULT': [
+                  { guard: 'probeChangesPod', target: 'working', actions: 'recordProbe' },
+                  { actions: 'recordProbe' },
+                ],
+              },
+            },
+          },
+        },
+        progress: {
+          initial: 'sandbox',
+          states: {
+            sandbox: {
+              always: [
+                { guard: 'atInit', target: 'initializing' },
+                { guard: 'atRunning', target: 'running' },
+              ],
+            },
+            initializing: {
+              initial: 'starting',
+              always: [
+                { guard: 'atSandbox', target: 'sandbox' },
+                { guard: 'atRunning', target: 'running' },
+              ],
+              states: {
+                starting: {
+                  always: [
+                    { guard: { type: 'initStep', params: 'running' }, target: 'running' },
+                    { guard: { type: 'initStep', params: 'failed' }, target: 'failed' },
+                  ],
+                },
+                running: {
+                  always: [
+                    { guard: { type: 'initStep', params: 'starting' }, target: 'starting' },
+                    { guard: { type: 'initStep', params: 'failed' }, target: 'failed' },
+                  ],
+                },
+                failed: {
+                  always: [
+                    { guard: { type: 'initStep', params: 'starting' }, target: 'starting' },
+                    { guard: { type: 'initStep', params: 'running' }, target: 'running' },
+                  ],
+                },
+              },
+            },
+            running: {
+              always: [
+                { guard: 'atSandbox', target: 'sandbox' },
+                { guard: 'atInit', target: 'initializing' },
+              ],
+            },
+          },
+        },
+      },
+    },
+    terminating: {
+      tags: ['terminating'],
+      initial: 'killing',
+      on: {
+        'POD.KILL': [
+          { guard: 'shortensGrace', target: '.killing', reenter: true, actions: 'requestTermination' },
+          { guard: 'isNewDeletion', actions: 'markDeleted' },
+        ],
+        'POD.UPDATE': [
+          { guard: and(['updateDeletesPod', 'shortensGrace']), target: '.killing', reenter: true, actions: 'requestTermination' },
+          { guard: 'isNewDeletion', actions: ['applyUpdate', 'markDeleted'] },
+          { guard: 'isCreate', actions: 'requestRestart' },
+          { actions: 'applyUpdate' },
+        ],
+        // Readiness goes on while the containers stop (liveness and startup no longer matter).
+        'PROBE.RESULT': { guard: 'isReadinessResult', actions: 'recordProbe' },
+      },
+      states: {
+        killing: {
+          invoke: {
+            src: 'terminatePod',
+            input: ({ context }) => ({
+              pod: context.pod,
+              gracePeriodSeconds: context.gracePeriodSeconds ?? 1,
+              memory: context.memory,
+            }),
+            onDone: { target: '#pod.terminated', actions: 'reportTerminated' },
+            onError: { target: 'retrying', actions: { type: 'recordError', params: ({ event }: { event: ErrorActorEvent }) => event.error } },
+          },
+        },
+        retrying: { after: { killRetry: 'killing' } },
+      },
+    },
+    terminated: {
+      tags: ['terminated'],
+      initial: 'cleaning',
+      on: {
+        // A deletion arriving now still removes the runtime objects: cleanup starts over with it.
+        'POD.UPDATE': [
+          { guard: 'isNewDeletion', target: '.cleaning', reenter: true, actions: ['applyUpdate', 'markDeleted'] },
+          { guard: 'isCreate', actions: 'requestRestart' },
+          { actions: 'applyUpdate' },
+        ],
+        'POD.KILL': { guard: 'isNewDeletion', target: '.cleaning', reenter: true, actions: 'markDeleted' },
+      },
+      states: {
+        cleaning: {
+          invoke: {
+            src: 'cleanupPod',
+            input: ({ context }) => ({ pod: context.pod, removeRuntime: context.deleted, memory: context.memory }),
+            onDone: { target: 'finished' },
+            onError: { target: 'retrying', actions: { type: 'recordError', params: ({ event }: { event: ErrorActorEvent }) => event.error } },
+          },
+        },
+        retrying: { after: { killRetry: 'cleaning' } },
+        finished: { tags: ['finished'], entry: 'reportFinished' },
+      },
+    },
+    released: { type: 'final' },
+  },
+});
+
+export type PodMachine = typeof podMachine;
+
+/** The pod machine running `effects`, as the composition gives them. */
+export function podMachineWith(effects: PodEffects): PodMachine {
+  return podMachine.provide({
     actors: {
       syncPod: fromPromise<SyncOutcome, SyncRequest>(({ input, signal, self }) => effects.syncPod(input, signal, callsRecordedOn(self))),
       terminatePod: fromPromise<void, TerminateRequest>(({ input, signal, self }) =>
@@ -229,296 +502,8 @@ export function createPodMachine(effects: PodEffects) {
       ),
       cleanupPod: fromPromise<void, CleanupRequest>(({ input, signal, self }) => effects.cleanupPod(input, signal, callsRecordedOn(self))),
     },
-    delays: {
-      killRetry: killRetryMs,
-    },
-    guards: {
-      hasPendingWork: ({ context }) => context.pendingPod !== null || context.syncRequested,
-      updateDeletesPod: ({ event }) =>
-        event.type === 'POD.UPDATE' && event.pod.metadata.deletionTimestamp !== undefined,
-      isCreate: ({ event }) => event.type === 'POD.UPDATE' && event.updateType === 'create',
-      shortensGrace: ({ context, event }) => {
-        if (event.type !== 'POD.KILL' && event.type !== 'POD.UPDATE') return false;
-        const pod = event.type === 'POD.UPDATE' ? event.pod : context.pod;
-        const override = event.type === 'POD.KILL' ? event.gracePeriodSeconds : undefined;
-        const next = nextGracePeriod(context.gracePeriodSeconds ?? undefined, pod, override);
-        return context.gracePeriodSeconds !== null && next < context.gracePeriodSeconds;
-      },
-      isNewDeletion: ({ context, event }) =>
-        !context.deleted &&
-        ((event.type === 'POD.KILL' && event.deleted === true) ||
-          (event.type === 'POD.UPDATE' && event.pod.metadata.deletionTimestamp !== undefined)),
-      atSandbox: ({ context }) => context.progress.stage === 'sandbox',
-      atInit: ({ context }) => context.progress.stage === 'initializing',
-      atRunning: ({ context }) => context.progress.stage === 'running',
-      /** A probe result that changes what a sync would do or publish (a kill, started, ready). */
-      probeChangesPod: ({ context, event }) =>
-        event.type === 'PROBE.RESULT' && currentProbeResult(context.probes, event) !== event.result,
-      isReadinessResult: ({ event }) => event.type === 'PROBE.RESULT' && event.kind === 'readiness',
-      initStep: ({ context }, step: InitStep) =>
-        context.progress.stage === 'initializing' && context.progress.step === step,
-    },
-    actions: {
-      keepPending: assign({
-        pendingPod: ({ event, context }) => (event.type === 'POD.UPDATE' ? event.pod : context.pendingPod),
-      }),
-      markSyncRequested: assign({ syncRequested: true }),
-      recordProbe: assign({
-        probes: ({ context, event }) => {
-          if (event.type !== 'PROBE.RESULT') return context.probes;
-          const { kind, containerName, containerId, result } = event;
-          return { ...context.probes, [kind]: { ...context.probes[kind], [containerName]: { containerId, result } } };
-        },
-      }),
-      takePending: assign(({ context }) => ({
-        pod: context.pendingPod ?? context.pod,
-        pendingPod: null,
-        syncRequested: false,
-      })),
-      applyUpdate: assign({
-        pod: ({ event, context }) => (event.type === 'POD.UPDATE' ? event.pod : context.pod),
-      }),
-      recordSync: assign(({ context }, outcome: SyncOutcome) => ({
-        memory: outcome.memory,
-        progress: outcome.progress,
-        phase: outcome.phase,
-        restarts: outcome.restarts ?? context.restarts,
-        lastError: outcome.errors[0] ?? null,
-        syncCount: context.syncCount + 1,
-      })),
-      recordError: assign(({ context }, error: unknown) => ({
-        lastError: errorMessage(error),
-        syncCount: context.syncCount + 1,
-      })),
-      /** Tells the supervisor when this pod wants its next sync (`outcome` absent: the sync threw). */
-      reportSynced: sendParent(({ context }, outcome: SyncOutcome | undefined): PodReport => {
-        const report: PodReport = {
-          type: 'POD.SYNCED',
-          uid: context.uid,
-          ok: outcome !== undefined && outcome.errors.length === 0,
-        };
-        if (outcome?.retryAfterMs !== undefined) report.retryAfterMs = outcome.retryAfterMs;
-        return report;
-      }),
-      requestTermination: assign(({ context, event }) => {
-        // The newest spec wins, even one still waiting in the pending slot.
-        const pod = event.type === 'POD.UPDATE' ? event.pod : (context.pendingPod ?? context.pod);
-        const override = event.type === 'POD.KILL' ? event.gracePeriodSeconds : undefined;
-        return {
-          pod,
-          pendingPod: null,
-          syncRequested: false,
-          gracePeriodSeconds: nextGracePeriod(context.gracePeriodSeconds ?? undefined, pod, override),
-          deleted:
-            context.deleted ||
-            (event.type === 'POD.KILL' && event.deleted === true) ||
-            pod.metadata.deletionTimestamp !== undefined,
-        };
-      }),
-      markDeleted: assign({ deleted: true }),
-      requestRestart: assign({ restartRequested: true }),
-      reportTerminated: sendParent(({ context }): PodReport => ({ type: 'POD.TERMINATED', uid: context.uid })),
-      reportFinished: sendParent(({ context }): PodReport => ({
-        type: 'POD.FINISHED',
-        uid: context.uid,
-        restartRequested: context.restartRequested,
-      })),
-    },
-  }).createMachine({
-    id: 'pod',
-    output: ({ context }): PodOutput => ({ uid: context.uid }),
-    context: ({ input }) => ({
-      uid: input.pod.metadata.uid,
-      ref: podRef(input.pod),
-      pod: input.pod,
-      pendingPod: null,
-      syncRequested: false,
-      progress: { stage: 'sandbox' },
-      phase: 'Pending',
-      memory: initialMemory,
-      lastError: null,
-      gracePeriodSeconds: null,
-      deleted: false,
-      restartRequested: false,
-      syncCount: 0,
-      restarts: 0,
-      probes: noProbes,
-    }),
-    initial: 'syncing',
-    on: {
-      'POD.RELEASE': '.released',
-    },
-    states: {
-      syncing: {
-        type: 'parallel',
-        on: {
-          'POD.KILL': { target: 'terminating', actions: 'requestTermination' },
-          'POD.UPDATE': { guard: 'updateDeletesPod', target: 'terminating', actions: 'requestTermination' },
-        },
-        states: {
-          worker: {
-            initial: 'working',
-            states: {
-              working: {
-                invoke: {
-                  src: 'syncPod',
-                  input: ({ context }) => ({ pod: context.pod, memory: context.memory, probes: probeResultsById(context.probes) }),
-                  onDone: [
-                    {
-                      guard: ({ event }) => event.output.isTerminal,
-                      target: '#pod.terminating',
-                      actions: [{ type: 'recordSync', params: ({ event }) => event.output }, 'requestTermination'],
-                    },
-                    {
-                      target: 'idle',
-                      actions: [
-                        { type: 'recordSync', params: ({ event }) => event.output },
-                        { type: 'reportSynced', params: ({ event }) => event.output },
-                      ],
-                    },
-                  ],
-                  onError: {
-                    target: 'idle',
-                    actions: [
-                      { type: 'recordError', params: ({ event }: { event: ErrorActorEvent }) => event.error },
-                      { type: 'reportSynced', params: () => undefined },
-                    ],
-                  },
-                },
-                on: {
-                  'POD.UPDATE': { guard: not('updateDeletesPod'), actions: 'keepPending' },
-                  'POD.SYNC': { actions: 'markSyncRequested' },
-                  'PLEG.*': { actions: 'markSyncRequested' },
-                  'PROBE.RESULT': [
-                    { guard: 'probeChangesPod', actions: ['recordProbe', 'markSyncRequested'] },
-                    { actions: 'recordProbe' },
-                  ],
-                },
-              },
-              idle: {
-                always: { guard: 'hasPendingWork', target: 'working', actions: 'takePending' },
-                on: {
-                  'POD.UPDATE': { guard: not('updateDeletesPod'), target: 'working', actions: 'applyUpdate' },
-                  'POD.SYNC': { target: 'working' },
-                  'PLEG.*': { target: 'working' },
-                  'PROBE.RESULT': [
-                    { guard: 'probeChangesPod', target: 'working', actions: 'recordProbe' },
-                    { actions: 'recordProbe' },
-                  ],
-                },
-              },
-            },
-          },
-          progress: {
-            initial: 'sandbox',
-            states: {
-              sandbox: {
-                always: [
-                  { guard: 'atInit', target: 'initializing' },
-                  { guard: 'atRunning', target: 'running' },
-                ],
-              },
-              initializing: {
-                initial: 'starting',
-                always: [
-                  { guard: 'atSandbox', target: 'sandbox' },
-                  { guard: 'atRunning', target: 'running' },
-                ],
-                states: {
-                  starting: {
-                    always: [
-                      { guard: { type: 'initStep', params: 'running' }, target: 'running' },
-                      { guard: { type: 'initStep', params: 'failed' }, target: 'failed' },
-                    ],
-                  },
-                  running: {
-                    always: [
-                      { guard: { type: 'initStep', params: 'starting' }, target: 'starting' },
-                      { guard: { type: 'initStep', params: 'failed' }, target: 'failed' },
-                    ],
-                  },
-                  failed: {
-                    always: [
-                      { guard: { type: 'initStep', params: 'starting' }, target: 'starting' },
-                      { guard: { type: 'initStep', params: 'running' }, target: 'running' },
-                    ],
-                  },
-                },
-              },
-              running: {
-                always: [
-                  { guard: 'atSandbox', target: 'sandbox' },
-                  { guard: 'atInit', target: 'initializing' },
-                ],
-              },
-            },
-          },
-        },
-      },
-      terminating: {
-        tags: ['terminating'],
-        initial: 'killing',
-        on: {
-          'POD.KILL': [
-            { guard: 'shortensGrace', target: '.killing', reenter: true, actions: 'requestTermination' },
-            { guard: 'isNewDeletion', actions: 'markDeleted' },
-          ],
-          'POD.UPDATE': [
-            { guard: and(['updateDeletesPod', 'shortensGrace']), target: '.killing', reenter: true, actions: 'requestTermination' },
-            { guard: 'isNewDeletion', actions: ['applyUpdate', 'markDeleted'] },
-            { guard: 'isCreate', actions: 'requestRestart' },
-            { actions: 'applyUpdate' },
-          ],
-          // Readiness goes on while the containers stop (liveness and startup no longer matter).
-          'PROBE.RESULT': { guard: 'isReadinessResult', actions: 'recordProbe' },
-        },
-        states: {
-          killing: {
-            invoke: {
-              src: 'terminatePod',
-              input: ({ context }) => ({
-                pod: context.pod,
-                gracePeriodSeconds: context.gracePeriodSeconds ?? 1,
-                memory: context.memory,
-              }),
-              onDone: { target: '#pod.terminated', actions: 'reportTerminated' },
-              onError: { target: 'retrying', actions: { type: 'recordError', params: ({ event }: { event: ErrorActorEvent }) => event.error } },
-            },
-          },
-          retrying: { after: { killRetry: 'killing' } },
-        },
-      },
-      terminated: {
-        tags: ['terminated'],
-        initial: 'cleaning',
-        on: {
-          // A deletion arriving now still removes the runtime objects: cleanup starts over with it.
-          'POD.UPDATE': [
-            { guard: 'isNewDeletion', target: '.cleaning', reenter: true, actions: ['applyUpdate', 'markDeleted'] },
-            { guard: 'isCreate', actions: 'requestRestart' },
-            { actions: 'applyUpdate' },
-          ],
-          'POD.KILL': { guard: 'isNewDeletion', target: '.cleaning', reenter: true, actions: 'markDeleted' },
-        },
-        states: {
-          cleaning: {
-            invoke: {
-              src: 'cleanupPod',
-              input: ({ context }) => ({ pod: context.pod, removeRuntime: context.deleted, memory: context.memory }),
-              onDone: { target: 'finished' },
-              onError: { target: 'retrying', actions: { type: 'recordError', params: ({ event }: { event: ErrorActorEvent }) => event.error } },
-            },
-          },
-          retrying: { after: { killRetry: 'cleaning' } },
-          finished: { tags: ['finished'], entry: 'reportFinished' },
-        },
-      },
-      released: { type: 'final' },
-    },
   });
 }
-
-export type PodMachine = ReturnType<typeof createPodMachine>;
 
 function errorMessage(error: unknown): string {
   return error instanceof Error ? error.message : String(error);

@@ -21,7 +21,7 @@ import { type EventObject, fromCallback } from 'xstate';
 import type { Container, ContainerStatus, Pod, PodStatus, Probe } from '../api/types.ts';
 import { podRef } from '../api/types.ts';
 import type { Logger } from '../log.ts';
-import type { ProbeResultEvent } from '../pod/pod.ts';
+import type { ProbeResultEvent } from '../events.ts';
 import type { PodManager } from '../pod/podManager.ts';
 import type { RuntimeService } from '../runtime/types.ts';
 import { withContainerReadiness } from '../status/generate.ts';

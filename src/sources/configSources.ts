@@ -7,8 +7,8 @@
 import { type EventObject, fromCallback } from 'xstate';
 import type { Pod, SourceName } from '../api/types.ts';
 import { podRef } from '../api/types.ts';
+import { type ConfigEvent, type SourceEvent, configEvent } from '../events.ts';
 import type { Logger } from '../log.ts';
-import type { SyncLoopEvent } from '../kubelet/syncLoop.ts';
 import { createFileSource } from './file.ts';
 import { PodConfig } from './podConfig.ts';
 
@@ -26,14 +26,14 @@ export function configuredSources(options: Pick<ConfigSourcesOptions, 'podManife
 
 export function createConfigSourcesLogic(options: ConfigSourcesOptions) {
   return fromCallback<EventObject>(({ sendBack }) => {
-    const send = (event: SyncLoopEvent) => sendBack(event);
+    const send = (event: ConfigEvent | SourceEvent) => sendBack(event);
     const config = new PodConfig(configuredSources(options), {
       onDuplicate: (pod, source) =>
         options.log('warn', 'Dropped a pod whose name repeats within its source', { pod: podRef(pod), source }),
     });
     const deliver = (source: SourceName, pods: Pod[]) => {
       for (const update of config.merge(source, pods)) {
-        send({ type: `CONFIG.${update.op}`, source: update.source, pods: update.pods });
+        send(configEvent(update.op, update.source, update.pods));
       }
       send({ type: 'SOURCE.SEEN', source });
     };

@@ -25,11 +25,10 @@
  */
 import { ConfigAnnotation, podFullName, type Pod, type SourceName } from '../api/types.ts';
 import { isRecord } from '../api/validate.ts';
-
-export type PodOp = 'ADD' | 'UPDATE' | 'REMOVE' | 'DELETE' | 'RECONCILE';
+import type { ConfigOp } from '../events.ts';
 
 export interface PodUpdate {
-  op: PodOp;
+  op: ConfigOp;
   source: SourceName;
   pods: Pod[];
 }
@@ -125,7 +124,7 @@ export class PodConfig {
 
     const previous = this.bySource.get(source) ?? new Map<string, Pod>();
     const next = new Map<string, Pod>();
-    const byOp: Record<PodOp, Pod[]> = { REMOVE: [], ADD: [], UPDATE: [], DELETE: [], RECONCILE: [] };
+    const byOp: Record<ConfigOp, Pod[]> = { REMOVE: [], ADD: [], UPDATE: [], DELETE: [], RECONCILE: [] };
     const names = new Set<string>();
 
     for (const pod of snapshot) {
@@ -165,7 +164,7 @@ export class PodConfig {
     this.bySource.set(source, next);
 
     const signalSeen = firstSnapshot && byOp.ADD.length === 0 && byOp.UPDATE.length === 0 && byOp.DELETE.length === 0;
-    const order: readonly PodOp[] = ['REMOVE', 'ADD', 'UPDATE', 'DELETE', 'RECONCILE'];
+    const order: readonly ConfigOp[] = ['REMOVE', 'ADD', 'UPDATE', 'DELETE', 'RECONCILE'];
     return order
       .filter((op) => byOp[op].length > 0 || (op === 'ADD' && signalSeen))
       .map((op) => ({ op, source, pods: byOp[op].map((pod) => structuredClone(pod)) }));

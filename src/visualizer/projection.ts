@@ -10,6 +10,7 @@
  */
 import type { AnyActorRef, AnyEventObject, AnyStateMachine, StateValue } from 'xstate';
 import type { Pod } from '../api/types.ts';
+import type { AgentEventType, EventOf } from '../events.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Wire format
@@ -322,8 +323,26 @@ function syncLoopState(c: SyncLoopLikeContext): WireSyncLoopState {
   };
 }
 
-/** The scalar fields each known event type may carry onto the wire (anything else is dropped). */
-const scalarFields: Record<string, readonly string[]> = {
+/**
+ * The scalar fields each event type of the catalogue may carry onto the wire (anything else is
+ * dropped). Checked against src/events.ts: every event type has an entry, and every field named
+ * is a field of that event. Pods (POD.UPDATE, CONFIG.*) are summarized below, never sent whole.
+ */
+const scalarFieldsByType = {
+  'CONFIG.ADD': [],
+  'CONFIG.UPDATE': [],
+  'CONFIG.REMOVE': [],
+  'CONFIG.DELETE': [],
+  'CONFIG.RECONCILE': [],
+  'POD.SYNC': [],
+  'POD.RELEASE': [],
+  'POD.ENDED': ['uid'],
+  'TICK.SYNC': [],
+  'TICK.HOUSEKEEPING': [],
+  'RELIST.NOW': [],
+  'RELIST.DONE': [],
+  'STREAM.UPDATE': [],
+  'STREAM.ENDED': [],
   'POD.UPDATE': ['updateType'],
   'POD.KILL': ['gracePeriodSeconds', 'deleted', 'reason'],
   'POD.SYNCED': ['uid', 'ok', 'retryAfterMs'],
@@ -340,7 +359,9 @@ const scalarFields: Record<string, readonly string[]> = {
   'CRI.FINISHED': ['callId', 'call', 'target', 'durationMs', 'error'],
   // Not `message`: a manifest's parse error may quote the manifest.
   'SOURCE.ERROR': ['source'],
-};
+} as const satisfies { [T in AgentEventType]: readonly (keyof EventOf<T> & string)[] };
+
+const scalarFields: Readonly<Partial<Record<string, readonly string[]>>> = scalarFieldsByType;
 
 function scalar(value: unknown): string | number | boolean | null | undefined {
   if (value === null) return null;

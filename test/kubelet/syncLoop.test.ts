@@ -1,39 +1,46 @@
 import { describe, expect, it, vi } from 'vitest';
-import { type AnyActorRef, waitFor } from 'xstate';
+import { type SnapshotFrom, waitFor } from 'xstate';
 import type { Pod } from '../../src/api/types.ts';
-import { type ContainerGcResult, collectContainerGarbage } from '../../src/kuberuntime/gc.ts';
+import type { ContainerGcResult } from '../../src/kuberuntime/gc.ts';
 import { Label } from '../../src/kuberuntime/labels.ts';
-import { silentLogger } from '../../src/log.ts';
+import type { Logger } from '../../src/log.ts';
 import { crashLoopPolicy } from '../../src/kuberuntime/backoff.ts';
-import { defaultContainerGcPolicy } from '../../src/kuberuntime/containerGC.ts';
 import { containerConfig, podSandboxConfig } from '../runtime/support.ts';
+import type { PodActor } from '../../src/podworkers/podWorkers.ts';
 import { startFakeNode } from '../support/fakeNode.ts';
 import { IMAGE, makePod } from '../support/pods.ts';
 
 function syncLoopHarness(options: { maxPods?: number; expectedSources?: ('file' | 'http' | 'api')[] } = {}) {
+  // What housekeeping did, as the agent logs it: the orphans it stopped, each container GC's result.
   const orphanKills: string[] = [];
   const gcRuns: ContainerGcResult[] = [];
+  const log: Logger = (_level, message, fields = {}) => {
+    if (message === 'Stopping runtime pod unknown to the agent') orphanKills.push(String(fields['podUID']));
+    if (message === 'Container garbage collection') {
+      const { containersRemoved, sandboxesRemoved, failures } = fields;
+      gcRuns.push({ containersRemoved: Number(containersRemoved), sandboxesRemoved: Number(sandboxesRemoved), failures: Number(failures) });
+    }
+  };
   const node = startFakeNode({
-    ...options,
-    killOrphanPod: async (uid) => {
-      orphanKills.push(uid);
-      for (const s of await node.runtime.listPodSandbox({ labelSelector: { [Label.podUid]: uid } })) await node.runtime.stopPodSandbox(s.id);
-    },
-    collectGarbage: async (isPodDeleted) => {
-      gcRuns.push(await collectContainerGarbage({ runtime: node.runtime, now: node.now, log: silentLogger }, defaultContainerGcPolicy, isPodDeleted, true));
-    },
+    ...(options.maxPods !== undefined ? { config: { maxPods: options.maxPods } } : {}),
+    ...(options.expectedSources ? { expectedSources: options.expectedSources } : {}),
+    log,
   });
   const { clock, runtime, statuses, podManager, syncLoop, podActor } = node;
-  const waitPod = async (uid: string, predicate: (snapshot: ReturnType<AnyActorRef['getSnapshot']>) => boolean) => {
-    await vi.waitFor(() => expect(podActor(uid)).toBeDefined());
-    return waitFor(podActor(uid) as AnyActorRef, predicate);
+  const waitPod = async (uid: string, predicate: (snapshot: SnapshotFrom<PodActor>) => boolean) => {
+    const actor = await vi.waitFor(() => {
+      const found = podActor(uid);
+      expect(found).toBeDefined();
+      return found!;
+    });
+    return waitFor(actor, predicate);
   };
   const add = (...pods: Pod[]) => syncLoop.send({ type: 'CONFIG.ADD', source: 'file', pods });
-  const pleg = () => syncLoop.getSnapshot().children.pleg as AnyActorRef;
+  const pleg = () => syncLoop.getSnapshot().children.pleg!;
   /** Runs exactly one more relist: waits for the PLEG to idle, advances one period, waits again. */
   const relist = async () => {
     const idlePleg = () => waitFor(pleg(), (s) => s.matches({ relist: 'waiting' }));
-    const before = (await idlePleg()).context.relists as number;
+    const before = (await idlePleg()).context.relists;
     clock.increment(1_000);
     await waitFor(pleg(), (s) => s.matches({ relist: 'waiting' }) && s.context.relists === before + 1);
   };
@@ -42,7 +49,7 @@ function syncLoopHarness(options: { maxPods?: number; expectedSources?: ('file' 
   return { clock, runtime, statuses, podManager, syncLoop, podActor, waitPod, add, orphanKills, gcRuns, relist, runUnownedSandbox };
 }
 
-const idle = (s: { matches: (v: unknown) => boolean }) => s.matches({ syncing: { worker: 'idle' } });
+const idle = (s: SnapshotFrom<PodActor>) => s.matches({ syncing: { worker: 'idle' } });
 
 describe('syncLoop and pod workers', () => {
   it('admits an added pod and runs it', async () => {
@@ -93,7 +100,7 @@ describe('syncLoop and pod workers', () => {
     h.add(makePod('resync'));
     await h.waitPod('uid-resync', idle);
     await h.relist(); // the container-started event syncs the pod once more
-    const before = (await h.waitPod('uid-resync', idle)).context.syncCount as number;
+    const before = (await h.waitPod('uid-resync', idle)).context.syncCount;
     h.clock.increment(58_000);
     expect(h.podActor('uid-resync')!.getSnapshot().context.syncCount).toBe(before);
     h.clock.increment(2_000);
@@ -112,7 +119,8 @@ describe('syncLoop and pod workers', () => {
     expect(h.syncLoop.getSnapshot().matches({ sources: 'ready' })).toBe(true);
     h.clock.increment(2_000);
     await vi.waitFor(() => expect(h.orphanKills).toEqual(['uid-orphan']));
-    expect((await h.runtime.podSandboxStatus(orphan)).state).toBe('SANDBOX_NOTREADY');
+    // Stopped and removed, as the kubelet kills runtime pods nobody wants.
+    await vi.waitFor(() => expect(h.runtime.getSandbox(orphan)).toBeUndefined());
   });
 
   it('garbage-collects dead containers every minute: one kept per container, none of pods nobody owns', async () => {

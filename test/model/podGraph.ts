@@ -1,5 +1,5 @@
 /**
- * Walks the REAL pod machine (`createPodMachine`) as a graph, without running anything.
+ * Walks the REAL pod machine (`podMachineWith`) as a graph, without running anything.
  *
  * The machine invokes actors (`syncPod`, `terminatePod`, `cleanupPod`) and has `after` delays, so
  * `createTestModel` refuses it. Instead the graph utilities (`getShortestPaths`, `getSimplePaths`,
@@ -38,14 +38,14 @@ import { getStateNodes as allStateNodes } from 'xstate/graph';
 import type { Pod, PodPhase } from '../../src/api/types.ts';
 import type { ProbeKind, ProbeResult } from '../../src/api/probeResult.ts';
 import type { PodProgress } from '../../src/pod/progress.ts';
-import type { PlegEventType } from '../../src/pleg/relist.ts';
+import type { PlegEventType } from '../../src/events.ts';
 import {
   type PodContext,
   type PodEffects,
   type PodInput,
   type PodMachine,
   type SyncOutcome,
-  createPodMachine,
+  podMachineWith,
 } from '../../src/pod/pod.ts';
 import { container, makePod } from '../support/pods.ts';
 
@@ -70,7 +70,7 @@ const inertEffects: PodEffects = {
   },
 };
 
-export const podMachine = createPodMachine(inertEffects);
+export const podMachine = podMachineWith(inertEffects);
 /** The pod machine seen through the untyped lens the graph utilities and the xstate.* events need. */
 export const machine: AnyStateMachine = podMachine;
 

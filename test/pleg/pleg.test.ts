@@ -4,11 +4,14 @@
  * fallbacks, and the rule that a change is told once.
  */
 import { describe, expect, it, vi } from 'vitest';
-import { type ActorRefFrom, type EventObject, SimulatedClock, createActor, setup, waitFor } from 'xstate';
+import { type EventObject, SimulatedClock, createActor, setup, waitFor } from 'xstate';
 import { createRelister } from '../../src/pleg/relister.ts';
-import { type PlegOptions, createPlegMachine } from '../../src/pleg/pleg.ts';
+import { type PlegInput, plegMachineWith } from '../../src/pleg/pleg.ts';
 import { FakeRuntime } from '../../src/runtime/fake.ts';
 import { LossyRuntime, plegLines, startPod } from '../support/plegFixtures.ts';
+
+/** The PLEG's settings besides its relist period. */
+type PlegOptions = Omit<PlegInput, 'periodMs'>;
 
 const evented: PlegOptions = { evented: { relistPeriodMs: 10_000 } };
 
@@ -18,16 +21,16 @@ function plegHarness(options: PlegOptions = evented, runtime: FakeRuntime = new 
   const now = () => clock.now();
   // The runtime stamps events with its own clock; the PLEG does not read them.
   runtime.addImage('busybox');
-  const plegMachine = createPlegMachine(createRelister(runtime, now), options);
+  const plegMachine = plegMachineWith(createRelister(runtime, now));
   /** Stands in for the syncLoop: invokes the PLEG and records what it reports. */
   const reports: EventObject[] = [];
-  const parentMachine = setup({ actors: { pleg: plegMachine } }).createMachine({
-    invoke: { id: 'pleg', src: 'pleg', input: { periodMs: 1_000 } },
+  const parentMachine = setup({ types: { children: {} as { pleg: 'pleg' } }, actors: { pleg: plegMachine } }).createMachine({
+    invoke: { id: 'pleg', src: 'pleg', input: { periodMs: 1_000, ...options } },
     on: { '*': { actions: ({ event }) => reports.push(event) } },
   });
   const parent = createActor(parentMachine, { clock });
   parent.start();
-  const pleg = parent.getSnapshot().children.pleg as ActorRefFrom<typeof plegMachine>;
+  const pleg = parent.getSnapshot().children.pleg!;
   type Snapshot = ReturnType<typeof pleg.getSnapshot>;
   const until = (predicate: (s: Snapshot) => boolean) => waitFor(pleg, predicate);
   const relists = () => pleg.getSnapshot().context.relists;

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createRelister } from '../../src/pleg/relister.ts';
-import type { StreamEnd, StreamUpdate } from '../../src/pleg/pleg.ts';
+import type { StreamEnd, StreamUpdate } from '../../src/events.ts';
 import { FakeRuntime } from '../../src/runtime/fake.ts';
 import type { CallOptions, ContainerEvent } from '../../src/runtime/types.ts';
 import { plegLines, startPod } from '../support/plegFixtures.ts';

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createActor, waitFor } from 'xstate';
 import type { Pod } from '../../src/api/types.ts';
 import { createPodEffects, untilActiveDeadlineMs } from '../../src/pod/podEffects.ts';
-import { createPodMachine } from '../../src/pod/pod.ts';
+import { podMachineWith } from '../../src/pod/pod.ts';
 import type { CallTrace } from '../../src/runtime/callTrace.ts';
 import { StatusManager } from '../../src/status/manager.ts';
 import { type LifecycleRig, lifecycleRig } from '../kuberuntime/support.ts';
@@ -38,7 +38,7 @@ function effectsRig() {
   const parent = createActor(recorder.logic, { clock: rig.clock });
   parent.start();
   const start = (pod: Pod) => {
-    const actor = createActor(createPodMachine(effects), { parent, input: { pod }, clock: rig.clock });
+    const actor = createActor(podMachineWith(effects), { parent, input: { pod }, clock: rig.clock });
     actor.start();
     return actor;
   };

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { waitFor } from 'xstate';
-import type { ProbeResultEvent } from '../../src/pod/pod.ts';
+import type { ProbeResultEvent } from '../../src/events.ts';
 import { container, makePod, podHarness, settled } from '../support/pods.ts';
 
 const probeEvent = (uid: string, containerId: string, kind: ProbeResultEvent['kind'], result: ProbeResultEvent['result'], containerName = 'main'): ProbeResultEvent => ({

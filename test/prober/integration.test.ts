@@ -6,25 +6,14 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { Probe } from '../../src/api/types.ts';
 import type { LogFields } from '../../src/log.ts';
-import { createProbeManagerLogic } from '../../src/prober/manager.ts';
-import type { SchedulerClock } from '../../src/prober/scheduler.ts';
 import { startFakeNode } from '../support/fakeNode.ts';
 import { container, makePod } from '../support/pods.ts';
 
 function harness() {
   const lines: { message: string; fields?: LogFields }[] = [];
   const log = (_level: string, message: string, fields?: LogFields) => void lines.push({ message, ...(fields ? { fields } : {}) });
-  const { clock, runtime, statuses, podManager, syncLoop, podActor } = startFakeNode({
-    probes: ({ clock, runtime, statuses, podManager }) => {
-      // The probe scheduler runs on the same simulated time.
-      const schedulerClock: SchedulerClock = {
-        now: () => clock.now(),
-        setTimeout: (callback, ms) => clock.setTimeout(callback, ms),
-        clearTimeout: (handle) => clock.clearTimeout(handle as number),
-      };
-      return createProbeManagerLogic({ statuses, podManager, runtime, scheduler: { clock: schedulerClock, random: () => 0.5, maxConcurrent: 32 }, now: () => clock.now(), log });
-    },
-  });
+  // The probe scheduler runs on the node's one simulated clock; first ticks half a period in.
+  const { clock, runtime, statuses, podManager, syncLoop, podActor } = startFakeNode({ log, random: () => 0.5 });
   /** Advances simulated time one second at a time, letting promises settle in between. */
   const advance = async (ms: number) => {
     for (let t = 0; t < ms; t += 500) {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigAnnotation, type Pod, type SourceName } from '../../src/api/types.ts';
-import { jsonEqual, PodConfig, type PodOp, type PodUpdate } from '../../src/sources/podConfig.ts';
+import type { ConfigOp } from '../../src/events.ts';
+import { jsonEqual, PodConfig, type PodUpdate } from '../../src/sources/podConfig.ts';
 
 function pod(uid: string, name = uid, extra: Partial<Pod['metadata']> = {}): Pod {
   return {
@@ -16,7 +17,7 @@ function tickingClock(): () => Date {
   return () => new Date((t += 1000));
 }
 
-function summary(updates: PodUpdate[]): [PodOp, string[]][] {
+function summary(updates: PodUpdate[]): [ConfigOp, string[]][] {
   return updates.map((u) => [u.op, u.pods.map((p) => p.metadata.uid)]);
 }
 
@@ -25,7 +26,7 @@ describe('PodConfig.merge', () => {
     name: string;
     before: Pod[];
     after: (pods: Pod[]) => Pod[];
-    expected: [PodOp, string[]][];
+    expected: [ConfigOp, string[]][];
   };
   const cases: Case[] = [
     { name: 'identical re-snapshot ⇒ nothing', before: [pod('a')], after: (p) => p, expected: [] },

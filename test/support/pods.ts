@@ -5,7 +5,7 @@ import { createPodEffects } from '../../src/pod/podEffects.ts';
 import type { RuntimeDeps } from '../../src/kuberuntime/execute.ts';
 import { ImagePuller } from '../../src/kuberuntime/images.ts';
 import { crashLoopPolicy } from '../../src/kuberuntime/backoff.ts';
-import { type PodMachine, createPodMachine } from '../../src/pod/pod.ts';
+import { type PodMachine, podMachineWith } from '../../src/pod/pod.ts';
 import { FakeRuntime } from '../../src/runtime/fake.ts';
 import { StatusManager } from '../../src/status/manager.ts';
 import { type Logger, silentLogger } from '../../src/log.ts';
@@ -63,7 +63,7 @@ export function podHarness(): PodHarness {
   runtime.addImage(IMAGE);
   const statuses = new StatusManager();
   const effects = createPodEffects({ ...fakeRuntimeDeps(runtime, now), statuses, runtimeName: 'fake' });
-  const machine = createPodMachine(effects);
+  const machine = podMachineWith(effects);
   const recorder = createRecorder();
   const parent = createActor(recorder.logic, { clock });
   parent.start();

@@ -1,6 +1,6 @@
 import { type AnyActorRef, createActor, fromCallback } from 'xstate';
 import type { Pod } from '../../src/api/types.ts';
-import { type PodEffects, type SyncOutcome, createPodMachine } from '../../src/pod/pod.ts';
+import { type PodEffects, type SyncOutcome, podMachineWith } from '../../src/pod/pod.ts';
 import type { VisualizerHub } from '../../src/visualizer/stream.ts';
 
 /** A pod carrying everything that must never reach the wire. */
@@ -58,7 +58,7 @@ export function startPodSystem(hub: VisualizerHub, pod: Pod, effects = fakeEffec
     { inspect: hub.inspect },
   );
   root.start();
-  const actor = createActor(createPodMachine(effects), {
+  const actor = createActor(podMachineWith(effects), {
     parent: root as unknown as AnyActorRef,
     id: `pod/${pod.metadata.uid}`,
     systemId: `pod/${pod.metadata.uid}`,

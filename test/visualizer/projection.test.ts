@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { type AnyActorRef, createActor } from 'xstate';
-import { createPodMachine } from '../../src/pod/pod.ts';
-import { createSyncLoopMachine } from '../../src/kubelet/syncLoop.ts';
+import { podMachineWith } from '../../src/pod/pod.ts';
+import { syncLoopMachine } from '../../src/kubelet/syncLoop.ts';
 import { fromCallback } from 'xstate';
 import {
   type WireStateNode,
@@ -26,7 +26,7 @@ function find(node: WireStateNode, id: string): WireStateNode | undefined {
 
 describe('projectDefinition', () => {
   it("projects the pod machine's states tree with ids, types, tags and named transitions", () => {
-    const def = projectDefinition(createPodMachine(fakeEffects()));
+    const def = projectDefinition(podMachineWith(fakeEffects()));
     expect(def.kind).toBe('definition');
     expect(def.machineId).toBe('pod');
     expect(def.root.initial).toEqual(['pod.syncing']);
@@ -63,12 +63,11 @@ describe('projectDefinition', () => {
   });
 
   it('projects the syncLoop (invokes, delayed transitions, root-level transitions)', () => {
-    const noop = fromCallback(() => {});
-    const def = projectDefinition(createSyncLoopMachine({ sources: noop, pods: noop, pleg: noop }));
+    const def = projectDefinition(syncLoopMachine);
     expect(def.machineId).toBe('syncLoop');
     expect(def.root.type).toBe('parallel');
     expect(def.root.invoke?.map((i) => i.id)).toEqual(['pods', 'sources', 'probes', 'pleg']);
-    expect(def.root.transitions).toContainEqual({ event: 'CONFIG.*', targets: [], actions: ['routeToPods', 'countRouted'] });
+    expect(def.root.transitions).toContainEqual({ event: 'CONFIG.ADD', targets: [], actions: ['routeToPods', 'countRouted'] });
     const waiting = find(def.root, 'syncLoop.ticker.waiting')!;
     expect(waiting.transitions[0]?.event).toMatch(/^xstate\.after\.syncTick\./);
     expect(waiting.transitions[0]?.actions).toEqual(['tickSync']);
@@ -87,7 +86,7 @@ describe('projectActor / projectSnapshot', () => {
     const pod = secretPod();
     const parent = createActor(fromCallback(() => {}));
     parent.start();
-    const actor = createActor(createPodMachine(fakeEffects()), { parent: parent as unknown as AnyActorRef, id: 'pod/uid-1', systemId: 'pod/uid-1', input: { pod } });
+    const actor = createActor(podMachineWith(fakeEffects()), { parent: parent as unknown as AnyActorRef, id: 'pod/uid-1', systemId: 'pod/uid-1', input: { pod } });
     actor.start();
     const created = projectActor(actor, 'created', actor.getSnapshot(), 1);
     expect(created).toEqual({
@@ -121,9 +120,9 @@ describe('projectActor / projectSnapshot', () => {
   });
 
   it("projects the syncLoop's routing counts and runtime health", () => {
-    const noop = fromCallback(() => {});
-    const actor = createActor(createSyncLoopMachine({ sources: noop, pods: noop, pleg: noop }), {
-      input: { expectedSources: ['file'], syncTickMs: 1000, housekeepingMs: 2000, plegPeriodMs: 1000 },
+    // The syncLoop as drawn: children that do nothing, a PLEG whose relist fails (no runtime).
+    const actor = createActor(syncLoopMachine, {
+      input: { expectedSources: ['file'], syncTickMs: 1000, housekeepingMs: 2000, pleg: { periodMs: 1000 } },
     });
     actor.start();
     actor.send({ type: 'CONFIG.ADD', source: 'file', pods: [secretPod()] });

@@ -1,0 +1,150 @@
+/**
+ * The event catalogue: every event the agent's actors send one another, by namespace, with the
+ * creators used where an event is made in more than one place. Actors declare which of these they
+ * accept (a subset of `AgentEvent`); the syncLoop's routing table and the visualizer's payload
+ * table are checked against this file by the compiler.
+ *
+ *   CONFIG.*   sources → syncLoop → pod workers: pods added, updated, removed, deleted, reconciled
+ *   SOURCE.*   sources → syncLoop: a source delivered its first snapshot, or failed to read
+ *   PLEG.*     pleg → syncLoop → pod workers → pod: a container started, died or was removed;
+ *              pleg → syncLoop: a relist finished or failed (runtime health)
+ *   RELIST.*, STREAM.*   inside the pleg: its own relist requests and its event stream's news
+ *   PROBE.*    probe manager → syncLoop → pod workers → pod: a probe's result changed
+ *   TICK.*     syncLoop → pod workers / housekeeping: the shared resync and housekeeping ticks
+ *   POD.*      pod workers → pod: commands (UPDATE, SYNC, KILL, RELEASE);
+ *              pod → pod workers: reports (SYNCED, TERMINATED, FINISHED), and its end (ENDED)
+ *   CRI.*      a pod's effect actor → itself: each runtime call it made, for inspectors only
+ */
+import type { ProbeKind, ProbeResult } from './api/probeResult.ts';
+import type { Pod, SourceName } from './api/types.ts';
+
+// ---- CONFIG.* and SOURCE.* -------------------------------------------------------------------
+
+/** The kinds of change a merged config update carries (pkg/kubelet/types/pod_update.go PodOperation). */
+export const configOps = ['ADD', 'UPDATE', 'REMOVE', 'DELETE', 'RECONCILE'] as const;
+export type ConfigOp = (typeof configOps)[number];
+
+export type ConfigEvent = { type: `CONFIG.${ConfigOp}`; source: SourceName; pods: Pod[] };
+
+export type SourceEvent =
+  | { type: 'SOURCE.SEEN'; source: SourceName }
+  | { type: 'SOURCE.ERROR'; source: SourceName; message: string };
+
+export const configEvent = (op: ConfigOp, source: SourceName, pods: Pod[]): ConfigEvent => ({ type: `CONFIG.${op}`, source, pods });
+
+// ---- PLEG.* ---------------------------------------------------------------------------------
+
+/** The container lifecycle events the PLEG tells (pkg/kubelet/pleg/pleg.go PodLifeCycleEventType). */
+export const plegContainerEventTypes = ['PLEG.CONTAINER_STARTED', 'PLEG.CONTAINER_DIED', 'PLEG.CONTAINER_REMOVED'] as const;
+export type PlegEventType = (typeof plegContainerEventTypes)[number];
+
+export interface PlegEvent {
+  type: PlegEventType;
+  podUid: string;
+  /** A container id, or the sandbox id for the sandbox's own lifecycle. */
+  containerId: string;
+}
+
+/** What the PLEG tells its parent: container events, and how each relist went (runtime health). */
+export type PlegReport =
+  | PlegEvent
+  | { type: 'PLEG.RELISTED'; at: number; durationMs: number }
+  | { type: 'PLEG.RELIST_FAILED'; error: string };
+
+/** What one event from the runtime's container event stream means to the PLEG. */
+export interface StreamUpdate {
+  events: PlegEvent[];
+  /** The event named a container whose pod is not known: relist to find out. */
+  relist: boolean;
+}
+
+/** Why the runtime's container event stream ended. */
+export interface StreamEnd {
+  /** The runtime has no event stream (gRPC UNIMPLEMENTED): do not try again. */
+  unimplemented: boolean;
+  error: string;
+}
+
+/** Events the PLEG sends itself and receives from its stream actor. */
+export type PlegInternalEvent =
+  | { type: 'RELIST.NOW' }
+  | { type: 'RELIST.DONE' }
+  | ({ type: 'STREAM.UPDATE' } & StreamUpdate)
+  | ({ type: 'STREAM.ENDED' } & StreamEnd);
+
+// ---- PROBE.* --------------------------------------------------------------------------------
+
+/** A probe worker's result for a container changed (the probe manager sends only changes). */
+export type ProbeResultEvent = {
+  type: 'PROBE.RESULT';
+  podUid: string;
+  containerId: string;
+  containerName: string;
+  kind: ProbeKind;
+  result: ProbeResult;
+};
+
+// ---- TICK.* ---------------------------------------------------------------------------------
+
+export type TickEvent = { type: 'TICK.SYNC' } | { type: 'TICK.HOUSEKEEPING' };
+
+// ---- POD.* ----------------------------------------------------------------------------------
+
+/** Why a pod actor gets a new spec (pkg/kubelet/types/types.go SyncPodType, less `kill`). */
+export type UpdateType = 'create' | 'update' | 'sync';
+
+/** Commands to one pod actor. */
+export type PodCommand =
+  | { type: 'POD.UPDATE'; pod: Pod; updateType: UpdateType }
+  | { type: 'POD.SYNC' }
+  | { type: 'POD.KILL'; gracePeriodSeconds?: number; deleted?: boolean; reason?: string }
+  /** The supervisor lets go of the actor (the pod is forgotten, or the agent is stopping). */
+  | { type: 'POD.RELEASE' };
+
+/** Everything a pod actor accepts. */
+export type PodEvent = PodCommand | PlegEvent | ProbeResultEvent;
+
+/** What a pod actor reports to its supervisor. */
+export type PodReport =
+  | { type: 'POD.SYNCED'; uid: string; ok: boolean; retryAfterMs?: number }
+  | { type: 'POD.TERMINATED'; uid: string }
+  | { type: 'POD.FINISHED'; uid: string; restartRequested: boolean };
+
+/**
+ * A pod actor ended, as the pod workers saw it (pod → its own subscription → pod workers):
+ * released, so its systemId is free; or failed (`error`: a bug, not a runtime error).
+ */
+export type PodEnded = { type: 'POD.ENDED'; uid: string; error?: unknown };
+
+// ---- CRI.* ----------------------------------------------------------------------------------
+
+/** A runtime call of a pod's effect actor, as the actor records it for inspectors. */
+export type RuntimeCallEvent =
+  | { type: 'CRI.STARTED'; callId: number; call: string; target: string }
+  | { type: 'CRI.FINISHED'; callId: number; call: string; target: string; durationMs: number; error?: string };
+
+// ---- The whole catalogue ----------------------------------------------------------------------
+
+export type AgentEvent =
+  | ConfigEvent
+  | SourceEvent
+  | PlegReport
+  | PlegInternalEvent
+  | ProbeResultEvent
+  | TickEvent
+  | PodCommand
+  | PodReport
+  | PodEnded
+  | RuntimeCallEvent;
+
+export type AgentEventType = AgentEvent['type'];
+
+/** The event of a type, e.g. `EventOf<'POD.KILL'>`. */
+export type EventOf<T extends AgentEventType> = Extract<AgentEvent, { type: T }>;
+
+/** What the syncLoop passes on to the pod workers as it is: config, container events, probe results. */
+export const routedToPodWorkers = [
+  ...configOps.map((op) => `CONFIG.${op}` as const),
+  ...plegContainerEventTypes,
+  'PROBE.RESULT',
+] as const satisfies readonly AgentEventType[];

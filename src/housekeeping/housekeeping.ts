@@ -1,0 +1,130 @@
+/**
+ * Housekeeping (pkg/kubelet/kubelet_pods.go HandlePodCleanups): the periodic cleanups that keep
+ * the pod workers, the pod manager and the runtime in agreement. The syncLoop sends
+ * `TICK.HOUSEKEEPING` every two seconds, but only once every config source has been seen
+ * (pkg/kubelet/config/config.go SeenAllSources): before that, a pod missing from config may simply
+ * not have been read yet.
+ *
+ * Each pass:
+ *   - finished pods: a pod whose actor finished and that left config is forgotten (actor
+ *     released, status dropped); one whose UID came back while it terminated is released so that a
+ *     fresh actor starts once the old one has ended (`podEnded`). The same happens at once when
+ *     the actor reports POD.FINISHED (`podFinished`); the pass catches what that missed;
+ *   - pods in config without an actor (a failed actor, a static pod whose turn came late) go
+ *     through admission again, unless they were rejected;
+ *   - every `containerGcPeriodMs` (1 m, the kubelet's fixed period), the container GC
+ *     (src/kuberuntime/gc.ts) with "deleted" meaning: not in config, no actor, not being stopped;
+ *   - runtime pods nobody owns (left by an earlier agent, whose manifest went away meanwhile) are
+ *     stopped and removed, as HandlePodCleanups kills the running runtime pods no pod worker knows.
+ *
+ * A pass never overlaps the previous one; a failure is logged, and the next pass tries again.
+ */
+import type { Pod } from '../api/types.ts';
+import { podRef } from '../api/types.ts';
+import type { Logger } from '../log.ts';
+import type { PodManager } from '../pod/podManager.ts';
+import type { PodWorkers } from '../podworkers/podWorkers.ts';
+import type { StatusManager } from '../status/manager.ts';
+
+/** What housekeeping asks of the runtime (src/kuberuntime implements it). */
+export interface RuntimeCleanup {
+  /** UIDs of pods the runtime still has running containers or ready sandboxes for. */
+  runningPodUids(): Promise<Set<string>> | Set<string>;
+  /** Stops and removes every container and sandbox of a pod nobody owns. */
+  killOrphanPod(uid: string): Promise<void>;
+  /** Removes dead containers and sandboxes the GC policy lets go (`isPodDeleted`: nobody owns the pod). */
+  collectGarbage(isPodDeleted: (uid: string) => boolean): Promise<void>;
+}
+
+export interface HousekeepingDeps {
+  workers: PodWorkers;
+  podManager: PodManager;
+  statuses: StatusManager;
+  runtime: RuntimeCleanup;
+  /** Admits and starts pods that are in config but have no actor. */
+  readmit(pods: readonly Pod[]): void;
+  /** How often the container GC runs (the kubelet: every minute). */
+  containerGcPeriodMs: number;
+  now(): number;
+  log: Logger;
+}
+
+export class Housekeeping {
+  private running = false;
+  private collecting = false;
+  private lastGcAt = -Infinity;
+  private readonly orphansInFlight = new Set<string>();
+  /** UIDs whose old actor is being released so that a fresh one can start. */
+  private readonly restartOnRelease = new Set<string>();
+
+  constructor(private readonly deps: HousekeepingDeps) {}
+
+  /** A pod actor finished (terminated and cleaned up). */
+  podFinished(uid: string, restartRequested: boolean): void {
+    const { workers, podManager, statuses } = this.deps;
+    if (!restartRequested) workers.freeStaticName(uid);
+    if (!podManager.has(uid)) {
+      workers.release(uid);
+      statuses.delete(uid);
+    } else if (restartRequested) {
+      // The same UID came back while it was terminating: it starts over with a fresh actor, as
+      // soon as the old one has released its systemId.
+      this.restartOnRelease.add(uid);
+      workers.release(uid);
+    }
+  }
+
+  /** A pod actor ended: released (its systemId is free) or failed. */
+  podEnded(uid: string, error?: unknown): void {
+    const { workers, podManager, statuses, log } = this.deps;
+    const pod = podManager.get(uid);
+    if (error !== undefined) {
+      // A crashed pod actor is dropped; the next pass starts a new one, which reads the runtime afresh.
+      log('error', 'Pod worker failed; it will be recreated', { pod: pod ? podRef(pod) : uid, err: error });
+      return;
+    }
+    if (this.restartOnRelease.delete(uid) && pod && !workers.has(uid)) {
+      // A new life for the UID: the terminal status of the old one must not end it at once.
+      statuses.delete(uid);
+      workers.start(pod);
+    }
+  }
+
+  /** Runs a pass, unless one is under way. */
+  tick(): void {
+    if (this.running) return;
+    this.running = true;
+    this.pass()
+      .catch((err: unknown) => this.deps.log('error', 'Housekeeping failed', { err }))
+      .finally(() => (this.running = false));
+  }
+
+  private async pass(): Promise<void> {
+    const { workers, podManager, statuses, runtime, log } = this.deps;
+    for (const [uid, actor] of workers.entries()) {
+      const snapshot = actor.getSnapshot();
+      if (snapshot.hasTag('finished')) this.podFinished(uid, snapshot.context.restartRequested);
+    }
+    const unowned = [...podManager.all()].filter((pod) => !workers.has(pod.metadata.uid) && statuses.get(pod.metadata.uid)?.phase !== 'Failed');
+    for (const pod of unowned) this.deps.readmit([pod]);
+    if (!this.collecting && this.deps.now() - this.lastGcAt >= this.deps.containerGcPeriodMs) {
+      this.collecting = true;
+      this.lastGcAt = this.deps.now();
+      // A pod is deleted once nothing owns it: not in config, no worker, not being stopped as an orphan.
+      const isPodDeleted = (uid: string) => !workers.has(uid) && !podManager.has(uid) && !this.orphansInFlight.has(uid);
+      runtime
+        .collectGarbage(isPodDeleted)
+        .catch((err: unknown) => log('error', 'Container garbage collection failed', { err }))
+        .finally(() => (this.collecting = false));
+    }
+    for (const uid of await runtime.runningPodUids()) {
+      if (workers.has(uid) || this.orphansInFlight.has(uid)) continue;
+      this.orphansInFlight.add(uid);
+      log('info', 'Stopping runtime pod unknown to the agent', { podUID: uid });
+      runtime
+        .killOrphanPod(uid)
+        .catch((err: unknown) => log('error', 'Failed to stop orphaned pod', { podUID: uid, err }))
+        .finally(() => this.orphansInFlight.delete(uid));
+    }
+  }
+}

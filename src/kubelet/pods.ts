@@ -1,0 +1,100 @@
+/**
+ * The syncLoop's `pods` child: one callback actor that owns the pod workers and dispatches what
+ * the syncLoop routes to it, as the kubelet's syncLoopIteration dispatches to its handlers
+ * (pkg/kubelet/kubelet.go syncLoopIteration):
+ *
+ *   CONFIG.*            → the config handlers (handlePods.ts): pod manager, admission, workers
+ *   PLEG.*, PROBE.*     → the pod actor they name
+ *   TICK.SYNC           → the work queue: pods due for a resync get POD.SYNC
+ *   TICK.HOUSEKEEPING   → a housekeeping pass (src/housekeeping)
+ *   POD.SYNCED/TERMINATED (from pod actors) → the work queue
+ *   POD.FINISHED (from a pod actor), POD.ENDED (a pod actor ended) → housekeeping
+ *
+ * Stopping it lets go of every pod actor; the pods' containers keep running.
+ */
+import { fromCallback } from 'xstate';
+import type { ConfigEvent, PodEnded, PodReport, PlegEvent, ProbeResultEvent, TickEvent } from '../events.ts';
+import { Housekeeping, type RuntimeCleanup } from '../housekeeping/housekeeping.ts';
+import type { NodeInfo } from '../lifecycle/admit.ts';
+import type { Logger } from '../log.ts';
+import type { PodMachine } from '../pod/pod.ts';
+import type { PodManager } from '../pod/podManager.ts';
+import { PodWorkers } from '../podworkers/podWorkers.ts';
+import type { StatusManager } from '../status/manager.ts';
+import { podHandlers } from './handlePods.ts';
+
+/** Everything the `pods` actor accepts. */
+export type PodsEvent = ConfigEvent | PlegEvent | ProbeResultEvent | TickEvent | PodReport | PodEnded;
+
+export interface PodsDeps {
+  podMachine: PodMachine;
+  podManager: PodManager;
+  statuses: StatusManager;
+  node: NodeInfo;
+  runtime: RuntimeCleanup;
+  syncFrequencyMs: number;
+  /** Delay before retrying a pod whose sync failed. */
+  errorBackoffMs: number;
+  containerGcPeriodMs: number;
+  now(): number;
+  random(): number;
+  log: Logger;
+}
+
+export function createPodsLogic(deps: PodsDeps) {
+  return fromCallback<PodsEvent>(({ self, receive }) => {
+    const { podManager, statuses, log } = deps;
+    const workers = new PodWorkers({
+      podMachine: deps.podMachine,
+      parent: self,
+      desired: (uid) => podManager.get(uid),
+      // Told from inside the ending actor: handled on this actor's own turn.
+      onEnded: (uid, error) => self.send(error === undefined ? { type: 'POD.ENDED', uid } : { type: 'POD.ENDED', uid, error }),
+      syncFrequencyMs: deps.syncFrequencyMs,
+      errorBackoffMs: deps.errorBackoffMs,
+      now: deps.now,
+      random: deps.random,
+    });
+    const handlers = podHandlers({ workers, podManager, statuses, node: deps.node, log });
+    const housekeeping = new Housekeeping({
+      workers,
+      podManager,
+      statuses,
+      runtime: deps.runtime,
+      readmit: handlers.add,
+      containerGcPeriodMs: deps.containerGcPeriodMs,
+      now: deps.now,
+      log,
+    });
+
+    receive((event) => {
+      switch (event.type) {
+        case 'CONFIG.ADD':
+        case 'CONFIG.UPDATE':
+        case 'CONFIG.REMOVE':
+        case 'CONFIG.DELETE':
+        case 'CONFIG.RECONCILE':
+          return handlers.handle(event);
+        case 'PLEG.CONTAINER_STARTED':
+        case 'PLEG.CONTAINER_DIED':
+        case 'PLEG.CONTAINER_REMOVED':
+        case 'PROBE.RESULT':
+          workers.send(event.podUid, event);
+          return;
+        case 'TICK.SYNC':
+          return workers.syncDue();
+        case 'TICK.HOUSEKEEPING':
+          return housekeeping.tick();
+        case 'POD.SYNCED':
+        case 'POD.TERMINATED':
+          return workers.schedule(event);
+        case 'POD.FINISHED':
+          return housekeeping.podFinished(event.uid, event.restartRequested);
+        case 'POD.ENDED':
+          return housekeeping.podEnded(event.uid, event.error);
+      }
+    });
+
+    return () => workers.releaseAll();
+  });
+}
