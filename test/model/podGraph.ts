@@ -1,5 +1,5 @@
 /**
- * Walks the REAL pod machine (`podMachineWith`) as a graph, without running anything.
+ * Walks the REAL pod machine (`podMachine`, as drawn, given effects that only record a call) as a graph, without running anything.
  *
  * The machine invokes actors (`syncPod`, `terminatePod`, `cleanupPod`) and has `after` delays, so
  * `createTestModel` refuses it. Instead the graph utilities (`getShortestPaths`, `getSimplePaths`,
