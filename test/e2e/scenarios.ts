@@ -9,7 +9,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { Label } from '../../src/kuberuntime/labels.ts';
 import { CriClient } from '../../src/runtime/cri/client.ts';
-import { type AgentProcess, containerStatus, runStatelet } from '../support/agentProcess.ts';
+import { type AgentProcess, type StateletCommand, containerStatus, runStatelet } from '../support/agentProcess.ts';
 
 export interface ScenarioRuntime {
   name: string;
@@ -18,6 +18,8 @@ export interface ScenarioRuntime {
   endpoint: () => string;
   /** The CRI socket to check the runtime's state through (for sim, known once the agent runs). */
   criEndpoint: (agent: AgentProcess) => string;
+  /** How statelet is started (known once the suite's setup ran); the checkout's sources by default. */
+  command?: () => StateletCommand;
 }
 
 const longRunning = `trap 'exit 0' TERM; while true; do sleep 1; done`;
@@ -62,7 +64,7 @@ export function agentFixture(runtime: ScenarioRuntime, files: () => Record<strin
       '--file-check-frequency',
       '2s',
       ...extraArgs,
-    ]);
+    ], runtime.command ? { command: runtime.command() } : {});
     fixture.cri = new CriClient(runtime.criEndpoint(fixture.agent));
   }, 60_000);
   afterAll(async () => {

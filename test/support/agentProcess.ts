@@ -13,6 +13,21 @@ import type { Pod } from '../../src/api/types.ts';
 
 const repoRoot = path.resolve(import.meta.dirname, '../..');
 
+/**
+ * How to start statelet: the executable, the arguments before statelet's own, and the environment
+ * it adds. By default the checkout's sources through tsx; the package suite (test/package) runs an
+ * installed `statelet` with a chosen Node first on the PATH.
+ */
+export interface StateletCommand {
+  file: string;
+  args: string[];
+  env?: Record<string, string>;
+}
+
+export const sourceCommand: StateletCommand = { file: process.execPath, args: ['--import', 'tsx', path.join(repoRoot, 'src/main.ts')] };
+
+const spawnEnv = (command: StateletCommand) => (command.env ? { ...process.env, ...command.env } : process.env);
+
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
@@ -41,16 +56,15 @@ export interface AgentProcess {
   stop(): Promise<void>;
 }
 
-export async function runStatelet(args: string[], options: { rootDir?: string } = {}): Promise<AgentProcess> {
+export async function runStatelet(args: string[], options: { rootDir?: string; command?: StateletCommand } = {}): Promise<AgentProcess> {
+  const command = options.command ?? sourceCommand;
   const rootDir = options.rootDir ?? (await mkdtemp(path.join(os.tmpdir(), 'statelet-e2e-')));
   const readOnlyPort = await freePort();
   const healthzPort = await freePort();
   const child = spawn(
-    process.execPath,
+    command.file,
     [
-      '--import',
-      'tsx',
-      path.join(repoRoot, 'src/main.ts'),
+      ...command.args,
       '--root-dir',
       rootDir,
       '--pod-logs-dir',
@@ -63,7 +77,7 @@ export async function runStatelet(args: string[], options: { rootDir?: string } 
       'e2e-node',
       ...args,
     ],
-    { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] },
+    { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'], env: spawnEnv(command) },
   );
   let output = '';
   const waiters = new Set<() => void>();
@@ -143,9 +157,10 @@ export async function runStatelet(args: string[], options: { rootDir?: string } 
 }
 
 /** Runs statelet for a command that is expected to end by itself (bad flags, --help). */
-export async function runStateletOnce(args: string[]): Promise<{ code: number | null; output: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(repoRoot, 'src/main.ts'), ...args], {
+export async function runStateletOnce(args: string[], command: StateletCommand = sourceCommand): Promise<{ code: number | null; output: string }> {
+  const child = spawn(command.file, [...command.args, ...args], {
     cwd: repoRoot,
+    env: spawnEnv(command),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
