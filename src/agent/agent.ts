@@ -83,14 +83,17 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     log('error', 'Container runtime is not reachable; will keep retrying', { endpoint, err });
   }
 
+  // The one clock of the process: the actors, the sources, the visualizer's batches.
+  const clock = realClock;
   const sourceOptions = {
     nodeName: config.nodeName,
     fileCheckFrequencyMs: config.fileCheckFrequencyMs,
+    clock,
     log,
     ...(config.podManifestPath ? { podManifestPath: config.podManifestPath } : {}),
   };
   // The visualizer sees the actor system from its first record; the server starts further down.
-  const visualizer = config.visualizerPort > 0 ? new VisualizerHub() : undefined;
+  const visualizer = config.visualizerPort > 0 ? new VisualizerHub({ clock }) : undefined;
   if (visualizer) closers.push(() => visualizer.close());
   // --inspect=stately: the same records, to Stately's inspector over a WebSocket.
   const stately = config.inspect === 'stately' ? startStatelyInspector(config.inspectUrl) : undefined;
@@ -107,7 +110,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     runtime,
     images,
     runtimeName,
-    clock: realClock,
+    clock,
     log,
     sources: { logic: createConfigSourcesLogic(sourceOptions), expected: configuredSources(sourceOptions) },
     ...(inspect ? { inspect } : {}),

@@ -16,6 +16,7 @@ import { type AgentConfig, containerGcPolicy, crashLoopBackOffPolicy } from '../
 import type { Clock } from '../clock.ts';
 import type { RuntimeDeps } from '../kuberuntime/execute.ts';
 import { collectContainerGarbage } from '../kuberuntime/gc.ts';
+import { hookIOOn } from '../kuberuntime/hooks.ts';
 import { ImagePuller } from '../kuberuntime/images.ts';
 import { killOrphanPod } from '../kuberuntime/orphans.ts';
 import type { Logger } from '../log.ts';
@@ -109,6 +110,7 @@ export function composeNode(deps: NodeDeps): Node {
     puller: new ImagePuller(deps.images, config.serializeImagePulls ? 1 : (config.maxParallelImagePulls ?? Infinity)),
     podLogsRoot: config.podLogsDir,
     crashLoop: crashLoopBackOffPolicy(config),
+    hookIO: hookIOOn(clock),
     now,
     log,
   };

@@ -1,14 +1,10 @@
 /**
  * Bounded waits for the kill path: a preStop hook is waited for at most the grace period, a
- * sidecar waits for its turn at most what is left of it. The sleep is injected (`Sleep`) so tests
- * can drive these waits with a simulated clock; every wait also ends when its AbortSignal fires.
+ * sidecar waits for its turn at most what is left of it. The sleep is derived from the node's clock
+ * (`sleepOn`, src/clock.ts), so tests drive these waits with a simulated clock; every wait also
+ * ends when its AbortSignal fires.
  */
-import { setTimeout as delay } from 'node:timers/promises';
-
-/** Resolves after `ms`; rejects once `signal` fires. */
-export type Sleep = (ms: number, signal: AbortSignal) => Promise<void>;
-
-export const realSleep: Sleep = (ms, signal) => delay(ms, undefined, { signal });
+import type { Sleep } from '../clock.ts';
 
 /** Rejects with the signal's reason once it fires (never resolves). */
 export function whenAborted(signal: AbortSignal): { promise: Promise<never>; dispose(): void } {

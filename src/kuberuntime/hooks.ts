@@ -22,7 +22,7 @@ import https from 'node:https';
 import type { Container, HTTPGetAction, LifecycleHandler, Pod } from '../api/types.ts';
 import type { RuntimeService } from '../runtime/types.ts';
 import { NamespaceMode } from '../runtime/types.ts';
-import { type Sleep, realSleep } from './deadline.ts';
+import { type Clock, type Sleep, realClock, sleepOn } from '../clock.ts';
 import { errorText } from './images.ts';
 import type { SandboxSummary } from '../api/runtimeView.ts';
 
@@ -169,4 +169,9 @@ export function nodeHttpGet(request: HttpGetRequest, signal: AbortSignal): Promi
   });
 }
 
-export const realHookIO: HookIO = { sleep: realSleep, httpGet: nodeHttpGet };
+/** The hooks' I/O: HTTP from Node, sleeps on `clock`. */
+export function hookIOOn(clock: Clock): HookIO {
+  return { sleep: sleepOn(clock), httpGet: nodeHttpGet };
+}
+
+export const realHookIO: HookIO = hookIOOn(realClock);

@@ -12,7 +12,8 @@
  */
 import type { Pod } from '../api/types.ts';
 import { isSidecar } from '../api/podSpec.ts';
-import { type Sleep, settlesWithin } from './deadline.ts';
+import type { Sleep } from '../clock.ts';
+import { settlesWithin } from './deadline.ts';
 
 interface Gate {
   opened: Promise<void>;

@@ -11,24 +11,10 @@
  * A run resolving `false` removes the worker. The clock is injected.
  */
 
-export interface SchedulerClock {
-  now(): number;
-  setTimeout(callback: () => void, ms: number): unknown;
-  clearTimeout(handle: unknown): void;
-}
-
-export const realClock: SchedulerClock = {
-  now: () => Date.now(),
-  setTimeout: (callback, ms) => {
-    const timer = setTimeout(callback, ms);
-    timer.unref();
-    return timer;
-  },
-  clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
-};
+import type { Clock } from '../clock.ts';
 
 export interface SchedulerOptions {
-  clock: SchedulerClock;
+  clock: Clock;
   random(): number;
   maxConcurrent: number;
   /** Called when a run throws (runs should not). */

@@ -7,6 +7,7 @@
 import { type EventObject, fromCallback } from 'xstate';
 import type { Pod, SourceName } from '../api/types.ts';
 import { podRef } from '../api/types.ts';
+import type { Clock } from '../clock.ts';
 import { type ConfigEvent, type SourceEvent, configEvent } from '../events.ts';
 import type { Logger } from '../log.ts';
 import { createFileSource } from './file.ts';
@@ -16,6 +17,7 @@ export interface ConfigSourcesOptions {
   nodeName: string;
   podManifestPath?: string;
   fileCheckFrequencyMs: number;
+  clock: Clock;
   log: Logger;
 }
 
@@ -44,6 +46,7 @@ export function createConfigSourcesLogic(options: ConfigSourcesOptions) {
         path: options.podManifestPath,
         nodeName: options.nodeName,
         checkFrequencyMs: options.fileCheckFrequencyMs,
+        clock: options.clock,
         onSnapshot: (pods) => deliver('file', pods),
         onError: (err) => {
           options.log('error', 'Skipping bad static pod manifest', {

@@ -23,6 +23,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { isScalar, LineCounter, parseAllDocuments } from 'yaml';
 import type { Pod } from '../api/types.ts';
+import { type Clock, type TimerHandle, realClock } from '../clock.ts';
 import { defaultStaticPod } from './static.ts';
 
 export interface ManifestError {
@@ -43,6 +44,8 @@ export interface FileSourceOptions {
   checkFrequencyMs?: number;
   /** Delay between the first change notification of a burst and the rescan it triggers. */
   debounceMs?: number;
+  /** The clock of the debounce and the safety-net rescan; the wall clock by default. */
+  clock?: Clock;
   /** The pods are shared with the source's cache: treat them as read-only. */
   onSnapshot: (pods: Pod[]) => void;
   onError: (err: ManifestError) => void;
@@ -140,8 +143,10 @@ export function createFileSource(options: FileSourceOptions): FileSource {
   let stopped = false;
   let watcher: FSWatcher | undefined;
   let watchedKey = '';
-  let debounce: NodeJS.Timeout | undefined;
-  let interval: NodeJS.Timeout | undefined;
+  const clock = options.clock ?? realClock;
+  let debounce: TimerHandle | undefined;
+  /** The next safety-net rescan. */
+  let periodic: TimerHandle | undefined;
   let tail: Promise<void> = Promise.resolve();
   let queued: Promise<void> | undefined;
 
@@ -153,7 +158,7 @@ export function createFileSource(options: FileSourceOptions): FileSource {
 
   function scheduleRescan(): void {
     if (debounce || stopped) return;
-    debounce = setTimeout(() => {
+    debounce = clock.setTimeout(() => {
       debounce = undefined;
       void rescanReportingFailures();
     }, debounceMs);
@@ -303,20 +308,26 @@ export function createFileSource(options: FileSourceOptions): FileSource {
     return rescan().catch((err: unknown) => onError({ file: path, message: `${path}: scan failed: ${errorText(err)}` }));
   }
 
+  function scheduleSafetyNet(): void {
+    periodic = clock.setTimeout(() => {
+      scheduleSafetyNet();
+      void rescanReportingFailures();
+    }, checkFrequencyMs);
+  }
+
   return {
     async start() {
       await rescan();
-      if (stopped || interval) return;
-      interval = setInterval(() => void rescanReportingFailures(), checkFrequencyMs);
-      interval.unref();
+      if (stopped || periodic !== undefined) return;
+      scheduleSafetyNet();
     },
     stop() {
       stopped = true;
       closeWatcher();
-      clearTimeout(debounce);
-      clearInterval(interval);
+      if (debounce !== undefined) clock.clearTimeout(debounce);
+      if (periodic !== undefined) clock.clearTimeout(periodic);
       debounce = undefined;
-      interval = undefined;
+      periodic = undefined;
     },
     rescan,
   };

@@ -23,6 +23,7 @@
  * is kept (a fixed-size ring each, the records unprojected).
  */
 import { randomUUID } from 'node:crypto';
+import { type Clock, realClock } from '../clock.ts';
 import type { AnyActorRef, AnyEventObject, InspectionEvent, Observer, StateValue } from 'xstate';
 import {
   type TakenTransition,
@@ -48,26 +49,9 @@ export interface HubOptions {
   maxEventsPerBatch?: number;
   /** Events and steps kept per actor for `history` (the newest). Default 100; 0 keeps none. */
   historyPerActor?: number;
-  now?: () => number;
-  /** The flush timer's clock (tests pass xstate's SimulatedClock); real timers by default. */
+  /** The clock of record times and flushes (tests pass xstate's SimulatedClock); the wall clock by default. */
   clock?: Clock;
 }
-
-/** The two calls of a clock the hub uses (xstate's SimulatedClock has them). */
-export interface Clock {
-  setTimeout(fn: () => void, ms: number): unknown;
-  clearTimeout(id: unknown): void;
-}
-
-const realClock: Clock = {
-  setTimeout: (fn, ms) => {
-    const timer = setTimeout(fn, ms);
-    // A pending flush must not keep the process alive.
-    timer.unref();
-    return timer;
-  },
-  clearTimeout: (id) => clearTimeout(id as NodeJS.Timeout),
-};
 
 export type BatchListener = (batch: WireRecord[]) => void;
 
@@ -136,8 +120,8 @@ export class VisualizerHub {
     this.flushMs = options.flushMs ?? 100;
     this.maxEvents = options.maxEventsPerBatch ?? 500;
     this.historyPerActor = options.historyPerActor ?? 100;
-    this.now = options.now ?? Date.now;
     this.clock = options.clock ?? realClock;
+    this.now = () => this.clock.now();
   }
 
   /** Takes one inspection record. Never throws into the actor system. */

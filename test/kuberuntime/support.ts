@@ -2,7 +2,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SimulatedClock } from 'xstate';
-import type { Sleep } from '../../src/kuberuntime/deadline.ts';
+import { type Sleep, sleepOn } from '../../src/clock.ts';
 import type { Pod } from '../../src/api/types.ts';
 import { type ExecuteResult, type RuntimeDeps, executePlan } from '../../src/kuberuntime/execute.ts';
 import { type HookIO, nodeHttpGet } from '../../src/kuberuntime/hooks.ts';
@@ -13,25 +13,14 @@ import { FakeRuntime } from '../../src/runtime/fake.ts';
 import type { CallOptions } from '../../src/runtime/types.ts';
 import { IMAGE, fakeRuntimeDeps, testClock } from '../support/pods.ts';
 
-/** A sleep whose time is the SimulatedClock's; `pending` counts sleeps not yet over. */
+/** The node's sleep on the SimulatedClock; `pending` counts sleeps not yet over. */
 export function clockSleep(clock: SimulatedClock): { sleep: Sleep; readonly pending: number } {
   let pending = 0;
-  const sleep: Sleep = (ms, signal) =>
-    new Promise<void>((resolve, reject) => {
-      pending += 1;
-      const onAbort = (): void => {
-        pending -= 1;
-        clock.clearTimeout(id);
-        reject(signal.reason);
-      };
-      const id = clock.setTimeout(() => {
-        pending -= 1;
-        signal.removeEventListener('abort', onAbort);
-        resolve();
-      }, ms);
-      if (signal.aborted) onAbort();
-      else signal.addEventListener('abort', onAbort, { once: true });
-    });
+  const onClock = sleepOn(clock);
+  const sleep: Sleep = (ms, signal) => {
+    pending += 1;
+    return onClock(ms, signal).finally(() => (pending -= 1));
+  };
   return {
     sleep,
     get pending() {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { fakeClock } from './fakeClock.ts';
+import { ManualClock } from '../support/manualClock.ts';
 import { type AnyEventObject, createActor, setup } from 'xstate';
 import type { ContainerStatus, Pod, PodStatus, Probe } from '../../src/api/types.ts';
 import { silentLogger } from '../../src/log.ts';
@@ -14,7 +14,7 @@ import { container, makePod } from '../support/pods.ts';
 const fast: Probe = { exec: { command: ['check'] }, periodSeconds: 1, failureThreshold: 2 };
 
 function harness(pod: Pod) {
-  const fake = fakeClock(Date.parse('2026-01-01T00:00:00Z'));
+  const fake = new ManualClock(Date.parse('2026-01-01T00:00:00Z'));
   const statuses = new StatusManager();
   const podManager = new PodManager();
   podManager.set(pod);
@@ -27,8 +27,8 @@ function harness(pod: Pod) {
       statuses,
       podManager,
       runtime: new FakeRuntime(),
-      scheduler: { clock: fake.clock, random: () => 0, maxConcurrent: 32 },
-      now: fake.now,
+      scheduler: { clock: fake, random: () => 0, maxConcurrent: 32 },
+      now: () => fake.now(),
       log: silentLogger,
       runProbe: async (probe, target) => {
         const kind = kindOf(probe, target);
@@ -63,11 +63,11 @@ describe('probe manager', () => {
   it('sends readiness changes only, with the pod IP and container ID', async () => {
     const h = harness(makePod('p', { containers: [container('app', { readinessProbe: fast })] }));
     h.setContainer('c1');
-    await h.fake.advance(3_000);
+    await h.fake.settle(3_000);
     expect(h.results()).toEqual(['readiness:c1:Success']);
     expect(h.calls[0]).toEqual({ kind: 'readiness', containerId: 'c1', podIP: '10.1.2.3' });
     h.answers.readiness = 'Failure';
-    await h.fake.advance(3_000);
+    await h.fake.settle(3_000);
     expect(h.results()).toEqual(['readiness:c1:Success', 'readiness:c1:Failure']);
     expect(h.events[0]).toEqual({ type: 'PROBE.RESULT', podUid: 'uid-p', containerId: 'c1', containerName: 'app', kind: 'readiness', result: 'Success' });
     h.stop();
@@ -77,12 +77,12 @@ describe('probe manager', () => {
     const h = harness(makePod('p', { containers: [container('app', { livenessProbe: fast })] }));
     h.setContainer('c1');
     h.answers.liveness = 'Failure';
-    await h.fake.advance(5_000);
+    await h.fake.settle(5_000);
     expect(h.results()).toEqual(['liveness:c1:Failure']);
     expect(h.calls.length).toBe(2);
     h.answers.liveness = 'Success';
     h.setContainer('c2');
-    await h.fake.advance(2_000);
+    await h.fake.settle(2_000);
     expect(h.calls.map((c) => c.containerId)).toEqual(['c1', 'c1', 'c2', 'c2']);
     // Success is the initial liveness result: nothing to tell.
     expect(h.results()).toEqual(['liveness:c1:Failure']);
@@ -93,10 +93,10 @@ describe('probe manager', () => {
     const h = harness(makePod('p', { containers: [container('app', { startupProbe: { ...fast, failureThreshold: 5 }, readinessProbe: { ...fast }, livenessProbe: { ...fast } })] }));
     h.answers.startup = 'Failure';
     h.setContainer('c1');
-    await h.fake.advance(1_500);
+    await h.fake.settle(1_500);
     expect(new Set(h.calls.map((c) => c.kind))).toEqual(new Set(['startup']));
     h.answers.startup = 'Success';
-    await h.fake.advance(3_000);
+    await h.fake.settle(3_000);
     expect(h.results()).toEqual(['startup:c1:Success', 'readiness:c1:Success']);
     expect(new Set(h.calls.map((c) => c.kind))).toEqual(new Set(['startup', 'liveness', 'readiness']));
     h.stop();
@@ -105,9 +105,9 @@ describe('probe manager', () => {
   it('a container that is not running is not ready', async () => {
     const h = harness(makePod('p', { containers: [container('app', { readinessProbe: fast })] }));
     h.setContainer('c1');
-    await h.fake.advance(1_000);
+    await h.fake.settle(1_000);
     h.setContainer('c1', false);
-    await h.fake.advance(1_000);
+    await h.fake.settle(1_000);
     expect(h.results()).toEqual(['readiness:c1:Success', 'readiness:c1:Failure']);
     h.stop();
   });
@@ -115,17 +115,17 @@ describe('probe manager', () => {
   it('a deleting pod reports liveness Success and stops it; a terminal or deleted status removes the workers', async () => {
     const h = harness(makePod('p', { containers: [container('app', { livenessProbe: { ...fast }, readinessProbe: { ...fast } })] }));
     h.setContainer('c1');
-    await h.fake.advance(1_000);
+    await h.fake.settle(1_000);
     const livenessCalls = h.calls.filter((c) => c.kind === 'liveness').length;
     h.podManager.delete('uid-p');
     h.answers.readiness = 'Failure';
-    await h.fake.advance(3_000);
+    await h.fake.settle(3_000);
     // Liveness stopped; readiness goes on while the pod terminates.
     expect(h.calls.filter((c) => c.kind === 'liveness').length).toBe(livenessCalls);
     expect(h.results()).toEqual(['readiness:c1:Success', 'readiness:c1:Failure']);
     h.setContainer('c1', true, 'Succeeded');
     const before = h.calls.length;
-    await h.fake.advance(5_000);
+    await h.fake.settle(5_000);
     expect(h.calls.length).toBe(before);
     h.stop();
   });
@@ -133,10 +133,10 @@ describe('probe manager', () => {
   it('removes the workers when the status is deleted', async () => {
     const h = harness(makePod('p', { containers: [container('app', { readinessProbe: fast })] }));
     h.setContainer('c1');
-    await h.fake.advance(2_000);
+    await h.fake.settle(2_000);
     h.statuses.delete('uid-p');
     const before = h.calls.length;
-    await h.fake.advance(5_000);
+    await h.fake.settle(5_000);
     expect(h.calls.length).toBe(before);
     h.stop();
   });

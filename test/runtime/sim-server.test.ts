@@ -3,20 +3,20 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CriClient } from '../../src/runtime/cri/client.ts';
-import { FakeClock } from '../../src/runtime/sim/clock.ts';
+import { ManualClock } from '../support/manualClock.ts';
 import { SimEngine } from '../../src/runtime/sim/engine.ts';
 import { startSimRuntime, type SimRuntime } from '../../src/runtime/sim/server.ts';
 import { CriError, NamespaceMode, type ContainerConfig, type ContainerEvent, type PodSandboxConfig } from '../../src/runtime/types.ts';
 import { containerConfig as baseContainerConfig, networkNamespace, podSandboxConfig, rejection } from './support.ts';
 
 let dir: string;
-let clock: FakeClock;
+let clock: ManualClock;
 let sim: SimRuntime;
 let client: CriClient;
 
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'statelet-sim-'));
-  clock = new FakeClock();
+  clock = new ManualClock();
   sim = await startSimRuntime({ socketPath: join(dir, 'cri.sock'), clock, pullDelayMs: 0 });
   client = new CriClient(sim.endpoint);
 });

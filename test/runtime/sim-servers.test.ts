@@ -8,13 +8,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CriClient } from '../../src/runtime/cri/client.ts';
-import { FakeClock } from '../../src/runtime/sim/clock.ts';
+import { ManualClock } from '../support/manualClock.ts';
 import { startSimRuntime, type SimRuntime } from '../../src/runtime/sim/server.ts';
 import { NamespaceMode, type PodSandboxConfig } from '../../src/runtime/types.ts';
 import { containerConfig, networkNamespace, podSandboxConfig } from './support.ts';
 
 let dir: string;
-let clock: FakeClock;
+let clock: ManualClock;
 let sim: SimRuntime;
 let client: CriClient;
 /** A port nothing on this host listens on (checked on the wildcard address, so free on every 127.x). */
@@ -22,7 +22,7 @@ let port: number;
 
 beforeEach(async () => {
   dir = await mkdtemp(join(tmpdir(), 'statelet-sim-servers-'));
-  clock = new FakeClock();
+  clock = new ManualClock();
   sim = await startSimRuntime({ socketPath: join(dir, 'cri.sock'), clock, pullDelayMs: 0 });
   client = new CriClient(sim.endpoint);
   port = await freePort();

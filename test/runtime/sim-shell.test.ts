@@ -1,13 +1,13 @@
 import { connect, createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
-import { FakeClock } from '../../src/runtime/sim/clock.ts';
+import { ManualClock } from '../support/manualClock.ts';
 import { SimFs } from '../../src/runtime/sim/fs.ts';
 import { SimNetwork } from '../../src/runtime/sim/net.ts';
 import { EXIT_KILL, EXIT_TERM, ShellProcess, programFor } from '../../src/runtime/sim/shell.ts';
 import { parse, ShellSyntaxError } from '../../src/runtime/sim/shell-parse.ts';
 
 interface Harness {
-  clock: FakeClock;
+  clock: ManualClock;
   fs: SimFs;
   proc: ShellProcess;
   stdout: string[];
@@ -17,7 +17,7 @@ interface Harness {
 }
 
 function start(argv: string[], options: { pid1?: boolean; env?: Record<string, string>; fs?: SimFs; network?: SimNetwork } = {}): Harness {
-  const clock = new FakeClock();
+  const clock = new ManualClock();
   const fs = options.fs ?? new SimFs();
   const stdout: string[] = [];
   const stderr: string[] = [];

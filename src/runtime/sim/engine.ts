@@ -29,7 +29,7 @@ import {
   type SandboxState,
   type VersionInfo,
 } from '../types.ts';
-import { realClock, type SimClock, type TimerHandle } from './clock.ts';
+import { type Clock, type TimerHandle, realClock } from '../../clock.ts';
 import { SimError } from './errors.ts';
 import { SimFs } from './fs.ts';
 import { DEFAULT_IMAGES, ImageStore } from './images.ts';
@@ -43,7 +43,7 @@ export const SIM_RUNTIME_VERSION = '0.1.0';
 
 export interface SimRuntimeOptions {
   /** Time source for sleeps, stop timeouts, pulls and exec deadlines. Real time by default. */
-  clock?: SimClock;
+  clock?: Clock;
   /** Simulated duration of a successful or failed pull. Default 50 ms; 0 pulls without a timer. */
   pullDelayMs?: number;
   /** Images present at start. Default: busybox:latest and registry.k8s.io/pause:3.9. */
@@ -162,7 +162,7 @@ function lookup<T>(map: Map<string, T>, id: string): T | undefined {
 }
 
 export class SimEngine {
-  readonly clock: SimClock;
+  readonly clock: Clock;
   readonly images: ImageStore;
   private readonly logs: CriLogWriter;
   private readonly sandboxes = new Map<string, SimSandbox>();
@@ -396,11 +396,11 @@ export class SimEngine {
     if (container.state !== 'CONTAINER_RUNNING') return exited;
     const deadline = this.clock.now() + timeoutSeconds * 1000;
     if (!container.kill || deadline < container.kill.deadline) {
-      if (container.kill) this.clock.clearTimer(container.kill.timer);
-      const timer = this.clock.setTimer(deadline - this.clock.now(), () => {
+      if (container.kill) this.clock.clearTimeout(container.kill.timer);
+      const timer = this.clock.setTimeout(() => {
         container.kill = null;
         process.signal('KILL');
-      });
+      }, deadline - this.clock.now());
       container.kill = { deadline, timer };
     }
     return exited;
@@ -468,17 +468,17 @@ export class SimEngine {
         output: { stdout: (text) => stdout.push(text), stderr: (text) => stderr.push(text) },
         onExit: (exitCode) => {
           container.execs.delete(process);
-          if (deadline) this.clock.clearTimer(deadline);
+          if (deadline) this.clock.clearTimeout(deadline);
           resolve({ stdout: Buffer.from(stdout.join('')), stderr: Buffer.from(stderr.join('')), exitCode });
         },
       });
       if (timeoutSeconds > 0) {
-        deadline = this.clock.setTimer(timeoutSeconds * 1000, () => {
+        deadline = this.clock.setTimeout(() => {
           deadline = null;
           container.execs.delete(process);
           process.dispose();
           reject(new SimError('DEADLINE_EXCEEDED', `timeout ${timeoutSeconds}s exceeded running ${JSON.stringify(cmd)} in container "${container.id}"`));
-        });
+        }, timeoutSeconds * 1000);
       }
       container.execs.add(process);
       process.start();
@@ -554,7 +554,7 @@ export class SimEngine {
       for (const exec of container.execs) exec.dispose();
       container.execs.clear();
       container.network?.closeAll('the simulated runtime is shut down');
-      if (container.kill) this.clock.clearTimer(container.kill.timer);
+      if (container.kill) this.clock.clearTimeout(container.kill.timer);
       container.kill = null;
       container.log?.close();
       for (const resolve of container.exitWaiters.splice(0)) resolve();
@@ -588,7 +588,7 @@ export class SimEngine {
     container.reason = exitCode === 0 ? 'Completed' : 'Error';
     container.process = null;
     container.log?.close();
-    if (container.kill) this.clock.clearTimer(container.kill.timer);
+    if (container.kill) this.clock.clearTimeout(container.kill.timer);
     container.kill = null;
     // The container's processes die with it, and so do its servers (daemonised ones included).
     for (const exec of [...container.execs]) exec.signal('KILL');

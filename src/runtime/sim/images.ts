@@ -13,7 +13,7 @@
 
 import { createHash } from 'node:crypto';
 import type { ImageInfo } from '../types.ts';
-import type { SimClock, TimerHandle } from './clock.ts';
+import type { Clock, TimerHandle } from '../../clock.ts';
 import { SimError } from './errors.ts';
 
 export const DEFAULT_IMAGES: readonly string[] = ['docker.io/library/busybox:latest', 'registry.k8s.io/pause:3.9'];
@@ -42,7 +42,7 @@ interface StoredImage {
 }
 
 export interface ImageStoreOptions {
-  clock: SimClock;
+  clock: Clock;
   pullDelayMs: number;
   initialImages: readonly string[];
   missingImages: readonly string[];
@@ -92,7 +92,7 @@ export class ImageStore {
       complete();
       return promise;
     }
-    const timer = this.options.clock.setTimer(this.options.pullDelayMs, complete);
+    const timer = this.options.clock.setTimeout(complete, this.options.pullDelayMs);
     this.pulls.set(name, { promise, timer, reject: settle.reject });
     return promise;
   }
@@ -116,7 +116,7 @@ export class ImageStore {
   /** Abandons pulls in flight: the runtime is going away. */
   close(): void {
     for (const pull of this.pulls.values()) {
-      this.options.clock.clearTimer(pull.timer);
+      this.options.clock.clearTimeout(pull.timer);
       pull.reject(new SimError('UNAVAILABLE', 'runtime is shutting down'));
     }
     this.pulls.clear();

@@ -1,6 +1,6 @@
 /**
  * The sim's "process": a small interpreter for the shell subset parsed by `shell-parse.ts`, run
- * against a `SimFs`, writing to a log sink, timed by an injectable `SimClock`, stoppable by
+ * against a `SimFs`, writing to a log sink, timed by an injectable `Clock`, stoppable by
  * signals, reporting an exit code.
  *
  * Execution model. The interpreter is written as generators that yield an `Effect` whenever the
@@ -11,7 +11,7 @@
  * (`net.ts`) block their thread on a socket and resume it from Node's event loop.
  */
 
-import type { SimClock, TimerHandle } from './clock.ts';
+import type { Clock, TimerHandle } from '../../clock.ts';
 import { SimFs } from './fs.ts';
 import { HOST_NETWORK_ADDRESS, SimNetwork, httpd, nc, type AppletContext, type AppletResult, type IoStart } from './net.ts';
 import { parse, ShellSyntaxError, type Assignment, type Command, type Redirect, type Word } from './shell-parse.ts';
@@ -30,7 +30,7 @@ export interface ShellOutput {
 export interface ShellProcessOptions {
   /** The container's argv: CRI `command ++ args`. */
   argv: string[];
-  clock: SimClock;
+  clock: Clock;
   fs: SimFs;
   output: ShellOutput;
   /** Called once with the exit status, from whatever stack ended the process. */
@@ -142,7 +142,7 @@ interface Thread {
 }
 
 export class ShellProcess {
-  private readonly clock: SimClock;
+  private readonly clock: Clock;
   private readonly fs: SimFs;
   private readonly output: ShellOutput;
   private readonly onExitCallback: (code: number) => void;
@@ -316,11 +316,11 @@ export class ShellProcess {
 
   private blockOnTimer(thread: Thread, ms: number): void {
     thread.blockedOn = 'sleep';
-    thread.timer = this.clock.setTimer(ms, () => {
+    thread.timer = this.clock.setTimeout(() => {
       thread.timer = null;
       thread.blockedOn = null;
       this.schedule(thread, CONTINUE);
-    });
+    }, ms);
   }
 
   /** Blocks `thread` on real I/O until it reports a status (→ resumed) or is cancelled. */
@@ -353,7 +353,7 @@ export class ShellProcess {
   }
 
   private unblock(thread: Thread): void {
-    if (thread.timer) this.clock.clearTimer(thread.timer);
+    if (thread.timer) this.clock.clearTimeout(thread.timer);
     thread.timer = null;
     thread.blockedOn = null;
     const cancelIo = thread.cancelIo;
