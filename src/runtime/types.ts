@@ -2,8 +2,8 @@
  * The Container Runtime Interface as the agent sees it: the CRI v1 calls statelet makes, in
  * TypeScript shapes. Field names follow the CRI proto (camelCase); timestamps are converted from
  * the proto's nanoseconds to milliseconds since the epoch so that the rest of the agent works in
- * one unit. Three implementations exist: the gRPC client (`cri/client.ts`, used for containerd and
- * for the embedded `sim://` runtime alike) and the in-process `FakeRuntime` for machine tests.
+ * one unit. Two implementations exist: the gRPC client (`cri/client.ts`, used for containerd and
+ * for the embedded `sim://` runtime alike) and `InProcessRuntime` (the simulated engine without gRPC).
  */
 
 /** Options every runtime call accepts: a cancellation signal and a deadline. */

@@ -63,8 +63,10 @@ export function generatePodStatus(input: StatusInput): PodStatus {
   let reason: string | undefined;
   let message: string | undefined;
   const previousPhase = previous?.phase;
-  if (isTerminalPhase(previousPhase) && !isTerminalPhase(phase)) {
-    // A pod never leaves a terminal phase.
+  if (isTerminalPhase(previousPhase) && phase !== previousPhase) {
+    // A terminal phase is final, even for another terminal one (pkg/kubelet/kubelet_pods.go
+    // generateAPIPodStatus refuses the "illegal phase transition"): a pod Failed by its deadline
+    // stays Failed when its containers then exit 0 on SIGTERM.
     phase = previousPhase as PodPhase;
   }
   if (previous && phase === previousPhase) {

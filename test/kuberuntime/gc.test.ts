@@ -2,15 +2,16 @@ import { describe, expect, it } from 'vitest';
 import { collectContainerGarbage } from '../../src/kuberuntime/gc.ts';
 import { Label } from '../../src/kuberuntime/labels.ts';
 import { defaultContainerGcPolicy } from '../../src/kuberuntime/containerGC.ts';
-import { FakeRuntime } from '../../src/runtime/fake.ts';
+import { ManualClock } from '../support/manualClock.ts';
+import { TestRuntime } from '../support/testRuntime.ts';
 import type { KeyValueMap } from '../../src/runtime/types.ts';
 import { containerConfig, podSandboxConfig } from '../runtime/support.ts';
 import { IMAGE } from '../support/pods.ts';
 
 function rig() {
-  let t = Date.parse('2026-01-01T00:00:00Z');
-  const now = () => t;
-  const runtime = new FakeRuntime({ now });
+  const clock = new ManualClock(Date.parse('2026-01-01T00:00:00Z'));
+  const now = () => clock.now();
+  const runtime = new TestRuntime({ clock });
   runtime.addImage(IMAGE);
   const logs: { message: string; fields?: Record<string, unknown> }[] = [];
   /** A sandbox of pod `uid` with `attempts` exited instances of container `name` (oldest first). */
@@ -19,7 +20,7 @@ function rig() {
     const sandbox = await runtime.runPodSandbox(config);
     const ids: string[] = [];
     for (let attempt = 0; attempt < attempts; attempt++) {
-      t += 1_000;
+      clock.advance(1_000);
       const id = await runtime.createContainer(sandbox, containerConfig(name, { metadata: { name, attempt }, image: { image: IMAGE }, labels }), config);
       await runtime.startContainer(id);
       runtime.exitContainer(id, 0);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ImagePuller, effectivePullPolicy, ensureImage, normalizeImage } from '../../src/kuberuntime/images.ts';
-import { FakeRuntime } from '../../src/runtime/fake.ts';
+import { TestRuntime } from '../support/testRuntime.ts';
 
 describe('image names and pull policies', () => {
   it.each([
@@ -25,10 +25,10 @@ describe('image names and pull policies', () => {
 
 describe('ensureImage', () => {
   const setup = () => {
-    const runtime = new FakeRuntime({ now: () => 0 });
+    const runtime = new TestRuntime();
     return { runtime, puller: new ImagePuller(runtime, 1) };
   };
-  const input = (runtime: FakeRuntime, puller: ImagePuller, image: string, policy?: 'Never' | 'Always' | 'IfNotPresent') => ({
+  const input = (runtime: TestRuntime, puller: ImagePuller, image: string, policy?: 'Never' | 'Always' | 'IfNotPresent') => ({
     images: runtime,
     puller,
     podUid: 'uid',
@@ -53,7 +53,7 @@ describe('ensureImage', () => {
 
   it('reports ErrImagePull, then ImagePullBackOff until the backoff ends', async () => {
     const { runtime, puller } = setup();
-    runtime.failPull('missing:1', 'not found');
+    runtime.failPull('missing:1');
     const first = await ensureImage(input(runtime, puller, 'missing:1'));
     expect(first).toMatchObject({ ok: false, reason: 'ErrImagePull', retryAfterMs: 10_000 });
     const second = await ensureImage({ ...input(runtime, puller, 'missing:1'), backoff: first.backoff, nowMs: 5_000 });
@@ -72,7 +72,7 @@ describe('ensureImage', () => {
 
 describe('ImagePuller', () => {
   it('shares one pull between pods that need the same image at once', async () => {
-    const runtime = new FakeRuntime({ now: () => 0 });
+    const runtime = new TestRuntime();
     const hold = runtime.holdCalls('pullImage');
     const puller = new ImagePuller(runtime, 1);
     const pulls = [puller.pull('app:1'), puller.pull('app:1'), puller.pull('app:1')];
@@ -84,7 +84,7 @@ describe('ImagePuller', () => {
   });
 
   it('pulls different images one at a time by default', async () => {
-    const runtime = new FakeRuntime({ now: () => 0 });
+    const runtime = new TestRuntime();
     const hold = runtime.holdCalls('pullImage');
     const puller = new ImagePuller(runtime, 1);
     const a = puller.pull('a:1');

@@ -9,7 +9,7 @@ import { type HookIO, nodeHttpGet } from '../../src/kuberuntime/hooks.ts';
 import type { RuntimeContainerStatus } from '../../src/api/runtimeView.ts';
 import { readPodStatus } from '../../src/kuberuntime/podStatus.ts';
 import { computePodActions } from '../../src/kuberuntime/computePodActions.ts';
-import { FakeRuntime } from '../../src/runtime/fake.ts';
+import { TestRuntime } from '../support/testRuntime.ts';
 import type { CallOptions } from '../../src/runtime/types.ts';
 import { IMAGE, fakeRuntimeDeps, testClock } from '../support/pods.ts';
 
@@ -31,18 +31,18 @@ export function clockSleep(clock: SimulatedClock): { sleep: Sleep; readonly pend
 
 export interface LifecycleRig {
   clock: SimulatedClock;
-  runtime: FakeRuntime;
+  runtime: TestRuntime;
   sleeps: ReturnType<typeof clockSleep>;
   hookIO: HookIO;
   deps: RuntimeDeps;
   logs: { level: string; message: string; fields: Record<string, unknown> }[];
 }
 
-/** A FakeRuntime and runtime deps whose clock, sleeps included, is a SimulatedClock; HTTP is real. */
+/** A TestRuntime and runtime deps whose clock, sleeps included, is a SimulatedClock; HTTP is real. */
 export function lifecycleRig(): LifecycleRig {
   const clock = testClock();
   const now = () => clock.now();
-  const runtime = new FakeRuntime({ now });
+  const runtime = new TestRuntime({ clock });
   runtime.addImage(IMAGE);
   const sleeps = clockSleep(clock);
   const hookIO: HookIO = { sleep: sleeps.sleep, httpGet: nodeHttpGet };

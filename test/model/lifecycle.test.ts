@@ -1,6 +1,6 @@
 /**
  * `createTestModel` on the invoke-free lifecycle model (`lifecycleModel.ts`), driving the REAL pod
- * actor on the FakeRuntime with a SimulatedClock: each path is a fresh pod; each model event is
+ * actor on the in-process simulated runtime with a SimulatedClock: each path is a fresh pod; each model event is
  * performed on the runtime / sent to the actor, and each model state is checked on the actor's
  * snapshot and the runtime's containers. No sleeps: every step waits on the actor (`waitFor`) or on
  * a held runtime call.
@@ -96,7 +96,7 @@ const stateTests: StateTests = {
 const phaseAfter: Partial<Record<LifecycleEvent['type'], string>> = {
   INIT_EXIT_FAIL: 'Failed',
   CONTAINER_EXIT: 'Succeeded',
-  // Killed: the stopped containers report exit code 137 and restartPolicy is Never.
+  // Killed: the stopped containers report exit code 137 (killedByStop) and restartPolicy is Never.
   STOPPED: 'Failed',
 };
 

@@ -1,6 +1,6 @@
 /**
  * The pod lifecycle as seen from outside, as a small invoke-free machine for `createTestModel`,
- * and the real system it drives: the real pod actor on the FakeRuntime with a SimulatedClock.
+ * and the real system it drives: the real pod actor on the TestRuntime with a SimulatedClock.
  *
  * The pod under test has one init container and one regular container, restartPolicy Never (so an
  * exit ends the pod instead of restarting a container), and a 30 s termination grace period.
@@ -18,7 +18,7 @@
  */
 import { type SnapshotFrom, setup, waitFor } from 'xstate';
 import { Label } from '../../src/kuberuntime/labels.ts';
-import type { HoldController } from '../../src/runtime/fake.ts';
+import type { HoldController } from '../support/faultyRuntime.ts';
 import type { ContainerStatus } from '../../src/runtime/types.ts';
 import { type PodHarness, container, makePod, podHarness } from '../support/pods.ts';
 
@@ -67,13 +67,16 @@ const tickMs = 1_000;
 
 type PodActor = ReturnType<PodHarness['start']>;
 
+/** A process that runs until stopped and then reports exit code 137, as one killed by a signal does. */
+const killedByStop = ['sh', '-c', "trap 'exit 137' TERM; sleep 3600 & wait"];
+
 /** One real pod on the fake runtime, driven by the model's events. */
 export class LifecycleSut {
   readonly h = podHarness();
   readonly pod = makePod('life', {
     restartPolicy: 'Never',
-    initContainers: [container('init')],
-    containers: [container('main')],
+    initContainers: [container('init', { command: killedByStop })],
+    containers: [container('main', { command: killedByStop })],
     terminationGracePeriodSeconds: specGrace,
   });
   private actorRef: PodActor | undefined;

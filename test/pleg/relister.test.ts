@@ -1,16 +1,16 @@
 /**
- * The PLEG's effects on the FakeRuntime: the relist record shared by the relist and the event
+ * The PLEG's effects on the TestRuntime: the relist record shared by the relist and the event
  * stream, so that a change is told once whichever sees it first.
  */
 import { describe, expect, it } from 'vitest';
 import { createRelister } from '../../src/pleg/relister.ts';
 import type { StreamEnd, StreamUpdate } from '../../src/events.ts';
-import { FakeRuntime } from '../../src/runtime/fake.ts';
+import { TestRuntime } from '../support/testRuntime.ts';
 import type { CallOptions, ContainerEvent } from '../../src/runtime/types.ts';
 import { plegLines, startPod } from '../support/plegFixtures.ts';
 
-/** A FakeRuntime whose event stream says only what the test pushes. */
-class ScriptedStreamRuntime extends FakeRuntime {
+/** A TestRuntime whose event stream says only what the test pushes. */
+class ScriptedStreamRuntime extends TestRuntime {
   private readonly pending: ContainerEvent[] = [];
   private wake: (() => void) | undefined;
 
@@ -42,7 +42,7 @@ function watch(relister: ReturnType<typeof createRelister>) {
 
 const settle = () => new Promise((resolve) => setTimeout(resolve, 0));
 
-function setup(runtime = new FakeRuntime()) {
+function setup(runtime = new TestRuntime()) {
   runtime.addImage('busybox');
   return { runtime, relister: createRelister(runtime, Date.now) };
 }
@@ -54,9 +54,19 @@ describe('relister', () => {
     const stream = watch(relister);
     const { uid, sandboxId, containerId } = await startPod(runtime, 'a');
     await settle();
-    expect(stream.lines()).toEqual([`PLEG.CONTAINER_STARTED ${uid}/${containerId}`]);
-    // The FakeRuntime streams no sandbox events: the relist tells the sandbox only.
-    expect(plegLines((await relister.relist(new AbortController().signal)).events)).toEqual([`PLEG.CONTAINER_STARTED ${uid}/${sandboxId}`]);
+    // The simulated runtime streams the sandbox's start too (as containerd 1.7+ does).
+    expect(stream.lines()).toEqual([`PLEG.CONTAINER_STARTED ${uid}/${sandboxId}`, `PLEG.CONTAINER_STARTED ${uid}/${containerId}`]);
+    // The relist finds what the stream told: nothing new.
+    expect(plegLines((await relister.relist(new AbortController().signal)).events)).toEqual([]);
+    // What only the relist saw (a container that started while no stream was open) is not told by the stream.
+    stream.close();
+    const { containerId: other } = await startPod(runtime, 'b');
+    expect(plegLines((await relister.relist(new AbortController().signal)).events)).toContain(`PLEG.CONTAINER_STARTED uid-b/${other}`);
+    const again = watch(relister);
+    runtime.exitContainer(other, 0);
+    await settle();
+    expect(again.lines()).toEqual([`PLEG.CONTAINER_DIED uid-b/${other}`]);
+    again.close();
     stream.close();
   });
 
@@ -126,26 +136,27 @@ describe('relister', () => {
     const { runtime, relister } = setup();
     await relister.relist(new AbortController().signal);
     const stream = watch(relister);
-    const { uid, containerId } = await startPod(runtime, 'a');
+    const { uid, sandboxId, containerId } = await startPod(runtime, 'a');
     await settle();
     expect(relister.runningPodUids()).toEqual(new Set([uid]));
     runtime.exitContainer(containerId, 0);
     await settle();
-    // The sandbox is still ready (the FakeRuntime does not stream it; the relist will).
-    expect(relister.runningPodUids()).toEqual(new Set());
-    await relister.relist(new AbortController().signal);
+    // Its sandbox is still ready: the pod still runs.
     expect(relister.runningPodUids()).toEqual(new Set([uid]));
+    await runtime.stopPodSandbox(sandboxId);
+    await settle();
+    expect(relister.runningPodUids()).toEqual(new Set());
     stream.close();
   });
 
   it('says why the stream ended: UNIMPLEMENTED, another error, or closed by the runtime', async () => {
-    const unimplemented = new FakeRuntime();
+    const unimplemented = new TestRuntime();
     unimplemented.setEventsUnimplemented();
     expect(await watch(createRelister(unimplemented, Date.now)).ended).toEqual<StreamEnd>({
       unimplemented: true,
       error: expect.stringMatching(/UNIMPLEMENTED/),
     });
-    const broken = new FakeRuntime();
+    const broken = new TestRuntime();
     const stream = watch(createRelister(broken, Date.now));
     broken.breakEventStreams('UNAVAILABLE', 'runtime restarted');
     expect(await stream.ended).toEqual({ unimplemented: false, error: expect.stringMatching(/runtime restarted/) });

@@ -10,7 +10,7 @@ import {
   runProbe,
   type ProbeTarget,
 } from '../../src/prober/handlers.ts';
-import { FakeRuntime } from '../../src/runtime/fake.ts';
+import { TestRuntime } from '../support/testRuntime.ts';
 import { CriError, type RuntimeService } from '../../src/runtime/types.ts';
 import { container, makePod } from '../support/pods.ts';
 
@@ -38,7 +38,7 @@ afterAll(() => {
   server.close();
 });
 
-function target(runtime: RuntimeService = new FakeRuntime(), podIP = '127.0.0.1'): ProbeTarget {
+function target(runtime: RuntimeService = new TestRuntime(), podIP = '127.0.0.1'): ProbeTarget {
   return {
     runtime,
     pod: makePod('p'),
@@ -96,7 +96,7 @@ describe('tcpSocket', () => {
 
 describe('exec', () => {
   const runtimeAnswering = (answer: () => Promise<{ exitCode: number; out?: string }>): RuntimeService => {
-    const fake = new FakeRuntime();
+    const fake = new TestRuntime();
     fake.execSync = async () => {
       const { exitCode, out = '' } = await answer();
       return { exitCode, stdout: Buffer.from(out), stderr: Buffer.alloc(0) };
@@ -114,7 +114,7 @@ describe('exec', () => {
   });
 
   it('passes the probe timeout to ExecSync', async () => {
-    const fake = new FakeRuntime();
+    const fake = new TestRuntime();
     let timeout = -1;
     fake.execSync = async (_id, _cmd, t) => {
       timeout = t;

@@ -7,7 +7,7 @@ import { PodManager } from '../../src/pod/podManager.ts';
 import type { ProbeKind } from '../../src/api/probeResult.ts';
 import type { ProbeOutcome, ProbeTarget } from '../../src/prober/handlers.ts';
 import { createProbeManagerLogic } from '../../src/prober/manager.ts';
-import { FakeRuntime } from '../../src/runtime/fake.ts';
+import { TestRuntime } from '../support/testRuntime.ts';
 import { StatusManager } from '../../src/status/manager.ts';
 import { container, makePod } from '../support/pods.ts';
 
@@ -26,7 +26,7 @@ function harness(pod: Pod) {
   const logic = createProbeManagerLogic({
       statuses,
       podManager,
-      runtime: new FakeRuntime(),
+      runtime: new TestRuntime(),
       scheduler: { clock: fake, random: () => 0, maxConcurrent: 32 },
       now: () => fake.now(),
       log: silentLogger,

@@ -331,6 +331,15 @@ describe('generatePodStatus: phase', () => {
     expect(status.message).toBe('all done');
   });
 
+  it('keeps a terminal phase even when the containers then point at the other one (Failed by the deadline, exit 0 on TERM)', () => {
+    const pod = basePod();
+    const runtime = baseRuntime(pod);
+    runtime.containers = pod.spec.containers.map((c) => exited(c, 0));
+    const previous: PodStatus = { phase: 'Failed', reason: 'DeadlineExceeded', message: 'Pod was active on the node longer than the specified deadline', startTime: iso(T0) };
+    const status = generatePodStatus(input(pod, runtime, { previous, podIsTerminal: true }));
+    expect([status.phase, status.reason]).toEqual(['Failed', 'DeadlineExceeded']);
+  });
+
   it('never leaves a terminal phase the API server shows', () => {
     const pod = basePod();
     pod.status = { phase: 'Failed' };

@@ -1,6 +1,6 @@
 /**
  * The node's actors as `startAgent` composes them (`composeNode`, the one composition), on the
- * FakeRuntime and one SimulatedClock that drives everything: the actor system's delays, the probe
+ * TestRuntime and one SimulatedClock that drives everything: the actor system's delays, the probe
  * scheduler and the runtime's own time. Tests send CONFIG.* and SOURCE.SEEN to the syncLoop
  * themselves and drive time with the clock.
  */
@@ -9,7 +9,7 @@ import type { SourceName } from '../../src/api/types.ts';
 import { agentDefaults } from '../../src/cli/config.ts';
 import { type NodeConfig, composeNode } from '../../src/kubelet/composeNode.ts';
 import { type Logger, silentLogger } from '../../src/log.ts';
-import { FakeRuntime } from '../../src/runtime/fake.ts';
+import { TestRuntime } from './testRuntime.ts';
 import { IMAGE, testClock } from './pods.ts';
 
 export interface FakeNodeOptions {
@@ -25,7 +25,7 @@ export interface FakeNodeOptions {
 export function startFakeNode(options: FakeNodeOptions = {}) {
   const clock = testClock();
   const now = () => clock.now();
-  const runtime = new FakeRuntime({ now });
+  const runtime = new TestRuntime({ clock });
   runtime.addImage(IMAGE);
   const config: NodeConfig = {
     ...agentDefaults(),

@@ -1,11 +1,11 @@
-/** A FakeRuntime for PLEG tests: pods made straight through CRI calls, and a stream that can lose events. */
+/** A TestRuntime for PLEG tests: pods made straight through CRI calls, and a stream that can lose events. */
 import { Label } from '../../src/kuberuntime/labels.ts';
-import { FakeRuntime } from '../../src/runtime/fake.ts';
+import { TestRuntime } from './testRuntime.ts';
 import type { CallOptions, ContainerEvent, ContainerEventType } from '../../src/runtime/types.ts';
 import { containerConfig, podSandboxConfig } from '../runtime/support.ts';
 
-/** A FakeRuntime whose event stream drops the events a test names, as a lossy stream would. */
-export class LossyRuntime extends FakeRuntime {
+/** A TestRuntime whose event stream drops the events a test names, as a lossy stream would. */
+export class LossyRuntime extends TestRuntime {
   private readonly dropped = new Set<string>();
 
   /** The stream will not deliver `type` for `containerId`. */
@@ -23,7 +23,7 @@ export class LossyRuntime extends FakeRuntime {
 }
 
 /** Runs a sandbox for pod `uid-<name>` with one started container `main`; returns their ids. */
-export async function startPod(runtime: FakeRuntime, name: string): Promise<{ uid: string; sandboxId: string; containerId: string }> {
+export async function startPod(runtime: TestRuntime, name: string): Promise<{ uid: string; sandboxId: string; containerId: string }> {
   const uid = `uid-${name}`;
   const labels = { [Label.podUid]: uid };
   const sandboxConfig = podSandboxConfig(name, { labels });

@@ -1,4 +1,4 @@
-/** Pod fixtures and a harness that runs pod actors against the FakeRuntime. */
+/** Pod fixtures and a harness that runs pod actors against the TestRuntime. */
 import { type AnyActorRef, type EventObject, SimulatedClock, createActor, fromCallback, waitFor } from 'xstate';
 import type { Container, Pod } from '../../src/api/types.ts';
 import { createPodEffects } from '../../src/pod/podEffects.ts';
@@ -6,14 +6,14 @@ import type { RuntimeDeps } from '../../src/kuberuntime/execute.ts';
 import { ImagePuller } from '../../src/kuberuntime/images.ts';
 import { crashLoopPolicy } from '../../src/kuberuntime/backoff.ts';
 import { type PodMachine, podMachineWith } from '../../src/pod/pod.ts';
-import { FakeRuntime } from '../../src/runtime/fake.ts';
+import { TestRuntime } from './testRuntime.ts';
 import { StatusManager } from '../../src/status/manager.ts';
 import { type Logger, silentLogger } from '../../src/log.ts';
 
 export const IMAGE = 'statelet.local/busybox:1';
 
-/** Runtime deps over a FakeRuntime (it is its own image service), with the default crash-loop policy. */
-export function fakeRuntimeDeps(runtime: FakeRuntime, now: () => number, log: Logger = silentLogger): RuntimeDeps {
+/** Runtime deps over a TestRuntime (it is its own image service), with the default crash-loop policy. */
+export function fakeRuntimeDeps(runtime: TestRuntime, now: () => number, log: Logger = silentLogger): RuntimeDeps {
   return { runtime, images: runtime, puller: new ImagePuller(runtime, 1), podLogsRoot: '/tmp/statelet-test-logs', crashLoop: crashLoopPolicy, now, log };
 }
 
@@ -47,7 +47,7 @@ export function createRecorder() {
 }
 
 export interface PodHarness {
-  runtime: FakeRuntime;
+  runtime: TestRuntime;
   statuses: StatusManager;
   clock: SimulatedClock;
   machine: PodMachine;
@@ -59,7 +59,7 @@ export interface PodHarness {
 export function podHarness(): PodHarness {
   const clock = testClock();
   const now = () => clock.now();
-  const runtime = new FakeRuntime({ now });
+  const runtime = new TestRuntime({ clock });
   runtime.addImage(IMAGE);
   const statuses = new StatusManager();
   const effects = createPodEffects({ ...fakeRuntimeDeps(runtime, now), statuses, runtimeName: 'fake' });

@@ -406,6 +406,17 @@ export class SimEngine {
     return exited;
   }
 
+  /**
+   * Makes a running container's process end with `exitCode` now, as a crash would (the fault a test
+   * or a chaos run injects): its execs and servers go with it and the runtime reports it exited.
+   */
+  crashContainer(id: string, exitCode: number): void {
+    const container = this.container(id);
+    if (container.state !== 'CONTAINER_RUNNING') throw new SimError('FAILED_PRECONDITION', `container "${id}" is not running`);
+    container.process?.dispose();
+    this.containerExited(container, exitCode);
+  }
+
   /** Removes a stopped or never-started container. Missing = ok; running = FAILED_PRECONDITION. */
   removeContainer(id: string): void {
     const container = lookup(this.containers, id);

@@ -60,6 +60,19 @@ export class ImageStore {
     for (const image of options.initialImages) this.add(normalizeImageRef(image));
   }
 
+  /** Puts the image in the store, as an import would (`ctr images import`). */
+  load(reference: string): ImageInfo {
+    const name = normalizeImageRef(reference);
+    return this.byName.get(name)?.info ?? this.add(name);
+  }
+
+  /** Whether the simulated registry has the image; `setMissing` takes it out of it (or puts it back). */
+  setMissing(reference: string, missing = true): void {
+    const name = normalizeImageRef(reference);
+    if (missing) this.missing.add(name);
+    else this.missing.delete(name);
+  }
+
   existsInRegistry(reference: string): boolean {
     const name = normalizeImageRef(reference);
     return !(name.includes('doesnotexist') || registryHost(name).endsWith('.invalid') || this.missing.has(name));

@@ -1,13 +1,17 @@
 import { describe, expect, it } from 'vitest';
-import { FakeRuntime } from '../../src/runtime/fake.ts';
+import type { ContainerEvent } from '../../src/runtime/types.ts';
+import { SimEngine } from '../../src/runtime/sim/engine.ts';
+import { InProcessRuntime } from '../../src/runtime/sim/inProcess.ts';
+import { ManualClock } from '../support/manualClock.ts';
+import { TestRuntime } from '../support/testRuntime.ts';
 import { NamespaceMode, type ContainerConfig, type PodSandboxConfig } from '../../src/runtime/types.ts';
-import { containerConfig as baseContainerConfig, networkNamespace, podSandboxConfig, rejection, take } from './support.ts';
+import { containerConfig as baseContainerConfig, networkNamespace, podSandboxConfig, rejection } from './support.ts';
 
 const IMAGE = 'registry.example/app:1';
 
 function sandboxConfig(name: string, options: { labels?: Record<string, string>; hostNetwork?: boolean } = {}): PodSandboxConfig {
   return podSandboxConfig(name, {
-    logDirectory: `/var/log/pods/default_${name}`,
+    logDirectory: '',
     labels: options.labels ?? { app: name },
     ...(options.hostNetwork ? { linux: networkNamespace(NamespaceMode.NODE) } : {}),
   });
@@ -17,15 +21,15 @@ function containerConfig(name: string, labels: Record<string, string> = {}): Con
   return baseContainerConfig(name, { image: { image: IMAGE }, labels: { container: name, ...labels } });
 }
 
-/** A fake whose clock only moves when the test says so. */
-function setup(): { fake: FakeRuntime; clock: { ms: number } } {
-  const clock = { ms: 1_000 };
-  const fake = new FakeRuntime({ now: () => clock.ms });
+/** The in-process simulated runtime behind the fault decorator, on a clock that moves when the test says so. */
+function setup(): { fake: TestRuntime; clock: ManualClock } {
+  const clock = new ManualClock(1_000);
+  const fake = new TestRuntime({ clock });
   fake.addImage(IMAGE);
   return { fake, clock };
 }
 
-async function runningContainer(fake: FakeRuntime, pod = 'web', name = 'app'): Promise<{ sandboxId: string; containerId: string }> {
+async function runningContainer(fake: TestRuntime, pod = 'web', name = 'app'): Promise<{ sandboxId: string; containerId: string }> {
   const config = sandboxConfig(pod);
   const sandboxId = await fake.runPodSandbox(config);
   const containerId = await fake.createContainer(sandboxId, containerConfig(name), config);
@@ -33,21 +37,21 @@ async function runningContainer(fake: FakeRuntime, pod = 'web', name = 'app'): P
   return { sandboxId, containerId };
 }
 
-describe('FakeRuntime sandboxes', () => {
+describe('the in-process simulated runtime: sandboxes', () => {
   it('gives pod-network sandboxes distinct IPs and host-network sandboxes none', async () => {
     const { fake, clock } = setup();
     const a = await fake.runPodSandbox(sandboxConfig('a'));
-    clock.ms = 2_000;
+    clock.advance(2_000 - clock.now());
     const b = await fake.runPodSandbox(sandboxConfig('b'));
     const host = await fake.runPodSandbox(sandboxConfig('h', { hostNetwork: true }));
 
     const statusA = await fake.podSandboxStatus(a);
     const statusB = await fake.podSandboxStatus(b);
     const statusHost = await fake.podSandboxStatus(host);
-    expect(statusA.network?.ip).toMatch(/^10\.244\.0\.\d+$/);
+    expect(statusA.network?.ip).toMatch(/^127\.\d+\.\d+\.\d+$/);
     expect(statusB.network?.ip).not.toBe(statusA.network?.ip);
     expect(statusA.networkMode).toBe(NamespaceMode.POD);
-    expect(statusHost.network).toBeUndefined();
+    expect(statusHost.network?.ip ?? '').toBe('');
     expect(statusHost.networkMode).toBe(NamespaceMode.NODE);
     expect(statusA.createdAt).toBe(1_000);
     expect(statusB.createdAt).toBe(2_000);
@@ -67,7 +71,7 @@ describe('FakeRuntime sandboxes', () => {
     const b = await fake.runPodSandbox(sandboxConfig('b', { labels: { app: 'web', tier: 'back' } }));
     await fake.stopPodSandbox(b);
 
-    const ids = async (filter: Parameters<FakeRuntime['listPodSandbox']>[0]): Promise<string[]> =>
+    const ids = async (filter: Parameters<TestRuntime['listPodSandbox']>[0]): Promise<string[]> =>
       (await fake.listPodSandbox(filter)).map((s) => s.id).sort();
     expect(await ids({})).toEqual([a, b].sort());
     expect(await ids({ id: a })).toEqual([a]);
@@ -81,17 +85,17 @@ describe('FakeRuntime sandboxes', () => {
   it('stopping a sandbox kills its running containers and marks it NOTREADY', async () => {
     const { fake, clock } = setup();
     const { sandboxId, containerId } = await runningContainer(fake);
-    clock.ms = 5_000;
+    clock.advance(5_000 - clock.now());
     await fake.stopPodSandbox(sandboxId);
 
     expect((await fake.podSandboxStatus(sandboxId)).state).toBe('SANDBOX_NOTREADY');
     const status = await fake.containerStatus(containerId);
-    expect(status).toMatchObject({ state: 'CONTAINER_EXITED', exitCode: 137, reason: 'Error', finishedAt: 5_000 });
+    expect(status).toMatchObject({ state: 'CONTAINER_EXITED', exitCode: 137, finishedAt: 5_000 });
   });
 
-  it('stop and remove of unknown sandboxes succeed; status of one is NOT_FOUND', async () => {
+  it('remove of an unknown sandbox succeeds; stop and status of one are NOT_FOUND (which the agent takes as done)', async () => {
     const { fake } = setup();
-    await expect(fake.stopPodSandbox('nope')).resolves.toBeUndefined();
+    expect(await rejection(fake.stopPodSandbox('nope'))).toMatchObject({ call: 'StopPodSandbox', code: 'NOT_FOUND' });
     await expect(fake.removePodSandbox('nope')).resolves.toBeUndefined();
     const err = await rejection(fake.podSandboxStatus('nope'));
     expect(err).toMatchObject({ call: 'PodSandboxStatus', code: 'NOT_FOUND' });
@@ -107,17 +111,17 @@ describe('FakeRuntime sandboxes', () => {
   });
 });
 
-describe('FakeRuntime containers', () => {
+describe('the in-process simulated runtime: containers', () => {
   it('walks a container through created, running and exited with timestamps from now()', async () => {
     const { fake, clock } = setup();
     const config = sandboxConfig('web');
     const sandboxId = await fake.runPodSandbox(config);
-    clock.ms = 2_000;
+    clock.advance(2_000 - clock.now());
     const id = await fake.createContainer(sandboxId, containerConfig('app'), config);
     expect((await fake.containerStatus(id)).state).toBe('CONTAINER_CREATED');
-    clock.ms = 3_000;
+    clock.advance(3_000 - clock.now());
     await fake.startContainer(id);
-    clock.ms = 4_000;
+    clock.advance(4_000 - clock.now());
     fake.exitContainer(id, 0);
 
     const status = await fake.containerStatus(id);
@@ -128,22 +132,24 @@ describe('FakeRuntime containers', () => {
       finishedAt: 4_000,
       exitCode: 0,
       reason: 'Completed',
-      image: IMAGE,
-      logPath: '/var/log/pods/default_web/app/0.log',
     });
-    expect(status.imageRef).toMatch(/^sha256:/);
+    // ContainerStatus reports the repo digest, as containerd does.
+    expect(status.imageRef).toMatch(/@sha256:/);
   });
 
-  it('stop kills with 137 unless the container was scripted to exit on SIGTERM', async () => {
+  it('a stop with no grace kills (137); a process that traps TERM ends with its own code', async () => {
     const { fake } = setup();
     const { containerId: killed } = await runningContainer(fake, 'a');
-    const { containerId: graceful } = await runningContainer(fake, 'b');
-    fake.exitOnTerm(graceful, 0);
+    const config = sandboxConfig('b');
+    const sandboxId = await fake.runPodSandbox(config);
+    const trapping = { ...containerConfig('app'), command: ['sh', '-c', "trap 'exit 0' TERM; sleep 3600 & wait"] };
+    const graceful = await fake.createContainer(sandboxId, trapping, config);
+    await fake.startContainer(graceful);
 
-    await fake.stopContainer(killed, 30);
+    await fake.stopContainer(killed, 0);
     await fake.stopContainer(graceful, 30);
 
-    expect(await fake.containerStatus(killed)).toMatchObject({ exitCode: 137, reason: 'Error' });
+    expect(await fake.containerStatus(killed)).toMatchObject({ exitCode: 137 });
     expect(await fake.containerStatus(graceful)).toMatchObject({ exitCode: 0, reason: 'Completed' });
   });
 
@@ -182,7 +188,7 @@ describe('FakeRuntime containers', () => {
     const c3 = await fake.createContainer(s1, containerConfig('sidecar', { role: 'proxy' }), config);
     fake.exitContainer(c2, 1);
 
-    const ids = async (filter: Parameters<FakeRuntime['listContainers']>[0]): Promise<string[]> =>
+    const ids = async (filter: Parameters<TestRuntime['listContainers']>[0]): Promise<string[]> =>
       (await fake.listContainers(filter)).map((c) => c.id).sort();
     expect(await ids({ podSandboxId: s1 })).toEqual([c1, c3].sort());
     expect(await ids({ podSandboxId: s2 })).toEqual([c2]);
@@ -207,7 +213,7 @@ describe('FakeRuntime containers', () => {
   });
 });
 
-describe('FakeRuntime scripting', () => {
+describe('the fault decorator', () => {
   it('fails the next N calls of a method, then recovers', async () => {
     const { fake } = setup();
     fake.failNext('version', 'UNAVAILABLE', 'socket gone', 2);
@@ -262,14 +268,14 @@ describe('FakeRuntime scripting', () => {
     await hold.whenPending(2);
 
     expect(hold.releaseNext()).toBe(true);
-    await expect(first).resolves.toMatchObject({ runtimeName: 'fake' });
+    await expect(first).resolves.toMatchObject({ runtimeName: 'statelet-sim' });
     const third = fake.version();
     await hold.whenPending(2);
 
     hold.failAll('DEADLINE_EXCEEDED', 'too slow');
     expect(await rejection(second)).toMatchObject({ call: 'Version', code: 'DEADLINE_EXCEEDED', detail: 'too slow' });
     expect(await rejection(third)).toMatchObject({ code: 'DEADLINE_EXCEEDED' });
-    await expect(fake.version()).resolves.toMatchObject({ runtimeName: 'fake' });
+    await expect(fake.version()).resolves.toMatchObject({ runtimeName: 'statelet-sim' });
   });
 
   it('cancels a held call when its signal aborts', async () => {
@@ -299,38 +305,41 @@ describe('FakeRuntime scripting', () => {
   });
 });
 
-describe('FakeRuntime images', () => {
+describe('the in-process simulated runtime: images', () => {
   it('pulls images unless scripted to fail, and reports status by name or id', async () => {
     const { fake } = setup();
     expect(await fake.imageStatus('nginx:1')).toBeNull();
+    const before = (await fake.listImages()).length;
     const ref = await fake.pullImage('nginx:1');
-    expect(await fake.imageStatus('nginx:1')).toMatchObject({ id: ref, repoTags: ['nginx:1'] });
+    expect(await fake.imageStatus('nginx:1')).toMatchObject({ id: ref, repoTags: ['docker.io/library/nginx:1'] });
     expect(await fake.imageStatus(ref)).toMatchObject({ id: ref });
 
-    fake.failPull('private/secret:1', 'pull access denied', 'UNKNOWN');
-    expect(await rejection(fake.pullImage('private/secret:1'))).toMatchObject({
-      call: 'PullImage',
-      code: 'UNKNOWN',
-      detail: 'pull access denied',
-    });
+    fake.failPull('private/secret:1');
+    expect(await rejection(fake.pullImage('private/secret:1'))).toMatchObject({ call: 'PullImage', code: 'NOT_FOUND' });
     expect(await fake.imageStatus('private/secret:1')).toBeNull();
 
     await fake.removeImage('nginx:1');
     await fake.removeImage('nginx:1');
-    expect((await fake.listImages()).map((i) => i.repoTags[0])).toEqual([IMAGE]);
+    expect(await fake.listImages()).toHaveLength(before);
   });
 });
 
-describe('FakeRuntime events', () => {
+describe('the in-process simulated runtime: events, through the decorator', () => {
   it('streams lifecycle events in order, including those before the first read', async () => {
     const { fake, clock } = setup();
     const iterator = fake.containerEvents()[Symbol.asyncIterator]();
     const { sandboxId, containerId } = await runningContainer(fake);
-    clock.ms = 9_000;
+    clock.advance(9_000 - clock.now());
     await fake.stopContainer(containerId, 0);
     await fake.removePodSandbox(sandboxId);
 
-    const events = await take(iterator, 4);
+    // The sandbox's own events come too (as containerd 1.7+ sends them): keep the container's.
+    const events: ContainerEvent[] = [];
+    while (events.length < 4) {
+      const next = await iterator.next();
+      if (next.done) break;
+      if (next.value.containerId === containerId) events.push(next.value);
+    }
     expect(events.map((e) => e.type)).toEqual([
       'CONTAINER_CREATED_EVENT',
       'CONTAINER_STARTED_EVENT',
@@ -350,7 +359,8 @@ describe('FakeRuntime events', () => {
     const pending = iterator.next();
     const { containerId } = await runningContainer(fake);
     const first = await pending;
-    expect(first.value).toMatchObject({ containerId, type: 'CONTAINER_CREATED_EVENT' });
+    expect(first.value).toMatchObject({ podSandboxMetadata: { name: 'web' }, type: 'CONTAINER_CREATED_EVENT' });
+    expect(containerId).toBeTruthy();
   });
 
   it('throws UNIMPLEMENTED when switched off, like containerd 1.6', async () => {
@@ -372,5 +382,15 @@ describe('FakeRuntime events', () => {
     const brokenNext = broken.next();
     fake.breakEventStreams('UNAVAILABLE');
     expect(await rejection(brokenNext)).toMatchObject({ code: 'UNAVAILABLE' });
+  });
+});
+
+describe('the in-process adapter itself', () => {
+  it('fails a call whose signal has fired with CANCELLED, naming the call, and maps engine errors to CriError', async () => {
+    const runtime = new InProcessRuntime(new SimEngine({ clock: new ManualClock(0), pullDelayMs: 0 }));
+    const controller = new AbortController();
+    controller.abort();
+    expect(await rejection(runtime.listContainers({}, { signal: controller.signal }))).toMatchObject({ call: 'ListContainers', code: 'CANCELLED' });
+    expect(await rejection(runtime.containerStatus('ghost'))).toMatchObject({ call: 'ContainerStatus', code: 'NOT_FOUND' });
   });
 });
