@@ -3,7 +3,7 @@
  * function. Data in (the pod, the runtime's view of it, probe results), a plan out; the sync actor
  * executes the plan. Nothing here reads a clock, a cache or a probe manager.
  *
- * The rules, in order (KUBELET_BEHAVIOR §6):
+ * The rules, in order (pkg/kubelet/kuberuntime/kuberuntime_manager.go computePodActions):
  *  A. a missing or broken sandbox means kill everything and start over (with the `Never` and
  *     "nothing left to run" exceptions);
  *  B. init containers run one at a time, in order; sidecars (init containers with
@@ -66,7 +66,7 @@ export interface SandboxChange {
   sandboxId: string;
 }
 
-/** Whether the pod needs a new sandbox (KUBELET_BEHAVIOR §6.1). */
+/** Whether the pod needs a new sandbox (pkg/kubelet/kuberuntime/kuberuntime_manager.go podSandboxChanged). */
 export function sandboxChange(pod: Pod, status: RuntimePodStatus): SandboxChange {
   const newest = status.sandboxes[0];
   if (!newest) return { create: true, attempt: 0, sandboxId: '' };

@@ -1,6 +1,7 @@
 /**
  * CRI sandbox and container configs built from a pod spec, as the kubelet builds them: metadata,
- * the §14 labels and annotations, log paths under the pod's log directory, host-port mappings,
+ * the kubelet's labels and annotations (pkg/kubelet/kuberuntime/labels.go newContainerLabels,
+ * newContainerAnnotations), log paths under the pod's log directory, host-port mappings,
  * and `$(VAR)` expansion in command, args and env.
  */
 import path from 'node:path';

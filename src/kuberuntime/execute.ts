@@ -1,5 +1,6 @@
 /**
- * Carries out a `PodActions` plan against the runtime (KUBELET_BEHAVIOR §6.4–6.5, §7): kill what
+ * Carries out a `PodActions` plan against the runtime (pkg/kubelet/kuberuntime/kuberuntime_manager.go
+ * SyncPod, kuberuntime_container.go startContainer): kill what
  * must die (kill.ts: preStop, grace periods, sidecar order), (re)create the sandbox, start init
  * containers in order and the regular containers, each start guarded by the crash-loop backoff and
  * preceded by the image check, and followed by its postStart hook, which the sync waits for. Every

@@ -1,6 +1,6 @@
 /**
- * Container lifecycle hooks, postStart and preStop (KUBELET_BEHAVIOR §6.5, §7; the kubelet's
- * `pkg/kubelet/lifecycle/handlers.go`). One handler runs at a time for one container:
+ * Container lifecycle hooks, postStart and preStop (pkg/kubelet/lifecycle/handlers.go Run;
+ * pkg/kubelet/kuberuntime/kuberuntime_container.go executePreStopHook). One handler runs at a time for one container:
  *
  *   exec      `ExecSync` in the container; a non-zero exit is a failure whose message carries the
  *             command's output.

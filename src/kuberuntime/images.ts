@@ -1,6 +1,6 @@
 /**
  * Making sure a container's image is present before it is created (the kubelet's image manager,
- * KUBELET_BEHAVIOR §12): default tag, pull policy, image-pull backoff per (pod, image), and a
+ * pkg/kubelet/images/image_manager.go EnsureImageExists): default tag, pull policy, image-pull backoff per (pod, image), and a
  * puller that serializes pulls by default so that a burst of new pods does not saturate the
  * runtime.
  */

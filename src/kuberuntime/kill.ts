@@ -1,6 +1,6 @@
 /**
- * Killing one container: the kubelet's killContainer (KUBELET_BEHAVIOR §7,
- * `kuberuntime_container.go` in the newest release). In order:
+ * Killing one container: the kubelet's killContainer (pkg/kubelet/kuberuntime/kuberuntime_container.go
+ * killContainer). In order:
  *   1. the spec: the container's entry in the pod, or, when the pod does not know it (an orphan
  *      after an agent restart), what the container's annotations kept: grace periods, preStop
  *      handler, ports (`restoreKillSpec`);

@@ -1,6 +1,6 @@
 /**
- * The order in which a pod with sidecars is stopped (KUBELET_BEHAVIOR §7; the kubelet's
- * `kuberuntime_termination_order.go`). Every running container is killed at once, and each kill
+ * The order in which a pod with sidecars is stopped (pkg/kubelet/kuberuntime/
+ * kuberuntime_termination_order.go newTerminationOrdering, waitForTurn). Every running container is killed at once, and each kill
  * runs its own preStop hook at once; then, before its StopContainer:
  *   - a regular container waits for nothing;
  *   - a sidecar (init container with `restartPolicy: Always`) waits until every regular container

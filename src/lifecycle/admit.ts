@@ -1,5 +1,5 @@
 /**
- * Pod admission (KUBELET_BEHAVIOR §4), the predicates that apply on this agent, pure: the first
+ * Pod admission (pkg/kubelet/lifecycle/predicate.go Admit, generalPredicates), the predicates that apply on this agent, pure: the first
  * failure wins and names the kubelet's reason. A rejected pod is never started; its status
  * becomes Failed with `Pod was rejected: <message>`.
  */

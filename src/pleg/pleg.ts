@@ -15,7 +15,7 @@
  *             container of an unknown pod) cuts a wait short, or queues one more relist right after
  *             the one in flight.
  *
- *   `events`  the CRI container event stream (the kubelet's evented PLEG, KUBELET_BEHAVIOR §8):
+ *   `events`  the CRI container event stream (the kubelet's evented PLEG, pkg/kubelet/pleg/evented.go):
  *     `disabled`      no stream was configured: the generic PLEG, relisting only.
  *     `watching`      the `containerEvents` actor holds the stream open; each event becomes its
  *                     PLEG events at once. Entering asks for a relist, so that nothing that
@@ -32,7 +32,7 @@
  *
  * No duplicates: the record (pod UID → container/sandbox ID → state, kept by the effects) is
  * updated by stream events too, and both the stream and the relist emit only the difference with
- * the record, from the same table (`decide/relist.ts`). A change told by the stream is therefore
+ * the record, from the same table (`relist.ts`). A change told by the stream is therefore
  * not told again by the next relist; the relist tells only what the stream missed.
  *
  * Health: after each relist the parent receives `PLEG.RELISTED` or `PLEG.RELIST_FAILED`, which

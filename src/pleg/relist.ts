@@ -1,5 +1,5 @@
 /**
- * The PLEG's relist diff (KUBELET_BEHAVIOR §8), pure: two snapshots of what the runtime holds,
+ * The PLEG's relist diff (pkg/kubelet/pleg/generic.go Relist, generateEvents), pure: two snapshots of what the runtime holds,
  * each container and sandbox reduced to running / exited / unknown, and the events that explain
  * the difference. Created containers count as unknown, and a change to unknown yields no event:
  * only starts, deaths and removals move a pod.

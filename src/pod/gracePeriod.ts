@@ -1,5 +1,6 @@
 /**
- * The grace period a terminating pod is killed with (KUBELET_BEHAVIOR §3.3): the deletion grace
+ * The grace period a terminating pod is killed with (pkg/kubelet/pod_workers.go
+ * calculateEffectiveGracePeriod): the deletion grace
  * period and any kill override can only shorten it, the spec's value applies when nothing else
  * does, and it is at least one second. It never grows.
  */

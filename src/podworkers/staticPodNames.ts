@@ -1,5 +1,6 @@
 /**
- * Static pods that share a full name (`name_namespace`) take turns (KUBELET_BEHAVIOR §3.5): when a
+ * Static pods that share a full name (`name_namespace`) take turns (pkg/kubelet/pod_workers.go
+ * allowStaticPodStart): when a
  * static manifest changes, its new version has a new UID, and it must not start before the old
  * version has finished terminating — two etcd members with one data dir must never overlap.
  * A name is held by the static pod started under it until that pod finishes; the others wait in

@@ -1,6 +1,6 @@
 /**
- * What one probe worker does on a tick, as pure functions (KUBELET_BEHAVIOR §9; the kubelet's
- * `pkg/kubelet/prober/worker.go` `doProbe`). No clock, no I/O: the caller observes the pod, asks
+ * What one probe worker does on a tick, as pure functions (the kubelet's
+ * pkg/kubelet/prober/worker.go doProbe). No clock, no I/O: the caller observes the pod, asks
  * `planTick` what to do, runs the probe when told, and hands its outcome to `recordOutcome`.
  *
  *   planTick(state, settings, observation) → { state, action: 'probe' | 'wait' | 'stop', publish? }

@@ -1,6 +1,6 @@
 /**
- * Probe handlers: run one probe of a container once and say how it went (KUBELET_BEHAVIOR §9; the
- * kubelet's `pkg/kubelet/prober/prober.go` and `pkg/probe/{exec,http,tcp,grpc}`).
+ * Probe handlers: run one probe of a container once and say how it went (the kubelet's
+ * pkg/kubelet/prober/prober.go runProbe and pkg/probe/{exec,http,tcp,grpc}).
  *
  *   exec       `ExecSync` in the container with the probe's timeoutSeconds; exit 0 succeeds, any
  *              other exit fails with the command's output; a timeout fails ("command timed out").
@@ -15,8 +15,8 @@
  *              succeeds, any other answer or error fails.
  *
  * `Unknown` means the probe could not be run at all (e.g. the runtime refused the exec): the worker
- * discards it, as the kubelet does. No handler throws. The network sits in this module (outside
- * src/machines); the runtime comes in as a `RuntimeService`.
+ * discards it, as the kubelet does. No handler throws. The network sits in this module, never in
+ * the machines or the decisions; the runtime comes in as a `RuntimeService`.
  */
 import http from 'node:http';
 import https from 'node:https';

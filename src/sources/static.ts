@@ -43,8 +43,8 @@ export function canonicalJson(value: unknown): string {
  * canonical JSON of the parsed manifest instead. So UIDs differ from the kubelet's, but keep the
  * properties that matter: the same manifest at the same place on the same node gives the same UID
  * across restarts, and any change to the manifest, path or node gives a new one. (Recent kubelets
- * switched to FNV-128a; the digest is an implementation detail, we keep MD5 as documented in
- * KUBELET_BEHAVIOR §1.)
+ * switched to FNV-128a; the digest is an implementation detail, we keep MD5, as
+ * pkg/kubelet/config/common.go applyDefaults long used.)
  */
 export function staticPodUid(manifest: unknown, origin: ManifestOrigin, nodeName: string): string {
   const hash = createHash('md5');

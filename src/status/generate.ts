@@ -1,6 +1,6 @@
 /**
  * The API status of a pod, computed from its spec, the runtime's view of it and the last status
- * the agent published: the kubelet's generateAPIPodStatus (KUBELET_BEHAVIOR §10), pure. The pod
+ * the agent published: the kubelet's generateAPIPodStatus (pkg/kubelet/kubelet_pods.go), pure. The pod
  * actor calls it after every sync, kill and cleanup, so what `/pods` shows is always derived from
  * what the runtime reported, never from a second record of where the pod is.
  */
@@ -31,7 +31,8 @@ export interface StatusInput {
   readiness?: Readonly<Record<string, boolean>>;
   /**
    * Startup probe success by container ID; containers without a startup probe have started when
-   * running. A container that has not started is not ready either (KUBELET_BEHAVIOR §9).
+   * running. A container that has not started is not ready either (pkg/kubelet/prober/
+   * prober_manager.go UpdatePodStatus).
    */
   started?: Readonly<Record<string, boolean>>;
   nowMs: number;
@@ -233,7 +234,7 @@ function regularContainerStartedInCurrentSandbox(pod: Pod, runtime: RuntimePodSt
 
 const hasLastTermination = (s: ContainerStatus) => s.lastState.terminated !== undefined;
 
-/** getPhase (KUBELET_BEHAVIOR §10.3). */
+/** The pod's phase from its containers (pkg/kubelet/kubelet_pods.go getPhase). */
 export function computePhase(
   pod: Pod,
   initStatuses: ContainerStatus[],

@@ -1,4 +1,4 @@
-/** Per-key exponential backoff (KUBELET_BEHAVIOR §13), as plain data. */
+/** Per-key exponential backoff (k8s.io/client-go/util/flowcontrol/backoff.go, as the kubelet uses it), as plain data. */
 import { describe, expect, it } from 'vitest';
 import {
   type BackoffPolicy,

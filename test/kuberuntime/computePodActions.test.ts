@@ -1,7 +1,7 @@
 /**
  * computePodActions, table-driven like the kubelet's own test: a base pod and a base runtime status
  * (ready sandbox, every container running with the spec's hash), and per case a mutator and the
- * expected plan (KUBELET_BEHAVIOR §6).
+ * expected plan (pkg/kubelet/kuberuntime/kuberuntime_manager_test.go TestComputePodActions is the model).
  */
 import { describe, expect, it } from 'vitest';
 import type { Pod } from '../../src/api/types.ts';

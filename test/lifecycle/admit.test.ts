@@ -1,4 +1,4 @@
-/** Pod admission predicates (KUBELET_BEHAVIOR §4). */
+/** Pod admission predicates (pkg/kubelet/lifecycle/predicate.go). */
 import { describe, expect, it } from 'vitest';
 import type { ContainerPort, Pod } from '../../src/api/types.ts';
 import { type NodeInfo, admitPod } from '../../src/lifecycle/admit.ts';

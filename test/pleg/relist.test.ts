@@ -1,4 +1,4 @@
-/** The PLEG relist diff (KUBELET_BEHAVIOR §8). */
+/** The PLEG relist diff (pkg/kubelet/pleg/generic.go generateEvents). */
 import { describe, expect, it } from 'vitest';
 import { type RelistRecord, type RelistState, relistEvents } from '../../src/pleg/relist.ts';
 

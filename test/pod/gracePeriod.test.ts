@@ -1,4 +1,4 @@
-/** The grace period a terminating pod is killed with (KUBELET_BEHAVIOR §3.3). */
+/** The grace period a terminating pod is killed with (pkg/kubelet/pod_workers.go calculateEffectiveGracePeriod). */
 import { describe, expect, it } from 'vitest';
 import type { Pod } from '../../src/api/types.ts';
 import { defaultTerminationGracePeriodSeconds, nextGracePeriod } from '../../src/pod/gracePeriod.ts';

@@ -1,4 +1,4 @@
-/** How probe results fill in `started`, `ready` and the pod's readiness conditions (KUBELET_BEHAVIOR §9, §10.4). */
+/** How probe results fill in `started`, `ready` and the pod's readiness conditions (pkg/kubelet/prober/prober_manager.go UpdatePodStatus; pkg/kubelet/status/generate.go). */
 import { describe, expect, it } from 'vitest';
 import type { Container } from '../../src/api/types.ts';
 import { generatePodStatus } from '../../src/status/generate.ts';

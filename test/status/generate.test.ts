@@ -1,5 +1,5 @@
 /**
- * API status generation (KUBELET_BEHAVIOR §10): getPhase, container statuses, conditions.
+ * API status generation (pkg/kubelet/kubelet_pods.go generateAPIPodStatus): getPhase, container statuses, conditions.
  */
 import { describe, expect, it } from 'vitest';
 import type { ContainerStatus, Pod, PodCondition, PodStatus } from '../../src/api/types.ts';

@@ -1,5 +1,5 @@
 /**
- * Builders for the decide/status tests: a base pod, a base runtime view of it (a ready sandbox with
+ * Builders for the decision and status tests: a base pod, a base runtime view of it (a ready sandbox with
  * every regular container running under an unchanged hash), and small helpers to mutate them.
  */
 import type { Container, ContainerStatus, Pod } from '../../src/api/types.ts';
