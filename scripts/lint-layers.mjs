@@ -19,7 +19,7 @@ export const LAYERS = [
   ['runtime'],
   ['api'],
   ['events'],
-  ['kuberuntime'],
+  ['kuberuntime', 'client'],
   ['status', 'sources', 'lifecycle', 'cli'],
   ['pod', 'pleg', 'node'],
   ['prober', 'podworkers'],

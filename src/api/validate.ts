@@ -54,6 +54,28 @@ export function isDnsSubdomain(value: string): boolean {
   return value.length <= DNS_SUBDOMAIN_MAX && value.split('.').every((part) => DNS_LABEL.test(part));
 }
 
+const QUALIFIED_NAME_PART = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+
+/**
+ * Why a label key or value is invalid, or null (k8s.io/apimachinery/pkg/util/validation
+ * IsQualifiedName, IsValidLabelValue): a key is `[prefix/]name`, the prefix a DNS subdomain, the
+ * name and the value at most 63 characters of alphanumerics, '-', '_' and '.', starting and
+ * ending alphanumeric; a value may be empty.
+ */
+export function labelProblem(key: string, value: string): string | null {
+  const slash = key.lastIndexOf('/');
+  const prefix = slash >= 0 ? key.slice(0, slash) : undefined;
+  const name = slash >= 0 ? key.slice(slash + 1) : key;
+  if (prefix !== undefined && !isDnsSubdomain(prefix)) return `prefix ${JSON.stringify(prefix)} must be a DNS subdomain`;
+  if (name.length === 0 || name.length > DNS_LABEL_MAX || !QUALIFIED_NAME_PART.test(name)) {
+    return `name part must be 1-63 alphanumeric characters, '-', '_' or '.', starting and ending with an alphanumeric character`;
+  }
+  if (value.length > DNS_LABEL_MAX || (value !== '' && !QUALIFIED_NAME_PART.test(value))) {
+    return `value ${JSON.stringify(value)} must be at most 63 alphanumeric characters, '-', '_' or '.', starting and ending with an alphanumeric character`;
+  }
+  return null;
+}
+
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

@@ -6,6 +6,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { type BackoffPolicy, crashLoopPolicy } from '../kuberuntime/backoff.ts';
+import type { Taint } from '../api/cluster.ts';
 import { type ContainerGcPolicy, defaultContainerGcPolicy } from '../kuberuntime/containerGC.ts';
 
 export interface AgentConfig {
@@ -15,8 +16,24 @@ export interface AgentConfig {
   manifestUrl?: string;
   /** --manifest-url-header / staticPodURLHeader: headers sent with manifestUrl requests. */
   manifestUrlHeaders: Record<string, string[]>;
-  /** --kubeconfig: API server credentials. */
+  /** --kubeconfig: API server credentials; with it the agent joins the cluster (node, Lease, API pods). */
   kubeconfig?: string;
+  /** --register-node / registerNode: register the Node object with the API server. */
+  registerNode: boolean;
+  /** --node-labels: labels added to the Node at registration. */
+  nodeLabels: Record<string, string>;
+  /** --register-with-taints / registerWithTaints: taints the Node is registered with. */
+  registerWithTaints: Taint[];
+  /** --node-status-update-frequency / nodeStatusUpdateFrequency: how often the node status is computed. */
+  nodeStatusUpdateFrequencyMs: number;
+  /** --node-status-report-frequency / nodeStatusReportFrequency: the longest time between status writes when nothing changed. */
+  nodeStatusReportFrequencyMs: number;
+  /** --node-lease-duration-seconds / nodeLeaseDurationSeconds: the Lease's duration; it is renewed every quarter of it. */
+  nodeLeaseDurationSeconds: number;
+  /** --system-reserved / systemReserved: resources held back for the system (quantities by resource name). */
+  systemReserved: Record<string, string>;
+  /** --kube-reserved / kubeReserved: resources held back for Kubernetes daemons. */
+  kubeReserved: Record<string, string>;
   /** --container-runtime-endpoint / containerRuntimeEndpoint, normalised to `unix://…` or `sim://…`. */
   containerRuntimeEndpoint: string;
   /** --image-service-endpoint / imageServiceEndpoint; resolved to containerRuntimeEndpoint when unset. */
@@ -106,6 +123,14 @@ export type DefaultsProfile = 'flags' | 'config-file';
 export function agentDefaults(profile: DefaultsProfile = 'flags'): AgentDefaults {
   return {
     manifestUrlHeaders: {},
+    registerNode: true,
+    nodeLabels: {},
+    registerWithTaints: [],
+    nodeStatusUpdateFrequencyMs: 10_000,
+    nodeStatusReportFrequencyMs: 5 * 60_000,
+    nodeLeaseDurationSeconds: 40,
+    systemReserved: {},
+    kubeReserved: {},
     containerRuntimeEndpoint: DEFAULT_CONTAINER_RUNTIME_ENDPOINT,
     rootDir: '/var/lib/kubelet',
     podLogsDir: '/var/log/pods',

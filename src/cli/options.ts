@@ -9,6 +9,9 @@ import net from 'node:net';
 import { DurationError, formatDuration, parseDuration } from './duration.ts';
 import { normalizeRuntimeEndpoint, type AgentSettings } from './config.ts';
 import { crashLoopPolicy } from '../kuberuntime/backoff.ts';
+import type { Taint } from '../api/cluster.ts';
+import { parseQuantity } from '../api/quantity.ts';
+import { labelProblem } from '../api/validate.ts';
 
 /** A value was rejected; `message` is the reason only, and the caller names the flag or field. */
 export class ValueError extends Error {
@@ -58,6 +61,7 @@ export const OPTION_GROUPS = [
   'Static pods',
   'Container runtime',
   'Node',
+  'Cluster',
   'Sync',
   'Serving',
   'Image pulls',
@@ -358,6 +362,85 @@ const headersKind: ValueKind<Headers> = {
   },
 };
 
+/** `key=value,...`: a map of strings; `check` rejects a bad key or value with the reason. */
+function stringMapKind(placeholder: string, check: (key: string, value: string) => string | null): ValueKind<Record<string, string>> {
+  const validated = (entries: [string, string][]) => {
+    const out: Record<string, string> = {};
+    for (const [key, value] of entries) {
+      const problem = check(key, value);
+      if (problem) throw new ValueError(`${key}: ${problem}`);
+      out[key] = value;
+    }
+    return out;
+  };
+  return {
+    placeholder,
+    takesArgument: true,
+    fromText: (text) =>
+      validated(
+        text
+          .split(',')
+          .filter((pair) => pair.trim() !== '')
+          .map((pair) => {
+            const eq = pair.indexOf('=');
+            if (eq <= 0) throw new ValueError(`malformed pair ${JSON.stringify(pair)}, expected key=value`);
+            return [pair.slice(0, eq).trim(), pair.slice(eq + 1).trim()];
+          }),
+      ),
+    fromConfig(value) {
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ValueError('expected a map');
+      return validated(Object.entries(value).map(([key, item]) => [key, typeof item === 'number' ? String(item) : expectString(item)]));
+    },
+    display: (value) =>
+      Object.entries(value)
+        .map(([key, item]) => `${key}=${item}`)
+        .join(','),
+  };
+}
+
+const labelsKind = stringMapKind('key=value,...', (key, value) => labelProblem(key, value));
+
+const resourceListKind = stringMapKind('name=quantity,...', (_key, value) => {
+  const parsed = parseQuantity(value);
+  if (parsed instanceof Error) return parsed.message;
+  return parsed < 0 ? 'must not be negative' : null;
+});
+
+const TAINT_EFFECTS: readonly Taint['effect'][] = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];
+
+/** One taint, `key[=value]:Effect` as --register-with-taints writes it. */
+function parseTaint(text: string): Taint {
+  const colon = text.lastIndexOf(':');
+  if (colon < 0) throw new ValueError(`invalid taint spec ${JSON.stringify(text)}: expected key[=value]:Effect`);
+  const effect = text.slice(colon + 1);
+  const [key, value] = text.slice(0, colon).split('=', 2) as [string, string | undefined];
+  return checkedTaint({ key, ...(value !== undefined ? { value } : {}), effect });
+}
+
+function checkedTaint(taint: { key?: unknown; value?: unknown; effect?: unknown }): Taint {
+  if (typeof taint.key !== 'string' || taint.key === '') throw new ValueError('a taint needs a key');
+  const keyProblem = labelProblem(taint.key, typeof taint.value === 'string' ? taint.value : '');
+  if (keyProblem) throw new ValueError(`taint ${taint.key}: ${keyProblem}`);
+  if (!TAINT_EFFECTS.includes(taint.effect as Taint['effect'])) {
+    throw new ValueError(`taint ${taint.key}: effect ${JSON.stringify(taint.effect)} is not one of ${TAINT_EFFECTS.join(', ')}`);
+  }
+  return { key: taint.key, ...(typeof taint.value === 'string' && taint.value ? { value: taint.value } : {}), effect: taint.effect as Taint['effect'] };
+}
+
+const taintsKind: ValueKind<Taint[]> = {
+  placeholder: 'key=value:Effect,...',
+  takesArgument: true,
+  fromText: (text) => text.split(',').filter((part) => part.trim() !== '').map((part) => parseTaint(part.trim())),
+  fromConfig(value) {
+    if (!Array.isArray(value)) throw new ValueError('expected a list of taints');
+    return value.map((item) => {
+      if (typeof item !== 'object' || item === null) throw new ValueError('expected a taint object { key, value, effect }');
+      return checkedTaint(item as Record<string, unknown>);
+    });
+  },
+  display: (value) => value.map((t) => `${t.key}${t.value ? `=${t.value}` : ''}:${t.effect}`).join(','),
+};
+
 // ---------------------------------------------------------------------------------------------
 // The table
 
@@ -386,7 +469,70 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     kind: stringKind,
     flag: 'kubeconfig',
     group: 'General',
-    help: 'kubeconfig file with API server credentials (not used yet; statelet runs standalone)',
+    help: 'kubeconfig file with API server credentials; with it the agent registers its Node, keeps a Lease and runs the pods bound to it',
+  }),
+  option({
+    key: 'registerNode',
+    kind: boolKind,
+    flag: 'register-node',
+    configField: 'registerNode',
+    group: 'Cluster',
+    help: 'Register the node with the API server (with --kubeconfig)',
+  }),
+  option({
+    key: 'nodeLabels',
+    kind: labelsKind,
+    flag: 'node-labels',
+    group: 'Cluster',
+    help: 'Labels to add when registering the node (key=value,...); the NodeRestriction plugin limits which',
+  }),
+  option({
+    key: 'registerWithTaints',
+    kind: taintsKind,
+    flag: 'register-with-taints',
+    configField: 'registerWithTaints',
+    group: 'Cluster',
+    help: 'Taints to register the node with (key=value:Effect,...)',
+  }),
+  option({
+    key: 'nodeStatusUpdateFrequencyMs',
+    kind: periodKind,
+    flag: 'node-status-update-frequency',
+    configField: 'nodeStatusUpdateFrequency',
+    group: 'Cluster',
+    help: 'How often the node status is computed; it is written when it changed',
+  }),
+  option({
+    key: 'nodeStatusReportFrequencyMs',
+    kind: periodKind,
+    flag: 'node-status-report-frequency',
+    configField: 'nodeStatusReportFrequency',
+    group: 'Cluster',
+    help: 'The longest time between node status writes when nothing changed',
+  }),
+  option({
+    key: 'nodeLeaseDurationSeconds',
+    kind: intKind(1),
+    flag: 'node-lease-duration-seconds',
+    configField: 'nodeLeaseDurationSeconds',
+    group: 'Cluster',
+    help: "Duration of the node's Lease; it is renewed every quarter of it",
+  }),
+  option({
+    key: 'systemReserved',
+    kind: resourceListKind,
+    flag: 'system-reserved',
+    configField: 'systemReserved',
+    group: 'Cluster',
+    help: 'Resources reserved for the system (cpu=100m,memory=100Mi,ephemeral-storage=1Gi,pid=1000)',
+  }),
+  option({
+    key: 'kubeReserved',
+    kind: resourceListKind,
+    flag: 'kube-reserved',
+    configField: 'kubeReserved',
+    group: 'Cluster',
+    help: 'Resources reserved for Kubernetes daemons, same form as --system-reserved',
   }),
 
   option({

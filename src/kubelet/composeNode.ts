@@ -10,6 +10,7 @@
  * Everything that reads the time or waits takes `deps.clock`: the actor system's delays, the probe
  * scheduler, the pod effects' deadlines. One `SimulatedClock` therefore drives a whole node.
  */
+import os from 'node:os';
 import { type Actor, type AnyActorLogic, type InspectionEvent, type Observer, createActor } from 'xstate';
 import type { SourceName } from '../api/types.ts';
 import { type AgentConfig, containerGcPolicy, crashLoopBackOffPolicy } from '../cli/config.ts';
@@ -21,7 +22,7 @@ import { ImagePuller } from '../kuberuntime/images.ts';
 import { killOrphanPod } from '../kuberuntime/orphans.ts';
 import type { Logger } from '../log.ts';
 import { unhealthyReason } from '../node/health.ts';
-import { nodeLabels } from '../node/labels.ts';
+import { goArch, nodeLabels } from '../node/labels.ts';
 import { plegMachineWith } from '../pleg/pleg.ts';
 import { createRelister } from '../pleg/relister.ts';
 import { podMachineWith } from '../pod/pod.ts';
@@ -38,6 +39,7 @@ import { type SyncLoopMachine, syncLoopMachine } from './syncLoop.ts';
 export type NodeConfig = Pick<
   AgentConfig,
   | 'nodeName'
+  | 'nodeLabels'
   | 'nodeIp'
   | 'maxPods'
   | 'syncFrequencyMs'
@@ -126,7 +128,7 @@ export function composeNode(deps: NodeDeps): Node {
         podMachine,
         podManager,
         statuses,
-        node: { name: config.nodeName, maxPods: config.maxPods, labels: nodeLabels(config.nodeName), os: 'linux' },
+        node: { name: config.nodeName, maxPods: config.maxPods, labels: nodeLabels(config.nodeName, config.nodeLabels, { os: 'linux', arch: goArch(os.arch()) }), os: 'linux' },
         runtime: {
           runningPodUids: () => relister.runningPodUids(),
           killOrphanPod: (uid) => killOrphanPod(runtimeDeps, uid),

@@ -24,7 +24,7 @@
  * new object) and callers get copies, so nothing a consumer does can corrupt the store.
  */
 import { ConfigAnnotation, podFullName, type Pod, type SourceName } from '../api/types.ts';
-import { isRecord } from '../api/validate.ts';
+import { jsonEqual } from '../api/json.ts';
 import type { ConfigOp } from '../events.ts';
 
 export interface PodUpdate {
@@ -44,18 +44,6 @@ export interface PodConfigOptions {
 const LOCAL_ANNOTATIONS: readonly string[] = [ConfigAnnotation.source, ConfigAnnotation.mirror, ConfigAnnotation.seen];
 
 type Change = 'none' | 'status' | 'semantic';
-
-/** Structural equality of JSON values; key order and members set to `undefined` do not count. */
-export function jsonEqual(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (Array.isArray(a) || Array.isArray(b)) {
-    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((item, i) => jsonEqual(item, b[i]));
-  }
-  if (!isRecord(a) || !isRecord(b)) return false;
-  const keysA = Object.keys(a).filter((key) => a[key] !== undefined);
-  const keysB = Object.keys(b).filter((key) => b[key] !== undefined);
-  return keysA.length === keysB.length && keysA.every((key) => key in b && jsonEqual(a[key], b[key]));
-}
 
 function withoutLocalAnnotations(annotations: Record<string, string> | undefined): Record<string, string> {
   const out: Record<string, string> = { ...annotations };

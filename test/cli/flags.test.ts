@@ -117,6 +117,14 @@ describe('parseCommandLine: defaults and forms', () => {
     const { config, warnings } = run([]);
     expect(config).toEqual({
       manifestUrlHeaders: {},
+      registerNode: true,
+      nodeLabels: {},
+      registerWithTaints: [],
+      nodeStatusUpdateFrequencyMs: 10_000,
+      nodeStatusReportFrequencyMs: 300_000,
+      nodeLeaseDurationSeconds: 40,
+      systemReserved: {},
+      kubeReserved: {},
       containerRuntimeEndpoint: 'unix:///run/containerd/containerd.sock',
       imageServiceEndpoint: 'unix:///run/containerd/containerd.sock',
       nodeName: 'worker-1.example',
@@ -146,6 +154,54 @@ describe('parseCommandLine: defaults and forms', () => {
       logFormat: 'text',
     });
     expect(warnings).toEqual([]);
+  });
+
+  it('reads the cluster flags: labels, taints, reservations, status and lease periods', () => {
+    const { config } = run([
+      '--kubeconfig=/etc/kubelet.conf',
+      '--register-node=false',
+      '--node-labels=team=a,node.kubernetes.io/role=edge',
+      '--register-with-taints=dedicated=infra:NoSchedule,gpu:NoExecute',
+      '--system-reserved=cpu=100m,memory=256Mi',
+      '--kube-reserved=memory=1Gi',
+      '--node-status-update-frequency=5s',
+      '--node-status-report-frequency=1m',
+      '--node-lease-duration-seconds=20',
+    ]);
+    expect(config).toMatchObject({
+      kubeconfig: '/etc/kubelet.conf',
+      registerNode: false,
+      nodeLabels: { team: 'a', 'node.kubernetes.io/role': 'edge' },
+      registerWithTaints: [
+        { key: 'dedicated', value: 'infra', effect: 'NoSchedule' },
+        { key: 'gpu', effect: 'NoExecute' },
+      ],
+      systemReserved: { cpu: '100m', memory: '256Mi' },
+      kubeReserved: { memory: '1Gi' },
+      nodeStatusUpdateFrequencyMs: 5_000,
+      nodeStatusReportFrequencyMs: 60_000,
+      nodeLeaseDurationSeconds: 20,
+    });
+    expect(usageError(['--node-labels', 'bad key=x'])).toMatch(/^invalid value "bad key=x" for flag --node-labels: bad key: name part must be/);
+    expect(usageError(['--register-with-taints', 'a=b:Sometimes'])).toBe(
+      'invalid value "a=b:Sometimes" for flag --register-with-taints: taint a: effect "Sometimes" is not one of NoSchedule, PreferNoSchedule, NoExecute',
+    );
+    expect(usageError(['--system-reserved', 'cpu=lots'])).toMatch(/^invalid value "cpu=lots" for flag --system-reserved: cpu: quantities must match/);
+    expect(usageError(['--node-lease-duration-seconds', '0'])).toBe('invalid value "0" for flag --node-lease-duration-seconds: must be at least 1');
+  });
+
+  it('reads the cluster fields of a KubeletConfiguration file', () => {
+    const result = parseKubeletConfig(
+      `${HEADER}registerNode: false\nregisterWithTaints: [{key: a, value: b, effect: NoExecute}]\nsystemReserved: {cpu: 500m}\nnodeStatusUpdateFrequency: 20s\nnodeLeaseDurationSeconds: 60\n`,
+      'k.yaml',
+    );
+    expect(result.settings).toEqual({
+      registerNode: false,
+      registerWithTaints: [{ key: 'a', value: 'b', effect: 'NoExecute' }],
+      systemReserved: { cpu: '500m' },
+      nodeStatusUpdateFrequencyMs: 20_000,
+      nodeLeaseDurationSeconds: 60,
+    });
   });
 
   it('reads the container GC flags: a zero TTL and -1 (no limit) are valid, below -1 is not', () => {
@@ -593,7 +649,7 @@ describe('KubeletConfiguration file', () => {
   it('has config-file defaults that differ from flag defaults only in readOnlyPort', () => {
     const flagDefaults: Record<string, unknown> = { ...agentDefaults('flags') };
     const fileDefaults: Record<string, unknown> = { ...agentDefaults('config-file') };
-    const differing = Object.keys(flagDefaults).filter((key) => flagDefaults[key] !== fileDefaults[key] && key !== 'manifestUrlHeaders');
+    const differing = Object.keys(flagDefaults).filter((key) => JSON.stringify(flagDefaults[key]) !== JSON.stringify(fileDefaults[key]));
     expect(differing).toEqual(['readOnlyPort']);
   });
 });

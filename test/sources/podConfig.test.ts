@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigAnnotation, type Pod, type SourceName } from '../../src/api/types.ts';
 import type { ConfigOp } from '../../src/events.ts';
-import { jsonEqual, PodConfig, type PodUpdate } from '../../src/sources/podConfig.ts';
+import { jsonEqual } from '../../src/api/json.ts';
+import { PodConfig, type PodUpdate } from '../../src/sources/podConfig.ts';
 
 function pod(uid: string, name = uid, extra: Partial<Pod['metadata']> = {}): Pod {
   return {

@@ -1,0 +1,149 @@
+#!/usr/bin/env node
+/**
+ * Builds the test control plane (test/controlplane: etcd + kube-apiserver in one binary) and
+ * kubectl from the same module graph, once per machine: the binaries go to a directory keyed by
+ * the hash of go.mod, go.sum, main.go and the Go version, so a second run only checks that the
+ * directory exists. Concurrent builders (vitest workers) serialise on a mkdir lock.
+ *
+ *   node scripts/controlplane/build.mjs        prints the directory holding controlplane and kubectl
+ *
+ * Imported by the cluster test harness and `npm run cluster`: `controlPlaneBinaries()` returns
+ * the paths, or a reason when Go is not installed.
+ */
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+
+const run = promisify(execFile);
+const moduleDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../test/controlplane');
+/** Where Go's own installer puts it; the machines have Go there without it being on PATH. */
+const GO_CANDIDATES = ['go', '/usr/local/go/bin/go'];
+
+const goEnv = {
+  ...process.env,
+  GOTOOLCHAIN: 'local', // never download another toolchain
+  GOWORK: 'off',
+  CGO_ENABLED: '0', // static binaries, as upstream builds kube-apiserver and etcd
+  GOFLAGS: '-modcacherw', // a module cache that can be deleted
+};
+
+async function findGo() {
+  for (const candidate of GO_CANDIDATES) {
+    try {
+      const { stdout } = await run(candidate, ['version'], { env: goEnv });
+      return { go: candidate, version: stdout.trim() };
+    } catch {
+      // try the next one
+    }
+  }
+  return null;
+}
+
+export function cacheRoot() {
+  const base = process.env.XDG_CACHE_HOME || path.join(os.homedir(), '.cache');
+  return path.join(base, 'statelet-controlplane');
+}
+
+async function key(goVersion) {
+  const hash = createHash('sha256');
+  for (const file of ['go.mod', 'go.sum', 'main.go']) hash.update(await readFile(path.join(moduleDir, file)));
+  hash.update(goVersion);
+  return hash.digest('hex').slice(0, 16);
+}
+
+async function kubernetesVersion() {
+  const mod = await readFile(path.join(moduleDir, 'go.mod'), 'utf8');
+  const match = /^\s*(?:require\s+)?k8s\.io\/kubernetes (v1\.(\d+)\.\d+)$/m.exec(mod);
+  if (!match) throw new Error('test/controlplane/go.mod does not require k8s.io/kubernetes at a v1.X.Y release');
+  return { version: match[1], minor: match[2] };
+}
+
+async function build(go, outDir, log) {
+  const { version, minor } = await kubernetesVersion();
+  const ldflags = [
+    '-s',
+    '-w',
+    `-X k8s.io/component-base/version.gitVersion=${version}`,
+    '-X k8s.io/component-base/version.gitMajor=1',
+    `-X k8s.io/component-base/version.gitMinor=${minor}`,
+    '-X k8s.io/component-base/version.gitTreeState=clean',
+    `-X k8s.io/client-go/pkg/version.gitVersion=${version}`,
+  ].join(' ');
+  for (const [name, pkg] of [
+    ['controlplane', '.'],
+    ['kubectl', 'k8s.io/kubernetes/cmd/kubectl'],
+  ]) {
+    log(`building ${name} (${pkg}) — the first build takes several minutes`);
+    const started = Date.now();
+    await run(go, ['build', '-trimpath', '-tags', 'selinux,notest,grpcnotrace', '-ldflags', ldflags, '-o', path.join(outDir, name), pkg], {
+      cwd: moduleDir,
+      env: goEnv,
+      maxBuffer: 64 * 1024 * 1024,
+    }).catch((err) => {
+      throw new Error(`go build ${pkg} failed:\n${err.stderr || err.message}`);
+    });
+    log(`built ${name} in ${Math.round((Date.now() - started) / 1000)} s`);
+  }
+}
+
+async function waitForLock(lock, ready) {
+  for (;;) {
+    try {
+      await mkdir(lock);
+      return true;
+    } catch (err) {
+      if (err.code !== 'EEXIST') throw err;
+    }
+    if (existsSync(ready)) return false;
+    // A lock left by a builder that died is older than any build takes.
+    const age = Date.now() - (await stat(lock).catch(() => ({ mtimeMs: Date.now() }))).mtimeMs;
+    if (age > 60 * 60 * 1000) await rm(lock, { recursive: true, force: true });
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+  }
+}
+
+/**
+ * The control plane's binaries, built if needed. Resolves with `{ dir, controlplane, kubectl }`,
+ * or `{ skip: reason }` when Go is not installed; a failing build rejects.
+ */
+export async function controlPlaneBinaries(log = (line) => console.error(`[controlplane] ${line}`)) {
+  const found = await findGo();
+  if (!found) return { skip: `Go is not installed (looked for ${GO_CANDIDATES.join(', ')})` };
+  const dir = path.join(cacheRoot(), await key(found.version));
+  const paths = { dir, controlplane: path.join(dir, 'controlplane'), kubectl: path.join(dir, 'kubectl') };
+  if (existsSync(dir)) return paths;
+  await mkdir(cacheRoot(), { recursive: true });
+  const lock = `${dir}.lock`;
+  if (!(await waitForLock(lock, dir))) return paths;
+  try {
+    if (existsSync(dir)) return paths;
+    const tmp = `${dir}.tmp-${process.pid}`;
+    await rm(tmp, { recursive: true, force: true });
+    await mkdir(tmp, { recursive: true });
+    log(`${found.version}; cache ${dir}`);
+    try {
+      await build(found.go, tmp, log);
+      await rename(tmp, dir);
+    } catch (err) {
+      await rm(tmp, { recursive: true, force: true });
+      throw err;
+    }
+    return paths;
+  } finally {
+    await rm(lock, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const result = await controlPlaneBinaries();
+  if ('skip' in result) {
+    console.error(`cannot build the control plane: ${result.skip}`);
+    process.exit(1);
+  }
+  console.log(result.dir);
+}

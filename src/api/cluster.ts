@@ -1,0 +1,110 @@
+/**
+ * The cluster objects the agent writes besides pods: its Node (core/v1), its Lease
+ * (coordination.k8s.io/v1) and Events (core/v1). As in types.ts, only the fields the agent uses
+ * are declared.
+ */
+import type { ObjectMeta } from './types.ts';
+
+export interface OwnerReference {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+  controller?: boolean;
+  blockOwnerDeletion?: boolean;
+}
+
+export interface Taint {
+  key: string;
+  value?: string;
+  effect: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
+}
+
+export type ConditionStatus = 'True' | 'False' | 'Unknown';
+
+export interface NodeCondition {
+  type: string;
+  status: ConditionStatus;
+  reason: string;
+  message: string;
+  lastHeartbeatTime: string;
+  lastTransitionTime: string;
+}
+
+export interface NodeAddress {
+  type: 'InternalIP' | 'ExternalIP' | 'Hostname' | 'InternalDNS' | 'ExternalDNS';
+  address: string;
+}
+
+export interface NodeSystemInfo {
+  machineID: string;
+  systemUUID: string;
+  bootID: string;
+  kernelVersion: string;
+  osImage: string;
+  containerRuntimeVersion: string;
+  kubeletVersion: string;
+  kubeProxyVersion: string;
+  operatingSystem: string;
+  architecture: string;
+}
+
+export interface ContainerImage {
+  names: string[];
+  sizeBytes: number;
+}
+
+export interface NodeStatus {
+  capacity: Record<string, string>;
+  allocatable: Record<string, string>;
+  conditions: NodeCondition[];
+  addresses: NodeAddress[];
+  daemonEndpoints: { kubeletEndpoint: { Port: number } };
+  nodeInfo: NodeSystemInfo;
+  images: ContainerImage[];
+}
+
+export interface NodeObject {
+  apiVersion?: 'v1';
+  kind?: 'Node';
+  metadata: ObjectMeta & { name: string };
+  spec?: { taints?: Taint[]; unschedulable?: boolean; providerID?: string; podCIDR?: string };
+  status?: Partial<NodeStatus>;
+}
+
+export interface Lease {
+  apiVersion?: 'coordination.k8s.io/v1';
+  kind?: 'Lease';
+  metadata: ObjectMeta & { name: string; namespace: string; ownerReferences?: OwnerReference[] };
+  spec: {
+    holderIdentity?: string;
+    leaseDurationSeconds?: number;
+    /** RFC 3339 with microseconds (metav1.MicroTime). */
+    renewTime?: string;
+  };
+}
+
+export interface ObjectReference {
+  apiVersion?: string;
+  kind: string;
+  name: string;
+  namespace?: string;
+  uid?: string;
+  fieldPath?: string;
+}
+
+export interface KubeEvent {
+  apiVersion?: 'v1';
+  kind?: 'Event';
+  metadata: ObjectMeta & { name: string; namespace: string };
+  involvedObject: ObjectReference;
+  reason: string;
+  message: string;
+  type: 'Normal' | 'Warning';
+  source: { component: string; host?: string };
+  count: number;
+  firstTimestamp: string;
+  lastTimestamp: string;
+  reportingComponent?: string;
+  reportingInstance?: string;
+}

@@ -1,0 +1,79 @@
+/**
+ * The API server as the node agent uses it: the calls a kubelet makes with its node identity
+ * (its Node and Lease, the pods bound to it and their status, mirror pods, events). The machines
+ * and sources depend on this interface only; src/client/kubeClient.ts implements it with
+ * @kubernetes/client-node, and tests may give an in-memory double.
+ *
+ * Every failure is an `ApiError` carrying the HTTP status (0: no answer: connection refused,
+ * reset, timed out), so callers decide on the status, never on a message.
+ */
+import type { KubeEvent, Lease, NodeObject } from '../api/cluster.ts';
+import type { Pod } from '../api/types.ts';
+
+export class ApiError extends Error {
+  constructor(
+    /** The HTTP status; 0 when the API server did not answer. */
+    readonly status: number,
+    /** The Status object's reason (`NotFound`, `Conflict`, `Expired`, …), when it had one. */
+    readonly reason: string,
+    message: string,
+    /** The call, for messages: `PATCH pods/status default/web`. */
+    readonly call: string,
+  ) {
+    super(`${call}: ${status ? `${status} ${reason ? `${reason}: ` : ''}` : ''}${message}`);
+    this.name = 'ApiError';
+  }
+}
+
+export const isNotFound = (err: unknown) => err instanceof ApiError && err.status === 404;
+export const isConflict = (err: unknown) => err instanceof ApiError && err.status === 409;
+export const isAlreadyExists = (err: unknown) => err instanceof ApiError && err.status === 409 && err.reason === 'AlreadyExists';
+export const isForbidden = (err: unknown) => err instanceof ApiError && err.status === 403;
+/** The resourceVersion asked for is older than what etcd keeps (compaction): list again. */
+export const isGone = (err: unknown) => err instanceof ApiError && (err.status === 410 || err.reason === 'Expired' || err.reason === 'Gone');
+
+export interface PodList {
+  items: Pod[];
+  resourceVersion: string;
+}
+
+export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK';
+
+export interface WatchHandlers<T> {
+  onEvent(type: WatchEventType, object: T): void;
+  /** The watch ended: closed by the server (no error), or failed (an ApiError; 410 for a too old resourceVersion). */
+  onEnd(err?: ApiError): void;
+}
+
+export interface DeleteOptions {
+  gracePeriodSeconds?: number;
+  /** Delete only the object with this UID (a new pod of the same name is left alone). */
+  uid?: string;
+}
+
+export interface KubeApi {
+  createNode(node: NodeObject): Promise<NodeObject>;
+  getNode(name: string): Promise<NodeObject>;
+  /** A JSON merge patch of the Node (labels, annotations, taints at registration). */
+  patchNode(name: string, patch: object): Promise<NodeObject>;
+  /** A strategic merge patch of `nodes/<name>/status`. */
+  patchNodeStatus(name: string, patch: object): Promise<NodeObject>;
+
+  getLease(namespace: string, name: string): Promise<Lease>;
+  createLease(lease: Lease): Promise<Lease>;
+  /** A PUT with the lease's resourceVersion: a 409 means someone else wrote it first. */
+  updateLease(lease: Lease): Promise<Lease>;
+
+  listPods(fieldSelector: string): Promise<PodList>;
+  /** Watches from `resourceVersion`, with bookmarks; `stop()` ends it without calling `onEnd`. */
+  watchPods(fieldSelector: string, resourceVersion: string, handlers: WatchHandlers<Pod>): { stop(): void };
+  getPod(namespace: string, name: string): Promise<Pod>;
+  createPod(pod: Pod): Promise<Pod>;
+  /** A strategic merge patch of `pods/<name>/status`. */
+  patchPodStatus(namespace: string, name: string, patch: object): Promise<Pod>;
+  deletePod(namespace: string, name: string, options: DeleteOptions): Promise<void>;
+
+  createEvent(event: KubeEvent): Promise<KubeEvent>;
+  /** A JSON merge patch of an Event (its count and lastTimestamp, when it repeats). */
+  patchEvent(namespace: string, name: string, patch: object): Promise<KubeEvent>;
+}

@@ -1,0 +1,177 @@
+/**
+ * `KubeApi` over @kubernetes/client-node: the typed API classes for requests, its `Watch` for the
+ * pod watch. Every request carries statelet's user agent and a deadline (a request that hangs is
+ * aborted and fails with status 0, so a silent API server never stalls a heartbeat); every error
+ * becomes an `ApiError` naming the call.
+ */
+import * as k8s from '@kubernetes/client-node';
+import type { KubeEvent } from '../api/cluster.ts';
+import type { Pod } from '../api/types.ts';
+import { ApiError, type DeleteOptions, type KubeApi, type PodList, type WatchEventType, type WatchHandlers } from './api.ts';
+
+export interface KubeClientOptions {
+  /** Deadline of one request (not of a watch). */
+  requestTimeoutMs: number;
+  userAgent: string;
+}
+
+/** The calls' options: the user agent, the deadline and, for patches, the patch's content type. */
+function requestOptions(options: KubeClientOptions, contentType?: string): k8s.ConfigurationOptions {
+  const userAgent = k8s.setHeaderMiddleware('User-Agent', options.userAgent);
+  const timed = {
+    pre: (request: k8s.RequestContext) => {
+      request.setSignal(AbortSignal.timeout(options.requestTimeoutMs));
+      if (contentType) request.setHeaderParam('Content-Type', contentType);
+      return userAgent.pre(request);
+    },
+    post: userAgent.post,
+  };
+  return { middleware: [timed], middlewareMergeStrategy: 'append' } as k8s.ConfigurationOptions;
+}
+
+
+/** Turns what the client library throws into an ApiError. */
+function apiError(call: string, err: unknown): ApiError {
+  if (err instanceof ApiError) return err;
+  if (err instanceof k8s.ApiException) {
+    const body = parseBody(err.body);
+    return new ApiError(err.code, String(body?.reason ?? ''), String(body?.message ?? err.message), call);
+  }
+  const message = err instanceof Error ? err.message : String(err);
+  return new ApiError(0, '', message, call);
+}
+
+function parseBody(body: unknown): Record<string, unknown> | undefined {
+  if (typeof body === 'string') {
+    try {
+      return JSON.parse(body) as Record<string, unknown>;
+    } catch {
+      return { message: body };
+    }
+  }
+  return body && typeof body === 'object' ? (body as Record<string, unknown>) : undefined;
+}
+
+/** Plain JSON of what the library returns (its model classes carry Date objects and undefined fields). */
+function plain<T>(value: unknown): T {
+  return JSON.parse(JSON.stringify(value)) as T;
+}
+
+export function createKubeClient(config: k8s.KubeConfig, options: KubeClientOptions): KubeApi {
+  const core = config.makeApiClient(k8s.CoreV1Api);
+  const coordination = config.makeApiClient(k8s.CoordinationV1Api);
+  const plainOptions = requestOptions(options);
+  const mergePatch = requestOptions(options, k8s.PatchStrategy.MergePatch);
+  const strategicPatch = requestOptions(options, k8s.PatchStrategy.StrategicMergePatch);
+  const watch = new k8s.Watch(config);
+
+  const call = async <T>(name: string, request: () => Promise<unknown>): Promise<T> => {
+    try {
+      return plain<T>(await request());
+    } catch (err) {
+      throw apiError(name, err);
+    }
+  };
+
+  return {
+    createNode: (node) => call(`POST nodes ${node.metadata.name}`, () => core.createNode({ body: node as k8s.V1Node }, plainOptions)),
+    getNode: (name) => call(`GET nodes ${name}`, () => core.readNode({ name }, plainOptions)),
+    patchNode: (name, patch) => call(`PATCH nodes ${name}`, () => core.patchNode({ name, body: patch }, mergePatch)),
+    patchNodeStatus: (name, patch) => call(`PATCH nodes/status ${name}`, () => core.patchNodeStatus({ name, body: patch }, strategicPatch)),
+
+    getLease: (namespace, name) => call(`GET leases ${namespace}/${name}`, () => coordination.readNamespacedLease({ namespace, name }, plainOptions)),
+    createLease: (lease) =>
+      call(`POST leases ${lease.metadata.namespace}/${lease.metadata.name}`, () =>
+        coordination.createNamespacedLease({ namespace: lease.metadata.namespace, body: lease as unknown as k8s.V1Lease }, plainOptions),
+      ),
+    updateLease: (lease) =>
+      call(`PUT leases ${lease.metadata.namespace}/${lease.metadata.name}`, () =>
+        coordination.replaceNamespacedLease(
+          { namespace: lease.metadata.namespace, name: lease.metadata.name, body: lease as unknown as k8s.V1Lease },
+          plainOptions,
+        ),
+      ),
+
+    listPods: async (fieldSelector) => {
+      const list = await call<{ items: Pod[]; metadata?: { resourceVersion?: string } }>(`LIST pods ${fieldSelector}`, () =>
+        core.listPodForAllNamespaces({ fieldSelector }, plainOptions),
+      );
+      return { items: list.items.map(withKind), resourceVersion: list.metadata?.resourceVersion ?? '' } satisfies PodList;
+    },
+    watchPods: (fieldSelector, resourceVersion, handlers) => watchPods(watch, fieldSelector, resourceVersion, handlers),
+    getPod: (namespace, name) => call<Pod>(`GET pods ${namespace}/${name}`, () => core.readNamespacedPod({ namespace, name }, plainOptions)).then(withKind),
+    createPod: (pod) =>
+      call<Pod>(`POST pods ${pod.metadata.namespace}/${pod.metadata.name}`, () =>
+        core.createNamespacedPod({ namespace: pod.metadata.namespace, body: pod as unknown as k8s.V1Pod }, plainOptions),
+      ).then(withKind),
+    patchPodStatus: (namespace, name, patch) =>
+      call<Pod>(`PATCH pods/status ${namespace}/${name}`, () => core.patchNamespacedPodStatus({ namespace, name, body: patch }, strategicPatch)).then(
+        withKind,
+      ),
+    deletePod: async (namespace, name, deleteOptions: DeleteOptions) => {
+      await call(`DELETE pods ${namespace}/${name}`, () =>
+        core.deleteNamespacedPod(
+          {
+            namespace,
+            name,
+            body: {
+              ...(deleteOptions.gracePeriodSeconds !== undefined ? { gracePeriodSeconds: deleteOptions.gracePeriodSeconds } : {}),
+              ...(deleteOptions.uid ? { preconditions: { uid: deleteOptions.uid } } : {}),
+            },
+          },
+          plainOptions,
+        ),
+      );
+    },
+
+    createEvent: (event) =>
+      call<KubeEvent>(`POST events ${event.metadata.namespace}/${event.metadata.name}`, () =>
+        core.createNamespacedEvent({ namespace: event.metadata.namespace, body: event as unknown as k8s.CoreV1Event }, plainOptions),
+      ),
+    patchEvent: (namespace, name, patch) =>
+      call<KubeEvent>(`PATCH events ${namespace}/${name}`, () => core.patchNamespacedEvent({ namespace, name, body: patch }, mergePatch)),
+  };
+}
+
+/** Lists and reads leave out `kind` on items; the agent's pods always carry it. */
+const withKind = (pod: Pod): Pod => ({ apiVersion: 'v1', kind: 'Pod', ...pod });
+
+function watchPods(watch: k8s.Watch, fieldSelector: string, resourceVersion: string, handlers: WatchHandlers<Pod>): { stop(): void } {
+  let ended = false;
+  let controller: AbortController | undefined;
+  const end = (err?: ApiError) => {
+    if (ended) return;
+    ended = true;
+    controller?.abort();
+    handlers.onEnd(err);
+  };
+  const call = `WATCH pods ${fieldSelector}`;
+  watch
+    .watch(
+      '/api/v1/pods',
+      { fieldSelector, resourceVersion, allowWatchBookmarks: true },
+      (phase: string, object: unknown) => {
+        if (ended) return;
+        if (phase === 'ERROR') {
+          const status = (object ?? {}) as { code?: number; reason?: string; message?: string };
+          end(new ApiError(status.code ?? 0, status.reason ?? '', status.message ?? 'watch error', call));
+          return;
+        }
+        handlers.onEvent(phase as WatchEventType, withKind(object as Pod));
+      },
+      (err: unknown) => end(err ? apiError(call, err) : undefined),
+    )
+    .then(
+      (c) => {
+        controller = c;
+        if (ended) c.abort();
+      },
+      (err: unknown) => end(apiError(call, err)),
+    );
+  return {
+    stop: () => {
+      ended = true;
+      controller?.abort();
+    },
+  };
+}

@@ -1,0 +1,235 @@
+/**
+ * The Node object and its status as the kubelet builds them, pure (pkg/kubelet/kubelet_node_status.go
+ * initialNode, pkg/kubelet/nodestatus/setters.go): labels and taints at registration; capacity and
+ * allocatable (capacity less the reservations and the hard eviction thresholds); nodeInfo; the
+ * addresses and the daemon endpoint; the runtime's images, largest first; and the four conditions
+ * in the kubelet's order (MemoryPressure, DiskPressure, PIDPressure, Ready last), each keeping its
+ * lastTransitionTime while its status holds.
+ *
+ * `statusChanged` says whether a new status is worth writing before the report period is up: any
+ * change but the heartbeat times (nodeStatusHasChanged).
+ */
+import type { ContainerImage, NodeAddress, NodeCondition, NodeObject, NodeStatus, NodeSystemInfo, Taint } from '../api/cluster.ts';
+import { jsonEqual } from '../api/json.ts';
+import { nodeLabels } from './labels.ts';
+import { formatBytes, formatCpu, formatKi, quantityValue } from '../api/quantity.ts';
+
+/** What the machine is, as the agent read it at start. */
+export interface MachineInfo {
+  cpuCores: number;
+  memoryBytes: number;
+  /** Size of the filesystem holding --root-dir. */
+  ephemeralStorageBytes: number;
+  /** The kernel's pid_max, when known. */
+  maxPids?: number;
+  /** Huge page sizes the kernel offers, as `hugepages-2Mi` → bytes reserved (0 when none). */
+  hugepages: Record<string, number>;
+  machineID: string;
+  systemUUID: string;
+  bootID: string;
+  kernelVersion: string;
+  osImage: string;
+  /** Go's names, as the node reports them: `linux`, `amd64`/`arm64`. */
+  operatingSystem: string;
+  architecture: string;
+}
+
+/** What the agent was told about the node (flags). */
+export interface NodeSettings {
+  name: string;
+  /** --node-labels, added to the kubelet's own labels. */
+  extraLabels: Record<string, string>;
+  taints: Taint[];
+  maxPods: number;
+  /** The port of the agent's authenticated server (daemonEndpoints.kubeletEndpoint). */
+  port: number;
+  kubeletVersion: string;
+  addresses: NodeAddress[];
+  /** --system-reserved and --kube-reserved, summed per resource (quantities). */
+  reserved: Record<string, string>;
+}
+
+/** What the agent knows of its own health and the runtime when the status is computed. */
+export interface NodeHealth {
+  /** `<runtimeName>://<runtimeVersion>` from CRI Version, or '' while the runtime has not answered. */
+  runtimeVersion: string;
+  /** Why the node is not ready (runtime down, network not ready, PLEG unhealthy); empty: ready. */
+  notReady: string[];
+  memoryPressure: boolean;
+  diskPressure: boolean;
+  pidPressure: boolean;
+}
+
+/** The kubelet's default hard eviction thresholds (pkg/kubelet/eviction/defaults_linux.go). */
+export const HARD_EVICTION = { memoryBytes: 100 * 2 ** 20, nodefsFraction: 0.1 };
+/** The images the node reports at most (--node-status-max-images). */
+export const MAX_IMAGES = 50;
+/** Annotation the kubelet sets at registration: attach/detach is the controller's job. */
+export const CONTROLLER_MANAGED_ATTACH_DETACH = 'volumes.kubernetes.io/controller-managed-attach-detach';
+
+export function capacity(machine: MachineInfo, maxPods: number): Record<string, string> {
+  const out: Record<string, string> = {
+    cpu: formatCpu(machine.cpuCores),
+    memory: formatKi(machine.memoryBytes),
+    pods: String(maxPods),
+    'ephemeral-storage': formatKi(machine.ephemeralStorageBytes),
+  };
+  for (const [name, bytes] of Object.entries(machine.hugepages)) out[name] = formatBytes(bytes);
+  return out;
+}
+
+/** Capacity less the reservations and the hard eviction thresholds, never below zero (GetNodeAllocatableAbsolute). */
+export function allocatable(machine: MachineInfo, maxPods: number, reserved: Record<string, string>): Record<string, string> {
+  const held = (name: string) => quantityValue(reserved[name]);
+  const hugepagesBytes = Object.values(machine.hugepages).reduce((a, b) => a + b, 0);
+  const out: Record<string, string> = {
+    cpu: formatCpu(machine.cpuCores - held('cpu')),
+    memory: formatKi(machine.memoryBytes - held('memory') - HARD_EVICTION.memoryBytes - hugepagesBytes),
+    pods: String(maxPods),
+    'ephemeral-storage': formatBytes(machine.ephemeralStorageBytes * (1 - HARD_EVICTION.nodefsFraction) - held('ephemeral-storage')),
+  };
+  for (const [name, bytes] of Object.entries(machine.hugepages)) out[name] = formatBytes(bytes);
+  return out;
+}
+
+export function nodeInfo(machine: MachineInfo, settings: Pick<NodeSettings, 'kubeletVersion'>, health: Pick<NodeHealth, 'runtimeVersion'>): NodeSystemInfo {
+  return {
+    machineID: machine.machineID,
+    systemUUID: machine.systemUUID,
+    bootID: machine.bootID,
+    kernelVersion: machine.kernelVersion,
+    osImage: machine.osImage,
+    containerRuntimeVersion: health.runtimeVersion,
+    kubeletVersion: settings.kubeletVersion,
+    kubeProxyVersion: '',
+    operatingSystem: machine.operatingSystem,
+    architecture: machine.architecture,
+  };
+}
+
+/** The runtime's images, largest first, at most MAX_IMAGES (setters.go Images). */
+export function nodeImages(images: readonly { repoTags: string[]; repoDigests: string[]; size: number }[]): ContainerImage[] {
+  return [...images]
+    .sort((a, b) => b.size - a.size)
+    .slice(0, MAX_IMAGES)
+    .map((image) => ({ names: [...image.repoDigests, ...image.repoTags], sizeBytes: image.size }))
+    .filter((image) => image.names.length > 0);
+}
+
+interface ConditionRule {
+  type: string;
+  /** [status, reason, message] for the condition being true (pressure / ready) and false. */
+  whenTrue: [NodeCondition['status'], string, string];
+  whenFalse: [NodeCondition['status'], string, string];
+}
+
+const PRESSURE_RULES: Record<'memoryPressure' | 'diskPressure' | 'pidPressure', ConditionRule> = {
+  memoryPressure: {
+    type: 'MemoryPressure',
+    whenTrue: ['True', 'KubeletHasInsufficientMemory', 'kubelet has insufficient memory available'],
+    whenFalse: ['False', 'KubeletHasSufficientMemory', 'kubelet has sufficient memory available'],
+  },
+  diskPressure: {
+    type: 'DiskPressure',
+    whenTrue: ['True', 'KubeletHasDiskPressure', 'kubelet has disk pressure'],
+    whenFalse: ['False', 'KubeletHasNoDiskPressure', 'kubelet has no disk pressure'],
+  },
+  pidPressure: {
+    type: 'PIDPressure',
+    whenTrue: ['True', 'KubeletHasInsufficientPID', 'kubelet has insufficient PID available'],
+    whenFalse: ['False', 'KubeletHasSufficientPID', 'kubelet has sufficient PID available'],
+  },
+};
+
+function condition(type: string, [status, reason, message]: [NodeCondition['status'], string, string], previous: readonly NodeCondition[], now: string): NodeCondition {
+  const before = previous.find((c) => c.type === type);
+  return {
+    type,
+    status,
+    reason,
+    message,
+    lastHeartbeatTime: now,
+    lastTransitionTime: before && before.status === status ? before.lastTransitionTime : now,
+  };
+}
+
+/** The four conditions, Ready last (setters.go ReadyCondition and the pressure conditions). */
+export function nodeConditions(health: NodeHealth, previous: readonly NodeCondition[], now: string): NodeCondition[] {
+  const pressure = (Object.keys(PRESSURE_RULES) as (keyof typeof PRESSURE_RULES)[]).map((key) => {
+    const rule = PRESSURE_RULES[key];
+    return condition(rule.type, health[key] ? rule.whenTrue : rule.whenFalse, previous, now);
+  });
+  const ready: [NodeCondition['status'], string, string] =
+    health.notReady.length === 0 ? ['True', 'KubeletReady', 'kubelet is posting ready status'] : ['False', 'KubeletNotReady', health.notReady.join(',')];
+  return [...pressure, condition('Ready', ready, previous, now)];
+}
+
+export interface NodeStatusInputs {
+  machine: MachineInfo;
+  settings: NodeSettings;
+  health: NodeHealth;
+  images: readonly { repoTags: string[]; repoDigests: string[]; size: number }[];
+}
+
+export function nodeStatus(inputs: NodeStatusInputs, previous: Partial<NodeStatus> | undefined, now: string): NodeStatus {
+  const { machine, settings, health } = inputs;
+  return {
+    capacity: capacity(machine, settings.maxPods),
+    allocatable: allocatable(machine, settings.maxPods, settings.reserved),
+    conditions: nodeConditions(health, previous?.conditions ?? [], now),
+    addresses: settings.addresses,
+    daemonEndpoints: { kubeletEndpoint: { Port: settings.port } },
+    nodeInfo: nodeInfo(machine, settings, health),
+    images: nodeImages(inputs.images),
+  };
+}
+
+/** The Node the agent registers (initialNode), with its status already filled in. */
+export function initialNode(inputs: NodeStatusInputs, now: string): NodeObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: {
+      name: inputs.settings.name,
+      labels: nodeLabels(inputs.settings.name, inputs.settings.extraLabels, { os: inputs.machine.operatingSystem, arch: inputs.machine.architecture }),
+      annotations: { [CONTROLLER_MANAGED_ATTACH_DETACH]: 'true' },
+    },
+    spec: inputs.settings.taints.length ? { taints: inputs.settings.taints } : {},
+    status: nodeStatus(inputs, undefined, now),
+  };
+}
+
+/**
+ * What the agent brings back on a Node that already exists (reconcileExistingNode): its own
+ * labels, the attach/detach annotation; null when nothing differs. A merge patch.
+ */
+export function reconcilePatch(existing: NodeObject, wanted: NodeObject): object | null {
+  const labels: Record<string, string> = {};
+  for (const [key, value] of Object.entries(wanted.metadata.labels ?? {})) {
+    if (existing.metadata.labels?.[key] !== value) labels[key] = value;
+  }
+  const annotations: Record<string, string> = {};
+  if (existing.metadata.annotations?.[CONTROLLER_MANAGED_ATTACH_DETACH] !== 'true') annotations[CONTROLLER_MANAGED_ATTACH_DETACH] = 'true';
+  if (!Object.keys(labels).length && !Object.keys(annotations).length) return null;
+  return {
+    metadata: {
+      ...(Object.keys(labels).length ? { labels } : {}),
+      ...(Object.keys(annotations).length ? { annotations } : {}),
+    },
+  };
+}
+
+const withoutHeartbeats = (status: Partial<NodeStatus>) => ({
+  ...status,
+  conditions: (status.conditions ?? []).map(({ lastHeartbeatTime: _ignored, ...rest }) => rest),
+});
+
+/** Any difference but the conditions' heartbeat times (kubelet_node_status.go nodeStatusHasChanged). */
+export function statusChanged(before: Partial<NodeStatus> | undefined, after: NodeStatus): boolean {
+  return !before || !jsonEqual(withoutHeartbeats(before), withoutHeartbeats(after));
+}
+
+/** Whether the status is written this round: it changed, or the report period is up. */
+export function shouldWriteStatus(changed: boolean, lastWrittenAt: number | null, now: number, reportFrequencyMs: number): boolean {
+  return changed || lastWrittenAt === null || now - lastWrittenAt >= reportFrequencyMs;
+}

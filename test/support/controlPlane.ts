@@ -1,0 +1,246 @@
+/**
+ * A real control plane for the cluster tests: etcd and kube-apiserver (test/controlplane, built
+ * once per machine by scripts/controlplane/build.mjs) on loopback ports with fresh data, the
+ * Node authorizer, RBAC and the NodeRestriction admission plugin on. It writes an admin
+ * kubeconfig and one kubeconfig per node name whose identity is `system:node:<name>` in group
+ * `system:nodes`, so an agent given that kubeconfig has exactly a real node's rights.
+ *
+ * No controller-manager and no scheduler run: tests bind pods themselves (`spec.nodeName`) and
+ * create the `default` ServiceAccount of a namespace they use (`ensureServiceAccount`).
+ *
+ * Where Go is missing the suite skips, loudly, outside CI; on CI (`CI=true`) it fails instead.
+ */
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import * as k8s from '@kubernetes/client-node';
+import { freePort } from './agentProcess.ts';
+
+export interface ControlPlane {
+  /** `https://127.0.0.1:<port>` */
+  server: string;
+  dir: string;
+  adminKubeconfig: string;
+  /** The kubeconfig of `system:node:<name>` (one of the names given at start). */
+  nodeKubeconfig(nodeName: string): string;
+  admin: k8s.KubeConfig;
+  core: k8s.CoreV1Api;
+  /** Runs the kubectl built from the same release, as the admin. */
+  kubectl(args: string[]): Promise<string>;
+  /** Creates a namespace with a unique name and its `default` ServiceAccount. */
+  namespace(prefix?: string): Promise<string>;
+  /** The apiserver's log so far (for failure messages). */
+  output(): string;
+  /** Stops the apiserver (SIGTERM, SIGKILL after 10 s), keeping etcd's data for a restart. */
+  stop(): Promise<void>;
+  /** Starts it again on the same ports and data (the fault tests). */
+  restart(): Promise<void>;
+  /** Stops it and removes its data. */
+  close(): Promise<void>;
+}
+
+const READY_TIMEOUT_MS = 60_000;
+
+/** Where a missing Go is fatal (CI) or a reason to skip (a developer's machine). */
+async function binaries(): Promise<{ controlplane: string; kubectl: string } | null> {
+  // @ts-expect-error: a plain ESM script without type declarations
+  const { controlPlaneBinaries } = (await import('../../scripts/controlplane/build.mjs')) as {
+    controlPlaneBinaries(): Promise<{ controlplane: string; kubectl: string } | { skip: string }>;
+  };
+  const result = await controlPlaneBinaries();
+  if ('skip' in result) {
+    if (process.env.CI === 'true') throw new Error(`cluster suite cannot run on CI: ${result.skip}`);
+    console.warn(`\n${'!'.repeat(78)}\n!! SKIPPING the cluster suite: ${result.skip}.\n!! Install Go 1.26 (https://go.dev/dl) to run it; CI runs it.\n${'!'.repeat(78)}\n`);
+    return null;
+  }
+  return result;
+}
+
+function kubeconfigYaml(server: string, caFile: string, user: string, token: string): string {
+  return [
+    'apiVersion: v1',
+    'kind: Config',
+    'clusters:',
+    '- name: statelet-test',
+    '  cluster:',
+    `    server: ${server}`,
+    `    certificate-authority: ${caFile}`,
+    'users:',
+    `- name: ${user}`,
+    '  user:',
+    `    token: ${token}`,
+    'contexts:',
+    '- name: statelet-test',
+    '  context:',
+    '    cluster: statelet-test',
+    `    user: ${user}`,
+    'current-context: statelet-test',
+    '',
+  ].join('\n');
+}
+
+/**
+ * Starts a control plane with node identities for `nodeNames`, or returns null (having said why)
+ * where it cannot be built outside CI.
+ */
+export async function startControlPlane(options: { nodeNames: string[] }): Promise<ControlPlane | null> {
+  const bins = await binaries();
+  if (!bins) return null;
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'statelet-cp-'));
+  const [securePort, etcdPort, etcdPeerPort] = [await freePort(), await freePort(), await freePort()];
+  const server = `https://127.0.0.1:${securePort}`;
+
+  const token = () => randomBytes(16).toString('hex');
+  const adminToken = token();
+  const nodeTokens = new Map(options.nodeNames.map((name) => [name, token()]));
+  await writeFile(
+    path.join(dir, 'tokens.csv'),
+    [`${adminToken},admin,uid-admin,system:masters`, ...[...nodeTokens].map(([name, t]) => `${t},system:node:${name},uid-node-${name},system:nodes`)].join('\n') + '\n',
+  );
+  const { privateKey } = generateKeyPairSync('rsa', {
+    modulusLength: 2048,
+    privateKeyEncoding: { type: 'pkcs8', format: 'pem' },
+    publicKeyEncoding: { type: 'spki', format: 'pem' },
+  });
+  await writeFile(path.join(dir, 'sa.key'), privateKey, { mode: 0o600 });
+
+  const args = [
+    '-etcd-dir', path.join(dir, 'etcd'),
+    '-etcd-port', String(etcdPort),
+    '-etcd-peer-port', String(etcdPeerPort),
+    '--',
+    '--bind-address=127.0.0.1',
+    '--advertise-address=127.0.0.1',
+    `--secure-port=${securePort}`,
+    `--cert-dir=${path.join(dir, 'pki')}`,
+    '--endpoint-reconciler-type=none',
+    `--token-auth-file=${path.join(dir, 'tokens.csv')}`,
+    '--authorization-mode=Node,RBAC',
+    '--enable-admission-plugins=NodeRestriction',
+    '--allow-privileged=true',
+    '--service-cluster-ip-range=10.0.0.0/24',
+    '--service-account-issuer=https://kubernetes.default.svc',
+    `--service-account-signing-key-file=${path.join(dir, 'sa.key')}`,
+    `--service-account-key-file=${path.join(dir, 'sa.key')}`,
+    '--v=0',
+  ];
+  let output = '';
+  let child: ChildProcess | undefined;
+  let exited: Promise<void> = Promise.resolve();
+  const start = () => {
+    const proc = spawn(bins.controlplane, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    child = proc;
+    const keep = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.length > 1_000_000) output = output.slice(-500_000);
+    };
+    proc.stdout!.on('data', keep);
+    proc.stderr!.on('data', keep);
+    exited = new Promise((resolve) => proc.once('exit', () => resolve()));
+  };
+
+  const caFile = path.join(dir, 'pki', 'apiserver.crt');
+  const adminKubeconfig = path.join(dir, 'admin.kubeconfig');
+  const nodeKubeconfigs = new Map<string, string>();
+
+  const waitReady = async () => {
+    const deadline = Date.now() + READY_TIMEOUT_MS;
+    let last = '';
+    while (Date.now() < deadline) {
+      if (child?.exitCode !== null) throw new Error(`the control plane exited with ${child?.exitCode}:\n${output.slice(-4000)}`);
+      try {
+        const ca = await readFile(caFile);
+        const res = await fetchInsecureReady(server, adminToken, ca);
+        if (res === 'ok') return;
+        last = res;
+      } catch (err) {
+        last = String(err);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    throw new Error(`the control plane was not ready after ${READY_TIMEOUT_MS / 1000} s (${last}):\n${output.slice(-4000)}`);
+  };
+
+  start();
+  await waitReady();
+  await writeFile(adminKubeconfig, kubeconfigYaml(server, caFile, 'admin', adminToken));
+  for (const [name, t] of nodeTokens) {
+    const file = path.join(dir, `${name}.kubeconfig`);
+    await writeFile(file, kubeconfigYaml(server, caFile, `system:node:${name}`, t));
+    nodeKubeconfigs.set(name, file);
+  }
+  const admin = new k8s.KubeConfig();
+  admin.loadFromFile(adminKubeconfig);
+  const core = admin.makeApiClient(k8s.CoreV1Api);
+  // The apiserver creates these itself once its bootstrap hooks have run.
+  for (const name of ['default', 'kube-node-lease']) await waitFor(async () => !!(await core.readNamespace({ name }).catch(() => null)), `namespace ${name}`);
+
+  let serial = 0;
+  const stop = async () => {
+    if (!child || child.exitCode !== null) return;
+    child.kill('SIGTERM');
+    const timer = setTimeout(() => child?.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(timer);
+  };
+  return {
+    server,
+    dir,
+    adminKubeconfig,
+    nodeKubeconfig: (name) => {
+      const file = nodeKubeconfigs.get(name);
+      if (!file) throw new Error(`no node identity for ${name} (started with ${options.nodeNames.join(', ')})`);
+      return file;
+    },
+    admin,
+    core,
+    kubectl: async (kubectlArgs) => {
+      const { stdout } = await promisify(execFile)(bins.kubectl, ['--kubeconfig', adminKubeconfig, ...kubectlArgs]);
+      return stdout;
+    },
+    namespace: async (prefix = 'test') => {
+      const name = `${prefix}-${process.pid}-${++serial}`;
+      await core.createNamespace({ body: { metadata: { name } } });
+      await core.createNamespacedServiceAccount({ namespace: name, body: { metadata: { name: 'default' } } });
+      return name;
+    },
+    output: () => output,
+    stop,
+    restart: async () => {
+      await stop();
+      start();
+      await waitReady();
+    },
+    close: async () => {
+      await stop();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** GET /readyz as the admin (anonymous requests may be refused until RBAC has bootstrapped). */
+async function fetchInsecureReady(server: string, token: string, ca: Buffer): Promise<string> {
+  const https = await import('node:https');
+  return new Promise((resolve) => {
+    const req = https.request(`${server}/readyz`, { headers: { authorization: `Bearer ${token}` }, ca, timeout: 5_000 }, (res) => {
+      res.resume();
+      resolve(res.statusCode === 200 ? 'ok' : `readyz ${res.statusCode}`);
+    });
+    req.on('error', (err) => resolve(String(err)));
+    req.on('timeout', () => req.destroy(new Error('readyz timed out')));
+    req.end();
+  });
+}
+
+/** Polls `check` until it holds (for conditions only observable by asking the API server). */
+export async function waitFor(check: () => Promise<boolean>, what: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+}
