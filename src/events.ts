@@ -14,6 +14,7 @@
  *   POD.*      pod workers → pod: commands (UPDATE, SYNC, KILL, RELEASE);
  *              pod → pod workers: reports (SYNCED, TERMINATED, FINISHED), and its end (ENDED)
  *   CRI.*      a pod's effect actor → itself: each runtime call it made, for inspectors only
+ *   NODE.*     syncLoop → node status loop: the runtime's health changed (report it now)
  */
 import type { ProbeKind, ProbeResult } from './api/probeResult.ts';
 import type { Pod, SourceName } from './api/types.ts';
@@ -123,6 +124,11 @@ export type RuntimeCallEvent =
   | { type: 'CRI.STARTED'; callId: number; call: string; target: string }
   | { type: 'CRI.FINISHED'; callId: number; call: string; target: string; durationMs: number; error?: string };
 
+// ---- NODE.* ---------------------------------------------------------------------------------
+
+/** The node status loop's events: the runtime's health flipped, so Ready may have changed. */
+export type NodeEvent = { type: 'NODE.HEALTH_CHANGED' };
+
 // ---- The whole catalogue ----------------------------------------------------------------------
 
 export type AgentEvent =
@@ -135,7 +141,8 @@ export type AgentEvent =
   | PodCommand
   | PodReport
   | PodEnded
-  | RuntimeCallEvent;
+  | RuntimeCallEvent
+  | NodeEvent;
 
 export type AgentEventType = AgentEvent['type'];
 

@@ -13,7 +13,14 @@ import path from 'node:path';
 import type { Actor, InspectionEvent, Observer } from 'xstate';
 import type { AgentConfig } from '../cli/config.ts';
 import { realClock } from '../clock.ts';
-import { composeNode } from '../kubelet/composeNode.ts';
+import { KubeConfig } from '@kubernetes/client-node';
+import type { NodeAddress } from '../api/cluster.ts';
+import { quantityValue } from '../api/quantity.ts';
+import { kubeletVersion } from '../cli/flags.ts';
+import type { KubeApi } from '../client/api.ts';
+import { createKubeClient } from '../client/kubeClient.ts';
+import { type ClusterDeps, composeNode } from '../kubelet/composeNode.ts';
+import { readMachineInfo } from '../node/machineInfo.ts';
 import type { SyncLoopMachine } from '../kubelet/syncLoop.ts';
 import type { Logger } from '../log.ts';
 import type { PodManager } from '../pod/podManager.ts';
@@ -105,6 +112,11 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     (all, one) => (!one ? all : all ? teeInspect(all, one) : one),
     undefined,
   );
+  // In a cluster the pods report the node's address as hostIP, --node-ip or the machine's own.
+  if (config.kubeconfig && !config.nodeIp) config = { ...config, nodeIp: defaultInternalIp() };
+  const cluster = config.kubeconfig ? clusterDeps(config, loadKubeApi(config.kubeconfig)) : undefined;
+  if (cluster) log('info', 'Joining the cluster', { server: cluster.server, node: config.nodeName });
+  const sources = { ...sourceOptions, ...(cluster ? { api: cluster.deps.api } : {}) };
   const node = composeNode({
     config,
     runtime,
@@ -112,8 +124,9 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     runtimeName,
     clock,
     log,
-    sources: { logic: createConfigSourcesLogic(sourceOptions), expected: configuredSources(sourceOptions) },
+    sources: { logic: createConfigSourcesLogic(sources), expected: configuredSources(sources) },
     ...(inspect ? { inspect } : {}),
+    ...(cluster ? { cluster: cluster.deps } : {}),
   });
   closers.unshift(() => node.stop());
   const { syncLoop, podManager, statuses } = node;
@@ -155,6 +168,65 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     throw err;
   }
   return agent;
+}
+
+/** The API client of a kubeconfig file; a file that cannot be read stops the agent at start. */
+function loadKubeApi(file: string): { api: KubeApi; server: string } {
+  const kubeConfig = new KubeConfig();
+  try {
+    kubeConfig.loadFromFile(file);
+  } catch (err) {
+    throw new Error(`--kubeconfig ${file}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  const server = kubeConfig.getCurrentCluster()?.server;
+  if (!server) throw new Error(`--kubeconfig ${file}: the current context names no cluster server`);
+  return { api: createKubeClient(kubeConfig, { requestTimeoutMs: 10_000, userAgent: `statelet/${kubeletVersion()}` }), server };
+}
+
+function clusterDeps(config: AgentConfig, client: { api: KubeApi; server: string }): { deps: ClusterDeps; server: string } {
+  const reserved: Record<string, string> = {};
+  for (const list of [config.systemReserved, config.kubeReserved]) {
+    for (const [name, value] of Object.entries(list)) {
+      reserved[name] = String(quantityValue(reserved[name]) + quantityValue(value));
+    }
+  }
+  const addresses: NodeAddress[] = [
+    ...(config.nodeIp ?? defaultInternalIp()).split(',').map((address): NodeAddress => ({ type: 'InternalIP', address })),
+    { type: 'Hostname', address: config.nodeName },
+  ];
+  return {
+    server: client.server,
+    deps: {
+      api: client.api,
+      settings: {
+        name: config.nodeName,
+        extraLabels: config.nodeLabels,
+        taints: config.registerWithTaints,
+        maxPods: config.maxPods,
+        port: config.port,
+        kubeletVersion: kubeletVersion(),
+        addresses,
+        reserved,
+      },
+      machine: () => readMachineInfo(config.rootDir),
+      registerNode: config.registerNode,
+      statusUpdateFrequencyMs: config.nodeStatusUpdateFrequencyMs,
+      statusReportFrequencyMs: config.nodeStatusReportFrequencyMs,
+      leaseDurationSeconds: config.nodeLeaseDurationSeconds,
+    },
+  };
+}
+
+/**
+ * Without --node-ip the kubelet takes the address its hostname resolves to; statelet takes the
+ * machine's first non-loopback IPv4 address (loopback when it has none).
+ */
+function defaultInternalIp(): string {
+  for (const list of Object.values(os.networkInterfaces())) {
+    const address = list?.find((a) => a.family === 'IPv4' && !a.internal);
+    if (address) return address.address;
+  }
+  return '127.0.0.1';
 }
 
 function teeInspect(first: Observer<InspectionEvent> | undefined, second: Observer<InspectionEvent>): Observer<InspectionEvent> {

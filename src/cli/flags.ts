@@ -213,15 +213,31 @@ function helpColumn(spec: AnyOptionSpec, defaults: Partial<AgentSettings>): stri
 }
 
 function versionText(): string {
+  const version = stateletVersion();
+  return version ? `statelet v${version}` : 'statelet (version unknown)';
+}
+
+/** The package's version, or null when its manifest cannot be read. */
+export function stateletVersion(): string | null {
   // Read at call time rather than imported: package.json sits outside the build's rootDir. The
   // relative path is the same from src/cli/ and from the built dist/cli/.
   try {
     const manifest: unknown = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
-    if (typeof manifest === 'object' && manifest !== null && 'version' in manifest) {
-      return `statelet v${String(manifest.version)}`;
-    }
+    if (typeof manifest === 'object' && manifest !== null && 'version' in manifest) return String(manifest.version);
   } catch {
     // Fall through: a missing manifest should not stop --version from answering.
   }
-  return 'statelet (version unknown)';
+  return null;
+}
+
+/** The Kubernetes release whose kubelet behaviour statelet follows (and its tests run against). */
+export const KUBERNETES_RELEASE = 'v1.37.0';
+
+/**
+ * The version the Node reports as `nodeInfo.kubeletVersion`: the release statelet follows, with
+ * statelet's own version as a pre-release tag (`v1.37.0-statelet.0.1.0`), so tools that parse it
+ * as semver still can.
+ */
+export function kubeletVersion(): string {
+  return `${KUBERNETES_RELEASE}-statelet.${stateletVersion() ?? '0.0.0'}`;
 }

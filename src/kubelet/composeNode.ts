@@ -21,7 +21,13 @@ import { hookIOOn } from '../kuberuntime/hooks.ts';
 import { ImagePuller } from '../kuberuntime/images.ts';
 import { killOrphanPod } from '../kuberuntime/orphans.ts';
 import type { Logger } from '../log.ts';
-import { unhealthyReason } from '../node/health.ts';
+import type { KubeApi } from '../client/api.ts';
+import { type RelistHealth, notReadyReasons, unhealthyReason } from '../node/health.ts';
+import { leaseMachineWith } from '../node/leaseMachine.ts';
+import { NodeRecord, createLeaseEffects, createNodeStatusEffects } from '../node/nodeEffects.ts';
+import type { MachineInfo, NodeSettings } from '../node/nodeStatus.ts';
+import { nodeStatusMachineWith } from '../node/nodeStatusMachine.ts';
+import { StatusWriter } from '../status/statusWriter.ts';
 import { goArch, nodeLabels } from '../node/labels.ts';
 import { plegMachineWith } from '../pleg/pleg.ts';
 import { createRelister } from '../pleg/relister.ts';
@@ -57,6 +63,18 @@ export type NodeConfig = Pick<
   | 'maxDeadContainers'
 >;
 
+/** What the node needs to be a node of a cluster (--kubeconfig). */
+export interface ClusterDeps {
+  api: KubeApi;
+  settings: NodeSettings;
+  /** The machine as the Node reports it (read once, at the first registration or status). */
+  machine(): Promise<MachineInfo>;
+  registerNode: boolean;
+  statusUpdateFrequencyMs: number;
+  statusReportFrequencyMs: number;
+  leaseDurationSeconds: number;
+}
+
 export interface NodeDeps {
   config: NodeConfig;
   runtime: RuntimeService;
@@ -75,6 +93,8 @@ export interface NodeDeps {
   random?: () => number;
   /** Receives every inspection record of the actor system (the visualizer, Stately's inspector). */
   inspect?: Observer<InspectionEvent>;
+  /** In a cluster: the API client and the node's settings; absent: a standalone node. */
+  cluster?: ClusterDeps;
 }
 
 export interface Node {
@@ -87,6 +107,8 @@ export interface Node {
   podActor(uid: string): PodActor | undefined;
   /** What `/healthz` reports as wrong (null: healthy). */
   unhealthyReason(): string | null;
+  /** In a cluster: the writer of pod statuses to the API server. */
+  statusWriter?: StatusWriter;
   /** Stops the actors; the pods' containers keep running. */
   stop(): void;
 }
@@ -120,10 +142,27 @@ export function composeNode(deps: NodeDeps): Node {
     createPodEffects({ ...runtimeDeps, statuses, runtimeName: deps.runtimeName, ...(config.nodeIp ? { hostIP: config.nodeIp.split(',')[0] } : {}) }),
   );
   const relister = createRelister(runtime, now, log);
+  // Assigned once the syncLoop exists; read only by actors it runs.
+  let syncLoopRef: Actor<SyncLoopMachine> | undefined;
+  const podActor = (uid: string) => syncLoopRef?.system.get(actorId(uid)) as PodActor | undefined;
+  const cluster = deps.cluster;
+  const statusWriter = cluster
+    ? new StatusWriter({
+        api: cluster.api,
+        statuses,
+        pod: (uid) => podManager.get(uid),
+        // No actor: the pod never started (rejected) or its actor finished and was released.
+        finished: (uid) => podActor(uid)?.getSnapshot().hasTag('finished') ?? true,
+        clock,
+        log,
+      })
+    : undefined;
+  const clusterChildren = cluster ? clusterLogic(cluster, deps, () => syncLoopRef?.getSnapshot().context) : {};
   const gcPolicy = containerGcPolicy(config);
   const machine = syncLoopMachine.provide({
     actors: {
       ...(deps.sources ? { sources: deps.sources.logic } : {}),
+      ...clusterChildren,
       pods: createPodsLogic({
         podMachine,
         podManager,
@@ -136,6 +175,7 @@ export function composeNode(deps: NodeDeps): Node {
           collectGarbage: async (isPodDeleted) => void (await collectContainerGarbage({ runtime, now, log }, gcPolicy, isPodDeleted, true)),
         },
         syncFrequencyMs: config.syncFrequencyMs,
+        ...(statusWriter ? { podFinished: (uid: string) => statusWriter.request(uid) } : {}),
         errorBackoffMs,
         containerGcPeriodMs: config.containerGcPeriodMs,
         now,
@@ -171,17 +211,55 @@ export function composeNode(deps: NodeDeps): Node {
         periodMs: config.plegRelistPeriodMs,
         ...(config.eventedPleg ? { evented: { relistPeriodMs: config.eventedPlegRelistPeriodMs } } : {}),
       },
+      ...(cluster
+        ? {
+            cluster: {
+              status: { registerNode: cluster.registerNode, updateFrequencyMs: cluster.statusUpdateFrequencyMs },
+              lease: { leaseDurationSeconds: cluster.leaseDurationSeconds },
+            },
+          }
+        : {}),
     },
     ...(deps.inspect ? { inspect: deps.inspect } : {}),
   });
+  syncLoopRef = syncLoop;
   syncLoop.subscribe({ error: (err) => log('error', 'syncLoop failed', { err }) });
   syncLoop.start();
   return {
     syncLoop,
     podManager,
     statuses,
-    podActor: (uid) => syncLoop.system.get(actorId(uid)) as PodActor | undefined,
+    podActor,
     unhealthyReason: () => unhealthyReason(syncLoop.getSnapshot().context, now()),
-    stop: () => syncLoop.stop(),
+    ...(statusWriter ? { statusWriter } : {}),
+    stop: () => {
+      statusWriter?.stop();
+      syncLoop.stop();
+    },
+  };
+}
+
+/** The node-level actors of a cluster node: its registration and status, and its Lease. */
+function clusterLogic(cluster: ClusterDeps, deps: NodeDeps, health: () => RelistHealth | undefined) {
+  const now = () => deps.clock.now();
+  const record = new NodeRecord();
+  let machine: Promise<MachineInfo> | undefined;
+  const effects = createNodeStatusEffects({
+    api: cluster.api,
+    runtime: deps.runtime,
+    images: deps.images,
+    settings: cluster.settings,
+    machine: () => (machine ??= cluster.machine()),
+    notReady: () => notReadyReasons(health() ?? { lastRelistAt: null, lastRuntimeError: null }, now()),
+    record,
+    reportFrequencyMs: cluster.statusReportFrequencyMs,
+    now,
+    log: deps.log,
+    onReadyChanged: (ready, message) => deps.log(ready ? 'info' : 'warn', ready ? 'Node became ready' : 'Node became not ready', { node: cluster.settings.name, message }),
+  });
+  const lease = createLeaseEffects({ api: cluster.api, record, now, log: deps.log, nodeName: cluster.settings.name, leaseDurationSeconds: cluster.leaseDurationSeconds });
+  return {
+    nodeStatus: nodeStatusMachineWith(effects, now),
+    nodeLease: leaseMachineWith(lease),
   };
 }

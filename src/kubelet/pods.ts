@@ -33,6 +33,8 @@ export interface PodsDeps {
   node: NodeInfo;
   runtime: RuntimeCleanup;
   syncFrequencyMs: number;
+  /** Told when a pod's actor finished (the API status writer deletes a deleted pod's object then). */
+  podFinished?(uid: string): void;
   /** Delay before retrying a pod whose sync failed. */
   errorBackoffMs: number;
   containerGcPeriodMs: number;
@@ -89,6 +91,7 @@ export function createPodsLogic(deps: PodsDeps) {
         case 'POD.TERMINATED':
           return workers.schedule(event);
         case 'POD.FINISHED':
+          deps.podFinished?.(event.uid);
           return housekeeping.podFinished(event.uid, event.restartRequested);
         case 'POD.ENDED':
           return housekeeping.podEnded(event.uid, event.error);

@@ -1,9 +1,11 @@
 /**
- * The syncLoop: the agent's root actor. It owns four children and the shared clock ticks:
+ * The syncLoop: the agent's root actor. It owns its children and the shared clock ticks:
  *   - `sources`: the config sources and their merge; sends CONFIG.* and SOURCE.SEEN;
  *   - `pods`: the pod workers and the kubelet's handlers and housekeeping (pods.ts);
  *   - `pleg`: the pod lifecycle event generator (CRI event stream and relisting); sends PLEG.*;
- *   - `probes`: the probe manager (src/prober/manager.ts); sends PROBE.RESULT when a result changes.
+ *   - `probes`: the probe manager (src/prober/manager.ts); sends PROBE.RESULT when a result changes;
+ *   - `nodeStatus`, `nodeLease`: in a cluster, the node's registration and status, and its Lease
+ *     (src/node); told NODE.HEALTH_CHANGED when the runtime's health flips.
  * and routes between them: config, PLEG and probe events go to the pods, `TICK.SYNC` (every second)
  * lets due pods resync, `TICK.HOUSEKEEPING` (every two seconds) runs cleanups, but only once
  * every configured source has delivered its first snapshot — before that, a pod missing from
@@ -20,8 +22,10 @@
  */
 import { type EventObject, assertEvent, assign, fromCallback, sendTo, setup } from 'xstate';
 import type { SourceName } from '../api/types.ts';
-import { type ConfigEvent, type PlegReport, type ProbeResultEvent, type SourceEvent, type TickEvent, routedToPodWorkers } from '../events.ts';
+import { type ConfigEvent, type NodeEvent, type PlegReport, type ProbeResultEvent, type SourceEvent, type TickEvent, routedToPodWorkers } from '../events.ts';
 import { type PlegInput, plegMachine } from '../pleg/pleg.ts';
+import type { LeaseInput } from '../node/leaseMachine.ts';
+import type { NodeStatusInput } from '../node/nodeStatusMachine.ts';
 import type { PodsEvent } from './pods.ts';
 
 /** Everything the syncLoop accepts: what its children report. */
@@ -33,6 +37,13 @@ export interface SyncLoopInput {
   housekeepingMs: number;
   /** The PLEG's relist period and event stream settings. */
   pleg: PlegInput;
+  /** In a cluster: the settings of the node status loop and the Lease. */
+  cluster?: ClusterInput;
+}
+
+export interface ClusterInput {
+  status: NodeStatusInput;
+  lease: LeaseInput;
 }
 
 export interface SyncLoopContext {
@@ -41,6 +52,7 @@ export interface SyncLoopContext {
   syncTickMs: number;
   housekeepingMs: number;
   pleg: PlegInput;
+  cluster: ClusterInput | null;
   lastRelistAt: number | null;
   lastRelistDurationMs: number | null;
   lastRuntimeError: string | null;
@@ -60,7 +72,7 @@ export const syncLoopMachine = setup({
     context: {} as SyncLoopContext,
     events: {} as SyncLoopEvent,
     input: {} as SyncLoopInput,
-    children: {} as { sources: 'sources'; pods: 'pods'; pleg: 'pleg'; probes: 'probes' },
+    children: {} as { sources: 'sources'; pods: 'pods'; pleg: 'pleg'; probes: 'probes'; nodeStatus: 'nodeStatus'; nodeLease: 'nodeLease' },
   },
   actors: {
     /** The config sources and their merge: sends CONFIG.*, SOURCE.SEEN, SOURCE.ERROR. */
@@ -70,6 +82,10 @@ export const syncLoopMachine = setup({
     pleg: plegMachine,
     /** The probe manager: sends PROBE.RESULT when a result changes. */
     probes: idle<EventObject>(),
+    /** In a cluster: the node's registration and status (src/node/nodeStatusMachine.ts). */
+    nodeStatus: idle<NodeEvent>(),
+    /** In a cluster: the node's Lease (src/node/leaseMachine.ts). */
+    nodeLease: idle<EventObject>(),
   },
   delays: {
     syncTick: ({ context }) => context.syncTickMs,
@@ -92,6 +108,7 @@ export const syncLoopMachine = setup({
           ? [...context.seenSources, event.source]
           : context.seenSources,
     }),
+    notifyNodeHealth: sendTo('nodeStatus', { type: 'NODE.HEALTH_CHANGED' } satisfies NodeEvent),
     tickSync: sendTo('pods', { type: 'TICK.SYNC' } satisfies TickEvent),
     tickHousekeeping: sendTo('pods', { type: 'TICK.HOUSEKEEPING' } satisfies TickEvent),
     recordRelist: assign(({ event }) =>
@@ -109,6 +126,7 @@ export const syncLoopMachine = setup({
     syncTickMs: input.syncTickMs,
     housekeepingMs: input.housekeepingMs,
     pleg: input.pleg,
+    cluster: input.cluster ?? null,
     lastRelistAt: null,
     lastRelistDurationMs: null,
     lastRuntimeError: null,
@@ -119,6 +137,8 @@ export const syncLoopMachine = setup({
     { id: 'sources', src: 'sources' },
     { id: 'probes', src: 'probes' },
     { id: 'pleg', src: 'pleg', input: ({ context }: { context: SyncLoopContext }) => context.pleg },
+    { id: 'nodeStatus', src: 'nodeStatus', input: ({ context }: { context: SyncLoopContext }) => context.cluster?.status },
+    { id: 'nodeLease', src: 'nodeLease', input: ({ context }: { context: SyncLoopContext }) => context.cluster?.lease },
   ],
   on: {
     // Config, container events and probe results go on to the pod workers as they are.
@@ -151,8 +171,9 @@ export const syncLoopMachine = setup({
       initial: 'unknown',
       states: {
         unknown: {},
-        healthy: {},
-        unhealthy: {},
+        // The node's Ready condition follows the runtime's health at once, not a status period later.
+        healthy: { entry: 'notifyNodeHealth' },
+        unhealthy: { entry: 'notifyNodeHealth' },
       },
       on: {
         'PLEG.RELISTED': { target: '.healthy', actions: 'recordRelist' },

@@ -21,3 +21,15 @@ export function unhealthyReason({ lastRelistAt, lastRuntimeError }: RelistHealth
   if (age > plegHealthThresholdMs) return `pleg: pleg was last seen active ${Math.round(age / 1000)}s ago; threshold is ${plegHealthThresholdMs / 1000}s`;
   return null;
 }
+
+/**
+ * Why the node is not Ready, in the kubelet's words (pkg/kubelet/runtime.go runtimeErrors, the
+ * Ready condition's message): the runtime is down, or the PLEG has not relisted in time.
+ */
+export function notReadyReasons({ lastRelistAt, lastRuntimeError }: RelistHealth, now: number): string[] {
+  if (lastRuntimeError) return ['container runtime is down'];
+  if (lastRelistAt === null) return ['PLEG is not healthy: pleg has yet to be successful'];
+  const age = now - lastRelistAt;
+  if (age > plegHealthThresholdMs) return [`PLEG is not healthy: pleg was last seen active ${Math.round(age / 1000)}s ago; threshold is ${plegHealthThresholdMs / 60_000}m0s`];
+  return [];
+}

@@ -43,7 +43,7 @@ export function renewedLease(base: Lease | null, nodeName: string, leaseDuration
         spec: { holderIdentity: nodeName, leaseDurationSeconds },
       };
   lease.spec.renewTime = microTime(nowMs);
-  const owners = lease.metadata.ownerReferences ?? [];
+  const owners = (lease.metadata.ownerReferences ?? []) as OwnerReference[];
   if (owner && !owners.some((o) => o.uid === owner.uid)) lease.metadata.ownerReferences = [...owners, owner];
   return lease;
 }

@@ -10,20 +10,26 @@ import { podRef } from '../api/types.ts';
 import type { Clock } from '../clock.ts';
 import { type ConfigEvent, type SourceEvent, configEvent } from '../events.ts';
 import type { Logger } from '../log.ts';
+import type { KubeApi } from '../client/api.ts';
+import { createApiSource } from './apiserver.ts';
 import { createFileSource } from './file.ts';
 import { PodConfig } from './podConfig.ts';
 
 export interface ConfigSourcesOptions {
   nodeName: string;
   podManifestPath?: string;
+  /** The API server (--kubeconfig): the pods bound to this node. */
+  api?: KubeApi;
+  /** The mirror pods the API source sees (never run; matched against the static pods). */
+  onMirrorPods?(pods: Pod[]): void;
   fileCheckFrequencyMs: number;
   clock: Clock;
   log: Logger;
 }
 
 /** The sources the options configure: the syncLoop waits for each of them before housekeeping. */
-export function configuredSources(options: Pick<ConfigSourcesOptions, 'podManifestPath'>): SourceName[] {
-  return options.podManifestPath ? ['file'] : [];
+export function configuredSources(options: Pick<ConfigSourcesOptions, 'podManifestPath' | 'api'>): SourceName[] {
+  return [...(options.podManifestPath ? (['file'] as const) : []), ...(options.api ? (['api'] as const) : [])];
 }
 
 export function createConfigSourcesLogic(options: ConfigSourcesOptions) {
@@ -60,6 +66,22 @@ export function createConfigSourcesLogic(options: ConfigSourcesOptions) {
       });
       file.start().catch((err: unknown) => options.log('error', 'File source failed to start', { err }));
       stops.push(() => file.stop());
+    }
+    if (options.api) {
+      const api = createApiSource({
+        api: options.api,
+        nodeName: options.nodeName,
+        clock: options.clock,
+        log: options.log,
+        onSnapshot: (pods) => deliver('api', pods),
+        ...(options.onMirrorPods ? { onMirrorPods: options.onMirrorPods } : {}),
+        onError: (pod, message) => {
+          options.log('error', 'Skipping a pod from the API server that the agent cannot run', { pod, err: message });
+          send({ type: 'SOURCE.ERROR', source: 'api', message: `${pod}: ${message}` });
+        },
+      });
+      api.start();
+      stops.push(() => api.stop());
     }
     return () => stops.forEach((stop) => stop());
   });

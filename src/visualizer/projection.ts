@@ -336,6 +336,7 @@ const scalarFieldsByType = {
   'CONFIG.RECONCILE': [],
   'POD.SYNC': [],
   'POD.RELEASE': [],
+  'NODE.HEALTH_CHANGED': [],
   'POD.ENDED': ['uid'],
   'TICK.SYNC': [],
   'TICK.HOUSEKEEPING': [],

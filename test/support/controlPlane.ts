@@ -13,6 +13,7 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -28,6 +29,16 @@ export interface ControlPlane {
   nodeKubeconfig(nodeName: string): string;
   admin: k8s.KubeConfig;
   core: k8s.CoreV1Api;
+  /**
+   * Resolves with the object once `predicate` holds for it (null: it does not exist), as seen by
+   * a GET and then a watch from that version: the test waits on the API's own notifications.
+   */
+  waitFor<T extends { metadata?: { resourceVersion?: string } }>(
+    resource: ApiResource,
+    name: string,
+    predicate: (object: T | null) => boolean,
+    timeoutMs?: number,
+  ): Promise<T | null>;
   /** Runs the kubectl built from the same release, as the admin. */
   kubectl(args: string[]): Promise<string>;
   /** Creates a namespace with a unique name and its `default` ServiceAccount. */
@@ -43,6 +54,16 @@ export interface ControlPlane {
 }
 
 const READY_TIMEOUT_MS = 60_000;
+
+/** An API collection: its path (`/api/v1/namespaces/ns/pods`) and how to GET one object of it. */
+export interface ApiResource {
+  path: string;
+}
+
+export const pods = (namespace: string): ApiResource => ({ path: `/api/v1/namespaces/${namespace}/pods` });
+export const nodes: ApiResource = { path: '/api/v1/nodes' };
+export const leases: ApiResource = { path: '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases' };
+export const events = (namespace: string): ApiResource => ({ path: `/api/v1/namespaces/${namespace}/events` });
 
 /** Where a missing Go is fatal (CI) or a reason to skip (a developer's machine). */
 async function binaries(): Promise<{ controlplane: string; kubectl: string } | null> {
@@ -197,6 +218,7 @@ export async function startControlPlane(options: { nodeNames: string[] }): Promi
     },
     admin,
     core,
+    waitFor: (resource, name, predicate, timeoutMs = 30_000) => watchUntil(admin, resource, name, predicate, timeoutMs),
     kubectl: async (kubectlArgs) => {
       const { stdout } = await promisify(execFile)(bins.kubectl, ['--kubeconfig', adminKubeconfig, ...kubectlArgs]);
       return stdout;
@@ -221,9 +243,75 @@ export async function startControlPlane(options: { nodeNames: string[] }): Promi
   };
 }
 
+async function getObject<T>(config: k8s.KubeConfig, path: string): Promise<T | null> {
+  const options: https.RequestOptions = {};
+  await config.applyToHTTPSOptions(options);
+  const cluster = config.getCurrentCluster()!;
+  return new Promise((resolve, reject) => {
+    const req = https.request(`${cluster.server}${path}`, { ...options, method: 'GET' }, (res) => {
+      let body = '';
+      res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      res.on('end', () => {
+        if (res.statusCode === 404) return resolve(null);
+        if (res.statusCode !== 200) return reject(new Error(`GET ${path}: ${res.statusCode} ${body}`));
+        resolve(JSON.parse(body) as T);
+      });
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+async function watchUntil<T extends { metadata?: { resourceVersion?: string } }>(
+  config: k8s.KubeConfig,
+  resource: ApiResource,
+  name: string,
+  predicate: (object: T | null) => boolean,
+  timeoutMs: number,
+): Promise<T | null> {
+  const current = await getObject<T>(config, `${resource.path}/${name}`);
+  if (predicate(current)) return current;
+  let last: T | null = current;
+  return new Promise((resolve, reject) => {
+    let controller: AbortController | undefined;
+    let settled = false;
+    const finish = (err: Error | null, value: T | null = null) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      controller?.abort();
+      if (err) reject(err);
+      else resolve(value);
+    };
+    const timer = setTimeout(
+      () => finish(new Error(`timed out after ${timeoutMs} ms waiting on ${resource.path}/${name}; last seen:\n${JSON.stringify(last, null, 1)?.slice(0, 4000)}`)),
+      timeoutMs,
+    );
+    const start = (resourceVersion?: string) =>
+      new k8s.Watch(config)
+        .watch(
+          resource.path,
+          { fieldSelector: `metadata.name=${name}`, ...(resourceVersion ? { resourceVersion } : {}) },
+          (type: string, object: T) => {
+            last = type === 'DELETED' ? null : object;
+            if (type !== 'BOOKMARK' && type !== 'ERROR' && predicate(last)) finish(null, last);
+          },
+          (err: unknown) => {
+            // The server may end a watch at any time; reopen it from the start until the deadline.
+            if (!settled) setTimeout(() => void start().then((c) => (controller = c)), err ? 200 : 0);
+          },
+        )
+        .then((c) => {
+          controller = c;
+          if (settled) c.abort();
+          return c;
+        });
+    void start(current?.metadata?.resourceVersion);
+  });
+}
+
 /** GET /readyz as the admin (anonymous requests may be refused until RBAC has bootstrapped). */
 async function fetchInsecureReady(server: string, token: string, ca: Buffer): Promise<string> {
-  const https = await import('node:https');
   return new Promise((resolve) => {
     const req = https.request(`${server}/readyz`, { headers: { authorization: `Bearer ${token}` }, ca, timeout: 5_000 }, (res) => {
       res.resume();

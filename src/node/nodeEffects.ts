@@ -1,0 +1,161 @@
+/**
+ * The node status loop's and the Lease's effects, over the API client and the runtime: register
+ * the Node (reconciling one that exists), compute and write its status, renew the Lease. The
+ * decisions (what the Node and its status are, when to write, how the lease is renewed) are in
+ * nodeStatus.ts and lease.ts; here are the calls.
+ */
+import type { Lease, NodeObject, NodeStatus } from '../api/cluster.ts';
+import { ApiError, isAlreadyExists, isConflict, isNotFound, type KubeApi } from '../client/api.ts';
+import type { Logger } from '../log.ts';
+import type { ImageService, RuntimeService } from '../runtime/types.ts';
+import { LEASE_NAMESPACE, nodeOwner, renewedLease } from './lease.ts';
+import type { LeaseEffects } from './leaseMachine.ts';
+import {
+  type MachineInfo,
+  type NodeHealth,
+  type NodeSettings,
+  type NodeStatusInputs,
+  initialNode,
+  nodeStatus,
+  reconcilePatch,
+  shouldWriteStatus,
+  statusChanged,
+} from './nodeStatus.ts';
+import type { NodeStatusEffects } from './nodeStatusMachine.ts';
+
+/** The Node as the agent last wrote or read it: its UID owns the Lease and the mirror pods. */
+export class NodeRecord {
+  node: NodeObject | null = null;
+
+  get uid(): string | null {
+    return this.node?.metadata.uid ?? null;
+  }
+}
+
+export interface NodeEffectsDeps {
+  api: KubeApi;
+  runtime: RuntimeService;
+  images: ImageService;
+  settings: NodeSettings;
+  machine: () => Promise<MachineInfo>;
+  /** Why the node is not ready right now (runtime down, PLEG unhealthy); empty: ready. */
+  notReady: () => string[];
+  record: NodeRecord;
+  reportFrequencyMs: number;
+  now: () => number;
+  log: Logger;
+  /** Called when the Ready condition changes (the NodeReady / NodeNotReady events). */
+  onReadyChanged?: (ready: boolean, message: string) => void;
+}
+
+/** Immediate retries of a status write in one round (kubelet_node_status.go nodeStatusUpdateRetry). */
+export const NODE_STATUS_UPDATE_RETRY = 5;
+
+const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+async function health(deps: NodeEffectsDeps): Promise<NodeHealth> {
+  const notReady = [...deps.notReady()];
+  let runtimeVersion = '';
+  try {
+    const version = await deps.runtime.version({ timeoutMs: 5_000 });
+    runtimeVersion = `${version.runtimeName}://${version.runtimeVersion}`;
+    const status = await deps.runtime.status({ timeoutMs: 5_000 });
+    const network = status.conditions.find((c) => c.type === 'NetworkReady');
+    if (network && !network.status) {
+      notReady.push(`container runtime network not ready: NetworkReady=false reason:${network.reason} message:${network.message}`);
+    }
+  } catch {
+    if (!notReady.some((m) => m.startsWith('container runtime is down'))) notReady.unshift('container runtime is down');
+  }
+  return { runtimeVersion, notReady, memoryPressure: false, diskPressure: false, pidPressure: false };
+}
+
+async function inputs(deps: NodeEffectsDeps): Promise<NodeStatusInputs> {
+  const [machine, nodeHealth, images] = await Promise.all([
+    deps.machine(),
+    health(deps),
+    deps.images.listImages({ timeoutMs: 10_000 }).catch(() => []),
+  ]);
+  return { machine, settings: deps.settings, health: nodeHealth, images };
+}
+
+export function createNodeStatusEffects(deps: NodeEffectsDeps): NodeStatusEffects {
+  const { api, settings, record, log } = deps;
+  let readyBefore: boolean | null = null;
+
+  const noteReady = (status: NodeStatus) => {
+    const ready = status.conditions.find((c) => c.type === 'Ready');
+    const isReady = ready?.status === 'True';
+    if (readyBefore !== isReady) {
+      if (readyBefore !== null || !isReady) deps.onReadyChanged?.(isReady, ready?.message ?? '');
+      readyBefore = isReady;
+    }
+    return isReady;
+  };
+
+  return {
+    async register() {
+      const wanted = initialNode(await inputs(deps), iso(deps.now()));
+      try {
+        record.node = await api.createNode(wanted);
+        log('info', 'Registered the node', { node: settings.name });
+        return;
+      } catch (err) {
+        if (!isAlreadyExists(err)) throw err;
+      }
+      const existing = await api.getNode(settings.name);
+      const patch = reconcilePatch(existing, wanted);
+      record.node = patch ? await api.patchNode(settings.name, patch) : existing;
+      log('info', 'The node was already registered; reconciled its labels and annotations', { node: settings.name, patched: patch !== null });
+    },
+
+    async update(lastWrittenAt) {
+      const now = deps.now();
+      const current = await inputs(deps);
+      let previous = record.node?.status;
+      for (let attempt = 0; ; attempt++) {
+        // The first retry, and a node never read, read the Node from the API server.
+        if (!record.node || attempt > 0) {
+          record.node = await api.getNode(settings.name);
+          previous = record.node.status;
+        }
+        const status = nodeStatus(current, previous, iso(now));
+        const ready = noteReady(status);
+        if (!shouldWriteStatus(statusChanged(previous, status), lastWrittenAt, now, deps.reportFrequencyMs)) return { written: false, ready };
+        try {
+          record.node = await api.patchNodeStatus(settings.name, { status });
+          return { written: true, ready };
+        } catch (err) {
+          if (attempt + 1 >= NODE_STATUS_UPDATE_RETRY || !(err instanceof ApiError)) throw err;
+          log('warn', 'Error updating node status, will retry', { node: settings.name, err: err.message });
+        }
+      }
+    },
+  };
+}
+
+export function createLeaseEffects(deps: Pick<NodeEffectsDeps, 'api' | 'record' | 'now' | 'log'> & { nodeName: string; leaseDurationSeconds: number }): LeaseEffects {
+  const { api, nodeName, leaseDurationSeconds, record } = deps;
+  const owner = () => (record.uid ? nodeOwner({ name: nodeName, uid: record.uid }) : null);
+  const renewed = (base: Lease | null) => renewedLease(base, nodeName, leaseDurationSeconds, deps.now(), owner());
+  return {
+    async renew(latest) {
+      if (latest) return api.updateLease(renewed(latest));
+      let current: Lease;
+      try {
+        current = await api.getLease(LEASE_NAMESPACE, nodeName);
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+        // The kubelet creates its Lease only with the Node as owner (nodelease.go setNodeOwnerFunc).
+        if (!owner()) throw new Error(`the Lease ${LEASE_NAMESPACE}/${nodeName} is created once the Node is registered`);
+        return api.createLease(renewed(null));
+      }
+      try {
+        return await api.updateLease(renewed(current));
+      } catch (err) {
+        if (isConflict(err)) deps.log('warn', 'The Lease changed under the agent; reading it again', { lease: `${LEASE_NAMESPACE}/${nodeName}` });
+        throw err;
+      }
+    },
+  };
+}

@@ -1,0 +1,133 @@
+/**
+ * The node's registration and status loop (pkg/kubelet/kubelet_node_status.go
+ * registerWithAPIServer, syncNodeStatus):
+ *
+ *   `registering`   the `register` actor creates the Node (or reconciles the one that exists)
+ *                   → `registered`; a failure → `registerBackoff` (100 ms doubling to 7 s) →
+ *                   `registering`. Skipped when the node is not to be registered (--register-node=false).
+ *   `registered`
+ *     `updating`    the `update` actor computes the status and writes it when it changed or the
+ *                   report period is up → `waiting`, recording whether it wrote and whether the
+ *                   node is Ready; a failure is recorded and waited out the same way.
+ *     `waiting`     one update period (--node-status-update-frequency, 10 s) → `updating`;
+ *                   `NODE.HEALTH_CHANGED` (the runtime's health flipped) cuts the wait short, so
+ *                   Ready follows the runtime at once rather than up to a period later.
+ *
+ * Never: writes anything but its own Node and `nodes/<name>/status`.
+ */
+import { assign, fromPromise, setup } from 'xstate';
+import type { NodeEvent } from '../events.ts';
+
+export interface StatusUpdateOutcome {
+  written: boolean;
+  ready: boolean;
+}
+
+export interface NodeStatusEffects {
+  register(signal: AbortSignal): Promise<void>;
+  /** `lastWrittenAt`: when the status was last written (ms), null: not yet. */
+  update(lastWrittenAt: number | null, signal: AbortSignal): Promise<StatusUpdateOutcome>;
+}
+
+export interface NodeStatusInput {
+  registerNode: boolean;
+  updateFrequencyMs: number;
+}
+
+export interface NodeStatusContext {
+  registerNode: boolean;
+  updateFrequencyMs: number;
+  registerFailures: number;
+  lastWrittenAt: number | null;
+  writes: number;
+  ready: boolean | null;
+  lastError: string | null;
+}
+
+export const REGISTER_BACKOFF = { firstMs: 100, maxMs: 7_000 };
+
+const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
+const notProvided = () => Promise.reject(new Error('not provided: give the node status loop its effects with nodeStatusMachineWith(effects)'));
+
+export const nodeStatusMachine = setup({
+  types: {
+    context: {} as NodeStatusContext,
+    input: {} as NodeStatusInput,
+    events: {} as NodeEvent,
+  },
+  actors: {
+    register: fromPromise<void>(notProvided),
+    update: fromPromise<StatusUpdateOutcome & { at: number }, { lastWrittenAt: number | null }>(notProvided),
+  },
+  delays: {
+    updatePeriod: ({ context }) => context.updateFrequencyMs,
+    registerBackoff: ({ context }) => Math.min(REGISTER_BACKOFF.firstMs * 2 ** Math.max(0, context.registerFailures - 1), REGISTER_BACKOFF.maxMs),
+  },
+  guards: {
+    skipRegistration: ({ context }) => !context.registerNode,
+  },
+}).createMachine({
+  id: 'nodeStatus',
+  context: ({ input }) => ({
+    registerNode: input.registerNode,
+    updateFrequencyMs: input.updateFrequencyMs,
+    registerFailures: 0,
+    lastWrittenAt: null,
+    writes: 0,
+    ready: null,
+    lastError: null,
+  }),
+  initial: 'registering',
+  states: {
+    registering: {
+      always: { guard: 'skipRegistration', target: 'registered' },
+      invoke: {
+        src: 'register',
+        onDone: { target: 'registered', actions: assign({ registerFailures: 0, lastError: null }) },
+        onError: {
+          target: 'registerBackoff',
+          actions: assign(({ context, event }) => ({ registerFailures: context.registerFailures + 1, lastError: message(event.error) })),
+        },
+      },
+    },
+    registerBackoff: { after: { registerBackoff: 'registering' } },
+    registered: {
+      initial: 'updating',
+      states: {
+        updating: {
+          invoke: {
+            src: 'update',
+            input: ({ context }) => ({ lastWrittenAt: context.lastWrittenAt }),
+            onDone: {
+              target: 'waiting',
+              actions: assign(({ context, event }) => ({
+                ready: event.output.ready,
+                lastError: null,
+                ...(event.output.written ? { lastWrittenAt: event.output.at, writes: context.writes + 1 } : {}),
+              })),
+            },
+            onError: { target: 'waiting', actions: assign({ lastError: ({ event }) => message(event.error) }) },
+          },
+        },
+        waiting: {
+          after: { updatePeriod: 'updating' },
+          on: { 'NODE.HEALTH_CHANGED': 'updating' },
+        },
+      },
+    },
+  },
+});
+
+export type NodeStatusMachine = typeof nodeStatusMachine;
+
+export function nodeStatusMachineWith(effects: NodeStatusEffects, now: () => number): NodeStatusMachine {
+  return nodeStatusMachine.provide({
+    actors: {
+      register: fromPromise<void>(({ signal }) => effects.register(signal)),
+      update: fromPromise<StatusUpdateOutcome & { at: number }, { lastWrittenAt: number | null }>(async ({ input, signal }) => {
+        const at = now();
+        return { ...(await effects.update(input.lastWrittenAt, signal)), at };
+      }),
+    },
+  });
+}

@@ -1,0 +1,152 @@
+/**
+ * Writes the agent's pod statuses to the API server (pkg/kubelet/status/status_manager.go syncPod,
+ * syncBatch): every change the StatusManager records marks its pod dirty; a few writers drain the
+ * dirty set, so a pod that changes ten times while a write is in flight is written once more, with
+ * its newest status (the newest wins). Every `resyncMs` all known pods are checked again, which
+ * catches a write that failed or an API object that was changed behind the agent.
+ *
+ * One pod's sync: read the pod from the API; skip it when the UID differs (a new pod of the same
+ * name) or, for a static pod, when the object is not its mirror; merge and decide (apiStatus.ts);
+ * send a strategic merge patch of `pods/<name>/status` carrying the UID as a precondition. Once a
+ * pod being deleted has finished (its containers stopped, its resources released), delete the API
+ * object with grace 0 and the UID precondition: that is what makes it disappear after
+ * `kubectl delete` (canBeDeleted).
+ */
+import { ConfigAnnotation, type Pod, type PodStatus, isStaticPod, podRef } from '../api/types.ts';
+import { isConflict, isNotFound, type KubeApi } from '../client/api.ts';
+import type { Clock, TimerHandle } from '../clock.ts';
+import type { Logger } from '../log.ts';
+import { statusToWrite } from './apiStatus.ts';
+import type { StatusManager } from './manager.ts';
+
+export interface StatusWriterDeps {
+  api: KubeApi;
+  statuses: StatusManager;
+  /** The pod as the agent knows it (its sources' version), by UID. */
+  pod(uid: string): Pod | undefined;
+  /** The pod's actor has finished: containers stopped, resources released. */
+  finished(uid: string): boolean;
+  clock: Clock;
+  log: Logger;
+  /** Writes in flight at once (the kubelet's client is limited to 50 QPS, burst 100). */
+  concurrency?: number;
+  resyncMs?: number;
+}
+
+export const STATUS_RESYNC_MS = 10_000;
+
+export class StatusWriter {
+  private readonly dirty = new Set<string>();
+  private readonly inFlight = new Set<string>();
+  /** The version of each pod's status last written (or found equal), to skip what did not change. */
+  private readonly written = new Map<string, number>();
+  private readonly unsubscribe: () => void;
+  private timer: TimerHandle | undefined;
+  private stopped = false;
+  /** Writes done, for the visualizer and the benchmarks. */
+  writes = 0;
+  deletes = 0;
+
+  constructor(private readonly deps: StatusWriterDeps) {
+    this.unsubscribe = deps.statuses.subscribe((uid, status) => {
+      if (status) this.request(uid);
+      else this.written.delete(uid);
+    });
+    this.scheduleResync();
+  }
+
+  /** Queues a sync of one pod (a status change, or its actor finished). */
+  request(uid: string): void {
+    if (this.stopped) return;
+    this.dirty.add(uid);
+    this.pump();
+  }
+
+  queued(): number {
+    return this.dirty.size + this.inFlight.size;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.unsubscribe();
+    if (this.timer !== undefined) this.deps.clock.clearTimeout(this.timer);
+  }
+
+  private scheduleResync(): void {
+    this.timer = this.deps.clock.setTimeout(() => {
+      if (this.stopped) return;
+      for (const uid of this.deps.statuses.uids()) {
+        if (this.deps.statuses.version(uid) !== this.written.get(uid) || this.deletable(uid)) this.dirty.add(uid);
+      }
+      this.pump();
+      this.scheduleResync();
+    }, this.deps.resyncMs ?? STATUS_RESYNC_MS);
+  }
+
+  private pump(): void {
+    const limit = this.deps.concurrency ?? 4;
+    for (const uid of this.dirty) {
+      if (this.inFlight.size >= limit) return;
+      if (this.inFlight.has(uid)) continue; // picked up again when its write ends
+      this.dirty.delete(uid);
+      this.inFlight.add(uid);
+      this.sync(uid)
+        .catch((err: unknown) => {
+          const pod = this.deps.pod(uid);
+          this.deps.log(isConflict(err) ? 'info' : 'warn', 'Failed to update pod status in the API; will retry', {
+            pod: pod ? podRef(pod) : uid,
+            err: err instanceof Error ? err.message : String(err),
+          });
+        })
+        .finally(() => {
+          this.inFlight.delete(uid);
+          this.pump();
+        });
+    }
+  }
+
+  private deletable(uid: string): boolean {
+    const pod = this.deps.pod(uid);
+    return !!pod && pod.metadata.deletionTimestamp !== undefined && !isStaticPod(pod) && this.deps.finished(uid);
+  }
+
+  private async sync(uid: string): Promise<void> {
+    const { api, statuses } = this.deps;
+    const pod = this.deps.pod(uid);
+    const ours = statuses.get(uid);
+    if (!pod || !ours) return;
+    const version = statuses.version(uid);
+    const { namespace, name } = pod.metadata;
+    let current: Pod;
+    try {
+      current = await api.getPod(namespace, name);
+    } catch (err) {
+      if (isNotFound(err)) return; // gone from the API (or its mirror not created yet)
+      throw err;
+    }
+    const target = this.apiObjectUid(pod, current);
+    if (!target) return;
+    if (version !== this.written.get(uid)) {
+      const decision = statusToWrite(current.status, ours);
+      if (decision.write) {
+        await api.patchPodStatus(namespace, name, { metadata: { uid: target }, status: decision.status satisfies PodStatus });
+        this.writes += 1;
+      } else if (decision.why === 'terminal') {
+        this.deps.log('warn', 'Not writing a status that would take the pod out of its terminal phase', { pod: podRef(pod), phase: current.status?.phase });
+      }
+      this.written.set(uid, version);
+    }
+    if (this.deletable(uid)) {
+      await api.deletePod(namespace, name, { gracePeriodSeconds: 0, uid: target });
+      this.deletes += 1;
+      this.deps.log('info', 'Deleted the pod from the API: it has terminated', { pod: podRef(pod) });
+    }
+  }
+
+  /** The UID of the API object this pod's status goes to: the pod itself, or a static pod's mirror. */
+  private apiObjectUid(pod: Pod, current: Pod): string | null {
+    if (!isStaticPod(pod)) return current.metadata.uid === pod.metadata.uid ? pod.metadata.uid : null;
+    const mirrorOf = current.metadata.annotations?.[ConfigAnnotation.mirror];
+    return mirrorOf !== undefined && mirrorOf === pod.metadata.annotations?.[ConfigAnnotation.hash] ? current.metadata.uid : null;
+  }
+}

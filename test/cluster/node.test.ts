@@ -1,0 +1,113 @@
+/**
+ * statelet as a node of a real cluster (kube-apiserver + etcd, Node authorizer, NodeRestriction),
+ * on sim://, with the node's own identity only: it registers its Node and turns it Ready, keeps
+ * its Lease, runs the pods bound to it and writes their status, and lets a deleted pod go after
+ * its grace period.
+ */
+import type { V1Lease, V1Node, V1Pod } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type AgentProcess, runStatelet } from '../support/agentProcess.ts';
+import { type ControlPlane, leases, nodes, pods, startControlPlane } from '../support/controlPlane.ts';
+
+const NODE = 'node-a';
+let cp: ControlPlane | null = null;
+let agent: AgentProcess | undefined;
+
+beforeAll(async () => {
+  cp = await startControlPlane({ nodeNames: [NODE] });
+  if (!cp) return;
+  agent = await runStatelet([
+    '--container-runtime-endpoint=sim://',
+    `--kubeconfig=${cp.nodeKubeconfig(NODE)}`,
+    `--hostname-override=${NODE}`,
+    '--node-labels=statelet.dev/pool=test',
+    '--system-reserved=cpu=500m,memory=512Mi',
+  ]);
+}, 15 * 60_000);
+
+afterAll(async () => {
+  await agent?.stop();
+  await cp?.close();
+});
+
+const condition = (node: V1Node | null, type: string) => node?.status?.conditions?.find((c) => c.type === type);
+
+describe('statelet in a cluster (sim://)', () => {
+  it('registers its Node with the kubelet labels, capacity and nodeInfo, and turns it Ready', async ({ skip }) => {
+    if (!cp) return skip();
+    const node = (await cp.waitFor<V1Node>(nodes, NODE, (n) => condition(n, 'Ready')?.status === 'True'))!;
+    expect(node.metadata?.labels).toMatchObject({
+      'kubernetes.io/hostname': NODE,
+      'kubernetes.io/os': 'linux',
+      'beta.kubernetes.io/os': 'linux',
+      'statelet.dev/pool': 'test',
+    });
+    expect(node.metadata?.annotations?.['volumes.kubernetes.io/controller-managed-attach-detach']).toBe('true');
+    expect(condition(node, 'Ready')).toMatchObject({ reason: 'KubeletReady', message: 'kubelet is posting ready status' });
+    expect(node.status?.conditions?.map((c) => c.type)).toEqual(['MemoryPressure', 'DiskPressure', 'PIDPressure', 'Ready']);
+    expect(condition(node, 'MemoryPressure')).toMatchObject({ status: 'False', reason: 'KubeletHasSufficientMemory' });
+    expect(node.status?.nodeInfo?.containerRuntimeVersion).toMatch(/^statelet-sim:\/\/\d+\.\d+\.\d+/);
+    expect(node.status?.nodeInfo?.kubeletVersion).toMatch(/^v1\.37\.0-statelet\./);
+    expect(node.status?.daemonEndpoints?.kubeletEndpoint?.Port).toBe(10250);
+    expect(node.status?.capacity?.pods).toBe('110');
+    // Allocatable is capacity less the reservations (and the 100Mi hard eviction threshold).
+    const cores = Number(node.status?.capacity?.cpu);
+    expect(node.status?.allocatable?.cpu).toBe(`${cores * 1000 - 500}m`);
+    const ki = (q: string | undefined) => Number(q?.replace(/Ki$/, ''));
+    expect(ki(node.status?.capacity?.memory) - ki(node.status?.allocatable?.memory)).toBe(512 * 1024 + 100 * 1024);
+    expect(node.status?.addresses?.find((a) => a.type === 'Hostname')?.address).toBe(NODE);
+  });
+
+  it('keeps a Lease owned by the Node and renews it', async ({ skip }) => {
+    if (!cp) return skip();
+    const node = (await cp.waitFor<V1Node>(nodes, NODE, (n) => !!n))!;
+    const first = (await cp.waitFor<V1Lease>(leases, NODE, (l) => !!l?.spec?.renewTime))!;
+    expect(first.spec).toMatchObject({ holderIdentity: NODE, leaseDurationSeconds: 40 });
+    expect(first.metadata?.ownerReferences).toEqual([expect.objectContaining({ kind: 'Node', name: NODE, uid: node.metadata?.uid })]);
+    const renewed = await cp.waitFor<V1Lease>(leases, NODE, (l) => String(l?.spec?.renewTime) !== String(first.spec?.renewTime), 20_000);
+    expect(new Date(String(renewed!.spec!.renewTime)).getTime()).toBeGreaterThan(new Date(String(first.spec!.renewTime)).getTime());
+  });
+
+  it('runs a pod bound to it and writes its status: Running, podIP, conditions, container statuses', async ({ skip }) => {
+    if (!cp) return skip();
+    const namespace = await cp.namespace('run');
+    await cp.core.createNamespacedPod({
+      namespace,
+      body: {
+        metadata: { name: 'web' },
+        spec: { nodeName: NODE, containers: [{ name: 'app', image: 'busybox', command: ['sh', '-c', 'while true; do sleep 1; done'] }] },
+      },
+    });
+    const pod = (await cp.waitFor<V1Pod>(pods(namespace), 'web', (p) => p?.status?.phase === 'Running' && !!p.status.podIP))!;
+    expect(pod.status?.hostIP).toBeTruthy();
+    expect(pod.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
+    expect(pod.status?.containerStatuses?.[0]).toMatchObject({ name: 'app', ready: true, restartCount: 0, state: { running: expect.anything() } });
+    const wide = await cp.kubectl(['get', 'pod', 'web', '-n', namespace, '-o', 'wide']);
+    expect(wide).toMatch(new RegExp(`web\\s+1/1\\s+Running\\s+0\\s+\\S+\\s+${pod.status!.podIP!.replace(/\./g, '\\.')}\\s+${NODE}`));
+  });
+
+  it('stops a deleted pod within its grace period and then removes it from the API', async ({ skip }) => {
+    if (!cp) return skip();
+    const namespace = await cp.namespace('delete');
+    await cp.core.createNamespacedPod({
+      namespace,
+      body: {
+        metadata: { name: 'graceful' },
+        spec: {
+          nodeName: NODE,
+          terminationGracePeriodSeconds: 5,
+          containers: [{ name: 'app', image: 'busybox', command: ['sh', '-c', "trap 'sleep 1; exit 0' TERM; while true; do sleep 1; done"] }],
+        },
+      },
+    });
+    await cp.waitFor<V1Pod>(pods(namespace), 'graceful', (p) => p?.status?.phase === 'Running');
+    const started = Date.now();
+    await cp.core.deleteNamespacedPod({ namespace, name: 'graceful' });
+    const marked = await cp.core.readNamespacedPod({ namespace, name: 'graceful' });
+    expect(marked.metadata?.deletionTimestamp).toBeTruthy();
+    await cp.waitFor<V1Pod>(pods(namespace), 'graceful', (p) => p === null, 20_000);
+    // The agent let the container run its TERM trap (about 1 s) before deleting the object.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1_000);
+    await agent!.waitForLog(/Deleted the pod from the API: it has terminated.*graceful/);
+  });
+});
