@@ -66,7 +66,7 @@ describe('projectDefinition', () => {
     const def = projectDefinition(syncLoopMachine);
     expect(def.machineId).toBe('syncLoop');
     expect(def.root.type).toBe('parallel');
-    expect(def.root.invoke?.map((i) => i.id)).toEqual(['pods', 'sources', 'probes', 'pleg']);
+    expect(def.root.invoke?.map((i) => i.id)).toEqual(['pods', 'sources', 'probes', 'pleg', 'nodeStatus', 'nodeLease']);
     expect(def.root.transitions).toContainEqual({ event: 'CONFIG.ADD', targets: [], actions: ['routeToPods', 'countRouted'] });
     const waiting = find(def.root, 'syncLoop.ticker.waiting')!;
     expect(waiting.transitions[0]?.event).toMatch(/^xstate\.after\.syncTick\./);
