@@ -33,18 +33,24 @@ export const LAYERS = [
 
 /** Pure decisions: data in, data out. */
 export const DECISIONS = [
+  'api/json.ts',
   'api/podSpec.ts',
+  'api/quantity.ts',
   'api/runtimeView.ts',
   'api/validate.ts',
   'kuberuntime/backoff.ts',
   'kuberuntime/computePodActions.ts',
   'kuberuntime/containerGC.ts',
   'lifecycle/admit.ts',
+  'node/lease.ts',
+  'node/nodeStatus.ts',
   'node/health.ts',
   'pleg/relist.ts',
   'pod/gracePeriod.ts',
+  'pod/mirrorPods.ts',
   'pod/progress.ts',
   'prober/decide.ts',
+  'status/apiStatus.ts',
   'status/generate.ts',
 ];
 

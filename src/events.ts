@@ -5,7 +5,8 @@
  * table are checked against this file by the compiler.
  *
  *   CONFIG.*   sources → syncLoop → pod workers: pods added, updated, removed, deleted, reconciled
- *   SOURCE.*   sources → syncLoop: a source delivered its first snapshot, or failed to read
+ *   SOURCE.*   sources → syncLoop: a source delivered its first snapshot, or failed to read;
+ *              the API source's mirror pods (→ pod workers, which keep mirrors in step)
  *   PLEG.*     pleg → syncLoop → pod workers → pod: a container started, died or was removed;
  *              pleg → syncLoop: a relist finished or failed (runtime health)
  *   RELIST.*, STREAM.*   inside the pleg: its own relist requests and its event stream's news
@@ -29,7 +30,9 @@ export type ConfigEvent = { type: `CONFIG.${ConfigOp}`; source: SourceName; pods
 
 export type SourceEvent =
   | { type: 'SOURCE.SEEN'; source: SourceName }
-  | { type: 'SOURCE.ERROR'; source: SourceName; message: string };
+  | { type: 'SOURCE.ERROR'; source: SourceName; message: string }
+  /** The mirror pods the API source sees now (never run; matched against the static pods). */
+  | { type: 'SOURCE.MIRRORS'; pods: Pod[] };
 
 export const configEvent = (op: ConfigOp, source: SourceName, pods: Pod[]): ConfigEvent => ({ type: `CONFIG.${op}`, source, pods });
 
@@ -154,4 +157,5 @@ export const routedToPodWorkers = [
   ...configOps.map((op) => `CONFIG.${op}` as const),
   ...plegContainerEventTypes,
   'PROBE.RESULT',
+  'SOURCE.MIRRORS',
 ] as const satisfies readonly AgentEventType[];

@@ -23,7 +23,10 @@ import { killOrphanPod } from '../kuberuntime/orphans.ts';
 import type { Logger } from '../log.ts';
 import type { KubeApi } from '../client/api.ts';
 import { type RelistHealth, notReadyReasons, unhealthyReason } from '../node/health.ts';
+import { isStaticPod } from '../api/types.ts';
+import { nodeOwner } from '../node/lease.ts';
 import { leaseMachineWith } from '../node/leaseMachine.ts';
+import { MirrorPodSync } from '../pod/mirrorClient.ts';
 import { NodeRecord, createLeaseEffects, createNodeStatusEffects } from '../node/nodeEffects.ts';
 import type { MachineInfo, NodeSettings } from '../node/nodeStatus.ts';
 import { nodeStatusMachineWith } from '../node/nodeStatusMachine.ts';
@@ -157,7 +160,18 @@ export function composeNode(deps: NodeDeps): Node {
         log,
       })
     : undefined;
-  const clusterChildren = cluster ? clusterLogic(cluster, deps, () => syncLoopRef?.getSnapshot().context) : {};
+  const nodeRecord = new NodeRecord();
+  const clusterChildren = cluster ? clusterLogic(cluster, deps, nodeRecord, () => syncLoopRef?.getSnapshot().context) : {};
+  const mirrorPods = cluster
+    ? new MirrorPodSync({
+        api: cluster.api,
+        nodeName: config.nodeName,
+        owner: () => (nodeRecord.uid ? nodeOwner({ name: config.nodeName, uid: nodeRecord.uid }) : null),
+        staticPods: () => [...podManager.all()].filter(isStaticPod),
+        log,
+        onCreated: (pod) => statusWriter?.rewrite(pod.metadata.uid),
+      })
+    : undefined;
   const gcPolicy = containerGcPolicy(config);
   const machine = syncLoopMachine.provide({
     actors: {
@@ -176,6 +190,7 @@ export function composeNode(deps: NodeDeps): Node {
         },
         syncFrequencyMs: config.syncFrequencyMs,
         ...(statusWriter ? { podFinished: (uid: string) => statusWriter.request(uid) } : {}),
+        ...(mirrorPods ? { mirrorPods } : {}),
         errorBackoffMs,
         containerGcPeriodMs: config.containerGcPeriodMs,
         now,
@@ -240,9 +255,8 @@ export function composeNode(deps: NodeDeps): Node {
 }
 
 /** The node-level actors of a cluster node: its registration and status, and its Lease. */
-function clusterLogic(cluster: ClusterDeps, deps: NodeDeps, health: () => RelistHealth | undefined) {
+function clusterLogic(cluster: ClusterDeps, deps: NodeDeps, record: NodeRecord, health: () => RelistHealth | undefined) {
   const now = () => deps.clock.now();
-  const record = new NodeRecord();
   let machine: Promise<MachineInfo> | undefined;
   const effects = createNodeStatusEffects({
     api: cluster.api,

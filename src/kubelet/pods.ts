@@ -3,7 +3,9 @@
  * the syncLoop routes to it, as the kubelet's syncLoopIteration dispatches to its handlers
  * (pkg/kubelet/kubelet.go syncLoopIteration):
  *
- *   CONFIG.*            → the config handlers (handlePods.ts): pod manager, admission, workers
+ *   CONFIG.*            → the config handlers (handlePods.ts): pod manager, admission, workers;
+ *                         in a cluster, a static pod's change reaches its mirror pod (mirrorClient.ts)
+ *   SOURCE.MIRRORS      → the mirror pods the API shows, to keep them in step with the static pods
  *   PLEG.*, PROBE.*     → the pod actor they name
  *   TICK.SYNC           → the work queue: pods due for a resync get POD.SYNC
  *   TICK.HOUSEKEEPING   → a housekeeping pass (src/housekeeping)
@@ -13,18 +15,19 @@
  * Stopping it lets go of every pod actor; the pods' containers keep running.
  */
 import { fromCallback } from 'xstate';
-import type { ConfigEvent, PodEnded, PodReport, PlegEvent, ProbeResultEvent, TickEvent } from '../events.ts';
+import type { ConfigEvent, EventOf, PodEnded, PodReport, PlegEvent, ProbeResultEvent, TickEvent } from '../events.ts';
 import { Housekeeping, type RuntimeCleanup } from '../housekeeping/housekeeping.ts';
 import type { NodeInfo } from '../lifecycle/admit.ts';
 import type { Logger } from '../log.ts';
 import type { PodMachine } from '../pod/pod.ts';
+import type { MirrorPodSync } from '../pod/mirrorClient.ts';
 import type { PodManager } from '../pod/podManager.ts';
 import { PodWorkers } from '../podworkers/podWorkers.ts';
 import type { StatusManager } from '../status/manager.ts';
 import { podHandlers } from './handlePods.ts';
 
 /** Everything the `pods` actor accepts. */
-export type PodsEvent = ConfigEvent | PlegEvent | ProbeResultEvent | TickEvent | PodReport | PodEnded;
+export type PodsEvent = ConfigEvent | EventOf<'SOURCE.MIRRORS'> | PlegEvent | ProbeResultEvent | TickEvent | PodReport | PodEnded;
 
 export interface PodsDeps {
   podMachine: PodMachine;
@@ -33,6 +36,8 @@ export interface PodsDeps {
   node: NodeInfo;
   runtime: RuntimeCleanup;
   syncFrequencyMs: number;
+  /** In a cluster: keeps the static pods' mirror pods in the API. */
+  mirrorPods?: MirrorPodSync;
   /** Told when a pod's actor finished (the API status writer deletes a deleted pod's object then). */
   podFinished?(uid: string): void;
   /** Delay before retrying a pod whose sync failed. */
@@ -76,7 +81,11 @@ export function createPodsLogic(deps: PodsDeps) {
         case 'CONFIG.REMOVE':
         case 'CONFIG.DELETE':
         case 'CONFIG.RECONCILE':
-          return handlers.handle(event);
+          handlers.handle(event);
+          if (event.source !== 'api') deps.mirrorPods?.request();
+          return;
+        case 'SOURCE.MIRRORS':
+          return deps.mirrorPods?.mirrorsSeen(event.pods);
         case 'PLEG.CONTAINER_STARTED':
         case 'PLEG.CONTAINER_DIED':
         case 'PLEG.CONTAINER_REMOVED':
@@ -86,6 +95,7 @@ export function createPodsLogic(deps: PodsDeps) {
         case 'TICK.SYNC':
           return workers.syncDue();
         case 'TICK.HOUSEKEEPING':
+          deps.mirrorPods?.request();
           return housekeeping.tick();
         case 'POD.SYNCED':
         case 'POD.TERMINATED':

@@ -20,8 +20,6 @@ export interface ConfigSourcesOptions {
   podManifestPath?: string;
   /** The API server (--kubeconfig): the pods bound to this node. */
   api?: KubeApi;
-  /** The mirror pods the API source sees (never run; matched against the static pods). */
-  onMirrorPods?(pods: Pod[]): void;
   fileCheckFrequencyMs: number;
   clock: Clock;
   log: Logger;
@@ -74,7 +72,7 @@ export function createConfigSourcesLogic(options: ConfigSourcesOptions) {
         clock: options.clock,
         log: options.log,
         onSnapshot: (pods) => deliver('api', pods),
-        ...(options.onMirrorPods ? { onMirrorPods: options.onMirrorPods } : {}),
+        onMirrorPods: (pods) => send({ type: 'SOURCE.MIRRORS', pods }),
         onError: (pod, message) => {
           options.log('error', 'Skipping a pod from the API server that the agent cannot run', { pod, err: message });
           send({ type: 'SOURCE.ERROR', source: 'api', message: `${pod}: ${message}` });

@@ -13,7 +13,7 @@
  * `kubectl delete` (canBeDeleted).
  */
 import { ConfigAnnotation, type Pod, type PodStatus, isStaticPod, podRef } from '../api/types.ts';
-import { isConflict, isNotFound, type KubeApi } from '../client/api.ts';
+import { isConflict, isForbidden, isNotFound, type KubeApi } from '../client/api.ts';
 import type { Clock, TimerHandle } from '../clock.ts';
 import type { Logger } from '../log.ts';
 import { statusToWrite } from './apiStatus.ts';
@@ -60,6 +60,12 @@ export class StatusWriter {
     if (this.stopped) return;
     this.dirty.add(uid);
     this.pump();
+  }
+
+  /** Writes the pod's status again even if it did not change (its API object is new: a re-created mirror). */
+  rewrite(uid: string): void {
+    this.written.delete(uid);
+    this.request(uid);
   }
 
   queued(): number {
@@ -121,7 +127,9 @@ export class StatusWriter {
     try {
       current = await api.getPod(namespace, name);
     } catch (err) {
-      if (isNotFound(err)) return; // gone from the API (or its mirror not created yet)
+      // Gone from the API; or a static pod whose mirror does not exist yet, which the node may
+      // not even read (403): its status is written once the mirror is created.
+      if (isNotFound(err) || (isForbidden(err) && isStaticPod(pod))) return;
       throw err;
     }
     const target = this.apiObjectUid(pod, current);

@@ -337,6 +337,7 @@ const scalarFieldsByType = {
   'POD.SYNC': [],
   'POD.RELEASE': [],
   'NODE.HEALTH_CHANGED': [],
+  'SOURCE.MIRRORS': [],
   'POD.ENDED': ['uid'],
   'TICK.SYNC': [],
   'TICK.HOUSEKEEPING': [],

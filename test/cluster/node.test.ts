@@ -4,6 +4,9 @@
  * its Lease, runs the pods bound to it and writes their status, and lets a deleted pod go after
  * its grace period.
  */
+import { mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import type { V1Lease, V1Node, V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AgentProcess, runStatelet } from '../support/agentProcess.ts';
@@ -12,11 +15,22 @@ import { type ControlPlane, leases, nodes, pods, startControlPlane } from '../su
 const NODE = 'node-a';
 let cp: ControlPlane | null = null;
 let agent: AgentProcess | undefined;
+let manifests: string;
+const STATIC_POD = `apiVersion: v1
+kind: Pod
+metadata: {name: static-web, namespace: default, labels: {app: static-web}}
+spec:
+  containers:
+  - {name: web, image: busybox, command: [sh, -c, 'while true; do sleep 1; done']}
+`;
 
 beforeAll(async () => {
   cp = await startControlPlane({ nodeNames: [NODE] });
   if (!cp) return;
+  manifests = await mkdtemp(path.join(os.tmpdir(), 'statelet-cluster-manifests-'));
+  await writeFile(path.join(manifests, 'static-web.yaml'), STATIC_POD);
   agent = await runStatelet([
+    `--pod-manifest-path=${manifests}`,
     '--container-runtime-endpoint=sim://',
     `--kubeconfig=${cp.nodeKubeconfig(NODE)}`,
     `--hostname-override=${NODE}`,
@@ -28,6 +42,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await agent?.stop();
   await cp?.close();
+  if (manifests) await rm(manifests, { recursive: true, force: true });
 });
 
 const condition = (node: V1Node | null, type: string) => node?.status?.conditions?.find((c) => c.type === type);
@@ -109,5 +124,24 @@ describe('statelet in a cluster (sim://)', () => {
     // The agent let the container run its TERM trap (about 1 s) before deleting the object.
     expect(Date.now() - started).toBeGreaterThanOrEqual(1_000);
     await agent!.waitForLog(/Deleted the pod from the API: it has terminated.*graceful/);
+  });
+
+  it("gives a static pod its mirror pod, with the static pod's status; re-creates it when deleted and deletes it with the static pod", { timeout: 60_000 }, async ({ skip }) => {
+    if (!cp) return skip();
+    const name = `static-web-${NODE}`;
+    const mirror = (await cp.waitFor<V1Pod>(pods('default'), name, (p) => p?.status?.phase === 'Running', 15_000).catch((err) => {
+      throw new Error(`${err}\n${agent!.output()}`);
+    }))!;
+    expect(mirror.metadata?.annotations?.['kubernetes.io/config.mirror']).toBeTruthy();
+    expect(mirror.metadata?.ownerReferences).toEqual([expect.objectContaining({ kind: 'Node', name: NODE, controller: true })]);
+    expect(mirror.spec?.nodeName).toBe(NODE);
+    expect(mirror.status?.containerStatuses?.[0]).toMatchObject({ name: 'web', ready: true });
+    // Deleted by a user: the agent creates it again (a new object) and keeps the pod running.
+    await cp.core.deleteNamespacedPod({ namespace: 'default', name, gracePeriodSeconds: 0 });
+    const again = (await cp.waitFor<V1Pod>(pods('default'), name, (p) => !!p && p.metadata?.uid !== mirror.metadata?.uid && p.status?.phase === 'Running'))!;
+    expect(again.metadata?.annotations?.['kubernetes.io/config.mirror']).toBe(mirror.metadata?.annotations?.['kubernetes.io/config.mirror']);
+    // The static pod goes: so does its mirror.
+    await unlink(path.join(manifests, 'static-web.yaml'));
+    await cp.waitFor<V1Pod>(pods('default'), name, (p) => p === null, 30_000);
   });
 });
