@@ -1,0 +1,148 @@
+/** The Node and its status (pkg/kubelet/nodestatus/setters.go, kubelet_node_status.go), from tables. */
+import { describe, expect, it } from 'vitest';
+import type { NodeCondition } from '../../src/api/cluster.ts';
+import {
+  type MachineInfo,
+  type NodeHealth,
+  type NodeSettings,
+  allocatable,
+  capacity,
+  initialNode,
+  nodeConditions,
+  nodeImages,
+  nodeStatus,
+  reconcilePatch,
+  shouldWriteStatus,
+  statusChanged,
+} from '../../src/node/nodeStatus.ts';
+
+const machine: MachineInfo = {
+  cpuCores: 4,
+  memoryBytes: 8 * 2 ** 30,
+  ephemeralStorageBytes: 100 * 2 ** 30,
+  hugepages: { 'hugepages-2Mi': 0 },
+  machineID: 'm',
+  systemUUID: 'u',
+  bootID: 'b',
+  kernelVersion: '6.1.0',
+  osImage: 'Debian GNU/Linux 12 (bookworm)',
+  operatingSystem: 'linux',
+  architecture: 'amd64',
+};
+const settings: NodeSettings = {
+  name: 'n1',
+  extraLabels: { team: 'a' },
+  taints: [{ key: 'dedicated', value: 'infra', effect: 'NoSchedule' }],
+  maxPods: 110,
+  port: 10250,
+  kubeletVersion: 'v1.37.0-statelet.0.1.0',
+  addresses: [{ type: 'InternalIP', address: '10.0.0.5' }],
+  reserved: { cpu: '500m', memory: '1Gi', 'ephemeral-storage': '1Gi' },
+};
+const healthy: NodeHealth = { runtimeVersion: 'containerd://1.6.20', notReady: [], memoryPressure: false, diskPressure: false, pidPressure: false };
+const T1 = '2026-11-24T10:00:00Z';
+const T2 = '2026-11-24T10:00:10Z';
+
+describe('capacity and allocatable', () => {
+  it('reports the machine, and holds back the reservations and the hard eviction thresholds', () => {
+    expect(capacity(machine, 110)).toEqual({ cpu: '4', memory: '8388608Ki', pods: '110', 'ephemeral-storage': '104857600Ki', 'hugepages-2Mi': '0' });
+    const alloc = allocatable(machine, 110, settings.reserved);
+    expect(alloc.cpu).toBe('3500m');
+    // 8Gi − 1Gi reserved − 100Mi eviction threshold
+    expect(alloc.memory).toBe(`${8 * 2 ** 20 - 2 ** 20 - 100 * 1024}Ki`);
+    // 90% of 100Gi (nodefs.available<10%) − 1Gi reserved, in bytes
+    expect(alloc['ephemeral-storage']).toBe(String(Math.floor(100 * 2 ** 30 * 0.9 - 2 ** 30)));
+  });
+
+  it('never goes below zero', () => {
+    expect(allocatable(machine, 110, { cpu: '8', memory: '64Gi' })).toMatchObject({ cpu: '0', memory: '0Ki' });
+  });
+});
+
+describe('conditions', () => {
+  it('lists the pressure conditions, then Ready, with the kubelet reasons', () => {
+    const conditions = nodeConditions(healthy, [], T1);
+    expect(conditions.map((c) => [c.type, c.status, c.reason])).toEqual([
+      ['MemoryPressure', 'False', 'KubeletHasSufficientMemory'],
+      ['DiskPressure', 'False', 'KubeletHasNoDiskPressure'],
+      ['PIDPressure', 'False', 'KubeletHasSufficientPID'],
+      ['Ready', 'True', 'KubeletReady'],
+    ]);
+    expect(conditions[3]!.message).toBe('kubelet is posting ready status');
+  });
+
+  it.each([
+    [['container runtime is down'], 'container runtime is down'],
+    [['container runtime is down', 'PLEG is not healthy: pleg has yet to be successful'], 'container runtime is down,PLEG is not healthy: pleg has yet to be successful'],
+  ])('is NotReady with the reasons joined: %j', (notReady, message) => {
+    const ready = nodeConditions({ ...healthy, notReady }, [], T1).at(-1)!;
+    expect(ready).toMatchObject({ type: 'Ready', status: 'False', reason: 'KubeletNotReady', message });
+  });
+
+  it('keeps lastTransitionTime while the status holds, moves it when the status flips, and refreshes every heartbeat', () => {
+    const first = nodeConditions(healthy, [], T1);
+    const same = nodeConditions(healthy, first, T2);
+    expect(same.every((c) => c.lastTransitionTime === T1 && c.lastHeartbeatTime === T2)).toBe(true);
+    const flipped = nodeConditions({ ...healthy, notReady: ['container runtime is down'] }, first, T2);
+    const ready = flipped.find((c) => c.type === 'Ready') as NodeCondition;
+    expect(ready.lastTransitionTime).toBe(T2);
+    expect(flipped.find((c) => c.type === 'MemoryPressure')!.lastTransitionTime).toBe(T1);
+  });
+});
+
+describe('images', () => {
+  it('lists the runtime images largest first, at most 50, with digests then tags', () => {
+    const images = Array.from({ length: 60 }, (_, i) => ({ repoTags: [`img:${i}`], repoDigests: [`img@sha256:${i}`], size: i }));
+    const listed = nodeImages(images);
+    expect(listed).toHaveLength(50);
+    expect(listed[0]).toEqual({ names: ['img@sha256:59', 'img:59'], sizeBytes: 59 });
+    expect(listed.at(-1)!.sizeBytes).toBe(10);
+  });
+});
+
+describe('registration', () => {
+  it('builds the Node with the kubelet labels, the attach/detach annotation, the taints and a full status', () => {
+    const node = initialNode({ machine, settings, health: healthy, images: [] }, T1);
+    expect(node.metadata.labels).toEqual({
+      team: 'a',
+      'kubernetes.io/hostname': 'n1',
+      'kubernetes.io/os': 'linux',
+      'kubernetes.io/arch': 'amd64',
+      'beta.kubernetes.io/os': 'linux',
+      'beta.kubernetes.io/arch': 'amd64',
+    });
+    expect(node.metadata.annotations).toEqual({ 'volumes.kubernetes.io/controller-managed-attach-detach': 'true' });
+    expect(node.spec?.taints).toEqual(settings.taints);
+    expect(node.status?.nodeInfo).toMatchObject({ containerRuntimeVersion: 'containerd://1.6.20', kubeletVersion: 'v1.37.0-statelet.0.1.0', kubeProxyVersion: '' });
+    expect(node.status?.daemonEndpoints).toEqual({ kubeletEndpoint: { Port: 10250 } });
+  });
+
+  it('reconciles an existing Node: its own labels and the annotation back, nothing when they agree', () => {
+    const wanted = initialNode({ machine, settings, health: healthy, images: [] }, T1);
+    expect(reconcilePatch(wanted, wanted)).toBeNull();
+    const drifted = { ...wanted, metadata: { ...wanted.metadata, labels: { ...wanted.metadata.labels, 'kubernetes.io/os': 'windows', other: 'x' }, annotations: {} } };
+    expect(reconcilePatch(drifted, wanted)).toEqual({
+      metadata: { labels: { 'kubernetes.io/os': 'linux' }, annotations: { 'volumes.kubernetes.io/controller-managed-attach-detach': 'true' } },
+    });
+  });
+});
+
+describe('when to write', () => {
+  const inputs = { machine, settings, health: healthy, images: [] };
+  it('ignores heartbeat times but not anything else', () => {
+    const before = nodeStatus(inputs, undefined, T1);
+    expect(statusChanged(before, nodeStatus(inputs, before, T2))).toBe(false);
+    expect(statusChanged(before, nodeStatus({ ...inputs, health: { ...healthy, notReady: ['x'] } }, before, T2))).toBe(true);
+    expect(statusChanged(before, nodeStatus({ ...inputs, images: [{ repoTags: ['a:1'], repoDigests: [], size: 1 }] }, before, T2))).toBe(true);
+    expect(statusChanged(undefined, before)).toBe(true);
+  });
+
+  it.each([
+    [true, 0, 1_000, true],
+    [false, null, 1_000, true],
+    [false, 0, 299_999, false],
+    [false, 0, 300_000, true],
+  ])('changed=%s, last write at %s, now %s → write: %s', (changed, lastWrittenAt, now, write) => {
+    expect(shouldWriteStatus(changed, lastWrittenAt, now, 300_000)).toBe(write);
+  });
+});
