@@ -7,6 +7,7 @@
  * creation (and the first invoke of `syncPod`) is timed, no runtime work.
  */
 import { createActor, enqueueActions, fromCallback, setup } from 'xstate';
+import { loggingRecorder } from '../src/record/recorder.ts';
 import type { Pod } from '../src/api/types.ts';
 import { podRef } from '../src/api/types.ts';
 import { type PodEffects, podMachineWith } from '../src/pod/pod.ts';
@@ -84,7 +85,8 @@ function viaPodWorkers(n: number): Measure {
     podMachine,
     podManager: new PodManager(),
     statuses: new StatusManager(),
-    node: { name: 'bench-node', maxPods: n, labels: {}, os: 'linux' },
+    node: () => ({ name: 'bench-node', maxPods: n, labels: {}, os: 'linux' }),
+    recorder: loggingRecorder(silentLogger),
     runtime: { runningPodUids: () => new Set(), killOrphanPod: async () => {}, collectGarbage: async () => {} },
     syncFrequencyMs: 60_000,
     errorBackoffMs: 10_000,

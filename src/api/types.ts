@@ -92,14 +92,35 @@ export interface Container {
   readinessProbe?: Probe;
   startupProbe?: Probe;
   lifecycle?: { postStart?: LifecycleHandler; preStop?: LifecycleHandler };
-  resources?: {
-    requests?: Record<string, string | number>;
-    limits?: Record<string, string | number>;
-  };
+  resources?: ResourceRequirements;
   terminationMessagePath?: string;
   terminationMessagePolicy?: 'File' | 'FallbackToLogsOnError';
   stdin?: boolean;
   tty?: boolean;
+}
+
+export interface ResourceRequirements {
+  requests?: Record<string, string | number>;
+  limits?: Record<string, string | number>;
+}
+
+export interface Toleration {
+  key?: string;
+  operator?: 'Exists' | 'Equal';
+  value?: string;
+  effect?: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
+  tolerationSeconds?: number;
+}
+
+export interface NodeSelectorRequirement {
+  key: string;
+  operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist' | 'Gt' | 'Lt';
+  values?: string[];
+}
+
+export interface NodeSelectorTerm {
+  matchExpressions?: NodeSelectorRequirement[];
+  matchFields?: NodeSelectorRequirement[];
 }
 
 export interface PodSpec {
@@ -113,7 +134,12 @@ export interface PodSpec {
   hostNetwork?: boolean;
   hostname?: string;
   subdomain?: string;
-  tolerations?: unknown[];
+  tolerations?: Toleration[];
+  affinity?: { nodeAffinity?: { requiredDuringSchedulingIgnoredDuringExecution?: { nodeSelectorTerms?: NodeSelectorTerm[] } } };
+  /** The runtime class's per-pod cost, added to the containers' requests. */
+  overhead?: Record<string, string | number>;
+  /** Pod-level requests and limits (PodLevelResources): when set, they replace the containers' sum. */
+  resources?: ResourceRequirements;
   priority?: number;
   priorityClassName?: string;
   [field: string]: unknown;

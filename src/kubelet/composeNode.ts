@@ -41,6 +41,9 @@ import { type PodActor, actorId } from '../podworkers/podWorkers.ts';
 import { createProbeManagerLogic } from '../prober/manager.ts';
 import type { ImageService, RuntimeService } from '../runtime/types.ts';
 import { StatusManager } from '../status/manager.ts';
+import type { NodeInfo } from '../lifecycle/admit.ts';
+import { amounts } from '../lifecycle/resources.ts';
+import { ApiEventRecorder, type EventRecorder, loggingRecorder } from '../record/recorder.ts';
 import { createPodsLogic } from './pods.ts';
 import { type SyncLoopMachine, syncLoopMachine } from './syncLoop.ts';
 
@@ -112,6 +115,8 @@ export interface Node {
   unhealthyReason(): string | null;
   /** In a cluster: the writer of pod statuses to the API server. */
   statusWriter?: StatusWriter;
+  /** The node's events: to the API in a cluster, to the log otherwise. */
+  recorder: EventRecorder;
   /** Stops the actors; the pods' containers keep running. */
   stop(): void;
 }
@@ -131,6 +136,9 @@ export function composeNode(deps: NodeDeps): Node {
   const random = deps.random ?? Math.random;
   const statuses = new StatusManager();
   const podManager = new PodManager();
+  const cluster = deps.cluster;
+  // In a cluster events go to the API too (correlated, rate-limited); a standalone node logs them.
+  const recorder = cluster ? new ApiEventRecorder({ api: cluster.api, nodeName: config.nodeName, clock, log }) : loggingRecorder(log);
   const runtimeDeps: RuntimeDeps = {
     runtime,
     images: deps.images,
@@ -140,6 +148,7 @@ export function composeNode(deps: NodeDeps): Node {
     hookIO: hookIOOn(clock),
     now,
     log,
+    recorder,
   };
   const podMachine = podMachineWith(
     createPodEffects({ ...runtimeDeps, statuses, runtimeName: deps.runtimeName, ...(config.nodeIp ? { hostIP: config.nodeIp.split(',')[0] } : {}) }),
@@ -148,7 +157,6 @@ export function composeNode(deps: NodeDeps): Node {
   // Assigned once the syncLoop exists; read only by actors it runs.
   let syncLoopRef: Actor<SyncLoopMachine> | undefined;
   const podActor = (uid: string) => syncLoopRef?.system.get(actorId(uid)) as PodActor | undefined;
-  const cluster = deps.cluster;
   const statusWriter = cluster
     ? new StatusWriter({
         api: cluster.api,
@@ -181,7 +189,8 @@ export function composeNode(deps: NodeDeps): Node {
         podMachine,
         podManager,
         statuses,
-        node: { name: config.nodeName, maxPods: config.maxPods, labels: nodeLabels(config.nodeName, config.nodeLabels, { os: 'linux', arch: goArch(os.arch()) }), os: 'linux' },
+        node: admissionNode(config, cluster, nodeRecord),
+        recorder,
         runtime: {
           runningPodUids: () => relister.runningPodUids(),
           killOrphanPod: (uid) => killOrphanPod(runtimeDeps, uid),
@@ -210,6 +219,7 @@ export function composeNode(deps: NodeDeps): Node {
         },
         now,
         log,
+        recorder,
       }),
     },
   });
@@ -247,10 +257,32 @@ export function composeNode(deps: NodeDeps): Node {
     podActor,
     unhealthyReason: () => unhealthyReason(syncLoop.getSnapshot().context, now()),
     ...(statusWriter ? { statusWriter } : {}),
+    recorder,
     stop: () => {
       statusWriter?.stop();
+      if (recorder instanceof ApiEventRecorder) recorder.stop();
       syncLoop.stop();
     },
+  };
+}
+
+/**
+ * The node as admission sees it: the Node object as last written or read once there is one (its
+ * labels, allocatable and taints, as the kubelet's getNodeAnyWay), else the node the agent would
+ * register; a standalone node checks the pod count only.
+ */
+function admissionNode(config: NodeConfig, cluster: ClusterDeps | undefined, record: NodeRecord): () => NodeInfo {
+  const labels = nodeLabels(config.nodeName, config.nodeLabels, { os: 'linux', arch: goArch(os.arch()) });
+  const base: NodeInfo = { name: config.nodeName, maxPods: config.maxPods, labels, os: 'linux', taints: cluster?.settings.taints ?? [] };
+  return () => {
+    const node = record.node;
+    if (!node) return base;
+    return {
+      ...base,
+      labels: node.metadata.labels ?? labels,
+      taints: node.spec?.taints ?? [],
+      ...(node.status?.allocatable ? { allocatable: amounts(node.status.allocatable) } : {}),
+    };
   };
 }
 

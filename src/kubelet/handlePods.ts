@@ -14,7 +14,9 @@ import type { Pod } from '../api/types.ts';
 import { podRef } from '../api/types.ts';
 import type { ConfigEvent } from '../events.ts';
 import { type NodeInfo, admitPod } from '../lifecycle/admit.ts';
+import { addAmounts, podRequests, sumRequests } from '../lifecycle/resources.ts';
 import type { Logger } from '../log.ts';
+import { type EventRecorder, podReference } from '../record/recorder.ts';
 import type { PodManager } from '../pod/podManager.ts';
 import type { PodWorkers } from '../podworkers/podWorkers.ts';
 import type { StatusManager } from '../status/manager.ts';
@@ -23,7 +25,9 @@ export interface PodHandlerDeps {
   workers: PodWorkers;
   podManager: PodManager;
   statuses: StatusManager;
-  node: NodeInfo;
+  /** The node as admission sees it now (its labels, allocatable and taints once registered). */
+  node: () => NodeInfo;
+  recorder: EventRecorder;
   log: Logger;
 }
 
@@ -50,13 +54,16 @@ export function podHandlers(deps: PodHandlerDeps): PodHandlers {
   const add = (pods: readonly Pod[]) => {
     const sorted = [...pods].sort((a, b) => (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? ''));
     const active = activePods();
+    const used = sumRequests(active);
+    const node = deps.node();
     for (const pod of sorted) {
       const uid = pod.metadata.uid;
       podManager.set(pod);
       if (workers.send(uid, { type: 'POD.UPDATE', pod, updateType: 'create' })) continue;
-      const admission = admitPod(pod, active, deps.node);
+      const admission = admitPod(pod, active, node, used);
       if (!admission.admit) {
         log('warn', 'Pod rejected', { pod: podRef(pod), reason: admission.reason, message: admission.message });
+        deps.recorder.event(podReference(pod), 'Warning', admission.reason, admission.message);
         statuses.set(uid, { phase: 'Failed', reason: admission.reason, message: `Pod was rejected: ${admission.message}` });
         continue;
       }
@@ -69,6 +76,7 @@ export function podHandlers(deps: PodHandlerDeps): PodHandlers {
         continue;
       }
       active.push(pod);
+      addAmounts(used, podRequests(pod));
     }
   };
 

@@ -18,6 +18,7 @@ import { fromCallback } from 'xstate';
 import type { ConfigEvent, EventOf, PodEnded, PodReport, PlegEvent, ProbeResultEvent, TickEvent } from '../events.ts';
 import { Housekeeping, type RuntimeCleanup } from '../housekeeping/housekeeping.ts';
 import type { NodeInfo } from '../lifecycle/admit.ts';
+import type { EventRecorder } from '../record/recorder.ts';
 import type { Logger } from '../log.ts';
 import type { PodMachine } from '../pod/pod.ts';
 import type { MirrorPodSync } from '../pod/mirrorClient.ts';
@@ -33,7 +34,8 @@ export interface PodsDeps {
   podMachine: PodMachine;
   podManager: PodManager;
   statuses: StatusManager;
-  node: NodeInfo;
+  node: () => NodeInfo;
+  recorder: EventRecorder;
   runtime: RuntimeCleanup;
   syncFrequencyMs: number;
   /** In a cluster: keeps the static pods' mirror pods in the API. */
@@ -62,7 +64,7 @@ export function createPodsLogic(deps: PodsDeps) {
       now: deps.now,
       random: deps.random,
     });
-    const handlers = podHandlers({ workers, podManager, statuses, node: deps.node, log });
+    const handlers = podHandlers({ workers, podManager, statuses, node: deps.node, recorder: deps.recorder, log });
     const housekeeping = new Housekeeping({
       workers,
       podManager,

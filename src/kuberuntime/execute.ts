@@ -28,6 +28,7 @@ import { type KillDeps, type PreStopRuns, killContainer } from './kill.ts';
 import type { ContainerType } from './labels.ts';
 import { type RuntimeContainerStatus, type RuntimePodStatus, type WaitingReason, newestContainer } from '../api/runtimeView.ts';
 import { TerminationOrdering } from './terminationOrder.ts';
+import { podReference } from '../record/recorder.ts';
 
 export interface RuntimeDeps extends KillDeps {
   images: ImageService;
@@ -126,10 +127,9 @@ export async function executePlan(
 ): Promise<ExecuteResult> {
   const reasons: Record<string, WaitingReason> = { ...memory.reasons };
   const result: ExecuteResult = { backoff: memory.backoff, reasons, errors: [] };
-  const ref = podRef(pod);
 
   if (actions.createSandbox && actions.sandboxId) {
-    deps.log('info', 'Pod sandbox changed, it will be killed and re-created', { pod: ref, sandbox: actions.sandboxId });
+    deps.recorder.event(podReference(pod), 'Normal', 'SandboxChanged', 'Pod sandbox changed, it will be killed and re-created.');
   }
   if (actions.killPod) {
     await killPodRuntime(deps, pod, status, undefined, opts, preStops);
@@ -154,7 +154,7 @@ export async function executePlan(
       sandboxId = await deps.runtime.runPodSandbox(config, opts);
     } catch (err) {
       result.errors.push(`CreatePodSandboxError: ${errorText(err)}`);
-      deps.log('error', 'Failed to create pod sandbox', { pod: ref, err: errorText(err) });
+      deps.recorder.event(podReference(pod), 'Warning', 'FailedCreatePodSandBox', `Failed to create pod sandbox: ${errorText(err)}`);
       return result;
     }
   } else if (!sandboxId || actions.killPod) {
@@ -243,7 +243,8 @@ async function startContainer(
   context: StartContext,
 ): Promise<true | WaitingReason> {
   const { status, sandboxId, sandbox, result, opts } = context;
-  const ref = podRef(pod);
+  const containerRef = podReference(pod, container.name);
+  const record = (type: 'Normal' | 'Warning', reason: string, message: string) => deps.recorder.event(containerRef, type, reason, message);
   const previous = newestContainer(status, container.name);
   const now = deps.now();
   if (previous?.state === 'CONTAINER_EXITED') {
@@ -253,6 +254,7 @@ async function startContainer(
       noteRetry(result, remaining);
       const delay = result.backoff[key]?.delayMs ?? remaining;
       const { name, namespace, uid } = pod.metadata;
+      deps.recorder.event(containerRef, 'Warning', 'BackOff', `Back-off restarting failed container ${container.name} in pod ${name}_${namespace}(${uid})`);
       return {
         reason: 'CrashLoopBackOff',
         message: `back-off ${goDuration(delay)} restarting failed container=${container.name} pod=${name}_${namespace}(${uid})`,
@@ -268,12 +270,14 @@ async function startContainer(
     container,
     backoff: result.backoff,
     nowMs: now,
+    now: deps.now,
+    record,
     opts,
   });
   result.backoff = image.backoff;
   if (!image.ok) {
     noteRetry(result, image.retryAfterMs);
-    deps.log('warn', 'Image not ready', { pod: ref, container: container.name, reason: image.reason, message: image.message });
+    record('Warning', 'Failed', `Error: ${image.reason}`);
     return { reason: image.reason, message: image.message };
   }
 
@@ -282,25 +286,28 @@ async function startContainer(
   try {
     config = containerConfig(pod, container, type, restartCount, image.image);
   } catch (err) {
-    if (err instanceof ContainerConfigError) return { reason: 'CreateContainerConfigError', message: err.message };
-    throw err;
+    if (!(err instanceof ContainerConfigError)) throw err;
+    record('Warning', 'Failed', `Error: ${err.message}`);
+    return { reason: 'CreateContainerConfigError', message: err.message };
   }
   let containerId: string;
   try {
     containerId = await deps.runtime.createContainer(sandboxId, config, sandbox, opts);
   } catch (err) {
-    deps.log('warn', 'Failed to create container', { pod: ref, container: container.name, err: errorText(err) });
+    record('Warning', 'Failed', `Error: ${errorText(err)}`);
     result.errors.push(`CreateContainerError: ${errorText(err)}`);
     return { reason: 'CreateContainerError', message: errorText(err) };
   }
+  record('Normal', 'Created', `Created container: ${container.name}`);
   try {
     await deps.runtime.startContainer(containerId, opts);
   } catch (err) {
-    deps.log('warn', 'Failed to start container', { pod: ref, container: container.name, err: errorText(err) });
+    record('Warning', 'Failed', `Error: ${errorText(err)}`);
     result.errors.push(`RunContainerError: ${errorText(err)}`);
     return { reason: 'RunContainerError', message: errorText(err) };
   }
-  deps.log('info', 'Started container', { pod: ref, container: container.name, restartCount });
+  record('Normal', 'Started', `Started container ${container.name}`);
+  deps.log('debug', 'Started container', { pod: podRef(pod), container: container.name, restartCount });
   const postStart = container.lifecycle?.postStart;
   if (postStart) {
     const failure = await runPostStart(deps, { runtime: deps.runtime, pod, container, containerId, podIP: context.podIP }, postStart, context);
@@ -331,7 +338,8 @@ async function runPostStart(
     if (signal.aborted || !(err instanceof HookError)) throw err;
     const fields = { pod: podRef(target.pod), container: target.container.name, containerId: target.containerId };
     // The kubelet's event says only "PostStartHook failed" (the message may hold secrets); the log has it.
-    deps.log('warn', 'FailedPostStartHook', { ...fields, err: err.message });
+    deps.log('warn', 'PostStart hook failed', { ...fields, err: err.message });
+    deps.recorder.event(podReference(target.pod, target.container.name), 'Warning', 'FailedPostStartHook', 'PostStartHook failed');
     try {
       const { pod, podIP } = target;
       const killed = { id: target.containerId, name: target.container.name };

@@ -76,45 +76,88 @@ export interface EnsureImageInput {
   container: Container;
   backoff: BackoffTable;
   nowMs: number;
+  /** The container's events (Pulling, Pulled, Failed, BackOff, ErrImageNeverPull, InspectFailed). */
+  record?: (type: 'Normal' | 'Warning', reason: string, message: string) => void;
+  /** Reads the clock again to time the pull (Pulled says how long it took). */
+  now?: () => number;
   opts?: CallOptions;
 }
 
+/**
+ * A CRI pull error whose text starts with `RegistryUnavailable` (cri-api's errors) means the
+ * registry cannot be reached: reported under that reason (image_manager.go evalCRIPullErr).
+ */
+const REGISTRY_UNAVAILABLE = 'RegistryUnavailable';
+
+/** Go's time.Duration String for a pull's duration: "850ms", "1.2s", "2m3.5s". */
+export function pullDuration(ms: number): string {
+  if (ms < 1000) return `${Math.round(ms)}ms`;
+  const seconds = ms / 1000;
+  if (seconds < 60) return `${Number(seconds.toFixed(3))}s`;
+  const minutes = Math.floor(seconds / 60);
+  return `${minutes}m${Number((seconds - minutes * 60).toFixed(3))}s`;
+}
+
+/**
+ * EnsureImageExists. Messages and events name the image as the spec writes it (`busybox`, not
+ * `busybox:latest`); the runtime is asked for the normalized name.
+ */
 export async function ensureImage(input: EnsureImageInput): Promise<EnsureImageResult> {
   const { images, puller, container, nowMs } = input;
+  const record = input.record ?? (() => {});
   const raw = container.image ?? '';
   const image = normalizeImage(raw);
   let backoff = input.backoff;
   if (!raw || !validImage.test(image)) {
-    return { ok: false, reason: 'InvalidImageName', message: `Failed to apply default image tag "${raw}": couldn't parse image name "${raw}": invalid reference format`, backoff };
+    const message = `Failed to apply default image tag "${raw}": couldn't parse image name "${raw}": invalid reference format`;
+    record('Warning', 'InspectFailed', message);
+    return { ok: false, reason: 'InvalidImageName', message, backoff };
   }
   const policy = effectivePullPolicy(container);
   let present;
   try {
     present = await images.imageStatus(image, input.opts);
   } catch (err) {
-    return { ok: false, reason: 'ImageInspectError', message: `Failed to inspect image "${image}": ${errorText(err)}`, backoff };
+    const message = `Failed to inspect image "${raw}": ${errorText(err)}`;
+    record('Warning', 'InspectFailed', message);
+    return { ok: false, reason: 'ImageInspectError', message, backoff };
   }
-  if (present && policy !== 'Always') return { ok: true, image, imageRef: present.id, backoff };
+  if (present && policy !== 'Always') {
+    record('Normal', 'Pulled', `Container image "${raw}" already present on machine`);
+    return { ok: true, image, imageRef: present.id, backoff };
+  }
   if (policy === 'Never') {
-    return { ok: false, reason: 'ErrImageNeverPull', message: `Container image "${image}" is not present with pull policy of Never`, backoff };
+    const message = `Container image "${raw}" is not present with pull policy of Never`;
+    record('Warning', 'ErrImageNeverPull', message);
+    return { ok: false, reason: 'ErrImageNeverPull', message, backoff };
   }
-  const key = `${input.podUid}_${image}`;
+  const key = `${input.podUid}_${raw}`;
   const waitMs = backoffRemainingMs(backoff, key, backoff[key]?.lastUpdateMs ?? nowMs, nowMs, imagePullPolicy);
   if (waitMs > 0) {
-    return { ok: false, reason: 'ImagePullBackOff', message: `Back-off pulling image "${image}"`, backoff, retryAfterMs: waitMs };
+    const message = `Back-off pulling image "${raw}"`;
+    record('Normal', 'BackOff', message);
+    return { ok: false, reason: 'ImagePullBackOff', message, backoff, retryAfterMs: waitMs };
   }
+  record('Normal', 'Pulling', `Pulling image "${raw}"`);
+  const clock = input.now ?? (() => nowMs);
+  const startedAt = clock();
   try {
     const imageRef = await puller.pull(image, input.opts);
+    const took = pullDuration(clock() - startedAt);
+    const size = (await images.imageStatus(image, input.opts).catch(() => null))?.size;
+    record('Normal', 'Pulled', `Successfully pulled image "${raw}" in ${took} (${took} including waiting).${size ? ` Image size: ${size} bytes.` : ''}`);
     return { ok: true, image, imageRef, backoff };
   } catch (err) {
+    const text = errorText(err);
+    record('Warning', 'Failed', `Failed to pull image "${raw}": ${text}`);
     backoff = nextBackoff(backoff, key, nowMs, nowMs, imagePullPolicy);
-    return {
-      ok: false,
-      reason: 'ErrImagePull',
-      message: `Failed to pull image "${image}": ${errorText(err)}`,
-      backoff,
-      retryAfterMs: backoff[key]?.delayMs ?? imagePullPolicy.initialMs,
-    };
+    const retryAfterMs = backoff[key]?.delayMs ?? imagePullPolicy.initialMs;
+    if (text.startsWith(REGISTRY_UNAVAILABLE)) {
+      const detail = text.slice(REGISTRY_UNAVAILABLE.length);
+      return { ok: false, reason: REGISTRY_UNAVAILABLE, message: `image pull failed for ${raw} because the registry is unavailable${detail}`, backoff, retryAfterMs };
+    }
+    // The waiting message is the runtime's error itself; the event above says which image.
+    return { ok: false, reason: 'ErrImagePull', message: text, backoff, retryAfterMs };
   }
 }
 

@@ -31,6 +31,8 @@ import { settlesWithin } from './deadline.ts';
 import { type HookIO, realHookIO, runLifecycleHandler } from './hooks.ts';
 import { errorText } from './images.ts';
 import { Annotation, Label } from './labels.ts';
+import type { Logger } from '../log.ts';
+import { type EventRecorder, podReference } from '../record/recorder.ts';
 import type { TerminationOrdering } from './terminationOrder.ts';
 
 /** The minimum StopContainer timeout the kubelet ever asks for, so containers can shut down. */
@@ -41,7 +43,9 @@ export interface KillDeps {
   /** The hooks' network and sleep (tests drive them); Node's own when absent. */
   hookIO?: HookIO;
   now(): number;
-  log: (level: 'info' | 'warn' | 'error', message: string, fields: Record<string, unknown>) => void;
+  log: Logger;
+  /** The pods' and containers' events (Killing, Created, Started, BackOff, …). */
+  recorder: EventRecorder;
 }
 
 /** A preStop hook under way or finished, for a container not yet stopped. */
@@ -138,7 +142,7 @@ export async function killContainer(deps: KillDeps, request: KillRequest, opts: 
   }
   let grace = killGracePeriod(pod, container, request.reason, request.gracePeriodOverride);
   const fields = { pod: podRef(pod), container: target.name, containerId: target.id };
-  deps.log('info', 'Killing container', { ...fields, gracePeriodSeconds: grace, message: request.message ?? `Stopping container ${target.name}` });
+  deps.recorder.event(podReference(pod, target.name), 'Normal', 'Killing', request.message ?? `Stopping container ${target.name}`);
 
   let run: PreStopRun | undefined;
   try {
@@ -186,7 +190,9 @@ function startPreStop(
   const done = runLifecycleHandler(deps.hookIO ?? realHookIO, target, preStop, { signal: cancel.signal, timeoutSeconds: grace }).catch((err: unknown) => {
     // The kubelet records event FailedPreStopHook ("PreStopHook failed") and kills the container anyway.
     if (!cancel.signal.aborted) {
-      deps.log('warn', 'FailedPreStopHook', { pod: podRef(pod), container: container.name, err: errorText(err) });
+      // The event's message leaves out the hook's output, which may hold secrets; the log has it.
+      deps.log('warn', 'PreStop hook failed', { pod: podRef(pod), container: container.name, err: errorText(err) });
+      deps.recorder.event(podReference(pod, container.name), 'Warning', 'FailedPreStopHook', 'PreStopHook failed');
     }
   });
   return { done, startedAt, cancel };

@@ -1,15 +1,22 @@
 /**
- * Pod admission (pkg/kubelet/lifecycle/predicate.go Admit, generalPredicates), the predicates that apply on this agent, pure: the first
+ * Pod admission (pkg/kubelet/lifecycle/predicate.go Admit, generalFilter), pure: the predicates
+ * the kubelet runs against its own node and the pods it already admitted, in its order; the first
  * failure wins and names the kubelet's reason. A rejected pod is never started; its status
  * becomes Failed with `Pod was rejected: <message>`.
  */
-import type { Pod } from '../api/types.ts';
+import type { Taint } from '../api/cluster.ts';
+import { isStaticPod, type Pod } from '../api/types.ts';
+import { matchesNodeAffinity, untoleratedNoExecuteTaint } from './nodeAffinity.ts';
+import { type ResourceAmounts, podRequests, sumRequests } from './resources.ts';
 
 export interface NodeInfo {
   name: string;
   maxPods: number;
   labels: Readonly<Record<string, string>>;
   os: string;
+  /** The Node's allocatable amounts (resources.ts units); absent: only the pod count is checked. */
+  allocatable?: ResourceAmounts;
+  taints?: readonly Taint[];
 }
 
 export type Admission = { admit: true } | { admit: false; reason: string; message: string };
@@ -31,8 +38,39 @@ function portsConflict(a: string, b: string): boolean {
   return ipA === ipB || ipA === '0.0.0.0' || ipB === '0.0.0.0';
 }
 
-/** Decides whether `pod` may run next to the already admitted, still active `active` pods. */
-export function admitPod(pod: Pod, active: readonly Pod[], node: NodeInfo): Admission {
+/** The resources checked by name, in the scheduler's order; others follow in the pod's order. */
+const NAMED_RESOURCES = ['cpu', 'memory', 'ephemeral-storage'];
+
+/**
+ * An extended resource (`example.com/gpu`) the node does not advertise is ignored: it may be a
+ * cluster-level resource (removeMissingExtendedResources). Native ones (`hugepages-2Mi`) count.
+ */
+function isExtended(name: string): boolean {
+  return name.includes('/') && !name.startsWith('kubernetes.io/') && !name.includes('.kubernetes.io/');
+}
+
+/** The first resource the pod asks more of than the node has left (noderesources fitsRequest). */
+function insufficientResource(pod: Pod, used: ResourceAmounts, allocatable: ResourceAmounts): Admission | undefined {
+  const requested = podRequests(pod);
+  const names = [...NAMED_RESOURCES, ...Object.keys(requested).filter((n) => !NAMED_RESOURCES.includes(n) && n !== 'pods')];
+  for (const name of names) {
+    const want = requested[name] ?? 0;
+    if (want <= 0) continue;
+    if (isExtended(name) && allocatable[name] === undefined) continue;
+    const capacity = allocatable[name] ?? 0;
+    const inUse = used[name] ?? 0;
+    if (want > capacity - inUse) {
+      return { admit: false, reason: `OutOf${name}`, message: `Node didn't have enough resource: ${name}, requested: ${want}, used: ${inUse}, capacity: ${capacity}` };
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Decides whether `pod` may run next to the already admitted, still active `active` pods;
+ * `used` is their summed requests (given by a caller that keeps it as it admits a batch).
+ */
+export function admitPod(pod: Pod, active: readonly Pod[], node: NodeInfo, used: ResourceAmounts = sumRequests(active)): Admission {
   const osLabel = pod.metadata.labels?.['kubernetes.io/os'];
   if (osLabel !== undefined && osLabel !== node.os) {
     return { admit: false, reason: 'PodOSSelectorNodeLabelDoesNotMatch', message: `Failed to admit pod as the \`kubernetes.io/os\` label doesn't match node label` };
@@ -44,11 +82,13 @@ export function admitPod(pod: Pod, active: readonly Pod[], node: NodeInfo): Admi
   if (active.length + 1 > node.maxPods) {
     return { admit: false, reason: 'OutOfpods', message: `Node didn't have enough resource: pods, requested: 1, used: ${active.length}, capacity: ${node.maxPods}` };
   }
-  // The scheduler's AdmissionCheck order: resources, node affinity, node name, host ports.
-  for (const [key, value] of Object.entries(pod.spec.nodeSelector ?? {})) {
-    if (node.labels[key] !== value) {
-      return { admit: false, reason: 'NodeAffinity', message: `Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector` };
-    }
+  // The scheduler's AdmissionCheck order: resources, node affinity, node name, host ports; then taints.
+  if (node.allocatable) {
+    const short = insufficientResource(pod, used, node.allocatable);
+    if (short) return short;
+  }
+  if (!matchesNodeAffinity(pod, node.labels, node.name)) {
+    return { admit: false, reason: 'NodeAffinity', message: `Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector` };
   }
   if (pod.spec.nodeName && pod.spec.nodeName !== node.name) {
     return { admit: false, reason: 'NodeName', message: `Predicate NodeName failed: node(s) didn't match the requested node name` };
@@ -59,6 +99,10 @@ export function admitPod(pod: Pod, active: readonly Pod[], node: NodeInfo): Admi
     if (wanted.some((w) => used.some((u) => portsConflict(w, u)))) {
       return { admit: false, reason: 'NodePorts', message: `Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports` };
     }
+  }
+  // Static pods are the node's own: its taints do not keep them off it.
+  if (!isStaticPod(pod) && untoleratedNoExecuteTaint(node.taints ?? [], pod.spec.tolerations)) {
+    return { admit: false, reason: 'TaintToleration', message: `Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate` };
   }
   return { admit: true };
 }

@@ -19,7 +19,7 @@
 import { setMaxListeners } from 'node:events';
 import { type EventObject, fromCallback } from 'xstate';
 import type { Container, ContainerStatus, Pod, PodStatus, Probe } from '../api/types.ts';
-import { podRef } from '../api/types.ts';
+import { type EventRecorder, podReference } from '../record/recorder.ts';
 import type { Logger } from '../log.ts';
 import type { ProbeResultEvent } from '../events.ts';
 import type { PodManager } from '../pod/podManager.ts';
@@ -48,6 +48,8 @@ export interface ProbeManagerDeps {
   scheduler: SchedulerOptions;
   now(): number;
   log: Logger;
+  /** Unhealthy and ProbeWarning events (prober.go recordContainerEvent). */
+  recorder: EventRecorder;
   /** The probe handlers (tests replace them). */
   runProbe?: (probe: Probe, target: ProbeTarget, signal: AbortSignal) => Promise<ProbeOutcome>;
 }
@@ -176,13 +178,14 @@ export function createProbeManagerLogic(deps: ProbeManagerDeps) {
       );
       // Removed, or the container changed, while the probe ran: the outcome is stale.
       if (workers.get(worker.id) !== worker || worker.state.containerId !== containerId) return workers.get(worker.id) === worker;
-      const fields = { pod: podRef(worker.pod), podUID: worker.uid, containerName: worker.container.name, probeType: capitalized[worker.kind] };
+      const ref = podReference(worker.pod, worker.container.name);
+      const kind = capitalized[worker.kind];
       if (outcome.result === 'Failure') {
-        deps.log('info', 'Unhealthy', { ...fields, message: `${capitalized[worker.kind]} probe failed: ${outcome.output}` });
+        deps.recorder.event(ref, 'Warning', 'Unhealthy', `${kind} probe failed: ${outcome.output}`);
       } else if (outcome.result === 'Unknown') {
-        deps.log('warn', 'Probe errored', { ...fields, err: outcome.output });
+        deps.recorder.event(ref, 'Warning', 'Unhealthy', `${kind} probe errored: ${outcome.output}`);
       } else if (outcome.result === 'Warning') {
-        deps.log('info', 'ProbeWarning', { ...fields, message: `${capitalized[worker.kind]} probe warning: ${outcome.output}` });
+        deps.recorder.event(ref, 'Warning', 'ProbeWarning', `${kind} probe warning: ${outcome.output}`);
       }
       const recorded = recordOutcome(worker.state, worker.settings, worker.kind, outcome.result);
       worker.state = recorded.state;

@@ -144,4 +144,41 @@ describe('statelet in a cluster (sim://)', () => {
     await unlink(path.join(manifests, 'static-web.yaml'));
     await cp.waitFor<V1Pod>(pods('default'), name, (p) => p === null, 30_000);
   });
+
+  it('rejects a pod asking more CPU than the node has: Failed with OutOfcpu, never started', async ({ skip }) => {
+    if (!cp) return skip();
+    const namespace = await cp.namespace('admit');
+    await cp.core.createNamespacedPod({
+      namespace,
+      body: {
+        metadata: { name: 'greedy' },
+        spec: { nodeName: NODE, containers: [{ name: 'app', image: 'busybox', command: ['sleep', '3600'], resources: { requests: { cpu: '512' } } }] },
+      },
+    });
+    const pod = (await cp.waitFor<V1Pod>(pods(namespace), 'greedy', (p) => p?.status?.phase === 'Failed'))!;
+    expect(pod.status?.reason).toBe('OutOfcpu');
+    expect(pod.status?.message).toMatch(/^Pod was rejected: Node didn't have enough resource: cpu, requested: 512000, used: \d+, capacity: \d+$/);
+    expect(pod.status?.containerStatuses ?? []).toEqual([]);
+  });
+
+  it("shows a crash-looping container's restarts and CrashLoopBackOff in the API", { timeout: 60_000 }, async ({ skip }) => {
+    if (!cp) return skip();
+    const namespace = await cp.namespace('crash');
+    await cp.core.createNamespacedPod({
+      namespace,
+      body: { metadata: { name: 'crasher' }, spec: { nodeName: NODE, containers: [{ name: 'app', image: 'busybox', command: ['sh', '-c', 'exit 3'] }] } },
+    });
+    const pod = (await cp.waitFor<V1Pod>(
+      pods(namespace),
+      'crasher',
+      (p) => (p?.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1 && p?.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'CrashLoopBackOff',
+      40_000,
+    ))!;
+    const status = pod.status!.containerStatuses![0]!;
+    expect(status.state?.waiting?.message).toMatch(/^back-off \d+s restarting failed container=app pod=crasher_/);
+    expect(status.lastState?.terminated).toMatchObject({ exitCode: 3, reason: 'Error' });
+    expect(pod.status?.phase).toBe('Running');
+    const table = await cp.kubectl(['get', 'pod', 'crasher', '-n', namespace]);
+    expect(table).toMatch(/crasher\s+0\/1\s+CrashLoopBackOff\s+[1-9]/);
+  });
 });

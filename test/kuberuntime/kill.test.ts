@@ -98,7 +98,7 @@ describe('killing containers', () => {
     expect(stops(rig, names)).toEqual(['main:2']);
   });
 
-  it('logs a failing preStop and kills the container anyway', async () => {
+  it('reports a failing preStop (event without its output, log with it) and kills the container anyway', async () => {
     const rig = lifecycleRig();
     const pod = makePod('p', { containers: [container('main', { lifecycle: preStop('false') })] });
     const names = await runAll(rig, pod);
@@ -106,7 +106,9 @@ describe('killing containers', () => {
     rig.runtime.clearCalls();
     await kill(rig, pod, 'uid-p', 8);
     expect(stops(rig, names)).toEqual(['main:8']);
-    expect(rig.logs.find((l) => l.message === 'FailedPreStopHook')?.fields.err).toMatch(/exited with 1: no/);
+    expect(rig.logs.find((l) => l.message === 'PreStop hook failed')?.fields.err).toMatch(/exited with 1: no/);
+    expect(rig.events.lines().slice(-2)).toEqual(['Killing: Stopping container main', 'FailedPreStopHook: PreStopHook failed']);
+    expect(rig.events.events.at(-1)!.object).toMatchObject({ kind: 'Pod', name: 'p', fieldPath: 'spec.containers{main}' });
   });
 
   it('restores the grace period and the preStop hook from annotations when the pod spec is gone', async () => {
@@ -220,7 +222,13 @@ describe('postStart', () => {
     expect(result.errors).toEqual([expect.stringMatching(/^PostStartHookError: /)]);
     const order = rig.runtime.calls.filter((c) => ['startContainer', 'execSync', 'stopContainer'].includes(c.method));
     expect(order.map((c) => `${c.method}:${c.timeoutSeconds ?? ''}`)).toEqual(['startContainer:', 'execSync:0', 'execSync:12', 'stopContainer:12']);
-    expect(rig.logs.map((l) => l.message)).toContain('FailedPostStartHook');
+    expect(rig.events.lines()).toEqual([
+      'Pulled: Container image "statelet.local/busybox:1" already present on machine',
+      'Created: Created container: main',
+      'Started: Started container main',
+      'FailedPostStartHook: PostStartHook failed',
+      'Killing: FailedPostStartHook',
+    ]);
   });
 
   it('an httpGet postStart reaches the new sandbox (loopback for hostNetwork) and the container keeps running', async () => {

@@ -12,6 +12,7 @@ import { computePodActions } from '../../src/kuberuntime/computePodActions.ts';
 import { TestRuntime } from '../support/testRuntime.ts';
 import type { CallOptions } from '../../src/runtime/types.ts';
 import { IMAGE, fakeRuntimeDeps, testClock } from '../support/pods.ts';
+import { RecordedEvents } from '../support/recordedEvents.ts';
 
 /** The node's sleep on the SimulatedClock; `pending` counts sleeps not yet over. */
 export function clockSleep(clock: SimulatedClock): { sleep: Sleep; readonly pending: number } {
@@ -36,6 +37,7 @@ export interface LifecycleRig {
   hookIO: HookIO;
   deps: RuntimeDeps;
   logs: { level: string; message: string; fields: Record<string, unknown> }[];
+  events: RecordedEvents;
 }
 
 /** A TestRuntime and runtime deps whose clock, sleeps included, is a SimulatedClock; HTTP is real. */
@@ -47,8 +49,9 @@ export function lifecycleRig(): LifecycleRig {
   const sleeps = clockSleep(clock);
   const hookIO: HookIO = { sleep: sleeps.sleep, httpGet: nodeHttpGet };
   const logs: LifecycleRig['logs'] = [];
-  const deps: RuntimeDeps = { ...fakeRuntimeDeps(runtime, now, (level, message, fields) => logs.push({ level, message, fields: fields ?? {} })), hookIO };
-  return { clock, runtime, sleeps, hookIO, deps, logs };
+  const events = new RecordedEvents();
+  const deps: RuntimeDeps = { ...fakeRuntimeDeps(runtime, now, (level, message, fields) => logs.push({ level, message, fields: fields ?? {} }), events), hookIO };
+  return { clock, runtime, sleeps, hookIO, deps, logs, events };
 }
 
 export interface RecordedRequest {

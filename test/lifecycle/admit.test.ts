@@ -1,8 +1,9 @@
 /** Pod admission predicates (pkg/kubelet/lifecycle/predicate.go). */
 import { describe, expect, it } from 'vitest';
-import type { ContainerPort, Pod } from '../../src/api/types.ts';
+import type { ContainerPort, NodeSelectorTerm, Pod, Toleration } from '../../src/api/types.ts';
 import { type NodeInfo, admitPod } from '../../src/lifecycle/admit.ts';
-import { basePod, ctr } from '../support/podFixtures.ts';
+import { podRequests } from '../../src/lifecycle/resources.ts';
+import { basePod, ctr, sidecar } from '../support/podFixtures.ts';
 
 const node: NodeInfo = {
   name: 'node-a',
@@ -128,5 +129,136 @@ describe('admitPod', () => {
       p.metadata.labels = { 'kubernetes.io/os': 'windows' };
       expect(reason(p, [named('x'), named('y'), named('z')])).toBe('PodOSSelectorNodeLabelDoesNotMatch');
     });
+  });
+
+  describe('resources against allocatable', () => {
+    const sized: NodeInfo = { ...node, maxPods: 110, allocatable: { cpu: 1200, memory: 2 * 2 ** 30, pods: 110 } };
+    const asking = (name: string, requests: Record<string, string | number>) => named(name, { containers: [ctr('main', { resources: { requests } })] });
+
+    it('rejects a pod asking more CPU than is left with OutOfcpu, in millicores', () => {
+      const result = admitPod(asking('a', { cpu: '1' }), [asking('x', { cpu: '500m' })], sized);
+      expect(result).toEqual({ admit: false, reason: 'OutOfcpu', message: "Node didn't have enough resource: cpu, requested: 1000, used: 500, capacity: 1200" });
+    });
+
+    it('rejects memory in bytes with OutOfmemory', () => {
+      const result = admitPod(asking('a', { memory: '3Gi' }), [], sized);
+      expect(result).toEqual({ admit: false, reason: 'OutOfmemory', message: `Node didn't have enough resource: memory, requested: ${3 * 2 ** 30}, used: 0, capacity: ${2 * 2 ** 30}` });
+    });
+
+    it('admits exactly what is left, and pods asking nothing', () => {
+      expect(reason(asking('a', { cpu: '700m' }), [asking('x', { cpu: '500m' })], sized)).toBe('admit');
+      expect(reason(named('b'), [asking('x', { cpu: '1200m' })], sized)).toBe('admit');
+    });
+
+    it('checks cpu before memory', () => {
+      expect(reason(asking('a', { cpu: '2', memory: '3Gi' }), [], sized)).toBe('OutOfcpu');
+    });
+
+    it('takes the given used amounts over recounting the active pods', () => {
+      expect(reason(asking('a', { cpu: '1' }), [], sized)).toBe('admit');
+      expect(admitPod(asking('a', { cpu: '1' }), [], sized, { cpu: 300 })).toMatchObject({ admit: false, reason: 'OutOfcpu' });
+    });
+
+    it('ignores an extended resource the node does not have, but not hugepages', () => {
+      expect(reason(asking('a', { 'example.com/gpu': 1 }), [], sized)).toBe('admit');
+      expect(reason(asking('b', { 'example.com/gpu': 2 }), [], { ...sized, allocatable: { ...sized.allocatable, 'example.com/gpu': 1 } })).toBe('OutOfexample.com/gpu');
+      expect(reason(asking('c', { 'hugepages-2Mi': '4Mi' }), [], sized)).toBe('OutOfhugepages-2Mi');
+    });
+
+    it('without allocatable (a standalone node) only the pod count is checked', () => {
+      expect(reason(asking('a', { cpu: '64' }))).toBe('admit');
+    });
+  });
+
+  describe('node affinity', () => {
+    const requiring = (name: string, ...terms: NodeSelectorTerm[]) =>
+      named(name, { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: terms } } } });
+    const cases: [string, NodeSelectorTerm[], string][] = [
+      ['In on a label value', [{ matchExpressions: [{ key: 'disktype', operator: 'In', values: ['ssd', 'nvme'] }] }], 'admit'],
+      ['In on another value', [{ matchExpressions: [{ key: 'disktype', operator: 'In', values: ['hdd'] }] }], 'NodeAffinity'],
+      ['NotIn on a missing label', [{ matchExpressions: [{ key: 'zone', operator: 'NotIn', values: ['a'] }] }], 'admit'],
+      ['Exists', [{ matchExpressions: [{ key: 'disktype', operator: 'Exists' }] }], 'admit'],
+      ['DoesNotExist on a present label', [{ matchExpressions: [{ key: 'disktype', operator: 'DoesNotExist' }] }], 'NodeAffinity'],
+      ['Gt on an integer label', [{ matchExpressions: [{ key: 'cores', operator: 'Gt', values: ['3'] }] }], 'admit'],
+      ['Lt on an integer label', [{ matchExpressions: [{ key: 'cores', operator: 'Lt', values: ['3'] }] }], 'NodeAffinity'],
+      ['Gt on a non-integer label', [{ matchExpressions: [{ key: 'disktype', operator: 'Gt', values: ['3'] }] }], 'NodeAffinity'],
+      ['all expressions of a term must hold', [{ matchExpressions: [{ key: 'disktype', operator: 'Exists' }, { key: 'zone', operator: 'Exists' }] }], 'NodeAffinity'],
+      ['any term may match', [{ matchExpressions: [{ key: 'zone', operator: 'Exists' }] }, { matchExpressions: [{ key: 'disktype', operator: 'Exists' }] }], 'admit'],
+      ['an empty term matches nothing', [{}], 'NodeAffinity'],
+      ['no terms match nothing', [], 'NodeAffinity'],
+      ['matchFields on the node name', [{ matchFields: [{ key: 'metadata.name', operator: 'In', values: ['node-a'] }] }], 'admit'],
+      ['matchFields on another name', [{ matchFields: [{ key: 'metadata.name', operator: 'In', values: ['node-b'] }] }], 'NodeAffinity'],
+    ];
+    const labelled: NodeInfo = { ...node, labels: { ...node.labels, cores: '4' } };
+    it.each(cases)('%s', (_, terms, expected) => {
+      expect(reason(requiring('a', ...terms), [], labelled)).toBe(expected);
+    });
+
+    it('nodeSelector and affinity must both match', () => {
+      const p = requiring('a', { matchExpressions: [{ key: 'disktype', operator: 'Exists' }] });
+      p.spec.nodeSelector = { zone: 'eu-1' };
+      expect(reason(p, [], labelled)).toBe('NodeAffinity');
+    });
+  });
+
+  describe('NoExecute taints', () => {
+    const tainted: NodeInfo = {
+      ...node,
+      taints: [
+        { key: 'dedicated', value: 'db', effect: 'NoExecute' },
+        { key: 'maintenance', effect: 'NoSchedule' },
+      ],
+    };
+    const tolerating = (name: string, ...tolerations: Toleration[]) => named(name, { tolerations });
+
+    it('rejects a pod that does not tolerate a NoExecute taint with TaintToleration', () => {
+      expect(admitPod(named('a'), [], tainted)).toEqual({
+        admit: false,
+        reason: 'TaintToleration',
+        message: "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate",
+      });
+    });
+
+    it.each<[string, Toleration, string]>([
+      ['Equal with the value', { key: 'dedicated', operator: 'Equal', value: 'db', effect: 'NoExecute' }, 'admit'],
+      ['Equal by default', { key: 'dedicated', value: 'db' }, 'admit'],
+      ['Equal with another value', { key: 'dedicated', value: 'web', effect: 'NoExecute' }, 'TaintToleration'],
+      ['Exists on the key', { key: 'dedicated', operator: 'Exists' }, 'admit'],
+      ['Exists on every key', { operator: 'Exists' }, 'admit'],
+      ['another effect', { key: 'dedicated', operator: 'Exists', effect: 'NoSchedule' }, 'TaintToleration'],
+    ])('a toleration %s', (_, toleration, expected) => {
+      expect(reason(tolerating('a', toleration), [], tainted)).toBe(expected);
+    });
+
+    it('NoSchedule taints are the scheduler’s business, not admission’s', () => {
+      expect(reason(named('a'), [], { ...node, taints: [{ key: 'maintenance', effect: 'NoSchedule' }] })).toBe('admit');
+    });
+
+    it('static pods are not held back by taints', () => {
+      const p = named('a');
+      p.metadata.annotations = { 'kubernetes.io/config.source': 'file' };
+      expect(reason(p, [], tainted)).toBe('admit');
+    });
+  });
+});
+
+describe('podRequests', () => {
+  const req = (cpu: string, memory?: string) => ({ resources: { requests: { cpu, ...(memory ? { memory } : {}) } } });
+
+  it.each<[string, Partial<Pod['spec']>, Record<string, number>]>([
+    ['sums the regular containers', { containers: [ctr('a', req('100m')), ctr('b', req('250m'))] }, { cpu: 350 }],
+    ['an init container larger than the rest sets the request', { initContainers: [ctr('init', req('2'))], containers: [ctr('a', req('500m'))] }, { cpu: 2000 }],
+    ['a smaller init container does not add', { initContainers: [ctr('init', req('100m'))], containers: [ctr('a', req('500m'))] }, { cpu: 500 }],
+    ['sidecars run next to the containers', { initContainers: [sidecar('log', req('200m'))], containers: [ctr('a', req('500m'))] }, { cpu: 700 }],
+    [
+      'an init container counts the sidecars started before it only',
+      { initContainers: [ctr('first', req('1')), sidecar('log', req('300m')), ctr('second', req('1'))], containers: [ctr('a', req('100m'))] },
+      { cpu: 1300 },
+    ],
+    ['overhead is added', { containers: [ctr('a', req('100m'))], overhead: { cpu: '50m', memory: '10Mi' } }, { cpu: 150, memory: 10 * 2 ** 20 }],
+    ['pod-level requests replace the containers’ sum', { containers: [ctr('a', req('100m', '1Gi'))], resources: { requests: { cpu: '2' } } }, { cpu: 2000, memory: 2 ** 30 }],
+    ['fractions round up', { containers: [ctr('a', req('0.0001'))] }, { cpu: 1 }],
+  ])('%s', (_, spec, expected) => {
+    expect(podRequests(named('p', spec))).toEqual(expected);
   });
 });

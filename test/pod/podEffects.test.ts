@@ -46,7 +46,7 @@ function effectsRig() {
 }
 
 const stopTimeouts = (rig: LifecycleRig) => rig.runtime.calls.filter((c) => c.method === 'stopContainer').map((c) => c.timeoutSeconds);
-const killLogs = (rig: LifecycleRig) => rig.logs.filter((l) => l.message === 'Killing container').length;
+const killLogs = (rig: LifecycleRig) => rig.events.events.filter((e) => e.reason === 'Killing').length;
 
 describe('a second, shorter kill', () => {
   it('reuses the preStop hook already under way and counts its time against the shorter grace period', async () => {

@@ -3,6 +3,7 @@ import { ManualClock } from '../support/manualClock.ts';
 import { type AnyEventObject, createActor, setup } from 'xstate';
 import type { ContainerStatus, Pod, PodStatus, Probe } from '../../src/api/types.ts';
 import { silentLogger } from '../../src/log.ts';
+import { RecordedEvents } from '../support/recordedEvents.ts';
 import { PodManager } from '../../src/pod/podManager.ts';
 import type { ProbeKind } from '../../src/api/probeResult.ts';
 import type { ProbeOutcome, ProbeTarget } from '../../src/prober/handlers.ts';
@@ -30,6 +31,7 @@ function harness(pod: Pod) {
       scheduler: { clock: fake, random: () => 0, maxConcurrent: 32 },
       now: () => fake.now(),
       log: silentLogger,
+      recorder: new RecordedEvents(),
       runProbe: async (probe, target) => {
         const kind = kindOf(probe, target);
         calls.push({ kind, containerId: target.containerId, podIP: target.podIP });

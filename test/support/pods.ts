@@ -9,12 +9,13 @@ import { type PodMachine, podMachineWith } from '../../src/pod/pod.ts';
 import { TestRuntime } from './testRuntime.ts';
 import { StatusManager } from '../../src/status/manager.ts';
 import { type Logger, silentLogger } from '../../src/log.ts';
+import { RecordedEvents } from './recordedEvents.ts';
 
 export const IMAGE = 'statelet.local/busybox:1';
 
 /** Runtime deps over a TestRuntime (it is its own image service), with the default crash-loop policy. */
-export function fakeRuntimeDeps(runtime: TestRuntime, now: () => number, log: Logger = silentLogger): RuntimeDeps {
-  return { runtime, images: runtime, puller: new ImagePuller(runtime, 1), podLogsRoot: '/tmp/statelet-test-logs', crashLoop: crashLoopPolicy, now, log };
+export function fakeRuntimeDeps(runtime: TestRuntime, now: () => number, log: Logger = silentLogger, recorder = new RecordedEvents()): RuntimeDeps {
+  return { runtime, images: runtime, puller: new ImagePuller(runtime, 1), podLogsRoot: '/tmp/statelet-test-logs', crashLoop: crashLoopPolicy, now, log, recorder };
 }
 
 /** A SimulatedClock at 2026-01-01T00:00:00Z. */
