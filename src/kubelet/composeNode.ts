@@ -43,7 +43,7 @@ import type { ImageService, RuntimeService } from '../runtime/types.ts';
 import { StatusManager } from '../status/manager.ts';
 import type { NodeInfo } from '../lifecycle/admit.ts';
 import { amounts } from '../lifecycle/resources.ts';
-import { ApiEventRecorder, type EventRecorder, loggingRecorder } from '../record/recorder.ts';
+import { ApiEventRecorder, type EventRecorder, loggingRecorder, nodeReference } from '../record/recorder.ts';
 import { createPodsLogic } from './pods.ts';
 import { type SyncLoopMachine, syncLoopMachine } from './syncLoop.ts';
 
@@ -169,7 +169,7 @@ export function composeNode(deps: NodeDeps): Node {
       })
     : undefined;
   const nodeRecord = new NodeRecord();
-  const clusterChildren = cluster ? clusterLogic(cluster, deps, nodeRecord, () => syncLoopRef?.getSnapshot().context) : {};
+  const clusterChildren = cluster ? clusterLogic(cluster, deps, nodeRecord, recorder, () => syncLoopRef?.getSnapshot().context) : {};
   const mirrorPods = cluster
     ? new MirrorPodSync({
         api: cluster.api,
@@ -250,6 +250,7 @@ export function composeNode(deps: NodeDeps): Node {
   syncLoopRef = syncLoop;
   syncLoop.subscribe({ error: (err) => log('error', 'syncLoop failed', { err }) });
   syncLoop.start();
+  recorder.event(nodeReference(config.nodeName), 'Normal', 'Starting', 'Starting kubelet.');
   return {
     syncLoop,
     podManager,
@@ -287,7 +288,7 @@ function admissionNode(config: NodeConfig, cluster: ClusterDeps | undefined, rec
 }
 
 /** The node-level actors of a cluster node: its registration and status, and its Lease. */
-function clusterLogic(cluster: ClusterDeps, deps: NodeDeps, record: NodeRecord, health: () => RelistHealth | undefined) {
+function clusterLogic(cluster: ClusterDeps, deps: NodeDeps, record: NodeRecord, recorder: EventRecorder, health: () => RelistHealth | undefined) {
   const now = () => deps.clock.now();
   let machine: Promise<MachineInfo> | undefined;
   const effects = createNodeStatusEffects({
@@ -301,7 +302,7 @@ function clusterLogic(cluster: ClusterDeps, deps: NodeDeps, record: NodeRecord, 
     reportFrequencyMs: cluster.statusReportFrequencyMs,
     now,
     log: deps.log,
-    onReadyChanged: (ready, message) => deps.log(ready ? 'info' : 'warn', ready ? 'Node became ready' : 'Node became not ready', { node: cluster.settings.name, message }),
+    recorder,
   });
   const lease = createLeaseEffects({ api: cluster.api, record, now, log: deps.log, nodeName: cluster.settings.name, leaseDurationSeconds: cluster.leaseDurationSeconds });
   return {

@@ -7,10 +7,12 @@
 import type { Lease, NodeObject, NodeStatus } from '../api/cluster.ts';
 import { ApiError, isAlreadyExists, isConflict, isNotFound, type KubeApi } from '../client/api.ts';
 import type { Logger } from '../log.ts';
+import { type EventRecorder, nodeReference } from '../record/recorder.ts';
 import type { ImageService, RuntimeService } from '../runtime/types.ts';
 import { LEASE_NAMESPACE, nodeOwner, renewedLease } from './lease.ts';
 import type { LeaseEffects } from './leaseMachine.ts';
 import {
+  conditionEvents,
   type MachineInfo,
   type NodeHealth,
   type NodeSettings,
@@ -44,8 +46,8 @@ export interface NodeEffectsDeps {
   reportFrequencyMs: number;
   now: () => number;
   log: Logger;
-  /** Called when the Ready condition changes (the NodeReady / NodeNotReady events). */
-  onReadyChanged?: (ready: boolean, message: string) => void;
+  /** The node's events: NodeReady, NodeNotReady, NodeHasSufficientMemory, … as conditions change. */
+  recorder: EventRecorder;
 }
 
 /** Immediate retries of a status write in one round (kubelet_node_status.go nodeStatusUpdateRetry). */
@@ -81,21 +83,18 @@ async function inputs(deps: NodeEffectsDeps): Promise<NodeStatusInputs> {
 
 export function createNodeStatusEffects(deps: NodeEffectsDeps): NodeStatusEffects {
   const { api, settings, record, log } = deps;
-  let readyBefore: boolean | null = null;
-
-  const noteReady = (status: NodeStatus) => {
-    const ready = status.conditions.find((c) => c.type === 'Ready');
-    const isReady = ready?.status === 'True';
-    if (readyBefore !== isReady) {
-      if (readyBefore !== null || !isReady) deps.onReadyChanged?.(isReady, ready?.message ?? '');
-      readyBefore = isReady;
+  const isReady = (status: NodeStatus) => status.conditions.find((c) => c.type === 'Ready')?.status === 'True';
+  const recordTransitions = (before: Partial<NodeStatus> | undefined, after: Partial<NodeStatus>) => {
+    for (const reason of conditionEvents(before?.conditions, after.conditions ?? [])) {
+      deps.recorder.event(nodeReference(settings.name), 'Normal', reason, `Node ${settings.name} status is now: ${reason}`);
     }
-    return isReady;
   };
 
   return {
     async register() {
       const wanted = initialNode(await inputs(deps), iso(deps.now()));
+      // The kubelet's initial status announces every condition, on each start (setters.go via initialNode).
+      if (wanted.status) recordTransitions(undefined, wanted.status);
       try {
         record.node = await api.createNode(wanted);
         log('info', 'Registered the node', { node: settings.name });
@@ -120,10 +119,11 @@ export function createNodeStatusEffects(deps: NodeEffectsDeps): NodeStatusEffect
           previous = record.node.status;
         }
         const status = nodeStatus(current, previous, iso(now));
-        const ready = noteReady(status);
+        const ready = isReady(status);
         if (!shouldWriteStatus(statusChanged(previous, status), lastWrittenAt, now, deps.reportFrequencyMs)) return { written: false, ready };
         try {
           record.node = await api.patchNodeStatus(settings.name, { status });
+          recordTransitions(previous, status);
           return { written: true, ready };
         } catch (err) {
           if (attempt + 1 >= NODE_STATUS_UPDATE_RETRY || !(err instanceof ApiError)) throw err;

@@ -164,6 +164,29 @@ export function nodeConditions(health: NodeHealth, previous: readonly NodeCondit
   return [...pressure, condition('Ready', ready, previous, now)];
 }
 
+/** The event reason of each condition's status (kubelet_node_status.go recordNodeStatusEvent). */
+const CONDITION_EVENTS: Record<string, { True: string; False: string }> = {
+  MemoryPressure: { True: 'NodeHasInsufficientMemory', False: 'NodeHasSufficientMemory' },
+  DiskPressure: { True: 'NodeHasDiskPressure', False: 'NodeHasNoDiskPressure' },
+  PIDPressure: { True: 'NodeHasInsufficientPID', False: 'NodeHasSufficientPID' },
+  Ready: { True: 'NodeReady', False: 'NodeNotReady' },
+};
+
+/**
+ * The node events a written status calls for: one per condition whose status differs from the one
+ * the Node had (a condition it did not have counts as changed), in the conditions' order.
+ */
+export function conditionEvents(previous: readonly NodeCondition[] | undefined, next: readonly NodeCondition[]): string[] {
+  const events: string[] = [];
+  for (const c of next) {
+    const reasons = CONDITION_EVENTS[c.type];
+    if (!reasons || (c.status !== 'True' && c.status !== 'False')) continue;
+    if (previous?.find((p) => p.type === c.type)?.status === c.status) continue;
+    events.push(reasons[c.status]);
+  }
+  return events;
+}
+
 export interface NodeStatusInputs {
   machine: MachineInfo;
   settings: NodeSettings;

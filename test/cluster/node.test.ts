@@ -10,7 +10,7 @@ import path from 'node:path';
 import type { V1Lease, V1Node, V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AgentProcess, runStatelet } from '../support/agentProcess.ts';
-import { type ControlPlane, leases, nodes, pods, startControlPlane } from '../support/controlPlane.ts';
+import { type ControlPlane, leases, nodes, pods, startControlPlane, waitFor } from '../support/controlPlane.ts';
 
 const NODE = 'node-a';
 let cp: ControlPlane | null = null;
@@ -180,5 +180,27 @@ describe('statelet in a cluster (sim://)', () => {
     expect(pod.status?.phase).toBe('Running');
     const table = await cp.kubectl(['get', 'pod', 'crasher', '-n', namespace]);
     expect(table).toMatch(/crasher\s+0\/1\s+CrashLoopBackOff\s+[1-9]/);
+    // The crash loop's events: one BackOff Event whose count grows, not one object per back-off.
+    const listed = async () => (await cp!.core.listNamespacedEvent({ namespace })).items;
+    await waitFor(async () => (await listed()).some((e) => e.reason === 'BackOff' && (e.count ?? 0) >= 2), 'a BackOff event counted twice', 40_000);
+    const all = await listed();
+    expect(all.filter((e) => e.reason === 'BackOff')).toHaveLength(1);
+    const started = all.find((e) => e.reason === 'Started')!;
+    expect(started).toMatchObject({
+      type: 'Normal',
+      message: 'Started container app',
+      involvedObject: { kind: 'Pod', name: 'crasher', fieldPath: 'spec.containers{app}', uid: pod.metadata?.uid },
+      source: { component: 'kubelet', host: NODE },
+    });
+    expect(all.find((e) => e.reason === 'BackOff')!.message).toBe(`Back-off restarting failed container app in pod crasher_${namespace}(${pod.metadata?.uid})`);
+  });
+
+  it('records the node events: Starting, then the conditions as they are first written', async ({ skip }) => {
+    if (!cp) return skip();
+    const nodeEvents = async () => (await cp!.core.listNamespacedEvent({ namespace: 'default' })).items.filter((e) => e.involvedObject.kind === 'Node' && e.involvedObject.name === NODE);
+    await waitFor(async () => (await nodeEvents()).some((e) => e.reason === 'NodeReady'), 'the NodeReady event');
+    const reasons = (await nodeEvents()).map((e) => e.reason);
+    expect(reasons).toEqual(expect.arrayContaining(['Starting', 'NodeHasSufficientMemory', 'NodeHasNoDiskPressure', 'NodeHasSufficientPID', 'NodeReady']));
+    expect((await nodeEvents()).find((e) => e.reason === 'NodeReady')?.message).toBe(`Node ${NODE} status is now: NodeReady`);
   });
 });

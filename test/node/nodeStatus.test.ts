@@ -7,6 +7,7 @@ import {
   type NodeSettings,
   allocatable,
   capacity,
+  conditionEvents,
   initialNode,
   nodeConditions,
   nodeImages,
@@ -87,6 +88,20 @@ describe('conditions', () => {
     const ready = flipped.find((c) => c.type === 'Ready') as NodeCondition;
     expect(ready.lastTransitionTime).toBe(T2);
     expect(flipped.find((c) => c.type === 'MemoryPressure')!.lastTransitionTime).toBe(T1);
+  });
+});
+
+describe('condition events', () => {
+  it('announces every condition of a node that had none', () => {
+    expect(conditionEvents(undefined, nodeConditions(healthy, [], T1))).toEqual(['NodeHasSufficientMemory', 'NodeHasNoDiskPressure', 'NodeHasSufficientPID', 'NodeReady']);
+  });
+
+  it('announces only what changed', () => {
+    const first = nodeConditions(healthy, [], T1);
+    expect(conditionEvents(first, nodeConditions(healthy, first, T2))).toEqual([]);
+    const down = nodeConditions({ ...healthy, notReady: ['container runtime is down'] }, first, T2);
+    expect(conditionEvents(first, down)).toEqual(['NodeNotReady']);
+    expect(conditionEvents(down, nodeConditions({ ...healthy, memoryPressure: true }, down, T2))).toEqual(['NodeHasInsufficientMemory', 'NodeReady']);
   });
 });
 
