@@ -178,6 +178,7 @@ export function composeNode(deps: NodeDeps): Node {
         staticPods: () => [...podManager.all()].filter(isStaticPod),
         log,
         onCreated: (pod) => statusWriter?.rewrite(pod.metadata.uid),
+        now,
       })
     : undefined;
   const gcPolicy = containerGcPolicy(config);

@@ -51,7 +51,8 @@ export interface AgentProcess {
   pods(): Promise<Pod[]>;
   healthz(): Promise<{ status: number; body: string }>;
   /** Polls `/pods` until `predicate` holds for the pod named `name` (its name before the node suffix). */
-  waitForPod(name: string, predicate: (pod: Pod) => boolean, timeoutMs?: number): Promise<Pod>;
+  /** A static pod by its name in the manifest; with `namespace`, a pod from the API by its own name. */
+  waitForPod(name: string, predicate: (pod: Pod) => boolean, timeoutMs?: number, namespace?: string): Promise<Pod>;
   waitForExit(timeoutMs?: number): Promise<number | null>;
   stop(): Promise<void>;
 }
@@ -125,11 +126,13 @@ export async function runStatelet(args: string[], options: { rootDir?: string; c
       const res = await fetch(`http://127.0.0.1:${healthzPort}/healthz`);
       return { status: res.status, body: await res.text() };
     },
-    async waitForPod(name, predicate, timeoutMs = 30_000) {
-      const fullName = `${name}-e2e-node`;
+    async waitForPod(name, predicate, timeoutMs = 30_000, namespace?: string) {
+      // A static pod is named after the node: the last --hostname-override given wins.
+      const override = [...args].reverse().find((a) => a.startsWith('--hostname-override='));
+      const fullName = namespace ? name : `${name}-${override ? override.slice('--hostname-override='.length) : 'e2e-node'}`;
       return vi.waitFor(
         async () => {
-          const pod = (await agent.pods()).find((p) => p.metadata.name === fullName);
+          const pod = (await agent.pods()).find((p) => p.metadata.name === fullName && (!namespace || p.metadata.namespace === namespace));
           if (!pod || !predicate(pod)) {
             throw new Error(`pod ${fullName} not as expected yet: ${JSON.stringify(pod?.status ?? null)}`);
           }

@@ -45,8 +45,11 @@ export interface ControlPlane {
   namespace(prefix?: string): Promise<string>;
   /** The apiserver's log so far (for failure messages). */
   output(): string;
-  /** Stops the apiserver (SIGTERM, SIGKILL after 10 s), keeping etcd's data for a restart. */
-  stop(): Promise<void>;
+  /**
+   * Stops the apiserver (SIGTERM, SIGKILL after 10 s; `crash`: SIGKILL at once, as a machine
+   * failing), keeping etcd's data for a restart.
+   */
+  stop(options?: { crash?: boolean }): Promise<void>;
   /** Starts it again on the same ports and data (the fault tests). */
   restart(): Promise<void>;
   /** Stops it and removes its data. */
@@ -200,9 +203,9 @@ export async function startControlPlane(options: { nodeNames: string[] }): Promi
   for (const name of ['default', 'kube-node-lease']) await waitFor(async () => !!(await core.readNamespace({ name }).catch(() => null)), `namespace ${name}`);
 
   let serial = 0;
-  const stop = async () => {
+  const stop = async (options: { crash?: boolean } = {}) => {
     if (!child || child.exitCode !== null) return;
-    child.kill('SIGTERM');
+    child.kill(options.crash ? 'SIGKILL' : 'SIGTERM');
     const timer = setTimeout(() => child?.kill('SIGKILL'), 10_000);
     await exited;
     clearTimeout(timer);
