@@ -41,6 +41,8 @@ export interface ControlPlane {
   ): Promise<T | null>;
   /** Runs the kubectl built from the same release, as the admin. */
   kubectl(args: string[]): Promise<string>;
+  /** That kubectl binary. */
+  kubectlPath: string;
   /** Creates a namespace with a unique name and its `default` ServiceAccount. */
   namespace(prefix?: string): Promise<string>;
   /** The apiserver's log so far (for failure messages). */
@@ -68,14 +70,18 @@ export const nodes: ApiResource = { path: '/api/v1/nodes' };
 export const leases: ApiResource = { path: '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases' };
 export const events = (namespace: string): ApiResource => ({ path: `/api/v1/namespaces/${namespace}/events` });
 
-/** Where a missing Go is fatal (CI) or a reason to skip (a developer's machine). */
-async function binaries(): Promise<{ controlplane: string; kubectl: string } | null> {
+/** Where a missing Go is fatal (CI, `required`) or a reason to skip (a developer's machine). */
+async function binaries(required: boolean): Promise<{ controlplane: string; kubectl: string } | null> {
   // @ts-expect-error: a plain ESM script without type declarations
   const { controlPlaneBinaries } = (await import('../../scripts/controlplane/build.mjs')) as {
     controlPlaneBinaries(): Promise<{ controlplane: string; kubectl: string } | { skip: string }>;
   };
   const result = await controlPlaneBinaries();
   if ('skip' in result) {
+    if (required) {
+      console.error(`statelet: the control plane cannot be built here: ${result.skip}. Install Go 1.26 (https://go.dev/dl).`);
+      return null;
+    }
     if (process.env.CI === 'true') throw new Error(`cluster suite cannot run on CI: ${result.skip}`);
     console.warn(`\n${'!'.repeat(78)}\n!! SKIPPING the cluster suite: ${result.skip}.\n!! Install Go 1.26 (https://go.dev/dl) to run it; CI runs it.\n${'!'.repeat(78)}\n`);
     return null;
@@ -110,8 +116,8 @@ function kubeconfigYaml(server: string, caFile: string, user: string, token: str
  * Starts a control plane with node identities for `nodeNames`, or returns null (having said why)
  * where it cannot be built outside CI.
  */
-export async function startControlPlane(options: { nodeNames: string[] }): Promise<ControlPlane | null> {
-  const bins = await binaries();
+export async function startControlPlane(options: { nodeNames: string[]; required?: boolean }): Promise<ControlPlane | null> {
+  const bins = await binaries(options.required ?? false);
   if (!bins) return null;
   const dir = await mkdtemp(path.join(os.tmpdir(), 'statelet-cp-'));
   const [securePort, etcdPort, etcdPeerPort] = [await freePort(), await freePort(), await freePort()];
@@ -222,6 +228,7 @@ export async function startControlPlane(options: { nodeNames: string[] }): Promi
     admin,
     core,
     waitFor: (resource, name, predicate, timeoutMs = 30_000) => watchUntil(admin, resource, name, predicate, timeoutMs),
+    kubectlPath: bins.kubectl,
     kubectl: async (kubectlArgs) => {
       const { stdout } = await promisify(execFile)(bins.kubectl, ['--kubeconfig', adminKubeconfig, ...kubectlArgs]);
       return stdout;
