@@ -109,7 +109,14 @@ export function podHandlers(deps: PodHandlerDeps): PodHandlers {
         case 'CONFIG.REMOVE':
           return remove(event.pods);
         case 'CONFIG.RECONCILE':
-          for (const pod of event.pods) podManager.set(pod);
+          for (const pod of event.pods) {
+            podManager.set(pod);
+            // A controller set a readiness gate's condition: Ready is generated again by a sync
+            // (pkg/kubelet/kubelet.go HandlePodReconcile, NeedToReconcilePodReadiness).
+            if (Array.isArray(pod.spec.readinessGates) && pod.spec.readinessGates.length > 0) {
+              workers.send(pod.metadata.uid, { type: 'POD.UPDATE', pod, updateType: 'update' });
+            }
+          }
           return;
       }
     },

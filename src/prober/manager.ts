@@ -217,6 +217,22 @@ export function createProbeManagerLogic(deps: ProbeManagerDeps) {
       podsSeen.delete(uid);
     };
 
+    /**
+     * A readiness or startup worker with no result yet for a running container probes at once
+     * instead of a period later: the container is not Ready (or started) until it has
+     * (prober_manager.go UpdatePodStatus triggers the worker's manual run).
+     */
+    const triggerUnprobed = (ids: readonly string[], status: PodStatus) => {
+      for (const id of ids) {
+        const worker = workers.get(id);
+        if (!worker || worker.kind === 'liveness') continue;
+        const cs = containerStatusOf(status, worker.container.name);
+        const containerId = runtimeContainerId(cs?.containerID);
+        if (!containerId || cs?.state.running === undefined) continue;
+        if (worker.state.containerId !== containerId || worker.state.lastResult === null) scheduler.trigger(id);
+      }
+    };
+
     const onStatus = (uid: string, status: PodStatus | undefined) => {
       if (status === undefined || status.phase === 'Succeeded' || status.phase === 'Failed') {
         // A terminal pod never runs again; a UID that comes back starts with a deleted status.
@@ -224,7 +240,8 @@ export function createProbeManagerLogic(deps: ProbeManagerDeps) {
         if (status !== undefined) podsSeen.set(uid, []);
         return;
       }
-      if (podsSeen.has(uid)) return;
+      const seen = podsSeen.get(uid);
+      if (seen) return triggerUnprobed(seen, status);
       const pod = deps.podManager.get(uid);
       if (!pod || pod.metadata.deletionTimestamp !== undefined) return;
       addPod(uid, pod);

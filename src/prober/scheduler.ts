@@ -39,6 +39,8 @@ export interface ProbeScheduler {
   /** Adds a worker (replacing one with the same id). */
   add(id: string, periodMs: number, run: WorkerRun): void;
   remove(id: string): void;
+  /** Runs the worker now rather than at its next due time (unless it is running); its period restarts from now. */
+  trigger(id: string): void;
   has(id: string): boolean;
   readonly size: number;
   /** Runs in flight. */
@@ -181,6 +183,17 @@ export function createProbeScheduler(options: SchedulerOptions): ProbeScheduler 
     },
     remove(id) {
       remove(id);
+    },
+    trigger(id) {
+      const entry = entries.get(id);
+      const now = clock.now();
+      if (!entry || entry.running || entry.due <= now || stopped) return;
+      // The heap cannot move an entry: the old one is retired and a due copy takes its place.
+      entry.removed = true;
+      const due: Entry = { ...entry, due: now, seq: seq++, removed: false };
+      entries.set(id, due);
+      push(due);
+      arm();
     },
     has: (id) => entries.has(id),
     get size() {

@@ -47,6 +47,18 @@ const toTime = (ms: number): string | undefined =>
 export const ContainerStatusUnknownMessage =
   'The container could not be located when the pod was deleted.  The container used to be Running';
 
+/**
+ * In a pod that has reached a terminal phase no container is still waiting: one that never ran (or
+ * cannot be found) is reported terminated (pkg/kubelet/kubelet_pods.go generateAPIPodStatus).
+ */
+function terminateWaiting(statuses: ContainerStatus[]): void {
+  for (const s of statuses) {
+    if (s.state.terminated) continue;
+    s.state = { terminated: { exitCode: 137, reason: 'ContainerStatusUnknown', message: 'The container could not be located when the pod was terminated' } };
+    s.ready = false;
+  }
+}
+
 export function generatePodStatus(input: StatusInput): PodStatus {
   const { pod, runtime, previous } = input;
   const hasInit = (pod.spec.initContainers ?? []).length > 0;
@@ -88,6 +100,11 @@ export function generatePodStatus(input: StatusInput): PodStatus {
   if (isTerminalPhase(apiPhase) && phase !== apiPhase) {
     // The API server already shows a terminal phase: transitions out of it are not allowed.
     phase = apiPhase as PodPhase;
+  }
+
+  if (isTerminalPhase(phase)) {
+    terminateWaiting(containerStatuses);
+    terminateWaiting(initContainerStatuses);
   }
 
   const sandbox = runtime.sandboxes[0];
@@ -317,7 +334,7 @@ function conditions(
   const list: PodCondition[] = [
     { type: 'PodReadyToStartContainers', status: sandboxReady ? 'True' : 'False' },
     initializedCondition(pod, phase, initStatuses, statuses),
-    { ...containersReady, type: 'Ready' },
+    readyCondition(pod, containersReady),
     containersReady,
     { type: 'PodScheduled', status: 'True' },
   ];
@@ -344,15 +361,34 @@ export function withContainerReadiness(pod: Pod, status: PodStatus, containerNam
   const initContainerStatuses = set(status.initContainerStatuses);
   const computed = containersReadyCondition(pod, status.phase ?? 'Pending', initContainerStatuses ?? [], containerStatuses);
   const now = toTime(nowMs);
+  const podReady = readyCondition(pod, computed);
   const conditions = (status.conditions ?? []).map((c) => {
     if (c.type !== 'ContainersReady' && c.type !== 'Ready') return c;
-    const next: PodCondition = { ...computed, type: c.type, lastProbeTime: null };
+    const next: PodCondition = { ...(c.type === 'Ready' ? podReady : computed), lastProbeTime: null };
     next.lastTransitionTime = c.status === next.status ? (c.lastTransitionTime ?? now) : now;
     return next;
   });
   const next: PodStatus = { ...status, containerStatuses, conditions };
   if (initContainerStatuses) next.initContainerStatuses = initContainerStatuses;
   return next;
+}
+
+/**
+ * Ready: ContainersReady, and then every `spec.readinessGates` condition True in the pod's API
+ * status (set by controllers) — pkg/kubelet/status/generate.go GeneratePodReadyCondition.
+ */
+function readyCondition(pod: Pod, containersReady: PodCondition): PodCondition {
+  if (containersReady.status !== 'True') return { ...containersReady, type: 'Ready' };
+  const gates = Array.isArray(pod.spec.readinessGates) ? (pod.spec.readinessGates as { conditionType?: string }[]) : [];
+  const known = pod.status?.conditions ?? [];
+  const unready: string[] = [];
+  for (const gate of gates) {
+    const condition = known.find((c) => c.type === gate.conditionType);
+    if (!condition) unready.push(`corresponding condition of pod readiness gate "${gate.conditionType}" does not exist.`);
+    else if (condition.status !== 'True') unready.push(`the status of pod readiness gate "${gate.conditionType}" is not "True", but ${condition.status}`);
+  }
+  if (unready.length === 0) return { type: 'Ready', status: 'True' };
+  return { type: 'Ready', status: 'False', reason: 'ReadinessGatesNotReady', message: unready.join(', ') };
 }
 
 function containersReadyCondition(
@@ -390,11 +426,9 @@ function initializedCondition(
   const inits = pod.spec.initContainers ?? [];
   // A regular container that ever ran (running or terminated) means the pod initialized once.
   const anyRegularStarted = statuses.some((s) => s.state.running !== undefined || s.state.terminated !== undefined);
-  if (inits.length === 0 || phase === 'Succeeded' || anyRegularStarted) {
-    return phase === 'Succeeded' && inits.length > 0
-      ? { type, status: 'True', reason: 'PodCompleted' }
-      : { type, status: 'True' };
-  }
+  // A pod that completed is initialized with reason PodCompleted, init containers or not (generate.go GeneratePodInitializedCondition).
+  if (phase === 'Succeeded') return { type, status: 'True', reason: 'PodCompleted' };
+  if (inits.length === 0 || anyRegularStarted) return { type, status: 'True' };
   const pending = inits
     .filter((c) => {
       const s = initStatuses.find((x) => x.name === c.name);

@@ -104,6 +104,24 @@ describe('probe manager', () => {
     h.stop();
   });
 
+  it('probes readiness as soon as the container runs, not a period later', async () => {
+    const slow = { ...fast, periodSeconds: 20 };
+    const h = harness(makePod('p', { containers: [container('app', { readinessProbe: slow })] }));
+    // The pod's first status: no container yet. The worker's first tick finds nothing to probe.
+    h.statuses.set('uid-p', { phase: 'Pending', containerStatuses: [] });
+    await h.fake.settle(20_000 + 1);
+    const before = h.calls.length;
+    h.setContainer('c1');
+    await h.fake.settle(100);
+    expect(h.calls.slice(before)).toEqual([{ kind: 'readiness', containerId: 'c1', podIP: '10.1.2.3' }]);
+    expect(h.results()).toEqual(['readiness:c1:Success']);
+    // Once it has a result, status updates do not probe again before the period.
+    h.setContainer('c1');
+    await h.fake.settle(100);
+    expect(h.calls.length).toBe(before + 1);
+    h.stop();
+  });
+
   it('a container that is not running is not ready', async () => {
     const h = harness(makePod('p', { containers: [container('app', { readinessProbe: fast })] }));
     h.setContainer('c1');

@@ -463,6 +463,63 @@ describe('generatePodStatus: conditions', () => {
     expect(condition(status, 'Initialized')).toMatchObject({ status: 'True', reason: 'PodCompleted' });
   });
 
+  it('Succeeded without init containers ⇒ Initialized True with PodCompleted', () => {
+    const pod = basePod({ restartPolicy: 'Never' });
+    const runtime = { ...baseRuntime(pod), containers: pod.spec.containers.map((c) => exited(c, 0)) };
+    const status = generatePodStatus(input(pod, runtime));
+    expect(status.phase).toBe('Succeeded');
+    expect(condition(status, 'Initialized')).toMatchObject({ status: 'True', reason: 'PodCompleted' });
+  });
+
+  it('a terminal pod reports containers that never ran as terminated ContainerStatusUnknown (137), not waiting', () => {
+    const pod = basePod({ restartPolicy: 'Never', activeDeadlineSeconds: 5 });
+    const runtime = { ...baseRuntime(pod), containers: [exited(specContainer(pod, 'foo1'), 1)] };
+    const status = generatePodStatus(input(pod, runtime, { previous: { phase: 'Pending', startTime: iso(T0) } }));
+    expect(status.phase).toBe('Failed');
+    for (const name of ['foo2', 'foo3']) {
+      expect(byName(status.containerStatuses, name).state).toEqual({
+        terminated: { exitCode: 137, reason: 'ContainerStatusUnknown', message: 'The container could not be located when the pod was terminated' },
+      });
+    }
+    expect(byName(status.containerStatuses, 'foo1').state.terminated?.exitCode).toBe(1);
+  });
+
+  describe('readiness gates', () => {
+    const gated = (conditions: PodCondition[] = []) => {
+      const pod = basePod({ readinessGates: [{ conditionType: 'example.com/lb' }, { conditionType: 'example.com/dns' }] });
+      pod.status = { conditions };
+      return pod;
+    };
+    const readyRuntime = (pod: Pod) => baseRuntime(pod);
+    const allReady = (pod: Pod) => ({ previous: { phase: 'Running' as const, containerStatuses: pod.spec.containers.map((c) => ({ ...apiRunning(c.name), ready: true })) } });
+
+    it('hold Ready False with ReadinessGatesNotReady while a gate condition is missing or not True', () => {
+      const pod = gated([{ type: 'example.com/lb', status: 'False' }]);
+      const status = withContainerReadiness(pod, generatePodStatus(input(pod, readyRuntime(pod), allReady(pod))), 'foo1', true, NOW);
+      expect(condition(status, 'ContainersReady').status).toBe('True');
+      expect(condition(status, 'Ready')).toMatchObject({
+        status: 'False',
+        reason: 'ReadinessGatesNotReady',
+        message: 'the status of pod readiness gate "example.com/lb" is not "True", but False, corresponding condition of pod readiness gate "example.com/dns" does not exist.',
+      });
+    });
+
+    it('let Ready be True once every gate condition is True', () => {
+      const pod = gated([
+        { type: 'example.com/lb', status: 'True' },
+        { type: 'example.com/dns', status: 'True' },
+      ]);
+      const status = withContainerReadiness(pod, generatePodStatus(input(pod, readyRuntime(pod), allReady(pod))), 'foo1', true, NOW);
+      expect(condition(status, 'Ready').status).toBe('True');
+    });
+
+    it('do not hide containers that are not ready', () => {
+      const pod = gated();
+      const status = generatePodStatus(input(pod, { ...readyRuntime(pod), containers: [] }));
+      expect(condition(status, 'Ready')).toMatchObject({ status: 'False', reason: 'ContainersNotReady' });
+    });
+  });
+
   it('Failed ⇒ PodFailed reasons', () => {
     const pod = basePod({ restartPolicy: 'Never' });
     const runtime = { ...baseRuntime(pod), containers: pod.spec.containers.map((c) => exited(c, 1)) };
