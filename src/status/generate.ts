@@ -48,12 +48,13 @@ export const ContainerStatusUnknownMessage =
   'The container could not be located when the pod was deleted.  The container used to be Running';
 
 /**
- * In a pod that has reached a terminal phase no container is still waiting: one that never ran (or
- * cannot be found) is reported terminated (pkg/kubelet/kubelet_pods.go generateAPIPodStatus).
+ * In a pod that has reached a terminal phase no container is left waiting: one that never ran is
+ * reported terminated (pkg/kubelet/status/status_manager.go TerminatePod). A running one is being
+ * stopped and reports its own termination.
  */
 function terminateWaiting(statuses: ContainerStatus[]): void {
   for (const s of statuses) {
-    if (s.state.terminated) continue;
+    if (!s.state.waiting) continue;
     s.state = { terminated: { exitCode: 137, reason: 'ContainerStatusUnknown', message: 'The container could not be located when the pod was terminated' } };
     s.ready = false;
   }

@@ -7,7 +7,7 @@
 import { mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import type { V1Lease, V1Node, V1Pod } from '@kubernetes/client-node';
+import { PatchStrategy, setHeaderOptions, type V1Lease, type V1Node, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AgentProcess, runStatelet } from '../support/agentProcess.ts';
 import { type ControlPlane, leases, nodes, pods, startControlPlane, waitFor } from '../support/controlPlane.ts';
@@ -193,6 +193,30 @@ describe('statelet in a cluster (sim://)', () => {
       source: { component: 'kubelet', host: NODE },
     });
     expect(all.find((e) => e.reason === 'BackOff')!.message).toBe(`Back-off restarting failed container app in pod crasher_${namespace}(${pod.metadata?.uid})`);
+  });
+
+  it('holds Ready False until a readiness gate set by a controller is True', { timeout: 60_000 }, async ({ skip }) => {
+    if (!cp) return skip();
+    const namespace = await cp.namespace('gates');
+    await cp.core.createNamespacedPod({
+      namespace,
+      body: {
+        metadata: { name: 'gated' },
+        spec: { nodeName: NODE, readinessGates: [{ conditionType: 'example.com/lb' }], containers: [{ name: 'app', image: 'busybox', command: ['sleep', '3600'] }] },
+      },
+    });
+    const ready = (p: V1Pod | null) => p?.status?.conditions?.find((c) => c.type === 'Ready');
+    const held = (await cp.waitFor<V1Pod>(pods(namespace), 'gated', (p) => ready(p)?.reason === 'ReadinessGatesNotReady'))!;
+    expect(ready(held)).toMatchObject({ status: 'False', message: 'corresponding condition of pod readiness gate "example.com/lb" does not exist.' });
+    expect(held.status?.conditions?.find((c) => c.type === 'ContainersReady')?.status).toBe('True');
+    // The load balancer's controller says yes: the agent keeps its condition and turns Ready.
+    const conditions = [...(held.status?.conditions ?? []), { type: 'example.com/lb', status: 'True', lastTransitionTime: new Date() }];
+    await cp.core.patchNamespacedPodStatus(
+      { namespace, name: 'gated', body: { status: { conditions } } },
+      setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch),
+    );
+    const open = (await cp.waitFor<V1Pod>(pods(namespace), 'gated', (p) => ready(p)?.status === 'True'))!;
+    expect(open.status?.conditions?.find((c) => c.type === 'example.com/lb')?.status).toBe('True');
   });
 
   it('records the node events: Starting, then the conditions as they are first written', async ({ skip }) => {
