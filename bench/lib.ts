@@ -296,6 +296,10 @@ export async function startBenchAgent(options: {
   maxPods: number;
   /** Serve the live visualizer on this port (0 or absent: disabled, as by default). */
   visualizerPort?: number;
+  /** Join the cluster of this kubeconfig (the node's identity), as `--kubeconfig`. */
+  kubeconfig?: string;
+  /** Serve `/pods` and `/metrics` on this port (absent: disabled). */
+  readOnlyPort?: number;
 }): Promise<BenchAgent> {
   const settings = {
     ...agentDefaults('flags'),
@@ -303,11 +307,12 @@ export async function startBenchAgent(options: {
     podManifestPath: options.manifestDir,
     rootDir: options.rootDir,
     podLogsDir: path.join(options.rootDir, 'logs'),
-    readOnlyPort: 0,
+    readOnlyPort: options.readOnlyPort ?? 0,
     healthzPort: 0,
     maxPods: options.maxPods,
     hostnameOverride: NODE_NAME,
     ...(options.visualizerPort ? { visualizerPort: options.visualizerPort } : {}),
+    ...(options.kubeconfig ? { kubeconfig: options.kubeconfig } : {}),
   };
   const config: AgentConfig = finalizeAgentConfig(settings);
   const timeline = new Timeline();

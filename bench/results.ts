@@ -119,3 +119,21 @@ export interface Skipped {
 export interface Failed {
   error: string;
 }
+
+/** bench/cluster.ts: pods created through a real API server, seen Running through a watch. */
+export interface ClusterResult {
+  n: number;
+  start: {
+    createToRunningMs: Summary;
+    /** The parts of it: the POST answered; then Running in the agent; then that status seen through the watch. */
+    postMs: Summary;
+    createdToRunningInAgentMs: Summary;
+    runningInAgentToWatchMs: Summary;
+    timeToAllRunningMs: number;
+    podsPerSecond: number;
+    cpuMsPerPod: number;
+  };
+  requests: { untilAllRunning: number; untilSettled: number; perPodStarted: number; byCall: Record<string, number> };
+  memory: { atN: { rssMB: number; heapUsedMB: number; afterGc: boolean } };
+  idle: { windowS: number; requestsPerMinute: number; byCall: Record<string, number>; cpuPercentOfOneCore: number };
+}

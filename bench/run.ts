@@ -5,7 +5,7 @@
  *
  *   npm run bench                       everything (~6 min on a 2-vCPU machine)
  *   npm run bench -- --quick            sim at N=100 only, 10 s idle windows, fewer actor sizes
- *   npm run bench -- --only=sim         or actors, containerd, page (comma-separated list allowed)
+ *   npm run bench -- --only=sim         or actors, containerd, page, cluster (comma-separated list allowed)
  *   BENCH_QUICK=1 BENCH_ONLY=sim npm run bench
  *
  * See docs/benchmarks.md for what each figure means.
@@ -15,13 +15,13 @@ import { readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { ActorMeasure, ActorsResult, ContainerdResult, Failed, Frames, PageResult, SimResult, Skipped } from './results.ts';
+import type { ActorMeasure, ActorsResult, ClusterResult, ContainerdResult, Failed, Frames, PageResult, SimResult, Skipped } from './results.ts';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const resultsFile = path.join(benchDir, 'results.json');
 
-type Scenario = 'sim' | 'actors' | 'containerd' | 'page';
-const allScenarios: Scenario[] = ['sim', 'actors', 'containerd', 'page'];
+type Scenario = 'sim' | 'actors' | 'containerd' | 'page' | 'cluster';
+const allScenarios: Scenario[] = ['sim', 'actors', 'containerd', 'page', 'cluster'];
 
 const argv = process.argv.slice(2);
 const quick = argv.includes('--quick') || ['1', 'true'].includes(process.env.BENCH_QUICK ?? '');
@@ -189,6 +189,27 @@ function printActors(r: Run<ActorsResult>): void {
   table('pod actor creation (real pod machine, effects never settle)', ['metric', ...sizes.map((n) => `n=${n}`)], rows);
 }
 
+function printCluster(r: Run<ClusterResult | Skipped>): void {
+  if (failed(r)) return void console.log(`\ncluster: ${r.error}`);
+  if (skipped(r)) return void console.log(`\ncluster: SKIPPED — ${r.skipped}`);
+  const s = (x: { p50: number; p99: number }) => `${x.p50} / ${x.p99}`;
+  table(`cluster — sim:// node of a real kube-apiserver + etcd, ${r.n} pods created through the API at once`, ['metric', 'value'], [
+    ['create→Running seen through a watch p50 / p99 (ms)', s(r.start.createToRunningMs)],
+    ['  POST answered p50 / p99 (ms)', s(r.start.postMs)],
+    ['  then Running in the agent p50 / p99 (ms)', s(r.start.createdToRunningInAgentMs)],
+    ['  then seen through the watch p50 / p99 (ms)', s(r.start.runningInAgentToWatchMs)],
+    ['time to all Running (ms)', r.start.timeToAllRunningMs],
+    ['pods/s', r.start.podsPerSecond],
+    ['agent API requests per pod started', r.requests.perPodStarted],
+    ['  of which', Object.entries(r.requests.byCall).map(([k, v]) => `${k} ${v}`).join(', ')],
+    ['CPU per pod (ms; agent, sim and this client)', r.start.cpuMsPerPod],
+    ['RSS at N (MB, after GC)', r.memory.atN.rssMB],
+    ['idle API requests per minute (node heartbeat)', r.idle.requestsPerMinute],
+    ['  of which', Object.entries(r.idle.byCall).map(([k, v]) => `${k} ${v}`).join(', ')],
+    ['idle CPU (% of one core)', r.idle.cpuPercentOfOneCore],
+  ]);
+}
+
 function printContainerd(r: Run<ContainerdResult | Skipped>): void {
   if (failed(r)) return void console.log(`\ncontainerd: ${r.error}`);
   if (skipped(r)) return void console.log(`\ncontainerd: SKIPPED — ${r.skipped}`);
@@ -299,6 +320,12 @@ async function main(): Promise<void> {
     const containerd = await worker<ContainerdResult | Skipped>('containerd.ts', ['--sequential=20', '--burst=100', `--idle-ms=${quick ? 5_000 : 10_000}`]);
     results.containerd = containerd;
     printed.push(() => printContainerd(containerd));
+  }
+  if (only.includes('cluster')) {
+    console.error('cluster…');
+    const cluster = await worker<ClusterResult | Skipped>('cluster.ts', ['--n=100', `--idle-ms=${quick ? 10_000 : 60_000}`]);
+    results.cluster = cluster;
+    printed.push(() => printCluster(cluster));
   }
   if (only.includes('page')) {
     console.error('page…');

@@ -17,8 +17,8 @@ import { KubeConfig } from '@kubernetes/client-node';
 import type { NodeAddress } from '../api/cluster.ts';
 import { quantityValue } from '../api/quantity.ts';
 import { kubeletVersion } from '../cli/flags.ts';
-import type { KubeApi } from '../client/api.ts';
 import { createKubeClient } from '../client/kubeClient.ts';
+import { type KubeApi, RequestCounts } from '../client/api.ts';
 import { type ClusterDeps, composeNode } from '../kubelet/composeNode.ts';
 import { readMachineInfo } from '../node/machineInfo.ts';
 import type { SyncLoopMachine } from '../kubelet/syncLoop.ts';
@@ -114,7 +114,8 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
   );
   // In a cluster the pods report the node's address as hostIP, --node-ip or the machine's own.
   if (config.kubeconfig && !config.nodeIp) config = { ...config, nodeIp: defaultInternalIp() };
-  const cluster = config.kubeconfig ? clusterDeps(config, loadKubeApi(config.kubeconfig)) : undefined;
+  const apiRequests = new RequestCounts();
+  const cluster = config.kubeconfig ? clusterDeps(config, loadKubeApi(config.kubeconfig, apiRequests)) : undefined;
   if (cluster) log('info', 'Joining the cluster', { server: cluster.server, node: config.nodeName });
   const sources = { ...sourceOptions, ...(cluster ? { api: cluster.deps.api } : {}) };
   const node = composeNode({
@@ -134,7 +135,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
   const view: AgentView = {
     pods: () => [...podManager.all()].map((pod) => ({ ...pod, status: statuses.get(pod.metadata.uid) ?? pod.status ?? {} })),
     unhealthyReason: node.unhealthyReason,
-    metrics: () => renderMetrics({ pods: view.pods(), syncLoop: syncLoop.getSnapshot().context }),
+    metrics: () => renderMetrics({ pods: view.pods(), syncLoop: syncLoop.getSnapshot().context, ...(cluster ? { apiRequests } : {}) }),
   };
 
   const agent: Agent = {
@@ -171,7 +172,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
 }
 
 /** The API client of a kubeconfig file; a file that cannot be read stops the agent at start. */
-function loadKubeApi(file: string): { api: KubeApi; server: string } {
+function loadKubeApi(file: string, counts: RequestCounts): { api: KubeApi; server: string } {
   const kubeConfig = new KubeConfig();
   try {
     kubeConfig.loadFromFile(file);
@@ -180,7 +181,7 @@ function loadKubeApi(file: string): { api: KubeApi; server: string } {
   }
   const server = kubeConfig.getCurrentCluster()?.server;
   if (!server) throw new Error(`--kubeconfig ${file}: the current context names no cluster server`);
-  return { api: createKubeClient(kubeConfig, { requestTimeoutMs: 10_000, userAgent: `statelet/${kubeletVersion()}` }), server };
+  return { api: createKubeClient(kubeConfig, { requestTimeoutMs: 10_000, userAgent: `statelet/${kubeletVersion()}`, counts }), server };
 }
 
 function clusterDeps(config: AgentConfig, client: { api: KubeApi; server: string }): { deps: ClusterDeps; server: string } {

@@ -77,3 +77,29 @@ export interface KubeApi {
   /** A JSON merge patch of an Event (its count and lastTimestamp, when it repeats). */
   patchEvent(namespace: string, name: string, patch: object): Promise<KubeEvent>;
 }
+
+/**
+ * Requests made to the API server, by method, resource and status code (0: no answer): the
+ * kubelet's `rest_client_requests_total`. A watch counts once, when it is opened.
+ */
+export class RequestCounts {
+  private readonly counts = new Map<string, number>();
+
+  add(method: string, resource: string, code: number): void {
+    const key = `${method} ${resource} ${code}`;
+    this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
+  }
+
+  entries(): { method: string; resource: string; code: number; count: number }[] {
+    return [...this.counts].map(([key, count]) => {
+      const [method, resource, code] = key.split(' ');
+      return { method: method!, resource: resource!, code: Number(code), count };
+    });
+  }
+
+  total(): number {
+    let sum = 0;
+    for (const count of this.counts.values()) sum += count;
+    return sum;
+  }
+}

@@ -7,12 +7,14 @@
 import * as k8s from '@kubernetes/client-node';
 import type { KubeEvent } from '../api/cluster.ts';
 import type { Pod } from '../api/types.ts';
-import { ApiError, type DeleteOptions, type KubeApi, type PodList, type WatchEventType, type WatchHandlers } from './api.ts';
+import { ApiError, type DeleteOptions, type RequestCounts, type KubeApi, type PodList, type WatchEventType, type WatchHandlers } from './api.ts';
 
 export interface KubeClientOptions {
   /** Deadline of one request (not of a watch). */
   requestTimeoutMs: number;
   userAgent: string;
+  /** Where every request is counted. */
+  counts?: RequestCounts;
 }
 
 /** The calls' options: the user agent, the deadline and, for patches, the patch's content type. */
@@ -65,11 +67,17 @@ export function createKubeClient(config: k8s.KubeConfig, options: KubeClientOpti
   const strategicPatch = requestOptions(options, k8s.PatchStrategy.StrategicMergePatch);
   const watch = new k8s.Watch(config);
 
+  /** `name` is `<METHOD> <resource> <object>`; the first two words are what is counted. */
   const call = async <T>(name: string, request: () => Promise<unknown>): Promise<T> => {
+    const [method = '', resource = ''] = name.split(' ');
     try {
-      return plain<T>(await request());
+      const result = plain<T>(await request());
+      options.counts?.add(method, resource, method === 'POST' ? 201 : 200);
+      return result;
     } catch (err) {
-      throw apiError(name, err);
+      const error = apiError(name, err);
+      options.counts?.add(method, resource, error.status);
+      throw error;
     }
   };
 
@@ -98,7 +106,10 @@ export function createKubeClient(config: k8s.KubeConfig, options: KubeClientOpti
       );
       return { items: list.items.map(withKind), resourceVersion: list.metadata?.resourceVersion ?? '' } satisfies PodList;
     },
-    watchPods: (fieldSelector, resourceVersion, handlers) => watchPods(watch, fieldSelector, resourceVersion, handlers),
+    watchPods: (fieldSelector, resourceVersion, handlers) => {
+      options.counts?.add('WATCH', 'pods', 200);
+      return watchPods(watch, fieldSelector, resourceVersion, handlers);
+    },
     getPod: (namespace, name) => call<Pod>(`GET pods ${namespace}/${name}`, () => core.readNamespacedPod({ namespace, name }, plainOptions)).then(withKind),
     createPod: (pod) =>
       call<Pod>(`POST pods ${pod.metadata.namespace}/${pod.metadata.name}`, () =>

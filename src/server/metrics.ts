@@ -2,18 +2,21 @@
  * Prometheus text for `/metrics`, with the kubelet's metric names where one exists.
  */
 import type { Pod } from '../api/types.ts';
+import type { RequestCounts } from '../client/api.ts';
 import type { SyncLoopContext } from '../kubelet/syncLoop.ts';
 
 export interface MetricsInput {
   pods: Pod[];
   syncLoop: SyncLoopContext;
+  /** In a cluster: the requests made to the API server. */
+  apiRequests?: RequestCounts;
 }
 
 function gauge(name: string, help: string, value: number, labels = ''): string {
   return `# HELP ${name} ${help}\n# TYPE ${name} gauge\n${name}${labels} ${value}\n`;
 }
 
-export function renderMetrics({ pods, syncLoop }: MetricsInput): string {
+export function renderMetrics({ pods, syncLoop, apiRequests }: MetricsInput): string {
   let runningPods = 0;
   let runningContainers = 0;
   for (const pod of pods) {
@@ -35,6 +38,12 @@ export function renderMetrics({ pods, syncLoop }: MetricsInput): string {
   text += '# HELP statelet_syncloop_routed_events_total Events the syncLoop routed, by type\n# TYPE statelet_syncloop_routed_events_total counter\n';
   for (const [type, count] of Object.entries(syncLoop.routed)) {
     text += `statelet_syncloop_routed_events_total{type="${type}"} ${count}\n`;
+  }
+  if (apiRequests) {
+    text += '# HELP rest_client_requests_total Requests to the API server, by method, resource and status code (0: no answer)\n# TYPE rest_client_requests_total counter\n';
+    for (const { method, resource, code, count } of apiRequests.entries()) {
+      text += `rest_client_requests_total{method="${method}",resource="${resource}",code="${code}"} ${count}\n`;
+    }
   }
   return text;
 }

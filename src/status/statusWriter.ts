@@ -5,9 +5,11 @@
  * its newest status (the newest wins). Every `resyncMs` all known pods are checked again, which
  * catches a write that failed or an API object that was changed behind the agent.
  *
- * One pod's sync: read the pod from the API; skip it when the UID differs (a new pod of the same
- * name) or, for a static pod, when the object is not its mirror; merge and decide (apiStatus.ts);
- * send a strategic merge patch of `pods/<name>/status` carrying the UID as a precondition. Once a
+ * One pod's sync: take the pod's API object as the watch last showed it (a static pod's mirror is
+ * read from the API); skip it when the UID differs (a new pod of the same name) or, for a static
+ * pod, when the object is not its mirror; merge and decide (apiStatus.ts); send a strategic merge
+ * patch of `pods/<name>/status` carrying the UID as a precondition (the kubelet reads the pod
+ * first on every write; the precondition makes that read needed only when it fails: a conflict). Once a
  * pod being deleted has finished (its containers stopped, its resources released), delete the API
  * object with grace 0 and the UID precondition: that is what makes it disappear after
  * `kubectl delete` (canBeDeleted).
@@ -90,7 +92,7 @@ export class StatusWriter {
   }
 
   private pump(): void {
-    const limit = this.deps.concurrency ?? 4;
+    const limit = this.deps.concurrency ?? 16;
     for (const uid of this.dirty) {
       if (this.inFlight.size >= limit) return;
       if (this.inFlight.has(uid)) continue; // picked up again when its write ends
@@ -117,23 +119,45 @@ export class StatusWriter {
   }
 
   private async sync(uid: string): Promise<void> {
-    const { api, statuses } = this.deps;
+    const { statuses } = this.deps;
     const pod = this.deps.pod(uid);
     const ours = statuses.get(uid);
     if (!pod || !ours) return;
-    const version = statuses.version(uid);
-    const { namespace, name } = pod.metadata;
-    let current: Pod;
+    // A pod from the API comes with its API status (the watch keeps it fresh): the write needs no
+    // read first; the patch's UID precondition refuses it if the object is another pod by now, and
+    // then the object is read. A static pod's status goes to its mirror, which is read.
+    if (!isStaticPod(pod)) {
+      try {
+        return await this.write(uid, pod, pod);
+      } catch (err) {
+        if (isNotFound(err)) return; // gone from the API
+        if (!isConflict(err)) throw err;
+      }
+    }
+    const current = await this.read(pod);
+    if (current) await this.write(uid, pod, current);
+  }
+
+  /** The pod's API object now, or null when there is none to write to (yet). */
+  private async read(pod: Pod): Promise<Pod | null> {
     try {
-      current = await api.getPod(namespace, name);
+      return await this.deps.api.getPod(pod.metadata.namespace, pod.metadata.name);
     } catch (err) {
       // Gone from the API; or a static pod whose mirror does not exist yet, which the node may
       // not even read (403): its status is written once the mirror is created.
-      if (isNotFound(err) || (isForbidden(err) && isStaticPod(pod))) return;
+      if (isNotFound(err) || (isForbidden(err) && isStaticPod(pod))) return null;
       throw err;
     }
+  }
+
+  /** Writes the status (if it changed) to `current`, the pod's API object as last seen, and deletes a finished pod. */
+  private async write(uid: string, pod: Pod, current: Pod): Promise<void> {
+    const { api, statuses } = this.deps;
+    const ours = statuses.get(uid);
     const target = this.apiObjectUid(pod, current);
-    if (!target) return;
+    if (!ours || !target) return;
+    const version = statuses.version(uid);
+    const { namespace, name } = pod.metadata;
     if (version !== this.written.get(uid)) {
       const decision = statusToWrite(current.status, ours);
       if (decision.write) {
