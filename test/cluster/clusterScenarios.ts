@@ -1,0 +1,245 @@
+/**
+ * statelet as a node of a real cluster (kube-apiserver + etcd, Node authorizer, NodeRestriction),
+ * with the node's own identity only, on one runtime: it registers its Node and turns it Ready,
+ * keeps its Lease, runs the pods bound to it and writes their status, admits pods against the
+ * Node, lets a deleted pod go after its grace period, keeps its static pods' mirrors, and records
+ * the kubelet's events. The same scenarios run on sim:// (node.test.ts) and on containerd
+ * (containerd.test.ts).
+ */
+import { mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { PatchStrategy, setHeaderOptions, type V1Lease, type V1Node, type V1Pod } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type AgentProcess, runStatelet } from '../support/agentProcess.ts';
+import { type ControlPlane, leases, nodes, pods, startControlPlane, waitFor } from '../support/controlPlane.ts';
+
+export interface ClusterRuntime {
+  name: string;
+  /** The image every pod runs (present in the runtime, or pullable there). */
+  image: string;
+  endpoint(): string;
+  /** What the Node's nodeInfo.containerRuntimeVersion looks like. */
+  runtimeVersion: RegExp;
+}
+
+export function defineClusterScenarios(runtime: ClusterRuntime): void {
+  const NODE = `node-${runtime.name.replace(/[^a-z0-9]/g, '')}`;
+  let cp: ControlPlane | null = null;
+  let agent: AgentProcess | undefined;
+  let manifests: string;
+  const STATIC_POD = [
+    'apiVersion: v1',
+    'kind: Pod',
+    'metadata: {name: static-web, namespace: default, labels: {app: static-web}}',
+    'spec:',
+    '  containers:',
+    `  - {name: web, image: ${runtime.image}, command: [sh, -c, 'while true; do sleep 1; done']}`,
+    '',
+  ].join('\n');
+
+  beforeAll(async () => {
+    cp = await startControlPlane({ nodeNames: [NODE] });
+    if (!cp) return;
+    manifests = await mkdtemp(path.join(os.tmpdir(), 'statelet-cluster-manifests-'));
+    await writeFile(path.join(manifests, 'static-web.yaml'), STATIC_POD);
+    agent = await runStatelet([
+      `--pod-manifest-path=${manifests}`,
+      `--container-runtime-endpoint=${runtime.endpoint()}`,
+      `--kubeconfig=${cp.nodeKubeconfig(NODE)}`,
+      `--hostname-override=${NODE}`,
+      '--node-labels=statelet.dev/pool=test',
+      '--system-reserved=cpu=500m,memory=512Mi',
+    ]);
+  }, 15 * 60_000);
+
+  afterAll(async () => {
+    await agent?.stop();
+    await cp?.close();
+    if (manifests) await rm(manifests, { recursive: true, force: true });
+  });
+
+  const condition = (node: V1Node | null, type: string) => node?.status?.conditions?.find((c) => c.type === type);
+
+  describe(`statelet in a cluster (${runtime.name})`, () => {
+    it('registers its Node with the kubelet labels, capacity and nodeInfo, and turns it Ready', async ({ skip }) => {
+      if (!cp) return skip();
+      const node = (await cp.waitFor<V1Node>(nodes, NODE, (n) => condition(n, 'Ready')?.status === 'True'))!;
+      expect(node.metadata?.labels).toMatchObject({
+        'kubernetes.io/hostname': NODE,
+        'kubernetes.io/os': 'linux',
+        'beta.kubernetes.io/os': 'linux',
+        'statelet.dev/pool': 'test',
+      });
+      expect(node.metadata?.annotations?.['volumes.kubernetes.io/controller-managed-attach-detach']).toBe('true');
+      expect(condition(node, 'Ready')).toMatchObject({ reason: 'KubeletReady', message: 'kubelet is posting ready status' });
+      expect(node.status?.conditions?.map((c) => c.type)).toEqual(['MemoryPressure', 'DiskPressure', 'PIDPressure', 'Ready']);
+      expect(condition(node, 'MemoryPressure')).toMatchObject({ status: 'False', reason: 'KubeletHasSufficientMemory' });
+      expect(node.status?.nodeInfo?.containerRuntimeVersion).toMatch(runtime.runtimeVersion);
+      expect(node.status?.nodeInfo?.kubeletVersion).toMatch(/^v1\.37\.0-statelet\./);
+      expect(node.status?.daemonEndpoints?.kubeletEndpoint?.Port).toBe(10250);
+      expect(node.status?.capacity?.pods).toBe('110');
+      // Allocatable is capacity less the reservations (and the 100Mi hard eviction threshold).
+      const cores = Number(node.status?.capacity?.cpu);
+      expect(node.status?.allocatable?.cpu).toBe(`${cores * 1000 - 500}m`);
+      const ki = (q: string | undefined) => Number(q?.replace(/Ki$/, ''));
+      expect(ki(node.status?.capacity?.memory) - ki(node.status?.allocatable?.memory)).toBe(512 * 1024 + 100 * 1024);
+      expect(node.status?.addresses?.find((a) => a.type === 'Hostname')?.address).toBe(NODE);
+    });
+
+    it('keeps a Lease owned by the Node and renews it', async ({ skip }) => {
+      if (!cp) return skip();
+      const node = (await cp.waitFor<V1Node>(nodes, NODE, (n) => !!n))!;
+      const first = (await cp.waitFor<V1Lease>(leases, NODE, (l) => !!l?.spec?.renewTime))!;
+      expect(first.spec).toMatchObject({ holderIdentity: NODE, leaseDurationSeconds: 40 });
+      expect(first.metadata?.ownerReferences).toEqual([expect.objectContaining({ kind: 'Node', name: NODE, uid: node.metadata?.uid })]);
+      const renewed = await cp.waitFor<V1Lease>(leases, NODE, (l) => String(l?.spec?.renewTime) !== String(first.spec?.renewTime), 20_000);
+      expect(new Date(String(renewed!.spec!.renewTime)).getTime()).toBeGreaterThan(new Date(String(first.spec!.renewTime)).getTime());
+    });
+
+    it('runs a pod bound to it and writes its status: Running, podIP, conditions, container statuses', async ({ skip }) => {
+      if (!cp) return skip();
+      const namespace = await cp.namespace('run');
+      await cp.core.createNamespacedPod({
+        namespace,
+        body: {
+          metadata: { name: 'web' },
+          spec: { nodeName: NODE, containers: [{ name: 'app', image: runtime.image, command: ['sh', '-c', 'while true; do sleep 1; done'] }] },
+        },
+      });
+      const pod = (await cp.waitFor<V1Pod>(pods(namespace), 'web', (p) => p?.status?.phase === 'Running' && !!p.status.podIP))!;
+      expect(pod.status?.hostIP).toBeTruthy();
+      expect(pod.status?.conditions?.find((c) => c.type === 'Ready')?.status).toBe('True');
+      expect(pod.status?.containerStatuses?.[0]).toMatchObject({ name: 'app', ready: true, restartCount: 0, state: { running: expect.anything() } });
+      const wide = await cp.kubectl(['get', 'pod', 'web', '-n', namespace, '-o', 'wide']);
+      expect(wide).toMatch(new RegExp(`web\\s+1/1\\s+Running\\s+0\\s+\\S+\\s+${pod.status!.podIP!.replace(/\./g, '\\.')}\\s+${NODE}`));
+    });
+
+    it('stops a deleted pod within its grace period and then removes it from the API', async ({ skip }) => {
+      if (!cp) return skip();
+      const namespace = await cp.namespace('delete');
+      await cp.core.createNamespacedPod({
+        namespace,
+        body: {
+          metadata: { name: 'graceful' },
+          spec: {
+            nodeName: NODE,
+            terminationGracePeriodSeconds: 5,
+            containers: [{ name: 'app', image: runtime.image, command: ['sh', '-c', "trap 'sleep 1; exit 0' TERM; while true; do sleep 1; done"] }],
+          },
+        },
+      });
+      await cp.waitFor<V1Pod>(pods(namespace), 'graceful', (p) => p?.status?.phase === 'Running');
+      const started = Date.now();
+      await cp.core.deleteNamespacedPod({ namespace, name: 'graceful' });
+      const marked = await cp.core.readNamespacedPod({ namespace, name: 'graceful' });
+      expect(marked.metadata?.deletionTimestamp).toBeTruthy();
+      await cp.waitFor<V1Pod>(pods(namespace), 'graceful', (p) => p === null, 20_000);
+      // The agent let the container run its TERM trap (about 1 s) before deleting the object.
+      expect(Date.now() - started).toBeGreaterThanOrEqual(1_000);
+      await agent!.waitForLog(/Deleted the pod from the API: it has terminated.*graceful/);
+    });
+
+    it("gives a static pod its mirror pod, with the static pod's status; re-creates it when deleted and deletes it with the static pod", { timeout: 60_000 }, async ({ skip }) => {
+      if (!cp) return skip();
+      const name = `static-web-${NODE}`;
+      const mirror = (await cp.waitFor<V1Pod>(pods('default'), name, (p) => p?.status?.phase === 'Running', 15_000).catch((err) => {
+        throw new Error(`${err}\n${agent!.output()}`);
+      }))!;
+      expect(mirror.metadata?.annotations?.['kubernetes.io/config.mirror']).toBeTruthy();
+      expect(mirror.metadata?.ownerReferences).toEqual([expect.objectContaining({ kind: 'Node', name: NODE, controller: true })]);
+      expect(mirror.spec?.nodeName).toBe(NODE);
+      expect(mirror.status?.containerStatuses?.[0]).toMatchObject({ name: 'web', ready: true });
+      // Deleted by a user: the agent creates it again (a new object) and keeps the pod running.
+      await cp.core.deleteNamespacedPod({ namespace: 'default', name, gracePeriodSeconds: 0 });
+      const again = (await cp.waitFor<V1Pod>(pods('default'), name, (p) => !!p && p.metadata?.uid !== mirror.metadata?.uid && p.status?.phase === 'Running'))!;
+      expect(again.metadata?.annotations?.['kubernetes.io/config.mirror']).toBe(mirror.metadata?.annotations?.['kubernetes.io/config.mirror']);
+      // The static pod goes: so does its mirror.
+      await unlink(path.join(manifests, 'static-web.yaml'));
+      await cp.waitFor<V1Pod>(pods('default'), name, (p) => p === null, 30_000);
+    });
+
+    it('rejects a pod asking more CPU than the node has: Failed with OutOfcpu, never started', async ({ skip }) => {
+      if (!cp) return skip();
+      const namespace = await cp.namespace('admit');
+      await cp.core.createNamespacedPod({
+        namespace,
+        body: {
+          metadata: { name: 'greedy' },
+          spec: { nodeName: NODE, containers: [{ name: 'app', image: runtime.image, command: ['sleep', '3600'], resources: { requests: { cpu: '512' } } }] },
+        },
+      });
+      const pod = (await cp.waitFor<V1Pod>(pods(namespace), 'greedy', (p) => p?.status?.phase === 'Failed'))!;
+      expect(pod.status?.reason).toBe('OutOfcpu');
+      expect(pod.status?.message).toMatch(/^Pod was rejected: Node didn't have enough resource: cpu, requested: 512000, used: \d+, capacity: \d+$/);
+      expect(pod.status?.containerStatuses ?? []).toEqual([]);
+    });
+
+    it("shows a crash-looping container's restarts and CrashLoopBackOff in the API", { timeout: 60_000 }, async ({ skip }) => {
+      if (!cp) return skip();
+      const namespace = await cp.namespace('crash');
+      await cp.core.createNamespacedPod({
+        namespace,
+        body: { metadata: { name: 'crasher' }, spec: { nodeName: NODE, containers: [{ name: 'app', image: runtime.image, command: ['sh', '-c', 'exit 3'] }] } },
+      });
+      const pod = (await cp.waitFor<V1Pod>(
+        pods(namespace),
+        'crasher',
+        (p) => (p?.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1 && p?.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'CrashLoopBackOff',
+        40_000,
+      ))!;
+      const status = pod.status!.containerStatuses![0]!;
+      expect(status.state?.waiting?.message).toMatch(/^back-off \d+s restarting failed container=app pod=crasher_/);
+      expect(status.lastState?.terminated).toMatchObject({ exitCode: 3, reason: 'Error' });
+      expect(pod.status?.phase).toBe('Running');
+      const table = await cp.kubectl(['get', 'pod', 'crasher', '-n', namespace]);
+      expect(table).toMatch(/crasher\s+0\/1\s+CrashLoopBackOff\s+[1-9]/);
+      // The crash loop's events: one BackOff Event whose count grows, not one object per back-off.
+      const listed = async () => (await cp!.core.listNamespacedEvent({ namespace })).items;
+      await waitFor(async () => (await listed()).some((e) => e.reason === 'BackOff' && (e.count ?? 0) >= 2), 'a BackOff event counted twice', 40_000);
+      const all = await listed();
+      expect(all.filter((e) => e.reason === 'BackOff')).toHaveLength(1);
+      const started = all.find((e) => e.reason === 'Started')!;
+      expect(started).toMatchObject({
+        type: 'Normal',
+        message: 'Started container app',
+        involvedObject: { kind: 'Pod', name: 'crasher', fieldPath: 'spec.containers{app}', uid: pod.metadata?.uid },
+        source: { component: 'kubelet', host: NODE },
+      });
+      expect(all.find((e) => e.reason === 'BackOff')!.message).toBe(`Back-off restarting failed container app in pod crasher_${namespace}(${pod.metadata?.uid})`);
+    });
+
+    it('holds Ready False until a readiness gate set by a controller is True', { timeout: 60_000 }, async ({ skip }) => {
+      if (!cp) return skip();
+      const namespace = await cp.namespace('gates');
+      await cp.core.createNamespacedPod({
+        namespace,
+        body: {
+          metadata: { name: 'gated' },
+          spec: { nodeName: NODE, readinessGates: [{ conditionType: 'example.com/lb' }], containers: [{ name: 'app', image: runtime.image, command: ['sleep', '3600'] }] },
+        },
+      });
+      const ready = (p: V1Pod | null) => p?.status?.conditions?.find((c) => c.type === 'Ready');
+      const held = (await cp.waitFor<V1Pod>(pods(namespace), 'gated', (p) => ready(p)?.reason === 'ReadinessGatesNotReady'))!;
+      expect(ready(held)).toMatchObject({ status: 'False', message: 'corresponding condition of pod readiness gate "example.com/lb" does not exist.' });
+      expect(held.status?.conditions?.find((c) => c.type === 'ContainersReady')?.status).toBe('True');
+      // The load balancer's controller says yes: the agent keeps its condition and turns Ready.
+      const conditions = [...(held.status?.conditions ?? []), { type: 'example.com/lb', status: 'True', lastTransitionTime: new Date() }];
+      await cp.core.patchNamespacedPodStatus(
+        { namespace, name: 'gated', body: { status: { conditions } } },
+        setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch),
+      );
+      const open = (await cp.waitFor<V1Pod>(pods(namespace), 'gated', (p) => ready(p)?.status === 'True'))!;
+      expect(open.status?.conditions?.find((c) => c.type === 'example.com/lb')?.status).toBe('True');
+    });
+
+    it('records the node events: Starting, then the conditions as they are first written', async ({ skip }) => {
+      if (!cp) return skip();
+      const nodeEvents = async () => (await cp!.core.listNamespacedEvent({ namespace: 'default' })).items.filter((e) => e.involvedObject.kind === 'Node' && e.involvedObject.name === NODE);
+      await waitFor(async () => (await nodeEvents()).some((e) => e.reason === 'NodeReady'), 'the NodeReady event');
+      const reasons = (await nodeEvents()).map((e) => e.reason);
+      expect(reasons).toEqual(expect.arrayContaining(['Starting', 'NodeHasSufficientMemory', 'NodeHasNoDiskPressure', 'NodeHasSufficientPID', 'NodeReady']));
+      expect((await nodeEvents()).find((e) => e.reason === 'NodeReady')?.message).toBe(`Node ${NODE} status is now: NodeReady`);
+    });
+  });
+}
