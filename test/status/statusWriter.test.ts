@@ -1,0 +1,121 @@
+/**
+ * The status writer against the in-memory API: writes only changes, the newest status wins while
+ * a write is in flight, a terminal phase is never reverted, a re-created pod of the same name is
+ * left alone, failed writes come back on the resync, and a finished pod being deleted is deleted.
+ */
+import { describe, expect, it } from 'vitest';
+import type { Pod, PodStatus } from '../../src/api/types.ts';
+import { ApiError } from '../../src/client/api.ts';
+import { silentLogger } from '../../src/log.ts';
+import { StatusManager } from '../../src/status/manager.ts';
+import { STATUS_RESYNC_MS, StatusWriter } from '../../src/status/statusWriter.ts';
+import { ManualClock } from '../support/manualClock.ts';
+import { MemoryApi } from '../support/memoryApi.ts';
+
+const running = (restarts = 0): PodStatus => ({
+  phase: 'Running',
+  conditions: [{ type: 'Ready', status: 'True' }],
+  containerStatuses: [{ name: 'app', ready: true, restartCount: restarts, state: { running: {} }, lastState: {}, image: 'i', imageID: '' }],
+});
+
+function harness() {
+  const api = new MemoryApi();
+  const clock = new ManualClock();
+  const statuses = new StatusManager();
+  const finished = new Set<string>();
+  const known = new Map<string, Pod>();
+  const created = api.putPod({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'web', namespace: 'default', uid: 'uid-web', annotations: { 'kubernetes.io/config.source': 'api' } },
+    spec: { nodeName: 'node-a', containers: [{ name: 'app', image: 'busybox:1' }] },
+    status: { phase: 'Pending' },
+  });
+  known.set('uid-web', created);
+  // The agent's copy follows the API, as the watch keeps it.
+  const refresh = () => {
+    const current = api.pod('default', 'web');
+    if (current && current.metadata.uid === 'uid-web') known.set('uid-web', current);
+  };
+  const writer = new StatusWriter({ api, statuses, pod: (uid) => known.get(uid), finished: (uid) => finished.has(uid), clock, log: silentLogger });
+  return { api, clock, statuses, finished, known, writer, refresh };
+}
+
+describe('StatusWriter', () => {
+  it('writes a changed status with the UID as precondition, and nothing when it did not change', async () => {
+    const h = harness();
+    h.statuses.set('uid-web', running());
+    await h.clock.settle(0);
+    expect(h.api.pod('default', 'web')?.status?.phase).toBe('Running');
+    expect(h.api.count('patchPodStatus')).toBe(1);
+    expect(h.api.count('getPod')).toBe(0);
+    h.refresh();
+    await h.clock.settle(STATUS_RESYNC_MS);
+    expect(h.api.count('patchPodStatus')).toBe(1);
+    h.writer.stop();
+  });
+
+  it('writes once more with the newest status when it changed while a write was in flight', async () => {
+    const h = harness();
+    const held = h.api.hold('patchPodStatus');
+    h.statuses.set('uid-web', running(0));
+    await h.clock.settle(0);
+    for (let i = 1; i <= 10; i++) h.statuses.set('uid-web', running(i));
+    held.release();
+    await h.clock.settle(0);
+    await h.clock.settle(0);
+    expect(h.api.count('patchPodStatus')).toBe(2);
+    expect(h.api.pod('default', 'web')?.status?.containerStatuses?.[0]?.restartCount).toBe(10);
+    h.writer.stop();
+  });
+
+  it('never takes a pod out of a terminal phase', async () => {
+    const h = harness();
+    await h.api.patchPodStatus('default', 'web', { status: { phase: 'Failed', reason: 'DeadlineExceeded' } });
+    h.refresh();
+    h.statuses.set('uid-web', running());
+    await h.clock.settle(0);
+    expect(h.api.pod('default', 'web')?.status).toMatchObject({ phase: 'Failed', reason: 'DeadlineExceeded' });
+    h.writer.stop();
+  });
+
+  it('leaves a new pod of the same name alone: the precondition fails, the object is read, nothing is written', async () => {
+    const h = harness();
+    h.api.removePod('default', 'web');
+    h.api.putPod({ ...h.known.get('uid-web')!, metadata: { ...h.known.get('uid-web')!.metadata, uid: 'uid-other' }, status: { phase: 'Pending' } });
+    h.statuses.set('uid-web', running());
+    await h.clock.settle(0);
+    expect(h.api.count('getPod')).toBe(1);
+    expect(h.api.pod('default', 'web')?.status?.phase).toBe('Pending');
+    h.writer.stop();
+  });
+
+  it('writes again on the resync after a failed write', async () => {
+    const h = harness();
+    h.api.failNext('patchPodStatus', new ApiError(0, '', 'connection refused', 'PATCH pods/status default/web'));
+    h.statuses.set('uid-web', running());
+    await h.clock.settle(0);
+    expect(h.api.pod('default', 'web')?.status?.phase).toBe('Pending');
+    await h.clock.settle(STATUS_RESYNC_MS);
+    expect(h.api.pod('default', 'web')?.status?.phase).toBe('Running');
+    h.writer.stop();
+  });
+
+  it('deletes a pod being deleted once it has finished, with grace 0 and the UID', async () => {
+    const h = harness();
+    h.statuses.set('uid-web', running());
+    await h.clock.settle(0);
+    h.refresh();
+    const marked = { ...h.known.get('uid-web')!, metadata: { ...h.known.get('uid-web')!.metadata, deletionTimestamp: new Date().toISOString(), deletionGracePeriodSeconds: 30 } };
+    h.known.set('uid-web', marked);
+    h.statuses.set('uid-web', { ...running(), phase: 'Succeeded' });
+    await h.clock.settle(0);
+    expect(h.api.pod('default', 'web')).toBeDefined();
+    h.finished.add('uid-web');
+    h.writer.request('uid-web');
+    await h.clock.settle(0);
+    expect(h.api.pod('default', 'web')).toBeUndefined();
+    expect(h.writer.deletes).toBe(1);
+    h.writer.stop();
+  });
+});

@@ -1,0 +1,248 @@
+/**
+ * An in-memory KubeApi for fast unit tests: pods with resourceVersions, a watch that replays what
+ * happened after a version and then follows, compaction (a watch from before it ends with 410),
+ * UID preconditions on status patches and deletes, and scripted failures. The real API server is
+ * what the cluster suite runs against; this double only makes the sources' and writers' edge
+ * cases quick and deterministic to reach.
+ */
+import type { KubeEvent, Lease, NodeObject } from '../../src/api/cluster.ts';
+import type { Pod } from '../../src/api/types.ts';
+import { ApiError, type KubeApi, type PodList, type WatchEventType, type WatchHandlers } from '../../src/client/api.ts';
+
+type Method = keyof KubeApi;
+
+interface Watcher {
+  nodeName: string;
+  handlers: WatchHandlers<Pod>;
+}
+
+const clone = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
+const key = (namespace: string, name: string) => `${namespace}/${name}`;
+
+export class MemoryApi implements KubeApi {
+  private rv = 1;
+  private compactedAt = 0;
+  private readonly pods = new Map<string, Pod>();
+  private readonly history: { rv: number; type: WatchEventType; pod: Pod }[] = [];
+  private readonly watchers = new Set<Watcher>();
+  private readonly failures = new Map<Method, ApiError[]>();
+  private readonly holds = new Map<Method, (() => void)[]>();
+  readonly nodes = new Map<string, NodeObject>();
+  readonly leases = new Map<string, Lease>();
+  readonly events = new Map<string, KubeEvent>();
+  /** Every call, in order, by method name. */
+  readonly calls: Method[] = [];
+
+  // ------------------------------------------------------------------ what a test does to it
+
+  /** Creates or replaces a pod as a user or controller would (a new resourceVersion, a watch event). */
+  putPod(pod: Pod): Pod {
+    const k = key(pod.metadata.namespace, pod.metadata.name);
+    const type: WatchEventType = this.pods.has(k) ? 'MODIFIED' : 'ADDED';
+    return this.store(k, pod, type);
+  }
+
+  /** Removes a pod object (a forced delete). */
+  removePod(namespace: string, name: string): void {
+    const k = key(namespace, name);
+    const pod = this.pods.get(k);
+    if (!pod) return;
+    this.pods.delete(k);
+    this.record('DELETED', { ...pod, metadata: { ...pod.metadata, resourceVersion: String(++this.rv) } });
+  }
+
+  pod(namespace: string, name: string): Pod | undefined {
+    return this.pods.get(key(namespace, name));
+  }
+
+  /** Forgets history up to now: a watch from an older version ends with 410 Gone. */
+  compact(): void {
+    this.compactedAt = this.rv;
+    this.history.length = 0;
+  }
+
+  /** Ends every open watch with `err` (a dropped connection: status 0), or cleanly without. */
+  dropWatches(err?: ApiError): void {
+    for (const w of [...this.watchers]) {
+      this.watchers.delete(w);
+      w.handlers.onEnd(err);
+    }
+  }
+
+  get openWatches(): number {
+    return this.watchers.size;
+  }
+
+  /** The next calls of `method` fail with these errors, one each. */
+  failNext(method: Method, ...errors: ApiError[]): void {
+    this.failures.set(method, [...(this.failures.get(method) ?? []), ...errors]);
+  }
+
+  /** Holds calls of `method` until released; returns the release of all held so far and to come. */
+  hold(method: Method): { release(): void } {
+    this.holds.set(method, []);
+    return {
+      release: () => {
+        const held = this.holds.get(method) ?? [];
+        this.holds.delete(method);
+        for (const go of held) go();
+      },
+    };
+  }
+
+  count(method: Method): number {
+    return this.calls.filter((m) => m === method).length;
+  }
+
+  // ------------------------------------------------------------------ KubeApi
+
+  async listPods(fieldSelector: string): Promise<PodList> {
+    await this.enter('listPods');
+    const node = nodeOf(fieldSelector);
+    return { items: [...this.pods.values()].filter((p) => p.spec.nodeName === node).map(clone), resourceVersion: String(this.rv) };
+  }
+
+  watchPods(fieldSelector: string, resourceVersion: string, handlers: WatchHandlers<Pod>): { stop(): void } {
+    this.calls.push('watchPods');
+    const watcher: Watcher = { nodeName: nodeOf(fieldSelector), handlers };
+    const from = Number(resourceVersion);
+    const failure = this.failures.get('watchPods')?.shift();
+    queueMicrotask(() => {
+      if (failure) return handlers.onEnd(failure);
+      if (from < this.compactedAt) return handlers.onEnd(new ApiError(410, 'Expired', `too old resource version: ${from} (${this.compactedAt})`, 'WATCH pods'));
+      for (const h of this.history) if (h.rv > from && h.pod.spec.nodeName === watcher.nodeName) handlers.onEvent(h.type, clone(h.pod));
+      this.watchers.add(watcher);
+    });
+    return { stop: () => this.watchers.delete(watcher) };
+  }
+
+  async getPod(namespace: string, name: string): Promise<Pod> {
+    await this.enter('getPod');
+    const pod = this.pods.get(key(namespace, name));
+    if (!pod) throw new ApiError(404, 'NotFound', `pods "${name}" not found`, `GET pods ${namespace}/${name}`);
+    return clone(pod);
+  }
+
+  async createPod(pod: Pod): Promise<Pod> {
+    await this.enter('createPod');
+    const k = key(pod.metadata.namespace, pod.metadata.name);
+    if (this.pods.has(k)) throw new ApiError(409, 'AlreadyExists', `pods "${pod.metadata.name}" already exists`, `POST pods ${k}`);
+    return clone(this.store(k, { ...pod, metadata: { ...pod.metadata, uid: pod.metadata.uid || `uid-${this.rv + 1}` } }, 'ADDED'));
+  }
+
+  async patchPodStatus(namespace: string, name: string, patch: object): Promise<Pod> {
+    await this.enter('patchPodStatus');
+    const k = key(namespace, name);
+    const pod = this.pods.get(k);
+    if (!pod) throw new ApiError(404, 'NotFound', `pods "${name}" not found`, `PATCH pods/status ${k}`);
+    const { metadata, status } = patch as { metadata?: { uid?: string }; status?: Pod['status'] };
+    if (metadata?.uid && metadata.uid !== pod.metadata.uid) {
+      throw new ApiError(409, 'Conflict', `Precondition failed: UID in precondition: ${metadata.uid}, UID in object meta: ${pod.metadata.uid}`, `PATCH pods/status ${k}`);
+    }
+    return clone(this.store(k, { ...pod, status: { ...pod.status, ...status } }, 'MODIFIED'));
+  }
+
+  async deletePod(namespace: string, name: string, options: { gracePeriodSeconds?: number; uid?: string }): Promise<void> {
+    await this.enter('deletePod');
+    const pod = this.pods.get(key(namespace, name));
+    if (!pod) throw new ApiError(404, 'NotFound', `pods "${name}" not found`, `DELETE pods ${namespace}/${name}`);
+    if (options.uid && options.uid !== pod.metadata.uid) throw new ApiError(409, 'Conflict', 'Precondition failed: UID', `DELETE pods ${namespace}/${name}`);
+    this.removePod(namespace, name);
+  }
+
+  async createNode(node: NodeObject): Promise<NodeObject> {
+    await this.enter('createNode');
+    if (this.nodes.has(node.metadata.name)) throw new ApiError(409, 'AlreadyExists', 'exists', `POST nodes ${node.metadata.name}`);
+    const stored = { ...clone(node), metadata: { ...node.metadata, uid: `node-uid-${node.metadata.name}` } };
+    this.nodes.set(node.metadata.name, stored);
+    return clone(stored);
+  }
+
+  async getNode(name: string): Promise<NodeObject> {
+    await this.enter('getNode');
+    const node = this.nodes.get(name);
+    if (!node) throw new ApiError(404, 'NotFound', 'not found', `GET nodes ${name}`);
+    return clone(node);
+  }
+
+  async patchNode(name: string, patch: object): Promise<NodeObject> {
+    await this.enter('patchNode');
+    const node = await this.getNode(name);
+    const merged = { ...node, metadata: { ...node.metadata, ...(patch as { metadata?: object }).metadata } } as NodeObject;
+    this.nodes.set(name, merged);
+    return clone(merged);
+  }
+
+  async patchNodeStatus(name: string, patch: object): Promise<NodeObject> {
+    await this.enter('patchNodeStatus');
+    const node = await this.getNode(name);
+    const merged = { ...node, status: { ...node.status, ...(patch as { status?: object }).status } } as NodeObject;
+    this.nodes.set(name, merged);
+    return clone(merged);
+  }
+
+  async getLease(namespace: string, name: string): Promise<Lease> {
+    await this.enter('getLease');
+    const lease = this.leases.get(key(namespace, name));
+    if (!lease) throw new ApiError(404, 'NotFound', 'not found', `GET leases ${namespace}/${name}`);
+    return clone(lease);
+  }
+
+  async createLease(lease: Lease): Promise<Lease> {
+    await this.enter('createLease');
+    this.leases.set(key(lease.metadata.namespace, lease.metadata.name), clone(lease));
+    return clone(lease);
+  }
+
+  async updateLease(lease: Lease): Promise<Lease> {
+    await this.enter('updateLease');
+    this.leases.set(key(lease.metadata.namespace, lease.metadata.name), clone(lease));
+    return clone(lease);
+  }
+
+  async createEvent(event: KubeEvent): Promise<KubeEvent> {
+    await this.enter('createEvent');
+    const k = key(event.metadata.namespace, event.metadata.name);
+    if (this.events.has(k)) throw new ApiError(409, 'AlreadyExists', 'exists', `POST events ${k}`);
+    this.events.set(k, clone(event));
+    return clone(event);
+  }
+
+  async patchEvent(namespace: string, name: string, patch: object): Promise<KubeEvent> {
+    await this.enter('patchEvent');
+    const k = key(namespace, name);
+    const event = this.events.get(k);
+    if (!event) throw new ApiError(404, 'NotFound', 'not found', `PATCH events ${k}`);
+    const merged = { ...event, ...(patch as Partial<KubeEvent>) };
+    this.events.set(k, merged);
+    return clone(merged);
+  }
+
+  // ------------------------------------------------------------------ inside
+
+  private async enter(method: Method): Promise<void> {
+    this.calls.push(method);
+    const held = this.holds.get(method);
+    if (held) await new Promise<void>((resolve) => held.push(resolve));
+    const failure = this.failures.get(method)?.shift();
+    if (failure) throw failure;
+  }
+
+  private store(k: string, pod: Pod, type: WatchEventType): Pod {
+    const stored = clone({ ...pod, metadata: { ...pod.metadata, resourceVersion: String(++this.rv) } });
+    this.pods.set(k, stored);
+    this.record(type, stored);
+    return stored;
+  }
+
+  private record(type: WatchEventType, pod: Pod): void {
+    this.history.push({ rv: Number(pod.metadata.resourceVersion), type, pod });
+    for (const w of this.watchers) if (pod.spec.nodeName === w.nodeName) w.handlers.onEvent(type, clone(pod));
+  }
+}
+
+function nodeOf(fieldSelector: string): string {
+  const match = /^spec\.nodeName=(.*)$/.exec(fieldSelector);
+  if (!match) throw new Error(`MemoryApi: unsupported field selector ${fieldSelector}`);
+  return match[1]!;
+}
