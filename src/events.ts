@@ -32,7 +32,9 @@ export type SourceEvent =
   | { type: 'SOURCE.SEEN'; source: SourceName }
   | { type: 'SOURCE.ERROR'; source: SourceName; message: string }
   /** The mirror pods the API source sees now (never run; matched against the static pods). */
-  | { type: 'SOURCE.MIRRORS'; pods: Pod[] };
+  | { type: 'SOURCE.MIRRORS'; pods: Pod[] }
+  /** How a source is doing: the API source `listing`, `watching` (from a version), `backingOff`. */
+  | { type: 'SOURCE.STATE'; source: SourceName; phase: string; detail: string };
 
 export const configEvent = (op: ConfigOp, source: SourceName, pods: Pod[]): ConfigEvent => ({ type: `CONFIG.${op}`, source, pods });
 

@@ -28,6 +28,7 @@ import { CriClient } from '../runtime/cri/client.ts';
 import { startSimRuntime } from '../runtime/sim/server.ts';
 import { type AgentView, type ListeningServer, healthzHandler, listen, readOnlyHandler } from '../server/http.ts';
 import { renderMetrics } from '../server/metrics.ts';
+import { ApiEventRecorder } from '../record/recorder.ts';
 import { configuredSources, createConfigSourcesLogic } from '../sources/configSources.ts';
 import type { StatusManager } from '../status/manager.ts';
 import { startVisualizerServer } from '../visualizer/server.ts';
@@ -135,7 +136,14 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
   const view: AgentView = {
     pods: () => [...podManager.all()].map((pod) => ({ ...pod, status: statuses.get(pod.metadata.uid) ?? pod.status ?? {} })),
     unhealthyReason: node.unhealthyReason,
-    metrics: () => renderMetrics({ pods: view.pods(), syncLoop: syncLoop.getSnapshot().context, ...(cluster ? { apiRequests } : {}) }),
+    metrics: () =>
+      renderMetrics({
+        pods: view.pods(),
+        syncLoop: syncLoop.getSnapshot().context,
+        ...(cluster ? { apiRequests } : {}),
+        ...(node.statusWriter ? { statusWrites: { writes: node.statusWriter.writes, deletes: node.statusWriter.deletes, queued: node.statusWriter.queued() } } : {}),
+        ...(node.recorder instanceof ApiEventRecorder ? { events: node.recorder.stats } : {}),
+      }),
   };
 
   const agent: Agent = {

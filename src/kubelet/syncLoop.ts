@@ -1,6 +1,6 @@
 /**
  * The syncLoop: the agent's root actor. It owns its children and the shared clock ticks:
- *   - `sources`: the config sources and their merge; sends CONFIG.* and SOURCE.SEEN;
+ *   - `sources`: the config sources and their merge; sends CONFIG.*, SOURCE.SEEN and SOURCE.STATE;
  *   - `pods`: the pod workers and the kubelet's handlers and housekeeping (pods.ts);
  *   - `pleg`: the pod lifecycle event generator (CRI event stream and relisting); sends PLEG.*;
  *   - `probes`: the probe manager (src/prober/manager.ts); sends PROBE.RESULT when a result changes;
@@ -58,6 +58,8 @@ export interface SyncLoopContext {
   lastRuntimeError: string | null;
   /** How many events of each type were routed (for the visualizer and metrics). */
   routed: Record<string, number>;
+  /** Each source's last reported state (SOURCE.STATE), e.g. the API source's `watching from 1234`. */
+  sourceStates: Partial<Record<SourceName, string>>;
 }
 
 /** A child the composition did not provide: it does nothing, so the machine can be drawn and tested alone. */
@@ -114,6 +116,10 @@ export const syncLoopMachine = setup({
     recordRelist: assign(({ event }) =>
       event.type === 'PLEG.RELISTED' ? { lastRelistAt: event.at, lastRelistDurationMs: event.durationMs, lastRuntimeError: null } : {},
     ),
+    recordSourceState: assign({
+      sourceStates: ({ context, event }) =>
+        event.type === 'SOURCE.STATE' ? { ...context.sourceStates, [event.source]: event.detail ? `${event.phase} ${event.detail}` : event.phase } : context.sourceStates,
+    }),
     recordRuntimeError: assign({
       lastRuntimeError: ({ event }) => (event.type === 'PLEG.RELIST_FAILED' ? event.error : null),
     }),
@@ -131,6 +137,7 @@ export const syncLoopMachine = setup({
     lastRelistDurationMs: null,
     lastRuntimeError: null,
     routed: {},
+    sourceStates: {},
   }),
   invoke: [
     { id: 'pods', src: 'pods' },
@@ -144,6 +151,7 @@ export const syncLoopMachine = setup({
     // Config, container events and probe results go on to the pod workers as they are.
     ...Object.fromEntries(routedToPodWorkers.map((type) => [type, { actions: ['routeToPods', 'countRouted'] as const }])),
     'SOURCE.SEEN': { actions: 'markSourceSeen' },
+    'SOURCE.STATE': { actions: 'recordSourceState' },
   },
   type: 'parallel',
   states: {

@@ -10,13 +10,21 @@ export interface MetricsInput {
   syncLoop: SyncLoopContext;
   /** In a cluster: the requests made to the API server. */
   apiRequests?: RequestCounts;
+  /** In a cluster: the pod status writer's work. */
+  statusWrites?: { writes: number; deletes: number; queued: number };
+  /** In a cluster: events written to the API, and dropped (spam filter, refusals, overflow). */
+  events?: { written: number; dropped: number; queued: number };
 }
 
 function gauge(name: string, help: string, value: number, labels = ''): string {
   return `# HELP ${name} ${help}\n# TYPE ${name} gauge\n${name}${labels} ${value}\n`;
 }
 
-export function renderMetrics({ pods, syncLoop, apiRequests }: MetricsInput): string {
+function counter(name: string, help: string, value: number): string {
+  return `# HELP ${name} ${help}\n# TYPE ${name} counter\n${name} ${value}\n`;
+}
+
+export function renderMetrics({ pods, syncLoop, apiRequests, statusWrites, events }: MetricsInput): string {
   let runningPods = 0;
   let runningContainers = 0;
   for (const pod of pods) {
@@ -38,6 +46,16 @@ export function renderMetrics({ pods, syncLoop, apiRequests }: MetricsInput): st
   text += '# HELP statelet_syncloop_routed_events_total Events the syncLoop routed, by type\n# TYPE statelet_syncloop_routed_events_total counter\n';
   for (const [type, count] of Object.entries(syncLoop.routed)) {
     text += `statelet_syncloop_routed_events_total{type="${type}"} ${count}\n`;
+  }
+  if (statusWrites) {
+    text += counter('statelet_pod_status_writes_total', 'Pod statuses written to the API server', statusWrites.writes);
+    text += counter('statelet_pod_deletes_total', 'Terminated pods deleted from the API server', statusWrites.deletes);
+    text += gauge('statelet_pod_status_queued', 'Pods whose status is waiting to be written or being written', statusWrites.queued);
+  }
+  if (events) {
+    text += counter('statelet_events_written_total', 'Events written to the API server (new or counted)', events.written);
+    text += counter('statelet_events_dropped_total', 'Events not written: rate-limited, refused or overflowing the queue', events.dropped);
+    text += gauge('statelet_events_queued', 'Events waiting to be written', events.queued);
   }
   if (apiRequests) {
     text += '# HELP rest_client_requests_total Requests to the API server, by method, resource and status code (0: no answer)\n# TYPE rest_client_requests_total counter\n';

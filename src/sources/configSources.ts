@@ -73,6 +73,13 @@ export function createConfigSourcesLogic(options: ConfigSourcesOptions) {
         log: options.log,
         onSnapshot: (pods) => deliver('api', pods),
         onMirrorPods: (pods) => send({ type: 'SOURCE.MIRRORS', pods }),
+        onState: (state) =>
+          send({
+            type: 'SOURCE.STATE',
+            source: 'api',
+            phase: state.phase,
+            detail: state.phase === 'watching' ? `from ${state.resourceVersion}` : state.phase === 'backingOff' ? `${state.delayMs} ms: ${state.error}` : '',
+          }),
         onError: (pod, message) => {
           options.log('error', 'Skipping a pod from the API server that the agent cannot run', { pod, err: message });
           send({ type: 'SOURCE.ERROR', source: 'api', message: `${pod}: ${message}` });

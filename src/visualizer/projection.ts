@@ -108,6 +108,8 @@ export interface WireSyncLoopState {
   lastRelistAt: number | null;
   lastRelistDurationMs: number | null;
   lastRuntimeError: string | null;
+  /** Each source's last reported state: the API source `watching from 1234`, `backingOff …`. */
+  sourceStates: Record<string, string>;
 }
 
 export interface WireSnapshot {
@@ -120,6 +122,8 @@ export interface WireSnapshot {
   tags?: string[];
   pod?: WirePodState;
   syncLoop?: WireSyncLoopState;
+  /** The node-level actors (node status, Lease): what they last did, in a line. */
+  summary?: string;
   at: number;
 }
 
@@ -246,6 +250,7 @@ interface PodLikeContext {
 interface SyncLoopLikeContext {
   routed?: Record<string, number>;
   seenSources?: string[];
+  sourceStates?: Record<string, string>;
   lastRelistAt?: number | null;
   lastRelistDurationMs?: number | null;
   lastRuntimeError?: string | null;
@@ -303,8 +308,44 @@ export function projectSnapshot(actorRef: AnyActorRef, snapshot: unknown, at: nu
     };
   } else if (machine.id === 'syncLoop') {
     record.syncLoop = syncLoopState((snap?.context ?? {}) as SyncLoopLikeContext);
+  } else if (machine.id === 'nodeStatus') {
+    record.summary = nodeStatusSummary((snap?.context ?? {}) as NodeStatusLikeContext);
+  } else if (machine.id === 'nodeLease') {
+    record.summary = leaseSummary((snap?.context ?? {}) as LeaseLikeContext);
   }
   return record;
+}
+
+interface NodeStatusLikeContext {
+  ready?: boolean | null;
+  writes?: number;
+  lastWrittenAt?: number | null;
+  registerFailures?: number;
+  lastError?: string | null;
+}
+
+interface LeaseLikeContext {
+  renewals?: number;
+  failures?: number;
+  lastRenewTime?: string | null;
+  lastError?: string | null;
+}
+
+const clockTime = (ms: number) => new Date(ms).toISOString().slice(11, 19);
+
+/** `Ready · 3 status writes, last 14:02:11`, or what went wrong. */
+export function nodeStatusSummary(c: NodeStatusLikeContext): string {
+  const ready = c.ready === true ? 'Ready' : c.ready === false ? 'NotReady' : 'not yet reported';
+  const writes = `${c.writes ?? 0} status writes${typeof c.lastWrittenAt === 'number' ? `, last ${clockTime(c.lastWrittenAt)}` : ''}`;
+  const trouble = c.lastError ? ` · ${c.registerFailures ? `${c.registerFailures} failed registrations: ` : ''}${str(c.lastError)}` : '';
+  return `${ready} · ${writes}${trouble}`;
+}
+
+/** `renewed 14:02:15 · 12 renewals`, or the failures. */
+export function leaseSummary(c: LeaseLikeContext): string {
+  const renewed = c.lastRenewTime ? `renewed ${str(c.lastRenewTime).slice(11, 19)}` : 'not renewed yet';
+  const failing = c.failures ? ` · ${c.failures} failures: ${str(c.lastError ?? '')}` : '';
+  return `${renewed} · ${c.renewals ?? 0} renewals${failing}`;
 }
 
 const numberOrNull = (value: unknown) => (typeof value === 'number' ? value : null);
@@ -320,6 +361,7 @@ function syncLoopState(c: SyncLoopLikeContext): WireSyncLoopState {
     lastRelistAt: numberOrNull(c.lastRelistAt),
     lastRelistDurationMs: numberOrNull(c.lastRelistDurationMs),
     lastRuntimeError: typeof c.lastRuntimeError === 'string' ? str(c.lastRuntimeError) : null,
+    sourceStates: Object.fromEntries(Object.entries(c.sourceStates ?? {}).map(([k, v]) => [str(k), str(String(v))])),
   };
 }
 
@@ -361,6 +403,7 @@ const scalarFieldsByType = {
   'CRI.FINISHED': ['callId', 'call', 'target', 'durationMs', 'error'],
   // Not `message`: a manifest's parse error may quote the manifest.
   'SOURCE.ERROR': ['source'],
+  'SOURCE.STATE': ['source', 'phase', 'detail'],
 } as const satisfies { [T in AgentEventType]: readonly (keyof EventOf<T> & string)[] };
 
 const scalarFields: Readonly<Partial<Record<string, readonly string[]>>> = scalarFieldsByType;

@@ -241,5 +241,16 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
       expect(reasons).toEqual(expect.arrayContaining(['Starting', 'NodeHasSufficientMemory', 'NodeHasNoDiskPressure', 'NodeHasSufficientPID', 'NodeReady']));
       expect((await nodeEvents()).find((e) => e.reason === 'NodeReady')?.message).toBe(`Node ${NODE} status is now: NodeReady`);
     });
+
+    it('counts its API requests, status writes and events on /metrics', async ({ skip }) => {
+      if (!cp) return skip();
+      await cp.waitFor<V1Node>(nodes, NODE, (n) => condition(n, 'Ready')?.status === 'True');
+      const metrics = await (await fetch(`http://127.0.0.1:${agent!.readOnlyPort}/metrics`)).text();
+      const value = (pattern: RegExp) => Number(pattern.exec(metrics)?.[1] ?? NaN);
+      expect(value(/^rest_client_requests_total\{method="PUT",resource="leases",code="200"\} (\d+)$/m)).toBeGreaterThanOrEqual(1);
+      expect(value(/^rest_client_requests_total\{method="PATCH",resource="nodes\/status",code="200"\} (\d+)$/m)).toBeGreaterThanOrEqual(1);
+      expect(value(/^statelet_events_written_total (\d+)$/m)).toBeGreaterThan(0);
+      expect(value(/^statelet_pod_status_queued (\d+)$/m)).toBeGreaterThanOrEqual(0);
+    });
   });
 }

@@ -50,8 +50,7 @@ export interface AgentProcess {
   waitForLog(pattern: RegExp, timeoutMs?: number): Promise<string>;
   pods(): Promise<Pod[]>;
   healthz(): Promise<{ status: number; body: string }>;
-  /** Polls `/pods` until `predicate` holds for the pod named `name` (its name before the node suffix). */
-  /** A static pod by its name in the manifest; with `namespace`, a pod from the API by its own name. */
+  /** Polls `/pods` until `predicate` holds: a static pod by its name in the manifest; with `namespace`, a pod from the API by its own name. */
   waitForPod(name: string, predicate: (pod: Pod) => boolean, timeoutMs?: number, namespace?: string): Promise<Pod>;
   waitForExit(timeoutMs?: number): Promise<number | null>;
   stop(): Promise<void>;

@@ -6,7 +6,9 @@ import { fromCallback } from 'xstate';
 import {
   type WireStateNode,
   guardName,
+  leaseSummary,
   maxPodsPerEvent,
+  nodeStatusSummary,
   projectActor,
   projectDefinition,
   projectEvent,
@@ -130,6 +132,8 @@ describe('projectActor / projectSnapshot', () => {
     actor.send({ type: 'PLEG.CONTAINER_DIED', podUid: 'u', containerId: 'c' });
     actor.send({ type: 'SOURCE.SEEN', source: 'file' });
     actor.send({ type: 'PLEG.RELIST_FAILED', error: 'CRI ListContainers failed (UNAVAILABLE): connection refused' });
+    actor.send({ type: 'SOURCE.STATE', source: 'api', phase: 'backingOff', detail: '800 ms: connection refused' });
+    actor.send({ type: 'SOURCE.STATE', source: 'api', phase: 'watching', detail: 'from 1234' });
     const snap = projectSnapshot(actor, actor.getSnapshot(), 7);
     expect(snap.syncLoop).toEqual({
       routed: { 'CONFIG.ADD': 2, 'PLEG.CONTAINER_DIED': 1 },
@@ -137,11 +141,23 @@ describe('projectActor / projectSnapshot', () => {
       lastRelistAt: null,
       lastRelistDurationMs: null,
       lastRuntimeError: 'CRI ListContainers failed (UNAVAILABLE): connection refused',
+      sourceStates: { api: 'watching from 1234' },
     });
     expect(snap.value).toMatchObject({ sources: 'ready', runtime: 'unhealthy' });
     expect(snap.pod).toBeUndefined();
     expect(JSON.stringify(snap)).not.toContain('hunter2');
     actor.stop();
+  });
+
+  it('sums up the node status loop and the Lease in a line', () => {
+    expect(nodeStatusSummary({ ready: true, writes: 3, lastWrittenAt: Date.parse('2026-11-25T14:02:11Z'), registerFailures: 0, lastError: null })).toBe(
+      'Ready · 3 status writes, last 14:02:11',
+    );
+    expect(nodeStatusSummary({ ready: null, writes: 0, lastWrittenAt: null, registerFailures: 2, lastError: 'POST nodes node-a: 0 connect ECONNREFUSED' })).toBe(
+      'not yet reported · 0 status writes · 2 failed registrations: POST nodes node-a: 0 connect ECONNREFUSED',
+    );
+    expect(leaseSummary({ renewals: 12, failures: 0, lastRenewTime: '2026-11-25T14:02:15.123456Z', lastError: null })).toBe('renewed 14:02:15 · 12 renewals');
+    expect(leaseSummary({ renewals: 0, failures: 3, lastRenewTime: null, lastError: 'PUT leases: 0 timeout' })).toBe('not renewed yet · 0 renewals · 3 failures: PUT leases: 0 timeout');
   });
 
   it('projects a non-machine actor without value or pod', () => {

@@ -149,13 +149,19 @@ function totalRouted(s: WireSnapshot | undefined): number {
   return Object.values(s?.syncLoop?.routed ?? {}).reduce((a, b) => a + b, 0);
 }
 
+/** `1,234 routed · api: watching from 5678`: what the syncLoop routed and how its sources are doing. */
+function syncLoopSummary(s: WireSnapshot): string {
+  const sources = Object.entries(s.syncLoop?.sourceStates ?? {}).map(([source, state]) => `${source}: ${state}`);
+  return [`${totalRouted(s).toLocaleString()} routed`, ...sources].join(' · ');
+}
+
 function renderRow(entry: Entry): void {
   const s = entry.snapshot;
   const state = entry.stoppedAt ? `stopped (${stateText(s?.value)})` : stateText(s?.value);
   entry.row.classList.toggle('stopped', entry.stoppedAt !== undefined);
   if (entry.kind === 'system') {
     setText(entry.cells[1]!, state);
-    setText(entry.cells[2]!, s?.syncLoop ? `${totalRouted(s).toLocaleString()} routed` : '');
+    setText(entry.cells[2]!, s?.syncLoop ? syncLoopSummary(s) : (s?.summary ?? ''));
     return;
   }
   const [, phaseCell, stateCell, restartsCell] = entry.cells as [HTMLElement, HTMLElement, HTMLElement, HTMLElement];
