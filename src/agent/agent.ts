@@ -28,7 +28,7 @@ import { CriClient } from '../runtime/cri/client.ts';
 import { startSimRuntime } from '../runtime/sim/server.ts';
 import { type AgentView, type ListeningServer, healthzHandler, listen, readOnlyHandler } from '../server/http.ts';
 import { renderMetrics } from '../server/metrics.ts';
-import { ApiEventRecorder } from '../record/recorder.ts';
+import { ApiEventRecorder, type EventRecorder } from '../record/recorder.ts';
 import { configuredSources, createConfigSourcesLogic } from '../sources/configSources.ts';
 import type { StatusManager } from '../status/manager.ts';
 import { startVisualizerServer } from '../visualizer/server.ts';
@@ -118,7 +118,9 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
   const apiRequests = new RequestCounts();
   const cluster = config.kubeconfig ? clusterDeps(config, loadKubeApi(config.kubeconfig, apiRequests)) : undefined;
   if (cluster) log('info', 'Joining the cluster', { server: cluster.server, node: config.nodeName });
-  const sources = { ...sourceOptions, ...(cluster ? { api: cluster.deps.api } : {}) };
+  // The node's recorder exists once composeNode has run; the API source reports only after its first list.
+  const recorder: EventRecorder = { event: (...args) => node.recorder.event(...args) };
+  const sources = { ...sourceOptions, ...(cluster ? { api: cluster.deps.api, recorder } : {}) };
   const node = composeNode({
     config,
     runtime,

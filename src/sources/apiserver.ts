@@ -29,7 +29,8 @@ export interface ApiSourceOptions {
   log: Logger;
   onSnapshot(pods: Pod[]): void;
   onMirrorPods?(pods: Pod[]): void;
-  onError(pod: string, message: string): void;
+  /** A pod the agent cannot run: `pod` names it (`namespace/name`), `object` is what the API sent, if it had a name. */
+  onError(pod: string, message: string, object?: Pod): void;
   /** Reports how the source is doing, for the visualizer: listing, watching, backing off. */
   onState?(state: ApiSourceState): void;
 }
@@ -76,7 +77,7 @@ export function createApiSource(options: ApiSourceOptions): ApiSource {
       pod.metadata.annotations = { ...pod.metadata.annotations, [ConfigAnnotation.source]: 'api' };
     } else {
       const first = checked.errors[0]!;
-      options.onError(`${raw.metadata.namespace}/${raw.metadata.name}`, `${first.field ? `${first.field}: ` : ''}${first.message}`);
+      options.onError(`${raw.metadata.namespace}/${raw.metadata.name}`, `${first.field ? `${first.field}: ` : ''}${first.message}`, raw);
     }
     accepted.set(uid, { version, pod });
     return pod;

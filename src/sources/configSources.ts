@@ -12,6 +12,7 @@ import { type ConfigEvent, type SourceEvent, configEvent } from '../events.ts';
 import type { Logger } from '../log.ts';
 import type { KubeApi } from '../client/api.ts';
 import { createApiSource } from './apiserver.ts';
+import { type EventRecorder, podReference } from '../record/recorder.ts';
 import { createFileSource } from './file.ts';
 import { PodConfig } from './podConfig.ts';
 
@@ -23,6 +24,8 @@ export interface ConfigSourcesOptions {
   fileCheckFrequencyMs: number;
   clock: Clock;
   log: Logger;
+  /** Where a pod from the API that the agent cannot run is reported as an event on that pod. */
+  recorder?: EventRecorder;
 }
 
 /** The sources the options configure: the syncLoop waits for each of them before housekeeping. */
@@ -80,8 +83,9 @@ export function createConfigSourcesLogic(options: ConfigSourcesOptions) {
             phase: state.phase,
             detail: state.phase === 'watching' ? `from ${state.resourceVersion}` : state.phase === 'backingOff' ? `${state.delayMs} ms: ${state.error}` : '',
           }),
-        onError: (pod, message) => {
+        onError: (pod, message, object) => {
           options.log('error', 'Skipping a pod from the API server that the agent cannot run', { pod, err: message });
+          if (object) options.recorder?.event(podReference(object), 'Warning', 'FailedValidation', `The node cannot run this pod: ${message}`);
           send({ type: 'SOURCE.ERROR', source: 'api', message: `${pod}: ${message}` });
         },
       });

@@ -38,7 +38,7 @@ function harness() {
     log: (level, message, fields) => void logs.push({ level, message, ...(fields ? { fields } : {}) }),
     onSnapshot: (pods) => void snapshots.push(pods.map((p) => p.metadata.name).sort()),
     onMirrorPods: (pods) => void mirrors.push(pods.map((p) => p.metadata.name)),
-    onError: (name, message) => void errors.push(`${name}: ${message}`),
+    onError: (name, message, object) => void errors.push(`${name}: ${message}${object ? ` (uid ${object.metadata.uid})` : ''}`),
     onState: (s) => void states.push(s),
   });
   const last = () => snapshots.at(-1);
@@ -135,7 +135,7 @@ describe('API pod source', () => {
     h.source.start();
     await h.clock.settle(0);
     expect(h.last()).toEqual(['good']);
-    expect(h.errors).toEqual([expect.stringMatching(/^default\/bad: spec\.containers\[0\]\.name: /)]);
+    expect(h.errors).toEqual([expect.stringMatching(/^default\/bad: spec\.containers\[0\]\.name: .*\(uid uid-bad\)$/)]);
     h.api.putPod(pod('other'));
     await h.clock.settle(10);
     expect(h.last()).toEqual(['good', 'other']);
