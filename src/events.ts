@@ -134,6 +134,9 @@ export type RuntimeCallEvent =
 /** The node status loop's events: the runtime's health flipped, so Ready may have changed. */
 export type NodeEvent = { type: 'NODE.HEALTH_CHANGED' };
 
+/** The pod status writer's progress, at most once a second: statuses waiting, written, pods deleted. */
+export type StatusWritesEvent = { type: 'STATUS.WRITES'; queued: number; writes: number; deletes: number };
+
 // ---- The whole catalogue ----------------------------------------------------------------------
 
 export type AgentEvent =
@@ -147,7 +150,8 @@ export type AgentEvent =
   | PodReport
   | PodEnded
   | RuntimeCallEvent
-  | NodeEvent;
+  | NodeEvent
+  | StatusWritesEvent;
 
 export type AgentEventType = AgentEvent['type'];
 

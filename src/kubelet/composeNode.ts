@@ -166,8 +166,19 @@ export function composeNode(deps: NodeDeps): Node {
         finished: (uid) => podActor(uid)?.getSnapshot().hasTag('finished') ?? true,
         clock,
         log,
+        onProgress: () => reportStatusWrites(),
       })
     : undefined;
+  // The writer's progress reaches the syncLoop (and so the visualizer) at most once a second.
+  let statusWritesDue = false;
+  const reportStatusWrites = () => {
+    if (statusWritesDue || !statusWriter) return;
+    statusWritesDue = true;
+    clock.setTimeout(() => {
+      statusWritesDue = false;
+      if (syncLoopRef?.getSnapshot().status === 'active') syncLoopRef.send({ type: 'STATUS.WRITES', ...statusWriter.progress() });
+    }, 1_000);
+  };
   const nodeRecord = new NodeRecord();
   const clusterChildren = cluster ? clusterLogic(cluster, deps, nodeRecord, recorder, () => syncLoopRef?.getSnapshot().context) : {};
   const mirrorPods = cluster

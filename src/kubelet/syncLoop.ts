@@ -22,14 +22,23 @@
  */
 import { type EventObject, assertEvent, assign, fromCallback, sendTo, setup } from 'xstate';
 import type { SourceName } from '../api/types.ts';
-import { type ConfigEvent, type NodeEvent, type PlegReport, type ProbeResultEvent, type SourceEvent, type TickEvent, routedToPodWorkers } from '../events.ts';
+import {
+  type ConfigEvent,
+  type NodeEvent,
+  type PlegReport,
+  type ProbeResultEvent,
+  type SourceEvent,
+  type StatusWritesEvent,
+  type TickEvent,
+  routedToPodWorkers,
+} from '../events.ts';
 import { type PlegInput, plegMachine } from '../pleg/pleg.ts';
 import type { LeaseInput } from '../node/leaseMachine.ts';
 import type { NodeStatusInput } from '../node/nodeStatusMachine.ts';
 import type { PodsEvent } from './pods.ts';
 
 /** Everything the syncLoop accepts: what its children report. */
-export type SyncLoopEvent = ConfigEvent | SourceEvent | PlegReport | ProbeResultEvent;
+export type SyncLoopEvent = ConfigEvent | SourceEvent | PlegReport | ProbeResultEvent | StatusWritesEvent;
 
 export interface SyncLoopInput {
   expectedSources: SourceName[];
@@ -60,6 +69,8 @@ export interface SyncLoopContext {
   routed: Record<string, number>;
   /** Each source's last reported state (SOURCE.STATE), e.g. the API source's `watching from 1234`. */
   sourceStates: Partial<Record<SourceName, string>>;
+  /** In a cluster: the pod status writer's last reported progress. */
+  statusWrites: { queued: number; writes: number; deletes: number } | null;
 }
 
 /** A child the composition did not provide: it does nothing, so the machine can be drawn and tested alone. */
@@ -120,6 +131,10 @@ export const syncLoopMachine = setup({
       sourceStates: ({ context, event }) =>
         event.type === 'SOURCE.STATE' ? { ...context.sourceStates, [event.source]: event.detail ? `${event.phase} ${event.detail}` : event.phase } : context.sourceStates,
     }),
+    recordStatusWrites: assign({
+      statusWrites: ({ context, event }) =>
+        event.type === 'STATUS.WRITES' ? { queued: event.queued, writes: event.writes, deletes: event.deletes } : context.statusWrites,
+    }),
     recordRuntimeError: assign({
       lastRuntimeError: ({ event }) => (event.type === 'PLEG.RELIST_FAILED' ? event.error : null),
     }),
@@ -138,6 +153,7 @@ export const syncLoopMachine = setup({
     lastRuntimeError: null,
     routed: {},
     sourceStates: {},
+    statusWrites: null,
   }),
   invoke: [
     { id: 'pods', src: 'pods' },
@@ -152,6 +168,7 @@ export const syncLoopMachine = setup({
     ...Object.fromEntries(routedToPodWorkers.map((type) => [type, { actions: ['routeToPods', 'countRouted'] as const }])),
     'SOURCE.SEEN': { actions: 'markSourceSeen' },
     'SOURCE.STATE': { actions: 'recordSourceState' },
+    'STATUS.WRITES': { actions: 'recordStatusWrites' },
   },
   type: 'parallel',
   states: {

@@ -30,6 +30,8 @@ export interface StatusWriterDeps {
   finished(uid: string): boolean;
   clock: Clock;
   log: Logger;
+  /** Called whenever the queue or the counts change (the composition throttles it for the visualizer). */
+  onProgress?(): void;
   /** Writes in flight at once (the kubelet's client is limited to 50 QPS, burst 100). */
   concurrency?: number;
   resyncMs?: number;
@@ -62,6 +64,7 @@ export class StatusWriter {
     if (this.stopped) return;
     this.dirty.add(uid);
     this.pump();
+    this.deps.onProgress?.();
   }
 
   /** Writes the pod's status again even if it did not change (its API object is new: a re-created mirror). */
@@ -72,6 +75,10 @@ export class StatusWriter {
 
   queued(): number {
     return this.dirty.size + this.inFlight.size;
+  }
+
+  progress(): { queued: number; writes: number; deletes: number } {
+    return { queued: this.queued(), writes: this.writes, deletes: this.deletes };
   }
 
   stop(): void {
@@ -109,6 +116,7 @@ export class StatusWriter {
         .finally(() => {
           this.inFlight.delete(uid);
           this.pump();
+          this.deps.onProgress?.();
         });
     }
   }

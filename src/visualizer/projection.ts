@@ -110,6 +110,8 @@ export interface WireSyncLoopState {
   lastRuntimeError: string | null;
   /** Each source's last reported state: the API source `watching from 1234`, `backingOff …`. */
   sourceStates: Record<string, string>;
+  /** In a cluster: the pod status writer's progress. */
+  statusWrites: { queued: number; writes: number; deletes: number } | null;
 }
 
 export interface WireSnapshot {
@@ -251,6 +253,7 @@ interface SyncLoopLikeContext {
   routed?: Record<string, number>;
   seenSources?: string[];
   sourceStates?: Record<string, string>;
+  statusWrites?: { queued?: unknown; writes?: unknown; deletes?: unknown } | null;
   lastRelistAt?: number | null;
   lastRelistDurationMs?: number | null;
   lastRuntimeError?: string | null;
@@ -362,6 +365,9 @@ function syncLoopState(c: SyncLoopLikeContext): WireSyncLoopState {
     lastRelistDurationMs: numberOrNull(c.lastRelistDurationMs),
     lastRuntimeError: typeof c.lastRuntimeError === 'string' ? str(c.lastRuntimeError) : null,
     sourceStates: Object.fromEntries(Object.entries(c.sourceStates ?? {}).map(([k, v]) => [str(k), str(String(v))])),
+    statusWrites: c.statusWrites
+      ? { queued: Number(c.statusWrites.queued) || 0, writes: Number(c.statusWrites.writes) || 0, deletes: Number(c.statusWrites.deletes) || 0 }
+      : null,
   };
 }
 
@@ -404,6 +410,7 @@ const scalarFieldsByType = {
   // Not `message`: a manifest's parse error may quote the manifest.
   'SOURCE.ERROR': ['source'],
   'SOURCE.STATE': ['source', 'phase', 'detail'],
+  'STATUS.WRITES': ['queued', 'writes', 'deletes'],
 } as const satisfies { [T in AgentEventType]: readonly (keyof EventOf<T> & string)[] };
 
 const scalarFields: Readonly<Partial<Record<string, readonly string[]>>> = scalarFieldsByType;

@@ -134,6 +134,7 @@ describe('projectActor / projectSnapshot', () => {
     actor.send({ type: 'PLEG.RELIST_FAILED', error: 'CRI ListContainers failed (UNAVAILABLE): connection refused' });
     actor.send({ type: 'SOURCE.STATE', source: 'api', phase: 'backingOff', detail: '800 ms: connection refused' });
     actor.send({ type: 'SOURCE.STATE', source: 'api', phase: 'watching', detail: 'from 1234' });
+    actor.send({ type: 'STATUS.WRITES', queued: 2, writes: 140, deletes: 1 });
     const snap = projectSnapshot(actor, actor.getSnapshot(), 7);
     expect(snap.syncLoop).toEqual({
       routed: { 'CONFIG.ADD': 2, 'PLEG.CONTAINER_DIED': 1 },
@@ -142,6 +143,7 @@ describe('projectActor / projectSnapshot', () => {
       lastRelistDurationMs: null,
       lastRuntimeError: 'CRI ListContainers failed (UNAVAILABLE): connection refused',
       sourceStates: { api: 'watching from 1234' },
+      statusWrites: { queued: 2, writes: 140, deletes: 1 },
     });
     expect(snap.value).toMatchObject({ sources: 'ready', runtime: 'unhealthy' });
     expect(snap.pod).toBeUndefined();
