@@ -116,7 +116,7 @@ function kubeconfigYaml(server: string, caFile: string, user: string, token: str
  * Starts a control plane with node identities for `nodeNames`, or returns null (having said why)
  * where it cannot be built outside CI.
  */
-export async function startControlPlane(options: { nodeNames: string[]; required?: boolean }): Promise<ControlPlane | null> {
+export async function startControlPlane(options: { nodeNames: string[]; required?: boolean; apiserverArgs?: string[] }): Promise<ControlPlane | null> {
   const bins = await binaries(options.required ?? false);
   if (!bins) return null;
   const dir = await mkdtemp(path.join(os.tmpdir(), 'statelet-cp-'));
@@ -156,6 +156,7 @@ export async function startControlPlane(options: { nodeNames: string[]; required
     `--service-account-signing-key-file=${path.join(dir, 'sa.key')}`,
     `--service-account-key-file=${path.join(dir, 'sa.key')}`,
     '--v=0',
+    ...(options.apiserverArgs ?? []),
   ];
   let output = '';
   let child: ChildProcess | undefined;
