@@ -21,6 +21,8 @@ export interface ClusterRuntime {
   endpoint(): string;
   /** What the Node's nodeInfo.containerRuntimeVersion looks like. */
   runtimeVersion: RegExp;
+  /** Makes the runtime stop answering (a hung daemon); resolves with what makes it answer again. */
+  freeze?: () => Promise<() => Promise<void>>;
 }
 
 export function defineClusterScenarios(runtime: ClusterRuntime): void {
@@ -251,6 +253,41 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
       expect(value(/^rest_client_requests_total\{method="PATCH",resource="nodes\/status",code="200"\} (\d+)$/m)).toBeGreaterThanOrEqual(1);
       expect(value(/^statelet_events_written_total (\d+)$/m)).toBeGreaterThan(0);
       expect(value(/^statelet_pod_status_queued (\d+)$/m)).toBeGreaterThanOrEqual(0);
+    });
+
+    it('probes readiness as soon as the container runs: Ready long before a 20 s probe period', { timeout: 60_000 }, async ({ skip }) => {
+      if (!cp) return skip();
+      const namespace = await cp.namespace('ready');
+      await cp.core.createNamespacedPod({
+        namespace,
+        body: {
+          metadata: { name: 'probed' },
+          spec: {
+            nodeName: NODE,
+            containers: [{ name: 'app', image: runtime.image, command: ['sh', '-c', 'while true; do sleep 1; done'], readinessProbe: { exec: { command: ['true'] }, periodSeconds: 20 } }],
+          },
+        },
+      });
+      const pod = (await cp.waitFor<V1Pod>(pods(namespace), 'probed', (p) => p?.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True'))!;
+      const startedAt = Date.parse(String(pod.status!.containerStatuses![0]!.state!.running!.startedAt));
+      const readyAt = Date.parse(String(pod.status!.conditions!.find((c) => c.type === 'Ready')!.lastTransitionTime));
+      // The API's times are whole seconds; a first probe a period later would make this ≥ 20 s.
+      expect(readyAt - startedAt).toBeLessThan(10_000);
+    });
+
+    // Only where the runtime can be made to hang from outside (containerd: its daemon stopped).
+    const freeze = runtime.freeze;
+    if (freeze) it('turns the Node NotReady with the kubelet\'s message while the runtime does not answer, and Ready again after', { timeout: 120_000 }, async ({ skip }) => {
+      if (!cp) return skip();
+      await cp.waitFor<V1Node>(nodes, NODE, (n) => condition(n, 'Ready')?.status === 'True');
+      const thaw = await freeze();
+      try {
+        const down = (await cp.waitFor<V1Node>(nodes, NODE, (n) => condition(n, 'Ready')?.status === 'False', 60_000))!;
+        expect(condition(down, 'Ready')).toMatchObject({ reason: 'KubeletNotReady', message: expect.stringContaining('container runtime is down') });
+      } finally {
+        await thaw();
+      }
+      await cp.waitFor<V1Node>(nodes, NODE, (n) => condition(n, 'Ready')?.status === 'True', 60_000);
     });
   });
 }
