@@ -17,7 +17,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import type { NodeAddress } from '../api/cluster.ts';
 import { quantityValue } from '../api/quantity.ts';
 import { kubeletVersion } from '../cli/flags.ts';
-import { createKubeClient } from '../client/kubeClient.ts';
+import { createKubeClient, type KubeClientOptions } from '../client/kubeClient.ts';
 import { type KubeApi, RequestCounts } from '../client/api.ts';
 import { type ClusterDeps, composeNode } from '../kubelet/composeNode.ts';
 import { readMachineInfo } from '../node/machineInfo.ts';
@@ -116,7 +116,12 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
   // In a cluster the pods report the node's address as hostIP, --node-ip or the machine's own.
   if (config.kubeconfig && !config.nodeIp) config = { ...config, nodeIp: defaultInternalIp() };
   const apiRequests = new RequestCounts();
-  const cluster = config.kubeconfig ? clusterDeps(config, loadKubeApi(config.kubeconfig, apiRequests)) : undefined;
+  const limits = {
+    api: { qps: config.kubeApiQps, burst: config.kubeApiBurst },
+    events: { qps: config.eventQps, burst: config.eventBurst },
+    clock,
+  };
+  const cluster = config.kubeconfig ? clusterDeps(config, loadKubeApi(config.kubeconfig, apiRequests, limits)) : undefined;
   if (cluster) log('info', 'Joining the cluster', { server: cluster.server, node: config.nodeName });
   // The node's recorder exists once composeNode has run; the API source reports only after its first list.
   const recorder: EventRecorder = { event: (...args) => node.recorder.event(...args) };
@@ -182,7 +187,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
 }
 
 /** The API client of a kubeconfig file; a file that cannot be read stops the agent at start. */
-function loadKubeApi(file: string, counts: RequestCounts): { api: KubeApi; server: string } {
+function loadKubeApi(file: string, counts: RequestCounts, limits: KubeClientOptions['limits']): { api: KubeApi; server: string } {
   const kubeConfig = new KubeConfig();
   try {
     kubeConfig.loadFromFile(file);
@@ -191,7 +196,7 @@ function loadKubeApi(file: string, counts: RequestCounts): { api: KubeApi; serve
   }
   const server = kubeConfig.getCurrentCluster()?.server;
   if (!server) throw new Error(`--kubeconfig ${file}: the current context names no cluster server`);
-  return { api: createKubeClient(kubeConfig, { requestTimeoutMs: 10_000, userAgent: `statelet/${kubeletVersion()}`, counts }), server };
+  return { api: createKubeClient(kubeConfig, { requestTimeoutMs: 10_000, userAgent: `statelet/${kubeletVersion()}`, counts, ...(limits ? { limits } : {}) }), server };
 }
 
 function clusterDeps(config: AgentConfig, client: { api: KubeApi; server: string }): { deps: ClusterDeps; server: string } {

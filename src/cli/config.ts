@@ -30,6 +30,12 @@ export interface AgentConfig {
   nodeStatusReportFrequencyMs: number;
   /** --node-lease-duration-seconds / nodeLeaseDurationSeconds: the Lease's duration; it is renewed every quarter of it. */
   nodeLeaseDurationSeconds: number;
+  /** --kube-api-qps / kubeAPIQPS and --kube-api-burst / kubeAPIBurst: the client-side limit on API requests (0: none). */
+  kubeApiQps: number;
+  kubeApiBurst: number;
+  /** --event-qps / eventRecordQPS and --event-burst / eventBurst: the same for events. */
+  eventQps: number;
+  eventBurst: number;
   /** --system-reserved / systemReserved: resources held back for the system (quantities by resource name). */
   systemReserved: Record<string, string>;
   /** --kube-reserved / kubeReserved: resources held back for Kubernetes daemons. */
@@ -129,6 +135,10 @@ export function agentDefaults(profile: DefaultsProfile = 'flags'): AgentDefaults
     nodeStatusUpdateFrequencyMs: 10_000,
     nodeStatusReportFrequencyMs: 5 * 60_000,
     nodeLeaseDurationSeconds: 40,
+    kubeApiQps: 50,
+    kubeApiBurst: 100,
+    eventQps: 50,
+    eventBurst: 100,
     systemReserved: {},
     kubeReserved: {},
     containerRuntimeEndpoint: DEFAULT_CONTAINER_RUNTIME_ENDPOINT,

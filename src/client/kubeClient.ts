@@ -7,6 +7,8 @@
 import * as k8s from '@kubernetes/client-node';
 import type { KubeEvent } from '../api/cluster.ts';
 import type { Pod } from '../api/types.ts';
+import type { Clock } from '../clock.ts';
+import { type Bucket, type RateLimit, takeToken } from './rateLimit.ts';
 import { ApiError, type DeleteOptions, type RequestCounts, type KubeApi, type PodList, type WatchEventType, type WatchHandlers } from './api.ts';
 
 export interface KubeClientOptions {
@@ -15,6 +17,23 @@ export interface KubeClientOptions {
   userAgent: string;
   /** Where every request is counted. */
   counts?: RequestCounts;
+  /**
+   * Client-side rate limits (--kube-api-qps/--kube-api-burst, --event-qps/--event-burst): pods and
+   * their status on one bucket, events on another; the Node and its Lease, the heartbeat, on none
+   * (as the kubelet's heartbeat client). Absent: no limit.
+   */
+  limits?: { api: RateLimit; events: RateLimit; clock: Clock };
+}
+
+/** A waiter on one token bucket. */
+function limiter(limit: RateLimit | undefined, clock: Clock | undefined): () => Promise<void> {
+  let bucket: Bucket | null = null;
+  return async () => {
+    if (!limit || !clock) return;
+    const taken = takeToken(bucket, limit, clock.now());
+    bucket = taken.bucket;
+    if (taken.waitMs > 0) await new Promise<void>((resolve) => clock.setTimeout(resolve, taken.waitMs));
+  };
 }
 
 /** The calls' options: the user agent, the deadline and, for patches, the patch's content type. */
@@ -67,9 +86,15 @@ export function createKubeClient(config: k8s.KubeConfig, options: KubeClientOpti
   const strategicPatch = requestOptions(options, k8s.PatchStrategy.StrategicMergePatch);
   const watch = new k8s.Watch(config);
 
-  /** `name` is `<METHOD> <resource> <object>`; the first two words are what is counted. */
+  const waitForApi = limiter(options.limits?.api, options.limits?.clock);
+  const waitForEvents = limiter(options.limits?.events, options.limits?.clock);
+  const heartbeat = new Set(['nodes', 'nodes/status', 'leases']);
+
+  /** `name` is `<METHOD> <resource> <object>`; the first two words are what is counted and limited. */
   const call = async <T>(name: string, request: () => Promise<unknown>): Promise<T> => {
     const [method = '', resource = ''] = name.split(' ');
+    if (resource === 'events') await waitForEvents();
+    else if (!heartbeat.has(resource)) await waitForApi();
     try {
       const result = plain<T>(await request());
       options.counts?.add(method, resource, method === 'POST' ? 201 : 200);
@@ -108,7 +133,18 @@ export function createKubeClient(config: k8s.KubeConfig, options: KubeClientOpti
     },
     watchPods: (fieldSelector, resourceVersion, handlers) => {
       options.counts?.add('WATCH', 'pods', 200);
-      return watchPods(watch, fieldSelector, resourceVersion, handlers);
+      // The watch opens once its token is there; stopping it before then opens nothing.
+      let stopped = false;
+      let open: { stop(): void } | undefined;
+      void waitForApi().then(() => {
+        if (!stopped) open = watchPods(watch, fieldSelector, resourceVersion, handlers);
+      });
+      return {
+        stop: () => {
+          stopped = true;
+          open?.stop();
+        },
+      };
     },
     getPod: (namespace, name) => call<Pod>(`GET pods ${namespace}/${name}`, () => core.readNamespacedPod({ namespace, name }, plainOptions)).then(withKind),
     createPod: (pod) =>

@@ -123,6 +123,10 @@ describe('parseCommandLine: defaults and forms', () => {
       nodeStatusUpdateFrequencyMs: 10_000,
       nodeStatusReportFrequencyMs: 300_000,
       nodeLeaseDurationSeconds: 40,
+      kubeApiQps: 50,
+      kubeApiBurst: 100,
+      eventQps: 50,
+      eventBurst: 100,
       systemReserved: {},
       kubeReserved: {},
       containerRuntimeEndpoint: 'unix:///run/containerd/containerd.sock',
@@ -167,6 +171,10 @@ describe('parseCommandLine: defaults and forms', () => {
       '--node-status-update-frequency=5s',
       '--node-status-report-frequency=1m',
       '--node-lease-duration-seconds=20',
+      '--kube-api-qps=20',
+      '--kube-api-burst=40',
+      '--event-qps=0',
+      '--event-burst=5',
     ]);
     expect(config).toMatchObject({
       kubeconfig: '/etc/kubelet.conf',
@@ -181,7 +189,12 @@ describe('parseCommandLine: defaults and forms', () => {
       nodeStatusUpdateFrequencyMs: 5_000,
       nodeStatusReportFrequencyMs: 60_000,
       nodeLeaseDurationSeconds: 20,
+      kubeApiQps: 20,
+      kubeApiBurst: 40,
+      eventQps: 0,
+      eventBurst: 5,
     });
+    expect(usageError(['--kube-api-qps', '-1'])).toBe('invalid value "-1" for flag --kube-api-qps: must be at least 0');
     expect(usageError(['--node-labels', 'bad key=x'])).toMatch(/^invalid value "bad key=x" for flag --node-labels: bad key: name part must be/);
     expect(usageError(['--register-with-taints', 'a=b:Sometimes'])).toBe(
       'invalid value "a=b:Sometimes" for flag --register-with-taints: taint a: effect "Sometimes" is not one of NoSchedule, PreferNoSchedule, NoExecute',
@@ -192,7 +205,7 @@ describe('parseCommandLine: defaults and forms', () => {
 
   it('reads the cluster fields of a KubeletConfiguration file', () => {
     const result = parseKubeletConfig(
-      `${HEADER}registerNode: false\nregisterWithTaints: [{key: a, value: b, effect: NoExecute}]\nsystemReserved: {cpu: 500m}\nnodeStatusUpdateFrequency: 20s\nnodeLeaseDurationSeconds: 60\n`,
+      `${HEADER}registerNode: false\nregisterWithTaints: [{key: a, value: b, effect: NoExecute}]\nsystemReserved: {cpu: 500m}\nnodeStatusUpdateFrequency: 20s\nnodeLeaseDurationSeconds: 60\nkubeAPIQPS: 10\neventBurst: 7\n`,
       'k.yaml',
     );
     expect(result.settings).toEqual({
@@ -201,6 +214,8 @@ describe('parseCommandLine: defaults and forms', () => {
       systemReserved: { cpu: '500m' },
       nodeStatusUpdateFrequencyMs: 20_000,
       nodeLeaseDurationSeconds: 60,
+      kubeApiQps: 10,
+      eventBurst: 7,
     });
   });
 
