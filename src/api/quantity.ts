@@ -71,3 +71,26 @@ export function parseResourceList(text: string): Record<string, number> | Error 
   }
   return out;
 }
+
+/**
+ * Resource amounts as admission and the kubelet's messages use them: whole numbers, millicores for
+ * `cpu`, bytes for memory and storage, units for the rest (each rounded up, as resource.Quantity does).
+ */
+export type ResourceAmounts = Record<string, number>;
+
+/** `cpu` in millicores, anything else in its own unit, rounded up. */
+export function amount(name: string, quantity: string | number | undefined): number {
+  const scaled = quantityValue(quantity) * (name === 'cpu' ? 1000 : 1);
+  // "0.7" is 700.0000000000001 millicores in floating point: that is 700, not 701.
+  const nearest = Math.round(scaled);
+  return Math.abs(scaled - nearest) < 1e-6 ? nearest : Math.ceil(scaled);
+}
+
+/** A ResourceList (`{cpu: "500m", memory: "1Gi"}`) as amounts; entries that are not objects count as none. */
+export function amounts(list: Readonly<Record<string, string | number>> | undefined): ResourceAmounts {
+  const out: ResourceAmounts = {};
+  if (!list || typeof list !== 'object') return out;
+  for (const [name, quantity] of Object.entries(list)) out[name] = amount(name, quantity);
+  return out;
+}
+

@@ -24,7 +24,26 @@ export type PullPolicy = 'Always' | 'IfNotPresent' | 'Never';
 export interface EnvVar {
   name: string;
   value?: string;
-  valueFrom?: unknown;
+  valueFrom?: EnvVarSource;
+}
+
+export interface KeySelector {
+  name?: string;
+  key: string;
+  optional?: boolean;
+}
+
+export interface EnvVarSource {
+  fieldRef?: { apiVersion?: string; fieldPath: string };
+  resourceFieldRef?: { containerName?: string; resource: string; divisor?: string | number };
+  configMapKeyRef?: KeySelector;
+  secretKeyRef?: KeySelector;
+}
+
+export interface EnvFromSource {
+  prefix?: string;
+  configMapRef?: { name?: string; optional?: boolean };
+  secretRef?: { name?: string; optional?: boolean };
 }
 
 export interface ContainerPort {
@@ -84,6 +103,7 @@ export interface Container {
   args?: string[];
   workingDir?: string;
   env?: EnvVar[];
+  envFrom?: EnvFromSource[];
   ports?: ContainerPort[];
   imagePullPolicy?: PullPolicy;
   /** Only on init containers: `Always` makes it a sidecar. */

@@ -73,6 +73,11 @@ export interface KubeApi {
   patchPodStatus(namespace: string, name: string, patch: object): Promise<Pod>;
   deletePod(namespace: string, name: string, options: DeleteOptions): Promise<void>;
 
+  /** A ConfigMap's `data` (string values). */
+  getConfigMap(namespace: string, name: string): Promise<{ data?: Record<string, string> }>;
+  /** A Secret's `data` (base64 values, as the API returns them). */
+  getSecret(namespace: string, name: string): Promise<{ data?: Record<string, string> }>;
+
   createEvent(event: KubeEvent): Promise<KubeEvent>;
   /** A JSON merge patch of an Event (its count and lastTimestamp, when it repeats). */
   patchEvent(namespace: string, name: string, patch: object): Promise<KubeEvent>;

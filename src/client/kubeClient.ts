@@ -171,6 +171,9 @@ export function createKubeClient(config: k8s.KubeConfig, options: KubeClientOpti
       );
     },
 
+    getConfigMap: (namespace, name) => call(`GET configmaps ${namespace}/${name}`, () => core.readNamespacedConfigMap({ namespace, name }, plainOptions)),
+    getSecret: (namespace, name) => call(`GET secrets ${namespace}/${name}`, () => core.readNamespacedSecret({ namespace, name }, plainOptions)),
+
     createEvent: (event) =>
       call<KubeEvent>(`POST events ${event.metadata.namespace}/${event.metadata.name}`, () =>
         core.createNamespacedEvent({ namespace: event.metadata.namespace, body: event as unknown as k8s.CoreV1Event }, plainOptions),

@@ -42,8 +42,9 @@ import { createProbeManagerLogic } from '../prober/manager.ts';
 import type { ImageService, RuntimeService } from '../runtime/types.ts';
 import { StatusManager } from '../status/manager.ts';
 import type { NodeInfo } from '../lifecycle/admit.ts';
-import { amounts } from '../lifecycle/resources.ts';
+import { amounts } from '../api/quantity.ts';
 import { ApiEventRecorder, type EventRecorder, loggingRecorder, nodeReference } from '../record/recorder.ts';
+import { apiObjectReader } from '../kuberuntime/apiObjects.ts';
 import { createPodsLogic } from './pods.ts';
 import { type SyncLoopMachine, syncLoopMachine } from './syncLoop.ts';
 
@@ -139,6 +140,8 @@ export function composeNode(deps: NodeDeps): Node {
   const cluster = deps.cluster;
   // In a cluster events go to the API too (correlated, rate-limited); a standalone node logs them.
   const recorder = cluster ? new ApiEventRecorder({ api: cluster.api, nodeName: config.nodeName, clock, log }) : loggingRecorder(log);
+  const nodeRecord = new NodeRecord();
+  const nodeInfo = admissionNode(config, cluster, nodeRecord);
   const runtimeDeps: RuntimeDeps = {
     runtime,
     images: deps.images,
@@ -149,6 +152,9 @@ export function composeNode(deps: NodeDeps): Node {
     now,
     log,
     recorder,
+    ...(config.nodeIp ? { hostIPs: config.nodeIp.split(',') } : {}),
+    allocatable: () => nodeInfo().allocatable,
+    ...(cluster ? { objects: apiObjectReader(cluster.api) } : {}),
   };
   const podMachine = podMachineWith(
     createPodEffects({ ...runtimeDeps, statuses, runtimeName: deps.runtimeName, ...(config.nodeIp ? { hostIP: config.nodeIp.split(',')[0] } : {}) }),
@@ -179,7 +185,6 @@ export function composeNode(deps: NodeDeps): Node {
       if (syncLoopRef?.getSnapshot().status === 'active') syncLoopRef.send({ type: 'STATUS.WRITES', ...statusWriter.progress() });
     }, 1_000);
   };
-  const nodeRecord = new NodeRecord();
   const clusterChildren = cluster ? clusterLogic(cluster, deps, nodeRecord, recorder, () => syncLoopRef?.getSnapshot().context) : {};
   const mirrorPods = cluster
     ? new MirrorPodSync({
@@ -201,7 +206,7 @@ export function composeNode(deps: NodeDeps): Node {
         podMachine,
         podManager,
         statuses,
-        node: admissionNode(config, cluster, nodeRecord),
+        node: nodeInfo,
         recorder,
         runtime: {
           runningPodUids: () => relister.runningPodUids(),

@@ -73,25 +73,17 @@ export class ContainerConfigError extends Error {
   override readonly name = 'ContainerConfigError';
 }
 
+/** The container's CRI config; `envs` is its resolved environment (envVars.ts makeEnvironment). */
 export function containerConfig(
   pod: Pod,
   container: Container,
   type: ContainerType,
   restartCount: number,
   image: string,
+  envs: { key: string; value: string }[],
 ): ContainerConfig {
-  const vars = new Map<string, string>();
-  const envs: { key: string; value: string }[] = [];
-  for (const env of container.env ?? []) {
-    if (env.valueFrom !== undefined) {
-      throw new ContainerConfigError(
-        `env ${env.name}: valueFrom is not supported by this agent yet`,
-      );
-    }
-    const value = expandVars(env.value ?? '', vars);
-    vars.set(env.name, value);
-    envs.push({ key: env.name, value });
-  }
+  // Command and args are expanded with the final environment (ExpandContainerCommandAndArgs).
+  const vars = new Map(envs.map((e) => [e.key, e.value]));
   return {
     metadata: { name: container.name, attempt: restartCount },
     image: { image },

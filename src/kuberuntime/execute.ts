@@ -28,6 +28,8 @@ import { type KillDeps, type PreStopRuns, killContainer } from './kill.ts';
 import type { ContainerType } from './labels.ts';
 import { type RuntimeContainerStatus, type RuntimePodStatus, type WaitingReason, newestContainer } from '../api/runtimeView.ts';
 import { TerminationOrdering } from './terminationOrder.ts';
+import { type ObjectReader, makeEnvironment, readReferencedObjects } from './envVars.ts';
+import type { ResourceAmounts } from '../api/quantity.ts';
 import { podReference } from '../record/recorder.ts';
 
 export interface RuntimeDeps extends KillDeps {
@@ -36,6 +38,12 @@ export interface RuntimeDeps extends KillDeps {
   /** Where pod log directories go (the kubelet uses /var/log/pods). */
   podLogsRoot: string;
   crashLoop: BackoffPolicy;
+  /** The node's addresses (--node-ip), first the primary: `status.hostIP(s)` in environments. */
+  hostIPs?: string[];
+  /** The node's allocatable amounts once known: the limit a container leaves unset (resourceFieldRef). */
+  allocatable?: () => ResourceAmounts | undefined;
+  /** Reads the ConfigMaps and Secrets environments refer to; absent: a node without an API server. */
+  objects?: ObjectReader;
 }
 
 /** What a sync keeps between runs: backoff tables and the last start failure of each container. */
@@ -284,10 +292,17 @@ async function startContainer(
   const restartCount = previous ? previous.restartCount + 1 : 0;
   let config;
   try {
-    config = containerConfig(pod, container, type, restartCount, image.image);
+    const objects = await readReferencedObjects(deps.objects, pod, container);
+    const hostIPs = deps.hostIPs ?? [];
+    const podIPs = pod.spec.hostNetwork ? hostIPs : [await context.podIP()].filter(Boolean);
+    const allocatable = deps.allocatable?.();
+    const envs = makeEnvironment({ pod, container, podIPs, hostIPs, ...objects, ...(allocatable ? { allocatable } : {}) });
+    config = containerConfig(pod, container, type, restartCount, image.image, envs);
   } catch (err) {
     if (!(err instanceof ContainerConfigError)) throw err;
     record('Warning', 'Failed', `Error: ${err.message}`);
+    // Retried after the sync's error backoff: the ConfigMap or key may appear meanwhile.
+    result.errors.push(`CreateContainerConfigError: ${err.message}`);
     return { reason: 'CreateContainerConfigError', message: err.message };
   }
   let containerId: string;

@@ -7,7 +7,8 @@
 import type { Taint } from '../api/cluster.ts';
 import { isStaticPod, type Pod } from '../api/types.ts';
 import { matchesNodeAffinity, untoleratedNoExecuteTaint } from './nodeAffinity.ts';
-import { type ResourceAmounts, podRequests, sumRequests } from './resources.ts';
+import type { ResourceAmounts } from '../api/quantity.ts';
+import { podRequests, sumRequests } from './resources.ts';
 
 export interface NodeInfo {
   name: string;

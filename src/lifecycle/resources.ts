@@ -3,31 +3,11 @@
  * through k8s.io/component-helpers/resource PodRequests): the regular containers and every sidecar
  * run side by side, while an init container runs next to the sidecars started before it only; the
  * pod needs the larger of the two, plus its `spec.overhead`. Pod-level requests replace the
- * containers' for the resources they name.
- *
- * Amounts are whole numbers in the units the kubelet's messages use: millicores for `cpu`, bytes
- * for memory and storage, units for the rest (each rounded up, as resource.Quantity does).
+ * containers' for the resources they name. Amounts are as api/quantity.ts gives them
+ * (millicores for cpu).
  */
-import { quantityValue } from '../api/quantity.ts';
+import { amounts, type ResourceAmounts } from '../api/quantity.ts';
 import type { Container, Pod } from '../api/types.ts';
-
-export type ResourceAmounts = Record<string, number>;
-
-/** `cpu` in millicores, anything else in its own unit, rounded up. */
-export function amount(name: string, quantity: string | number | undefined): number {
-  const scaled = quantityValue(quantity) * (name === 'cpu' ? 1000 : 1);
-  // "0.7" is 700.0000000000001 millicores in floating point: that is 700, not 701.
-  const nearest = Math.round(scaled);
-  return Math.abs(scaled - nearest) < 1e-6 ? nearest : Math.ceil(scaled);
-}
-
-/** A ResourceList (`{cpu: "500m", memory: "1Gi"}`) as amounts; entries that are not objects count as none. */
-export function amounts(list: Readonly<Record<string, string | number>> | undefined): ResourceAmounts {
-  const out: ResourceAmounts = {};
-  if (!list || typeof list !== 'object') return out;
-  for (const [name, quantity] of Object.entries(list)) out[name] = amount(name, quantity);
-  return out;
-}
 
 /** Adds `more` into `into`, resource by resource. */
 export function addAmounts(into: ResourceAmounts, more: ResourceAmounts): void {

@@ -30,6 +30,9 @@ export class MemoryApi implements KubeApi {
   readonly nodes = new Map<string, NodeObject>();
   readonly leases = new Map<string, Lease>();
   readonly events = new Map<string, KubeEvent>();
+  /** ConfigMaps and Secrets by `namespace/name` (Secret values base64, as the API has them). */
+  readonly configMaps = new Map<string, { data?: Record<string, string> }>();
+  readonly secrets = new Map<string, { data?: Record<string, string> }>();
   /** Every call, in order, by method name. */
   readonly calls: Method[] = [];
 
@@ -198,6 +201,20 @@ export class MemoryApi implements KubeApi {
     await this.enter('updateLease');
     this.leases.set(key(lease.metadata.namespace, lease.metadata.name), clone(lease));
     return clone(lease);
+  }
+
+  async getConfigMap(namespace: string, name: string): Promise<{ data?: Record<string, string> }> {
+    await this.enter('getConfigMap');
+    const found = this.configMaps.get(key(namespace, name));
+    if (!found) throw new ApiError(404, 'NotFound', `configmaps "${name}" not found`, `GET configmaps ${namespace}/${name}`);
+    return clone(found);
+  }
+
+  async getSecret(namespace: string, name: string): Promise<{ data?: Record<string, string> }> {
+    await this.enter('getSecret');
+    const found = this.secrets.get(key(namespace, name));
+    if (!found) throw new ApiError(404, 'NotFound', `secrets "${name}" not found`, `GET secrets ${namespace}/${name}`);
+    return clone(found);
   }
 
   async createEvent(event: KubeEvent): Promise<KubeEvent> {

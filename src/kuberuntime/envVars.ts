@@ -1,0 +1,191 @@
+/**
+ * A container's environment, pure (pkg/kubelet/kubelet_pods.go makeEnvironmentVariables,
+ * podFieldSelectorRuntimeValue, containerResourceRuntimeValue): `envFrom` in order into a working
+ * set (later sources override earlier, keys prefixed), then `env` in order, each `value` expanded
+ * against what is known so far and each `valueFrom` resolved (never expanded). The ConfigMaps and
+ * Secrets are read beforehand (`referencedObjects` says which) and given by name: `null` when
+ * the API has none of that name.
+ *
+ * A reference that cannot be resolved (an object or key missing and not optional, an unknown
+ * field path) throws ContainerConfigError with the kubelet's message: the container waits with
+ * CreateContainerConfigError and the sync retries it.
+ *
+ * Not yet: the Service link variables (`enableServiceLinks`, KUBERNETES_SERVICE_HOST/PORT).
+ */
+import type { Container, EnvVarSource, Pod } from '../api/types.ts';
+import { amount, type ResourceAmounts } from '../api/quantity.ts';
+import { ContainerConfigError, expandVars } from './configs.ts';
+
+/** A ConfigMap's `data` or a Secret's decoded `data`, by key. */
+export type ObjectData = Readonly<Record<string, string>>;
+
+export interface EnvInputs {
+  pod: Pod;
+  container: Container;
+  /** This sync's pod IPs (the sandbox's; the node's for hostNetwork), first the primary. */
+  podIPs: readonly string[];
+  /** The node's IPs (--node-ip), first the primary. */
+  hostIPs: readonly string[];
+  /** The node's allocatable amounts: the limit of a container that sets none (resourceFieldRef). */
+  allocatable?: ResourceAmounts;
+  configMaps: ReadonlyMap<string, ObjectData | null>;
+  secrets: ReadonlyMap<string, ObjectData | null>;
+}
+
+/** Reads ConfigMaps and Secrets for the environment (the API server, with the node's identity). */
+export interface ObjectReader {
+  /** A ConfigMap's `data`, or null when there is none of that name. */
+  configMap(namespace: string, name: string): Promise<ObjectData | null>;
+  /** A Secret's `data`, decoded, or null when there is none of that name. */
+  secret(namespace: string, name: string): Promise<ObjectData | null>;
+}
+
+/**
+ * Reads what the container's environment refers to, for makeEnvironment. Without a reader (no API
+ * server) a reference fails as the kubelet's does without a client; a failed read fails the
+ * container's config with the read's message (the sync retries).
+ */
+export async function readReferencedObjects(
+  reader: ObjectReader | undefined,
+  pod: Pod,
+  container: Container,
+): Promise<Pick<EnvInputs, 'configMaps' | 'secrets'>> {
+  const { configMaps, secrets } = referencedObjects(container);
+  const ns = pod.metadata.namespace;
+  const read = async (kind: 'configMap' | 'secret', names: Set<string>) => {
+    const found = new Map<string, ObjectData | null>();
+    for (const name of names) {
+      if (!reader) throw new ContainerConfigError(`couldn't get ${kind} ${ns}/${name}, no kubeClient defined`);
+      try {
+        found.set(name, await reader[kind](ns, name));
+      } catch (err) {
+        throw new ContainerConfigError(err instanceof Error ? err.message : String(err));
+      }
+    }
+    return found;
+  };
+  return { configMaps: await read('configMap', configMaps), secrets: await read('secret', secrets) };
+}
+
+/** The ConfigMaps and Secrets the container's environment reads, by name. */
+export function referencedObjects(container: Container): { configMaps: Set<string>; secrets: Set<string> } {
+  const configMaps = new Set<string>();
+  const secrets = new Set<string>();
+  for (const from of container.envFrom ?? []) {
+    if (from.configMapRef?.name) configMaps.add(from.configMapRef.name);
+    if (from.secretRef?.name) secrets.add(from.secretRef.name);
+  }
+  for (const env of container.env ?? []) {
+    const name = env.valueFrom?.configMapKeyRef?.name;
+    if (name) configMaps.add(name);
+    const secret = env.valueFrom?.secretKeyRef?.name;
+    if (secret) secrets.add(secret);
+  }
+  return { configMaps, secrets };
+}
+
+/** The environment as CRI takes it: each name once, envFrom's first, in the order first set. */
+export function makeEnvironment(inputs: EnvInputs): { key: string; value: string }[] {
+  const { pod, container } = inputs;
+  const ns = pod.metadata.namespace;
+  const vars = new Map<string, string>();
+  for (const from of container.envFrom ?? []) {
+    const prefix = from.prefix ?? '';
+    const ref = from.configMapRef ?? from.secretRef;
+    if (!ref) continue;
+    const kind = from.configMapRef ? 'configmap' : 'secret';
+    const data = (kind === 'configmap' ? inputs.configMaps : inputs.secrets).get(ref.name ?? '');
+    if (!data) {
+      if (ref.optional) continue;
+      throw new ContainerConfigError(`${kind} "${ref.name ?? ''}" not found`);
+    }
+    for (const [key, value] of Object.entries(data)) vars.set(prefix + key, value);
+  }
+  for (const env of container.env ?? []) {
+    if (env.valueFrom) {
+      const value = fromSource(env.valueFrom, inputs, ns);
+      if (value !== undefined) vars.set(env.name, value);
+    } else {
+      vars.set(env.name, env.value ? expandVars(env.value, vars) : '');
+    }
+  }
+  return [...vars].map(([key, value]) => ({ key, value }));
+}
+
+/** A `valueFrom`'s value; undefined when an optional reference is missing (the variable is left out). */
+function fromSource(source: EnvVarSource, inputs: EnvInputs, ns: string): string | undefined {
+  if (source.fieldRef) return fieldValue(source.fieldRef.fieldPath, inputs);
+  if (source.resourceFieldRef) return resourceValue(source.resourceFieldRef, inputs);
+  const keyRef = source.configMapKeyRef ?? source.secretKeyRef;
+  if (keyRef) {
+    const isConfigMap = source.configMapKeyRef !== undefined;
+    const data = (isConfigMap ? inputs.configMaps : inputs.secrets).get(keyRef.name ?? '');
+    if (!data) {
+      if (keyRef.optional) return undefined;
+      throw new ContainerConfigError(`${isConfigMap ? 'configmap' : 'secret'} "${keyRef.name ?? ''}" not found`);
+    }
+    const value = data[keyRef.key];
+    if (value === undefined) {
+      if (keyRef.optional) return undefined;
+      throw new ContainerConfigError(`couldn't find key ${keyRef.key} in ${isConfigMap ? 'ConfigMap' : 'Secret'} ${ns}/${keyRef.name ?? ''}`);
+    }
+    return value;
+  }
+  return '';
+}
+
+const MAP_KEY = /^metadata\.(labels|annotations)\['(.*)'\]$/;
+
+/** podFieldSelectorRuntimeValue and the API's own field paths. */
+function fieldValue(fieldPath: string, inputs: EnvInputs): string {
+  const { pod } = inputs;
+  switch (fieldPath) {
+    case 'metadata.name':
+      return pod.metadata.name;
+    case 'metadata.namespace':
+      return pod.metadata.namespace;
+    case 'metadata.uid':
+      return pod.metadata.uid;
+    case 'spec.nodeName':
+      return pod.spec.nodeName ?? '';
+    case 'spec.serviceAccountName':
+      return String(pod.spec['serviceAccountName'] ?? '');
+    case 'spec.terminationGracePeriodSeconds':
+      return String(pod.spec.terminationGracePeriodSeconds ?? 30);
+    case 'status.hostIP':
+      return inputs.hostIPs[0] ?? '';
+    case 'status.hostIPs':
+      return inputs.hostIPs.join(',');
+    case 'status.podIP':
+      return inputs.podIPs[0] ?? '';
+    case 'status.podIPs':
+      return inputs.podIPs.join(',');
+  }
+  const match = MAP_KEY.exec(fieldPath);
+  if (match) {
+    const map = match[1] === 'labels' ? pod.metadata.labels : pod.metadata.annotations;
+    return map?.[match[2]!] ?? '';
+  }
+  throw new ContainerConfigError(`unsupported fieldPath: ${fieldPath}`);
+}
+
+const RESOURCE = /^(limits|requests)\.(cpu|memory|ephemeral-storage|hugepages-.+)$/;
+
+/**
+ * containerResourceRuntimeValue: ceiling(quantity / divisor), cpu in millicores; a limit the
+ * container does not set is the node's allocatable.
+ */
+function resourceValue(ref: NonNullable<EnvVarSource['resourceFieldRef']>, inputs: EnvInputs): string {
+  const match = RESOURCE.exec(ref.resource);
+  if (!match) throw new ContainerConfigError(`unsupported container resource : ${ref.resource}`);
+  const [, kind, name] = match as unknown as [string, 'limits' | 'requests', string];
+  const target = ref.containerName
+    ? [...inputs.pod.spec.containers, ...(inputs.pod.spec.initContainers ?? [])].find((c) => c.name === ref.containerName)
+    : inputs.container;
+  if (!target) throw new ContainerConfigError(`cannot find container ${ref.containerName}`);
+  const set = target.resources?.[kind]?.[name];
+  const value = set !== undefined ? amount(name, set) : kind === 'limits' ? (inputs.allocatable?.[name] ?? 0) : 0;
+  const divisor = ref.divisor === undefined || ref.divisor === '' ? amount(name, 1) : amount(name, ref.divisor);
+  if (divisor <= 0) throw new ContainerConfigError(`invalid divisor for ${ref.resource}: ${ref.divisor}`);
+  return String(Math.ceil(value / divisor));
+}
