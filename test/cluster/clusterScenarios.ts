@@ -289,5 +289,56 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
       }
       await cp.waitFor<V1Node>(nodes, NODE, (n) => condition(n, 'Ready')?.status === 'True', 60_000);
     });
+
+    it('gives containers their environment from ConfigMaps, Secrets and the downward API; a missing key waits as CreateContainerConfigError until it exists', { timeout: 90_000 }, async ({ skip }) => {
+      if (!cp) return skip();
+      const namespace = await cp.namespace('env');
+      await cp.core.createNamespacedConfigMap({ namespace, body: { metadata: { name: 'settings' }, data: { MODE: 'fast', LEVEL: '3' } } });
+      await cp.core.createNamespacedSecret({ namespace, body: { metadata: { name: 'creds' }, stringData: { user: 'ana' } } });
+      // The container checks its own environment and exits 1 (a crash loop) if anything is off.
+      const check = 'test "$MODE" = fast && test "$CFG_LEVEL" = 3 && test "$USER_NAME" = ana && test "$POD_NAME" = env-pod && test "$POD_NS" = "$EXPECTED_NS" && test -n "$POD_IP" && test "$GREETING" = "hi env-pod" || exit 1; while true; do sleep 1; done';
+      await cp.core.createNamespacedPod({
+        namespace,
+        body: {
+          metadata: { name: 'env-pod' },
+          spec: {
+            nodeName: NODE,
+            restartPolicy: 'Never',
+            containers: [
+              {
+                name: 'app',
+                image: runtime.image,
+                command: ['sh', '-c', check],
+                envFrom: [{ configMapRef: { name: 'settings' } }, { prefix: 'CFG_', configMapRef: { name: 'settings' } }],
+                env: [
+                  { name: 'USER_NAME', valueFrom: { secretKeyRef: { name: 'creds', key: 'user' } } },
+                  { name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } },
+                  { name: 'POD_NS', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+                  { name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } },
+                  { name: 'EXPECTED_NS', value: namespace },
+                  { name: 'GREETING', value: 'hi $(POD_NAME)' },
+                ],
+              },
+            ],
+          },
+        },
+      });
+      const running = (await cp.waitFor<V1Pod>(pods(namespace), 'env-pod', (p) => p?.status?.phase !== 'Pending' && p?.status?.phase !== undefined, 30_000))!;
+      expect(running.status?.phase).toBe('Running');
+
+      await cp.core.createNamespacedPod({
+        namespace,
+        body: {
+          metadata: { name: 'needs-key' },
+          spec: { nodeName: NODE, containers: [{ name: 'app', image: runtime.image, command: ['sleep', '3600'], env: [{ name: 'TOKEN', valueFrom: { secretKeyRef: { name: 'creds', key: 'token' } } }] }] },
+        },
+      });
+      const waiting = (await cp.waitFor<V1Pod>(pods(namespace), 'needs-key', (p) => p?.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'CreateContainerConfigError'))!;
+      expect(waiting.status!.containerStatuses![0]!.state!.waiting!.message).toBe(`couldn't find key token in Secret ${namespace}/creds`);
+      await cp.core.replaceNamespacedSecret({ namespace, name: 'creds', body: { metadata: { name: 'creds' }, stringData: { user: 'ana', token: 't0k3n' } } });
+      await cp.waitFor<V1Pod>(pods(namespace), 'needs-key', (p) => p?.status?.phase === 'Running', 40_000);
+      // The Secret's values never reach the agent's log.
+      expect(agent!.output()).not.toContain('t0k3n');
+    });
   });
 }
