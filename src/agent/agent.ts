@@ -7,7 +7,7 @@
  * Stopping the agent stops its actors and servers but leaves pods running, as the kubelet does:
  * on the next start, the same static pods get the same UIDs and their containers are adopted.
  */
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Actor, InspectionEvent, Observer } from 'xstate';
@@ -28,6 +28,8 @@ import { CriClient } from '../runtime/cri/client.ts';
 import { startSimRuntime } from '../runtime/sim/server.ts';
 import { type AgentView, type ListeningServer, healthzHandler, listen, readOnlyHandler } from '../server/http.ts';
 import { renderMetrics } from '../server/metrics.ts';
+import { type NodeDns, parseResolvConf } from '../kuberuntime/dns.ts';
+import type { DnsConfig } from '../runtime/types.ts';
 import { ApiEventRecorder, type EventRecorder } from '../record/recorder.ts';
 import { configuredSources, createConfigSourcesLogic } from '../sources/configSources.ts';
 import type { StatusManager } from '../status/manager.ts';
@@ -136,6 +138,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     sources: { logic: createConfigSourcesLogic(sources), expected: configuredSources(sources) },
     ...(inspect ? { inspect } : {}),
     ...(cluster ? { cluster: cluster.deps } : {}),
+    dns: await nodeDns(config, log),
   });
   closers.unshift(() => node.stop());
   const { syncLoop, podManager, statuses } = node;
@@ -231,6 +234,20 @@ function clusterDeps(config: AgentConfig, client: { api: KubeApi; server: string
       leaseDurationSeconds: config.nodeLeaseDurationSeconds,
     },
   };
+}
+
+/** The node's DNS settings, with the host resolver file read once (a missing file: no host resolver). */
+async function nodeDns(config: AgentConfig, log: Logger): Promise<NodeDns> {
+  let host: DnsConfig | null = null;
+  if (config.resolvConf !== '') {
+    try {
+      host = parseResolvConf(await readFile(config.resolvConf, 'utf8'));
+    } catch (err) {
+      log('warn', 'Could not read the resolver file; pods with dnsPolicy Default get no nameservers from it', { file: config.resolvConf, err });
+      host = { servers: [], searches: [], options: [] };
+    }
+  }
+  return { clusterDns: config.clusterDns, clusterDomain: config.clusterDomain, host };
 }
 
 /**

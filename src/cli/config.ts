@@ -36,6 +36,12 @@ export interface AgentConfig {
   /** --event-qps / eventRecordQPS and --event-burst / eventBurst: the same for events. */
   eventQps: number;
   eventBurst: number;
+  /** --cluster-dns / clusterDNS: the cluster's DNS servers. */
+  clusterDns: string[];
+  /** --cluster-domain / clusterDomain: the cluster's DNS domain ('' : none). */
+  clusterDomain: string;
+  /** --resolv-conf / resolvConf: the host resolver file pods with dnsPolicy Default inherit. */
+  resolvConf: string;
   /** --system-reserved / systemReserved: resources held back for the system (quantities by resource name). */
   systemReserved: Record<string, string>;
   /** --kube-reserved / kubeReserved: resources held back for Kubernetes daemons. */
@@ -139,6 +145,9 @@ export function agentDefaults(profile: DefaultsProfile = 'flags'): AgentDefaults
     kubeApiBurst: 100,
     eventQps: 50,
     eventBurst: 100,
+    clusterDns: [],
+    clusterDomain: '',
+    resolvConf: '/etc/resolv.conf',
     systemReserved: {},
     kubeReserved: {},
     containerRuntimeEndpoint: DEFAULT_CONTAINER_RUNTIME_ENDPOINT,

@@ -441,6 +441,18 @@ const taintsKind: ValueKind<Taint[]> = {
   display: (value) => value.map((t) => `${t.key}${t.value ? `=${t.value}` : ''}:${t.effect}`).join(','),
 };
 
+/** --cluster-dns: IP addresses, comma-separated (clusterDNS: a list). */
+const ipListKind: ValueKind<string[]> = {
+  placeholder: 'ip,...',
+  takesArgument: true,
+  fromText: (text) => text.split(',').map((part) => part.trim()).filter(Boolean).map(ipAddress),
+  fromConfig(value) {
+    if (!Array.isArray(value)) throw new ValueError('expected a list of IP addresses');
+    return value.map((item) => ipAddress(expectString(item)));
+  },
+  display: (value) => value.join(','),
+};
+
 // ---------------------------------------------------------------------------------------------
 // The table
 
@@ -641,6 +653,31 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     flag: 'node-ip',
     group: 'Node',
     help: 'IP address(es) of the node; an IPv4 and an IPv6 address, comma-separated, for dual-stack',
+  }),
+  option({
+    key: 'clusterDns',
+    kind: ipListKind,
+    flag: 'cluster-dns',
+    configField: 'clusterDNS',
+    group: 'Node',
+    help: "The cluster's DNS servers, for pods with dnsPolicy ClusterFirst",
+  }),
+  option({
+    key: 'clusterDomain',
+    kind: stringKind,
+    flag: 'cluster-domain',
+    configField: 'clusterDomain',
+    group: 'Node',
+    help: "The cluster's domain (e.g. cluster.local): pods search <namespace>.svc.<domain>, svc.<domain> and <domain>",
+  }),
+  option({
+    key: 'resolvConf',
+    kind: stringKind,
+    flag: 'resolv-conf',
+    configField: 'resolvConf',
+    configRelativePath: true,
+    group: 'Node',
+    help: 'The resolver file pods with dnsPolicy Default inherit ("": none)',
   }),
   option({
     key: 'maxPods',

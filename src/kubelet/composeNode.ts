@@ -45,6 +45,7 @@ import type { NodeInfo } from '../lifecycle/admit.ts';
 import { amounts } from '../api/quantity.ts';
 import { ApiEventRecorder, type EventRecorder, loggingRecorder, nodeReference } from '../record/recorder.ts';
 import { apiObjectReader } from '../kuberuntime/apiObjects.ts';
+import type { NodeDns } from '../kuberuntime/dns.ts';
 import { createPodsLogic } from './pods.ts';
 import { type SyncLoopMachine, syncLoopMachine } from './syncLoop.ts';
 
@@ -102,6 +103,8 @@ export interface NodeDeps {
   inspect?: Observer<InspectionEvent>;
   /** In a cluster: the API client and the node's settings; absent: a standalone node. */
   cluster?: ClusterDeps;
+  /** The node's DNS settings for pods' sandboxes; absent: the runtime's default resolver. */
+  dns?: NodeDns;
 }
 
 export interface Node {
@@ -155,6 +158,7 @@ export function composeNode(deps: NodeDeps): Node {
     ...(config.nodeIp ? { hostIPs: config.nodeIp.split(',') } : {}),
     allocatable: () => nodeInfo().allocatable,
     ...(cluster ? { objects: apiObjectReader(cluster.api) } : {}),
+    ...(deps.dns ? { dns: deps.dns } : {}),
   };
   const podMachine = podMachineWith(
     createPodEffects({ ...runtimeDeps, statuses, runtimeName: deps.runtimeName, ...(config.nodeIp ? { hostIP: config.nodeIp.split(',')[0] } : {}) }),

@@ -6,7 +6,7 @@
  */
 import path from 'node:path';
 import type { Container, Pod } from '../api/types.ts';
-import type { ContainerConfig, PodSandboxConfig, PortMapping } from '../runtime/types.ts';
+import type { ContainerConfig, DnsConfig, PodSandboxConfig, PortMapping } from '../runtime/types.ts';
 import { NamespaceMode } from '../runtime/types.ts';
 import { type ContainerType, containerAnnotations, containerLabels, sandboxLabels } from './labels.ts';
 
@@ -31,7 +31,7 @@ function portMappings(pod: Pod): PortMapping[] {
   return mappings;
 }
 
-export function sandboxConfig(pod: Pod, attempt: number, logsRoot: string): PodSandboxConfig {
+export function sandboxConfig(pod: Pod, attempt: number, logsRoot: string, dns?: DnsConfig): PodSandboxConfig {
   const hostname = (pod.spec.hostname ?? pod.metadata.name).slice(0, 63).replace(/[-.]+$/, '');
   return {
     metadata: {
@@ -45,6 +45,7 @@ export function sandboxConfig(pod: Pod, attempt: number, logsRoot: string): PodS
     portMappings: portMappings(pod),
     labels: sandboxLabels(pod),
     annotations: { ...pod.metadata.annotations },
+    ...(dns ? { dnsConfig: dns } : {}),
     linux: {
       securityContext: {
         namespaceOptions: {

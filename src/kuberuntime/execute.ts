@@ -29,6 +29,7 @@ import type { ContainerType } from './labels.ts';
 import { type RuntimeContainerStatus, type RuntimePodStatus, type WaitingReason, newestContainer } from '../api/runtimeView.ts';
 import { TerminationOrdering } from './terminationOrder.ts';
 import { type ObjectReader, makeEnvironment, readReferencedObjects } from './envVars.ts';
+import { type NodeDns, podDns } from './dns.ts';
 import type { ResourceAmounts } from '../api/quantity.ts';
 import { podReference } from '../record/recorder.ts';
 
@@ -44,6 +45,8 @@ export interface RuntimeDeps extends KillDeps {
   allocatable?: () => ResourceAmounts | undefined;
   /** Reads the ConfigMaps and Secrets environments refer to; absent: a node without an API server. */
   objects?: ObjectReader;
+  /** The node's DNS settings (--cluster-dns, --cluster-domain, --resolv-conf): each sandbox's DNSConfig. */
+  dns?: NodeDns;
 }
 
 /** What a sync keeps between runs: backoff tables and the last start failure of each container. */
@@ -156,8 +159,10 @@ export async function executePlan(
   await pruneInitContainers(deps, pod, status, opts);
 
   let sandboxId = actions.sandboxId;
-  const config = sandboxConfig(pod, actions.attempt, deps.podLogsRoot);
+  const dns = deps.dns ? podDns(pod, deps.dns) : undefined;
+  const config = sandboxConfig(pod, actions.attempt, deps.podLogsRoot, dns?.config);
   if (actions.createSandbox) {
+    for (const warning of dns?.warnings ?? []) deps.recorder.event(podReference(pod), 'Warning', warning.reason, warning.message);
     try {
       sandboxId = await deps.runtime.runPodSandbox(config, opts);
     } catch (err) {

@@ -127,6 +127,9 @@ describe('parseCommandLine: defaults and forms', () => {
       kubeApiBurst: 100,
       eventQps: 50,
       eventBurst: 100,
+      clusterDns: [],
+      clusterDomain: '',
+      resolvConf: '/etc/resolv.conf',
       systemReserved: {},
       kubeReserved: {},
       containerRuntimeEndpoint: 'unix:///run/containerd/containerd.sock',
@@ -539,13 +542,12 @@ describe('--config precedence', () => {
   });
 
   it('returns warnings for fields statelet ignores', () => {
-    const file = writeConfig(`${HEADER}maxPods: 3\nclusterDNS: [10.96.0.10]\nevictionHard:\n  memory.available: 100Mi\n`);
+    const file = writeConfig(`${HEADER}maxPods: 3\nclusterDNS: [10.96.0.10]\nclusterDomain: cluster.local\nevictionHard:\n  memory.available: 100Mi\n`);
     const { config, warnings } = run(['--config', file]);
-    expect(config.maxPods).toBe(3);
-    expect(warnings).toEqual([
-      `${file}: ignoring field "clusterDNS", which statelet does not support`,
-      `${file}: ignoring field "evictionHard", which statelet does not support`,
-    ]);
+    expect(config).toMatchObject({ maxPods: 3, clusterDns: ['10.96.0.10'], clusterDomain: 'cluster.local' });
+    expect(warnings).toEqual([`${file}: ignoring field "evictionHard", which statelet does not support`]);
+    expect(run(['--cluster-dns', '10.96.0.10,fd00::a', '--resolv-conf=']).config).toMatchObject({ clusterDns: ['10.96.0.10', 'fd00::a'], resolvConf: '' });
+    expect(usageError(['--cluster-dns', 'dns.example'])).toMatch(/^invalid value "dns.example" for flag --cluster-dns: not an IP address/);
   });
 
   it('rejects maxParallelImagePulls above 1 while pulls are serialized, from either source', () => {

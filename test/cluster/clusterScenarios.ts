@@ -52,6 +52,8 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
       `--hostname-override=${NODE}`,
       '--node-labels=statelet.dev/pool=test',
       '--system-reserved=cpu=500m,memory=512Mi',
+      '--cluster-dns=10.96.0.10',
+      '--cluster-domain=cluster.local',
     ]);
   }, 15 * 60_000);
 
@@ -339,6 +341,31 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
       await cp.waitFor<V1Pod>(pods(namespace), 'needs-key', (p) => p?.status?.phase === 'Running', 40_000);
       // The Secret's values never reach the agent's log.
       expect(agent!.output()).not.toContain('t0k3n');
+    });
+
+    it("gives pods the cluster's DNS in /etc/resolv.conf by dnsPolicy, with dnsConfig merged", { timeout: 60_000 }, async ({ skip }) => {
+      if (!cp) return skip();
+      const namespace = await cp.namespace('dns');
+      const checks = [
+        `grep -q '^nameserver 10.96.0.10$' /etc/resolv.conf`,
+        `grep -q '^search ${namespace}.svc.cluster.local svc.cluster.local cluster.local' /etc/resolv.conf`,
+        `grep -q 'extra.example' /etc/resolv.conf`,
+        `grep -q '^options.*ndots:2' /etc/resolv.conf`,
+      ].join(' && ');
+      await cp.core.createNamespacedPod({
+        namespace,
+        body: {
+          metadata: { name: 'resolver' },
+          spec: {
+            nodeName: NODE,
+            restartPolicy: 'Never',
+            dnsConfig: { searches: ['extra.example'], options: [{ name: 'ndots', value: '2' }] },
+            containers: [{ name: 'app', image: runtime.image, command: ['sh', '-c', `${checks} || exit 1; while true; do sleep 1; done`] }],
+          },
+        },
+      });
+      const pod = (await cp.waitFor<V1Pod>(pods(namespace), 'resolver', (p) => p?.status?.phase === 'Running' || p?.status?.phase === 'Failed', 30_000))!;
+      expect(pod.status?.phase).toBe('Running');
     });
   });
 }

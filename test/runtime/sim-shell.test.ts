@@ -256,6 +256,19 @@ describe('commands', () => {
     expect(h.fs.read('/tmp/b')).toBe('hello\nworld\n');
   });
 
+  it('grep: matching lines, -q, -F, and the exit status', () => {
+    const h = sh(`
+      echo 'nameserver 10.96.0.10' > /etc/resolv.conf; echo 'search a.svc b.local' >> /etc/resolv.conf
+      grep nameserver /etc/resolv.conf
+      grep -q '^search .*svc' /etc/resolv.conf && echo found
+      grep -qF '10.96.0.1' /etc/resolv.conf && echo fixed
+      grep -q nothing /etc/resolv.conf || echo "none $?"
+      grep x /missing || echo "missing $?"
+    `);
+    expect(h.stdout.join('')).toBe('nameserver 10.96.0.10\nfound\nfixed\nnone 1\nmissing 2\n');
+    expect(h.stderr.join('')).toBe('grep: /missing: No such file or directory\n');
+  });
+
   it('mkdir, relative paths, cd, test -d / -s / string comparisons', () => {
     const h = sh(`
       mkdir -p /data/sub && cd /data && touch sub/f && [ -d /data/sub ] && [ -e /data/sub/f ] && echo ok1

@@ -331,6 +331,8 @@ export class SimEngine {
       kill: null,
       exitWaiters: [],
     };
+    const resolv = resolvConf(sandbox.config.dnsConfig);
+    if (resolv) container.fs.write('/etc/resolv.conf', resolv);
     this.reservedNames.add(nameKey);
     this.containers.set(container.id, container);
     sandbox.containers.add(container);
@@ -707,3 +709,15 @@ function removeFromIndex<T>(index: Map<string, Set<T>>, key: string | undefined,
   if (set.size === 0) index.delete(key);
 }
 
+/**
+ * The sandbox's resolv.conf as a runtime renders CRI's DNSConfig (containerd: search, then one
+ * nameserver line each, then options); none without a DNSConfig.
+ */
+function resolvConf(dns: PodSandboxConfig['dnsConfig']): string | null {
+  if (!dns) return null;
+  let text = '';
+  if (dns.searches.length) text += `search ${dns.searches.join(' ')}\n`;
+  for (const server of dns.servers) text += `nameserver ${server}\n`;
+  if (dns.options.length) text += `options ${dns.options.join(' ')}\n`;
+  return text;
+}

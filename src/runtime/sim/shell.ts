@@ -699,6 +699,8 @@ export class ShellProcess {
         return this.mkdir(args, err);
       case 'cat':
         return this.cat(args, out, err);
+      case 'grep':
+        return this.grep(args, out, err);
       case 'pwd':
         out(`${this.cwd}\n`);
         return 0;
@@ -830,9 +832,42 @@ export class ShellProcess {
     }
     return status;
   }
+
+  /**
+   * `grep [-q] [-F] PATTERN FILE…`: the lines of the files that match (a JavaScript regular
+   * expression, or with -F a fixed string); 0 when one did, 1 when none, 2 on a missing file.
+   */
+  private grep(args: string[], out: (text: string) => void, err: (text: string) => void): number {
+    const flags = new Set<string>();
+    let i = 0;
+    for (; i < args.length && /^-[qF]+$/.test(args[i]!); i++) for (const f of args[i]!.slice(1)) flags.add(f);
+    const pattern = args[i];
+    const files = args.slice(i + 1);
+    if (pattern === undefined || files.length === 0) {
+      err('grep: usage: grep [-q] [-F] PATTERN FILE...\n');
+      return 2;
+    }
+    const matches = (line: string) => (flags.has('F') ? line.includes(pattern) : new RegExp(pattern).test(line));
+    let found = false;
+    let status = 0;
+    for (const operand of files) {
+      const content = this.fs.read(SimFs.resolve(operand, this.cwd));
+      if (content === undefined) {
+        err(`grep: ${operand}: No such file or directory\n`);
+        status = 2;
+        continue;
+      }
+      for (const line of content.split('\n')) {
+        if (!matches(line)) continue;
+        found = true;
+        if (!flags.has('q')) out(`${files.length > 1 ? `${operand}:` : ''}${line}\n`);
+      }
+    }
+    return found ? 0 : status || 1;
+  }
 }
 
-const BUILTIN_NAMES = new Set(['true', 'false', 'exit', 'echo', 'sleep', 'wait', 'trap', 'test', '[', 'touch', 'rm', 'mkdir', 'cat', 'pwd', 'cd', 'exec', 'sh', 'httpd', 'nc']);
+const BUILTIN_NAMES = new Set(['true', 'false', 'exit', 'echo', 'sleep', 'wait', 'trap', 'test', '[', 'touch', 'rm', 'mkdir', 'cat', 'grep', 'pwd', 'cd', 'exec', 'sh', 'httpd', 'nc']);
 
 function basename(path: string): string {
   return path.slice(path.lastIndexOf('/') + 1);
