@@ -84,6 +84,12 @@ export interface Lease {
   };
 }
 
+/** A Service, for the environment's service link variables (only what those read). */
+export interface Service {
+  metadata: { name: string; namespace: string; uid: string; resourceVersion?: string };
+  spec: { clusterIP?: string; ports?: { name?: string; port: number; protocol?: string }[] };
+}
+
 export interface ObjectReference {
   apiVersion?: string;
   kind: string;

@@ -7,7 +7,7 @@
  * Every failure is an `ApiError` carrying the HTTP status (0: no answer: connection refused,
  * reset, timed out), so callers decide on the status, never on a message.
  */
-import type { KubeEvent, Lease, NodeObject } from '../api/cluster.ts';
+import type { KubeEvent, Lease, NodeObject, Service } from '../api/cluster.ts';
 import type { Pod } from '../api/types.ts';
 
 export class ApiError extends Error {
@@ -72,6 +72,10 @@ export interface KubeApi {
   /** A strategic merge patch of `pods/<name>/status`. */
   patchPodStatus(namespace: string, name: string, patch: object): Promise<Pod>;
   deletePod(namespace: string, name: string, options: DeleteOptions): Promise<void>;
+
+  /** Every Service of the cluster (the service link variables of pods' environments). */
+  listServices(): Promise<{ items: Service[]; resourceVersion: string }>;
+  watchServices(resourceVersion: string, handlers: WatchHandlers<Service>): { stop(): void };
 
   /** A ConfigMap's `data` (string values). */
   getConfigMap(namespace: string, name: string): Promise<{ data?: Record<string, string> }>;

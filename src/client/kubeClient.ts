@@ -5,7 +5,7 @@
  * becomes an `ApiError` naming the call.
  */
 import * as k8s from '@kubernetes/client-node';
-import type { KubeEvent } from '../api/cluster.ts';
+import type { KubeEvent, Service } from '../api/cluster.ts';
 import type { Pod } from '../api/types.ts';
 import type { Clock } from '../clock.ts';
 import { type Bucket, type RateLimit, takeToken } from './rateLimit.ts';
@@ -90,6 +90,22 @@ export function createKubeClient(config: k8s.KubeConfig, options: KubeClientOpti
   const waitForEvents = limiter(options.limits?.events, options.limits?.clock);
   const heartbeat = new Set(['nodes', 'nodes/status', 'leases']);
 
+  /** A watch counted and opened once its token is there; stopping it before then opens nothing. */
+  const limitedWatch = (resource: string, open: () => { stop(): void }): { stop(): void } => {
+    options.counts?.add('WATCH', resource, 200);
+    let stopped = false;
+    let opened: { stop(): void } | undefined;
+    void waitForApi().then(() => {
+      if (!stopped) opened = open();
+    });
+    return {
+      stop: () => {
+        stopped = true;
+        opened?.stop();
+      },
+    };
+  };
+
   /** `name` is `<METHOD> <resource> <object>`; the first two words are what is counted and limited. */
   const call = async <T>(name: string, request: () => Promise<unknown>): Promise<T> => {
     const [method = '', resource = ''] = name.split(' ');
@@ -131,21 +147,8 @@ export function createKubeClient(config: k8s.KubeConfig, options: KubeClientOpti
       );
       return { items: list.items.map(withKind), resourceVersion: list.metadata?.resourceVersion ?? '' } satisfies PodList;
     },
-    watchPods: (fieldSelector, resourceVersion, handlers) => {
-      options.counts?.add('WATCH', 'pods', 200);
-      // The watch opens once its token is there; stopping it before then opens nothing.
-      let stopped = false;
-      let open: { stop(): void } | undefined;
-      void waitForApi().then(() => {
-        if (!stopped) open = watchPods(watch, fieldSelector, resourceVersion, handlers);
-      });
-      return {
-        stop: () => {
-          stopped = true;
-          open?.stop();
-        },
-      };
-    },
+    watchPods: (fieldSelector, resourceVersion, handlers) =>
+      limitedWatch('pods', () => watchPath(watch, '/api/v1/pods', { fieldSelector, resourceVersion }, `WATCH pods ${fieldSelector}`, handlers, (o) => withKind(o as Pod))),
     getPod: (namespace, name) => call<Pod>(`GET pods ${namespace}/${name}`, () => core.readNamespacedPod({ namespace, name }, plainOptions)).then(withKind),
     createPod: (pod) =>
       call<Pod>(`POST pods ${pod.metadata.namespace}/${pod.metadata.name}`, () =>
@@ -171,6 +174,12 @@ export function createKubeClient(config: k8s.KubeConfig, options: KubeClientOpti
       );
     },
 
+    listServices: async () => {
+      const list = await call<{ items: Service[]; metadata?: { resourceVersion?: string } }>('LIST services', () => core.listServiceForAllNamespaces({}, plainOptions));
+      return { items: list.items, resourceVersion: list.metadata?.resourceVersion ?? '' };
+    },
+    watchServices: (resourceVersion, handlers) =>
+      limitedWatch('services', () => watchPath(watch, '/api/v1/services', { resourceVersion }, 'WATCH services', handlers, (o) => plain<Service>(o))),
     getConfigMap: (namespace, name) => call(`GET configmaps ${namespace}/${name}`, () => core.readNamespacedConfigMap({ namespace, name }, plainOptions)),
     getSecret: (namespace, name) => call(`GET secrets ${namespace}/${name}`, () => core.readNamespacedSecret({ namespace, name }, plainOptions)),
 
@@ -186,7 +195,15 @@ export function createKubeClient(config: k8s.KubeConfig, options: KubeClientOpti
 /** Lists and reads leave out `kind` on items; the agent's pods always carry it. */
 const withKind = (pod: Pod): Pod => ({ apiVersion: 'v1', kind: 'Pod', ...pod });
 
-function watchPods(watch: k8s.Watch, fieldSelector: string, resourceVersion: string, handlers: WatchHandlers<Pod>): { stop(): void } {
+/** One watch of `path` from `resourceVersion`, with bookmarks; an ERROR event ends it with its status. */
+function watchPath<T>(
+  watch: k8s.Watch,
+  path: string,
+  params: Record<string, string>,
+  call: string,
+  handlers: WatchHandlers<T>,
+  shape: (object: unknown) => T,
+): { stop(): void } {
   let ended = false;
   let controller: AbortController | undefined;
   const end = (err?: ApiError) => {
@@ -195,11 +212,10 @@ function watchPods(watch: k8s.Watch, fieldSelector: string, resourceVersion: str
     controller?.abort();
     handlers.onEnd(err);
   };
-  const call = `WATCH pods ${fieldSelector}`;
   watch
     .watch(
-      '/api/v1/pods',
-      { fieldSelector, resourceVersion, allowWatchBookmarks: true },
+      path,
+      { ...params, allowWatchBookmarks: true },
       (phase: string, object: unknown) => {
         if (ended) return;
         if (phase === 'ERROR') {
@@ -207,7 +223,7 @@ function watchPods(watch: k8s.Watch, fieldSelector: string, resourceVersion: str
           end(new ApiError(status.code ?? 0, status.reason ?? '', status.message ?? 'watch error', call));
           return;
         }
-        handlers.onEvent(phase as WatchEventType, withKind(object as Pod));
+        handlers.onEvent(phase as WatchEventType, shape(object));
       },
       (err: unknown) => end(err ? apiError(call, err) : undefined),
     )

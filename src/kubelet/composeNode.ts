@@ -45,6 +45,8 @@ import type { NodeInfo } from '../lifecycle/admit.ts';
 import { amounts } from '../api/quantity.ts';
 import { ApiEventRecorder, type EventRecorder, loggingRecorder, nodeReference } from '../record/recorder.ts';
 import { apiObjectReader } from '../kuberuntime/apiObjects.ts';
+import { createReflector } from '../client/reflector.ts';
+import type { Service } from '../api/cluster.ts';
 import type { NodeDns } from '../kuberuntime/dns.ts';
 import { createPodsLogic } from './pods.ts';
 import { type SyncLoopMachine, syncLoopMachine } from './syncLoop.ts';
@@ -145,6 +147,19 @@ export function composeNode(deps: NodeDeps): Node {
   const recorder = cluster ? new ApiEventRecorder({ api: cluster.api, nodeName: config.nodeName, clock, log }) : loggingRecorder(log);
   const nodeRecord = new NodeRecord();
   const nodeInfo = admissionNode(config, cluster, nodeRecord);
+  // The cluster's Services, for the service link variables (null until the first list).
+  let services: Service[] | null = null;
+  const serviceReflector = cluster
+    ? createReflector<Service>({
+        kind: 'Service',
+        list: () => cluster.api.listServices(),
+        watch: (resourceVersion, handlers) => cluster.api.watchServices(resourceVersion, handlers),
+        clock,
+        log,
+        onChange: (store) => void (services = [...store.values()]),
+      })
+    : undefined;
+  serviceReflector?.start();
   const runtimeDeps: RuntimeDeps = {
     runtime,
     images: deps.images,
@@ -159,6 +174,7 @@ export function composeNode(deps: NodeDeps): Node {
     allocatable: () => nodeInfo().allocatable,
     ...(cluster ? { objects: apiObjectReader(cluster.api) } : {}),
     ...(deps.dns ? { dns: deps.dns } : {}),
+    ...(cluster ? { services: () => services } : {}),
   };
   const podMachine = podMachineWith(
     createPodEffects({ ...runtimeDeps, statuses, runtimeName: deps.runtimeName, ...(config.nodeIp ? { hostIP: config.nodeIp.split(',')[0] } : {}) }),
@@ -281,6 +297,7 @@ export function composeNode(deps: NodeDeps): Node {
     ...(statusWriter ? { statusWriter } : {}),
     recorder,
     stop: () => {
+      serviceReflector?.stop();
       statusWriter?.stop();
       if (recorder instanceof ApiEventRecorder) recorder.stop();
       syncLoop.stop();

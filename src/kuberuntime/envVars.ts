@@ -10,9 +10,15 @@
  * field path) throws ContainerConfigError with the kubelet's message: the container waits with
  * CreateContainerConfigError and the sync retries it.
  *
- * Not yet: the Service link variables (`enableServiceLinks`, KUBERNETES_SERVICE_HOST/PORT).
+ * Service link variables (pkg/kubelet/envvars/envvars.go FromServices, kubelet_pods.go
+ * getServiceEnvVarMap): always those of `default/kubernetes` (KUBERNETES_SERVICE_HOST/PORT, what
+ * in-cluster clients read), and with `enableServiceLinks` (default true) those of the pod's own
+ * namespace; they are known to `$(VAR)` after the working set, and added where it has no such name.
+ * Before the node has listed the Services once, a pod from the API cannot start (the kubelet's
+ * "services have not yet been read at least once").
  */
-import type { Container, EnvVarSource, Pod } from '../api/types.ts';
+import type { Service } from '../api/cluster.ts';
+import { type Container, type EnvVarSource, isStaticPod, type Pod } from '../api/types.ts';
 import { amount, type ResourceAmounts } from '../api/quantity.ts';
 import { ContainerConfigError, expandVars } from './configs.ts';
 
@@ -30,6 +36,8 @@ export interface EnvInputs {
   allocatable?: ResourceAmounts;
   configMaps: ReadonlyMap<string, ObjectData | null>;
   secrets: ReadonlyMap<string, ObjectData | null>;
+  /** The cluster's Services; null while they have not been listed yet; [] on a node without an API server. */
+  services: readonly Service[] | null;
 }
 
 /** Reads ConfigMaps and Secrets for the environment (the API server, with the node's identity). */
@@ -88,6 +96,9 @@ export function referencedObjects(container: Container): { configMaps: Set<strin
 export function makeEnvironment(inputs: EnvInputs): { key: string; value: string }[] {
   const { pod, container } = inputs;
   const ns = pod.metadata.namespace;
+  if (inputs.services === null && !isStaticPod(pod)) throw new ContainerConfigError('services have not yet been read at least once, cannot construct envvars');
+  const enableServiceLinks = pod.spec['enableServiceLinks'] !== false;
+  const serviceVars = serviceEnv(inputs.services ?? [], ns, enableServiceLinks);
   const vars = new Map<string, string>();
   for (const from of container.envFrom ?? []) {
     const prefix = from.prefix ?? '';
@@ -106,10 +117,49 @@ export function makeEnvironment(inputs: EnvInputs): { key: string; value: string
       const value = fromSource(env.valueFrom, inputs, ns);
       if (value !== undefined) vars.set(env.name, value);
     } else {
-      vars.set(env.name, env.value ? expandVars(env.value, vars) : '');
+      vars.set(env.name, env.value ? expandVars(env.value, new Map([...serviceVars, ...vars])) : '');
     }
   }
+  for (const [key, value] of serviceVars) if (!vars.has(key)) vars.set(key, value);
   return [...vars].map(([key, value]) => ({ key, value }));
+}
+
+const envName = (name: string) => name.replace(/-/g, '_').toUpperCase();
+const hostPort = (ip: string, port: number) => (ip.includes(':') ? `[${ip}]:${port}` : `${ip}:${port}`);
+
+/** The service link variables a pod in `namespace` sees (getServiceEnvVarMap + FromServices). */
+export function serviceEnv(services: readonly Service[], namespace: string, enableServiceLinks: boolean): Map<string, string> {
+  const chosen = new Map<string, Service>();
+  for (const service of [...services].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))) {
+    const ip = service.spec.clusterIP;
+    if (!ip || ip === 'None' || !service.spec.ports?.length) continue;
+    const name = service.metadata.name;
+    if (service.metadata.namespace === 'default' && name === 'kubernetes') {
+      if (!chosen.has(name)) chosen.set(name, service);
+    } else if (service.metadata.namespace === namespace && enableServiceLinks) {
+      chosen.set(name, service);
+    }
+  }
+  const out = new Map<string, string>();
+  for (const service of chosen.values()) {
+    const prefix = envName(service.metadata.name);
+    const ip = service.spec.clusterIP!;
+    const ports = service.spec.ports!;
+    out.set(`${prefix}_SERVICE_HOST`, ip);
+    out.set(`${prefix}_SERVICE_PORT`, String(ports[0]!.port));
+    for (const port of ports) if (port.name) out.set(`${prefix}_SERVICE_PORT_${envName(port.name)}`, String(port.port));
+    ports.forEach((port, i) => {
+      const protocol = (port.protocol || 'TCP').toLowerCase();
+      const url = `${protocol}://${hostPort(ip, port.port)}`;
+      if (i === 0) out.set(`${prefix}_PORT`, url);
+      const portPrefix = `${prefix}_PORT_${port.port}_${protocol.toUpperCase()}`;
+      out.set(portPrefix, url);
+      out.set(`${portPrefix}_PROTO`, protocol);
+      out.set(`${portPrefix}_PORT`, String(port.port));
+      out.set(`${portPrefix}_ADDR`, ip);
+    });
+  }
+  return out;
 }
 
 /** A `valueFrom`'s value; undefined when an optional reference is missing (the variable is left out). */

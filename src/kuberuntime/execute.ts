@@ -31,6 +31,7 @@ import { TerminationOrdering } from './terminationOrder.ts';
 import { type ObjectReader, makeEnvironment, readReferencedObjects } from './envVars.ts';
 import { type NodeDns, podDns } from './dns.ts';
 import type { ResourceAmounts } from '../api/quantity.ts';
+import type { Service } from '../api/cluster.ts';
 import { podReference } from '../record/recorder.ts';
 
 export interface RuntimeDeps extends KillDeps {
@@ -47,6 +48,8 @@ export interface RuntimeDeps extends KillDeps {
   objects?: ObjectReader;
   /** The node's DNS settings (--cluster-dns, --cluster-domain, --resolv-conf): each sandbox's DNSConfig. */
   dns?: NodeDns;
+  /** The cluster's Services as last listed (null: not yet); absent: a node without an API server. */
+  services?: () => readonly Service[] | null;
 }
 
 /** What a sync keeps between runs: backoff tables and the last start failure of each container. */
@@ -301,7 +304,8 @@ async function startContainer(
     const hostIPs = deps.hostIPs ?? [];
     const podIPs = pod.spec.hostNetwork ? hostIPs : [await context.podIP()].filter(Boolean);
     const allocatable = deps.allocatable?.();
-    const envs = makeEnvironment({ pod, container, podIPs, hostIPs, ...objects, ...(allocatable ? { allocatable } : {}) });
+    const services = deps.services ? deps.services() : [];
+    const envs = makeEnvironment({ pod, container, podIPs, hostIPs, services, ...objects, ...(allocatable ? { allocatable } : {}) });
     config = containerConfig(pod, container, type, restartCount, image.image, envs);
   } catch (err) {
     if (!(err instanceof ContainerConfigError)) throw err;

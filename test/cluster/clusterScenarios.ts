@@ -292,13 +292,18 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
       await cp.waitFor<V1Node>(nodes, NODE, (n) => condition(n, 'Ready')?.status === 'True', 60_000);
     });
 
-    it('gives containers their environment from ConfigMaps, Secrets and the downward API; a missing key waits as CreateContainerConfigError until it exists', { timeout: 90_000 }, async ({ skip }) => {
+    it('gives containers their environment from ConfigMaps, Secrets, the downward API and the kubernetes Service; a missing key waits as CreateContainerConfigError until it exists', { timeout: 90_000 }, async ({ skip }) => {
       if (!cp) return skip();
       const namespace = await cp.namespace('env');
       await cp.core.createNamespacedConfigMap({ namespace, body: { metadata: { name: 'settings' }, data: { MODE: 'fast', LEVEL: '3' } } });
       await cp.core.createNamespacedSecret({ namespace, body: { metadata: { name: 'creds' }, stringData: { user: 'ana' } } });
       // The container checks its own environment and exits 1 (a crash loop) if anything is off.
-      const check = 'test "$MODE" = fast && test "$CFG_LEVEL" = 3 && test "$USER_NAME" = ana && test "$POD_NAME" = env-pod && test "$POD_NS" = "$EXPECTED_NS" && test -n "$POD_IP" && test "$GREETING" = "hi env-pod" || exit 1; while true; do sleep 1; done';
+      const kubernetes = await cp.core.readNamespacedService({ namespace: 'default', name: 'kubernetes' });
+      const check = [
+        'test "$MODE" = fast && test "$CFG_LEVEL" = 3 && test "$USER_NAME" = ana && test "$POD_NAME" = env-pod',
+        'test "$POD_NS" = "$EXPECTED_NS" && test -n "$POD_IP" && test "$GREETING" = "hi env-pod"',
+        `test "$KUBERNETES_SERVICE_HOST" = ${kubernetes.spec!.clusterIP} && test "$KUBERNETES_SERVICE_PORT" = 443`,
+      ].join(' && ') + ' || exit 1; while true; do sleep 1; done';
       await cp.core.createNamespacedPod({
         namespace,
         body: {

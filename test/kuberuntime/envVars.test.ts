@@ -2,7 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import type { Container, EnvVar, Pod } from '../../src/api/types.ts';
 import { ContainerConfigError } from '../../src/kuberuntime/configs.ts';
-import { type EnvInputs, makeEnvironment, readReferencedObjects, referencedObjects } from '../../src/kuberuntime/envVars.ts';
+import { type EnvInputs, makeEnvironment, readReferencedObjects, referencedObjects, serviceEnv } from '../../src/kuberuntime/envVars.ts';
+import type { Service } from '../../src/api/cluster.ts';
 
 function pod(container: Container, extra: Partial<Pod['spec']> = {}): Pod {
   return {
@@ -19,6 +20,7 @@ const inputs = (container: Container, extra: Partial<EnvInputs> = {}): EnvInputs
   allocatable: { cpu: 4000, memory: 8 * 2 ** 30 },
   configMaps: new Map([['cfg', { MODE: 'fast', LEVEL: '3' }]]),
   secrets: new Map([['creds', { PASSWORD: 'hunter2' }]]),
+  services: [],
   ...extra,
 });
 
@@ -128,6 +130,66 @@ describe('makeEnvironment', () => {
       configMaps: new Map([['raw', { k: '$(A)' }]]),
     });
     expect(asMap(makeEnvironment(i))['V']).toBe('$(A)');
+  });
+});
+
+describe('service link variables', () => {
+  const svc = (namespace: string, name: string, clusterIP: string, ports: { name?: string; port: number; protocol?: string }[]): Service => ({
+    metadata: { name, namespace, uid: `${namespace}-${name}` },
+    spec: { clusterIP, ports },
+  });
+  const services = [
+    svc('default', 'kubernetes', '10.96.0.1', [{ name: 'https', port: 443 }]),
+    svc('shop', 'web-api', '10.96.4.2', [{ name: 'http', port: 80 }, { name: 'dns', port: 53, protocol: 'UDP' }]),
+    svc('shop', 'headless', 'None', [{ port: 80 }]),
+    svc('other', 'db', '10.96.9.9', [{ port: 5432 }]),
+  ];
+
+  it('gives the kubernetes service always and the namespace services with links, in FromServices form', () => {
+    expect(Object.fromEntries(serviceEnv(services, 'shop', true))).toEqual({
+      KUBERNETES_SERVICE_HOST: '10.96.0.1',
+      KUBERNETES_SERVICE_PORT: '443',
+      KUBERNETES_SERVICE_PORT_HTTPS: '443',
+      KUBERNETES_PORT: 'tcp://10.96.0.1:443',
+      KUBERNETES_PORT_443_TCP: 'tcp://10.96.0.1:443',
+      KUBERNETES_PORT_443_TCP_PROTO: 'tcp',
+      KUBERNETES_PORT_443_TCP_PORT: '443',
+      KUBERNETES_PORT_443_TCP_ADDR: '10.96.0.1',
+      WEB_API_SERVICE_HOST: '10.96.4.2',
+      WEB_API_SERVICE_PORT: '80',
+      WEB_API_SERVICE_PORT_HTTP: '80',
+      WEB_API_SERVICE_PORT_DNS: '53',
+      WEB_API_PORT: 'tcp://10.96.4.2:80',
+      WEB_API_PORT_80_TCP: 'tcp://10.96.4.2:80',
+      WEB_API_PORT_80_TCP_PROTO: 'tcp',
+      WEB_API_PORT_80_TCP_PORT: '80',
+      WEB_API_PORT_80_TCP_ADDR: '10.96.4.2',
+      WEB_API_PORT_53_UDP: 'udp://10.96.4.2:53',
+      WEB_API_PORT_53_UDP_PROTO: 'udp',
+      WEB_API_PORT_53_UDP_PORT: '53',
+      WEB_API_PORT_53_UDP_ADDR: '10.96.4.2',
+    });
+  });
+
+  it('keeps only the kubernetes service without links', () => {
+    expect([...serviceEnv(services, 'shop', false).keys()].every((k) => k.startsWith('KUBERNETES_'))).toBe(true);
+  });
+
+  it('brackets IPv6 addresses in the link URLs', () => {
+    expect(serviceEnv([svc('default', 'kubernetes', 'fd00::1', [{ port: 443 }])], 'x', true).get('KUBERNETES_PORT')).toBe('tcp://[fd00::1]:443');
+  });
+
+  it('adds them to the environment where it has no such name, and lets values refer to them', () => {
+    const c = env({ name: 'KUBERNETES_SERVICE_HOST', value: 'mine' }, { name: 'API', value: 'https://$(WEB_API_SERVICE_HOST)' });
+    const result = asMap(makeEnvironment(inputs(c, { services })));
+    expect(result).toMatchObject({ KUBERNETES_SERVICE_HOST: 'mine', KUBERNETES_SERVICE_PORT: '443', API: 'https://10.96.4.2' });
+  });
+
+  it('holds a pod from the API back until the Services have been listed; a static pod goes on', () => {
+    expect(error(inputs(env({ name: 'A', value: 'a' }), { services: null }))).toBe('services have not yet been read at least once, cannot construct envvars');
+    const staticPod = pod(env({ name: 'A', value: 'a' }));
+    staticPod.metadata.annotations = { 'kubernetes.io/config.source': 'file' };
+    expect(asMap(makeEnvironment({ ...inputs(env({ name: 'A', value: 'a' }), { services: null }), pod: staticPod }))).toEqual({ A: 'a' });
   });
 });
 

@@ -5,7 +5,7 @@
  * what the cluster suite runs against; this double only makes the sources' and writers' edge
  * cases quick and deterministic to reach.
  */
-import type { KubeEvent, Lease, NodeObject } from '../../src/api/cluster.ts';
+import type { KubeEvent, Lease, NodeObject, Service } from '../../src/api/cluster.ts';
 import type { Pod } from '../../src/api/types.ts';
 import { ApiError, type KubeApi, type PodList, type WatchEventType, type WatchHandlers } from '../../src/client/api.ts';
 
@@ -33,6 +33,8 @@ export class MemoryApi implements KubeApi {
   /** ConfigMaps and Secrets by `namespace/name` (Secret values base64, as the API has them). */
   readonly configMaps = new Map<string, { data?: Record<string, string> }>();
   readonly secrets = new Map<string, { data?: Record<string, string> }>();
+  /** Services, listed as they are (their watch never reports a change). */
+  readonly services: Service[] = [];
   /** Every call, in order, by method name. */
   readonly calls: Method[] = [];
 
@@ -201,6 +203,16 @@ export class MemoryApi implements KubeApi {
     await this.enter('updateLease');
     this.leases.set(key(lease.metadata.namespace, lease.metadata.name), clone(lease));
     return clone(lease);
+  }
+
+  async listServices(): Promise<{ items: Service[]; resourceVersion: string }> {
+    await this.enter('listServices');
+    return { items: clone(this.services), resourceVersion: String(this.rv) };
+  }
+
+  watchServices(): { stop(): void } {
+    this.calls.push('watchServices');
+    return { stop: () => {} };
   }
 
   async getConfigMap(namespace: string, name: string): Promise<{ data?: Record<string, string> }> {
