@@ -1,0 +1,37 @@
+/** Reading ConfigMaps and Secrets for environments over the in-memory API. */
+import { describe, expect, it } from 'vitest';
+import { ApiError } from '../../src/client/api.ts';
+import { apiObjectReader } from '../../src/kuberuntime/apiObjects.ts';
+import { MemoryApi } from '../support/memoryApi.ts';
+
+describe('apiObjectReader', () => {
+  it('reads ConfigMap data and decodes Secret data; a missing object is null', async () => {
+    const api = new MemoryApi();
+    api.configMaps.set('shop/cfg', { data: { MODE: 'fast' } });
+    api.secrets.set('shop/creds', { data: { user: Buffer.from('ana').toString('base64') } });
+    const reader = apiObjectReader(api);
+    expect(await reader.configMap('shop', 'cfg')).toEqual({ MODE: 'fast' });
+    expect(await reader.secret('shop', 'creds')).toEqual({ user: 'ana' });
+    expect(await reader.configMap('shop', 'nope')).toBeNull();
+  });
+
+  it('lets starts asking for the same object at once share one read', async () => {
+    const api = new MemoryApi();
+    api.configMaps.set('shop/cfg', { data: { MODE: 'fast' } });
+    const reader = apiObjectReader(api);
+    const held = api.hold('getConfigMap');
+    const reads = Array.from({ length: 50 }, () => reader.configMap('shop', 'cfg'));
+    held.release();
+    expect(await Promise.all(reads)).toEqual(Array(50).fill({ MODE: 'fast' }));
+    expect(api.count('getConfigMap')).toBe(1);
+    // Once done, the next start reads afresh.
+    api.configMaps.set('shop/cfg', { data: { MODE: 'slow' } });
+    expect(await reader.configMap('shop', 'cfg')).toEqual({ MODE: 'slow' });
+  });
+
+  it('passes on a failed read other than not found', async () => {
+    const api = new MemoryApi();
+    api.failNext('getSecret', new ApiError(403, 'Forbidden', 'secrets "creds" is forbidden', 'GET secrets shop/creds'));
+    await expect(apiObjectReader(api).secret('shop', 'creds')).rejects.toThrow(/403 Forbidden/);
+  });
+});
