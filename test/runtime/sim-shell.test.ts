@@ -1,3 +1,6 @@
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { connect, createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../support/manualClock.ts';
@@ -267,6 +270,32 @@ describe('commands', () => {
     `);
     expect(h.stdout.join('')).toBe('nameserver 10.96.0.10\nfound\nfixed\nnone 1\nmissing 2\n');
     expect(h.stderr.join('')).toBe('grep: /missing: No such file or directory\n');
+  });
+
+  it('sees its mounts as the host files under them, and cannot write to a read-only one', () => {
+    const host = mkdtempSync(path.join(os.tmpdir(), 'statelet-simfs-'));
+    try {
+      writeFileSync(path.join(host, 'hosts'), '10.0.0.7\tweb\n');
+      mkdirSync(path.join(host, 'config'));
+      writeFileSync(path.join(host, 'config', 'mode'), 'fast');
+      const fs = new SimFs([
+        { containerPath: '/etc/hosts', hostPath: path.join(host, 'hosts'), readonly: false },
+        { containerPath: '/config', hostPath: path.join(host, 'config'), readonly: true },
+      ]);
+      const h = sh(`
+        grep -q web /etc/hosts && echo resolved
+        echo '10.0.0.8 db' >> /etc/hosts
+        [ -d /config ] && cat /config/mode && echo
+        echo x > /config/mode || echo "refused $?"
+        touch /config/new || echo "touch refused $?"
+      `, { fs });
+      expect(h.stdout.join('')).toBe('resolved\nfast\nrefused 1\ntouch refused 1\n');
+      expect(h.stderr.join('')).toMatch(/can't create \/config\/mode: Read-only file system\n.*touch: \/config\/new: Read-only file system/s);
+      expect(readFileSync(path.join(host, 'hosts'), 'utf8')).toBe('10.0.0.7\tweb\n10.0.0.8 db\n');
+      expect(readFileSync(path.join(host, 'config', 'mode'), 'utf8')).toBe('fast');
+    } finally {
+      rmSync(host, { recursive: true, force: true });
+    }
   });
 
   it('mkdir, relative paths, cd, test -d / -s / string comparisons', () => {

@@ -324,7 +324,7 @@ export class SimEngine {
       reason: '',
       logPath,
       log: null,
-      fs: new SimFs(),
+      fs: new SimFs(config.mounts),
       process: null,
       execs: new Set(),
       network: null,

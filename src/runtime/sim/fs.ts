@@ -4,7 +4,12 @@
  * is lenient — writing a file creates its parent directories implicitly — because the point is
  * to let readiness files and probe targets (`touch /tmp/ready`, `cat /tmp/healthy`) work, not to
  * emulate a kernel.
+ *
+ * The container's CRI mounts are real: a path at or under a mount's `containerPath` is the host
+ * file at the same place under its `hostPath` (read and written through, as a bind mount), so the
+ * files the agent prepares for a container (its /etc/hosts, volumes) are what its script sees.
  */
+import { appendFileSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 
 /** Directories every image is assumed to have. They cannot be removed. */
 const BASE_DIRS: ReadonlySet<string> = new Set([
@@ -18,9 +23,35 @@ export const DEV_NULL = '/dev/null';
 export type RemoveResult = 'removed' | 'missing' | 'is-directory';
 export type MkdirResult = 'created' | 'exists' | 'no-parent';
 
+export interface SimMount {
+  containerPath: string;
+  hostPath: string;
+  readonly: boolean;
+}
+
 export class SimFs {
   private readonly files = new Map<string, string>();
   private readonly dirs = new Set<string>();
+  /** Longest container path first, so a nested mount wins. */
+  private readonly mounts: SimMount[];
+
+  constructor(mounts: readonly SimMount[] = []) {
+    this.mounts = [...mounts].sort((a, b) => b.containerPath.length - a.containerPath.length);
+  }
+
+  /** The mount `path` falls in, and the host path it stands for. */
+  private mounted(path: string): { mount: SimMount; host: string } | undefined {
+    for (const mount of this.mounts) {
+      const at = mount.containerPath.replace(/\/+$/, '') || '/';
+      if (path === at || path.startsWith(at === '/' ? '/' : `${at}/`)) return { mount, host: mount.hostPath + path.slice(at.length) };
+    }
+    return undefined;
+  }
+
+  /** A path in a read-only mount: writes fail there as on a real runtime. */
+  isReadOnly(path: string): boolean {
+    return this.mounted(path)?.mount.readonly ?? false;
+  }
 
   /** Makes `path` absolute against `cwd` and folds `.`, `..` and repeated slashes. */
   static resolve(path: string, cwd = '/'): string {
@@ -35,10 +66,14 @@ export class SimFs {
   }
 
   isFile(path: string): boolean {
+    const m = this.mounted(path);
+    if (m) return statSync(m.host, { throwIfNoEntry: false })?.isFile() ?? false;
     return path === DEV_NULL || this.files.has(path);
   }
 
   isDir(path: string): boolean {
+    const m = this.mounted(path);
+    if (m) return statSync(m.host, { throwIfNoEntry: false })?.isDirectory() ?? false;
     return BASE_DIRS.has(path) || this.dirs.has(path);
   }
 
@@ -49,18 +84,24 @@ export class SimFs {
   /** The file's content, or undefined when there is no such file. */
   read(path: string): string | undefined {
     if (path === DEV_NULL) return '';
+    const m = this.mounted(path);
+    if (m) return this.isFile(path) ? readFileSync(m.host, 'utf8') : undefined;
     return this.files.get(path);
   }
 
-  /** Creates or truncates the file to `content`. */
+  /** Creates or truncates the file to `content` (callers check isReadOnly first). */
   write(path: string, content: string): void {
     if (path === DEV_NULL) return;
+    const m = this.mounted(path);
+    if (m) return m.mount.readonly ? undefined : writeFileSync(m.host, content);
     this.addParents(path);
     this.files.set(path, content);
   }
 
   append(path: string, text: string): void {
     if (path === DEV_NULL) return;
+    const m = this.mounted(path);
+    if (m) return m.mount.readonly ? undefined : appendFileSync(m.host, text);
     this.addParents(path);
     this.files.set(path, (this.files.get(path) ?? '') + text);
   }

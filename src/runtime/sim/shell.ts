@@ -617,6 +617,7 @@ export class ShellProcess {
       } else {
         const path = SimFs.resolve(target, this.cwd);
         if (this.fs.isDir(path)) return `can't create ${target}: Is a directory`;
+        if (this.fs.isReadOnly(path)) return `can't create ${target}: Read-only file system`;
         if (redirect.op === '>') this.fs.write(path, '');
         else this.fs.append(path, '');
         sink = path === '/dev/null' ? { kind: 'null' } : { kind: 'file', path };
@@ -690,9 +691,17 @@ export class ShellProcess {
           return 2;
         }
         return test(args.slice(0, -1), this.fs, this.cwd, err, '[');
-      case 'touch':
-        for (const file of args) this.fs.touch(SimFs.resolve(file, this.cwd));
-        return 0;
+      case 'touch': {
+        let status = 0;
+        for (const file of args) {
+          const path = SimFs.resolve(file, this.cwd);
+          if (this.fs.isReadOnly(path)) {
+            err(`touch: ${file}: Read-only file system\n`);
+            status = 1;
+          } else this.fs.touch(path);
+        }
+        return status;
+      }
       case 'rm':
         return this.rm(args, err);
       case 'mkdir':
