@@ -27,6 +27,13 @@ export interface EnvVar {
   valueFrom?: EnvVarSource;
 }
 
+export interface VolumeMount {
+  name: string;
+  mountPath: string;
+  readOnly?: boolean;
+  subPath?: string;
+}
+
 export interface KeySelector {
   name?: string;
   key: string;
@@ -104,6 +111,7 @@ export interface Container {
   workingDir?: string;
   env?: EnvVar[];
   envFrom?: EnvFromSource[];
+  volumeMounts?: VolumeMount[];
   ports?: ContainerPort[];
   imagePullPolicy?: PullPolicy;
   /** Only on init containers: `Always` makes it a sidecar. */

@@ -11,6 +11,7 @@
  * scheduler, the pod effects' deadlines. One `SimulatedClock` therefore drives a whole node.
  */
 import os from 'node:os';
+import path from 'node:path';
 import { type Actor, type AnyActorLogic, type InspectionEvent, type Observer, createActor } from 'xstate';
 import type { SourceName } from '../api/types.ts';
 import { type AgentConfig, containerGcPolicy, crashLoopBackOffPolicy } from '../cli/config.ts';
@@ -60,6 +61,7 @@ export type NodeConfig = Pick<
   | 'maxPods'
   | 'syncFrequencyMs'
   | 'podLogsDir'
+  | 'rootDir'
   | 'serializeImagePulls'
   | 'maxParallelImagePulls'
   | 'plegRelistPeriodMs'
@@ -175,6 +177,7 @@ export function composeNode(deps: NodeDeps): Node {
     ...(cluster ? { objects: apiObjectReader(cluster.api) } : {}),
     ...(deps.dns ? { dns: deps.dns } : {}),
     ...(cluster ? { services: () => services } : {}),
+    podsDir: path.join(config.rootDir, 'pods'),
   };
   const podMachine = podMachineWith(
     createPodEffects({ ...runtimeDeps, statuses, runtimeName: deps.runtimeName, ...(config.nodeIp ? { hostIP: config.nodeIp.split(',')[0] } : {}) }),

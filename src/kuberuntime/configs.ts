@@ -6,7 +6,8 @@
  */
 import path from 'node:path';
 import type { Container, Pod } from '../api/types.ts';
-import type { ContainerConfig, DnsConfig, PodSandboxConfig, PortMapping } from '../runtime/types.ts';
+import type { ContainerConfig, DnsConfig, Mount, PodSandboxConfig, PortMapping } from '../runtime/types.ts';
+import { podHostnameAndDomain } from './hosts.ts';
 import { NamespaceMode } from '../runtime/types.ts';
 import { type ContainerType, containerAnnotations, containerLabels, sandboxLabels } from './labels.ts';
 
@@ -32,7 +33,7 @@ function portMappings(pod: Pod): PortMapping[] {
 }
 
 export function sandboxConfig(pod: Pod, attempt: number, logsRoot: string, dns?: DnsConfig): PodSandboxConfig {
-  const hostname = (pod.spec.hostname ?? pod.metadata.name).slice(0, 63).replace(/[-.]+$/, '');
+  const { hostname } = podHostnameAndDomain(pod, '');
   return {
     metadata: {
       name: pod.metadata.name,
@@ -82,6 +83,7 @@ export function containerConfig(
   restartCount: number,
   image: string,
   envs: { key: string; value: string }[],
+  mounts: Mount[] = [],
 ): ContainerConfig {
   // Command and args are expanded with the final environment (ExpandContainerCommandAndArgs).
   const vars = new Map(envs.map((e) => [e.key, e.value]));
@@ -92,7 +94,7 @@ export function containerConfig(
     args: (container.args ?? []).map((a) => expandVars(a, vars)),
     workingDir: container.workingDir ?? '',
     envs,
-    mounts: [],
+    mounts,
     labels: containerLabels(pod, container),
     annotations: containerAnnotations(pod, container, restartCount, type),
     logPath: path.join(container.name, `${restartCount}.log`),

@@ -18,7 +18,7 @@ import {
   nextBackoff,
 } from './backoff.ts';
 import type { ImagePulls } from '../runtime/callTrace.ts';
-import type { CallOptions, ImageService } from '../runtime/types.ts';
+import type { CallOptions, ImageService, Mount } from '../runtime/types.ts';
 import { isNotFound } from '../runtime/types.ts';
 import { ContainerConfigError, containerConfig, sandboxConfig } from './configs.ts';
 import { containerHash } from './hash.ts';
@@ -30,6 +30,9 @@ import { type RuntimeContainerStatus, type RuntimePodStatus, type WaitingReason,
 import { TerminationOrdering } from './terminationOrder.ts';
 import { type ObjectReader, makeEnvironment, readReferencedObjects } from './envVars.ts';
 import { type NodeDns, podDns } from './dns.ts';
+import { ETC_HOSTS, managedHostsContent, mountsManagedHosts, podHostnameAndDomain } from './hosts.ts';
+import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
 import type { ResourceAmounts } from '../api/quantity.ts';
 import type { Service } from '../api/cluster.ts';
 import { podReference } from '../record/recorder.ts';
@@ -50,6 +53,22 @@ export interface RuntimeDeps extends KillDeps {
   dns?: NodeDns;
   /** The cluster's Services as last listed (null: not yet); absent: a node without an API server. */
   services?: () => readonly Service[] | null;
+  /** `<root-dir>/pods`: each pod's directory (its managed /etc/hosts); absent: no files for pods. */
+  podsDir?: string;
+}
+
+/** The node's own hosts file, which host-network pods see under the kubelet's header. */
+const NODE_HOSTS_FILE = '/etc/hosts';
+
+/** Writes the pod's managed hosts file (again: at each container start) and returns its mount. */
+async function hostsMount(podsDir: string, pod: Pod, podIPs: readonly string[], clusterDomain: string): Promise<Mount> {
+  const dir = path.join(podsDir, pod.metadata.uid);
+  await mkdir(dir, { recursive: true, mode: 0o750 });
+  const nodeHosts = pod.spec.hostNetwork ? await readFile(NODE_HOSTS_FILE, 'utf8').catch(() => '') : '';
+  const file = path.join(dir, 'etc-hosts');
+  await writeFile(file, managedHostsContent(pod, podIPs, podHostnameAndDomain(pod, clusterDomain), nodeHosts));
+  await chmod(file, 0o644);
+  return { containerPath: ETC_HOSTS, hostPath: file, readonly: false };
 }
 
 /** What a sync keeps between runs: backoff tables and the last start failure of each container. */
@@ -306,7 +325,8 @@ async function startContainer(
     const allocatable = deps.allocatable?.();
     const services = deps.services ? deps.services() : [];
     const envs = makeEnvironment({ pod, container, podIPs, hostIPs, services, ...objects, ...(allocatable ? { allocatable } : {}) });
-    config = containerConfig(pod, container, type, restartCount, image.image, envs);
+    const mounts = deps.podsDir && mountsManagedHosts(container, podIPs) ? [await hostsMount(deps.podsDir, pod, podIPs, deps.dns?.clusterDomain ?? '')] : [];
+    config = containerConfig(pod, container, type, restartCount, image.image, envs, mounts);
   } catch (err) {
     if (!(err instanceof ContainerConfigError)) throw err;
     record('Warning', 'Failed', `Error: ${err.message}`);

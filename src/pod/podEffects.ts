@@ -4,6 +4,7 @@
  * so nothing here waits for a relist: what the runtime says now is what the decision sees.
  */
 import { rm } from 'node:fs/promises';
+import path from 'node:path';
 import type { Pod, PodStatus } from '../api/types.ts';
 import { podRef } from '../api/types.ts';
 import { podLogDirectory } from '../kuberuntime/configs.ts';
@@ -125,6 +126,8 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
       if (!removeRuntime) return;
       await removePodRuntime(io, status, opts);
       await rm(podLogDirectory(deps.podLogsRoot, pod), { recursive: true, force: true });
+      // The pod's own directory (its managed /etc/hosts) goes with it (the kubelet's cleanupOrphanedPodDirs).
+      if (deps.podsDir) await rm(path.join(deps.podsDir, pod.metadata.uid), { recursive: true, force: true });
       deps.log('info', 'Removed pod from runtime', { pod: podRef(pod) });
     },
   };

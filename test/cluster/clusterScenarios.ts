@@ -6,7 +6,7 @@
  * the kubelet's events. The same scenarios run on sim:// (node.test.ts) and on containerd
  * (containerd.test.ts).
  */
-import { mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { PatchStrategy, setHeaderOptions, type V1Lease, type V1Node, type V1Pod } from '@kubernetes/client-node';
@@ -371,6 +371,39 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
       });
       const pod = (await cp.waitFor<V1Pod>(pods(namespace), 'resolver', (p) => p?.status?.phase === 'Running' || p?.status?.phase === 'Failed', 30_000))!;
       expect(pod.status?.phase).toBe('Running');
+    });
+
+    it('writes each pod its /etc/hosts (its own name on its IP, subdomain and host aliases) and removes the file with the pod', { timeout: 60_000 }, async ({ skip }) => {
+      if (!cp) return skip();
+      const namespace = await cp.namespace('hosts');
+      const checks = [
+        `grep -q 'db-0.db.${namespace}.svc.cluster.local' /etc/hosts`,
+        `grep -q '^10.9.9.9' /etc/hosts`,
+        `grep -q 'api.local' /etc/hosts`,
+        `grep -q '^127.0.0.1' /etc/hosts`,
+      ].join(' && ');
+      await cp.core.createNamespacedPod({
+        namespace,
+        body: {
+          metadata: { name: 'named' },
+          spec: {
+            nodeName: NODE,
+            hostname: 'db-0',
+            subdomain: 'db',
+            restartPolicy: 'Never',
+            terminationGracePeriodSeconds: 1,
+            hostAliases: [{ ip: '10.9.9.9', hostnames: ['api.local'] }],
+            containers: [{ name: 'app', image: runtime.image, command: ['sh', '-c', `${checks} || exit 1; trap 'exit 0' TERM; while true; do sleep 1; done`] }],
+          },
+        },
+      });
+      const pod = (await cp.waitFor<V1Pod>(pods(namespace), 'named', (p) => p?.status?.phase === 'Running' || p?.status?.phase === 'Failed', 30_000))!;
+      expect(pod.status?.phase).toBe('Running');
+      const podDir = path.join(agent!.rootDir, 'pods', pod.metadata!.uid!);
+      expect(await readFile(path.join(podDir, 'etc-hosts'), 'utf8')).toMatch(new RegExp(`^${pod.status!.podIP!.replace(/\./g, '\\.')}\tdb-0\.db\.`, 'm'));
+      await cp.core.deleteNamespacedPod({ namespace, name: 'named' });
+      await cp.waitFor<V1Pod>(pods(namespace), 'named', (p) => p === null, 30_000);
+      await expect(stat(podDir)).rejects.toThrow(/ENOENT/);
     });
   });
 }

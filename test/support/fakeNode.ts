@@ -4,6 +4,10 @@
  * scheduler and the runtime's own time. Tests send CONFIG.* and SOURCE.SEEN to the syncLoop
  * themselves and drive time with the clock.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll } from 'vitest';
 import { fromCallback } from 'xstate';
 import type { SourceName } from '../../src/api/types.ts';
 import { agentDefaults } from '../../src/cli/config.ts';
@@ -22,15 +26,30 @@ export interface FakeNodeOptions {
   random?: () => number;
 }
 
+let nodesDir: string | undefined;
+/** One directory per test file for every fake node's files, removed after the file's tests. */
+function fakeNodesDir(): string {
+  nodesDir ??= mkdtempSync(path.join(os.tmpdir(), 'statelet-fake-nodes-'));
+  return nodesDir;
+}
+afterAll(() => {
+  if (nodesDir) rmSync(nodesDir, { recursive: true, force: true });
+  nodesDir = undefined;
+});
+
 export function startFakeNode(options: FakeNodeOptions = {}) {
   const clock = testClock();
   const now = () => clock.now();
   const runtime = new TestRuntime({ clock });
   runtime.addImage(IMAGE);
+  // The pods' own files (their /etc/hosts) go under a directory of this node's, removed at stop
+  // or, for a node a test never stops, with the rest when the test process exits.
+  const rootDir = mkdtempSync(path.join(fakeNodesDir(), 'node-'));
   const config: NodeConfig = {
     ...agentDefaults(),
     nodeName: 'node-a',
     podLogsDir: '/tmp/statelet-test-logs',
+    rootDir,
     // Relisting only: tests step the PLEG one period at a time.
     eventedPleg: false,
     ...options.config,
@@ -45,5 +64,9 @@ export function startFakeNode(options: FakeNodeOptions = {}) {
     random: options.random ?? (() => 0),
     ...(options.expectedSources ? { sources: { logic: fromCallback(() => {}), expected: options.expectedSources } } : {}),
   });
-  return { ...node, clock, now, runtime };
+  const stop = () => {
+    node.stop();
+    rmSync(rootDir, { recursive: true, force: true });
+  };
+  return { ...node, stop, clock, now, runtime };
 }
