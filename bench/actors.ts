@@ -87,7 +87,7 @@ function viaPodWorkers(n: number): Measure {
     statuses: new StatusManager(),
     node: () => ({ name: 'bench-node', maxPods: n, labels: {}, os: 'linux' }),
     recorder: loggingRecorder(silentLogger),
-    runtime: { runningPodUids: () => new Set(), killOrphanPod: async () => {}, collectGarbage: async () => {} },
+    runtime: { runningPodUids: () => new Set(), killOrphanPod: async () => {}, collectGarbage: async () => {}, removeOrphanedPodDirs: async () => {} },
     syncFrequencyMs: 60_000,
     errorBackoffMs: 10_000,
     containerGcPeriodMs: 60_000,

@@ -15,7 +15,8 @@
  *   - every `containerGcPeriodMs` (1 m, the kubelet's fixed period), the container GC
  *     (src/kuberuntime/gc.ts) with "deleted" meaning: not in config, no actor, not being stopped;
  *   - runtime pods nobody owns (left by an earlier agent, whose manifest went away meanwhile) are
- *     stopped and removed, as HandlePodCleanups kills the running runtime pods no pod worker knows.
+ *     stopped and removed, as HandlePodCleanups kills the running runtime pods no pod worker knows;
+ *   - the directories of pods nobody owns and nothing runs for are removed (cleanupOrphanedPodDirs).
  *
  * A pass never overlaps the previous one; a failure is logged, and the next pass tries again.
  */
@@ -34,6 +35,8 @@ export interface RuntimeCleanup {
   killOrphanPod(uid: string): Promise<void>;
   /** Removes dead containers and sandboxes the GC policy lets go (`isPodDeleted`: nobody owns the pod). */
   collectGarbage(isPodDeleted: (uid: string) => boolean): Promise<void>;
+  /** Removes the directories of pods `isOrphan` says nobody owns (their files under <root-dir>/pods). */
+  removeOrphanedPodDirs(isOrphan: (uid: string) => boolean): Promise<void>;
 }
 
 export interface HousekeepingDeps {
@@ -117,7 +120,8 @@ export class Housekeeping {
         .catch((err: unknown) => log('error', 'Container garbage collection failed', { err }))
         .finally(() => (this.collecting = false));
     }
-    for (const uid of await runtime.runningPodUids()) {
+    const running = await runtime.runningPodUids();
+    for (const uid of running) {
       if (workers.has(uid) || this.orphansInFlight.has(uid)) continue;
       this.orphansInFlight.add(uid);
       log('info', 'Stopping runtime pod unknown to the agent', { podUID: uid });
@@ -126,5 +130,7 @@ export class Housekeeping {
         .catch((err: unknown) => log('error', 'Failed to stop orphaned pod', { podUID: uid, err }))
         .finally(() => this.orphansInFlight.delete(uid));
     }
+    const isOrphan = (uid: string) => !workers.has(uid) && !podManager.has(uid) && !this.orphansInFlight.has(uid) && !running.has(uid);
+    await runtime.removeOrphanedPodDirs(isOrphan).catch((err: unknown) => log('error', 'Failed to remove orphaned pod directories', { err }));
   }
 }

@@ -20,7 +20,7 @@ import type { RuntimeDeps } from '../kuberuntime/execute.ts';
 import { collectContainerGarbage } from '../kuberuntime/gc.ts';
 import { hookIOOn } from '../kuberuntime/hooks.ts';
 import { ImagePuller } from '../kuberuntime/images.ts';
-import { killOrphanPod } from '../kuberuntime/orphans.ts';
+import { killOrphanPod, removeOrphanedPodDirs } from '../kuberuntime/orphans.ts';
 import type { Logger } from '../log.ts';
 import type { KubeApi } from '../client/api.ts';
 import { type RelistHealth, notReadyReasons, unhealthyReason } from '../node/health.ts';
@@ -149,6 +149,7 @@ export function composeNode(deps: NodeDeps): Node {
   const recorder = cluster ? new ApiEventRecorder({ api: cluster.api, nodeName: config.nodeName, clock, log }) : loggingRecorder(log);
   const nodeRecord = new NodeRecord();
   const nodeInfo = admissionNode(config, cluster, nodeRecord);
+  const podsDir = path.join(config.rootDir, 'pods');
   // The cluster's Services, for the service link variables (null until the first list).
   let services: Service[] | null = null;
   const serviceReflector = cluster
@@ -177,7 +178,7 @@ export function composeNode(deps: NodeDeps): Node {
     ...(cluster ? { objects: apiObjectReader(cluster.api) } : {}),
     ...(deps.dns ? { dns: deps.dns } : {}),
     ...(cluster ? { services: () => services } : {}),
-    podsDir: path.join(config.rootDir, 'pods'),
+    podsDir,
   };
   const podMachine = podMachineWith(
     createPodEffects({ ...runtimeDeps, statuses, runtimeName: deps.runtimeName, ...(config.nodeIp ? { hostIP: config.nodeIp.split(',')[0] } : {}) }),
@@ -234,6 +235,7 @@ export function composeNode(deps: NodeDeps): Node {
         runtime: {
           runningPodUids: () => relister.runningPodUids(),
           killOrphanPod: (uid) => killOrphanPod(runtimeDeps, uid),
+          removeOrphanedPodDirs: (isOrphan) => removeOrphanedPodDirs(podsDir, isOrphan, log),
           // Housekeeping runs only once every source has been seen: the kubelet's allSourcesReady.
           collectGarbage: async (isPodDeleted) => void (await collectContainerGarbage({ runtime, now, log }, gcPolicy, isPodDeleted, true)),
         },

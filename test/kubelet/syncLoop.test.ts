@@ -1,3 +1,5 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { type SnapshotFrom, waitFor } from 'xstate';
 import type { Pod } from '../../src/api/types.ts';
@@ -46,7 +48,7 @@ function syncLoopHarness(options: { maxPods?: number; expectedSources?: ('file' 
   };
   /** A sandbox of pod `uid-<name>`, which no config has: as if left by an earlier agent. */
   const runUnownedSandbox = (name: string) => runtime.runPodSandbox(podSandboxConfig(name, { labels: { [Label.podUid]: `uid-${name}` } }));
-  return { clock, runtime, statuses, podManager, syncLoop, podActor, waitPod, add, orphanKills, gcRuns, relist, runUnownedSandbox };
+  return { clock, runtime, statuses, podManager, syncLoop, podActor, waitPod, add, orphanKills, gcRuns, relist, runUnownedSandbox, rootDir: node.rootDir };
 }
 
 const idle = (s: SnapshotFrom<PodActor>) => s.matches({ syncing: { worker: 'idle' } });
@@ -121,6 +123,20 @@ describe('syncLoop and pod workers', () => {
     await vi.waitFor(() => expect(h.orphanKills).toEqual(['uid-orphan']));
     // Stopped and removed, as the kubelet kills runtime pods nobody wants.
     await vi.waitFor(() => expect(h.runtime.getSandbox(orphan)).toBeUndefined());
+  });
+
+  it("writes a running pod's /etc/hosts under its directory, and removes directories of pods nobody owns", async () => {
+    const h = syncLoopHarness();
+    h.add(makePod('kept'));
+    await h.waitPod('uid-kept', idle);
+    const podsDir = path.join(h.rootDir, 'pods');
+    expect(readFileSync(path.join(podsDir, 'uid-kept', 'etc-hosts'), 'utf8')).toMatch(/^# Kubernetes-managed hosts file\.\n/);
+    // Left by an earlier agent: no pod, nothing in the runtime.
+    mkdirSync(path.join(podsDir, 'uid-gone'), { recursive: true });
+    writeFileSync(path.join(podsDir, 'uid-gone', 'etc-hosts'), 'old');
+    h.clock.increment(2_000);
+    await vi.waitFor(() => expect(existsSync(path.join(podsDir, 'uid-gone'))).toBe(false));
+    expect(existsSync(path.join(podsDir, 'uid-kept', 'etc-hosts'))).toBe(true);
   });
 
   it('garbage-collects dead containers every minute: one kept per container, none of pods nobody owns', async () => {

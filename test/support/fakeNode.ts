@@ -68,5 +68,5 @@ export function startFakeNode(options: FakeNodeOptions = {}) {
     node.stop();
     rmSync(rootDir, { recursive: true, force: true });
   };
-  return { ...node, stop, clock, now, runtime };
+  return { ...node, stop, clock, now, runtime, rootDir };
 }
