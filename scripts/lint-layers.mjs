@@ -21,6 +21,7 @@ export const LAYERS = [
   ['events'],
   ['client'],
   ['record'],
+  ['volumes'],
   ['kuberuntime'],
   ['status', 'sources', 'lifecycle', 'cli'],
   ['pod', 'pleg', 'node'],
@@ -56,6 +57,7 @@ export const DECISIONS = [
   'pod/progress.ts',
   'prober/decide.ts',
   'status/apiStatus.ts',
+  'volumes/plan.ts',
   'status/generate.ts',
 ];
 

@@ -32,6 +32,8 @@ import { type ObjectReader, makeEnvironment, readReferencedObjects } from './env
 import { type NodeDns, podDns } from './dns.ts';
 import { ETC_HOSTS, managedHostsContent, mountsManagedHosts, podHostnameAndDomain } from './hosts.ts';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { setUpPodVolumes } from '../volumes/emptyDir.ts';
+import { containerMounts, unsupportedVolumes } from '../volumes/plan.ts';
 import path from 'node:path';
 import type { ResourceAmounts } from '../api/quantity.ts';
 import type { Service } from '../api/cluster.ts';
@@ -196,6 +198,19 @@ export async function executePlan(
     return result;
   }
 
+  // The volume step of SyncPod: containers start once the pod's volumes are set up.
+  if (deps.podsDir) {
+    try {
+      await setUpPodVolumes(deps.podsDir, pod);
+    } catch (err) {
+      deps.recorder.event(podReference(pod), 'Warning', 'FailedMount', `Unable to attach or mount volumes: ${errorText(err)}`);
+      result.errors.push(`FailedMount: ${errorText(err)}`);
+      return result;
+    }
+    if (actions.createSandbox) {
+      for (const message of unsupportedVolumes(pod)) deps.recorder.event(podReference(pod), 'Warning', 'VolumeNotSupported', message);
+    }
+  }
   const podIP = sandboxAddress(deps, pod, status, sandboxId, opts);
   const context: StartContext = { status, sandboxId, sandbox: config, result, opts, podIP, preStops };
   const start = async (container: Container, type: ContainerType): Promise<boolean> => {
@@ -325,7 +340,10 @@ async function startContainer(
     const allocatable = deps.allocatable?.();
     const services = deps.services ? deps.services() : [];
     const envs = makeEnvironment({ pod, container, podIPs, hostIPs, services, ...objects, ...(allocatable ? { allocatable } : {}) });
-    const mounts = deps.podsDir && mountsManagedHosts(container, podIPs) ? [await hostsMount(deps.podsDir, pod, podIPs, deps.dns?.clusterDomain ?? '')] : [];
+    const volumeMounts = deps.podsDir ? containerMounts(deps.podsDir, pod, container) : { mounts: [] };
+    if ('error' in volumeMounts) throw new ContainerConfigError(volumeMounts.error);
+    const mounts: Mount[] = [...volumeMounts.mounts];
+    if (deps.podsDir && mountsManagedHosts(container, podIPs)) mounts.push(await hostsMount(deps.podsDir, pod, podIPs, deps.dns?.clusterDomain ?? ''));
     config = containerConfig(pod, container, type, restartCount, image.image, envs, mounts);
   } catch (err) {
     if (!(err instanceof ContainerConfigError)) throw err;

@@ -405,5 +405,34 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
       await cp.waitFor<V1Pod>(pods(namespace), 'named', (p) => p === null, 30_000);
       await expect(stat(podDir)).rejects.toThrow(/ENOENT/);
     });
+
+    it('shares an emptyDir between an init container and the main container; a read-only mount refuses writes', { timeout: 60_000 }, async ({ skip }) => {
+      if (!cp) return skip();
+      const namespace = await cp.namespace('emptydir');
+      await cp.core.createNamespacedPod({
+        namespace,
+        body: {
+          metadata: { name: 'shared' },
+          spec: {
+            nodeName: NODE,
+            restartPolicy: 'Never',
+            volumes: [{ name: 'work', emptyDir: {} }],
+            initContainers: [{ name: 'prepare', image: runtime.image, command: ['sh', '-c', 'mkdir -p /work/out && echo ready > /work/out/state'], volumeMounts: [{ name: 'work', mountPath: '/work' }] }],
+            containers: [
+              {
+                name: 'app',
+                image: runtime.image,
+                command: ['sh', '-c', "grep -q ready /data/out/state && ! touch /data/new 2>/dev/null || exit 1; trap 'exit 0' TERM; while true; do sleep 1; done"],
+                volumeMounts: [{ name: 'work', mountPath: '/data', readOnly: true }],
+              },
+            ],
+          },
+        },
+      });
+      const pod = (await cp.waitFor<V1Pod>(pods(namespace), 'shared', (p) => p?.status?.phase === 'Running' || p?.status?.phase === 'Failed', 30_000))!;
+      expect(pod.status?.phase).toBe('Running');
+      const volume = path.join(agent!.rootDir, 'pods', pod.metadata!.uid!, 'volumes', 'kubernetes.io~empty-dir', 'work');
+      expect(await readFile(path.join(volume, 'out', 'state'), 'utf8')).toBe('ready\n');
+    });
   });
 }

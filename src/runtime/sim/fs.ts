@@ -9,7 +9,7 @@
  * file at the same place under its `hostPath` (read and written through, as a bind mount), so the
  * files the agent prepares for a container (its /etc/hosts, volumes) are what its script sees.
  */
-import { appendFileSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 
 /** Directories every image is assumed to have. They cannot be removed. */
 const BASE_DIRS: ReadonlySet<string> = new Set([
@@ -20,8 +20,8 @@ const BASE_DIRS: ReadonlySet<string> = new Set([
 /** The one device file scripts commonly name; reads are empty and writes vanish. */
 export const DEV_NULL = '/dev/null';
 
-export type RemoveResult = 'removed' | 'missing' | 'is-directory';
-export type MkdirResult = 'created' | 'exists' | 'no-parent';
+export type RemoveResult = 'removed' | 'missing' | 'is-directory' | 'read-only';
+export type MkdirResult = 'created' | 'exists' | 'no-parent' | 'read-only';
 
 export interface SimMount {
   containerPath: string;
@@ -112,6 +112,14 @@ export class SimFs {
   }
 
   remove(path: string, recursive: boolean): RemoveResult {
+    const m = this.mounted(path);
+    if (m) {
+      if (!this.exists(path)) return 'missing';
+      if (this.isDir(path) && !recursive) return 'is-directory';
+      if (m.mount.readonly) return 'read-only';
+      rmSync(m.host, { recursive: true, force: true });
+      return 'removed';
+    }
     if (this.files.delete(path)) return 'removed';
     if (!this.isDir(path)) return 'missing';
     if (!recursive) return 'is-directory';
@@ -123,6 +131,13 @@ export class SimFs {
 
   mkdir(path: string, parents: boolean): MkdirResult {
     if (this.exists(path)) return parents && this.isDir(path) ? 'created' : 'exists';
+    const m = this.mounted(path);
+    if (m) {
+      if (!parents && !this.isDir(parentOf(path))) return 'no-parent';
+      if (m.mount.readonly) return 'read-only';
+      mkdirSync(m.host, { recursive: true });
+      return 'created';
+    }
     if (!parents && !this.isDir(parentOf(path))) return 'no-parent';
     this.addParents(path);
     this.dirs.add(path);

@@ -811,6 +811,9 @@ export class ShellProcess {
       } else if (result === 'is-directory') {
         err(`rm: '${operand}' is a directory\n`);
         status = 1;
+      } else if (result === 'read-only') {
+        err(`rm: can't remove '${operand}': Read-only file system\n`);
+        status = 1;
       }
     }
     return status;
@@ -823,6 +826,7 @@ export class ShellProcess {
       const result = this.fs.mkdir(SimFs.resolve(operand, this.cwd), flags.has('p'));
       if (result === 'exists') err(`mkdir: can't create directory '${operand}': File exists\n`);
       if (result === 'no-parent') err(`mkdir: can't create directory '${operand}': No such file or directory\n`);
+      if (result === 'read-only') err(`mkdir: can't create directory '${operand}': Read-only file system\n`);
       if (result !== 'created') status = 1;
     }
     return status;

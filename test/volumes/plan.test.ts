@@ -1,0 +1,38 @@
+/** Volume layout and container mounts (kubelet_pods.go makeMounts), table-tested. */
+import { describe, expect, it } from 'vitest';
+import type { Container, Pod } from '../../src/api/types.ts';
+import { containerMounts, mountedVolumes, unsupportedVolumes } from '../../src/volumes/plan.ts';
+
+const c = (name: string, volumeMounts: Container['volumeMounts']): Container => ({ name, image: 'busybox:1', volumeMounts });
+const pod = (containers: Container[], volumes: unknown[], initContainers: Container[] = []): Pod =>
+  ({ metadata: { name: 'web', namespace: 'shop', uid: 'u1' }, spec: { containers, initContainers, volumes } }) as Pod;
+
+describe('containerMounts', () => {
+  const p = pod(
+    [c('app', [{ name: 'scratch', mountPath: '/work' }, { name: 'cache', mountPath: 'cache', readOnly: true }, { name: 'token', mountPath: '/var/run/secrets/kubernetes.io/serviceaccount', readOnly: true }])],
+    [{ name: 'scratch', emptyDir: {} }, { name: 'cache', emptyDir: { medium: 'Memory' } }, { name: 'token', projected: { sources: [] } }, { name: 'unused', emptyDir: {} }],
+  );
+
+  it('mounts emptyDirs from the pod directory, makes relative paths absolute and keeps readOnly; leaves out unsupported plugins', () => {
+    expect(containerMounts('/var/lib/statelet/pods', p, p.spec.containers[0]!)).toEqual({
+      mounts: [
+        { containerPath: '/work', hostPath: '/var/lib/statelet/pods/u1/volumes/kubernetes.io~empty-dir/scratch', readonly: false },
+        { containerPath: '/cache', hostPath: '/var/lib/statelet/pods/u1/volumes/kubernetes.io~empty-dir/cache', readonly: true },
+      ],
+    });
+  });
+
+  it('refuses a mount of a volume the pod does not have, with the kubelet message', () => {
+    expect(containerMounts('/p', p, c('other', [{ name: 'nope', mountPath: '/x' }]))).toEqual({ error: 'cannot find volume "nope" to mount into container "other"' });
+  });
+
+  it('names the volumes it does not mount, and sets up only mounted ones', () => {
+    expect(unsupportedVolumes(p)).toEqual(['volume "token" (projected) is not mounted: this node does not support projected volumes yet']);
+    expect(mountedVolumes(p).map((v) => v.name)).toEqual(['scratch', 'cache', 'token']);
+  });
+
+  it('counts init containers among the users of a volume', () => {
+    const shared = pod([c('app', [])], [{ name: 'data', emptyDir: {} }], [c('init', [{ name: 'data', mountPath: '/data' }])]);
+    expect(mountedVolumes(shared).map((v) => v.name)).toEqual(['data']);
+  });
+});
