@@ -78,7 +78,7 @@ export interface KubeApi {
   watchServices(resourceVersion: string, handlers: WatchHandlers<Service>): { stop(): void };
 
   /** A ConfigMap's `data` (string values). */
-  getConfigMap(namespace: string, name: string): Promise<{ data?: Record<string, string> }>;
+  getConfigMap(namespace: string, name: string): Promise<{ data?: Record<string, string>; binaryData?: Record<string, string> }>;
   /** A Secret's `data` (base64 values, as the API returns them). */
   getSecret(namespace: string, name: string): Promise<{ data?: Record<string, string> }>;
 

@@ -45,7 +45,7 @@ import { StatusManager } from '../status/manager.ts';
 import type { NodeInfo } from '../lifecycle/admit.ts';
 import { amounts } from '../api/quantity.ts';
 import { ApiEventRecorder, type EventRecorder, loggingRecorder, nodeReference } from '../record/recorder.ts';
-import { apiObjectReader } from '../kuberuntime/apiObjects.ts';
+import { apiObjectReader } from '../client/objects.ts';
 import { createReflector } from '../client/reflector.ts';
 import type { Service } from '../api/cluster.ts';
 import type { NodeDns } from '../kuberuntime/dns.ts';

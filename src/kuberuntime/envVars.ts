@@ -21,6 +21,7 @@ import type { Service } from '../api/cluster.ts';
 import { type Container, type EnvVarSource, isStaticPod, type Pod } from '../api/types.ts';
 import { amount, type ResourceAmounts } from '../api/quantity.ts';
 import { ContainerConfigError, expandVars } from './configs.ts';
+import type { ObjectReader } from '../client/objects.ts';
 
 /** A ConfigMap's `data` or a Secret's decoded `data`, by key. */
 export type ObjectData = Readonly<Record<string, string>>;
@@ -40,14 +41,6 @@ export interface EnvInputs {
   services: readonly Service[] | null;
 }
 
-/** Reads ConfigMaps and Secrets for the environment (the API server, with the node's identity). */
-export interface ObjectReader {
-  /** A ConfigMap's `data`, or null when there is none of that name. */
-  configMap(namespace: string, name: string): Promise<ObjectData | null>;
-  /** A Secret's `data`, decoded, or null when there is none of that name. */
-  secret(namespace: string, name: string): Promise<ObjectData | null>;
-}
-
 /**
  * Reads what the container's environment refers to, for makeEnvironment. Without a reader (no API
  * server) a reference fails as the kubelet's does without a client; a failed read fails the
@@ -60,12 +53,20 @@ export async function readReferencedObjects(
 ): Promise<Pick<EnvInputs, 'configMaps' | 'secrets'>> {
   const { configMaps, secrets } = referencedObjects(container);
   const ns = pod.metadata.namespace;
+  // The environment reads a ConfigMap's `data` and a Secret's values as text.
+  const asText = {
+    configMap: async (name: string) => (await reader!.configMap(ns, name))?.data ?? null,
+    secret: async (name: string) => {
+      const found = await reader!.secret(ns, name);
+      return found ? Object.fromEntries(Object.entries(found).map(([k, v]) => [k, v.toString('utf8')])) : null;
+    },
+  };
   const read = async (kind: 'configMap' | 'secret', names: Set<string>) => {
     const found = new Map<string, ObjectData | null>();
     for (const name of names) {
       if (!reader) throw new ContainerConfigError(`couldn't get ${kind} ${ns}/${name}, no kubeClient defined`);
       try {
-        found.set(name, await reader[kind](ns, name));
+        found.set(name, await asText[kind](name));
       } catch (err) {
         throw new ContainerConfigError(err instanceof Error ? err.message : String(err));
       }

@@ -205,11 +205,12 @@ describe('reading what the environment refers to', () => {
 
   it('reads them, null for the missing ones', async () => {
     const reader = {
-      configMap: async (_ns: string, name: string) => (name === 'cfg' ? { MODE: 'fast' } : null),
-      secret: async () => ({ PASSWORD: 'p' }),
+      configMap: async (_ns: string, name: string) => (name === 'cfg' ? { data: { MODE: 'fast' }, binaryData: {} } : null),
+      secret: async () => ({ PASSWORD: Buffer.from('p') }),
     };
     const read = await readReferencedObjects(reader, pod(c), c);
     expect(read.configMaps).toEqual(new Map([['extra', null], ['cfg', { MODE: 'fast' }]]));
+    expect(read.secrets).toEqual(new Map([['creds', { PASSWORD: 'p' }]]));
   });
 
   it('fails as the kubelet does without an API client, and with the read error otherwise', async () => {

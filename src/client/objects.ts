@@ -1,13 +1,26 @@
 /**
- * The ObjectReader over the API server: ConfigMaps and Secrets read with the node's identity (the
- * Node authorizer allows only those referenced by pods bound to this node). Not found is `null`;
- * any other failure is thrown and fails the container's config (it is retried). Each start reads
+ * ConfigMaps and Secrets as containers' environments and volumes use them, read over the API
+ * server with the node's identity (the Node authorizer allows only those referenced by pods bound
+ * to this node). Not found is `null`; any other failure is thrown (the caller's sync retries). Each start reads
  * afresh (there is no watch-based cache yet, as the kubelet's configmap and secret managers keep),
  * but starts that ask for the same object while a read of it is under way share that read: a
  * burst of pods referring to one ConfigMap costs one request, not one per container.
  */
-import { isNotFound, type KubeApi } from '../client/api.ts';
-import type { ObjectData, ObjectReader } from './envVars.ts';
+import { isNotFound, type KubeApi } from './api.ts';
+
+/** A ConfigMap's `data` (text) and `binaryData` (bytes). */
+export interface ConfigMapData {
+  data: Record<string, string>;
+  binaryData: Record<string, Buffer>;
+}
+
+/** Reads ConfigMaps and Secrets (a Secret's values decoded to bytes). */
+export interface ObjectReader {
+  configMap(namespace: string, name: string): Promise<ConfigMapData | null>;
+  secret(namespace: string, name: string): Promise<Record<string, Buffer> | null>;
+}
+
+const bytes = (values: Record<string, string> | undefined) => Object.fromEntries(Object.entries(values ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64')]));
 
 async function orNull<T>(read: () => Promise<T>): Promise<T | null> {
   try {
@@ -36,14 +49,11 @@ export function apiObjectReader(api: KubeApi): ObjectReader {
   return {
     configMap: shared(async (namespace, name) => {
       const found = await orNull(() => api.getConfigMap(namespace, name));
-      return found ? (found.data ?? {}) : null;
+      return found ? { data: found.data ?? {}, binaryData: bytes(found.binaryData) } : null;
     }),
     secret: shared(async (namespace, name) => {
       const found = await orNull(() => api.getSecret(namespace, name));
-      if (!found) return null;
-      const decoded: Record<string, string> = {};
-      for (const [key, value] of Object.entries(found.data ?? {})) decoded[key] = Buffer.from(value, 'base64').toString('utf8');
-      return decoded satisfies ObjectData;
+      return found ? bytes(found.data) : null;
     }),
   };
 }

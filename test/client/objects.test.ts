@@ -1,7 +1,7 @@
-/** Reading ConfigMaps and Secrets for environments over the in-memory API. */
+/** Reading ConfigMaps and Secrets over the in-memory API. */
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/client/api.ts';
-import { apiObjectReader } from '../../src/kuberuntime/apiObjects.ts';
+import { apiObjectReader } from '../../src/client/objects.ts';
 import { MemoryApi } from '../support/memoryApi.ts';
 
 describe('apiObjectReader', () => {
@@ -10,8 +10,8 @@ describe('apiObjectReader', () => {
     api.configMaps.set('shop/cfg', { data: { MODE: 'fast' } });
     api.secrets.set('shop/creds', { data: { user: Buffer.from('ana').toString('base64') } });
     const reader = apiObjectReader(api);
-    expect(await reader.configMap('shop', 'cfg')).toEqual({ MODE: 'fast' });
-    expect(await reader.secret('shop', 'creds')).toEqual({ user: 'ana' });
+    expect(await reader.configMap('shop', 'cfg')).toEqual({ data: { MODE: 'fast' }, binaryData: {} });
+    expect(await reader.secret('shop', 'creds')).toEqual({ user: Buffer.from('ana') });
     expect(await reader.configMap('shop', 'nope')).toBeNull();
   });
 
@@ -22,11 +22,11 @@ describe('apiObjectReader', () => {
     const held = api.hold('getConfigMap');
     const reads = Array.from({ length: 50 }, () => reader.configMap('shop', 'cfg'));
     held.release();
-    expect(await Promise.all(reads)).toEqual(Array(50).fill({ MODE: 'fast' }));
+    expect(await Promise.all(reads)).toEqual(Array(50).fill({ data: { MODE: 'fast' }, binaryData: {} }));
     expect(api.count('getConfigMap')).toBe(1);
     // Once done, the next start reads afresh.
     api.configMaps.set('shop/cfg', { data: { MODE: 'slow' } });
-    expect(await reader.configMap('shop', 'cfg')).toEqual({ MODE: 'slow' });
+    expect(await reader.configMap('shop', 'cfg')).toEqual({ data: { MODE: 'slow' }, binaryData: {} });
   });
 
   it('passes on a failed read other than not found', async () => {
