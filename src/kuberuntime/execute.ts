@@ -33,7 +33,7 @@ import type { ObjectReader } from '../client/objects.ts';
 import { type NodeDns, podDns } from './dns.ts';
 import { ETC_HOSTS, managedHostsContent, mountsManagedHosts, podHostnameAndDomain } from './hosts.ts';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
-import { setUpPodVolumes } from '../volumes/emptyDir.ts';
+import { setUpPodVolumes } from '../volumes/setUp.ts';
 import { containerMounts, unsupportedVolumes } from '../volumes/plan.ts';
 import path from 'node:path';
 import type { ResourceAmounts } from '../api/quantity.ts';
@@ -139,6 +139,22 @@ export async function removePodRuntime(deps: RuntimeDeps, status: RuntimePodStat
   }
 }
 
+/**
+ * The volume step of SyncPod (WaitForAttachAndMount), at every sync so that ConfigMap and Secret
+ * changes reach the files: the pod's volumes set up, or the reason they are not (a FailedMount
+ * event; the containers wait in ContainerCreating and the sync is retried: the object may appear).
+ */
+export async function setUpVolumes(deps: RuntimeDeps, pod: Pod): Promise<string | null> {
+  if (!deps.podsDir) return null;
+  try {
+    await setUpPodVolumes({ podsDir: deps.podsDir, now: deps.now, ...(deps.objects ? { objects: deps.objects } : {}) }, pod);
+    return null;
+  } catch (err) {
+    deps.recorder.event(podReference(pod), 'Warning', 'FailedMount', errorText(err));
+    return `FailedMount: ${errorText(err)}`;
+  }
+}
+
 export function crashLoopKey(pod: Pod, container: Container): string {
   const { name, namespace, uid } = pod.metadata;
   return `${name}_${namespace}_${uid}_${container.name}_${containerHash(container)}`;
@@ -199,18 +215,8 @@ export async function executePlan(
     return result;
   }
 
-  // The volume step of SyncPod: containers start once the pod's volumes are set up.
-  if (deps.podsDir) {
-    try {
-      await setUpPodVolumes(deps.podsDir, pod);
-    } catch (err) {
-      deps.recorder.event(podReference(pod), 'Warning', 'FailedMount', `Unable to attach or mount volumes: ${errorText(err)}`);
-      result.errors.push(`FailedMount: ${errorText(err)}`);
-      return result;
-    }
-    if (actions.createSandbox) {
-      for (const message of unsupportedVolumes(pod)) deps.recorder.event(podReference(pod), 'Warning', 'VolumeNotSupported', message);
-    }
+  if (actions.createSandbox) {
+    for (const message of unsupportedVolumes(pod)) deps.recorder.event(podReference(pod), 'Warning', 'VolumeNotSupported', message);
   }
   const podIP = sandboxAddress(deps, pod, status, sandboxId, opts);
   const context: StartContext = { status, sandboxId, sandbox: config, result, opts, podIP, preStops };

@@ -8,7 +8,7 @@ import path from 'node:path';
 import type { Pod, PodStatus } from '../api/types.ts';
 import { podRef } from '../api/types.ts';
 import { podLogDirectory } from '../kuberuntime/configs.ts';
-import { type RuntimeDeps, executePlan, killPodRuntime, removePodRuntime } from '../kuberuntime/execute.ts';
+import { type RuntimeDeps, executePlan, killPodRuntime, removePodRuntime, setUpVolumes } from '../kuberuntime/execute.ts';
 import type { PreStopRuns } from '../kuberuntime/kill.ts';
 import { type CallTrace, tracedImages, tracedPulls, tracedRuntime } from '../runtime/callTrace.ts';
 import type { RuntimePodStatus } from '../api/runtimeView.ts';
@@ -91,6 +91,8 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
       const before = await readPodStatus(io.runtime, pod.metadata.uid, opts);
       const current = publish(pod, before, memory, false, probes);
       if (isTerminalPhase(current.phase)) return outcome(pod, before, memory, current);
+      const volumeError = await setUpVolumes(io, pod);
+      if (volumeError) return outcome(pod, before, memory, current, { errors: [volumeError] });
       const actions = computePodActions(pod, before, probes ?? noProbeResults);
       if (isEmptyPlan(actions)) return outcome(pod, before, memory, current);
 

@@ -5,18 +5,29 @@
  * volume fails the container's config with the kubelet's message, a relative `mountPath` is made
  * absolute, and `readOnly` is carried to the runtime.
  *
- * Plugins built: emptyDir. A volume of another plugin (hostPath, configMap, secret, downwardAPI,
- * projected — the service-account token every API pod carries) is not mounted: the container runs
- * without it, and the pod gets a Warning event naming the volume (`unsupportedVolumes`).
+ * Plugins built: emptyDir, configMap and secret (their files: `keyedPayload`; always mounted
+ * read-only). A volume of another plugin (hostPath, downwardAPI, projected — the service-account
+ * token every API pod carries) is not mounted: the container runs without it, and the pod gets a
+ * Warning event naming the volume (`unsupportedVolumes`).
  */
 import path from 'node:path';
 import type { Container, Pod } from '../api/types.ts';
 
+export interface KeyToPath {
+  key: string;
+  path: string;
+  mode?: number;
+}
+
 export interface PodVolume {
   name: string;
   emptyDir?: { medium?: string; sizeLimit?: string | number };
+  configMap?: { name?: string; items?: KeyToPath[]; defaultMode?: number; optional?: boolean };
+  secret?: { secretName?: string; items?: KeyToPath[]; defaultMode?: number; optional?: boolean };
   [plugin: string]: unknown;
 }
+
+export type Plugin = 'emptyDir' | 'configMap' | 'secret';
 
 export interface VolumeMountPlan {
   containerPath: string;
@@ -25,7 +36,12 @@ export interface VolumeMountPlan {
 }
 
 /** The plugin directory names (`kubernetes.io/empty-dir` with `/` as `~`). */
-export const PLUGIN_DIRS = { emptyDir: 'kubernetes.io~empty-dir' } as const;
+export const PLUGIN_DIRS: Record<Plugin, string> = { emptyDir: 'kubernetes.io~empty-dir', configMap: 'kubernetes.io~configmap', secret: 'kubernetes.io~secret' };
+
+/** The volume's plugin, when this node has it. */
+export function pluginOf(volume: PodVolume): Plugin | null {
+  return volume.emptyDir ? 'emptyDir' : volume.configMap ? 'configMap' : volume.secret ? 'secret' : null;
+}
 
 export function podVolumes(pod: Pod): PodVolume[] {
   const volumes = pod.spec['volumes'];
@@ -34,12 +50,12 @@ export function podVolumes(pod: Pod): PodVolume[] {
 
 /** The volume's directory on the node. */
 export function volumeDir(podsDir: string, pod: Pod, volume: PodVolume): string {
-  return path.join(podsDir, pod.metadata.uid, 'volumes', PLUGIN_DIRS.emptyDir, volume.name);
+  return path.join(podsDir, pod.metadata.uid, 'volumes', PLUGIN_DIRS[pluginOf(volume) ?? 'emptyDir'], volume.name);
 }
 
 /** Why a volume is not set up by this node, or null when it is. */
 export function unsupportedVolume(volume: PodVolume): string | null {
-  if (volume.emptyDir) return null;
+  if (pluginOf(volume)) return null;
   const plugin = Object.keys(volume).find((k) => k !== 'name') ?? 'unknown';
   return `volume "${volume.name}" (${plugin}) is not mounted: this node does not support ${plugin} volumes yet`;
 }
@@ -64,7 +80,42 @@ export function containerMounts(podsDir: string, pod: Pod, container: Container)
     if (!volume) return { error: `cannot find volume "${mount.name}" to mount into container "${container.name}"` };
     if (unsupportedVolume(volume)) continue;
     const containerPath = mount.mountPath.startsWith('/') ? mount.mountPath : `/${mount.mountPath}`;
-    mounts.push({ containerPath, hostPath: volumeDir(podsDir, pod, volume), readonly: mount.readOnly === true });
+    // ConfigMap and Secret volumes are always read-only (their plugins say so).
+    const readonly = mount.readOnly === true || pluginOf(volume) !== 'emptyDir';
+    mounts.push({ containerPath, hostPath: volumeDir(podsDir, pod, volume), readonly });
   }
   return { mounts };
+}
+
+/** The API's default file mode of configMap and secret volumes. */
+export const DEFAULT_MODE = 0o644;
+
+/**
+ * The files of a configMap or secret volume (pkg/volume/configmap MakePayload, secret MakePayload):
+ * every key, or only `items` at their paths; `optional` lets a missing object or key be empty;
+ * otherwise the kubelet's message. `values` is null when the object does not exist.
+ */
+export function keyedPayload(
+  volume: PodVolume,
+  values: Readonly<Record<string, Buffer>> | null,
+): { files: { path: string; content: Buffer; mode: number }[] } | { error: string } {
+  const isConfigMap = volume.configMap !== undefined;
+  const source = (volume.configMap ?? volume.secret)!;
+  const name = (isConfigMap ? volume.configMap!.name : volume.secret!.secretName) ?? '';
+  if (!values) {
+    if (source.optional) return { files: [] };
+    return { error: `${isConfigMap ? 'configmap' : 'secret'} "${name}" not found` };
+  }
+  const mode = source.defaultMode ?? DEFAULT_MODE;
+  if (!source.items?.length) return { files: Object.keys(values).sort().map((key) => ({ path: key, content: values[key]!, mode })) };
+  const files: { path: string; content: Buffer; mode: number }[] = [];
+  for (const item of source.items) {
+    const content = values[item.key];
+    if (content === undefined) {
+      if (source.optional) continue;
+      return { error: isConfigMap ? `configmap references non-existent config key: ${item.key}` : `references non-existent secret key: ${item.key}` };
+    }
+    files.push({ path: item.path, content, mode: item.mode ?? mode });
+  }
+  return { files };
 }

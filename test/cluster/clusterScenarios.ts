@@ -54,6 +54,8 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
       '--system-reserved=cpu=500m,memory=512Mi',
       '--cluster-dns=10.96.0.10',
       '--cluster-domain=cluster.local',
+      // Volumes follow their ConfigMaps at each pod sync: a short period keeps the test short.
+      '--sync-frequency=10s',
     ]);
   }, 15 * 60_000);
 
@@ -433,6 +435,69 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
       expect(pod.status?.phase).toBe('Running');
       const volume = path.join(agent!.rootDir, 'pods', pod.metadata!.uid!, 'volumes', 'kubernetes.io~empty-dir', 'work');
       expect(await readFile(path.join(volume, 'out', 'state'), 'utf8')).toBe('ready\n');
+    });
+
+    it('mounts ConfigMap and Secret volumes (modes, updates) and holds a pod whose ConfigMap is missing until it exists', { timeout: 120_000 }, async ({ skip }) => {
+      if (!cp) return skip();
+      const namespace = await cp.namespace('keyed');
+      await cp.core.createNamespacedConfigMap({ namespace, body: { metadata: { name: 'settings' }, data: { MODE: 'fast' } } });
+      await cp.core.createNamespacedSecret({ namespace, body: { metadata: { name: 'creds' }, stringData: { password: 'hunter2' } } });
+      const check = "grep -q fast /config/MODE && grep -q hunter2 /secret/password && ! touch /config/new 2>/dev/null || exit 1; trap 'exit 0' TERM; while true; do sleep 1; done";
+      await cp.core.createNamespacedPod({
+        namespace,
+        body: {
+          metadata: { name: 'keyed' },
+          spec: {
+            nodeName: NODE,
+            restartPolicy: 'Never',
+            terminationGracePeriodSeconds: 1,
+            volumes: [
+              { name: 'config', configMap: { name: 'settings' } },
+              { name: 'secret', secret: { secretName: 'creds', defaultMode: 0o400 } },
+            ],
+            containers: [
+              {
+                name: 'app',
+                image: runtime.image,
+                command: ['sh', '-c', check],
+                volumeMounts: [
+                  { name: 'config', mountPath: '/config' },
+                  { name: 'secret', mountPath: '/secret' },
+                ],
+              },
+            ],
+          },
+        },
+      });
+      const pod = (await cp.waitFor<V1Pod>(pods(namespace), 'keyed', (p) => p?.status?.phase === 'Running' || p?.status?.phase === 'Failed', 30_000))!;
+      expect(pod.status?.phase).toBe('Running');
+      const volumes = path.join(agent!.rootDir, 'pods', pod.metadata!.uid!, 'volumes');
+      expect((await stat(path.join(volumes, 'kubernetes.io~secret', 'secret', 'password'))).mode & 0o777).toBe(0o400);
+      // An update of the ConfigMap reaches the mounted file.
+      await cp.core.replaceNamespacedConfigMap({ namespace, name: 'settings', body: { metadata: { name: 'settings' }, data: { MODE: 'slow' } } });
+      await waitFor(async () => (await readFile(path.join(volumes, 'kubernetes.io~configmap', 'config', 'MODE'), 'utf8')) === 'slow', 'the updated ConfigMap in the volume', 40_000);
+      expect(agent!.output()).not.toContain('hunter2');
+
+      // A pod whose ConfigMap does not exist yet waits, saying why, and starts once it exists.
+      await cp.core.createNamespacedPod({
+        namespace,
+        body: {
+          metadata: { name: 'early' },
+          spec: {
+            nodeName: NODE,
+            volumes: [{ name: 'config', configMap: { name: 'later' } }],
+            containers: [{ name: 'app', image: runtime.image, command: ['sh', '-c', 'grep -q on /config/FLAG || exit 1; while true; do sleep 1; done'], volumeMounts: [{ name: 'config', mountPath: '/config' }] }],
+          },
+        },
+      });
+      const listEvents = async () => (await cp!.core.listNamespacedEvent({ namespace })).items;
+      await waitFor(async () => (await listEvents()).some((e) => e.reason === 'FailedMount' && e.involvedObject.name === 'early'), 'the FailedMount event');
+      const failed = (await listEvents()).find((e) => e.reason === 'FailedMount')!;
+      expect(failed.message).toBe('MountVolume.SetUp failed for volume "config" : configmap "later" not found');
+      const waiting = await cp.core.readNamespacedPod({ namespace, name: 'early' });
+      expect(waiting.status?.containerStatuses?.[0]?.state?.waiting?.reason).toBe('ContainerCreating');
+      await cp.core.createNamespacedConfigMap({ namespace, body: { metadata: { name: 'later' }, data: { FLAG: 'on' } } });
+      await cp.waitFor<V1Pod>(pods(namespace), 'early', (p) => p?.status?.phase === 'Running', 40_000);
     });
   });
 }

@@ -1,7 +1,7 @@
 /** Volume layout and container mounts (kubelet_pods.go makeMounts), table-tested. */
 import { describe, expect, it } from 'vitest';
 import type { Container, Pod } from '../../src/api/types.ts';
-import { containerMounts, mountedVolumes, unsupportedVolumes } from '../../src/volumes/plan.ts';
+import { containerMounts, keyedPayload, mountedVolumes, unsupportedVolumes } from '../../src/volumes/plan.ts';
 
 const c = (name: string, volumeMounts: Container['volumeMounts']): Container => ({ name, image: 'busybox:1', volumeMounts });
 const pod = (containers: Container[], volumes: unknown[], initContainers: Container[] = []): Pod =>
@@ -34,5 +34,22 @@ describe('containerMounts', () => {
   it('counts init containers among the users of a volume', () => {
     const shared = pod([c('app', [])], [{ name: 'data', emptyDir: {} }], [c('init', [{ name: 'data', mountPath: '/data' }])]);
     expect(mountedVolumes(shared).map((v) => v.name)).toEqual(['data']);
+  });
+});
+
+describe('keyedPayload', () => {
+  const values = { MODE: Buffer.from('fast'), LEVEL: Buffer.from('3') };
+  const text = (r: ReturnType<typeof keyedPayload>) => ('error' in r ? r.error : r.files.map((f) => `${f.path}=${f.content.toString()}:${f.mode.toString(8)}`));
+
+  it.each<[string, Record<string, unknown>, Record<string, Buffer> | null, string | string[]]>([
+    ['every key with the default mode', { configMap: { name: 'cfg' } }, values, ['LEVEL=3:644', 'MODE=fast:644']],
+    ['items at their paths, with their mode or defaultMode', { secret: { secretName: 's', defaultMode: 0o400, items: [{ key: 'MODE', path: 'conf/mode' }, { key: 'LEVEL', path: 'level', mode: 0o600 }] } }, values, ['conf/mode=fast:400', 'level=3:600']],
+    ['a missing object', { configMap: { name: 'cfg' } }, null, 'configmap "cfg" not found'],
+    ['a missing optional object', { secret: { secretName: 's', optional: true } }, null, []],
+    ['a missing key', { configMap: { name: 'cfg', items: [{ key: 'nope', path: 'x' }] } }, values, 'configmap references non-existent config key: nope'],
+    ['a missing secret key', { secret: { secretName: 's', items: [{ key: 'nope', path: 'x' }] } }, values, 'references non-existent secret key: nope'],
+    ['a missing optional key', { configMap: { name: 'cfg', optional: true, items: [{ key: 'nope', path: 'x' }, { key: 'MODE', path: 'm' }] } }, values, ['m=fast:644']],
+  ])('%s', (_, spec, given, expected) => {
+    expect(text(keyedPayload({ name: 'v', ...spec }, given))).toEqual(expected);
   });
 });
