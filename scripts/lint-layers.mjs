@@ -37,6 +37,7 @@ export const LAYERS = [
 /** Pure decisions: data in, data out. */
 export const DECISIONS = [
   'api/json.ts',
+  'api/downward.ts',
   'api/podSpec.ts',
   'api/quantity.ts',
   'api/runtimeView.ts',

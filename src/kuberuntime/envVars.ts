@@ -19,7 +19,8 @@
  */
 import type { Service } from '../api/cluster.ts';
 import { type Container, type EnvVarSource, isStaticPod, type Pod } from '../api/types.ts';
-import { amount, type ResourceAmounts } from '../api/quantity.ts';
+import type { ResourceAmounts } from '../api/quantity.ts';
+import { containerResourceValue, podFieldValue } from '../api/downward.ts';
 import { ContainerConfigError, expandVars } from './configs.ts';
 import type { ObjectReader } from '../client/objects.ts';
 
@@ -165,8 +166,8 @@ export function serviceEnv(services: readonly Service[], namespace: string, enab
 
 /** A `valueFrom`'s value; undefined when an optional reference is missing (the variable is left out). */
 function fromSource(source: EnvVarSource, inputs: EnvInputs, ns: string): string | undefined {
-  if (source.fieldRef) return fieldValue(source.fieldRef.fieldPath, inputs);
-  if (source.resourceFieldRef) return resourceValue(source.resourceFieldRef, inputs);
+  if (source.fieldRef) return orConfigError(podFieldValue(inputs.pod, source.fieldRef.fieldPath, inputs));
+  if (source.resourceFieldRef) return orConfigError(containerResourceValue(inputs.pod, inputs.container, source.resourceFieldRef, inputs.allocatable));
   const keyRef = source.configMapKeyRef ?? source.secretKeyRef;
   if (keyRef) {
     const isConfigMap = source.configMapKeyRef !== undefined;
@@ -185,58 +186,7 @@ function fromSource(source: EnvVarSource, inputs: EnvInputs, ns: string): string
   return '';
 }
 
-const MAP_KEY = /^metadata\.(labels|annotations)\['(.*)'\]$/;
-
-/** podFieldSelectorRuntimeValue and the API's own field paths. */
-function fieldValue(fieldPath: string, inputs: EnvInputs): string {
-  const { pod } = inputs;
-  switch (fieldPath) {
-    case 'metadata.name':
-      return pod.metadata.name;
-    case 'metadata.namespace':
-      return pod.metadata.namespace;
-    case 'metadata.uid':
-      return pod.metadata.uid;
-    case 'spec.nodeName':
-      return pod.spec.nodeName ?? '';
-    case 'spec.serviceAccountName':
-      return String(pod.spec['serviceAccountName'] ?? '');
-    case 'spec.terminationGracePeriodSeconds':
-      return String(pod.spec.terminationGracePeriodSeconds ?? 30);
-    case 'status.hostIP':
-      return inputs.hostIPs[0] ?? '';
-    case 'status.hostIPs':
-      return inputs.hostIPs.join(',');
-    case 'status.podIP':
-      return inputs.podIPs[0] ?? '';
-    case 'status.podIPs':
-      return inputs.podIPs.join(',');
-  }
-  const match = MAP_KEY.exec(fieldPath);
-  if (match) {
-    const map = match[1] === 'labels' ? pod.metadata.labels : pod.metadata.annotations;
-    return map?.[match[2]!] ?? '';
-  }
-  throw new ContainerConfigError(`unsupported fieldPath: ${fieldPath}`);
-}
-
-const RESOURCE = /^(limits|requests)\.(cpu|memory|ephemeral-storage|hugepages-.+)$/;
-
-/**
- * containerResourceRuntimeValue: ceiling(quantity / divisor), cpu in millicores; a limit the
- * container does not set is the node's allocatable.
- */
-function resourceValue(ref: NonNullable<EnvVarSource['resourceFieldRef']>, inputs: EnvInputs): string {
-  const match = RESOURCE.exec(ref.resource);
-  if (!match) throw new ContainerConfigError(`unsupported container resource : ${ref.resource}`);
-  const [, kind, name] = match as unknown as [string, 'limits' | 'requests', string];
-  const target = ref.containerName
-    ? [...inputs.pod.spec.containers, ...(inputs.pod.spec.initContainers ?? [])].find((c) => c.name === ref.containerName)
-    : inputs.container;
-  if (!target) throw new ContainerConfigError(`cannot find container ${ref.containerName}`);
-  const set = target.resources?.[kind]?.[name];
-  const value = set !== undefined ? amount(name, set) : kind === 'limits' ? (inputs.allocatable?.[name] ?? 0) : 0;
-  const divisor = ref.divisor === undefined || ref.divisor === '' ? amount(name, 1) : amount(name, ref.divisor);
-  if (divisor <= 0) throw new ContainerConfigError(`invalid divisor for ${ref.resource}: ${ref.divisor}`);
-  return String(Math.ceil(value / divisor));
-}
+const orConfigError = (value: string | Error): string => {
+  if (value instanceof Error) throw new ContainerConfigError(value.message);
+  return value;
+};
