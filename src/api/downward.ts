@@ -41,7 +41,7 @@ export function podFieldValue(pod: Pod, fieldPath: string, ips: { podIPs: readon
   return new Error(`unsupported fieldPath: ${fieldPath}`);
 }
 
-/** A whole label or annotation map as a downwardAPI file: `key="value"` lines, sorted, values quoted. */
+/** A whole label or annotation map as a downwardAPI file: `key="value"` lines, sorted, values quoted (as Go's %q quotes printable text). */
 export function formatMap(map: Readonly<Record<string, string>> | undefined): string {
   return Object.keys(map ?? {})
     .sort()

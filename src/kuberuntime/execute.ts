@@ -147,7 +147,8 @@ export async function removePodRuntime(deps: RuntimeDeps, status: RuntimePodStat
 export async function setUpVolumes(deps: RuntimeDeps, pod: Pod): Promise<string | null> {
   if (!deps.podsDir) return null;
   try {
-    await setUpPodVolumes({ podsDir: deps.podsDir, now: deps.now, ...(deps.objects ? { objects: deps.objects } : {}) }, pod);
+    const allocatable = deps.allocatable?.();
+    await setUpPodVolumes({ podsDir: deps.podsDir, now: deps.now, ...(deps.objects ? { objects: deps.objects } : {}), ...(allocatable ? { allocatable } : {}) }, pod);
     return null;
   } catch (err) {
     deps.recorder.event(podReference(pod), 'Warning', 'FailedMount', errorText(err));

@@ -5,13 +5,16 @@
  * volume fails the container's config with the kubelet's message, a relative `mountPath` is made
  * absolute, and `readOnly` is carried to the runtime.
  *
- * Plugins built: emptyDir, configMap and secret (their files: `keyedPayload`; always mounted
- * read-only). A volume of another plugin (hostPath, downwardAPI, projected — the service-account
+ * Plugins built: emptyDir, configMap and secret (their files: `keyedPayload`), downwardAPI
+ * (`downwardPayload`); the last three always mounted read-only. A volume of another plugin
+ * (hostPath, projected — the service-account
  * token every API pod carries) is not mounted: the container runs without it, and the pod gets a
  * Warning event naming the volume (`unsupportedVolumes`).
  */
 import path from 'node:path';
-import type { Container, Pod } from '../api/types.ts';
+import type { Container, EnvVarSource, Pod } from '../api/types.ts';
+import { containerResourceValue, formatMap, podFieldValue } from '../api/downward.ts';
+import type { ResourceAmounts } from '../api/quantity.ts';
 
 export interface KeyToPath {
   key: string;
@@ -24,10 +27,18 @@ export interface PodVolume {
   emptyDir?: { medium?: string; sizeLimit?: string | number };
   configMap?: { name?: string; items?: KeyToPath[]; defaultMode?: number; optional?: boolean };
   secret?: { secretName?: string; items?: KeyToPath[]; defaultMode?: number; optional?: boolean };
+  downwardAPI?: { items?: DownwardItem[]; defaultMode?: number };
   [plugin: string]: unknown;
 }
 
-export type Plugin = 'emptyDir' | 'configMap' | 'secret';
+export interface DownwardItem {
+  path: string;
+  fieldRef?: { fieldPath: string };
+  resourceFieldRef?: NonNullable<EnvVarSource['resourceFieldRef']>;
+  mode?: number;
+}
+
+export type Plugin = 'emptyDir' | 'configMap' | 'secret' | 'downwardAPI';
 
 export interface VolumeMountPlan {
   containerPath: string;
@@ -36,11 +47,16 @@ export interface VolumeMountPlan {
 }
 
 /** The plugin directory names (`kubernetes.io/empty-dir` with `/` as `~`). */
-export const PLUGIN_DIRS: Record<Plugin, string> = { emptyDir: 'kubernetes.io~empty-dir', configMap: 'kubernetes.io~configmap', secret: 'kubernetes.io~secret' };
+export const PLUGIN_DIRS: Record<Plugin, string> = {
+  emptyDir: 'kubernetes.io~empty-dir',
+  configMap: 'kubernetes.io~configmap',
+  secret: 'kubernetes.io~secret',
+  downwardAPI: 'kubernetes.io~downward-api',
+};
 
 /** The volume's plugin, when this node has it. */
 export function pluginOf(volume: PodVolume): Plugin | null {
-  return volume.emptyDir ? 'emptyDir' : volume.configMap ? 'configMap' : volume.secret ? 'secret' : null;
+  return volume.emptyDir ? 'emptyDir' : volume.configMap ? 'configMap' : volume.secret ? 'secret' : volume.downwardAPI ? 'downwardAPI' : null;
 }
 
 export function podVolumes(pod: Pod): PodVolume[] {
@@ -118,4 +134,40 @@ export function keyedPayload(
     files.push({ path: item.path, content, mode: item.mode ?? mode });
   }
   return { files };
+}
+
+/** The field paths a downwardAPI volume may use (IPs and spec fields are for the environment only). */
+const VOLUME_FIELDS = /^metadata\.(name|namespace|uid|labels|annotations)$|^metadata\.(labels|annotations)\['.*'\]$/;
+
+/**
+ * The files of a downwardAPI volume (pkg/volume/downwardapi CollectData): each item's field or
+ * resource at its path; whole label and annotation maps as `key="value"` lines; errors of all items
+ * joined, one failing the volume.
+ */
+export function downwardPayload(
+  pod: Pod,
+  volume: PodVolume,
+  allocatable: ResourceAmounts | undefined,
+): { files: { path: string; content: Buffer; mode: number }[] } | { error: string } {
+  const source = volume.downwardAPI ?? {};
+  const mode = source.defaultMode ?? DEFAULT_MODE;
+  const files: { path: string; content: Buffer; mode: number }[] = [];
+  const errors: string[] = [];
+  for (const item of source.items ?? []) {
+    let value: string | Error;
+    if (item.fieldRef) {
+      const fieldPath = item.fieldRef.fieldPath;
+      if (!VOLUME_FIELDS.test(fieldPath)) value = new Error(`unsupported fieldPath: ${fieldPath}`);
+      else if (fieldPath === 'metadata.labels') value = formatMap(pod.metadata.labels);
+      else if (fieldPath === 'metadata.annotations') value = formatMap(pod.metadata.annotations);
+      else value = podFieldValue(pod, fieldPath, { podIPs: [], hostIPs: [] });
+    } else if (item.resourceFieldRef) {
+      value = containerResourceValue(pod, undefined, item.resourceFieldRef, allocatable);
+    } else {
+      value = '';
+    }
+    if (value instanceof Error) errors.push(`${item.path}: ${value.message}`);
+    else files.push({ path: item.path, content: Buffer.from(value), mode: item.mode ?? mode });
+  }
+  return errors.length ? { error: errors.join(', ') } : { files };
 }

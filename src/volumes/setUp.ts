@@ -6,8 +6,9 @@
  *   umask, then the `ready` marker under `plugins/kubernetes.io~empty-dir/<name>`; `medium:
  *   Memory` is on disk too (no tmpfs yet);
  * - configMap and secret (pkg/volume/configmap, pkg/volume/secret): the object read with the
- *   node's identity, its files written with the atomic writer (atomicWriter.ts). Secrets are on
- *   disk, not tmpfs, for now.
+ *   node's identity, its files written with the atomic writer (atomicWriter.ts); downwardAPI
+ *   (pkg/volume/downwardapi): the pod's own fields, the same way. Secrets are on disk, not tmpfs,
+ *   for now.
  * Everything goes with the pod's directory when the pod is cleaned up.
  */
 import { chmod, mkdir, writeFile } from 'node:fs/promises';
@@ -15,7 +16,8 @@ import path from 'node:path';
 import type { Pod } from '../api/types.ts';
 import type { ObjectReader } from '../client/objects.ts';
 import { writeAtomically } from './atomicWriter.ts';
-import { PLUGIN_DIRS, type PodVolume, keyedPayload, mountedVolumes, pluginOf, volumeDir } from './plan.ts';
+import { PLUGIN_DIRS, type PodVolume, downwardPayload, keyedPayload, mountedVolumes, pluginOf, volumeDir } from './plan.ts';
+import type { ResourceAmounts } from '../api/quantity.ts';
 
 /** A volume that could not be set up, with the kubelet's `MountVolume.SetUp failed …` message. */
 export class VolumeSetUpError extends Error {
@@ -26,6 +28,8 @@ export interface VolumeDeps {
   podsDir: string;
   /** Absent: a node without an API server (a configMap or secret volume cannot be set up). */
   objects?: ObjectReader;
+  /** The node's allocatable amounts: the limit a container leaves unset (downwardAPI resourceFieldRef). */
+  allocatable?: ResourceAmounts;
   now(): number;
 }
 
@@ -35,6 +39,7 @@ export async function setUpPodVolumes(deps: VolumeDeps, pod: Pod): Promise<void>
     if (!plugin) continue;
     try {
       if (plugin === 'emptyDir') await setUpEmptyDir(deps.podsDir, pod, volume);
+      else if (plugin === 'downwardAPI') await setUpDownward(deps, pod, volume);
       else await setUpKeyed(deps, pod, volume);
     } catch (err) {
       throw new VolumeSetUpError(`MountVolume.SetUp failed for volume "${volume.name}" : ${err instanceof Error ? err.message : String(err)}`);
@@ -63,6 +68,12 @@ async function setUpKeyed(deps: VolumeDeps, pod: Pod, volume: PodVolume): Promis
     values = await deps.objects.secret(ns, name);
   }
   const payload = keyedPayload(volume, values);
+  if ('error' in payload) throw new Error(payload.error);
+  await writeAtomically(volumeDir(deps.podsDir, pod, volume), payload.files, new Date(deps.now()));
+}
+
+async function setUpDownward(deps: VolumeDeps, pod: Pod, volume: PodVolume): Promise<void> {
+  const payload = downwardPayload(pod, volume, deps.allocatable);
   if ('error' in payload) throw new Error(payload.error);
   await writeAtomically(volumeDir(deps.podsDir, pod, volume), payload.files, new Date(deps.now()));
 }

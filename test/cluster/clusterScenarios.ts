@@ -499,5 +499,37 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
       await cp.core.createNamespacedConfigMap({ namespace, body: { metadata: { name: 'later' }, data: { FLAG: 'on' } } });
       await cp.waitFor<V1Pod>(pods(namespace), 'early', (p) => p?.status?.phase === 'Running', 40_000);
     });
+
+    it('tells a pod about itself through a downwardAPI volume: name, labels, its memory limit', { timeout: 60_000 }, async ({ skip }) => {
+      if (!cp) return skip();
+      const namespace = await cp.namespace('downward');
+      const check = "grep -q '^self$' /info/name && grep -q 'tier=\"front\"' /info/labels && grep -q '^64$' /info/mem || exit 1; trap 'exit 0' TERM; while true; do sleep 1; done";
+      await cp.core.createNamespacedPod({
+        namespace,
+        body: {
+          metadata: { name: 'self', labels: { tier: 'front' } },
+          spec: {
+            nodeName: NODE,
+            restartPolicy: 'Never',
+            terminationGracePeriodSeconds: 1,
+            volumes: [
+              {
+                name: 'info',
+                downwardAPI: {
+                  items: [
+                    { path: 'name', fieldRef: { fieldPath: 'metadata.name' } },
+                    { path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } },
+                    { path: 'mem', resourceFieldRef: { containerName: 'app', resource: 'limits.memory', divisor: '1Mi' } },
+                  ],
+                },
+              },
+            ],
+            containers: [{ name: 'app', image: runtime.image, command: ['sh', '-c', check], resources: { limits: { memory: '64Mi' } }, volumeMounts: [{ name: 'info', mountPath: '/info' }] }],
+          },
+        },
+      });
+      const pod = (await cp.waitFor<V1Pod>(pods(namespace), 'self', (p) => p?.status?.phase === 'Running' || p?.status?.phase === 'Failed', 30_000))!;
+      expect(pod.status?.phase).toBe('Running');
+    });
   });
 }

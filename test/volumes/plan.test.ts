@@ -1,7 +1,7 @@
 /** Volume layout and container mounts (kubelet_pods.go makeMounts), table-tested. */
 import { describe, expect, it } from 'vitest';
 import type { Container, Pod } from '../../src/api/types.ts';
-import { containerMounts, keyedPayload, mountedVolumes, unsupportedVolumes } from '../../src/volumes/plan.ts';
+import { containerMounts, downwardPayload, keyedPayload, mountedVolumes, unsupportedVolumes } from '../../src/volumes/plan.ts';
 
 const c = (name: string, volumeMounts: Container['volumeMounts']): Container => ({ name, image: 'busybox:1', volumeMounts });
 const pod = (containers: Container[], volumes: unknown[], initContainers: Container[] = []): Pod =>
@@ -51,5 +51,46 @@ describe('keyedPayload', () => {
     ['a missing optional key', { configMap: { name: 'cfg', optional: true, items: [{ key: 'nope', path: 'x' }, { key: 'MODE', path: 'm' }] } }, values, ['m=fast:644']],
   ])('%s', (_, spec, given, expected) => {
     expect(text(keyedPayload({ name: 'v', ...spec }, given))).toEqual(expected);
+  });
+});
+
+describe('downwardPayload', () => {
+  const p = {
+    metadata: { name: 'web', namespace: 'shop', uid: 'u1', labels: { tier: 'front', app: 'web' }, annotations: { note: 'say "hi"' } },
+    spec: { containers: [{ name: 'app', resources: { limits: { memory: '64Mi' }, requests: { cpu: '250m' } } }] },
+  } as unknown as Pod;
+  const files = (items: unknown[], defaultMode?: number) => {
+    const r = downwardPayload(p, { name: 'info', downwardAPI: { items: items as never, ...(defaultMode ? { defaultMode } : {}) } }, { cpu: 2000, memory: 2 ** 30 });
+    return 'error' in r ? r.error : r.files.map((f) => `${f.path}=${f.content.toString()}:${f.mode.toString(8)}`);
+  };
+
+  it('writes names, single labels and whole maps (sorted, quoted), with modes', () => {
+    expect(
+      files(
+        [
+          { path: 'name', fieldRef: { fieldPath: 'metadata.name' } },
+          { path: 'tier', fieldRef: { fieldPath: "metadata.labels['tier']" }, mode: 0o400 },
+          { path: 'labels', fieldRef: { fieldPath: 'metadata.labels' } },
+          { path: 'annotations', fieldRef: { fieldPath: 'metadata.annotations' } },
+        ],
+        0o440,
+      ),
+    ).toEqual(['name=web:440', 'tier=front:400', 'labels=app="web"\ntier="front":440', 'annotations=note="say \\"hi\\"":440']);
+  });
+
+  it('writes container resources, the unset limit from the node allocatable', () => {
+    expect(
+      files([
+        { path: 'mem', resourceFieldRef: { containerName: 'app', resource: 'limits.memory', divisor: '1Mi' } },
+        { path: 'cpu', resourceFieldRef: { containerName: 'app', resource: 'limits.cpu', divisor: '1m' } },
+        { path: 'req', resourceFieldRef: { containerName: 'app', resource: 'requests.cpu', divisor: '1m' } },
+      ]),
+    ).toEqual(['mem=64:644', 'cpu=2000:644', 'req=250:644']);
+  });
+
+  it('refuses the fields only the environment has, naming every bad item', () => {
+    expect(files([{ path: 'ip', fieldRef: { fieldPath: 'status.podIP' } }, { path: 'x', resourceFieldRef: { containerName: 'nope', resource: 'limits.cpu' } }])).toBe(
+      'ip: unsupported fieldPath: status.podIP, x: cannot find container nope',
+    );
   });
 });
