@@ -6,8 +6,8 @@
  * absolute, and `readOnly` is carried to the runtime.
  *
  * Plugins built: emptyDir, configMap and secret (their files: `keyedPayload`), downwardAPI
- * (`downwardPayload`); the last three always mounted read-only. A volume of another plugin
- * (hostPath, projected — the service-account
+ * (`downwardPayload`); the last three always mounted read-only; hostPath (the node's path, checked
+ * by its type: `hostPathCheck`). A volume of another plugin (projected — the service-account
  * token every API pod carries) is not mounted: the container runs without it, and the pod gets a
  * Warning event naming the volume (`unsupportedVolumes`).
  */
@@ -28,6 +28,7 @@ export interface PodVolume {
   configMap?: { name?: string; items?: KeyToPath[]; defaultMode?: number; optional?: boolean };
   secret?: { secretName?: string; items?: KeyToPath[]; defaultMode?: number; optional?: boolean };
   downwardAPI?: { items?: DownwardItem[]; defaultMode?: number };
+  hostPath?: { path: string; type?: string };
   [plugin: string]: unknown;
 }
 
@@ -38,7 +39,7 @@ export interface DownwardItem {
   mode?: number;
 }
 
-export type Plugin = 'emptyDir' | 'configMap' | 'secret' | 'downwardAPI';
+export type Plugin = 'emptyDir' | 'configMap' | 'secret' | 'downwardAPI' | 'hostPath';
 
 export interface VolumeMountPlan {
   containerPath: string;
@@ -52,11 +53,16 @@ export const PLUGIN_DIRS: Record<Plugin, string> = {
   configMap: 'kubernetes.io~configmap',
   secret: 'kubernetes.io~secret',
   downwardAPI: 'kubernetes.io~downward-api',
+  hostPath: 'kubernetes.io~host-path',
 };
 
 /** The volume's plugin, when this node has it. */
 export function pluginOf(volume: PodVolume): Plugin | null {
-  return volume.emptyDir ? 'emptyDir' : volume.configMap ? 'configMap' : volume.secret ? 'secret' : volume.downwardAPI ? 'downwardAPI' : null;
+  if (volume.emptyDir) return 'emptyDir';
+  if (volume.configMap) return 'configMap';
+  if (volume.secret) return 'secret';
+  if (volume.downwardAPI) return 'downwardAPI';
+  return volume.hostPath ? 'hostPath' : null;
 }
 
 export function podVolumes(pod: Pod): PodVolume[] {
@@ -66,6 +72,8 @@ export function podVolumes(pod: Pod): PodVolume[] {
 
 /** The volume's directory on the node. */
 export function volumeDir(podsDir: string, pod: Pod, volume: PodVolume): string {
+  // A hostPath volume is the node's own path: it has no directory of the pod's.
+  if (volume.hostPath) return volume.hostPath.path;
   return path.join(podsDir, pod.metadata.uid, 'volumes', PLUGIN_DIRS[pluginOf(volume) ?? 'emptyDir'], volume.name);
 }
 
@@ -96,8 +104,9 @@ export function containerMounts(podsDir: string, pod: Pod, container: Container)
     if (!volume) return { error: `cannot find volume "${mount.name}" to mount into container "${container.name}"` };
     if (unsupportedVolume(volume)) continue;
     const containerPath = mount.mountPath.startsWith('/') ? mount.mountPath : `/${mount.mountPath}`;
-    // ConfigMap and Secret volumes are always read-only (their plugins say so).
-    const readonly = mount.readOnly === true || pluginOf(volume) !== 'emptyDir';
+    // ConfigMap, Secret and downwardAPI volumes are always read-only (their plugins say so).
+    const plugin = pluginOf(volume);
+    const readonly = mount.readOnly === true || (plugin !== 'emptyDir' && plugin !== 'hostPath');
     mounts.push({ containerPath, hostPath: volumeDir(podsDir, pod, volume), readonly });
   }
   return { mounts };
@@ -170,4 +179,35 @@ export function downwardPayload(
     else files.push({ path: item.path, content: Buffer.from(value), mode: item.mode ?? mode });
   }
   return errors.length ? { error: errors.join(', ') } : { files };
+}
+
+/** What a hostPath volume's `type` wants of the path, and the word its error uses. */
+const HOST_PATH_KINDS: Record<string, { kind: 'directory' | 'file' | 'socket' | 'char' | 'block'; word: string; create?: boolean }> = {
+  DirectoryOrCreate: { kind: 'directory', word: 'directory', create: true },
+  Directory: { kind: 'directory', word: 'directory' },
+  FileOrCreate: { kind: 'file', word: 'file', create: true },
+  File: { kind: 'file', word: 'file' },
+  Socket: { kind: 'socket', word: 'socket file' },
+  CharDevice: { kind: 'char', word: 'character device' },
+  BlockDevice: { kind: 'block', word: 'block device' },
+};
+
+export type HostPathCheck = { ok: true } | { create: 'directory' | 'file' } | { error: string };
+
+/**
+ * The hostPath type check (pkg/volume/hostpath/host_path.go checkType): `found` is what is at the
+ * path now (null: nothing). Unset type: no check.
+ */
+export function hostPathCheck(volume: { path: string; type?: string }, found: 'directory' | 'file' | 'socket' | 'char' | 'block' | 'other' | null): HostPathCheck {
+  if (volume.path.split('/').includes('..')) return { error: `invalid HostPath \`${volume.path}\`: must not contain '..'` };
+  const type = volume.type ?? '';
+  if (type === '') return { ok: true };
+  const wanted = HOST_PATH_KINDS[type];
+  if (!wanted) return { error: `${type} is an invalid volume type` };
+  if (found === null) {
+    if (wanted.create) return { create: wanted.kind as 'directory' | 'file' };
+    return { error: `hostPath ${volume.path} doesn't exist` };
+  }
+  if (found !== wanted.kind) return { error: `hostPath type check failed: ${volume.path} is not a ${wanted.word}` };
+  return { ok: true };
 }

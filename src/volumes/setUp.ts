@@ -8,15 +8,17 @@
  * - configMap and secret (pkg/volume/configmap, pkg/volume/secret): the object read with the
  *   node's identity, its files written with the atomic writer (atomicWriter.ts); downwardAPI
  *   (pkg/volume/downwardapi): the pod's own fields, the same way. Secrets are on disk, not tmpfs,
- *   for now.
+ *   for now;
+ * - hostPath (pkg/volume/hostpath): the node's path itself, checked (and created, for the
+ *   `…OrCreate` types) by its `type`.
  * Everything goes with the pod's directory when the pod is cleaned up.
  */
-import { chmod, mkdir, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Pod } from '../api/types.ts';
 import type { ObjectReader } from '../client/objects.ts';
 import { writeAtomically } from './atomicWriter.ts';
-import { PLUGIN_DIRS, type PodVolume, downwardPayload, keyedPayload, mountedVolumes, pluginOf, volumeDir } from './plan.ts';
+import { PLUGIN_DIRS, type PodVolume, downwardPayload, hostPathCheck, keyedPayload, mountedVolumes, pluginOf, volumeDir } from './plan.ts';
 import type { ResourceAmounts } from '../api/quantity.ts';
 
 /** A volume that could not be set up, with the kubelet's `MountVolume.SetUp failed …` message. */
@@ -40,6 +42,7 @@ export async function setUpPodVolumes(deps: VolumeDeps, pod: Pod): Promise<void>
     try {
       if (plugin === 'emptyDir') await setUpEmptyDir(deps.podsDir, pod, volume);
       else if (plugin === 'downwardAPI') await setUpDownward(deps, pod, volume);
+      else if (plugin === 'hostPath') await checkHostPath(volume.hostPath!);
       else await setUpKeyed(deps, pod, volume);
     } catch (err) {
       throw new VolumeSetUpError(`MountVolume.SetUp failed for volume "${volume.name}" : ${err instanceof Error ? err.message : String(err)}`);
@@ -76,4 +79,16 @@ async function setUpDownward(deps: VolumeDeps, pod: Pod, volume: PodVolume): Pro
   const payload = downwardPayload(pod, volume, deps.allocatable);
   if ('error' in payload) throw new Error(payload.error);
   await writeAtomically(volumeDir(deps.podsDir, pod, volume), payload.files, new Date(deps.now()));
+}
+
+async function checkHostPath(volume: { path: string; type?: string }): Promise<void> {
+  const info = await lstat(volume.path).catch(() => null);
+  const found = !info ? null : info.isDirectory() ? 'directory' : info.isFile() ? 'file' : info.isSocket() ? 'socket' : info.isCharacterDevice() ? 'char' : info.isBlockDevice() ? 'block' : 'other';
+  const check = hostPathCheck(volume, found);
+  if ('error' in check) throw new Error(check.error);
+  if ('create' in check) {
+    if (check.create === 'directory') await mkdir(volume.path, { recursive: true, mode: 0o755 });
+    // FileOrCreate: the parent must exist already (it is not created).
+    else await writeFile(volume.path, '', { flag: 'a', mode: 0o644 });
+  }
 }

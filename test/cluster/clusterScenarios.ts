@@ -531,5 +531,42 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
       const pod = (await cp.waitFor<V1Pod>(pods(namespace), 'self', (p) => p?.status?.phase === 'Running' || p?.status?.phase === 'Failed', 30_000))!;
       expect(pod.status?.phase).toBe('Running');
     });
+
+    it('mounts a hostPath volume, creating it by its type, and refuses a missing Directory with FailedMount', { timeout: 60_000 }, async ({ skip }) => {
+      if (!cp) return skip();
+      const namespace = await cp.namespace('hostpath');
+      const shared = path.join(agent!.rootDir, 'host-data', namespace);
+      await cp.core.createNamespacedPod({
+        namespace,
+        body: {
+          metadata: { name: 'writer' },
+          spec: {
+            nodeName: NODE,
+            restartPolicy: 'Never',
+            volumes: [{ name: 'data', hostPath: { path: shared, type: 'DirectoryOrCreate' } }],
+            containers: [{ name: 'app', image: runtime.image, command: ['sh', '-c', 'echo from-pod > /data/out'], volumeMounts: [{ name: 'data', mountPath: '/data' }] }],
+          },
+        },
+      });
+      const done = (await cp.waitFor<V1Pod>(pods(namespace), 'writer', (p) => p?.status?.phase === 'Succeeded' || p?.status?.phase === 'Failed', 30_000))!;
+      expect(done.status?.phase).toBe('Succeeded');
+      expect(await readFile(path.join(shared, 'out'), 'utf8')).toBe('from-pod\n');
+
+      await cp.core.createNamespacedPod({
+        namespace,
+        body: {
+          metadata: { name: 'needs-dir' },
+          spec: {
+            nodeName: NODE,
+            volumes: [{ name: 'data', hostPath: { path: path.join(shared, 'absent'), type: 'Directory' } }],
+            containers: [{ name: 'app', image: runtime.image, command: ['sleep', '3600'], volumeMounts: [{ name: 'data', mountPath: '/data' }] }],
+          },
+        },
+      });
+      await waitFor(
+        async () => (await cp!.core.listNamespacedEvent({ namespace })).items.some((e) => e.reason === 'FailedMount' && e.message === `MountVolume.SetUp failed for volume "data" : hostPath ${path.join(shared, 'absent')} doesn't exist`),
+        'the FailedMount event of the missing directory',
+      );
+    });
   });
 }

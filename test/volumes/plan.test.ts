@@ -1,7 +1,7 @@
 /** Volume layout and container mounts (kubelet_pods.go makeMounts), table-tested. */
 import { describe, expect, it } from 'vitest';
 import type { Container, Pod } from '../../src/api/types.ts';
-import { containerMounts, downwardPayload, keyedPayload, mountedVolumes, unsupportedVolumes } from '../../src/volumes/plan.ts';
+import { containerMounts, downwardPayload, hostPathCheck, keyedPayload, mountedVolumes, unsupportedVolumes } from '../../src/volumes/plan.ts';
 
 const c = (name: string, volumeMounts: Container['volumeMounts']): Container => ({ name, image: 'busybox:1', volumeMounts });
 const pod = (containers: Container[], volumes: unknown[], initContainers: Container[] = []): Pod =>
@@ -92,5 +92,30 @@ describe('downwardPayload', () => {
     expect(files([{ path: 'ip', fieldRef: { fieldPath: 'status.podIP' } }, { path: 'x', resourceFieldRef: { containerName: 'nope', resource: 'limits.cpu' } }])).toBe(
       'ip: unsupported fieldPath: status.podIP, x: cannot find container nope',
     );
+  });
+});
+
+describe('hostPathCheck', () => {
+  it.each<[string | undefined, 'directory' | 'file' | 'socket' | null, unknown]>([
+    [undefined, null, { ok: true }],
+    ['DirectoryOrCreate', null, { create: 'directory' }],
+    ['DirectoryOrCreate', 'directory', { ok: true }],
+    ['Directory', null, { error: "hostPath /data doesn't exist" }],
+    ['Directory', 'file', { error: 'hostPath type check failed: /data is not a directory' }],
+    ['FileOrCreate', null, { create: 'file' }],
+    ['File', 'directory', { error: 'hostPath type check failed: /data is not a file' }],
+    ['Socket', 'file', { error: 'hostPath type check failed: /data is not a socket file' }],
+    ['Sometimes', 'file', { error: 'Sometimes is an invalid volume type' }],
+  ])('type %s with %s there: %j', (type, found, expected) => {
+    expect(hostPathCheck({ path: '/data', ...(type ? { type } : {}) }, found)).toEqual(expected);
+  });
+
+  it("refuses a path with a '..' element", () => {
+    expect(hostPathCheck({ path: '/data/../etc', type: 'Directory' }, 'directory')).toEqual({ error: "invalid HostPath `/data/../etc`: must not contain '..'" });
+  });
+
+  it('mounts the node path itself, writable unless the mount says otherwise', () => {
+    const p = pod([c('app', [{ name: 'logs', mountPath: '/logs' }])], [{ name: 'logs', hostPath: { path: '/var/log/app', type: 'DirectoryOrCreate' } }]);
+    expect(containerMounts('/pods', p, p.spec.containers[0]!)).toEqual({ mounts: [{ containerPath: '/logs', hostPath: '/var/log/app', readonly: false }] });
   });
 });
