@@ -6,8 +6,8 @@
  * N pods are created through the API at once (concurrent POSTs); each one's create→Running is
  * measured as a client sees it: from just before its POST to the watch event that shows it Running
  * (the agent's status write, through the API server). Requests per pod are the agent's own
- * (`rest_client_requests_total` on its /metrics) from the burst's start until all are Running and
- * their statuses settled. The idle request rate is the node's heartbeat (Lease and Node status)
+ * (`rest_client_requests_total` on its /metrics) from the burst's start until it has nothing left
+ * queued (statuses and events, which drain at the client's rate limits). The idle request rate is the node's heartbeat (Lease and Node status)
  * with the N pods running. The agent (and the simulated runtime) run in this process, so the CPU
  * figure includes them and this bench's own client; the control plane is another process.
  */
@@ -30,6 +30,18 @@ async function requestsMade(port: number): Promise<{ total: number; byCall: Reco
     total += Number(match[3]);
   }
   return { total, byCall };
+}
+
+/** Waits until the agent has no status write and no event queued (its /metrics), up to 60 s. */
+async function drained(port: number): Promise<void> {
+  const deadline = performance.now() + 60_000;
+  const queued = (text: string, name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1] ?? NaN);
+  while (performance.now() < deadline) {
+    const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    if (queued(text, 'statelet_pod_status_queued') === 0 && queued(text, 'statelet_events_queued') === 0) return;
+    await sleep(200);
+  }
+  throw new Error('the agent still had status writes or events queued 60 s after all pods were Running');
 }
 
 const diff = (after: Record<string, number>, before: Record<string, number>) =>
@@ -100,8 +112,10 @@ runWorker(async () => {
     const cpu = process.cpuUsage(cpuBefore);
     if (runningAt.size < n) throw new Error(`only ${runningAt.size} of ${n} pods were seen Running within 240 s`);
     const atRunning = await requestsMade(port);
-    // Let the statuses that follow Running (Ready, conditions) settle before counting the burst's requests.
-    await sleep(5_000);
+    // The burst's work is done once the agent has nothing queued: the statuses that follow Running
+    // (Ready) and the events, which drain at --event-qps; only then do its requests add up, and
+    // only after that is the node idle.
+    await drained(port);
     const settled = await requestsMade(port);
     const latencies = [...runningAt].map(([name, at]) => at - sentAt.get(name)!);
     // Where the time goes: the API server accepting the POST, the agent starting the pod, the status reaching a watcher.

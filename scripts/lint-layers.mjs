@@ -38,6 +38,7 @@ export const LAYERS = [
 export const DECISIONS = [
   'api/json.ts',
   'api/downward.ts',
+  'client/rateLimit.ts',
   'api/podSpec.ts',
   'api/quantity.ts',
   'api/runtimeView.ts',
@@ -45,6 +46,8 @@ export const DECISIONS = [
   'kuberuntime/backoff.ts',
   'kuberuntime/computePodActions.ts',
   'kuberuntime/containerGC.ts',
+  'kuberuntime/dns.ts',
+  'kuberuntime/hosts.ts',
   'lifecycle/admit.ts',
   'lifecycle/nodeAffinity.ts',
   'lifecycle/resources.ts',

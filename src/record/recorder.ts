@@ -70,6 +70,7 @@ type Write = Exclude<Correlation, { action: 'drop' }> & { tries: number };
 export interface ApiRecorderStats {
   written: number;
   dropped: number;
+  /** Not written yet: queued, or being written. */
   queued: number;
 }
 
@@ -108,20 +109,20 @@ export class ApiEventRecorder implements EventRecorder {
       this.queue.shift();
       this.stats.dropped++;
     }
-    this.stats.queued = this.queue.length;
     this.pump();
   }
 
   private pump(): void {
     while (!this.stopped && this.inFlight < IN_FLIGHT && this.queue.length > 0) {
       const write = this.queue.shift()!;
-      this.stats.queued = this.queue.length;
       this.inFlight++;
       void this.write(write).finally(() => {
         this.inFlight--;
         this.pump();
       });
     }
+    // Waiting to be written: queued, or on their way (a write may wait for a rate-limit token).
+    this.stats.queued = this.queue.length + this.inFlight;
   }
 
   private async write(write: Write): Promise<void> {
