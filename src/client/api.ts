@@ -51,6 +51,21 @@ export interface DeleteOptions {
   uid?: string;
 }
 
+export interface TokenRequestSpec {
+  /** None: the API server's own audiences. */
+  audiences?: string[];
+  expirationSeconds: number;
+  boundObjectRef: { apiVersion: 'v1'; kind: 'Pod'; name: string; uid: string };
+}
+
+export interface IssuedToken {
+  token: string;
+  /** RFC 3339, as the API server reports it (for the kubelet's own tokens possibly earlier than the token's real expiry). */
+  expirationTimestamp: string;
+  /** The lifetime the server granted (its `spec.expirationSeconds`). */
+  expirationSeconds: number;
+}
+
 export interface KubeApi {
   createNode(node: NodeObject): Promise<NodeObject>;
   getNode(name: string): Promise<NodeObject>;
@@ -81,6 +96,12 @@ export interface KubeApi {
   getConfigMap(namespace: string, name: string): Promise<{ data?: Record<string, string>; binaryData?: Record<string, string> }>;
   /** A Secret's `data` (base64 values, as the API returns them). */
   getSecret(namespace: string, name: string): Promise<{ data?: Record<string, string> }>;
+
+  /**
+   * A token of `serviceAccount` bound to a pod (the TokenRequest API,
+   * `POST serviceaccounts/<name>/token`): the node may ask only for pods bound to it.
+   */
+  createServiceAccountToken(namespace: string, serviceAccount: string, spec: TokenRequestSpec): Promise<IssuedToken>;
 
   createEvent(event: KubeEvent): Promise<KubeEvent>;
   /** A JSON merge patch of an Event (its count and lastTimestamp, when it repeats). */

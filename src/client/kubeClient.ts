@@ -182,6 +182,17 @@ export function createKubeClient(config: k8s.KubeConfig, options: KubeClientOpti
       limitedWatch('services', () => watchPath(watch, '/api/v1/services', { resourceVersion }, 'WATCH services', handlers, (o) => plain<Service>(o))),
     getConfigMap: (namespace, name) => call(`GET configmaps ${namespace}/${name}`, () => core.readNamespacedConfigMap({ namespace, name }, plainOptions)),
     getSecret: (namespace, name) => call(`GET secrets ${namespace}/${name}`, () => core.readNamespacedSecret({ namespace, name }, plainOptions)),
+    createServiceAccountToken: async (namespace, serviceAccount, spec) => {
+      const issued = await call<{ spec: { expirationSeconds?: number }; status?: { token?: string; expirationTimestamp?: string } }>(
+        `POST serviceaccounts/token ${namespace}/${serviceAccount}`,
+        () => core.createNamespacedServiceAccountToken({ namespace, name: serviceAccount, body: { spec } as k8s.AuthenticationV1TokenRequest }, plainOptions),
+      );
+      return {
+        token: issued.status?.token ?? '',
+        expirationTimestamp: issued.status?.expirationTimestamp ?? '',
+        expirationSeconds: issued.spec.expirationSeconds ?? spec.expirationSeconds,
+      };
+    },
 
     createEvent: (event) =>
       call<KubeEvent>(`POST events ${event.metadata.namespace}/${event.metadata.name}`, () =>

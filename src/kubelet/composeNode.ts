@@ -49,6 +49,9 @@ import { apiObjectReader } from '../client/objects.ts';
 import { createReflector } from '../client/reflector.ts';
 import type { Service } from '../api/cluster.ts';
 import type { NodeDns } from '../kuberuntime/dns.ts';
+import { type Mounter, systemMounter } from '../volumes/mounter.ts';
+import { TokenManager } from '../volumes/tokens.ts';
+import { volumeManagerWith } from '../volumes/volumeManager.ts';
 import { createPodsLogic } from './pods.ts';
 import { type SyncLoopMachine, syncLoopMachine } from './syncLoop.ts';
 
@@ -109,6 +112,8 @@ export interface NodeDeps {
   cluster?: ClusterDeps;
   /** The node's DNS settings for pods' sandboxes; absent: the runtime's default resolver. */
   dns?: NodeDns;
+  /** Mounts memory-backed volumes; the system's `mount` by default. */
+  mounter?: Mounter & { adopt?(): Promise<number> };
 }
 
 export interface Node {
@@ -163,6 +168,8 @@ export function composeNode(deps: NodeDeps): Node {
       })
     : undefined;
   serviceReflector?.start();
+  const mounter = deps.mounter ?? systemMounter(podsDir, log);
+  const tokens = cluster ? new TokenManager(cluster.api, now, log) : undefined;
   const runtimeDeps: RuntimeDeps = {
     runtime,
     images: deps.images,
@@ -179,6 +186,8 @@ export function composeNode(deps: NodeDeps): Node {
     ...(deps.dns ? { dns: deps.dns } : {}),
     ...(cluster ? { services: () => services } : {}),
     podsDir,
+    mounter,
+    ...(tokens ? { tokens } : {}),
   };
   const podMachine = podMachineWith(
     createPodEffects({ ...runtimeDeps, statuses, runtimeName: deps.runtimeName, ...(config.nodeIp ? { hostIP: config.nodeIp.split(',')[0] } : {}) }),
@@ -235,7 +244,7 @@ export function composeNode(deps: NodeDeps): Node {
         runtime: {
           runningPodUids: () => relister.runningPodUids(),
           killOrphanPod: (uid) => killOrphanPod(runtimeDeps, uid),
-          removeOrphanedPodDirs: (isOrphan) => removeOrphanedPodDirs(podsDir, isOrphan, log),
+          removeOrphanedPodDirs: (isOrphan) => removeOrphanedPodDirs(runtimeDeps, isOrphan),
           // Housekeeping runs only once every source has been seen: the kubelet's allSourcesReady.
           collectGarbage: async (isPodDeleted) => void (await collectContainerGarbage({ runtime, now, log }, gcPolicy, isPodDeleted, true)),
         },
@@ -249,6 +258,16 @@ export function composeNode(deps: NodeDeps): Node {
         log,
       }),
       pleg: plegMachineWith(relister),
+      volumes: volumeManagerWith({
+        adopt: async () => {
+          await mounter.adopt?.();
+          return { mounts: mounter.mounted, tokens: tokens?.size ?? 0 };
+        },
+        collect: async () => {
+          const dropped = tokens?.collectExpired() ?? 0;
+          return { mounts: mounter.mounted, tokens: tokens?.size ?? 0, dropped };
+        },
+      }),
       probes: createProbeManagerLogic({
         statuses,
         podManager,

@@ -5,7 +5,9 @@
  *   - `pleg`: the pod lifecycle event generator (CRI event stream and relisting); sends PLEG.*;
  *   - `probes`: the probe manager (src/prober/manager.ts); sends PROBE.RESULT when a result changes;
  *   - `nodeStatus`, `nodeLease`: in a cluster, the node's registration and status, and its Lease
- *     (src/node); told NODE.HEALTH_CHANGED when the runtime's health flips.
+ *     (src/node); told NODE.HEALTH_CHANGED when the runtime's health flips;
+ *   - `volumes`: the node's volume manager (src/volumes/volumeManager.ts): mounts of an earlier
+ *     run adopted at start, expired service-account tokens collected each minute.
  * and routes between them: config, PLEG and probe events go to the pods, `TICK.SYNC` (every second)
  * lets due pods resync, `TICK.HOUSEKEEPING` (every two seconds) runs cleanups, but only once
  * every configured source has delivered its first snapshot — before that, a pod missing from
@@ -35,6 +37,7 @@ import {
 import { type PlegInput, plegMachine } from '../pleg/pleg.ts';
 import type { LeaseInput } from '../node/leaseMachine.ts';
 import type { NodeStatusInput } from '../node/nodeStatusMachine.ts';
+import { volumeManagerMachine } from '../volumes/volumeManager.ts';
 import type { PodsEvent } from './pods.ts';
 
 /** Everything the syncLoop accepts: what its children report. */
@@ -85,7 +88,7 @@ export const syncLoopMachine = setup({
     context: {} as SyncLoopContext,
     events: {} as SyncLoopEvent,
     input: {} as SyncLoopInput,
-    children: {} as { sources: 'sources'; pods: 'pods'; pleg: 'pleg'; probes: 'probes'; nodeStatus: 'nodeStatus'; nodeLease: 'nodeLease' },
+    children: {} as { sources: 'sources'; pods: 'pods'; pleg: 'pleg'; probes: 'probes'; nodeStatus: 'nodeStatus'; nodeLease: 'nodeLease'; volumes: 'volumes' },
   },
   actors: {
     /** The config sources and their merge: sends CONFIG.*, SOURCE.SEEN, SOURCE.ERROR. */
@@ -99,6 +102,8 @@ export const syncLoopMachine = setup({
     nodeStatus: idle<NodeEvent>(),
     /** In a cluster: the node's Lease (src/node/leaseMachine.ts). */
     nodeLease: idle<EventObject>(),
+    /** The node's volume manager: mounts adopted at start, tokens collected (src/volumes/volumeManager.ts). */
+    volumes: volumeManagerMachine,
   },
   delays: {
     syncTick: ({ context }) => context.syncTickMs,
@@ -162,6 +167,7 @@ export const syncLoopMachine = setup({
     { id: 'pleg', src: 'pleg', input: ({ context }: { context: SyncLoopContext }) => context.pleg },
     { id: 'nodeStatus', src: 'nodeStatus', input: ({ context }: { context: SyncLoopContext }) => context.cluster?.status },
     { id: 'nodeLease', src: 'nodeLease', input: ({ context }: { context: SyncLoopContext }) => context.cluster?.lease },
+    { id: 'volumes', src: 'volumes' },
   ],
   on: {
     // Config, container events and probe results go on to the pod workers as they are.

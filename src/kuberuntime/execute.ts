@@ -33,7 +33,9 @@ import type { ObjectReader } from '../client/objects.ts';
 import { type NodeDns, podDns } from './dns.ts';
 import { ETC_HOSTS, managedHostsContent, mountsManagedHosts, podHostnameAndDomain } from './hosts.ts';
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
-import { setUpPodVolumes } from '../volumes/setUp.ts';
+import { setUpPodVolumes, tearDownPodVolumes } from '../volumes/setUp.ts';
+import { type Mounter, diskOnly } from '../volumes/mounter.ts';
+import type { TokenManager } from '../volumes/tokens.ts';
 import { containerMounts, unsupportedVolumes } from '../volumes/plan.ts';
 import path from 'node:path';
 import type { ResourceAmounts } from '../api/quantity.ts';
@@ -56,8 +58,12 @@ export interface RuntimeDeps extends KillDeps {
   dns?: NodeDns;
   /** The cluster's Services as last listed (null: not yet); absent: a node without an API server. */
   services?: () => readonly Service[] | null;
-  /** `<root-dir>/pods`: each pod's directory (its managed /etc/hosts); absent: no files for pods. */
+  /** `<root-dir>/pods`: each pod's directory (its managed /etc/hosts, its volumes); absent: no files for pods. */
   podsDir?: string;
+  /** Service-account tokens for projected volumes; absent: a node without an API server. */
+  tokens?: TokenManager;
+  /** Puts memory-backed volumes on tmpfs; absent: they are on disk. */
+  mounter?: Mounter;
 }
 
 /** The node's own hosts file, which host-network pods see under the kubelet's header. */
@@ -148,12 +154,28 @@ export async function setUpVolumes(deps: RuntimeDeps, pod: Pod): Promise<string 
   if (!deps.podsDir) return null;
   try {
     const allocatable = deps.allocatable?.();
-    await setUpPodVolumes({ podsDir: deps.podsDir, now: deps.now, ...(deps.objects ? { objects: deps.objects } : {}), ...(allocatable ? { allocatable } : {}) }, pod);
+    await setUpPodVolumes(
+      {
+        podsDir: deps.podsDir,
+        now: deps.now,
+        mounter: deps.mounter ?? diskOnly,
+        ...(deps.objects ? { objects: deps.objects } : {}),
+        ...(deps.tokens ? { tokens: deps.tokens } : {}),
+        ...(allocatable ? { allocatable } : {}),
+      },
+      pod,
+    );
     return null;
   } catch (err) {
     deps.recorder.event(podReference(pod), 'Warning', 'FailedMount', errorText(err));
     return `FailedMount: ${errorText(err)}`;
   }
+}
+
+/** The pod's volumes torn down and its directory removed (its runtime objects are gone already). */
+export async function tearDownVolumes(deps: RuntimeDeps, uid: string): Promise<void> {
+  if (!deps.podsDir) return;
+  await tearDownPodVolumes({ podsDir: deps.podsDir, mounter: deps.mounter ?? diskOnly, ...(deps.tokens ? { tokens: deps.tokens } : {}) }, uid);
 }
 
 export function crashLoopKey(pod: Pod, container: Container): string {

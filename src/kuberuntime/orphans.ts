@@ -4,9 +4,8 @@
  * one-second grace period, its spec restored from the container's labels and annotations since
  * the pod is gone (kill.ts restoreKillSpec), then the sandboxes; then all of it is removed.
  */
-import { readdir, rm } from 'node:fs/promises';
-import path from 'node:path';
-import { type RuntimeDeps, killPodRuntime, removePodRuntime } from './execute.ts';
+import { readdir } from 'node:fs/promises';
+import { type RuntimeDeps, killPodRuntime, removePodRuntime, tearDownVolumes } from './execute.ts';
 import { readPodStatus } from './podStatus.ts';
 
 const orphanGracePeriodSeconds = 1;
@@ -17,13 +16,15 @@ export async function killOrphanPod(deps: RuntimeDeps, uid: string): Promise<voi
 }
 
 /**
- * Removes `<podsDir>/<uid>` of every pod `isOrphan` says nobody owns (pkg/kubelet/kubelet_volumes.go
- * cleanupOrphanedPodDirs; there are no volume mounts under them yet, so nothing to unmount first).
+ * Tears down the volumes and removes `<podsDir>/<uid>` of every pod `isOrphan` says nobody owns
+ * (pkg/kubelet/kubelet_volumes.go cleanupOrphanedPodDirs; the kubelet waits for its volume
+ * manager to unmount them, statelet unmounts them here, as it mounted them).
  */
-export async function removeOrphanedPodDirs(podsDir: string, isOrphan: (uid: string) => boolean, log: RuntimeDeps['log']): Promise<void> {
-  const entries = await readdir(podsDir).catch(() => [] as string[]);
+export async function removeOrphanedPodDirs(deps: RuntimeDeps, isOrphan: (uid: string) => boolean): Promise<void> {
+  if (!deps.podsDir) return;
+  const entries = await readdir(deps.podsDir).catch(() => [] as string[]);
   for (const uid of entries.filter(isOrphan)) {
-    await rm(path.join(podsDir, uid), { recursive: true, force: true });
-    log('info', 'Removed the directory of a pod nobody owns', { podUID: uid });
+    await tearDownVolumes(deps, uid);
+    deps.log('info', 'Removed the directory of a pod nobody owns', { podUID: uid });
   }
 }

@@ -4,11 +4,10 @@
  * so nothing here waits for a relist: what the runtime says now is what the decision sees.
  */
 import { rm } from 'node:fs/promises';
-import path from 'node:path';
 import type { Pod, PodStatus } from '../api/types.ts';
 import { podRef } from '../api/types.ts';
 import { podLogDirectory } from '../kuberuntime/configs.ts';
-import { type RuntimeDeps, executePlan, killPodRuntime, removePodRuntime, setUpVolumes } from '../kuberuntime/execute.ts';
+import { type RuntimeDeps, executePlan, killPodRuntime, removePodRuntime, setUpVolumes, tearDownVolumes } from '../kuberuntime/execute.ts';
 import type { PreStopRuns } from '../kuberuntime/kill.ts';
 import { type CallTrace, tracedImages, tracedPulls, tracedRuntime } from '../runtime/callTrace.ts';
 import type { RuntimePodStatus } from '../api/runtimeView.ts';
@@ -128,8 +127,8 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
       if (!removeRuntime) return;
       await removePodRuntime(io, status, opts);
       await rm(podLogDirectory(deps.podLogsRoot, pod), { recursive: true, force: true });
-      // The pod's own directory (its managed /etc/hosts) goes with it (the kubelet's cleanupOrphanedPodDirs).
-      if (deps.podsDir) await rm(path.join(deps.podsDir, pod.metadata.uid), { recursive: true, force: true });
+      // The pod's volumes and directory (its managed /etc/hosts) go with it (the volume manager's teardown, cleanupOrphanedPodDirs).
+      await tearDownVolumes(io, pod.metadata.uid);
       deps.log('info', 'Removed pod from runtime', { pod: podRef(pod) });
     },
   };

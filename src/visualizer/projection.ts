@@ -315,6 +315,8 @@ export function projectSnapshot(actorRef: AnyActorRef, snapshot: unknown, at: nu
     record.summary = nodeStatusSummary((snap?.context ?? {}) as NodeStatusLikeContext);
   } else if (machine.id === 'nodeLease') {
     record.summary = leaseSummary((snap?.context ?? {}) as LeaseLikeContext);
+  } else if (machine.id === 'volumeManager') {
+    record.summary = volumesSummary((snap?.context ?? {}) as VolumesLikeContext);
   }
   return record;
 }
@@ -349,6 +351,20 @@ export function leaseSummary(c: LeaseLikeContext): string {
   const renewed = c.lastRenewTime ? `renewed ${str(c.lastRenewTime).slice(11, 19)}` : 'not renewed yet';
   const failing = c.failures ? ` · ${c.failures} failures: ${str(c.lastError ?? '')}` : '';
   return `${renewed} · ${c.renewals ?? 0} renewals${failing}`;
+}
+
+interface VolumesLikeContext {
+  mounts?: number;
+  tokens?: number;
+  dropped?: number;
+  lastError?: string | null;
+}
+
+/** `3 tmpfs mounts · 12 tokens (2 expired dropped)`, and the last failure. */
+export function volumesSummary(c: VolumesLikeContext): string {
+  const dropped = c.dropped ? ` (${c.dropped} expired dropped)` : '';
+  const trouble = c.lastError ? ` · ${str(c.lastError)}` : '';
+  return `${c.mounts ?? 0} tmpfs mounts · ${c.tokens ?? 0} tokens${dropped}${trouble}`;
 }
 
 const numberOrNull = (value: unknown) => (typeof value === 'number' ? value : null);

@@ -6,10 +6,11 @@
  * absolute, and `readOnly` is carried to the runtime.
  *
  * Plugins built: emptyDir, configMap and secret (their files: `keyedPayload`), downwardAPI
- * (`downwardPayload`); the last three always mounted read-only; hostPath (the node's path, checked
- * by its type: `hostPathCheck`). A volume of another plugin (projected — the service-account
- * token every API pod carries) is not mounted: the container runs without it, and the pod gets a
- * Warning event naming the volume (`unsupportedVolumes`).
+ * (`downwardPayload`), projected (`projectedPayload`: its sources' files in one directory); the
+ * last four always mounted read-only; hostPath (the node's path, checked by its type:
+ * `hostPathCheck`). A volume of another plugin (a persistentVolumeClaim, say) is not mounted: the
+ * container runs without it, and the pod gets a Warning event naming the volume
+ * (`unsupportedVolumes`).
  */
 import path from 'node:path';
 import type { Container, EnvVarSource, Pod } from '../api/types.ts';
@@ -29,7 +30,17 @@ export interface PodVolume {
   secret?: { secretName?: string; items?: KeyToPath[]; defaultMode?: number; optional?: boolean };
   downwardAPI?: { items?: DownwardItem[]; defaultMode?: number };
   hostPath?: { path: string; type?: string };
+  projected?: { sources?: ProjectionSource[]; defaultMode?: number };
   [plugin: string]: unknown;
+}
+
+/** One source of a projected volume (each takes the volume's defaultMode). */
+export interface ProjectionSource {
+  configMap?: { name?: string; items?: KeyToPath[]; optional?: boolean };
+  secret?: { name?: string; items?: KeyToPath[]; optional?: boolean };
+  downwardAPI?: { items?: DownwardItem[] };
+  serviceAccountToken?: { path: string; audience?: string; expirationSeconds?: number };
+  [source: string]: unknown;
 }
 
 export interface DownwardItem {
@@ -39,7 +50,7 @@ export interface DownwardItem {
   mode?: number;
 }
 
-export type Plugin = 'emptyDir' | 'configMap' | 'secret' | 'downwardAPI' | 'hostPath';
+export type Plugin = 'emptyDir' | 'configMap' | 'secret' | 'downwardAPI' | 'projected' | 'hostPath';
 
 export interface VolumeMountPlan {
   containerPath: string;
@@ -53,6 +64,7 @@ export const PLUGIN_DIRS: Record<Plugin, string> = {
   configMap: 'kubernetes.io~configmap',
   secret: 'kubernetes.io~secret',
   downwardAPI: 'kubernetes.io~downward-api',
+  projected: 'kubernetes.io~projected',
   hostPath: 'kubernetes.io~host-path',
 };
 
@@ -62,6 +74,7 @@ export function pluginOf(volume: PodVolume): Plugin | null {
   if (volume.configMap) return 'configMap';
   if (volume.secret) return 'secret';
   if (volume.downwardAPI) return 'downwardAPI';
+  if (volume.projected) return 'projected';
   return volume.hostPath ? 'hostPath' : null;
 }
 
@@ -104,7 +117,7 @@ export function containerMounts(podsDir: string, pod: Pod, container: Container)
     if (!volume) return { error: `cannot find volume "${mount.name}" to mount into container "${container.name}"` };
     if (unsupportedVolume(volume)) continue;
     const containerPath = mount.mountPath.startsWith('/') ? mount.mountPath : `/${mount.mountPath}`;
-    // ConfigMap, Secret and downwardAPI volumes are always read-only (their plugins say so).
+    // ConfigMap, Secret, downwardAPI and projected volumes are always read-only (their plugins say so).
     const plugin = pluginOf(volume);
     const readonly = mount.readOnly === true || (plugin !== 'emptyDir' && plugin !== 'hostPath');
     mounts.push({ containerPath, hostPath: volumeDir(podsDir, pod, volume), readonly });
@@ -112,7 +125,16 @@ export function containerMounts(podsDir: string, pod: Pod, container: Container)
   return { mounts };
 }
 
-/** The API's default file mode of configMap and secret volumes. */
+/** The files a volume holds, or why it cannot be set up. */
+export type Payload = { files: { path: string; content: Buffer; mode: number }[] } | { error: string };
+
+/** Several errors as one message, as Go's utilerrors.NewAggregate prints them (`[a, b]`; one alone as is). */
+export function aggregateErrors(errors: readonly string[]): string {
+  const unique = [...new Set(errors)];
+  return unique.length === 1 ? unique[0]! : `[${unique.join(', ')}]`;
+}
+
+/** The API's default file mode of configMap, secret, downwardAPI and projected volumes. */
 export const DEFAULT_MODE = 0o644;
 
 /**
@@ -123,7 +145,7 @@ export const DEFAULT_MODE = 0o644;
 export function keyedPayload(
   volume: PodVolume,
   values: Readonly<Record<string, Buffer>> | null,
-): { files: { path: string; content: Buffer; mode: number }[] } | { error: string } {
+): Payload {
   const isConfigMap = volume.configMap !== undefined;
   const source = (volume.configMap ?? volume.secret)!;
   const name = (isConfigMap ? volume.configMap!.name : volume.secret!.secretName) ?? '';
@@ -157,7 +179,7 @@ export function downwardPayload(
   pod: Pod,
   volume: PodVolume,
   allocatable: ResourceAmounts | undefined,
-): { files: { path: string; content: Buffer; mode: number }[] } | { error: string } {
+): Payload {
   const source = volume.downwardAPI ?? {};
   const mode = source.defaultMode ?? DEFAULT_MODE;
   const files: { path: string; content: Buffer; mode: number }[] = [];
@@ -178,7 +200,45 @@ export function downwardPayload(
     if (value instanceof Error) errors.push(`${item.path}: ${value.message}`);
     else files.push({ path: item.path, content: Buffer.from(value), mode: item.mode ?? mode });
   }
-  return errors.length ? { error: errors.join(', ') } : { files };
+  return errors.length ? { error: aggregateErrors(errors) } : { files };
+}
+
+/** What a projected volume's sources resolved to, by source index. */
+export interface ProjectionInputs {
+  /** A configMap's or secret's values; null: the object does not exist. */
+  objects: ReadonlyMap<number, Readonly<Record<string, Buffer>> | null>;
+  /** A service-account token, or why there is none. */
+  tokens: ReadonlyMap<number, string | Error>;
+}
+
+/**
+ * The files of a projected volume (pkg/volume/projected/projected.go collectData): each source in
+ * order, with the volume's defaultMode, a later source overwriting a path an earlier one wrote;
+ * the errors of every source together. A missing optional object gives no files.
+ */
+export function projectedPayload(pod: Pod, volume: PodVolume, inputs: ProjectionInputs, allocatable: ResourceAmounts | undefined): Payload {
+  const defaultMode = volume.projected?.defaultMode ?? DEFAULT_MODE;
+  const byPath = new Map<string, { path: string; content: Buffer; mode: number }>();
+  const errors: string[] = [];
+  (volume.projected?.sources ?? []).forEach((source, index) => {
+    let part: Payload;
+    if (source.configMap) {
+      part = keyedPayload({ name: volume.name, configMap: { ...source.configMap, defaultMode } }, inputs.objects.get(index) ?? null);
+    } else if (source.secret) {
+      const { name, ...rest } = source.secret;
+      part = keyedPayload({ name: volume.name, secret: { ...rest, ...(name !== undefined ? { secretName: name } : {}), defaultMode } }, inputs.objects.get(index) ?? null);
+    } else if (source.downwardAPI) {
+      part = downwardPayload(pod, { name: volume.name, downwardAPI: { ...source.downwardAPI, defaultMode } }, allocatable);
+    } else if (source.serviceAccountToken) {
+      const token = inputs.tokens.get(index);
+      part = token === undefined || token instanceof Error ? { error: token?.message ?? 'no token' } : { files: [{ path: source.serviceAccountToken.path, content: Buffer.from(token), mode: defaultMode }] };
+    } else {
+      return;
+    }
+    if ('error' in part) errors.push(part.error);
+    else for (const file of part.files) byPath.set(file.path, file);
+  });
+  return errors.length ? { error: aggregateErrors(errors) } : { files: [...byPath.values()] };
 }
 
 /** What a hostPath volume's `type` wants of the path, and the word its error uses. */

@@ -1,25 +1,39 @@
 /**
  * Setting up a pod's volumes on disk before its containers start (the kubelet's volume manager
  * reconciler and the plugins' SetUpAt), again at every sync so that ConfigMap and Secret changes
- * reach the files:
+ * and token refreshes reach the files, and tearing them down with the pod:
+ * - the pod's directories first, 0750 (pkg/kubelet/kubelet_pods.go makePodDataDirs);
  * - emptyDir (pkg/volume/emptydir/empty_dir.go): the directory, mode exactly 0777 whatever the
- *   umask, then the `ready` marker under `plugins/kubernetes.io~empty-dir/<name>`; `medium:
- *   Memory` is on disk too (no tmpfs yet);
- * - configMap and secret (pkg/volume/configmap, pkg/volume/secret): the object read with the
- *   node's identity, its files written with the atomic writer (atomicWriter.ts); downwardAPI
- *   (pkg/volume/downwardapi): the pod's own fields, the same way. Secrets are on disk, not tmpfs,
- *   for now;
+ *   umask, on tmpfs for `medium: Memory` (mounter.ts), then the `ready` marker under
+ *   `plugins/kubernetes.io~empty-dir/<name>`;
+ * - configMap (on disk), secret, downwardAPI and projected (on tmpfs, as their plugins wrap a
+ *   memory-backed emptyDir): their files written with the atomic writer (atomicWriter.ts), from
+ *   the objects read with the node's identity, the pod's own fields, and service-account tokens
+ *   asked of the TokenRequest API (tokens.ts);
  * - hostPath (pkg/volume/hostpath): the node's path itself, checked (and created, for the
  *   `…OrCreate` types) by its `type`.
- * Everything goes with the pod's directory when the pod is cleaned up.
+ * Teardown unmounts what was mounted under the pod, forgets its tokens and removes its directory.
  */
-import { chmod, lstat, mkdir, writeFile } from 'node:fs/promises';
+import { chmod, lstat, mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Pod } from '../api/types.ts';
+import { amount, type ResourceAmounts } from '../api/quantity.ts';
 import type { ObjectReader } from '../client/objects.ts';
 import { writeAtomically } from './atomicWriter.ts';
-import { PLUGIN_DIRS, type PodVolume, downwardPayload, hostPathCheck, keyedPayload, mountedVolumes, pluginOf, volumeDir } from './plan.ts';
-import type { ResourceAmounts } from '../api/quantity.ts';
+import { type Mounter, tmpfsSizeBytes } from './mounter.ts';
+import {
+  PLUGIN_DIRS,
+  type Payload,
+  type PodVolume,
+  downwardPayload,
+  hostPathCheck,
+  keyedPayload,
+  mountedVolumes,
+  pluginOf,
+  projectedPayload,
+  volumeDir,
+} from './plan.ts';
+import type { TokenSource } from './tokens.ts';
 
 /** A volume that could not be set up, with the kubelet's `MountVolume.SetUp failed …` message. */
 export class VolumeSetUpError extends Error {
@@ -30,55 +44,131 @@ export interface VolumeDeps {
   podsDir: string;
   /** Absent: a node without an API server (a configMap or secret volume cannot be set up). */
   objects?: ObjectReader;
-  /** The node's allocatable amounts: the limit a container leaves unset (downwardAPI resourceFieldRef). */
+  /** Absent: a node without an API server (a service-account token cannot be had). */
+  tokens?: TokenSource;
+  mounter: Mounter;
+  /** The node's allocatable amounts: the limit a container leaves unset (downwardAPI resourceFieldRef), the tmpfs size. */
   allocatable?: ResourceAmounts;
   now(): number;
 }
 
+/** The service-account token lifetime when a projection does not say (the API's default). */
+const DEFAULT_TOKEN_SECONDS = 3600;
+
 export async function setUpPodVolumes(deps: VolumeDeps, pod: Pod): Promise<void> {
-  for (const volume of mountedVolumes(pod)) {
+  const volumes = mountedVolumes(pod);
+  if (volumes.length === 0) return;
+  const podDir = path.join(deps.podsDir, pod.metadata.uid);
+  for (const dir of [podDir, path.join(podDir, 'volumes'), path.join(podDir, 'plugins')]) await mkdir(dir, { recursive: true, mode: 0o750 });
+  for (const volume of volumes) {
     const plugin = pluginOf(volume);
     if (!plugin) continue;
     try {
-      if (plugin === 'emptyDir') await setUpEmptyDir(deps.podsDir, pod, volume);
-      else if (plugin === 'downwardAPI') await setUpDownward(deps, pod, volume);
-      else if (plugin === 'hostPath') await checkHostPath(volume.hostPath!);
-      else await setUpKeyed(deps, pod, volume);
+      if (plugin === 'hostPath') await checkHostPath(volume.hostPath!);
+      else if (plugin === 'emptyDir') await setUpEmptyDir(deps, pod, volume);
+      else await writePayload(deps, pod, volume, await payloadOf(deps, pod, volume));
     } catch (err) {
       throw new VolumeSetUpError(`MountVolume.SetUp failed for volume "${volume.name}" : ${err instanceof Error ? err.message : String(err)}`);
     }
   }
 }
 
-async function setUpEmptyDir(podsDir: string, pod: Pod, volume: PodVolume): Promise<void> {
-  const dir = volumeDir(podsDir, pod, volume);
-  await mkdir(dir, { recursive: true, mode: 0o777 });
+/** Unmounts the pod's volumes, forgets its tokens and removes its directory. */
+export async function tearDownPodVolumes(deps: Pick<VolumeDeps, 'podsDir' | 'mounter'> & { tokens?: { forgetPod(uid: string): void } }, uid: string): Promise<void> {
+  const podDir = path.join(deps.podsDir, uid);
+  await deps.mounter.unmountUnder(podDir);
+  deps.tokens?.forgetPod(uid);
+  await rm(podDir, { recursive: true, force: true });
+}
+
+/** The pod's memory limit as its cgroup would have it, when every container declares one (ResourceConfigForPod). */
+function podMemoryLimit(pod: Pod): number | undefined {
+  const all = [...(pod.spec.initContainers ?? []), ...pod.spec.containers];
+  if (all.length === 0 || all.some((c) => c.resources?.limits?.['memory'] === undefined)) return undefined;
+  const limitOf = (c: (typeof all)[number]) => amount('memory', c.resources!.limits!['memory']);
+  const running = [...pod.spec.containers, ...(pod.spec.initContainers ?? []).filter((c) => c.restartPolicy === 'Always')].reduce((sum, c) => sum + limitOf(c), 0);
+  const initPeak = Math.max(0, ...(pod.spec.initContainers ?? []).map(limitOf));
+  return Math.max(running, initPeak);
+}
+
+/** Makes `dir` and puts it on tmpfs when the volume is memory-backed and the node can mount. */
+async function prepareDir(deps: VolumeDeps, pod: Pod, volume: PodVolume, dir: string, memory: boolean): Promise<void> {
+  await mkdir(dir, { recursive: true, mode: 0o750 });
+  if (!memory) return;
+  const sizeLimit = volume.emptyDir?.sizeLimit !== undefined ? amount('memory', volume.emptyDir.sizeLimit) : undefined;
+  await deps.mounter.mountTmpfs(dir, tmpfsSizeBytes(deps.allocatable?.['memory'], podMemoryLimit(pod), sizeLimit));
+}
+
+async function setUpEmptyDir(deps: VolumeDeps, pod: Pod, volume: PodVolume): Promise<void> {
+  const dir = volumeDir(deps.podsDir, pod, volume);
+  await prepareDir(deps, pod, volume, dir, volume.emptyDir?.medium === 'Memory');
   await chmod(dir, 0o777);
-  const marker = path.join(podsDir, pod.metadata.uid, 'plugins', PLUGIN_DIRS.emptyDir, volume.name);
+  const marker = path.join(deps.podsDir, pod.metadata.uid, 'plugins', PLUGIN_DIRS.emptyDir, volume.name);
   await mkdir(marker, { recursive: true, mode: 0o750 });
   await writeFile(path.join(marker, 'ready'), '');
 }
 
-async function setUpKeyed(deps: VolumeDeps, pod: Pod, volume: PodVolume): Promise<void> {
-  const ns = pod.metadata.namespace;
-  const name = (volume.configMap ? volume.configMap.name : volume.secret?.secretName) ?? '';
-  if (!deps.objects) throw new Error(`cannot get ${volume.configMap ? 'configmap' : 'secret'} ${ns}/${name}: this node has no API server`);
-  let values: Record<string, Buffer> | null;
-  if (volume.configMap) {
-    const found = await deps.objects.configMap(ns, name);
-    values = found ? { ...Object.fromEntries(Object.entries(found.data).map(([k, v]) => [k, Buffer.from(v)])), ...found.binaryData } : null;
-  } else {
-    values = await deps.objects.secret(ns, name);
-  }
-  const payload = keyedPayload(volume, values);
+async function writePayload(deps: VolumeDeps, pod: Pod, volume: PodVolume, payload: Payload): Promise<void> {
   if ('error' in payload) throw new Error(payload.error);
-  await writeAtomically(volumeDir(deps.podsDir, pod, volume), payload.files, new Date(deps.now()));
+  const dir = volumeDir(deps.podsDir, pod, volume);
+  // ConfigMaps are on disk; secrets, the downward API and projections in memory.
+  await prepareDir(deps, pod, volume, dir, !volume.configMap);
+  await writeAtomically(dir, payload.files, new Date(deps.now()));
 }
 
-async function setUpDownward(deps: VolumeDeps, pod: Pod, volume: PodVolume): Promise<void> {
-  const payload = downwardPayload(pod, volume, deps.allocatable);
-  if ('error' in payload) throw new Error(payload.error);
-  await writeAtomically(volumeDir(deps.podsDir, pod, volume), payload.files, new Date(deps.now()));
+async function payloadOf(deps: VolumeDeps, pod: Pod, volume: PodVolume): Promise<Payload> {
+  if (volume.downwardAPI) return downwardPayload(pod, volume, deps.allocatable);
+  if (volume.configMap) return keyedPayload(volume, await configMapValues(deps, pod.metadata.namespace, volume.configMap.name ?? ''));
+  if (volume.secret) return keyedPayload(volume, await secretValues(deps, pod.metadata.namespace, volume.secret.secretName ?? ''));
+  return projectedPayload(pod, volume, await projectionInputs(deps, pod, volume), deps.allocatable);
+}
+
+/** Reads what a projected volume's sources need; a failed read is that source's error, not the volume's end. */
+async function projectionInputs(deps: VolumeDeps, pod: Pod, volume: PodVolume) {
+  const objects = new Map<number, Readonly<Record<string, Buffer>> | null>();
+  const tokens = new Map<number, string | Error>();
+  const errors: string[] = [];
+  const ns = pod.metadata.namespace;
+  await Promise.all(
+    (volume.projected?.sources ?? []).map(async (source, index) => {
+      try {
+        if (source.configMap) objects.set(index, await configMapValues(deps, ns, source.configMap.name ?? ''));
+        else if (source.secret) objects.set(index, await secretValues(deps, ns, source.secret.name ?? ''));
+        else if (source.serviceAccountToken) tokens.set(index, await serviceAccountToken(deps, pod, source.serviceAccountToken));
+      } catch (err) {
+        errors.push(err instanceof Error ? err.message : String(err));
+      }
+    }),
+  );
+  if (errors.length) throw new Error(errors.join('; '));
+  return { objects, tokens };
+}
+
+async function serviceAccountToken(deps: VolumeDeps, pod: Pod, source: { audience?: string; expirationSeconds?: number }): Promise<string | Error> {
+  if (!deps.tokens) return new Error('cannot get a service account token: this node has no API server');
+  const serviceAccount = String(pod.spec['serviceAccountName'] ?? 'default') || 'default';
+  try {
+    return await deps.tokens.token({
+      namespace: pod.metadata.namespace,
+      serviceAccount,
+      ...(source.audience ? { audience: source.audience } : {}),
+      expirationSeconds: source.expirationSeconds ?? DEFAULT_TOKEN_SECONDS,
+      pod: { name: pod.metadata.name, uid: pod.metadata.uid },
+    });
+  } catch (err) {
+    return err instanceof Error ? err : new Error(String(err));
+  }
+}
+
+async function configMapValues(deps: VolumeDeps, ns: string, name: string): Promise<Record<string, Buffer> | null> {
+  if (!deps.objects) throw new Error(`cannot get configmap ${ns}/${name}: this node has no API server`);
+  const found = await deps.objects.configMap(ns, name);
+  return found ? { ...Object.fromEntries(Object.entries(found.data).map(([k, v]) => [k, Buffer.from(v)])), ...found.binaryData } : null;
+}
+
+async function secretValues(deps: VolumeDeps, ns: string, name: string): Promise<Record<string, Buffer> | null> {
+  if (!deps.objects) throw new Error(`cannot get secret ${ns}/${name}: this node has no API server`);
+  return deps.objects.secret(ns, name);
 }
 
 async function checkHostPath(volume: { path: string; type?: string }): Promise<void> {

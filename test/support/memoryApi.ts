@@ -7,7 +7,7 @@
  */
 import type { KubeEvent, Lease, NodeObject, Service } from '../../src/api/cluster.ts';
 import type { Pod } from '../../src/api/types.ts';
-import { ApiError, type KubeApi, type PodList, type WatchEventType, type WatchHandlers } from '../../src/client/api.ts';
+import { ApiError, type IssuedToken, type KubeApi, type PodList, type TokenRequestSpec, type WatchEventType, type WatchHandlers } from '../../src/client/api.ts';
 
 type Method = keyof KubeApi;
 
@@ -35,6 +35,10 @@ export class MemoryApi implements KubeApi {
   readonly secrets = new Map<string, { data?: Record<string, string> }>();
   /** Services, listed as they are (their watch never reports a change). */
   readonly services: Service[] = [];
+  /** TokenRequests as asked (namespace, service account, spec); each issued token is `token-<n>`. */
+  readonly tokenRequests: { namespace: string; serviceAccount: string; spec: TokenRequestSpec }[] = [];
+  /** The clock the issued tokens' expiry is counted from. */
+  tokenClock: () => number = Date.now;
   /** Every call, in order, by method name. */
   readonly calls: Method[] = [];
 
@@ -227,6 +231,13 @@ export class MemoryApi implements KubeApi {
     const found = this.secrets.get(key(namespace, name));
     if (!found) throw new ApiError(404, 'NotFound', `secrets "${name}" not found`, `GET secrets ${namespace}/${name}`);
     return clone(found);
+  }
+
+  async createServiceAccountToken(namespace: string, serviceAccount: string, spec: TokenRequestSpec): Promise<IssuedToken> {
+    await this.enter('createServiceAccountToken');
+    this.tokenRequests.push(clone({ namespace, serviceAccount, spec }));
+    const expirationTimestamp = new Date(this.tokenClock() + spec.expirationSeconds * 1000).toISOString();
+    return { token: `token-${this.tokenRequests.length}`, expirationTimestamp, expirationSeconds: spec.expirationSeconds };
   }
 
   async createEvent(event: KubeEvent): Promise<KubeEvent> {

@@ -1,7 +1,7 @@
 /** Volume layout and container mounts (kubelet_pods.go makeMounts), table-tested. */
 import { describe, expect, it } from 'vitest';
 import type { Container, Pod } from '../../src/api/types.ts';
-import { containerMounts, downwardPayload, hostPathCheck, keyedPayload, mountedVolumes, unsupportedVolumes } from '../../src/volumes/plan.ts';
+import { containerMounts, downwardPayload, hostPathCheck, keyedPayload, mountedVolumes, projectedPayload, unsupportedVolumes } from '../../src/volumes/plan.ts';
 
 const c = (name: string, volumeMounts: Container['volumeMounts']): Container => ({ name, image: 'busybox:1', volumeMounts });
 const pod = (containers: Container[], volumes: unknown[], initContainers: Container[] = []): Pod =>
@@ -9,15 +9,29 @@ const pod = (containers: Container[], volumes: unknown[], initContainers: Contai
 
 describe('containerMounts', () => {
   const p = pod(
-    [c('app', [{ name: 'scratch', mountPath: '/work' }, { name: 'cache', mountPath: 'cache', readOnly: true }, { name: 'token', mountPath: '/var/run/secrets/kubernetes.io/serviceaccount', readOnly: true }])],
-    [{ name: 'scratch', emptyDir: {} }, { name: 'cache', emptyDir: { medium: 'Memory' } }, { name: 'token', projected: { sources: [] } }, { name: 'unused', emptyDir: {} }],
+    [
+      c('app', [
+        { name: 'scratch', mountPath: '/work' },
+        { name: 'cache', mountPath: 'cache', readOnly: true },
+        { name: 'token', mountPath: '/var/run/secrets/kubernetes.io/serviceaccount' },
+        { name: 'claim', mountPath: '/data' },
+      ]),
+    ],
+    [
+      { name: 'scratch', emptyDir: {} },
+      { name: 'cache', emptyDir: { medium: 'Memory' } },
+      { name: 'token', projected: { sources: [] } },
+      { name: 'claim', persistentVolumeClaim: { claimName: 'data' } },
+      { name: 'unused', emptyDir: {} },
+    ],
   );
 
-  it('mounts emptyDirs from the pod directory, makes relative paths absolute and keeps readOnly; leaves out unsupported plugins', () => {
+  it('mounts from the pod directory, makes relative paths absolute, keeps readOnly, projections always read-only; leaves out unsupported plugins', () => {
     expect(containerMounts('/var/lib/statelet/pods', p, p.spec.containers[0]!)).toEqual({
       mounts: [
         { containerPath: '/work', hostPath: '/var/lib/statelet/pods/u1/volumes/kubernetes.io~empty-dir/scratch', readonly: false },
         { containerPath: '/cache', hostPath: '/var/lib/statelet/pods/u1/volumes/kubernetes.io~empty-dir/cache', readonly: true },
+        { containerPath: '/var/run/secrets/kubernetes.io/serviceaccount', hostPath: '/var/lib/statelet/pods/u1/volumes/kubernetes.io~projected/token', readonly: true },
       ],
     });
   });
@@ -27,8 +41,8 @@ describe('containerMounts', () => {
   });
 
   it('names the volumes it does not mount, and sets up only mounted ones', () => {
-    expect(unsupportedVolumes(p)).toEqual(['volume "token" (projected) is not mounted: this node does not support projected volumes yet']);
-    expect(mountedVolumes(p).map((v) => v.name)).toEqual(['scratch', 'cache', 'token']);
+    expect(unsupportedVolumes(p)).toEqual(['volume "claim" (persistentVolumeClaim) is not mounted: this node does not support persistentVolumeClaim volumes yet']);
+    expect(mountedVolumes(p).map((v) => v.name)).toEqual(['scratch', 'cache', 'token', 'claim']);
   });
 
   it('counts init containers among the users of a volume', () => {
@@ -90,7 +104,7 @@ describe('downwardPayload', () => {
 
   it('refuses the fields only the environment has, naming every bad item', () => {
     expect(files([{ path: 'ip', fieldRef: { fieldPath: 'status.podIP' } }, { path: 'x', resourceFieldRef: { containerName: 'nope', resource: 'limits.cpu' } }])).toBe(
-      'ip: unsupported fieldPath: status.podIP, x: cannot find container nope',
+      '[ip: unsupported fieldPath: status.podIP, x: cannot find container nope]',
     );
   });
 });
@@ -117,5 +131,35 @@ describe('hostPathCheck', () => {
   it('mounts the node path itself, writable unless the mount says otherwise', () => {
     const p = pod([c('app', [{ name: 'logs', mountPath: '/logs' }])], [{ name: 'logs', hostPath: { path: '/var/log/app', type: 'DirectoryOrCreate' } }]);
     expect(containerMounts('/pods', p, p.spec.containers[0]!)).toEqual({ mounts: [{ containerPath: '/logs', hostPath: '/var/log/app', readonly: false }] });
+  });
+});
+
+describe('projectedPayload', () => {
+  const p = { metadata: { name: 'web', namespace: 'shop', uid: 'u1' }, spec: { containers: [{ name: 'app' }] } } as unknown as Pod;
+  const volume = (sources: unknown[], defaultMode?: number) => ({ name: 'kube-api-access-x1', projected: { sources: sources as never, ...(defaultMode ? { defaultMode } : {}) } });
+  const run = (sources: unknown[], objects: [number, Record<string, Buffer> | null][], tokens: [number, string | Error][], defaultMode?: number) => {
+    const r = projectedPayload(p, volume(sources, defaultMode), { objects: new Map(objects), tokens: new Map(tokens) }, undefined);
+    return 'error' in r ? r.error : r.files.map((f) => `${f.path}=${f.content.toString()}:${f.mode.toString(8)}`).sort();
+  };
+  const kubeApiAccess = [
+    { serviceAccountToken: { path: 'token', expirationSeconds: 3607 } },
+    { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
+    { downwardAPI: { items: [{ path: 'namespace', fieldRef: { fieldPath: 'metadata.namespace' } }] } },
+  ];
+
+  it('puts the token, the cluster CA and the namespace of kube-api-access in one directory, with the volume defaultMode', () => {
+    expect(run(kubeApiAccess, [[1, { 'ca.crt': Buffer.from('PEM') }]], [[0, 'jwt']], 0o644)).toEqual(['ca.crt=PEM:644', 'namespace=shop:644', 'token=jwt:644']);
+  });
+
+  it('lets a later source overwrite a path an earlier one wrote', () => {
+    const sources = [{ secret: { name: 's' } }, { configMap: { name: 'c' } }];
+    expect(run(sources, [[0, { k: Buffer.from('secret') }], [1, { k: Buffer.from('config') }]], [])).toEqual(['k=config:644']);
+  });
+
+  it('skips a missing optional object and reports every failing source together', () => {
+    expect(run([{ configMap: { name: 'gone', optional: true } }, { downwardAPI: { items: [{ path: 'n', fieldRef: { fieldPath: 'metadata.name' } }] } }], [[0, null]], [])).toEqual(['n=web:644']);
+    expect(run([{ configMap: { name: 'gone' } }, { secret: { name: 'keys', items: [{ key: 'k', path: 'k' }] } }, ...kubeApiAccess.slice(0, 1)], [[0, null], [1, {}]], [[2, new Error('failed to fetch token: 403 Forbidden')]])).toBe(
+      '[configmap "gone" not found, references non-existent secret key: k, failed to fetch token: 403 Forbidden]',
+    );
   });
 });

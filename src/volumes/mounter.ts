@@ -1,0 +1,99 @@
+/**
+ * Memory-backed volumes (emptyDir `medium: Memory`, secret, downwardAPI, projected) on tmpfs, as
+ * the kubelet wraps them (pkg/volume/emptydir/empty_dir.go setupTmpfs), and their unmounting at
+ * teardown. The agent mounts with the system's `mount`/`umount`; where it may not (not root), it
+ * says so once and keeps those volumes on disk under the pod's directory (mode 0750), which is the
+ * one difference a container can see. What is mounted is learnt from /proc/self/mountinfo at
+ * start (an agent restarted over running pods knows their mounts) and kept in memory, so a pod
+ * sync never reads the mount table; teardown reads it, to unmount everything under a pod.
+ */
+import { execFile } from 'node:child_process';
+import { readFile } from 'node:fs/promises';
+import path from 'node:path';
+import { promisify } from 'node:util';
+
+export interface Mounter {
+  /** Mounts a tmpfs at `dir` (made already) unless one is there; false: this node cannot mount. */
+  mountTmpfs(dir: string, sizeBytes: number | undefined): Promise<boolean>;
+  /** Unmounts every mount at or under `dir`, deepest first; returns their paths. */
+  unmountUnder(dir: string): Promise<string[]>;
+  /** The tmpfs mounts the agent knows under its pods directory. */
+  readonly mounted: number;
+}
+
+/** The mount points of a /proc/self/mountinfo text at or under `dir` (pure; octal escapes decoded). */
+export function mountPointsUnder(mountinfo: string, dir: string): string[] {
+  const root = path.resolve(dir);
+  const points: string[] = [];
+  for (const line of mountinfo.split('\n')) {
+    const field = line.split(' ')[4];
+    if (!field) continue;
+    const point = field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8)));
+    if (point === root || point.startsWith(`${root}/`)) points.push(point);
+  }
+  // Deepest first, so a mount inside another comes off before it.
+  return [...new Set(points)].sort((a, b) => b.length - a.length);
+}
+
+/** The size of a memory-backed volume's tmpfs (calculateEmptyDirMemorySize): allocatable, lowered to the pod's limit and the volume's sizeLimit. */
+export function tmpfsSizeBytes(allocatableMemory: number | undefined, podMemoryLimit: number | undefined, sizeLimit: number | undefined): number | undefined {
+  let size = allocatableMemory;
+  for (const lower of [podMemoryLimit, sizeLimit]) {
+    if (lower !== undefined && lower > 0 && (size === undefined || lower <= size)) size = lower;
+  }
+  return size;
+}
+
+type Run = (file: string, args: string[]) => Promise<unknown>;
+type Log = (level: 'warn' | 'info', message: string, fields?: Record<string, unknown>) => void;
+
+const run: Run = (file, args) => promisify(execFile)(file, args);
+
+/**
+ * The system's mounter for pods under `podsDir`. `exec` and `mountinfo` are the only ways it
+ * touches the system (a test gives its own).
+ */
+export function systemMounter(podsDir: string, log: Log, exec: Run = run, mountinfo = () => readFile('/proc/self/mountinfo', 'utf8')): Mounter & { adopt(): Promise<number> } {
+  const known = new Set<string>();
+  let refused: string | null = null;
+  return {
+    get mounted() {
+      return known.size;
+    },
+    async adopt() {
+      for (const point of mountPointsUnder(await mountinfo().catch(() => ''), podsDir)) known.add(point);
+      return known.size;
+    },
+    async mountTmpfs(dir, sizeBytes) {
+      if (known.has(dir)) return true;
+      if (refused !== null) return false;
+      try {
+        await exec('mount', ['-t', 'tmpfs', '-o', sizeBytes !== undefined ? `size=${sizeBytes}` : 'defaults', 'tmpfs', dir]);
+      } catch (err) {
+        const message = err instanceof Error ? err.message : String(err);
+        if (!/permission denied|only root|must be superuser|operation not permitted|ENOENT/i.test(message)) throw new Error(`mount tmpfs at ${dir}: ${message.trim()}`);
+        refused = message.trim();
+        log('warn', 'Cannot mount tmpfs here: memory-backed volumes (secrets, projected tokens, emptyDir medium Memory) stay on disk', { err: refused });
+        return false;
+      }
+      known.add(dir);
+      return true;
+    },
+    async unmountUnder(dir) {
+      const points = mountPointsUnder(await mountinfo().catch(() => ''), dir);
+      for (const point of points) {
+        await exec('umount', [point]);
+        known.delete(point);
+      }
+      for (const point of known) if (point === dir || point.startsWith(`${dir}/`)) known.delete(point);
+      return points;
+    },
+  };
+}
+
+/** A node that mounts nothing: memory-backed volumes on disk (unit tests, and nodes told so). */
+export const diskOnly: Mounter = {
+  mounted: 0,
+  mountTmpfs: async () => false,
+  unmountUnder: async () => [],
+};

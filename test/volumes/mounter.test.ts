@@ -1,0 +1,81 @@
+/** tmpfs for memory-backed volumes: the mount table read, the size rule, and what the mounter runs (with the system's commands replaced). */
+import { describe, expect, it } from 'vitest';
+import { mountPointsUnder, systemMounter, tmpfsSizeBytes } from '../../src/volumes/mounter.ts';
+
+const MOUNTINFO = [
+  '22 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw',
+  '90 22 0:50 / /var/lib/statelet/pods/u1/volumes/kubernetes.io~secret/creds rw,relatime - tmpfs tmpfs rw,size=1024k',
+  '91 22 0:51 / /var/lib/statelet/pods/u1/volumes/kubernetes.io~empty-dir/with\\040space rw - tmpfs tmpfs rw',
+  '92 22 0:52 / /var/lib/statelet/pods/u12/volumes/kubernetes.io~secret/x rw - tmpfs tmpfs rw',
+  '',
+].join('\n');
+
+describe('mountPointsUnder', () => {
+  it('finds the mounts under a pod, decoding escapes, not those of a pod whose UID starts the same', () => {
+    expect(mountPointsUnder(MOUNTINFO, '/var/lib/statelet/pods/u1')).toEqual([
+      '/var/lib/statelet/pods/u1/volumes/kubernetes.io~empty-dir/with space',
+      '/var/lib/statelet/pods/u1/volumes/kubernetes.io~secret/creds',
+    ]);
+  });
+});
+
+describe('tmpfsSizeBytes', () => {
+  it.each<[number | undefined, number | undefined, number | undefined, number | undefined]>([
+    [8e9, undefined, undefined, 8e9],
+    [8e9, 1e9, undefined, 1e9],
+    [8e9, 1e9, 5e8, 5e8],
+    [8e9, 1e9, 2e9, 1e9],
+    [8e9, 0, 0, 8e9],
+    [undefined, undefined, undefined, undefined],
+  ])('allocatable %s, pod limit %s, sizeLimit %s: %s', (allocatable, podLimit, sizeLimit, expected) => {
+    expect(tmpfsSizeBytes(allocatable, podLimit, sizeLimit)).toBe(expected);
+  });
+});
+
+describe('systemMounter', () => {
+  const setUp = (failMount?: string) => {
+    const runs: string[] = [];
+    const logs: string[] = [];
+    let table = MOUNTINFO;
+    const mounter = systemMounter(
+      '/var/lib/statelet/pods',
+      (_, message) => logs.push(message),
+      async (file, args) => {
+        runs.push([file, ...args].join(' '));
+        if (file === 'mount' && failMount) throw new Error(failMount);
+      },
+      async () => table,
+    );
+    return { mounter, runs, logs, setTable: (t: string) => (table = t) };
+  };
+
+  it('adopts the mounts of an earlier run, mounts a new tmpfs once, and unmounts everything under a pod', async () => {
+    const { mounter, runs, setTable } = setUp();
+    expect(await mounter.adopt()).toBe(3);
+    expect(await mounter.mountTmpfs('/var/lib/statelet/pods/u1/volumes/kubernetes.io~secret/creds', 1024)).toBe(true);
+    expect(await mounter.mountTmpfs('/var/lib/statelet/pods/u2/volumes/kubernetes.io~secret/s', 4096)).toBe(true);
+    expect(await mounter.mountTmpfs('/var/lib/statelet/pods/u2/volumes/kubernetes.io~secret/s', 4096)).toBe(true);
+    expect(runs).toEqual(['mount -t tmpfs -o size=4096 tmpfs /var/lib/statelet/pods/u2/volumes/kubernetes.io~secret/s']);
+    expect(mounter.mounted).toBe(4);
+    setTable(MOUNTINFO);
+    await mounter.unmountUnder('/var/lib/statelet/pods/u1');
+    expect(runs.slice(1)).toEqual([
+      'umount /var/lib/statelet/pods/u1/volumes/kubernetes.io~empty-dir/with space',
+      'umount /var/lib/statelet/pods/u1/volumes/kubernetes.io~secret/creds',
+    ]);
+    expect(mounter.mounted).toBe(2);
+  });
+
+  it('keeps memory-backed volumes on disk where it may not mount, saying so once', async () => {
+    const { mounter, runs, logs } = setUp('mount: /x: must be superuser to use mount.');
+    expect(await mounter.mountTmpfs('/var/lib/statelet/pods/u3/volumes/a', undefined)).toBe(false);
+    expect(await mounter.mountTmpfs('/var/lib/statelet/pods/u3/volumes/b', undefined)).toBe(false);
+    expect(runs).toHaveLength(1);
+    expect(logs).toHaveLength(1);
+  });
+
+  it('fails the volume on any other mount error', async () => {
+    const { mounter } = setUp('mount: /x: wrong fs type');
+    await expect(mounter.mountTmpfs('/var/lib/statelet/pods/u3/volumes/a', undefined)).rejects.toThrow('mount tmpfs at /var/lib/statelet/pods/u3/volumes/a: mount: /x: wrong fs type');
+  });
+});

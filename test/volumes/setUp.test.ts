@@ -1,0 +1,137 @@
+/** A pod's volumes on disk (setUp.ts): files, modes, which go on tmpfs, token projection and teardown, against a temporary directory and the in-memory API. */
+import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Pod } from '../../src/api/types.ts';
+import { ApiError } from '../../src/client/api.ts';
+import { apiObjectReader } from '../../src/client/objects.ts';
+import type { Mounter } from '../../src/volumes/mounter.ts';
+import { setUpPodVolumes, tearDownPodVolumes } from '../../src/volumes/setUp.ts';
+import { TokenManager } from '../../src/volumes/tokens.ts';
+import { MemoryApi } from '../support/memoryApi.ts';
+
+const dirs: string[] = [];
+afterEach(async () => {
+  for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
+});
+
+/** Records what would go on tmpfs, mounting nothing. */
+function recordingMounter(): Mounter & { tmpfs: Map<string, number | undefined>; unmounted: string[] } {
+  const tmpfs = new Map<string, number | undefined>();
+  const unmounted: string[] = [];
+  return {
+    tmpfs,
+    unmounted,
+    get mounted() {
+      return tmpfs.size;
+    },
+    mountTmpfs: async (dir, size) => {
+      tmpfs.set(dir, size);
+      return true;
+    },
+    unmountUnder: async (dir) => {
+      const under = [...tmpfs.keys()].filter((d) => d.startsWith(`${dir}/`));
+      for (const d of under) tmpfs.delete(d);
+      unmounted.push(...under);
+      return under;
+    },
+  };
+}
+
+const pod = (volumes: unknown[], mounts: string[], extra: Record<string, unknown> = {}): Pod =>
+  ({
+    metadata: { name: 'web', namespace: 'shop', uid: 'u1' },
+    spec: {
+      serviceAccountName: 'builder',
+      containers: [{ name: 'app', image: 'busybox', resources: { limits: { memory: '64Mi' } }, volumeMounts: mounts.map((name) => ({ name, mountPath: `/${name}` })) }],
+      volumes,
+      ...extra,
+    },
+  }) as unknown as Pod;
+
+async function setUp() {
+  const podsDir = await mkdtemp(path.join(os.tmpdir(), 'statelet-volumes-'));
+  dirs.push(podsDir);
+  const api = new MemoryApi();
+  const mounter = recordingMounter();
+  const tokens = new TokenManager(api, Date.now, () => {}, () => 0);
+  const deps = { podsDir, objects: apiObjectReader(api), tokens, mounter, allocatable: { memory: 2 ** 33 }, now: Date.now };
+  const volumeDir = (plugin: string, name: string) => path.join(podsDir, 'u1', 'volumes', `kubernetes.io~${plugin}`, name);
+  return { podsDir, api, mounter, tokens, deps, volumeDir };
+}
+
+describe('setUpPodVolumes', () => {
+  it('writes kube-api-access: a token bound to the pod for its service account, the CA and the namespace, on tmpfs sized by the pod limit', async () => {
+    const { api, deps, mounter, volumeDir } = await setUp();
+    api.configMaps.set('shop/kube-root-ca.crt', { data: { 'ca.crt': 'PEM' } });
+    const access = {
+      name: 'kube-api-access-abcde',
+      projected: {
+        defaultMode: 0o644,
+        sources: [
+          { serviceAccountToken: { path: 'token', expirationSeconds: 3607 } },
+          { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
+          { downwardAPI: { items: [{ path: 'namespace', fieldRef: { fieldPath: 'metadata.namespace' } }] } },
+        ],
+      },
+    };
+    await setUpPodVolumes(deps, pod([access], ['kube-api-access-abcde']));
+    const dir = volumeDir('projected', 'kube-api-access-abcde');
+    expect(await readFile(path.join(dir, 'token'), 'utf8')).toBe('token-1');
+    expect(await readFile(path.join(dir, 'ca.crt'), 'utf8')).toBe('PEM');
+    expect(await readFile(path.join(dir, 'namespace'), 'utf8')).toBe('shop');
+    expect(api.tokenRequests[0]).toMatchObject({ namespace: 'shop', serviceAccount: 'builder', spec: { expirationSeconds: 3607, boundObjectRef: { name: 'web', uid: 'u1' } } });
+    expect([...mounter.tmpfs]).toEqual([[dir, 64 * 2 ** 20]]);
+    expect((await stat(path.join(deps.podsDir, 'u1'))).mode & 0o777).toBe(0o750);
+    // The next sync within the token's life asks nothing more.
+    await setUpPodVolumes(deps, pod([access], ['kube-api-access-abcde']));
+    expect(api.tokenRequests).toHaveLength(1);
+  });
+
+  it('puts secrets, downwardAPI and memory emptyDirs on tmpfs (sizeLimit lowering the size), configMaps and disk emptyDirs on disk', async () => {
+    const { api, deps, mounter, volumeDir } = await setUp();
+    api.configMaps.set('shop/cfg', { data: { a: '1' } });
+    api.secrets.set('shop/creds', { data: { p: Buffer.from('pw').toString('base64') } });
+    const volumes = [
+      { name: 'cfg', configMap: { name: 'cfg' } },
+      { name: 'creds', secret: { secretName: 'creds', defaultMode: 0o400 } },
+      { name: 'info', downwardAPI: { items: [{ path: 'name', fieldRef: { fieldPath: 'metadata.name' } }] } },
+      { name: 'fast', emptyDir: { medium: 'Memory', sizeLimit: '1Mi' } },
+      { name: 'slow', emptyDir: {} },
+    ];
+    await setUpPodVolumes(deps, pod(volumes, volumes.map((v) => v.name)));
+    expect(new Map(mounter.tmpfs)).toEqual(
+      new Map([
+        [volumeDir('secret', 'creds'), 64 * 2 ** 20],
+        [volumeDir('downward-api', 'info'), 64 * 2 ** 20],
+        [volumeDir('empty-dir', 'fast'), 2 ** 20],
+      ]),
+    );
+    expect((await stat(path.join(volumeDir('secret', 'creds'), 'p'))).mode & 0o777).toBe(0o400);
+    expect((await stat(volumeDir('empty-dir', 'slow'))).mode & 0o777).toBe(0o777);
+  });
+
+  it('fails a projection whose token cannot be had with the volume named and the cause, and sets up nothing of it', async () => {
+    const { api, deps, volumeDir } = await setUp();
+    api.failNext('createServiceAccountToken', new ApiError(403, 'Forbidden', 'not bound to this node', 'POST serviceaccounts/token shop/builder'));
+    const access = { name: 'access', projected: { sources: [{ serviceAccountToken: { path: 'token' } }] } };
+    await expect(setUpPodVolumes(deps, pod([access], ['access']))).rejects.toThrow(
+      'MountVolume.SetUp failed for volume "access" : failed to fetch token: POST serviceaccounts/token shop/builder: 403 Forbidden: not bound to this node',
+    );
+    expect(await readdir(volumeDir('projected', 'access')).catch(() => [])).toEqual([]);
+  });
+});
+
+describe('tearDownPodVolumes', () => {
+  it("unmounts the pod's tmpfs, forgets its tokens and removes its directory", async () => {
+    const { deps, mounter, tokens, podsDir } = await setUp();
+    const access = { name: 'access', projected: { sources: [{ serviceAccountToken: { path: 'token' } }] } };
+    await setUpPodVolumes(deps, pod([access], ['access']));
+    expect(tokens.size).toBe(1);
+    await tearDownPodVolumes(deps, 'u1');
+    expect(mounter.unmounted).toHaveLength(1);
+    expect(tokens.size).toBe(0);
+    expect(await readdir(podsDir)).toEqual([]);
+  });
+});
