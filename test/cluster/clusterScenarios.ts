@@ -6,9 +6,12 @@
  * the kubelet's events. The same scenarios run on sim:// (node.test.ts) and on containerd
  * (containerd.test.ts).
  */
+import { execFile } from 'node:child_process';
 import { mkdtemp, readFile, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { PatchStrategy, setHeaderOptions, type V1Lease, type V1Node, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AgentProcess, runStatelet } from '../support/agentProcess.ts';
@@ -30,6 +33,7 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
   let cp: ControlPlane | null = null;
   let agent: AgentProcess | undefined;
   let manifests: string;
+  let tokenPod: ShortTokenPod | undefined;
   const STATIC_POD = [
     'apiVersion: v1',
     'kind: Pod',
@@ -57,6 +61,9 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
       // Volumes follow their ConfigMaps at each pod sync: a short period keeps the test short.
       '--sync-frequency=10s',
     ]);
+    // The shortest token the API grants (600 s) is refreshed after 480 s: the pod starts now and
+    // the last scenario checks the refresh, so the wait overlaps the other scenarios.
+    tokenPod = await startShortTokenPod(cp, NODE, runtime.image, agent.rootDir);
   }, 15 * 60_000);
 
   afterAll(async () => {
@@ -568,5 +575,139 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
         'the FailedMount event of the missing directory',
       );
     });
+    it('gives every pod its kube-api-access volume: the token authenticates to the API server with the mounted CA; on tmpfs; gone with the pod', { timeout: 90_000 }, async ({ skip }) => {
+      if (!cp) return skip();
+      const namespace = await cp.namespace('access');
+      const out = path.join(agent!.rootDir, 'host-data', namespace);
+      const SA = '/var/run/secrets/kubernetes.io/serviceaccount';
+      await cp.core.createNamespacedPod({
+        namespace,
+        body: {
+          metadata: { name: 'client' },
+          spec: {
+            nodeName: NODE,
+            terminationGracePeriodSeconds: 1,
+            // The ServiceAccount admission plugin adds the kube-api-access-* volume and its mount.
+            volumes: [{ name: 'out', hostPath: { path: out, type: 'DirectoryOrCreate' } }],
+            containers: [
+              {
+                name: 'app',
+                image: runtime.image,
+                command: ['sh', '-c', `cat ${SA}/token > /out/token; cat ${SA}/ca.crt > /out/ca.crt; cat ${SA}/namespace > /out/namespace; trap 'exit 0' TERM; while true; do sleep 1; done`],
+                volumeMounts: [{ name: 'out', mountPath: '/out' }],
+              },
+            ],
+          },
+        },
+      });
+      const pod = (await cp.waitFor<V1Pod>(pods(namespace), 'client', (p) => p?.status?.phase === 'Running' || p?.status?.phase === 'Failed', 30_000))!;
+      expect(pod.status?.phase).toBe('Running');
+      const access = pod.spec!.volumes!.find((v) => v.name.startsWith('kube-api-access-'))!;
+      await waitFor(async () => (await readFile(path.join(out, 'namespace'), 'utf8').catch(() => '')) === namespace, 'the files the container copied');
+      const token = await readFile(path.join(out, 'token'), 'utf8');
+      const answer = await getWithToken(cp.server, '/api', token, await readFile(path.join(out, 'ca.crt')));
+      expect(answer.status).toBe(200);
+      expect(JSON.parse(answer.body)).toMatchObject({ kind: 'APIVersions' });
+      expect(jwtClaims(token)).toMatchObject({ sub: `system:serviceaccount:${namespace}:default`, 'kubernetes.io': { pod: { name: 'client', uid: pod.metadata!.uid } } });
+      expect(agent!.output()).not.toContain(token);
+      const podDir = path.join(agent!.rootDir, 'pods', pod.metadata!.uid!);
+      const volume = path.join(podDir, 'volumes', 'kubernetes.io~projected', access.name);
+      expect((await stat(path.join(volume, 'token'))).mode & 0o777).toBe(0o644);
+      // The agent runs as root in CI: the projection is on tmpfs, as the kubelet's.
+      if (process.getuid?.() === 0) expect(await mountsUnder(podDir)).toEqual([volume]);
+
+      await cp.core.deleteNamespacedPod({ namespace, name: 'client' });
+      await cp.waitFor<V1Pod>(pods(namespace), 'client', (p) => p === null, 30_000);
+      await waitFor(async () => !(await stat(podDir).catch(() => null)), "the pod's directory removed");
+      expect(await mountsUnder(podDir)).toEqual([]);
+    });
+
+    it('refreshes a short-lived projected token before it expires (past 80 % of its 600 s)', { timeout: 11 * 60_000 }, async ({ skip }) => {
+      if (!cp || !tokenPod) return skip();
+      const first = tokenPod.firstToken;
+      const expiresAt = Number(jwtClaims(first).exp) * 1000;
+      let seen = first;
+      await waitFor(
+        async () => {
+          seen = await readFile(tokenPod!.copy, 'utf8').catch(() => first);
+          return seen !== first && seen.split('.').length === 3;
+        },
+        'the refreshed token in the container',
+        Math.max(expiresAt - Date.now(), 1_000),
+      );
+      expect(Date.now()).toBeLessThan(expiresAt);
+      const claims = jwtClaims(seen);
+      expect(Number(claims.exp)).toBeGreaterThan(Number(jwtClaims(first).exp));
+      // 80 % of 600 s, less at most 10 s of jitter.
+      expect(Number(claims.iat) - Number(jwtClaims(first).iat)).toBeGreaterThanOrEqual(470);
+      expect((await getWithToken(cp.server, '/api', seen, tokenPod.ca)).status).toBe(200);
+    });
   });
+}
+
+interface ShortTokenPod {
+  /** The container's copy of its token, refreshed every two seconds, on the host. */
+  copy: string;
+  firstToken: string;
+  ca: Buffer;
+}
+
+/** A pod with a 600 s projected token that copies what it sees to a host directory. */
+async function startShortTokenPod(cp: ControlPlane | null, node: string, image: string, rootDir: string): Promise<ShortTokenPod | undefined> {
+  if (!cp) return undefined;
+  const namespace = await cp.namespace('token');
+  const out = path.join(rootDir, 'host-data', namespace);
+  await cp.core.createNamespacedPod({
+    namespace,
+    body: {
+      metadata: { name: 'short-token' },
+      spec: {
+        nodeName: node,
+        terminationGracePeriodSeconds: 1,
+        automountServiceAccountToken: false,
+        volumes: [
+          { name: 'out', hostPath: { path: out, type: 'DirectoryOrCreate' } },
+          { name: 'sa', projected: { sources: [{ serviceAccountToken: { path: 'token', expirationSeconds: 600 } }, { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } }] } },
+        ],
+        containers: [
+          {
+            name: 'app',
+            image,
+            command: ['sh', '-c', "trap 'exit 0' TERM; while true; do cat /sa/token > /out/token; sleep 2; done"],
+            volumeMounts: [
+              { name: 'out', mountPath: '/out' },
+              { name: 'sa', mountPath: '/sa' },
+            ],
+          },
+        ],
+      },
+    },
+  });
+  const copy = path.join(out, 'token');
+  await waitFor(async () => (await readFile(copy, 'utf8').catch(() => '')).split('.').length === 3, 'the short-lived token in the container', 60_000);
+  return { copy, firstToken: await readFile(copy, 'utf8'), ca: Buffer.from((await cp.core.readNamespacedConfigMap({ namespace, name: 'kube-root-ca.crt' })).data!['ca.crt']!) };
+}
+
+/** A GET of the API server with a bearer token, trusting only `ca`. */
+function getWithToken(server: string, urlPath: string, token: string, ca: Buffer): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = https.request(`${server}${urlPath}`, { headers: { authorization: `Bearer ${token}` }, ca, timeout: 10_000 }, (res) => {
+      let body = '';
+      res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** A JWT's claims (not verified: the API server's answer is the check). */
+function jwtClaims(token: string): Record<string, unknown> {
+  return JSON.parse(Buffer.from(token.split('.')[1] ?? '', 'base64url').toString()) as Record<string, unknown>;
+}
+
+/** The mount points at or under `dir`, as findmnt lists them. */
+async function mountsUnder(dir: string): Promise<string[]> {
+  const { stdout } = await promisify(execFile)('findmnt', ['-rn', '-o', 'TARGET']);
+  return stdout.split('\n').map((line) => line.replace(/\\x20/g, ' ')).filter((target) => target === dir || target.startsWith(`${dir}/`));
 }

@@ -4,12 +4,13 @@
  * answers), each bounded by a timeout, never on fixed sleeps.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { vi } from 'vitest';
 import type { Pod } from '../../src/api/types.ts';
+import { removeAgentDir } from './removeAgentDir.ts';
 
 const repoRoot = path.resolve(import.meta.dirname, '../..');
 
@@ -151,7 +152,7 @@ export async function runStatelet(args: string[], options: { rootDir?: string; c
         child.kill('SIGTERM');
         await agent.waitForExit().catch(() => child.kill('SIGKILL'));
       }
-      if (!options.rootDir) await rm(rootDir, { recursive: true, force: true });
+      if (!options.rootDir) await removeAgentDir(rootDir);
     },
   };
   await agent.waitForLog(/statelet is running|statelet: /);

@@ -6,7 +6,8 @@
  * `system:nodes`, so an agent given that kubeconfig has exactly a real node's rights.
  *
  * No controller-manager and no scheduler run: tests bind pods themselves (`spec.nodeName`) and
- * create the `default` ServiceAccount of a namespace they use (`ensureServiceAccount`).
+ * create the `default` ServiceAccount of a namespace they use (`ensureServiceAccount`); the
+ * `kube-root-ca.crt` ConfigMap is published in `default` and in every namespace made with `namespace()`.
  *
  * Where Go is missing the suite skips, loudly, outside CI; on CI (`CI=true`) it fails instead.
  */
@@ -208,6 +209,14 @@ export async function startControlPlane(options: { nodeNames: string[]; required
   const core = admin.makeApiClient(k8s.CoreV1Api);
   // The apiserver creates these itself once its bootstrap hooks have run.
   for (const name of ['default', 'kube-node-lease']) await waitFor(async () => !!(await core.readNamespace({ name }).catch(() => null)), `namespace ${name}`);
+  // What kube-controller-manager's root-ca-cert-publisher does (none runs here): every namespace
+  // gets the cluster CA as `kube-root-ca.crt`, which each pod's kube-api-access volume projects.
+  const caPem = await readFile(caFile, 'utf8');
+  const publishRootCA = (namespace: string) =>
+    core.createNamespacedConfigMap({ namespace, body: { metadata: { name: 'kube-root-ca.crt' }, data: { 'ca.crt': caPem } } }).catch((err: unknown) => {
+      if ((err as { code?: number }).code !== 409) throw err;
+    });
+  await publishRootCA('default');
 
   let serial = 0;
   const stop = async (options: { crash?: boolean } = {}) => {
@@ -238,6 +247,7 @@ export async function startControlPlane(options: { nodeNames: string[]; required
       const name = `${prefix}-${process.pid}-${++serial}`;
       await core.createNamespace({ body: { metadata: { name } } });
       await core.createNamespacedServiceAccount({ namespace: name, body: { metadata: { name: 'default' } } });
+      await publishRootCA(name);
       return name;
     },
     output: () => output,

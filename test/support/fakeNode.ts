@@ -15,6 +15,7 @@ import { type NodeConfig, composeNode } from '../../src/kubelet/composeNode.ts';
 import { type Logger, silentLogger } from '../../src/log.ts';
 import { TestRuntime } from './testRuntime.ts';
 import { IMAGE, testClock } from './pods.ts';
+import { diskOnly } from '../../src/volumes/mounter.ts';
 
 export interface FakeNodeOptions {
   /** Node settings that differ from the agent's defaults. */
@@ -62,6 +63,9 @@ export function startFakeNode(options: FakeNodeOptions = {}) {
     clock,
     log: options.log ?? silentLogger,
     random: options.random ?? (() => 0),
+    // A unit-test node mounts nothing on the host (a node a test never stops would leave its
+    // tmpfs behind); tmpfs itself is tested in test/volumes and by the agents of the cluster suite.
+    mounter: diskOnly,
     ...(options.expectedSources ? { sources: { logic: fromCallback(() => {}), expected: options.expectedSources } } : {}),
   });
   const stop = () => {

@@ -9,6 +9,7 @@ import path from 'node:path';
 import { type Agent, startAgent } from '../../src/agent/agent.ts';
 import { parseCommandLine } from '../../src/cli/flags.ts';
 import { silentLogger } from '../../src/log.ts';
+import { removeAgentDir } from './removeAgentDir.ts';
 
 export interface SimAgent {
   agent: Agent;
@@ -51,7 +52,7 @@ export async function startSimAgent(node: string, extraArgs: string[] = [], file
     manifests,
     stop: async () => {
       await agent.stop();
-      await rm(dir, { recursive: true, force: true });
+      await removeAgentDir(dir);
     },
   };
 }
