@@ -32,6 +32,9 @@ export interface VolumeMount {
   mountPath: string;
   readOnly?: boolean;
   subPath?: string;
+  /** A subPath with `$(VAR)` references to the container's environment. */
+  subPathExpr?: string;
+  mountPropagation?: string;
 }
 
 export interface KeySelector {

@@ -1,10 +1,16 @@
 /**
  * ConfigMaps and Secrets as containers' environments and volumes use them, read over the API
  * server with the node's identity (the Node authorizer allows only those referenced by pods bound
- * to this node). Not found is `null`; any other failure is thrown (the caller's sync retries). Each start reads
- * afresh (there is no watch-based cache yet, as the kubelet's configmap and secret managers keep),
- * but starts that ask for the same object while a read of it is under way share that read: a
- * burst of pods referring to one ConfigMap costs one request, not one per container.
+ * to this node). Not found is `null`; any other failure is thrown (the caller's sync retries).
+ *
+ * Reads that may be a little old (a volume's refresh at each pod sync) are served from a cache for
+ * up to `ttlMs`, the kubelet's `Cache` change-detection strategy (pkg/kubelet/util/manager
+ * cache_based_manager.go, its default TTL of one minute): a node of 1,000 pods that all mount
+ * `kube-root-ca.crt` then asks for it once a minute, not at each pod's sync. A read with
+ * `maxAgeMs: 0` goes to the API server (a container's start, a pod's first volume setup: a new pod
+ * sees the objects as they are now, as the kubelet refetches an object a new pod refers to). An
+ * object found missing is not cached: the pod waiting for it starts as soon as it exists. Reads of
+ * one object under way at the same time share one request.
  */
 import { isNotFound, type KubeApi } from './api.ts';
 
@@ -16,9 +22,13 @@ export interface ConfigMapData {
 
 /** Reads ConfigMaps and Secrets (a Secret's values decoded to bytes). */
 export interface ObjectReader {
-  configMap(namespace: string, name: string): Promise<ConfigMapData | null>;
-  secret(namespace: string, name: string): Promise<Record<string, Buffer> | null>;
+  /** `maxAgeMs`: how old a cached copy may be (default: the reader's TTL; 0: read now). */
+  configMap(namespace: string, name: string, maxAgeMs?: number): Promise<ConfigMapData | null>;
+  secret(namespace: string, name: string, maxAgeMs?: number): Promise<Record<string, Buffer> | null>;
 }
+
+/** The kubelet's default TTL of its cache-based ConfigMap and Secret managers. */
+export const OBJECT_CACHE_TTL_MS = 60_000;
 
 const bytes = (values: Record<string, string> | undefined) => Object.fromEntries(Object.entries(values ?? {}).map(([k, v]) => [k, Buffer.from(v, 'base64')]));
 
@@ -31,29 +41,53 @@ async function orNull<T>(read: () => Promise<T>): Promise<T | null> {
   }
 }
 
-/** Reads by key, sharing a read that is under way with whoever asks for the same key meanwhile. */
-function shared<T>(read: (namespace: string, name: string) => Promise<T>): (namespace: string, name: string) => Promise<T> {
-  const inFlight = new Map<string, Promise<T>>();
-  return (namespace, name) => {
+interface CacheOptions {
+  ttlMs: number;
+  now(): number;
+}
+
+/**
+ * Reads by key, from the cache when the copy is young enough, sharing a read that is under way
+ * with whoever asks for the same key meanwhile.
+ */
+function cached<T>(read: (namespace: string, name: string) => Promise<T | null>, options: CacheOptions): (namespace: string, name: string, maxAgeMs?: number) => Promise<T | null> {
+  const inFlight = new Map<string, Promise<T | null>>();
+  const copies = new Map<string, { value: T; at: number }>();
+  const sweep = () => {
+    for (const [key, copy] of copies) if (options.now() - copy.at > options.ttlMs) copies.delete(key);
+  };
+  return (namespace, name, maxAgeMs = options.ttlMs) => {
     const key = `${namespace}/${name}`;
+    const copy = copies.get(key);
+    if (copy && options.now() - copy.at <= maxAgeMs) return Promise.resolve(copy.value);
     let pending = inFlight.get(key);
     if (!pending) {
-      pending = read(namespace, name).finally(() => inFlight.delete(key));
+      const startedAt = options.now();
+      pending = read(namespace, name)
+        .then((value) => {
+          if (value === null) copies.delete(key);
+          else {
+            if (copies.size >= 1024) sweep();
+            copies.set(key, { value, at: startedAt });
+          }
+          return value;
+        })
+        .finally(() => inFlight.delete(key));
       inFlight.set(key, pending);
     }
     return pending;
   };
 }
 
-export function apiObjectReader(api: KubeApi): ObjectReader {
+export function apiObjectReader(api: KubeApi, options: CacheOptions = { ttlMs: OBJECT_CACHE_TTL_MS, now: Date.now }): ObjectReader {
   return {
-    configMap: shared(async (namespace, name) => {
+    configMap: cached(async (namespace, name) => {
       const found = await orNull(() => api.getConfigMap(namespace, name));
       return found ? { data: found.data ?? {}, binaryData: bytes(found.binaryData) } : null;
-    }),
-    secret: shared(async (namespace, name) => {
+    }, options),
+    secret: cached(async (namespace, name) => {
       const found = await orNull(() => api.getSecret(namespace, name));
       return found ? bytes(found.data) : null;
-    }),
+    }, options),
   };
 }

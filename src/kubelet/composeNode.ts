@@ -45,7 +45,7 @@ import { StatusManager } from '../status/manager.ts';
 import type { NodeInfo } from '../lifecycle/admit.ts';
 import { amounts } from '../api/quantity.ts';
 import { ApiEventRecorder, type EventRecorder, loggingRecorder, nodeReference } from '../record/recorder.ts';
-import { apiObjectReader } from '../client/objects.ts';
+import { OBJECT_CACHE_TTL_MS, apiObjectReader } from '../client/objects.ts';
 import { createReflector } from '../client/reflector.ts';
 import type { Service } from '../api/cluster.ts';
 import type { NodeDns } from '../kuberuntime/dns.ts';
@@ -182,7 +182,7 @@ export function composeNode(deps: NodeDeps): Node {
     recorder,
     ...(config.nodeIp ? { hostIPs: config.nodeIp.split(',') } : {}),
     allocatable: () => nodeInfo().allocatable,
-    ...(cluster ? { objects: apiObjectReader(cluster.api) } : {}),
+    ...(cluster ? { objects: apiObjectReader(cluster.api, { ttlMs: OBJECT_CACHE_TTL_MS, now }) } : {}),
     ...(deps.dns ? { dns: deps.dns } : {}),
     ...(cluster ? { services: () => services } : {}),
     podsDir,

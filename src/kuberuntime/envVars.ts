@@ -54,11 +54,11 @@ export async function readReferencedObjects(
 ): Promise<Pick<EnvInputs, 'configMaps' | 'secrets'>> {
   const { configMaps, secrets } = referencedObjects(container);
   const ns = pod.metadata.namespace;
-  // The environment reads a ConfigMap's `data` and a Secret's values as text.
+  // The environment reads a ConfigMap's `data` and a Secret's values as text, as they are now (no cached copy).
   const asText = {
-    configMap: async (name: string) => (await reader!.configMap(ns, name))?.data ?? null,
+    configMap: async (name: string) => (await reader!.configMap(ns, name, 0))?.data ?? null,
     secret: async (name: string) => {
-      const found = await reader!.secret(ns, name);
+      const found = await reader!.secret(ns, name, 0);
       return found ? Object.fromEntries(Object.entries(found).map(([k, v]) => [k, v.toString('utf8')])) : null;
     },
   };

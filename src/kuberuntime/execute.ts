@@ -20,7 +20,7 @@ import {
 import type { ImagePulls } from '../runtime/callTrace.ts';
 import type { CallOptions, ImageService, Mount } from '../runtime/types.ts';
 import { isNotFound } from '../runtime/types.ts';
-import { ContainerConfigError, containerConfig, sandboxConfig } from './configs.ts';
+import { ContainerConfigError, containerConfig, expandVars, sandboxConfig } from './configs.ts';
 import { containerHash } from './hash.ts';
 import { ensureImage, errorText } from './images.ts';
 import { HookError, type HookTarget, hookHost, realHookIO, runLifecycleHandler } from './hooks.ts';
@@ -37,6 +37,7 @@ import { setUpPodVolumes, tearDownPodVolumes } from '../volumes/setUp.ts';
 import { type Mounter, diskOnly } from '../volumes/mounter.ts';
 import type { TokenManager } from '../volumes/tokens.ts';
 import { containerMounts, unsupportedVolumes } from '../volumes/plan.ts';
+import { resolveSubPaths } from '../volumes/subPath.ts';
 import path from 'node:path';
 import type { ResourceAmounts } from '../api/quantity.ts';
 import type { Service } from '../api/cluster.ts';
@@ -370,9 +371,12 @@ async function startContainer(
     const allocatable = deps.allocatable?.();
     const services = deps.services ? deps.services() : [];
     const envs = makeEnvironment({ pod, container, podIPs, hostIPs, services, ...objects, ...(allocatable ? { allocatable } : {}) });
-    const volumeMounts = deps.podsDir ? containerMounts(deps.podsDir, pod, container) : { mounts: [] };
+    const env = new Map(envs.map((e) => [e.key, e.value]));
+    const volumeMounts = deps.podsDir ? containerMounts(deps.podsDir, pod, container, (text) => expandVars(text, env)) : { mounts: [] };
     if ('error' in volumeMounts) throw new ContainerConfigError(volumeMounts.error);
-    const mounts: Mount[] = [...volumeMounts.mounts];
+    const resolved = await resolveSubPaths(volumeMounts.mounts, container.name);
+    if ('error' in resolved) throw new ContainerConfigError(resolved.error);
+    const mounts: Mount[] = [...resolved.mounts];
     if (deps.podsDir && mountsManagedHosts(container, podIPs)) mounts.push(await hostsMount(deps.podsDir, pod, podIPs, deps.dns?.clusterDomain ?? ''));
     config = containerConfig(pod, container, type, restartCount, image.image, envs, mounts);
   } catch (err) {

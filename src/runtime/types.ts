@@ -104,10 +104,14 @@ export interface ContainerMetadata {
   attempt: number;
 }
 
+export type MountPropagation = 'PROPAGATION_PRIVATE' | 'PROPAGATION_HOST_TO_CONTAINER' | 'PROPAGATION_BIDIRECTIONAL';
+
 export interface Mount {
   containerPath: string;
   hostPath: string;
   readonly: boolean;
+  /** Absent: private. */
+  propagation?: MountPropagation;
 }
 
 export interface ContainerConfig {

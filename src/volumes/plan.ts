@@ -16,6 +16,7 @@ import path from 'node:path';
 import type { Container, EnvVarSource, Pod } from '../api/types.ts';
 import { containerResourceValue, formatMap, podFieldValue } from '../api/downward.ts';
 import type { ResourceAmounts } from '../api/quantity.ts';
+import type { MountPropagation } from '../runtime/types.ts';
 
 export interface KeyToPath {
   key: string;
@@ -53,9 +54,28 @@ export interface DownwardItem {
 export type Plugin = 'emptyDir' | 'configMap' | 'secret' | 'downwardAPI' | 'projected' | 'hostPath';
 
 export interface VolumeMountPlan {
+  volumeName: string;
   containerPath: string;
   hostPath: string;
   readonly: boolean;
+  propagation?: MountPropagation;
+  /** A path inside the volume to mount instead of its root (validated, expanded), resolved by subPath.ts. */
+  subPath?: string;
+}
+
+/** The CRI propagation of a volumeMount's mode (kubelet_pods.go translateMountPropagation). */
+export function mountPropagation(mode: string | undefined): MountPropagation | Error {
+  if (mode === undefined || mode === 'None') return 'PROPAGATION_PRIVATE';
+  if (mode === 'HostToContainer') return 'PROPAGATION_HOST_TO_CONTAINER';
+  if (mode === 'Bidirectional') return 'PROPAGATION_BIDIRECTIONAL';
+  return new Error(`invalid MountPropagation mode: "${mode}"`);
+}
+
+/** Why a subPath cannot be used (kubelet_pods.go makeMounts), or null. */
+export function subPathProblem(subPath: string): string | null {
+  if (subPath.startsWith('/')) return `error SubPath \`${subPath}\` must not be an absolute path`;
+  if (subPath.split('/').includes('..')) return `unable to provision SubPath \`${subPath}\`: must not contain '..'`;
+  return null;
 }
 
 /** The plugin directory names (`kubernetes.io/empty-dir` with `/` as `~`). */
@@ -108,8 +128,11 @@ export function mountedVolumes(pod: Pod): PodVolume[] {
   return podVolumes(pod).filter((v) => used.has(v.name));
 }
 
-/** The container's mounts, or the error that keeps it from starting. */
-export function containerMounts(podsDir: string, pod: Pod, container: Container): { mounts: VolumeMountPlan[] } | { error: string } {
+/**
+ * The container's mounts, or the error that keeps it from starting. `expand` replaces `$(VAR)`
+ * references of a subPathExpr with the container's environment.
+ */
+export function containerMounts(podsDir: string, pod: Pod, container: Container, expand: (text: string) => string = (t) => t): { mounts: VolumeMountPlan[] } | { error: string } {
   const volumes = new Map(podVolumes(pod).map((v) => [v.name, v]));
   const mounts: VolumeMountPlan[] = [];
   for (const mount of container.volumeMounts ?? []) {
@@ -120,7 +143,16 @@ export function containerMounts(podsDir: string, pod: Pod, container: Container)
     // ConfigMap, Secret, downwardAPI and projected volumes are always read-only (their plugins say so).
     const plugin = pluginOf(volume);
     const readonly = mount.readOnly === true || (plugin !== 'emptyDir' && plugin !== 'hostPath');
-    mounts.push({ containerPath, hostPath: volumeDir(podsDir, pod, volume), readonly });
+    const propagation = mountPropagation(mount.mountPropagation);
+    if (propagation instanceof Error) return { error: propagation.message };
+    const plan: VolumeMountPlan = { volumeName: volume.name, containerPath, hostPath: volumeDir(podsDir, pod, volume), readonly, propagation };
+    const subPath = mount.subPathExpr ? expand(mount.subPathExpr) : mount.subPath;
+    if (subPath) {
+      const problem = subPathProblem(subPath);
+      if (problem) return { error: problem };
+      plan.subPath = subPath;
+    }
+    mounts.push(plan);
   }
   return { mounts };
 }

@@ -8,8 +8,9 @@
  *   `plugins/kubernetes.io~empty-dir/<name>`;
  * - configMap (on disk), secret, downwardAPI and projected (on tmpfs, as their plugins wrap a
  *   memory-backed emptyDir): their files written with the atomic writer (atomicWriter.ts), from
- *   the objects read with the node's identity, the pod's own fields, and service-account tokens
- *   asked of the TokenRequest API (tokens.ts);
+ *   the objects read with the node's identity (as they are now at a volume's first setup, then
+ *   at most the object reader's TTL old), the pod's own fields, and service-account tokens asked
+ *   of the TokenRequest API (tokens.ts);
  * - hostPath (pkg/volume/hostpath): the node's path itself, checked (and created, for the
  *   `…OrCreate` types) by its `type`.
  * Teardown unmounts what was mounted under the pod, forgets its tokens and removes its directory.
@@ -66,7 +67,7 @@ export async function setUpPodVolumes(deps: VolumeDeps, pod: Pod): Promise<void>
     try {
       if (plugin === 'hostPath') await checkHostPath(volume.hostPath!);
       else if (plugin === 'emptyDir') await setUpEmptyDir(deps, pod, volume);
-      else await writePayload(deps, pod, volume, await payloadOf(deps, pod, volume));
+      else await writePayload(deps, pod, volume);
     } catch (err) {
       throw new VolumeSetUpError(`MountVolume.SetUp failed for volume "${volume.name}" : ${err instanceof Error ? err.message : String(err)}`);
     }
@@ -108,23 +109,27 @@ async function setUpEmptyDir(deps: VolumeDeps, pod: Pod, volume: PodVolume): Pro
   await writeFile(path.join(marker, 'ready'), '');
 }
 
-async function writePayload(deps: VolumeDeps, pod: Pod, volume: PodVolume, payload: Payload): Promise<void> {
-  if ('error' in payload) throw new Error(payload.error);
+async function writePayload(deps: VolumeDeps, pod: Pod, volume: PodVolume): Promise<void> {
   const dir = volumeDir(deps.podsDir, pod, volume);
+  // A volume's first setup reads its objects as they are now; its refreshes may use the reader's
+  // cached copies (at most its TTL old).
+  const first = !(await lstat(path.join(dir, '..data')).catch(() => null));
+  const payload = await payloadOf(deps, pod, volume, first ? 0 : undefined);
+  if ('error' in payload) throw new Error(payload.error);
   // ConfigMaps are on disk; secrets, the downward API and projections in memory.
   await prepareDir(deps, pod, volume, dir, !volume.configMap);
   await writeAtomically(dir, payload.files, new Date(deps.now()));
 }
 
-async function payloadOf(deps: VolumeDeps, pod: Pod, volume: PodVolume): Promise<Payload> {
+async function payloadOf(deps: VolumeDeps, pod: Pod, volume: PodVolume, maxAgeMs: number | undefined): Promise<Payload> {
   if (volume.downwardAPI) return downwardPayload(pod, volume, deps.allocatable);
-  if (volume.configMap) return keyedPayload(volume, await configMapValues(deps, pod.metadata.namespace, volume.configMap.name ?? ''));
-  if (volume.secret) return keyedPayload(volume, await secretValues(deps, pod.metadata.namespace, volume.secret.secretName ?? ''));
-  return projectedPayload(pod, volume, await projectionInputs(deps, pod, volume), deps.allocatable);
+  if (volume.configMap) return keyedPayload(volume, await configMapValues(deps, pod.metadata.namespace, volume.configMap.name ?? '', maxAgeMs));
+  if (volume.secret) return keyedPayload(volume, await secretValues(deps, pod.metadata.namespace, volume.secret.secretName ?? '', maxAgeMs));
+  return projectedPayload(pod, volume, await projectionInputs(deps, pod, volume, maxAgeMs), deps.allocatable);
 }
 
 /** Reads what a projected volume's sources need; a failed read is that source's error, not the volume's end. */
-async function projectionInputs(deps: VolumeDeps, pod: Pod, volume: PodVolume) {
+async function projectionInputs(deps: VolumeDeps, pod: Pod, volume: PodVolume, maxAgeMs: number | undefined) {
   const objects = new Map<number, Readonly<Record<string, Buffer>> | null>();
   const tokens = new Map<number, string | Error>();
   const errors: string[] = [];
@@ -132,8 +137,8 @@ async function projectionInputs(deps: VolumeDeps, pod: Pod, volume: PodVolume) {
   await Promise.all(
     (volume.projected?.sources ?? []).map(async (source, index) => {
       try {
-        if (source.configMap) objects.set(index, await configMapValues(deps, ns, source.configMap.name ?? ''));
-        else if (source.secret) objects.set(index, await secretValues(deps, ns, source.secret.name ?? ''));
+        if (source.configMap) objects.set(index, await configMapValues(deps, ns, source.configMap.name ?? '', maxAgeMs));
+        else if (source.secret) objects.set(index, await secretValues(deps, ns, source.secret.name ?? '', maxAgeMs));
         else if (source.serviceAccountToken) tokens.set(index, await serviceAccountToken(deps, pod, source.serviceAccountToken));
       } catch (err) {
         errors.push(err instanceof Error ? err.message : String(err));
@@ -160,15 +165,15 @@ async function serviceAccountToken(deps: VolumeDeps, pod: Pod, source: { audienc
   }
 }
 
-async function configMapValues(deps: VolumeDeps, ns: string, name: string): Promise<Record<string, Buffer> | null> {
+async function configMapValues(deps: VolumeDeps, ns: string, name: string, maxAgeMs: number | undefined): Promise<Record<string, Buffer> | null> {
   if (!deps.objects) throw new Error(`cannot get configmap ${ns}/${name}: this node has no API server`);
-  const found = await deps.objects.configMap(ns, name);
+  const found = await deps.objects.configMap(ns, name, maxAgeMs);
   return found ? { ...Object.fromEntries(Object.entries(found.data).map(([k, v]) => [k, Buffer.from(v)])), ...found.binaryData } : null;
 }
 
-async function secretValues(deps: VolumeDeps, ns: string, name: string): Promise<Record<string, Buffer> | null> {
+async function secretValues(deps: VolumeDeps, ns: string, name: string, maxAgeMs: number | undefined): Promise<Record<string, Buffer> | null> {
   if (!deps.objects) throw new Error(`cannot get secret ${ns}/${name}: this node has no API server`);
-  return deps.objects.secret(ns, name);
+  return deps.objects.secret(ns, name, maxAgeMs);
 }
 
 async function checkHostPath(volume: { path: string; type?: string }): Promise<void> {

@@ -24,9 +24,27 @@ describe('apiObjectReader', () => {
     held.release();
     expect(await Promise.all(reads)).toEqual(Array(50).fill({ data: { MODE: 'fast' }, binaryData: {} }));
     expect(api.count('getConfigMap')).toBe(1);
-    // Once done, the next start reads afresh.
+    // Once done, a read that must be fresh (a start) goes to the API server.
     api.configMaps.set('shop/cfg', { data: { MODE: 'slow' } });
-    expect(await reader.configMap('shop', 'cfg')).toEqual({ data: { MODE: 'slow' }, binaryData: {} });
+    expect(await reader.configMap('shop', 'cfg', 0)).toEqual({ data: { MODE: 'slow' }, binaryData: {} });
+  });
+
+  it('serves reads that may be old from a copy up to the TTL old, and never caches a missing object', async () => {
+    const api = new MemoryApi();
+    let now = 0;
+    const reader = apiObjectReader(api, { ttlMs: 60_000, now: () => now });
+    api.configMaps.set('shop/cfg', { data: { MODE: 'fast' } });
+    await reader.configMap('shop', 'cfg', 0);
+    api.configMaps.set('shop/cfg', { data: { MODE: 'slow' } });
+    now = 60_000;
+    expect((await reader.configMap('shop', 'cfg'))?.data).toEqual({ MODE: 'fast' });
+    expect(api.count('getConfigMap')).toBe(1);
+    now = 60_001;
+    expect((await reader.configMap('shop', 'cfg'))?.data).toEqual({ MODE: 'slow' });
+    expect(await reader.secret('shop', 'later')).toBeNull();
+    api.secrets.set('shop/later', { data: {} });
+    expect(await reader.secret('shop', 'later')).toEqual({});
+    expect(api.count('getSecret')).toBe(2);
   });
 
   it('passes on a failed read other than not found', async () => {

@@ -444,7 +444,7 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
       expect(await readFile(path.join(volume, 'out', 'state'), 'utf8')).toBe('ready\n');
     });
 
-    it('mounts ConfigMap and Secret volumes (modes, updates) and holds a pod whose ConfigMap is missing until it exists', { timeout: 120_000 }, async ({ skip }) => {
+    it('mounts ConfigMap and Secret volumes (modes, updates) and holds a pod whose ConfigMap is missing until it exists', { timeout: 180_000 }, async ({ skip }) => {
       if (!cp) return skip();
       const namespace = await cp.namespace('keyed');
       await cp.core.createNamespacedConfigMap({ namespace, body: { metadata: { name: 'settings' }, data: { MODE: 'fast' } } });
@@ -480,9 +480,9 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
       expect(pod.status?.phase).toBe('Running');
       const volumes = path.join(agent!.rootDir, 'pods', pod.metadata!.uid!, 'volumes');
       expect((await stat(path.join(volumes, 'kubernetes.io~secret', 'secret', 'password'))).mode & 0o777).toBe(0o400);
-      // An update of the ConfigMap reaches the mounted file.
+      // An update of the ConfigMap reaches the mounted file: within the object cache's TTL (1 min) and a sync (10 s here).
       await cp.core.replaceNamespacedConfigMap({ namespace, name: 'settings', body: { metadata: { name: 'settings' }, data: { MODE: 'slow' } } });
-      await waitFor(async () => (await readFile(path.join(volumes, 'kubernetes.io~configmap', 'config', 'MODE'), 'utf8')) === 'slow', 'the updated ConfigMap in the volume', 40_000);
+      await waitFor(async () => (await readFile(path.join(volumes, 'kubernetes.io~configmap', 'config', 'MODE'), 'utf8')) === 'slow', 'the updated ConfigMap in the volume', 90_000);
       expect(agent!.output()).not.toContain('hunter2');
 
       // A pod whose ConfigMap does not exist yet waits, saying why, and starts once it exists.
@@ -575,6 +575,42 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
         'the FailedMount event of the missing directory',
       );
     });
+    it('mounts one key of a ConfigMap with subPath, and a per-pod directory of an emptyDir with subPathExpr', { timeout: 60_000 }, async ({ skip }) => {
+      if (!cp) return skip();
+      const namespace = await cp.namespace('subpath');
+      await cp.core.createNamespacedConfigMap({ namespace, body: { metadata: { name: 'app' }, data: { 'app.conf': 'mode=fast', other: 'x' } } });
+      await cp.core.createNamespacedPod({
+        namespace,
+        body: {
+          metadata: { name: 'sub' },
+          spec: {
+            nodeName: NODE,
+            restartPolicy: 'Never',
+            volumes: [
+              { name: 'config', configMap: { name: 'app' } },
+              { name: 'scratch', emptyDir: {} },
+            ],
+            containers: [
+              {
+                name: 'app',
+                image: runtime.image,
+                command: ['sh', '-c', 'grep -q mode=fast /etc/app.conf && test ! -e /etc/other && echo done > /work/out'],
+                env: [{ name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
+                volumeMounts: [
+                  { name: 'config', mountPath: '/etc/app.conf', subPath: 'app.conf' },
+                  { name: 'scratch', mountPath: '/work', subPathExpr: '$(POD_NAME)' },
+                ],
+              },
+            ],
+          },
+        },
+      });
+      const done = (await cp.waitFor<V1Pod>(pods(namespace), 'sub', (p) => p?.status?.phase === 'Succeeded' || p?.status?.phase === 'Failed', 30_000))!;
+      expect(done.status?.phase).toBe('Succeeded');
+      const scratch = path.join(agent!.rootDir, 'pods', done.metadata!.uid!, 'volumes', 'kubernetes.io~empty-dir', 'scratch');
+      expect(await readFile(path.join(scratch, 'sub', 'out'), 'utf8')).toBe('done\n');
+    });
+
     it('gives every pod its kube-api-access volume: the token authenticates to the API server with the mounted CA; on tmpfs; gone with the pod', { timeout: 90_000 }, async ({ skip }) => {
       if (!cp) return skip();
       const namespace = await cp.namespace('access');

@@ -1,6 +1,6 @@
 /** Volume layout and container mounts (kubelet_pods.go makeMounts), table-tested. */
 import { describe, expect, it } from 'vitest';
-import type { Container, Pod } from '../../src/api/types.ts';
+import type { Container, Pod, VolumeMount } from '../../src/api/types.ts';
 import { containerMounts, downwardPayload, hostPathCheck, keyedPayload, mountedVolumes, projectedPayload, unsupportedVolumes } from '../../src/volumes/plan.ts';
 
 const c = (name: string, volumeMounts: Container['volumeMounts']): Container => ({ name, image: 'busybox:1', volumeMounts });
@@ -29,9 +29,9 @@ describe('containerMounts', () => {
   it('mounts from the pod directory, makes relative paths absolute, keeps readOnly, projections always read-only; leaves out unsupported plugins', () => {
     expect(containerMounts('/var/lib/statelet/pods', p, p.spec.containers[0]!)).toEqual({
       mounts: [
-        { containerPath: '/work', hostPath: '/var/lib/statelet/pods/u1/volumes/kubernetes.io~empty-dir/scratch', readonly: false },
-        { containerPath: '/cache', hostPath: '/var/lib/statelet/pods/u1/volumes/kubernetes.io~empty-dir/cache', readonly: true },
-        { containerPath: '/var/run/secrets/kubernetes.io/serviceaccount', hostPath: '/var/lib/statelet/pods/u1/volumes/kubernetes.io~projected/token', readonly: true },
+        { volumeName: 'scratch', containerPath: '/work', hostPath: '/var/lib/statelet/pods/u1/volumes/kubernetes.io~empty-dir/scratch', readonly: false, propagation: 'PROPAGATION_PRIVATE' },
+        { volumeName: 'cache', containerPath: '/cache', hostPath: '/var/lib/statelet/pods/u1/volumes/kubernetes.io~empty-dir/cache', readonly: true, propagation: 'PROPAGATION_PRIVATE' },
+        { volumeName: 'token', containerPath: '/var/run/secrets/kubernetes.io/serviceaccount', hostPath: '/var/lib/statelet/pods/u1/volumes/kubernetes.io~projected/token', readonly: true, propagation: 'PROPAGATION_PRIVATE' },
       ],
     });
   });
@@ -43,6 +43,21 @@ describe('containerMounts', () => {
   it('names the volumes it does not mount, and sets up only mounted ones', () => {
     expect(unsupportedVolumes(p)).toEqual(['volume "claim" (persistentVolumeClaim) is not mounted: this node does not support persistentVolumeClaim volumes yet']);
     expect(mountedVolumes(p).map((v) => v.name)).toEqual(['scratch', 'cache', 'token', 'claim']);
+  });
+
+  it.each<[Partial<VolumeMount>, unknown]>([
+    [{ mountPropagation: 'HostToContainer' }, { propagation: 'PROPAGATION_HOST_TO_CONTAINER' }],
+    [{ mountPropagation: 'Bidirectional' }, { propagation: 'PROPAGATION_BIDIRECTIONAL' }],
+    [{ mountPropagation: 'None' }, { propagation: 'PROPAGATION_PRIVATE' }],
+    [{ mountPropagation: 'Sideways' }, { error: 'invalid MountPropagation mode: "Sideways"' }],
+    [{ subPath: 'logs/app' }, { subPath: 'logs/app' }],
+    [{ subPathExpr: '$(POD_NAME)/out' }, { subPath: 'web/out' }],
+    [{ subPath: '/etc' }, { error: 'error SubPath `/etc` must not be an absolute path' }],
+    [{ subPath: 'a/../../etc' }, { error: "unable to provision SubPath `a/../../etc`: must not contain '..'" }],
+  ])('volumeMount %j: %j', (fields, expected) => {
+    const q = pod([c('app', [{ name: 'scratch', mountPath: '/x', ...fields }])], [{ name: 'scratch', emptyDir: {} }]);
+    const result = containerMounts('/p', q, q.spec.containers[0]!, (text) => text.replace('$(POD_NAME)', 'web'));
+    expect('error' in result ? result : result.mounts[0]).toMatchObject(expected as object);
   });
 
   it('counts init containers among the users of a volume', () => {
@@ -130,7 +145,7 @@ describe('hostPathCheck', () => {
 
   it('mounts the node path itself, writable unless the mount says otherwise', () => {
     const p = pod([c('app', [{ name: 'logs', mountPath: '/logs' }])], [{ name: 'logs', hostPath: { path: '/var/log/app', type: 'DirectoryOrCreate' } }]);
-    expect(containerMounts('/pods', p, p.spec.containers[0]!)).toEqual({ mounts: [{ containerPath: '/logs', hostPath: '/var/log/app', readonly: false }] });
+    expect(containerMounts('/pods', p, p.spec.containers[0]!)).toEqual({ mounts: [{ volumeName: 'logs', containerPath: '/logs', hostPath: '/var/log/app', readonly: false, propagation: 'PROPAGATION_PRIVATE' }] });
   });
 });
 

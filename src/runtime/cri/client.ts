@@ -207,7 +207,7 @@ function containerConfigToWire(config: ContainerConfig): WireContainerConfig {
     args: config.args,
     workingDir: config.workingDir,
     envs: config.envs.map(({ key, value }) => ({ key, value })),
-    mounts: config.mounts.map(({ containerPath, hostPath, readonly }) => ({ containerPath, hostPath, readonly })),
+    mounts: config.mounts.map(({ containerPath, hostPath, readonly, propagation }) => ({ containerPath, hostPath, readonly, propagation: propagation ?? 'PROPAGATION_PRIVATE' })),
     labels: config.labels,
     annotations: config.annotations,
     logPath: config.logPath,

@@ -96,7 +96,7 @@ export interface WireContainerConfig {
   args: string[];
   workingDir: string;
   envs: { key: string; value: string }[];
-  mounts: { containerPath: string; hostPath: string; readonly: boolean }[];
+  mounts: { containerPath: string; hostPath: string; readonly: boolean; propagation: string }[];
   labels: KeyValueMap;
   annotations: KeyValueMap;
   logPath: string;
