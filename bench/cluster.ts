@@ -1,7 +1,12 @@
 /**
  * Worker: statelet on sim:// as the node of a real control plane (kube-apiserver + etcd, the
  * cluster tests' build), with the node's identity.
- *   node --expose-gc --import tsx bench/cluster.ts --n=100 --idle-ms=60000 [--out=FILE]
+ *   node --expose-gc --import tsx bench/cluster.ts --n=100 --idle-ms=60000 [--volumes=none|three] [--out=FILE]
+ *
+ * `--volumes=none` (the default): pods without volumes (automountServiceAccountToken false);
+ * `--volumes=three`: each pod mounts a ConfigMap, a Secret and the kube-api-access projection the
+ * API server adds (a service-account token, the cluster CA, the namespace), as a Deployment's pod
+ * usually does.
  *
  * N pods are created through the API at once (concurrent POSTs); each one's create→Running is
  * measured as a client sees it: from just before its POST to the watch event that shows it Running
@@ -18,6 +23,23 @@ import type { ClusterResult } from './results.ts';
 
 const n = Number(argValue('n') ?? 100);
 const idleMs = Number(argValue('idle-ms') ?? 60_000);
+const volumes = argValue('volumes') ?? 'none';
+if (volumes !== 'none' && volumes !== 'three') throw new Error(`--volumes is none or three, not ${volumes}`);
+
+/** The pod's spec beyond its container command: no volumes, or three. */
+function podVolumes(): Partial<k8s.V1PodSpec> & { mounts: k8s.V1VolumeMount[] } {
+  if (volumes === 'none') return { automountServiceAccountToken: false, mounts: [] };
+  return {
+    volumes: [
+      { name: 'config', configMap: { name: 'bench-config' } },
+      { name: 'secret', secret: { secretName: 'bench-secret' } },
+    ],
+    mounts: [
+      { name: 'config', mountPath: '/etc/config' },
+      { name: 'secret', mountPath: '/etc/secret' },
+    ],
+  };
+}
 
 /** The agent's API requests so far, from its /metrics. */
 async function requestsMade(port: number): Promise<{ total: number; byCall: Record<string, number> }> {
@@ -59,6 +81,11 @@ runWorker(async () => {
   let bench: Awaited<ReturnType<typeof startBenchAgent>> | undefined;
   try {
     const namespace = await cp.namespace('bench');
+    if (volumes === 'three') {
+      await cp.core.createNamespacedConfigMap({ namespace, body: { metadata: { name: 'bench-config' }, data: { 'app.conf': 'mode=fast\n', level: 'info' } } });
+      await cp.core.createNamespacedSecret({ namespace, body: { metadata: { name: 'bench-secret' }, stringData: { password: 'bench' } } });
+    }
+    const { mounts, ...volumeSpec } = podVolumes();
     bench = await startBenchAgent({ endpoint: 'sim://', manifestDir, rootDir, maxPods: n + 10, kubeconfig: cp.nodeKubeconfig(NODE_NAME), readOnlyPort: port });
     await cp.waitFor<k8s.V1Node>({ path: '/api/v1/nodes' }, NODE_NAME, (node) => node?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false, 60_000);
     progress(`cluster: node ${NODE_NAME} Ready; creating ${n} pods through the API`);
@@ -99,7 +126,12 @@ runWorker(async () => {
           namespace,
           body: {
             metadata: { name },
-            spec: { nodeName: NODE_NAME, terminationGracePeriodSeconds: 2, containers: [{ name: 'app', image: IMAGE, imagePullPolicy: 'IfNotPresent', command: ['sh', '-c', LONG_RUNNING] }] },
+            spec: {
+              nodeName: NODE_NAME,
+              terminationGracePeriodSeconds: 2,
+              ...volumeSpec,
+              containers: [{ name: 'app', image: IMAGE, imagePullPolicy: 'IfNotPresent', command: ['sh', '-c', LONG_RUNNING], volumeMounts: mounts }],
+            },
           },
           })
           .then(() => createdAt.set(name, performance.now()));
@@ -136,6 +168,7 @@ runWorker(async () => {
 
     const result: ClusterResult = {
       n,
+      volumes,
       start: {
         createToRunningMs: summarize(latencies),
         postMs: summarize(createMs),

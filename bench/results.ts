@@ -123,6 +123,8 @@ export interface Failed {
 /** bench/cluster.ts: pods created through a real API server, seen Running through a watch. */
 export interface ClusterResult {
   n: number;
+  /** none, or three per pod (a ConfigMap, a Secret, kube-api-access). */
+  volumes: string;
   start: {
     createToRunningMs: Summary;
     /** The parts of it: the POST answered; then Running in the agent; then that status seen through the watch. */
@@ -136,4 +138,12 @@ export interface ClusterResult {
   requests: { untilAllRunning: number; untilSettled: number; perPodStarted: number; byCall: Record<string, number> };
   memory: { atN: { rssMB: number; heapUsedMB: number; afterGc: boolean } };
   idle: { windowS: number; requestsPerMinute: number; byCall: Record<string, number>; cpuPercentOfOneCore: number };
+}
+
+export interface TokensResult {
+  n: number;
+  fetch: { wallMs: number };
+  refresh: { wallMs: number; cpuMsPerToken: number; requests: number };
+  write: { cpuMsPerVolume: number };
+  heapBytesPerToken: number;
 }

@@ -15,7 +15,7 @@ import { readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { ActorMeasure, ActorsResult, ClusterResult, ContainerdResult, Failed, Frames, PageResult, SimResult, Skipped } from './results.ts';
+import type { ActorMeasure, ActorsResult, ClusterResult, TokensResult, ContainerdResult, Failed, Frames, PageResult, SimResult, Skipped } from './results.ts';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const resultsFile = path.join(benchDir, 'results.json');
@@ -193,7 +193,7 @@ function printCluster(r: Run<ClusterResult | Skipped>): void {
   if (failed(r)) return void console.log(`\ncluster: ${r.error}`);
   if (skipped(r)) return void console.log(`\ncluster: SKIPPED — ${r.skipped}`);
   const s = (x: { p50: number; p99: number }) => `${x.p50} / ${x.p99}`;
-  table(`cluster — sim:// node of a real kube-apiserver + etcd, ${r.n} pods created through the API at once`, ['metric', 'value'], [
+  table(`cluster — sim:// node of a real kube-apiserver + etcd, ${r.n} pods created through the API at once, volumes: ${r.volumes}`, ['metric', 'value'], [
     ['create→Running seen through a watch p50 / p99 (ms)', s(r.start.createToRunningMs)],
     ['  POST answered p50 / p99 (ms)', s(r.start.postMs)],
     ['  then Running in the agent p50 / p99 (ms)', s(r.start.createdToRunningInAgentMs)],
@@ -207,6 +207,19 @@ function printCluster(r: Run<ClusterResult | Skipped>): void {
     ['idle API requests per minute (node heartbeat)', r.idle.requestsPerMinute],
     ['  of which', Object.entries(r.idle.byCall).map(([k, v]) => `${k} ${v}`).join(', ')],
     ['idle CPU (% of one core)', r.idle.cpuPercentOfOneCore],
+  ]);
+}
+
+function printTokens(r: Run<TokensResult | Skipped>): void {
+  if (failed(r)) return void console.log(`\ntokens: ${r.error}`);
+  if (skipped(r)) return void console.log(`\ntokens: SKIPPED — ${r.skipped}`);
+  table(`service-account tokens — ${r.n} pods' projected tokens, the node's client against a real kube-apiserver`, ['metric', 'value'], [
+    ['first fetch of all: wall (ms)', r.fetch.wallMs],
+    ['refresh of all (past 80 %): wall (ms)', r.refresh.wallMs],
+    ['refresh: CPU per token (ms; TokenRequest through the client)', r.refresh.cpuMsPerToken],
+    ['refresh: requests', r.refresh.requests],
+    ['write of each refreshed token file (atomic writer): CPU per volume (ms)', r.write.cpuMsPerVolume],
+    ['tokens held: heap per token (bytes)', r.heapBytesPerToken],
   ]);
 }
 
@@ -323,9 +336,19 @@ async function main(): Promise<void> {
   }
   if (only.includes('cluster')) {
     console.error('cluster…');
-    const cluster = await worker<ClusterResult | Skipped>('cluster.ts', ['--n=100', `--idle-ms=${quick ? 10_000 : 60_000}`]);
+    const idle = `--idle-ms=${quick ? 10_000 : 60_000}`;
+    const cluster = await worker<ClusterResult | Skipped>('cluster.ts', ['--n=100', idle, '--volumes=none']);
     results.cluster = cluster;
     printed.push(() => printCluster(cluster));
+    // The same, back to back, with each pod mounting a ConfigMap, a Secret and kube-api-access.
+    console.error('cluster with three volumes per pod…');
+    const withVolumes = await worker<ClusterResult | Skipped>('cluster.ts', ['--n=100', idle, '--volumes=three']);
+    results.clusterVolumes = withVolumes;
+    printed.push(() => printCluster(withVolumes));
+    console.error('service-account tokens at 1,000 pods…');
+    const tokens = await worker<TokensResult | Skipped>('tokens.ts', ['--n=1000']);
+    results.tokens = tokens;
+    printed.push(() => printTokens(tokens));
   }
   if (only.includes('page')) {
     console.error('page…');
