@@ -4,7 +4,7 @@
  * which run.ts starts in a fresh Node process so that memory figures are not polluted by a
  * previous scenario.
  */
-import { mkdtemp, rm, unlink, writeFile } from 'node:fs/promises';
+import { mkdtemp, unlink, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
@@ -14,6 +14,7 @@ import type { PodStatus } from '../src/api/types.ts';
 import { type Agent, startAgent } from '../src/agent/agent.ts';
 import { type AgentConfig, agentDefaults, finalizeAgentConfig } from '../src/cli/config.ts';
 import { silentLogger } from '../src/log.ts';
+import { removeAgentDir } from '../test/support/removeAgentDir.ts';
 
 export const IMAGE = 'statelet.local/busybox:1';
 export const LONG_RUNNING = `trap 'exit 0' TERM; while true; do sleep 1; done`;
@@ -139,8 +140,9 @@ export async function tempDir(prefix: string): Promise<string> {
   return mkdtemp(path.join(os.tmpdir(), prefix));
 }
 
+/** Removes a directory, first unmounting the tmpfs a stopped agent leaves under it for its running pods. */
 export async function removeDir(dir: string | undefined): Promise<void> {
-  if (dir) await rm(dir, { recursive: true, force: true });
+  if (dir) await removeAgentDir(dir);
 }
 
 /** Stops the agent (a failure is printed, not thrown: the cleanup goes on) and removes the directories. */

@@ -43,7 +43,16 @@ runWorker(async () => {
         Array.from({ length: Math.min(50, n - i) }, (_, j) =>
           cp.core.createNamespacedPod({
             namespace,
-            body: { metadata: { name: `tok-${String(i + j).padStart(4, '0')}` }, spec: { nodeName: NODE_NAME, automountServiceAccountToken: false, containers: [{ name: 'app', image: 'busybox' }] } },
+            body: {
+              metadata: { name: `tok-${String(i + j).padStart(4, '0')}` },
+              // The node may ask only for the tokens its pods' volumes project (NodeRestriction).
+              spec: {
+                nodeName: NODE_NAME,
+                automountServiceAccountToken: false,
+                volumes: [{ name: 'token', projected: { sources: [{ serviceAccountToken: { path: 'token', expirationSeconds: EXPIRATION_SECONDS } }] } }],
+                containers: [{ name: 'app', image: 'busybox', volumeMounts: [{ name: 'token', mountPath: '/var/run/secrets/tokens' }] }],
+              },
+            },
           }),
         ),
       );

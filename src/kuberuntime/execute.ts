@@ -173,10 +173,10 @@ export async function setUpVolumes(deps: RuntimeDeps, pod: Pod): Promise<string 
   }
 }
 
-/** The pod's volumes torn down and its directory removed (its runtime objects are gone already). */
-export async function tearDownVolumes(deps: RuntimeDeps, uid: string): Promise<void> {
+/** The pod's volumes torn down once it has terminated; with `removeDir`, its directory removed (its runtime objects are gone already). */
+export async function tearDownVolumes(deps: RuntimeDeps, uid: string, options: { removeDir: boolean }): Promise<void> {
   if (!deps.podsDir) return;
-  await tearDownPodVolumes({ podsDir: deps.podsDir, mounter: deps.mounter ?? diskOnly, ...(deps.tokens ? { tokens: deps.tokens } : {}) }, uid);
+  await tearDownPodVolumes({ podsDir: deps.podsDir, mounter: deps.mounter ?? diskOnly, ...(deps.tokens ? { tokens: deps.tokens } : {}) }, uid, options);
 }
 
 export function crashLoopKey(pod: Pod, container: Container): string {

@@ -24,7 +24,7 @@ export async function removeOrphanedPodDirs(deps: RuntimeDeps, isOrphan: (uid: s
   if (!deps.podsDir) return;
   const entries = await readdir(deps.podsDir).catch(() => [] as string[]);
   for (const uid of entries.filter(isOrphan)) {
-    await tearDownVolumes(deps, uid);
+    await tearDownVolumes(deps, uid, { removeDir: true });
     deps.log('info', 'Removed the directory of a pod nobody owns', { podUID: uid });
   }
 }

@@ -124,11 +124,15 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
       forgetPreStops(pod.metadata.uid);
       const status = await readPodStatus(io.runtime, pod.metadata.uid, opts);
       publish(pod, status, memory, true);
-      if (!removeRuntime) return;
+      if (!removeRuntime) {
+        // Terminated but still desired (a finished Job's pod): its volumes come off, its directory stays.
+        await tearDownVolumes(io, pod.metadata.uid, { removeDir: false });
+        return;
+      }
       await removePodRuntime(io, status, opts);
       await rm(podLogDirectory(deps.podLogsRoot, pod), { recursive: true, force: true });
       // The pod's volumes and directory (its managed /etc/hosts) go with it (the volume manager's teardown, cleanupOrphanedPodDirs).
-      await tearDownVolumes(io, pod.metadata.uid);
+      await tearDownVolumes(io, pod.metadata.uid, { removeDir: true });
       deps.log('info', 'Removed pod from runtime', { pod: podRef(pod) });
     },
   };

@@ -3,9 +3,10 @@
  * the kubelet wraps them (pkg/volume/emptydir/empty_dir.go setupTmpfs), and their unmounting at
  * teardown. The agent mounts with the system's `mount`/`umount`; where it may not (not root), it
  * says so once and keeps those volumes on disk under the pod's directory (mode 0750), which is the
- * one difference a container can see. What is mounted is learnt from /proc/self/mountinfo at
- * start (an agent restarted over running pods knows their mounts) and kept in memory, so a pod
- * sync never reads the mount table; teardown reads it, to unmount everything under a pod.
+ * one difference a container can see. What is mounted is learnt from /proc/self/mountinfo once,
+ * before the first mount (an agent restarted over running pods knows their mounts), and kept in
+ * memory, so a pod sync never reads the mount table; teardown reads it, to unmount everything
+ * under a pod.
  */
 import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
@@ -56,15 +57,25 @@ const run: Run = (file, args) => promisify(execFile)(file, args);
 export function systemMounter(podsDir: string, log: Log, exec: Run = run, mountinfo = () => readFile('/proc/self/mountinfo', 'utf8')): Mounter & { adopt(): Promise<number> } {
   const known = new Set<string>();
   let refused: string | null = null;
+  // Learnt once, before the first mount: a pod synced right after a restart must not get a second
+  // tmpfs over the one its container already sees.
+  let adopted: Promise<void> | undefined;
+  const adopt = () =>
+    (adopted ??= mountinfo()
+      .catch(() => '')
+      .then((text) => {
+        for (const point of mountPointsUnder(text, podsDir)) known.add(point);
+      }));
   return {
     get mounted() {
       return known.size;
     },
     async adopt() {
-      for (const point of mountPointsUnder(await mountinfo().catch(() => ''), podsDir)) known.add(point);
+      await adopt();
       return known.size;
     },
     async mountTmpfs(dir, sizeBytes) {
+      await adopt();
       if (known.has(dir)) return true;
       if (refused !== null) return false;
       try {
@@ -80,6 +91,7 @@ export function systemMounter(podsDir: string, log: Log, exec: Run = run, mounti
       return true;
     },
     async unmountUnder(dir) {
+      await adopt();
       const points = mountPointsUnder(await mountinfo().catch(() => ''), dir);
       for (const point of points) {
         await exec('umount', [point]);

@@ -74,12 +74,20 @@ export async function setUpPodVolumes(deps: VolumeDeps, pod: Pod): Promise<void>
   }
 }
 
-/** Unmounts the pod's volumes, forgets its tokens and removes its directory. */
-export async function tearDownPodVolumes(deps: Pick<VolumeDeps, 'podsDir' | 'mounter'> & { tokens?: { forgetPod(uid: string): void } }, uid: string): Promise<void> {
+/**
+ * Unmounts the pod's volumes and forgets its tokens, once it has terminated (the volume manager's
+ * teardown); with `removeDir`, once the pod is gone, its directory goes too (a terminated pod that
+ * stays, a finished Job's, keeps it).
+ */
+export async function tearDownPodVolumes(
+  deps: Pick<VolumeDeps, 'podsDir' | 'mounter'> & { tokens?: { forgetPod(uid: string): void } },
+  uid: string,
+  options: { removeDir: boolean },
+): Promise<void> {
   const podDir = path.join(deps.podsDir, uid);
   await deps.mounter.unmountUnder(podDir);
   deps.tokens?.forgetPod(uid);
-  await rm(podDir, { recursive: true, force: true });
+  if (options.removeDir) await rm(podDir, { recursive: true, force: true });
 }
 
 /** The pod's memory limit as its cgroup would have it, when every container declares one (ResourceConfigForPod). */

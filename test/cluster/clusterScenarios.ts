@@ -575,7 +575,7 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
         'the FailedMount event of the missing directory',
       );
     });
-    it('mounts one key of a ConfigMap with subPath, and a per-pod directory of an emptyDir with subPathExpr', { timeout: 60_000 }, async ({ skip }) => {
+    it('mounts one key of a ConfigMap with subPath, and a per-pod directory of an emptyDir with subPathExpr; unmounts the volumes of the finished pod', { timeout: 60_000 }, async ({ skip }) => {
       if (!cp) return skip();
       const namespace = await cp.namespace('subpath');
       await cp.core.createNamespacedConfigMap({ namespace, body: { metadata: { name: 'app' }, data: { 'app.conf': 'mode=fast', other: 'x' } } });
@@ -609,6 +609,10 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
       expect(done.status?.phase).toBe('Succeeded');
       const scratch = path.join(agent!.rootDir, 'pods', done.metadata!.uid!, 'volumes', 'kubernetes.io~empty-dir', 'scratch');
       expect(await readFile(path.join(scratch, 'sub', 'out'), 'utf8')).toBe('done\n');
+      // Finished but still there: its kube-api-access tmpfs comes off, its directory stays.
+      const podDir = path.join(agent!.rootDir, 'pods', done.metadata!.uid!);
+      await waitFor(async () => (await mountsUnder(podDir)).length === 0, "the finished pod's volumes unmounted");
+      expect((await stat(podDir)).isDirectory()).toBe(true);
     });
 
     it('gives every pod its kube-api-access volume: the token authenticates to the API server with the mounted CA; on tmpfs; gone with the pod', { timeout: 90_000 }, async ({ skip }) => {

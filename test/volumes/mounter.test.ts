@@ -66,6 +66,12 @@ describe('systemMounter', () => {
     expect(mounter.mounted).toBe(2);
   });
 
+  it('reads the mount table before its first mount, so a pod synced right after a restart does not get a second tmpfs', async () => {
+    const { mounter, runs } = setUp();
+    expect(await mounter.mountTmpfs('/var/lib/statelet/pods/u1/volumes/kubernetes.io~secret/creds', 1024)).toBe(true);
+    expect(runs).toEqual([]);
+  });
+
   it('keeps memory-backed volumes on disk where it may not mount, saying so once', async () => {
     const { mounter, runs, logs } = setUp('mount: /x: must be superuser to use mount.');
     expect(await mounter.mountTmpfs('/var/lib/statelet/pods/u3/volumes/a', undefined)).toBe(false);

@@ -124,14 +124,16 @@ describe('setUpPodVolumes', () => {
 });
 
 describe('tearDownPodVolumes', () => {
-  it("unmounts the pod's tmpfs, forgets its tokens and removes its directory", async () => {
+  it("unmounts the pod's tmpfs and forgets its tokens once it has terminated, and removes its directory once it is gone", async () => {
     const { deps, mounter, tokens, podsDir } = await setUp();
     const access = { name: 'access', projected: { sources: [{ serviceAccountToken: { path: 'token' } }] } };
     await setUpPodVolumes(deps, pod([access], ['access']));
     expect(tokens.size).toBe(1);
-    await tearDownPodVolumes(deps, 'u1');
+    await tearDownPodVolumes(deps, 'u1', { removeDir: false });
     expect(mounter.unmounted).toHaveLength(1);
     expect(tokens.size).toBe(0);
+    expect(await readdir(podsDir)).toEqual(['u1']);
+    await tearDownPodVolumes(deps, 'u1', { removeDir: true });
     expect(await readdir(podsDir)).toEqual([]);
   });
 });
