@@ -1,7 +1,7 @@
 /**
  * Worker: statelet on sim:// as the node of a real control plane (kube-apiserver + etcd, the
  * cluster tests' build), with the node's identity.
- *   node --expose-gc --import tsx bench/cluster.ts --n=100 --idle-ms=60000 [--volumes=none|three] [--out=FILE]
+ *   node --expose-gc --import tsx bench/cluster.ts --n=100 --idle-ms=60000 [--volumes=none|three] [--kube-api-qps=N] [--out=FILE]
  *
  * `--volumes=none` (the default): pods without volumes (automountServiceAccountToken false);
  * `--volumes=three`: each pod mounts a ConfigMap, a Secret and the kube-api-access projection the
@@ -24,6 +24,8 @@ import type { ClusterResult } from './results.ts';
 const n = Number(argValue('n') ?? 100);
 const idleMs = Number(argValue('idle-ms') ?? 60_000);
 const volumes = argValue('volumes') ?? 'none';
+/** `--kube-api-qps=N`: the agent's API rate limit (burst 2N); absent: the kubelet's default 50/100. */
+const kubeApiQps = argValue('kube-api-qps') ? Number(argValue('kube-api-qps')) : undefined;
 if (volumes !== 'none' && volumes !== 'three') throw new Error(`--volumes is none or three, not ${volumes}`);
 
 /** The pod's spec beyond its container command: no volumes, or three. */
@@ -86,7 +88,7 @@ runWorker(async () => {
       await cp.core.createNamespacedSecret({ namespace, body: { metadata: { name: 'bench-secret' }, stringData: { password: 'bench' } } });
     }
     const { mounts, ...volumeSpec } = podVolumes();
-    bench = await startBenchAgent({ endpoint: 'sim://', manifestDir, rootDir, maxPods: n + 10, kubeconfig: cp.nodeKubeconfig(NODE_NAME), readOnlyPort: port });
+    bench = await startBenchAgent({ endpoint: 'sim://', manifestDir, rootDir, maxPods: n + 10, kubeconfig: cp.nodeKubeconfig(NODE_NAME), readOnlyPort: port, ...(kubeApiQps ? { kubeApi: { qps: kubeApiQps, burst: 2 * kubeApiQps } } : {}) });
     await cp.waitFor<k8s.V1Node>({ path: '/api/v1/nodes' }, NODE_NAME, (node) => node?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false, 60_000);
     progress(`cluster: node ${NODE_NAME} Ready; creating ${n} pods through the API`);
 

@@ -302,6 +302,8 @@ export async function startBenchAgent(options: {
   kubeconfig?: string;
   /** Serve `/pods` and `/metrics` on this port (absent: disabled). */
   readOnlyPort?: number;
+  /** --kube-api-qps and --kube-api-burst (absent: the kubelet's 50 and 100). */
+  kubeApi?: { qps: number; burst: number };
 }): Promise<BenchAgent> {
   const settings = {
     ...agentDefaults('flags'),
@@ -315,6 +317,7 @@ export async function startBenchAgent(options: {
     hostnameOverride: NODE_NAME,
     ...(options.visualizerPort ? { visualizerPort: options.visualizerPort } : {}),
     ...(options.kubeconfig ? { kubeconfig: options.kubeconfig } : {}),
+    ...(options.kubeApi ? { kubeApiQps: options.kubeApi.qps, kubeApiBurst: options.kubeApi.burst } : {}),
   };
   const config: AgentConfig = finalizeAgentConfig(settings);
   const timeline = new Timeline();

@@ -61,16 +61,21 @@ export async function setUpPodVolumes(deps: VolumeDeps, pod: Pod): Promise<void>
   if (volumes.length === 0) return;
   const podDir = path.join(deps.podsDir, pod.metadata.uid);
   for (const dir of [podDir, path.join(podDir, 'volumes'), path.join(podDir, 'plugins')]) await mkdir(dir, { recursive: true, mode: 0o750 });
-  for (const volume of volumes) {
-    const plugin = pluginOf(volume);
-    if (!plugin) continue;
-    try {
+  // The volumes are set up side by side, as the kubelet's reconciler runs one operation per
+  // volume: a pod's start waits for its slowest volume, not for the sum of them.
+  const results = await Promise.allSettled(
+    volumes.map(async (volume) => {
+      const plugin = pluginOf(volume);
       if (plugin === 'hostPath') await checkHostPath(volume.hostPath!);
       else if (plugin === 'emptyDir') await setUpEmptyDir(deps, pod, volume);
-      else await writePayload(deps, pod, volume);
-    } catch (err) {
-      throw new VolumeSetUpError(`MountVolume.SetUp failed for volume "${volume.name}" : ${err instanceof Error ? err.message : String(err)}`);
-    }
+      else if (plugin) await writePayload(deps, pod, volume);
+    }),
+  );
+  // The first failure in the pod's order of volumes is the one reported.
+  const failed = results.findIndex((r) => r.status === 'rejected');
+  if (failed >= 0) {
+    const err = (results[failed] as PromiseRejectedResult).reason;
+    throw new VolumeSetUpError(`MountVolume.SetUp failed for volume "${volumes[failed]!.name}" : ${err instanceof Error ? err.message : String(err)}`);
   }
 }
 
