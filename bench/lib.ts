@@ -312,6 +312,7 @@ export async function startBenchAgent(options: {
     rootDir: options.rootDir,
     podLogsDir: path.join(options.rootDir, 'logs'),
     readOnlyPort: options.readOnlyPort ?? 0,
+    port: 0,
     healthzPort: 0,
     maxPods: options.maxPods,
     hostnameOverride: NODE_NAME,

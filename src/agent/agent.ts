@@ -27,6 +27,9 @@ import type { PodManager } from '../pod/podManager.ts';
 import { CriClient } from '../runtime/cri/client.ts';
 import { startSimRuntime } from '../runtime/sim/server.ts';
 import { type AgentView, type ListeningServer, healthzHandler, listen, readOnlyHandler } from '../server/http.ts';
+import { RequestAuth } from '../server/auth.ts';
+import { servingCertificate } from '../server/certificates.ts';
+import { startKubeletServer } from '../server/kubeletServer.ts';
 import { renderMetrics } from '../server/metrics.ts';
 import { type NodeDns, parseResolvConf } from '../kuberuntime/dns.ts';
 import type { DnsConfig } from '../runtime/types.ts';
@@ -42,6 +45,8 @@ export interface Agent {
   podManager: PodManager;
   statuses: StatusManager;
   view: AgentView;
+  /** Where the authenticated API listens (`https://address:port`), when enabled. */
+  kubeletUrl?: string;
   /** Where the read-only server listens (`http://address:port`), when enabled. */
   readOnlyUrl?: string;
   healthzUrl?: string;
@@ -167,9 +172,35 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     },
   };
   try {
+    if (config.port > 0) {
+      const server = await startKubeletServer(config.address, config.port, {
+        view,
+        runtime,
+        auth: new RequestAuth({
+          anonymous: config.anonymousAuth,
+          nodeName: config.nodeName,
+          now: () => clock.now(),
+          ...(cluster && (config.authenticationTokenWebhook ?? true) ? { tokenReview: cluster.deps.api } : {}),
+          ...(cluster && (config.authorizationMode ?? 'Webhook') === 'Webhook' ? { accessReview: cluster.deps.api } : {}),
+        }),
+        tls: await servingCertificate({
+          ...(config.tlsCertFile ? { certFile: config.tlsCertFile } : {}),
+          ...(config.tlsPrivateKeyFile ? { keyFile: config.tlsPrivateKeyFile } : {}),
+          certDir: config.certDir ?? path.join(config.rootDir, 'pki'),
+          nodeName: config.nodeName,
+          addresses: [...(config.nodeIp?.split(',') ?? []), ...(config.address === '0.0.0.0' ? [] : [config.address])],
+          now: new Date(clock.now()),
+        }),
+        ...(config.clientCaFile ? { clientCA: await readFile(config.clientCaFile, 'utf8') } : {}),
+        now: () => clock.now(),
+        log,
+      });
+      agent.kubeletUrl = urlOf(config.address === '0.0.0.0' ? '127.0.0.1' : config.address, server).replace(/^http:/, 'https:');
+      closers.push(() => server.close());
+    }
     if (config.readOnlyPort > 0) {
-      const server = await listen(config.address, config.readOnlyPort, [readOnlyHandler(view)]);
-      agent.readOnlyUrl = urlOf(config.address, server);
+      const server = await listen(config.readOnlyAddress, config.readOnlyPort, [readOnlyHandler(view)]);
+      agent.readOnlyUrl = urlOf(config.readOnlyAddress, server);
       closers.push(() => server.close());
     }
     if (config.healthzPort > 0) {
@@ -178,8 +209,9 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
       closers.push(() => server.close());
     }
     if (visualizer) {
-      const server = await startVisualizerServer(visualizer, config.address, config.visualizerPort);
-      agent.visualizerUrl = urlOf(config.address, server);
+      // The visualizer, unauthenticated like the read-only port, binds where that does.
+      const server = await startVisualizerServer(visualizer, config.readOnlyAddress, config.visualizerPort);
+      agent.visualizerUrl = urlOf(config.readOnlyAddress, server);
       closers.push(() => server.close());
     }
   } catch (err) {

@@ -68,8 +68,23 @@ export interface AgentConfig {
   syncFrequencyMs: number;
   /** --address / address. */
   address: string;
-  /** --port / port: the authenticated API port (parsed; not served yet). */
+  /** --port / port: the authenticated API (HTTPS) port; 0 disables. */
   port: number;
+  /** --tls-cert-file, --tls-private-key-file: its serving certificate; absent: self-signed in certDir. */
+  tlsCertFile?: string;
+  tlsPrivateKeyFile?: string;
+  /** --cert-dir: where the self-signed certificate is kept (default `<root-dir>/pki`). */
+  certDir?: string;
+  /** --client-ca-file: the CA of accepted client certificates. */
+  clientCaFile?: string;
+  /** --anonymous-auth: requests without credentials as system:anonymous. */
+  anonymousAuth: boolean;
+  /** --authentication-token-webhook: bearer tokens checked with TokenReview (default: with --kubeconfig). */
+  authenticationTokenWebhook?: boolean;
+  /** --authorization-mode: `Webhook` (SubjectAccessReview) or `AlwaysAllow` (default: Webhook with --kubeconfig). */
+  authorizationMode?: string;
+  /** --read-only-address (statelet): where the unauthenticated read-only port binds. */
+  readOnlyAddress: string;
   /** --read-only-port / readOnlyPort; 0 disables. */
   readOnlyPort: number;
   /** --healthz-port / healthzPort; 0 disables. */
@@ -156,10 +171,12 @@ export function agentDefaults(profile: DefaultsProfile = 'flags'): AgentDefaults
     fileCheckFrequencyMs: 20_000,
     httpCheckFrequencyMs: 20_000,
     syncFrequencyMs: 60_000,
-    // The kubelet listens on 0.0.0.0; statelet serves an unauthenticated API, so it stays on
-    // loopback unless the user asks otherwise.
-    address: '127.0.0.1',
+    // The authenticated API listens everywhere, as the kubelet's (the API server must reach it);
+    // the unauthenticated read-only port stays on loopback unless the user asks otherwise.
+    address: '0.0.0.0',
+    readOnlyAddress: '127.0.0.1',
     port: 10250,
+    anonymousAuth: false,
     readOnlyPort: profile === 'config-file' ? 0 : 10255,
     healthzPort: 10248,
     healthzBindAddress: '127.0.0.1',

@@ -87,6 +87,15 @@ const stringKind: ValueKind<string> = {
   display: (value) => JSON.stringify(value),
 };
 
+/** --authorization-mode: the two modes the kubelet has. */
+const authorizationModeKind: ValueKind<string> = {
+  ...stringKind,
+  fromText: (text) => {
+    if (text !== 'AlwaysAllow' && text !== 'Webhook') throw new ValueError('must be AlwaysAllow or Webhook');
+    return text;
+  },
+};
+
 function ipAddress(text: string): string {
   if (net.isIP(text) === 0) throw new ValueError('not an IP address');
   return text;
@@ -703,7 +712,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     flag: 'address',
     configField: 'address',
     group: 'Serving',
-    help: 'IP address to serve on (the kubelet uses 0.0.0.0; statelet stays on loopback unless told)',
+    help: 'IP address of the authenticated API (--port)',
   }),
   option({
     key: 'port',
@@ -711,7 +720,68 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     flag: 'port',
     configField: 'port',
     group: 'Serving',
-    help: 'Port of the authenticated API (parsed; not served yet)',
+    help: 'Port of the authenticated API (HTTPS: logs, pods, metrics); 0 disables',
+  }),
+  option({
+    key: 'tlsCertFile',
+    kind: stringKind,
+    flag: 'tls-cert-file',
+    configField: 'tlsCertFile',
+    group: 'Serving',
+    help: 'Serving certificate (PEM) of the authenticated API; absent: a self-signed one in --cert-dir',
+  }),
+  option({
+    key: 'tlsPrivateKeyFile',
+    kind: stringKind,
+    flag: 'tls-private-key-file',
+    configField: 'tlsPrivateKeyFile',
+    group: 'Serving',
+    help: 'Private key (PEM) of --tls-cert-file',
+  }),
+  option({
+    key: 'certDir',
+    kind: stringKind,
+    flag: 'cert-dir',
+    group: 'Serving',
+    help: 'Where the self-signed serving certificate is kept',
+    defaultText: '<root-dir>/pki',
+  }),
+  option({
+    key: 'clientCaFile',
+    kind: stringKind,
+    flag: 'client-ca-file',
+    group: 'Serving',
+    help: 'CA bundle (PEM) that signs the client certificates the authenticated API accepts (user = CN, groups = O)',
+  }),
+  option({
+    key: 'anonymousAuth',
+    kind: boolKind,
+    flag: 'anonymous-auth',
+    group: 'Serving',
+    help: 'Let requests without credentials in as system:anonymous (then authorized like any user)',
+  }),
+  option({
+    key: 'authenticationTokenWebhook',
+    kind: boolKind,
+    flag: 'authentication-token-webhook',
+    group: 'Serving',
+    help: 'Authenticate bearer tokens with the TokenReview API',
+    defaultText: 'true with --kubeconfig',
+  }),
+  option({
+    key: 'authorizationMode',
+    kind: authorizationModeKind,
+    flag: 'authorization-mode',
+    group: 'Serving',
+    help: 'Webhook: every request authorized by a SubjectAccessReview (nodes/<subresource>); AlwaysAllow: any authenticated request',
+    defaultText: 'Webhook with --kubeconfig, else AlwaysAllow',
+  }),
+  option({
+    key: 'readOnlyAddress',
+    kind: ipKind,
+    flag: 'read-only-address',
+    group: 'Serving',
+    help: 'IP address of the unauthenticated read-only port (statelet; the kubelet uses --address)',
   }),
   option({
     key: 'readOnlyPort',

@@ -66,6 +66,24 @@ export interface IssuedToken {
   expirationSeconds: number;
 }
 
+/** A user as authentication knows it. */
+export interface UserInfo {
+  username: string;
+  uid?: string;
+  groups: string[];
+  extra?: Record<string, string[]>;
+}
+
+export type ReviewedToken = { authenticated: true; user: UserInfo } | { authenticated: false; error?: string };
+
+export interface AccessReview {
+  user: UserInfo;
+  verb: string;
+  resource: string;
+  subresource: string;
+  name: string;
+}
+
 export interface KubeApi {
   createNode(node: NodeObject): Promise<NodeObject>;
   getNode(name: string): Promise<NodeObject>;
@@ -102,6 +120,11 @@ export interface KubeApi {
    * `POST serviceaccounts/<name>/token`): the node may ask only for pods bound to it.
    */
   createServiceAccountToken(namespace: string, serviceAccount: string, spec: TokenRequestSpec): Promise<IssuedToken>;
+
+  /** Who a bearer token belongs to (TokenReview, as the kubelet's webhook authenticator asks). */
+  createTokenReview(token: string): Promise<ReviewedToken>;
+  /** Whether a user may do something (SubjectAccessReview, as the kubelet's webhook authorizer asks). */
+  createSubjectAccessReview(review: AccessReview): Promise<{ allowed: boolean; reason?: string }>;
 
   createEvent(event: KubeEvent): Promise<KubeEvent>;
   /** A JSON merge patch of an Event (its count and lastTimestamp, when it repeats). */

@@ -81,6 +81,8 @@ function plain<T>(value: unknown): T {
 export function createKubeClient(config: k8s.KubeConfig, options: KubeClientOptions): KubeApi {
   const core = config.makeApiClient(k8s.CoreV1Api);
   const coordination = config.makeApiClient(k8s.CoordinationV1Api);
+  const authentication = config.makeApiClient(k8s.AuthenticationV1Api);
+  const authorization = config.makeApiClient(k8s.AuthorizationV1Api);
   const plainOptions = requestOptions(options);
   const mergePatch = requestOptions(options, k8s.PatchStrategy.MergePatch);
   const strategicPatch = requestOptions(options, k8s.PatchStrategy.StrategicMergePatch);
@@ -192,6 +194,36 @@ export function createKubeClient(config: k8s.KubeConfig, options: KubeClientOpti
         expirationTimestamp: issued.status?.expirationTimestamp ?? '',
         expirationSeconds: issued.spec.expirationSeconds ?? spec.expirationSeconds,
       };
+    },
+
+    createTokenReview: async (token) => {
+      const review = await call<{ status?: { authenticated?: boolean; user?: { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> }; error?: string } }>(
+        'POST tokenreviews',
+        () => authentication.createTokenReview({ body: { spec: { token } } }, plainOptions),
+      );
+      const status = review.status ?? {};
+      if (!status.authenticated || !status.user?.username) return { authenticated: false, ...(status.error ? { error: status.error } : {}) };
+      const { username, uid, groups, extra } = status.user;
+      return { authenticated: true, user: { username, groups: groups ?? [], ...(uid ? { uid } : {}), ...(extra ? { extra } : {}) } };
+    },
+    createSubjectAccessReview: async ({ user, verb, resource, subresource, name }) => {
+      const review = await call<{ status?: { allowed?: boolean; reason?: string } }>('POST subjectaccessreviews', () =>
+        authorization.createSubjectAccessReview(
+          {
+            body: {
+              spec: {
+                user: user.username,
+                groups: user.groups,
+                ...(user.uid ? { uid: user.uid } : {}),
+                ...(user.extra ? { extra: user.extra } : {}),
+                resourceAttributes: { verb, resource, subresource, name, version: 'v1' },
+              },
+            },
+          },
+          plainOptions,
+        ),
+      );
+      return { allowed: review.status?.allowed === true, ...(review.status?.reason ? { reason: review.status.reason } : {}) };
     },
 
     createEvent: (event) =>

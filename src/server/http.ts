@@ -51,7 +51,7 @@ export function readOnlyHandler(view: AgentView): RouteHandler {
 }
 
 export interface ListeningServer {
-  server: Server;
+  server: Server | import('node:https').Server;
   port: number;
   close(): Promise<void>;
 }

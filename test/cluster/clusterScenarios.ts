@@ -60,6 +60,10 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
       '--cluster-domain=cluster.local',
       // Volumes follow their ConfigMaps at each pod sync: a short period keeps the test short.
       '--sync-frequency=10s',
+      // The API server reaches the authenticated API at the node's InternalIP, on loopback here,
+      // with its kubelet client certificate.
+      '--node-ip=127.0.0.1',
+      `--client-ca-file=${cp.kubeletClientCaFile}`,
     ]);
     // The shortest token the API grants (600 s) is refreshed after 480 s: the pod starts now and
     // the last scenario checks the refresh, so the wait overlaps the other scenarios.
@@ -90,7 +94,7 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
       expect(condition(node, 'MemoryPressure')).toMatchObject({ status: 'False', reason: 'KubeletHasSufficientMemory' });
       expect(node.status?.nodeInfo?.containerRuntimeVersion).toMatch(runtime.runtimeVersion);
       expect(node.status?.nodeInfo?.kubeletVersion).toMatch(/^v1\.37\.0-statelet\./);
-      expect(node.status?.daemonEndpoints?.kubeletEndpoint?.Port).toBe(10250);
+      expect(node.status?.daemonEndpoints?.kubeletEndpoint?.Port).toBe(agent!.kubeletPort);
       expect(node.status?.capacity?.pods).toBe('110');
       // Allocatable is capacity less the reservations (and the 100Mi hard eviction threshold).
       const cores = Number(node.status?.capacity?.cpu);
@@ -662,6 +666,62 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
       expect(await mountsUnder(podDir)).toEqual([]);
     });
 
+    it('serves kubectl logs through the API server: all, --tail, --timestamps, --previous, -f to the end', { timeout: 90_000 }, async ({ skip }) => {
+      if (!cp) return skip();
+      const namespace = await cp.namespace('logs');
+      const create = (name: string, command: string, extra: Partial<V1Pod['spec']> = {}) =>
+        cp!.core.createNamespacedPod({
+          namespace,
+          body: { metadata: { name }, spec: { nodeName: NODE, terminationGracePeriodSeconds: 1, containers: [{ name: 'app', image: runtime.image, command: ['sh', '-c', command] }], ...extra } as V1Pod['spec'] },
+        });
+      await create('lines', "echo l1; echo l2; echo l3; echo l4 >&2; echo l5; trap 'exit 0' TERM; while true; do sleep 1; done");
+      // First run prints "first" and fails; the restart prints "second" and stays.
+      const twice = "if [ -e /data/ran ]; then echo second; trap 'exit 0' TERM; while true; do sleep 1; done; else touch /data/ran; echo first; exit 1; fi";
+      await cp.core.createNamespacedPod({
+        namespace,
+        body: {
+          metadata: { name: 'twice' },
+          spec: {
+            nodeName: NODE,
+            terminationGracePeriodSeconds: 1,
+            volumes: [{ name: 'data', emptyDir: {} }],
+            containers: [{ name: 'app', image: runtime.image, command: ['sh', '-c', twice], volumeMounts: [{ name: 'data', mountPath: '/data' }] }],
+          },
+        },
+      });
+      await cp.waitFor<V1Pod>(pods(namespace), 'lines', (p) => p?.status?.phase === 'Running');
+      await waitFor(async () => (await cp!.kubectl(['logs', '-n', namespace, 'lines'])) === 'l1\nl2\nl3\nl4\nl5\n', 'all five lines through kubectl logs');
+      expect(await cp.kubectl(['logs', '-n', namespace, 'lines', '--tail=2'])).toBe('l4\nl5\n');
+      expect(await cp.kubectl(['logs', '-n', namespace, 'lines', '--tail=1', '--timestamps'])).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z l5\n$/);
+      expect(await cp.kubectl(['logs', '-n', namespace, 'lines', '--limit-bytes=4'])).toBe('l1\nl');
+
+      await cp.waitFor<V1Pod>(pods(namespace), 'twice', (p) => (p?.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1 && !!p?.status?.containerStatuses?.[0]?.state?.running, 40_000);
+      await waitFor(async () => (await cp!.kubectl(['logs', '-n', namespace, 'twice'])) === 'second\n', 'the current instance');
+      expect(await cp.kubectl(['logs', '-n', namespace, 'twice', '--previous'])).toBe('first\n');
+
+      // Followed while it runs; kubectl returns when the container ends.
+      await create('brief', 'echo a; sleep 2; echo b', { restartPolicy: 'Never' });
+      await cp.waitFor<V1Pod>(pods(namespace), 'brief', (p) => p?.status?.phase === 'Running' || p?.status?.phase === 'Succeeded');
+      expect(await cp.kubectl(['logs', '-n', namespace, 'brief', '-f'])).toBe('a\nb\n');
+      await expect(cp.kubectl(['logs', '-n', namespace, 'lines', '-c', 'nope'])).rejects.toThrow(/container nope is not valid for pod lines|container "nope" not found/);
+    });
+
+    it('refuses callers of its authenticated API without credentials (401) or without the right (403), and answers those with it', { timeout: 60_000 }, async ({ skip }) => {
+      if (!cp) return skip();
+      const url = `https://127.0.0.1:${agent!.kubeletPort}`;
+      expect((await httpsGet(`${url}/pods`)).status).toBe(401);
+      expect((await httpsGet(`${url}/pods`, 'not-a-token')).status).toBe(401);
+      const namespace = await cp.namespace('authz');
+      const saToken = (await cp.core.createNamespacedServiceAccountToken({ namespace, name: 'default', body: { spec: { audiences: [], expirationSeconds: 600 } } })).status!.token!;
+      const denied = await httpsGet(`${url}/containerLogs/${namespace}/x/y`, saToken);
+      expect(denied).toEqual({ status: 403, body: `Forbidden (user=system:serviceaccount:${namespace}:default, verb=get, resource=nodes, subresource=proxy)` });
+      const adminToken = /token: (\S+)/.exec(await readFile(cp.adminKubeconfig, 'utf8'))![1]!;
+      const answered = await httpsGet(`${url}/pods`, adminToken);
+      expect(answered.status).toBe(200);
+      expect(JSON.parse(answered.body)).toMatchObject({ kind: 'PodList' });
+      expect(agent!.output()).not.toContain(saToken);
+    });
+
     it('refreshes a short-lived projected token before it expires (past 80 % of its 600 s)', { timeout: 11 * 60_000 }, async ({ skip }) => {
       if (!cp || !tokenPod) return skip();
       const first = tokenPod.firstToken;
@@ -732,6 +792,19 @@ async function startShortTokenPod(cp: ControlPlane | null, node: string, image: 
 function getWithToken(server: string, urlPath: string, token: string, ca: Buffer): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = https.request(`${server}${urlPath}`, { headers: { authorization: `Bearer ${token}` }, ca, timeout: 10_000 }, (res) => {
+      let body = '';
+      res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+/** A GET of the agent's authenticated API (its certificate is self-signed: not checked), with a bearer token or none. */
+function httpsGet(url: string, token?: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = https.request(url, { rejectUnauthorized: false, headers: token ? { authorization: `Bearer ${token}` } : {}, timeout: 10_000 }, (res) => {
       let body = '';
       res.on('data', (chunk: Buffer) => (body += chunk.toString()));
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));

@@ -45,6 +45,8 @@ export interface AgentProcess {
   child: ChildProcess;
   readOnlyPort: number;
   healthzPort: number;
+  /** The authenticated API (HTTPS on loopback), unless the args gave another --port. */
+  kubeletPort: number;
   rootDir: string;
   output(): string;
   /** Resolves with the first log line matching `pattern`. */
@@ -62,6 +64,8 @@ export async function runStatelet(args: string[], options: { rootDir?: string; c
   const rootDir = options.rootDir ?? (await mkdtemp(path.join(os.tmpdir(), 'statelet-e2e-')));
   const readOnlyPort = await freePort();
   const healthzPort = await freePort();
+  // Each agent's authenticated API on a port of its own, on loopback (tests listen there only).
+  const kubeletPort = await freePort();
   const child = spawn(
     command.file,
     [
@@ -74,6 +78,10 @@ export async function runStatelet(args: string[], options: { rootDir?: string; c
       String(readOnlyPort),
       '--healthz-port',
       String(healthzPort),
+      '--address',
+      '127.0.0.1',
+      '--port',
+      String(kubeletPort),
       '--hostname-override',
       'e2e-node',
       ...args,
@@ -95,6 +103,7 @@ export async function runStatelet(args: string[], options: { rootDir?: string; c
     child,
     readOnlyPort,
     healthzPort,
+    kubeletPort,
     rootDir,
     output: () => output,
     waitForLog(pattern, timeoutMs = 20_000) {

@@ -20,6 +20,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
 import { freePort } from './agentProcess.ts';
+import { writeKubeletClientPki } from './kubeletClientPki.ts';
 
 export interface ControlPlane {
   /** `https://127.0.0.1:<port>` */
@@ -46,6 +47,8 @@ export interface ControlPlane {
   kubectlPath: string;
   /** Creates a namespace with a unique name and its `default` ServiceAccount. */
   namespace(prefix?: string): Promise<string>;
+  /** The CA of the API server's kubelet client certificate: agents take it as `--client-ca-file`. */
+  kubeletClientCaFile: string;
   /** The apiserver's log so far (for failure messages). */
   output(): string;
   /**
@@ -137,6 +140,7 @@ export async function startControlPlane(options: { nodeNames: string[]; required
     publicKeyEncoding: { type: 'spki', format: 'pem' },
   });
   await writeFile(path.join(dir, 'sa.key'), privateKey, { mode: 0o600 });
+  const kubeletClient = await writeKubeletClientPki(dir);
 
   const args = [
     '-etcd-dir', path.join(dir, 'etcd'),
@@ -156,6 +160,11 @@ export async function startControlPlane(options: { nodeNames: string[]; required
     '--service-account-issuer=https://kubernetes.default.svc',
     `--service-account-signing-key-file=${path.join(dir, 'sa.key')}`,
     `--service-account-key-file=${path.join(dir, 'sa.key')}`,
+    // How it calls the nodes' authenticated API (logs, exec, port-forward): this client
+    // certificate, at the node's InternalIP (agents in tests give --node-ip=127.0.0.1).
+    `--kubelet-client-certificate=${kubeletClient.certFile}`,
+    `--kubelet-client-key=${kubeletClient.keyFile}`,
+    '--kubelet-preferred-address-types=InternalIP',
     '--v=0',
     ...(options.apiserverArgs ?? []),
   ];
@@ -239,6 +248,7 @@ export async function startControlPlane(options: { nodeNames: string[]; required
     core,
     waitFor: (resource, name, predicate, timeoutMs = 30_000) => watchUntil(admin, resource, name, predicate, timeoutMs),
     kubectlPath: bins.kubectl,
+    kubeletClientCaFile: kubeletClient.caFile,
     kubectl: async (kubectlArgs) => {
       const { stdout } = await promisify(execFile)(bins.kubectl, ['--kubeconfig', adminKubeconfig, ...kubectlArgs]);
       return stdout;

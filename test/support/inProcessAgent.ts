@@ -35,6 +35,7 @@ export async function startSimAgent(node: string, extraArgs: string[] = [], file
     '--file-check-frequency', '1s',
     '--hostname-override', node,
     '--address', '127.0.0.1',
+    '--port', '0',
     '--read-only-port', '0',
     '--healthz-port', '0',
     ...extraArgs,

@@ -7,7 +7,7 @@
  */
 import type { KubeEvent, Lease, NodeObject, Service } from '../../src/api/cluster.ts';
 import type { Pod } from '../../src/api/types.ts';
-import { ApiError, type IssuedToken, type KubeApi, type PodList, type TokenRequestSpec, type WatchEventType, type WatchHandlers } from '../../src/client/api.ts';
+import { type AccessReview, ApiError, type IssuedToken, type ReviewedToken, type UserInfo, type KubeApi, type PodList, type TokenRequestSpec, type WatchEventType, type WatchHandlers } from '../../src/client/api.ts';
 
 type Method = keyof KubeApi;
 
@@ -238,6 +238,22 @@ export class MemoryApi implements KubeApi {
     this.tokenRequests.push(clone({ namespace, serviceAccount, spec }));
     const expirationTimestamp = new Date(this.tokenClock() + spec.expirationSeconds * 1000).toISOString();
     return { token: `token-${this.tokenRequests.length}`, expirationTimestamp, expirationSeconds: spec.expirationSeconds };
+  }
+
+  /** Bearer tokens the double knows, and who they are. */
+  readonly users = new Map<string, UserInfo>();
+  /** What users may do: `<username> <verb> <subresource>`. */
+  readonly grants = new Set<string>();
+
+  async createTokenReview(token: string): Promise<ReviewedToken> {
+    await this.enter('createTokenReview');
+    const user = this.users.get(token);
+    return user ? { authenticated: true, user: clone(user) } : { authenticated: false };
+  }
+
+  async createSubjectAccessReview(review: AccessReview): Promise<{ allowed: boolean }> {
+    await this.enter('createSubjectAccessReview');
+    return { allowed: this.grants.has(`${review.user.username} ${review.verb} ${review.subresource}`) };
   }
 
   async createEvent(event: KubeEvent): Promise<KubeEvent> {

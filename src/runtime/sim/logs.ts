@@ -6,6 +6,7 @@
  * per line.
  */
 
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { appendFile, mkdir } from 'node:fs/promises';
 import { dirname } from 'node:path';
 
@@ -87,7 +88,16 @@ export class ContainerLog {
     private readonly writer: CriLogWriter,
     private readonly path: string,
     private readonly now: () => number,
-  ) {}
+  ) {
+    // The file exists from the container's start, as containerd makes it: a reader (kubectl logs
+    // -f right after the start) finds it before the first batch is written.
+    try {
+      mkdirSync(dirname(path), { recursive: true });
+      closeSync(openSync(path, 'a'));
+    } catch (error) {
+      writer.lastError = error;
+    }
+  }
 
   write(stream: LogStream, text: string): void {
     const combined = this.partial[stream] + text;

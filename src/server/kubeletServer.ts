@@ -1,0 +1,127 @@
+/**
+ * The agent's authenticated API on `--port` (10250), what the API server and kubectl reach the
+ * node through (pkg/kubelet/server/server.go): HTTPS with the serving certificate of
+ * certificates.ts, client certificates asked for (checked against `--client-ca-file`), every
+ * request authenticated and authorized (auth.ts) before its handler runs:
+ *   `/healthz`, `/pods` (the PodList of `/pods` on the read-only port), `/metrics`, and
+ *   `/containerLogs/{namespace}/{pod}/{container}` (logQuery.ts, logTarget.ts, logReader.ts): the
+ *   container's log as text, streamed while `follow` lasts; a client that goes away ends the read.
+ */
+import { type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import type { TLSSocket } from 'node:tls';
+import type { Logger } from '../log.ts';
+import type { RuntimeService } from '../runtime/types.ts';
+import { readContainerLog } from '../kuberuntime/logReader.ts';
+import { logTarget } from '../kuberuntime/logTarget.ts';
+import { type RequestAuth, certificateUser } from './auth.ts';
+import type { ServingCertificate } from './certificates.ts';
+import type { AgentView, ListeningServer } from './http.ts';
+import { parseLogQuery } from './logQuery.ts';
+
+export interface KubeletServerDeps {
+  view: AgentView;
+  runtime: Pick<RuntimeService, 'containerStatus'>;
+  auth: RequestAuth;
+  tls: ServingCertificate;
+  /** The CA of accepted client certificates (--client-ca-file). */
+  clientCA?: string;
+  now(): number;
+  log: Logger;
+}
+
+function send(res: ServerResponse, status: number, body: string, contentType = 'text/plain; charset=utf-8'): void {
+  res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+export async function startKubeletServer(address: string, port: number, deps: KubeletServerDeps): Promise<ListeningServer> {
+  const server = createServer(
+    { cert: deps.tls.cert, key: deps.tls.key, requestCert: true, rejectUnauthorized: false, ...(deps.clientCA ? { ca: deps.clientCA } : {}) },
+    (req, res) => {
+      void handle(deps, req, res).catch((err: unknown) => {
+        deps.log('error', 'The authenticated API failed a request', { path: req.url, err });
+        if (!res.headersSent) send(res, 500, err instanceof Error ? err.message : String(err));
+        else res.destroy();
+      });
+    },
+  );
+  // Read and write timeouts of hours (a followed log), as the kubelet's.
+  server.requestTimeout = 4 * 3_600_000;
+  server.headersTimeout = 60_000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, address, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  return {
+    server,
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+async function handle(deps: KubeletServerDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const url = new URL(req.url ?? '/', 'https://node');
+  const socket = req.socket as TLSSocket;
+  const certificate = deps.clientCA && socket.authorized ? certificateUser(socket.getPeerCertificate().subject as unknown as Record<string, string>) : null;
+  const who = await deps.auth.authenticate(certificate, req.headers.authorization);
+  if (!('user' in who)) return send(res, who.status, who.message);
+  const allowed = await deps.auth.authorize(who.user, req.method ?? 'GET', url.pathname);
+  if (!('user' in allowed)) return send(res, allowed.status, allowed.message);
+  if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'method not allowed');
+
+  const { pathname } = url;
+  if (pathname === '/healthz') {
+    const reason = deps.view.unhealthyReason();
+    return reason === null ? send(res, 200, 'ok') : send(res, 500, `[-]${reason}\nhealthz check failed`);
+  }
+  if (pathname === '/pods' || pathname === '/pods/') {
+    return send(res, 200, JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: {}, items: deps.view.pods() }), 'application/json');
+  }
+  if (pathname === '/metrics') return send(res, 200, deps.view.metrics(), 'text/plain; version=0.0.4; charset=utf-8');
+  const logs = /^\/containerLogs\/([^/]+)\/([^/]+)\/([^/]+)$/.exec(pathname);
+  if (logs) return containerLogs(deps, res, decodeURIComponent(logs[1]!), decodeURIComponent(logs[2]!), decodeURIComponent(logs[3]!), url.searchParams);
+  send(res, 404, '404 page not found');
+}
+
+async function containerLogs(deps: KubeletServerDeps, res: ServerResponse, namespace: string, name: string, container: string, query: URLSearchParams): Promise<void> {
+  const parsed = parseLogQuery(query, deps.now());
+  if ('status' in parsed) return send(res, parsed.status, parsed.body, 'application/json');
+  const pod = deps.view.pods().find((p) => p.metadata.namespace === namespace && p.metadata.name === name);
+  if (!pod) return send(res, 404, `pod "${name}" does not exist`);
+  const target = logTarget(pod, pod.status, container, parsed.previous);
+  if ('status' in target) return send(res, target.status, target.message);
+  let logPath: string;
+  try {
+    logPath = (await deps.runtime.containerStatus(target.containerId)).logPath;
+  } catch (err) {
+    return send(res, 400, `failed to get container status ${JSON.stringify(target.containerId)}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  const client = new AbortController();
+  res.on('close', () => client.abort());
+  res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'transfer-encoding': 'chunked' });
+  try {
+    await readContainerLog(logPath, parsed.options, (_, chunk) => res.write(chunk), {
+      signal: client.signal,
+      isRunning: async () => {
+        try {
+          return (await deps.runtime.containerStatus(target.containerId)).state === 'CONTAINER_RUNNING';
+        } catch {
+          return false;
+        }
+      },
+    });
+  } catch (err) {
+    // The file may be gone (the container removed): what was read stands; say why it ended.
+    res.write(`failed to read the log of container "${container}": ${err instanceof Error ? err.message : String(err)}\n`);
+  }
+  res.end();
+}
