@@ -674,7 +674,7 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
           namespace,
           body: { metadata: { name }, spec: { nodeName: NODE, terminationGracePeriodSeconds: 1, containers: [{ name: 'app', image: runtime.image, command: ['sh', '-c', command] }], ...extra } as V1Pod['spec'] },
         });
-      await create('lines', "echo l1; echo l2; echo l3; echo l4 >&2; echo l5; trap 'exit 0' TERM; while true; do sleep 1; done");
+      await create('lines', "echo l1; echo l2; echo l3; echo l4; echo l5; trap 'exit 0' TERM; while true; do sleep 1; done");
       // First run prints "first" and fails; the restart prints "second" and stays.
       const twice = "if [ -e /data/ran ]; then echo second; trap 'exit 0' TERM; while true; do sleep 1; done; else touch /data/ran; echo first; exit 1; fi";
       await cp.core.createNamespacedPod({
@@ -690,7 +690,10 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
         },
       });
       await cp.waitFor<V1Pod>(pods(namespace), 'lines', (p) => p?.status?.phase === 'Running');
-      await waitFor(async () => (await cp!.kubectl(['logs', '-n', namespace, 'lines'])) === 'l1\nl2\nl3\nl4\nl5\n', 'all five lines through kubectl logs');
+      let seen = '';
+      await waitFor(async () => (seen = await cp!.kubectl(['logs', '-n', namespace, 'lines']).catch((err: Error) => err.message)) === 'l1\nl2\nl3\nl4\nl5\n', 'all five lines through kubectl logs').catch((err: Error) => {
+        throw new Error(`${err.message}; last seen: ${JSON.stringify(seen)}`);
+      });
       expect(await cp.kubectl(['logs', '-n', namespace, 'lines', '--tail=2'])).toBe('l4\nl5\n');
       expect(await cp.kubectl(['logs', '-n', namespace, 'lines', '--tail=1', '--timestamps'])).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z l5\n$/);
       expect(await cp.kubectl(['logs', '-n', namespace, 'lines', '--limit-bytes=4'])).toBe('l1\nl');

@@ -1,0 +1,84 @@
+/** The authenticated API in-process (kubeletServer.ts): TLS, client certificates, refusals and containerLogs, against a log file on disk. */
+import { X509Certificate } from 'node:crypto';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import https from 'node:https';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Pod } from '../../src/api/types.ts';
+import { silentLogger } from '../../src/log.ts';
+import { RequestAuth } from '../../src/server/auth.ts';
+import { servingCertificate } from '../../src/server/certificates.ts';
+import type { ListeningServer } from '../../src/server/http.ts';
+import { startKubeletServer } from '../../src/server/kubeletServer.ts';
+import { type KubeletClientPki, writeKubeletClientPki } from '../support/kubeletClientPki.ts';
+
+let dir: string;
+let pki: KubeletClientPki;
+let server: ListeningServer;
+
+const pod = {
+  metadata: { name: 'web', namespace: 'shop', uid: 'u1' },
+  spec: { containers: [{ name: 'app', image: 'busybox' }] },
+  status: { phase: 'Running', containerStatuses: [{ name: 'app', containerID: 'sim://c1', state: { running: {} }, lastState: {}, ready: true, restartCount: 0, image: '', imageID: '' }] },
+} as unknown as Pod;
+
+beforeAll(async () => {
+  dir = await mkdtemp(path.join(os.tmpdir(), 'statelet-server-'));
+  pki = await writeKubeletClientPki(dir);
+  const logFile = path.join(dir, '0.log');
+  await writeFile(logFile, ['one', 'two', 'three'].map((l) => `2026-11-25T10:00:00.000000001Z stdout F ${l}\n`).join(''));
+  server = await startKubeletServer('127.0.0.1', 0, {
+    view: { pods: () => [pod], unhealthyReason: () => null, metrics: () => 'm 1\n' },
+    runtime: { containerStatus: async () => ({ logPath: logFile, state: 'CONTAINER_EXITED' }) as never },
+    auth: new RequestAuth({ anonymous: false, nodeName: 'node-a', now: Date.now }),
+    tls: await servingCertificate({ certDir: path.join(dir, 'pki'), nodeName: 'node-a', addresses: ['127.0.0.1'], now: new Date() }),
+    clientCA: await readFile(pki.caFile, 'utf8'),
+    now: Date.now,
+    log: silentLogger,
+  });
+});
+
+afterAll(async () => {
+  await server?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+async function get(urlPath: string, withCertificate = true): Promise<{ status: number; body: string }> {
+  const client = withCertificate ? { cert: await readFile(pki.certFile), key: await readFile(pki.keyFile) } : {};
+  return new Promise((resolve, reject) => {
+    const req = https.request(`https://127.0.0.1:${server.port}${urlPath}`, { rejectUnauthorized: false, ...client }, (res) => {
+      let body = '';
+      res.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('the authenticated API', () => {
+  it('refuses a caller without credentials with 401, and serves one with a client certificate of the CA', async () => {
+    expect(await get('/pods', false)).toEqual({ status: 401, body: 'Unauthorized' });
+    const pods = await get('/pods');
+    expect(pods.status).toBe(200);
+    expect(JSON.parse(pods.body).items[0].metadata.name).toBe('web');
+    expect(await get('/healthz')).toEqual({ status: 200, body: 'ok' });
+  });
+
+  it('serves a container log with its options, and names what it cannot find', async () => {
+    expect(await get('/containerLogs/shop/web/app')).toEqual({ status: 200, body: 'one\ntwo\nthree\n' });
+    expect((await get('/containerLogs/shop/web/app?tailLines=1&timestamps=true')).body).toBe('2026-11-25T10:00:00.000000001Z three\n');
+    expect(await get('/containerLogs/shop/nope/app')).toEqual({ status: 404, body: 'pod "nope" does not exist' });
+    expect(await get('/containerLogs/shop/web/db')).toEqual({ status: 404, body: 'container "db" not found in pod "web"' });
+    expect(await get('/containerLogs/shop/web/app?tailLines=-5')).toEqual({ status: 422, body: '{"message": "Invalid request."}' });
+    expect(await get('/containerLogs/shop/web/app?previous=true')).toEqual({ status: 400, body: 'previous terminated container "app" in pod "web" not found' });
+  });
+
+  it('keeps its self-signed certificate for the node name and addresses, and reuses it', async () => {
+    const cert = new X509Certificate(await readFile(path.join(dir, 'pki', 'kubelet.crt')));
+    expect(cert.subjectAltName).toBe('DNS:node-a, IP Address:127.0.0.1');
+    const again = await servingCertificate({ certDir: path.join(dir, 'pki'), nodeName: 'node-a', addresses: [], now: new Date() });
+    expect(new X509Certificate(again.cert).fingerprint256).toBe(cert.fingerprint256);
+  });
+});
