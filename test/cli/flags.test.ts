@@ -140,8 +140,10 @@ describe('parseCommandLine: defaults and forms', () => {
       fileCheckFrequencyMs: 20_000,
       httpCheckFrequencyMs: 20_000,
       syncFrequencyMs: 60_000,
-      address: '127.0.0.1',
+      address: '0.0.0.0',
+      readOnlyAddress: '127.0.0.1',
       port: 10250,
+      anonymousAuth: false,
       readOnlyPort: 10255,
       healthzPort: 10248,
       healthzBindAddress: '127.0.0.1',
@@ -444,7 +446,8 @@ describe('help text', () => {
     expect(line('sync-frequency')).toMatch(/\(default 1m0s; config: syncFrequency\)$/);
     expect(line('max-pods')).toMatch(/\(default 110; config: maxPods\)$/);
     expect(line('root-dir')).toMatch(/\(default "\/var\/lib\/kubelet"\)$/);
-    expect(line('address')).toMatch(/default 127\.0\.0\.1/);
+    expect(line('address')).toMatch(/default 0\.0\.0\.0/);
+    expect(line('read-only-address')).toMatch(/default 127\.0\.0\.1/);
   });
 
   it('groups flags under headings', () => {
