@@ -82,7 +82,13 @@ export interface AgentConfig {
   /** --authentication-token-webhook: bearer tokens checked with TokenReview (default: with --kubeconfig). */
   authenticationTokenWebhook?: boolean;
   /** --authorization-mode: `Webhook` (SubjectAccessReview) or `AlwaysAllow` (default: Webhook with --kubeconfig). */
-  authorizationMode?: string;
+  authorizationMode?: 'AlwaysAllow' | 'Webhook';
+  /** --container-log-max-size / containerLogMaxSize, in bytes. */
+  containerLogMaxSize: number;
+  /** --container-log-max-files / containerLogMaxFiles. */
+  containerLogMaxFiles: number;
+  /** containerLogMonitorInterval (and a statelet flag). */
+  containerLogMonitorIntervalMs: number;
   /** --read-only-address (statelet): where the unauthenticated read-only port binds. */
   readOnlyAddress: string;
   /** --read-only-port / readOnlyPort; 0 disables. */
@@ -177,6 +183,9 @@ export function agentDefaults(profile: DefaultsProfile = 'flags'): AgentDefaults
     readOnlyAddress: '127.0.0.1',
     port: 10250,
     anonymousAuth: false,
+    containerLogMaxSize: 10 * 2 ** 20,
+    containerLogMaxFiles: 5,
+    containerLogMonitorIntervalMs: 10_000,
     readOnlyPort: profile === 'config-file' ? 0 : 10255,
     healthzPort: 10248,
     healthzBindAddress: '127.0.0.1',

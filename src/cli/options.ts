@@ -87,15 +87,6 @@ const stringKind: ValueKind<string> = {
   display: (value) => JSON.stringify(value),
 };
 
-/** --authorization-mode: the two modes the kubelet has. */
-const authorizationModeKind: ValueKind<string> = {
-  ...stringKind,
-  fromText: (text) => {
-    if (text !== 'AlwaysAllow' && text !== 'Webhook') throw new ValueError('must be AlwaysAllow or Webhook');
-    return text;
-  },
-};
-
 function ipAddress(text: string): string {
   if (net.isIP(text) === 0) throw new ValueError('not an IP address');
   return text;
@@ -324,6 +315,20 @@ function enumKind<const V extends string>(values: readonly V[]): ValueKind<V> {
     display: (value) => value,
   };
 }
+
+/** A size in bytes written as a quantity (`10Mi`), as containerLogMaxSize. */
+const bytesKind: ValueKind<number> = {
+  placeholder: 'quantity',
+  takesArgument: true,
+  fromText: (text) => {
+    const value = parseQuantity(text);
+    if (value instanceof Error) throw new ValueError(value.message);
+    if (value <= 0) throw new ValueError('must be greater than 0');
+    return Math.floor(value);
+  },
+  fromConfig: (value) => bytesKind.fromText(expectString(value)),
+  display: (value) => (value % 2 ** 20 === 0 ? `${value / 2 ** 20}Mi` : value % 1024 === 0 ? `${value / 1024}Ki` : String(value)),
+};
 
 type Headers = Record<string, string[]>;
 
@@ -770,11 +775,35 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
   }),
   option({
     key: 'authorizationMode',
-    kind: authorizationModeKind,
+    kind: enumKind(['AlwaysAllow', 'Webhook'] as const),
     flag: 'authorization-mode',
     group: 'Serving',
     help: 'Webhook: every request authorized by a SubjectAccessReview (nodes/<subresource>); AlwaysAllow: any authenticated request',
     defaultText: 'Webhook with --kubeconfig, else AlwaysAllow',
+  }),
+  option({
+    key: 'containerLogMaxSize',
+    kind: bytesKind,
+    flag: 'container-log-max-size',
+    configField: 'containerLogMaxSize',
+    group: 'Container runtime',
+    help: 'A running container\'s log file is rotated once it reaches this size',
+  }),
+  option({
+    key: 'containerLogMaxFiles',
+    kind: intKind(2),
+    flag: 'container-log-max-files',
+    configField: 'containerLogMaxFiles',
+    group: 'Container runtime',
+    help: 'Log files kept per container, the live one included (at least 2)',
+  }),
+  option({
+    key: 'containerLogMonitorIntervalMs',
+    kind: periodKind,
+    flag: 'container-log-monitor-interval',
+    configField: 'containerLogMonitorInterval',
+    group: 'Container runtime',
+    help: 'How often the running containers\' logs are looked at for rotation (the kubelet\'s is a config field only)',
   }),
   option({
     key: 'readOnlyAddress',

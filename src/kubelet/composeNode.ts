@@ -52,6 +52,8 @@ import type { NodeDns } from '../kuberuntime/dns.ts';
 import { type Mounter, systemMounter } from '../volumes/mounter.ts';
 import { TokenManager } from '../volumes/tokens.ts';
 import { volumeManagerWith } from '../volumes/volumeManager.ts';
+import { containerLogMachineWith } from '../kuberuntime/containerLogMachine.ts';
+import { rotateContainerLogs } from '../kuberuntime/containerLogManager.ts';
 import { createPodsLogic } from './pods.ts';
 import { type SyncLoopMachine, syncLoopMachine } from './syncLoop.ts';
 
@@ -76,6 +78,9 @@ export type NodeConfig = Pick<
   | 'minimumContainerTtlMs'
   | 'maxDeadContainersPerContainer'
   | 'maxDeadContainers'
+  | 'containerLogMaxSize'
+  | 'containerLogMaxFiles'
+  | 'containerLogMonitorIntervalMs'
 >;
 
 /** What the node needs to be a node of a cluster (--kubeconfig). */
@@ -258,6 +263,11 @@ export function composeNode(deps: NodeDeps): Node {
         log,
       }),
       pleg: plegMachineWith(relister),
+      containerLogs: containerLogMachineWith(async () => {
+        const pass = await rotateContainerLogs(runtime, config.podLogsDir, { maxSizeBytes: config.containerLogMaxSize, maxFiles: config.containerLogMaxFiles }, () => new Date(now()));
+        for (const failure of pass.failures) log('error', 'Failed to rotate a container log', { err: failure });
+        return pass;
+      }),
       volumes: volumeManagerWith({
         adopt: async () => {
           await mounter.adopt?.();
@@ -293,6 +303,7 @@ export function composeNode(deps: NodeDeps): Node {
       housekeepingMs,
       // Evented PLEG where the runtime streams container events (sim://, containerd 1.7+); relisting
       // every --pleg-relist-period otherwise (containerd 1.6 answers UNIMPLEMENTED).
+      containerLogMonitorIntervalMs: config.containerLogMonitorIntervalMs,
       pleg: {
         periodMs: config.plegRelistPeriodMs,
         ...(config.eventedPleg ? { evented: { relistPeriodMs: config.eventedPlegRelistPeriodMs } } : {}),

@@ -7,7 +7,9 @@
  *   - `nodeStatus`, `nodeLease`: in a cluster, the node's registration and status, and its Lease
  *     (src/node); told NODE.HEALTH_CHANGED when the runtime's health flips;
  *   - `volumes`: the node's volume manager (src/volumes/volumeManager.ts): mounts of an earlier
- *     run adopted at start, expired service-account tokens collected each minute.
+ *     run adopted at start, expired service-account tokens collected each minute;
+ *   - `containerLogs`: the container log manager (src/kuberuntime/containerLogMachine.ts): the
+ *     running containers' logs rotated by size.
  * and routes between them: config, PLEG and probe events go to the pods, `TICK.SYNC` (every second)
  * lets due pods resync, `TICK.HOUSEKEEPING` (every two seconds) runs cleanups, but only once
  * every configured source has delivered its first snapshot — before that, a pod missing from
@@ -38,6 +40,7 @@ import { type PlegInput, plegMachine } from '../pleg/pleg.ts';
 import type { LeaseInput } from '../node/leaseMachine.ts';
 import type { NodeStatusInput } from '../node/nodeStatusMachine.ts';
 import { volumeManagerMachine } from '../volumes/volumeManager.ts';
+import { containerLogMachine } from '../kuberuntime/containerLogMachine.ts';
 import type { PodsEvent } from './pods.ts';
 
 /** Everything the syncLoop accepts: what its children report. */
@@ -51,6 +54,8 @@ export interface SyncLoopInput {
   pleg: PlegInput;
   /** In a cluster: the settings of the node status loop and the Lease. */
   cluster?: ClusterInput;
+  /** How often the container log manager looks at the logs (default 10 s). */
+  containerLogMonitorIntervalMs?: number;
 }
 
 export interface ClusterInput {
@@ -59,6 +64,7 @@ export interface ClusterInput {
 }
 
 export interface SyncLoopContext {
+  containerLogMonitorIntervalMs: number;
   expectedSources: SourceName[];
   seenSources: SourceName[];
   syncTickMs: number;
@@ -88,7 +94,7 @@ export const syncLoopMachine = setup({
     context: {} as SyncLoopContext,
     events: {} as SyncLoopEvent,
     input: {} as SyncLoopInput,
-    children: {} as { sources: 'sources'; pods: 'pods'; pleg: 'pleg'; probes: 'probes'; nodeStatus: 'nodeStatus'; nodeLease: 'nodeLease'; volumes: 'volumes' },
+    children: {} as { sources: 'sources'; pods: 'pods'; pleg: 'pleg'; probes: 'probes'; nodeStatus: 'nodeStatus'; nodeLease: 'nodeLease'; volumes: 'volumes'; containerLogs: 'containerLogs' },
   },
   actors: {
     /** The config sources and their merge: sends CONFIG.*, SOURCE.SEEN, SOURCE.ERROR. */
@@ -104,6 +110,8 @@ export const syncLoopMachine = setup({
     nodeLease: idle<EventObject>(),
     /** The node's volume manager: mounts adopted at start, tokens collected (src/volumes/volumeManager.ts). */
     volumes: volumeManagerMachine,
+    /** The container log manager: rotation of the running containers' logs (src/kuberuntime/containerLogMachine.ts). */
+    containerLogs: containerLogMachine,
   },
   delays: {
     syncTick: ({ context }) => context.syncTickMs,
@@ -147,6 +155,7 @@ export const syncLoopMachine = setup({
 }).createMachine({
   id: 'syncLoop',
   context: ({ input }) => ({
+    containerLogMonitorIntervalMs: input.containerLogMonitorIntervalMs ?? 10_000,
     expectedSources: input.expectedSources,
     seenSources: [],
     syncTickMs: input.syncTickMs,
@@ -168,6 +177,7 @@ export const syncLoopMachine = setup({
     { id: 'nodeStatus', src: 'nodeStatus', input: ({ context }: { context: SyncLoopContext }) => context.cluster?.status },
     { id: 'nodeLease', src: 'nodeLease', input: ({ context }: { context: SyncLoopContext }) => context.cluster?.lease },
     { id: 'volumes', src: 'volumes' },
+    { id: 'containerLogs', src: 'containerLogs', input: ({ context }: { context: SyncLoopContext }) => ({ monitorIntervalMs: context.containerLogMonitorIntervalMs }) },
   ],
   on: {
     // Config, container events and probe results go on to the pod workers as they are.

@@ -77,6 +77,7 @@ export function tracedRuntime(runtime: RuntimeService, trace: CallTrace): Runtim
         names.set(id, status.metadata.name);
         return status;
       }),
+    reopenContainerLog: (id, opts) => call('ReopenContainerLog', containerName(id), () => runtime.reopenContainerLog(id, opts)),
     execSync: (id, cmd, timeoutSeconds, opts) =>
       call('ExecSync', containerName(id), () => runtime.execSync(id, cmd, timeoutSeconds, opts)),
     containerEvents: (opts) => runtime.containerEvents(opts),

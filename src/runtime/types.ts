@@ -219,6 +219,8 @@ export interface RuntimeService {
   listContainers(filter?: ContainerFilter, opts?: CallOptions): Promise<Container[]>;
   containerStatus(containerId: string, opts?: CallOptions): Promise<ContainerStatus>;
   execSync(containerId: string, cmd: string[], timeoutSeconds: number, opts?: CallOptions): Promise<ExecResult>;
+  /** Asks the runtime to write the container's log to a new file at its path (after a rotation moved the old one). */
+  reopenContainerLog(containerId: string, opts?: CallOptions): Promise<void>;
   /**
    * The CRI event stream (GetContainerEvents). Rejects / throws a `CriError` with code
    * `UNIMPLEMENTED` on runtimes that do not offer it (containerd 1.6).

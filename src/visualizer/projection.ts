@@ -317,6 +317,8 @@ export function projectSnapshot(actorRef: AnyActorRef, snapshot: unknown, at: nu
     record.summary = leaseSummary((snap?.context ?? {}) as LeaseLikeContext);
   } else if (machine.id === 'volumeManager') {
     record.summary = volumesSummary((snap?.context ?? {}) as VolumesLikeContext);
+  } else if (machine.id === 'containerLogManager') {
+    record.summary = containerLogsSummary((snap?.context ?? {}) as ContainerLogsLikeContext);
   }
   return record;
 }
@@ -365,6 +367,18 @@ export function volumesSummary(c: VolumesLikeContext): string {
   const dropped = c.dropped ? ` (${c.dropped} expired dropped)` : '';
   const trouble = c.lastError ? ` · ${str(c.lastError)}` : '';
   return `${c.mounts ?? 0} tmpfs mounts · ${c.tokens ?? 0} tokens${dropped}${trouble}`;
+}
+
+interface ContainerLogsLikeContext {
+  passes?: number;
+  rotated?: number;
+  lastFailures?: unknown[];
+}
+
+/** `12 passes · 3 logs rotated`, and the last failure. */
+export function containerLogsSummary(c: ContainerLogsLikeContext): string {
+  const failures = Array.isArray(c.lastFailures) && c.lastFailures.length ? ` · ${c.lastFailures.length} failed: ${str(String(c.lastFailures[0]))}` : '';
+  return `${c.passes ?? 0} passes · ${c.rotated ?? 0} logs rotated${failures}`;
 }
 
 const numberOrNull = (value: unknown) => (typeof value === 'number' ? value : null);

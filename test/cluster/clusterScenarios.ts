@@ -6,8 +6,8 @@
  * the kubelet's events. The same scenarios run on sim:// (node.test.ts) and on containerd
  * (containerd.test.ts).
  */
-import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { execFile, spawn } from 'node:child_process';
+import { mkdtemp, readdir, readFile, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
@@ -64,6 +64,10 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
       // with its kubelet client certificate.
       '--node-ip=127.0.0.1',
       `--client-ca-file=${cp.kubeletClientCaFile}`,
+      // Small logs rotate within a second or two, so rotation and following across it are seen.
+      '--container-log-max-size=8Ki',
+      '--container-log-max-files=3',
+      '--container-log-monitor-interval=1s',
     ]);
     // The shortest token the API grants (600 s) is refreshed after 480 s: the pod starts now and
     // the last scenario checks the refresh, so the wait overlaps the other scenarios.
@@ -707,6 +711,32 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
       await cp.waitFor<V1Pod>(pods(namespace), 'brief', (p) => p?.status?.phase === 'Running' || p?.status?.phase === 'Succeeded');
       expect(await cp.kubectl(['logs', '-n', namespace, 'brief', '-f'])).toBe('a\nb\n');
       await expect(cp.kubectl(['logs', '-n', namespace, 'lines', '-c', 'nope'])).rejects.toThrow(/container nope is not valid for pod lines|container "nope" not found/);
+    });
+
+    it('rotates a chatty container\'s log by size, keeping at most --container-log-max-files, and kubectl logs -f follows across the rotations', { timeout: 60_000 }, async ({ skip }) => {
+      if (!cp) return skip();
+      const namespace = await cp.namespace('rotate');
+      const LINE = 'x'.repeat(99);
+      await cp.core.createNamespacedPod({
+        namespace,
+        body: { metadata: { name: 'chatty' }, spec: { nodeName: NODE, terminationGracePeriodSeconds: 1, containers: [{ name: 'app', image: runtime.image, command: ['sh', '-c', `trap 'exit 0' TERM; while true; do echo ${LINE}; sleep 0.01; done`] }] } },
+      });
+      const pod = (await cp.waitFor<V1Pod>(pods(namespace), 'chatty', (p) => p?.status?.phase === 'Running'))!;
+      const logDir = path.join(agent!.rootDir, 'logs', `${namespace}_chatty_${pod.metadata!.uid}`, 'app');
+      const follower = spawn(cp.kubectlPath, ['--kubeconfig', cp.adminKubeconfig, 'logs', '-f', '-n', namespace, 'chatty']);
+      let followed = '';
+      follower.stdout.on('data', (chunk: Buffer) => (followed += chunk.toString()));
+      // Two rotations while following: a compressed file appears once the second one happened.
+      await waitFor(async () => (await readdir(logDir)).some((name) => name.endsWith('.gz')), 'a second rotation (a compressed log)', 30_000);
+      const seenBefore = followed.length;
+      await waitFor(async () => followed.length > seenBefore + 16_384, 'more output followed after the rotations', 30_000);
+      follower.kill();
+      const lines = followed.split('\n').slice(0, -1);
+      expect(lines.length).toBeGreaterThan(250);
+      expect(lines.every((line) => line === LINE)).toBe(true);
+      const files = await readdir(logDir);
+      expect(files.length).toBeLessThanOrEqual(3);
+      expect(files).toContain('0.log');
     });
 
     it('refuses callers of its authenticated API without credentials (401) or without the right (403), and answers those with it', { timeout: 60_000 }, async ({ skip }) => {

@@ -46,6 +46,7 @@ const criCall: Record<RuntimeMethod, string> = {
   listContainers: 'ListContainers',
   containerStatus: 'ContainerStatus',
   execSync: 'ExecSync',
+  reopenContainerLog: 'ReopenContainerLog',
   containerEvents: 'GetContainerEvents',
   pullImage: 'PullImage',
   imageStatus: 'ImageStatus',
@@ -276,6 +277,9 @@ export class FaultyRuntime implements RuntimeService, ImageService {
   }
   containerStatus(id: string, opts?: CallOptions): Promise<ContainerStatus> {
     return this.invoke('containerStatus', id, opts, () => this.runtime.containerStatus(id, opts));
+  }
+  reopenContainerLog(id: string, opts?: CallOptions): Promise<void> {
+    return this.invoke('reopenContainerLog', id, opts, () => this.runtime.reopenContainerLog(id, opts));
   }
   execSync(id: string, cmd: string[], timeoutSeconds: number, opts?: CallOptions): Promise<ExecResult> {
     return this.invoke(

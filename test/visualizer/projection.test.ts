@@ -8,6 +8,7 @@ import {
   guardName,
   leaseSummary,
   volumesSummary,
+  containerLogsSummary,
   maxPodsPerEvent,
   nodeStatusSummary,
   projectActor,
@@ -69,7 +70,7 @@ describe('projectDefinition', () => {
     const def = projectDefinition(syncLoopMachine);
     expect(def.machineId).toBe('syncLoop');
     expect(def.root.type).toBe('parallel');
-    expect(def.root.invoke?.map((i) => i.id)).toEqual(['pods', 'sources', 'probes', 'pleg', 'nodeStatus', 'nodeLease', 'volumes']);
+    expect(def.root.invoke?.map((i) => i.id)).toEqual(['pods', 'sources', 'probes', 'pleg', 'nodeStatus', 'nodeLease', 'volumes', 'containerLogs']);
     expect(def.root.transitions).toContainEqual({ event: 'CONFIG.ADD', targets: [], actions: ['routeToPods', 'countRouted'] });
     const waiting = find(def.root, 'syncLoop.ticker.waiting')!;
     expect(waiting.transitions[0]?.event).toMatch(/^xstate\.after\.syncTick\./);
@@ -162,6 +163,8 @@ describe('projectActor / projectSnapshot', () => {
     expect(leaseSummary({ renewals: 12, failures: 0, lastRenewTime: '2026-11-25T14:02:15.123456Z', lastError: null })).toBe('renewed 14:02:15 · 12 renewals');
     expect(leaseSummary({ renewals: 0, failures: 3, lastRenewTime: null, lastError: 'PUT leases: 0 timeout' })).toBe('not renewed yet · 0 renewals · 3 failures: PUT leases: 0 timeout');
     expect(volumesSummary({ mounts: 3, tokens: 12, dropped: 2, lastError: null })).toBe('3 tmpfs mounts · 12 tokens (2 expired dropped)');
+    expect(containerLogsSummary({ passes: 12, rotated: 3, lastFailures: [] })).toBe('12 passes · 3 logs rotated');
+    expect(containerLogsSummary({ passes: 1, rotated: 0, lastFailures: ['container app (c1): EACCES'] })).toBe('1 passes · 0 logs rotated · 1 failed: container app (c1): EACCES');
     expect(volumesSummary({ mounts: 0, tokens: 0, dropped: 0, lastError: 'reading the mount table: EACCES' })).toBe('0 tmpfs mounts · 0 tokens · reading the mount table: EACCES');
   });
 

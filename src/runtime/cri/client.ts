@@ -443,6 +443,10 @@ export class CriClient implements RuntimeService, ImageService {
     return containerStatusFromWire(requireStatus('ContainerStatus', res.status));
   }
 
+  async reopenContainerLog(containerId: string, opts?: CallOptions): Promise<void> {
+    await this.unary('RuntimeService', 'ReopenContainerLog', { containerId }, opts);
+  }
+
   async execSync(containerId: string, cmd: string[], timeoutSeconds: number, opts?: CallOptions): Promise<ExecResult> {
     // Same reasoning as stopContainer: the command itself may run for its full timeout.
     const request = { containerId, cmd, timeout: timeoutSeconds };

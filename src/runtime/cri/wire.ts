@@ -220,6 +220,7 @@ export interface RuntimeServiceRpcs {
   RemoveContainer: Rpc<{ containerId: string }, WireEmpty>;
   ListContainers: Rpc<{ filter: WireContainerFilter | null }, { containers: WireContainer[] }>;
   ContainerStatus: Rpc<{ containerId: string; verbose: boolean }, { status: WireContainerStatus | null; info: KeyValueMap }>;
+  ReopenContainerLog: Rpc<{ containerId: string }, Record<string, never>>;
   ExecSync: Rpc<{ containerId: string; cmd: string[]; timeout: WireInt64 }, WireExecSyncResponse>;
   /** Server streaming: the response is one message of the stream. */
   GetContainerEvents: Rpc<WireEmpty, WireContainerEvent>;

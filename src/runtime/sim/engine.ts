@@ -341,6 +341,14 @@ export class SimEngine {
     return container.id;
   }
 
+  /** A new log file at the container's log path (containerd's ReopenContainerLog): the old one was rotated away. */
+  reopenContainerLog(id: string): void {
+    this.assertOpen();
+    const container = this.container(id);
+    if (container.state !== 'CONTAINER_RUNNING') throw new SimError('FAILED_PRECONDITION', `container "${container.id}" is not running`);
+    container.log?.reopen();
+  }
+
   startContainer(id: string): void {
     this.assertOpen();
     const container = this.container(id);

@@ -71,6 +71,9 @@ export class InProcessRuntime implements RuntimeService, ImageService {
   containerStatus(containerId: string, opts?: CallOptions): Promise<ContainerStatus> {
     return this.call('ContainerStatus', opts, () => this.engine.containerStatus(containerId));
   }
+  reopenContainerLog(containerId: string, opts?: CallOptions): Promise<void> {
+    return this.call('ReopenContainerLog', opts, () => this.engine.reopenContainerLog(containerId));
+  }
   execSync(containerId: string, cmd: string[], timeoutSeconds: number, opts?: CallOptions): Promise<ExecResult> {
     return this.call('ExecSync', opts, () => this.engine.execSync(containerId, cmd, timeoutSeconds));
   }

@@ -89,13 +89,20 @@ export class ContainerLog {
     private readonly path: string,
     private readonly now: () => number,
   ) {
-    // The file exists from the container's start, as containerd makes it: a reader (kubectl logs
-    // -f right after the start) finds it before the first batch is written.
+    this.reopen();
+  }
+
+  /**
+   * Makes the file at the log path, as containerd does at the container's start and at
+   * ReopenContainerLog: a reader (kubectl logs -f right after the start) finds it before the first
+   * batch is written, and after a rotation the next lines go to a new file.
+   */
+  reopen(): void {
     try {
-      mkdirSync(dirname(path), { recursive: true });
-      closeSync(openSync(path, 'a'));
+      mkdirSync(dirname(this.path), { recursive: true });
+      closeSync(openSync(this.path, 'a'));
     } catch (error) {
-      writer.lastError = error;
+      this.writer.lastError = error;
     }
   }
 

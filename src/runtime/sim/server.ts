@@ -371,6 +371,10 @@ function runtimeHandlers(
       status: wireContainerStatus(engine.containerStatus(req.containerId)),
       info: {},
     }),
+    ReopenContainerLog: (req) => {
+      engine.reopenContainerLog(req.containerId);
+      return {};
+    },
     ExecSync: async (req) => {
       const result = await engine.execSync(req.containerId, [...req.cmd], int64ToNumber(req.timeout));
       return { stdout: result.stdout, stderr: result.stderr, exitCode: result.exitCode };

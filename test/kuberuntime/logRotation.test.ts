@@ -1,0 +1,90 @@
+/** Log rotation (logRotation.ts decisions, containerLogManager.ts on a temporary directory). */
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { gunzipSync } from 'node:zlib';
+import { afterEach, describe, expect, it } from 'vitest';
+import { rotateContainerLogs, rotateLog } from '../../src/kuberuntime/containerLogManager.ts';
+import { containerLogPath, rotationPlan } from '../../src/kuberuntime/logRotation.ts';
+
+const NOW = new Date('2026-11-25T10:20:30Z');
+
+describe('rotationPlan', () => {
+  it.each<[string, string[], number, unknown]>([
+    ['nothing rotated yet', ['0.log'], 5, { remove: [], compress: [], rotatedName: '0.log.20261125-102030' }],
+    ['the last rotated file is compressed now', ['0.log', '0.log.20261125-100000'], 5, { remove: [], compress: ['0.log.20261125-100000'], rotatedName: '0.log.20261125-102030' }],
+    [
+      'leftovers of an interrupted rotation go',
+      ['0.log', '0.log.20261125-090000.gz', '0.log.20261125-090000', '0.log.20261125-095000.tmp'],
+      5,
+      { remove: ['0.log.20261125-090000', '0.log.20261125-095000.tmp'], compress: [], rotatedName: '0.log.20261125-102030' },
+    ],
+    [
+      'beyond maxFiles − 2 rotated, the oldest go',
+      ['0.log', '0.log.20261125-070000.gz', '0.log.20261125-080000.gz', '0.log.20261125-090000.gz', '0.log.20261125-100000'],
+      5,
+      { remove: ['0.log.20261125-070000.gz'], compress: ['0.log.20261125-100000'], rotatedName: '0.log.20261125-102030' },
+    ],
+    ['other containers\' files are left alone', ['0.log', '1.log', '1.log.20261125-100000', '10.log.x'], 2, { remove: [], compress: [], rotatedName: '0.log.20261125-102030' }],
+  ])('%s', (_, siblings, maxFiles, expected) => {
+    const plan = rotationPlan('0.log', siblings, maxFiles, NOW);
+    expect({ ...plan, remove: [...plan.remove].sort() }).toEqual(expected);
+  });
+
+  it('finds a running container\'s log from its labels', () => {
+    const labels = { 'io.kubernetes.pod.namespace': 'shop', 'io.kubernetes.pod.name': 'web', 'io.kubernetes.pod.uid': 'u1', 'io.kubernetes.container.name': 'app' };
+    expect(containerLogPath('/var/log/pods', { labels, annotations: { 'io.kubernetes.container.restartCount': '3' } })).toBe('/var/log/pods/shop_web_u1/app/3.log');
+    expect(containerLogPath('/var/log/pods', { labels: {}, annotations: {} })).toBeNull();
+  });
+});
+
+describe('rotating a log', () => {
+  const dirs: string[] = [];
+  afterEach(async () => {
+    for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
+  });
+  const logDir = async () => {
+    const root = await mkdtemp(path.join(os.tmpdir(), 'statelet-rotate-'));
+    dirs.push(root);
+    const dir = path.join(root, 'shop_web_u1', 'app');
+    await mkdir(dir, { recursive: true });
+    return { root, dir };
+  };
+  const container = { id: 'c1', metadata: { name: 'app', attempt: 0 }, labels: { 'io.kubernetes.pod.namespace': 'shop', 'io.kubernetes.pod.name': 'web', 'io.kubernetes.pod.uid': 'u1', 'io.kubernetes.container.name': 'app' }, annotations: { 'io.kubernetes.container.restartCount': '0' } };
+
+  it('renames the live file, asks the runtime to reopen it, and compresses the previous one at the next rotation', async () => {
+    const { dir } = await logDir();
+    const reopened: string[] = [];
+    const runtime = { reopenContainerLog: async (id: string) => void (reopened.push(id), await writeFile(path.join(dir, '0.log'), '')) };
+    await writeFile(path.join(dir, '0.log'), 'first\n');
+    await rotateLog(runtime, 'c1', path.join(dir, '0.log'), 3, NOW);
+    expect((await readdir(dir)).sort()).toEqual(['0.log', '0.log.20261125-102030']);
+    await writeFile(path.join(dir, '0.log'), 'second\n');
+    await rotateLog(runtime, 'c1', path.join(dir, '0.log'), 3, new Date('2026-11-25T10:30:00Z'));
+    expect((await readdir(dir)).sort()).toEqual(['0.log', '0.log.20261125-102030.gz', '0.log.20261125-103000']);
+    expect(gunzipSync(await readFile(path.join(dir, '0.log.20261125-102030.gz'))).toString()).toBe('first\n');
+    expect(reopened).toEqual(['c1', 'c1']);
+  });
+
+  it('undoes the rename when the runtime cannot reopen', async () => {
+    const { dir } = await logDir();
+    await writeFile(path.join(dir, '0.log'), 'kept\n');
+    const runtime = { reopenContainerLog: async () => Promise.reject(new Error('container is not running')) };
+    await expect(rotateLog(runtime, 'c1', path.join(dir, '0.log'), 3, NOW)).rejects.toThrow('container is not running');
+    expect(await readdir(dir)).toEqual(['0.log']);
+  });
+
+  it('rotates only the running containers\' logs that reached the size, and reopens a missing one', async () => {
+    const { root, dir } = await logDir();
+    await writeFile(path.join(dir, '0.log'), 'x'.repeat(2048));
+    const other = { ...container, id: 'c2', labels: { ...container.labels, 'io.kubernetes.container.name': 'side' } };
+    const reopened: string[] = [];
+    const runtime = {
+      listContainers: async () => [container, other] as never,
+      reopenContainerLog: async (id: string) => void reopened.push(id),
+    };
+    const pass = await rotateContainerLogs(runtime, root, { maxSizeBytes: 1024, maxFiles: 5 }, () => NOW);
+    expect(pass).toEqual({ checked: 2, rotated: 1, failures: [] });
+    expect(reopened.sort()).toEqual(['c1', 'c2']);
+  });
+});
