@@ -175,6 +175,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     if (config.port > 0) {
       const server = await startKubeletServer(config.address, config.port, {
         view,
+        pods: view.pods,
         runtime,
         auth: new RequestAuth({
           anonymous: config.anonymousAuth,
@@ -210,7 +211,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     }
     if (visualizer) {
       // The visualizer, unauthenticated like the read-only port, binds where that does.
-      const server = await startVisualizerServer(visualizer, config.readOnlyAddress, config.visualizerPort);
+      const server = await startVisualizerServer(visualizer, config.readOnlyAddress, config.visualizerPort, { pods: view.pods, runtime, now: () => clock.now() });
       agent.visualizerUrl = urlOf(config.readOnlyAddress, server);
       closers.push(() => server.close());
     }

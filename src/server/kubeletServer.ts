@@ -12,22 +12,17 @@ import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { Logger } from '../log.ts';
-import type { RuntimeService } from '../runtime/types.ts';
-import { readContainerLog } from '../kuberuntime/logReader.ts';
-import { logTarget } from '../kuberuntime/logTarget.ts';
 import { type RequestAuth, certificateUser } from './auth.ts';
 import type { ServingCertificate } from './certificates.ts';
 import type { AgentView, ListeningServer } from './http.ts';
-import { parseLogQuery } from './logQuery.ts';
+import { type LogSource, streamContainerLogs } from './containerLogs.ts';
 
-export interface KubeletServerDeps {
+export interface KubeletServerDeps extends LogSource {
   view: AgentView;
-  runtime: Pick<RuntimeService, 'containerStatus'>;
   auth: RequestAuth;
   tls: ServingCertificate;
   /** The CA of accepted client certificates (--client-ca-file). */
   clientCA?: string;
-  now(): number;
   log: Logger;
 }
 
@@ -88,40 +83,7 @@ async function handle(deps: KubeletServerDeps, req: IncomingMessage, res: Server
   }
   if (pathname === '/metrics') return send(res, 200, deps.view.metrics(), 'text/plain; version=0.0.4; charset=utf-8');
   const logs = /^\/containerLogs\/([^/]+)\/([^/]+)\/([^/]+)$/.exec(pathname);
-  if (logs) return containerLogs(deps, res, decodeURIComponent(logs[1]!), decodeURIComponent(logs[2]!), decodeURIComponent(logs[3]!), url.searchParams);
+  if (logs) return streamContainerLogs(deps, res, decodeURIComponent(logs[1]!), decodeURIComponent(logs[2]!), decodeURIComponent(logs[3]!), url.searchParams);
   send(res, 404, '404 page not found');
 }
 
-async function containerLogs(deps: KubeletServerDeps, res: ServerResponse, namespace: string, name: string, container: string, query: URLSearchParams): Promise<void> {
-  const parsed = parseLogQuery(query, deps.now());
-  if ('status' in parsed) return send(res, parsed.status, parsed.body, 'application/json');
-  const pod = deps.view.pods().find((p) => p.metadata.namespace === namespace && p.metadata.name === name);
-  if (!pod) return send(res, 404, `pod "${name}" does not exist`);
-  const target = logTarget(pod, pod.status, container, parsed.previous);
-  if ('status' in target) return send(res, target.status, target.message);
-  let logPath: string;
-  try {
-    logPath = (await deps.runtime.containerStatus(target.containerId)).logPath;
-  } catch (err) {
-    return send(res, 400, `failed to get container status ${JSON.stringify(target.containerId)}: ${err instanceof Error ? err.message : String(err)}`);
-  }
-  const client = new AbortController();
-  res.on('close', () => client.abort());
-  res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'transfer-encoding': 'chunked' });
-  try {
-    await readContainerLog(logPath, parsed.options, (_, chunk) => res.write(chunk), {
-      signal: client.signal,
-      isRunning: async () => {
-        try {
-          return (await deps.runtime.containerStatus(target.containerId)).state === 'CONTAINER_RUNNING';
-        } catch {
-          return false;
-        }
-      },
-    });
-  } catch (err) {
-    // The file may be gone (the container removed): what was read stands; say why it ended.
-    res.write(`failed to read the log of container "${container}": ${err instanceof Error ? err.message : String(err)}\n`);
-  }
-  res.end();
-}

@@ -8,7 +8,10 @@
  *                      a comment line every 15 s keeps proxies from closing the connection;
  *   GET /api/history?actor=<actorId>
  *                      the newest events and steps of one live actor (`WireRecord[]`, oldest
- *                      first): what a page that selects the actor shows of its past.
+ *                      first): what a page that selects the actor shows of its past;
+ *   GET /api/logs?namespace=<ns>&name=<pod>
+ *                      the last 100 lines of each of the pod's containers, read as `kubectl
+ *                      logs` reads them (src/server/containerLogs.ts), or why there are none.
  * Serializing happens here, once per batch for all clients, never on the agent's path.
  */
 import { readFile } from 'node:fs/promises';
@@ -16,6 +19,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type ListeningServer, type RouteHandler, listen } from '../server/http.ts';
+import { type LogSource, podLogTails } from '../server/containerLogs.ts';
 import type { VisualizerHub } from './stream.ts';
 
 const reconnectMs = 1_000;
@@ -67,6 +71,11 @@ function sendPageFile(res: ServerResponse, page: { file: string; type: string },
 function sendText(res: ServerResponse, contentType: string, body: string): void {
   res.writeHead(200, { 'content-type': contentType, 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store' });
   res.end(body);
+}
+
+function sendStatus(res: ServerResponse, status: number, message: string): void {
+  res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(message) });
+  res.end(message);
 }
 
 function sseMessage(event: string, data: unknown): string {
@@ -135,7 +144,10 @@ class SseClients {
   }
 }
 
-export function visualizerHandler(hub: VisualizerHub, sse = new SseClients(hub), dir = pageDir): RouteHandler {
+/** Lines of each container the page's log tail shows. */
+const LOG_TAIL_LINES = 100;
+
+export function visualizerHandler(hub: VisualizerHub, sse = new SseClients(hub), dir = pageDir, logs?: LogSource): RouteHandler {
   return (req, res) => {
     const urlPath = (req.url ?? '/').split('?')[0] ?? '/';
     const page = pageFiles[urlPath];
@@ -155,6 +167,15 @@ export function visualizerHandler(hub: VisualizerHub, sse = new SseClients(hub),
         sendText(res, 'application/json', JSON.stringify(hub.history(actor)));
         return true;
       }
+      case '/api/logs': {
+        if (!logs) return false;
+        const query = new URL(req.url ?? '/', 'http://localhost').searchParams;
+        void podLogTails(logs, query.get('namespace') ?? '', query.get('name') ?? '', LOG_TAIL_LINES).then(
+          (tails) => (tails ? sendText(res, 'application/json', JSON.stringify(tails)) : sendStatus(res, 404, `pod "${query.get('name') ?? ''}" does not exist`)),
+          (err: unknown) => sendStatus(res, 500, err instanceof Error ? err.message : String(err)),
+        );
+        return true;
+      }
       default:
         return false;
     }
@@ -167,9 +188,9 @@ export interface VisualizerServer {
 }
 
 /** Serves the hub on `address:port` (0: any free port). */
-export async function startVisualizerServer(hub: VisualizerHub, address: string, port: number): Promise<VisualizerServer> {
+export async function startVisualizerServer(hub: VisualizerHub, address: string, port: number, logs?: LogSource): Promise<VisualizerServer> {
   const sse = new SseClients(hub);
-  const server: ListeningServer = await listen(address, port, [visualizerHandler(hub, sse)]);
+  const server: ListeningServer = await listen(address, port, [visualizerHandler(hub, sse, pageDir, logs)]);
   return {
     port: server.port,
     close: async () => {

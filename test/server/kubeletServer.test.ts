@@ -30,6 +30,7 @@ beforeAll(async () => {
   await writeFile(logFile, ['one', 'two', 'three'].map((l) => `2026-11-25T10:00:00.000000001Z stdout F ${l}\n`).join(''));
   server = await startKubeletServer('127.0.0.1', 0, {
     view: { pods: () => [pod], unhealthyReason: () => null, metrics: () => 'm 1\n' },
+    pods: () => [pod],
     runtime: { containerStatus: async () => ({ logPath: logFile, state: 'CONTAINER_EXITED' }) as never },
     auth: new RequestAuth({ anonymous: false, nodeName: 'node-a', now: Date.now }),
     tls: await servingCertificate({ certDir: path.join(dir, 'pki'), nodeName: 'node-a', addresses: ['127.0.0.1'], now: new Date() }),

@@ -95,7 +95,7 @@ describe.skipIf(!haveChromium && !onCi)('visualizer page in chromium', () => {
     await page.goto(agent.visualizerUrl!);
     await page.locator('#status[data-state="live"]').waitFor({ timeout: 10_000 });
     // The pods appear while the page watches, so their event logs start at their creation.
-    await writeFile(path.join(manifests, 'web.yaml'), manifest('web', "trap '' TERM; while true; do sleep 1; done"));
+    await writeFile(path.join(manifests, 'web.yaml'), manifest('web', "echo hello-from-web; trap '' TERM; while true; do sleep 1; done"));
     await writeFile(path.join(manifests, 'worker.yaml'), manifest('worker'));
 
     const row = (name: string) => page.locator(`#pod-rows [data-pod="default/${name}-page-node"]`);
@@ -123,6 +123,12 @@ describe.skipIf(!haveChromium && !onCi)('visualizer page in chromium', () => {
     expect(await state('pod.syncing').getAttribute('class')).toContain('active');
     expect(await state('pod').getAttribute('class')).toContain('active');
     expect(await state('pod.terminating').getAttribute('class')).not.toContain('active');
+    // The pod's log tail, read by the agent's own log reader.
+    await page.click('#title button');
+    await page.locator('#logs-body pre', { hasText: 'hello-from-web' }).waitFor({ timeout: 10_000 });
+    expect(await page.locator('#logs-body h3').allTextContents()).toEqual(['app']);
+    await page.click('#logs-close');
+    expect(await page.locator('#logs').isHidden()).toBe(true);
     // Nested: the parallel state's regions are drawn inside it.
     expect(await page.locator('#chart [data-state-id="pod.syncing.worker"]').count()).toBe(1);
     expect(await page.locator('#chart .edge').count()).toBeGreaterThan(5);

@@ -1,5 +1,9 @@
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
+import os from 'node:os';
+import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import type { Pod } from '../../src/api/types.ts';
 import type { WirePicture, WireRecord } from '../../src/visualizer/projection.ts';
 import { type VisualizerServer, startVisualizerServer } from '../../src/visualizer/server.ts';
 import { VisualizerHub } from '../../src/visualizer/stream.ts';
@@ -109,5 +113,32 @@ describe('visualizer server', () => {
     expect(seqs).toEqual([...seqs].sort((a, b) => a - b));
     for (const word of forbidden) expect(history.body).not.toContain(word);
     expect(JSON.parse((await get(`${base}/api/history?actor=x:999`)).body)).toEqual([]);
+  });
+
+  it('serves a pod\'s log tail, each container\'s or why it has none, and 404 for a pod it does not have', async () => {
+    hub = new VisualizerHub({ flushMs: 20 });
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'statelet-viz-logs-'));
+    try {
+      await writeFile(path.join(dir, '0.log'), Array.from({ length: 150 }, (_, i) => `2026-11-25T10:00:00Z stdout F line ${i}\n`).join(''));
+      const pod = {
+        ...secretPod(),
+        spec: { containers: [{ name: 'app', image: 'busybox' }, { name: 'side', image: 'busybox' }] },
+        status: {
+          containerStatuses: [
+            { name: 'app', containerID: 'sim://c1', state: { running: {} }, lastState: {}, ready: true, restartCount: 0, image: '', imageID: '' },
+            { name: 'side', state: { waiting: { reason: 'ContainerCreating' } }, lastState: {}, ready: false, restartCount: 0, image: '', imageID: '' },
+          ],
+        },
+      } as unknown as Pod;
+      server = await startVisualizerServer(hub, '127.0.0.1', 0, { pods: () => [pod], runtime: { containerStatus: async () => ({ logPath: path.join(dir, '0.log'), state: 'CONTAINER_RUNNING' }) as never }, now: Date.now });
+      const base = `http://127.0.0.1:${server.port}`;
+      const tails = JSON.parse((await get(`${base}/api/logs?namespace=default&name=web`)).body) as { container: string; text?: string; error?: string }[];
+      expect(tails.map((t) => t.container)).toEqual(['app', 'side']);
+      expect(tails[0]!.text!.split('\n').slice(0, -1)).toEqual(Array.from({ length: 100 }, (_, i) => `line ${i + 50}`));
+      expect(tails[1]).toEqual({ container: 'side', error: 'container "side" in pod "web" is waiting to start: ContainerCreating' });
+      expect(await get(`${base}/api/logs?namespace=default&name=nope`)).toMatchObject({ status: 404, body: 'pod "nope" does not exist' });
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

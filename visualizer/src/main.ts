@@ -37,6 +37,8 @@ const statusEl = $('status');
 const countsEl = $('counts');
 const titleEl = $('title');
 const routingEl = $('routing');
+const logsEl = $('logs');
+const logsBodyEl = $('logs-body');
 const chartView = new ChartView($('chart'), $('step-line'));
 const eventLog = new EventLog($<HTMLOListElement>('event-list'), $('event-scroll'));
 
@@ -244,9 +246,57 @@ function renderDetail(): void {
     span.textContent = `${k}: ${v}`;
     return span;
   });
-  titleEl.replaceChildren(strong, ...spans);
+  const extra: HTMLElement[] = [];
+  if (selected.kind === 'pod' && selected.actor.pod) {
+    const button = document.createElement('button');
+    button.type = 'button';
+    button.textContent = 'logs';
+    button.title = 'The last 100 lines of each container, as kubectl logs reads them';
+    const pod = selected.actor.pod;
+    button.addEventListener('click', () => void showLogs(pod));
+    extra.push(button);
+  }
+  titleEl.replaceChildren(strong, ...spans, ...extra);
   renderRouting(s);
 }
+
+// --- a pod's log tail (GET /api/logs: the agent's own log reader) ---
+
+let logsFor: { namespace: string; name: string } | null = null;
+
+async function showLogs(pod: { namespace: string; name: string }): Promise<void> {
+  logsFor = pod;
+  logsEl.hidden = false;
+  logsBodyEl.textContent = 'loading…';
+  let tails: { container: string; text?: string; error?: string }[];
+  try {
+    const res = await fetch(`api/logs?namespace=${encodeURIComponent(pod.namespace)}&name=${encodeURIComponent(pod.name)}`, { cache: 'no-store' });
+    if (!res.ok) throw new Error(await res.text());
+    tails = (await res.json()) as typeof tails;
+  } catch (err) {
+    if (logsFor === pod) logsBodyEl.textContent = `no logs: ${err instanceof Error ? err.message : String(err)}`;
+    return;
+  }
+  if (logsFor !== pod) return;
+  logsBodyEl.replaceChildren(
+    ...tails.flatMap((tail) => {
+      const heading = document.createElement('h3');
+      heading.textContent = tail.container;
+      const body = document.createElement('pre');
+      body.textContent = tail.error ?? (tail.text || '(empty)');
+      if (tail.error) body.className = 'muted';
+      return [heading, body];
+    }),
+  );
+}
+
+$('logs-refresh').addEventListener('click', () => {
+  if (logsFor) void showLogs(logsFor);
+});
+$('logs-close').addEventListener('click', () => {
+  logsFor = null;
+  logsEl.hidden = true;
+});
 
 /** The syncLoop's routing counts per event type, and what it knows of sources and the runtime. */
 function renderRouting(s: WireSnapshot | undefined): void {
@@ -281,6 +331,9 @@ function select(entry: Entry | null): void {
   if (selected === entry) return;
   selected?.row.classList.remove('selected');
   selected = entry;
+  // Another actor: the open log tail was the previous pod's.
+  logsFor = null;
+  logsEl.hidden = true;
   renderDetail();
   if (!entry) {
     chartView.clear();
