@@ -17,6 +17,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import type { NodeAddress } from '../api/cluster.ts';
 import { quantityValue } from '../api/quantity.ts';
 import { kubeletVersion } from '../cli/flags.ts';
+import { configz } from '../cli/options.ts';
 import { createKubeClient, type KubeClientOptions } from '../client/kubeClient.ts';
 import { type KubeApi, RequestCounts } from '../client/api.ts';
 import { type ClusterDeps, composeNode } from '../kubelet/composeNode.ts';
@@ -177,6 +178,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
         view,
         pods: view.pods,
         runtime,
+        configz: () => configz(config),
         auth: new RequestAuth({
           anonymous: config.anonymousAuth,
           nodeName: config.nodeName,

@@ -35,6 +35,8 @@ export interface ValueKind<T> {
   display(value: T): string;
   /** How a repeated flag folds into its earlier occurrences; without it the last one wins. */
   combine?(earlier: T, later: T): T;
+  /** The value as a KubeletConfiguration file writes it (`/configz`); without it, as it is. */
+  toConfig?(value: T): unknown;
 }
 
 export type SettingKey = keyof AgentSettings;
@@ -254,6 +256,7 @@ function durationKind(allowZero: boolean): ValueKind<number> {
       return duration(value, allowZero);
     },
     display: formatDuration,
+    toConfig: formatDuration,
   };
 }
 
@@ -285,6 +288,7 @@ const eventedRelistPeriodKind = boundedPeriodKind(1, 60_000, 'the PLEG is unheal
 const maxRestartPeriod = boundedPeriodKind(1_000, 300_000, "the kubelet's bounds");
 const crashLoopMaxKind: ValueKind<number> = {
   ...maxRestartPeriod,
+  toConfig: (ms) => ({ maxContainerRestartPeriod: formatDuration(ms) }),
   fromConfig(value) {
     if (typeof value !== 'object' || value === null || Array.isArray(value)) {
       throw new ValueError('expected an object such as { maxContainerRestartPeriod: "5m" }');
@@ -328,6 +332,7 @@ const bytesKind: ValueKind<number> = {
   },
   fromConfig: (value) => bytesKind.fromText(expectString(value)),
   display: (value) => (value % 2 ** 20 === 0 ? `${value / 2 ** 20}Mi` : value % 1024 === 0 ? `${value / 1024}Ki` : String(value)),
+  toConfig: (value) => bytesKind.display(value),
 };
 
 type Headers = Record<string, string[]>;
@@ -963,3 +968,18 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     help: 'Log output format',
   }),
 ];
+
+/**
+ * The configuration in effect as a KubeletConfiguration (what `/configz` serves under
+ * `kubeletconfig`): every setting that has a config-file field, in that field's form.
+ */
+export function configz(config: AgentSettings): Record<string, unknown> {
+  const out: Record<string, unknown> = { kind: 'KubeletConfiguration', apiVersion: 'kubelet.config.k8s.io/v1beta1' };
+  for (const spec of OPTIONS) {
+    if (!spec.configField) continue;
+    const value = config[spec.key];
+    if (value === undefined) continue;
+    out[spec.configField] = spec.kind.toConfig ? (spec.kind.toConfig as (v: unknown) => unknown)(value) : value;
+  }
+  return out;
+}

@@ -3,7 +3,8 @@
  * node through (pkg/kubelet/server/server.go): HTTPS with the serving certificate of
  * certificates.ts, client certificates asked for (checked against `--client-ca-file`), every
  * request authenticated and authorized (auth.ts) before its handler runs:
- *   `/healthz`, `/pods` (the PodList of `/pods` on the read-only port), `/metrics`, and
+ *   `/healthz`, `/pods` (the PodList of `/pods` on the read-only port), `/metrics`,
+ *   `/runningpods/` (the pods the runtime runs), `/configz` (the configuration in effect), and
  *   `/containerLogs/{namespace}/{pod}/{container}` (logQuery.ts, logTarget.ts, logReader.ts): the
  *   container's log as text, streamed while `follow` lasts; a client that goes away ends the read.
  */
@@ -16,9 +17,33 @@ import { type RequestAuth, certificateUser } from './auth.ts';
 import type { ServingCertificate } from './certificates.ts';
 import type { AgentView, ListeningServer } from './http.ts';
 import { type LogSource, streamContainerLogs } from './containerLogs.ts';
+import type { Container, RuntimeService } from '../runtime/types.ts';
+import { Label } from '../kuberuntime/labels.ts';
+
+/**
+ * The pods the runtime runs, as `/runningpods/` lists them (the kubelet's runtime pods turned
+ * into API pods): identity and running containers' names and images, nothing else.
+ */
+export function runningPods(containers: readonly Container[]): object[] {
+  const pods = new Map<string, { metadata: { name: string; namespace: string; uid: string }; spec: { containers: { name: string; image: string }[] } }>();
+  for (const c of containers) {
+    const uid = c.labels[Label.podUid];
+    if (!uid) continue;
+    let pod = pods.get(uid);
+    if (!pod) {
+      pod = { metadata: { name: c.labels[Label.podName] ?? '', namespace: c.labels[Label.podNamespace] ?? '', uid }, spec: { containers: [] } };
+      pods.set(uid, pod);
+    }
+    pod.spec.containers.push({ name: c.labels[Label.containerName] ?? c.metadata.name, image: c.image });
+  }
+  return [...pods.values()];
+}
 
 export interface KubeletServerDeps extends LogSource {
   view: AgentView;
+  runtime: LogSource['runtime'] & Pick<RuntimeService, 'listContainers'>;
+  /** The configuration in effect, as a KubeletConfiguration (`/configz`). */
+  configz(): Record<string, unknown>;
   auth: RequestAuth;
   tls: ServingCertificate;
   /** The CA of accepted client certificates (--client-ca-file). */
@@ -82,6 +107,11 @@ async function handle(deps: KubeletServerDeps, req: IncomingMessage, res: Server
     return send(res, 200, JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: {}, items: deps.view.pods() }), 'application/json');
   }
   if (pathname === '/metrics') return send(res, 200, deps.view.metrics(), 'text/plain; version=0.0.4; charset=utf-8');
+  if (pathname === '/configz') return send(res, 200, JSON.stringify({ kubeletconfig: deps.configz() }), 'application/json');
+  if (pathname === '/runningpods/' || pathname === '/runningpods') {
+    const items = runningPods(await deps.runtime.listContainers({ state: 'CONTAINER_RUNNING' }));
+    return send(res, 200, JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: {}, items }), 'application/json');
+  }
   const logs = /^\/containerLogs\/([^/]+)\/([^/]+)\/([^/]+)$/.exec(pathname);
   if (logs) return streamContainerLogs(deps, res, decodeURIComponent(logs[1]!), decodeURIComponent(logs[2]!), decodeURIComponent(logs[3]!), url.searchParams);
   send(res, 404, '404 page not found');

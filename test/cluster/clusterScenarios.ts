@@ -752,6 +752,9 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
       const answered = await httpsGet(`${url}/pods`, adminToken);
       expect(answered.status).toBe(200);
       expect(JSON.parse(answered.body)).toMatchObject({ kind: 'PodList' });
+      const running = JSON.parse((await httpsGet(`${url}/runningpods/`, adminToken)).body) as { items: { metadata: { name: string } }[] };
+      expect(running.items.map((p) => p.metadata.name)).toContain(`static-web-${NODE}`);
+      expect(JSON.parse((await httpsGet(`${url}/configz`, adminToken)).body).kubeletconfig).toMatchObject({ kind: 'KubeletConfiguration', syncFrequency: '10s', containerLogMaxFiles: 3 });
       expect(agent!.output()).not.toContain(saToken);
     });
 

@@ -6,6 +6,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Pod } from '../../src/api/types.ts';
+import { agentDefaults } from '../../src/cli/config.ts';
+import { configz } from '../../src/cli/options.ts';
 import { silentLogger } from '../../src/log.ts';
 import { RequestAuth } from '../../src/server/auth.ts';
 import { servingCertificate } from '../../src/server/certificates.ts';
@@ -31,7 +33,16 @@ beforeAll(async () => {
   server = await startKubeletServer('127.0.0.1', 0, {
     view: { pods: () => [pod], unhealthyReason: () => null, metrics: () => 'm 1\n' },
     pods: () => [pod],
-    runtime: { containerStatus: async () => ({ logPath: logFile, state: 'CONTAINER_EXITED' }) as never },
+    runtime: {
+      containerStatus: async () => ({ logPath: logFile, state: 'CONTAINER_EXITED' }) as never,
+      listContainers: async () =>
+        [
+          { id: 'c1', image: 'busybox:1', metadata: { name: 'app', attempt: 0 }, labels: { 'io.kubernetes.pod.name': 'web', 'io.kubernetes.pod.namespace': 'shop', 'io.kubernetes.pod.uid': 'u1', 'io.kubernetes.container.name': 'app' } },
+          { id: 'c2', image: 'busybox:1', metadata: { name: 'side', attempt: 0 }, labels: { 'io.kubernetes.pod.name': 'web', 'io.kubernetes.pod.namespace': 'shop', 'io.kubernetes.pod.uid': 'u1', 'io.kubernetes.container.name': 'side' } },
+          { id: 'x', image: 'pause', metadata: { name: 'unlabelled', attempt: 0 }, labels: {} },
+        ] as never,
+    },
+    configz: () => configz(agentDefaults() as never),
     auth: new RequestAuth({ anonymous: false, nodeName: 'node-a', now: Date.now }),
     tls: await servingCertificate({ certDir: path.join(dir, 'pki'), nodeName: 'node-a', addresses: ['127.0.0.1'], now: new Date() }),
     clientCA: await readFile(pki.caFile, 'utf8'),
@@ -74,6 +85,17 @@ describe('the authenticated API', () => {
     expect(await get('/containerLogs/shop/web/db')).toEqual({ status: 404, body: 'container "db" not found in pod "web"' });
     expect(await get('/containerLogs/shop/web/app?tailLines=-5')).toEqual({ status: 422, body: '{"message": "Invalid request."}' });
     expect(await get('/containerLogs/shop/web/app?previous=true')).toEqual({ status: 400, body: 'previous terminated container "app" in pod "web" not found' });
+  });
+
+  it('lists the pods the runtime runs at /runningpods/, and the configuration in effect at /configz', async () => {
+    expect(JSON.parse((await get('/runningpods/')).body)).toEqual({
+      kind: 'PodList',
+      apiVersion: 'v1',
+      metadata: {},
+      items: [{ metadata: { name: 'web', namespace: 'shop', uid: 'u1' }, spec: { containers: [{ name: 'app', image: 'busybox:1' }, { name: 'side', image: 'busybox:1' }] } }],
+    });
+    const config = JSON.parse((await get('/configz')).body).kubeletconfig;
+    expect(config).toMatchObject({ kind: 'KubeletConfiguration', apiVersion: 'kubelet.config.k8s.io/v1beta1', syncFrequency: '1m0s', maxPods: 110, containerLogMaxSize: '10Mi', crashLoopBackOff: { maxContainerRestartPeriod: '5m0s' } });
   });
 
   it('keeps its self-signed certificate for the node name and addresses, and reuses it', async () => {
