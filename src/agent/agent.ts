@@ -31,7 +31,8 @@ import { type AgentView, type ListeningServer, healthzHandler, listen, readOnlyH
 import { RequestAuth } from '../server/auth.ts';
 import { servingCertificate } from '../server/certificates.ts';
 import { startKubeletServer } from '../server/kubeletServer.ts';
-import { renderMetrics } from '../server/metrics.ts';
+import { AgentMetrics, type MetricsInput } from '../server/metrics.ts';
+import { instrumentedImages, instrumentedRuntime } from '../runtime/instrumented.ts';
 import { type NodeDns, parseResolvConf } from '../kuberuntime/dns.ts';
 import type { DnsConfig } from '../runtime/types.ts';
 import { ApiEventRecorder, type EventRecorder } from '../record/recorder.ts';
@@ -80,13 +81,22 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     endpoint = sim.endpoint;
     log('info', 'Started the embedded simulated runtime', { endpoint });
   }
-  const runtime = new CriClient(endpoint);
-  const images =
+  const client = new CriClient(endpoint);
+  const imageClient =
     config.imageServiceEndpoint && config.imageServiceEndpoint !== config.containerRuntimeEndpoint
       ? new CriClient(config.imageServiceEndpoint)
-      : runtime;
-  closers.push(() => runtime.close());
-  if (images !== runtime) closers.push(() => images.close());
+      : client;
+  closers.push(() => client.close());
+  if (imageClient !== client) closers.push(() => imageClient.close());
+  // Every CRI call counted and timed for /metrics (kubelet_runtime_operations_*); the rest of
+  // the metrics are read from the node when scraped.
+  // Set once the node is composed, before any server can be scraped.
+  let metricsInput = (): MetricsInput => {
+    throw new Error('metrics are read before the node exists');
+  };
+  const metrics = new AgentMetrics(config.nodeName, () => metricsInput());
+  const runtime = instrumentedRuntime(client, metrics);
+  const images = instrumentedImages(imageClient, metrics);
 
   // Learned from the runtime when it answers; containerd's name until then.
   let runtimeName = 'containerd';
@@ -152,15 +162,15 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
   const view: AgentView = {
     pods: () => [...podManager.all()].map((pod) => ({ ...pod, status: statuses.get(pod.metadata.uid) ?? pod.status ?? {} })),
     unhealthyReason: node.unhealthyReason,
-    metrics: () =>
-      renderMetrics({
-        pods: view.pods(),
-        syncLoop: syncLoop.getSnapshot().context,
-        ...(cluster ? { apiRequests } : {}),
-        ...(node.statusWriter ? { statusWrites: { writes: node.statusWriter.writes, deletes: node.statusWriter.deletes, queued: node.statusWriter.queued() } } : {}),
-        ...(node.recorder instanceof ApiEventRecorder ? { events: node.recorder.stats } : {}),
-      }),
+    metrics: () => metrics.render(),
   };
+  metricsInput = () => ({
+    pods: view.pods(),
+    syncLoop: syncLoop.getSnapshot().context,
+    ...(cluster ? { apiRequests } : {}),
+    ...(node.statusWriter ? { statusWrites: { writes: node.statusWriter.writes, deletes: node.statusWriter.deletes, queued: node.statusWriter.queued() } } : {}),
+    ...(node.recorder instanceof ApiEventRecorder ? { events: node.recorder.stats } : {}),
+  });
 
   const agent: Agent = {
     syncLoop,

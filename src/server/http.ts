@@ -13,7 +13,7 @@ export interface AgentView {
   pods(): Pod[];
   /** `null` when healthy, else why not. */
   unhealthyReason(): string | null;
-  metrics(): string;
+  metrics(): Promise<string>;
 }
 
 export type RouteHandler = (req: IncomingMessage, res: ServerResponse) => boolean;
@@ -43,7 +43,10 @@ export function readOnlyHandler(view: AgentView): RouteHandler {
       return true;
     }
     if (path === '/metrics') {
-      send(res, 200, 'text/plain; version=0.0.4; charset=utf-8', view.metrics());
+      void view.metrics().then(
+        (text) => send(res, 200, 'text/plain; version=0.0.4; charset=utf-8', text),
+        (err: unknown) => send(res, 500, 'text/plain', err instanceof Error ? err.message : String(err)),
+      );
       return true;
     }
     return healthz(req, res);

@@ -106,7 +106,7 @@ async function handle(deps: KubeletServerDeps, req: IncomingMessage, res: Server
   if (pathname === '/pods' || pathname === '/pods/') {
     return send(res, 200, JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: {}, items: deps.view.pods() }), 'application/json');
   }
-  if (pathname === '/metrics') return send(res, 200, deps.view.metrics(), 'text/plain; version=0.0.4; charset=utf-8');
+  if (pathname === '/metrics') return send(res, 200, await deps.view.metrics(), 'text/plain; version=0.0.4; charset=utf-8');
   if (pathname === '/configz') return send(res, 200, JSON.stringify({ kubeletconfig: deps.configz() }), 'application/json');
   if (pathname === '/runningpods/' || pathname === '/runningpods') {
     const items = runningPods(await deps.runtime.listContainers({ state: 'CONTAINER_RUNNING' }));

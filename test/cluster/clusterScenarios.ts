@@ -272,6 +272,10 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
       expect(value(/^rest_client_requests_total\{method="PATCH",resource="nodes\/status",code="200"\} (\d+)$/m)).toBeGreaterThanOrEqual(1);
       expect(value(/^statelet_events_written_total (\d+)$/m)).toBeGreaterThan(0);
       expect(value(/^statelet_pod_status_queued (\d+)$/m)).toBeGreaterThanOrEqual(0);
+      // The kubelet's own names: the node, and every CRI call counted by operation.
+      expect(value(new RegExp(`^kubelet_node_name\\{node="${NODE}"\\} (\\d+)$`, 'm'))).toBe(1);
+      expect(value(/^kubelet_runtime_operations_total\{operation_type="create_container"\} (\d+)$/m)).toBeGreaterThanOrEqual(1);
+      expect(value(/^kubelet_runtime_operations_duration_seconds_count\{operation_type="list_podsandbox"\} (\d+)$/m)).toBeGreaterThanOrEqual(1);
     });
 
     it('probes readiness as soon as the container runs: Ready long before a 20 s probe period', { timeout: 60_000 }, async ({ skip }) => {
