@@ -155,6 +155,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     ...(inspect ? { inspect } : {}),
     ...(cluster ? { cluster: cluster.deps } : {}),
     dns: await nodeDns(config, log),
+    metrics,
   });
   closers.unshift(() => node.stop());
   const { syncLoop, podManager, statuses } = node;

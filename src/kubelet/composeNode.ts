@@ -16,7 +16,7 @@ import { type Actor, type AnyActorLogic, type InspectionEvent, type Observer, cr
 import type { SourceName } from '../api/types.ts';
 import { type AgentConfig, containerGcPolicy, crashLoopBackOffPolicy } from '../cli/config.ts';
 import type { Clock } from '../clock.ts';
-import type { RuntimeDeps } from '../kuberuntime/execute.ts';
+import type { RuntimeDeps, StartedContainerType } from '../kuberuntime/execute.ts';
 import { collectContainerGarbage } from '../kuberuntime/gc.ts';
 import { hookIOOn } from '../kuberuntime/hooks.ts';
 import { ImagePuller } from '../kuberuntime/images.ts';
@@ -119,6 +119,13 @@ export interface NodeDeps {
   dns?: NodeDns;
   /** Mounts memory-backed volumes; the system's `mount` by default. */
   mounter?: Mounter & { adopt?(): Promise<number> };
+  /** Told of what the kubelet's metrics count: container starts, PLEG relists. */
+  metrics?: NodeMetrics;
+}
+
+export interface NodeMetrics {
+  containerStarted(type: StartedContainerType, failure: string | null): void;
+  relisted(durationMs: number, intervalMs: number | null): void;
 }
 
 export interface Node {
@@ -193,11 +200,12 @@ export function composeNode(deps: NodeDeps): Node {
     podsDir,
     mounter,
     ...(tokens ? { tokens } : {}),
+    ...(deps.metrics ? { containerStarted: (type: StartedContainerType, failure: string | null) => deps.metrics!.containerStarted(type, failure) } : {}),
   };
   const podMachine = podMachineWith(
     createPodEffects({ ...runtimeDeps, statuses, runtimeName: deps.runtimeName, ...(config.nodeIp ? { hostIP: config.nodeIp.split(',')[0] } : {}) }),
   );
-  const relister = createRelister(runtime, now, log);
+  const relister = createRelister(runtime, now, log, deps.metrics ? (durationMs, intervalMs) => deps.metrics!.relisted(durationMs, intervalMs) : undefined);
   // Assigned once the syncLoop exists; read only by actors it runs.
   let syncLoopRef: Actor<SyncLoopMachine> | undefined;
   const podActor = (uid: string) => syncLoopRef?.system.get(actorId(uid)) as PodActor | undefined;

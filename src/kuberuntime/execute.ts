@@ -65,7 +65,16 @@ export interface RuntimeDeps extends KillDeps {
   tokens?: TokenManager;
   /** Puts memory-backed volumes on tmpfs; absent: they are on disk. */
   mounter?: Mounter;
+  /**
+   * Told of every container start attempted (not one held back by its crash-loop backoff), with
+   * the waiting reason it failed with: the kubelet's started-containers metrics.
+   */
+  containerStarted?: (type: StartedContainerType, failure: string | null) => void;
 }
+
+/** The kubelet's `container_type` label of the started-containers metrics. */
+export type StartedContainerType = 'container' | 'init_container' | 'ephemeral_container';
+const STARTED_TYPE: Record<ContainerType, StartedContainerType> = { container: 'container', init: 'init_container', ephemeral: 'ephemeral_container' };
 
 /** The node's own hosts file, which host-network pods see under the kubelet's header. */
 const NODE_HOSTS_FILE = '/etc/hosts';
@@ -246,6 +255,8 @@ export async function executePlan(
   const context: StartContext = { status, sandboxId, sandbox: config, result, opts, podIP, preStops };
   const start = async (container: Container, type: ContainerType): Promise<boolean> => {
     const outcome = await startContainer(deps, pod, container, type, context);
+    // Counted as the kubelet counts (kuberuntime_manager.go startContainer): every attempt past the backoff, and each failure by its reason.
+    if (outcome === true || outcome.reason !== 'CrashLoopBackOff') deps.containerStarted?.(STARTED_TYPE[type], outcome === true ? null : outcome.reason);
     if (outcome === true) delete reasons[container.name];
     else reasons[container.name] = outcome;
     return outcome === true;

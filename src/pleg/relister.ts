@@ -38,7 +38,8 @@ type MutableRecord = Map<string, Map<string, RelistState>>;
 /** A change the stream told while a relist was in flight: pod UID and new state (undefined: gone). */
 type StreamedChange = { podUid: string; state: RelistState | undefined };
 
-export function createRelister(runtime: RuntimeService, now: () => number, log?: Logger): Relister {
+export function createRelister(runtime: RuntimeService, now: () => number, log?: Logger, onRelist?: (durationMs: number, intervalMs: number | null) => void): Relister {
+  let lastRelistAt: number | null = null;
   let record: MutableRecord = new Map();
   /** Container/sandbox ID → pod UID, for events that carry no sandbox metadata. */
   let owners = new Map<string, string>();
@@ -103,7 +104,11 @@ export function createRelister(runtime: RuntimeService, now: () => number, log?:
         const events = relistEvents(record, listed);
         record = listed;
         owners = listedOwners;
-        return { events, startedAt, durationMs: now() - startedAt };
+        const durationMs = now() - startedAt;
+        // The kubelet's PLEG relist duration, and the interval between the starts of relists.
+        onRelist?.(durationMs, lastRelistAt === null ? null : startedAt - lastRelistAt);
+        lastRelistAt = startedAt;
+        return { events, startedAt, durationMs };
       } finally {
         inFlight.delete(changes);
       }

@@ -2,7 +2,9 @@
  * The agent's `/metrics`, through prom-client, with the kubelet's metric names, labels and
  * histogram buckets where the kubelet has the metric (pkg/kubelet/metrics/metrics.go):
  *   kubelet_node_name{node}, kubelet_running_pods, kubelet_running_containers{container_state},
- *   kubelet_pleg_last_seen_seconds, kubelet_runtime_operations_total /
+ *   kubelet_pleg_last_seen_seconds, kubelet_pleg_relist_duration_seconds and _interval_seconds,
+ *   kubelet_started_containers_total{container_type} and _errors_total{container_type, code}
+ *   (told by the node, NodeMetrics), kubelet_runtime_operations_total /
  *   _duration_seconds / _errors_total {operation_type} (instrumented.ts),
  *   rest_client_requests_total{method, resource, code};
  * and statelet's own: desired pods, the last relist's duration, events routed by the syncLoop by
@@ -14,6 +16,8 @@ import type { Pod } from '../api/types.ts';
 import type { RequestCounts } from '../client/api.ts';
 import type { SyncLoopContext } from '../kubelet/syncLoop.ts';
 import type { RuntimeOperations } from '../runtime/instrumented.ts';
+import type { NodeMetrics } from '../kubelet/composeNode.ts';
+import type { StartedContainerType } from '../kuberuntime/execute.ts';
 
 export interface MetricsInput {
   pods: Pod[];
@@ -29,7 +33,10 @@ export interface MetricsInput {
 /** prometheus ExponentialBuckets(start, factor, count). */
 export const exponentialBuckets = (start: number, factor: number, count: number) => Array.from({ length: count }, (_, i) => start * factor ** i);
 
-export class AgentMetrics implements RuntimeOperations {
+/** prometheus DefBuckets. */
+export const DEFAULT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+export class AgentMetrics implements RuntimeOperations, NodeMetrics {
   readonly registry = new Registry();
   private readonly operations = new Counter({ name: 'kubelet_runtime_operations_total', help: 'Cumulative number of runtime operations by operation type.', labelNames: ['operation_type'], registers: [this.registry] });
   private readonly operationErrors = new Counter({ name: 'kubelet_runtime_operations_errors_total', help: 'Cumulative number of runtime operation errors by operation type.', labelNames: ['operation_type'], registers: [this.registry] });
@@ -40,6 +47,16 @@ export class AgentMetrics implements RuntimeOperations {
     buckets: exponentialBuckets(0.005, 2.5, 14),
     registers: [this.registry],
   });
+
+  private readonly startedContainers = new Counter({ name: 'kubelet_started_containers_total', help: 'Cumulative number of containers started', labelNames: ['container_type'], registers: [this.registry] });
+  private readonly startedContainerErrors = new Counter({
+    name: 'kubelet_started_containers_errors_total',
+    help: 'Cumulative number of errors when starting containers',
+    labelNames: ['container_type', 'code'],
+    registers: [this.registry],
+  });
+  private readonly relistDuration = new Histogram({ name: 'kubelet_pleg_relist_duration_seconds', help: 'Duration in seconds for relisting pods in PLEG.', buckets: DEFAULT_BUCKETS, registers: [this.registry] });
+  private readonly relistInterval = new Histogram({ name: 'kubelet_pleg_relist_interval_seconds', help: 'Interval in seconds between relisting in PLEG.', buckets: DEFAULT_BUCKETS, registers: [this.registry] });
 
   /** What the agent's actors hold, read once per scrape. */
   private scrape: MetricsInput | undefined;
@@ -124,6 +141,16 @@ export class AgentMetrics implements RuntimeOperations {
         for (const { method, resource, code, count } of now().apiRequests?.entries() ?? []) this.inc({ method, resource, code: String(code) }, count);
       },
     });
+  }
+
+  containerStarted(type: StartedContainerType, failure: string | null): void {
+    this.startedContainers.inc({ container_type: type });
+    if (failure !== null) this.startedContainerErrors.inc({ container_type: type, code: failure });
+  }
+
+  relisted(durationMs: number, intervalMs: number | null): void {
+    this.relistDuration.observe(durationMs / 1000);
+    if (intervalMs !== null) this.relistInterval.observe(intervalMs / 1000);
   }
 
   observe(operation: string, seconds: number, failed: boolean): void {

@@ -276,6 +276,8 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
       expect(value(new RegExp(`^kubelet_node_name\\{node="${NODE}"\\} (\\d+)$`, 'm'))).toBe(1);
       expect(value(/^kubelet_runtime_operations_total\{operation_type="create_container"\} (\d+)$/m)).toBeGreaterThanOrEqual(1);
       expect(value(/^kubelet_runtime_operations_duration_seconds_count\{operation_type="list_podsandbox"\} (\d+)$/m)).toBeGreaterThanOrEqual(1);
+      expect(value(/^kubelet_started_containers_total\{container_type="container"\} (\d+)$/m)).toBeGreaterThanOrEqual(1);
+      expect(value(/^kubelet_pleg_relist_duration_seconds_count (\d+)$/m)).toBeGreaterThanOrEqual(1);
     });
 
     it('probes readiness as soon as the container runs: Ready long before a 20 s probe period', { timeout: 60_000 }, async ({ skip }) => {

@@ -53,6 +53,30 @@ function syncLoopHarness(options: { maxPods?: number; expectedSources?: ('file' 
 
 const idle = (s: SnapshotFrom<PodActor>) => s.matches({ syncing: { worker: 'idle' } });
 
+describe('what the node tells its metrics', () => {
+  it('counts each container start attempted, with the reason of a failure, and times each relist', async () => {
+    const starts: string[] = [];
+    const relists: (number | null)[] = [];
+    const node = startFakeNode({
+      metrics: {
+        containerStarted: (type, failure) => starts.push(`${type} ${failure ?? 'ok'}`),
+        relisted: (_durationMs, intervalMs) => relists.push(intervalMs),
+      },
+    });
+    node.syncLoop.send({
+      type: 'CONFIG.ADD',
+      source: 'file',
+      pods: [makePod('m', { containers: [{ name: 'app', image: IMAGE }, { name: 'broken', image: 'nowhere/none:1', imagePullPolicy: 'Never' }] })],
+    });
+    await vi.waitFor(() => expect([...starts].sort()).toEqual(['container ErrImageNeverPull', 'container ok']));
+    node.clock.increment(1_000);
+    await vi.waitFor(() => expect(relists.length).toBeGreaterThanOrEqual(2));
+    expect(relists[0]).toBeNull();
+    expect(relists[1]).toBeGreaterThan(0);
+    node.stop();
+  });
+});
+
 describe('syncLoop and pod workers', () => {
   it('admits an added pod and runs it', async () => {
     const h = syncLoopHarness();

@@ -61,6 +61,21 @@ describe('AgentMetrics', () => {
     expect(text).toContain('kubelet_runtime_operations_duration_seconds_bucket{le="0.0125",operation_type="list_podsandbox"} 0');
   });
 
+  it('counts container starts and their failures by type and reason, and times relists and their intervals', async () => {
+    const metrics = new AgentMetrics('node-a', () => ({ pods: [], syncLoop }));
+    metrics.containerStarted('container', null);
+    metrics.containerStarted('init_container', 'ErrImagePull');
+    metrics.relisted(12, null);
+    metrics.relisted(8, 1_000);
+    const text = await metrics.render();
+    expect(text).toContain('kubelet_started_containers_total{container_type="container"} 1');
+    expect(text).toContain('kubelet_started_containers_total{container_type="init_container"} 1');
+    expect(text).toContain('kubelet_started_containers_errors_total{container_type="init_container",code="ErrImagePull"} 1');
+    expect(text).toContain('kubelet_pleg_relist_duration_seconds_count 2');
+    expect(text).toContain('kubelet_pleg_relist_interval_seconds_bucket{le="1"} 1');
+    expect(text).toContain('kubelet_pleg_relist_interval_seconds_bucket{le="0.5"} 0');
+  });
+
   it('uses the ExponentialBuckets of the Prometheus client', () => {
     expect(exponentialBuckets(0.005, 2.5, 14).slice(0, 4)).toEqual([0.005, 0.0125, 0.03125, 0.078125]);
     expect(exponentialBuckets(0.005, 2.5, 14)).toHaveLength(14);

@@ -11,7 +11,7 @@ import { afterAll } from 'vitest';
 import { fromCallback } from 'xstate';
 import type { SourceName } from '../../src/api/types.ts';
 import { agentDefaults } from '../../src/cli/config.ts';
-import { type NodeConfig, composeNode } from '../../src/kubelet/composeNode.ts';
+import { type NodeConfig, type NodeMetrics, composeNode } from '../../src/kubelet/composeNode.ts';
 import { type Logger, silentLogger } from '../../src/log.ts';
 import { TestRuntime } from './testRuntime.ts';
 import { IMAGE, testClock } from './pods.ts';
@@ -25,6 +25,8 @@ export interface FakeNodeOptions {
   log?: Logger;
   /** The node's jitter (resync times, first probe ticks); 0 by default: no jitter. */
   random?: () => number;
+  /** Told of container starts and relists, as the agent's /metrics is. */
+  metrics?: NodeMetrics;
 }
 
 let nodesDir: string | undefined;
@@ -66,6 +68,7 @@ export function startFakeNode(options: FakeNodeOptions = {}) {
     // A unit-test node mounts nothing on the host (a node a test never stops would leave its
     // tmpfs behind); tmpfs itself is tested in test/volumes and by the agents of the cluster suite.
     mounter: diskOnly,
+    ...(options.metrics ? { metrics: options.metrics } : {}),
     ...(options.expectedSources ? { sources: { logic: fromCallback(() => {}), expected: options.expectedSources } } : {}),
   });
   const stop = () => {
