@@ -211,9 +211,15 @@ log "containerd + CRI ready in $((t_ready - t0)) ms"
 
 # ---------------------------------------------------------------- images
 "$here/build-images.sh" "$wd/images" >&2
+# containerd 1.6's `ctr import` can lose a blob to the garbage collector between writing it and
+# creating the image ("content digest …: not found"); the import is idempotent, so try again.
 for image in busybox:1 pause:1; do
-  ctr -a "$sock" -n k8s.io images import --index-name "statelet.local/$image" \
-    "$wd/images/${image%%:*}.tar" >&2
+  for attempt in 1 2 3; do
+    ctr -a "$sock" -n k8s.io images import --index-name "statelet.local/$image" \
+      "$wd/images/${image%%:*}.tar" >&2 && break
+    (( attempt < 3 )) || die "could not import statelet.local/$image"
+    log "importing statelet.local/$image failed (attempt $attempt); trying again"
+  done
 done
 # The CRI image store fills asynchronously from containerd's image events: wait until CRI itself
 # sees both images before anyone starts a pod.
