@@ -147,3 +147,13 @@ export interface TokensResult {
   write: { cpuMsPerVolume: number };
   heapBytesPerToken: number;
 }
+
+export interface LogsResult {
+  mb: number;
+  rawReadMBps: number;
+  wholeLogMBps: number;
+  cpuMsPerMB: number;
+  tail100Ms: number;
+  tail100Bytes: number;
+  followMBps: number;
+}

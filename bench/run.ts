@@ -5,7 +5,7 @@
  *
  *   npm run bench                       everything (~6 min on a 2-vCPU machine)
  *   npm run bench -- --quick            sim at N=100 only, 10 s idle windows, fewer actor sizes
- *   npm run bench -- --only=sim         or actors, containerd, page, cluster (comma-separated list allowed)
+ *   npm run bench -- --only=sim         or actors, containerd, page, cluster, logs (comma-separated list allowed)
  *   BENCH_QUICK=1 BENCH_ONLY=sim npm run bench
  *
  * See docs/benchmarks.md for what each figure means.
@@ -15,13 +15,13 @@ import { readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { ActorMeasure, ActorsResult, ClusterResult, TokensResult, ContainerdResult, Failed, Frames, PageResult, SimResult, Skipped } from './results.ts';
+import type { ActorMeasure, ActorsResult, ClusterResult, LogsResult, TokensResult, ContainerdResult, Failed, Frames, PageResult, SimResult, Skipped } from './results.ts';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const resultsFile = path.join(benchDir, 'results.json');
 
-type Scenario = 'sim' | 'actors' | 'containerd' | 'page' | 'cluster';
-const allScenarios: Scenario[] = ['sim', 'actors', 'containerd', 'page', 'cluster'];
+type Scenario = 'sim' | 'actors' | 'containerd' | 'page' | 'cluster' | 'logs';
+const allScenarios: Scenario[] = ['sim', 'actors', 'containerd', 'page', 'cluster', 'logs'];
 
 const argv = process.argv.slice(2);
 const quick = argv.includes('--quick') || ['1', 'true'].includes(process.env.BENCH_QUICK ?? '');
@@ -223,6 +223,17 @@ function printTokens(r: Run<TokensResult | Skipped>): void {
   ]);
 }
 
+function printLogs(r: Run<LogsResult>): void {
+  if (failed(r)) return void console.log(`\nlogs: ${r.error}`);
+  table(`logs — a ${r.mb} MB container log through the authenticated API (HTTPS, client certificate), in-process`, ['metric', 'value'], [
+    ['the file read directly (MB/s)', r.rawReadMBps],
+    ['the whole log through /containerLogs (MB/s)', r.wholeLogMBps],
+    ['CPU per MB served (ms)', r.cpuMsPerMB],
+    ['tailLines=100 (ms)', r.tail100Ms],
+    ['follow while a writer appends as fast as it can (MB/s delivered)', r.followMBps],
+  ]);
+}
+
 function printContainerd(r: Run<ContainerdResult | Skipped>): void {
   if (failed(r)) return void console.log(`\ncontainerd: ${r.error}`);
   if (skipped(r)) return void console.log(`\ncontainerd: SKIPPED — ${r.skipped}`);
@@ -349,6 +360,12 @@ async function main(): Promise<void> {
     const tokens = await worker<TokensResult | Skipped>('tokens.ts', ['--n=1000']);
     results.tokens = tokens;
     printed.push(() => printTokens(tokens));
+  }
+  if (only.includes('logs')) {
+    console.error('logs…');
+    const logs = await worker<LogsResult>('logs.ts', [`--mb=${quick ? 16 : 64}`]);
+    results.logs = logs;
+    printed.push(() => printLogs(logs));
   }
   if (only.includes('page')) {
     console.error('page…');

@@ -10,35 +10,40 @@
 export type LogStream = 'stdout' | 'stderr';
 
 export interface LogLine {
-  /** The time as written (nanosecond text kept), and in ms for comparisons. */
+  /** The time as written (nanosecond text kept); a reader that filters by time parses it. */
   time: string;
-  timeMs: number;
   stream: LogStream;
   /** A chunk of a longer line: no newline after its content. */
   partial: boolean;
   content: Buffer;
 }
 
-const CRI_LINE = /^(\S+) (stdout|stderr) ([^ ]+) /;
+/** The line's head: an RFC 3339 time (checked here, parsed only when a `since` asks), the stream, the tags. */
+const CRI_LINE = /^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:\d\d)) (stdout|stderr) ([^ ]+) /;
 
-/** One CRI line without its newline, or null when it is not one. */
+const NEWLINE = Buffer.from('\n');
+
+/**
+ * One CRI line, with or without its newline, or null when it is not one. Given with its newline
+ * (as the reader does), a full line's content is a view of the same bytes: nothing is copied.
+ */
 export function parseCriLine(line: Buffer): LogLine | null {
   const head = CRI_LINE.exec(line.subarray(0, 128).toString('latin1'));
   if (!head) return null;
-  const timeMs = Date.parse(head[1]!);
-  if (Number.isNaN(timeMs)) return null;
   const partial = head[3]!.split(':')[0] === 'P';
-  return { time: head[1]!, timeMs, stream: head[2] as LogStream, partial, content: Buffer.concat([line.subarray(head[0].length), partial ? Buffer.alloc(0) : Buffer.from('\n')]) };
+  const ended = line[line.length - 1] === 0x0a;
+  const body = line.subarray(head[0].length, ended ? line.length - 1 : line.length);
+  const content = partial ? body : ended ? line.subarray(head[0].length) : Buffer.concat([body, NEWLINE]);
+  return { time: head[1]!, stream: head[2] as LogStream, partial, content };
 }
 
 /** One Docker JSON line, or null. */
 export function parseJsonLine(line: Buffer): LogLine | null {
   try {
-    const entry = JSON.parse(line.toString('utf8')) as { log?: unknown; stream?: unknown; time?: unknown };
+    const entry = JSON.parse(line.toString('utf8').trimEnd()) as { log?: unknown; stream?: unknown; time?: unknown };
     if (typeof entry.log !== 'string' || (entry.stream !== 'stdout' && entry.stream !== 'stderr') || typeof entry.time !== 'string') return null;
-    const timeMs = Date.parse(entry.time);
-    if (Number.isNaN(timeMs)) return null;
-    return { time: entry.time, timeMs, stream: entry.stream, partial: !entry.log.endsWith('\n'), content: Buffer.from(entry.log) };
+    if (Number.isNaN(Date.parse(entry.time))) return null;
+    return { time: entry.time, stream: entry.stream, partial: !entry.log.endsWith('\n'), content: Buffer.from(entry.log) };
   } catch {
     return null;
   }
@@ -89,10 +94,11 @@ export class LogFilter {
   /** The bytes to write for `line`, or null (left out). */
   render(line: LogLine): Buffer | null {
     if (this.exhausted) return null;
-    if (this.options.sinceMs !== undefined && line.timeMs < this.options.sinceMs) return null;
+    if (this.options.sinceMs !== undefined && Date.parse(line.time) < this.options.sinceMs) return null;
     const prefix = this.options.timestamps && !this.midLine[line.stream] ? Buffer.from(`${fixedTimestamp(line.time)} `) : null;
     this.midLine[line.stream] = line.partial;
     let out = prefix ? Buffer.concat([prefix, line.content]) : line.content;
+    if (this.budget === Infinity) return out;
     if (out.length > this.budget) out = out.subarray(0, this.budget);
     this.budget -= out.length;
     return out;

@@ -38,15 +38,30 @@ export async function readContainerLog(file: string, options: LogOptions, write:
     position += bytesRead;
     let text = Buffer.concat([pending, chunk.subarray(0, bytesRead)]);
     if (first && options.tailLines !== undefined) text = text.subarray(tailOffset(text, options.tailLines));
+    // Consecutive output of one stream goes out as one write of up to 64 KiB: a write per line
+    // would cost more than the reading.
+    let batch: Buffer[] = [];
+    let batchBytes = 0;
+    let batchStream: LogStream = 'stdout';
+    const flush = () => {
+      if (batchBytes > 0) write(batchStream, batch.length === 1 ? batch[0]! : Buffer.concat(batch, batchBytes));
+      batch = [];
+      batchBytes = 0;
+    };
     let start = 0;
     for (let nl = text.indexOf(0x0a, start); nl >= 0 && !filter.exhausted; nl = text.indexOf(0x0a, start)) {
-      const line = text.subarray(start, nl);
+      const line = text.subarray(start, nl + 1);
       start = nl + 1;
       parse ??= parserFor(line);
       const parsed = parse(line);
       const out = parsed && filter.render(parsed);
-      if (out && out.length) write(parsed.stream, out);
+      if (!out || !out.length) continue;
+      if (parsed.stream !== batchStream || batchBytes >= 65_536) flush();
+      batchStream = parsed.stream;
+      batch.push(out);
+      batchBytes += out.length;
     }
+    flush();
     pending = Buffer.from(text.subarray(start));
   };
 
