@@ -12,6 +12,7 @@ import { readContainerLog } from '../kuberuntime/logReader.ts';
 import { logTarget } from '../kuberuntime/logTarget.ts';
 import type { RuntimeService } from '../runtime/types.ts';
 import { parseLogQuery } from './logQuery.ts';
+import { TEXT_PLAIN, send } from './http.ts';
 
 export interface LogSource {
   /** The agent's pods, each with the status it reports. */
@@ -47,20 +48,16 @@ function read(source: LogSource, found: { logPath: string; containerId: string }
   });
 }
 
-function send(res: ServerResponse, status: number, body: string, contentType = 'text/plain; charset=utf-8'): void {
-  res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(body) });
-  res.end(body);
-}
 
 /** `GET /containerLogs/{namespace}/{pod}/{container}`: the log as text, streamed while `follow` lasts; a client that goes away ends the read. */
 export async function streamContainerLogs(source: LogSource, res: ServerResponse, namespace: string, name: string, container: string, query: URLSearchParams): Promise<void> {
   const parsed = parseLogQuery(query, source.now());
-  if ('status' in parsed) return send(res, parsed.status, parsed.body, 'application/json');
+  if ('status' in parsed) return send(res, parsed.status, 'application/json', parsed.body);
   const found = await findLog(source, namespace, name, container, parsed.previous);
-  if ('status' in found) return send(res, found.status, found.message);
+  if ('status' in found) return send(res, found.status, TEXT_PLAIN, found.message);
   const client = new AbortController();
   res.on('close', () => client.abort());
-  res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8', 'transfer-encoding': 'chunked' });
+  res.writeHead(200, { 'content-type': TEXT_PLAIN, 'transfer-encoding': 'chunked' });
   try {
     await read(source, found, parsed.options, (chunk) => res.write(chunk), client.signal);
   } catch (err) {

@@ -5,6 +5,7 @@
  * the actors.
  */
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import type { Server as HttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Pod } from '../api/types.ts';
 
@@ -18,7 +19,9 @@ export interface AgentView {
 
 export type RouteHandler = (req: IncomingMessage, res: ServerResponse) => boolean;
 
-function send(res: ServerResponse, status: number, contentType: string, body: string): void {
+export const TEXT_PLAIN = 'text/plain; charset=utf-8';
+
+export function send(res: ServerResponse, status: number, contentType: string, body: string): void {
   res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(body) });
   res.end(body);
 }
@@ -54,7 +57,7 @@ export function readOnlyHandler(view: AgentView): RouteHandler {
 }
 
 export interface ListeningServer {
-  server: Server | import('node:https').Server;
+  server: Server | HttpsServer;
   port: number;
   close(): Promise<void>;
 }
@@ -73,6 +76,11 @@ export async function listen(address: string, port: number, handlers: RouteHandl
       send(res, 500, 'text/plain', err instanceof Error ? err.message : String(err));
     }
   });
+  return serve(server, address, port);
+}
+
+/** Starts `server` on `address:port` (0: any free port); closing it drops its connections too. */
+export async function serve(server: Server | HttpsServer, address: string, port: number): Promise<ListeningServer> {
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, address, () => {

@@ -10,12 +10,11 @@
  */
 import { type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer } from 'node:https';
-import type { AddressInfo } from 'node:net';
 import type { TLSSocket } from 'node:tls';
 import type { Logger } from '../log.ts';
 import { type RequestAuth, certificateUser } from './auth.ts';
 import type { ServingCertificate } from './certificates.ts';
-import type { AgentView, ListeningServer } from './http.ts';
+import { type AgentView, type ListeningServer, TEXT_PLAIN, send, serve } from './http.ts';
 import { type LogSource, streamContainerLogs } from './containerLogs.ts';
 import type { Container, RuntimeService } from '../runtime/types.ts';
 import { Label } from '../kuberuntime/labels.ts';
@@ -51,10 +50,6 @@ export interface KubeletServerDeps extends LogSource {
   log: Logger;
 }
 
-function send(res: ServerResponse, status: number, body: string, contentType = 'text/plain; charset=utf-8'): void {
-  res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(body) });
-  res.end(body);
-}
 
 export async function startKubeletServer(address: string, port: number, deps: KubeletServerDeps): Promise<ListeningServer> {
   const server = createServer(
@@ -62,7 +57,7 @@ export async function startKubeletServer(address: string, port: number, deps: Ku
     (req, res) => {
       void handle(deps, req, res).catch((err: unknown) => {
         deps.log('error', 'The authenticated API failed a request', { path: req.url, err });
-        if (!res.headersSent) send(res, 500, err instanceof Error ? err.message : String(err));
+        if (!res.headersSent) send(res, 500, TEXT_PLAIN, err instanceof Error ? err.message : String(err));
         else res.destroy();
       });
     },
@@ -70,22 +65,7 @@ export async function startKubeletServer(address: string, port: number, deps: Ku
   // Read and write timeouts of hours (a followed log), as the kubelet's.
   server.requestTimeout = 4 * 3_600_000;
   server.headersTimeout = 60_000;
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, address, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
-  return {
-    server,
-    port: (server.address() as AddressInfo).port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
+  return serve(server, address, port);
 }
 
 async function handle(deps: KubeletServerDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -93,27 +73,27 @@ async function handle(deps: KubeletServerDeps, req: IncomingMessage, res: Server
   const socket = req.socket as TLSSocket;
   const certificate = deps.clientCA && socket.authorized ? certificateUser(socket.getPeerCertificate().subject as unknown as Record<string, string>) : null;
   const who = await deps.auth.authenticate(certificate, req.headers.authorization);
-  if (!('user' in who)) return send(res, who.status, who.message);
+  if (!('user' in who)) return send(res, who.status, TEXT_PLAIN, who.message);
   const allowed = await deps.auth.authorize(who.user, req.method ?? 'GET', url.pathname);
-  if (!('user' in allowed)) return send(res, allowed.status, allowed.message);
-  if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'method not allowed');
+  if (!('user' in allowed)) return send(res, allowed.status, TEXT_PLAIN, allowed.message);
+  if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, TEXT_PLAIN, 'method not allowed');
 
   const { pathname } = url;
   if (pathname === '/healthz') {
     const reason = deps.view.unhealthyReason();
-    return reason === null ? send(res, 200, 'ok') : send(res, 500, `[-]${reason}\nhealthz check failed`);
+    return reason === null ? send(res, 200, TEXT_PLAIN, 'ok') : send(res, 500, TEXT_PLAIN, `[-]${reason}\nhealthz check failed`);
   }
   if (pathname === '/pods' || pathname === '/pods/') {
-    return send(res, 200, JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: {}, items: deps.view.pods() }), 'application/json');
+    return send(res, 200, 'application/json', JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: {}, items: deps.view.pods() }));
   }
-  if (pathname === '/metrics') return send(res, 200, await deps.view.metrics(), 'text/plain; version=0.0.4; charset=utf-8');
-  if (pathname === '/configz') return send(res, 200, JSON.stringify({ kubeletconfig: deps.configz() }), 'application/json');
+  if (pathname === '/metrics') return send(res, 200, 'text/plain; version=0.0.4; charset=utf-8', await deps.view.metrics());
+  if (pathname === '/configz') return send(res, 200, 'application/json', JSON.stringify({ kubeletconfig: deps.configz() }));
   if (pathname === '/runningpods/' || pathname === '/runningpods') {
     const items = runningPods(await deps.runtime.listContainers({ state: 'CONTAINER_RUNNING' }));
-    return send(res, 200, JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: {}, items }), 'application/json');
+    return send(res, 200, 'application/json', JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: {}, items }));
   }
   const logs = /^\/containerLogs\/([^/]+)\/([^/]+)\/([^/]+)$/.exec(pathname);
   if (logs) return streamContainerLogs(deps, res, decodeURIComponent(logs[1]!), decodeURIComponent(logs[2]!), decodeURIComponent(logs[3]!), url.searchParams);
-  send(res, 404, '404 page not found');
+  send(res, 404, TEXT_PLAIN, '404 page not found');
 }
 
