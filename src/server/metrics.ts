@@ -87,26 +87,20 @@ export class AgentMetrics implements RuntimeOperations, NodeMetrics {
       },
     });
     new Gauge({ name: 'statelet_desired_pods', help: 'Number of pods in the merged config', registers, collect() { this.set(now().pods.length); } });
-    new Gauge({
-      name: 'kubelet_pleg_last_seen_seconds',
-      help: 'Timestamp in seconds when PLEG was last seen active.',
-      registers,
-      collect() {
-        const at = now().syncLoop.lastRelistAt;
-        if (at === null) this.reset();
-        else this.set(at / 1000);
-      },
-    });
-    new Gauge({
-      name: 'statelet_pleg_last_relist_duration_seconds',
-      help: 'Duration of the last PLEG relist',
-      registers,
-      collect() {
-        const ms = now().syncLoop.lastRelistDurationMs;
-        if (ms === null) this.reset();
-        else this.set(ms / 1000);
-      },
-    });
+    /** A gauge in seconds of a value the syncLoop keeps in ms; absent until it has one. */
+    const secondsOf = (name: string, help: string, readMs: (loop: SyncLoopContext) => number | null) =>
+      new Gauge({
+        name,
+        help,
+        registers,
+        collect() {
+          const ms = readMs(now().syncLoop);
+          if (ms === null) this.reset();
+          else this.set(ms / 1000);
+        },
+      });
+    secondsOf('kubelet_pleg_last_seen_seconds', 'Timestamp in seconds when PLEG was last seen active.', (loop) => loop.lastRelistAt);
+    secondsOf('statelet_pleg_last_relist_duration_seconds', 'Duration of the last PLEG relist', (loop) => loop.lastRelistDurationMs);
     new Counter({
       name: 'statelet_syncloop_routed_events_total',
       help: 'Events the syncLoop routed, by type',
