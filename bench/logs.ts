@@ -40,7 +40,7 @@ runWorker(async () => {
     } as unknown as Pod;
     const pki = await writeKubeletClientPki(dir);
     const server = await startKubeletServer('127.0.0.1', 0, {
-      view: { pods: () => [pod], unhealthyReason: () => null, metrics: async () => '' },
+      view: { pods: () => [pod], unhealthyReason: () => null, metrics: async () => '', probeMetrics: async () => '' },
       pods: () => [pod],
       runtime: { containerStatus: async () => ({ logPath: file, state: running ? 'CONTAINER_RUNNING' : 'CONTAINER_EXITED' }) as never, listContainers: async () => [] },
       configz: () => ({}),

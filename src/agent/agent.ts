@@ -31,6 +31,7 @@ import { type AgentView, type ListeningServer, healthzHandler, listen, readOnlyH
 import { RequestAuth } from '../server/auth.ts';
 import { servingCertificate } from '../server/certificates.ts';
 import { startKubeletServer } from '../server/kubeletServer.ts';
+import { StatsProvider } from '../server/statsProvider.ts';
 import { AgentMetrics, type MetricsInput } from '../server/metrics.ts';
 import { instrumentedImages, instrumentedRuntime } from '../runtime/instrumented.ts';
 import { type NodeDns, parseResolvConf } from '../kuberuntime/dns.ts';
@@ -164,6 +165,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     pods: () => [...podManager.all()].map((pod) => ({ ...pod, status: statuses.get(pod.metadata.uid) ?? pod.status ?? {} })),
     unhealthyReason: node.unhealthyReason,
     metrics: () => metrics.render(),
+    probeMetrics: () => metrics.renderProbes(),
   };
   metricsInput = () => ({
     pods: view.pods(),
@@ -190,6 +192,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
         pods: view.pods,
         runtime,
         configz: () => configz(config),
+        stats: new StatsProvider({ nodeName: config.nodeName, runtime, podLogsDir: config.podLogsDir, now: () => clock.now(), log }),
         auth: new RequestAuth({
           anonymous: config.anonymousAuth,
           nodeName: config.nodeName,

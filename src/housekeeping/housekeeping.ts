@@ -46,6 +46,8 @@ export interface HousekeepingDeps {
   runtime: RuntimeCleanup;
   /** Admits and starts pods that are in config but have no actor. */
   readmit(pods: readonly Pod[]): void;
+  /** Told when a UID that came back starts afresh (kubelet_pods.go HandlePodCleanups counts RestartedPodTotal). */
+  podRestarted?(pod: Pod): void;
   /** How often the container GC runs (the kubelet: every minute). */
   containerGcPeriodMs: number;
   now(): number;
@@ -90,6 +92,7 @@ export class Housekeeping {
       // A new life for the UID: the terminal status of the old one must not end it at once.
       statuses.delete(uid);
       workers.start(pod);
+      this.deps.podRestarted?.(pod);
     }
   }
 

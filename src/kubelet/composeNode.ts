@@ -13,7 +13,7 @@
 import os from 'node:os';
 import path from 'node:path';
 import { type Actor, type AnyActorLogic, type InspectionEvent, type Observer, createActor } from 'xstate';
-import type { SourceName } from '../api/types.ts';
+import type { Pod, SourceName } from '../api/types.ts';
 import { type AgentConfig, containerGcPolicy, crashLoopBackOffPolicy } from '../cli/config.ts';
 import type { Clock } from '../clock.ts';
 import type { RuntimeDeps, StartedContainerType } from '../kuberuntime/execute.ts';
@@ -39,7 +39,8 @@ import { podMachineWith } from '../pod/pod.ts';
 import { createPodEffects } from '../pod/podEffects.ts';
 import { PodManager } from '../pod/podManager.ts';
 import { type PodActor, actorId } from '../podworkers/podWorkers.ts';
-import { createProbeManagerLogic } from '../prober/manager.ts';
+import { type PodWorkType, timedPodEffects } from '../podworkers/workDuration.ts';
+import { type ProbeMetrics, createProbeManagerLogic } from '../prober/manager.ts';
 import type { ImageService, RuntimeService } from '../runtime/types.ts';
 import { StatusManager } from '../status/manager.ts';
 import type { NodeInfo } from '../lifecycle/admit.ts';
@@ -55,6 +56,7 @@ import { volumeManagerWith } from '../volumes/volumeManager.ts';
 import { containerLogMachineWith } from '../kuberuntime/containerLogMachine.ts';
 import { rotateContainerLogs } from '../kuberuntime/containerLogManager.ts';
 import { createPodsLogic } from './pods.ts';
+import { type PodStartObserver, PodStartupLatency } from './podStartupLatency.ts';
 import { type SyncLoopMachine, syncLoopMachine } from './syncLoop.ts';
 
 /** The settings the node's actors read (the rest of AgentConfig is the process's: ports, files). */
@@ -119,13 +121,22 @@ export interface NodeDeps {
   dns?: NodeDns;
   /** Mounts memory-backed volumes; the system's `mount` by default. */
   mounter?: Mounter & { adopt?(): Promise<number> };
-  /** Told of what the kubelet's metrics count: container starts, PLEG relists. */
-  metrics?: NodeMetrics;
+  /** Told of what the kubelet's metrics count (any part of it: tests listen to what they check). */
+  metrics?: Partial<NodeMetrics>;
 }
 
-export interface NodeMetrics {
+/**
+ * What the node tells the kubelet's metrics (src/server/metrics.ts), each at the moment it
+ * happens, already measured on the node's clock: nothing is counted or scanned on the way.
+ */
+export interface NodeMetrics extends PodStartObserver, ProbeMetrics {
+  /** A container start was attempted, with the waiting reason it failed with. */
   containerStarted(type: StartedContainerType, failure: string | null): void;
   relisted(durationMs: number, intervalMs: number | null): void;
+  /** A pod worker's piece of work ended (src/podworkers/workDuration.ts). */
+  podWorked(type: PodWorkType, seconds: number): void;
+  /** A UID that came back started afresh; `isStatic`: a static pod. */
+  podRestarted(isStatic: boolean): void;
 }
 
 export interface Node {
@@ -158,9 +169,16 @@ const maxConcurrentProbes = 32;
 export function composeNode(deps: NodeDeps): Node {
   const { config, runtime, clock, log } = deps;
   const now = () => clock.now();
+  const metrics = deps.metrics ?? {};
   const random = deps.random ?? Math.random;
   const statuses = new StatusManager();
   const podManager = new PodManager();
+  // Pods from their first Pending status until every container has started (the start metrics).
+  const startup =
+    metrics.podStarted && metrics.podStartedSli
+      ? new PodStartupLatency(now, { podStarted: metrics.podStarted.bind(metrics), podStartedSli: metrics.podStartedSli.bind(metrics) })
+      : undefined;
+  if (startup) statuses.subscribe((uid, status) => startup.statusChanged(uid, podManager.get(uid), status));
   const cluster = deps.cluster;
   // In a cluster events go to the API too (correlated, rate-limited); a standalone node logs them.
   const recorder = cluster ? new ApiEventRecorder({ api: cluster.api, nodeName: config.nodeName, clock, log }) : loggingRecorder(log);
@@ -200,12 +218,12 @@ export function composeNode(deps: NodeDeps): Node {
     podsDir,
     mounter,
     ...(tokens ? { tokens } : {}),
-    ...(deps.metrics ? { containerStarted: (type: StartedContainerType, failure: string | null) => deps.metrics!.containerStarted(type, failure) } : {}),
+    ...(metrics.containerStarted ? { containerStarted: metrics.containerStarted.bind(metrics) } : {}),
+    ...(startup ? { imagePull: (uid: string, stage: 'started' | 'finished') => (stage === 'started' ? startup.pullStarted(uid) : startup.pullFinished(uid)) } : {}),
   };
-  const podMachine = podMachineWith(
-    createPodEffects({ ...runtimeDeps, statuses, runtimeName: deps.runtimeName, ...(config.nodeIp ? { hostIP: config.nodeIp.split(',')[0] } : {}) }),
-  );
-  const relister = createRelister(runtime, now, log, deps.metrics ? (durationMs, intervalMs) => deps.metrics!.relisted(durationMs, intervalMs) : undefined);
+  const effects = createPodEffects({ ...runtimeDeps, statuses, runtimeName: deps.runtimeName, ...(config.nodeIp ? { hostIP: config.nodeIp.split(',')[0] } : {}) });
+  const podMachine = podMachineWith(metrics.podWorked ? timedPodEffects(effects, now, metrics.podWorked.bind(metrics)) : effects);
+  const relister = createRelister(runtime, now, log, metrics.relisted?.bind(metrics));
   // Assigned once the syncLoop exists; read only by actors it runs.
   let syncLoopRef: Actor<SyncLoopMachine> | undefined;
   const podActor = (uid: string) => syncLoopRef?.system.get(actorId(uid)) as PodActor | undefined;
@@ -263,6 +281,7 @@ export function composeNode(deps: NodeDeps): Node {
         },
         syncFrequencyMs: config.syncFrequencyMs,
         ...(statusWriter ? { podFinished: (uid: string) => statusWriter.request(uid) } : {}),
+        ...(metrics.podRestarted ? { podRestarted: (pod: Pod) => metrics.podRestarted!(isStaticPod(pod)) } : {}),
         ...(mirrorPods ? { mirrorPods } : {}),
         errorBackoffMs,
         containerGcPeriodMs: config.containerGcPeriodMs,
@@ -299,6 +318,7 @@ export function composeNode(deps: NodeDeps): Node {
         now,
         log,
         recorder,
+        ...(metrics.probed && metrics.probeRemoved ? { metrics: { probed: metrics.probed.bind(metrics), probeRemoved: metrics.probeRemoved.bind(metrics) } } : {}),
       }),
     },
   });

@@ -15,6 +15,7 @@
  * Stopping it lets go of every pod actor; the pods' containers keep running.
  */
 import { fromCallback } from 'xstate';
+import type { Pod } from '../api/types.ts';
 import type { ConfigEvent, EventOf, PodEnded, PodReport, PlegEvent, ProbeResultEvent, TickEvent } from '../events.ts';
 import { Housekeeping, type RuntimeCleanup } from '../housekeeping/housekeeping.ts';
 import type { NodeInfo } from '../lifecycle/admit.ts';
@@ -42,6 +43,8 @@ export interface PodsDeps {
   mirrorPods?: MirrorPodSync;
   /** Told when a pod's actor finished (the API status writer deletes a deleted pod's object then). */
   podFinished?(uid: string): void;
+  /** Told when a UID that came back starts afresh (the restarted-pods metric). */
+  podRestarted?(pod: Pod): void;
   /** Delay before retrying a pod whose sync failed. */
   errorBackoffMs: number;
   containerGcPeriodMs: number;
@@ -72,6 +75,7 @@ export function createPodsLogic(deps: PodsDeps) {
       runtime: deps.runtime,
       readmit: handlers.add,
       containerGcPeriodMs: deps.containerGcPeriodMs,
+      ...(deps.podRestarted ? { podRestarted: deps.podRestarted } : {}),
       now: deps.now,
       log,
     });

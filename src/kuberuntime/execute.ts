@@ -70,6 +70,8 @@ export interface RuntimeDeps extends KillDeps {
    * the waiting reason it failed with: the kubelet's started-containers metrics.
    */
   containerStarted?: (type: StartedContainerType, failure: string | null) => void;
+  /** Told when an image pull for a pod starts and when it succeeds: the pod startup SLI leaves pulls out. */
+  imagePull?: (podUid: string, stage: 'started' | 'finished') => void;
 }
 
 /** The kubelet's `container_type` label of the started-containers metrics. */
@@ -365,6 +367,7 @@ async function startContainer(
     now: deps.now,
     record,
     opts,
+    ...(deps.imagePull ? { pulling: (stage: 'started' | 'finished') => deps.imagePull!(pod.metadata.uid, stage) } : {}),
   });
   result.backoff = image.backoff;
   if (!image.ok) {

@@ -78,6 +78,8 @@ export interface EnsureImageInput {
   nowMs: number;
   /** The container's events (Pulling, Pulled, Failed, BackOff, ErrImageNeverPull, InspectFailed). */
   record?: (type: 'Normal' | 'Warning', reason: string, message: string) => void;
+  /** Told when a pull starts and when it succeeds (image_manager.go RecordImageStartedPulling, RecordImageFinishedPulling). */
+  pulling?: (stage: 'started' | 'finished') => void;
   /** Reads the clock again to time the pull (Pulled says how long it took). */
   now?: () => number;
   opts?: CallOptions;
@@ -138,11 +140,13 @@ export async function ensureImage(input: EnsureImageInput): Promise<EnsureImageR
     record('Normal', 'BackOff', message);
     return { ok: false, reason: 'ImagePullBackOff', message, backoff, retryAfterMs: waitMs };
   }
+  input.pulling?.('started');
   record('Normal', 'Pulling', `Pulling image "${raw}"`);
   const clock = input.now ?? (() => nowMs);
   const startedAt = clock();
   try {
     const imageRef = await puller.pull(image, input.opts);
+    input.pulling?.('finished');
     const took = pullDuration(clock() - startedAt);
     const size = (await images.imageStatus(image, input.opts).catch(() => null))?.size;
     record('Normal', 'Pulled', `Successfully pulled image "${raw}" in ${took} (${took} including waiting).${size ? ` Image size: ${size} bytes.` : ''}`);

@@ -17,6 +17,7 @@
  *     results are counted; a result is published once its run reaches failureThreshold (Failure) or
  *     successThreshold (Success). A published liveness/startup Failure puts the worker on hold until
  *     the container ID changes (the container is being restarted) and resets the count.
+ *   probeMetricResult(outcome) → the `result` label of prober_probe_total, or null: not counted
  *
  * `published` is the worker's current result for `containerId` (what the results manager holds);
  * the caller tells the pod only when it changes.
@@ -138,4 +139,17 @@ export function recordOutcome(state: WorkerState, settings: ProbeSettings, kind:
     return { state: { ...counted, published: result, onHold: true, resultRun: 0 }, publish: result };
   }
   return { state: { ...counted, published: result }, publish: result };
+}
+
+/** The `result` label of the prober metrics (prober_manager.go probeResultSuccessful/Failed). */
+export type ProbeMetricResult = 'successful' | 'failed';
+
+/**
+ * How a probe's outcome is counted (worker.go doProbe after prober.go probe): Success and Warning
+ * as successful, Failure as failed; an Unknown outcome is the kubelet's probe error, thrown away
+ * uncounted. Only successful probes are timed (prober_probe_duration_seconds).
+ */
+export function probeMetricResult(outcome: ProbeOutcomeResult): ProbeMetricResult | null {
+  if (outcome === 'Unknown') return null;
+  return outcome === 'Failure' ? 'failed' : 'successful';
 }

@@ -14,6 +14,10 @@
  * Failure, liveness Success) is what the pod assumes without one, so it is not sent. Each failed
  * probe is logged as an `Unhealthy` event line with the probe's output, as the kubelet records it.
  *
+ * What it counts (prober_manager.go ProberResults, ProberDuration): each probe that ran, by
+ * result, and the duration of each successful one, told to `metrics` with the worker's labels;
+ * a worker's series are dropped when the worker goes (worker.go run), so they do not outlive pods.
+ *
  * Never: keeps per-worker timers, or state in the syncLoop's context.
  */
 import { setMaxListeners } from 'node:events';
@@ -33,8 +37,10 @@ import {
   type TickObservation,
   type WorkerState,
   initialResult,
+  type ProbeMetricResult,
   initialWorkerState,
   planTick,
+  probeMetricResult,
   probeSettings,
   recordOutcome,
 } from './decide.ts';
@@ -50,8 +56,26 @@ export interface ProbeManagerDeps {
   log: Logger;
   /** Unhealthy and ProbeWarning events (prober.go recordContainerEvent). */
   recorder: EventRecorder;
+  /** Told of each probe run and of each worker removed (the prober metrics). */
+  metrics?: ProbeMetrics;
   /** The probe handlers (tests replace them). */
   runProbe?: (probe: Probe, target: ProbeTarget, signal: AbortSignal) => Promise<ProbeOutcome>;
+}
+
+/** The labels of a worker's series (worker.go newWorker); `probe_type` is Liveness, Readiness or Startup. */
+export interface ProbeLabels {
+  probe_type: string;
+  container: string;
+  pod: string;
+  namespace: string;
+  pod_uid: string;
+}
+
+export interface ProbeMetrics {
+  /** A probe ran: its counted result and, when successful, how long it took. */
+  probed(labels: ProbeLabels, result: ProbeMetricResult, seconds: number): void;
+  /** The worker went: its series go too. */
+  probeRemoved(labels: ProbeLabels): void;
 }
 
 const kinds: readonly ProbeKind[] = ['startup', 'liveness', 'readiness'];
@@ -65,6 +89,7 @@ interface Worker {
   kind: ProbeKind;
   probe: Probe;
   settings: ProbeSettings;
+  labels: ProbeLabels;
   state: WorkerState;
   /** The last result sent for a container ID. */
   sent: { containerId: string; result: PublishedResult } | null;
@@ -165,6 +190,7 @@ export function createProbeManagerLogic(deps: ProbeManagerDeps) {
       if (plan.publish !== undefined) send(worker, plan.publish);
       if (plan.action !== 'probe') return plan.action === 'wait';
       const containerId = worker.state.containerId ?? '';
+      const startedAt = deps.now();
       const outcome = await probeOnce(
         worker.probe,
         {
@@ -178,6 +204,8 @@ export function createProbeManagerLogic(deps: ProbeManagerDeps) {
       );
       // Removed, or the container changed, while the probe ran: the outcome is stale.
       if (workers.get(worker.id) !== worker || worker.state.containerId !== containerId) return workers.get(worker.id) === worker;
+      const counted = probeMetricResult(outcome.result);
+      if (counted !== null) deps.metrics?.probed(worker.labels, counted, (deps.now() - startedAt) / 1000);
       const ref = podReference(worker.pod, worker.container.name);
       const kind = capitalized[worker.kind];
       if (outcome.result === 'Failure') {
@@ -200,7 +228,8 @@ export function createProbeManagerLogic(deps: ProbeManagerDeps) {
           const probe = probeOf(container, kind);
           if (!probe) continue;
           const settings = probeSettings(probe, kind);
-          const worker: Worker = { id: workerId(uid, container.name, kind), uid, pod, container, kind, probe, settings, state: initialWorkerState, sent: null };
+          const labels = { probe_type: capitalized[kind], container: container.name, pod: pod.metadata.name, namespace: pod.metadata.namespace, pod_uid: uid };
+          const worker: Worker = { id: workerId(uid, container.name, kind), uid, pod, container, kind, probe, settings, labels, state: initialWorkerState, sent: null };
           workers.set(worker.id, worker);
           ids.push(worker.id);
           scheduler.add(worker.id, settings.periodSeconds * 1000, () => tick(worker));
@@ -211,6 +240,8 @@ export function createProbeManagerLogic(deps: ProbeManagerDeps) {
 
     const removePod = (uid: string) => {
       for (const id of podsSeen.get(uid) ?? []) {
+        const worker = workers.get(id);
+        if (worker) deps.metrics?.probeRemoved(worker.labels);
         workers.delete(id);
         scheduler.remove(id);
       }

@@ -1,7 +1,8 @@
 /**
  * The agent's HTTP endpoints: `/healthz` on the healthz port, and on the read-only port `/pods`
  * (a v1 PodList of the pods the agent manages, each with the status it would report to the API
- * server), `/healthz` and `/metrics` (Prometheus text). Handlers read snapshots; they never block
+ * server), `/healthz`, `/metrics` and `/metrics/probes` (Prometheus text; the kubelet's read-only
+ * port serves its default handlers, probes' included). Handlers read snapshots; they never block
  * the actors.
  */
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
@@ -15,6 +16,8 @@ export interface AgentView {
   /** `null` when healthy, else why not. */
   unhealthyReason(): string | null;
   metrics(): Promise<string>;
+  /** `/metrics/probes`: the prober metrics alone. */
+  probeMetrics(): Promise<string>;
 }
 
 export type RouteHandler = (req: IncomingMessage, res: ServerResponse) => boolean;
@@ -45,8 +48,8 @@ export function readOnlyHandler(view: AgentView): RouteHandler {
       send(res, 200, 'application/json', JSON.stringify(list));
       return true;
     }
-    if (path === '/metrics') {
-      void view.metrics().then(
+    if (path === '/metrics' || path === '/metrics/probes') {
+      void (path === '/metrics' ? view.metrics() : view.probeMetrics()).then(
         (text) => send(res, 200, 'text/plain; version=0.0.4; charset=utf-8', text),
         (err: unknown) => send(res, 500, 'text/plain', err instanceof Error ? err.message : String(err)),
       );

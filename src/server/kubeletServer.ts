@@ -3,8 +3,9 @@
  * node through (pkg/kubelet/server/server.go): HTTPS with the serving certificate of
  * certificates.ts, client certificates asked for (checked against `--client-ca-file`), every
  * request authenticated and authorized (auth.ts) before its handler runs:
- *   `/healthz`, `/pods` (the PodList of `/pods` on the read-only port), `/metrics`,
- *   `/runningpods/` (the pods the runtime runs), `/configz` (the configuration in effect), and
+ *   `/healthz`, `/pods` (the PodList of `/pods` on the read-only port), `/metrics`, `/metrics/probes`,
+ *   `/runningpods/` (the pods the runtime runs), `/configz` (the configuration in effect),
+ *   `/stats/summary` and `/metrics/resource` (statsProvider.ts: CPU and memory from CRI stats), and
  *   `/containerLogs/{namespace}/{pod}/{container}` (logQuery.ts, logTarget.ts, logReader.ts): the
  *   container's log as text, streamed while `follow` lasts; a client that goes away ends the read.
  */
@@ -16,6 +17,7 @@ import { type RequestAuth, certificateUser } from './auth.ts';
 import type { ServingCertificate } from './certificates.ts';
 import { type AgentView, type ListeningServer, TEXT_PLAIN, send, serve } from './http.ts';
 import { type LogSource, streamContainerLogs } from './containerLogs.ts';
+import { type StatsProvider, serveStats } from './statsProvider.ts';
 import type { Container, RuntimeService } from '../runtime/types.ts';
 import { Label } from '../kuberuntime/labels.ts';
 
@@ -43,6 +45,8 @@ export interface KubeletServerDeps extends LogSource {
   runtime: LogSource['runtime'] & Pick<RuntimeService, 'listContainers'>;
   /** The configuration in effect, as a KubeletConfiguration (`/configz`). */
   configz(): Record<string, unknown>;
+  /** `/stats/summary` and `/metrics/resource`. */
+  stats: StatsProvider;
   auth: RequestAuth;
   tls: ServingCertificate;
   /** The CA of accepted client certificates (--client-ca-file). */
@@ -87,7 +91,9 @@ async function handle(deps: KubeletServerDeps, req: IncomingMessage, res: Server
     return send(res, 200, 'application/json', JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: {}, items: deps.view.pods() }));
   }
   if (pathname === '/metrics') return send(res, 200, 'text/plain; version=0.0.4; charset=utf-8', await deps.view.metrics());
+  if (pathname === '/metrics/probes') return send(res, 200, 'text/plain; version=0.0.4; charset=utf-8', await deps.view.probeMetrics());
   if (pathname === '/configz') return send(res, 200, 'application/json', JSON.stringify({ kubeletconfig: deps.configz() }));
+  if (await serveStats(deps.stats, res, pathname, url.searchParams)) return;
   if (pathname === '/runningpods/' || pathname === '/runningpods') {
     const items = runningPods(await deps.runtime.listContainers({ state: 'CONTAINER_RUNNING' }));
     return send(res, 200, 'application/json', JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: {}, items }));

@@ -3,13 +3,21 @@
  * histogram buckets where the kubelet has the metric (pkg/kubelet/metrics/metrics.go):
  *   kubelet_node_name{node}, kubelet_running_pods, kubelet_running_containers{container_state},
  *   kubelet_pleg_last_seen_seconds, kubelet_pleg_relist_duration_seconds and _interval_seconds,
- *   kubelet_started_containers_total{container_type} and _errors_total{container_type, code}
+ *   kubelet_started_containers_total{container_type} and _errors_total{container_type, code},
+ *   kubelet_pod_start_duration_seconds, kubelet_pod_start_sli_duration_seconds{first_with_network},
+ *   kubelet_pod_worker_duration_seconds{operation_type}, kubelet_restarted_pods_total{static}
  *   (told by the node, NodeMetrics), kubelet_runtime_operations_total /
  *   _duration_seconds / _errors_total {operation_type} (instrumented.ts),
  *   rest_client_requests_total{method, resource, code};
  * and statelet's own: desired pods, the last relist's duration, events routed by the syncLoop by
  * type, the status writer's and the event recorder's work. Values that live in the agent's
  * actors are read when the metrics are collected; nothing is computed on the agent's path.
+ *
+ * `/metrics/probes` is a registry of its own, as the kubelet's (pkg/kubelet/server/server.go
+ * InstallDefaultHandlers, proberMetricsPath): prober_probe_total{probe_type, result, container,
+ * pod, namespace, pod_uid}, prober_probe_duration_seconds{probe_type, container, pod, namespace}
+ * (pkg/kubelet/prober/prober_manager.go ProberResults, ProberDuration) and
+ * process_start_time_seconds. A probe worker's series go with the worker.
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Pod } from '../api/types.ts';
@@ -18,6 +26,9 @@ import type { SyncLoopContext } from '../kubelet/syncLoop.ts';
 import type { RuntimeOperations } from '../runtime/instrumented.ts';
 import type { NodeMetrics } from '../kubelet/composeNode.ts';
 import type { StartedContainerType } from '../kuberuntime/execute.ts';
+import type { PodWorkType } from '../podworkers/workDuration.ts';
+import type { ProbeMetricResult } from '../prober/decide.ts';
+import type { ProbeLabels } from '../prober/manager.ts';
 
 export interface MetricsInput {
   pods: Pod[];
@@ -36,27 +47,79 @@ export const exponentialBuckets = (start: number, factor: number, count: number)
 /** prometheus DefBuckets. */
 export const DEFAULT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
+/** pkg/kubelet/metrics/metrics.go podStartupDurationBuckets. */
+export const POD_STARTUP_BUCKETS = [0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600];
+
+const PROBE_RESULTS: readonly ProbeMetricResult[] = ['successful', 'failed'];
+
+/** A histogram (with its labels) in `registry`. */
+function histogram<L extends string>(registry: Registry, name: string, help: string, buckets: number[], labelNames: L[] = []) {
+  return new Histogram<L>({ name, help, labelNames, buckets, registers: [registry] });
+}
+
+/** A counter (with its labels) in `registry`. */
+function counter<L extends string>(registry: Registry, name: string, help: string, labelNames: L[] = []) {
+  return new Counter<L>({ name, help, labelNames, registers: [registry] });
+}
+
 export class AgentMetrics implements RuntimeOperations, NodeMetrics {
   readonly registry = new Registry();
-  private readonly operations = new Counter({ name: 'kubelet_runtime_operations_total', help: 'Cumulative number of runtime operations by operation type.', labelNames: ['operation_type'], registers: [this.registry] });
-  private readonly operationErrors = new Counter({ name: 'kubelet_runtime_operations_errors_total', help: 'Cumulative number of runtime operation errors by operation type.', labelNames: ['operation_type'], registers: [this.registry] });
-  private readonly operationDuration = new Histogram({
-    name: 'kubelet_runtime_operations_duration_seconds',
-    help: 'Duration in seconds of runtime operations. Broken down by operation type.',
-    labelNames: ['operation_type'],
-    buckets: exponentialBuckets(0.005, 2.5, 14),
-    registers: [this.registry],
-  });
+  private readonly operations = counter(this.registry, 'kubelet_runtime_operations_total', 'Cumulative number of runtime operations by operation type.', ['operation_type']);
+  private readonly operationErrors = counter(this.registry, 'kubelet_runtime_operations_errors_total', 'Cumulative number of runtime operation errors by operation type.', ['operation_type']);
+  private readonly operationDuration = histogram(
+    this.registry,
+    'kubelet_runtime_operations_duration_seconds',
+    'Duration in seconds of runtime operations. Broken down by operation type.',
+    exponentialBuckets(0.005, 2.5, 14),
+    ['operation_type'],
+  );
+  private readonly startedContainers = counter(this.registry, 'kubelet_started_containers_total', 'Cumulative number of containers started', ['container_type']);
+  private readonly startedContainerErrors = counter(this.registry, 'kubelet_started_containers_errors_total', 'Cumulative number of errors when starting containers', ['container_type', 'code']);
+  private readonly relistDuration = histogram(this.registry, 'kubelet_pleg_relist_duration_seconds', 'Duration in seconds for relisting pods in PLEG.', DEFAULT_BUCKETS);
+  private readonly relistInterval = histogram(this.registry, 'kubelet_pleg_relist_interval_seconds', 'Interval in seconds between relisting in PLEG.', DEFAULT_BUCKETS);
+  private readonly podStartDuration = histogram(
+    this.registry,
+    'kubelet_pod_start_duration_seconds',
+    'Duration in seconds from kubelet seeing a pod for the first time to the pod starting to run',
+    POD_STARTUP_BUCKETS,
+  );
+  private readonly podStartSliDuration = histogram(
+    this.registry,
+    'kubelet_pod_start_sli_duration_seconds',
+    'Duration in seconds to start a pod, excluding time to pull images and run init containers, measured from pod creation timestamp to when all its containers are reported as started and observed via watch',
+    POD_STARTUP_BUCKETS,
+    ['first_with_network'],
+  );
+  private readonly podWorkerDuration = histogram(
+    this.registry,
+    'kubelet_pod_worker_duration_seconds',
+    'Duration in seconds to sync a single pod. Broken down by operation type: create, update, or sync',
+    DEFAULT_BUCKETS,
+    ['operation_type'],
+  );
+  private readonly restartedPods = counter(
+    this.registry,
+    'kubelet_restarted_pods_total',
+    'Number of pods that have been restarted because they were deleted and recreated with the same UID while the kubelet was watching them (common for static pods, extremely uncommon for API pods)',
+    ['static'],
+  );
 
-  private readonly startedContainers = new Counter({ name: 'kubelet_started_containers_total', help: 'Cumulative number of containers started', labelNames: ['container_type'], registers: [this.registry] });
-  private readonly startedContainerErrors = new Counter({
-    name: 'kubelet_started_containers_errors_total',
-    help: 'Cumulative number of errors when starting containers',
-    labelNames: ['container_type', 'code'],
-    registers: [this.registry],
-  });
-  private readonly relistDuration = new Histogram({ name: 'kubelet_pleg_relist_duration_seconds', help: 'Duration in seconds for relisting pods in PLEG.', buckets: DEFAULT_BUCKETS, registers: [this.registry] });
-  private readonly relistInterval = new Histogram({ name: 'kubelet_pleg_relist_interval_seconds', help: 'Interval in seconds between relisting in PLEG.', buckets: DEFAULT_BUCKETS, registers: [this.registry] });
+  /** What `/metrics/probes` serves. */
+  readonly probeRegistry = new Registry();
+  private readonly probes = counter(this.probeRegistry, 'prober_probe_total', 'Cumulative number of a liveness, readiness or startup probe for a container by result.', [
+    'probe_type',
+    'result',
+    'container',
+    'pod',
+    'namespace',
+    'pod_uid',
+  ]);
+  private readonly probeDuration = histogram(this.probeRegistry, 'prober_probe_duration_seconds', 'Duration in seconds for a probe response.', DEFAULT_BUCKETS, [
+    'probe_type',
+    'container',
+    'pod',
+    'namespace',
+  ]);
 
   /** What the agent's actors hold, read once per scrape. */
   private scrape: MetricsInput | undefined;
@@ -64,7 +127,10 @@ export class AgentMetrics implements RuntimeOperations, NodeMetrics {
   constructor(
     nodeName: string,
     private readonly input: () => MetricsInput,
+    /** When the process started (ms since the epoch): process_start_time_seconds. */
+    startedAtMs = Date.now() - process.uptime() * 1000,
   ) {
+    new Gauge({ name: 'process_start_time_seconds', help: 'Start time of the process since unix epoch in seconds.', registers: [this.probeRegistry] }).set(startedAtMs / 1000);
     const registers = [this.registry];
     new Gauge({ name: 'kubelet_node_name', help: "The node's name. The count is always 1.", labelNames: ['node'], registers }).set({ node: nodeName }, 1);
     // Everything below is read from the agent when collected.
@@ -147,10 +213,43 @@ export class AgentMetrics implements RuntimeOperations, NodeMetrics {
     if (intervalMs !== null) this.relistInterval.observe(intervalMs / 1000);
   }
 
+  podStarted(seconds: number): void {
+    this.podStartDuration.observe(seconds);
+  }
+
+  /** The kubelet labels the node's first pod with a network "true", the others "". */
+  podStartedSli(seconds: number, firstWithNetwork: boolean): void {
+    this.podStartSliDuration.observe({ first_with_network: firstWithNetwork ? 'true' : '' }, seconds);
+  }
+
+  podWorked(type: PodWorkType, seconds: number): void {
+    this.podWorkerDuration.observe({ operation_type: type }, seconds);
+  }
+
+  /** pkg/kubelet/kubelet_pods.go HandlePodCleanups: static "true" for static pods, "" for the others. */
+  podRestarted(isStatic: boolean): void {
+    this.restartedPods.inc({ static: isStatic ? 'true' : '' });
+  }
+
+  probed(labels: ProbeLabels, result: ProbeMetricResult, seconds: number): void {
+    this.probes.inc({ ...labels, result });
+    if (result === 'successful') this.probeDuration.observe(durationLabels(labels), seconds);
+  }
+
+  probeRemoved(labels: ProbeLabels): void {
+    for (const result of PROBE_RESULTS) this.probes.remove({ ...labels, result });
+    this.probeDuration.remove(durationLabels(labels));
+  }
+
   observe(operation: string, seconds: number, failed: boolean): void {
     this.operations.inc({ operation_type: operation });
     this.operationDuration.observe({ operation_type: operation }, seconds);
     if (failed) this.operationErrors.inc({ operation_type: operation });
+  }
+
+  /** `/metrics/probes`: the prober metrics alone. */
+  renderProbes(): Promise<string> {
+    return this.probeRegistry.metrics();
   }
 
   /** The Prometheus text exposition. */
@@ -162,6 +261,11 @@ export class AgentMetrics implements RuntimeOperations, NodeMetrics {
       this.scrape = undefined;
     }
   }
+}
+
+/** prober_probe_duration_seconds has the labels of prober_probe_total but the result and the pod's UID. */
+function durationLabels({ probe_type, container, pod, namespace }: ProbeLabels) {
+  return { probe_type, container, pod, namespace };
 }
 
 function running(pods: Pod[]): { pods: number; containers: number } {

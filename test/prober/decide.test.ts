@@ -5,6 +5,7 @@ import {
   type WorkerState,
   initialWorkerState,
   planTick,
+  probeMetricResult,
   probeSettings,
   recordOutcome,
 } from '../../src/prober/decide.ts';
@@ -97,5 +98,16 @@ describe('recordOutcome', () => {
     expect(planTick(held, settings, liveness).action).toBe('wait');
     const plan = planTick(held, settings, { ...liveness, container: { ...running, id: 'c2', startedAtMs: 9_000 } });
     expect(plan).toMatchObject({ action: 'wait', publish: 'Success', state: { containerId: 'c2', onHold: false } });
+  });
+});
+
+describe('probeMetricResult', () => {
+  it.each([
+    ['Success', 'successful'],
+    ['Warning', 'successful'],
+    ['Failure', 'failed'],
+    ['Unknown', null],
+  ] as const)('counts a %s outcome as %s', (outcome, label) => {
+    expect(probeMetricResult(outcome)).toBe(label);
   });
 });

@@ -24,6 +24,10 @@ function harness(pod: Pod) {
   const kindOf = (probe: Probe, target: ProbeTarget): ProbeKind =>
     probe === target.container.livenessProbe ? 'liveness' : probe === target.container.readinessProbe ? 'readiness' : 'startup';
   const events: AnyEventObject[] = [];
+  /** What the prober metrics were told: `<probe_type> <container> <result> <seconds>`, `removed <probe_type>`. */
+  const counted: string[] = [];
+  /** How long each probe takes on the manual clock. */
+  const took = { ms: 0 };
   const logic = createProbeManagerLogic({
       statuses,
       podManager,
@@ -32,9 +36,14 @@ function harness(pod: Pod) {
       now: () => fake.now(),
       log: silentLogger,
       recorder: new RecordedEvents(),
+      metrics: {
+        probed: (labels, result, seconds) => counted.push(`${labels.probe_type} ${labels.namespace}/${labels.pod}/${labels.container} ${labels.pod_uid} ${result} ${seconds}`),
+        probeRemoved: (labels) => counted.push(`removed ${labels.probe_type}`),
+      },
       runProbe: async (probe, target) => {
         const kind = kindOf(probe, target);
         calls.push({ kind, containerId: target.containerId, podIP: target.podIP });
+        if (took.ms > 0) await new Promise((resolve) => fake.setTimeout(() => resolve(undefined), took.ms));
         return { result: answers[kind], output: `${kind} said ${answers[kind]}` };
       },
     });
@@ -58,10 +67,28 @@ function harness(pod: Pod) {
     statuses.set(pod.metadata.uid, { phase, podIP: '10.1.2.3', containerStatuses: [cs] });
   };
   const results = () => events.map((e) => `${e['kind']}:${e['containerId']}:${e['result']}`);
-  return { fake, statuses, podManager, answers, calls, events, results, setContainer, stop: () => parent.stop() };
+  return { fake, statuses, podManager, answers, calls, events, counted, took, results, setContainer, stop: () => parent.stop() };
 }
 
 describe('probe manager', () => {
+  it('counts every probe that ran by result, times it on the clock, and drops the series of a removed pod', async () => {
+    const h = harness(makePod('p', { containers: [container('app', { livenessProbe: fast, readinessProbe: { ...fast } })] }));
+    h.took.ms = 250;
+    h.setContainer('c1');
+    await h.fake.settle(1_000);
+    h.answers.liveness = 'Failure';
+    h.answers.readiness = 'Unknown';
+    await h.fake.settle(1_000);
+    expect([...h.counted].sort()).toEqual([
+      'Liveness default/p/app uid-p failed 0.25',
+      'Liveness default/p/app uid-p successful 0.25',
+      'Readiness default/p/app uid-p successful 0.25',
+    ]);
+    h.statuses.delete('uid-p');
+    expect(h.counted.slice(3).sort()).toEqual(['removed Liveness', 'removed Readiness']);
+    h.stop();
+  });
+
   it('sends readiness changes only, with the pod IP and container ID', async () => {
     const h = harness(makePod('p', { containers: [container('app', { readinessProbe: fast })] }));
     h.setContainer('c1');

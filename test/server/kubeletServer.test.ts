@@ -31,7 +31,7 @@ beforeAll(async () => {
   const logFile = path.join(dir, '0.log');
   await writeFile(logFile, ['one', 'two', 'three'].map((l) => `2026-11-25T10:00:00.000000001Z stdout F ${l}\n`).join(''));
   server = await startKubeletServer('127.0.0.1', 0, {
-    view: { pods: () => [pod], unhealthyReason: () => null, metrics: async () => 'm 1\n' },
+    view: { pods: () => [pod], unhealthyReason: () => null, metrics: async () => 'm 1\n', probeMetrics: async () => 'p 1\n' },
     pods: () => [pod],
     runtime: {
       containerStatus: async () => ({ logPath: logFile, state: 'CONTAINER_EXITED' }) as never,

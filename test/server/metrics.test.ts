@@ -4,7 +4,7 @@ import { RequestCounts } from '../../src/client/api.ts';
 import type { SyncLoopContext } from '../../src/kubelet/syncLoop.ts';
 import { instrumentedImages, instrumentedRuntime } from '../../src/runtime/instrumented.ts';
 import { CriError, type ImageService, type RuntimeService } from '../../src/runtime/types.ts';
-import { AgentMetrics, exponentialBuckets } from '../../src/server/metrics.ts';
+import { AgentMetrics, POD_STARTUP_BUCKETS, exponentialBuckets } from '../../src/server/metrics.ts';
 import type { Pod } from '../../src/api/types.ts';
 
 const runningPod = (name: string) =>
@@ -74,6 +74,65 @@ describe('AgentMetrics', () => {
     expect(text).toContain('kubelet_pleg_relist_duration_seconds_count 2');
     expect(text).toContain('kubelet_pleg_relist_interval_seconds_bucket{le="1"} 1');
     expect(text).toContain('kubelet_pleg_relist_interval_seconds_bucket{le="0.5"} 0');
+  });
+
+  it('observes pod starts, the SLI by first_with_network, pod worker runs by type and restarted pods by static, with the kubelet\'s buckets', async () => {
+    const metrics = new AgentMetrics('node-a', () => ({ pods: [], syncLoop }));
+    metrics.podStarted(3.2);
+    metrics.podStartedSli(1.2, true);
+    metrics.podStartedSli(7, false);
+    metrics.podWorked('create', 0.3);
+    metrics.podWorked('sync', 0.004);
+    metrics.podWorked('sync', 0.02);
+    metrics.podRestarted(true);
+    metrics.podRestarted(true);
+    metrics.podRestarted(false);
+    const text = await metrics.render();
+    const buckets = (name: string, labels = '') => [...text.matchAll(new RegExp(`^${name}_bucket\\{le="([^"]+)"${labels}\\}`, 'gm'))].map((m) => m[1]);
+    expect(buckets('kubelet_pod_start_duration_seconds')).toEqual([...POD_STARTUP_BUCKETS.map(String), '+Inf']);
+    expect(text.split('\n')).toEqual(
+      expect.arrayContaining([
+        'kubelet_pod_start_duration_seconds_bucket{le="3"} 0',
+        'kubelet_pod_start_duration_seconds_bucket{le="4"} 1',
+        'kubelet_pod_start_duration_seconds_sum 3.2',
+        'kubelet_pod_start_sli_duration_seconds_bucket{le="2",first_with_network="true"} 1',
+        'kubelet_pod_start_sli_duration_seconds_bucket{le="6",first_with_network=""} 0',
+        'kubelet_pod_start_sli_duration_seconds_bucket{le="8",first_with_network=""} 1',
+        'kubelet_pod_worker_duration_seconds_bucket{le="0.005",operation_type="sync"} 1',
+        'kubelet_pod_worker_duration_seconds_count{operation_type="sync"} 2',
+        'kubelet_pod_worker_duration_seconds_count{operation_type="create"} 1',
+        'kubelet_restarted_pods_total{static="true"} 2',
+        'kubelet_restarted_pods_total{static=""} 1',
+      ]),
+    );
+    expect(buckets('kubelet_pod_worker_duration_seconds', ',operation_type="sync"')).toEqual(['0.005', '0.01', '0.025', '0.05', '0.1', '0.25', '0.5', '1', '2.5', '5', '10', '+Inf']);
+    expect(text).not.toContain('prober_probe');
+  });
+
+  it('serves the prober metrics apart, times successful probes only, and drops a removed worker\'s series', async () => {
+    const metrics = new AgentMetrics('node-a', () => ({ pods: [], syncLoop }), Date.UTC(2026, 0, 1));
+    const web = { probe_type: 'Readiness', container: 'app', pod: 'web', namespace: 'shop', pod_uid: 'u1' };
+    const db = { ...web, probe_type: 'Liveness', pod: 'db', pod_uid: 'u2' };
+    metrics.probed(web, 'successful', 0.02);
+    metrics.probed(web, 'successful', 0.3);
+    metrics.probed(web, 'failed', 1);
+    metrics.probed(db, 'successful', 0.001);
+    const text = await metrics.renderProbes();
+    expect(text.split('\n')).toEqual(
+      expect.arrayContaining([
+        'prober_probe_total{probe_type="Readiness",container="app",pod="web",namespace="shop",pod_uid="u1",result="successful"} 2',
+        'prober_probe_total{probe_type="Readiness",container="app",pod="web",namespace="shop",pod_uid="u1",result="failed"} 1',
+        'prober_probe_duration_seconds_count{probe_type="Readiness",container="app",pod="web",namespace="shop"} 2',
+        'prober_probe_duration_seconds_bucket{le="0.025",probe_type="Readiness",container="app",pod="web",namespace="shop"} 1',
+        `process_start_time_seconds ${Date.UTC(2026, 0, 1) / 1000}`,
+      ]),
+    );
+    expect(text).not.toContain('kubelet_');
+    expect(await metrics.render()).not.toContain('prober_');
+    metrics.probeRemoved(web);
+    const after = await metrics.renderProbes();
+    expect(after).not.toContain('pod="web"');
+    expect(after).toContain('prober_probe_total{probe_type="Liveness",container="app",pod="db",namespace="shop",pod_uid="u2",result="successful"} 1');
   });
 
   it('uses the ExponentialBuckets of the Prometheus client', () => {

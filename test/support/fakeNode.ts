@@ -25,8 +25,8 @@ export interface FakeNodeOptions {
   log?: Logger;
   /** The node's jitter (resync times, first probe ticks); 0 by default: no jitter. */
   random?: () => number;
-  /** Told of container starts and relists, as the agent's /metrics is. */
-  metrics?: NodeMetrics;
+  /** Told of what the kubelet's metrics count (the parts a test listens to), as the agent's /metrics is. */
+  metrics?: Partial<NodeMetrics>;
 }
 
 let nodesDir: string | undefined;
