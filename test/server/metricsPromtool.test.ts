@@ -1,7 +1,8 @@
 /**
  * The agent's real `/metrics` and `/metrics/probes`, scraped from the read-only port and the
- * authenticated API of an agent on sim:// running pods with probes, a crash-looping container, a
- * container that cannot start and a static pod restarted under the same UID, so every family of
+ * authenticated API of an agent on sim:// running pods with probes, the end-to-end scenarios' pods
+ * (a crash loop among them), a container that cannot start and a static pod restarted under the
+ * same UID, so every family of
  * the kubelet's has samples; Prometheus's own linter (`promtool check metrics`, Debian's
  * `prometheus` package) must find nothing wrong with either.
  *
@@ -17,6 +18,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { freePort } from '../support/agentProcess.ts';
 import { type KubeletClientPki, writeKubeletClientPki } from '../support/kubeletClientPki.ts';
 import { type SimAgent, startSimAgent } from '../support/inProcessAgent.ts';
+import { manifests } from '../e2e/scenarios.ts';
 
 const promtool = '/usr/bin/promtool';
 const havePromtool = existsSync(promtool);
@@ -26,7 +28,9 @@ if (!havePromtool && !onCi) {
 }
 
 const IMAGE = 'statelet.local/busybox:1';
-const manifests: Record<string, string> = {
+const files: Record<string, string> = {
+  // The end-to-end scenarios' pods: init containers, several containers, a crash loop.
+  ...manifests(IMAGE),
   'web.yaml': `
 apiVersion: v1
 kind: Pod
@@ -42,15 +46,6 @@ spec:
     - name: never
       image: nowhere.local/none:1
       imagePullPolicy: Never
-`,
-  'crasher.yaml': `
-apiVersion: v1
-kind: Pod
-metadata: { name: crasher }
-spec:
-  restartPolicy: OnFailure
-  containers:
-    - { name: flaky, image: ${IMAGE}, command: ["sh", "-c", "exit 1"] }
 `,
 };
 /** Takes 3 s to stop (its preStop hook sleeps), so its manifest can come back while it terminates. */
@@ -109,7 +104,7 @@ describe.skipIf(!havePromtool && !onCi)('promtool check metrics', () => {
     pki = await writeKubeletClientPki(dir);
     [readOnlyPort, securePort] = [await freePort(), await freePort()];
     sim = await startSimAgent('promtool', ['--read-only-port', String(readOnlyPort), '--port', String(securePort), '--client-ca-file', pki.caFile], {
-      ...manifests,
+      ...files,
       'slow.yaml': slowStop,
     });
   });
