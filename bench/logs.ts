@@ -16,10 +16,15 @@ import { silentLogger } from '../src/log.ts';
 import { RequestAuth } from '../src/server/auth.ts';
 import { selfSigned } from '../src/server/certificates.ts';
 import { startKubeletServer } from '../src/server/kubeletServer.ts';
+import { StatsProvider } from '../src/server/statsProvider.ts';
+import { SimEngine } from '../src/runtime/sim/engine.ts';
+import { InProcessRuntime } from '../src/runtime/sim/inProcess.ts';
 import type { Pod } from '../src/api/types.ts';
 import { writeKubeletClientPki } from '../test/support/kubeletClientPki.ts';
 import { argValue, emit, removeDir, round, runWorker, tempDir } from './lib.ts';
 import type { LogsResult } from './results.ts';
+import { noStreaming } from '../test/support/noStreaming.ts';
+
 
 const mb = Number(argValue('mb') ?? 64);
 const LINE = `2026-11-25T10:00:00.000000001Z stdout F ${'x'.repeat(59)}\n`; // 100 bytes
@@ -42,8 +47,9 @@ runWorker(async () => {
     const server = await startKubeletServer('127.0.0.1', 0, {
       view: { pods: () => [pod], unhealthyReason: () => null, metrics: async () => '', probeMetrics: async () => '' },
       pods: () => [pod],
-      runtime: { containerStatus: async () => ({ logPath: file, state: running ? 'CONTAINER_RUNNING' : 'CONTAINER_EXITED' }) as never, listContainers: async () => [] },
+      runtime: { containerStatus: async () => ({ logPath: file, state: running ? 'CONTAINER_RUNNING' : 'CONTAINER_EXITED' }) as never, listContainers: async () => [], ...noStreaming },
       configz: () => ({}),
+      stats: new StatsProvider({ nodeName: 'bench', runtime: new InProcessRuntime(new SimEngine()), podLogsDir: dir, now: Date.now, log: silentLogger }),
       auth: new RequestAuth({ anonymous: false, nodeName: 'bench', now: Date.now }),
       tls: selfSigned('bench', ['127.0.0.1'], new Date()),
       clientCA: await readFile(pki.caFile, 'utf8'),

@@ -78,8 +78,15 @@ export function tracedRuntime(runtime: RuntimeService, trace: CallTrace): Runtim
         return status;
       }),
     reopenContainerLog: (id, opts) => call('ReopenContainerLog', containerName(id), () => runtime.reopenContainerLog(id, opts)),
+    containerStats: (id, opts) => call('ContainerStats', containerName(id), () => runtime.containerStats(id, opts)),
+    listContainerStats: (filter, opts) => call('ListContainerStats', '', () => runtime.listContainerStats(filter, opts)),
+    podSandboxStats: (id, opts) => call('PodSandboxStats', 'sandbox', () => runtime.podSandboxStats(id, opts)),
+    listPodSandboxStats: (filter, opts) => call('ListPodSandboxStats', '', () => runtime.listPodSandboxStats(filter, opts)),
     execSync: (id, cmd, timeoutSeconds, opts) =>
       call('ExecSync', containerName(id), () => runtime.execSync(id, cmd, timeoutSeconds, opts)),
+    exec: (request, opts) => call('Exec', containerName(request.containerId), () => runtime.exec(request, opts)),
+    attach: (request, opts) => call('Attach', containerName(request.containerId), () => runtime.attach(request, opts)),
+    portForward: (request, opts) => call('PortForward', 'sandbox', () => runtime.portForward(request, opts)),
     containerEvents: (opts) => runtime.containerEvents(opts),
   };
 }

@@ -26,6 +26,13 @@ const RUNTIME_OPERATIONS = {
   containerStatus: 'container_status',
   execSync: 'exec_sync',
   reopenContainerLog: 'reopen_container_log',
+  containerStats: 'container_stats',
+  listContainerStats: 'list_container_stats',
+  podSandboxStats: 'podsandbox_stats',
+  listPodSandboxStats: 'list_podsandbox_stats',
+  exec: 'exec',
+  attach: 'attach',
+  portForward: 'port_forward',
 } as const satisfies Record<Exclude<keyof RuntimeService, 'containerEvents'>, string>;
 
 const IMAGE_OPERATIONS = {

@@ -197,6 +197,92 @@ export interface ContainerEvent {
   podSandboxMetadata?: PodSandboxMetadata;
 }
 
+/** CRI ExecRequest: a command run in a container with the client's streams. */
+export interface ExecRequest {
+  containerId: string;
+  cmd: string[];
+  tty: boolean;
+  stdin: boolean;
+  stdout: boolean;
+  stderr: boolean;
+}
+
+/** CRI AttachRequest: the streams of the container's main process. */
+export type AttachRequest = Omit<ExecRequest, 'cmd'>;
+
+/** CRI PortForwardRequest. */
+export interface PortForwardRequest {
+  podSandboxId: string;
+  port: number[];
+}
+
+/**
+ * CRI resource usage (CpuUsage, MemoryUsage, FilesystemUsage, SwapUsage, ProcessUsage). Each
+ * value is the proto's UInt64Value: absent when the runtime did not report it, which the kubelet
+ * tells apart from 0. `timestamp` is milliseconds since the epoch, as everywhere here.
+ */
+export interface CpuUsage {
+  timestamp: number;
+  /** Cumulative CPU time over all cores since the container (or sandbox) was created. */
+  usageCoreNanoSeconds?: number;
+  /** CPU cores in use, averaged over the runtime's own sample window (core-nanoseconds per second). */
+  usageNanoCores?: number;
+}
+
+export interface MemoryUsage {
+  timestamp: number;
+  workingSetBytes?: number;
+  availableBytes?: number;
+  usageBytes?: number;
+  rssBytes?: number;
+  pageFaults?: number;
+  majorPageFaults?: number;
+}
+
+export interface FilesystemUsage {
+  timestamp: number;
+  /** The mount point of the filesystem the usage is on. */
+  mountpoint?: string;
+  usedBytes?: number;
+  inodesUsed?: number;
+}
+
+export interface SwapUsage {
+  timestamp: number;
+  swapAvailableBytes?: number;
+  swapUsageBytes?: number;
+}
+
+export interface ContainerStats {
+  attributes: { id: string; metadata: ContainerMetadata; labels: KeyValueMap; annotations: KeyValueMap };
+  cpu?: CpuUsage;
+  memory?: MemoryUsage;
+  writableLayer?: FilesystemUsage;
+  swap?: SwapUsage;
+}
+
+export interface ContainerStatsFilter {
+  id?: string;
+  podSandboxId?: string;
+  labelSelector?: KeyValueMap;
+}
+
+export interface PodSandboxStats {
+  attributes: { id: string; metadata: PodSandboxMetadata; labels: KeyValueMap; annotations: KeyValueMap };
+  /** LinuxPodSandboxStats: the pod's cgroup and the stats of its containers. */
+  linux?: {
+    cpu?: CpuUsage;
+    memory?: MemoryUsage;
+    process?: { timestamp: number; processCount?: number };
+    containers: ContainerStats[];
+  };
+}
+
+export interface PodSandboxStatsFilter {
+  id?: string;
+  labelSelector?: KeyValueMap;
+}
+
 /** The RuntimeService calls the agent uses. */
 export interface RuntimeService {
   version(opts?: CallOptions): Promise<VersionInfo>;
@@ -219,8 +305,26 @@ export interface RuntimeService {
   listContainers(filter?: ContainerFilter, opts?: CallOptions): Promise<Container[]>;
   containerStatus(containerId: string, opts?: CallOptions): Promise<ContainerStatus>;
   execSync(containerId: string, cmd: string[], timeoutSeconds: number, opts?: CallOptions): Promise<ExecResult>;
+  /**
+   * Exec, Attach, PortForward: the URL of a single-use streaming request on the runtime's
+   * streaming server, to which the agent proxies the client's upgraded connection.
+   */
+  exec(request: ExecRequest, opts?: CallOptions): Promise<string>;
+  attach(request: AttachRequest, opts?: CallOptions): Promise<string>;
+  portForward(request: PortForwardRequest, opts?: CallOptions): Promise<string>;
   /** Asks the runtime to write the container's log to a new file at its path (after a rotation moved the old one). */
   reopenContainerLog(containerId: string, opts?: CallOptions): Promise<void>;
+  /** Resource usage of one container (ContainerStats); NOT_FOUND for an unknown id. */
+  containerStats(containerId: string, opts?: CallOptions): Promise<ContainerStats>;
+  /** Resource usage of the running containers the filter selects (ListContainerStats). */
+  listContainerStats(filter?: ContainerStatsFilter, opts?: CallOptions): Promise<ContainerStats[]>;
+  /** Resource usage of one pod sandbox and its containers (PodSandboxStats). */
+  podSandboxStats(podSandboxId: string, opts?: CallOptions): Promise<PodSandboxStats>;
+  /**
+   * Resource usage of the pod sandboxes the filter selects (ListPodSandboxStats). Containerd
+   * before 1.7 may answer `UNIMPLEMENTED`; callers fall back to ListContainerStats.
+   */
+  listPodSandboxStats(filter?: PodSandboxStatsFilter, opts?: CallOptions): Promise<PodSandboxStats[]>;
   /**
    * The CRI event stream (GetContainerEvents). Rejects / throws a `CriError` with code
    * `UNIMPLEMENTED` on runtimes that do not offer it (containerd 1.6).

@@ -13,12 +13,15 @@ import { type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer } from 'node:https';
 import type { TLSSocket } from 'node:tls';
 import type { Logger } from '../log.ts';
-import { type RequestAuth, certificateUser } from './auth.ts';
+import { type AuthOutcome, type RequestAuth, certificateUser } from './auth.ts';
+import { type StreamingSource, parseStreamingPath, serveStreaming } from './streaming.ts';
+import { refuse } from '../runtime/streaming/upgrade.ts';
+import type { Duplex } from 'node:stream';
 import type { ServingCertificate } from './certificates.ts';
 import { type AgentView, type ListeningServer, TEXT_PLAIN, send, serve } from './http.ts';
 import { type LogSource, streamContainerLogs } from './containerLogs.ts';
 import { type StatsProvider, serveStats } from './statsProvider.ts';
-import type { Container, RuntimeService } from '../runtime/types.ts';
+import type { Container } from '../runtime/types.ts';
 import { Label } from '../kuberuntime/labels.ts';
 
 /**
@@ -42,7 +45,7 @@ export function runningPods(containers: readonly Container[]): object[] {
 
 export interface KubeletServerDeps extends LogSource {
   view: AgentView;
-  runtime: LogSource['runtime'] & Pick<RuntimeService, 'listContainers'>;
+  runtime: LogSource['runtime'] & StreamingSource['runtime'];
   /** The configuration in effect, as a KubeletConfiguration (`/configz`). */
   configz(): Record<string, unknown>;
   /** `/stats/summary` and `/metrics/resource`. */
@@ -66,20 +69,43 @@ export async function startKubeletServer(address: string, port: number, deps: Ku
       });
     },
   );
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on('error', () => socket.destroy());
+    void upgrade(deps, req, socket, head).catch((err: unknown) => {
+      deps.log('error', 'The authenticated API failed a streaming request', { path: req.url, err });
+      if (!socket.destroyed) refuse(socket, 500, err instanceof Error ? err.message : String(err));
+    });
+  });
   // Read and write timeouts of hours (a followed log), as the kubelet's.
   server.requestTimeout = 4 * 3_600_000;
   server.headersTimeout = 60_000;
   return serve(server, address, port);
 }
 
-async function handle(deps: KubeletServerDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const url = new URL(req.url ?? '/', 'https://node');
+/** Who is asking, and whether they may: the user, or the status and message to refuse with. */
+async function admit(deps: KubeletServerDeps, req: IncomingMessage, url: URL): Promise<AuthOutcome> {
   const socket = req.socket as TLSSocket;
   const certificate = deps.clientCA && socket.authorized ? certificateUser(socket.getPeerCertificate().subject as unknown as Record<string, string>) : null;
   const who = await deps.auth.authenticate(certificate, req.headers.authorization);
-  if (!('user' in who)) return send(res, who.status, TEXT_PLAIN, who.message);
-  const allowed = await deps.auth.authorize(who.user, req.method ?? 'GET', url.pathname);
+  if (!('user' in who)) return who;
+  return deps.auth.authorize(who.user, req.method ?? 'GET', url.pathname);
+}
+
+/** An upgrade request: exec, attach or portForward, proxied to the runtime's streaming server. */
+async function upgrade(deps: KubeletServerDeps, req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+  const url = new URL(req.url ?? '/', 'https://node');
+  const allowed = await admit(deps, req, url);
+  if (!('user' in allowed)) return refuse(socket, allowed.status, allowed.message);
+  const path = parseStreamingPath(url.pathname);
+  if (!path) return refuse(socket, 404, '404 page not found');
+  await serveStreaming(deps, path, req, socket, head, url.searchParams);
+}
+
+async function handle(deps: KubeletServerDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const url = new URL(req.url ?? '/', 'https://node');
+  const allowed = await admit(deps, req, url);
   if (!('user' in allowed)) return send(res, allowed.status, TEXT_PLAIN, allowed.message);
+  if (parseStreamingPath(url.pathname)) return send(res, 400, TEXT_PLAIN, 'Upgrade request required');
   if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, TEXT_PLAIN, 'method not allowed');
 
   const { pathname } = url;

@@ -13,11 +13,18 @@ import { RequestAuth } from '../../src/server/auth.ts';
 import { servingCertificate } from '../../src/server/certificates.ts';
 import type { ListeningServer } from '../../src/server/http.ts';
 import { startKubeletServer } from '../../src/server/kubeletServer.ts';
+import { StatsProvider } from '../../src/server/statsProvider.ts';
+import { SimEngine } from '../../src/runtime/sim/engine.ts';
+import { InProcessRuntime } from '../../src/runtime/sim/inProcess.ts';
+import { containerConfig, podSandboxConfig } from '../runtime/support.ts';
 import { type KubeletClientPki, writeKubeletClientPki } from '../support/kubeletClientPki.ts';
+import { noStreaming } from '../support/noStreaming.ts';
 
 let dir: string;
 let pki: KubeletClientPki;
 let server: ListeningServer;
+const engine = new SimEngine({ pullDelayMs: 0 });
+const HOST = { bootTime: Date.UTC(2026, 0, 1), cpuNanoseconds: 5e9, memTotalBytes: 8 << 30, memFreeBytes: 6 << 30, inactiveFileBytes: 1 << 30, swapTotalBytes: 0, swapFreeBytes: 0 };
 
 const pod = {
   metadata: { name: 'web', namespace: 'shop', uid: 'u1' },
@@ -28,6 +35,8 @@ const pod = {
 beforeAll(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'statelet-server-'));
   pki = await writeKubeletClientPki(dir);
+  const sandbox = engine.runPodSandbox(podSandboxConfig('web', { metadata: { name: 'web', namespace: 'shop', uid: 'u1', attempt: 0 } }));
+  engine.startContainer(engine.createContainer(sandbox, containerConfig('app', { command: ['sleep', 'infinity'] })));
   const logFile = path.join(dir, '0.log');
   await writeFile(logFile, ['one', 'two', 'three'].map((l) => `2026-11-25T10:00:00.000000001Z stdout F ${l}\n`).join(''));
   server = await startKubeletServer('127.0.0.1', 0, {
@@ -41,8 +50,10 @@ beforeAll(async () => {
           { id: 'c2', image: 'busybox:1', metadata: { name: 'side', attempt: 0 }, labels: { 'io.kubernetes.pod.name': 'web', 'io.kubernetes.pod.namespace': 'shop', 'io.kubernetes.pod.uid': 'u1', 'io.kubernetes.container.name': 'side' } },
           { id: 'x', image: 'pause', metadata: { name: 'unlabelled', attempt: 0 }, labels: {} },
         ] as never,
+      ...noStreaming,
     },
     configz: () => configz(agentDefaults() as never),
+    stats: new StatsProvider({ nodeName: 'node-a', runtime: new InProcessRuntime(engine), podLogsDir: dir, now: Date.now, log: silentLogger, readHost: async () => HOST }),
     auth: new RequestAuth({ anonymous: false, nodeName: 'node-a', now: Date.now }),
     tls: await servingCertificate({ certDir: path.join(dir, 'pki'), nodeName: 'node-a', addresses: ['127.0.0.1'], now: new Date() }),
     clientCA: await readFile(pki.caFile, 'utf8'),
@@ -53,6 +64,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await server?.close();
+  await engine.close();
   await rm(dir, { recursive: true, force: true });
 });
 
@@ -96,6 +108,15 @@ describe('the authenticated API', () => {
     });
     const config = JSON.parse((await get('/configz')).body).kubeletconfig;
     expect(config).toMatchObject({ kind: 'KubeletConfiguration', apiVersion: 'kubelet.config.k8s.io/v1beta1', syncFrequency: '1m0s', maxPods: 110, containerLogMaxSize: '10Mi', crashLoopBackOff: { maxContainerRestartPeriod: '5m0s' } });
+  });
+
+  it("serves /stats/summary and /metrics/resource from the runtime's stats", async () => {
+    const summary = JSON.parse((await get('/stats/summary?only_cpu_and_memory=true')).body);
+    expect(summary.node).toMatchObject({ nodeName: 'node-a', startTime: '2026-01-01T00:00:00Z', memory: { workingSetBytes: 1 << 30 } });
+    expect(summary.pods.map((p: { podRef: { name: string }; containers: { name: string }[] }) => [p.podRef.name, p.containers.map((c) => c.name)])).toEqual([['web', ['app']]]);
+    const metrics = (await get('/metrics/resource')).body;
+    expect(metrics).toMatch(/^container_memory_working_set_bytes\{container="app",namespace="shop",pod="web"\} \d+ \d+$/m);
+    expect(metrics).toContain('resource_scrape_error 0\n');
   });
 
   it('keeps its self-signed certificate for the node name and addresses, and reuses it', async () => {

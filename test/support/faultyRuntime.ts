@@ -7,11 +7,16 @@
  * else passes through to the runtime underneath, whose behaviour it does not change.
  */
 import type {
+  AttachRequest,
+  ExecRequest,
+  PortForwardRequest,
   CallOptions,
   Container,
   ContainerConfig,
   ContainerEvent,
   ContainerFilter,
+  ContainerStats,
+  ContainerStatsFilter,
   ContainerStatus,
   CriErrorCode,
   ExecResult,
@@ -20,6 +25,8 @@ import type {
   PodSandbox,
   PodSandboxConfig,
   PodSandboxFilter,
+  PodSandboxStats,
+  PodSandboxStatsFilter,
   PodSandboxStatus,
   RuntimeService,
   RuntimeStatusInfo,
@@ -46,7 +53,14 @@ const criCall: Record<RuntimeMethod, string> = {
   listContainers: 'ListContainers',
   containerStatus: 'ContainerStatus',
   execSync: 'ExecSync',
+  exec: 'Exec',
+  attach: 'Attach',
+  portForward: 'PortForward',
   reopenContainerLog: 'ReopenContainerLog',
+  containerStats: 'ContainerStats',
+  listContainerStats: 'ListContainerStats',
+  podSandboxStats: 'PodSandboxStats',
+  listPodSandboxStats: 'ListPodSandboxStats',
   containerEvents: 'GetContainerEvents',
   pullImage: 'PullImage',
   imageStatus: 'ImageStatus',
@@ -281,6 +295,18 @@ export class FaultyRuntime implements RuntimeService, ImageService {
   reopenContainerLog(id: string, opts?: CallOptions): Promise<void> {
     return this.invoke('reopenContainerLog', id, opts, () => this.runtime.reopenContainerLog(id, opts));
   }
+  containerStats(id: string, opts?: CallOptions): Promise<ContainerStats> {
+    return this.invoke('containerStats', id, opts, () => this.runtime.containerStats(id, opts));
+  }
+  listContainerStats(filter?: ContainerStatsFilter, opts?: CallOptions): Promise<ContainerStats[]> {
+    return this.invoke('listContainerStats', JSON.stringify(filter ?? {}), opts, () => this.runtime.listContainerStats(filter, opts));
+  }
+  podSandboxStats(id: string, opts?: CallOptions): Promise<PodSandboxStats> {
+    return this.invoke('podSandboxStats', id, opts, () => this.runtime.podSandboxStats(id, opts));
+  }
+  listPodSandboxStats(filter?: PodSandboxStatsFilter, opts?: CallOptions): Promise<PodSandboxStats[]> {
+    return this.invoke('listPodSandboxStats', JSON.stringify(filter ?? {}), opts, () => this.runtime.listPodSandboxStats(filter, opts));
+  }
   execSync(id: string, cmd: string[], timeoutSeconds: number, opts?: CallOptions): Promise<ExecResult> {
     return this.invoke(
       'execSync',
@@ -295,6 +321,16 @@ export class FaultyRuntime implements RuntimeService, ImageService {
       },
       timeoutSeconds,
     );
+  }
+
+  exec(request: ExecRequest, opts?: CallOptions): Promise<string> {
+    return this.invoke('exec', request.containerId, opts, () => this.runtime.exec(request, opts));
+  }
+  attach(request: AttachRequest, opts?: CallOptions): Promise<string> {
+    return this.invoke('attach', request.containerId, opts, () => this.runtime.attach(request, opts));
+  }
+  portForward(request: PortForwardRequest, opts?: CallOptions): Promise<string> {
+    return this.invoke('portForward', request.podSandboxId, opts, () => this.runtime.portForward(request, opts));
   }
 
   /** Opens at once (failure scripting applies; holding does not), and can be broken by the test. */

@@ -15,21 +15,29 @@ import {
   type ContainerFilter,
   type ContainerMetadata,
   type ContainerState,
+  type ContainerStats,
+  type ContainerStatsFilter,
   type ContainerStatus,
   type CriErrorCode,
+  type AttachRequest,
+  type ExecRequest,
   type ExecResult,
+  type PortForwardRequest,
   type ImageInfo,
   type ImageService,
   type PodSandbox,
   type PodSandboxConfig,
   type PodSandboxFilter,
   type PodSandboxMetadata,
+  type PodSandboxStats,
+  type PodSandboxStatsFilter,
   type PodSandboxStatus,
   type RuntimeService,
   type RuntimeStatusInfo,
   type SandboxState,
   type VersionInfo,
 } from '../types.ts';
+import { containerStatsFilterToWire, containerStatsFromWire, podSandboxStatsFilterToWire, podSandboxStatsFromWire } from './statsWire.ts';
 import {
   CONTAINER_EVENT_TYPES,
   CONTAINER_STATES,
@@ -336,9 +344,9 @@ function containerEventFromWire(event: WireContainerEvent): ContainerEvent | und
   return result;
 }
 
-/** A status response's `status`, which a conforming runtime never leaves out. */
-function requireStatus<T>(rpc: string, status: T | null): T {
-  if (status === null) throw new CriError(rpc, 'INTERNAL', 'runtime returned no status');
+/** A status (or stats) response's message, which a conforming runtime never leaves out. */
+function requireStatus<T>(rpc: string, status: T | null, what = 'status'): T {
+  if (status === null) throw new CriError(rpc, 'INTERNAL', `runtime returned no ${what}`);
   return status;
 }
 
@@ -447,11 +455,43 @@ export class CriClient implements RuntimeService, ImageService {
     await this.unary('RuntimeService', 'ReopenContainerLog', { containerId }, opts);
   }
 
+  async containerStats(containerId: string, opts?: CallOptions): Promise<ContainerStats> {
+    const res = await this.unary('RuntimeService', 'ContainerStats', { containerId }, opts);
+    return containerStatsFromWire(requireStatus('ContainerStats', res.stats, 'stats'));
+  }
+
+  async listContainerStats(filter?: ContainerStatsFilter, opts?: CallOptions): Promise<ContainerStats[]> {
+    const res = await this.unary('RuntimeService', 'ListContainerStats', { filter: containerStatsFilterToWire(filter) }, opts);
+    return res.stats.map(containerStatsFromWire);
+  }
+
+  async podSandboxStats(podSandboxId: string, opts?: CallOptions): Promise<PodSandboxStats> {
+    const res = await this.unary('RuntimeService', 'PodSandboxStats', { podSandboxId }, opts);
+    return podSandboxStatsFromWire(requireStatus('PodSandboxStats', res.stats, 'stats'));
+  }
+
+  async listPodSandboxStats(filter?: PodSandboxStatsFilter, opts?: CallOptions): Promise<PodSandboxStats[]> {
+    const res = await this.unary('RuntimeService', 'ListPodSandboxStats', { filter: podSandboxStatsFilterToWire(filter) }, opts);
+    return res.stats.map(podSandboxStatsFromWire);
+  }
+
   async execSync(containerId: string, cmd: string[], timeoutSeconds: number, opts?: CallOptions): Promise<ExecResult> {
     // Same reasoning as stopContainer: the command itself may run for its full timeout.
     const request = { containerId, cmd, timeout: timeoutSeconds };
     const res = await this.unary('RuntimeService', 'ExecSync', request, opts, this.timeoutAfter(timeoutSeconds));
     return execResultFromWire(res);
+  }
+
+  async exec(request: ExecRequest, opts?: CallOptions): Promise<string> {
+    return (await this.unary('RuntimeService', 'Exec', request, opts)).url;
+  }
+
+  async attach(request: AttachRequest, opts?: CallOptions): Promise<string> {
+    return (await this.unary('RuntimeService', 'Attach', request, opts)).url;
+  }
+
+  async portForward(request: PortForwardRequest, opts?: CallOptions): Promise<string> {
+    return (await this.unary('RuntimeService', 'PortForward', request, opts)).url;
   }
 
   containerEvents(opts?: CallOptions): AsyncIterable<ContainerEvent> {

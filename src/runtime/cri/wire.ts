@@ -10,8 +10,11 @@ import * as protoLoader from '@grpc/proto-loader';
 import {
   NamespaceMode,
   type ContainerEventType,
+  type AttachRequest,
   type ContainerState,
+  type ExecRequest,
   type KeyValueMap,
+  type PortForwardRequest,
   type PortMapping,
   type SandboxState,
 } from '../types.ts';
@@ -191,6 +194,69 @@ export interface WireContainerEvent {
   containersStatuses: WireContainerStatus[];
 }
 
+// Stats (converted in statsWire.ts)
+
+/** A UInt64Value: a message, so that absent (null) stays apart from 0. */
+export type WireUInt64 = { value: WireInt64 } | null;
+
+export interface WireCpuUsage {
+  timestamp: WireInt64;
+  usageCoreNanoSeconds: WireUInt64;
+  usageNanoCores: WireUInt64;
+}
+
+export interface WireMemoryUsage {
+  timestamp: WireInt64;
+  workingSetBytes: WireUInt64;
+  availableBytes: WireUInt64;
+  usageBytes: WireUInt64;
+  rssBytes: WireUInt64;
+  pageFaults: WireUInt64;
+  majorPageFaults: WireUInt64;
+}
+
+export interface WireFilesystemUsage {
+  timestamp: WireInt64;
+  fsId: { mountpoint: string } | null;
+  usedBytes: WireUInt64;
+  inodesUsed: WireUInt64;
+}
+
+export interface WireSwapUsage {
+  timestamp: WireInt64;
+  swapAvailableBytes: WireUInt64;
+  swapUsageBytes: WireUInt64;
+}
+
+export interface WireContainerStats {
+  attributes: { id: string; metadata: WireContainerMetadata | null; labels: KeyValueMap; annotations: KeyValueMap } | null;
+  cpu: WireCpuUsage | null;
+  memory: WireMemoryUsage | null;
+  writableLayer: WireFilesystemUsage | null;
+  swap: WireSwapUsage | null;
+}
+
+export interface WirePodSandboxStats {
+  attributes: { id: string; metadata: WirePodSandboxMetadata | null; labels: KeyValueMap; annotations: KeyValueMap } | null;
+  linux: {
+    cpu: WireCpuUsage | null;
+    memory: WireMemoryUsage | null;
+    process: { timestamp: WireInt64; processCount: WireUInt64 } | null;
+    containers: WireContainerStats[];
+  } | null;
+}
+
+export interface WireContainerStatsFilter {
+  id: string;
+  podSandboxId: string;
+  labelSelector: KeyValueMap;
+}
+
+export interface WirePodSandboxStatsFilter {
+  id: string;
+  labelSelector: KeyValueMap;
+}
+
 // ------------------------------------------------------------------------------------------------
 // The RPCs: one request and one response shape per call, used by the client to build requests and
 // read responses, and by the simulated server to read requests and build responses.
@@ -222,6 +288,13 @@ export interface RuntimeServiceRpcs {
   ContainerStatus: Rpc<{ containerId: string; verbose: boolean }, { status: WireContainerStatus | null; info: KeyValueMap }>;
   ReopenContainerLog: Rpc<{ containerId: string }, Record<string, never>>;
   ExecSync: Rpc<{ containerId: string; cmd: string[]; timeout: WireInt64 }, WireExecSyncResponse>;
+  Exec: Rpc<ExecRequest, { url: string }>;
+  Attach: Rpc<AttachRequest, { url: string }>;
+  PortForward: Rpc<PortForwardRequest, { url: string }>;
+  ContainerStats: Rpc<{ containerId: string }, { stats: WireContainerStats | null }>;
+  ListContainerStats: Rpc<{ filter: WireContainerStatsFilter | null }, { stats: WireContainerStats[] }>;
+  PodSandboxStats: Rpc<{ podSandboxId: string }, { stats: WirePodSandboxStats | null }>;
+  ListPodSandboxStats: Rpc<{ filter: WirePodSandboxStatsFilter | null }, { stats: WirePodSandboxStats[] }>;
   /** Server streaming: the response is one message of the stream. */
   GetContainerEvents: Rpc<WireEmpty, WireContainerEvent>;
 }

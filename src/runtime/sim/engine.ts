@@ -17,6 +17,8 @@ import {
   type ContainerEventType,
   type ContainerFilter,
   type ContainerState,
+  type ContainerStats,
+  type ContainerStatsFilter,
   type ContainerStatus,
   type ExecResult,
   type ImageInfo,
@@ -24,6 +26,8 @@ import {
   type PodSandbox,
   type PodSandboxConfig,
   type PodSandboxFilter,
+  type PodSandboxStats,
+  type PodSandboxStatsFilter,
   type PodSandboxStatus,
   type RuntimeStatusInfo,
   type SandboxState,
@@ -35,7 +39,8 @@ import { SimFs } from './fs.ts';
 import { DEFAULT_IMAGES, ImageStore } from './images.ts';
 import { ContainerLog, CriLogWriter } from './logs.ts';
 import { HOST_NETWORK_ADDRESS, SimNetwork } from './net.ts';
-import { ShellProcess } from './shell.ts';
+import { ShellProcess, type ShellOutput } from './shell.ts';
+import { CpuMeter, PROCESS_BASE_BYTES } from './usage.ts';
 
 export const POD_UID_LABEL = 'io.kubernetes.pod.uid';
 export const SIM_RUNTIME_NAME = 'statelet-sim';
@@ -78,6 +83,19 @@ interface SimSandbox {
   networkMode: NamespaceMode;
   nameKey: string;
   containers: Set<SimContainer>;
+  /** The pod's CPU: charged with all its containers' time, including those that have exited. */
+  cpu: CpuMeter;
+}
+
+/** An exec under way: its exit status, and how to end it early. */
+export interface RunningExec {
+  exited: Promise<number>;
+  kill(): void;
+}
+
+interface Attachment {
+  output: ShellOutput;
+  exited(): void;
 }
 
 interface SimContainer {
@@ -108,6 +126,10 @@ interface SimContainer {
   kill: { deadline: number; timer: TimerHandle } | null;
   /** Resolvers waiting for the process to exit. */
   exitWaiters: (() => void)[];
+  /** Clients attached to the main process's output. */
+  attached: Set<Attachment>;
+  /** Charged with the time its processes and servers run (usage.ts). */
+  cpu: CpuMeter;
 }
 
 /**
@@ -175,6 +197,8 @@ export class SimEngine {
   private readonly listeners = new Set<SimEventListener>();
   private closed = false;
 
+  private readonly closeHooks: (() => Promise<void>)[] = [];
+
   constructor(options: SimRuntimeOptions = {}) {
     this.clock = options.clock ?? realClock;
     this.images = new ImageStore({
@@ -232,6 +256,7 @@ export class SimEngine {
       networkMode,
       nameKey,
       containers: new Set(),
+      cpu: new CpuMeter(),
     };
     this.reservedNames.add(nameKey);
     this.sandboxes.set(sandbox.id, sandbox);
@@ -271,6 +296,10 @@ export class SimEngine {
   }
 
   listPodSandbox(filter: PodSandboxFilter = {}): PodSandbox[] {
+    return Array.from(this.matchingSandboxes(filter), (sandbox) => this.sandboxOf(sandbox));
+  }
+
+  private *matchingSandboxes(filter: PodSandboxFilter): Generator<SimSandbox> {
     let candidates: Iterable<SimSandbox>;
     const uid = filter.labelSelector?.[POD_UID_LABEL];
     if (filter.id) {
@@ -281,13 +310,11 @@ export class SimEngine {
     } else {
       candidates = this.sandboxes.values();
     }
-    const result: PodSandbox[] = [];
     for (const sandbox of candidates) {
       if (filter.state && sandbox.state !== filter.state) continue;
       if (!matchesLabels(sandbox.config.labels, filter.labelSelector)) continue;
-      result.push(this.sandboxOf(sandbox));
+      yield sandbox;
     }
-    return result;
   }
 
   // ------------------------------------------------------------------ containers
@@ -330,6 +357,8 @@ export class SimEngine {
       network: null,
       kill: null,
       exitWaiters: [],
+      attached: new Set(),
+      cpu: new CpuMeter(sandbox.cpu),
     };
     const resolv = resolvConf(sandbox.config.dnsConfig);
     if (resolv) container.fs.write('/etc/resolv.conf', resolv);
@@ -365,7 +394,7 @@ export class SimEngine {
     }
     const log = container.log;
     // Containers of a pod share its address; host-network ones bind the host's loopback.
-    const network = new SimNetwork(container.sandbox.ip || HOST_NETWORK_ADDRESS);
+    const network = new SimNetwork(container.sandbox.ip || HOST_NETWORK_ADDRESS, container.cpu);
     container.network = network;
     const process = new ShellProcess({
       argv: [...container.config.command, ...container.config.args],
@@ -374,10 +403,17 @@ export class SimEngine {
       env: envOf(container),
       cwd: container.config.workingDir,
       network,
+      cpu: container.cpu,
       pid1: true,
       output: {
-        stdout: (text) => log?.write('stdout', text),
-        stderr: (text) => log?.write('stderr', text),
+        stdout: (text) => {
+          log?.write('stdout', text);
+          for (const { output } of container.attached) output.stdout(text);
+        },
+        stderr: (text) => {
+          log?.write('stderr', text);
+          for (const { output } of container.attached) output.stderr(text);
+        },
       },
       onExit: (code) => this.containerExited(container, code),
     });
@@ -438,6 +474,10 @@ export class SimEngine {
   }
 
   listContainers(filter: ContainerFilter = {}): Container[] {
+    return Array.from(this.matchingContainers(filter), (container) => this.containerOf(container));
+  }
+
+  private *matchingContainers(filter: ContainerFilter): Generator<SimContainer> {
     let candidates: Iterable<SimContainer>;
     const uid = filter.labelSelector?.[POD_UID_LABEL];
     if (filter.id) {
@@ -450,14 +490,12 @@ export class SimEngine {
     } else {
       candidates = this.containers.values();
     }
-    const result: Container[] = [];
     for (const container of candidates) {
       if (filter.state && container.state !== filter.state) continue;
       if (filter.podSandboxId && !container.sandbox.id.startsWith(filter.podSandboxId)) continue;
       if (!matchesLabels(container.config.labels, filter.labelSelector)) continue;
-      result.push(this.containerOf(container));
+      yield container;
     }
-    return result;
   }
 
   containerStatus(id: string): ContainerStatus {
@@ -469,41 +507,82 @@ export class SimEngine {
    * non-PID-1 process. Rejects with DEADLINE_EXCEEDED when `timeoutSeconds` (> 0) elapses first.
    */
   execSync(id: string, cmd: string[], timeoutSeconds: number): Promise<ExecResult> {
-    const container = this.container(id);
-    if (cmd.length === 0) return Promise.reject(new SimError('INVALID_ARGUMENT', `exec in container "${container.id}": empty command`));
-    if (container.state !== 'CONTAINER_RUNNING') {
-      return Promise.reject(new SimError('FAILED_PRECONDITION', `container "${container.id}" is not running (${container.state})`));
+    const stdout: string[] = [];
+    const stderr: string[] = [];
+    let run: RunningExec;
+    try {
+      run = this.startExec(id, cmd, { stdout: (text) => stdout.push(text), stderr: (text) => stderr.push(text) });
+    } catch (error) {
+      return Promise.reject(error);
     }
     return new Promise<ExecResult>((resolve, reject) => {
-      const stdout: string[] = [];
-      const stderr: string[] = [];
       let deadline: TimerHandle | null = null;
-      const process = new ShellProcess({
-        argv: cmd,
-        clock: this.clock,
-        fs: container.fs,
-        env: envOf(container),
-        cwd: container.config.workingDir,
-        network: container.network ?? undefined,
-        pid1: false,
-        output: { stdout: (text) => stdout.push(text), stderr: (text) => stderr.push(text) },
-        onExit: (exitCode) => {
-          container.execs.delete(process);
-          if (deadline) this.clock.clearTimeout(deadline);
-          resolve({ stdout: Buffer.from(stdout.join('')), stderr: Buffer.from(stderr.join('')), exitCode });
-        },
-      });
       if (timeoutSeconds > 0) {
         deadline = this.clock.setTimeout(() => {
           deadline = null;
-          container.execs.delete(process);
-          process.dispose();
-          reject(new SimError('DEADLINE_EXCEEDED', `timeout ${timeoutSeconds}s exceeded running ${JSON.stringify(cmd)} in container "${container.id}"`));
+          run.kill();
+          reject(new SimError('DEADLINE_EXCEEDED', `timeout ${timeoutSeconds}s exceeded running ${JSON.stringify(cmd)} in container "${id}"`));
         }, timeoutSeconds * 1000);
       }
-      container.execs.add(process);
-      process.start();
+      void run.exited.then((exitCode) => {
+        if (deadline) this.clock.clearTimeout(deadline);
+        resolve({ stdout: Buffer.from(stdout.join('')), stderr: Buffer.from(stderr.join('')), exitCode });
+      });
     });
+  }
+
+  /**
+   * Starts `cmd` in a running container as a non-PID-1 process sharing its filesystem, env and
+   * network (ExecSync, and exec through the streaming server): output reaches `output` as it is
+   * written, `exited` resolves with the exit status, `kill()` ends it (137) — a caller that gave up.
+   */
+  startExec(id: string, cmd: readonly string[], output: ShellOutput): RunningExec {
+    const container = this.container(id);
+    if (cmd.length === 0) throw new SimError('INVALID_ARGUMENT', `exec in container "${container.id}": empty command`);
+    if (container.state !== 'CONTAINER_RUNNING') throw new SimError('FAILED_PRECONDITION', `container "${container.id}" is not running (${container.state})`);
+    let exit!: (code: number) => void;
+    const exited = new Promise<number>((resolve) => (exit = resolve));
+    const process = new ShellProcess({
+      argv: [...cmd],
+      clock: this.clock,
+      fs: container.fs,
+      env: envOf(container),
+      cwd: container.config.workingDir,
+      network: container.network ?? undefined,
+      cpu: container.cpu,
+      pid1: false,
+      output,
+      onExit: (exitCode) => {
+        container.execs.delete(process);
+        exit(exitCode);
+      },
+    });
+    container.execs.add(process);
+    process.start();
+    return { exited, kill: () => process.signal('KILL') };
+  }
+
+  /**
+   * The container's output from now on, as `attach` streams it, until it exits (`exited`) or the
+   * caller detaches. The simulated processes read no input, so there is nothing to attach stdin to.
+   */
+  attach(id: string, output: ShellOutput): { exited: Promise<void>; detach(): void } {
+    const container = this.container(id);
+    if (container.state !== 'CONTAINER_RUNNING') throw new SimError('FAILED_PRECONDITION', `container "${container.id}" is not running (${container.state})`);
+    let attachment!: Attachment;
+    const exited = new Promise<void>((resolve) => (attachment = { output, exited: resolve }));
+    container.attached.add(attachment);
+    return { exited, detach: () => container.attached.delete(attachment) };
+  }
+
+  /** Exec'd processes still running in a container (the fault suite and leak tests count them). */
+  runningExecs(id: string): number {
+    return this.container(id).execs.size;
+  }
+
+  /** Where a sandbox's servers listen: its pod address, or the host's loopback with host networking. */
+  sandboxAddress(id: string): string {
+    return this.sandbox(id).ip || HOST_NETWORK_ADDRESS;
   }
 
   /**
@@ -532,6 +611,28 @@ export class SimEngine {
     return network.whenListening(port).catch(() => {
       throw notListening();
     });
+  }
+
+  // ------------------------------------------------------------------ stats (usage.ts, README "Stats")
+
+  containerStats(id: string): ContainerStats {
+    return this.containerStatsOf(this.container(id), this.clock.now());
+  }
+
+  /** The running containers' stats, as containerd reports only running tasks'. */
+  listContainerStats(filter: ContainerStatsFilter = {}): ContainerStats[] {
+    const now = this.clock.now();
+    return Array.from(this.matchingContainers({ ...filter, state: 'CONTAINER_RUNNING' }), (container) => this.containerStatsOf(container, now));
+  }
+
+  podSandboxStats(id: string): PodSandboxStats {
+    return this.sandboxStatsOf(this.sandbox(id), this.clock.now());
+  }
+
+  /** The ready sandboxes' stats: a stopped sandbox has no cgroup left to read. */
+  listPodSandboxStats(filter: PodSandboxStatsFilter = {}): PodSandboxStats[] {
+    const now = this.clock.now();
+    return Array.from(this.matchingSandboxes({ ...filter, state: 'SANDBOX_READY' }), (sandbox) => this.sandboxStatsOf(sandbox, now));
   }
 
   // ------------------------------------------------------------------ images
@@ -565,10 +666,16 @@ export class SimEngine {
     return { sandboxes: this.sandboxes.size, containers: this.containers.size };
   }
 
+  /** Something that lives as long as the engine (its streaming server) and is closed with it. */
+  onClose(hook: () => Promise<void>): void {
+    this.closeHooks.push(hook);
+  }
+
   /** Cancels every simulated process and timer (no exit is recorded) and flushes logs. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    await Promise.all(this.closeHooks.splice(0).map((hook) => hook()));
     this.images.close();
     for (const container of this.containers.values()) {
       container.process?.dispose();
@@ -579,6 +686,8 @@ export class SimEngine {
       container.kill = null;
       container.log?.close();
       for (const resolve of container.exitWaiters.splice(0)) resolve();
+      for (const attachment of container.attached) attachment.exited();
+      container.attached.clear();
     }
     this.listeners.clear();
     await this.logs.flush();
@@ -615,6 +724,8 @@ export class SimEngine {
     for (const exec of [...container.execs]) exec.signal('KILL');
     container.network?.closeAll(`container "${container.id}" exited with code ${exitCode}`);
     for (const resolve of container.exitWaiters.splice(0)) resolve();
+    for (const attachment of container.attached) attachment.exited();
+    container.attached.clear();
     this.emit(container.id, 'CONTAINER_STOPPED_EVENT', container.sandbox);
   }
 
@@ -670,6 +781,44 @@ export class SimEngine {
       createdAt: container.createdAt,
       labels: container.config.labels,
       annotations: container.config.annotations,
+    };
+  }
+
+  /** Live processes: the main one while running, and its execs in flight. */
+  private processCount(container: SimContainer): number {
+    return container.state === 'CONTAINER_RUNNING' ? 1 + container.execs.size : 0;
+  }
+
+  private containerStatsOf(container: SimContainer, now: number): ContainerStats {
+    const layer = container.fs.usage();
+    // Its files live in memory (a real runtime's page cache holds a written layer too); a container
+    // that is not running has no processes and no cgroup, so no working set.
+    const memory = container.state === 'CONTAINER_RUNNING' ? layer.bytes + this.processCount(container) * PROCESS_BASE_BYTES : 0;
+    return {
+      attributes: { id: container.id, metadata: container.config.metadata, labels: container.config.labels, annotations: container.config.annotations },
+      cpu: { timestamp: now, usageCoreNanoSeconds: container.cpu.usageNanoseconds },
+      memory: { timestamp: now, workingSetBytes: memory, usageBytes: memory, rssBytes: memory },
+      writableLayer: { timestamp: now, usedBytes: layer.bytes, inodesUsed: layer.inodes },
+    };
+  }
+
+  /** The pod's figures: its containers' plus one base process for the sandbox itself (the pause process). */
+  private sandboxStatsOf(sandbox: SimSandbox, now: number): PodSandboxStats {
+    const running = [...sandbox.containers].filter((c) => c.state === 'CONTAINER_RUNNING');
+    const containers = running.map((c) => this.containerStatsOf(c, now));
+    const pause = sandbox.state === 'SANDBOX_READY' ? 1 : 0;
+    let memory = pause * PROCESS_BASE_BYTES;
+    for (const stats of containers) memory += stats.memory?.workingSetBytes ?? 0;
+    let processes = pause;
+    for (const c of running) processes += this.processCount(c);
+    return {
+      attributes: { id: sandbox.id, metadata: sandbox.config.metadata, labels: sandbox.config.labels, annotations: sandbox.config.annotations },
+      linux: {
+        cpu: { timestamp: now, usageCoreNanoSeconds: sandbox.cpu.usageNanoseconds },
+        memory: { timestamp: now, workingSetBytes: memory, usageBytes: memory, rssBytes: memory },
+        process: { timestamp: now, processCount: processes },
+        containers,
+      },
     };
   }
 

@@ -8,19 +8,26 @@
  * an exec under way goes on in the engine (as in a real runtime) while its caller stops waiting.
  */
 import {
+  type AttachRequest,
   type CallOptions,
   type Container,
   type ContainerConfig,
   type ContainerEvent,
   type ContainerFilter,
+  type ContainerStats,
+  type ContainerStatsFilter,
   type ContainerStatus,
   CriError,
+  type ExecRequest,
   type ExecResult,
   type ImageInfo,
   type ImageService,
   type PodSandbox,
   type PodSandboxConfig,
   type PodSandboxFilter,
+  type PortForwardRequest,
+  type PodSandboxStats,
+  type PodSandboxStatsFilter,
   type PodSandboxStatus,
   type RuntimeService,
   type RuntimeStatusInfo,
@@ -28,6 +35,8 @@ import {
 } from '../types.ts';
 import type { SimContainerEvent, SimEngine } from './engine.ts';
 import { SimError } from './errors.ts';
+import { SimStreaming } from './streaming.ts';
+import { StreamingRequestError } from '../streaming/server.ts';
 
 export class InProcessRuntime implements RuntimeService, ImageService {
   constructor(readonly engine: SimEngine) {}
@@ -71,8 +80,29 @@ export class InProcessRuntime implements RuntimeService, ImageService {
   containerStatus(containerId: string, opts?: CallOptions): Promise<ContainerStatus> {
     return this.call('ContainerStatus', opts, () => this.engine.containerStatus(containerId));
   }
+  exec(request: ExecRequest, opts?: CallOptions): Promise<string> {
+    return this.call('Exec', opts, () => SimStreaming.of(this.engine).getExec(request));
+  }
+  attach(request: AttachRequest, opts?: CallOptions): Promise<string> {
+    return this.call('Attach', opts, () => SimStreaming.of(this.engine).getAttach(request));
+  }
+  portForward(request: PortForwardRequest, opts?: CallOptions): Promise<string> {
+    return this.call('PortForward', opts, () => SimStreaming.of(this.engine).getPortForward(request));
+  }
   reopenContainerLog(containerId: string, opts?: CallOptions): Promise<void> {
     return this.call('ReopenContainerLog', opts, () => this.engine.reopenContainerLog(containerId));
+  }
+  containerStats(containerId: string, opts?: CallOptions): Promise<ContainerStats> {
+    return this.call('ContainerStats', opts, () => this.engine.containerStats(containerId));
+  }
+  listContainerStats(filter?: ContainerStatsFilter, opts?: CallOptions): Promise<ContainerStats[]> {
+    return this.call('ListContainerStats', opts, () => this.engine.listContainerStats(filter));
+  }
+  podSandboxStats(podSandboxId: string, opts?: CallOptions): Promise<PodSandboxStats> {
+    return this.call('PodSandboxStats', opts, () => this.engine.podSandboxStats(podSandboxId));
+  }
+  listPodSandboxStats(filter?: PodSandboxStatsFilter, opts?: CallOptions): Promise<PodSandboxStats[]> {
+    return this.call('ListPodSandboxStats', opts, () => this.engine.listPodSandboxStats(filter));
   }
   execSync(containerId: string, cmd: string[], timeoutSeconds: number, opts?: CallOptions): Promise<ExecResult> {
     return this.call('ExecSync', opts, () => this.engine.execSync(containerId, cmd, timeoutSeconds));
@@ -138,7 +168,7 @@ export class InProcessRuntime implements RuntimeService, ImageService {
 }
 
 function criError(rpc: string, error: unknown): CriError {
-  if (error instanceof SimError) return new CriError(rpc, error.code, error.message);
+  if (error instanceof SimError || error instanceof StreamingRequestError) return new CriError(rpc, error.code, error.message);
   return new CriError(rpc, 'INTERNAL', error instanceof Error ? error.message : String(error));
 }
 

@@ -48,8 +48,11 @@ import {
   type WirePodSandboxMetadata,
   type WirePodSandboxStatus,
 } from '../cri/wire.ts';
+import { containerStatsFilterFromWire, containerStatsToWire, podSandboxStatsFilterFromWire, podSandboxStatsToWire } from '../cri/statsWire.ts';
 import { SimEngine, type SimContainerEvent, type SimRuntimeOptions } from './engine.ts';
 import { SimError } from './errors.ts';
+import { SimStreaming } from './streaming.ts';
+import { StreamingRequestError } from '../streaming/server.ts';
 
 export interface SimRuntimeServerOptions extends SimRuntimeOptions {
   /** Filesystem path of the unix socket to listen on; a stale socket file there is removed. */
@@ -114,7 +117,7 @@ async function removeStaleSocket(path: string): Promise<void> {
 // Errors and handler plumbing
 
 function toServiceError(error: unknown): Partial<grpc.StatusObject> {
-  if (error instanceof SimError) return { code: grpc.status[error.code], details: error.message };
+  if (error instanceof SimError || error instanceof StreamingRequestError) return { code: grpc.status[error.code], details: error.message };
   return { code: grpc.status.INTERNAL, details: error instanceof Error ? error.message : String(error) };
 }
 
@@ -375,10 +378,17 @@ function runtimeHandlers(
       engine.reopenContainerLog(req.containerId);
       return {};
     },
+    ContainerStats: (req) => ({ stats: containerStatsToWire(engine.containerStats(req.containerId)) }),
+    ListContainerStats: (req) => ({ stats: engine.listContainerStats(containerStatsFilterFromWire(req.filter)).map(containerStatsToWire) }),
+    PodSandboxStats: (req) => ({ stats: podSandboxStatsToWire(engine.podSandboxStats(req.podSandboxId)) }),
+    ListPodSandboxStats: (req) => ({ stats: engine.listPodSandboxStats(podSandboxStatsFilterFromWire(req.filter)).map(podSandboxStatsToWire) }),
     ExecSync: async (req) => {
       const result = await engine.execSync(req.containerId, [...req.cmd], int64ToNumber(req.timeout));
       return { stdout: result.stdout, stderr: result.stderr, exitCode: result.exitCode };
     },
+    Exec: async (req) => ({ url: await SimStreaming.of(engine).getExec({ ...req, cmd: [...req.cmd] }) }),
+    Attach: async (req) => ({ url: await SimStreaming.of(engine).getAttach(req) }),
+    PortForward: async (req) => ({ url: await SimStreaming.of(engine).getPortForward({ podSandboxId: req.podSandboxId, port: [...req.port] }) }),
   });
   return { ...unary, GetContainerEvents: getContainerEvents };
 }
