@@ -16,9 +16,6 @@ import { silentLogger } from '../src/log.ts';
 import { RequestAuth } from '../src/server/auth.ts';
 import { selfSigned } from '../src/server/certificates.ts';
 import { startKubeletServer } from '../src/server/kubeletServer.ts';
-import { StatsProvider } from '../src/server/statsProvider.ts';
-import { SimEngine } from '../src/runtime/sim/engine.ts';
-import { InProcessRuntime } from '../src/runtime/sim/inProcess.ts';
 import type { Pod } from '../src/api/types.ts';
 import { writeKubeletClientPki } from '../test/support/kubeletClientPki.ts';
 import { argValue, emit, removeDir, round, runWorker, tempDir } from './lib.ts';
@@ -49,7 +46,6 @@ runWorker(async () => {
       pods: () => [pod],
       runtime: { containerStatus: async () => ({ logPath: file, state: running ? 'CONTAINER_RUNNING' : 'CONTAINER_EXITED' }) as never, listContainers: async () => [], ...noStreaming },
       configz: () => ({}),
-      stats: new StatsProvider({ nodeName: 'bench', runtime: new InProcessRuntime(new SimEngine()), podLogsDir: dir, now: Date.now, log: silentLogger }),
       auth: new RequestAuth({ anonymous: false, nodeName: 'bench', now: Date.now }),
       tls: selfSigned('bench', ['127.0.0.1'], new Date()),
       clientCA: await readFile(pki.caFile, 'utf8'),

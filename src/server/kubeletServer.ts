@@ -48,8 +48,8 @@ export interface KubeletServerDeps extends LogSource {
   runtime: LogSource['runtime'] & StreamingSource['runtime'];
   /** The configuration in effect, as a KubeletConfiguration (`/configz`). */
   configz(): Record<string, unknown>;
-  /** `/stats/summary` and `/metrics/resource`. */
-  stats: StatsProvider;
+  /** `/stats/summary` and `/metrics/resource`; without it those paths are 404 (a server for logs alone). */
+  stats?: StatsProvider;
   auth: RequestAuth;
   tls: ServingCertificate;
   /** The CA of accepted client certificates (--client-ca-file). */
@@ -119,7 +119,7 @@ async function handle(deps: KubeletServerDeps, req: IncomingMessage, res: Server
   if (pathname === '/metrics') return send(res, 200, 'text/plain; version=0.0.4; charset=utf-8', await deps.view.metrics());
   if (pathname === '/metrics/probes') return send(res, 200, 'text/plain; version=0.0.4; charset=utf-8', await deps.view.probeMetrics());
   if (pathname === '/configz') return send(res, 200, 'application/json', JSON.stringify({ kubeletconfig: deps.configz() }));
-  if (await serveStats(deps.stats, res, pathname, url.searchParams)) return;
+  if (deps.stats && (await serveStats(deps.stats, res, pathname, url.searchParams))) return;
   if (pathname === '/runningpods/' || pathname === '/runningpods') {
     const items = runningPods(await deps.runtime.listContainers({ state: 'CONTAINER_RUNNING' }));
     return send(res, 200, 'application/json', JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: {}, items }));

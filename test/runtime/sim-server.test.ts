@@ -1,31 +1,25 @@
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CriClient } from '../../src/runtime/cri/client.ts';
-import { ManualClock } from '../support/manualClock.ts';
+import type { ManualClock } from '../support/manualClock.ts';
 import { SimEngine } from '../../src/runtime/sim/engine.ts';
 import { startSimRuntime, type SimRuntime } from '../../src/runtime/sim/server.ts';
 import { CriError, NamespaceMode, type ContainerConfig, type ContainerEvent, type PodSandboxConfig } from '../../src/runtime/types.ts';
-import { containerConfig as baseContainerConfig, networkNamespace, podSandboxConfig, rejection } from './support.ts';
+import { type SimOverGrpc, containerConfig as baseContainerConfig, networkNamespace, podSandboxConfig, rejection, simOverGrpc } from './support.ts';
 
+let grpc: SimOverGrpc;
 let dir: string;
 let clock: ManualClock;
 let sim: SimRuntime;
 let client: CriClient;
 
 beforeEach(async () => {
-  dir = await mkdtemp(join(tmpdir(), 'statelet-sim-'));
-  clock = new ManualClock();
-  sim = await startSimRuntime({ socketPath: join(dir, 'cri.sock'), clock, pullDelayMs: 0 });
-  client = new CriClient(sim.endpoint);
+  grpc = await simOverGrpc('statelet-sim-');
+  ({ dir, clock, sim, client } = grpc);
 });
 
-afterEach(async () => {
-  client.close();
-  await sim.close();
-  await rm(dir, { recursive: true, force: true });
-});
+afterEach(() => grpc.close());
 
 function podConfig(name: string, options: { hostNetwork?: boolean; logDirectory?: string } = {}): PodSandboxConfig {
   const uid = `uid-${name}`;

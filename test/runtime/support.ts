@@ -1,4 +1,10 @@
-/** Helpers shared by the runtime tests: config builders, error capture and event reading. */
+/** Helpers shared by the runtime tests: sim:// over gRPC, config builders, error capture and event reading. */
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CriClient } from '../../src/runtime/cri/client.ts';
+import { startSimRuntime, type SimRuntime } from '../../src/runtime/sim/server.ts';
+import { ManualClock } from '../support/manualClock.ts';
 import {
   CriError,
   NamespaceMode,
@@ -64,4 +70,33 @@ export async function take(iterator: AsyncIterator<ContainerEvent>, count: numbe
     events.push(next.value);
   }
   return events;
+}
+
+export interface SimOverGrpc {
+  /** A fresh temp dir; the socket is in it, and tests may put files there. */
+  dir: string;
+  clock: ManualClock;
+  sim: SimRuntime;
+  client: CriClient;
+  /** Closes the client and the runtime, and removes the dir. */
+  close(): Promise<void>;
+}
+
+/** sim:// on a manual clock, without pull delays, and the agent's CriClient talking to it. */
+export async function simOverGrpc(prefix: string): Promise<SimOverGrpc> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  const clock = new ManualClock();
+  const sim = await startSimRuntime({ socketPath: join(dir, 'cri.sock'), clock, pullDelayMs: 0 });
+  const client = new CriClient(sim.endpoint);
+  return {
+    dir,
+    clock,
+    sim,
+    client,
+    close: async () => {
+      client.close();
+      await sim.close();
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
 }

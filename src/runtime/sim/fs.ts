@@ -144,6 +144,16 @@ export class SimFs {
     return 'created';
   }
 
+  /**
+   * What the container's own layer holds: the bytes of its files' contents (UTF-8) and its inodes
+   * (the files and directories it made). Mounted paths are the host's, not counted here.
+   */
+  usage(): { bytes: number; inodes: number } {
+    let bytes = 0;
+    for (const content of this.files.values()) bytes += Buffer.byteLength(content);
+    return { bytes, inodes: this.files.size + this.dirs.size };
+  }
+
   /** Every file path, sorted; for tests and debugging. */
   listFiles(): string[] {
     return [...this.files.keys()].sort();

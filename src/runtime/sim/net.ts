@@ -16,6 +16,7 @@
 import { createServer as createHttpServer, type IncomingMessage, type Server as HttpServer, type ServerResponse } from 'node:http';
 import { createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
 import { SimFs } from './fs.ts';
+import { CpuMeter } from './usage.ts';
 
 /** The address servers bind in host-network sandboxes (and in a bare `ShellProcess`). */
 export const HOST_NETWORK_ADDRESS = '127.0.0.1';
@@ -45,8 +46,14 @@ export class SimNetwork {
   private waiters: Map<number, PortWaiter[]> | null = null;
   private closedBecause: string | null = null;
 
-  /** @param host the address every server of this network binds */
-  constructor(readonly host: string) {}
+  /**
+   * @param host the address every server of this network binds
+   * @param cpu charged with the time its servers take to answer (the container's CPU usage)
+   */
+  constructor(
+    readonly host: string,
+    readonly cpu: CpuMeter = new CpuMeter(),
+  ) {}
 
   /** Whether a server of this network is listening on `port`. */
   isListening(port: number): boolean {
@@ -149,7 +156,7 @@ export function httpd(args: string[], ctx: AppletContext): AppletResult {
   const { fs, network } = ctx;
   return {
     start: (done) => {
-      const server = createHttpServer({ connectionsCheckingInterval: NEVER_MS }, (req, res) => serveFile(req, res, fs, home));
+      const server = createHttpServer({ connectionsCheckingInterval: NEVER_MS }, (req, res) => network.cpu.measure(() => serveFile(req, res, fs, home)));
       server.setTimeout(IDLE_CONNECTION_MS);
       return listen(server, network, address.port, ctx, 'httpd', (started) => {
         if (!started) done(1);
@@ -296,7 +303,7 @@ export function nc(args: string[], ctx: AppletContext): AppletResult {
         closeListener();
         if (verbose) ctx.err(`connect to [${socket.localAddress}]:${socket.localPort} from [${socket.remoteAddress}]:${socket.remotePort}\n`);
         socket.setEncoding('utf8');
-        socket.on('data', (text: string) => ctx.out(text));
+        socket.on('data', (text: string) => network.cpu.measure(() => ctx.out(text)));
         socket.on('error', () => {});
         socket.on('close', () => done(0));
         // No stdin in a container: nothing to send, so shut the sending side at once.

@@ -14,6 +14,7 @@
 import type { Clock, TimerHandle } from '../../clock.ts';
 import { SimFs } from './fs.ts';
 import { HOST_NETWORK_ADDRESS, SimNetwork, httpd, nc, type AppletContext, type AppletResult, type IoStart } from './net.ts';
+import { CpuMeter } from './usage.ts';
 import { parse, ShellSyntaxError, type Assignment, type Command, type Redirect, type Word } from './shell-parse.ts';
 
 export type ShellSignal = 'TERM' | 'KILL';
@@ -50,6 +51,8 @@ export interface ShellProcessOptions {
    * 127.0.0.1, closed when the process ends.
    */
   network?: SimNetwork;
+  /** Charged with the time the interpreter runs: the container's CPU usage. */
+  cpu?: CpuMeter;
 }
 
 const SHELLS = new Set(['sh', 'bash', 'ash', 'dash']);
@@ -163,6 +166,7 @@ export class ShellProcess {
   private exitCodeValue: number | null = null;
   private networkValue: SimNetwork | null;
   private readonly ownsNetwork: boolean;
+  private readonly cpu: CpuMeter;
 
   constructor(options: ShellProcessOptions) {
     this.clock = options.clock;
@@ -175,6 +179,7 @@ export class ShellProcess {
     this.program = programFor(options.argv);
     this.networkValue = options.network ?? null;
     this.ownsNetwork = options.network === undefined;
+    this.cpu = options.cpu ?? new CpuMeter();
   }
 
   get exited(): boolean {
@@ -239,7 +244,10 @@ export class ShellProcess {
   }
 
   private pump(): void {
-    if (this.pumping) return;
+    if (!this.pumping) this.cpu.measure(() => this.drain());
+  }
+
+  private drain(): void {
     this.pumping = true;
     try {
       for (let next = this.runQueue.shift(); next; next = this.runQueue.shift()) {
@@ -389,7 +397,7 @@ export class ShellProcess {
   }
 
   private get network(): SimNetwork {
-    this.networkValue ??= new SimNetwork(HOST_NETWORK_ADDRESS);
+    this.networkValue ??= new SimNetwork(HOST_NETWORK_ADDRESS, this.cpu);
     return this.networkValue;
   }
 

@@ -1,0 +1,155 @@
+/**
+ * `/stats/summary` and `/metrics/resource` on the authenticated API (pkg/kubelet/server/stats
+ * handler.go, pkg/kubelet/metrics/collectors/resource_metrics.go): reads what they are made of
+ * (the runtime's CRI stats, the host's /proc figures, the containers' log directories) and hands
+ * it to the pure functions of stats.ts, which keep the CPU samples between requests.
+ */
+import { readFile, readdir, stat } from 'node:fs/promises';
+import path from 'node:path';
+import type { ServerResponse } from 'node:http';
+import type { Logger } from '../log.ts';
+import type { Container, RuntimeService } from '../runtime/types.ts';
+import { containerLogPath } from '../kuberuntime/logRotation.ts';
+import { TEXT_PLAIN, send } from './http.ts';
+import {
+  type FsStats,
+  type HostUsage,
+  type RuntimeStats,
+  type Summary,
+  CpuRates,
+  nodeSummary,
+  onlyCpuAndMemory,
+  parseMeminfo,
+  parseProcStat,
+  podSummaries,
+  removeTerminatedContainers,
+  resourceMetricsText,
+  summaryJson,
+} from './stats.ts';
+
+export interface StatsSource {
+  nodeName: string;
+  runtime: Pick<RuntimeService, 'listPodSandbox' | 'listContainers' | 'listPodSandboxStats' | 'listContainerStats'>;
+  /** Where the containers' logs are (`--pod-logs-dir`), for their usage in the full summary. */
+  podLogsDir: string;
+  now(): number;
+  log: Logger;
+  /** The node's usage; /proc by default. */
+  readHost?(): Promise<HostUsage>;
+}
+
+export async function readProcHost(): Promise<HostUsage> {
+  const [procStat, meminfo] = await Promise.all([readFile('/proc/stat', 'utf8'), readFile('/proc/meminfo', 'utf8')]);
+  return { ...parseProcStat(procStat), ...parseMeminfo(meminfo) };
+}
+
+/** A directory's files as `du` counts them (512-byte blocks) and its inodes, itself included. */
+async function directoryUsage(dir: string, time: number): Promise<FsStats | undefined> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch {
+    return undefined;
+  }
+  let usedBytes = 0;
+  for (const name of names) {
+    const file = await stat(path.join(dir, name)).catch(() => undefined);
+    usedBytes += (file?.blocks ?? 0) * 512;
+  }
+  return { time, usedBytes, inodesUsed: names.length + 1 };
+}
+
+export class StatsProvider {
+  private readonly rates = new CpuRates();
+  private podStatsFailureTold = false;
+
+  constructor(private readonly source: StatsSource) {}
+
+  /**
+   * The Summary (GetCPUAndMemoryStats when `cpuAndMemoryOnly`): one ListPodSandbox, ListContainers
+   * and ListPodSandboxStats, falling back to ListContainerStats. Rejects with the runtime's error,
+   * which names the CRI call.
+   */
+  async summary(cpuAndMemoryOnly: boolean): Promise<Summary> {
+    const { runtime, now } = this.source;
+    const [sandboxes, containers, stats, host] = await Promise.all([
+      runtime.listPodSandbox(),
+      runtime.listContainers(),
+      this.podStats(),
+      (this.source.readHost ?? readProcHost)(),
+    ]);
+    const input: RuntimeStats = { sandboxes, containers, stats };
+    const logs = cpuAndMemoryOnly ? new Map<string, FsStats>() : await this.logUsage(containers);
+    const time = now();
+    return {
+      node: nodeSummary(this.source.nodeName, host, time, this.rates),
+      pods: podSummaries(input, this.rates, { onlyCpuAndMemory: cpuAndMemoryOnly, now: time, logs: (c) => logs.get(c.id) }),
+    };
+  }
+
+  /** `/metrics/resource`; a failed read is `resource_scrape_error 1`, logged with its cause. */
+  async resourceMetrics(): Promise<string> {
+    try {
+      return resourceMetricsText(await this.summary(true));
+    } catch (err) {
+      this.source.log('error', 'Error getting summary for resourceMetric prometheus endpoint', { err });
+      return resourceMetricsText(null);
+    }
+  }
+
+  /** The number of CPU samples kept (containers, sandboxes and the node), for tests. */
+  get samplesKept(): number {
+    return this.rates.size;
+  }
+
+  /**
+   * The pods' stats from ListPodSandboxStats, or the containers' from ListContainerStats when it
+   * fails. The kubelet falls back only on UNIMPLEMENTED (cri_stats_provider.go
+   * listPodStatsStrictlyFromCRI; its default, with PodAndContainerStatsFromCRI off, is
+   * ListContainerStats). Statelet gives sandboxes no cgroup parent (it manages no pod cgroups),
+   * and containerd 1.6 then fails every ListPodSandboxStats with UNKNOWN "failed to get cgroup
+   * metrics for sandbox …: cgroupPath is empty", while its ListContainerStats works: so any failure
+   * falls back, said once in the log. A runtime that is down fails ListContainerStats as well.
+   */
+  private async podStats(): Promise<RuntimeStats['stats']> {
+    try {
+      return { sandboxes: await this.source.runtime.listPodSandboxStats() };
+    } catch (err) {
+      if (!this.podStatsFailureTold) {
+        this.podStatsFailureTold = true;
+        this.source.log('info', 'The runtime gives no pod sandbox stats; pod figures are its containers summed (ListContainerStats)', { err });
+      }
+      return { containers: await this.source.runtime.listContainerStats() };
+    }
+  }
+
+  /** Each running container's log directory on the host (the kubelet's getPodContainerLogStats). */
+  private async logUsage(containers: readonly Container[]): Promise<Map<string, FsStats>> {
+    const time = this.source.now();
+    const usage = new Map<string, FsStats>();
+    await Promise.all(
+      removeTerminatedContainers(containers).map(async (container) => {
+        const file = containerLogPath(this.source.podLogsDir, container);
+        const logs = file === null ? undefined : await directoryUsage(path.dirname(file), time);
+        if (logs) usage.set(container.id, logs);
+      }),
+    );
+    return usage;
+  }
+}
+
+/** Answers `/stats/summary` and `/metrics/resource`; false for any other path. */
+export async function serveStats(provider: StatsProvider, res: ServerResponse, pathname: string, params: URLSearchParams): Promise<boolean> {
+  if (pathname === '/metrics/resource') {
+    send(res, 200, 'text/plain; version=0.0.4; charset=utf-8', await provider.resourceMetrics());
+    return true;
+  }
+  if (pathname !== '/stats/summary' && pathname !== '/stats/summary/') return false;
+  try {
+    send(res, 200, 'application/json', summaryJson(await provider.summary(onlyCpuAndMemory(params))));
+  } catch (err) {
+    // pkg/kubelet/server/stats/handler.go handleError.
+    send(res, 500, TEXT_PLAIN, `Internal Error: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  return true;
+}
