@@ -157,3 +157,24 @@ export interface LogsResult {
   tail100Bytes: number;
   followMBps: number;
 }
+
+/** One endpoint scraped again and again (bench/metrics.ts). */
+export interface ScrapeCost {
+  bytes: number;
+  /** Samples in the exposition. */
+  series: number;
+  /** CPU per scrape less the agent's CPU at rest over the same time. */
+  cpuMsPerScrape: number;
+  rawCpuMsPerScrape: number;
+  wallMsP50: number;
+  wallMsP99: number;
+}
+
+export interface MetricsResult {
+  scenario: 'metrics';
+  n: number;
+  scrapes: number;
+  idleCpuPercentOfOneCore: number;
+  metrics: ScrapeCost;
+  probes: ScrapeCost;
+}

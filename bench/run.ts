@@ -5,7 +5,7 @@
  *
  *   npm run bench                       everything (~6 min on a 2-vCPU machine)
  *   npm run bench -- --quick            sim at N=100 only, 10 s idle windows, fewer actor sizes
- *   npm run bench -- --only=sim         or actors, containerd, page, cluster, logs (comma-separated list allowed)
+ *   npm run bench -- --only=sim         or actors, containerd, page, cluster, logs, metrics (comma-separated list allowed)
  *   BENCH_QUICK=1 BENCH_ONLY=sim npm run bench
  *
  * See docs/benchmarks.md for what each figure means.
@@ -15,13 +15,13 @@ import { readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { ActorMeasure, ActorsResult, ClusterResult, LogsResult, TokensResult, ContainerdResult, Failed, Frames, PageResult, SimResult, Skipped } from './results.ts';
+import type { ActorMeasure, ActorsResult, ClusterResult, LogsResult, MetricsResult, TokensResult, ContainerdResult, Failed, Frames, PageResult, SimResult, Skipped } from './results.ts';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const resultsFile = path.join(benchDir, 'results.json');
 
-type Scenario = 'sim' | 'actors' | 'containerd' | 'page' | 'cluster' | 'logs';
-const allScenarios: Scenario[] = ['sim', 'actors', 'containerd', 'page', 'cluster', 'logs'];
+type Scenario = 'sim' | 'actors' | 'containerd' | 'page' | 'cluster' | 'logs' | 'metrics';
+const allScenarios: Scenario[] = ['sim', 'actors', 'containerd', 'page', 'cluster', 'logs', 'metrics'];
 
 const argv = process.argv.slice(2);
 const quick = argv.includes('--quick') || ['1', 'true'].includes(process.env.BENCH_QUICK ?? '');
@@ -234,6 +234,25 @@ function printLogs(r: Run<LogsResult>): void {
   ]);
 }
 
+function printMetrics(runs: Run<MetricsResult>[]): void {
+  const ok = runs.filter((r): r is MetricsResult & { wallS: number } => !failed(r));
+  for (const r of runs) if (failed(r)) console.log(`\nmetrics: ${r.error}`);
+  if (!ok.length) return;
+  table(
+    'metrics — one scrape of /metrics and /metrics/probes over HTTP, pods with three probes each, in-process (CPU less the agent at rest)',
+    ['metric', ...ok.map((r) => `N=${r.n}`)],
+    [
+      ['/metrics: CPU per scrape (ms)', ...ok.map((r) => r.metrics.cpuMsPerScrape)],
+      ['/metrics: wall p50 / p99 (ms)', ...ok.map((r) => `${r.metrics.wallMsP50} / ${r.metrics.wallMsP99}`)],
+      ['/metrics: samples / bytes', ...ok.map((r) => `${r.metrics.series} / ${r.metrics.bytes}`)],
+      ['/metrics/probes: CPU per scrape (ms)', ...ok.map((r) => r.probes.cpuMsPerScrape)],
+      ['/metrics/probes: wall p50 / p99 (ms)', ...ok.map((r) => `${r.probes.wallMsP50} / ${r.probes.wallMsP99}`)],
+      ['/metrics/probes: samples / bytes', ...ok.map((r) => `${r.probes.series} / ${r.probes.bytes}`)],
+      ['agent at rest (% of one core)', ...ok.map((r) => r.idleCpuPercentOfOneCore)],
+    ],
+  );
+}
+
 function printContainerd(r: Run<ContainerdResult | Skipped>): void {
   if (failed(r)) return void console.log(`\ncontainerd: ${r.error}`);
   if (skipped(r)) return void console.log(`\ncontainerd: SKIPPED — ${r.skipped}`);
@@ -366,6 +385,15 @@ async function main(): Promise<void> {
     const logs = await worker<LogsResult>('logs.ts', [`--mb=${quick ? 16 : 64}`]);
     results.logs = logs;
     printed.push(() => printLogs(logs));
+  }
+  if (only.includes('metrics')) {
+    const runs: Run<MetricsResult>[] = [];
+    for (const n of quick ? [100] : [100, 1000]) {
+      console.error(`metrics N=${n}…`);
+      runs.push(await worker<MetricsResult>('metrics.ts', [`--n=${n}`]));
+    }
+    results.metrics = runs;
+    printed.push(() => printMetrics(runs));
   }
   if (only.includes('page')) {
     console.error('page…');
