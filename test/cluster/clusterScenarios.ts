@@ -676,6 +676,57 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
       expect(await mountsUnder(podDir)).toEqual([]);
     });
 
+    it("gives the CPU and memory of a pod's running containers on /metrics/resource to a metrics reader, and /stats/summary to one who may read stats", { timeout: 60_000 }, async ({ skip }) => {
+      if (!cp) return skip();
+      const namespace = await cp.namespace('stats');
+      const work = 'mkdir -p /data; echo payload > /data/f; while true; do echo tick > /tmp/t; sleep 0.2; done';
+      await cp.core.createNamespacedPod({
+        namespace,
+        body: {
+          metadata: { name: 'worker' },
+          spec: { nodeName: NODE, terminationGracePeriodSeconds: 1, containers: [{ name: 'app', image: runtime.image, command: ['sh', '-c', work] }, { name: 'side', image: runtime.image, command: ['sleep', '3600'] }] },
+        },
+      });
+      await cp.waitFor<V1Pod>(pods(namespace), 'worker', (p) => p?.status?.phase === 'Running');
+      // metrics-server scrapes the node itself (the API server's node proxy refuses this node's
+      // loopback address), with a token whose role may get nodes/metrics, as system:metrics-server.
+      await cp.kubectl(['create', 'clusterrole', `${namespace}-metrics`, '--verb=get', '--resource=nodes/metrics']);
+      await cp.kubectl(['create', 'clusterrolebinding', `${namespace}-metrics`, `--clusterrole=${namespace}-metrics`, `--serviceaccount=${namespace}:default`]);
+      const token = (await cp.core.createNamespacedServiceAccountToken({ namespace, name: 'default', body: { spec: { audiences: [], expirationSeconds: 600 } } })).status!.token!;
+      const url = `https://127.0.0.1:${agent!.kubeletPort}`;
+      const sampleOf = (text: string, name: string, labels: string) => Number(new RegExp(`^${name}\\{${labels}\\} (\\S+) \\d+$`, 'm').exec(text)?.[1] ?? Number.NaN);
+
+      // The containers are in the runtime's stats once they run, and the role binding takes a
+      // moment to reach the authorizer: the first scrapes may precede either.
+      let scrape = { status: 0, body: '' };
+      await waitFor(async () => {
+        scrape = await httpsGet(`${url}/metrics/resource`, token);
+        return ['app', 'side'].every((c) => sampleOf(scrape.body, 'container_memory_working_set_bytes', `container="${c}",namespace="${namespace}",pod="worker"`) > 0);
+      }, 'both containers in /metrics/resource', 30_000).catch((err: Error) => {
+        throw new Error(`${err.message}; last scrape: ${scrape.status}\n${scrape.body}`);
+      });
+      const metrics = scrape.body;
+      for (const c of ['app', 'side']) expect(sampleOf(metrics, 'container_cpu_usage_seconds_total', `container="${c}",namespace="${namespace}",pod="worker"`)).toBeGreaterThan(0);
+      expect(sampleOf(metrics, 'pod_cpu_usage_seconds_total', `namespace="${namespace}",pod="worker"`)).toBeGreaterThan(0);
+      expect(sampleOf(metrics, 'pod_memory_working_set_bytes', `namespace="${namespace}",pod="worker"`)).toBeGreaterThan(0);
+      expect(metrics).toMatch(/^node_memory_working_set_bytes [^ ]+ \d+$/m);
+      expect(metrics).toMatch(/^container_start_time_seconds\{container="app",[^}]*\} [\d.e+]+$/m);
+      expect(metrics).toContain('resource_scrape_error 0\n');
+      expect(await httpsGet(`${url}/stats/summary`, token)).toEqual({ status: 403, body: `Forbidden (user=system:serviceaccount:${namespace}:default, verb=get, resource=nodes, subresource=stats)` });
+
+      type Summary = { node: { nodeName: string; cpu?: object }; pods: { podRef: { name: string; namespace: string }; memory?: { workingSetBytes?: number }; containers: { name: string; memory?: { workingSetBytes?: number }; logs?: object }[] }[] };
+      const adminToken = /token: (\S+)/.exec(await readFile(cp.adminKubeconfig, 'utf8'))![1]!;
+      const summary = JSON.parse((await httpsGet(`${url}/stats/summary`, adminToken)).body) as Summary;
+      expect(summary.node).toMatchObject({ nodeName: NODE, cpu: expect.anything() });
+      const worker = summary.pods.find((p) => p.podRef.name === 'worker' && p.podRef.namespace === namespace);
+      expect(worker?.memory?.workingSetBytes).toBeGreaterThan(0);
+      expect(worker?.containers.map((c) => c.name).sort()).toEqual(['app', 'side']);
+      expect(worker?.containers.find((c) => c.name === 'app')?.logs).toBeDefined();
+      const slim = JSON.parse((await httpsGet(`${url}/stats/summary?only_cpu_and_memory=true`, adminToken)).body) as Summary;
+      const slimWorker = slim.pods.find((p) => p.podRef.name === 'worker' && p.podRef.namespace === namespace);
+      expect(slimWorker?.containers.every((c) => (c.memory?.workingSetBytes ?? 0) > 0 && c.logs === undefined)).toBe(true);
+    });
+
     it('serves kubectl logs through the API server: all, --tail, --timestamps, --previous, -f to the end', { timeout: 90_000 }, async ({ skip }) => {
       if (!cp) return skip();
       const namespace = await cp.namespace('logs');
@@ -743,6 +794,44 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
       const files = await readdir(logDir);
       expect(files.length).toBeLessThanOrEqual(3);
       expect(files).toContain('0.log');
+    });
+
+    it('runs kubectl exec (output and exit code), attach and port-forward through the API server to the runtime', { timeout: 90_000 }, async ({ skip }) => {
+      if (!cp) return skip();
+      const namespace = await cp.namespace('stream');
+      const serve = "mkdir -p /www; echo forwarded > /www/index.html; trap 'exit 0' TERM; httpd -f -p 8080 -h /www & wait";
+      await cp.core.createNamespacedPod({
+        namespace,
+        body: { metadata: { name: 'shell' }, spec: { nodeName: NODE, terminationGracePeriodSeconds: 1, containers: [{ name: 'app', image: runtime.image, command: ['sh', '-c', serve] }] } },
+      });
+      await cp.waitFor<V1Pod>(pods(namespace), 'shell', (p) => p?.status?.phase === 'Running');
+
+      const exec = await kubectlExit(cp, ['exec', '-n', namespace, 'shell', '--', 'sh', '-c', 'echo hi; echo oops >&2; exit 3']);
+      expect(exec).toEqual({ code: 3, stdout: 'hi\n', stderr: expect.stringContaining('oops\n') as string });
+      expect(await cp.kubectl(['exec', '-n', namespace, 'shell', '--', 'cat', '/www/index.html'])).toBe('forwarded\n');
+      await expect(cp.kubectl(['exec', '-n', namespace, 'shell', '-c', 'nope', '--', 'true'])).rejects.toThrow(/container nope is not valid for pod shell|container "nope" not found/);
+
+      // port-forward: kubectl listens locally and says where; a request there reaches httpd in the pod.
+      const forwarder = spawn(cp.kubectlPath, ['--kubeconfig', cp.adminKubeconfig, 'port-forward', '-n', namespace, 'pod/shell', ':8080', '--address', '127.0.0.1']);
+      try {
+        let said = '';
+        forwarder.stdout.on('data', (chunk: Buffer) => (said += chunk.toString()));
+        await waitFor(async () => /Forwarding from 127\.0\.0\.1:(\d+)/.test(said), 'kubectl port-forward listening', 30_000);
+        const local = Number(/Forwarding from 127\.0\.0\.1:(\d+)/.exec(said)![1]);
+        for (let i = 0; i < 3; i++) expect(await (await fetch(`http://127.0.0.1:${local}/index.html`)).text()).toBe('forwarded\n');
+      } finally {
+        forwarder.kill();
+      }
+
+      // attach: the main process's output from now on; kubectl returns when the container ends.
+      await cp.core.createNamespacedPod({
+        namespace,
+        body: { metadata: { name: 'talker' }, spec: { nodeName: NODE, restartPolicy: 'Never', terminationGracePeriodSeconds: 1, containers: [{ name: 'app', image: runtime.image, command: ['sh', '-c', 'for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do echo line-$i; sleep 0.5; done'] }] } },
+      });
+      await cp.waitFor<V1Pod>(pods(namespace), 'talker', (p) => p?.status?.phase === 'Running');
+      const attached = await kubectlExit(cp, ['attach', '-n', namespace, 'talker']);
+      expect(attached.stdout).toMatch(/^line-\d+$/m);
+      expect(attached.code).toBe(0);
     });
 
     it('refuses callers of its authenticated API without credentials (401) or without the right (403), and answers those with it', { timeout: 60_000 }, async ({ skip }) => {
@@ -868,4 +957,17 @@ function jwtClaims(token: string): Record<string, unknown> {
 async function mountsUnder(dir: string): Promise<string[]> {
   const { stdout } = await promisify(execFile)('findmnt', ['-rn', '-o', 'TARGET']);
   return stdout.split('\n').map((line) => line.replace(/\\x20/g, ' ')).filter((target) => target === dir || target.startsWith(`${dir}/`));
+}
+
+/** Runs kubectl to its end and returns its exit code and output, whatever the code. */
+function kubectlExit(cp: ControlPlane, args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cp.kubectlPath, ['--kubeconfig', cp.adminKubeconfig, ...args]);
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, stdout, stderr }));
+  });
 }

@@ -123,6 +123,13 @@ function uint32(value: number): Buffer {
   return b;
 }
 
+function storedBlock(data: Buffer): Buffer {
+  const header = Buffer.alloc(5);
+  header.writeUInt16LE(data.length, 1);
+  header.writeUInt16LE(~data.length & 0xffff, 3);
+  return Buffer.concat([header, data]);
+}
+
 function controlFrame(type: FrameType, flags: number, payload: Buffer): Buffer {
   const header = Buffer.alloc(8);
   header.writeUInt16BE(CONTROL | VERSION, 0);
@@ -313,16 +320,11 @@ export class SpdySession {
       parts.push(zlibHeader());
       this.sentCompressionHeader = true;
     }
-    // Stored deflate blocks (BFINAL 0, BTYPE 00), each at most 65535 bytes.
-    for (let at = 0; at < raw.length || at === 0; at += 0xffff) {
-      const chunk = raw.subarray(at, at + 0xffff);
-      const header = Buffer.alloc(5);
-      header[0] = 0;
-      header.writeUInt16LE(chunk.length, 1);
-      header.writeUInt16LE(~chunk.length & 0xffff, 3);
-      parts.push(header, chunk);
-      if (chunk.length < 0xffff) break;
-    }
+    // Stored deflate blocks (BFINAL 0, BTYPE 00) of at most 65535 bytes, then an empty one: the
+    // sync-flush marker, after which an inflater hands out what it has without reading further
+    // (Go's flate waits for the next block's header otherwise, past the end of the frame).
+    for (let at = 0; at < raw.length; at += 0xffff) parts.push(storedBlock(raw.subarray(at, at + 0xffff)));
+    parts.push(storedBlock(Buffer.alloc(0)));
     return Buffer.concat(parts);
   }
 
