@@ -63,6 +63,18 @@ describe('ensureImage', () => {
     expect(third).toMatchObject({ ok: false, reason: 'ErrImagePull', retryAfterMs: 20_000 });
   });
 
+  it('tells a pull starting and succeeding (the pod startup SLI leaves pulls out), nothing for a present image', async () => {
+    const { runtime, puller } = setup();
+    const stages: string[] = [];
+    const pulling = (stage: string) => void stages.push(`${stage} ${runtime.callLog('pullImage').length}`);
+    runtime.failPull('missing:1');
+    expect(await ensureImage({ ...input(runtime, puller, 'missing:1'), pulling })).toMatchObject({ ok: false });
+    expect(await ensureImage({ ...input(runtime, puller, 'busybox:1'), pulling })).toMatchObject({ ok: true });
+    expect(await ensureImage({ ...input(runtime, puller, 'busybox:1'), pulling })).toMatchObject({ ok: true });
+    // Started before each pull is asked for; finished only after a pull that succeeded.
+    expect(stages).toEqual(['started 0', 'started 1', 'finished 2']);
+  });
+
   it('rejects an unparsable image name', async () => {
     const { runtime, puller } = setup();
     const result = await ensureImage(input(runtime, puller, 'Not A Valid/Image'));
