@@ -52,6 +52,7 @@ export const DECISIONS = [
   'kuberuntime/logRotation.ts',
   'kuberuntime/logTarget.ts',
   'server/logQuery.ts',
+  'server/stats.ts',
   'lifecycle/admit.ts',
   'lifecycle/nodeAffinity.ts',
   'lifecycle/resources.ts',

@@ -321,8 +321,9 @@ export interface RuntimeService {
   /** Resource usage of one pod sandbox and its containers (PodSandboxStats). */
   podSandboxStats(podSandboxId: string, opts?: CallOptions): Promise<PodSandboxStats>;
   /**
-   * Resource usage of the pod sandboxes the filter selects (ListPodSandboxStats). Containerd
-   * before 1.7 may answer `UNIMPLEMENTED`; callers fall back to ListContainerStats.
+   * Resource usage of the pod sandboxes the filter selects (ListPodSandboxStats). A runtime may
+   * answer `UNIMPLEMENTED`, and containerd 1.6 fails it for sandboxes without a cgroup parent
+   * (statelet's); callers fall back to ListContainerStats.
    */
   listPodSandboxStats(filter?: PodSandboxStatsFilter, opts?: CallOptions): Promise<PodSandboxStats[]>;
   /**
