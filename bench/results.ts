@@ -148,6 +148,25 @@ export interface TokensResult {
   heapBytesPerToken: number;
 }
 
+/** One way of running a command in a container (bench/exec.ts): latency and the client process's CPU. */
+export interface ExecPath {
+  count: number;
+  p50: number;
+  p99: number;
+  max: number;
+  cpuMsPerExec: number;
+}
+
+export interface ExecResult {
+  n: number;
+  /** CRI ExecSync: the command's output in the gRPC answer. */
+  execSync: ExecPath;
+  /** CRI Exec, then the runtime's streaming URL over SPDY. */
+  rawCri: ExecPath;
+  /** The agent's /exec over HTTPS with a client certificate, proxied to the runtime's URL. */
+  agent: ExecPath;
+}
+
 export interface LogsResult {
   mb: number;
   rawReadMBps: number;

@@ -5,7 +5,7 @@
  *
  *   npm run bench                       everything (~6 min on a 2-vCPU machine)
  *   npm run bench -- --quick            sim at N=100 only, 10 s idle windows, fewer actor sizes
- *   npm run bench -- --only=sim         or actors, containerd, page, cluster, logs, metrics (comma-separated list allowed)
+ *   npm run bench -- --only=sim         or actors, containerd, page, cluster, logs, exec, metrics (comma-separated list allowed)
  *   BENCH_QUICK=1 BENCH_ONLY=sim npm run bench
  *
  * See docs/benchmarks.md for what each figure means.
@@ -15,13 +15,13 @@ import { readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { ActorMeasure, ActorsResult, ClusterResult, LogsResult, MetricsResult, TokensResult, ContainerdResult, Failed, Frames, PageResult, SimResult, Skipped } from './results.ts';
+import type { ActorMeasure, ActorsResult, ClusterResult, ExecResult, LogsResult, MetricsResult, TokensResult, ContainerdResult, Failed, Frames, PageResult, SimResult, Skipped } from './results.ts';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const resultsFile = path.join(benchDir, 'results.json');
 
-type Scenario = 'sim' | 'actors' | 'containerd' | 'page' | 'cluster' | 'logs' | 'metrics';
-const allScenarios: Scenario[] = ['sim', 'actors', 'containerd', 'page', 'cluster', 'logs', 'metrics'];
+type Scenario = 'sim' | 'actors' | 'containerd' | 'page' | 'cluster' | 'logs' | 'exec' | 'metrics';
+const allScenarios: Scenario[] = ['sim', 'actors', 'containerd', 'page', 'cluster', 'logs', 'exec', 'metrics'];
 
 const argv = process.argv.slice(2);
 const quick = argv.includes('--quick') || ['1', 'true'].includes(process.env.BENCH_QUICK ?? '');
@@ -234,6 +234,16 @@ function printLogs(r: Run<LogsResult>): void {
   ]);
 }
 
+function printExec(r: Run<ExecResult>): void {
+  if (failed(r)) return void console.log(`\nexec: ${r.error}`);
+  const row = (label: string, p: ExecResult['agent']) => [label, p.p50, p.p99, p.cpuMsPerExec];
+  table(`exec — ${r.n} round trips of sh -c 'echo hi; exit 3' on sim:// (gRPC), output and exit code checked`, ['path', 'p50 (ms)', 'p99 (ms)', 'CPU per exec: client, agent and runtime in one process (ms)'], [
+    row('CRI ExecSync', r.execSync),
+    row('CRI Exec + the runtime URL over SPDY (raw CRI)', r.rawCri),
+    row("the agent's /exec over HTTPS, proxied to the runtime", r.agent),
+  ]);
+}
+
 function printMetrics(runs: Run<MetricsResult>[]): void {
   const ok = runs.filter((r): r is MetricsResult & { wallS: number } => !failed(r));
   for (const r of runs) if (failed(r)) console.log(`\nmetrics: ${r.error}`);
@@ -385,6 +395,12 @@ async function main(): Promise<void> {
     const logs = await worker<LogsResult>('logs.ts', [`--mb=${quick ? 16 : 64}`]);
     results.logs = logs;
     printed.push(() => printLogs(logs));
+  }
+  if (only.includes('exec')) {
+    console.error('exec…');
+    const exec = await worker<ExecResult>('exec.ts', [`--n=${quick ? 100 : 300}`]);
+    results.exec = exec;
+    printed.push(() => printExec(exec));
   }
   if (only.includes('metrics')) {
     const runs: Run<MetricsResult>[] = [];
