@@ -283,6 +283,11 @@ export interface PodSandboxStatsFilter {
   labelSelector?: KeyValueMap;
 }
 
+/** `value` without its undefined members: the stats leave an unreported value out, never `undefined`. */
+export function definedOnly<T extends object>(value: { [K in keyof T]: T[K] | undefined }): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}
+
 /** The RuntimeService calls the agent uses. */
 export interface RuntimeService {
   version(opts?: CallOptions): Promise<VersionInfo>;

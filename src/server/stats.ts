@@ -7,7 +7,7 @@
  * Times are milliseconds since the epoch until `summaryJson` writes them as RFC 3339 (metav1.Time:
  * whole seconds) and the exposition text as sample timestamps.
  */
-import type { Container, ContainerStats, CpuUsage, MemoryUsage, PodSandbox, PodSandboxStats } from '../runtime/types.ts';
+import { type Container, type ContainerStats, type CpuUsage, type MemoryUsage, type PodSandbox, type PodSandboxStats, definedOnly } from '../runtime/types.ts';
 
 export interface CpuStats {
   time: number;
@@ -130,7 +130,7 @@ export function nodeSummary(nodeName: string, host: HostUsage, time: number, rat
   const node: NodeSummary = {
     nodeName,
     startTime: host.bootTime,
-    cpu: defined({ time, usageCoreNanoSeconds: host.cpuNanoseconds, usageNanoCores: rates.update(NODE_KEY, cpu) }),
+    cpu: definedOnly({ time, usageCoreNanoSeconds: host.cpuNanoseconds, usageNanoCores: rates.update(NODE_KEY, cpu) }),
     memory: { time, availableBytes: host.memTotalBytes - workingSet, usageBytes: usage, workingSetBytes: workingSet },
   };
   if (host.swapTotalBytes > 0) node.swap = { time, swapAvailableBytes: host.swapFreeBytes, swapUsageBytes: host.swapTotalBytes - host.swapFreeBytes };
@@ -254,7 +254,7 @@ export function podSummaries(input: RuntimeStats, rates: CpuRates, options: PodS
       const linux = stats.linux;
       if (linux?.cpu) pod.cpu = cpuStats(sandbox.id, linux.cpu, rates);
       if (linux?.memory) pod.memory = memoryStats(linux.memory);
-      if (!options.onlyCpuAndMemory && linux?.process) pod.process_stats = defined({ process_count: linux.process.processCount });
+      if (!options.onlyCpuAndMemory && linux?.process) pod.process_stats = definedOnly({ process_count: linux.process.processCount });
       pods.push(pod);
     }
   } else {
@@ -292,17 +292,17 @@ function makeContainerSummary(stats: ContainerStats, container: Container, rates
     cpu: stats.cpu ? cpuStats(container.id, stats.cpu, rates) : { time: now, usageCoreNanoSeconds: 0, usageNanoCores: 0 },
     memory: stats.memory ? memoryStats(stats.memory) : { time: now, availableBytes: 0, usageBytes: 0, workingSetBytes: 0, rssBytes: 0, pageFaults: 0, majorPageFaults: 0 },
   };
-  if (stats.swap) summary.swap = defined({ time: stats.swap.timestamp, swapUsageBytes: stats.swap.swapUsageBytes, swapAvailableBytes: stats.swap.swapAvailableBytes });
+  if (stats.swap) summary.swap = definedOnly({ time: stats.swap.timestamp, swapUsageBytes: stats.swap.swapUsageBytes, swapAvailableBytes: stats.swap.swapAvailableBytes });
   if (options.onlyCpuAndMemory) return summary;
   const layer = stats.writableLayer;
-  if (layer) summary.rootfs = defined({ time: layer.timestamp, usedBytes: layer.usedBytes, inodesUsed: layer.inodesUsed });
+  if (layer) summary.rootfs = definedOnly({ time: layer.timestamp, usedBytes: layer.usedBytes, inodesUsed: layer.inodesUsed });
   const logs = options.logs?.(container);
   if (logs) summary.logs = logs;
   return summary;
 }
 
 function cpuStats(id: string, cpu: CpuUsage, rates: CpuRates): CpuStats {
-  return defined({ time: cpu.timestamp, usageCoreNanoSeconds: cpu.usageCoreNanoSeconds, usageNanoCores: rates.update(id, cpu) });
+  return definedOnly({ time: cpu.timestamp, usageCoreNanoSeconds: cpu.usageCoreNanoSeconds, usageNanoCores: rates.update(id, cpu) });
 }
 
 function memoryStats(memory: MemoryUsage): MemoryStats {
@@ -330,11 +330,6 @@ function addToPod(pod: PodSummary, container: ContainerSummary): void {
     swap.swapUsageBytes = (swap.swapUsageBytes ?? 0) + (container.swap.swapUsageBytes ?? 0);
     swap.swapAvailableBytes = (swap.swapAvailableBytes ?? 0) + (container.swap.swapAvailableBytes ?? 0);
   }
-}
-
-/** The object without its undefined members (the summary's optional fields are left out, not null). */
-function defined<T extends object>(value: T): T {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
 }
 
 // ------------------------------------------------------------------------------------------------

@@ -4,7 +4,7 @@
  * (`fromWire`), the simulated runtime's server writes them (`toWire`). Each UInt64Value is a
  * message, so an absent value (null) stays apart from 0; int64 and uint64 come as decimal strings.
  */
-import type { ContainerStats, ContainerStatsFilter, CpuUsage, FilesystemUsage, MemoryUsage, PodSandboxStats, PodSandboxStatsFilter, SwapUsage } from '../types.ts';
+import { type ContainerStats, type ContainerStatsFilter, type CpuUsage, type FilesystemUsage, type MemoryUsage, type PodSandboxStats, type PodSandboxStatsFilter, type SwapUsage, definedOnly } from '../types.ts';
 import {
   type WireContainerStats,
   type WireContainerStatsFilter,
@@ -72,11 +72,6 @@ function swapFromWire(wire: WireSwapUsage | null): SwapUsage | undefined {
   return wire ? { timestamp: nsToMs(wire.timestamp), ...valuesFromWire(wire, SWAP_KEYS) } : undefined;
 }
 
-/** Optional members only when present, so a stats object never carries `undefined` fields. */
-function present<T extends object>(fields: { [K in keyof T]: T[K] | undefined }): T {
-  return Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)) as T;
-}
-
 export function containerStatsFromWire(wire: WireContainerStats): ContainerStats {
   const attributes = wire.attributes;
   return {
@@ -86,7 +81,7 @@ export function containerStatsFromWire(wire: WireContainerStats): ContainerStats
       labels: attributes?.labels ?? {},
       annotations: attributes?.annotations ?? {},
     },
-    ...present<Omit<ContainerStats, 'attributes'>>({
+    ...definedOnly<Omit<ContainerStats, 'attributes'>>({
       cpu: cpuFromWire(wire.cpu),
       memory: memoryFromWire(wire.memory),
       writableLayer: filesystemFromWire(wire.writableLayer),
@@ -110,7 +105,7 @@ export function podSandboxStatsFromWire(wire: WirePodSandboxStats): PodSandboxSt
   if (linux) {
     const process = linux.process;
     stats.linux = {
-      ...present<Omit<NonNullable<PodSandboxStats['linux']>, 'containers'>>({
+      ...definedOnly<Omit<NonNullable<PodSandboxStats['linux']>, 'containers'>>({
         cpu: cpuFromWire(linux.cpu),
         memory: memoryFromWire(linux.memory),
         process: process ? { timestamp: nsToMs(process.timestamp), ...valuesFromWire(process, ['processCount'] as const) } : undefined,
@@ -171,7 +166,7 @@ export function podSandboxStatsToWire(stats: PodSandboxStats): WirePodSandboxSta
 /** A request's filter as the engine takes it: empty strings and maps are "not set". */
 export function containerStatsFilterFromWire(wire: WireContainerStatsFilter | null): ContainerStatsFilter {
   if (!wire) return {};
-  return present<ContainerStatsFilter>({
+  return definedOnly<ContainerStatsFilter>({
     id: wire.id || undefined,
     podSandboxId: wire.podSandboxId || undefined,
     labelSelector: Object.keys(wire.labelSelector).length > 0 ? wire.labelSelector : undefined,
@@ -180,7 +175,7 @@ export function containerStatsFilterFromWire(wire: WireContainerStatsFilter | nu
 
 export function podSandboxStatsFilterFromWire(wire: WirePodSandboxStatsFilter | null): PodSandboxStatsFilter {
   if (!wire) return {};
-  return present<PodSandboxStatsFilter>({
+  return definedOnly<PodSandboxStatsFilter>({
     id: wire.id || undefined,
     labelSelector: Object.keys(wire.labelSelector).length > 0 ? wire.labelSelector : undefined,
   });
