@@ -77,6 +77,8 @@ describe('sim:// stats', () => {
     expect(memory(after) - memory(before)).toBe(11);
     expect((after.writableLayer?.usedBytes ?? 0) - (before.writableLayer?.usedBytes ?? 0)).toBe(11);
     expect((after.writableLayer?.inodesUsed ?? 0) - (before.writableLayer?.inodesUsed ?? 0)).toBe(2);
+    // Files are not the processes' own memory: RSS stays one process's base.
+    expect(after.memory?.rssBytes).toBe(PROCESS_BASE_BYTES);
   });
 
   it("reports a sandbox's figures as its containers' and its pause process's, keeping what exited containers used", async () => {

@@ -793,11 +793,12 @@ export class SimEngine {
     const layer = container.fs.usage();
     // Its files live in memory (a real runtime's page cache holds a written layer too); a container
     // that is not running has no processes and no cgroup, so no working set.
-    const memory = container.state === 'CONTAINER_RUNNING' ? layer.bytes + this.processCount(container) * PROCESS_BASE_BYTES : 0;
+    const rss = this.processCount(container) * PROCESS_BASE_BYTES;
+    const memory = container.state === 'CONTAINER_RUNNING' ? layer.bytes + rss : 0;
     return {
       attributes: { id: container.id, metadata: container.config.metadata, labels: container.config.labels, annotations: container.config.annotations },
       cpu: { timestamp: now, usageCoreNanoSeconds: container.cpu.usageNanoseconds },
-      memory: { timestamp: now, workingSetBytes: memory, usageBytes: memory, rssBytes: memory },
+      memory: { timestamp: now, workingSetBytes: memory, usageBytes: memory, rssBytes: rss },
       writableLayer: { timestamp: now, usedBytes: layer.bytes, inodesUsed: layer.inodes },
     };
   }
@@ -815,7 +816,7 @@ export class SimEngine {
       attributes: { id: sandbox.id, metadata: sandbox.config.metadata, labels: sandbox.config.labels, annotations: sandbox.config.annotations },
       linux: {
         cpu: { timestamp: now, usageCoreNanoSeconds: sandbox.cpu.usageNanoseconds },
-        memory: { timestamp: now, workingSetBytes: memory, usageBytes: memory, rssBytes: memory },
+        memory: { timestamp: now, workingSetBytes: memory, usageBytes: memory, rssBytes: processes * PROCESS_BASE_BYTES },
         process: { timestamp: now, processCount: processes },
         containers,
       },
