@@ -8,17 +8,10 @@
  * as the API server presents; the client speaks SPDY as client-go does. Every round runs
  * `sh -c 'echo hi; exit 3'` and checks what came back.
  */
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Pod } from '../src/api/types.ts';
-import { silentLogger } from '../src/log.ts';
 import { CriClient } from '../src/runtime/cri/client.ts';
 import { startSimRuntime } from '../src/runtime/sim/server.ts';
-import { RequestAuth } from '../src/server/auth.ts';
-import { selfSigned } from '../src/server/certificates.ts';
-import { startKubeletServer } from '../src/server/kubeletServer.ts';
-import { StatsProvider } from '../src/server/statsProvider.ts';
-import { writeKubeletClientPki } from '../test/support/kubeletClientPki.ts';
+import { listedPod, startTestKubeletServer } from '../test/support/kubeletServerFixture.ts';
 import { runCommand } from '../test/support/streamingClient.ts';
 import { containerConfig, podSandboxConfig } from '../test/runtime/support.ts';
 import { argValue, emit, removeDir, round, runWorker, summarize, tempDir } from './lib.ts';
@@ -38,22 +31,8 @@ runWorker(async () => {
     const sandbox = await cri.runPodSandbox(sandboxConfig);
     const container = await cri.createContainer(sandbox, containerConfig('app', { command: ['sleep', 'infinity'], labels: { ...labels, 'io.kubernetes.container.name': 'app' } }), sandboxConfig);
     await cri.startContainer(container);
-    const pod = { metadata: { name: 'web', namespace: 'bench', uid: 'u1' }, spec: { containers: [{ name: 'app', image: 'busybox' }] }, status: { phase: 'Running' } } as unknown as Pod;
-    const pki = await writeKubeletClientPki(dir);
-    const server = await startKubeletServer('127.0.0.1', 0, {
-      view: { pods: () => [pod], unhealthyReason: () => null, metrics: async () => '', probeMetrics: async () => '' },
-      pods: () => [pod],
-      runtime: cri,
-      configz: () => ({}),
-      stats: new StatsProvider({ nodeName: 'bench', runtime: cri, podLogsDir: dir, now: Date.now, log: silentLogger }),
-      auth: new RequestAuth({ anonymous: false, nodeName: 'bench', now: Date.now }),
-      tls: selfSigned('bench', ['127.0.0.1'], new Date()),
-      clientCA: await readFile(pki.caFile, 'utf8'),
-      now: Date.now,
-      log: silentLogger,
-    });
-    const credentials = { rejectUnauthorized: false, cert: await readFile(pki.certFile), key: await readFile(pki.keyFile) };
-    const agentUrl = `https://127.0.0.1:${server.port}/exec/bench/web/app?${SCRIPT.map((arg) => `command=${encodeURIComponent(arg)}`).join('&')}&output=1&error=1`;
+    const kubelet = await startTestKubeletServer(dir, { pods: () => [listedPod('bench', 'web', 'u1')], runtime: cri });
+    const agentUrl = `${kubelet.url}/exec/bench/web/app?${SCRIPT.map((arg) => `command=${encodeURIComponent(arg)}`).join('&')}&output=1&error=1`;
 
     const rounds = async (run: () => Promise<void>) => {
       for (let i = 0; i < 20; i++) await run(); // warm-up
@@ -76,8 +55,8 @@ runWorker(async () => {
       expectHi({ stdout: result.stdout.toString(), exitCode: result.exitCode });
     });
     const rawCri = await rounds(async () => expectHi(await runCommand(await cri.exec({ containerId: container, cmd: SCRIPT, ...streams }))));
-    const agent = await rounds(async () => expectHi(await runCommand(agentUrl, credentials)));
-    await server.close();
+    const agent = await rounds(async () => expectHi(await runCommand(agentUrl, kubelet.credentials)));
+    await kubelet.close();
     const result: ExecResult = { n, execSync, rawCri, agent };
     await emit(result);
   } finally {

@@ -8,18 +8,13 @@
  * per MB), the last 100 lines (latency), and a follow while a writer appends the same amount as
  * fast as it can (MB/s delivered to the client). The baseline is a plain read of the file.
  */
-import { appendFile, readFile, writeFile } from 'node:fs/promises';
+import { appendFile, writeFile } from 'node:fs/promises';
 import { createReadStream } from 'node:fs';
 import https from 'node:https';
 import path from 'node:path';
-import { silentLogger } from '../src/log.ts';
-import { RequestAuth } from '../src/server/auth.ts';
-import { selfSigned } from '../src/server/certificates.ts';
-import { startKubeletServer } from '../src/server/kubeletServer.ts';
-import type { Pod } from '../src/api/types.ts';
-import { writeKubeletClientPki } from '../test/support/kubeletClientPki.ts';
 import { argValue, emit, removeDir, round, runWorker, tempDir } from './lib.ts';
 import type { LogsResult } from './results.ts';
+import { listedPod, startTestKubeletServer } from '../test/support/kubeletServerFixture.ts';
 import { noStreaming } from '../test/support/noStreaming.ts';
 
 
@@ -35,31 +30,19 @@ runWorker(async () => {
     for (let i = 0; i < mb; i++) await appendFile(file, chunk);
     const bytes = mb * chunk.length;
     let running = false;
-    const pod = {
-      metadata: { name: 'web', namespace: 'bench', uid: 'u1' },
-      spec: { containers: [{ name: 'app', image: 'busybox' }] },
-      status: { phase: 'Running', containerStatuses: [{ name: 'app', containerID: 'sim://c1', state: { running: {} }, lastState: {}, ready: true, restartCount: 0, image: '', imageID: '' }] },
-    } as unknown as Pod;
-    const pki = await writeKubeletClientPki(dir);
-    const server = await startKubeletServer('127.0.0.1', 0, {
-      view: { pods: () => [pod], unhealthyReason: () => null, metrics: async () => '', probeMetrics: async () => '' },
+    const pod = listedPod('bench', 'web', 'u1', { containerStatuses: [{ name: 'app', containerID: 'sim://c1', state: { running: {} }, lastState: {}, ready: true, restartCount: 0, image: '', imageID: '' }] });
+    const kubelet = await startTestKubeletServer(dir, {
       pods: () => [pod],
       runtime: { containerStatus: async () => ({ logPath: file, state: running ? 'CONTAINER_RUNNING' : 'CONTAINER_EXITED' }) as never, listContainers: async () => [], ...noStreaming },
-      configz: () => ({}),
-      auth: new RequestAuth({ anonymous: false, nodeName: 'bench', now: Date.now }),
-      tls: selfSigned('bench', ['127.0.0.1'], new Date()),
-      clientCA: await readFile(pki.caFile, 'utf8'),
-      now: Date.now,
-      log: silentLogger,
     });
-    const agent = new https.Agent({ cert: await readFile(pki.certFile), key: await readFile(pki.keyFile), rejectUnauthorized: false, keepAlive: true });
+    const agent = new https.Agent({ ...kubelet.credentials, keepAlive: true });
     /** GETs a path, counting the bytes of the body; resolves with them and the time taken. */
     const get = (query: string, onData?: (received: number) => void) =>
       new Promise<{ received: number; ms: number }>((resolve, reject) => {
         const t0 = performance.now();
         let received = 0;
         https
-          .get(`https://127.0.0.1:${server.port}/containerLogs/bench/web/app${query}`, { agent }, (res) => {
+          .get(`${kubelet.url}/containerLogs/bench/web/app${query}`, { agent }, (res) => {
             res.on('data', (data: Buffer) => {
               received += data.length;
               onData?.(received);
@@ -99,7 +82,7 @@ runWorker(async () => {
     await appendFile(file, LINE);
     await follow;
 
-    await server.close();
+    await kubelet.close();
     agent.destroy();
     const result: LogsResult = {
       mb,

@@ -4,7 +4,6 @@
  * container's output, or a connection to a server in the pod. Real gRPC, real sockets, loopback.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -13,6 +12,7 @@ import { startSimRuntime, type SimRuntime } from '../../src/runtime/sim/server.t
 import { SimStreaming } from '../../src/runtime/sim/streaming.ts';
 import { adler32, HEADER_DICTIONARY } from '../../src/runtime/streaming/spdy.ts';
 import type { PodSandboxConfig } from '../../src/runtime/types.ts';
+import { freePort } from '../support/agentProcess.ts';
 import { waitFor } from '../support/controlPlane.ts';
 import { forwardOnce, runCommand, upgrade } from '../support/streamingClient.ts';
 import { containerConfig, podSandboxConfig, rejection } from './support.ts';
@@ -134,12 +134,3 @@ describe('port-forward on sim://', () => {
     session.close();
   });
 });
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen({ host: '0.0.0.0', port: 0 }, resolve));
-  const address = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  if (!address || typeof address === 'string') throw new Error('no port');
-  return address.port;
-}

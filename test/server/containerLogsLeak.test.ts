@@ -5,19 +5,14 @@
  * had before, and the server no connection.
  */
 import { readFileSync, readdirSync, readlinkSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import https from 'node:https';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { Pod } from '../../src/api/types.ts';
-import { silentLogger } from '../../src/log.ts';
-import { RequestAuth } from '../../src/server/auth.ts';
-import { selfSigned } from '../../src/server/certificates.ts';
-import type { ListeningServer } from '../../src/server/http.ts';
-import { startKubeletServer } from '../../src/server/kubeletServer.ts';
-import { writeKubeletClientPki } from '../support/kubeletClientPki.ts';
 import { makePod } from '../support/pods.ts';
+import { startTestKubeletServer, type TestKubeletServer } from '../support/kubeletServerFixture.ts';
 import { noStreaming } from '../support/noStreaming.ts';
 
 const CLIENTS = 1_000;
@@ -25,7 +20,7 @@ const CLIENTS = 1_000;
 const AT_ONCE = 50;
 
 let dir: string;
-let server: ListeningServer;
+let kubelet: TestKubeletServer;
 let agent: https.Agent;
 let cert: Buffer;
 let key: Buffer;
@@ -38,36 +33,28 @@ const pod: Pod = {
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'statelet-logs-leak-'));
-  const pki = await writeKubeletClientPki(dir);
-  [cert, key] = await Promise.all([readFile(pki.certFile), readFile(pki.keyFile)]);
   const logFile = path.join(dir, 'app', '0.log');
   await mkdir(path.dirname(logFile));
   await writeFile(logFile, '2026-11-25T10:00:00.000000001Z stdout F hello\n');
-  server = await startKubeletServer('127.0.0.1', 0, {
-    view: { pods: () => [pod], unhealthyReason: () => null, metrics: async () => '', probeMetrics: async () => '' },
+  kubelet = await startTestKubeletServer(dir, {
     pods: () => [pod],
     runtime: { containerStatus: async () => ({ logPath: logFile, state: 'CONTAINER_RUNNING' }) as never, listContainers: async () => [], ...noStreaming },
-    configz: () => ({}),
-    auth: new RequestAuth({ anonymous: false, nodeName: 'node-a', now: Date.now }),
-    tls: selfSigned('node-a', ['127.0.0.1'], new Date()),
-    clientCA: await readFile(pki.caFile, 'utf8'),
-    now: Date.now,
-    log: silentLogger,
   });
+  ({ cert, key } = kubelet.credentials);
   // Sessions resumed rather than a full handshake per client; no connection kept.
   agent = new https.Agent({ keepAlive: false, maxCachedSessions: 10 });
 });
 
 afterAll(async () => {
   agent?.destroy();
-  await server?.close();
+  await kubelet?.close();
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
 /** Starts a follow, waits for the log's first line (the reader is following now), and hangs up; `following` runs just before. */
 function followThenHangUp(following?: () => Promise<void>): Promise<void> {
   return new Promise((resolve, reject) => {
-    const req = https.request(`https://127.0.0.1:${server.port}/containerLogs/default/web/main?follow=true`, { agent, rejectUnauthorized: false, cert, key }, (res) => {
+    const req = https.request(`${kubelet.url}/containerLogs/default/web/main?follow=true`, { agent, rejectUnauthorized: false, cert, key }, (res) => {
       if (res.statusCode !== 200) return reject(new Error(`status ${res.statusCode}`));
       res.once('data', (chunk: Buffer) => {
         expect(chunk.toString()).toBe('hello\n');
@@ -112,7 +99,7 @@ function held(): { fds: number; watches: number; resources: Record<string, numbe
   return { fds: readdirSync('/proc/self/fd').length, watches: inotifyWatches(), resources };
 }
 
-const connections = () => new Promise<number>((resolve, reject) => server.server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
+const connections = () => new Promise<number>((resolve, reject) => kubelet.server.server.getConnections((err, n) => (err ? reject(err) : resolve(n))));
 
 describe('following a container log', () => {
   it(`leaves nothing behind after ${CLIENTS} clients hang up mid-follow`, async () => {

@@ -4,71 +4,48 @@
  * splices the client's upgraded connection to it; refusals are plain HTTP answers naming what is
  * missing. The client speaks SPDY as client-go does.
  */
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
+import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Pod } from '../../src/api/types.ts';
-import { silentLogger } from '../../src/log.ts';
 import { SimEngine } from '../../src/runtime/sim/engine.ts';
 import { InProcessRuntime } from '../../src/runtime/sim/inProcess.ts';
 import { SimStreaming } from '../../src/runtime/sim/streaming.ts';
-import { RequestAuth } from '../../src/server/auth.ts';
-import { servingCertificate } from '../../src/server/certificates.ts';
-import type { ListeningServer } from '../../src/server/http.ts';
-import { startKubeletServer } from '../../src/server/kubeletServer.ts';
 import { parseStreamingPath } from '../../src/server/streaming.ts';
-import { StatsProvider } from '../../src/server/statsProvider.ts';
+import { freePort } from '../support/agentProcess.ts';
 import { waitFor } from '../support/controlPlane.ts';
-import { type KubeletClientPki, writeKubeletClientPki } from '../support/kubeletClientPki.ts';
+import { listedPod, startTestKubeletServer, type TestKubeletServer } from '../support/kubeletServerFixture.ts';
 import { forwardOnce, runCommand, upgrade } from '../support/streamingClient.ts';
 import { containerConfig, podSandboxConfig } from '../runtime/support.ts';
 
 let dir: string;
-let pki: KubeletClientPki;
-let server: ListeningServer;
+let agent: TestKubeletServer;
 let port: number;
 const engine = new SimEngine({ pullDelayMs: 0 });
 const runtime = new InProcessRuntime(engine);
 
-const pod = {
-  metadata: { name: 'web', namespace: 'shop', uid: 'u1' },
-  spec: { containers: [{ name: 'app', image: 'busybox' }] },
-  status: { phase: 'Running' },
-} as unknown as Pod;
+const pod = listedPod('shop', 'web', 'u1');
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'statelet-streaming-'));
-  pki = await writeKubeletClientPki(dir);
   port = await freePort();
   const labels = { 'io.kubernetes.pod.uid': 'u1', 'io.kubernetes.pod.name': 'web', 'io.kubernetes.pod.namespace': 'shop' };
   const sandbox = engine.runPodSandbox(podSandboxConfig('web', { metadata: { name: 'web', namespace: 'shop', uid: 'u1', attempt: 0 }, labels }));
   const app = engine.createContainer(sandbox, containerConfig('app', { command: ['sh', '-c', `mkdir -p /www; echo hello > /www/index.html; httpd -f -p ${port} -h /www`], labels: { ...labels, 'io.kubernetes.container.name': 'app' } }));
   engine.startContainer(app);
   await engine.whenListening(app, port);
-  server = await startKubeletServer('127.0.0.1', 0, {
-    view: { pods: () => [pod, ...pods], unhealthyReason: () => null, metrics: async () => '', probeMetrics: async () => '' },
-    pods: () => [pod, ...pods],
-    runtime,
-    configz: () => ({}),
-    stats: new StatsProvider({ nodeName: 'node-a', runtime, podLogsDir: dir, now: Date.now, log: silentLogger }),
-    auth: new RequestAuth({ anonymous: false, nodeName: 'node-a', now: Date.now }),
-    tls: await servingCertificate({ certDir: path.join(dir, 'pki'), nodeName: 'node-a', addresses: ['127.0.0.1'], now: new Date() }),
-    clientCA: await readFile(pki.caFile, 'utf8'),
-    now: Date.now,
-    log: silentLogger,
-  });
+  agent = await startTestKubeletServer(dir, { pods: () => [pod, ...pods], runtime });
 });
 
 afterAll(async () => {
-  await server?.close();
+  await agent?.close();
   await engine.close();
   await rm(dir, { recursive: true, force: true });
 });
 
-const credentials = async () => ({ rejectUnauthorized: false, cert: await readFile(pki.certFile), key: await readFile(pki.keyFile) });
-const url = (p: string) => `https://127.0.0.1:${server.port}${p}`;
+const credentials = async () => agent.credentials;
+const url = (p: string) => `${agent.url}${p}`;
 const EXEC = "/exec/shop/web/app?command=sh&command=-c&command=echo+hi%3B+echo+err+%3E%262%3B+exit+3&output=1&error=1";
 
 describe('exec, attach and portForward through the agent', () => {
@@ -141,7 +118,7 @@ async function freshPod(name: string, script?: string): Promise<{ port: number; 
   const container = engine.createContainer(sandbox, containerConfig('app', { command: ['sh', '-c', command], labels: { ...labels, 'io.kubernetes.container.name': 'app' } }));
   engine.startContainer(container);
   if (!script) await engine.whenListening(container, freePortNumber);
-  pods.push({ ...pod, metadata: { name, namespace: 'shop', uid: `u-${name}` } } as Pod);
+  pods.push(listedPod('shop', name, `u-${name}`));
   return { port: freePortNumber, container };
 }
 
@@ -157,13 +134,4 @@ async function fetchStatus(target: string): Promise<{ status: number; body: stri
     req.on('error', reject);
     req.end();
   });
-}
-
-async function freePort(): Promise<number> {
-  const probe = createServer();
-  await new Promise<void>((resolve) => probe.listen({ host: '0.0.0.0', port: 0 }, resolve));
-  const address = probe.address();
-  await new Promise((resolve) => probe.close(resolve));
-  if (!address || typeof address === 'string') throw new Error('no port');
-  return address.port;
 }
