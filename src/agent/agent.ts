@@ -31,7 +31,7 @@ import { type AgentView, type ListeningServer, healthzHandler, listen, readOnlyH
 import { RequestAuth } from '../server/auth.ts';
 import { servingCertificate } from '../server/certificates.ts';
 import { startKubeletServer } from '../server/kubeletServer.ts';
-import { StatsProvider } from '../server/statsProvider.ts';
+import { StatsProvider, statsHandler } from '../server/statsProvider.ts';
 import { AgentMetrics, type MetricsInput } from '../server/metrics.ts';
 import { instrumentedImages, instrumentedRuntime } from '../runtime/instrumented.ts';
 import { type NodeDns, parseResolvConf } from '../kuberuntime/dns.ts';
@@ -161,6 +161,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
   closers.unshift(() => node.stop());
   const { syncLoop, podManager, statuses } = node;
 
+  const stats = new StatsProvider({ nodeName: config.nodeName, runtime, podLogsDir: config.podLogsDir, now: () => clock.now(), log });
   const view: AgentView = {
     pods: () => [...podManager.all()].map((pod) => ({ ...pod, status: statuses.get(pod.metadata.uid) ?? pod.status ?? {} })),
     unhealthyReason: node.unhealthyReason,
@@ -192,7 +193,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
         pods: view.pods,
         runtime,
         configz: () => configz(config),
-        stats: new StatsProvider({ nodeName: config.nodeName, runtime, podLogsDir: config.podLogsDir, now: () => clock.now(), log }),
+        stats,
         auth: new RequestAuth({
           anonymous: config.anonymousAuth,
           nodeName: config.nodeName,
@@ -216,7 +217,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
       closers.push(() => server.close());
     }
     if (config.readOnlyPort > 0) {
-      const server = await listen(config.readOnlyAddress, config.readOnlyPort, [readOnlyHandler(view)]);
+      const server = await listen(config.readOnlyAddress, config.readOnlyPort, [readOnlyHandler(view), statsHandler(stats)]);
       agent.readOnlyUrl = urlOf(config.readOnlyAddress, server);
       closers.push(() => server.close());
     }

@@ -10,7 +10,7 @@ import type { ServerResponse } from 'node:http';
 import type { Logger } from '../log.ts';
 import type { Container, RuntimeService } from '../runtime/types.ts';
 import { containerLogPath } from '../kuberuntime/logRotation.ts';
-import { TEXT_PLAIN, send } from './http.ts';
+import { type RouteHandler, TEXT_PLAIN, send } from './http.ts';
 import {
   type FsStats,
   type HostUsage,
@@ -152,4 +152,14 @@ export async function serveStats(provider: StatsProvider, res: ServerResponse, p
     send(res, 500, TEXT_PLAIN, `Internal Error: ${err instanceof Error ? err.message : String(err)}`);
   }
   return true;
+}
+
+/** The same two paths on the read-only port (the kubelet serves its stats there too, unauthenticated). */
+export function statsHandler(provider: StatsProvider): RouteHandler {
+  return (req, res) => {
+    const url = new URL(req.url ?? '/', 'http://node');
+    if (!['/metrics/resource', '/stats/summary', '/stats/summary/'].includes(url.pathname)) return false;
+    void serveStats(provider, res, url.pathname, url.searchParams).catch((err: unknown) => send(res, 500, TEXT_PLAIN, err instanceof Error ? err.message : String(err)));
+    return true;
+  };
 }

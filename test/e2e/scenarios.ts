@@ -104,6 +104,18 @@ export function defineAgentScenarios(runtime: ScenarioRuntime): void {
       expect(running.map((c) => c.metadata.name).sort()).toEqual(['app', 'helper']);
     }, 60_000);
 
+    it("serves the running containers' CPU and memory on the read-only port: /stats/summary and /metrics/resource", async () => {
+      const pod = await fixture.agent.waitForPod('with-init', (p) => p.status?.phase === 'Running');
+      const base = `http://127.0.0.1:${fixture.agent.readOnlyPort}`;
+      const summary = (await (await fetch(`${base}/stats/summary`)).json()) as { pods: { podRef: { uid: string }; containers: { name: string; memory?: { workingSetBytes?: number } }[] }[] };
+      const stats = summary.pods.find((p) => p.podRef.uid === pod.metadata.uid);
+      expect(stats?.containers.map((c) => c.name).sort()).toEqual(['app', 'helper']);
+      expect(stats?.containers.every((c) => (c.memory?.workingSetBytes ?? 0) > 0)).toBe(true);
+      const resource = await (await fetch(`${base}/metrics/resource`)).text();
+      expect(resource).toMatch(new RegExp(`^container_memory_working_set_bytes\\{container="app",namespace="default",pod="with-init-e2e-node"\\} [1-9]\\d* \\d+$`, 'm'));
+      expect(resource).toContain('resource_scrape_error 0');
+    }, 60_000);
+
     it('restarts a container that exits 1 under OnFailure, with a growing restart count', async () => {
       const first = await fixture.agent.waitForPod('crasher', (p) => (containerStatus(p, 'flaky')?.restartCount ?? 0) >= 1);
       expect(first.status?.phase).toBe('Running');
