@@ -727,7 +727,7 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
       expect(slimWorker?.containers.every((c) => (c.memory?.workingSetBytes ?? 0) > 0 && c.logs === undefined)).toBe(true);
     });
 
-    it('serves kubectl logs through the API server: all, --tail, --timestamps, --previous, -f to the end', { timeout: 90_000 }, async ({ skip }) => {
+    it('serves kubectl logs through the API server: all, --tail, --timestamps, --limit-bytes, --since, --since-time, --previous, -f to the end', { timeout: 90_000 }, async ({ skip }) => {
       if (!cp) return skip();
       const namespace = await cp.namespace('logs');
       const create = (name: string, command: string, extra: Partial<V1Pod['spec']> = {}) =>
@@ -758,6 +758,8 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
       expect(await cp.kubectl(['logs', '-n', namespace, 'lines', '--tail=2'])).toBe('l4\nl5\n');
       expect(await cp.kubectl(['logs', '-n', namespace, 'lines', '--tail=1', '--timestamps'])).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z l5\n$/);
       expect(await cp.kubectl(['logs', '-n', namespace, 'lines', '--limit-bytes=4'])).toBe('l1\nl');
+      expect(await cp.kubectl(['logs', '-n', namespace, 'lines', '--since=1h'])).toBe('l1\nl2\nl3\nl4\nl5\n');
+      expect(await cp.kubectl(['logs', '-n', namespace, 'lines', `--since-time=${new Date(Date.now() + 3_600_000).toISOString()}`])).toBe('');
 
       await cp.waitFor<V1Pod>(pods(namespace), 'twice', (p) => (p?.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1 && !!p?.status?.containerStatuses?.[0]?.state?.running, 40_000);
       await waitFor(async () => (await cp!.kubectl(['logs', '-n', namespace, 'twice'])) === 'second\n', 'the current instance');
