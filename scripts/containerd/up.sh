@@ -152,6 +152,9 @@ overrides=(
   "plugins.\"io.containerd.grpc.v1.cri\".containerd|snapshotter|\"overlayfs\""
   "plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc.options|SystemdCgroup|false"
   "plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc.options|Root|\"$wd/runc\""
+  # The first garbage collection runs 100 ms after start by default, in the middle of the image
+  # imports below, and can take a blob an import has written but not yet tied to its image.
+  "plugins.\"io.containerd.gc.v1.scheduler\"|startup_delay|\"60s\""
 )
 containerd config default | awk -v spec="$(printf '%s\n' "${overrides[@]}")" '
   BEGIN {
@@ -212,13 +215,16 @@ log "containerd + CRI ready in $((t_ready - t0)) ms"
 # ---------------------------------------------------------------- images
 "$here/build-images.sh" "$wd/images" >&2
 # containerd 1.6's `ctr import` can lose a blob to the garbage collector between writing it and
-# creating the image ("content digest …: not found"); the import is idempotent, so try again.
+# creating the image ("content digest …: not found"); the first collection is put off past the
+# imports (above), and a failed import is removed and tried again.
 for image in busybox:1 pause:1; do
   for attempt in 1 2 3; do
     ctr -a "$sock" -n k8s.io images import --index-name "statelet.local/$image" \
       "$wd/images/${image%%:*}.tar" >&2 && break
     (( attempt < 3 )) || die "could not import statelet.local/$image"
-    log "importing statelet.local/$image failed (attempt $attempt); trying again"
+    log "importing statelet.local/$image failed (attempt $attempt); removing it and trying again"
+    # An image left pointing at a lost blob makes every later import fail the same way.
+    ctr -a "$sock" -n k8s.io images rm --sync "statelet.local/$image" >&2 || true
   done
 done
 # The CRI image store fills asynchronously from containerd's image events: wait until CRI itself
