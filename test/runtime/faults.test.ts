@@ -1,0 +1,85 @@
+/**
+ * The fault injector (src/runtime/faults.ts) over the in-process sim:// runtime: failures by
+ * method and count, hangs tied to one pod that end at release, abort or deadline, and draws that
+ * repeat with their seed.
+ */
+import { describe, expect, it } from 'vitest';
+import { FaultInjector, seededRandom } from '../../src/runtime/faults.ts';
+import { SimEngine } from '../../src/runtime/sim/engine.ts';
+import { InProcessRuntime } from '../../src/runtime/sim/inProcess.ts';
+import { containerConfig, podSandboxConfig, rejection } from './support.ts';
+
+function setup(seed = 1) {
+  const engine = new SimEngine({ pullDelayMs: 0 });
+  const faults = new FaultInjector({ seed });
+  const runtime = faults.runtime(new InProcessRuntime(engine));
+  const pod = async (name: string) => {
+    const config = podSandboxConfig(name, { labels: { 'io.kubernetes.pod.uid': `uid-${name}` } });
+    const sandbox = await runtime.runPodSandbox(config);
+    const container = await runtime.createContainer(sandbox, containerConfig('app', { command: ['sleep', 'infinity'], labels: { 'io.kubernetes.pod.uid': `uid-${name}` } }), config);
+    await runtime.startContainer(container);
+    return { sandbox, container };
+  };
+  return { engine, faults, runtime, pod };
+}
+
+describe('FaultInjector', () => {
+  it('fails the next N calls of a method with the given code, naming the call, then lets them through', async () => {
+    const { faults, runtime, engine } = setup();
+    faults.add({ methods: ['listContainers'], count: 2, action: { kind: 'fail', code: 'UNAVAILABLE', message: 'runtime restarting' } });
+    const error = await rejection(runtime.listContainers());
+    expect(error).toMatchObject({ code: 'UNAVAILABLE', call: 'ListContainers', detail: 'runtime restarting' });
+    await rejection(runtime.listContainers());
+    expect(await runtime.listContainers()).toEqual([]);
+    expect(await runtime.version()).toMatchObject({ runtimeName: 'statelet-sim' });
+    expect(faults.injected).toEqual({ fail: 2, delay: 0, hang: 0 });
+    await engine.close();
+  });
+
+  it("hangs one pod's calls only, lists them as held, and lets them go when the rule is removed", async () => {
+    const { faults, runtime, pod, engine } = setup();
+    const a = await pod('a');
+    const b = await pod('b');
+    const hang = faults.add({ methods: ['stopContainer'], podUid: 'uid-a', action: { kind: 'hang' } });
+    let aStopped = false;
+    const stopA = runtime.stopContainer(a.container, 0).then(() => (aStopped = true));
+    await runtime.stopContainer(b.container, 0);
+    expect((await runtime.containerStatus(b.container)).state).toBe('CONTAINER_EXITED');
+    expect(faults.held).toEqual([expect.objectContaining({ method: 'stopContainer', podUid: 'uid-a' })]);
+    expect(aStopped).toBe(false);
+    hang.remove();
+    await stopA;
+    expect((await runtime.containerStatus(a.container)).state).toBe('CONTAINER_EXITED');
+    expect(faults.held).toEqual([]);
+    await engine.close();
+  });
+
+  it('ends a hanging call at its deadline (DEADLINE_EXCEEDED) or when its caller aborts (CANCELLED)', async () => {
+    const { faults, runtime, engine } = setup();
+    faults.add({ methods: ['listPodSandbox'], action: { kind: 'hang' } });
+    expect((await rejection(runtime.listPodSandbox({}, { timeoutMs: 20 }))).code).toBe('DEADLINE_EXCEEDED');
+    const caller = new AbortController();
+    const call = rejection(runtime.listPodSandbox({}, { signal: caller.signal }));
+    caller.abort();
+    expect((await call).code).toBe('CANCELLED');
+    expect(faults.held).toEqual([]);
+    await engine.close();
+  });
+
+  it('draws the same calls for the same seed', async () => {
+    const hitsFor = async (seed: number) => {
+      const { faults, runtime, engine } = setup(seed);
+      faults.add({ methods: ['version'], probability: 0.3, action: { kind: 'fail', code: 'UNKNOWN' } });
+      const hits: number[] = [];
+      for (let i = 0; i < 50; i++) await runtime.version().catch(() => hits.push(i));
+      await engine.close();
+      return hits;
+    };
+    const first = await hitsFor(42);
+    expect(first.length).toBeGreaterThan(5);
+    expect(first.length).toBeLessThan(30);
+    expect(await hitsFor(42)).toEqual(first);
+    expect(await hitsFor(43)).not.toEqual(first);
+    expect(seededRandom(7)()).toBe(seededRandom(7)());
+  });
+});
