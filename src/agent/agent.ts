@@ -170,6 +170,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
   };
   metricsInput = () => ({
     pods: view.pods(),
+    podActorStates: Array.from(node.podActors().values(), (actor) => topState(actor.getSnapshot().value)),
     syncLoop: syncLoop.getSnapshot().context,
     ...(cluster ? { apiRequests } : {}),
     ...(node.statusWriter ? { statusWrites: { writes: node.statusWriter.writes, deletes: node.statusWriter.deletes, queued: node.statusWriter.queued() } } : {}),
@@ -325,4 +326,9 @@ function teeInspect(first: Observer<InspectionEvent> | undefined, second: Observ
 function urlOf(address: string, server: Pick<ListeningServer, 'port'>): string {
   const host = address.includes(':') ? `[${address}]` : address;
   return `http://${host}:${server.port}`;
+}
+
+/** The top-level state of a statechart value (`{ syncing: … }` → `syncing`). */
+function topState(value: unknown): string {
+  return typeof value === 'string' ? value : Object.keys(value as object)[0] ?? '';
 }

@@ -147,6 +147,8 @@ export interface Node {
   statuses: StatusManager;
   /** The actor of a pod UID, while it has one. */
   podActor(uid: string): PodActor | undefined;
+  /** Every pod actor there is, by UID. */
+  podActors(): Map<string, PodActor>;
   /** What `/healthz` reports as wrong (null: healthy). */
   unhealthyReason(): string | null;
   /** In a cluster: the writer of pod statuses to the API server. */
@@ -356,6 +358,11 @@ export function composeNode(deps: NodeDeps): Node {
     podManager,
     statuses,
     podActor,
+    podActors: () => {
+      const actors = new Map<string, PodActor>();
+      for (const [id, actor] of Object.entries(syncLoop.system.getAll())) if (id.startsWith(actorId(''))) actors.set(id.slice(actorId('').length), actor as PodActor);
+      return actors;
+    },
     unhealthyReason: () => unhealthyReason(syncLoop.getSnapshot().context, now()),
     ...(statusWriter ? { statusWriter } : {}),
     recorder,

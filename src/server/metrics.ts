@@ -32,6 +32,8 @@ import type { ProbeLabels } from '../prober/manager.ts';
 
 export interface MetricsInput {
   pods: Pod[];
+  /** The top-level state of each pod actor (syncing, terminating, terminated). */
+  podActorStates: string[];
   syncLoop: SyncLoopContext;
   /** In a cluster: the requests made to the API server. */
   apiRequests?: RequestCounts;
@@ -153,6 +155,18 @@ export class AgentMetrics implements RuntimeOperations, NodeMetrics {
       },
     });
     new Gauge({ name: 'statelet_desired_pods', help: 'Number of pods in the merged config', registers, collect() { this.set(now().pods.length); } });
+    new Gauge({
+      name: 'statelet_pod_actors',
+      help: 'Pod actors, by the top-level state of their statechart',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        this.reset();
+        const counts = new Map<string, number>();
+        for (const state of now().podActorStates) counts.set(state, (counts.get(state) ?? 0) + 1);
+        for (const [state, count] of counts) this.set({ state }, count);
+      },
+    });
     /** A gauge in seconds of a value the syncLoop keeps in ms; absent until it has one. */
     const secondsOf = (name: string, help: string, readMs: (loop: SyncLoopContext) => number | null) =>
       new Gauge({

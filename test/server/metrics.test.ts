@@ -18,7 +18,7 @@ describe('AgentMetrics', () => {
     requests.add('PUT', 'leases', 200);
     requests.add('PUT', 'leases', 200);
     let pods: Pod[] = [runningPod('web')];
-    const metrics = new AgentMetrics('node-a', () => ({ pods, syncLoop, apiRequests: requests, events: { written: 5, dropped: 1, queued: 0 } }));
+    const metrics = new AgentMetrics('node-a', () => ({ pods, podActorStates: ['syncing', 'syncing', 'terminating'], syncLoop, apiRequests: requests, events: { written: 5, dropped: 1, queued: 0 } }));
     const text = await metrics.render();
     expect(text).toContain('kubelet_node_name{node="node-a"} 1');
     expect(text).toContain('kubelet_running_pods 1');
@@ -27,13 +27,15 @@ describe('AgentMetrics', () => {
     expect(text).toContain('statelet_syncloop_routed_events_total{type="PLEG.CONTAINER_STARTED"} 3');
     expect(text).toContain('rest_client_requests_total{method="PUT",resource="leases",code="200"} 2');
     expect(text).toContain('statelet_events_written_total 5');
+    expect(text).toContain('statelet_pod_actors{state="syncing"} 2');
+    expect(text).toContain('statelet_pod_actors{state="terminating"} 1');
     expect(text).not.toContain('statelet_pod_status_writes_total 0\n# ');
     pods = [];
     expect(await metrics.render()).toContain('kubelet_running_pods 0');
   });
 
   it('counts, times and counts the failures of runtime calls under the kubelet\'s operation names and buckets', async () => {
-    const metrics = new AgentMetrics('node-a', () => ({ pods: [], syncLoop }));
+    const metrics = new AgentMetrics('node-a', () => ({ pods: [], podActorStates: [], syncLoop }));
     let t = 0;
     const clock = () => t;
     const runtime = instrumentedRuntime(
@@ -62,7 +64,7 @@ describe('AgentMetrics', () => {
   });
 
   it('counts container starts and their failures by type and reason, and times relists and their intervals', async () => {
-    const metrics = new AgentMetrics('node-a', () => ({ pods: [], syncLoop }));
+    const metrics = new AgentMetrics('node-a', () => ({ pods: [], podActorStates: [], syncLoop }));
     metrics.containerStarted('container', null);
     metrics.containerStarted('init_container', 'ErrImagePull');
     metrics.relisted(12, null);
@@ -77,7 +79,7 @@ describe('AgentMetrics', () => {
   });
 
   it('observes pod starts, the SLI by first_with_network, pod worker runs by type and restarted pods by static, with the kubelet\'s buckets', async () => {
-    const metrics = new AgentMetrics('node-a', () => ({ pods: [], syncLoop }));
+    const metrics = new AgentMetrics('node-a', () => ({ pods: [], podActorStates: [], syncLoop }));
     metrics.podStarted(3.2);
     metrics.podStartedSli(1.2, true);
     metrics.podStartedSli(7, false);
@@ -110,7 +112,7 @@ describe('AgentMetrics', () => {
   });
 
   it('serves the prober metrics apart, times successful probes only, and drops a removed worker\'s series', async () => {
-    const metrics = new AgentMetrics('node-a', () => ({ pods: [], syncLoop }), Date.UTC(2026, 0, 1));
+    const metrics = new AgentMetrics('node-a', () => ({ pods: [], podActorStates: [], syncLoop }), Date.UTC(2026, 0, 1));
     const web = { probe_type: 'Readiness', container: 'app', pod: 'web', namespace: 'shop', pod_uid: 'u1' };
     const db = { ...web, probe_type: 'Liveness', pod: 'db', pod_uid: 'u2' };
     metrics.probed(web, 'successful', 0.02);
