@@ -67,22 +67,30 @@ export interface SimRuntime {
   engine: SimEngine;
   /** Stops every simulated container's timers, ends event streams and shuts the server down. */
   close(): Promise<void>;
+  /**
+   * The runtime's daemon dies and comes back `downMs` later: the gRPC server and its socket go
+   * (calls fail, event streams break), the simulated containers keep running.
+   */
+  restart(downMs: number): Promise<void>;
 }
 
 export async function startSimRuntime(options: SimRuntimeServerOptions): Promise<SimRuntime> {
   const { socketPath, engine: given, ...engineOptions } = options;
   const engine = given ?? new SimEngine(engineOptions);
-  const server = new grpc.Server();
   const eventStreams = new Set<grpc.ServerWritableStream<unknown, WireContainerEvent>>();
-  server.addService(serviceDefinition('RuntimeService'), runtimeHandlers(engine, eventStreams));
-  server.addService(serviceDefinition('ImageService'), imageHandlers(engine));
-
-  await mkdir(dirname(socketPath), { recursive: true });
-  await removeStaleSocket(socketPath);
   const endpoint = `unix://${socketPath}`;
-  await new Promise<void>((resolve, reject) => {
-    server.bindAsync(endpoint, grpc.ServerCredentials.createInsecure(), (error) => (error ? reject(error) : resolve()));
-  });
+  await mkdir(dirname(socketPath), { recursive: true });
+  const serve = async (): Promise<grpc.Server> => {
+    const server = new grpc.Server();
+    server.addService(serviceDefinition('RuntimeService'), runtimeHandlers(engine, eventStreams));
+    server.addService(serviceDefinition('ImageService'), imageHandlers(engine));
+    await removeStaleSocket(socketPath);
+    await new Promise<void>((resolve, reject) => {
+      server.bindAsync(endpoint, grpc.ServerCredentials.createInsecure(), (error) => (error ? reject(error) : resolve()));
+    });
+    return server;
+  };
+  let server = await serve();
 
   let closing: Promise<void> | null = null;
   const close = (): Promise<void> => {
@@ -102,7 +110,16 @@ export async function startSimRuntime(options: SimRuntimeServerOptions): Promise
     })();
     return closing;
   };
-  return { endpoint, engine, close };
+  const restart = async (downMs: number): Promise<void> => {
+    // As a runtime daemon that dies: calls under way and event streams break, the socket goes;
+    // the containers (the engine) live on, as containerd's do in their shims.
+    server.forceShutdown();
+    eventStreams.clear();
+    await removeStaleSocket(socketPath);
+    await new Promise((resolve) => setTimeout(resolve, downMs));
+    if (!closing) server = await serve();
+  };
+  return { endpoint, engine, close, restart };
 }
 
 async function removeStaleSocket(path: string): Promise<void> {
