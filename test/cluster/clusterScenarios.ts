@@ -849,11 +849,18 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
       const answered = await httpsGet(`${url}/pods`, adminToken);
       expect(answered.status).toBe(200);
       expect(JSON.parse(answered.body)).toMatchObject({ kind: 'PodList' });
-      // Every pod the agent reports with a running container is one the runtime runs.
-      const reported = (JSON.parse(answered.body) as { items: V1Pod[] }).items.filter((p) => p.status?.containerStatuses?.some((c) => c.state?.running));
-      const running = JSON.parse((await httpsGet(`${url}/runningpods/`, adminToken)).body) as { items: { metadata: { uid: string } }[] };
-      expect(reported.length).toBeGreaterThan(0);
-      expect(running.items.map((p) => p.metadata.uid)).toEqual(expect.arrayContaining(reported.map((p) => p.metadata!.uid!)));
+      // Every pod the agent reports with a running container is one the runtime runs — once the
+      // agent has seen the latest exits (a container of another scenario may end between the reads).
+      let disagreement = '';
+      await waitFor(async () => {
+        const reported = (JSON.parse((await httpsGet(`${url}/pods`, adminToken)).body) as { items: V1Pod[] }).items.filter((p) => p.status?.containerStatuses?.some((c) => c.state?.running));
+        const running = new Set((JSON.parse((await httpsGet(`${url}/runningpods/`, adminToken)).body) as { items: { metadata: { uid: string } }[] }).items.map((p) => p.metadata.uid));
+        const missing = reported.filter((p) => !running.has(p.metadata!.uid!)).map((p) => `${p.metadata!.namespace}/${p.metadata!.name}`);
+        disagreement = `reported running: ${reported.length}, not run by the runtime: ${missing.join(', ')}`;
+        return reported.length > 0 && missing.length === 0;
+      }, 'the running pods the agent reports among those the runtime runs').catch((err: Error) => {
+        throw new Error(`${err.message}; ${disagreement}`);
+      });
       expect(JSON.parse((await httpsGet(`${url}/configz`, adminToken)).body).kubeletconfig).toMatchObject({ kind: 'KubeletConfiguration', syncFrequency: '10s', containerLogMaxFiles: 3 });
       expect(agent!.output()).not.toContain(saToken);
     });
