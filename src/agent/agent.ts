@@ -163,7 +163,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
 
   const stats = new StatsProvider({ nodeName: config.nodeName, runtime, podLogsDir: config.podLogsDir, now: () => clock.now(), log });
   const view: AgentView = {
-    pods: () => [...podManager.all()].map((pod) => ({ ...pod, status: statuses.get(pod.metadata.uid) ?? pod.status ?? {} })),
+    pods: () => [...podManager.all()].map((pod) => ({ ...pod, status: statuses.reported(pod) })),
     unhealthyReason: node.unhealthyReason,
     metrics: () => metrics.render(),
     probeMetrics: () => metrics.renderProbes(),

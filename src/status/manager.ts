@@ -4,7 +4,7 @@
  * the status generator reads the previous entry so that start times, transition times and
  * terminal phases carry over.
  */
-import type { PodStatus } from '../api/types.ts';
+import { type Pod, type PodStatus, isStaticPod } from '../api/types.ts';
 
 interface Entry {
   status: PodStatus;
@@ -25,6 +25,16 @@ export class StatusManager {
 
   get(uid: string): PodStatus | undefined {
     return this.entries.get(uid)?.status;
+  }
+
+  /**
+   * The status to report for `pod`: the latest one the agent generated. Before there is one, an
+   * API pod's own status (the API server's record), while a static pod's own status is only the
+   * source's default (Pending), not something the agent saw — after a restart of the agent the pod
+   * may well have Succeeded long ago — so it is reported without a phase until its first sync.
+   */
+  reported(pod: Pod): PodStatus {
+    return this.get(pod.metadata.uid) ?? (isStaticPod(pod) ? {} : (pod.status ?? {}));
   }
 
   version(uid: string): number {

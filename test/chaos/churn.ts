@@ -38,6 +38,10 @@ export interface ChurnOptions {
   rounds: number;
   /** Agent kills, spread over the rounds. */
   kills: number;
+  /** Restarts of the runtime's daemon (1 s down), spread over the rounds. */
+  runtimeRestarts?: number;
+  /** How to restart the runtime given by `endpoint` (sim:// in this process restarts itself). */
+  restartRuntime?: (downSeconds: number) => Promise<void>;
   image: string;
   /** A CRI endpoint to use instead of sim:// in this process. */
   endpoint?: string;
@@ -45,10 +49,13 @@ export interface ChurnOptions {
   convergeTimeoutMs?: number;
 }
 
+export type Fault = KillPoint | 'runtimeRestart';
+
 export interface ChurnReport {
   seed: number;
   changes: number;
-  kills: { point: KillPoint; convergeMs: number }[];
+  /** Each fault injected, and how long the node took to converge after it (-1: it did not). */
+  faults: { fault: Fault; convergeMs: number }[];
   observations: number;
   violations: Violation[];
   /** From the last change to converged (ms), or null if it never did. */
@@ -104,7 +111,7 @@ export async function runChurn(options: ChurnOptions): Promise<ChurnReport> {
   const cri = new CriClient(endpoint);
   const history = new PodHistory();
   const violations: Violation[] = [];
-  const report: ChurnReport = { seed: options.seed, changes: 0, kills: [], observations: 0, violations, finalConvergeMs: null, notConverged: [] };
+  const report: ChurnReport = { seed: options.seed, changes: 0, faults: [], observations: 0, violations, finalConvergeMs: null, notConverged: [] };
   const args = [`--container-runtime-endpoint=${endpoint}`, `--pod-manifest-path=${manifests}`, '--file-check-frequency=1s', `--hostname-override=${NODE}`, '--sync-frequency=5s'];
   const live = new Map<string, { kind: Kind; generation: number }>();
   let agent = null as AgentProcess | null;
@@ -120,8 +127,14 @@ export async function runChurn(options: ChurnOptions): Promise<ChurnReport> {
     const pods = await agent.pods().catch(() => null);
     if (!pods) return;
     report.observations++;
-    violations.push(...history.observe(pods));
-    violations.push(...runtimeViolations({ containers: await cri.listContainers(), sandboxes: await cri.listPodSandbox() }));
+    const runtime = { containers: await cri.listContainers(), sandboxes: await cri.listPodSandbox() };
+    for (const violation of history.observe(pods)) {
+      // What the runtime held for that pod just then, to tell the agent's mistake from the runtime's.
+      const uid = /\(([0-9a-f-]+)\)/.exec(violation.detail)?.[1];
+      const held = runtime.containers.filter((c) => c.labels['io.kubernetes.pod.uid'] === uid).map((c) => `${c.metadata.name}#${c.metadata.attempt} ${c.state}`);
+      violations.push({ ...violation, detail: `${violation.detail}; runtime: [${held.join(', ')}]; faults so far: ${report.faults.map((f) => f.fault).join(', ')}` });
+    }
+    violations.push(...runtimeViolations(runtime));
   };
   const shouldRun = (pod: Pod) => RUNS.has(pod.metadata.labels?.['chaos/kind'] ?? '');
   /** Polls until converged; the time it took, or null (and the reasons) after the timeout. */
@@ -170,8 +183,19 @@ export async function runChurn(options: ChurnOptions): Promise<ChurnReport> {
   try {
     for (let i = 0; i < options.pods; i++) await write(`p${serial++}`, pick(KINDS), 0);
     await startAgent();
-    const killRounds = new Set(Array.from({ length: options.kills }, () => Math.floor(random() * options.rounds)));
-    while (killRounds.size < Math.min(options.kills, options.rounds)) killRounds.add(Math.floor(random() * options.rounds));
+    // Which round gets which fault: distinct rounds, drawn from the seed.
+    const faultAt = new Map<number, 'kill' | 'runtimeRestart'>();
+    const place = (fault: 'kill' | 'runtimeRestart', count: number) => {
+      for (let placed = 0; placed < count && faultAt.size < options.rounds; ) {
+        const round = Math.floor(random() * options.rounds);
+        if (faultAt.has(round)) continue;
+        faultAt.set(round, fault);
+        placed++;
+      }
+    };
+    place('kill', options.kills);
+    place('runtimeRestart', options.runtimeRestarts ?? 0);
+    const restartRuntime = options.restartRuntime ?? (sim ? (down: number) => sim!.restart(down * 1000) : null);
     for (let round = 0; round < options.rounds; round++) {
       for (let change = 0; change < 1 + Math.floor(random() * 3); change++) {
         const names = [...live.keys()];
@@ -189,11 +213,20 @@ export async function runChurn(options: ChurnOptions): Promise<ChurnReport> {
         }
       }
       await observe();
-      if (killRounds.has(round)) {
-        const point = pick(KILL_POINTS);
-        await kill(point);
+      const fault = faultAt.get(round);
+      if (fault) {
+        let injected: Fault;
+        if (fault === 'kill') {
+          // Inside a runtime call only where the runtime is this process's sim://.
+          injected = sim ? pick(KILL_POINTS) : 'anytime';
+          await kill(injected);
+        } else {
+          if (!restartRuntime) throw new Error('runtimeRestarts asked for, but no way to restart this runtime');
+          injected = 'runtimeRestart';
+          await restartRuntime(1);
+        }
         const convergeMs = await converge(options.convergeTimeoutMs ?? 60_000);
-        report.kills.push({ point, convergeMs: convergeMs ?? -1 });
+        report.faults.push({ fault: injected, convergeMs: convergeMs ?? -1 });
       } else {
         await new Promise((resolve) => setTimeout(resolve, 100 + random() * 400));
       }

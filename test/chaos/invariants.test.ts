@@ -22,6 +22,8 @@ describe('PodHistory', () => {
     const history = new PodHistory();
     expect(history.observe([pod('a', 'Running', { app: 2 }), pod('b', 'Succeeded')])).toEqual([]);
     expect(history.observe([pod('a', 'Running', { app: 3 }), pod('b', 'Succeeded')])).toEqual([]);
+    // Not known yet (an agent that just started): not a change of phase.
+    expect(history.observe([pod('a', 'Running', { app: 3 }), pod('b', '')])).toEqual([]);
     expect(history.observe([pod('a', 'Running', { app: 0 }), pod('b', 'Running')]).map((v) => v.invariant)).toEqual(['restart count never decreases', 'terminal phase kept']);
   });
 });

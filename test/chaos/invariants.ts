@@ -4,7 +4,7 @@
  *
  * Always:
  *   - a restart count never decreases (per pod UID and container);
- *   - a pod's phase never leaves Succeeded or Failed;
+ *   - a pod's phase never leaves Succeeded or Failed (a pod reported without a phase is not known yet);
  *   - the runtime never holds two containers of one pod, name and attempt (one start per
  *     restart), nor two running containers of one pod and name.
  * Once converged (cleanup has run):
@@ -39,13 +39,14 @@ export class PodHistory {
       const uid = pod.metadata.uid;
       const phase = pod.status?.phase ?? '';
       const was = this.terminal.get(uid);
-      if (was && phase !== was) violations.push({ invariant: 'terminal phase kept', detail: `pod ${pod.metadata.name} (${uid}) went from ${was} to ${phase || 'no phase'}` });
+      // A pod reported without a phase is not known yet (the agent has not read the runtime since it started).
+      if (was && phase && phase !== was) violations.push({ invariant: 'terminal phase kept', detail: `pod ${pod.metadata.name} (${uid}) went from ${was} to ${phase || 'no phase'}` });
       if (TERMINAL.has(phase) && !was) this.terminal.set(uid, phase);
       for (const status of [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])]) {
         const key = `${uid}/${status.name}`;
         const before = this.restarts.get(key) ?? 0;
         if (status.restartCount < before) {
-          violations.push({ invariant: 'restart count never decreases', detail: `pod ${pod.metadata.name} container ${status.name}: ${before} → ${status.restartCount}` });
+          violations.push({ invariant: 'restart count never decreases', detail: `pod ${pod.metadata.name} (${uid}) container ${status.name}: ${before} → ${status.restartCount}` });
         }
         this.restarts.set(key, Math.max(before, status.restartCount));
       }

@@ -30,30 +30,31 @@ const pods = Number(arg('pods') ?? 20);
 const kills = Number(arg('kills') ?? 5);
 const seeds = seededRandom(runSeed);
 
-console.log(`chaos run seed ${runSeed}: churn episodes of ${pods} pods with ${kills} agent kills each, for ${arg('duration') ?? '5m'}`);
+console.log(`chaos run seed ${runSeed}: churn episodes of ${pods} pods with ${kills} agent kills and a runtime restart each, for ${arg('duration') ?? '5m'}`);
 const started = performance.now();
 const reports: ChurnReport[] = [];
 let failed = false;
 while (performance.now() - started < budgetMs && reports.length < maxEpisodes) {
   const seed = Math.floor(seeds() * 2 ** 31);
-  const report = await runChurn({ seed, pods, rounds: kills * 4, kills, image: 'statelet.local/busybox:1' });
+  const report = await runChurn({ seed, pods, rounds: kills * 4, kills, runtimeRestarts: 1, image: 'statelet.local/busybox:1' });
   reports.push(report);
-  const ok = report.violations.length === 0 && report.finalConvergeMs !== null && report.kills.every((k) => k.convergeMs >= 0);
-  console.log(`episode ${reports.length} seed ${seed}: ${report.changes} changes, ${report.kills.length} kills, ${report.observations} observations, ${report.violations.length} violations${ok ? '' : ` — FAILED: ${JSON.stringify({ violations: report.violations, notConverged: report.notConverged })}`}`);
+  const ok = report.violations.length === 0 && report.finalConvergeMs !== null && report.faults.every((f) => f.convergeMs >= 0);
+  console.log(`episode ${reports.length} seed ${seed}: ${report.changes} changes, ${report.faults.length} faults, ${report.observations} observations, ${report.violations.length} violations${ok ? '' : ` — FAILED: ${JSON.stringify({ violations: report.violations, notConverged: report.notConverged })}`}`);
   if (!ok) failed = true;
 }
 
 const byPoint = new Map<string, number[]>();
-for (const k of reports.flatMap((r) => r.kills)) if (k.convergeMs >= 0) byPoint.set(k.point, [...(byPoint.get(k.point) ?? []), k.convergeMs]);
+for (const f of reports.flatMap((r) => r.faults)) if (f.convergeMs >= 0) byPoint.set(f.fault, [...(byPoint.get(f.fault) ?? []), f.convergeMs]);
 const rows: [string, string][] = [
   ['run seed', String(runSeed)],
   ['episodes run', String(reports.length)],
   ['pod changes (add, update, delete)', String(reports.reduce((n, r) => n + r.changes, 0))],
-  ['faults injected: agent SIGKILL', String(reports.reduce((n, r) => n + r.kills.length, 0))],
+  ['faults injected: agent SIGKILL', String(reports.reduce((n, r) => n + r.faults.filter((f) => f.fault !== 'runtimeRestart').length, 0))],
+  ['faults injected: runtime restart', String(reports.reduce((n, r) => n + r.faults.filter((f) => f.fault === 'runtimeRestart').length, 0))],
   ['observations checked against the invariants', String(reports.reduce((n, r) => n + r.observations, 0))],
   ['violations', String(reports.reduce((n, r) => n + r.violations.length, 0))],
-  ['episodes that did not converge', String(reports.filter((r) => r.finalConvergeMs === null || r.kills.some((k) => k.convergeMs < 0)).length)],
-  ...[...byPoint].map(([point, times]): [string, string] => [`converged after a kill (${point}): p50 / p99 ms (n)`, `${Math.round(percentile(times, 50))} / ${Math.round(percentile(times, 99))} (${times.length})`]),
+  ['episodes that did not converge', String(reports.filter((r) => r.finalConvergeMs === null || r.faults.some((f) => f.convergeMs < 0)).length)],
+  ...[...byPoint].map(([point, times]): [string, string] => [`converged after ${point === 'runtimeRestart' ? 'a runtime restart' : `a kill (${point})`}: p50 / p99 ms (n)`, `${Math.round(percentile(times, 50))} / ${Math.round(percentile(times, 99))} (${times.length})`]),
 ];
 const width = Math.max(...rows.map(([k]) => k.length));
 console.log(`\n${rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n')}`);

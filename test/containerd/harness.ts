@@ -26,11 +26,14 @@ export interface ContainerdInstance {
   workDir: string;
   /** Stops the instance and removes everything it made. Safe to call more than once. */
   stop(): Promise<void>;
+  /** Kills the daemon (SIGKILL) and starts it again `downSeconds` later; containers run on under their shims. */
+  restart(downSeconds: number): Promise<void>;
 }
 
 const scriptsDir = fileURLToPath(new URL('../../scripts/containerd/', import.meta.url));
 const UP = join(scriptsDir, 'up.sh');
 const DOWN = join(scriptsDir, 'down.sh');
+const RESTART = join(scriptsDir, 'restart.sh');
 /** Startup is about 2 s on the 2-vCPU VMs; the margin is for a loaded CI machine. */
 const UP_TIMEOUT_MS = 180_000;
 const DOWN_TIMEOUT_MS = 180_000;
@@ -72,15 +75,15 @@ function scriptEnv(): NodeJS.ProcessEnv {
   return { ...process.env, PATH: path };
 }
 
-function run(script: string, workDir: string, timeoutMs: number): Promise<{ stdout: string; stderr: string }> {
+function run(script: string, argv: string[], timeoutMs: number): Promise<{ stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     execFile(
       script,
-      [workDir],
+      argv,
       { env: scriptEnv(), timeout: timeoutMs, killSignal: 'SIGTERM', maxBuffer: 16 * 1024 * 1024 },
       (err, stdout, stderr) => {
         if (err) {
-          reject(new Error(`${script} ${workDir} failed: ${err.message}\n--- stderr ---\n${stderr}`));
+          reject(new Error(`${script} ${argv.join(' ')} failed: ${err.message}\n--- stderr ---\n${stderr}`));
         } else {
           resolve({ stdout, stderr });
         }
@@ -110,7 +113,7 @@ export async function startContainerd(): Promise<ContainerdInstance | null> {
   const startedAt = Date.now();
   let up: { stdout: string; stderr: string };
   try {
-    up = await run(UP, workDir, UP_TIMEOUT_MS);
+    up = await run(UP, [workDir], UP_TIMEOUT_MS);
   } catch (err) {
     // up.sh undoes itself on failure; the dir is left only if it never got going.
     rmSync(workDir, { recursive: true, force: true });
@@ -118,7 +121,7 @@ export async function startContainerd(): Promise<ContainerdInstance | null> {
   }
   const endpoint = up.stdout.trim().split('\n').at(-1) ?? '';
   if (!endpoint.startsWith('unix://')) {
-    await run(DOWN, workDir, DOWN_TIMEOUT_MS).catch(() => undefined);
+    await run(DOWN, [workDir], DOWN_TIMEOUT_MS).catch(() => undefined);
     throw new Error(`up.sh printed no endpoint (stdout: ${JSON.stringify(up.stdout)})\n${up.stderr}`);
   }
   process.stderr.write(`containerd harness: ${endpoint} up in ${Date.now() - startedAt} ms\n`);
@@ -141,9 +144,12 @@ export async function startContainerd(): Promise<ContainerdInstance | null> {
     stop(): Promise<void> {
       stopping ??= (async () => {
         process.removeListener('exit', onExit);
-        await run(DOWN, workDir, DOWN_TIMEOUT_MS);
+        await run(DOWN, [workDir], DOWN_TIMEOUT_MS);
       })();
       return stopping;
+    },
+    async restart(downSeconds: number): Promise<void> {
+      await run(RESTART, [workDir, String(downSeconds)], UP_TIMEOUT_MS);
     },
   };
 }
