@@ -92,7 +92,11 @@ export type ProbeResultEvent = {
 
 // ---- TICK.* ---------------------------------------------------------------------------------
 
-export type TickEvent = { type: 'TICK.SYNC' } | { type: 'TICK.HOUSEKEEPING' };
+/**
+ * `TICK.RUNTIME_BACK`: the runtime answers again after relists failed; pods whose last sync
+ * failed (most likely because of it) are synced now rather than after their error back-off.
+ */
+export type TickEvent = { type: 'TICK.SYNC' } | { type: 'TICK.HOUSEKEEPING' } | { type: 'TICK.RUNTIME_BACK' };
 
 // ---- POD.* ----------------------------------------------------------------------------------
 

@@ -100,6 +100,8 @@ export function createPodsLogic(deps: PodsDeps) {
           return;
         case 'TICK.SYNC':
           return workers.syncDue();
+        case 'TICK.RUNTIME_BACK':
+          return workers.syncFailed();
         case 'TICK.HOUSEKEEPING':
           deps.mirrorPods?.request();
           return housekeeping.tick();

@@ -19,7 +19,8 @@
  *   `sources`  `waiting` → `ready` once every expected source has been seen;
  *   `ticker`   emits TICK.SYNC each `syncTickMs`;
  *   `housekeeping` emits TICK.HOUSEKEEPING each `housekeepingMs`, in `ready` only;
- *   `runtime`  `healthy` ⇄ `unhealthy`, following the PLEG's relists (what /healthz reports).
+ *   `runtime`  `healthy` ⇄ `unhealthy`, following the PLEG's relists (what /healthz reports); back
+ *              to healthy, it tells the pods (`TICK.RUNTIME_BACK`) so failed syncs are retried at once.
  *
  * Context holds only counters and small facts for health and the visualizer; the pods themselves
  * live in their own actors.
@@ -137,6 +138,7 @@ export const syncLoopMachine = setup({
     notifyNodeHealth: sendTo('nodeStatus', { type: 'NODE.HEALTH_CHANGED' } satisfies NodeEvent),
     tickSync: sendTo('pods', { type: 'TICK.SYNC' } satisfies TickEvent),
     tickHousekeeping: sendTo('pods', { type: 'TICK.HOUSEKEEPING' } satisfies TickEvent),
+    tickRuntimeBack: sendTo('pods', { type: 'TICK.RUNTIME_BACK' } satisfies TickEvent),
     recordRelist: assign(({ event }) =>
       event.type === 'PLEG.RELISTED' ? { lastRelistAt: event.at, lastRelistDurationMs: event.durationMs, lastRuntimeError: null } : {},
     ),
@@ -214,7 +216,11 @@ export const syncLoopMachine = setup({
         unknown: {},
         // The node's Ready condition follows the runtime's health at once, not a status period later.
         healthy: { entry: 'notifyNodeHealth' },
-        unhealthy: { entry: 'notifyNodeHealth' },
+        unhealthy: {
+          entry: 'notifyNodeHealth',
+          // Back: syncs that failed meanwhile are retried now, not after their error back-off.
+          on: { 'PLEG.RELISTED': { target: 'healthy', actions: ['recordRelist', 'tickRuntimeBack'] } },
+        },
       },
       on: {
         'PLEG.RELISTED': { target: '.healthy', actions: 'recordRelist' },

@@ -58,6 +58,8 @@ export class PodWorkers {
   private readonly actors = new Map<string, PodActor>();
   /** UID → when it is due for a resync (ms since the epoch). */
   private readonly due = new Map<string, number>();
+  /** Pods whose last sync failed: waiting out the error back-off. */
+  private readonly failed = new Set<string>();
   private readonly staticNames = new StaticPodNames();
   /** `releaseAll` was called: the parent is going away, and is told nothing more. */
   private closed = false;
@@ -129,6 +131,7 @@ export class PodWorkers {
     const actor = this.actors.get(uid);
     this.actors.delete(uid);
     this.due.delete(uid);
+    this.failed.delete(uid);
     actor?.send({ type: 'POD.RELEASE' });
   }
 
@@ -142,6 +145,8 @@ export class PodWorkers {
   schedule(report: EventOf<'POD.SYNCED'> | EventOf<'POD.TERMINATED'>): void {
     switch (report.type) {
       case 'POD.SYNCED': {
+        if (report.ok) this.failed.delete(report.uid);
+        else this.failed.add(report.uid);
         const base = report.ok ? this.options.syncFrequencyMs : this.options.errorBackoffMs;
         const jittered = base * (1 + 0.5 * this.options.random());
         this.due.set(report.uid, this.options.now() + Math.min(jittered, report.retryAfterMs ?? Infinity));
@@ -149,7 +154,17 @@ export class PodWorkers {
       }
       case 'POD.TERMINATED':
         this.due.delete(report.uid);
+        this.failed.delete(report.uid);
         return;
+    }
+  }
+
+  /** Sends `POD.SYNC` at once to every pod whose last sync failed (the runtime is back). */
+  syncFailed(): void {
+    for (const uid of this.failed) {
+      this.failed.delete(uid);
+      this.due.delete(uid);
+      this.actors.get(uid)?.send({ type: 'POD.SYNC' });
     }
   }
 
@@ -168,6 +183,7 @@ export class PodWorkers {
     if (this.actors.get(uid) === actor) {
       this.actors.delete(uid);
       this.due.delete(uid);
+      this.failed.delete(uid);
     }
     if (!this.closed) this.options.onEnded(uid, error);
   }

@@ -419,6 +419,7 @@ const scalarFieldsByType = {
   'POD.ENDED': ['uid'],
   'TICK.SYNC': [],
   'TICK.HOUSEKEEPING': [],
+  'TICK.RUNTIME_BACK': [],
   'RELIST.NOW': [],
   'RELIST.DONE': [],
   'STREAM.UPDATE': [],

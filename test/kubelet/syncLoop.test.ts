@@ -121,6 +121,21 @@ describe('syncLoop and pod workers', () => {
     await vi.waitFor(() => expect(h.statuses.get('uid-pleg')?.containerStatuses?.[0]?.restartCount).toBe(1));
   });
 
+  it('retries the syncs that failed while the runtime was down as soon as a relist succeeds again, not after their back-off', async () => {
+    const h = syncLoopHarness();
+    await h.relist();
+    h.runtime.failAlways('listPodSandbox', 'UNAVAILABLE', 'runtime restarting');
+    h.runtime.failAlways('runPodSandbox', 'UNAVAILABLE', 'runtime restarting');
+    h.add(makePod('back'));
+    await vi.waitFor(() => expect(h.podActor('uid-back')?.getSnapshot().context.lastError).toContain('runtime restarting'));
+    h.clock.increment(1_000);
+    await waitFor(h.syncLoop, (s) => s.matches({ runtime: 'unhealthy' }));
+    h.runtime.clearFailures();
+    // One relist period later, far inside the 10 s error back-off.
+    await h.relist();
+    await vi.waitFor(() => expect(h.statuses.get('uid-back')?.containerStatuses?.[0]?.state.running).toBeDefined());
+  });
+
   it('resyncs a pod when it is due, on the shared tick', async () => {
     const h = syncLoopHarness();
     h.add(makePod('resync'));
