@@ -8,6 +8,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=scripts/containerd/lib.sh
+source "$here/lib.sh"
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 log() { echo "containerd-restart: $*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
@@ -28,11 +30,5 @@ sleep "$down"
 setsid containerd --config "$wd/config.toml" </dev/null >>"$wd/containerd.log" 2>&1 &
 pid=$!
 echo "$pid" >"$wd/containerd.pid"
-deadline=$(( $(date +%s) + 30 ))
-until ctr -a "$sock" version >/dev/null 2>&1; do
-  kill -0 "$pid" 2>/dev/null || die "containerd exited during startup"
-  (( $(date +%s) < deadline )) || die "containerd socket did not answer within 30s"
-  sleep 0.1
-done
-node "$here/cri.mjs" wait-ready "unix://$sock" 30 || die "CRI plugin did not become ready"
+wait_serving "$sock" "$pid"
 log "containerd pid $pid serving again"

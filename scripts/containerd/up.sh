@@ -24,6 +24,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=scripts/containerd/lib.sh
+source "$here/lib.sh"
 # containerd starts its shims, and the shims start runc, with this PATH.
 export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:$PATH
 
@@ -201,14 +203,7 @@ started=1
 echo "$pid" >"$wd/containerd.pid"
 log "containerd pid $pid, socket $sock, bridge $bridge ($subnet)"
 
-deadline=$(( $(date +%s) + 30 ))
-until ctr -a "$sock" version >/dev/null 2>&1; do
-  kill -0 "$pid" 2>/dev/null || die "containerd exited during startup"
-  (( $(date +%s) < deadline )) || die "containerd socket did not answer within 30s"
-  sleep 0.1
-done
-# The CRI plugin initialises after the socket opens; until then CRI calls fail.
-node "$here/cri.mjs" wait-ready "unix://$sock" 30 || die "CRI plugin did not become ready"
+wait_serving "$sock" "$pid"
 t_ready=$(ms)
 log "containerd + CRI ready in $((t_ready - t0)) ms"
 

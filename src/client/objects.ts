@@ -51,31 +51,36 @@ interface CacheOptions {
  * with whoever asks for the same key meanwhile.
  */
 function cached<T>(read: (namespace: string, name: string) => Promise<T | null>, options: CacheOptions): (namespace: string, name: string, maxAgeMs?: number) => Promise<T | null> {
-  const inFlight = new Map<string, Promise<T | null>>();
+  const inFlight = new Map<string, { value: Promise<T | null>; startedAt: number }>();
   const copies = new Map<string, { value: T; at: number }>();
   const sweep = () => {
     for (const [key, copy] of copies) if (options.now() - copy.at > options.ttlMs) copies.delete(key);
   };
   return (namespace, name, maxAgeMs = options.ttlMs) => {
     const key = `${namespace}/${name}`;
+    const now = options.now();
     const copy = copies.get(key);
-    if (copy && options.now() - copy.at <= maxAgeMs) return Promise.resolve(copy.value);
-    let pending = inFlight.get(key);
-    if (!pending) {
-      const startedAt = options.now();
-      pending = read(namespace, name)
-        .then((value) => {
-          if (value === null) copies.delete(key);
-          else {
-            if (copies.size >= 1024) sweep();
-            copies.set(key, { value, at: startedAt });
-          }
-          return value;
-        })
-        .finally(() => inFlight.delete(key));
-      inFlight.set(key, pending);
-    }
-    return pending;
+    // A copy is never fresh enough for `maxAgeMs: 0`, even one taken within the same millisecond:
+    // it may predate the change the caller is asking after.
+    if (copy && maxAgeMs > 0 && now - copy.at <= maxAgeMs) return Promise.resolve(copy.value);
+    // A read under way is shared when it started recently enough (callers asking at once share one).
+    const pending = inFlight.get(key);
+    if (pending && now - pending.startedAt <= maxAgeMs) return pending.value;
+    const value = read(namespace, name)
+      .then((result) => {
+        if (result === null) copies.delete(key);
+        else if ((copies.get(key)?.at ?? -Infinity) <= now) {
+          // (A read that started earlier and ended later does not replace a newer copy.)
+          if (copies.size >= 1024) sweep();
+          copies.set(key, { value: result, at: now });
+        }
+        return result;
+      })
+      .finally(() => {
+        if (inFlight.get(key)?.value === value) inFlight.delete(key);
+      });
+    inFlight.set(key, { value, startedAt: now });
+    return value;
   };
 }
 

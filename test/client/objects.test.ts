@@ -29,6 +29,17 @@ describe('apiObjectReader', () => {
     expect(await reader.configMap('shop', 'cfg', 0)).toEqual({ data: { MODE: 'slow' }, binaryData: {} });
   });
 
+  it('reads afresh for maxAgeMs 0 even within the millisecond of the last read, and shares a read started at that moment', async () => {
+    const api = new MemoryApi();
+    api.configMaps.set('shop/cfg', { data: { MODE: 'fast' } });
+    const reader = apiObjectReader(api, { ttlMs: 60_000, now: () => 1_000 });
+    expect(await reader.configMap('shop', 'cfg', 0)).toEqual({ data: { MODE: 'fast' }, binaryData: {} });
+    api.configMaps.set('shop/cfg', { data: { MODE: 'slow' } });
+    const both = await Promise.all([reader.configMap('shop', 'cfg', 0), reader.configMap('shop', 'cfg', 0)]);
+    expect(both).toEqual([{ data: { MODE: 'slow' }, binaryData: {} }, { data: { MODE: 'slow' }, binaryData: {} }]);
+    expect(api.count('getConfigMap')).toBe(2);
+  });
+
   it('serves reads that may be old from a copy up to the TTL old, and never caches a missing object', async () => {
     const api = new MemoryApi();
     let now = 0;
