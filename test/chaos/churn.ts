@@ -55,7 +55,7 @@ export interface ChurnReport {
   seed: number;
   changes: number;
   /** Each fault injected, and how long the node took to converge after it (-1: it did not). */
-  faults: { fault: Fault; convergeMs: number }[];
+  faults: { fault: Fault; convergeMs: number; notConverged?: string[] }[];
   observations: number;
   violations: Violation[];
   /** From the last change to converged (ms), or null if it never did. */
@@ -226,7 +226,7 @@ export async function runChurn(options: ChurnOptions): Promise<ChurnReport> {
           await restartRuntime(1);
         }
         const convergeMs = await converge(options.convergeTimeoutMs ?? 60_000);
-        report.faults.push({ fault: injected, convergeMs: convergeMs ?? -1 });
+        report.faults.push(convergeMs === null ? { fault: injected, convergeMs: -1, notConverged: report.notConverged } : { fault: injected, convergeMs });
       } else {
         await new Promise((resolve) => setTimeout(resolve, 100 + random() * 400));
       }

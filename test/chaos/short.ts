@@ -1,7 +1,6 @@
 /**
- * The short reliability suite (issue 13) that `.ci/run` runs; `npm run chaos` runs the long one.
- * Each episode's seed is printed: `CHAOS_SEED=<seed> npx vitest run test/chaos/chaos.test.ts`
- * replays it.
+ * The short reliability suite (issue 13): `npm run chaos:short`; `npm run chaos` runs the long
+ * one. Each episode's seed is printed: `CHAOS_SEED=<seed> npm run chaos:short` replays it.
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { BUSYBOX_IMAGE, startContainerd } from '../containerd/harness.ts';
@@ -11,7 +10,7 @@ const seed = Number(process.env.CHAOS_SEED ?? Math.floor(Math.random() * 2 ** 31
 
 /** Runs the churn episode with the run's seed: no violation, every fault injected, converged after each and at the end. */
 async function churnClean(runtime: string, options: Omit<ChurnOptions, 'seed'>): Promise<void> {
-  console.log(`chaos churn (${runtime}) seed ${seed} (replay: CHAOS_SEED=${seed} npx vitest run test/chaos/chaos.test.ts)`);
+  console.log(`chaos churn (${runtime}) seed ${seed} (replay: CHAOS_SEED=${seed} npm run chaos:short)`);
   const report = await runChurn({ seed, ...options });
   const context = `seed ${seed}: ${JSON.stringify({ faults: report.faults, notConverged: report.notConverged })}`;
   expect(report.violations, context).toEqual([]);
