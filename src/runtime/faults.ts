@@ -9,6 +9,10 @@
  * (`timeoutMs`: DEADLINE_EXCEEDED). Calls are tied to pods by what they carry: a sandbox config's
  * UID, or an id the injector saw the runtime hand out or list for that pod. The event stream
  * (`containerEvents`) passes through untouched.
+ *
+ * The same rules apply on a runtime's serving side (`intercept`, for sim:// served from a test's
+ * process): there the agent in another process makes the calls, and a held call is one its gRPC
+ * client waits on.
  */
 import { type CallOptions, CriError, type CriErrorCode, type ImageService, type RuntimeService } from './types.ts';
 
@@ -43,6 +47,13 @@ export interface HeldCall {
   podUid: string | undefined;
   since: number;
 }
+
+/**
+ * Runs `answer` for one call a runtime serves (named by its CRI method, `StopContainer`, with the
+ * request as decoded from the wire), or fails, delays or holds it first. `signal` fires when the
+ * client goes away (its deadline passed, or it cancelled).
+ */
+export type CallInterceptor = (call: string, request: unknown, signal: AbortSignal, answer: () => Promise<unknown>) => Promise<unknown>;
 
 /** mulberry32: a small, fast, seedable generator with a 2^32 period, enough for fault draws. */
 export function seededRandom(seed: number): () => number {
@@ -112,6 +123,16 @@ export class FaultInjector {
   images(inner: ImageService): ImageService {
     return this.decorate(inner, () => false);
   }
+
+  /** The rules as a runtime's server applies them to the calls it serves (sim://'s `intercept`). */
+  readonly intercept: CallInterceptor = async (call, request, signal, answer) => {
+    const method = (call.charAt(0).toLowerCase() + call.slice(1)) as RuntimeMethod;
+    const podUid = this.podFor([request]);
+    await this.interfere(method, podUid, [request, { signal }]);
+    const response = await answer();
+    this.learn(response, podUid);
+    return response;
+  };
 
   private decorate<T extends object>(inner: T, passThrough: (method: string) => boolean): T {
     return new Proxy(inner, {
@@ -183,8 +204,10 @@ export class FaultInjector {
         const uid = this.podOf.get(arg);
         if (uid) return uid;
       } else if (arg && typeof arg === 'object') {
-        const record = arg as { metadata?: { uid?: string }; containerId?: string; podSandboxId?: string };
-        if (record.metadata?.uid) return record.metadata.uid;
+        // A sandbox config, or a request that carries one (RunPodSandbox's, CreateContainer's on the wire).
+        const record = arg as { metadata?: { uid?: string }; config?: { metadata?: { uid?: string } }; sandboxConfig?: { metadata?: { uid?: string } }; containerId?: string; podSandboxId?: string };
+        const uid = record.metadata?.uid || record.config?.metadata?.uid || record.sandboxConfig?.metadata?.uid;
+        if (uid) return uid;
         const id = record.containerId ?? record.podSandboxId;
         if (id && this.podOf.has(id)) return this.podOf.get(id);
       }
@@ -192,9 +215,18 @@ export class FaultInjector {
     return undefined;
   }
 
-  /** Ids in a result: a new sandbox's or container's (for the call's pod), or listed ones with their pod label. */
+  /**
+   * Ids in a result: a new sandbox's or container's (for the call's pod; on the wire, the
+   * response's `podSandboxId` or `containerId`), or listed ones with their pod label.
+   */
   private learn(result: unknown, podUid: string | undefined): void {
     if (typeof result === 'string' && podUid) this.podOf.set(result, podUid);
+    if (result && typeof result === 'object' && !Array.isArray(result)) {
+      const response = result as { podSandboxId?: unknown; containerId?: unknown; items?: unknown; containers?: unknown };
+      const created = response.podSandboxId ?? response.containerId;
+      if (typeof created === 'string' && podUid) this.podOf.set(created, podUid);
+      result = response.items ?? response.containers;
+    }
     if (!Array.isArray(result)) return;
     for (const item of result as { id?: string; labels?: Record<string, string> }[]) {
       const uid = item?.labels?.[POD_UID_LABEL];

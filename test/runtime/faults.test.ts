@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { FaultInjector, seededRandom } from '../../src/runtime/faults.ts';
 import { SimEngine } from '../../src/runtime/sim/engine.ts';
 import { InProcessRuntime } from '../../src/runtime/sim/inProcess.ts';
-import { containerConfig, podSandboxConfig, rejection } from './support.ts';
+import { containerConfig, podSandboxConfig, rejection, simOverGrpc } from './support.ts';
 
 function setup(seed = 1) {
   const engine = new SimEngine({ pullDelayMs: 0 });
@@ -81,5 +81,34 @@ describe('FaultInjector', () => {
     expect(await hitsFor(42)).toEqual(first);
     expect(await hitsFor(43)).not.toEqual(first);
     expect(seededRandom(7)()).toBe(seededRandom(7)());
+  });
+
+  it('applies its rules where sim:// serves the calls: a client over gRPC sees the failure, the hang held until its deadline, other pods untouched', async () => {
+    const faults = new FaultInjector({ seed: 1 });
+    const { client, close } = await simOverGrpc('statelet-faults-', { intercept: faults.intercept });
+    try {
+      const configA = podSandboxConfig('a');
+      const configB = podSandboxConfig('b');
+      const sandboxA = await client.runPodSandbox(configA);
+      const sandboxB = await client.runPodSandbox(configB);
+      const containerA = await client.createContainer(sandboxA, containerConfig('app'), configA);
+      faults.add({ methods: ['createContainer'], count: 1, action: { kind: 'fail', code: 'RESOURCE_EXHAUSTED', message: 'no space left' } });
+      expect(await rejection(client.createContainer(sandboxB, containerConfig('app'), configB))).toMatchObject({ call: 'CreateContainer', code: 'RESOURCE_EXHAUSTED', detail: 'no space left' });
+
+      // Pod a's container id was learned from CreateContainer's response: its status call is held, pod b's is not.
+      faults.add({ methods: ['containerStatus', 'removePodSandbox'], podUid: 'uid-a', action: { kind: 'hang' } });
+      const held = rejection(client.containerStatus(containerA, { timeoutMs: 300 }));
+      const containerB = await client.createContainer(sandboxB, containerConfig('app'), configB);
+      expect((await client.containerStatus(containerB)).metadata.name).toBe('app');
+      await client.removePodSandbox(sandboxB);
+      expect(faults.held).toEqual([expect.objectContaining({ method: 'containerStatus', podUid: 'uid-a' })]);
+      expect((await held).code).toBe('DEADLINE_EXCEEDED');
+      // The client gone, the server lets go of the call as well.
+      await expect.poll(() => faults.held).toEqual([]);
+      expect(await rejection(client.removePodSandbox(sandboxA, { timeoutMs: 100 }))).toMatchObject({ code: 'DEADLINE_EXCEEDED' });
+    } finally {
+      faults.clear();
+      await close();
+    }
   });
 });

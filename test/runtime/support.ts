@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CriClient } from '../../src/runtime/cri/client.ts';
-import { startSimRuntime, type SimRuntime } from '../../src/runtime/sim/server.ts';
+import { startSimRuntime, type SimRuntime, type SimRuntimeServerOptions } from '../../src/runtime/sim/server.ts';
 import { ManualClock } from '../support/manualClock.ts';
 import {
   CriError,
@@ -83,10 +83,10 @@ export interface SimOverGrpc {
 }
 
 /** sim:// on a manual clock, without pull delays, and the agent's CriClient talking to it. */
-export async function simOverGrpc(prefix: string): Promise<SimOverGrpc> {
+export async function simOverGrpc(prefix: string, options: Pick<SimRuntimeServerOptions, 'intercept'> = {}): Promise<SimOverGrpc> {
   const dir = await mkdtemp(join(tmpdir(), prefix));
   const clock = new ManualClock();
-  const sim = await startSimRuntime({ socketPath: join(dir, 'cri.sock'), clock, pullDelayMs: 0 });
+  const sim = await startSimRuntime({ socketPath: join(dir, 'cri.sock'), clock, pullDelayMs: 0, ...options });
   const client = new CriClient(sim.endpoint);
   return {
     dir,

@@ -9,6 +9,7 @@ import { mkdir, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import {
+  CriError,
   NamespaceMode,
   type Container,
   type ContainerConfig,
@@ -53,12 +54,15 @@ import { SimEngine, type SimContainerEvent, type SimRuntimeOptions } from './eng
 import { SimError } from './errors.ts';
 import { SimStreaming } from './streaming.ts';
 import { StreamingRequestError } from '../streaming/server.ts';
+import type { CallInterceptor } from '../faults.ts';
 
 export interface SimRuntimeServerOptions extends SimRuntimeOptions {
   /** Filesystem path of the unix socket to listen on; a stale socket file there is removed. */
   socketPath: string;
   /** Serve an existing engine instead of creating one from the options. */
   engine?: SimEngine;
+  /** Stands between every unary call and its answer: the reliability suite's faults (`FaultInjector.intercept`). */
+  intercept?: CallInterceptor;
 }
 
 export interface SimRuntime {
@@ -75,15 +79,15 @@ export interface SimRuntime {
 }
 
 export async function startSimRuntime(options: SimRuntimeServerOptions): Promise<SimRuntime> {
-  const { socketPath, engine: given, ...engineOptions } = options;
+  const { socketPath, engine: given, intercept, ...engineOptions } = options;
   const engine = given ?? new SimEngine(engineOptions);
   const eventStreams = new Set<grpc.ServerWritableStream<unknown, WireContainerEvent>>();
   const endpoint = `unix://${socketPath}`;
   await mkdir(dirname(socketPath), { recursive: true });
   const serve = async (): Promise<grpc.Server> => {
     const server = new grpc.Server();
-    server.addService(serviceDefinition('RuntimeService'), runtimeHandlers(engine, eventStreams));
-    server.addService(serviceDefinition('ImageService'), imageHandlers(engine));
+    server.addService(serviceDefinition('RuntimeService'), runtimeHandlers(engine, eventStreams, intercept));
+    server.addService(serviceDefinition('ImageService'), imageHandlers(engine, intercept));
     await removeStaleSocket(socketPath);
     await new Promise<void>((resolve, reject) => {
       server.bindAsync(endpoint, grpc.ServerCredentials.createInsecure(), (error) => (error ? reject(error) : resolve()));
@@ -135,6 +139,7 @@ async function removeStaleSocket(path: string): Promise<void> {
 
 function toServiceError(error: unknown): Partial<grpc.StatusObject> {
   if (error instanceof SimError || error instanceof StreamingRequestError) return { code: grpc.status[error.code], details: error.message };
+  if (error instanceof CriError) return { code: grpc.status[error.code], details: error.detail };
   return { code: grpc.status.INTERNAL, details: error instanceof Error ? error.message : String(error) };
 }
 
@@ -149,12 +154,14 @@ type UnaryHandlers<Rpcs extends { [M in keyof Rpcs]: Rpc<unknown, unknown> }> = 
  */
 function unaryHandlers<Rpcs extends { [M in keyof Rpcs]: Rpc<unknown, unknown> }>(
   handlers: UnaryHandlers<Rpcs>,
+  intercept: CallInterceptor = (_call, _request, _signal, answer) => answer(),
 ): Record<string, grpc.handleUnaryCall<unknown, unknown>> {
   const result: Record<string, grpc.handleUnaryCall<unknown, unknown>> = {};
   for (const [name, handler] of Object.entries<(request: unknown) => unknown>(handlers)) {
     result[name] = (call, callback) => {
-      Promise.resolve()
-        .then(() => handler(call.request))
+      const gone = new AbortController();
+      call.on('cancelled', () => gone.abort());
+      intercept(name, call.request, gone.signal, async () => handler(call.request))
         .then(
           (response) => callback(null, response),
           (error: unknown) => callback(toServiceError(error)),
@@ -333,6 +340,7 @@ function wireEvent(event: SimContainerEvent): WireContainerEvent {
 function runtimeHandlers(
   engine: SimEngine,
   eventStreams: Set<grpc.ServerWritableStream<unknown, WireContainerEvent>>,
+  intercept: CallInterceptor | undefined,
 ): grpc.UntypedServiceImplementation {
   const getContainerEvents: grpc.handleServerStreamingCall<unknown, WireContainerEvent> = (call) => {
     eventStreams.add(call);
@@ -406,11 +414,11 @@ function runtimeHandlers(
     Exec: async (req) => ({ url: await SimStreaming.of(engine).getExec({ ...req, cmd: [...req.cmd] }) }),
     Attach: async (req) => ({ url: await SimStreaming.of(engine).getAttach(req) }),
     PortForward: async (req) => ({ url: await SimStreaming.of(engine).getPortForward({ podSandboxId: req.podSandboxId, port: [...req.port] }) }),
-  });
+  }, intercept);
   return { ...unary, GetContainerEvents: getContainerEvents };
 }
 
-function imageHandlers(engine: SimEngine): grpc.UntypedServiceImplementation {
+function imageHandlers(engine: SimEngine, intercept: CallInterceptor | undefined): grpc.UntypedServiceImplementation {
   return unaryHandlers<ImageServiceRpcs>({
     ListImages: (req) => {
       const wanted = req.filter?.image?.image;
@@ -430,5 +438,5 @@ function imageHandlers(engine: SimEngine): grpc.UntypedServiceImplementation {
       engine.removeImage(imageName(req.image));
       return {};
     },
-  });
+  }, intercept);
 }
