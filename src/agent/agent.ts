@@ -82,10 +82,10 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     endpoint = sim.endpoint;
     log('info', 'Started the embedded simulated runtime', { endpoint });
   }
-  const client = new CriClient(endpoint);
+  const client = new CriClient(endpoint, { requestTimeoutMs: config.runtimeRequestTimeoutMs });
   const imageClient =
     config.imageServiceEndpoint && config.imageServiceEndpoint !== config.containerRuntimeEndpoint
-      ? new CriClient(config.imageServiceEndpoint)
+      ? new CriClient(config.imageServiceEndpoint, { requestTimeoutMs: config.runtimeRequestTimeoutMs })
       : client;
   closers.push(() => client.close());
   if (imageClient !== client) closers.push(() => imageClient.close());
@@ -165,6 +165,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
   const view: AgentView = {
     pods: () => [...podManager.all()].map((pod) => ({ ...pod, status: statuses.reported(pod) })),
     unhealthyReason: node.unhealthyReason,
+    hangingCalls: node.hangingCalls,
     metrics: () => metrics.render(),
     probeMetrics: () => metrics.renderProbes(),
   };

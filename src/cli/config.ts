@@ -50,6 +50,8 @@ export interface AgentConfig {
   containerRuntimeEndpoint: string;
   /** --image-service-endpoint / imageServiceEndpoint; resolved to containerRuntimeEndpoint when unset. */
   imageServiceEndpoint?: string;
+  /** --runtime-request-timeout / runtimeRequestTimeout: the deadline of runtime calls (pulls excepted). */
+  runtimeRequestTimeoutMs: number;
   /** --hostname-override, as given. */
   hostnameOverride?: string;
   /** hostnameOverride, else the machine's hostname; trimmed and lowercased as the kubelet does. */
@@ -175,6 +177,8 @@ export function agentDefaults(profile: DefaultsProfile = 'flags'): AgentDefaults
     rootDir: '/var/lib/kubelet',
     podLogsDir: '/var/log/pods',
     fileCheckFrequencyMs: 20_000,
+    // pkg/kubelet/apis/config/v1beta1/defaults.go: RuntimeRequestTimeout 2 minutes.
+    runtimeRequestTimeoutMs: 2 * 60_000,
     httpCheckFrequencyMs: 20_000,
     syncFrequencyMs: 60_000,
     // The authenticated API listens everywhere, as the kubelet's (the API server must reach it);

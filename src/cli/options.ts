@@ -657,6 +657,14 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     help: 'CRI image service endpoint, same forms as --container-runtime-endpoint',
     defaultText: 'the container runtime endpoint',
   }),
+  option({
+    key: 'runtimeRequestTimeoutMs',
+    kind: periodKind,
+    flag: 'runtime-request-timeout',
+    configField: 'runtimeRequestTimeout',
+    group: 'Container runtime',
+    help: 'Deadline of every runtime call but image pulls (a stop or an exec gets its own timeout on top)',
+  }),
 
   option({
     key: 'hostnameOverride',

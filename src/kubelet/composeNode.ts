@@ -42,6 +42,7 @@ import { type PodActor, actorId } from '../podworkers/podWorkers.ts';
 import { type PodWorkType, timedPodEffects } from '../podworkers/workDuration.ts';
 import { type ProbeMetrics, createProbeManagerLogic } from '../prober/manager.ts';
 import type { ImageService, RuntimeService } from '../runtime/types.ts';
+import { CallsInFlight, describeHanging } from '../runtime/callsInFlight.ts';
 import { StatusManager } from '../status/manager.ts';
 import type { NodeInfo } from '../lifecycle/admit.ts';
 import { amounts } from '../api/quantity.ts';
@@ -151,6 +152,8 @@ export interface Node {
   podActors(): Map<string, PodActor>;
   /** What `/healthz` reports as wrong (null: healthy). */
   unhealthyReason(): string | null;
+  /** The runtime calls that hang, each with its pod and how long it has waited (`/healthz?verbose`). */
+  hangingCalls(): string[];
   /** In a cluster: the writer of pod statuses to the API server. */
   statusWriter?: StatusWriter;
   /** The node's events: to the API in a cluster, to the log otherwise. */
@@ -223,7 +226,8 @@ export function composeNode(deps: NodeDeps): Node {
     ...(metrics.containerStarted ? { containerStarted: metrics.containerStarted.bind(metrics) } : {}),
     ...(startup ? { imagePull: (uid: string, stage: 'started' | 'finished') => (stage === 'started' ? startup.pullStarted(uid) : startup.pullFinished(uid)) } : {}),
   };
-  const effects = createPodEffects({ ...runtimeDeps, statuses, runtimeName: deps.runtimeName, ...(config.nodeIp ? { hostIP: config.nodeIp.split(',')[0] } : {}) });
+  const callsInFlight = new CallsInFlight(now, log);
+  const effects = createPodEffects({ ...runtimeDeps, statuses, callsInFlight, runtimeName: deps.runtimeName, ...(config.nodeIp ? { hostIP: config.nodeIp.split(',')[0] } : {}) });
   const podMachine = podMachineWith(metrics.podWorked ? timedPodEffects(effects, now, metrics.podWorked.bind(metrics)) : effects);
   const relister = createRelister(runtime, now, log, metrics.relisted?.bind(metrics));
   // Assigned once the syncLoop exists; read only by actors it runs.
@@ -364,6 +368,7 @@ export function composeNode(deps: NodeDeps): Node {
       return actors;
     },
     unhealthyReason: () => unhealthyReason(syncLoop.getSnapshot().context, now()),
+    hangingCalls: () => describeHanging(callsInFlight.hanging(), now()),
     ...(statusWriter ? { statusWriter } : {}),
     recorder,
     stop: () => {

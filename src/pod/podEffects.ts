@@ -9,7 +9,8 @@ import { podRef } from '../api/types.ts';
 import { podLogDirectory } from '../kuberuntime/configs.ts';
 import { type RuntimeDeps, executePlan, killPodRuntime, removePodRuntime, setUpVolumes, tearDownVolumes } from '../kuberuntime/execute.ts';
 import type { PreStopRuns } from '../kuberuntime/kill.ts';
-import { type CallTrace, tracedImages, tracedPulls, tracedRuntime } from '../runtime/callTrace.ts';
+import { type CallTrace, allOf, tracedImages, tracedPulls, tracedRuntime } from '../runtime/callTrace.ts';
+import type { CallsInFlight } from '../runtime/callsInFlight.ts';
 import type { RuntimePodStatus } from '../api/runtimeView.ts';
 import { readPodStatus } from '../kuberuntime/podStatus.ts';
 import type { ProbeResult } from '../api/probeResult.ts';
@@ -24,6 +25,8 @@ export interface PodEffectsDeps extends RuntimeDeps {
   /** The runtime's name, for `containerID: <runtime>://<id>`. */
   runtimeName: string;
   hostIP?: string;
+  /** The node's register of calls under way, which names the ones that hang. */
+  callsInFlight?: CallsInFlight;
 }
 
 export function createPodEffects(deps: PodEffectsDeps): PodEffects {
@@ -75,18 +78,21 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
     return result;
   };
 
-  /** The runtime as one effect run sees it: every call it makes reported to `calls`. */
-  const tracedDeps = (calls: CallTrace): PodEffectsDeps => ({
-    ...deps,
-    runtime: tracedRuntime(deps.runtime, calls),
-    images: tracedImages(deps.images, calls),
-    puller: tracedPulls(deps.puller, calls),
-  });
+  /** The runtime as one effect run for `pod` sees it: every call it makes reported to `calls` (and the node's register). */
+  const tracedDeps = (pod: Pod, actorCalls: CallTrace): PodEffectsDeps => {
+    const calls = deps.callsInFlight ? allOf(actorCalls, deps.callsInFlight.forPod(podRef(pod))) : actorCalls;
+    return {
+      ...deps,
+      runtime: tracedRuntime(deps.runtime, calls),
+      images: tracedImages(deps.images, calls),
+      puller: tracedPulls(deps.puller, calls),
+    };
+  };
 
   return {
     async syncPod({ pod, memory, probes }, signal, calls) {
       const opts = { signal };
-      const io = tracedDeps(calls);
+      const io = tracedDeps(pod, calls);
       const before = await readPodStatus(io.runtime, pod.metadata.uid, opts);
       const current = publish(pod, before, memory, false, probes);
       if (isTerminalPhase(current.phase)) return outcome(pod, before, memory, current);
@@ -106,7 +112,7 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
 
     async terminatePod({ pod, gracePeriodSeconds, memory }, signal, calls) {
       const opts = { signal };
-      const io = tracedDeps(calls);
+      const io = tracedDeps(pod, calls);
       const before = await readPodStatus(io.runtime, pod.metadata.uid, opts);
       deps.log('info', 'Killing pod', { pod: podRef(pod), gracePeriodSeconds });
       await killPodRuntime(io, pod, before, gracePeriodSeconds, opts, preStopsOf(pod.metadata.uid));
@@ -120,7 +126,7 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
 
     async cleanupPod({ pod, removeRuntime, memory }, signal, calls) {
       const opts = { signal };
-      const io = tracedDeps(calls);
+      const io = tracedDeps(pod, calls);
       forgetPreStops(pod.metadata.uid);
       const status = await readPodStatus(io.runtime, pod.metadata.uid, opts);
       publish(pod, status, memory, true);

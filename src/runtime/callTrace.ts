@@ -16,6 +16,8 @@ export interface TracedCall {
   id: number;
   call: string;
   target: string;
+  /** How long the call may take by design (StopContainer's grace period, ExecSync's timeout), in ms. */
+  allowanceMs?: number;
 }
 
 export interface CallTrace {
@@ -26,8 +28,8 @@ export interface CallTrace {
 let lastCallId = 0;
 
 /** Runs `run` as one traced call. */
-async function traceCall<T>(trace: CallTrace, call: string, target: string, run: () => Promise<T>): Promise<T> {
-  const traced: TracedCall = { id: ++lastCallId, call, target };
+async function traceCall<T>(trace: CallTrace, call: string, target: string, run: () => Promise<T>, allowanceMs?: number): Promise<T> {
+  const traced: TracedCall = { id: ++lastCallId, call, target, ...(allowanceMs ? { allowanceMs } : {}) };
   trace.started(traced);
   const startedAt = performance.now();
   try {
@@ -46,7 +48,7 @@ const shortId = (id: string) => id.slice(0, 13);
 export function tracedRuntime(runtime: RuntimeService, trace: CallTrace): RuntimeService {
   const names = new Map<string, string>();
   const containerName = (id: string) => names.get(id) ?? shortId(id);
-  const call = <T>(method: string, target: string, run: () => Promise<T>) => traceCall(trace, method, target, run);
+  const call = <T>(method: string, target: string, run: () => Promise<T>, allowanceMs?: number) => traceCall(trace, method, target, run, allowanceMs);
   return {
     version: (opts) => call('Version', '', () => runtime.version(opts)),
     status: (opts) => call('Status', '', () => runtime.status(opts)),
@@ -63,7 +65,7 @@ export function tracedRuntime(runtime: RuntimeService, trace: CallTrace): Runtim
       }),
     startContainer: (id, opts) => call('StartContainer', containerName(id), () => runtime.startContainer(id, opts)),
     stopContainer: (id, timeoutSeconds, opts) =>
-      call('StopContainer', containerName(id), () => runtime.stopContainer(id, timeoutSeconds, opts)),
+      call('StopContainer', containerName(id), () => runtime.stopContainer(id, timeoutSeconds, opts), timeoutSeconds * 1000),
     removeContainer: (id, opts) => call('RemoveContainer', containerName(id), () => runtime.removeContainer(id, opts)),
     listContainers: (filter, opts) =>
       call('ListContainers', '', async () => {
@@ -83,7 +85,7 @@ export function tracedRuntime(runtime: RuntimeService, trace: CallTrace): Runtim
     podSandboxStats: (id, opts) => call('PodSandboxStats', 'sandbox', () => runtime.podSandboxStats(id, opts)),
     listPodSandboxStats: (filter, opts) => call('ListPodSandboxStats', '', () => runtime.listPodSandboxStats(filter, opts)),
     execSync: (id, cmd, timeoutSeconds, opts) =>
-      call('ExecSync', containerName(id), () => runtime.execSync(id, cmd, timeoutSeconds, opts)),
+      call('ExecSync', containerName(id), () => runtime.execSync(id, cmd, timeoutSeconds, opts), timeoutSeconds * 1000),
     exec: (request, opts) => call('Exec', containerName(request.containerId), () => runtime.exec(request, opts)),
     attach: (request, opts) => call('Attach', containerName(request.containerId), () => runtime.attach(request, opts)),
     portForward: (request, opts) => call('PortForward', 'sandbox', () => runtime.portForward(request, opts)),
@@ -99,6 +101,14 @@ export function tracedImages(images: ImageService, trace: CallTrace): ImageServi
     imageStatus: (image, opts) => call('ImageStatus', image, () => images.imageStatus(image, opts)),
     listImages: (opts) => call('ListImages', '', () => images.listImages(opts)),
     removeImage: (image, opts) => call('RemoveImage', image, () => images.removeImage(image, opts)),
+  };
+}
+
+/** Every call reported to each of `traces`. */
+export function allOf(...traces: CallTrace[]): CallTrace {
+  return {
+    started: (call) => traces.forEach((trace) => trace.started(call)),
+    finished: (call, durationMs, error) => traces.forEach((trace) => trace.finished(call, durationMs, error)),
   };
 }
 

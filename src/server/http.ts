@@ -15,6 +15,8 @@ export interface AgentView {
   pods(): Pod[];
   /** `null` when healthy, else why not. */
   unhealthyReason(): string | null;
+  /** Runtime calls that hang, named (they hold their pods, not the node's health). */
+  hangingCalls(): string[];
   metrics(): Promise<string>;
   /** `/metrics/probes`: the prober metrics alone. */
   probeMetrics(): Promise<string>;
@@ -29,12 +31,28 @@ export function send(res: ServerResponse, status: number, contentType: string, b
   res.end(body);
 }
 
+/**
+ * `/healthz`: `ok`, or 500 and why. With `?verbose`, each check on a line as the kubelet's healthz
+ * lists them (k8s.io/apiserver/pkg/server/healthz handleRootHealth), and after them the runtime
+ * calls that hang: they hold their own pods only, so they do not fail the check, but an operator
+ * asking why a pod is stuck finds the call here.
+ */
+export function healthzResponse(view: AgentView, verbose: boolean): { status: number; body: string } {
+  const reason = view.unhealthyReason();
+  if (!verbose) return reason === null ? { status: 200, body: 'ok' } : { status: 500, body: `[-]${reason}\nhealthz check failed` };
+  const hanging = view.hangingCalls();
+  const lines = ['[+]ping ok', reason === null ? '[+]syncloop ok' : `[-]syncloop failed: ${reason}`];
+  if (hanging.length > 0) lines.push('runtime calls not returning (each holds its pod only):', ...hanging.map((call) => `  ${call}`));
+  lines.push(reason === null ? 'healthz check passed' : 'healthz check failed');
+  return { status: reason === null ? 200 : 500, body: `${lines.join('\n')}\n` };
+}
+
 export function healthzHandler(view: AgentView): RouteHandler {
   return (req, res) => {
-    if (req.url !== '/healthz') return false;
-    const reason = view.unhealthyReason();
-    if (reason === null) send(res, 200, 'text/plain; charset=utf-8', 'ok');
-    else send(res, 500, 'text/plain; charset=utf-8', `[-]${reason}\nhealthz check failed`);
+    const url = new URL(req.url ?? '/', 'http://node');
+    if (url.pathname !== '/healthz') return false;
+    const { status, body } = healthzResponse(view, url.searchParams.has('verbose'));
+    send(res, status, TEXT_PLAIN, body);
     return true;
   };
 }

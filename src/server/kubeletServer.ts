@@ -18,7 +18,7 @@ import { type StreamingSource, parseStreamingPath, serveStreaming } from './stre
 import { refuse } from '../runtime/streaming/upgrade.ts';
 import type { Duplex } from 'node:stream';
 import type { ServingCertificate } from './certificates.ts';
-import { type AgentView, type ListeningServer, TEXT_PLAIN, send, serve } from './http.ts';
+import { type AgentView, type ListeningServer, TEXT_PLAIN, healthzResponse, send, serve } from './http.ts';
 import { type LogSource, streamContainerLogs } from './containerLogs.ts';
 import { type StatsProvider, serveStats } from './statsProvider.ts';
 import type { Container } from '../runtime/types.ts';
@@ -110,8 +110,8 @@ async function handle(deps: KubeletServerDeps, req: IncomingMessage, res: Server
 
   const { pathname } = url;
   if (pathname === '/healthz') {
-    const reason = deps.view.unhealthyReason();
-    return reason === null ? send(res, 200, TEXT_PLAIN, 'ok') : send(res, 500, TEXT_PLAIN, `[-]${reason}\nhealthz check failed`);
+    const { status, body } = healthzResponse(deps.view, url.searchParams.has('verbose'));
+    return send(res, status, TEXT_PLAIN, body);
   }
   if (pathname === '/pods' || pathname === '/pods/') {
     return send(res, 200, 'application/json', JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: {}, items: deps.view.pods() }));

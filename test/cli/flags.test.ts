@@ -138,6 +138,7 @@ describe('parseCommandLine: defaults and forms', () => {
       rootDir: '/var/lib/kubelet',
       podLogsDir: '/var/log/pods',
       fileCheckFrequencyMs: 20_000,
+      runtimeRequestTimeoutMs: 120_000,
       httpCheckFrequencyMs: 20_000,
       syncFrequencyMs: 60_000,
       address: '0.0.0.0',
@@ -275,6 +276,7 @@ describe('parseCommandLine: defaults and forms', () => {
     const { config } = run([
       '--sync-frequency', '1m30s',
       '--file-check-frequency=5s',
+      '--runtime-request-timeout=15s',
       '--http-check-frequency', '500ms',
       '--pleg-relist-period', '2s',
       '--pod-manifest-path', '/etc/kubernetes/manifests',
@@ -294,6 +296,7 @@ describe('parseCommandLine: defaults and forms', () => {
     expect(config).toMatchObject({
       syncFrequencyMs: 90_000,
       fileCheckFrequencyMs: 5_000,
+      runtimeRequestTimeoutMs: 15_000,
       httpCheckFrequencyMs: 500,
       plegRelistPeriodMs: 2_000,
       podManifestPath: '/etc/kubernetes/manifests',

@@ -40,7 +40,7 @@ beforeAll(async () => {
   const logFile = path.join(dir, '0.log');
   await writeFile(logFile, ['one', 'two', 'three'].map((l) => `2026-11-25T10:00:00.000000001Z stdout F ${l}\n`).join(''));
   server = await startKubeletServer('127.0.0.1', 0, {
-    view: { pods: () => [pod], unhealthyReason: () => null, metrics: async () => 'm 1\n', probeMetrics: async () => 'p 1\n' },
+    view: { pods: () => [pod], unhealthyReason: () => null, hangingCalls: () => ['StopContainer (app) for pod shop/web: no answer for 95s'], metrics: async () => 'm 1\n', probeMetrics: async () => 'p 1\n' },
     pods: () => [pod],
     runtime: {
       containerStatus: async () => ({ logPath: logFile, state: 'CONTAINER_EXITED' }) as never,
@@ -88,6 +88,8 @@ describe('the authenticated API', () => {
     expect(pods.status).toBe(200);
     expect(JSON.parse(pods.body).items[0].metadata.name).toBe('web');
     expect(await get('/healthz')).toEqual({ status: 200, body: 'ok' });
+    // A hanging call is named, and leaves the node healthy.
+    expect(await get('/healthz?verbose')).toEqual({ status: 200, body: '[+]ping ok\n[+]syncloop ok\nruntime calls not returning (each holds its pod only):\n  StopContainer (app) for pod shop/web: no answer for 95s\nhealthz check passed\n' });
   });
 
   it('serves a container log with its options, and names what it cannot find', async () => {

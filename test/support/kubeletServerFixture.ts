@@ -33,7 +33,7 @@ export async function startTestKubeletServer(
   const statsEngine = deps.stats ? null : new SimEngine();
   const stats = deps.stats ?? new StatsProvider({ nodeName: 'node-a', runtime: new InProcessRuntime(statsEngine!), podLogsDir: dir, now: Date.now, log: silentLogger });
   const server = await startKubeletServer('127.0.0.1', 0, {
-    view: { pods: deps.pods, unhealthyReason: () => null, metrics: async () => '', probeMetrics: async () => '' },
+    view: { pods: deps.pods, unhealthyReason: () => null, hangingCalls: () => [], metrics: async () => '', probeMetrics: async () => '' },
     configz: () => ({}),
     auth: new RequestAuth({ anonymous: false, nodeName: 'node-a', now: Date.now }),
     tls: selfSigned('node-a', ['127.0.0.1'], new Date()),
