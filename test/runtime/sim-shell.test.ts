@@ -298,6 +298,32 @@ describe('commands', () => {
     }
   });
 
+  it('a write the host refuses (a full disk) fails as in sh, and the script goes on', () => {
+    // /dev/full answers every write with ENOSPC; a path under it is not a directory (ENOTDIR).
+    const fs = new SimFs([
+      { containerPath: '/data/beats', hostPath: '/dev/full', readonly: false },
+      { containerPath: '/data/sub', hostPath: '/dev/full/sub', readonly: false },
+    ]);
+    const h = sh(`
+      echo beat >> /data/beats || echo "echo failed $?"
+      echo beat > /data/sub/f || echo "redirect failed $?"
+      touch /data/sub/g || echo "touch failed $?"
+      mkdir -p /data/sub/h || echo "mkdir failed $?"
+      echo still running
+    `, { fs });
+    expect(h.stdout.join('')).toBe('echo failed 1\nredirect failed 1\ntouch failed 1\nmkdir failed 1\nstill running\n');
+    expect(h.stderr.join('')).toBe(
+      [
+        'sh: write error: No space left on device',
+        "sh: can't create /data/sub/f: Not a directory",
+        'touch: /data/sub/g: Not a directory',
+        "mkdir: can't create directory '/data/sub/h': Not a directory",
+        '',
+      ].join('\n'),
+    );
+    expect(h.exit()).toBe(0);
+  });
+
   it('mkdir, relative paths, cd, test -d / -s / string comparisons', () => {
     const h = sh(`
       mkdir -p /data/sub && cd /data && touch sub/f && [ -d /data/sub ] && [ -e /data/sub/f ] && echo ok1

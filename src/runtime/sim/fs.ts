@@ -8,8 +8,10 @@
  * The container's CRI mounts are real: a path at or under a mount's `containerPath` is the host
  * file at the same place under its `hostPath` (read and written through, as a bind mount), so the
  * files the agent prepares for a container (its /etc/hosts, volumes) are what its script sees.
+ * The host may refuse (its disk full, read-only): that is a `HostFsError` the shell reports as sh
+ * does, and the container goes on.
  */
-import { appendFileSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { type Stats, appendFileSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 
 /** Directories every image is assumed to have. They cannot be removed. */
 const BASE_DIRS: ReadonlySet<string> = new Set([
@@ -22,6 +24,36 @@ export const DEV_NULL = '/dev/null';
 
 export type RemoveResult = 'removed' | 'missing' | 'is-directory' | 'read-only';
 export type MkdirResult = 'created' | 'exists' | 'no-parent' | 'read-only';
+
+/** The host refused a write under a mount; `text` is the C library's wording (`No space left on device`). */
+export class HostFsError extends Error {
+  override readonly name = 'HostFsError';
+  constructor(readonly text: string) {
+    super(text);
+  }
+}
+
+/** Runs `io` against the host, its errno failure turned into a HostFsError. */
+function hostCall<T>(io: () => T): T {
+  try {
+    return io();
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (!code || !(error instanceof Error)) throw error;
+    // Node words it `ENOSPC: no space left on device, write`; sh says `No space left on device`.
+    const text = /^[A-Z0-9]+: ([^,]+)/.exec(error.message)?.[1] ?? code;
+    throw new HostFsError(text.charAt(0).toUpperCase() + text.slice(1));
+  }
+}
+
+/** What the host has at `path`; nothing when it cannot say (missing, or under a file: ENOTDIR). */
+function hostStat(path: string): Stats | undefined {
+  try {
+    return statSync(path, { throwIfNoEntry: false });
+  } catch {
+    return undefined;
+  }
+}
 
 export interface SimMount {
   containerPath: string;
@@ -67,13 +99,13 @@ export class SimFs {
 
   isFile(path: string): boolean {
     const m = this.mounted(path);
-    if (m) return statSync(m.host, { throwIfNoEntry: false })?.isFile() ?? false;
+    if (m) return hostStat(m.host)?.isFile() ?? false;
     return path === DEV_NULL || this.files.has(path);
   }
 
   isDir(path: string): boolean {
     const m = this.mounted(path);
-    if (m) return statSync(m.host, { throwIfNoEntry: false })?.isDirectory() ?? false;
+    if (m) return hostStat(m.host)?.isDirectory() ?? false;
     return BASE_DIRS.has(path) || this.dirs.has(path);
   }
 
@@ -89,11 +121,11 @@ export class SimFs {
     return this.files.get(path);
   }
 
-  /** Creates or truncates the file to `content` (callers check isReadOnly first). */
+  /** Creates or truncates the file to `content` (callers check isReadOnly first); under a mount, throws HostFsError when the host refuses. */
   write(path: string, content: string): void {
     if (path === DEV_NULL) return;
     const m = this.mounted(path);
-    if (m) return m.mount.readonly ? undefined : writeFileSync(m.host, content);
+    if (m) return m.mount.readonly ? undefined : hostCall(() => writeFileSync(m.host, content));
     this.addParents(path);
     this.files.set(path, content);
   }
@@ -101,7 +133,7 @@ export class SimFs {
   append(path: string, text: string): void {
     if (path === DEV_NULL) return;
     const m = this.mounted(path);
-    if (m) return m.mount.readonly ? undefined : appendFileSync(m.host, text);
+    if (m) return m.mount.readonly ? undefined : hostCall(() => appendFileSync(m.host, text));
     this.addParents(path);
     this.files.set(path, (this.files.get(path) ?? '') + text);
   }
@@ -117,7 +149,7 @@ export class SimFs {
       if (!this.exists(path)) return 'missing';
       if (this.isDir(path) && !recursive) return 'is-directory';
       if (m.mount.readonly) return 'read-only';
-      rmSync(m.host, { recursive: true, force: true });
+      hostCall(() => rmSync(m.host, { recursive: true, force: true }));
       return 'removed';
     }
     if (this.files.delete(path)) return 'removed';
@@ -135,7 +167,7 @@ export class SimFs {
     if (m) {
       if (!parents && !this.isDir(parentOf(path))) return 'no-parent';
       if (m.mount.readonly) return 'read-only';
-      mkdirSync(m.host, { recursive: true });
+      hostCall(() => mkdirSync(m.host, { recursive: true }));
       return 'created';
     }
     if (!parents && !this.isDir(parentOf(path))) return 'no-parent';

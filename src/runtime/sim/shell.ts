@@ -12,7 +12,7 @@
  */
 
 import type { Clock, TimerHandle } from '../../clock.ts';
-import { SimFs } from './fs.ts';
+import { HostFsError, SimFs } from './fs.ts';
 import { HOST_NETWORK_ADDRESS, SimNetwork, httpd, nc, type AppletContext, type AppletResult, type IoStart } from './net.ts';
 import { CpuMeter } from './usage.ts';
 import { parse, ShellSyntaxError, type Assignment, type Command, type Redirect, type Word } from './shell-parse.ts';
@@ -626,8 +626,8 @@ export class ShellProcess {
         const path = SimFs.resolve(target, this.cwd);
         if (this.fs.isDir(path)) return `can't create ${target}: Is a directory`;
         if (this.fs.isReadOnly(path)) return `can't create ${target}: Read-only file system`;
-        if (redirect.op === '>') this.fs.write(path, '');
-        else this.fs.append(path, '');
+        const opened = orRefusal(() => (redirect.op === '>' ? this.fs.write(path, '') : this.fs.append(path, '')));
+        if (opened instanceof HostFsError) return `can't create ${target}: ${opened.text}`;
         sink = path === '/dev/null' ? { kind: 'null' } : { kind: 'file', path };
       }
       if (redirect.fd === 1) streams.out = sink;
@@ -636,13 +636,24 @@ export class ShellProcess {
     return streams;
   }
 
-  private write(sink: Sink, text: string): void {
-    if (text === '') return;
+  /** Writes `text` to `sink`; false when the host refused it (said on the process's stderr, as sh says it). */
+  private write(sink: Sink, text: string): boolean {
+    if (text === '') return true;
     switch (sink.kind) {
-      case 'stdout': return this.output.stdout(text);
-      case 'stderr': return this.output.stderr(text);
-      case 'file': return this.fs.append(sink.path, text);
-      case 'null': return;
+      case 'stdout':
+        this.output.stdout(text);
+        return true;
+      case 'stderr':
+        this.output.stderr(text);
+        return true;
+      case 'file': {
+        const written = orRefusal(() => this.fs.append(sink.path, text));
+        if (!(written instanceof HostFsError)) return true;
+        this.output.stderr(`sh: write error: ${written.text}\n`);
+        return false;
+      }
+      case 'null':
+        return true;
     }
   }
 
@@ -666,8 +677,8 @@ export class ShellProcess {
   private *runCommand(argv: string[], io: Streams): Run {
     const [rawName = '', ...args] = argv;
     const name = rawName.includes('/') && BUILTIN_NAMES.has(basename(rawName)) ? basename(rawName) : rawName;
-    const out = (text: string): void => this.write(io.out, text);
-    const err = (text: string): void => this.write(io.err, text);
+    const out = (text: string): boolean => this.write(io.out, text);
+    const err = (text: string): void => void this.write(io.err, text);
     switch (name) {
       case ':':
       case 'true':
@@ -683,8 +694,7 @@ export class ShellProcess {
         throw new ExitRequest(code);
       }
       case 'echo':
-        out(echo(args));
-        return 0;
+        return out(echo(args)) ? 0 : 1;
       case 'sleep':
         return yield* this.sleep(args, err);
       case 'wait':
@@ -703,10 +713,11 @@ export class ShellProcess {
         let status = 0;
         for (const file of args) {
           const path = SimFs.resolve(file, this.cwd);
-          if (this.fs.isReadOnly(path)) {
-            err(`touch: ${file}: Read-only file system\n`);
+          const touched = this.fs.isReadOnly(path) ? new HostFsError('Read-only file system') : orRefusal(() => this.fs.touch(path));
+          if (touched instanceof HostFsError) {
+            err(`touch: ${file}: ${touched.text}\n`);
             status = 1;
-          } else this.fs.touch(path);
+          }
         }
         return status;
       }
@@ -812,8 +823,11 @@ export class ShellProcess {
     const recursive = flags.has('r') || flags.has('R');
     let status = 0;
     for (const operand of operands) {
-      const result = this.fs.remove(SimFs.resolve(operand, this.cwd), recursive);
-      if (result === 'missing' && !force) {
+      const result = orRefusal(() => this.fs.remove(SimFs.resolve(operand, this.cwd), recursive));
+      if (result instanceof HostFsError) {
+        err(`rm: can't remove '${operand}': ${result.text}\n`);
+        status = 1;
+      } else if (result === 'missing' && !force) {
         err(`rm: can't remove '${operand}': No such file or directory\n`);
         status = 1;
       } else if (result === 'is-directory') {
@@ -831,7 +845,8 @@ export class ShellProcess {
     const { flags, operands } = splitFlags(args);
     let status = 0;
     for (const operand of operands) {
-      const result = this.fs.mkdir(SimFs.resolve(operand, this.cwd), flags.has('p'));
+      const result = orRefusal(() => this.fs.mkdir(SimFs.resolve(operand, this.cwd), flags.has('p')));
+      if (result instanceof HostFsError) err(`mkdir: can't create directory '${operand}': ${result.text}\n`);
       if (result === 'exists') err(`mkdir: can't create directory '${operand}': File exists\n`);
       if (result === 'no-parent') err(`mkdir: can't create directory '${operand}': No such file or directory\n`);
       if (result === 'read-only') err(`mkdir: can't create directory '${operand}': Read-only file system\n`);
@@ -885,6 +900,16 @@ export class ShellProcess {
       }
     }
     return found ? 0 : status || 1;
+  }
+}
+
+/** Runs a filesystem call that may reach the host through a mount: its result, or the host's refusal (a full or read-only disk). */
+function orRefusal<T>(io: () => T): T | HostFsError {
+  try {
+    return io();
+  } catch (error) {
+    if (error instanceof HostFsError) return error;
+    throw error;
   }
 }
 
