@@ -42,7 +42,7 @@ import { type PodActor, actorId } from '../podworkers/podWorkers.ts';
 import { type PodWorkType, timedPodEffects } from '../podworkers/workDuration.ts';
 import { type ProbeMetrics, createProbeManagerLogic } from '../prober/manager.ts';
 import type { ImageService, RuntimeService } from '../runtime/types.ts';
-import { CallsInFlight, describeHanging } from '../runtime/callsInFlight.ts';
+import { CallsInFlight, describeHanging, hangingCallThresholdMs } from '../runtime/callsInFlight.ts';
 import { StatusManager } from '../status/manager.ts';
 import type { NodeInfo } from '../lifecycle/admit.ts';
 import { amounts } from '../api/quantity.ts';
@@ -84,6 +84,7 @@ export type NodeConfig = Pick<
   | 'containerLogMaxSize'
   | 'containerLogMaxFiles'
   | 'containerLogMonitorIntervalMs'
+  | 'runtimeRequestTimeoutMs'
 >;
 
 /** What the node needs to be a node of a cluster (--kubeconfig). */
@@ -226,7 +227,7 @@ export function composeNode(deps: NodeDeps): Node {
     ...(metrics.containerStarted ? { containerStarted: metrics.containerStarted.bind(metrics) } : {}),
     ...(startup ? { imagePull: (uid: string, stage: 'started' | 'finished') => (stage === 'started' ? startup.pullStarted(uid) : startup.pullFinished(uid)) } : {}),
   };
-  const callsInFlight = new CallsInFlight(now, log);
+  const callsInFlight = new CallsInFlight(now, log, hangingCallThresholdMs(config.runtimeRequestTimeoutMs));
   const effects = createPodEffects({ ...runtimeDeps, statuses, callsInFlight, runtimeName: deps.runtimeName, ...(config.nodeIp ? { hostIP: config.nodeIp.split(',')[0] } : {}) });
   const podMachine = podMachineWith(metrics.podWorked ? timedPodEffects(effects, now, metrics.podWorked.bind(metrics)) : effects);
   const relister = createRelister(runtime, now, log, metrics.relisted?.bind(metrics));

@@ -161,8 +161,9 @@ export async function killContainer(deps: KillDeps, request: KillRequest, opts: 
     grace = Math.max(grace, minimumGracePeriodSeconds);
     deps.log('info', 'Killing container with a grace period', { ...fields, gracePeriodSeconds: grace });
     try {
-      // The call must outlive the grace period it asks the runtime to wait.
-      await deps.runtime.stopContainer(target.id, grace, { ...opts, timeoutMs: grace * 1000 + 30_000 });
+      // Its deadline is the runtime request timeout on top of the grace period it asks the runtime
+      // to wait, as the CRI client gives it (pkg/kubelet/cri/remote/remote_runtime.go StopContainer).
+      await deps.runtime.stopContainer(target.id, grace, opts);
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }

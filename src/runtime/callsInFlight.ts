@@ -6,15 +6,19 @@
  * calls and each pod reads its own status in its own actor: a hanging call holds one pod only. What
  * is left is to say which call it is, and for which pod.
  *
- * A call counts as hanging once it has waited `thresholdMs` beyond what it may take by design
- * (StopContainer its grace period, ExecSync its timeout). It is logged once when it crosses the
+ * A call counts as hanging once it has waited beyond what it may take by design (StopContainer its
+ * grace period, ExecSync its timeout) for a quarter of its deadline, 30 s at most (the default
+ * deadline, --runtime-request-timeout, is 2 minutes): early enough to be seen before the deadline
+ * ends it and the pod's next attempt starts waiting again. It is logged once when it crosses the
  * line and once when it returns, and listed by `/healthz?verbose` while it waits.
  */
 import type { Logger } from '../log.ts';
 import type { CallTrace, TracedCall } from './callTrace.ts';
 
-/** How long past its own allowance a call may wait before it is reported as hanging. */
-export const hangingCallThresholdMs = 30_000;
+/** How long past its own allowance a call may wait before it is reported as hanging, for a runtime request timeout. */
+export function hangingCallThresholdMs(requestTimeoutMs: number): number {
+  return Math.min(30_000, requestTimeoutMs / 4);
+}
 
 export interface WaitingCall {
   /** `namespace/name` of the pod that made the call. */
@@ -36,7 +40,7 @@ export class CallsInFlight {
   constructor(
     private readonly now: () => number,
     private readonly log: Logger,
-    private readonly thresholdMs = hangingCallThresholdMs,
+    private readonly thresholdMs: number,
   ) {}
 
   /** The trace of one pod's calls. */

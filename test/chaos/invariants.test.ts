@@ -58,4 +58,12 @@ describe('notConverged', () => {
       '2 pod actors for 1 listed pods',
     ]);
   });
+
+  it('lets a lagging pod (its termination held) keep its runtime objects and its actor, and nothing more', () => {
+    const runtime = { containers: [container('1', 'a', 'app', 0, 'CONTAINER_RUNNING'), container('9', 'gone', 'app', 0, 'CONTAINER_RUNNING')], sandboxes: [sandbox('a', 'SANDBOX_READY'), sandbox('gone', 'SANDBOX_READY')] };
+    const listed = [pod('a', 'Running', { app: 0 })];
+    expect(notConverged(listed, runs, runtime, 2, new Set(['gone']))).toEqual([]);
+    expect(notConverged(listed, runs, runtime, 1, new Set(['gone']))).toEqual([]);
+    expect(notConverged(listed, runs, runtime, 3, new Set(['gone']))).toEqual(['3 pod actors for 1 listed pods']);
+  });
 });

@@ -76,11 +76,13 @@ export function runtimeViolations(runtime: RuntimeView): Violation[] {
 
 /**
  * Why the node has not converged yet (empty once it has): the runtime against the pods the agent
- * lists, the listed pods against the ones meant to run, and the agent's pod actors.
+ * lists, the listed pods against the ones meant to run, and the agent's pod actors. Pods of
+ * `lagging` UIDs (gone from config, their termination waiting on something the episode holds)
+ * may keep their runtime objects and their actor.
  */
-export function notConverged(listed: readonly Pod[], shouldRun: (pod: Pod) => boolean, runtime: RuntimeView, podActors: number): string[] {
+export function notConverged(listed: readonly Pod[], shouldRun: (pod: Pod) => boolean, runtime: RuntimeView, podActors: number, lagging: ReadonlySet<string> = new Set()): string[] {
   const reasons: string[] = [];
-  const uids = new Set(listed.map((p) => p.metadata.uid));
+  const uids = new Set([...listed.map((p) => p.metadata.uid), ...lagging]);
   for (const c of runtime.containers) {
     if (c.state === 'CONTAINER_RUNNING' && !uids.has(c.labels[POD_UID] ?? '')) reasons.push(`container ${c.metadata.name} (${short(c.id)}) runs for a pod the agent does not list (${c.labels[POD_UID] ?? 'no pod label'})`);
   }
@@ -94,7 +96,7 @@ export function notConverged(listed: readonly Pod[], shouldRun: (pod: Pod) => bo
       if (!runs) reasons.push(`pod ${pod.metadata.name}: container ${container.name} is not running`);
     }
   }
-  if (podActors !== listed.length) reasons.push(`${podActors} pod actors for ${listed.length} listed pods`);
+  if (podActors < listed.length || podActors > listed.length + lagging.size) reasons.push(`${podActors} pod actors for ${listed.length} listed pods`);
   return reasons;
 }
 

@@ -4,7 +4,7 @@
  * it returns; calls that return in time leave nothing behind.
  */
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { CallsInFlight, describeHanging } from '../../src/runtime/callsInFlight.ts';
+import { CallsInFlight, describeHanging, hangingCallThresholdMs } from '../../src/runtime/callsInFlight.ts';
 import type { LogFields, LogLevel } from '../../src/log.ts';
 
 describe('CallsInFlight', () => {
@@ -48,5 +48,9 @@ describe('CallsInFlight', () => {
     expect(calls.hanging()).toEqual([]);
     expect(lines).toEqual([]);
     expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('calls a call hanging after a quarter of its deadline, 30 s at most', () => {
+    expect([120_000, 600_000, 20_000, 1_000].map(hangingCallThresholdMs)).toEqual([30_000, 30_000, 5_000, 250]);
   });
 });
