@@ -32,8 +32,9 @@ import { makeEnvironment, readReferencedObjects } from './envVars.ts';
 import type { ObjectReader } from '../client/objects.ts';
 import { type NodeDns, podDns } from './dns.ts';
 import { ETC_HOSTS, managedHostsContent, mountsManagedHosts, podHostnameAndDomain } from './hosts.ts';
-import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises';
-import { setUpPodVolumes, tearDownPodVolumes } from '../volumes/setUp.ts';
+import { chmod, readFile, writeFile } from 'node:fs/promises';
+import { makePodDataDirs, setUpPodVolumes, tearDownPodVolumes } from '../volumes/setUp.ts';
+import { mkdirAll } from '../volumes/mkdirAll.ts';
 import { type Mounter, diskOnly } from '../volumes/mounter.ts';
 import type { TokenManager } from '../volumes/tokens.ts';
 import { containerMounts, unsupportedVolumes } from '../volumes/plan.ts';
@@ -81,14 +82,21 @@ const STARTED_TYPE: Record<ContainerType, StartedContainerType> = { container: '
 /** The node's own hosts file, which host-network pods see under the kubelet's header. */
 const NODE_HOSTS_FILE = '/etc/hosts';
 
-/** Writes the pod's managed hosts file (again: at each container start) and returns its mount. */
+/**
+ * Writes the pod's managed hosts file (again: at each container start) in the pod's directory
+ * (made by makePodDataDirs) and returns its mount. A disk that refuses it fails the container's
+ * configuration (kubelet_pods.go makeMounts → ensureHostsFile), with the file named: Node's
+ * write errors do not name it.
+ */
 async function hostsMount(podsDir: string, pod: Pod, podIPs: readonly string[], clusterDomain: string): Promise<Mount> {
-  const dir = path.join(podsDir, pod.metadata.uid);
-  await mkdir(dir, { recursive: true, mode: 0o750 });
   const nodeHosts = pod.spec.hostNetwork ? await readFile(NODE_HOSTS_FILE, 'utf8').catch(() => '') : '';
-  const file = path.join(dir, 'etc-hosts');
-  await writeFile(file, managedHostsContent(pod, podIPs, podHostnameAndDomain(pod, clusterDomain), nodeHosts));
-  await chmod(file, 0o644);
+  const file = path.join(podsDir, pod.metadata.uid, 'etc-hosts');
+  try {
+    await writeFile(file, managedHostsContent(pod, podIPs, podHostnameAndDomain(pod, clusterDomain), nodeHosts));
+    await chmod(file, 0o644);
+  } catch (err) {
+    throw new ContainerConfigError(`failed to write the pod's hosts file ${file}: ${errorText(err)}`);
+  }
   return { containerPath: ETC_HOSTS, hostPath: file, readonly: false };
 }
 
@@ -158,12 +166,21 @@ export async function removePodRuntime(deps: RuntimeDeps, status: RuntimePodStat
 }
 
 /**
- * The volume step of SyncPod (WaitForAttachAndMount), at every sync so that ConfigMap and Secret
- * changes reach the files: the pod's volumes set up, or the reason they are not (a FailedMount
- * event; the containers wait in ContainerCreating and the sync is retried: the object may appear).
+ * The pod's directories and the volume step of SyncPod (makePodDataDirs, WaitForAttachAndMount),
+ * at every sync so that ConfigMap and Secret changes reach the files: the pod's volumes set up, or
+ * the reason they are not (a FailedToMakePodDataDirectories or FailedMount event; the containers
+ * wait in ContainerCreating and the sync is retried: the disk may have room again, the object may
+ * appear).
  */
 export async function setUpVolumes(deps: RuntimeDeps, pod: Pod): Promise<string | null> {
   if (!deps.podsDir) return null;
+  try {
+    await makePodDataDirs(deps.podsDir, pod.metadata.uid);
+  } catch (err) {
+    const message = `error making pod data directories: ${errorText(err)}`;
+    deps.recorder.event(podReference(pod), 'Warning', 'FailedToMakePodDataDirectories', message);
+    return `FailedToMakePodDataDirectories: ${message}`;
+  }
   try {
     const allocatable = deps.allocatable?.();
     await setUpPodVolumes(
@@ -240,6 +257,8 @@ export async function executePlan(
   if (actions.createSandbox) {
     for (const warning of dns?.warnings ?? []) deps.recorder.event(podReference(pod), 'Warning', warning.reason, warning.message);
     try {
+      // The pod's log directory first, for the runtime to write the containers' logs in (kuberuntime_sandbox.go createPodSandbox).
+      await mkdirAll(config.logDirectory, 0o755);
       sandboxId = await deps.runtime.runPodSandbox(config, opts);
     } catch (err) {
       result.errors.push(`CreatePodSandboxError: ${errorText(err)}`);
@@ -392,6 +411,10 @@ async function startContainer(
     if ('error' in resolved) throw new ContainerConfigError(resolved.error);
     const mounts: Mount[] = [...resolved.mounts];
     if (deps.podsDir && mountsManagedHosts(container, podIPs)) mounts.push(await hostsMount(deps.podsDir, pod, podIPs, deps.dns?.clusterDomain ?? ''));
+    // The container's log directory, before the runtime opens its log there (kuberuntime_container.go generateContainerConfig).
+    await mkdirAll(path.join(sandbox.logDirectory, container.name), 0o755).catch((err: unknown) => {
+      throw new ContainerConfigError(`create container log directory for container ${container.name} failed: ${errorText(err)}`);
+    });
     config = containerConfig(pod, container, type, restartCount, image.image, envs, mounts);
   } catch (err) {
     if (!(err instanceof ContainerConfigError)) throw err;

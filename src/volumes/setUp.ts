@@ -2,10 +2,12 @@
  * Setting up a pod's volumes on disk before its containers start (the kubelet's volume manager
  * reconciler and the plugins' SetUpAt), again at every sync so that ConfigMap and Secret changes
  * and token refreshes reach the files, and tearing them down with the pod:
- * - the pod's directories first, 0750 (pkg/kubelet/kubelet_pods.go makePodDataDirs);
+ * - the pod's directories first, 0750, for every pod at every sync (pkg/kubelet/kubelet_pods.go
+ *   makePodDataDirs; ones already there are not touched, mkdirAll.ts);
  * - emptyDir (pkg/volume/emptydir/empty_dir.go): the directory, mode exactly 0777 whatever the
  *   umask, on tmpfs for `medium: Memory` (mounter.ts), then the `ready` marker under
- *   `plugins/kubernetes.io~empty-dir/<name>`;
+ *   `plugins/kubernetes.io~empty-dir/<name>`; once that marker is there, later syncs write
+ *   nothing (SetUpAt returns early), so a full or read-only disk does not fail a running pod;
  * - configMap (on disk), secret, downwardAPI and projected (on tmpfs, as their plugins wrap a
  *   memory-backed emptyDir): their files written with the atomic writer (atomicWriter.ts), from
  *   the objects read with the node's identity (as they are now at a volume's first setup, then
@@ -21,6 +23,7 @@ import type { Pod } from '../api/types.ts';
 import { amount, type ResourceAmounts } from '../api/quantity.ts';
 import type { ObjectReader } from '../client/objects.ts';
 import { writeAtomically } from './atomicWriter.ts';
+import { mkdirAll } from './mkdirAll.ts';
 import { type Mounter, tmpfsSizeBytes } from './mounter.ts';
 import {
   PLUGIN_DIRS,
@@ -56,11 +59,16 @@ export interface VolumeDeps {
 /** The service-account token lifetime when a projection does not say (the API's default). */
 const DEFAULT_TOKEN_SECONDS = 3600;
 
+/** `<podsDir>/<uid>` and its `volumes` and `plugins` directories, made where missing (makePodDataDirs). */
+export async function makePodDataDirs(podsDir: string, uid: string): Promise<void> {
+  const podDir = path.join(podsDir, uid);
+  for (const dir of [podDir, path.join(podDir, 'volumes'), path.join(podDir, 'plugins')]) await mkdirAll(dir, 0o750);
+}
+
+/** Sets up the pod's volumes; its data directories are made already (makePodDataDirs). */
 export async function setUpPodVolumes(deps: VolumeDeps, pod: Pod): Promise<void> {
   const volumes = mountedVolumes(pod);
   if (volumes.length === 0) return;
-  const podDir = path.join(deps.podsDir, pod.metadata.uid);
-  for (const dir of [podDir, path.join(podDir, 'volumes'), path.join(podDir, 'plugins')]) await mkdir(dir, { recursive: true, mode: 0o750 });
   // The volumes are set up side by side, as the kubelet's reconciler runs one operation per
   // volume: a pod's start waits for its slowest volume, not for the sum of them.
   const results = await Promise.allSettled(
@@ -107,7 +115,7 @@ function podMemoryLimit(pod: Pod): number | undefined {
 
 /** Makes `dir` and puts it on tmpfs when the volume is memory-backed and the node can mount. */
 async function prepareDir(deps: VolumeDeps, pod: Pod, volume: PodVolume, dir: string, memory: boolean): Promise<void> {
-  await mkdir(dir, { recursive: true, mode: 0o750 });
+  await mkdirAll(dir, 0o750);
   if (!memory) return;
   const sizeLimit = volume.emptyDir?.sizeLimit !== undefined ? amount('memory', volume.emptyDir.sizeLimit) : undefined;
   await deps.mounter.mountTmpfs(dir, tmpfsSizeBytes(deps.allocatable?.['memory'], podMemoryLimit(pod), sizeLimit));
@@ -116,9 +124,10 @@ async function prepareDir(deps: VolumeDeps, pod: Pod, volume: PodVolume, dir: st
 async function setUpEmptyDir(deps: VolumeDeps, pod: Pod, volume: PodVolume): Promise<void> {
   const dir = volumeDir(deps.podsDir, pod, volume);
   await prepareDir(deps, pod, volume, dir, volume.emptyDir?.medium === 'Memory');
-  await chmod(dir, 0o777);
   const marker = path.join(deps.podsDir, pod.metadata.uid, 'plugins', PLUGIN_DIRS.emptyDir, volume.name);
-  await mkdir(marker, { recursive: true, mode: 0o750 });
+  if (await lstat(path.join(marker, 'ready')).catch(() => null)) return;
+  await chmod(dir, 0o777);
+  await mkdirAll(marker, 0o750);
   await writeFile(path.join(marker, 'ready'), '');
 }
 
