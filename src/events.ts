@@ -114,9 +114,14 @@ export type PodCommand =
 /** Everything a pod actor accepts. */
 export type PodEvent = PodCommand | PlegEvent | ProbeResultEvent;
 
+/** The pieces of a pod actor's work: a sync, a termination, a cleanup. */
+export type PodWork = 'sync' | 'terminate' | 'cleanup';
+
 /** What a pod actor reports to its supervisor. */
 export type PodReport =
   | { type: 'POD.SYNCED'; uid: string; ok: boolean; retryAfterMs?: number }
+  /** A piece of work failed and will be retried; `pod` is its `namespace/name`. */
+  | { type: 'POD.FAILED'; uid: string; pod: string; work: PodWork; error: string }
   | { type: 'POD.TERMINATED'; uid: string }
   | { type: 'POD.FINISHED'; uid: string; restartRequested: boolean };
 

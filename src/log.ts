@@ -43,3 +43,25 @@ export function createLogger(options: {
 
 /** A logger that drops everything (tests). */
 export const silentLogger: Logger = () => {};
+
+/**
+ * Tells which failures are news, so that each is logged once per cause (a disk full for minutes
+ * must not print a line per retry): a subject's (a pod's, a log file's) failure is news when it
+ * starts and when its cause changes, not while it repeats; `resolved` forgets the subject, so its
+ * next failure is news again.
+ */
+export class RepeatedFailures {
+  private readonly causes = new Map<string, string>();
+
+  /** Whether `cause` is news for `subject`; remembers it. */
+  isNews(subject: string, cause: string): boolean {
+    if (this.causes.get(subject) === cause) return false;
+    this.causes.set(subject, cause);
+    return true;
+  }
+
+  /** The subject works again (or is gone). */
+  resolved(subject: string): void {
+    this.causes.delete(subject);
+  }
+}

@@ -10,6 +10,9 @@
  *   TICK.SYNC           → the work queue: pods due for a resync get POD.SYNC
  *   TICK.HOUSEKEEPING   → a housekeeping pass (src/housekeeping)
  *   POD.SYNCED/TERMINATED (from pod actors) → the work queue
+ *   POD.FAILED (from a pod actor) → the log, once per pod and cause (pod_workers.go logs "Error
+ *                         syncing pod, skipping" at every retry; a disk full for minutes would
+ *                         print a line per pod every few seconds)
  *   POD.FINISHED (from a pod actor), POD.ENDED (a pod actor ended) → housekeeping
  *
  * Stopping it lets go of every pod actor; the pods' containers keep running.
@@ -20,7 +23,7 @@ import type { ConfigEvent, EventOf, PodEnded, PodReport, PlegEvent, ProbeResultE
 import { Housekeeping, type RuntimeCleanup } from '../housekeeping/housekeeping.ts';
 import type { NodeInfo } from '../lifecycle/admit.ts';
 import type { EventRecorder } from '../record/recorder.ts';
-import type { Logger } from '../log.ts';
+import { type Logger, RepeatedFailures } from '../log.ts';
 import type { PodMachine } from '../pod/pod.ts';
 import type { MirrorPodSync } from '../pod/mirrorClient.ts';
 import type { PodManager } from '../pod/podManager.ts';
@@ -67,6 +70,8 @@ export function createPodsLogic(deps: PodsDeps) {
       now: deps.now,
       random: deps.random,
     });
+    // What each pod's work last failed of, so that a failure retried again and again is logged once.
+    const failures = new RepeatedFailures();
     const handlers = podHandlers({ workers, podManager, statuses, node: deps.node, recorder: deps.recorder, log });
     const housekeeping = new Housekeeping({
       workers,
@@ -105,13 +110,21 @@ export function createPodsLogic(deps: PodsDeps) {
         case 'TICK.HOUSEKEEPING':
           deps.mirrorPods?.request();
           return housekeeping.tick();
+        case 'POD.FAILED':
+          if (failures.isNews(event.uid, `${event.work}: ${event.error}`)) {
+            log('error', 'Error syncing pod, skipping', { pod: event.pod, podUID: event.uid, work: event.work, err: event.error });
+          }
+          return;
         case 'POD.SYNCED':
         case 'POD.TERMINATED':
+          if (event.type === 'POD.TERMINATED' || event.ok) failures.resolved(event.uid);
           return workers.schedule(event);
         case 'POD.FINISHED':
+          failures.resolved(event.uid);
           deps.podFinished?.(event.uid);
           return housekeeping.podFinished(event.uid, event.restartRequested);
         case 'POD.ENDED':
+          failures.resolved(event.uid);
           return housekeeping.podEnded(event.uid, event.error);
       }
     });

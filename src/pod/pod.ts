@@ -31,13 +31,18 @@
  *   startup Success, a readiness change — asks for a sync, which passes the results to computePodActions
  *   and the status; terminating: readiness is recorded; ignored after).
  *
+ * Reports to the supervisor
+ *   POD.SYNCED after each sync (ok or not, and when a backoff ends), POD.TERMINATED, POD.FINISHED;
+ *   POD.FAILED whenever a sync, a termination or a cleanup fails, with its error (the supervisor
+ *   logs it: pod_workers.go "Error syncing pod, skipping"), before the work is retried.
+ *
  * Effect actors (syncPod, terminatePod, cleanupPod) record each runtime call they make as
  * CRI.STARTED / CRI.FINISHED events sent to themselves, for inspectors; the pod never sees them.
  *
  * Never: performs I/O itself (every effect runs in an invoked actor), lets a grace period grow,
  * starts a sync after termination was requested.
  */
-import { type AnyActorRef, type ErrorActorEvent, and, assign, fromPromise, not, sendParent, setup } from 'xstate';
+import { type AnyActorRef, type ErrorActorEvent, and, assign, enqueueActions, fromPromise, not, sendParent, setup } from 'xstate';
 import type { Pod, PodPhase } from '../api/types.ts';
 import { podRef } from '../api/types.ts';
 import type { BackoffTable } from '../kuberuntime/backoff.ts';
@@ -47,7 +52,7 @@ import { nextGracePeriod } from './gracePeriod.ts';
 import type { InitStep, PodProgress } from './progress.ts';
 import type { CallTrace } from '../runtime/callTrace.ts';
 import type { WaitingReason } from '../api/runtimeView.ts';
-import type { PodEvent, PodReport, ProbeResultEvent, RuntimeCallEvent } from '../events.ts';
+import type { PodEvent, PodReport, PodWork, ProbeResultEvent, RuntimeCallEvent } from '../events.ts';
 
 /** What a sync remembers from one run to the next (plain data). */
 export interface PodMemory {
@@ -263,16 +268,16 @@ export const podMachine = setup({
       lastError: errorMessage(error),
       syncCount: context.syncCount + 1,
     })),
-    /** Tells the supervisor when this pod wants its next sync (`outcome` absent: the sync threw). */
-    reportSynced: sendParent(({ context }, outcome: SyncOutcome | undefined): PodReport => {
-      const report: PodReport = {
-        type: 'POD.SYNCED',
-        uid: context.uid,
-        ok: outcome !== undefined && outcome.errors.length === 0,
-      };
-      if (outcome?.retryAfterMs !== undefined) report.retryAfterMs = outcome.retryAfterMs;
-      return report;
+    /** Tells the supervisor why the sync failed, if it did, and when this pod wants its next sync. */
+    reportSynced: enqueueActions(({ context, enqueue }, result: { outcome: SyncOutcome } | { error: unknown }) => {
+      const errors = 'outcome' in result ? result.outcome.errors : [errorMessage(result.error)];
+      if (errors.length > 0) enqueue.sendParent(failure(context, 'sync', errors.join('; ')));
+      const report: PodReport = { type: 'POD.SYNCED', uid: context.uid, ok: errors.length === 0 };
+      if ('outcome' in result && result.outcome.retryAfterMs !== undefined) report.retryAfterMs = result.outcome.retryAfterMs;
+      enqueue.sendParent(report);
     }),
+    /** Tells the supervisor that a termination or a cleanup failed (it is retried). */
+    reportFailed: sendParent(({ context }, params: { work: PodWork; error: unknown }) => failure(context, params.work, errorMessage(params.error))),
     requestTermination: assign(({ context, event }) => {
       // The newest spec wins, even one still waiting in the pending slot.
       const pod = event.type === 'POD.UPDATE' ? event.pod : (context.pendingPod ?? context.pod);
@@ -346,7 +351,7 @@ export const podMachine = setup({
                     target: 'idle',
                     actions: [
                       { type: 'recordSync', params: ({ event }) => event.output },
-                      { type: 'reportSynced', params: ({ event }) => event.output },
+                      { type: 'reportSynced', params: ({ event }) => ({ outcome: event.output }) },
                     ],
                   },
                 ],
@@ -354,7 +359,7 @@ export const podMachine = setup({
                   target: 'idle',
                   actions: [
                     { type: 'recordError', params: ({ event }: { event: ErrorActorEvent }) => event.error },
-                    { type: 'reportSynced', params: () => undefined },
+                    { type: 'reportSynced', params: ({ event }: { event: ErrorActorEvent }) => ({ error: event.error }) },
                   ],
                 },
               },
@@ -455,7 +460,13 @@ export const podMachine = setup({
               memory: context.memory,
             }),
             onDone: { target: '#pod.terminated', actions: 'reportTerminated' },
-            onError: { target: 'retrying', actions: { type: 'recordError', params: ({ event }: { event: ErrorActorEvent }) => event.error } },
+            onError: {
+              target: 'retrying',
+              actions: [
+                { type: 'recordError', params: ({ event }: { event: ErrorActorEvent }) => event.error },
+                { type: 'reportFailed', params: ({ event }: { event: ErrorActorEvent }) => ({ work: 'terminate' as const, error: event.error }) },
+              ],
+            },
           },
         },
         retrying: { after: { killRetry: 'killing' } },
@@ -479,7 +490,13 @@ export const podMachine = setup({
             src: 'cleanupPod',
             input: ({ context }) => ({ pod: context.pod, removeRuntime: context.deleted, memory: context.memory }),
             onDone: { target: 'finished' },
-            onError: { target: 'retrying', actions: { type: 'recordError', params: ({ event }: { event: ErrorActorEvent }) => event.error } },
+            onError: {
+              target: 'retrying',
+              actions: [
+                { type: 'recordError', params: ({ event }: { event: ErrorActorEvent }) => event.error },
+                { type: 'reportFailed', params: ({ event }: { event: ErrorActorEvent }) => ({ work: 'cleanup' as const, error: event.error }) },
+              ],
+            },
           },
         },
         retrying: { after: { killRetry: 'cleaning' } },
@@ -503,6 +520,11 @@ export function podMachineWith(effects: PodEffects): PodMachine {
       cleanupPod: fromPromise<void, CleanupRequest>(({ input, signal, self }) => effects.cleanupPod(input, signal, callsRecordedOn(self))),
     },
   });
+}
+
+/** The report of a failed piece of work. */
+function failure(context: PodContext, work: PodWork, error: string): PodReport {
+  return { type: 'POD.FAILED', uid: context.uid, pod: context.ref, work, error };
 }
 
 function errorMessage(error: unknown): string {

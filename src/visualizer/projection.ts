@@ -427,6 +427,7 @@ const scalarFieldsByType = {
   'POD.UPDATE': ['updateType'],
   'POD.KILL': ['gracePeriodSeconds', 'deleted', 'reason'],
   'POD.SYNCED': ['uid', 'ok', 'retryAfterMs'],
+  'POD.FAILED': ['uid', 'pod', 'work', 'error'],
   'POD.TERMINATED': ['uid'],
   'POD.FINISHED': ['uid', 'restartRequested'],
   'PLEG.CONTAINER_STARTED': ['podUid', 'containerId'],

@@ -266,3 +266,43 @@ describe('syncLoop and pod workers', () => {
     expect(await h.runtime.listContainers({ labelSelector: { [Label.podUid]: 'uid-v1' } })).toEqual([]);
   });
 });
+
+describe('what the node logs of a pod whose work fails', () => {
+  it('says "Error syncing pod" once per cause, with the pod and the error: not while the same error repeats, again when it changes, and for a failing termination', async () => {
+    const lines: string[] = [];
+    const log: Logger = (level, message, fields = {}) => {
+      if (message === 'Error syncing pod, skipping') lines.push(`${level} ${String(fields['pod'])} ${String(fields['work'])}: ${String(fields['err'])}`);
+    };
+    const node = startFakeNode({ log });
+    const syncs = () => node.podActor('uid-full')?.getSnapshot().context.syncCount ?? 0;
+    /** Runs the pod's next sync: the 10 s error back-off, then the shared tick. */
+    const nextSync = async () => {
+      const before = syncs();
+      node.clock.increment(10_000);
+      node.clock.increment(1_000);
+      await vi.waitFor(() => expect(syncs()).toBe(before + 1));
+    };
+    node.runtime.failAlways('runPodSandbox', 'RESOURCE_EXHAUSTED', 'no space left on device');
+    node.syncLoop.send({ type: 'CONFIG.ADD', source: 'file', pods: [makePod('full')] });
+    await vi.waitFor(() => expect(syncs()).toBe(1));
+    await nextSync();
+    await nextSync();
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^error default\/full sync: CreatePodSandboxError: .*no space left on device$/);
+
+    node.runtime.clearFailures();
+    node.runtime.failAlways('runPodSandbox', 'UNAVAILABLE', 'read-only file system');
+    await nextSync();
+    await nextSync();
+    expect(lines).toHaveLength(2);
+    expect(lines[1]).toMatch(/read-only file system$/);
+
+    node.runtime.clearFailures();
+    await nextSync();
+    await vi.waitFor(() => expect(node.statuses.get('uid-full')?.containerStatuses?.[0]?.state.running).toBeDefined());
+    node.runtime.failAlways('stopContainer', 'UNAVAILABLE', 'read-only file system');
+    node.syncLoop.send({ type: 'CONFIG.REMOVE', source: 'file', pods: [makePod('full')] });
+    await vi.waitFor(() => expect(lines).toHaveLength(3));
+    expect(lines[2]).toMatch(/^error default\/full terminate: .*read-only file system$/);
+  });
+});

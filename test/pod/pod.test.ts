@@ -131,6 +131,19 @@ describe('pod actor on the fake runtime', () => {
     expect(h.reports).toContainEqual({ type: 'POD.FINISHED', uid: 'uid-k', restartRequested: false });
   });
 
+  it('reports a failed cleanup to its supervisor, retries it, and finishes once it succeeds', async () => {
+    const h = podHarness();
+    const actor = h.start(makePod('c'));
+    await settled(actor);
+    h.runtime.failNext('removePodSandbox', 'UNAVAILABLE', 'read-only file system');
+    actor.send({ type: 'POD.KILL', deleted: true });
+    await vi.waitFor(() => expect(h.reports).toContainEqual({ type: 'POD.FAILED', uid: 'uid-c', pod: 'default/c', work: 'cleanup', error: expect.stringContaining('read-only file system') }));
+    expect(actor.getSnapshot().matches({ terminated: 'retrying' })).toBe(true);
+    h.clock.increment(1_000);
+    await waitFor(actor, (s) => s.matches({ terminated: 'finished' }));
+    expect(await h.runtime.listPodSandbox()).toEqual([]);
+  });
+
   it('only ever shortens the grace period of a terminating pod', async () => {
     const h = podHarness();
     const actor = h.start(makePod('g', { terminationGracePeriodSeconds: 30 }));
@@ -157,6 +170,7 @@ describe('pod actor on the fake runtime', () => {
     let snap = await settled(actor);
     expect(snap.context.lastError).toContain('RunPodSandbox');
     expect(h.reports.at(-1)).toMatchObject({ type: 'POD.SYNCED', ok: false });
+    expect(h.reports.at(-2)).toEqual({ type: 'POD.FAILED', uid: 'uid-e', pod: 'default/e', work: 'sync', error: expect.stringContaining('runtime down') });
     actor.send({ type: 'POD.SYNC' });
     snap = await waitFor(actor, (s) => s.context.syncCount === 2 && s.matches({ syncing: { worker: 'idle' } }));
     expect(snap.context.lastError).toBeNull();
