@@ -96,6 +96,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     throw new Error('metrics are read before the node exists');
   };
   const metrics = new AgentMetrics(config.nodeName, () => metricsInput());
+  metrics.collectProcessMetrics();
   const runtime = instrumentedRuntime(client, metrics);
   const images = instrumentedImages(imageClient, metrics);
 

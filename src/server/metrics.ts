@@ -9,7 +9,9 @@
  *   (told by the node, NodeMetrics), kubelet_runtime_operations_total /
  *   _duration_seconds / _errors_total {operation_type} (instrumented.ts),
  *   rest_client_requests_total{method, resource, code};
- * and statelet's own: desired pods, the last relist's duration, events routed by the syncLoop by
+ * the process's own (`collectProcessMetrics`: resident memory, open fds, CPU — the kubelet's
+ * /metrics has the process collector's — and Node's heap, event-loop delay and active handles,
+ * where the kubelet has Go's runtime figures); and statelet's own: desired pods, the last relist's duration, events routed by the syncLoop by
  * type, the status writer's and the event recorder's work. Values that live in the agent's
  * actors are read when the metrics are collected; nothing is computed on the agent's path.
  *
@@ -19,7 +21,7 @@
  * (pkg/kubelet/prober/prober_manager.go ProberResults, ProberDuration) and
  * process_start_time_seconds. A probe worker's series go with the worker.
  */
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Pod } from '../api/types.ts';
 import type { RequestCounts } from '../client/api.ts';
 import type { SyncLoopContext } from '../kubelet/syncLoop.ts';
@@ -122,6 +124,11 @@ export class AgentMetrics implements RuntimeOperations, NodeMetrics {
     'pod',
     'namespace',
   ]);
+
+  /** Adds the process's figures (prom-client's default metrics) to `/metrics`; once, by the process's agent. */
+  collectProcessMetrics(): void {
+    collectDefaultMetrics({ register: this.registry });
+  }
 
   /** What the agent's actors hold, read once per scrape. */
   private scrape: MetricsInput | undefined;

@@ -13,7 +13,7 @@ import type { Pod } from '../../src/api/types.ts';
 import { CriClient } from '../../src/runtime/cri/client.ts';
 import type { CallInterceptor } from '../../src/runtime/faults.ts';
 import { startSimRuntime, type SimRuntime } from '../../src/runtime/sim/server.ts';
-import { type AgentProcess, runStatelet } from '../support/agentProcess.ts';
+import { type AgentProcess, type StateletCommand, runStatelet } from '../support/agentProcess.ts';
 import { PodHistory, type Violation, notConverged, runtimeViolations } from './invariants.ts';
 
 export type Kind = 'steady' | 'init' | 'crashloop' | 'unhealthy' | 'completes';
@@ -54,6 +54,8 @@ export interface ChaosNodeOptions {
   intercept?: CallInterceptor;
   /** More flags for the agent. */
   agentArgs?: string[];
+  /** How to run the agent (the sources through tsx by default). */
+  command?: StateletCommand;
 }
 
 export class ChaosNode {
@@ -92,7 +94,7 @@ export class ChaosNode {
   }
 
   async startAgent(): Promise<AgentProcess> {
-    return (this.agent = await runStatelet(this.args, { rootDir: path.join(this.dir, 'root') }));
+    return (this.agent = await runStatelet(this.args, { rootDir: path.join(this.dir, 'root'), ...(this.options.command ? { command: this.options.command } : {}) }));
   }
 
   async write(name: string, kind: Kind, generation: number): Promise<void> {

@@ -1,16 +1,22 @@
 /**
- * `npm run chaos`: the long reliability run (issue 13). Churn episodes with agent kills, one
- * after another, each with its own seed (derived from the run's), until the duration is spent;
- * then a table: episodes, faults injected by kind, observations checked against the invariants,
- * violations, and the time the node took to converge after each kind of fault.
+ * `npm run chaos`: the long reliability run (issue 13). First the episodes, in turn, each with its
+ * own seed (derived from the run's), until their time is spent: churn with agent kills and a
+ * runtime restart, a hanging runtime call. Then the soak: one agent, the built `statelet`, with
+ * hundreds of pods churning for `--duration`, sampled every minute. At the end a table: episodes,
+ * faults injected by kind, observations checked against the invariants, violations, the time the
+ * node took to converge after each kind of fault, and the soak's memory slopes and figures.
  *
- *   npm run chaos -- --duration 10m [--seed N] [--pods 20] [--kills 5]
+ *   npm run chaos -- --duration 1h [--episodes-duration 10m] [--seed N] [--pods 20] [--kills 5] [--soak-pods 500]
  *
- * A failing episode prints its seed; `npm run chaos -- --seed <it> --episodes 1` replays it.
+ * A failing episode prints its seed; `npm run chaos -- --seed <run seed>` replays the whole run.
  */
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
 import { seededRandom } from '../../src/runtime/faults.ts';
 import { percentile } from '../../bench/lib.ts';
-import { type ChurnReport, runChurn } from './churn.ts';
+import { runChurn } from './churn.ts';
+import { runHang } from './hang.ts';
+import { type SoakReport, runSoak } from './soak.ts';
 
 const argv = process.argv.slice(2);
 const arg = (name: string): string | undefined => {
@@ -19,43 +25,126 @@ const arg = (name: string): string | undefined => {
 };
 const duration = (text: string): number => {
   const match = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text);
-  if (!match) throw new Error(`--duration ${text}: expected a number with ms, s, m or h`);
+  if (!match) throw new Error(`duration ${text}: expected a number with ms, s, m or h`);
   return Number(match[1]) * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[match[2] ?? 's']!;
 };
 
 const runSeed = Number(arg('seed') ?? Math.floor(Math.random() * 2 ** 31));
-const budgetMs = duration(arg('duration') ?? '5m');
-const maxEpisodes = Number(arg('episodes') ?? Infinity);
+const soakMs = duration(arg('duration') ?? '10m');
+const episodesMs = duration(arg('episodes-duration') ?? '10m');
 const pods = Number(arg('pods') ?? 20);
 const kills = Number(arg('kills') ?? 5);
+const soakPods = Number(arg('soak-pods') ?? 500);
+const image = 'statelet.local/busybox:1';
 const seeds = seededRandom(runSeed);
+const nextSeed = () => Math.floor(seeds() * 2 ** 31);
 
-console.log(`chaos run seed ${runSeed}: churn episodes of ${pods} pods with ${kills} agent kills and a runtime restart each, for ${arg('duration') ?? '5m'}`);
-const started = performance.now();
-const reports: ChurnReport[] = [];
-let failed = false;
-while (performance.now() - started < budgetMs && reports.length < maxEpisodes) {
-  const seed = Math.floor(seeds() * 2 ** 31);
-  const report = await runChurn({ seed, pods, rounds: kills * 4, kills, runtimeRestarts: 1, image: 'statelet.local/busybox:1' });
-  reports.push(report);
-  const ok = report.violations.length === 0 && report.finalConvergeMs !== null && report.faults.every((f) => f.convergeMs >= 0);
-  console.log(`episode ${reports.length} seed ${seed}: ${report.changes} changes, ${report.faults.length} faults, ${report.observations} observations, ${report.violations.length} violations${ok ? '' : ` — FAILED: ${JSON.stringify({ violations: report.violations, notConverged: report.notConverged })}`}`);
-  if (!ok) failed = true;
+/** One episode as the table counts it. */
+interface Episode {
+  kind: string;
+  seed: number;
+  changes: number;
+  observations: number;
+  violations: number;
+  faults: { fault: string; convergeMs: number }[];
+  /** Why it failed; null when it did not. */
+  failure: string | null;
 }
 
-const byPoint = new Map<string, number[]>();
-for (const f of reports.flatMap((r) => r.faults)) if (f.convergeMs >= 0) byPoint.set(f.fault, [...(byPoint.get(f.fault) ?? []), f.convergeMs]);
-const rows: [string, string][] = [
-  ['run seed', String(runSeed)],
-  ['episodes run', String(reports.length)],
-  ['pod changes (add, update, delete)', String(reports.reduce((n, r) => n + r.changes, 0))],
-  ['faults injected: agent SIGKILL', String(reports.reduce((n, r) => n + r.faults.filter((f) => f.fault !== 'runtimeRestart').length, 0))],
-  ['faults injected: runtime restart', String(reports.reduce((n, r) => n + r.faults.filter((f) => f.fault === 'runtimeRestart').length, 0))],
-  ['observations checked against the invariants', String(reports.reduce((n, r) => n + r.observations, 0))],
-  ['violations', String(reports.reduce((n, r) => n + r.violations.length, 0))],
-  ['episodes that did not converge', String(reports.filter((r) => r.finalConvergeMs === null || r.faults.some((f) => f.convergeMs < 0)).length)],
-  ...[...byPoint].map(([point, times]): [string, string] => [`converged after ${point === 'runtimeRestart' ? 'a runtime restart' : `a kill (${point})`}: p50 / p99 ms (n)`, `${Math.round(percentile(times, 50))} / ${Math.round(percentile(times, 99))} (${times.length})`]),
+/** The episodes, in turn; each gets a fresh seed. */
+const EPISODES: ((seed: number) => Promise<Episode>)[] = [
+  async (seed) => {
+    const report = await runChurn({ seed, pods, rounds: kills * 4, kills, runtimeRestarts: 1, image });
+    const stuck = report.faults.filter((f) => f.convergeMs < 0);
+    const failed = report.violations.length > 0 || report.finalConvergeMs === null || stuck.length > 0;
+    return {
+      kind: 'churn with agent kills',
+      seed,
+      changes: report.changes,
+      observations: report.observations,
+      violations: report.violations.length,
+      faults: report.faults.map(({ fault, convergeMs }) => ({ fault: fault === 'runtimeRestart' ? 'runtime restart (1 s down)' : `agent SIGKILL (${fault})`, convergeMs })),
+      failure: failed ? JSON.stringify({ violations: report.violations, stuck, notConverged: report.notConverged }) : null,
+    };
+  },
+  async (seed) => {
+    const report = await runHang({ seed, image, pods: 10, hangMs: 180_000, requestTimeoutMs: 120_000 });
+    const failed = report.violations.length > 0 || report.notConverged.length > 0 || report.named === null || report.releasedConvergeMs === null || report.healthzStatuses.some((s) => s !== 200);
+    return {
+      kind: 'hanging runtime call',
+      seed,
+      changes: report.changes,
+      observations: report.observations,
+      violations: report.violations.length,
+      faults: [
+        { fault: `hanging call: pods around it converged`, convergeMs: Math.max(...report.convergeMs) },
+        { fault: `hanging call: its pod after the answer`, convergeMs: report.releasedConvergeMs ?? -1 },
+      ],
+      failure: failed ? JSON.stringify({ call: report.call, named: report.named, notConverged: report.notConverged, violations: report.violations }) : null,
+    };
+  },
 ];
-const width = Math.max(...rows.map(([k]) => k.length));
-console.log(`\n${rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n')}`);
+
+console.log(`chaos run seed ${runSeed}: episodes for ${arg('episodes-duration') ?? '10m'}, then a soak of ${soakPods} pods for ${arg('duration') ?? '10m'}`);
+const episodes: Episode[] = [];
+const started = performance.now();
+while (performance.now() - started < episodesMs) {
+  const seed = nextSeed();
+  const episode = await EPISODES[episodes.length % EPISODES.length]!(seed);
+  episodes.push(episode);
+  console.log(`episode ${episodes.length} (${episode.kind}) seed ${seed}: ${episode.changes} changes, ${episode.faults.length} faults, ${episode.observations} observations, ${episode.violations} violations${episode.failure ? ` — FAILED: ${episode.failure}` : ''}`);
+}
+
+// The soak runs the agent as users do: built.
+execFileSync(process.execPath, [path.resolve(import.meta.dirname, '../../scripts/build.mjs')], { stdio: 'inherit' });
+const soakSeed = nextSeed();
+console.log(`soak seed ${soakSeed}: ${soakPods} pods for ${arg('duration') ?? '10m'}, sampled every minute`);
+const soak = await runSoak({
+  seed: soakSeed,
+  image,
+  pods: soakPods,
+  durationMs: soakMs,
+  sampleEveryMs: 60_000,
+  onSample: (s) => console.log(`  ${Math.round(s.atMs / 60_000)} min: rss ${mib(s.rssBytes)} MiB, heap after GC ${mib(s.heapAfterGcBytes)} MiB, fds ${s.openFds}, event-loop p99 ${s.eventLoopDelayP99Ms.toFixed(1)} ms, handles ${s.activeHandles}, event streams ${s.eventStreams}, calls in flight ${s.callsInFlight}, pods ${s.podsListed}`),
+});
+
+function mib(bytes: number): string {
+  return (bytes / 2 ** 20).toFixed(1);
+}
+
+const failed = episodes.some((e) => e.failure) || soak.violations.length > 0 || soak.finalConvergeMs === null;
+console.log(`\n${table(episodes, soak)}`);
 process.exit(failed ? 1 : 0);
+
+function table(episodes: Episode[], soak: SoakReport): string {
+  const sum = (figure: (e: Episode) => number) => String(episodes.reduce((n, e) => n + figure(e), 0));
+  const kinds = new Map<string, number>();
+  for (const e of episodes) kinds.set(e.kind, (kinds.get(e.kind) ?? 0) + 1);
+  const byFault = new Map<string, number[]>();
+  const stuck = new Map<string, number>();
+  for (const f of episodes.flatMap((e) => e.faults)) {
+    if (f.convergeMs >= 0) byFault.set(f.fault, [...(byFault.get(f.fault) ?? []), f.convergeMs]);
+    else stuck.set(f.fault, (stuck.get(f.fault) ?? 0) + 1);
+  }
+  const steady = soak.samples.slice(Math.floor(soak.samples.length / 5));
+  const range = (figure: (s: SoakReport['samples'][number]) => number, unit = '') => `${Math.min(...steady.map(figure))}–${Math.max(...steady.map(figure))}${unit}`;
+  const rows: [string, string][] = [
+    ['run seed', String(runSeed)],
+    ['episodes run', `${episodes.length} (${[...kinds].map(([k, n]) => `${n} ${k}`).join(', ')})`],
+    ['seeds', episodes.map((e) => e.seed).join(' ')],
+    ['pod changes (add, update, delete)', sum((e) => e.changes)],
+    ...[...byFault].map(([fault, times]): [string, string] => [`faults: ${fault}`, `${times.length + (stuck.get(fault) ?? 0)} injected, converged p50 / p99 ${Math.round(percentile(times, 50))} / ${Math.round(percentile(times, 99))} ms`]),
+    ...[...stuck].filter(([fault]) => !byFault.has(fault)).map(([fault, n]): [string, string] => [`faults: ${fault}`, `${n} injected, none converged`]),
+    ['observations checked against the invariants', String(Number(sum((e) => e.observations)) + soak.observations)],
+    ['violations', String(Number(sum((e) => e.violations)) + soak.violations.length)],
+    ['episodes that failed', String(episodes.filter((e) => e.failure).length)],
+    ['soak', `seed ${soak.seed}, ${soak.pods} pods, ${Math.round((soak.samples.at(-1)?.atMs ?? 0) / 60_000)} min, ${soak.changes} changes, ${soak.samples.length} samples`],
+    ['soak: RSS first / last, slope after warm-up', `${mib(soak.samples[0]?.rssBytes ?? 0)} / ${mib(soak.samples.at(-1)?.rssBytes ?? 0)} MiB, ${soak.rssSlopeMiBPerHour.toFixed(1)} MiB/h`],
+    ['soak: heap after GC first / last, slope after warm-up', `${mib(soak.samples[0]?.heapAfterGcBytes ?? 0)} / ${mib(soak.samples.at(-1)?.heapAfterGcBytes ?? 0)} MiB, ${soak.heapSlopeMiBPerHour.toFixed(1)} MiB/h`],
+    ['soak: event-loop delay p99 per minute (after warm-up)', `median ${percentile(steady.map((s) => s.eventLoopDelayP99Ms), 50).toFixed(1)} ms, max ${Math.max(...steady.map((s) => s.eventLoopDelayP99Ms)).toFixed(1)} ms`],
+    ['soak: open fds / active handles / event streams / calls in flight', `${range((s) => s.openFds)} / ${range((s) => s.activeHandles)} / ${range((s) => s.eventStreams)} / ${range((s) => s.callsInFlight)}`],
+    ['soak: converged at the end', soak.finalConvergeMs === null ? `no: ${soak.notConverged.join('; ')}` : `in ${Math.round(soak.finalConvergeMs)} ms`],
+  ];
+  const width = Math.max(...rows.map(([k]) => k.length));
+  return rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n');
+}

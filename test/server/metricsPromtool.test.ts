@@ -147,7 +147,8 @@ describe.skipIf(!havePromtool && !onCi)('promtool check metrics', () => {
     const metrics = await readOnly('/metrics');
     const probes = await readOnly('/metrics/probes');
     const families = (text: string) => [...text.matchAll(/^# TYPE (\S+)/gm)].map((m) => m[1]);
-    for (const family of ['kubelet_pod_start_duration_seconds', 'kubelet_pod_start_sli_duration_seconds', 'kubelet_pod_worker_duration_seconds', 'kubelet_restarted_pods_total']) {
+    const processFamilies = ['process_resident_memory_bytes', 'process_open_fds', 'nodejs_heap_size_used_bytes', 'nodejs_eventloop_lag_p99_seconds'];
+    for (const family of ['kubelet_pod_start_duration_seconds', 'kubelet_pod_start_sli_duration_seconds', 'kubelet_pod_worker_duration_seconds', 'kubelet_restarted_pods_total', ...processFamilies]) {
       expect(families(metrics)).toContain(family);
     }
     expect(families(probes)).toEqual(['prober_probe_total', 'prober_probe_duration_seconds', 'process_start_time_seconds']);

@@ -76,6 +76,8 @@ export interface SimRuntime {
    * (calls fail, event streams break), the simulated containers keep running.
    */
   restart(downMs: number): Promise<void>;
+  /** Container event streams open right now (each agent holds one). */
+  eventStreams(): number;
 }
 
 export async function startSimRuntime(options: SimRuntimeServerOptions): Promise<SimRuntime> {
@@ -123,7 +125,7 @@ export async function startSimRuntime(options: SimRuntimeServerOptions): Promise
     await new Promise((resolve) => setTimeout(resolve, downMs));
     if (!closing) server = await serve();
   };
-  return { endpoint, engine, close, restart };
+  return { endpoint, engine, close, restart, eventStreams: () => eventStreams.size };
 }
 
 async function removeStaleSocket(path: string): Promise<void> {

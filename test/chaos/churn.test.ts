@@ -1,6 +1,7 @@
 /**
- * The short reliability suite (issue 13): `npm run chaos:short`; `npm run chaos` runs the long
- * one. Each episode's seed is printed: `CHAOS_SEED=<seed> npm run chaos:short` replays it.
+ * The churn episode (test/chaos/churn.ts) in the short reliability suite, part of `npm test`
+ * (`npm run chaos:short` runs test/chaos alone; `npm run chaos` the long run). Each episode's seed
+ * is printed: `CHAOS_SEED=<seed> npx vitest run test/chaos/churn.test.ts` replays it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUSYBOX_IMAGE, type ContainerdInstance, startContainerd } from '../containerd/harness.ts';
@@ -10,7 +11,7 @@ const seed = Number(process.env.CHAOS_SEED ?? Math.floor(Math.random() * 2 ** 31
 
 /** Runs the churn episode with the run's seed: no violation, every fault injected, converged after each and at the end. */
 async function churnClean(runtime: string, options: Omit<ChurnOptions, 'seed'>): Promise<void> {
-  console.log(`chaos churn (${runtime}) seed ${seed} (replay: CHAOS_SEED=${seed} npm run chaos:short)`);
+  console.log(`chaos churn (${runtime}) seed ${seed} (replay: CHAOS_SEED=${seed} npx vitest run test/chaos/churn.test.ts)`);
   const report = await runChurn({ seed, ...options });
   const context = `seed ${seed}: ${JSON.stringify({ faults: report.faults, notConverged: report.notConverged })}`;
   expect(report.violations, context).toEqual([]);
