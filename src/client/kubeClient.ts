@@ -59,7 +59,11 @@ function apiError(call: string, err: unknown): ApiError {
     return new ApiError(err.code, String(body?.reason ?? ''), String(body?.message ?? err.message), call);
   }
   const message = err instanceof Error ? err.message : String(err);
-  return new ApiError(0, '', message, call);
+  // The library's Watch refuses a request with a plain Error carrying the HTTP status (its body
+  // unread): a 410 must still be Gone, for the reflector lists again on it however it comes
+  // (client-go tools/cache/reflector.go watch: apierrors.IsResourceExpired or IsGone).
+  const statusCode = (err as { statusCode?: unknown } | null)?.statusCode;
+  return new ApiError(typeof statusCode === 'number' ? statusCode : 0, '', message, call);
 }
 
 function parseBody(body: unknown): Record<string, unknown> | undefined {
