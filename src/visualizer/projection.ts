@@ -427,7 +427,8 @@ const scalarFieldsByType = {
   'POD.UPDATE': ['updateType'],
   'POD.KILL': ['gracePeriodSeconds', 'deleted', 'reason'],
   'POD.SYNCED': ['uid', 'ok', 'retryAfterMs'],
-  'POD.FAILED': ['uid', 'pod', 'work', 'error'],
+  // Not `error`: a sync's error may name what the spec refers to (a Secret's name); the log has it.
+  'POD.FAILED': ['uid', 'pod', 'work'],
   'POD.TERMINATED': ['uid'],
   'POD.FINISHED': ['uid', 'restartRequested'],
   'PLEG.CONTAINER_STARTED': ['podUid', 'containerId'],
