@@ -1,3 +1,6 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { ContainerEvent } from '../../src/runtime/types.ts';
 import { SimEngine } from '../../src/runtime/sim/engine.ts';
@@ -198,6 +201,33 @@ describe('the in-process simulated runtime: containers', () => {
     expect(await ids({ labelSelector: { container: 'app' } })).toEqual([c1, c2].sort());
     expect(await ids({ labelSelector: { container: 'sidecar', role: 'proxy' } })).toEqual([c3]);
     expect(await ids({ podSandboxId: s2, labelSelector: { container: 'sidecar' } })).toEqual([]);
+  });
+
+  it('fails a start whose log file cannot be made, and a reopen (after a rotation) too, as containerd does; the running container goes on', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'statelet-simlogs-'));
+    try {
+      const { fake } = setup();
+      const config = podSandboxConfig('web', { logDirectory: dir, labels: { app: 'web' } });
+      const sandboxId = await fake.runPodSandbox(config);
+      // A file where a container's log directory goes: no log file can be made under it.
+      writeFileSync(path.join(dir, 'blocked'), '');
+      const blocked = await fake.createContainer(sandboxId, containerConfig('blocked'), config);
+      const refused = await rejection(fake.startContainer(blocked));
+      expect(refused).toMatchObject({ call: 'StartContainer', code: 'UNKNOWN' });
+      expect(refused.message).toContain(`failed to create container loggers: failed to create and open log file: EEXIST: file already exists, mkdir '${path.join(dir, 'blocked')}'`);
+      expect(fake.getContainer(blocked)?.state).toBe('CONTAINER_CREATED');
+
+      const app = await fake.createContainer(sandboxId, containerConfig('app'), config);
+      await fake.startContainer(app);
+      rmSync(path.join(dir, 'app'), { recursive: true });
+      writeFileSync(path.join(dir, 'app'), '');
+      const reopen = await rejection(fake.reopenContainerLog(app));
+      expect(reopen).toMatchObject({ call: 'ReopenContainerLog', code: 'UNKNOWN' });
+      expect(reopen.message).toContain('failed to create and open log file: EEXIST');
+      expect(fake.getContainer(app)?.state).toBe('CONTAINER_RUNNING');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('runs exec through the scripted handler only for running containers', async () => {

@@ -34,7 +34,7 @@ import {
   type VersionInfo,
 } from '../types.ts';
 import { type Clock, type TimerHandle, realClock } from '../../clock.ts';
-import { SimError } from './errors.ts';
+import { SimError, messageOf } from './errors.ts';
 import { SimFs } from './fs.ts';
 import { DEFAULT_IMAGES, ImageStore } from './images.ts';
 import { ContainerLog, CriLogWriter } from './logs.ts';
@@ -370,12 +370,20 @@ export class SimEngine {
     return container.id;
   }
 
-  /** A new log file at the container's log path (containerd's ReopenContainerLog): the old one was rotated away. */
+  /**
+   * A new log file at the container's log path (containerd's ReopenContainerLog): the old one was
+   * rotated away. A file that cannot be made (a full or read-only disk) is an error, as with
+   * containerd, and the container keeps logging where it did.
+   */
   reopenContainerLog(id: string): void {
     this.assertOpen();
     const container = this.container(id);
     if (container.state !== 'CONTAINER_RUNNING') throw new SimError('FAILED_PRECONDITION', `container "${container.id}" is not running`);
-    container.log?.reopen();
+    try {
+      container.log?.reopen();
+    } catch (error) {
+      throw new SimError('UNKNOWN', `failed to create and open log file: ${messageOf(error)}`);
+    }
   }
 
   startContainer(id: string): void {
@@ -387,11 +395,14 @@ export class SimEngine {
     if (container.sandbox.state !== 'SANDBOX_READY') {
       throw new SimError('FAILED_PRECONDITION', `sandbox "${container.sandbox.id}" of container "${container.id}" is not ready`);
     }
+    // containerd opens the log before it starts the task: a log file it cannot make fails the start.
+    try {
+      container.log = container.logPath ? new ContainerLog(this.logs, container.logPath, () => this.clock.now()) : null;
+    } catch (error) {
+      throw new SimError('UNKNOWN', `failed to create containerd task: failed to create container loggers: failed to create and open log file: ${messageOf(error)}`);
+    }
     container.state = 'CONTAINER_RUNNING';
     container.startedAt = this.clock.now();
-    if (container.logPath) {
-      container.log = new ContainerLog(this.logs, container.logPath, () => this.clock.now());
-    }
     const log = container.log;
     // Containers of a pod share its address; host-network ones bind the host's loopback.
     const network = new SimNetwork(container.sandbox.ip || HOST_NETWORK_ADDRESS, container.cpu);

@@ -13,3 +13,6 @@ export class SimError extends Error {
     super(message);
   }
 }
+
+/** An error's message, for one SimError that wraps it. */
+export const messageOf = (error: unknown): string => (error instanceof Error ? error.message : String(error));

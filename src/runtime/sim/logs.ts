@@ -95,15 +95,12 @@ export class ContainerLog {
   /**
    * Makes the file at the log path, as containerd does at the container's start and at
    * ReopenContainerLog: a reader (kubectl logs -f right after the start) finds it before the first
-   * batch is written, and after a rotation the next lines go to a new file.
+   * batch is written, and after a rotation the next lines go to a new file. Throws when the file
+   * cannot be made (a full or read-only disk), as containerd fails those calls.
    */
   reopen(): void {
-    try {
-      mkdirSync(dirname(this.path), { recursive: true });
-      closeSync(openSync(this.path, 'a'));
-    } catch (error) {
-      this.writer.lastError = error;
-    }
+    mkdirSync(dirname(this.path), { recursive: true });
+    closeSync(openSync(this.path, 'a'));
   }
 
   write(stream: LogStream, text: string): void {
