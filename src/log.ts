@@ -64,4 +64,9 @@ export class RepeatedFailures {
   resolved(subject: string): void {
     this.causes.delete(subject);
   }
+
+  /** Forgets every subject `failing` says fails no more. */
+  retain(failing: (subject: string) => boolean): void {
+    for (const subject of this.causes.keys()) if (!failing(subject)) this.causes.delete(subject);
+  }
 }

@@ -21,7 +21,7 @@ import { collectContainerGarbage } from '../kuberuntime/gc.ts';
 import { hookIOOn } from '../kuberuntime/hooks.ts';
 import { ImagePuller } from '../kuberuntime/images.ts';
 import { killOrphanPod, removeOrphanedPodDirs } from '../kuberuntime/orphans.ts';
-import type { Logger } from '../log.ts';
+import { type Logger, RepeatedFailures } from '../log.ts';
 import type { KubeApi } from '../client/api.ts';
 import { type RelistHealth, notReadyReasons, unhealthyReason } from '../node/health.ts';
 import { isStaticPod } from '../api/types.ts';
@@ -55,7 +55,7 @@ import { type Mounter, systemMounter } from '../volumes/mounter.ts';
 import { TokenManager } from '../volumes/tokens.ts';
 import { volumeManagerWith } from '../volumes/volumeManager.ts';
 import { containerLogMachineWith } from '../kuberuntime/containerLogMachine.ts';
-import { rotateContainerLogs } from '../kuberuntime/containerLogManager.ts';
+import { logRotationFailures, rotateContainerLogs } from '../kuberuntime/containerLogManager.ts';
 import { createPodsLogic } from './pods.ts';
 import { type PodStartObserver, PodStartupLatency } from './podStartupLatency.ts';
 import { type SyncLoopMachine, syncLoopMachine } from './syncLoop.ts';
@@ -269,6 +269,7 @@ export function composeNode(deps: NodeDeps): Node {
       })
     : undefined;
   const gcPolicy = containerGcPolicy(config);
+  const rotationFailures = new RepeatedFailures();
   const machine = syncLoopMachine.provide({
     actors: {
       ...(deps.sources ? { sources: deps.sources.logic } : {}),
@@ -299,7 +300,7 @@ export function composeNode(deps: NodeDeps): Node {
       pleg: plegMachineWith(relister),
       containerLogs: containerLogMachineWith(async () => {
         const pass = await rotateContainerLogs(runtime, config.podLogsDir, { maxSizeBytes: config.containerLogMaxSize, maxFiles: config.containerLogMaxFiles }, () => new Date(now()));
-        for (const failure of pass.failures) log('error', 'Failed to rotate a container log', { err: failure });
+        logRotationFailures(pass, rotationFailures, log);
         return pass;
       }),
       volumes: volumeManagerWith({

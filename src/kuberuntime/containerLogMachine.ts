@@ -44,7 +44,11 @@ export const containerLogMachine = setup({
         src: 'rotate',
         onDone: {
           target: 'waiting',
-          actions: assign(({ context, event }) => ({ passes: context.passes + 1, rotated: context.rotated + event.output.rotated, lastFailures: event.output.failures.slice(0, 5) })),
+          actions: assign(({ context, event }) => ({
+            passes: context.passes + 1,
+            rotated: context.rotated + event.output.rotated,
+            lastFailures: event.output.failures.slice(0, 5).map((f) => `${f.path}: ${f.error}`),
+          })),
         },
         onError: {
           target: 'waiting',

@@ -5,14 +5,19 @@
  * logRotation.ts: leftovers and excess files removed, older rotated files gzipped (through a
  * `.tmp` file, so a crash leaves nothing half-written under the final name), the live file
  * renamed and the runtime told to reopen it (ReopenContainerLog); if that fails the rename is
- * undone. A missing live file is reopened too. One container's failure does not stop the others.
+ * undone. A missing live file is reopened too. One container's failure does not stop the others;
+ * each failure names the pod, the container and the file (Node's errors of a write do not), with
+ * a cause that stays the same when the same failure comes back at the next pass (a full or
+ * read-only disk fails every pass), for the caller to log it once.
  */
 import { createReadStream, createWriteStream } from 'node:fs';
 import { readdir, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
+import type { Logger, RepeatedFailures } from '../log.ts';
 import type { RuntimeService } from '../runtime/types.ts';
+import { Label } from './labels.ts';
 import { containerLogPath, rotationPlan } from './logRotation.ts';
 
 export interface LogRotationPolicy {
@@ -20,10 +25,20 @@ export interface LogRotationPolicy {
   maxFiles: number;
 }
 
+export interface LogFailure {
+  /** The container's pod (`namespace/name`), the container, and its live log file. */
+  pod: string;
+  container: string;
+  path: string;
+  error: string;
+  /** The error without what changes from one attempt to the next (a rotated file's timestamp): its errno and call, or its message. */
+  cause: string;
+}
+
 export interface LogPassResult {
   checked: number;
   rotated: number;
-  failures: string[];
+  failures: LogFailure[];
 }
 
 async function gzipFile(file: string): Promise<void> {
@@ -72,8 +87,29 @@ export async function rotateContainerLogs(
       await rotateLog(runtime, container.id, file, policy.maxFiles, now());
       result.rotated++;
     } catch (err) {
-      result.failures.push(`container ${container.metadata.name} (${container.id}): ${err instanceof Error ? err.message : String(err)}`);
+      const error = err instanceof Error ? err.message : String(err);
+      const { code, syscall } = err as NodeJS.ErrnoException;
+      result.failures.push({
+        pod: `${container.labels[Label.podNamespace]}/${container.labels[Label.podName]}`,
+        container: container.metadata.name,
+        path: file,
+        error,
+        cause: code && syscall ? `${code} ${syscall}` : error,
+      });
     }
   }
   return result;
+}
+
+/**
+ * Logs a pass's failures (container_log_manager.go "Failed to rotate log for container"), once
+ * per file and cause: a full or read-only disk fails the same rotation at every pass. A file that
+ * rotated fine, or went, is forgotten, so that its next failure is news.
+ */
+export function logRotationFailures(pass: LogPassResult, seen: RepeatedFailures, log: Logger): void {
+  const failing = new Set(pass.failures.map((f) => f.path));
+  seen.retain((file) => failing.has(file));
+  for (const f of pass.failures) {
+    if (seen.isNews(f.path, f.cause)) log('error', 'Failed to rotate log for container', { pod: f.pod, container: f.container, path: f.path, err: f.error });
+  }
 }

@@ -9,7 +9,7 @@ describe('containerLogManager', () => {
     const passes = [
       async () => ({ checked: 2, rotated: 1, failures: [] }),
       async () => Promise.reject(new Error('ListContainers: UNAVAILABLE')),
-      async () => ({ checked: 2, rotated: 2, failures: ['container app (c1): EACCES'] }),
+      async () => ({ checked: 2, rotated: 2, failures: [{ pod: 'shop/web', container: 'app', path: '/logs/shop_web_u1/app/0.log', error: 'EACCES: permission denied', cause: 'EACCES open' }] }),
     ];
     let i = 0;
     const actor = createActor(containerLogMachineWith(() => passes[i++]!()), { clock, input: { monitorIntervalMs: 10_000 } }).start();
@@ -22,7 +22,7 @@ describe('containerLogManager', () => {
     expect(actor.getSnapshot().context.lastFailures).toEqual(['ListContainers: UNAVAILABLE']);
     clock.increment(10_000);
     await waitFor(actor, (s) => s.matches('waiting') && s.context.passes === 3);
-    expect(actor.getSnapshot().context).toMatchObject({ rotated: 3, lastFailures: ['container app (c1): EACCES'] });
+    expect(actor.getSnapshot().context).toMatchObject({ rotated: 3, lastFailures: ['/logs/shop_web_u1/app/0.log: EACCES: permission denied'] });
     actor.stop();
   });
 });

@@ -4,7 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
-import { rotateContainerLogs, rotateLog } from '../../src/kuberuntime/containerLogManager.ts';
+import { logRotationFailures, rotateContainerLogs, rotateLog } from '../../src/kuberuntime/containerLogManager.ts';
+import { type Logger, RepeatedFailures } from '../../src/log.ts';
 import { containerLogPath, rotationPlan } from '../../src/kuberuntime/logRotation.ts';
 
 const NOW = new Date('2026-11-25T10:20:30Z');
@@ -86,5 +87,49 @@ describe('rotating a log', () => {
     const pass = await rotateContainerLogs(runtime, root, { maxSizeBytes: 1024, maxFiles: 5 }, () => NOW);
     expect(pass).toEqual({ checked: 2, rotated: 1, failures: [] });
     expect(reopened.sort()).toEqual(['c1', 'c2']);
+  });
+
+  it('names the pod, the container and the file of a rotation that fails, with a cause the next failing pass repeats', async () => {
+    const { root, dir } = await logDir();
+    await writeFile(path.join(dir, '0.log'), 'x'.repeat(2048));
+    const runtime = {
+      listContainers: async () => [container] as never,
+      reopenContainerLog: async () => Promise.reject(new Error('ReopenContainerLog: UNKNOWN: failed to create and open log file: ENOSPC: no space left on device')),
+    };
+    const policy = { maxSizeBytes: 1024, maxFiles: 5 };
+    const first = await rotateContainerLogs(runtime, root, policy, () => NOW);
+    const second = await rotateContainerLogs(runtime, root, policy, () => new Date('2026-11-25T10:30:00Z'));
+    expect(first.failures).toEqual([
+      { pod: 'shop/web', container: 'app', path: path.join(dir, '0.log'), error: 'ReopenContainerLog: UNKNOWN: failed to create and open log file: ENOSPC: no space left on device', cause: 'ReopenContainerLog: UNKNOWN: failed to create and open log file: ENOSPC: no space left on device' },
+    ]);
+    expect(second.failures).toEqual(first.failures);
+    // A failure of the disk: its cause is the errno and the call (a message may name the rotated file of the moment).
+    await mkdir(path.join(dir, '0.log.20261125-100000'));
+    const third = await rotateContainerLogs(runtime, root, policy, () => NOW);
+    expect(third.failures).toEqual([{ pod: 'shop/web', container: 'app', path: path.join(dir, '0.log'), error: 'EISDIR: illegal operation on a directory, read', cause: 'EISDIR read' }]);
+  });
+});
+
+describe('logging rotation failures', () => {
+  const failure = (path: string, cause: string) => ({ pod: 'shop/web', container: 'app', path, error: `${cause}: at ${path}`, cause });
+  const pass = (...failures: ReturnType<typeof failure>[]) => ({ checked: 2, rotated: 0, failures });
+
+  it('says each once per file and cause: not at every pass it repeats, again once the file rotated fine or the cause changed', () => {
+    const lines: string[] = [];
+    const log: Logger = (level, message, fields = {}) => lines.push(`${level} ${message} ${String(fields['pod'])} ${String(fields['container'])} ${String(fields['path'])}: ${String(fields['err'])}`);
+    const seen = new RepeatedFailures();
+    logRotationFailures(pass(failure('/a/0.log', 'ENOSPC write'), failure('/b/0.log', 'ENOSPC write')), seen, log);
+    logRotationFailures(pass(failure('/a/0.log', 'ENOSPC write'), failure('/b/0.log', 'ENOSPC write')), seen, log);
+    expect(lines).toEqual([
+      'error Failed to rotate log for container shop/web app /a/0.log: ENOSPC write: at /a/0.log',
+      'error Failed to rotate log for container shop/web app /b/0.log: ENOSPC write: at /b/0.log',
+    ]);
+    // /a rotated fine (it fails no more), /b fails otherwise now.
+    logRotationFailures(pass(failure('/b/0.log', 'EROFS rename')), seen, log);
+    logRotationFailures(pass(failure('/a/0.log', 'ENOSPC write'), failure('/b/0.log', 'EROFS rename')), seen, log);
+    expect(lines.slice(2)).toEqual([
+      'error Failed to rotate log for container shop/web app /b/0.log: EROFS rename: at /b/0.log',
+      'error Failed to rotate log for container shop/web app /a/0.log: ENOSPC write: at /a/0.log',
+    ]);
   });
 });
