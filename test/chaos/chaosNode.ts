@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Pod } from '../../src/api/types.ts';
 import { CriClient } from '../../src/runtime/cri/client.ts';
+import { type CriProxy, startCriProxy } from '../../src/runtime/cri/proxy.ts';
 import type { CallInterceptor } from '../../src/runtime/faults.ts';
 import { startSimRuntime, type SimRuntime } from '../../src/runtime/sim/server.ts';
 import { type AgentProcess, type StateletCommand, runStatelet } from '../support/agentProcess.ts';
@@ -50,7 +51,10 @@ export interface ChaosNodeOptions {
   image: string;
   /** A CRI endpoint to use instead of sim:// in this process. */
   endpoint?: string;
-  /** Where sim:// in this process serves its calls through (a FaultInjector's `intercept`). */
+  /**
+   * What every runtime call passes through (a FaultInjector's `intercept`): where sim:// in this
+   * process serves it, or a CRI proxy in front of `endpoint`.
+   */
   intercept?: CallInterceptor;
   /** More flags for the agent. */
   agentArgs?: string[];
@@ -81,6 +85,7 @@ export class ChaosNode {
     readonly sim: SimRuntime | null,
     readonly cri: CriClient,
     private readonly args: string[],
+    private readonly proxy: CriProxy | null,
   ) {}
 
   static async start(options: ChaosNodeOptions, seed: number): Promise<ChaosNode> {
@@ -88,9 +93,10 @@ export class ChaosNode {
     await writeFile(path.join(dir, 'seed'), String(seed));
     await mkdir(path.join(dir, 'manifests'));
     const sim = options.endpoint ? null : await startSimRuntime({ socketPath: path.join(dir, 'sim.sock'), pullDelayMs: 20, ...(options.intercept ? { intercept: options.intercept } : {}) });
+    const proxy = options.endpoint && options.intercept ? await startCriProxy({ socketPath: path.join(dir, 'proxy.sock'), target: options.endpoint, intercept: options.intercept }) : null;
     const endpoint = options.endpoint ?? sim!.endpoint;
-    const args = [`--container-runtime-endpoint=${endpoint}`, `--pod-manifest-path=${path.join(dir, 'manifests')}`, '--file-check-frequency=1s', `--hostname-override=${NODE}`, '--sync-frequency=5s', ...(options.agentArgs ?? [])];
-    return new ChaosNode(options, dir, sim, new CriClient(endpoint), args);
+    const args = [`--container-runtime-endpoint=${proxy?.endpoint ?? endpoint}`, `--pod-manifest-path=${path.join(dir, 'manifests')}`, '--file-check-frequency=1s', `--hostname-override=${NODE}`, '--sync-frequency=5s', ...(options.agentArgs ?? [])];
+    return new ChaosNode(options, dir, sim, new CriClient(endpoint), args, proxy);
   }
 
   async startAgent(): Promise<AgentProcess> {
@@ -163,6 +169,7 @@ export class ChaosNode {
     await this.agent?.stop().catch(() => {});
     for (const sandbox of await this.cri.listPodSandbox().catch(() => [])) await this.cri.removePodSandbox(sandbox.id).catch(() => {});
     this.cri.close();
+    await this.proxy?.close();
     await this.sim?.close();
     await rm(this.dir, { recursive: true, force: true });
   }

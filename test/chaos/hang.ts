@@ -2,7 +2,8 @@
  * The hanging-call episode (issue 13): one runtime call of one pod does not answer — not an error,
  * silence — for longer than its deadline, while the rest of the node churns. The pod is deleted,
  * and the call of its termination drawn from the seed (a status read, the container's stop, the
- * sandbox's stop or removal) hangs where sim:// serves it. Meanwhile:
+ * sandbox's stop or removal) hangs where sim:// serves it, or in a CRI proxy in front of the
+ * runtime given (containerd). Meanwhile:
  *
  * - only that pod waits: pods added, updated and deleted around it converge as usual;
  * - the node stays healthy (`/healthz` 200: the kubelet would have gone "PLEG is not healthy" if
@@ -21,6 +22,8 @@ const HANGING_CALLS: RuntimeMethod[] = ['podSandboxStatus', 'containerStatus', '
 export interface HangOptions {
   seed: number;
   image: string;
+  /** A CRI endpoint to use instead of sim:// in this process (its calls pass through a proxy). */
+  endpoint?: string;
   /** Pods besides the one whose call hangs. */
   pods: number;
   /** How long the call hangs (ms): longer than the deadline, so that it meets it at least once. */
@@ -55,7 +58,7 @@ export async function runHang(options: HangOptions): Promise<HangReport> {
   const random = seededRandom(options.seed);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
   const faults = new FaultInjector({ seed: options.seed });
-  const node = await ChaosNode.start({ image: options.image, intercept: faults.intercept, agentArgs: [`--runtime-request-timeout=${options.requestTimeoutMs}ms`] }, options.seed);
+  const node = await ChaosNode.start({ image: options.image, ...(options.endpoint ? { endpoint: options.endpoint } : {}), intercept: faults.intercept, agentArgs: [`--runtime-request-timeout=${options.requestTimeoutMs}ms`] }, options.seed);
   const call = pick(HANGING_CALLS);
   const report: HangReport = { seed: options.seed, call, changes: 0, convergeMs: [], named: null, healthzStatuses: [], heldCalls: 0, releasedConvergeMs: null, observations: 0, violations: node.violations, notConverged: [] };
   const timeout = options.convergeTimeoutMs ?? 60_000;

@@ -1,0 +1,90 @@
+/**
+ * A CRI proxy for the test kit: a unix socket that serves every call of the RuntimeService and the
+ * ImageService by passing it to another runtime (containerd), through a `CallInterceptor` that may
+ * fail, delay or hold it first (`FaultInjector.intercept`). It is how faults reach an agent in
+ * another process that talks to a real runtime: the agent is pointed at the proxy's endpoint.
+ *
+ * Messages pass as bytes, so nothing the runtime says is lost to our schema; the interceptor sees
+ * each request and response decoded. Deadlines and cancellation go through: the runtime's call
+ * ends when the agent's does. The event stream is relayed as it comes.
+ */
+import { mkdir, unlink } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import { CriError } from '../types.ts';
+import type { CallInterceptor } from '../faults.ts';
+import { grpcTarget } from './client.ts';
+import { type ServiceName, serviceDefinition } from './wire.ts';
+
+export interface CriProxy {
+  /** `unix://<socketPath>`, for the agent's --container-runtime-endpoint. */
+  endpoint: string;
+  close(): Promise<void>;
+}
+
+const bytes = (value: Buffer) => value;
+
+function statusOf(error: unknown): Partial<grpc.StatusObject> {
+  if (error instanceof CriError) return { code: grpc.status[error.code], details: error.detail };
+  const status = error as Partial<grpc.ServiceError>;
+  if (typeof status?.code === 'number') return { code: status.code, details: status.details ?? '', metadata: status.metadata ?? new grpc.Metadata() };
+  return { code: grpc.status.INTERNAL, details: error instanceof Error ? error.message : String(error) };
+}
+
+export async function startCriProxy(options: { socketPath: string; target: string; intercept: CallInterceptor }): Promise<CriProxy> {
+  const upstream = new grpc.Client(grpcTarget(options.target), grpc.credentials.createInsecure());
+  const server = new grpc.Server();
+  for (const service of ['RuntimeService', 'ImageService'] as ServiceName[]) {
+    const definition = serviceDefinition(service);
+    const passthrough: Record<string, grpc.MethodDefinition<Buffer, Buffer>> = {};
+    const handlers: grpc.UntypedServiceImplementation = {};
+    for (const [name, method] of Object.entries(definition)) {
+      passthrough[name] = { path: method.path, requestStream: method.requestStream, responseStream: method.responseStream, requestSerialize: bytes, requestDeserialize: bytes, responseSerialize: bytes, responseDeserialize: bytes };
+      if (method.responseStream) {
+        handlers[name] = (call: grpc.ServerWritableStream<Buffer, Buffer>) => {
+          const relay = upstream.makeServerStreamRequest(method.path, bytes, bytes, call.request, call.metadata, {});
+          relay.on('data', (message: Buffer) => call.write(message));
+          relay.on('end', () => call.end());
+          relay.on('error', (error: grpc.ServiceError) => {
+            if (error.code !== grpc.status.CANCELLED) call.emit('error', statusOf(error));
+          });
+          call.on('cancelled', () => relay.cancel());
+        };
+        continue;
+      }
+      handlers[name] = (call: grpc.ServerUnaryCall<Buffer, Buffer>, callback: grpc.sendUnaryData<Buffer>) => {
+        const gone = new AbortController();
+        call.on('cancelled', () => gone.abort());
+        let answer: Buffer | undefined;
+        const forward = () =>
+          new Promise<unknown>((resolve, reject) => {
+            const request = upstream.makeUnaryRequest(method.path, bytes, bytes, call.request, call.metadata, { deadline: call.getDeadline() }, (error, response) => {
+              gone.signal.removeEventListener('abort', cancel);
+              if (error || !response) return reject(error ?? new Error('empty response'));
+              answer = response;
+              resolve(method.responseDeserialize(response));
+            });
+            const cancel = () => request.cancel();
+            gone.signal.addEventListener('abort', cancel, { once: true });
+          });
+        options.intercept(name, method.requestDeserialize(call.request), gone.signal, forward).then(
+          () => callback(null, answer),
+          (error: unknown) => callback(statusOf(error)),
+        );
+      };
+    }
+    server.addService(passthrough, handlers);
+  }
+  await mkdir(dirname(options.socketPath), { recursive: true });
+  await unlink(options.socketPath).catch(() => {});
+  const endpoint = `unix://${options.socketPath}`;
+  await new Promise<void>((resolve, reject) => server.bindAsync(endpoint, grpc.ServerCredentials.createInsecure(), (error) => (error ? reject(error) : resolve())));
+  return {
+    endpoint,
+    close: async () => {
+      server.forceShutdown();
+      upstream.close();
+      await unlink(options.socketPath).catch(() => {});
+    },
+  };
+}
