@@ -13,16 +13,17 @@ const seed = Number(process.env.CHAOS_SEED ?? Math.floor(Math.random() * 2 ** 31
 async function churnClean(runtime: string, options: Omit<ChurnOptions, 'seed'>): Promise<void> {
   console.log(`chaos churn (${runtime}) seed ${seed} (replay: CHAOS_SEED=${seed} npx vitest run test/chaos/churn.test.ts)`);
   const report = await runChurn({ seed, ...options });
+  console.log(`converged after: ${report.faults.map((f) => `${f.fault} ${Math.round(f.convergeMs)} ms`).join(', ')}`);
   const context = `seed ${seed}: ${JSON.stringify({ faults: report.faults, notConverged: report.notConverged })}`;
   expect(report.violations, context).toEqual([]);
-  expect(report.faults, context).toHaveLength(options.kills + (options.runtimeRestarts ?? 0));
+  expect(report.faults, context).toHaveLength(options.kills + (options.runtimeRestarts ?? 0) + (options.podFailures ?? 0));
   expect(report.faults.filter((f) => f.convergeMs < 0), context).toEqual([]);
   expect(report.finalConvergeMs, context).not.toBeNull();
 }
 
 describe('chaos on sim://', () => {
-  it('churns pods through 10 agent SIGKILLs at random points and a runtime restart: no invariant broken, converged after each', async () => {
-    await churnClean('sim://', { pods: 12, rounds: 24, kills: 10, runtimeRestarts: 1, image: 'statelet.local/busybox:1' });
+  it('churns pods through 10 agent SIGKILLs at random points, a runtime restart, crashed containers and lost sandboxes: no invariant broken, converged after each', async () => {
+    await churnClean('sim://', { pods: 12, rounds: 28, kills: 10, runtimeRestarts: 1, podFailures: 4, image: 'statelet.local/busybox:1' });
   }, 15 * 60_000);
 });
 

@@ -31,6 +31,8 @@ export interface ChurnOptions {
   kills: number;
   /** Restarts of the runtime's daemon (1 s down), spread over the rounds. */
   runtimeRestarts?: number;
+  /** Runtime-side failures of one pod, spread over the rounds (sim:// in this process only): a running container crashes, or a sandbox's own process is lost. */
+  podFailures?: number;
   /** How to restart the runtime given by `endpoint` (sim:// in this process restarts itself). */
   restartRuntime?: (downSeconds: number) => Promise<void>;
   image: string;
@@ -40,7 +42,7 @@ export interface ChurnOptions {
   convergeTimeoutMs?: number;
 }
 
-export type Fault = KillPoint | 'runtimeRestart';
+export type Fault = KillPoint | 'runtimeRestart' | 'containerCrash' | 'sandboxLost';
 
 export interface ChurnReport {
   seed: number;
@@ -93,13 +95,28 @@ export async function runChurn(options: ChurnOptions): Promise<ChurnReport> {
     await node.startAgent();
   };
 
+  /** Crashes a running container, or loses a ready sandbox, of a pod drawn from the seed. */
+  const failOnePod = async (): Promise<'containerCrash' | 'sandboxLost'> => {
+    const engine = sim!.engine;
+    if (random() < 0.5) {
+      const running = await node.cri.listContainers({ state: 'CONTAINER_RUNNING' });
+      if (running.length > 0) {
+        engine.crashContainer(pick(running).id, 137);
+        return 'containerCrash';
+      }
+    }
+    const ready = await node.cri.listPodSandbox({ state: 'SANDBOX_READY' });
+    if (ready.length > 0) engine.loseSandbox(pick(ready).id);
+    return 'sandboxLost';
+  };
+
   try {
     for (let i = 0; i < options.pods; i++) await node.write(`p${serial++}`, pick(KINDS), 0);
     report.changes += options.pods;
     await node.startAgent();
     // Which round gets which fault: distinct rounds, drawn from the seed.
-    const faultAt = new Map<number, 'kill' | 'runtimeRestart'>();
-    const place = (fault: 'kill' | 'runtimeRestart', count: number) => {
+    const faultAt = new Map<number, 'kill' | 'runtimeRestart' | 'podFailure'>();
+    const place = (fault: 'kill' | 'runtimeRestart' | 'podFailure', count: number) => {
       for (let placed = 0; placed < count && faultAt.size < options.rounds; ) {
         const round = Math.floor(random() * options.rounds);
         if (faultAt.has(round)) continue;
@@ -109,6 +126,8 @@ export async function runChurn(options: ChurnOptions): Promise<ChurnReport> {
     };
     place('kill', options.kills);
     place('runtimeRestart', options.runtimeRestarts ?? 0);
+    if (options.podFailures && !sim) throw new Error('podFailures asked for, but the runtime is not sim:// in this process');
+    place('podFailure', options.podFailures ?? 0);
     const restartRuntime = options.restartRuntime ?? (sim ? (down: number) => sim.restart(down * 1000) : null);
     for (let round = 0; round < options.rounds; round++) {
       for (let change = 0; change < 1 + Math.floor(random() * 3); change++) {
@@ -131,6 +150,9 @@ export async function runChurn(options: ChurnOptions): Promise<ChurnReport> {
           injected = sim ? pick(KILL_POINTS) : 'anytime';
           node.faults.push(injected);
           await kill(injected);
+        } else if (fault === 'podFailure') {
+          injected = await failOnePod();
+          node.faults.push(injected);
         } else {
           if (!restartRuntime) throw new Error('runtimeRestarts asked for, but no way to restart this runtime');
           injected = 'runtimeRestart';

@@ -1,7 +1,7 @@
 /**
  * `npm run chaos`: the long reliability run (issue 13). First the episodes, in turn, each with its
- * own seed (derived from the run's), until their time is spent: churn with agent kills and a
- * runtime restart, a hanging runtime call. Then the soak: one agent, the built `statelet`, with
+ * own seed (derived from the run's), until their time is spent: churn with agent kills, a runtime
+ * restart, crashed containers and lost sandboxes; a hanging runtime call. Then the soak: one agent, the built `statelet`, with
  * hundreds of pods churning for `--duration`, sampled every minute. At the end a table: episodes,
  * faults injected by kind, observations checked against the invariants, violations, the time the
  * node took to converge after each kind of fault, and the soak's memory slopes and figures.
@@ -51,10 +51,12 @@ interface Episode {
   failure: string | null;
 }
 
+const FAULT_NAMES = { runtimeRestart: 'runtime restart (1 s down)', containerCrash: 'a container crashed', sandboxLost: "a sandbox's own process lost" };
+
 /** The episodes, in turn; each gets a fresh seed. */
 const EPISODES: ((seed: number) => Promise<Episode>)[] = [
   async (seed) => {
-    const report = await runChurn({ seed, pods, rounds: kills * 4, kills, runtimeRestarts: 1, image });
+    const report = await runChurn({ seed, pods, rounds: kills * 4 + 4, kills, runtimeRestarts: 1, podFailures: 2, image });
     const stuck = report.faults.filter((f) => f.convergeMs < 0);
     const failed = report.violations.length > 0 || report.finalConvergeMs === null || stuck.length > 0;
     return {
@@ -63,7 +65,7 @@ const EPISODES: ((seed: number) => Promise<Episode>)[] = [
       changes: report.changes,
       observations: report.observations,
       violations: report.violations.length,
-      faults: report.faults.map(({ fault, convergeMs }) => ({ fault: fault === 'runtimeRestart' ? 'runtime restart (1 s down)' : `agent SIGKILL (${fault})`, convergeMs })),
+      faults: report.faults.map(({ fault, convergeMs }) => ({ fault: FAULT_NAMES[fault as keyof typeof FAULT_NAMES] ?? `agent SIGKILL (${fault})`, convergeMs })),
       failure: failed ? JSON.stringify({ violations: report.violations, stuck, notConverged: report.notConverged }) : null,
     };
   },

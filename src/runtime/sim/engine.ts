@@ -278,6 +278,18 @@ export class SimEngine {
     }
   }
 
+  /**
+   * The sandbox's own process dies (the fault a test or a chaos run injects), as when containerd
+   * loses a pod's pause container: the sandbox turns NOTREADY while its containers run on. The
+   * agent must notice, stop them and start the pod again in a new sandbox.
+   */
+  loseSandbox(id: string): void {
+    const sandbox = this.sandbox(id);
+    if (sandbox.state !== 'SANDBOX_READY') throw new SimError('FAILED_PRECONDITION', `sandbox "${id}" is not ready`);
+    sandbox.state = 'SANDBOX_NOTREADY';
+    this.emit(sandbox.id, 'CONTAINER_STOPPED_EVENT', sandbox);
+  }
+
   /** Stops the sandbox if needed, removes its containers and releases its IP. Missing = ok. */
   removePodSandbox(id: string): void {
     const sandbox = lookup(this.sandboxes, id);
