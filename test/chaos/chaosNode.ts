@@ -17,12 +17,15 @@ import { startSimRuntime, type SimRuntime } from '../../src/runtime/sim/server.t
 import { type AgentProcess, type StateletCommand, runStatelet } from '../support/agentProcess.ts';
 import { PodHistory, type Violation, notConverged, runtimeViolations } from './invariants.ts';
 
-export type Kind = 'steady' | 'init' | 'crashloop' | 'unhealthy' | 'completes';
+/** `logger` logs about 2 KiB a second; `writer` writes to its emptyDir volume every second (the disk episode). */
+export type Kind = 'steady' | 'init' | 'crashloop' | 'unhealthy' | 'completes' | 'logger' | 'writer';
 /** Kinds whose containers are all running once the node has converged. */
-const RUNS: ReadonlySet<string> = new Set<Kind>(['steady', 'init']);
+const RUNS: ReadonlySet<string> = new Set<Kind>(['steady', 'init', 'logger', 'writer']);
 
 export const NODE = 'chaos-node';
 const LONG_RUNNING = "trap 'exit 0' TERM; while true; do sleep 1; done";
+const LOGGING = "trap 'exit 0' TERM; while true; do echo 'the quick brown fox jumps over the lazy dog, again and again, to fill a log file at a steady pace'; sleep 0.05; done";
+const WRITING = "trap 'exit 0' TERM; while true; do echo beat >> /data/beats; echo 'wrote a beat to /data/beats'; sleep 1; done";
 
 function manifest(name: string, kind: Kind, generation: number, image: string): string {
   const container = (cname: string, command: string, extra = '') => `    - { name: ${cname}, image: ${image}, command: ["sh", "-c", "${command}"], env: [{ name: GENERATION, value: "${generation}" }]${extra} }`;
@@ -43,6 +46,12 @@ function manifest(name: string, kind: Kind, generation: number, image: string): 
     case 'completes':
       lines.push('  restartPolicy: Never', '  containers:', container('app', 'sleep 0.5; exit 0'));
       break;
+    case 'logger':
+      lines.push('  containers:', container('app', LOGGING));
+      break;
+    case 'writer':
+      lines.push('  containers:', container('app', WRITING, ', volumeMounts: [{ name: data, mountPath: /data }]'), '  volumes: [{ name: data, emptyDir: {} }]');
+      break;
   }
   return `${lines.join('\n')}\n`;
 }
@@ -58,6 +67,8 @@ export interface ChaosNodeOptions {
   intercept?: CallInterceptor;
   /** More flags for the agent. */
   agentArgs?: string[];
+  /** The agent's --root-dir (and --pod-logs-dir under it), when the episode brings its own filesystem; in the node's directory otherwise. */
+  rootDir?: string;
   /** How to run the agent (the sources through tsx by default). */
   command?: StateletCommand;
 }
@@ -100,7 +111,7 @@ export class ChaosNode {
   }
 
   async startAgent(): Promise<AgentProcess> {
-    return (this.agent = await runStatelet(this.args, { rootDir: path.join(this.dir, 'root'), ...(this.options.command ? { command: this.options.command } : {}) }));
+    return (this.agent = await runStatelet(this.args, { rootDir: this.rootDir, ...(this.options.command ? { command: this.options.command } : {}) }));
   }
 
   async write(name: string, kind: Kind, generation: number): Promise<void> {
@@ -111,6 +122,11 @@ export class ChaosNode {
   async remove(name: string): Promise<void> {
     this.live.delete(name);
     await unlink(path.join(this.dir, 'manifests', `${name}.yaml`));
+  }
+
+  /** The agent's --root-dir; its --pod-logs-dir is `logs` under it. */
+  get rootDir(): string {
+    return this.options.rootDir ?? path.join(this.dir, 'root');
   }
 
   /** The agent's pod of a manifest, as `/pods` lists it now. */
