@@ -11,6 +11,7 @@
  * `applyPodDefaults` fills in the API defaults the agent relies on. It runs on a valid pod, so it
  * only ever sets absent fields to valid values and cannot make a valid pod invalid.
  */
+import { parseQuantity } from './quantity.ts';
 import type { Container, ContainerPort, Pod, Probe, PullPolicy } from './types.ts';
 
 export interface FieldError {
@@ -100,9 +101,12 @@ class Errors {
   }
 }
 
+/** Longest rendering of a bad value in a message; the API server leaves out a too-long value altogether (field.TooLong). */
+const SHOWN_MAX = 80;
+
 function show(value: unknown): string {
-  const text = JSON.stringify(value);
-  return text === undefined ? String(value) : text;
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length > SHOWN_MAX ? `${text.slice(0, SHOWN_MAX)}… (${text.length} characters)` : text;
 }
 
 function isOneOf<T extends string>(value: unknown, allowed: readonly T[]): value is T {
@@ -136,6 +140,16 @@ function checkStringMap(errs: Errors, field: string, value: unknown): void {
   }
 }
 
+/** Labels: a map of strings whose keys and values are label keys and values (ValidateLabels). */
+function checkLabels(errs: Errors, labels: unknown): void {
+  checkStringMap(errs, 'metadata.labels', labels);
+  if (!isRecord(labels)) return;
+  for (const [key, value] of Object.entries(labels)) {
+    const problem = typeof value === 'string' ? labelProblem(key, value) : null;
+    if (problem) errs.invalid(`metadata.labels[${key}]`, value, problem);
+  }
+}
+
 function checkStringList(errs: Errors, field: string, value: unknown): void {
   if (value === undefined) return;
   if (!Array.isArray(value)) {
@@ -145,6 +159,188 @@ function checkStringList(errs: Errors, field: string, value: unknown): void {
   value.forEach((item, i) => {
     if (typeof item !== 'string') errs.invalid(`${field}[${i}]`, item, 'must be a string');
   });
+}
+
+/**
+ * The JSON type of the fields the agent reads that the checks below do not otherwise cover, as
+ * the Go types of k8s.io/api/core/v1 decode them: the kubelet rejects a manifest whose field has
+ * the wrong type when it decodes it (pkg/kubelet/config/common.go tryDecodeSinglePod), and so do
+ * we, so that the rest of the agent can trust the `Pod` type. Members not listed are not read and
+ * are carried through untouched.
+ */
+type Shape =
+  | 'string'
+  | 'integer'
+  | 'boolean'
+  /** A port: a number or a port name. */
+  | 'intOrString'
+  /** A resource quantity: a number or a string such as `100m` or `64Mi`. */
+  | 'quantity'
+  | { list: Shape }
+  | { map: Shape }
+  | { oneOf: readonly string[] }
+  | { object: Fields };
+type Fields = { readonly [member: string]: Shape };
+
+const STRINGS: Shape = { list: 'string' };
+const QUANTITIES: Shape = { map: 'quantity' };
+const RESOURCES: Shape = { object: { requests: QUANTITIES, limits: QUANTITIES } };
+const EXEC: Shape = { object: { command: STRINGS } };
+const HTTP_GET: Shape = {
+  object: {
+    path: 'string',
+    port: 'intOrString',
+    host: 'string',
+    scheme: { oneOf: ['HTTP', 'HTTPS'] },
+    httpHeaders: { list: { object: { name: 'string', value: 'string' } } },
+  },
+};
+const TCP_SOCKET: Shape = { object: { port: 'intOrString', host: 'string' } };
+const LIFECYCLE_HANDLER: Shape = { object: { exec: EXEC, httpGet: HTTP_GET, tcpSocket: TCP_SOCKET, sleep: { object: { seconds: 'integer' } } } };
+const KEY_SELECTOR: Shape = { object: { name: 'string', key: 'string', optional: 'boolean' } };
+const FIELD_REF: Shape = { object: { apiVersion: 'string', fieldPath: 'string' } };
+const RESOURCE_FIELD_REF: Shape = { object: { containerName: 'string', resource: 'string', divisor: 'quantity' } };
+const KEY_TO_PATHS: Shape = { list: { object: { key: 'string', path: 'string', mode: 'integer' } } };
+const DOWNWARD_ITEMS: Shape = { list: { object: { path: 'string', fieldRef: FIELD_REF, resourceFieldRef: RESOURCE_FIELD_REF, mode: 'integer' } } };
+const SELECTOR_REQUIREMENTS: Shape = { list: { object: { key: 'string', operator: 'string', values: STRINGS } } };
+
+const METADATA_FIELDS: Fields = {
+  resourceVersion: 'string',
+  generation: 'integer',
+  creationTimestamp: 'string',
+  deletionTimestamp: 'string',
+  ownerReferences: { list: { object: {} } },
+};
+
+const CONTAINER_FIELDS: Fields = {
+  workingDir: 'string',
+  envFrom: {
+    list: {
+      object: {
+        prefix: 'string',
+        configMapRef: { object: { name: 'string', optional: 'boolean' } },
+        secretRef: { object: { name: 'string', optional: 'boolean' } },
+      },
+    },
+  },
+  volumeMounts: {
+    list: {
+      object: { name: 'string', mountPath: 'string', readOnly: 'boolean', subPath: 'string', subPathExpr: 'string', mountPropagation: 'string' },
+    },
+  },
+  lifecycle: { object: { postStart: LIFECYCLE_HANDLER, preStop: LIFECYCLE_HANDLER } },
+  resources: RESOURCES,
+  terminationMessagePath: 'string',
+  terminationMessagePolicy: { oneOf: ['File', 'FallbackToLogsOnError'] },
+  stdin: 'boolean',
+  stdinOnce: 'boolean',
+  tty: 'boolean',
+};
+
+const ENV_VAR_FIELDS: Fields = {
+  valueFrom: { object: { fieldRef: FIELD_REF, resourceFieldRef: RESOURCE_FIELD_REF, configMapKeyRef: KEY_SELECTOR, secretKeyRef: KEY_SELECTOR } },
+};
+
+const PORT_FIELDS: Fields = { name: 'string', hostIP: 'string' };
+
+const PROBE_FIELDS: Fields = { exec: EXEC, httpGet: HTTP_GET, tcpSocket: TCP_SOCKET, grpc: { object: { port: 'integer', service: 'string' } } };
+
+const VOLUME: Shape = {
+  object: {
+    name: 'string',
+    emptyDir: { object: { medium: 'string', sizeLimit: 'quantity' } },
+    configMap: { object: { name: 'string', items: KEY_TO_PATHS, defaultMode: 'integer', optional: 'boolean' } },
+    secret: { object: { secretName: 'string', items: KEY_TO_PATHS, defaultMode: 'integer', optional: 'boolean' } },
+    downwardAPI: { object: { items: DOWNWARD_ITEMS, defaultMode: 'integer' } },
+    hostPath: { object: { path: 'string', type: 'string' } },
+    projected: {
+      object: {
+        defaultMode: 'integer',
+        sources: {
+          list: {
+            object: {
+              configMap: { object: { name: 'string', items: KEY_TO_PATHS, optional: 'boolean' } },
+              secret: { object: { name: 'string', items: KEY_TO_PATHS, optional: 'boolean' } },
+              downwardAPI: { object: { items: DOWNWARD_ITEMS } },
+              serviceAccountToken: { object: { path: 'string', audience: 'string', expirationSeconds: 'integer' } },
+            },
+          },
+        },
+      },
+    },
+  },
+};
+
+const SPEC_FIELDS: Fields = {
+  nodeSelector: { map: 'string' },
+  hostNetwork: 'boolean',
+  hostname: 'string',
+  subdomain: 'string',
+  tolerations: {
+    list: { object: { key: 'string', operator: 'string', value: 'string', effect: 'string', tolerationSeconds: 'integer' } },
+  },
+  affinity: {
+    object: {
+      nodeAffinity: {
+        object: {
+          requiredDuringSchedulingIgnoredDuringExecution: {
+            object: { nodeSelectorTerms: { list: { object: { matchExpressions: SELECTOR_REQUIREMENTS, matchFields: SELECTOR_REQUIREMENTS } } } },
+          },
+        },
+      },
+    },
+  },
+  overhead: QUANTITIES,
+  resources: RESOURCES,
+  priority: 'integer',
+  priorityClassName: 'string',
+  volumes: { list: VOLUME },
+  hostAliases: { list: { object: { ip: 'string', hostnames: STRINGS } } },
+  dnsPolicy: { oneOf: ['ClusterFirstWithHostNet', 'ClusterFirst', 'Default', 'None'] },
+  dnsConfig: { object: { nameservers: STRINGS, searches: STRINGS, options: { list: { object: { name: 'string', value: 'string' } } } } },
+  readinessGates: { list: { object: { conditionType: 'string' } } },
+  serviceAccountName: 'string',
+  enableServiceLinks: 'boolean',
+  os: { object: { name: 'string' } },
+};
+
+/** Checks `value` (absent is fine) against `shape`, naming each offending member by its path. */
+function checkShape(errs: Errors, field: string, value: unknown, shape: Shape): void {
+  if (value === undefined) return;
+  if (typeof shape === 'string') {
+    const ok =
+      shape === 'string' ? typeof value === 'string'
+      : shape === 'integer' ? Number.isInteger(value)
+      : shape === 'boolean' ? typeof value === 'boolean'
+      : shape === 'intOrString' ? Number.isInteger(value) || typeof value === 'string'
+      : Number.isFinite(value) || (typeof value === 'string' && !(parseQuantity(value) instanceof Error));
+    if (!ok) errs.invalid(field, value, SHAPE_NAMES[shape]);
+  } else if ('oneOf' in shape) {
+    if (!isOneOf(value, shape.oneOf)) errs.unsupported(field, value, shape.oneOf);
+  } else if ('list' in shape) {
+    if (!Array.isArray(value)) errs.invalid(field, value, 'must be a list');
+    else value.forEach((item: unknown, i) => checkShape(errs, `${field}[${i}]`, item, shape.list));
+  } else if ('map' in shape) {
+    if (!isRecord(value)) errs.invalid(field, value, 'must be a map');
+    else for (const [key, item] of Object.entries(value)) checkShape(errs, `${field}[${key}]`, item, shape.map);
+  } else if (!isRecord(value)) {
+    errs.invalid(field, value, 'must be an object');
+  } else {
+    checkFields(errs, field, value, shape.object);
+  }
+}
+
+const SHAPE_NAMES: Record<Extract<Shape, string>, string> = {
+  string: 'must be a string',
+  integer: 'must be an integer',
+  boolean: 'must be a boolean',
+  intOrString: 'must be a port number or name',
+  quantity: 'must be a quantity, e.g. 100m or 64Mi',
+};
+
+/** Checks the listed members of an object that is known to be one. */
+function checkFields(errs: Errors, field: string, value: Record<string, unknown>, fields: Fields): void {
+  for (const [member, shape] of Object.entries(fields)) checkShape(errs, `${field}.${member}`, value[member], shape);
 }
 
 function checkMetadata(errs: Errors, metadata: unknown): void {
@@ -173,9 +369,10 @@ function checkMetadata(errs: Errors, metadata: unknown): void {
   }
   // The API server assigns UIDs; every pod the agent runs has one (static pods get a generated one).
   checkRequiredString(errs, 'metadata.uid', uid);
-  checkStringMap(errs, 'metadata.labels', metadata['labels']);
+  checkLabels(errs, metadata['labels']);
   checkStringMap(errs, 'metadata.annotations', metadata['annotations']);
   checkOptionalInteger(errs, 'metadata.deletionGracePeriodSeconds', metadata['deletionGracePeriodSeconds'], 0);
+  checkFields(errs, 'metadata', metadata, METADATA_FIELDS);
 }
 
 function checkProbe(errs: Errors, field: string, probe: unknown, kind: 'liveness' | 'readiness' | 'startup'): void {
@@ -184,6 +381,7 @@ function checkProbe(errs: Errors, field: string, probe: unknown, kind: 'liveness
     errs.invalid(field, probe, 'must be an object');
     return;
   }
+  checkFields(errs, field, probe, PROBE_FIELDS);
   const handlers = PROBE_HANDLERS.filter((h) => probe[h] !== undefined);
   if (handlers.length === 0) errs.add(field, 'Required value: must specify a handler type');
   if (handlers.length > 1) errs.add(`${field}.${handlers[1]}`, 'Forbidden: may not specify more than 1 handler type');
@@ -213,6 +411,7 @@ function checkPorts(errs: Errors, field: string, ports: unknown): void {
     if (port['hostPort'] !== 0) checkOptionalInteger(errs, `${at}.hostPort`, port['hostPort'], 1, PORT_MAX);
     const protocol = port['protocol'];
     if (protocol !== undefined && !isOneOf(protocol, PROTOCOLS)) errs.unsupported(`${at}.protocol`, protocol, PROTOCOLS);
+    checkFields(errs, at, port, PORT_FIELDS);
   });
 }
 
@@ -231,6 +430,7 @@ function checkEnv(errs: Errors, field: string, env: unknown): void {
     checkRequiredString(errs, `${at}.name`, item['name']);
     const value = item['value'];
     if (value !== undefined && typeof value !== 'string') errs.invalid(`${at}.value`, value, 'must be a string');
+    checkFields(errs, at, item, ENV_VAR_FIELDS);
   });
 }
 
@@ -261,6 +461,7 @@ function checkContainer(errs: Errors, field: string, container: Record<string, u
   checkProbe(errs, `${field}.livenessProbe`, container['livenessProbe'], 'liveness');
   checkProbe(errs, `${field}.readinessProbe`, container['readinessProbe'], 'readiness');
   checkProbe(errs, `${field}.startupProbe`, container['startupProbe'], 'startup');
+  checkFields(errs, field, container, CONTAINER_FIELDS);
 }
 
 function checkContainerList(errs: Errors, spec: Record<string, unknown>, key: 'initContainers' | 'containers', names: Set<string>): void {
@@ -307,12 +508,9 @@ function checkSpec(errs: Errors, spec: unknown): void {
   if (restart !== undefined && !isOneOf(restart, RESTART_POLICIES)) {
     errs.unsupported('spec.restartPolicy', restart, RESTART_POLICIES);
   }
-  const tolerations = spec['tolerations'];
-  if (tolerations !== undefined && !(Array.isArray(tolerations) && tolerations.every(isRecord))) {
-    errs.invalid('spec.tolerations', tolerations, 'must be a list of objects');
-  }
   checkOptionalInteger(errs, 'spec.terminationGracePeriodSeconds', spec['terminationGracePeriodSeconds'], 0);
   checkOptionalInteger(errs, 'spec.activeDeadlineSeconds', spec['activeDeadlineSeconds'], 1, ACTIVE_DEADLINE_MAX);
+  checkFields(errs, 'spec', spec, SPEC_FIELDS);
 }
 
 /** Narrowing happens by checking every field the `Pod` type promises; this is that claim. */

@@ -6,10 +6,17 @@
  * snapshots into adds/updates/removes, so an unchanged snapshot costs the consumer nothing.
  *
  * - A directory is read flat: entries whose name does not start with `.`, sorted by name, regular
- *   files only (symlinks are followed; subdirectories are reported and not entered).
- * - Each file holds exactly one Pod, as YAML or JSON (JSON is YAML). A file that does not parse,
+ *   files only (symlinks are followed; subdirectories, other kinds of files, symlinks to nothing
+ *   and names that are not UTF-8 are reported and not read).
+ * - Each file holds exactly one Pod, as YAML or JSON (JSON is YAML), in UTF-8, of at most
+ *   `MAX_MANIFEST_BYTES` and `MAX_MANIFEST_DEPTH` levels of nesting. A file that does not parse,
  *   holds several documents or fails validation is reported and left out; other files are
  *   unaffected. A single-file path behaves like a directory holding that one file.
+ * - A pod whose name (in its namespace) or UID another file's pod has is reported with both files
+ *   and left out, as the kubelet drops the later of two pods of one name (pkg/kubelet/config/config.go
+ *   filterInvalidPods): later in name order, except that a file whose pod held the name at the last
+ *   scan keeps it, so that a new file never displaces a running pod (the kubelet's name order would
+ *   stop a running pod for a newcomer whose file name sorts first).
  * - A missing path (or an empty directory) yields an empty snapshot, so the source still counts as
  *   seen; any other failure to read the path yields no snapshot (the previous pods stay).
  * - Scans run on `fs.watch` notifications, coalesced so a burst of events costs one scan
@@ -18,11 +25,12 @@
  * - Files whose identity, size and timestamps are unchanged since the last scan are not re-read.
  * - A problem is reported when it appears, not again on every scan while it persists.
  */
-import { watch, type FSWatcher } from 'node:fs';
-import { readdir, readFile, stat } from 'node:fs/promises';
+import { constants, watch, type FSWatcher } from 'node:fs';
+import { type FileHandle, open, readdir, readlink, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { isScalar, LineCounter, parseAllDocuments } from 'yaml';
-import type { Pod } from '../api/types.ts';
+import { isRecord } from '../api/validate.ts';
+import { podFullName, type Pod } from '../api/types.ts';
 import { type Clock, type TimerHandle, realClock } from '../clock.ts';
 import { defaultStaticPod } from './static.ts';
 
@@ -71,18 +79,94 @@ export interface ParsedManifest {
   errors: ManifestError[];
 }
 
+/**
+ * The largest manifest read. The kubelet reads files of any size; we stop at 1 MiB: a pod that
+ * large cannot be stored as a mirror pod (etcd takes requests of at most 1.5 MiB), and parsing
+ * YAML of several MB holds the agent's event loop for seconds (5 MB of JSON: 5 s).
+ */
+export const MAX_MANIFEST_BYTES = 1024 * 1024;
+/**
+ * The deepest nesting of objects and lists accepted, the pod object being level 1. The kubelet's
+ * decoder stops at 10,000 (k8s.io/apimachinery/pkg/util/json maxDepth); the YAML parser and every
+ * recursive walk of a pod here would overflow the stack long before, at a depth that depends on
+ * the caller. A real pod nests about 12 levels deep.
+ */
+export const MAX_MANIFEST_DEPTH = 100;
+
 /** `at line 3, column 5:` and the source excerpt that follow the reason in `yaml`'s messages. */
 const YAML_POSITION_SUFFIX = / at line \d+, column \d+:[\s\S]*$/;
+/** A parser that recursed too deeply: `yaml` reports the RangeError's message as the reason. */
+const STACK_OVERFLOW = /Maximum call stack size exceeded/;
+const TOO_DEEP = `nested deeper than ${MAX_MANIFEST_DEPTH} levels`;
 
-/** Parses, defaults and validates the text of one manifest file. Pure apart from hashing. */
-export function parseManifest(text: string, file: string, nodeName: string): ParsedManifest {
+/** The offset of the first byte that is not part of UTF-8 text, in bytes known not to be UTF-8. */
+function firstNonUtf8Byte(bytes: Uint8Array): number {
+  const decodes = (length: number, stream: boolean) => {
+    try {
+      new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(0, length), { stream });
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  // Streaming, a decoder keeps an incomplete last character for later, so whether a prefix
+  // decodes is monotonic in its length: search for the longest that does.
+  let good = 0;
+  let bad = bytes.length;
+  while (bad - good > 1) {
+    const mid = Math.floor((good + bad) / 2);
+    if (decodes(mid, true)) good = mid;
+    else bad = mid;
+  }
+  // It may end in the first bytes of the character that the next byte breaks: that one is bad.
+  while (!decodes(good, false)) good--;
+  return good;
+}
+
+/** The path of the first value nested deeper than `MAX_MANIFEST_DEPTH` levels, if any; iterative, so any depth is measured. */
+function tooDeep(manifest: unknown): string | undefined {
+  const stack: { value: unknown; path: string; depth: number }[] = [{ value: manifest, path: '', depth: 1 }];
+  for (let next = stack.pop(); next; next = stack.pop()) {
+    const { value, path, depth } = next;
+    const members = Array.isArray(value)
+      ? value.map((item, i) => [`${path}[${i}]`, item] as const)
+      : isRecord(value)
+        ? Object.entries(value).map(([key, item]) => [path === '' ? key : `${path}.${key}`, item] as const)
+        : [];
+    for (const [memberPath, item] of members) {
+      if (typeof item !== 'object' || item === null) continue;
+      if (depth + 1 > MAX_MANIFEST_DEPTH) return memberPath;
+      stack.push({ value: item, path: memberPath, depth: depth + 1 });
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Decodes, parses, defaults and validates the content of one manifest file (its first
+ * `MAX_MANIFEST_BYTES + 1` bytes, or its text). Pure apart from hashing.
+ */
+export function parseManifest(content: Uint8Array | string, file: string, nodeName: string): ParsedManifest {
+  const size = typeof content === 'string' ? Buffer.byteLength(content) : content.length;
+  if (size > MAX_MANIFEST_BYTES) {
+    return { errors: [{ file, message: `${file}: larger than ${MAX_MANIFEST_BYTES} bytes, the most a manifest may have` }] };
+  }
+  let text: string;
+  try {
+    text = typeof content === 'string' ? content : new TextDecoder('utf-8', { fatal: true }).decode(content);
+  } catch {
+    const bytes = content as Uint8Array;
+    const at = firstNonUtf8Byte(bytes);
+    const line = bytes.subarray(0, at).filter((byte) => byte === 0x0a).length + 1;
+    return { errors: [{ file, line, message: `${file}:${line}: not UTF-8 text (byte ${at})` }] };
+  }
   const lineCounter = new LineCounter();
   const documents = parseAllDocuments(text, { lineCounter });
   for (const doc of documents) {
     const [syntax] = doc.errors;
     if (syntax) {
       const line = syntax.linePos?.[0].line;
-      const reason = syntax.message.replace(YAML_POSITION_SUFFIX, '');
+      const reason = STACK_OVERFLOW.test(syntax.message) ? TOO_DEEP : syntax.message.replace(YAML_POSITION_SUFFIX, '');
       const message = line === undefined ? `${file}: ${reason}` : `${file}:${line}: ${reason}`;
       return { errors: [line === undefined ? { file, message } : { file, line, message }] };
     }
@@ -101,8 +185,11 @@ export function parseManifest(text: string, file: string, nodeName: string): Par
   try {
     manifest = first.toJS();
   } catch (err) {
-    return { errors: [{ file, message: `${file}: ${errorText(err)}` }] };
+    const reason = STACK_OVERFLOW.test(errorText(err)) ? TOO_DEEP : errorText(err);
+    return { errors: [{ file, message: `${file}: ${reason}` }] };
   }
+  const deep = tooDeep(manifest);
+  if (deep !== undefined) return { errors: [{ file, field: deep, message: `${file}: ${deep}: ${TOO_DEEP}` }] };
   const result = defaultStaticPod(manifest, { kind: 'file', path: file }, nodeName);
   if (result.pod) return { pod: result.pod, errors: [] };
   return {
@@ -120,6 +207,31 @@ function errorCode(err: unknown): unknown {
   return err instanceof Error && 'code' in err ? err.code : undefined;
 }
 
+/** Problems found by a scan, by file. */
+type Problems = Map<string, ManifestError>;
+
+/** Identity, size and timestamps of a file. */
+function stampOf(info: { dev: bigint; ino: bigint; size: bigint; mtimeNs: bigint; ctimeNs: bigint }): string {
+  return `${info.dev}:${info.ino}:${info.size}:${info.mtimeNs}:${info.ctimeNs}`;
+}
+
+/** The file's first `limit` bytes (all of it if shorter), read to its end even if it grew since `size`. */
+async function readAtMost(handle: FileHandle, limit: number, size: number): Promise<Uint8Array> {
+  let buffer = Buffer.alloc(Math.min(limit, size + 1));
+  let length = 0;
+  for (;;) {
+    if (length === buffer.length) {
+      if (length === limit) return buffer;
+      const grown = Buffer.alloc(Math.min(limit, length * 2));
+      buffer.copy(grown);
+      buffer = grown;
+    }
+    const { bytesRead } = await handle.read(buffer, length, buffer.length - length, null);
+    if (bytesRead === 0) return buffer.subarray(0, length);
+    length += bytesRead;
+  }
+}
+
 interface CachedFile {
   /** Identity, size and timestamps at the last read; any change means the file must be re-read. */
   stamp: string;
@@ -135,11 +247,14 @@ export function createFileSource(options: FileSourceOptions): FileSource {
 
   const cache = new Map<string, CachedFile>();
   /**
-   * Problems with paths (missing, unreadable, not a file) found by the last scan, so that ones that
-   * persist are not reported again. Manifest errors need no such memory: they are reported when a
-   * file is read, and an unchanged file is not read again.
+   * Problems with paths (missing, unreadable, not a file, a name that is not UTF-8) and pods that
+   * repeat another file's name or UID, found by the last scan, so that ones that persist are not
+   * reported again. Manifest errors need no such memory: they are reported when a file is read,
+   * and an unchanged file is not read again.
    */
-  let pathProblems = new Map<string, string>();
+  let pathProblems = new Map<string, ManifestError>();
+  /** The full name of the pod each file gave in the last snapshot: the file keeps that name while its pod has it. */
+  let holders = new Map<string, string>();
   let stopped = false;
   let watcher: FSWatcher | undefined;
   let watchedKey = '';
@@ -187,64 +302,119 @@ export function createFileSource(options: FileSourceOptions): FileSource {
     }
   }
 
-  async function readManifest(file: string, problems: Map<string, string>): Promise<Pod | undefined> {
+  /** Why `file` is not read as a manifest, or null: a regular file is read. */
+  function notRegular(file: string, info: { isFile(): boolean; isDirectory(): boolean }): string | null {
+    if (info.isDirectory()) return `${file}: is a directory; manifest directories are not read recursively`;
+    return info.isFile() ? null : `${file}: not a regular file`;
+  }
+
+  async function readManifest(file: string, problems: Problems): Promise<Pod | undefined> {
+    const problem = (message: string) => {
+      cache.delete(file);
+      problems.set(file, { file, message });
+      return undefined;
+    };
     let info;
     try {
       info = await stat(file, { bigint: true });
     } catch (err) {
       cache.delete(file);
-      // Removed since the directory was listed, or a dangling symlink.
-      if (errorCode(err) !== 'ENOENT') problems.set(file, `${file}: ${errorText(err)}`);
-      return undefined;
+      if (errorCode(err) !== 'ENOENT') return problem(`${file}: ${errorText(err)}`);
+      // Removed since the directory was listed (nothing to say), or a symlink to nothing, which the
+      // kubelet reports as a path it cannot stat (pkg/kubelet/config/file.go extractFromDir).
+      const target = await readlink(file).catch(() => undefined);
+      return target === undefined ? undefined : problem(`${file}: symlink to ${target}, which does not exist`);
     }
-    if (!info.isFile()) cache.delete(file);
-    if (info.isDirectory()) {
-      problems.set(file, `${file}: is a directory; manifest directories are not read recursively`);
-      return undefined;
+    const irregular = notRegular(file, info);
+    if (irregular) return problem(irregular);
+    const cached = cache.get(file);
+    if (cached?.stamp === stampOf(info)) return cached.parsed.pod;
+    let read: CachedFile;
+    try {
+      read = await readFileAt(file);
+    } catch (err) {
+      cache.delete(file);
+      return errorCode(err) === 'ENOENT' ? undefined : problem(`${file}: ${errorText(err)}`);
     }
-    if (!info.isFile()) {
-      problems.set(file, `${file}: not a regular file`);
-      return undefined;
+    cache.set(file, read);
+    for (const error of read.parsed.errors) onError(error);
+    return read.parsed.pod;
+  }
+
+  /**
+   * Reads and parses `file` through one handle, so that the stamp is that of the content read even
+   * when the file is replaced meanwhile. Opened non-blocking: a FIFO put there since the `stat`
+   * must not hold the scan waiting for a writer.
+   */
+  async function readFileAt(file: string): Promise<CachedFile> {
+    const handle = await open(file, constants.O_RDONLY | constants.O_NONBLOCK);
+    try {
+      const info = await handle.stat({ bigint: true });
+      const irregular = notRegular(file, info);
+      if (irregular) return { stamp: '', parsed: { errors: [{ file, message: irregular }] } };
+      return { stamp: stampOf(info), parsed: parseManifest(await readAtMost(handle, MAX_MANIFEST_BYTES + 1, Number(info.size)), file, nodeName) };
+    } finally {
+      await handle.close();
     }
-    const stamp = `${info.dev}:${info.ino}:${info.size}:${info.mtimeNs}:${info.ctimeNs}`;
-    let cached = cache.get(file);
-    if (cached?.stamp !== stamp) {
-      let parsed: ParsedManifest;
-      try {
-        parsed = parseManifest(await readFile(file, 'utf8'), file, nodeName);
-      } catch (err) {
-        parsed = { errors: [{ file, message: `${file}: ${errorText(err)}` }] };
-      }
-      cached = { stamp, parsed };
-      cache.set(file, cached);
-      for (const error of parsed.errors) onError(error);
-    }
-    return cached.parsed.pod;
   }
 
   /** Reports the path problems that are new since the last scan. */
-  function reportProblems(problems: Map<string, string>): void {
-    for (const [file, message] of problems) {
-      if (pathProblems.get(file) !== message) onError({ file, message });
+  function reportProblems(problems: Problems): void {
+    for (const [file, error] of problems) {
+      if (pathProblems.get(file)?.message !== error.message) onError(error);
     }
     pathProblems = problems;
   }
 
+  /**
+   * Leaves out the pods whose full name or UID another file's pod has, reporting them with both
+   * files; `read[i]` is the pod of `files[i]`, if any. The files that held their pod's name in
+   * the last snapshot are served first, then the others in name order.
+   */
+  function withoutDuplicates(files: readonly string[], read: readonly (Pod | undefined)[], problems: Problems): Pod[] {
+    const byName = new Map<string, string>();
+    const byUid = new Map<string, string>();
+    const kept = new Array<boolean>(files.length).fill(false);
+    const held = (i: number) => read[i] !== undefined && holders.get(files[i]!) === podFullName(read[i]);
+    // A stable sort: name order within each group.
+    const order = files.map((_, i) => i).sort((a, b) => Number(held(b)) - Number(held(a)));
+    for (const i of order) {
+      const pod = read[i];
+      if (!pod) continue;
+      const file = files[i]!;
+      const { name, namespace, uid } = pod.metadata;
+      const sameName = byName.get(podFullName(pod));
+      const sameUid = byUid.get(uid);
+      if (sameName !== undefined) {
+        const message = `${file}: metadata.name: Duplicate value: ${JSON.stringify(name)} in namespace ${JSON.stringify(namespace)}: the pod of ${sameName} has this name`;
+        problems.set(file, { file, field: 'metadata.name', message });
+      } else if (sameUid !== undefined) {
+        problems.set(file, { file, field: 'metadata.uid', message: `${file}: metadata.uid: Duplicate value: ${JSON.stringify(uid)}: the pod of ${sameUid} has this UID` });
+      } else {
+        byName.set(podFullName(pod), file);
+        byUid.set(uid, file);
+        kept[i] = true;
+      }
+    }
+    holders = new Map([...byName].map(([name, file]) => [file, name]));
+    return read.filter((pod, i): pod is Pod => kept[i]!);
+  }
+
   async function scanOnce(): Promise<void> {
     if (stopped) return;
-    const problems = new Map<string, string>();
+    const problems: Problems = new Map();
     let info;
     try {
       info = await stat(path, { bigint: true });
     } catch (err) {
       if (errorCode(err) !== 'ENOENT') {
-        problems.set(path, `${path}: ${errorText(err)}`);
+        problems.set(path, { file: path, message: `${path}: ${errorText(err)}` });
         reportProblems(problems);
         return;
       }
       closeWatcher();
       cache.clear();
-      problems.set(path, `${path}: path does not exist, ignoring`);
+      problems.set(path, { file: path, message: `${path}: path does not exist, ignoring` });
       reportProblems(problems);
       if (!stopped) onSnapshot([]);
       return;
@@ -254,9 +424,17 @@ export function createFileSource(options: FileSourceOptions): FileSource {
     if (info.isDirectory()) {
       ensureWatcher({ kind: 'dir', dir: path }, `${info.dev}:${info.ino}`);
       try {
-        files = (await readdir(path)).filter((name) => !name.startsWith('.')).sort().map((name) => join(path, name));
+        files = [];
+        for (const raw of await readdir(path, { encoding: 'buffer' })) {
+          const name = raw.toString();
+          if (name.startsWith('.')) continue;
+          // A name that does not survive decoding could not be opened by its decoded form either.
+          if (Buffer.from(name).equals(raw)) files.push(join(path, name));
+          else problems.set(join(path, name), { file: join(path, name), message: `${join(path, name)}: file name is not UTF-8; rename the file` });
+        }
+        files.sort();
       } catch (err) {
-        problems.set(path, `${path}: ${errorText(err)}`);
+        problems.set(path, { file: path, message: `${path}: ${errorText(err)}` });
         reportProblems(problems);
         return;
       }
@@ -265,7 +443,7 @@ export function createFileSource(options: FileSourceOptions): FileSource {
       ensureWatcher({ kind: 'file', dir, name: basename(path) }, `file:${dir}`);
       files = [path];
     } else {
-      problems.set(path, `${path}: not a directory or a regular file`);
+      problems.set(path, { file: path, message: `${path}: not a directory or a regular file` });
       reportProblems(problems);
       return;
     }
@@ -282,7 +460,7 @@ export function createFileSource(options: FileSourceOptions): FileSource {
       }
     };
     await Promise.all(Array.from({ length: Math.min(parallelReads, files.length) }, reader));
-    const pods = read.filter((pod): pod is Pod => pod !== undefined);
+    const pods = withoutDuplicates(files, read, problems);
     const listed = new Set(files);
     for (const file of cache.keys()) {
       if (!listed.has(file)) cache.delete(file);

@@ -97,6 +97,30 @@ describe('validatePod', () => {
       'Invalid value',
     ],
     ['tolerations not a list', (p) => (p.spec['tolerations'] = 'all'), 'spec.tolerations', 'Invalid value'],
+    // Found by the manifest fuzz (test/chaos/manifestFuzz.ts): the agent read these as their types promise.
+    ['creationTimestamp a number (stopped the syncLoop)', (p) => (p.metadata['creationTimestamp'] = 5), 'metadata.creationTimestamp', 'must be a string'],
+    ['a quantity in a list (stopped the syncLoop)', (p) => (container(p)['resources'] = { requests: { cpu: [1] } }), 'spec.containers[0].resources.requests[cpu]', 'must be a quantity'],
+    ['a quantity that does not parse', (p) => (container(p)['resources'] = { limits: { memory: 'lots' } }), 'spec.containers[0].resources.limits[memory]', 'must be a quantity'],
+    ['volumeMounts a string (pod stuck creating)', (p) => (container(p)['volumeMounts'] = 'x'), 'spec.containers[0].volumeMounts', 'must be a list'],
+    ['a volumeMount not an object', (p) => (container(p)['volumeMounts'] = [5]), 'spec.containers[0].volumeMounts[0]', 'must be an object'],
+    ['envFrom a number (pod stuck creating)', (p) => (container(p)['envFrom'] = 7), 'spec.containers[0].envFrom', 'must be a list'],
+    ['fieldRef a string', (p) => (container(p)['env'] = [{ name: 'A', valueFrom: { fieldRef: 'x' } }]), 'spec.containers[0].env[0].valueFrom.fieldRef', 'must be an object'],
+    ['exec command a string', (p) => (container(p)['readinessProbe'] = { exec: { command: 'true' } }), 'spec.containers[0].readinessProbe.exec.command', 'must be a list'],
+    ['httpGet port an object', (p) => (container(p)['readinessProbe'] = { httpGet: { port: { a: 1 } } }), 'spec.containers[0].readinessProbe.httpGet.port', 'must be a port number or name'],
+    ['httpHeaders a string', (p) => (container(p)['readinessProbe'] = { httpGet: { port: 80, httpHeaders: 'x' } }), 'spec.containers[0].readinessProbe.httpGet.httpHeaders', 'must be a list'],
+    ['preStop sleep seconds a string', (p) => (container(p)['lifecycle'] = { preStop: { sleep: { seconds: 'x' } } }), 'spec.containers[0].lifecycle.preStop.sleep.seconds', 'must be an integer'],
+    ['tty a string', (p) => (container(p)['tty'] = 'yes'), 'spec.containers[0].tty', 'must be a boolean'],
+    ['terminationMessagePolicy unknown', (p) => (container(p)['terminationMessagePolicy'] = 'Always'), 'spec.containers[0].terminationMessagePolicy', 'Unsupported value'],
+    ['hostname a number (pod stuck creating)', (p) => (p.spec['hostname'] = 5), 'spec.hostname', 'must be a string'],
+    ['hostAliases a string (pod stuck creating)', (p) => (p.spec['hostAliases'] = 'x'), 'spec.hostAliases', 'must be a list'],
+    ['hostNetwork a string', (p) => (p.spec['hostNetwork'] = 'yes'), 'spec.hostNetwork', 'must be a boolean'],
+    ['a volume of the wrong shape', (p) => (p.spec['volumes'] = [{ name: 5, emptyDir: 'x' }]), 'spec.volumes[0].emptyDir', 'must be an object'],
+    ['a toleration key a number', (p) => (p.spec['tolerations'] = [{ key: 5, operator: 'Exists' }]), 'spec.tolerations[0].key', 'must be a string'],
+    ['nodeSelector terms a string', (p) => (p.spec['affinity'] = { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: 'x' } } }), 'spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms', 'must be a list'],
+    ['dnsPolicy unknown', (p) => (p.spec['dnsPolicy'] = 'Sometimes'), 'spec.dnsPolicy', 'Unsupported value'],
+    ['priority a string', (p) => (p.spec['priority'] = 'high'), 'spec.priority', 'must be an integer'],
+    ['a label key with a space', (p) => (p.metadata['labels'] = { 'a b': 'x' }), 'metadata.labels[a b]', 'Invalid value'],
+    ['a label value too long', (p) => (p.metadata['labels'] = { a: 'v'.repeat(64) }), 'metadata.labels[a]', 'Invalid value'],
   ];
 
   it.each(failures)('rejects %s', (_name, mutate, field, message) => {
@@ -122,6 +146,30 @@ describe('validatePod', () => {
     delete pod['kind'];
     pod.spec['initContainers'] = [{ name: 'proxy', image: 'envoy:1', restartPolicy: 'Always' }];
     expect(validatePod(pod).errors).toEqual([]);
+  });
+
+  it('accepts every typed field when it has its type, and members it does not read whatever they hold', () => {
+    const pod = basePod();
+    Object.assign(container(pod), {
+      workingDir: '/',
+      volumeMounts: [{ name: 'data', mountPath: '/data', readOnly: true }],
+      resources: { requests: { cpu: '100m', memory: 64 }, limits: { cpu: 1 } },
+      readinessProbe: { httpGet: { port: 'http', httpHeaders: [{ name: 'a', value: 'b' }] } },
+      lifecycle: { preStop: { sleep: { seconds: 1 } } },
+      tty: true,
+      securityContext: { anything: ['goes'] },
+    });
+    Object.assign(pod.spec, { volumes: [{ name: 'data', emptyDir: { sizeLimit: '1Gi' } }], hostAliases: [{ ip: '10.0.0.1', hostnames: ['a'] }], dnsPolicy: 'Default', unknownField: 5 });
+    expect(validatePod(pod).errors).toEqual([]);
+  });
+
+  it('shortens a long bad value in its message', () => {
+    const pod = basePod();
+    pod.metadata['name'] = 'A'.repeat(10_000);
+    const [error] = validatePod(pod).errors;
+    expect(error?.field).toBe('metadata.name');
+    expect(error?.message.length).toBeLessThan(400);
+    expect(error?.message).toContain('(10002 characters)');
   });
 
   it('rejects non-objects', () => {

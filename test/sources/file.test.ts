@@ -1,9 +1,10 @@
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Pod } from '../../src/api/types.ts';
-import { createFileSource, parseManifest, type FileSource, type ManifestError } from '../../src/sources/file.ts';
+import { MAX_MANIFEST_BYTES, MAX_MANIFEST_DEPTH, createFileSource, parseManifest, type FileSource, type ManifestError } from '../../src/sources/file.ts';
 
 const NODE = 'Node-1';
 const HOUR = 3_600_000;
@@ -206,6 +207,61 @@ describe('file source', () => {
     expect(rec.errors).toEqual([]);
   });
 
+  // Found by the manifest fuzz (test/chaos/manifestFuzz.ts): these entries were left out without a word.
+  it('reports a symlink to nothing, once', async () => {
+    const link = join(dir, 'gone.yaml');
+    await symlink(join(dir, 'nothing'), link);
+    const s = source();
+    await s.start();
+    await s.rescan();
+    expect(rec.errors).toEqual([{ file: link, message: `${link}: symlink to ${join(dir, 'nothing')}, which does not exist` }]);
+  });
+
+  it('reports a file name that is not UTF-8 rather than reading a name that does not exist', async () => {
+    await writeFile(Buffer.concat([Buffer.from(join(dir, 'caf')), Buffer.from([0xe9]), Buffer.from('.yaml')]), yamlPod('cafe'));
+    await source().start();
+    expect(rec.last).toEqual([]);
+    expect(rec.errors.map((e) => e.message)).toEqual([`${join(dir, 'caf�.yaml')}: file name is not UTF-8; rename the file`]);
+  });
+
+  it('reports a FIFO as not a regular file, and the scan does not wait for a writer', async () => {
+    const fifo = join(dir, 'pipe.yaml');
+    execFileSync('mkfifo', [fifo]);
+    await writeFile(join(dir, 'web.yaml'), yamlPod('web'));
+    await source().start();
+    expect(names(rec.last)).toEqual(['web-node-1']);
+    expect(rec.errors).toEqual([{ file: fifo, message: `${fifo}: not a regular file` }]);
+  });
+
+  it('rejects the later of two files whose pods have one name, or one UID, naming both files', async () => {
+    await writeFile(join(dir, 'a.yaml'), yamlPod('web'));
+    await writeFile(join(dir, 'b.yaml'), yamlPod('web', 'nginx:1.26'));
+    const withUid = (name: string) => `${yamlPod(name).replace('metadata:\n', 'metadata:\n  uid: same\n')}`;
+    await writeFile(join(dir, 'c.yaml'), withUid('one'));
+    await writeFile(join(dir, 'd.yaml'), withUid('two'));
+    await source().start();
+    expect(names(rec.last)).toEqual(['web-node-1', 'one-node-1']);
+    expect(rec.errors).toEqual([
+      { file: join(dir, 'b.yaml'), field: 'metadata.name', message: `${join(dir, 'b.yaml')}: metadata.name: Duplicate value: "web-node-1" in namespace "default": the pod of ${join(dir, 'a.yaml')} has this name` },
+      { file: join(dir, 'd.yaml'), field: 'metadata.uid', message: `${join(dir, 'd.yaml')}: metadata.uid: Duplicate value: "same": the pod of ${join(dir, 'c.yaml')} has this UID` },
+    ]);
+  });
+
+  it('keeps a pod that runs when a new file whose name sorts first repeats its name', async () => {
+    await writeFile(join(dir, 'web.yaml'), yamlPod('web'));
+    const s = source();
+    await s.start();
+    const running = rec.last?.[0]?.metadata.uid;
+    await writeFile(join(dir, 'a-web.yaml'), yamlPod('web', 'nginx:1.26'));
+    await s.rescan();
+    expect(rec.last?.map((p) => p.metadata.uid)).toEqual([running]);
+    expect(rec.errors.map((e) => [e.file, e.field])).toEqual([[join(dir, 'a-web.yaml'), 'metadata.name']]);
+    // Once the running pod's file goes, the other file's pod takes the name.
+    await rm(join(dir, 'web.yaml'));
+    await s.rescan();
+    expect(rec.last?.map((p) => p.spec.containers[0]?.image)).toEqual(['nginx:1.26']);
+  });
+
   it('emits nothing after stop', async () => {
     const s = source();
     await s.start();
@@ -224,5 +280,31 @@ describe('parseManifest', () => {
 
   it('reports an empty file', () => {
     expect(parseManifest('# nothing\n', 'm.yaml', 'n').errors).toEqual([{ file: 'm.yaml', message: 'm.yaml: no Pod in manifest' }]);
+  });
+
+  // Found by the manifest fuzz: what these did is in each test's name.
+  it('rejects bytes that are not UTF-8, at their line (they were read as U+FFFD and the pod accepted)', () => {
+    const bytes = Buffer.concat([Buffer.from(`${yamlPod('web')}  annotations:\n    note: caf`), Buffer.from([0xe9]), Buffer.from('\n')]);
+    expect(parseManifest(bytes, 'm.yaml', 'n').errors).toEqual([{ file: 'm.yaml', line: 10, message: `m.yaml:10: not UTF-8 text (byte ${bytes.length - 2})` }]);
+    expect(parseManifest(Buffer.from(yamlPod('web')), 'm.yaml', 'n').pod?.metadata.name).toBe('web-n');
+  });
+
+  it('rejects a manifest over the size limit (5 MB of JSON held the event loop 5 s), and takes one at the limit', () => {
+    const padded = (size: number) => {
+      const base = JSON.stringify({ metadata: { name: 'web', annotations: { pad: '' } }, spec: { containers: [{ name: 'a', image: 'b' }] } });
+      return base.replace('"pad":""', `"pad":"${'x'.repeat(size - base.length)}"`);
+    };
+    expect(parseManifest(padded(MAX_MANIFEST_BYTES), 'm.json', 'n').pod).toBeDefined();
+    expect(parseManifest(padded(MAX_MANIFEST_BYTES + 1), 'm.json', 'n').errors).toEqual([{ file: 'm.json', message: `m.json: larger than ${MAX_MANIFEST_BYTES} bytes, the most a manifest may have` }]);
+  });
+
+  it('rejects nesting deeper than the limit with the field, or the line where the parser gave up (it said "Maximum call stack size exceeded", and whether it did depended on the caller\'s stack)', () => {
+    const nested = (depth: number) => `{"metadata":{"name":"web"},"spec":{"containers":[{"name":"a","image":"b"}],"x":${'['.repeat(depth)}${']'.repeat(depth)}}}`;
+    // spec is level 2, x level 3: its innermost list is at level 2 + depth.
+    expect(parseManifest(nested(MAX_MANIFEST_DEPTH - 2), 'm.json', 'n').pod).toBeDefined();
+    const [error] = parseManifest(nested(MAX_MANIFEST_DEPTH - 1), 'm.json', 'n').errors;
+    expect(error?.field).toMatch(/^spec\.x(\[0\])+$/);
+    expect(error?.message).toBe(`m.json: ${error?.field}: nested deeper than ${MAX_MANIFEST_DEPTH} levels`);
+    expect(parseManifest(nested(20_000), 'm.json', 'n').errors).toEqual([{ file: 'm.json', line: 1, message: `m.json:1: nested deeper than ${MAX_MANIFEST_DEPTH} levels` }]);
   });
 });
