@@ -18,6 +18,11 @@ async function churnClean(runtime: string, options: Omit<ChurnOptions, 'seed'>):
   expect(report.violations, context).toEqual([]);
   expect(report.faults, context).toHaveLength(options.kills + (options.runtimeRestarts ?? 0) + (options.podFailures ?? 0));
   expect(report.faults.filter((f) => f.convergeMs < 0), context).toEqual([]);
+  // The runtime's outage was told by /healthz (then healthy again: the watch ends at a 200).
+  for (const restart of report.faults.filter((f) => f.fault === 'runtimeRestart')) {
+    expect(restart.healthz, context).toMatch(/^\[-\]runtime: /);
+    expect(restart.healthz, context).not.toContain('not healthy again');
+  }
   expect(report.finalConvergeMs, context).not.toBeNull();
 }
 

@@ -48,7 +48,14 @@ export interface ChurnReport {
   seed: number;
   changes: number;
   /** Each fault injected, and how long the node took to converge after it (-1: it did not). */
-  faults: { fault: Fault; convergeMs: number; notConverged?: string[]; agentLog?: string[] }[];
+  faults: {
+    fault: Fault;
+    convergeMs: number;
+    /** After a runtime restart: what /healthz said while the runtime was away (null: it never failed). */
+    healthz?: string | null;
+    notConverged?: string[];
+    agentLog?: string[];
+  }[];
   observations: number;
   violations: Violation[];
   /** From the last change to converged (ms), or null if it never did. */
@@ -95,6 +102,24 @@ export async function runChurn(options: ChurnOptions): Promise<ChurnReport> {
     await node.startAgent();
   };
 
+  /**
+   * Watches /healthz from now on: `untilHealthy()` waits for a 200 after `over()` was called (60 s
+   * at most) and gives the first unhealthy answer seen (null if it never said anything was wrong).
+   */
+  const watchHealthz = () => {
+    let overAt: number | null = null;
+    let said: string | null = null;
+    const healthy = (async () => {
+      for (;;) {
+        const health = await node.agent!.healthz().catch(() => null);
+        if (health && health.status !== 200) said ??= health.body;
+        if (overAt !== null && health?.status === 200) return said;
+        if (overAt !== null && performance.now() - overAt > 60_000) return `${said}\nnot healthy again 60 s after`;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    })();
+    return { over: () => (overAt = performance.now()), untilHealthy: () => healthy };
+  };
   /** Crashes a running container, or loses a ready sandbox, of a pod drawn from the seed. */
   const failOnePod = async (): Promise<'containerCrash' | 'sandboxLost'> => {
     const engine = sim!.engine;
@@ -145,6 +170,7 @@ export async function runChurn(options: ChurnOptions): Promise<ChurnReport> {
       const fault = faultAt.get(round);
       if (fault) {
         let injected: Fault;
+        let health: ReturnType<typeof watchHealthz> | null = null;
         if (fault === 'kill') {
           // Inside a runtime call only where the runtime is this process's sim://.
           injected = sim ? pick(KILL_POINTS) : 'anytime';
@@ -157,10 +183,14 @@ export async function runChurn(options: ChurnOptions): Promise<ChurnReport> {
           if (!restartRuntime) throw new Error('runtimeRestarts asked for, but no way to restart this runtime');
           injected = 'runtimeRestart';
           node.faults.push(injected);
+          health = watchHealthz();
           await restartRuntime(1);
+          health.over();
         }
+        // Timed from the fault's end: the agent's restart, the runtime's return.
         const convergeMs = await converge();
-        report.faults.push(convergeMs === null ? { fault: injected, convergeMs: -1, notConverged: node.notConverged, agentLog: node.agentWarnings() } : { fault: injected, convergeMs });
+        const healthz = health ? { healthz: await health.untilHealthy() } : {};
+        report.faults.push(convergeMs === null ? { fault: injected, convergeMs: -1, ...healthz, notConverged: node.notConverged, agentLog: node.agentWarnings() } : { fault: injected, convergeMs, ...healthz });
       } else {
         await new Promise((resolve) => setTimeout(resolve, 100 + random() * 400));
       }
