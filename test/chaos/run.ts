@@ -8,6 +8,8 @@
  *
  *   npm run chaos -- --duration 1h [--episodes-duration 10m] [--seed N] [--pods 20] [--kills 5] [--soak-pods 500]
  *
+ * `--duration 0` runs the episodes only; `--episodes-duration 0` the soak only.
+ *
  * A failing episode prints its seed; `npm run chaos -- --seed <run seed>` replays the whole run.
  */
 import { execFileSync } from 'node:child_process';
@@ -87,7 +89,7 @@ const EPISODES: ((seed: number) => Promise<Episode>)[] = [
   },
 ];
 
-console.log(`chaos run seed ${runSeed}: episodes for ${arg('episodes-duration') ?? '10m'}, then a soak of ${soakPods} pods for ${arg('duration') ?? '10m'}`);
+console.log(`chaos run seed ${runSeed}: episodes for ${arg('episodes-duration') ?? '10m'}${soakMs > 0 ? `, then a soak of ${soakPods} pods for ${arg('duration') ?? '10m'}` : ''}`);
 const episodes: Episode[] = [];
 const started = performance.now();
 while (performance.now() - started < episodesMs) {
@@ -97,28 +99,31 @@ while (performance.now() - started < episodesMs) {
   console.log(`episode ${episodes.length} (${episode.kind}) seed ${seed}: ${episode.changes} changes, ${episode.faults.length} faults, ${episode.observations} observations, ${episode.violations} violations${episode.failure ? ` — FAILED: ${episode.failure}` : ''}`);
 }
 
-// The soak runs the agent as users do: built.
-execFileSync(process.execPath, [path.resolve(import.meta.dirname, '../../scripts/build.mjs')], { stdio: 'inherit' });
-const soakSeed = nextSeed();
-console.log(`soak seed ${soakSeed}: ${soakPods} pods for ${arg('duration') ?? '10m'}, sampled every minute`);
-const soak = await runSoak({
-  seed: soakSeed,
-  image,
-  pods: soakPods,
-  durationMs: soakMs,
-  sampleEveryMs: 60_000,
-  onSample: (s) => console.log(`  ${Math.round(s.atMs / 60_000)} min: rss ${mib(s.rssBytes)} MiB, heap after GC ${mib(s.heapAfterGcBytes)} MiB, fds ${s.openFds}, event-loop p99 ${s.eventLoopDelayP99Ms.toFixed(1)} ms, handles ${s.activeHandles}, event streams ${s.eventStreams}, calls in flight ${s.callsInFlight}, pods ${s.podsListed}`),
-});
+// The soak runs the agent as users do: built. `--duration 0` leaves it out.
+let soak: SoakReport | null = null;
+if (soakMs > 0) {
+  execFileSync(process.execPath, [path.resolve(import.meta.dirname, '../../scripts/build.mjs')], { stdio: 'inherit' });
+  const soakSeed = nextSeed();
+  console.log(`soak seed ${soakSeed}: ${soakPods} pods for ${arg('duration') ?? '10m'}, sampled every minute`);
+  soak = await runSoak({
+    seed: soakSeed,
+    image,
+    pods: soakPods,
+    durationMs: soakMs,
+    sampleEveryMs: 60_000,
+    onSample: (s) => console.log(`  ${Math.round(s.atMs / 60_000)} min: rss ${mib(s.rssBytes)} MiB, heap after GC ${mib(s.heapAfterGcBytes)} MiB, fds ${s.openFds}, event-loop p99 ${s.eventLoopDelayP99Ms.toFixed(1)} ms, handles ${s.activeHandles}, event streams ${s.eventStreams}, calls in flight ${s.callsInFlight}, pods ${s.podsListed}`),
+  });
+}
 
 function mib(bytes: number): string {
   return (bytes / 2 ** 20).toFixed(1);
 }
 
-const failed = episodes.some((e) => e.failure) || soak.violations.length > 0 || soak.finalConvergeMs === null;
+const failed = episodes.some((e) => e.failure) || (soak !== null && (soak.violations.length > 0 || soak.finalConvergeMs === null));
 console.log(`\n${table(episodes, soak)}`);
 process.exit(failed ? 1 : 0);
 
-function table(episodes: Episode[], soak: SoakReport): string {
+function table(episodes: Episode[], soak: SoakReport | null): string {
   const sum = (figure: (e: Episode) => number) => String(episodes.reduce((n, e) => n + figure(e), 0));
   const kinds = new Map<string, number>();
   for (const e of episodes) kinds.set(e.kind, (kinds.get(e.kind) ?? 0) + 1);
@@ -128,8 +133,6 @@ function table(episodes: Episode[], soak: SoakReport): string {
     if (f.convergeMs >= 0) byFault.set(f.fault, [...(byFault.get(f.fault) ?? []), f.convergeMs]);
     else stuck.set(f.fault, (stuck.get(f.fault) ?? 0) + 1);
   }
-  const steady = soak.samples.slice(Math.floor(soak.samples.length / 5));
-  const range = (figure: (s: SoakReport['samples'][number]) => number, unit = '') => `${Math.min(...steady.map(figure))}–${Math.max(...steady.map(figure))}${unit}`;
   const rows: [string, string][] = [
     ['run seed', String(runSeed)],
     ['episodes run', `${episodes.length} (${[...kinds].map(([k, n]) => `${n} ${k}`).join(', ')})`],
@@ -137,9 +140,19 @@ function table(episodes: Episode[], soak: SoakReport): string {
     ['pod changes (add, update, delete)', sum((e) => e.changes)],
     ...[...byFault].map(([fault, times]): [string, string] => [`faults: ${fault}`, `${times.length + (stuck.get(fault) ?? 0)} injected, converged p50 / p99 ${Math.round(percentile(times, 50))} / ${Math.round(percentile(times, 99))} ms`]),
     ...[...stuck].filter(([fault]) => !byFault.has(fault)).map(([fault, n]): [string, string] => [`faults: ${fault}`, `${n} injected, none converged`]),
-    ['observations checked against the invariants', String(Number(sum((e) => e.observations)) + soak.observations)],
-    ['violations', String(Number(sum((e) => e.violations)) + soak.violations.length)],
+    ['observations checked against the invariants', String(Number(sum((e) => e.observations)) + (soak?.observations ?? 0))],
+    ['violations', String(Number(sum((e) => e.violations)) + (soak?.violations.length ?? 0))],
     ['episodes that failed', String(episodes.filter((e) => e.failure).length)],
+    ...(soak ? soakRows(soak) : []),
+  ];
+  const width = Math.max(...rows.map(([k]) => k.length));
+  return rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n');
+}
+
+function soakRows(soak: SoakReport): [string, string][] {
+  const steady = soak.samples.slice(Math.floor(soak.samples.length / 5));
+  const range = (figure: (s: SoakReport['samples'][number]) => number) => `${Math.min(...steady.map(figure))}–${Math.max(...steady.map(figure))}`;
+  return [
     ['soak', `seed ${soak.seed}, ${soak.pods} pods, ${Math.round((soak.samples.at(-1)?.atMs ?? 0) / 60_000)} min, ${soak.changes} changes, ${soak.samples.length} samples`],
     ['soak: RSS first / last, slope after warm-up', `${mib(soak.samples[0]?.rssBytes ?? 0)} / ${mib(soak.samples.at(-1)?.rssBytes ?? 0)} MiB, ${soak.rssSlopeMiBPerHour.toFixed(1)} MiB/h`],
     ['soak: heap after GC first / last, slope after warm-up', `${mib(soak.samples[0]?.heapAfterGcBytes ?? 0)} / ${mib(soak.samples.at(-1)?.heapAfterGcBytes ?? 0)} MiB, ${soak.heapSlopeMiBPerHour.toFixed(1)} MiB/h`],
@@ -147,6 +160,4 @@ function table(episodes: Episode[], soak: SoakReport): string {
     ['soak: open fds / active handles / event streams / calls in flight', `${range((s) => s.openFds)} / ${range((s) => s.activeHandles)} / ${range((s) => s.eventStreams)} / ${range((s) => s.callsInFlight)}`],
     ['soak: converged at the end', soak.finalConvergeMs === null ? `no: ${soak.notConverged.join('; ')}` : `in ${Math.round(soak.finalConvergeMs)} ms`],
   ];
-  const width = Math.max(...rows.map(([k]) => k.length));
-  return rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n');
 }
