@@ -7,7 +7,8 @@
  * filled until the kernel answers ENOSPC, blocks and inodes both, and remounted read-only and back.
  *
  * Checked throughout: the agent never exits; the pods that ran before a fault keep running with
- * the same containers (nothing restarted); the invariants (chaosNode.ts). After each fault, once
+ * the same containers (nothing restarted); the invariants (chaosNode.ts); /healthz stays 200 (as
+ * the kubelet's, it is about the runtime and the PLEG, which the disk does not stop). After each fault, once
  * the filesystem is back: the time until the node converges (the pods added meanwhile run, the
  * deleted ones are gone, one actor per pod) and every running pod's log has a line written since.
  * And what the agent said: its warning and error lines from the fault's start to convergence, by
@@ -61,6 +62,8 @@ export interface DiskReport {
   restarted: string[];
   /** The agent's exit code or signal, if it exited. */
   agentExited: string | null;
+  /** The statuses /healthz answered while the faults lasted (the kubelet's /healthz does not look at the disk either). */
+  healthz: number[];
   /** Warning and error lines that name neither a pod nor a path. */
   unclear: string[];
   /** The agent's whole log, for a failure's report. */
@@ -68,6 +71,29 @@ export interface DiskReport {
 }
 
 const KINDS: Kind[] = ['logger', 'logger', 'writer'];
+/** The most times one line may come back during a fault of 10 s: a pod's warning event at each retry of its sync (10 s back-off), not a line per pass or per second. */
+const MAX_REPEATS = 3;
+/** How each fault shows in what the agent says: the kernel's own words, with the pod and the path. */
+const SAID: Record<DiskFault, RegExp> = {
+  full: /pod="[^"]+".*ENOSPC: no space left on device, \w+ '\//,
+  readOnly: /pod="[^"]+".*EROFS: read-only file system, \w+ '\//,
+};
+
+/** What went wrong in an episode (empty: nothing), for the test and the long run alike. */
+export function diskProblems(report: DiskReport): string[] {
+  const problems: string[] = [];
+  if (report.agentExited !== null) problems.push(`the agent exited (${report.agentExited})`);
+  if (report.healthz.some((status) => status !== 200)) problems.push(`/healthz answered ${report.healthz.join(', ')}: the runtime and the PLEG were fine all along`);
+  problems.push(...report.violations.map((v) => `${v.invariant}: ${v.detail}`));
+  problems.push(...report.restarted.map((r) => `a running pod's container was replaced: ${r}`));
+  problems.push(...report.unclear.map((line) => `names neither a pod nor a path: ${line}`));
+  for (const f of report.faults) {
+    if (f.convergeMs < 0) problems.push(`${f.fault}: did not converge once the disk was back: ${(f.notConverged ?? []).join('; ')}`);
+    problems.push(...f.causes.filter((c) => c.count > MAX_REPEATS).map((c) => `${f.fault}: said ${c.count} times: ${c.cause}`));
+    if (!f.causes.some((c) => SAID[f.fault].test(c.cause))) problems.push(`${f.fault}: no line names a pod, the kernel's error and the path`);
+  }
+  return problems;
+}
 
 /** The agent's warning and error lines (klog's `W`/`E`). */
 const problemLines = (output: string) => output.split('\n').filter((line) => /^[WE]\d{4} /.test(line));
@@ -94,7 +120,7 @@ export async function runDiskEpisode(options: DiskOptions): Promise<DiskReport> 
     await rm(diskParent, { recursive: true, force: true });
     throw err;
   });
-  const report: DiskReport = { seed: options.seed, faults: [], observations: 0, violations: node.violations, restarted: [], agentExited: null, unclear: [], output: '' };
+  const report: DiskReport = { seed: options.seed, faults: [], observations: 0, violations: node.violations, restarted: [], agentExited: null, healthz: [], unclear: [], output: '' };
   let serial = 0;
 
   const add = () => node.write(`p${serial++}`, pick(KINDS), 0);
@@ -160,6 +186,8 @@ export async function runDiskEpisode(options: DiskOptions): Promise<DiskReport> 
     }
     while (performance.now() - started < options.faultMs && alive()) {
       await observe(steady);
+      const { status } = await node.agent!.healthz().catch(() => ({ status: 0 }));
+      if (!report.healthz.includes(status)) report.healthz.push(status);
       await new Promise((resolve) => setTimeout(resolve, 500));
     }
     await undo();
