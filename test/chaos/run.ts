@@ -17,6 +17,7 @@ import path from 'node:path';
 import { seededRandom } from '../../src/runtime/faults.ts';
 import { percentile } from '../../bench/lib.ts';
 import { runChurn } from './churn.ts';
+import { diskProblems, runDiskEpisode } from './disk.ts';
 import { runHang } from './hang.ts';
 import { type SoakReport, runSoak } from './soak.ts';
 
@@ -87,8 +88,25 @@ const EPISODES: ((seed: number) => Promise<Episode>)[] = [
       failure: failed ? JSON.stringify({ call: report.call, named: report.named, notConverged: report.notConverged, violations: report.violations }) : null,
     };
   },
+  // Mounting a small filesystem needs root: without it the episode is left out, and the run says so.
+  ...(process.getuid?.() === 0 ? [diskEpisode] : []),
 ];
 
+async function diskEpisode(seed: number): Promise<Episode> {
+  const report = await runDiskEpisode({ seed, pods: 6, faultMs: 10_000, changesPerFault: 2, image });
+  const problems = diskProblems(report);
+  return {
+    kind: 'disk full, then read-only',
+    seed,
+    changes: report.faults.reduce((n, f) => n + f.added + f.deleted, 0),
+    observations: report.observations,
+    violations: report.violations.length,
+    faults: report.faults.map((f) => ({ fault: f.fault === 'full' ? 'disk full (10 s)' : 'disk read-only (10 s)', convergeMs: f.convergeMs })),
+    failure: problems.length ? JSON.stringify(problems) : null,
+  };
+}
+
+if (process.getuid?.() !== 0) console.log('NOT ROOT: the disk episode (a small tmpfs as --root-dir) is left out of this run');
 console.log(`chaos run seed ${runSeed}: episodes for ${arg('episodes-duration') ?? '10m'}${soakMs > 0 ? `, then a soak of ${soakPods} pods for ${arg('duration') ?? '10m'}` : ''}`);
 const episodes: Episode[] = [];
 const started = performance.now();
