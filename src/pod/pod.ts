@@ -2,6 +2,11 @@
  * The pod actor: one per pod UID, the kubelet's pod worker as a statechart.
  *
  * Phases
+ *   starting     Transient: a pod first seen already being deleted (its deletionTimestamp set
+ *                while the agent was not watching: a watch gap, a relist, the agent's restart)
+ *                goes straight to `terminating` and is never synced, so nothing of it starts and
+ *                whatever of it runs is stopped (pkg/kubelet/pod_workers.go UpdatePod: "Pod is
+ *                marked for deletion, begin teardown"); any other pod goes on to `syncing`.
  *   syncing      Reconcile the runtime to the spec, again and again. Two regions:
  *                - `worker`: `working` runs one sync (the `syncPod` actor: read the runtime, decide
  *                  with computePodActions, act, publish status); `idle` waits for the next reason
@@ -212,6 +217,7 @@ export const podMachine = setup({
   },
   guards: {
     hasPendingWork: ({ context }) => context.pendingPod !== null || context.syncRequested,
+    podDeleting: ({ context }) => context.pod.metadata.deletionTimestamp !== undefined,
     updateDeletesPod: ({ event }) =>
       event.type === 'POD.UPDATE' && event.pod.metadata.deletionTimestamp !== undefined,
     isCreate: ({ event }) => event.type === 'POD.UPDATE' && event.updateType === 'create',
@@ -322,11 +328,14 @@ export const podMachine = setup({
     restarts: 0,
     probes: noProbes,
   }),
-  initial: 'syncing',
+  initial: 'starting',
   on: {
     'POD.RELEASE': '.released',
   },
   states: {
+    starting: {
+      always: [{ guard: 'podDeleting', target: 'terminating', actions: 'requestTermination' }, { target: 'syncing' }],
+    },
     syncing: {
       type: 'parallel',
       on: {

@@ -343,7 +343,8 @@ export interface Step {
 }
 
 export interface Stepper {
-  initial(): Step;
+  /** The snapshot of an actor started with `pod` (by default `pods.v1`). */
+  initial(pod?: Pod): Step;
   step(snapshot: AnyMachineSnapshot, event: AnyEventObject): Step;
   /**
    * The pod machine as plain actor logic whose `transition` runs in this stepper's scope, for the
@@ -386,7 +387,7 @@ export function createStepper(subject: PodMachine = podMachine): Stepper {
     return { snapshot, transitions, actions };
   };
   return {
-    initial: () => run(() => logic.getInitialSnapshot(scope, { pod: pods.v1 })),
+    initial: (pod = pods.v1) => run(() => logic.getInitialSnapshot(scope, { pod })),
     step: (snapshot, event) => run(() => logic.transition(snapshot, event, scope)),
     logic: {
       transition: (snapshot, event) => logic.transition(snapshot, event, scope),
@@ -447,7 +448,8 @@ export interface History {
   released: boolean;
 }
 
-export function initialHistory(): History {
+/** Before the first step of an actor started with `pod`: a pod born deleted has its deletion requested. */
+export function initialHistory(pod: Pod = pods.v1): History {
   return {
     enteredTerminated: false,
     leftSyncing: false,
@@ -455,8 +457,8 @@ export function initialHistory(): History {
     grace: null,
     terminalPhase: null,
     lastProgress: { stage: 'sandbox' },
-    newestPod: pods.v1,
-    deletionRequested: false,
+    newestPod: pod,
+    deletionRequested: pod.metadata.deletionTimestamp !== undefined,
     released: false,
   };
 }
@@ -730,6 +732,8 @@ export function explore({ shortestPaths, simplePaths, subject }: ExploreOptions)
     if (event !== null && replayed.step.transitions.some((t) => t.eventType !== '')) result.acceptedEvents.add(event.type);
     for (const id of activeIds(replayed.step.snapshot)) result.states.add(id);
     for (const t of replayed.step.transitions) {
+      // A transient state (`starting`) is never in a snapshot: it is covered when it is passed through.
+      result.states.add(t.source.id);
       result.transitions.add(transitionKey(t));
       result.eventTypes.add(t.eventType);
     }
@@ -748,9 +752,9 @@ export function explore({ shortestPaths, simplePaths, subject }: ExploreOptions)
     return next;
   };
 
-  const start = (): Replayed => {
-    const step = stepper.initial();
-    const checked = checkStep(initialHistory(), null, null, step);
+  const start = (pod?: Pod): Replayed => {
+    const step = stepper.initial(pod);
+    const checked = checkStep(initialHistory(pod), null, null, step);
     const first = { step, history: checked.history, path: [] };
     record(first, checked.violations, null);
     return first;
@@ -759,6 +763,9 @@ export function explore({ shortestPaths, simplePaths, subject }: ExploreOptions)
   // 1. Shortest paths over the full alphabet: one per graph state. They form a tree, so each is
   //    replayed from its parent's replay.
   const root = start();
+  // A pod first seen already being deleted starts terminating at once; from there on the graph is
+  // the one a deletion of a running pod leads to, explored below.
+  start(pods.deleted);
   const shortest = shortestPaths(stepper.logic, {
     fromState: root.step.snapshot,
     events: (snapshot) => possibleLetters(snapshot, alphabet).map((l) => l.event),

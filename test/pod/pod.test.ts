@@ -1,5 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { waitFor } from 'xstate';
+import type { Pod } from '../../src/api/types.ts';
 import { container, makePod, podHarness, settled } from '../support/pods.ts';
 
 describe('pod actor on the fake runtime', () => {
@@ -175,5 +176,35 @@ describe('pod actor on the fake runtime', () => {
     snap = await waitFor(actor, (s) => s.context.syncCount === 2 && s.matches({ syncing: { worker: 'idle' } }));
     expect(snap.context.lastError).toBeNull();
     expect(h.statuses.get('uid-e')?.phase).toBe('Running');
+  });
+});
+
+describe('a pod first seen already being deleted', () => {
+  // Deleted while the agent was not watching (its watch cut, its 410 relist, its restart): the
+  // first version the agent gets carries a deletionTimestamp. Found by the API-faults episode
+  // (test/chaos/apiFaults.ts, seed 6): the pod was synced instead, and its sandbox re-created
+  // again and again, never terminated.
+  const deleted = (pod: Pod): Pod => ({ ...pod, metadata: { ...pod.metadata, deletionTimestamp: '2026-01-01T00:00:00Z', deletionGracePeriodSeconds: 3 } });
+
+  it('is killed with its deletion grace period and never started: no sandbox, no container', async () => {
+    const h = podHarness();
+    const actor = h.start(deleted(makePod('gone')));
+    const snap = await waitFor(actor, (s) => s.matches({ terminated: 'finished' }));
+    expect(snap.context).toMatchObject({ deleted: true, gracePeriodSeconds: 3, syncCount: 0 });
+    expect(h.runtime.callLog().filter((call) => /^(runPodSandbox|createContainer|startContainer)/.test(call))).toEqual([]);
+  });
+
+  it('stops the containers an earlier life of the agent left running (stuck Terminating otherwise)', async () => {
+    const h = podHarness();
+    const pod = makePod('adopted');
+    const first = h.start(pod);
+    await settled(first);
+    // The agent goes away; its pods run on, and come back deleted.
+    first.send({ type: 'POD.RELEASE' });
+    expect(await h.runtime.listContainers({ state: 'CONTAINER_RUNNING' })).toHaveLength(1);
+    const second = h.start(deleted(pod));
+    await waitFor(second, (s) => s.matches({ terminated: 'finished' }));
+    expect(await h.runtime.listContainers({ state: 'CONTAINER_RUNNING' })).toEqual([]);
+    expect(await h.runtime.listPodSandbox({ state: 'SANDBOX_READY' })).toEqual([]);
   });
 });

@@ -33,7 +33,11 @@ describe('projectDefinition', () => {
     const def = projectDefinition(podMachineWith(fakeEffects()));
     expect(def.kind).toBe('definition');
     expect(def.machineId).toBe('pod');
-    expect(def.root.initial).toEqual(['pod.syncing']);
+    expect(def.root.initial).toEqual(['pod.starting']);
+    expect(find(def.root, 'pod.starting')?.transitions).toEqual([
+      { event: '', targets: ['pod.terminating'], guard: 'podDeleting', actions: ['requestTermination'] },
+      { event: '', targets: ['pod.syncing'] },
+    ]);
     expect(find(def.root, 'pod.syncing')?.type).toBe('parallel');
     expect(find(def.root, 'pod.released')?.type).toBe('final');
     expect(find(def.root, 'pod.terminating')?.tags).toEqual(['terminating']);
