@@ -14,11 +14,11 @@
  * object with grace 0 and the UID precondition: that is what makes it disappear after
  * `kubectl delete` (canBeDeleted).
  */
-import { ConfigAnnotation, type Pod, type PodStatus, isStaticPod, podRef } from '../api/types.ts';
+import { ConfigAnnotation, type Pod, isStaticPod, podRef } from '../api/types.ts';
 import { isConflict, isForbidden, isNotFound, type KubeApi } from '../client/api.ts';
 import type { Clock, TimerHandle } from '../clock.ts';
 import type { Logger } from '../log.ts';
-import { statusToWrite } from './apiStatus.ts';
+import { statusPatch, statusToWrite } from './apiStatus.ts';
 import type { StatusManager } from './manager.ts';
 
 export interface StatusWriterDeps {
@@ -169,7 +169,7 @@ export class StatusWriter {
     if (version !== this.written.get(uid)) {
       const decision = statusToWrite(current.status, ours);
       if (decision.write) {
-        await api.patchPodStatus(namespace, name, { metadata: { uid: target }, status: decision.status satisfies PodStatus });
+        await api.patchPodStatus(namespace, name, statusPatch(target, decision.status));
         this.writes += 1;
       } else if (decision.why === 'terminal') {
         this.deps.log('warn', 'Not writing a status that would take the pod out of its terminal phase', { pod: podRef(pod), phase: current.status?.phase });

@@ -101,6 +101,21 @@ describe('StatusWriter', () => {
     h.writer.stop();
   });
 
+  // Found by the API-faults episode (test/chaos/apiFaults.ts, seed 6): podIPs is merged by ip in a
+  // strategic merge patch, so the new IP was added beside the old one, the API server refused the
+  // two (422: one IP per family) and the pod's status was never written again.
+  it('replaces the pod IPs when its sandbox was re-created with a new IP, and its host IPs alike', async () => {
+    const h = harness();
+    const ips = (pod: string, host: string): PodStatus => ({ ...running(), podIP: pod, podIPs: [{ ip: pod }], hostIP: host, hostIPs: [{ ip: host }] });
+    h.statuses.set('uid-web', ips('10.0.0.5', '192.168.0.1'));
+    await h.clock.settle(0);
+    h.refresh();
+    h.statuses.set('uid-web', { ...ips('10.0.0.9', '192.168.0.2'), containerStatuses: running(1).containerStatuses });
+    await h.clock.settle(0);
+    expect(h.api.pod('default', 'web')?.status).toMatchObject({ podIP: '10.0.0.9', podIPs: [{ ip: '10.0.0.9' }], hostIPs: [{ ip: '192.168.0.2' }], containerStatuses: [{ restartCount: 1 }] });
+    h.writer.stop();
+  });
+
   it('deletes a pod being deleted once it has finished, with grace 0 and the UID', async () => {
     const h = harness();
     h.statuses.set('uid-web', running());

@@ -1,7 +1,8 @@
 /**
  * An in-memory KubeApi for fast unit tests: pods with resourceVersions, a watch that replays what
  * happened after a version and then follows, compaction (a watch from before it ends with 410),
- * UID preconditions on status patches and deletes, and scripted failures. The real API server is
+ * UID preconditions on status patches and deletes, status patches merged as the API server merges
+ * them (its keyed lists, its one-IP-per-family check), and scripted failures. The real API server is
  * what the cluster suite runs against; this double only makes the sources' and writers' edge
  * cases quick and deterministic to reach.
  */
@@ -148,7 +149,12 @@ export class MemoryApi implements KubeApi {
     if (metadata?.uid && metadata.uid !== pod.metadata.uid) {
       throw new ApiError(409, 'Conflict', `Precondition failed: UID in precondition: ${metadata.uid}, UID in object meta: ${pod.metadata.uid}`, `PATCH pods/status ${k}`);
     }
-    return clone(this.store(k, { ...pod, status: { ...pod.status, ...status } }, 'MODIFIED'));
+    const merged = mergeStatus(pod.status ?? {}, status ?? {});
+    const families = (merged.podIPs ?? []).map((p) => (p.ip.includes(':') ? 'IPv6' : 'IPv4'));
+    if (new Set(families).size < families.length) {
+      throw new ApiError(422, 'Invalid', `Pod "${name}" is invalid: status.podIPs: Invalid value: ${JSON.stringify(merged.podIPs)}: may specify no more than one IP for each IP family`, `PATCH pods/status ${k}`);
+    }
+    return clone(this.store(k, { ...pod, status: merged }, 'MODIFIED'));
   }
 
   async deletePod(namespace: string, name: string, options: { gracePeriodSeconds?: number; uid?: string }): Promise<void> {
@@ -295,6 +301,30 @@ export class MemoryApi implements KubeApi {
     this.history.push({ rv: Number(pod.metadata.resourceVersion), type, pod });
     for (const w of this.watchers) if (pod.spec.nodeName === w.nodeName) w.handlers.onEvent(type, clone(pod));
   }
+}
+
+type Directive = { $patch?: 'replace' | 'delete' };
+
+/**
+ * A list merged by key, as a strategic merge patch does (k8s.io/apimachinery
+ * pkg/util/strategicpatch mergeSlice): items of the patch replace those of the same key or are
+ * added; `{$patch: replace}` makes the patch's items the whole list; `{$patch: delete, <key>}` removes one.
+ */
+function mergeByKey<T extends object>(current: T[] | undefined, patch: (T & Directive)[], key: keyof T): T[] {
+  const items = patch.filter((item) => item.$patch === undefined) as T[];
+  if (patch.some((item) => item.$patch === 'replace')) return items;
+  const deleted = new Set(patch.filter((item) => item.$patch === 'delete').map((item) => item[key]));
+  const merged = (current ?? []).filter((item) => !deleted.has(item[key])).map((item) => items.find((p) => p[key] === item[key]) ?? item);
+  return [...merged, ...items.filter((p) => !merged.some((item) => item[key] === p[key]))];
+}
+
+/** A pod status patched as the API server does: the lists with a merge key (conditions by type, IPs by ip) merged, the rest replaced. */
+function mergeStatus(current: NonNullable<Pod['status']>, patch: NonNullable<Pod['status']>): NonNullable<Pod['status']> {
+  const merged = { ...current, ...patch };
+  if (patch.conditions) merged.conditions = mergeByKey(current.conditions, patch.conditions, 'type');
+  if (patch.podIPs) merged.podIPs = mergeByKey(current.podIPs, patch.podIPs, 'ip');
+  if (patch.hostIPs) merged.hostIPs = mergeByKey(current.hostIPs, patch.hostIPs, 'ip');
+  return merged;
 }
 
 function nodeOf(fieldSelector: string): string {
