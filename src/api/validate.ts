@@ -519,10 +519,34 @@ function conforms(value: unknown, errs: Errors): value is Pod {
 }
 
 /**
- * Checks that `value` is a v1 Pod the agent can run. Optional fields are checked only when set, so
- * the same rules apply before and after `applyPodDefaults`.
+ * `value` without the object members that are null. Go's decoder leaves a field set to null at its
+ * zero value, so a manifest's `labels:` or `command:` with nothing after it means "not set" to the
+ * kubelet (pkg/kubelet/config/common.go tryDecodeSinglePod); it does here too. The same object when
+ * it holds no such member.
  */
-export function validatePod(value: unknown): PodValidation {
+function withoutNullMembers(value: unknown): unknown {
+  if (Array.isArray(value)) {
+    const items = value.map(withoutNullMembers);
+    return items.some((item, i) => item !== value[i]) ? items : value;
+  }
+  if (!isRecord(value)) return value;
+  let copy: Record<string, unknown> | null = null;
+  for (const [key, member] of Object.entries(value)) {
+    const kept = member === null ? undefined : withoutNullMembers(member);
+    if (kept === member) continue;
+    copy ??= { ...value };
+    if (kept === undefined) delete copy[key];
+    else copy[key] = kept;
+  }
+  return copy ?? value;
+}
+
+/**
+ * Checks that `value` is a v1 Pod the agent can run. Optional fields are checked only when set, so
+ * the same rules apply before and after `applyPodDefaults`. Members set to null count as not set.
+ */
+export function validatePod(input: unknown): PodValidation {
+  const value = withoutNullMembers(input);
   const errs = new Errors();
   if (!isRecord(value)) {
     errs.invalid('', value === null ? null : typeof value, 'a Pod must be an object');

@@ -172,6 +172,28 @@ describe('validatePod', () => {
     expect(error?.message).toContain('(10002 characters)');
   });
 
+  it('takes a member set to null as not set, as the Go decoder does, without touching its input', () => {
+    const pod = basePod();
+    pod.metadata['labels'] = null;
+    pod.spec['volumes'] = null;
+    container(pod)['command'] = null;
+    container(pod)['env'] = null;
+    const input = structuredClone(pod);
+    const result = validatePod(pod);
+    expect(result.errors).toEqual([]);
+    expect(result.pod?.metadata).not.toHaveProperty('labels');
+    expect(result.pod?.spec).not.toHaveProperty('volumes');
+    expect(result.pod?.spec.containers[0]).not.toHaveProperty('command');
+    expect(result.pod?.spec.containers[0]).not.toHaveProperty('env');
+    expect(pod).toEqual(input);
+    // A required member set to null is missing, as absent.
+    pod.metadata['name'] = null;
+    expect(validatePod(pod).errors).toEqual([expect.objectContaining({ field: 'metadata.name', message: expect.stringContaining('Required value') })]);
+    // Nothing null: the same object back.
+    const clean = basePod();
+    expect(validatePod(clean).pod).toBe(clean);
+  });
+
   it('rejects non-objects', () => {
     expect(validatePod('pod').errors).toHaveLength(1);
     expect(validatePod(null).pod).toBeUndefined();
