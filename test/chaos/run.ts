@@ -6,8 +6,9 @@
  * faults injected by kind, observations checked against the invariants, violations, the time the
  * node took to converge after each kind of fault, and the soak's memory slopes and figures.
  *
- *   npm run chaos -- --duration 1h [--episodes-duration 10m] [--seed N] [--pods 20] [--kills 5] [--soak-pods 500]
+ *   npm run chaos -- --duration 1h [--episodes-duration 10m] [--seed N] [--pods 20] [--kills 5] [--soak-pods 500] [--manifests 10000]
  *
+ * The episodes' time starts with the generated manifests (`--manifests`, once; 0 leaves them out).
  * `--duration 0` runs the episodes only; `--episodes-duration 0` the soak only.
  *
  * A failing episode prints its seed; `npm run chaos -- --seed <run seed>` replays the whole run.
@@ -19,6 +20,7 @@ import { percentile } from '../../bench/lib.ts';
 import { runChurn } from './churn.ts';
 import { diskProblems, runDiskEpisode } from './disk.ts';
 import { runHang } from './hang.ts';
+import { type ManifestFuzzReport, runManifestFuzz } from './manifestFuzz.ts';
 import { type SoakReport, runSoak } from './soak.ts';
 
 const argv = process.argv.slice(2);
@@ -38,6 +40,7 @@ const episodesMs = duration(arg('episodes-duration') ?? '10m');
 const pods = Number(arg('pods') ?? 20);
 const kills = Number(arg('kills') ?? 5);
 const soakPods = Number(arg('soak-pods') ?? 500);
+const manifests = Number(arg('manifests') ?? 10_000);
 const image = 'statelet.local/busybox:1';
 const seeds = seededRandom(runSeed);
 const nextSeed = () => Math.floor(seeds() * 2 ** 31);
@@ -108,8 +111,15 @@ async function diskEpisode(seed: number): Promise<Episode> {
 
 if (process.getuid?.() !== 0) console.log('NOT ROOT: the disk episode (a small tmpfs as --root-dir) is left out of this run');
 console.log(`chaos run seed ${runSeed}: episodes for ${arg('episodes-duration') ?? '10m'}${soakMs > 0 ? `, then a soak of ${soakPods} pods for ${arg('duration') ?? '10m'}` : ''}`);
-const episodes: Episode[] = [];
 const started = performance.now();
+let fuzz: ManifestFuzzReport | null = null;
+if (manifests > 0 && episodesMs > 0) {
+  const seed = nextSeed();
+  console.log(`manifest fuzz seed ${seed}: ${manifests} generated manifests`);
+  fuzz = await runManifestFuzz({ seed, manifests });
+  console.log(`manifest fuzz: ${fuzz.accepted} accepted, ${fuzz.rejected} rejected, ${fuzz.agentCrashes} agent crashes, ${fuzz.sentinelRestarts} sentinel restarts, ${fuzz.failures.length} failures${fuzz.failures.length ? `: ${fuzz.failures.slice(0, 5).join('; ')}` : ''}`);
+}
+const episodes: Episode[] = [];
 while (performance.now() - started < episodesMs) {
   const seed = nextSeed();
   const episode = await EPISODES[episodes.length % EPISODES.length]!(seed);
@@ -137,7 +147,8 @@ function mib(bytes: number): string {
   return (bytes / 2 ** 20).toFixed(1);
 }
 
-const failed = episodes.some((e) => e.failure) || (soak !== null && (soak.violations.length > 0 || soak.finalConvergeMs === null));
+const fuzzFailed = fuzz !== null && (fuzz.failures.length > 0 || fuzz.violations.length > 0 || fuzz.agentCrashes > 0 || fuzz.sentinelRestarts > 0);
+const failed = fuzzFailed || episodes.some((e) => e.failure) || (soak !== null && (soak.violations.length > 0 || soak.finalConvergeMs === null));
 console.log(`\n${table(episodes, soak)}`);
 process.exit(failed ? 1 : 0);
 
@@ -158,13 +169,22 @@ function table(episodes: Episode[], soak: SoakReport | null): string {
     ['pod changes (add, update, delete)', sum((e) => e.changes)],
     ...[...byFault].map(([fault, times]): [string, string] => [`faults: ${fault}`, `${times.length + (stuck.get(fault) ?? 0)} injected, converged p50 / p99 ${Math.round(percentile(times, 50))} / ${Math.round(percentile(times, 99))} ms`]),
     ...[...stuck].filter(([fault]) => !byFault.has(fault)).map(([fault, n]): [string, string] => [`faults: ${fault}`, `${n} injected, none converged`]),
-    ['observations checked against the invariants', String(Number(sum((e) => e.observations)) + (soak?.observations ?? 0))],
-    ['violations', String(Number(sum((e) => e.violations)) + (soak?.violations.length ?? 0))],
+    ...(fuzz ? fuzzRows(fuzz) : []),
+    ['observations checked against the invariants', String(Number(sum((e) => e.observations)) + (soak?.observations ?? 0) + (fuzz?.observations ?? 0))],
+    ['violations', String(Number(sum((e) => e.violations)) + (soak?.violations.length ?? 0) + (fuzz?.violations.length ?? 0))],
     ['episodes that failed', String(episodes.filter((e) => e.failure).length)],
     ...(soak ? soakRows(soak) : []),
   ];
   const width = Math.max(...rows.map(([k]) => k.length));
   return rows.map(([k, v]) => `${k.padEnd(width)}  ${v}`).join('\n');
+}
+
+function fuzzRows(fuzz: ManifestFuzzReport): [string, string][] {
+  return [
+    ['manifest fuzz', `seed ${fuzz.seed}, ${fuzz.manifests} generated manifests, ${fuzz.entries} directory entries (with symlinks, FIFOs, duplicates, huge files), ${Math.round(fuzz.durationMs / 1000)} s`],
+    ['manifest fuzz: accepted and listed / rejected, logged with file and field', `${fuzz.accepted} / ${fuzz.rejected}`],
+    ['manifest fuzz: agent crashes / sentinel restarts / failures', `${fuzz.agentCrashes} / ${fuzz.sentinelRestarts} / ${fuzz.failures.length}`],
+  ];
 }
 
 function soakRows(soak: SoakReport): [string, string][] {
