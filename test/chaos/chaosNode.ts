@@ -23,7 +23,7 @@ export type Kind = 'steady' | 'init' | 'crashloop' | 'unhealthy' | 'completes' |
 const RUNS: ReadonlySet<string> = new Set<Kind>(['steady', 'init', 'logger', 'writer']);
 
 export const NODE = 'chaos-node';
-const LONG_RUNNING = "trap 'exit 0' TERM; while true; do sleep 1; done";
+export const LONG_RUNNING = "trap 'exit 0' TERM; while true; do sleep 1; done";
 const LOGGING = "trap 'exit 0' TERM; while true; do echo 'the quick brown fox jumps over the lazy dog, again and again, to fill a log file at a steady pace'; sleep 0.05; done";
 const WRITING = "trap 'exit 0' TERM; while true; do echo beat >> /data/beats; echo 'wrote a beat to /data/beats'; sleep 1; done";
 
@@ -192,7 +192,7 @@ export class ChaosNode {
 }
 
 /** Reads statelet_pod_actors from the agent's /metrics: the sum over states. */
-async function podActors(agent: AgentProcess): Promise<number> {
+export async function podActors(agent: AgentProcess): Promise<number> {
   const text = await (await fetch(`http://127.0.0.1:${agent.readOnlyPort}/metrics`)).text();
   let total = 0;
   for (const match of text.matchAll(/^statelet_pod_actors\{state="[^"]*"\} (\d+)$/gm)) total += Number(match[1]);
