@@ -1,13 +1,16 @@
 /**
  * `KubeApi` over @kubernetes/client-node: the typed API classes for requests, its `Watch` for the
  * pod watch. Every request carries statelet's user agent and a deadline (a request that hangs is
- * aborted and fails with status 0, so a silent API server never stalls a heartbeat); every error
- * becomes an `ApiError` naming the call.
+ * aborted and fails with status 0, so a silent API server never stalls a heartbeat); a request
+ * the API server asks to retry later (429 or 5xx with `Retry-After`: priority and fairness, a
+ * server shutting down) is sent again after that wait, at most 10 times, as client-go's rest
+ * client does (rest/with_retry.go IsNextRetry, checkWait); every error becomes an `ApiError`
+ * naming the call.
  */
 import * as k8s from '@kubernetes/client-node';
 import type { KubeEvent, Service } from '../api/cluster.ts';
 import type { Pod } from '../api/types.ts';
-import type { Clock } from '../clock.ts';
+import { type Clock, realClock, sleepOn } from '../clock.ts';
 import { type Bucket, type RateLimit, takeToken } from './rateLimit.ts';
 import { ApiError, type DeleteOptions, type RequestCounts, type KubeApi, type PodList, type WatchEventType, type WatchHandlers } from './api.ts';
 
@@ -23,6 +26,17 @@ export interface KubeClientOptions {
    * (as the kubelet's heartbeat client). Absent: no limit.
    */
   limits?: { api: RateLimit; events: RateLimit; clock: Clock };
+}
+
+/** How many times a request the API server asked to retry later is sent again (client-go rest/request.go maxRetries). */
+const MAX_RETRIES = 10;
+
+/** The wait the API server asked for before a retry (a 429 or 5xx with `Retry-After` seconds), or null. */
+function retryAfterMs(err: unknown): number | null {
+  if (!(err instanceof k8s.ApiException) || (err.code !== 429 && err.code < 500)) return null;
+  const header = Object.entries(err.headers ?? {}).find(([name]) => name.toLowerCase() === 'retry-after')?.[1];
+  const seconds = header === undefined ? NaN : Number(header);
+  return Number.isInteger(seconds) && seconds >= 0 ? seconds * 1000 : null;
 }
 
 /** A waiter on one token bucket. */
@@ -112,19 +126,24 @@ export function createKubeClient(config: k8s.KubeConfig, options: KubeClientOpti
     };
   };
 
-  /** `name` is `<METHOD> <resource> <object>`; the first two words are what is counted and limited. */
+  const sleep = sleepOn(options.limits?.clock ?? realClock);
+  /** `name` is `<METHOD> <resource> <object>`; the first two words are what is counted and limited (each retry too). */
   const call = async <T>(name: string, request: () => Promise<unknown>): Promise<T> => {
     const [method = '', resource = ''] = name.split(' ');
-    if (resource === 'events') await waitForEvents();
-    else if (!heartbeat.has(resource)) await waitForApi();
-    try {
-      const result = plain<T>(await request());
-      options.counts?.add(method, resource, method === 'POST' ? 201 : 200);
-      return result;
-    } catch (err) {
-      const error = apiError(name, err);
-      options.counts?.add(method, resource, error.status);
-      throw error;
+    for (let retries = 0; ; retries++) {
+      if (resource === 'events') await waitForEvents();
+      else if (!heartbeat.has(resource)) await waitForApi();
+      try {
+        const result = plain<T>(await request());
+        options.counts?.add(method, resource, method === 'POST' ? 201 : 200);
+        return result;
+      } catch (err) {
+        const error = apiError(name, err);
+        options.counts?.add(method, resource, error.status);
+        const wait = retries < MAX_RETRIES ? retryAfterMs(err) : null;
+        if (wait === null) throw error;
+        await sleep(wait);
+      }
     }
   };
 

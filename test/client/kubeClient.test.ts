@@ -18,10 +18,18 @@ afterEach(async () => {
   await new Promise((resolve) => server?.close(resolve));
 });
 
-/** A client of a server that answers every request with `status` and `body`. */
-async function clientOf(status: number, body: string) {
+interface Answer {
+  status: number;
+  body: string;
+  headers?: Record<string, string>;
+}
+
+/** A client of a server that answers every request with `status` and `body`, or the `n`th request with `answer(n)`. */
+async function clientOf(status: number, body: string, answer: (n: number) => Answer = () => ({ status, body })) {
+  let requests = 0;
   server = createServer((_, res) => {
-    res.writeHead(status, { 'content-type': 'application/json' });
+    const { status, body, headers } = answer(++requests);
+    res.writeHead(status, { 'content-type': 'application/json', ...headers });
     res.end(body);
   });
   await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
@@ -58,5 +66,42 @@ describe('a refused watch', () => {
     const err = await watchEnd(await clientOf(403, '{"kind":"Status","code":403,"reason":"Forbidden"}'));
     expect(err?.status).toBe(403);
     expect(isForbidden(err)).toBe(true);
+  });
+});
+
+describe('a request the API server asks to retry later', () => {
+  const node = JSON.stringify({ kind: 'Node', apiVersion: 'v1', metadata: { name: 'n' } });
+  const tooMany = { status: 429, body: 'Too many requests, please try again later.\n', headers: { 'retry-after': '0' } };
+
+  it('is sent again after its Retry-After, as client-go does (429, and 5xx alike)', async () => {
+    const seen: number[] = [];
+    const api = await clientOf(0, '', (n) => {
+      seen.push(n);
+      if (n === 1) return tooMany;
+      if (n === 2) return { status: 503, body: '{"kind":"Status","code":503}', headers: { 'retry-after': '0' } };
+      return { status: 200, body: node };
+    });
+    expect((await api.getNode('n')).metadata.name).toBe('n');
+    expect(seen).toEqual([1, 2, 3]);
+  });
+
+  it('fails at once without Retry-After, and after 10 retries with it', async () => {
+    let asked = 0;
+    const refused = await clientOf(500, '{"kind":"Status","code":500,"reason":"InternalError"}', () => {
+      asked++;
+      return { status: 500, body: '{"kind":"Status","code":500,"reason":"InternalError"}' };
+    });
+    await expect(refused.getNode('n')).rejects.toMatchObject({ status: 500 });
+    expect(asked).toBe(1);
+    server?.closeAllConnections();
+    await new Promise((resolve) => server?.close(resolve));
+
+    let throttled = 0;
+    const busy = await clientOf(0, '', () => {
+      throttled++;
+      return tooMany;
+    });
+    await expect(busy.getNode('n')).rejects.toMatchObject({ status: 429 });
+    expect(throttled).toBe(11);
   });
 });
