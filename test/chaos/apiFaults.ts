@@ -37,6 +37,15 @@ import { statusOrderViolations } from './statusOrder.ts';
 export type ApiFault = 'watchCut' | 'gone410' | 'gone410Http' | 'statusWritesFailing' | 'apiserverRestart';
 export const API_FAULTS: readonly ApiFault[] = ['watchCut', 'gone410', 'gone410Http', 'statusWritesFailing', 'apiserverRestart'];
 
+/** How the long run's table names each fault. */
+export const API_FAULT_NAMES: Record<ApiFault, string> = {
+  watchCut: 'API: every watch cut',
+  gone410: 'API: watches expired (410 in an ERROR event)',
+  gone410Http: 'API: watches expired (410 as the status)',
+  statusWritesFailing: 'API: status writes refused for 10 s',
+  apiserverRestart: 'API: API server restarted',
+};
+
 type Kind = 'steady' | 'ready' | 'crashloop' | 'completes';
 const KINDS: Kind[] = ['steady', 'ready', 'ready', 'crashloop', 'completes'];
 /** Kinds whose containers are all running once the node has converged. */
@@ -158,6 +167,22 @@ function followApiPods(cp: ControlPlane, namespace: string, onPod: (pod: Pod) =>
       controller?.abort();
     },
   };
+}
+
+/** What went wrong in an episode (empty: nothing), for the test and the long run alike. */
+export function apiFaultsProblems(report: ApiFaultsReport): string[] {
+  const problems = report.violations.map((v) => `${v.invariant}: ${v.detail}`);
+  for (const fault of API_FAULTS) if (!report.faults.some((f) => f.fault === fault)) problems.push(`${fault} was not injected`);
+  for (const f of report.faults.filter((f) => f.convergeMs < 0)) {
+    problems.push(`${f.fault} (${f.detail}): did not converge: ${(f.notConverged ?? []).join('; ')}; the agent said: ${(f.agentLog ?? []).join(' | ')}`);
+  }
+  if (report.finalConvergeMs === null) problems.push(`did not converge at the end: ${report.notConverged.join('; ')}`);
+  // The faults really happened, and the order check had writes to check.
+  if (report.injected.watchesCut === 0) problems.push('no watch was cut');
+  if (report.injected.watchesExpired === 0) problems.push('no watch was answered 410');
+  if (report.injected.requestsFailed === 0) problems.push('no status write was refused');
+  if (report.statusWrites === 0) problems.push('no status write reached the API server');
+  return problems;
 }
 
 export async function runApiFaults(options: ApiFaultsOptions): Promise<ApiFaultsReport> {
