@@ -6,7 +6,7 @@
  *                while the agent was not watching: a watch gap, a relist, the agent's restart)
  *                goes straight to `terminating` and is never synced, so nothing of it starts and
  *                whatever of it runs is stopped (pkg/kubelet/pod_workers.go UpdatePod: "Pod is
- *                marked for deletion, begin teardown"); any other pod goes on to `syncing`.
+ *                marked for graceful deletion, begin teardown"); any other pod goes on to `syncing`.
  *   syncing      Reconcile the runtime to the spec, again and again. Two regions:
  *                - `worker`: `working` runs one sync (the `syncPod` actor: read the runtime, decide
  *                  with computePodActions, act, publish status); `idle` waits for the next reason
