@@ -18,6 +18,8 @@ import path from 'node:path';
 import { seededRandom } from '../../src/runtime/faults.ts';
 import { percentile } from '../../bench/lib.ts';
 import { runChurn } from './churn.ts';
+import { type ControlPlane, startControlPlane } from '../support/controlPlane.ts';
+import { API_FAULT_NAMES, apiFaultsProblems, runApiFaults } from './apiFaults.ts';
 import { diskProblems, runDiskEpisode } from './disk.ts';
 import { runHang } from './hang.ts';
 import { type ManifestFuzzReport, runManifestFuzz } from './manifestFuzz.ts';
@@ -59,6 +61,10 @@ interface Episode {
 
 const FAULT_NAMES = { runtimeRestart: 'runtime restart (1 s down)', containerCrash: 'a container crashed', sandboxLost: "a sandbox's own process lost" };
 
+const API_NODE = 'chaos-api-node';
+const controlPlane = episodesMs > 0 ? await startControlPlane({ nodeNames: [API_NODE] }) : null;
+if (episodesMs > 0 && !controlPlane) console.log('NO CONTROL PLANE: the API-server faults episode is left out of this run (see the message above)');
+
 /** The episodes, in turn; each gets a fresh seed. */
 const EPISODES: ((seed: number) => Promise<Episode>)[] = [
   async (seed) => {
@@ -93,7 +99,25 @@ const EPISODES: ((seed: number) => Promise<Episode>)[] = [
   },
   // Mounting a small filesystem needs root: without it the episode is left out, and the run says so.
   ...(process.getuid?.() === 0 ? [diskEpisode] : []),
+  // The API server's faults need the control plane (test/controlplane, built once).
+  ...(controlPlane ? [apiFaultsEpisode(controlPlane)] : []),
 ];
+
+function apiFaultsEpisode(cp: ControlPlane): (seed: number) => Promise<Episode> {
+  return async (seed) => {
+    const report = await runApiFaults({ seed, controlPlane: cp, node: API_NODE, pods: 8, rounds: 8 });
+    const problems = apiFaultsProblems(report);
+    return {
+      kind: 'API-server faults',
+      seed,
+      changes: report.changes,
+      observations: report.observations + report.apiVersions,
+      violations: report.violations.length,
+      faults: report.faults.map((f) => ({ fault: API_FAULT_NAMES[f.fault], convergeMs: f.convergeMs })),
+      failure: problems.length ? JSON.stringify(problems) : null,
+    };
+  };
+}
 
 async function diskEpisode(seed: number): Promise<Episode> {
   const report = await runDiskEpisode({ seed, pods: 6, faultMs: 10_000, changesPerFault: 2, image });
@@ -147,6 +171,7 @@ function mib(bytes: number): string {
   return (bytes / 2 ** 20).toFixed(1);
 }
 
+await controlPlane?.close();
 const fuzzFailed = fuzz !== null && (fuzz.failures.length > 0 || fuzz.violations.length > 0 || fuzz.agentCrashes > 0 || fuzz.sentinelRestarts > 0);
 const failed = fuzzFailed || episodes.some((e) => e.failure) || (soak !== null && (soak.violations.length > 0 || soak.finalConvergeMs === null));
 console.log(`\n${table(episodes, soak)}`);
