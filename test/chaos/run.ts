@@ -163,7 +163,7 @@ if (soakMs > 0) {
     pods: soakPods,
     durationMs: soakMs,
     sampleEveryMs: 60_000,
-    onSample: (s) => console.log(`  ${Math.round(s.atMs / 60_000)} min: rss ${mib(s.rssBytes)} MiB, heap after GC ${mib(s.heapAfterGcBytes)} MiB, fds ${s.openFds}, event-loop p99 ${s.eventLoopDelayP99Ms.toFixed(1)} ms, handles ${s.activeHandles}, event streams ${s.eventStreams}, calls in flight ${s.callsInFlight}, pods ${s.podsListed}`),
+    onSample: (s) => console.log(`  ${Math.round(s.atMs / 60_000)} min: rss ${mib(s.rssBytes)} MiB, heap after GC ${mib(s.heapAfterGcBytes)} MiB, fds ${s.openFds}, event-loop p99 ${s.eventLoopDelayP99Ms.toFixed(1)} ms, handles ${s.activeHandles}, event streams ${s.eventStreams}, calls in flight ${s.callsInFlight}, pods ${s.podsListed} (${s.podsRunning} running)`),
   });
 }
 
@@ -216,7 +216,7 @@ function soakRows(soak: SoakReport): [string, string][] {
   const steady = soak.samples.slice(Math.floor(soak.samples.length / 5));
   const range = (figure: (s: SoakReport['samples'][number]) => number) => `${Math.min(...steady.map(figure))}–${Math.max(...steady.map(figure))}`;
   return [
-    ['soak', `seed ${soak.seed}, ${soak.pods} pods, ${Math.round((soak.samples.at(-1)?.atMs ?? 0) / 60_000)} min, ${soak.changes} changes, ${soak.samples.length} samples`],
+    ['soak', `seed ${soak.seed}, ${soak.pods} pods (${range((s) => s.podsRunning)} running after warm-up), ${Math.round((soak.samples.at(-1)?.atMs ?? 0) / 60_000)} min, ${soak.changes} changes, ${soak.samples.length} samples`],
     ['soak: RSS first / last, slope after warm-up', `${mib(soak.samples[0]?.rssBytes ?? 0)} / ${mib(soak.samples.at(-1)?.rssBytes ?? 0)} MiB, ${soak.rssSlopeMiBPerHour.toFixed(1)} MiB/h`],
     ['soak: heap after GC first / last, slope after warm-up', `${mib(soak.samples[0]?.heapAfterGcBytes ?? 0)} / ${mib(soak.samples.at(-1)?.heapAfterGcBytes ?? 0)} MiB, ${soak.heapSlopeMiBPerHour.toFixed(1)} MiB/h`],
     ['soak: event-loop delay p99 per minute (after warm-up)', `median ${percentile(steady.map((s) => s.eventLoopDelayP99Ms), 50).toFixed(1)} ms, max ${Math.max(...steady.map((s) => s.eventLoopDelayP99Ms)).toFixed(1)} ms`],

@@ -37,6 +37,8 @@ export interface SoakSample {
   eventStreams: number;
   callsInFlight: number;
   podsListed: number;
+  /** Listed pods whose phase is Running. */
+  podsRunning: number;
 }
 
 export interface SoakReport {
@@ -87,7 +89,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   };
   // The built agent (bin/statelet.js runs dist/), its inspector on a free loopback port.
   const command = { file: process.execPath, args: ['--inspect=127.0.0.1:0', path.resolve(import.meta.dirname, '../../bin/statelet.js')] };
-  const node = await ChaosNode.start({ image: options.image, intercept: counting, command }, options.seed);
+  // Room for every pod: the kubelet's default of 110 would reject most of them (OutOfpods).
+  const node = await ChaosNode.start({ image: options.image, intercept: counting, command, agentArgs: [`--max-pods=${options.pods * 2}`] }, options.seed);
   const report: SoakReport = { seed: options.seed, pods: options.pods, changes: 0, samples: [], rssSlopeMiBPerHour: 0, heapSlopeMiBPerHour: 0, observations: 0, violations: node.violations, finalConvergeMs: null, notConverged: [] };
   let inspector: Inspector | null = null;
   let serial = 0;
@@ -99,6 +102,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
     const sample = async (): Promise<void> => {
       const memory = await inspector!.memoryAfterGc();
       const metrics = await (await fetch(`http://127.0.0.1:${agent.readOnlyPort}/metrics`)).text();
+      const pods = await agent.pods();
       const value = (name: string) => Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(metrics)?.[1] ?? NaN);
       const taken: SoakSample = {
         atMs: Math.round(performance.now() - started),
@@ -109,7 +113,8 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         eventLoopDelayP99Ms: value('nodejs_eventloop_lag_p99_seconds') * 1000,
         eventStreams: node.sim!.eventStreams(),
         callsInFlight,
-        podsListed: (await agent.pods()).length,
+        podsListed: pods.length,
+        podsRunning: pods.filter((pod) => pod.status?.phase === 'Running').length,
       };
       report.samples.push(taken);
       options.onSample?.(taken);
