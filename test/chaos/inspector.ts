@@ -40,11 +40,12 @@ export class Inspector {
     });
   }
 
-  /** Collects garbage, then reads `process.memoryUsage()` in the agent. */
-  async memoryAfterGc(): Promise<{ rss: number; heapUsed: number; external: number }> {
+  /** Collects garbage, then reads `process.memoryUsage()` in the agent, and its active handles and requests. */
+  async memoryAfterGc(): Promise<{ rss: number; heapUsed: number; external: number; activeResources: number }> {
     await this.call('HeapProfiler.collectGarbage');
-    const { result } = await this.call<{ result: { value: string } }>('Runtime.evaluate', { expression: 'JSON.stringify(process.memoryUsage())', returnByValue: true });
-    return JSON.parse(result.value) as { rss: number; heapUsed: number; external: number };
+    const expression = 'JSON.stringify({ ...process.memoryUsage(), activeResources: process.getActiveResourcesInfo().length })';
+    const { result } = await this.call<{ result: { value: string } }>('Runtime.evaluate', { expression, returnByValue: true });
+    return JSON.parse(result.value) as { rss: number; heapUsed: number; external: number; activeResources: number };
   }
 
   close(): void {

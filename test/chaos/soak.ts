@@ -3,8 +3,8 @@
  * pods churning for a long time on sim:// — pods added, updated and deleted every couple of
  * seconds, crash-looping and probe-failing ones among them — and its process sampled at a fixed
  * period: resident memory and the heap after a full garbage collection (through the inspector),
- * open file descriptors, the event loop's delay p99 since the previous sample and its active
- * handles (from `/metrics`), and on the runtime's side the event streams open and the calls in
+ * open file descriptors, the event loop's delay p99 since the previous sample (from `/metrics`)
+ * and its active handles and requests (`process.getActiveResourcesInfo()`), and on the runtime's side the event streams open and the calls in
  * flight. What must hold: memory flat (the slope over the run after warm-up), descriptors and
  * streams bounded, every observation within the invariants, the node converged at the end.
  */
@@ -109,7 +109,7 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
         rssBytes: memory.rss,
         heapAfterGcBytes: memory.heapUsed,
         openFds: (await readdir(`/proc/${agent.child.pid}/fd`)).length,
-        activeHandles: value('nodejs_active_handles_total'),
+        activeHandles: memory.activeResources,
         eventLoopDelayP99Ms: value('nodejs_eventloop_lag_p99_seconds') * 1000,
         eventStreams: node.sim!.eventStreams(),
         callsInFlight,
