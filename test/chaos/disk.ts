@@ -73,10 +73,13 @@ export interface DiskReport {
 const KINDS: Kind[] = ['logger', 'logger', 'writer'];
 /** The most times one line may come back during a fault of 10 s: a pod's warning event at each retry of its sync (10 s back-off), not a line per pass or per second. */
 const MAX_REPEATS = 3;
-/** How each fault shows in what the agent says: the kernel's own words, with the pod and the path. */
+/**
+ * How each fault shows in what the agent says: the kernel's own words, with the pod and the path
+ * (after the syscall for a mkdir, before the error for a write: Node's write errors name no path).
+ */
 const SAID: Record<DiskFault, RegExp> = {
-  full: /pod="[^"]+".*ENOSPC: no space left on device, \w+ '\//,
-  readOnly: /pod="[^"]+".*EROFS: read-only file system, \w+ '\//,
+  full: /^(?=.*pod="[^"]+")(?=.*ENOSPC: no space left on device)(?=.*[\s'"](\/[^\s/'":]+){2,})/,
+  readOnly: /^(?=.*pod="[^"]+")(?=.*EROFS: read-only file system)(?=.*[\s'"](\/[^\s/'":]+){2,})/,
 };
 
 /** What went wrong in an episode (empty: nothing), for the test and the long run alike. */
