@@ -3,8 +3,9 @@
  * (`npm run chaos:short` runs test/chaos alone; `npm run chaos` the long run). Each episode's seed
  * is printed: `CHAOS_SEED=<seed> npx vitest run test/chaos/churn.test.ts` replays it.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BUSYBOX_IMAGE, type ContainerdInstance, startContainerd } from '../containerd/harness.ts';
+import { describe, expect, it } from 'vitest';
+import { containerdForDescribe } from '../containerd/forDescribe.ts';
+import { BUSYBOX_IMAGE } from '../containerd/harness.ts';
 import { type ChurnOptions, runChurn } from './churn.ts';
 
 const seed = Number(process.env.CHAOS_SEED ?? Math.floor(Math.random() * 2 ** 31));
@@ -33,15 +34,10 @@ describe('chaos on sim://', () => {
 });
 
 describe('chaos on containerd', () => {
-  // Started here rather than at the top of the file: filtered out (`-t sim`), no daemon is left behind.
-  let containerd: ContainerdInstance | null = null;
-  beforeAll(async () => {
-    containerd = await startContainerd();
-  }, 180_000);
-  afterAll(() => containerd?.stop(), 180_000);
+  const containerd = containerdForDescribe();
 
   it('churns real containers through 3 agent SIGKILLs and a containerd restart: no invariant broken, converged after each', async ({ skip }) => {
-    const instance = containerd;
+    const instance = containerd();
     if (!instance) return skip('containerd not available here (see the message above)');
     await churnClean('containerd', {
       pods: 8,

@@ -3,8 +3,9 @@
  * terminating pod hangs for 30 s, past two 10 s deadlines, while the node churns around it. The
  * seed is printed; `CHAOS_SEED=<seed> npx vitest run test/chaos/hang.test.ts` replays it.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BUSYBOX_IMAGE, type ContainerdInstance, startContainerd } from '../containerd/harness.ts';
+import { describe, expect, it } from 'vitest';
+import { containerdForDescribe } from '../containerd/forDescribe.ts';
+import { BUSYBOX_IMAGE } from '../containerd/harness.ts';
 import { type HangOptions, runHang } from './hang.ts';
 
 const seed = Number(process.env.CHAOS_SEED ?? Math.floor(Math.random() * 2 ** 31));
@@ -35,15 +36,11 @@ describe('a runtime call that hangs, on sim://', () => {
 });
 
 describe('a runtime call that hangs, on containerd (through a CRI proxy)', () => {
-  // Started here rather than at the top of the file: filtered out (`-t sim`), no daemon is left behind.
-  let containerd: ContainerdInstance | null = null;
-  beforeAll(async () => {
-    containerd = await startContainerd();
-  }, 180_000);
-  afterAll(() => containerd?.stop(), 180_000);
+  const containerd = containerdForDescribe();
 
   it('holds its own pod only, with real containers around it', async ({ skip }) => {
-    if (!containerd) return skip('containerd not available here (see the message above)');
-    await hangHoldsItsPodOnly('containerd', { image: BUSYBOX_IMAGE, endpoint: containerd.endpoint });
+    const instance = containerd();
+    if (!instance) return skip('containerd not available here (see the message above)');
+    await hangHoldsItsPodOnly('containerd', { image: BUSYBOX_IMAGE, endpoint: instance.endpoint });
   }, 240_000);
 });
