@@ -7,12 +7,21 @@
 // above: imports only point down. The script prints the import graph's upward edges and its
 // cycles (between files, type-only imports included); both must be 0.
 //
+// A node-level loop (src/nodeloop/nodeLoop.ts) is a folder holding a `loop.ts`: such folders are
+// found, not listed, and ranked together in the layer marked NODE_LOOPS, so a new loop needs no
+// line here. In a loop's folder every file but `machine.ts`, `effects.ts` and `loop.ts` is a
+// decision.
+//
 // Two more rules keep the statecharts and the decisions free of I/O:
 //   - a machine file (one that calls xstate's `setup(`) imports no gRPC, filesystem, network or
 //     Kubernetes client module and no concrete runtime (runtime/cri, runtime/sim);
-//   - a decision module (DECISIONS) imports none of those, and neither xstate nor a clock.
-import { readFileSync, readdirSync, statSync } from 'node:fs';
+//   - a decision module (DECISIONS, and a loop's decisions) imports none of those, and neither
+//     xstate nor a clock.
+import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
+
+/** Stands in LAYERS for the node-level loops' folders, whichever there are. */
+export const NODE_LOOPS = '<node loops>';
 
 export const LAYERS = [
   ['clock', 'log'],
@@ -23,10 +32,11 @@ export const LAYERS = [
   ['record'],
   ['volumes'],
   ['kuberuntime'],
-  ['status', 'sources', 'lifecycle', 'cli'],
+  ['status', 'sources', 'lifecycle', 'cli', 'stats'],
   ['pod', 'pleg', 'node'],
   ['prober', 'podworkers'],
-  ['housekeeping'],
+  ['housekeeping', 'nodeloop'],
+  [NODE_LOOPS],
   ['kubelet'],
   ['server'],
   ['visualizer'],
@@ -52,7 +62,7 @@ export const DECISIONS = [
   'kuberuntime/logRotation.ts',
   'kuberuntime/logTarget.ts',
   'server/logQuery.ts',
-  'server/stats.ts',
+  'stats/summary.ts',
   'lifecycle/admit.ts',
   'lifecycle/nodeAffinity.ts',
   'lifecycle/resources.ts',
@@ -91,10 +101,20 @@ function* files(dir) {
 
 /** The unit of a path relative to src/. */
 const unitOf = (rel) => (rel.includes('/') ? rel.slice(0, rel.indexOf('/')) : rel.replace(/\.ts$/, ''));
-const rankOf = new Map(LAYERS.flatMap((units, rank) => units.map((unit) => [unit, rank])));
+/** The folders of src/ that hold a node-level loop (a `loop.ts`). */
+export function nodeLoopUnits(srcDir) {
+  return readdirSync(srcDir)
+    .filter((name) => statSync(path.join(srcDir, name)).isDirectory() && existsSync(path.join(srcDir, name, 'loop.ts')))
+    .sort();
+}
+
+const loopShapeFiles = new Set(['machine.ts', 'effects.ts', 'loop.ts']);
 
 export function lint(srcDir) {
   const problems = { unranked: [], upward: [], io: [], cycles: [] };
+  const loops = nodeLoopUnits(srcDir);
+  const rankOf = new Map(LAYERS.flatMap((units, rank) => (units[0] === NODE_LOOPS ? loops : units).map((unit) => [unit, rank])));
+  for (const unit of loops) if (LAYERS.some((units) => units.includes(unit))) problems.unranked.push(`${unit}/loop.ts: "${unit}" holds a node loop and is listed in a layer too`);
   const graph = new Map();
   for (const file of files(srcDir)) {
     const rel = path.relative(srcDir, file);
@@ -102,7 +122,7 @@ export function lint(srcDir) {
     const unit = unitOf(rel);
     if (!rankOf.has(unit)) problems.unranked.push(`${rel}: unit "${unit}" is in no layer`);
     const isMachine = /\bsetup\(\s*\{/.test(text);
-    const isDecision = DECISIONS.includes(rel);
+    const isDecision = DECISIONS.includes(rel) || (loops.includes(unit) && !loopShapeFiles.has(path.basename(rel)));
     const edges = [];
     for (const match of text.matchAll(importPattern)) {
       const spec = match[1] ?? match[2];
@@ -170,6 +190,7 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   report('I/O in machines or decisions', problems.io);
   if (problems.unranked.length) report('units in no layer', problems.unranked);
   const total = problems.upward.length + problems.cycles.length + problems.io.length + problems.unranked.length;
-  console.log(total ? 'lint-layers: FAILED' : `lint-layers: ${LAYERS.map((l) => l.join(' ')).join(' < ')}`);
+  const loops = nodeLoopUnits(srcDir).join(' ');
+  console.log(total ? 'lint-layers: FAILED' : `lint-layers: ${LAYERS.map((l) => (l[0] === NODE_LOOPS ? `{${loops}}` : l.join(' '))).join(' < ')}`);
   process.exit(total ? 1 : 0);
 }

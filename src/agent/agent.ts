@@ -20,7 +20,8 @@ import { kubeletVersion } from '../cli/flags.ts';
 import { configz } from '../cli/options.ts';
 import { createKubeClient, type KubeClientOptions } from '../client/kubeClient.ts';
 import { type KubeApi, RequestCounts } from '../client/api.ts';
-import { type ClusterDeps, composeNode } from '../kubelet/composeNode.ts';
+import { composeNode } from '../kubelet/composeNode.ts';
+import type { ClusterDeps } from '../nodeloop/parts.ts';
 import { readMachineInfo } from '../node/machineInfo.ts';
 import type { SyncLoopMachine } from '../kubelet/syncLoop.ts';
 import type { Logger } from '../log.ts';
@@ -31,7 +32,7 @@ import { type AgentView, type ListeningServer, healthzHandler, listen, readOnlyH
 import { RequestAuth } from '../server/auth.ts';
 import { servingCertificate } from '../server/certificates.ts';
 import { startKubeletServer } from '../server/kubeletServer.ts';
-import { StatsProvider, statsHandler } from '../server/statsProvider.ts';
+import { statsHandler } from '../server/statsRoutes.ts';
 import { AgentMetrics, type MetricsInput } from '../server/metrics.ts';
 import { instrumentedImages, instrumentedRuntime } from '../runtime/instrumented.ts';
 import { type NodeDns, parseResolvConf } from '../kuberuntime/dns.ts';
@@ -162,7 +163,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
   closers.unshift(() => node.stop());
   const { syncLoop, podManager, statuses } = node;
 
-  const stats = new StatsProvider({ nodeName: config.nodeName, runtime, podLogsDir: config.podLogsDir, now: () => clock.now(), log });
+  const { stats } = node;
   const view: AgentView = {
     pods: () => [...podManager.all()].map((pod) => ({ ...pod, status: statuses.reported(pod) })),
     unhealthyReason: node.unhealthyReason,

@@ -12,25 +12,22 @@
  */
 import os from 'node:os';
 import path from 'node:path';
-import { type Actor, type AnyActorLogic, type InspectionEvent, type Observer, createActor } from 'xstate';
+import { type Actor, type AnyActorLogic, type AnyStateMachine, type InspectionEvent, type Observer, createActor } from 'xstate';
 import type { Pod, SourceName } from '../api/types.ts';
-import { type AgentConfig, containerGcPolicy, crashLoopBackOffPolicy } from '../cli/config.ts';
+import { containerGcPolicy, crashLoopBackOffPolicy } from '../cli/config.ts';
 import type { Clock } from '../clock.ts';
 import type { RuntimeDeps, StartedContainerType } from '../kuberuntime/execute.ts';
 import { collectContainerGarbage } from '../kuberuntime/gc.ts';
 import { hookIOOn } from '../kuberuntime/hooks.ts';
 import { ImagePuller } from '../kuberuntime/images.ts';
 import { killOrphanPod, removeOrphanedPodDirs } from '../kuberuntime/orphans.ts';
-import { type Logger, RepeatedFailures } from '../log.ts';
-import type { KubeApi } from '../client/api.ts';
-import { type RelistHealth, notReadyReasons, unhealthyReason } from '../node/health.ts';
+import type { Logger } from '../log.ts';
+import { unhealthyReason } from '../node/health.ts';
 import { isStaticPod } from '../api/types.ts';
 import { nodeOwner } from '../node/lease.ts';
-import { leaseMachineWith } from '../node/leaseMachine.ts';
 import { MirrorPodSync } from '../pod/mirrorClient.ts';
-import { NodeRecord, createLeaseEffects, createNodeStatusEffects } from '../node/nodeEffects.ts';
-import type { MachineInfo, NodeSettings } from '../node/nodeStatus.ts';
-import { nodeStatusMachineWith } from '../node/nodeStatusMachine.ts';
+import { NodeRecord } from '../node/record.ts';
+import type { ClusterDeps, NodeConfig, NodeMounter, NodeParts } from '../nodeloop/parts.ts';
 import { StatusWriter } from '../status/statusWriter.ts';
 import { goArch, nodeLabels } from '../node/labels.ts';
 import { plegMachineWith } from '../pleg/pleg.ts';
@@ -51,53 +48,13 @@ import { OBJECT_CACHE_TTL_MS, apiObjectReader } from '../client/objects.ts';
 import { createReflector } from '../client/reflector.ts';
 import type { Service } from '../api/cluster.ts';
 import type { NodeDns } from '../kuberuntime/dns.ts';
-import { type Mounter, systemMounter } from '../volumes/mounter.ts';
+import { systemMounter } from '../volumes/mounter.ts';
 import { TokenManager } from '../volumes/tokens.ts';
-import { volumeManagerWith } from '../volumes/volumeManager.ts';
-import { containerLogMachineWith } from '../kuberuntime/containerLogMachine.ts';
-import { logRotationFailures, rotateContainerLogs } from '../kuberuntime/containerLogManager.ts';
+import { StatsProvider } from '../stats/provider.ts';
 import { createPodsLogic } from './pods.ts';
 import { type PodStartObserver, PodStartupLatency } from './podStartupLatency.ts';
-import { type SyncLoopMachine, syncLoopMachine } from './syncLoop.ts';
-
-/** The settings the node's actors read (the rest of AgentConfig is the process's: ports, files). */
-export type NodeConfig = Pick<
-  AgentConfig,
-  | 'nodeName'
-  | 'nodeLabels'
-  | 'nodeIp'
-  | 'maxPods'
-  | 'syncFrequencyMs'
-  | 'podLogsDir'
-  | 'rootDir'
-  | 'serializeImagePulls'
-  | 'maxParallelImagePulls'
-  | 'plegRelistPeriodMs'
-  | 'eventedPleg'
-  | 'eventedPlegRelistPeriodMs'
-  | 'crashLoopBackOffInitialMs'
-  | 'crashLoopBackOffMaxMs'
-  | 'containerGcPeriodMs'
-  | 'minimumContainerTtlMs'
-  | 'maxDeadContainersPerContainer'
-  | 'maxDeadContainers'
-  | 'containerLogMaxSize'
-  | 'containerLogMaxFiles'
-  | 'containerLogMonitorIntervalMs'
-  | 'runtimeRequestTimeoutMs'
->;
-
-/** What the node needs to be a node of a cluster (--kubeconfig). */
-export interface ClusterDeps {
-  api: KubeApi;
-  settings: NodeSettings;
-  /** The machine as the Node reports it (read once, at the first registration or status). */
-  machine(): Promise<MachineInfo>;
-  registerNode: boolean;
-  statusUpdateFrequencyMs: number;
-  statusReportFrequencyMs: number;
-  leaseDurationSeconds: number;
-}
+import { type NodeLoopName, nodeLoops } from './nodeLoops.ts';
+import { type LoopInputs, type SyncLoopMachine, syncLoopMachine } from './syncLoop.ts';
 
 export interface NodeDeps {
   config: NodeConfig;
@@ -122,7 +79,7 @@ export interface NodeDeps {
   /** The node's DNS settings for pods' sandboxes; absent: the runtime's default resolver. */
   dns?: NodeDns;
   /** Mounts memory-backed volumes; the system's `mount` by default. */
-  mounter?: Mounter & { adopt?(): Promise<number> };
+  mounter?: NodeMounter;
   /** Told of what the kubelet's metrics count (any part of it: tests listen to what they check). */
   metrics?: Partial<NodeMetrics>;
 }
@@ -159,6 +116,8 @@ export interface Node {
   statusWriter?: StatusWriter;
   /** The node's events: to the API in a cluster, to the log otherwise. */
   recorder: EventRecorder;
+  /** The node's and its pods' usage (`/stats/summary`, `/metrics/resource`). */
+  stats: StatsProvider;
   /** Stops the actors; the pods' containers keep running. */
   stop(): void;
 }
@@ -256,7 +215,30 @@ export function composeNode(deps: NodeDeps): Node {
       if (syncLoopRef?.getSnapshot().status === 'active') syncLoopRef.send({ type: 'STATUS.WRITES', ...statusWriter.progress() });
     }, 1_000);
   };
-  const clusterChildren = cluster ? clusterLogic(cluster, deps, nodeRecord, recorder, () => syncLoopRef?.getSnapshot().context) : {};
+  const stats = new StatsProvider({ nodeName: config.nodeName, runtime, podLogsDir: config.podLogsDir, now, log });
+  const parts: NodeParts = {
+    config,
+    ...(cluster ? { cluster } : {}),
+    runtime,
+    images: deps.images,
+    clock,
+    log,
+    recorder,
+    nodeRecord,
+    health: () => syncLoopRef?.getSnapshot().context ?? { lastRelistAt: null, lastRuntimeError: null },
+    stats,
+    mounter,
+    ...(tokens ? { tokens } : {}),
+  };
+  // Each node loop that runs here, with its effects and its settings (src/kubelet/nodeLoops.ts).
+  const loopLogic: Partial<Record<NodeLoopName, AnyStateMachine>> = {};
+  const loopInputs: LoopInputs = {};
+  for (const loop of nodeLoops) {
+    const started = loop.start(parts);
+    if (!started) continue;
+    loopLogic[loop.name] = started.logic;
+    loopInputs[loop.name] = started.input;
+  }
   const mirrorPods = cluster
     ? new MirrorPodSync({
         api: cluster.api,
@@ -269,11 +251,10 @@ export function composeNode(deps: NodeDeps): Node {
       })
     : undefined;
   const gcPolicy = containerGcPolicy(config);
-  const rotationFailures = new RepeatedFailures();
   const machine = syncLoopMachine.provide({
     actors: {
       ...(deps.sources ? { sources: deps.sources.logic } : {}),
-      ...clusterChildren,
+      ...loopLogic,
       pods: createPodsLogic({
         podMachine,
         podManager,
@@ -298,21 +279,6 @@ export function composeNode(deps: NodeDeps): Node {
         log,
       }),
       pleg: plegMachineWith(relister),
-      containerLogs: containerLogMachineWith(async () => {
-        const pass = await rotateContainerLogs(runtime, config.podLogsDir, { maxSizeBytes: config.containerLogMaxSize, maxFiles: config.containerLogMaxFiles }, () => new Date(now()));
-        logRotationFailures(pass, rotationFailures, log);
-        return pass;
-      }),
-      volumes: volumeManagerWith({
-        adopt: async () => {
-          await mounter.adopt?.();
-          return { mounts: mounter.mounted, tokens: tokens?.size ?? 0 };
-        },
-        collect: async () => {
-          const dropped = tokens?.collectExpired() ?? 0;
-          return { mounts: mounter.mounted, tokens: tokens?.size ?? 0, dropped };
-        },
-      }),
       probes: createProbeManagerLogic({
         statuses,
         podManager,
@@ -339,19 +305,11 @@ export function composeNode(deps: NodeDeps): Node {
       housekeepingMs,
       // Evented PLEG where the runtime streams container events (sim://, containerd 1.7+); relisting
       // every --pleg-relist-period otherwise (containerd 1.6 answers UNIMPLEMENTED).
-      containerLogMonitorIntervalMs: config.containerLogMonitorIntervalMs,
       pleg: {
         periodMs: config.plegRelistPeriodMs,
         ...(config.eventedPleg ? { evented: { relistPeriodMs: config.eventedPlegRelistPeriodMs } } : {}),
       },
-      ...(cluster
-        ? {
-            cluster: {
-              status: { registerNode: cluster.registerNode, updateFrequencyMs: cluster.statusUpdateFrequencyMs },
-              lease: { leaseDurationSeconds: cluster.leaseDurationSeconds },
-            },
-          }
-        : {}),
+      loops: loopInputs,
     },
     ...(deps.inspect ? { inspect: deps.inspect } : {}),
   });
@@ -373,6 +331,7 @@ export function composeNode(deps: NodeDeps): Node {
     hangingCalls: () => describeHanging(callsInFlight.hanging(), now()),
     ...(statusWriter ? { statusWriter } : {}),
     recorder,
+    stats,
     stop: () => {
       serviceReflector?.stop();
       statusWriter?.stop();
@@ -399,29 +358,5 @@ function admissionNode(config: NodeConfig, cluster: ClusterDeps | undefined, rec
       taints: node.spec?.taints ?? [],
       ...(node.status?.allocatable ? { allocatable: amounts(node.status.allocatable) } : {}),
     };
-  };
-}
-
-/** The node-level actors of a cluster node: its registration and status, and its Lease. */
-function clusterLogic(cluster: ClusterDeps, deps: NodeDeps, record: NodeRecord, recorder: EventRecorder, health: () => RelistHealth | undefined) {
-  const now = () => deps.clock.now();
-  let machine: Promise<MachineInfo> | undefined;
-  const effects = createNodeStatusEffects({
-    api: cluster.api,
-    runtime: deps.runtime,
-    images: deps.images,
-    settings: cluster.settings,
-    machine: () => (machine ??= cluster.machine()),
-    notReady: () => notReadyReasons(health() ?? { lastRelistAt: null, lastRuntimeError: null }, now()),
-    record,
-    reportFrequencyMs: cluster.statusReportFrequencyMs,
-    now,
-    log: deps.log,
-    recorder,
-  });
-  const lease = createLeaseEffects({ api: cluster.api, record, now, log: deps.log, nodeName: cluster.settings.name, leaseDurationSeconds: cluster.leaseDurationSeconds });
-  return {
-    nodeStatus: nodeStatusMachineWith(effects, now),
-    nodeLease: leaseMachineWith(lease),
   };
 }

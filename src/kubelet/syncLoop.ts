@@ -4,16 +4,13 @@
  *   - `pods`: the pod workers and the kubelet's handlers and housekeeping (pods.ts);
  *   - `pleg`: the pod lifecycle event generator (CRI event stream and relisting); sends PLEG.*;
  *   - `probes`: the probe manager (src/prober/manager.ts); sends PROBE.RESULT when a result changes;
- *   - `nodeStatus`, `nodeLease`: in a cluster, the node's registration and status, and its Lease
- *     (src/node); told NODE.HEALTH_CHANGED when the runtime's health flips;
- *   - `volumes`: the node's volume manager (src/volumes/volumeManager.ts): mounts of an earlier
- *     run adopted at start, expired service-account tokens collected each minute;
- *   - `containerLogs`: the container log manager (src/kuberuntime/containerLogMachine.ts): the
- *     running containers' logs rotated by size.
+ *   - the node-level loops (nodeLoops.ts: node status, Lease, volume manager, container log
+ *     manager), spawned at start, each that starts on this node with the input composeNode gave it.
  * and routes between them: config, PLEG and probe events go to the pods, `TICK.SYNC` (every second)
  * lets due pods resync, `TICK.HOUSEKEEPING` (every two seconds) runs cleanups, but only once
  * every configured source has delivered its first snapshot — before that, a pod missing from
- * config may just not have been read yet.
+ * config may just not have been read yet. A node loop is passed the catalogue events it accepts:
+ * those its siblings send here, and NODE.HEALTH_CHANGED when the runtime's health flips.
  *
  * Regions (parallel, all always active):
  *   `sources`  `waiting` → `ready` once every expected source has been seen;
@@ -25,7 +22,7 @@
  * Context holds only counters and small facts for health and the visualizer; the pods themselves
  * live in their own actors.
  */
-import { type EventObject, assertEvent, assign, fromCallback, sendTo, setup } from 'xstate';
+import { type AnyStateMachine, type EventObject, assertEvent, assign, enqueueActions, fromCallback, raise, sendTo, setup } from 'xstate';
 import type { SourceName } from '../api/types.ts';
 import {
   type ConfigEvent,
@@ -38,14 +35,11 @@ import {
   routedToPodWorkers,
 } from '../events.ts';
 import { type PlegInput, plegMachine } from '../pleg/pleg.ts';
-import type { LeaseInput } from '../node/leaseMachine.ts';
-import type { NodeStatusInput } from '../node/nodeStatusMachine.ts';
-import { volumeManagerMachine } from '../volumes/volumeManager.ts';
-import { containerLogMachine } from '../kuberuntime/containerLogMachine.ts';
+import { type NodeLoopName, nodeLoops } from './nodeLoops.ts';
 import type { PodsEvent } from './pods.ts';
 
 /** Everything the syncLoop accepts: what its children report. */
-export type SyncLoopEvent = ConfigEvent | SourceEvent | PlegReport | ProbeResultEvent | StatusWritesEvent;
+export type SyncLoopEvent = ConfigEvent | SourceEvent | PlegReport | ProbeResultEvent | StatusWritesEvent | NodeEvent;
 
 export interface SyncLoopInput {
   expectedSources: SourceName[];
@@ -53,25 +47,19 @@ export interface SyncLoopInput {
   housekeepingMs: number;
   /** The PLEG's relist period and event stream settings. */
   pleg: PlegInput;
-  /** In a cluster: the settings of the node status loop and the Lease. */
-  cluster?: ClusterInput;
-  /** How often the container log manager looks at the logs (default 10 s). */
-  containerLogMonitorIntervalMs?: number;
+  /** The input of each node loop that starts on this node (src/nodeloop/nodeLoop.ts); the others do not run. */
+  loops: LoopInputs;
 }
 
-export interface ClusterInput {
-  status: NodeStatusInput;
-  lease: LeaseInput;
-}
+export type LoopInputs = Partial<Record<NodeLoopName, unknown>>;
 
 export interface SyncLoopContext {
-  containerLogMonitorIntervalMs: number;
   expectedSources: SourceName[];
   seenSources: SourceName[];
   syncTickMs: number;
   housekeepingMs: number;
   pleg: PlegInput;
-  cluster: ClusterInput | null;
+  loops: LoopInputs;
   lastRelistAt: number | null;
   lastRelistDurationMs: number | null;
   lastRuntimeError: string | null;
@@ -86,6 +74,18 @@ export interface SyncLoopContext {
 /** A child the composition did not provide: it does nothing, so the machine can be drawn and tested alone. */
 const idle = <E extends EventObject>() => fromCallback<E>(() => {});
 
+/** Each node loop as drawn (its effects placeholders), by name: composeNode provides the real ones. */
+const loopMachines = Object.fromEntries(nodeLoops.map((loop) => [loop.name, loop.machine])) as Record<NodeLoopName, AnyStateMachine>;
+/**
+ * Every loop's placeholder has the same type (AnyStateMachine), but TypeScript cannot match a name
+ * of the union to the union of spawn signatures: they are told one name, which stands for all.
+ */
+type AnyLoopName = (typeof nodeLoops)[0]['name'];
+
+/** The node loops each catalogue event is passed to. */
+const loopsAccepting = new Map<string, NodeLoopName[]>();
+for (const loop of nodeLoops) for (const type of loop.accepts) loopsAccepting.set(type, [...(loopsAccepting.get(type) ?? []), loop.name]);
+
 /**
  * The syncLoop as it is drawn; `composeNode` (composeNode.ts) provides its children: the config
  * sources, the pod workers, the PLEG with its effects, and the probe manager.
@@ -95,7 +95,7 @@ export const syncLoopMachine = setup({
     context: {} as SyncLoopContext,
     events: {} as SyncLoopEvent,
     input: {} as SyncLoopInput,
-    children: {} as { sources: 'sources'; pods: 'pods'; pleg: 'pleg'; probes: 'probes'; nodeStatus: 'nodeStatus'; nodeLease: 'nodeLease'; volumes: 'volumes'; containerLogs: 'containerLogs' },
+    children: {} as { sources: 'sources'; pods: 'pods'; pleg: 'pleg'; probes: 'probes' } & { [N in NodeLoopName]: N },
   },
   actors: {
     /** The config sources and their merge: sends CONFIG.*, SOURCE.SEEN, SOURCE.ERROR. */
@@ -105,14 +105,7 @@ export const syncLoopMachine = setup({
     pleg: plegMachine,
     /** The probe manager: sends PROBE.RESULT when a result changes. */
     probes: idle<EventObject>(),
-    /** In a cluster: the node's registration and status (src/node/nodeStatusMachine.ts). */
-    nodeStatus: idle<NodeEvent>(),
-    /** In a cluster: the node's Lease (src/node/leaseMachine.ts). */
-    nodeLease: idle<EventObject>(),
-    /** The node's volume manager: mounts adopted at start, tokens collected (src/volumes/volumeManager.ts). */
-    volumes: volumeManagerMachine,
-    /** The container log manager: rotation of the running containers' logs (src/kuberuntime/containerLogMachine.ts). */
-    containerLogs: containerLogMachine,
+    ...loopMachines,
   },
   delays: {
     syncTick: ({ context }) => context.syncTickMs,
@@ -135,7 +128,17 @@ export const syncLoopMachine = setup({
           ? [...context.seenSources, event.source]
           : context.seenSources,
     }),
-    notifyNodeHealth: sendTo('nodeStatus', { type: 'NODE.HEALTH_CHANGED' } satisfies NodeEvent),
+    startNodeLoops: enqueueActions(({ context, enqueue }) => {
+      for (const { name } of nodeLoops) {
+        const loop = name as AnyLoopName;
+        if (name in context.loops) enqueue.spawnChild(loop, { id: loop, input: context.loops[name] });
+      }
+    }),
+    passToLoops: enqueueActions(({ context, event, enqueue }) => {
+      for (const name of loopsAccepting.get(event.type) ?? []) if (name in context.loops) enqueue.sendTo(name, event);
+    }),
+    // Raised, so it takes the way of any event a loop accepts (passToLoops).
+    notifyNodeHealth: raise({ type: 'NODE.HEALTH_CHANGED' } satisfies NodeEvent),
     tickSync: sendTo('pods', { type: 'TICK.SYNC' } satisfies TickEvent),
     tickHousekeeping: sendTo('pods', { type: 'TICK.HOUSEKEEPING' } satisfies TickEvent),
     tickRuntimeBack: sendTo('pods', { type: 'TICK.RUNTIME_BACK' } satisfies TickEvent),
@@ -157,13 +160,12 @@ export const syncLoopMachine = setup({
 }).createMachine({
   id: 'syncLoop',
   context: ({ input }) => ({
-    containerLogMonitorIntervalMs: input.containerLogMonitorIntervalMs ?? 10_000,
     expectedSources: input.expectedSources,
     seenSources: [],
     syncTickMs: input.syncTickMs,
     housekeepingMs: input.housekeepingMs,
     pleg: input.pleg,
-    cluster: input.cluster ?? null,
+    loops: input.loops,
     lastRelistAt: null,
     lastRelistDurationMs: null,
     lastRuntimeError: null,
@@ -176,12 +178,11 @@ export const syncLoopMachine = setup({
     { id: 'sources', src: 'sources' },
     { id: 'probes', src: 'probes' },
     { id: 'pleg', src: 'pleg', input: ({ context }: { context: SyncLoopContext }) => context.pleg },
-    { id: 'nodeStatus', src: 'nodeStatus', input: ({ context }: { context: SyncLoopContext }) => context.cluster?.status },
-    { id: 'nodeLease', src: 'nodeLease', input: ({ context }: { context: SyncLoopContext }) => context.cluster?.lease },
-    { id: 'volumes', src: 'volumes' },
-    { id: 'containerLogs', src: 'containerLogs', input: ({ context }: { context: SyncLoopContext }) => ({ monitorIntervalMs: context.containerLogMonitorIntervalMs }) },
   ],
+  entry: 'startNodeLoops',
   on: {
+    // What a node loop accepts, from whichever child sent it.
+    ...Object.fromEntries([...loopsAccepting.keys()].map((type) => [type, { actions: 'passToLoops' as const }])),
     // Config, container events and probe results go on to the pod workers as they are.
     ...Object.fromEntries(routedToPodWorkers.map((type) => [type, { actions: ['routeToPods', 'countRouted'] as const }])),
     'SOURCE.SEEN': { actions: 'markSourceSeen' },
@@ -214,12 +215,19 @@ export const syncLoopMachine = setup({
       initial: 'unknown',
       states: {
         unknown: {},
-        // The node's Ready condition follows the runtime's health at once, not a status period later.
-        healthy: { entry: 'notifyNodeHealth' },
+        // The node's Ready condition follows the runtime's health at once, not a status period later;
+        // told on a flip only, not at every relist.
+        healthy: {
+          entry: 'notifyNodeHealth',
+          on: { 'PLEG.RELISTED': { actions: 'recordRelist' } },
+        },
         unhealthy: {
           entry: 'notifyNodeHealth',
-          // Back: syncs that failed meanwhile are retried now, not after their error back-off.
-          on: { 'PLEG.RELISTED': { target: 'healthy', actions: ['recordRelist', 'tickRuntimeBack'] } },
+          on: {
+            // Back: syncs that failed meanwhile are retried now, not after their error back-off.
+            'PLEG.RELISTED': { target: 'healthy', actions: ['recordRelist', 'tickRuntimeBack'] },
+            'PLEG.RELIST_FAILED': { actions: 'recordRuntimeError' },
+          },
         },
       },
       on: {

@@ -5,7 +5,7 @@
  * request authenticated and authorized (auth.ts) before its handler runs:
  *   `/healthz`, `/pods` (the PodList of `/pods` on the read-only port), `/metrics`, `/metrics/probes`,
  *   `/runningpods/` (the pods the runtime runs), `/configz` (the configuration in effect),
- *   `/stats/summary` and `/metrics/resource` (statsProvider.ts: CPU and memory from CRI stats), and
+ *   `/stats/summary` and `/metrics/resource` (the node stats provider, src/stats: CPU and memory from CRI stats), and
  *   `/containerLogs/{namespace}/{pod}/{container}` (logQuery.ts, logTarget.ts, logReader.ts): the
  *   container's log as text, streamed while `follow` lasts; a client that goes away ends the read.
  */
@@ -20,7 +20,8 @@ import type { Duplex } from 'node:stream';
 import type { ServingCertificate } from './certificates.ts';
 import { type AgentView, type ListeningServer, TEXT_PLAIN, healthzResponse, send, serve } from './http.ts';
 import { type LogSource, streamContainerLogs } from './containerLogs.ts';
-import { type StatsProvider, serveStats } from './statsProvider.ts';
+import type { StatsProvider } from '../stats/provider.ts';
+import { serveStats } from './statsRoutes.ts';
 import type { Container } from '../runtime/types.ts';
 import { Label } from '../kuberuntime/labels.ts';
 

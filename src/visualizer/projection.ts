@@ -11,6 +11,8 @@
 import type { AnyActorRef, AnyEventObject, AnyStateMachine, StateValue } from 'xstate';
 import type { Pod } from '../api/types.ts';
 import type { AgentEventType, EventOf } from '../events.ts';
+import { nodeLoops } from '../kubelet/nodeLoops.ts';
+import type { NodeLoop } from '../nodeloop/nodeLoop.ts';
 
 // ---------------------------------------------------------------------------------------------
 // Wire format
@@ -124,7 +126,7 @@ export interface WireSnapshot {
   tags?: string[];
   pod?: WirePodState;
   syncLoop?: WireSyncLoopState;
-  /** The node-level actors (node status, Lease): what they last did, in a line. */
+  /** The node-level loops (node status, Lease, …): what they last did, in a line, from the loop's own `summary`. */
   summary?: string;
   at: number;
 }
@@ -260,6 +262,8 @@ interface SyncLoopLikeContext {
 }
 
 const isPodMachine = (machineId: string | null) => machineId === 'pod';
+/** The node loops by machine id: each says its own line from its own context (its `summary`). */
+const loopsByMachineId = new Map<string, NodeLoop>(nodeLoops.map((loop) => [loop.name, loop as NodeLoop]));
 const maxRoutedTypes = 64;
 
 /** The `actor` record for a tracked actor; `snapshot` (its first) supplies a pod's identity. */
@@ -311,74 +315,11 @@ export function projectSnapshot(actorRef: AnyActorRef, snapshot: unknown, at: nu
     };
   } else if (machine.id === 'syncLoop') {
     record.syncLoop = syncLoopState((snap?.context ?? {}) as SyncLoopLikeContext);
-  } else if (machine.id === 'nodeStatus') {
-    record.summary = nodeStatusSummary((snap?.context ?? {}) as NodeStatusLikeContext);
-  } else if (machine.id === 'nodeLease') {
-    record.summary = leaseSummary((snap?.context ?? {}) as LeaseLikeContext);
-  } else if (machine.id === 'volumeManager') {
-    record.summary = volumesSummary((snap?.context ?? {}) as VolumesLikeContext);
-  } else if (machine.id === 'containerLogManager') {
-    record.summary = containerLogsSummary((snap?.context ?? {}) as ContainerLogsLikeContext);
+  } else {
+    const loop = loopsByMachineId.get(machine.id);
+    if (loop && snap?.context) record.summary = str(loop.summary(snap.context));
   }
   return record;
-}
-
-interface NodeStatusLikeContext {
-  ready?: boolean | null;
-  writes?: number;
-  lastWrittenAt?: number | null;
-  registerFailures?: number;
-  lastError?: string | null;
-}
-
-interface LeaseLikeContext {
-  renewals?: number;
-  failures?: number;
-  lastRenewTime?: string | null;
-  lastError?: string | null;
-}
-
-const clockTime = (ms: number) => new Date(ms).toISOString().slice(11, 19);
-
-/** `Ready · 3 status writes, last 14:02:11`, or what went wrong. */
-export function nodeStatusSummary(c: NodeStatusLikeContext): string {
-  const ready = c.ready === true ? 'Ready' : c.ready === false ? 'NotReady' : 'not yet reported';
-  const writes = `${c.writes ?? 0} status writes${typeof c.lastWrittenAt === 'number' ? `, last ${clockTime(c.lastWrittenAt)}` : ''}`;
-  const trouble = c.lastError ? ` · ${c.registerFailures ? `${c.registerFailures} failed registrations: ` : ''}${str(c.lastError)}` : '';
-  return `${ready} · ${writes}${trouble}`;
-}
-
-/** `renewed 14:02:15 · 12 renewals`, or the failures. */
-export function leaseSummary(c: LeaseLikeContext): string {
-  const renewed = c.lastRenewTime ? `renewed ${str(c.lastRenewTime).slice(11, 19)}` : 'not renewed yet';
-  const failing = c.failures ? ` · ${c.failures} failures: ${str(c.lastError ?? '')}` : '';
-  return `${renewed} · ${c.renewals ?? 0} renewals${failing}`;
-}
-
-interface VolumesLikeContext {
-  mounts?: number;
-  tokens?: number;
-  dropped?: number;
-  lastError?: string | null;
-}
-
-/** `3 tmpfs mounts · 12 tokens (2 expired dropped)`, and the last failure. */
-export function volumesSummary(c: VolumesLikeContext): string {
-  const dropped = c.dropped ? ` (${c.dropped} expired dropped)` : '';
-  const trouble = c.lastError ? ` · ${str(c.lastError)}` : '';
-  return `${c.mounts ?? 0} tmpfs mounts · ${c.tokens ?? 0} tokens${dropped}${trouble}`;
-}
-
-interface ContainerLogsLikeContext {
-  passes?: number;
-  rotated?: number;
-  lastFailures?: unknown[];
-}
-
-/** `12 passes · 3 logs rotated`, and the last failure. */
-export function containerLogsSummary(c: ContainerLogsLikeContext): string {
-  const failures = Array.isArray(c.lastFailures) && c.lastFailures.length ? ` · ${c.lastFailures.length} failed: ${str(String(c.lastFailures[0]))}` : '';
-  return `${c.passes ?? 0} passes · ${c.rotated ?? 0} logs rotated${failures}`;
 }
 
 const numberOrNull = (value: unknown) => (typeof value === 'number' ? value : null);

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
-import { logRotationFailures, rotateContainerLogs, rotateLog } from '../../src/kuberuntime/containerLogManager.ts';
+import { logRotationFailures, rotateContainerLogs, rotateLog } from '../../src/logs/effects.ts';
 import { type Logger, RepeatedFailures } from '../../src/log.ts';
 import { containerLogPath, rotationPlan } from '../../src/kuberuntime/logRotation.ts';
 

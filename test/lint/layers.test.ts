@@ -85,6 +85,23 @@ describe('lint-layers', () => {
     expect(lint(dir).out).toContain('unit "gadgets" is in no layer');
   });
 
+  it('ranks a folder with a loop.ts as a node loop: above the pods, below the kubelet, never importing another loop', async () => {
+    const dir = await tree({
+      'pod/pod.ts': 'export const pods: string[] = [];\n',
+      'eviction/loop.ts': "import { pods } from '../pod/pod.ts';\nimport { rank } from './rank.ts';\nexport const loop = { pods, rank };\n",
+      'eviction/rank.ts': "import { statfs } from 'node:fs/promises';\nexport const rank = statfs;\n",
+      'nodelease/loop.ts': "import { loop } from '../eviction/loop.ts';\nexport const lease = loop;\n",
+      'kubelet/nodeLoops.ts': "import { loop } from '../eviction/loop.ts';\nexport const loops = [loop];\n",
+    });
+    const { status, out } = lint(dir);
+    expect(status).toBe(1);
+    expect(out).toContain('upward imports: 1');
+    expect(out).toContain('nodelease/loop.ts → eviction/loop.ts');
+    // A loop's files other than machine.ts, effects.ts and loop.ts are its decisions.
+    expect(out).toContain('eviction/rank.ts imports node:fs/promises');
+    expect(out).not.toContain('in no layer');
+  });
+
   it('passes the real src/', () => {
     expect(execFileSync(process.execPath, [script], { encoding: 'utf8' })).toContain('upward imports: 0');
   });

@@ -13,7 +13,7 @@ import { RequestAuth } from '../../src/server/auth.ts';
 import { servingCertificate } from '../../src/server/certificates.ts';
 import type { ListeningServer } from '../../src/server/http.ts';
 import { startKubeletServer } from '../../src/server/kubeletServer.ts';
-import { StatsProvider } from '../../src/server/statsProvider.ts';
+import { StatsProvider } from '../../src/stats/provider.ts';
 import { SimEngine } from '../../src/runtime/sim/engine.ts';
 import { InProcessRuntime } from '../../src/runtime/sim/inProcess.ts';
 import { containerConfig, podSandboxConfig } from '../runtime/support.ts';

@@ -13,7 +13,7 @@ import { RequestAuth } from '../../src/server/auth.ts';
 import { selfSigned } from '../../src/server/certificates.ts';
 import type { ListeningServer } from '../../src/server/http.ts';
 import { type KubeletServerDeps, startKubeletServer } from '../../src/server/kubeletServer.ts';
-import { StatsProvider } from '../../src/server/statsProvider.ts';
+import { StatsProvider } from '../../src/stats/provider.ts';
 import { writeKubeletClientPki } from './kubeletClientPki.ts';
 
 export interface TestKubeletServer {

@@ -1,16 +1,13 @@
 import { describe, expect, it } from 'vitest';
-import { type AnyActorRef, createActor } from 'xstate';
+import { type AnyActorRef, SimulatedClock, createActor, waitFor } from 'xstate';
+import { containerLogMachineWith } from '../../src/logs/machine.ts';
 import { podMachineWith } from '../../src/pod/pod.ts';
 import { syncLoopMachine } from '../../src/kubelet/syncLoop.ts';
 import { fromCallback } from 'xstate';
 import {
   type WireStateNode,
   guardName,
-  leaseSummary,
-  volumesSummary,
-  containerLogsSummary,
   maxPodsPerEvent,
-  nodeStatusSummary,
   projectActor,
   projectDefinition,
   projectEvent,
@@ -74,7 +71,8 @@ describe('projectDefinition', () => {
     const def = projectDefinition(syncLoopMachine);
     expect(def.machineId).toBe('syncLoop');
     expect(def.root.type).toBe('parallel');
-    expect(def.root.invoke?.map((i) => i.id)).toEqual(['pods', 'sources', 'probes', 'pleg', 'nodeStatus', 'nodeLease', 'volumes', 'containerLogs']);
+    expect(def.root.invoke?.map((i) => i.id)).toEqual(['pods', 'sources', 'probes', 'pleg']);
+    expect(def.root.entry).toEqual(['startNodeLoops']);
     expect(def.root.transitions).toContainEqual({ event: 'CONFIG.ADD', targets: [], actions: ['routeToPods', 'countRouted'] });
     const waiting = find(def.root, 'syncLoop.ticker.waiting')!;
     expect(waiting.transitions[0]?.event).toMatch(/^xstate\.after\.syncTick\./);
@@ -130,7 +128,7 @@ describe('projectActor / projectSnapshot', () => {
   it("projects the syncLoop's routing counts and runtime health", () => {
     // The syncLoop as drawn: children that do nothing, a PLEG whose relist fails (no runtime).
     const actor = createActor(syncLoopMachine, {
-      input: { expectedSources: ['file'], syncTickMs: 1000, housekeepingMs: 2000, pleg: { periodMs: 1000 } },
+      input: { expectedSources: ['file'], syncTickMs: 1000, housekeepingMs: 2000, pleg: { periodMs: 1000 }, loops: {} },
     });
     actor.start();
     actor.send({ type: 'CONFIG.ADD', source: 'file', pods: [secretPod()] });
@@ -157,19 +155,14 @@ describe('projectActor / projectSnapshot', () => {
     actor.stop();
   });
 
-  it('sums up the node status loop and the Lease in a line', () => {
-    expect(nodeStatusSummary({ ready: true, writes: 3, lastWrittenAt: Date.parse('2026-11-25T14:02:11Z'), registerFailures: 0, lastError: null })).toBe(
-      'Ready · 3 status writes, last 14:02:11',
-    );
-    expect(nodeStatusSummary({ ready: null, writes: 0, lastWrittenAt: null, registerFailures: 2, lastError: 'POST nodes node-a: 0 connect ECONNREFUSED' })).toBe(
-      'not yet reported · 0 status writes · 2 failed registrations: POST nodes node-a: 0 connect ECONNREFUSED',
-    );
-    expect(leaseSummary({ renewals: 12, failures: 0, lastRenewTime: '2026-11-25T14:02:15.123456Z', lastError: null })).toBe('renewed 14:02:15 · 12 renewals');
-    expect(leaseSummary({ renewals: 0, failures: 3, lastRenewTime: null, lastError: 'PUT leases: 0 timeout' })).toBe('not renewed yet · 0 renewals · 3 failures: PUT leases: 0 timeout');
-    expect(volumesSummary({ mounts: 3, tokens: 12, dropped: 2, lastError: null })).toBe('3 tmpfs mounts · 12 tokens (2 expired dropped)');
-    expect(containerLogsSummary({ passes: 12, rotated: 3, lastFailures: [] })).toBe('12 passes · 3 logs rotated');
-    expect(containerLogsSummary({ passes: 1, rotated: 0, lastFailures: ['container app (c1): EACCES'] })).toBe('1 passes · 0 logs rotated · 1 failed: container app (c1): EACCES');
-    expect(volumesSummary({ mounts: 0, tokens: 0, dropped: 0, lastError: 'reading the mount table: EACCES' })).toBe('0 tmpfs mounts · 0 tokens · reading the mount table: EACCES');
+  it("projects a node loop's snapshot with the line its registration writes", async () => {
+    const clock = new SimulatedClock();
+    const failing = containerLogMachineWith(() => Promise.reject(new Error('ListContainers: UNAVAILABLE')));
+    const actor = createActor(failing, { clock, input: { monitorIntervalMs: 1_000 } }).start();
+    clock.increment(1_000);
+    await waitFor(actor, (s) => s.context.passes === 1 && s.matches('waiting'));
+    expect(projectSnapshot(actor, actor.getSnapshot(), 1)).toMatchObject({ value: 'waiting', summary: '1 passes · 0 logs rotated · 1 failed: ListContainers: UNAVAILABLE' });
+    actor.stop();
   });
 
   it('projects a non-machine actor without value or pod', () => {

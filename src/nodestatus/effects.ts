@@ -1,16 +1,15 @@
 /**
- * The node status loop's and the Lease's effects, over the API client and the runtime: register
- * the Node (reconciling one that exists), compute and write its status, renew the Lease. The
- * decisions (what the Node and its status are, when to write, how the lease is renewed) are in
- * nodeStatus.ts and lease.ts; here are the calls.
+ * The node status loop's effects, over the API client and the runtime: register the Node
+ * (reconciling one that exists), compute its status and write it when it changed or is due. The
+ * decisions (what the Node and its status are, when to write) are in src/node/nodeStatus.ts; here
+ * are the calls.
  */
-import type { Lease, NodeObject, NodeStatus } from '../api/cluster.ts';
-import { ApiError, isAlreadyExists, isConflict, isNotFound, type KubeApi } from '../client/api.ts';
+import type { NodeStatus } from '../api/cluster.ts';
+import { ApiError, isAlreadyExists, type KubeApi } from '../client/api.ts';
 import type { Logger } from '../log.ts';
+import type { NodeRecord } from '../node/record.ts';
 import { type EventRecorder, nodeReference } from '../record/recorder.ts';
 import type { ImageService, RuntimeService } from '../runtime/types.ts';
-import { LEASE_NAMESPACE, nodeOwner, renewedLease } from './lease.ts';
-import type { LeaseEffects } from './leaseMachine.ts';
 import {
   conditionEvents,
   type MachineInfo,
@@ -22,19 +21,10 @@ import {
   reconcilePatch,
   shouldWriteStatus,
   statusChanged,
-} from './nodeStatus.ts';
-import type { NodeStatusEffects } from './nodeStatusMachine.ts';
+} from '../node/nodeStatus.ts';
+import type { NodeStatusEffects } from './machine.ts';
 
-/** The Node as the agent last wrote or read it: its UID owns the Lease and the mirror pods. */
-export class NodeRecord {
-  node: NodeObject | null = null;
-
-  get uid(): string | null {
-    return this.node?.metadata.uid ?? null;
-  }
-}
-
-export interface NodeEffectsDeps {
+export interface NodeStatusEffectsDeps {
   api: KubeApi;
   runtime: RuntimeService;
   images: ImageService;
@@ -55,7 +45,7 @@ export const NODE_STATUS_UPDATE_RETRY = 5;
 
 const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
-async function health(deps: NodeEffectsDeps): Promise<NodeHealth> {
+async function health(deps: NodeStatusEffectsDeps): Promise<NodeHealth> {
   const notReady = [...deps.notReady()];
   let runtimeVersion = '';
   try {
@@ -72,7 +62,7 @@ async function health(deps: NodeEffectsDeps): Promise<NodeHealth> {
   return { runtimeVersion, notReady, memoryPressure: false, diskPressure: false, pidPressure: false };
 }
 
-async function inputs(deps: NodeEffectsDeps): Promise<NodeStatusInputs> {
+async function inputs(deps: NodeStatusEffectsDeps): Promise<NodeStatusInputs> {
   const [machine, nodeHealth, images] = await Promise.all([
     deps.machine(),
     health(deps),
@@ -81,7 +71,7 @@ async function inputs(deps: NodeEffectsDeps): Promise<NodeStatusInputs> {
   return { machine, settings: deps.settings, health: nodeHealth, images };
 }
 
-export function createNodeStatusEffects(deps: NodeEffectsDeps): NodeStatusEffects {
+export function createNodeStatusEffects(deps: NodeStatusEffectsDeps): NodeStatusEffects {
   const { api, settings, record, log } = deps;
   const isReady = (status: NodeStatus) => status.conditions.find((c) => c.type === 'Ready')?.status === 'True';
   const recordTransitions = (before: Partial<NodeStatus> | undefined, after: Partial<NodeStatus>) => {
@@ -129,32 +119,6 @@ export function createNodeStatusEffects(deps: NodeEffectsDeps): NodeStatusEffect
           if (attempt + 1 >= NODE_STATUS_UPDATE_RETRY || !(err instanceof ApiError)) throw err;
           log('warn', 'Error updating node status, will retry', { node: settings.name, err: err.message });
         }
-      }
-    },
-  };
-}
-
-export function createLeaseEffects(deps: Pick<NodeEffectsDeps, 'api' | 'record' | 'now' | 'log'> & { nodeName: string; leaseDurationSeconds: number }): LeaseEffects {
-  const { api, nodeName, leaseDurationSeconds, record } = deps;
-  const owner = () => (record.uid ? nodeOwner({ name: nodeName, uid: record.uid }) : null);
-  const renewed = (base: Lease | null) => renewedLease(base, nodeName, leaseDurationSeconds, deps.now(), owner());
-  return {
-    async renew(latest) {
-      if (latest) return api.updateLease(renewed(latest));
-      let current: Lease;
-      try {
-        current = await api.getLease(LEASE_NAMESPACE, nodeName);
-      } catch (err) {
-        if (!isNotFound(err)) throw err;
-        // The kubelet creates its Lease only with the Node as owner (nodelease.go setNodeOwnerFunc).
-        if (!owner()) throw new Error(`the Lease ${LEASE_NAMESPACE}/${nodeName} is created once the Node is registered`);
-        return api.createLease(renewed(null));
-      }
-      try {
-        return await api.updateLease(renewed(current));
-      } catch (err) {
-        if (isConflict(err)) deps.log('warn', 'The Lease changed under the agent; reading it again', { lease: `${LEASE_NAMESPACE}/${nodeName}` });
-        throw err;
       }
     },
   };

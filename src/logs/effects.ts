@@ -17,8 +17,8 @@ import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
 import type { Logger, RepeatedFailures } from '../log.ts';
 import type { RuntimeService } from '../runtime/types.ts';
-import { Label } from './labels.ts';
-import { containerLogPath, rotationPlan } from './logRotation.ts';
+import { Label } from '../kuberuntime/labels.ts';
+import { containerLogPath, rotationPlan } from '../kuberuntime/logRotation.ts';
 
 export interface LogRotationPolicy {
   maxSizeBytes: number;

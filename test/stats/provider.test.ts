@@ -1,5 +1,5 @@
 /**
- * The stats provider (src/server/statsProvider.ts) over the simulated runtime on a manual clock:
+ * The stats provider (src/stats/provider.ts, served by src/server/statsRoutes.ts) over the simulated runtime on a manual clock:
  * CPU rates between requests, samples forgotten with their containers, the fallback to container
  * stats, log usage, and the runtime's errors as the kubelet reports them.
  */
@@ -11,8 +11,9 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { Label } from '../../src/kuberuntime/labels.ts';
 import { silentLogger } from '../../src/log.ts';
 import { PROCESS_BASE_BYTES } from '../../src/runtime/sim/usage.ts';
-import type { HostUsage } from '../../src/server/stats.ts';
-import { StatsProvider, serveStats } from '../../src/server/statsProvider.ts';
+import type { HostUsage } from '../../src/stats/summary.ts';
+import { StatsProvider } from '../../src/stats/provider.ts';
+import { serveStats } from '../../src/server/statsRoutes.ts';
 import { ManualClock } from '../support/manualClock.ts';
 import { TestRuntime } from '../support/testRuntime.ts';
 import { containerConfig, podSandboxConfig } from '../runtime/support.ts';

@@ -2,7 +2,7 @@
  * The container log manager (pkg/kubelet/logs/container_log_manager.go): a node-level actor that
  * looks at the running containers' logs every `monitorIntervalMs` (containerLogMonitorInterval,
  * 10 s) and rotates those that reached `--container-log-max-size`, keeping
- * `--container-log-max-files` per container (containerLogManager.ts does the work):
+ * `--container-log-max-files` per container (effects.ts does the work):
  *
  *   `waiting`   one interval → `rotating`.
  *   `rotating`  one pass (`rotate`) → `waiting`; a failed pass is kept in the context and the
@@ -11,7 +11,7 @@
  * Context: passes, files rotated, the last failures (for the visualizer).
  */
 import { assign, fromPromise, setup } from 'xstate';
-import type { LogPassResult } from './containerLogManager.ts';
+import type { LogPassResult } from './effects.ts';
 
 export interface ContainerLogContext {
   monitorIntervalMs: number;
@@ -35,7 +35,7 @@ export const containerLogMachine = setup({
   },
 }).createMachine({
   id: 'containerLogManager',
-  context: ({ input }) => ({ monitorIntervalMs: input?.monitorIntervalMs ?? 10_000, passes: 0, rotated: 0, lastFailures: [] }),
+  context: ({ input }) => ({ monitorIntervalMs: input.monitorIntervalMs, passes: 0, rotated: 0, lastFailures: [] }),
   initial: 'waiting',
   states: {
     waiting: { after: { monitorInterval: 'rotating' } },

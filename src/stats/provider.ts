@@ -1,16 +1,15 @@
 /**
- * `/stats/summary` and `/metrics/resource` on the authenticated API (pkg/kubelet/server/stats
- * handler.go, pkg/kubelet/metrics/collectors/resource_metrics.go): reads what they are made of
- * (the runtime's CRI stats, the host's /proc figures, the containers' log directories) and hands
- * it to the pure functions of stats.ts, which keep the CPU samples between requests.
+ * The node's stats provider (pkg/kubelet/stats): reads what the Summary is made of (the runtime's
+ * CRI stats, the host's /proc figures, the containers' log directories) and hands it to the pure
+ * functions of summary.ts, which keep the CPU samples between reads. The server's
+ * `/stats/summary` and `/metrics/resource` (src/server/statsRoutes.ts) read it, and so may any
+ * node loop that needs the node's usage.
  */
 import { readFile, readdir, stat } from 'node:fs/promises';
 import path from 'node:path';
-import type { ServerResponse } from 'node:http';
 import type { Logger } from '../log.ts';
 import type { Container, RuntimeService } from '../runtime/types.ts';
 import { containerLogPath } from '../kuberuntime/logRotation.ts';
-import { type RouteHandler, TEXT_PLAIN, send } from './http.ts';
 import {
   type FsStats,
   type HostUsage,
@@ -18,14 +17,12 @@ import {
   type Summary,
   CpuRates,
   nodeSummary,
-  onlyCpuAndMemory,
   parseMeminfo,
   parseProcStat,
   podSummaries,
   removeTerminatedContainers,
   resourceMetricsText,
-  summaryJson,
-} from './stats.ts';
+} from './summary.ts';
 
 export interface StatsSource {
   nodeName: string;
@@ -136,30 +133,4 @@ export class StatsProvider {
     );
     return usage;
   }
-}
-
-/** Answers `/stats/summary` and `/metrics/resource`; false for any other path. */
-export async function serveStats(provider: StatsProvider, res: ServerResponse, pathname: string, params: URLSearchParams): Promise<boolean> {
-  if (pathname === '/metrics/resource') {
-    send(res, 200, 'text/plain; version=0.0.4; charset=utf-8', await provider.resourceMetrics());
-    return true;
-  }
-  if (pathname !== '/stats/summary' && pathname !== '/stats/summary/') return false;
-  try {
-    send(res, 200, 'application/json', summaryJson(await provider.summary(onlyCpuAndMemory(params))));
-  } catch (err) {
-    // pkg/kubelet/server/stats/handler.go handleError.
-    send(res, 500, TEXT_PLAIN, `Internal Error: ${err instanceof Error ? err.message : String(err)}`);
-  }
-  return true;
-}
-
-/** The same two paths on the read-only port (the kubelet serves its stats there too, unauthenticated). */
-export function statsHandler(provider: StatsProvider): RouteHandler {
-  return (req, res) => {
-    const url = new URL(req.url ?? '/', 'http://node');
-    if (!['/metrics/resource', '/stats/summary', '/stats/summary/'].includes(url.pathname)) return false;
-    void serveStats(provider, res, url.pathname, url.searchParams).catch((err: unknown) => send(res, 500, TEXT_PLAIN, err instanceof Error ? err.message : String(err)));
-    return true;
-  };
 }

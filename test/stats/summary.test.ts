@@ -17,7 +17,7 @@ import {
   removeTerminatedPods,
   resourceMetricsText,
   summaryJson,
-} from '../../src/server/stats.ts';
+} from '../../src/stats/summary.ts';
 
 const T0 = Date.UTC(2026, 0, 1, 12, 0, 0);
 

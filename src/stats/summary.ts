@@ -2,7 +2,7 @@
  * The node's resource usage as the kubelet serves it, computed from CRI stats and the host's /proc
  * figures, pure (no I/O, no clock): `/stats/summary` (the Summary of
  * k8s.io/kubelet/pkg/apis/stats/v1alpha1 types.go) and `/metrics/resource`
- * (pkg/kubelet/metrics/collectors/resource_metrics.go). `statsProvider.ts` gathers the inputs.
+ * (pkg/kubelet/metrics/collectors/resource_metrics.go). `provider.ts` gathers the inputs.
  *
  * Times are milliseconds since the epoch until `summaryJson` writes them as RFC 3339 (metav1.Time:
  * whole seconds) and the exposition text as sample timestamps.

@@ -1,0 +1,28 @@
+/**
+ * The Lease's registration: in a cluster only, the node's heartbeat in `kube-node-lease`
+ * (kubelet.go starts the node lease controller beside the sync loop).
+ */
+import { defineNodeLoop } from '../nodeloop/nodeLoop.ts';
+import { createLeaseEffects } from './effects.ts';
+import { leaseMachine, leaseMachineWith } from './machine.ts';
+
+export const nodeLeaseLoop = defineNodeLoop({
+  name: 'nodeLease',
+  machine: leaseMachine,
+  start: ({ cluster, nodeRecord, clock, log }) =>
+    cluster
+      ? {
+          logic: leaseMachineWith(
+            createLeaseEffects({ api: cluster.api, record: nodeRecord, nodeName: cluster.settings.name, leaseDurationSeconds: cluster.leaseDurationSeconds, now: () => clock.now(), log }),
+          ),
+          input: { leaseDurationSeconds: cluster.leaseDurationSeconds },
+        }
+      : null,
+  accepts: [],
+  /** `renewed 14:02:15 · 12 renewals`, or the failures. */
+  summary: (c) => {
+    const renewed = c.lastRenewTime ? `renewed ${c.lastRenewTime.slice(11, 19)}` : 'not renewed yet';
+    const failing = c.failures ? ` · ${c.failures} failures: ${c.lastError ?? ''}` : '';
+    return `${renewed} · ${c.renewals} renewals${failing}`;
+  },
+});

@@ -1,0 +1,80 @@
+/**
+ * What a node is made of, as composeNode (src/kubelet/composeNode.ts) hands it to the node-level
+ * loops: each loop's `start` takes the parts it needs and nothing else, the way kubelet.go hands
+ * its Dependencies to each manager it builds.
+ */
+import type { AgentConfig } from '../cli/config.ts';
+import type { KubeApi } from '../client/api.ts';
+import type { Clock } from '../clock.ts';
+import type { Logger } from '../log.ts';
+import type { RelistHealth } from '../node/health.ts';
+import type { MachineInfo, NodeSettings } from '../node/nodeStatus.ts';
+import type { NodeRecord } from '../node/record.ts';
+import type { EventRecorder } from '../record/recorder.ts';
+import type { ImageService, RuntimeService } from '../runtime/types.ts';
+import type { StatsProvider } from '../stats/provider.ts';
+import type { Mounter } from '../volumes/mounter.ts';
+import type { TokenManager } from '../volumes/tokens.ts';
+
+/** The settings the node's actors read (the rest of AgentConfig is the process's: ports, files). */
+export type NodeConfig = Pick<
+  AgentConfig,
+  | 'nodeName'
+  | 'nodeLabels'
+  | 'nodeIp'
+  | 'maxPods'
+  | 'syncFrequencyMs'
+  | 'podLogsDir'
+  | 'rootDir'
+  | 'serializeImagePulls'
+  | 'maxParallelImagePulls'
+  | 'plegRelistPeriodMs'
+  | 'eventedPleg'
+  | 'eventedPlegRelistPeriodMs'
+  | 'crashLoopBackOffInitialMs'
+  | 'crashLoopBackOffMaxMs'
+  | 'containerGcPeriodMs'
+  | 'minimumContainerTtlMs'
+  | 'maxDeadContainersPerContainer'
+  | 'maxDeadContainers'
+  | 'containerLogMaxSize'
+  | 'containerLogMaxFiles'
+  | 'containerLogMonitorIntervalMs'
+  | 'runtimeRequestTimeoutMs'
+>;
+
+/** What the node needs to be a node of a cluster (--kubeconfig). */
+export interface ClusterDeps {
+  api: KubeApi;
+  settings: NodeSettings;
+  /** The machine as the Node reports it (read once, at the first registration or status). */
+  machine(): Promise<MachineInfo>;
+  registerNode: boolean;
+  statusUpdateFrequencyMs: number;
+  statusReportFrequencyMs: number;
+  leaseDurationSeconds: number;
+}
+
+/** A memory-backed volume mounter, which may learn at start what an earlier run mounted. */
+export type NodeMounter = Mounter & { adopt?(): Promise<number> };
+
+export interface NodeParts {
+  config: NodeConfig;
+  /** In a cluster: the API client and the node's settings; absent: a standalone node. */
+  cluster?: ClusterDeps;
+  runtime: RuntimeService;
+  images: ImageService;
+  clock: Clock;
+  log: Logger;
+  /** The node's events: to the API in a cluster, to the log otherwise. */
+  recorder: EventRecorder;
+  /** The Node as last written or read: its UID owns the Lease and the mirror pods. */
+  nodeRecord: NodeRecord;
+  /** The runtime's health as the PLEG's relists last saw it (the Ready condition follows it). */
+  health(): RelistHealth;
+  /** The node's and its pods' usage, from the runtime's CRI stats and the host. */
+  stats: StatsProvider;
+  mounter: NodeMounter;
+  /** In a cluster: the service-account tokens the pods' projected volumes hold. */
+  tokens?: TokenManager;
+}

@@ -1,0 +1,47 @@
+/**
+ * The node status loop's registration: in a cluster only, it registers the Node and keeps its
+ * status (kubelet.go starts syncNodeStatus beside the sync loop); the syncLoop tells it when the
+ * runtime's health flips, so Ready follows at once.
+ */
+import { defineNodeLoop } from '../nodeloop/nodeLoop.ts';
+import { notReadyReasons } from '../node/health.ts';
+import type { MachineInfo } from '../node/nodeStatus.ts';
+import { createNodeStatusEffects } from './effects.ts';
+import { nodeStatusMachine, nodeStatusMachineWith } from './machine.ts';
+
+const clockTime = (ms: number) => new Date(ms).toISOString().slice(11, 19);
+
+export const nodeStatusLoop = defineNodeLoop({
+  name: 'nodeStatus',
+  machine: nodeStatusMachine,
+  start: ({ cluster, runtime, images, nodeRecord, health, clock, log, recorder }) => {
+    if (!cluster) return null;
+    const now = () => clock.now();
+    let machine: Promise<MachineInfo> | undefined;
+    const effects = createNodeStatusEffects({
+      api: cluster.api,
+      runtime,
+      images,
+      settings: cluster.settings,
+      machine: () => (machine ??= cluster.machine()),
+      notReady: () => notReadyReasons(health(), now()),
+      record: nodeRecord,
+      reportFrequencyMs: cluster.statusReportFrequencyMs,
+      now,
+      log,
+      recorder,
+    });
+    return {
+      logic: nodeStatusMachineWith(effects, now),
+      input: { registerNode: cluster.registerNode, updateFrequencyMs: cluster.statusUpdateFrequencyMs },
+    };
+  },
+  accepts: ['NODE.HEALTH_CHANGED'],
+  /** `Ready · 3 status writes, last 14:02:11`, or what went wrong. */
+  summary: (c) => {
+    const ready = c.ready === true ? 'Ready' : c.ready === false ? 'NotReady' : 'not yet reported';
+    const writes = `${c.writes} status writes${c.lastWrittenAt !== null ? `, last ${clockTime(c.lastWrittenAt)}` : ''}`;
+    const trouble = c.lastError ? ` · ${c.registerFailures ? `${c.registerFailures} failed registrations: ` : ''}${c.lastError}` : '';
+    return `${ready} · ${writes}${trouble}`;
+  },
+});

@@ -1,0 +1,87 @@
+/**
+ * The node-level loops (src/kubelet/nodeLoops.ts, the shape in src/nodeloop/nodeLoop.ts): the
+ * syncLoop spawns the loops that start on the node and only those, passes each the events it
+ * accepts, and each loop's registration writes its visualizer line from its own context.
+ */
+import { describe, expect, it } from 'vitest';
+import { type AnyActorRef, SimulatedClock, assign, createActor, setup } from 'xstate';
+import { nodeLoops } from '../../src/kubelet/nodeLoops.ts';
+import { syncLoopMachine } from '../../src/kubelet/syncLoop.ts';
+import { containerLogLoop } from '../../src/logs/loop.ts';
+import { defineNodeLoop } from '../../src/nodeloop/nodeLoop.ts';
+import { nodeLeaseLoop } from '../../src/nodelease/loop.ts';
+import { nodeStatusLoop } from '../../src/nodestatus/loop.ts';
+import { volumeManagerLoop } from '../../src/volumemanager/loop.ts';
+import { startFakeNode } from '../support/fakeNode.ts';
+
+/** A node status loop that only counts what it is told. */
+const countingStatus = setup({ types: { context: {} as { told: number } } }).createMachine({
+  id: 'nodeStatus',
+  context: { told: 0 },
+  on: { 'NODE.HEALTH_CHANGED': { actions: assign({ told: ({ context }) => context.told + 1 }) } },
+});
+
+const syncLoopInput = { expectedSources: [], syncTickMs: 1_000, housekeepingMs: 2_000, pleg: { periodMs: 1_000 } };
+
+describe('node loops', () => {
+  it('are registered once each, by the id of their machine', () => {
+    const names = nodeLoops.map((loop) => loop.name);
+    expect(new Set(names).size).toBe(names.length);
+    for (const loop of nodeLoops) expect(loop.machine.id).toBe(loop.name);
+    expect(() => defineNodeLoop({ ...containerLogLoop, name: 'logs' })).toThrow(/node loop "logs": its machine's id is "containerLogManager"/);
+  });
+
+  it('are spawned by the syncLoop when they start on the node, and told the events they accept', () => {
+    const clock = new SimulatedClock();
+    const machine = syncLoopMachine.provide({ actors: { nodeStatus: countingStatus } });
+    const actor = createActor(machine, { clock, input: { ...syncLoopInput, loops: { nodeStatus: undefined } } }).start();
+    const children = actor.getSnapshot().children as Record<string, AnyActorRef | undefined>;
+    expect(children['nodeStatus']).toBeDefined();
+    // Not started on this node: no child at all.
+    expect(children['nodeLease']).toBeUndefined();
+    expect(children['volumeManager']).toBeUndefined();
+    const told = () => (children['nodeStatus']!.getSnapshot() as { context: { told: number } }).context.told;
+    // The runtime's health flips: unhealthy, then healthy again; each flip is told once.
+    actor.send({ type: 'PLEG.RELIST_FAILED', error: 'CRI ListContainers failed (UNAVAILABLE)' });
+    expect(told()).toBe(1);
+    actor.send({ type: 'PLEG.RELIST_FAILED', error: 'CRI ListContainers failed (UNAVAILABLE)' });
+    expect(told()).toBe(1);
+    actor.send({ type: 'PLEG.RELISTED', at: 0, durationMs: 1 });
+    expect(told()).toBe(2);
+    actor.send({ type: 'PLEG.RELISTED', at: 1_000, durationMs: 1 });
+    expect(told()).toBe(2);
+    // What a sibling sends to the syncLoop reaches the loops that accept it.
+    actor.send({ type: 'NODE.HEALTH_CHANGED' });
+    expect(told()).toBe(3);
+    actor.stop();
+  });
+
+  it('are composed from the node: a standalone node runs the volume and log managers, no node status or Lease', () => {
+    const node = startFakeNode();
+    const children = node.syncLoop.getSnapshot().children as Record<string, AnyActorRef | undefined>;
+    expect(Object.keys(node.syncLoop.getSnapshot().context.loops).sort()).toEqual(['containerLogManager', 'volumeManager']);
+    expect(children['containerLogManager']?.getSnapshot().value).toBe('waiting');
+    expect(children['volumeManager']).toBeDefined();
+    expect(children['nodeStatus']).toBeUndefined();
+    expect(children['nodeLease']).toBeUndefined();
+    node.stop();
+  });
+});
+
+describe("each loop's line on the visualizer", () => {
+  const at = Date.parse('2026-11-25T14:02:11Z');
+  it.each([
+    ['node status, written', nodeStatusLoop.summary({ registerNode: true, updateFrequencyMs: 10_000, ready: true, writes: 3, lastWrittenAt: at, registerFailures: 0, lastError: null }), 'Ready · 3 status writes, last 14:02:11'],
+    [
+      'node status, not registered',
+      nodeStatusLoop.summary({ registerNode: true, updateFrequencyMs: 10_000, ready: null, writes: 0, lastWrittenAt: null, registerFailures: 2, lastError: 'POST nodes node-a: 0 connect ECONNREFUSED' }),
+      'not yet reported · 0 status writes · 2 failed registrations: POST nodes node-a: 0 connect ECONNREFUSED',
+    ],
+    ['Lease, renewed', nodeLeaseLoop.summary({ renewIntervalMs: 10_000, latest: null, renewals: 12, failures: 0, lastRenewTime: '2026-11-25T14:02:15.123456Z', lastError: null }), 'renewed 14:02:15 · 12 renewals'],
+    ['Lease, failing', nodeLeaseLoop.summary({ renewIntervalMs: 10_000, latest: null, renewals: 0, failures: 3, lastRenewTime: null, lastError: 'PUT leases: 0 timeout' }), 'not renewed yet · 0 renewals · 3 failures: PUT leases: 0 timeout'],
+    ['volumes', volumeManagerLoop.summary({ mounts: 3, tokens: 12, dropped: 2, lastError: null }), '3 tmpfs mounts · 12 tokens (2 expired dropped)'],
+    ['volumes, failing', volumeManagerLoop.summary({ mounts: 0, tokens: 0, dropped: 0, lastError: 'reading the mount table: EACCES' }), '0 tmpfs mounts · 0 tokens · reading the mount table: EACCES'],
+    ['logs', containerLogLoop.summary({ monitorIntervalMs: 10_000, passes: 12, rotated: 3, lastFailures: [] }), '12 passes · 3 logs rotated'],
+    ['logs, failing', containerLogLoop.summary({ monitorIntervalMs: 10_000, passes: 1, rotated: 0, lastFailures: ['container app (c1): EACCES'] }), '1 passes · 0 logs rotated · 1 failed: container app (c1): EACCES'],
+  ])('%s', (_case, line, expected) => expect(line).toBe(expected));
+});
