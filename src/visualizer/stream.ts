@@ -25,14 +25,9 @@
 import { randomUUID } from 'node:crypto';
 import { type Clock, realClock } from '../clock.ts';
 import type { AnyActorRef, AnyEventObject, InspectionEvent, Observer, StateValue } from 'xstate';
+import type { WireActor, WireActorView, WireDefinition, WirePicture, WireRecord, WireSnapshot } from './wire.ts';
 import {
   type TakenTransition,
-  type WireActor,
-  type WireActorView,
-  type WireDefinition,
-  type WirePicture,
-  type WireRecord,
-  type WireSnapshot,
   machineOf,
   movesState,
   projectActor,
@@ -270,11 +265,16 @@ export class VisualizerHub {
     this.schedule();
   }
 
-  /** The tracked entry of `ref` (announcing it if need be). */
-  private announced(ref: AnyActorRef): Tracked | undefined {
+  /**
+   * The tracked entry of `ref` (announcing it if need be), with the snapshot the record carries when
+   * it carries one: a microstep of the initial state (the pod machine's eventless `starting`) is
+   * recorded while the actor is being made, before `getSnapshot()` has anything to return, and a pod
+   * announced without its context would be listed by its actor id instead of its name.
+   */
+  private announced(ref: AnyActorRef, snapshot?: unknown): Tracked | undefined {
     const tracked = this.actors.get(ref.sessionId);
     if (!tracked || tracked.ref !== ref) return undefined;
-    if (!tracked.actor) this.announce(tracked, ref.getSnapshot(), this.now());
+    if (!tracked.actor) this.announce(tracked, snapshot ?? ref.getSnapshot(), this.now());
     return tracked;
   }
 
@@ -294,7 +294,7 @@ export class VisualizerHub {
 
   private onMicrostep(ref: AnyActorRef, event: AnyEventObject, snapshot: unknown, transitions: readonly TakenTransition[]): void {
     if (!movesState(transitions)) return;
-    const owner = this.announced(ref);
+    const owner = this.announced(ref, snapshot);
     const value = (snapshot as { value?: StateValue }).value;
     if (!owner || value === undefined) return;
     this.keep(owner, { kind: 'step', seq: ++this.seq, ref, event, transitions, value, at: this.now() });

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { freePort } from '../support/agentProcess.ts';
 import { type SimAgent, startSimAgent } from '../support/inProcessAgent.ts';
-import type { WirePicture } from '../../src/visualizer/projection.ts';
+import type { WirePicture } from '../../src/visualizer/wire.ts';
 
 const image = 'statelet.local/busybox:1';
 const manifest = `

@@ -1,22 +1,24 @@
 /**
- * The visualizer page in a real browser (Debian's chromium driven by playwright-core): the agent
- * in-process on sim:// with two static pods and --visualizer-port, the page lists both Running,
+ * The visualizer page in a real browser (Debian's chromium driven by playwright-core): the
+ * `statelet` command, as `npm start` runs it, on sim:// with two static pods and
+ * --visualizer-port; the page lists both Running by namespace/name (as a person reads the rows),
  * filters them, draws the selected pod's statechart with `running` highlighted and its CRI calls
  * in the log, plays its transitions back through `terminating` to `terminated` when its manifest
- * is removed, and shows the syncLoop's chart and routing counts. Takes the README's screenshot
- * (`npm run screenshot`). A second test restarts the agent under the page (it reconnects and shows
- * the new agent's pods only) and opens a page late (the pod's past comes from the history).
+ * is removed, and shows the syncLoop's chart and routing counts, its log free of timer ticks until
+ * they are asked for. Takes the README's screenshot (`npm run screenshot`). A second test, on the
+ * agent in-process, restarts the agent under the page (it reconnects and shows the new agent's
+ * pods only) and opens a page late (the pod's past comes from the history).
  *
  * Without /usr/bin/chromium the test is skipped loudly, except under CI=true where it fails.
  */
 import { existsSync } from 'node:fs';
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { type Browser, chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildVisualizer } from '../../visualizer/build.ts';
-import { freePort } from '../support/agentProcess.ts';
+import { type AgentProcess, freePort, runStatelet } from '../support/agentProcess.ts';
 import { type SimAgent, startSimAgent } from '../support/inProcessAgent.ts';
 
 const chromiumPath = '/usr/bin/chromium';
@@ -61,6 +63,8 @@ const recordChartChanges = `(() => {
 })()`;
 
 let sim: SimAgent | undefined;
+let proc: AgentProcess | undefined;
+let manifestsDir: string | undefined;
 let browser: Browser | undefined;
 
 async function launch(): Promise<Browser> {
@@ -80,19 +84,27 @@ beforeAll(async () => {
 afterAll(async () => {
   await browser?.close();
   await sim?.stop();
+  await proc?.stop();
+  if (manifestsDir) await rm(manifestsDir, { recursive: true, force: true });
 });
 
 describe.skipIf(!haveChromium && !onCi)('visualizer page in chromium', () => {
   it('lists the pods, highlights the selected pod\'s state and follows it into termination', { timeout: 90_000 }, async () => {
     expect(haveChromium, `${chromiumPath} is required under CI=true`).toBe(true);
     const port = await freePort();
-    sim = await startSimAgent('page-node', ['--visualizer-port', String(port)]);
-    const { agent, manifests } = sim;
+    const manifests = (manifestsDir = await mkdtemp(path.join(os.tmpdir(), 'statelet-page-manifests-')));
+    proc = await runStatelet([
+      '--container-runtime-endpoint', 'sim://',
+      '--pod-manifest-path', manifests,
+      '--file-check-frequency', '1s',
+      '--visualizer-port', String(port),
+      '--hostname-override=page-node',
+    ]);
 
     const page = await (await launch()).newPage({ viewport: { width: 1440, height: 860 } });
     const errors: string[] = [];
     page.on('pageerror', (e) => errors.push(String(e)));
-    await page.goto(agent.visualizerUrl!);
+    await page.goto(`http://127.0.0.1:${port}/`);
     await page.locator('#status[data-state="live"]').waitFor({ timeout: 10_000 });
     // The pods appear while the page watches, so their event logs start at their creation.
     await writeFile(path.join(manifests, 'web.yaml'), manifest('web', "echo hello-from-web; trap '' TERM; while true; do sleep 1; done"));
@@ -103,6 +115,8 @@ describe.skipIf(!haveChromium && !onCi)('visualizer page in chromium', () => {
       await row(name).locator('.phase-Running', { hasText: 'Running' }).waitFor({ timeout: 30_000 });
       expect(await row(name).getAttribute('data-phase')).toBe('Running');
     }
+    // What a person reads in the list: the pods' namespace/name, never an actor id.
+    expect(await page.locator('#pod-rows .name').allTextContents()).toEqual(['default/web-page-node', 'default/worker-page-node']);
 
     // The search box filters by name, the phase filter by phase.
     await page.fill('#search', 'work');
@@ -177,9 +191,20 @@ describe.skipIf(!haveChromium && !onCi)('visualizer page in chromium', () => {
     const routed = async (type: string) => Number((await page.locator(`#routing tr[data-routed="${type}"] td.num`).textContent())?.replace(/\D/g, ''));
     expect(await routed('CONFIG.ADD')).toBeGreaterThanOrEqual(1);
     expect(await routed('PLEG.CONTAINER_STARTED')).toBeGreaterThanOrEqual(2);
+    // Its log leaves the timers' ticks out (the ticker re-enters its state every second)…
+    const ticks = log.locator('li.step[data-step="syncLoop.ticker.waiting"]');
+    await log.locator('li[data-event-type="PLEG.RELISTED"]').first().waitFor({ timeout: 10_000 });
+    expect(await ticks.count()).toBe(0);
+    expect(await log.locator('li[data-event-type^="xstate.after."]').count()).toBe(0);
+    // …until they are asked for.
+    await page.check('#show-timers');
+    await ticks.first().waitFor({ timeout: 10_000 });
+    expect(await ticks.first().textContent()).toContain('after syncTick: ticker.waiting → ticker.waiting');
+    await page.uncheck('#show-timers');
+    await expect.poll(() => ticks.count()).toBe(0);
     expect(errors).toEqual([]);
-    await sim.stop();
-    sim = undefined;
+    await proc.stop();
+    proc = undefined;
   });
 
   it("reconnects by itself when the agent restarts, shows the new agent's pods, and a late page their past", { timeout: 90_000 }, async () => {

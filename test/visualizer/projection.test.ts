@@ -5,7 +5,6 @@ import { podMachineWith } from '../../src/pod/pod.ts';
 import { syncLoopMachine } from '../../src/kubelet/syncLoop.ts';
 import { fromCallback } from 'xstate';
 import {
-  type WireStateNode,
   guardName,
   maxPodsPerEvent,
   projectActor,
@@ -14,6 +13,7 @@ import {
   projectSnapshot,
   sanitizeEvent,
 } from '../../src/visualizer/projection.ts';
+import type { WireStateNode } from '../../src/visualizer/wire.ts';
 import { fakeEffects, forbidden, secretPod } from './helpers.ts';
 
 function find(node: WireStateNode, id: string): WireStateNode | undefined {

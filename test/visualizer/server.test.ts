@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Pod } from '../../src/api/types.ts';
-import type { WirePicture, WireRecord } from '../../src/visualizer/projection.ts';
+import type { WirePicture, WireRecord } from '../../src/visualizer/wire.ts';
 import { type VisualizerServer, startVisualizerServer } from '../../src/visualizer/server.ts';
 import { VisualizerHub } from '../../src/visualizer/stream.ts';
 import { forbidden, secretPod, startPodSystem, tick } from './helpers.ts';

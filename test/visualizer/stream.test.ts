@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { SimulatedClock } from 'xstate';
-import type { WireActor, WireEvent, WireRecord, WireSnapshot } from '../../src/visualizer/projection.ts';
+import { type AnyActorRef, type InspectionEvent, SimulatedClock, createActor } from 'xstate';
+import { podMachineWith } from '../../src/pod/pod.ts';
+import type { WireActor, WireEvent, WireRecord, WireSnapshot } from '../../src/visualizer/wire.ts';
 import { VisualizerHub } from '../../src/visualizer/stream.ts';
 import { fakeEffects, forbidden, runningOutcome, secretPod, startPodSystem, tick } from './helpers.ts';
 
@@ -31,6 +32,28 @@ describe('VisualizerHub', () => {
 
     actor.send({ type: 'POD.RELEASE' });
     expect(hub.picture().actors).toEqual([]);
+  });
+
+  it("names a pod actor whose first record is a microstep of its initial state, before it has a snapshot to read", () => {
+    // As the agent's own build records a new pod actor: the eventless step out of `starting` comes
+    // while the actor is being made, when its getSnapshot() has nothing to return yet.
+    const hub = newHub();
+    const pod = secretPod();
+    const actor = createActor(podMachineWith(fakeEffects()), { id: 'pod/uid-1', systemId: 'pod/uid-1', input: { pod } });
+    const initial = actor.getSnapshot();
+    const beingMade = Object.create(actor, { getSnapshot: { value: () => undefined } }) as AnyActorRef;
+    hub.inspect.next!({ type: '@xstate.actor', actorRef: beingMade, rootId: beingMade.sessionId });
+    hub.inspect.next!({
+      type: '@xstate.microstep',
+      actorRef: beingMade,
+      rootId: beingMade.sessionId,
+      event: { type: 'xstate.init' },
+      snapshot: initial,
+      _transitions: [{ source: { id: 'pod.starting' }, target: [{ id: 'pod.syncing' }] }],
+    } as unknown as InspectionEvent);
+    expect(hub.picture().actors.map((a) => a.actor)).toEqual([
+      expect.objectContaining({ name: 'pod/uid-1', machineId: 'pod', pod: { namespace: 'default', name: 'web', uid: 'uid-1' } }),
+    ]);
   });
 
   it('batches at most every flushMs and sends only the latest snapshot per actor', async () => {

@@ -5,7 +5,7 @@
  */
 import ELK from 'elkjs/lib/elk.bundled.js';
 import type { ElkExtendedEdge, ElkNode } from 'elkjs/lib/elk-api.js';
-import type { WireDefinition, WireStateNode } from '../../src/visualizer/projection.ts';
+import type { WireDefinition, WireStateNode } from '../../src/visualizer/wire.ts';
 
 const svgNs = 'http://www.w3.org/2000/svg';
 const elk = new ELK();

@@ -6,7 +6,7 @@
  * With the queue empty, the highlight follows the actor's latest snapshot.
  */
 import type { StateValue } from 'xstate';
-import type { WireDefinition, WireStep } from '../../src/visualizer/projection.ts';
+import type { WireDefinition, WireStep } from '../../src/visualizer/wire.ts';
 import { type Drawn, activeStateIds, drawDefinition, edgeKey, eventLabel } from './chart.ts';
 
 /** How long one step stays on screen; shorter while many wait. */

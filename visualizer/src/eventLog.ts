@@ -2,8 +2,9 @@
  * The event log of the selected actor: the events it received (config, PLEG, probe results, its
  * effects' completions and errors), the runtime calls its effect actors made (start, finish with
  * the duration, error), and the transitions they caused. Bounded: the oldest lines go first.
+ * Timer ticks (isTimerTick) are left out unless asked for.
  */
-import type { WireEvent, WirePayload, WireStep } from '../../src/visualizer/projection.ts';
+import type { WireEvent, WirePayload, WireStep } from '../../src/visualizer/wire.ts';
 import { eventLabel } from './chart.ts';
 import { stepText } from './chartView.ts';
 
@@ -58,6 +59,22 @@ function fillCall(li: HTMLLIElement, record: WireEvent): void {
   li.replaceChildren(time, ...parts);
 }
 
+/** The syncLoop's ticks to the pod workers: one every second or two, whatever happens. */
+const tickEvents = new Set(['TICK.SYNC', 'TICK.HOUSEKEEPING']);
+
+/**
+ * A timer's own tick: a delayed event (`xstate.after.…`, whose step, when it moves, says it
+ * anyway), a step it caused that only re-entered the state it left (the syncLoop's ticker every
+ * second, its housekeeping every two), or a tick the syncLoop sends on those timers. They bury
+ * the events that matter, so the log shows them only when asked.
+ */
+export function isTimerTick(record: LogRecord): boolean {
+  if (record.kind === 'step') {
+    return record.event.startsWith('xstate.after.') && record.transitions.every((t) => t.targets.length === 1 && t.targets[0] === t.source);
+  }
+  return record.type.startsWith('xstate.after.') || tickEvents.has(record.type);
+}
+
 const isCall = (record: LogRecord): record is WireEvent => record.kind === 'event' && (record.type === 'CRI.STARTED' || record.type === 'CRI.FINISHED');
 
 /** Which started call a finish belongs to (call ids are unique in the agent). */
@@ -97,6 +114,8 @@ export function logItem(record: LogRecord): HTMLLIElement {
 export class EventLog {
   /** Lines of calls under way, by `callKey`. */
   private readonly pending = new Map<string, HTMLLIElement>();
+  /** Whether timer ticks are shown (isTimerTick); set it, then `reset` with the actor's records. */
+  showTimers = false;
 
   constructor(
     private readonly list: HTMLOListElement,
@@ -104,8 +123,9 @@ export class EventLog {
   ) {}
 
   /** Starts over with `records` (a newly selected actor's), or says there is nothing yet. */
-  reset(records: readonly LogRecord[], emptyText: string): void {
+  reset(all: readonly LogRecord[], emptyText: string): void {
     this.clear();
+    const records = this.shown(all);
     if (!records.length) {
       const li = document.createElement('li');
       li.className = 'empty';
@@ -116,13 +136,18 @@ export class EventLog {
     this.append(records);
   }
 
+  private shown(records: readonly LogRecord[]): readonly LogRecord[] {
+    return this.showTimers ? records : records.filter((r) => !isTimerTick(r));
+  }
+
   clear(): void {
     this.list.replaceChildren();
     this.pending.clear();
   }
 
   /** Appends, keeping the view pinned to the bottom if it was there. */
-  append(records: readonly LogRecord[]): void {
+  append(all: readonly LogRecord[]): void {
+    const records = this.shown(all);
     if (!records.length) return;
     this.list.querySelector('.empty')?.remove();
     const atBottom = this.scroller.scrollTop + this.scroller.clientHeight >= this.scroller.scrollHeight - 8;

@@ -7,7 +7,7 @@
  * DOM work is proportional to what changed: each batch marks the actors it touched, and one
  * animation frame updates only their rows, so 1,000 churning pods stay responsive.
  */
-import type { WireActor, WireDefinition, WirePicture, WireRecord, WireSnapshot, WireStep } from '../../src/visualizer/projection.ts';
+import type { WireActor, WireDefinition, WirePicture, WireRecord, WireSnapshot, WireStep } from '../../src/visualizer/wire.ts';
 import { ChartView } from './chartView.ts';
 import { EventLog, type LogRecord, maxLogLines } from './eventLog.ts';
 
@@ -32,6 +32,7 @@ const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as 
 const podRows = $<HTMLDivElement>('pod-rows');
 const systemRows = $<HTMLTableSectionElement>('system-rows');
 const search = $<HTMLInputElement>('search');
+const showTimers = $<HTMLInputElement>('show-timers');
 const phaseFilter = $<HTMLSelectElement>('phase-filter');
 const statusEl = $('status');
 const countsEl = $('counts');
@@ -384,6 +385,10 @@ function onRowClick(ev: MouseEvent): void {
 podRows.addEventListener('click', onRowClick);
 systemRows.addEventListener('click', onRowClick);
 search.addEventListener('input', applyFilters);
+showTimers.addEventListener('change', () => {
+  eventLog.showTimers = showTimers.checked;
+  if (selected) eventLog.reset(selected.log, 'No events recorded for this actor yet.');
+});
 phaseFilter.addEventListener('change', applyFilters);
 
 // --- the stream ---
