@@ -23,7 +23,7 @@ import type { Pod, SourceName } from './api/types.ts';
 // ---- CONFIG.* and SOURCE.* -------------------------------------------------------------------
 
 /** The kinds of change a merged config update carries (pkg/kubelet/types/pod_update.go PodOperation). */
-export const configOps = ['ADD', 'UPDATE', 'REMOVE', 'DELETE', 'RECONCILE'] as const;
+const configOps = ['ADD', 'UPDATE', 'REMOVE', 'DELETE', 'RECONCILE'] as const;
 export type ConfigOp = (typeof configOps)[number];
 
 export type ConfigEvent = { type: `CONFIG.${ConfigOp}`; source: SourceName; pods: Pod[] };
@@ -41,7 +41,7 @@ export const configEvent = (op: ConfigOp, source: SourceName, pods: Pod[]): Conf
 // ---- PLEG.* ---------------------------------------------------------------------------------
 
 /** The container lifecycle events the PLEG tells (pkg/kubelet/pleg/pleg.go PodLifeCycleEventType). */
-export const plegContainerEventTypes = ['PLEG.CONTAINER_STARTED', 'PLEG.CONTAINER_DIED', 'PLEG.CONTAINER_REMOVED'] as const;
+const plegContainerEventTypes = ['PLEG.CONTAINER_STARTED', 'PLEG.CONTAINER_DIED', 'PLEG.CONTAINER_REMOVED'] as const;
 export type PlegEventType = (typeof plegContainerEventTypes)[number];
 
 export interface PlegEvent {
@@ -100,11 +100,11 @@ export type TickEvent = { type: 'TICK.SYNC' } | { type: 'TICK.HOUSEKEEPING' } | 
 
 // ---- POD.* ----------------------------------------------------------------------------------
 
-/** Why a pod actor gets a new spec (pkg/kubelet/types/types.go SyncPodType, less `kill`). */
-export type UpdateType = 'create' | 'update' | 'sync';
+/** Why a pod actor gets a new spec (pkg/kubelet/types/types.go SyncPodType: `create` and `update`; its `sync` is POD.SYNC here and its `kill` POD.KILL). */
+export type UpdateType = 'create' | 'update';
 
 /** Commands to one pod actor. */
-export type PodCommand =
+type PodCommand =
   | { type: 'POD.UPDATE'; pod: Pod; updateType: UpdateType }
   | { type: 'POD.SYNC' }
   | { type: 'POD.KILL'; gracePeriodSeconds?: number; deleted?: boolean; reason?: string }
@@ -148,7 +148,7 @@ export type StatusWritesEvent = { type: 'STATUS.WRITES'; queued: number; writes:
 
 // ---- The whole catalogue ----------------------------------------------------------------------
 
-export type AgentEvent =
+type AgentEvent =
   | ConfigEvent
   | SourceEvent
   | PlegReport

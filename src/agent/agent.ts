@@ -61,7 +61,7 @@ export interface Agent {
   stop(): Promise<void>;
 }
 
-export interface AgentHooks {
+interface AgentHooks {
   /** Receives every actor inspection record (the visualizer subscribes here). */
   inspect?: Observer<InspectionEvent>;
 }

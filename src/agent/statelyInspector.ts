@@ -15,7 +15,7 @@ import type { InspectionEvent, Observer } from 'xstate';
 /** The library's default relay address (`createWebSocketInspector`'s `url`). */
 export const DEFAULT_STATELY_INSPECT_URL = 'ws://localhost:8080';
 
-export interface StatelyInspector {
+interface StatelyInspector {
   /** Pass as (or tee into) the actor system's `inspect` option. */
   readonly inspect: Observer<InspectionEvent>;
   /** Closes the WebSocket. */

@@ -20,7 +20,7 @@ export interface Taint {
   effect: 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
 }
 
-export type ConditionStatus = 'True' | 'False' | 'Unknown';
+type ConditionStatus = 'True' | 'False' | 'Unknown';
 
 export interface NodeCondition {
   type: string;

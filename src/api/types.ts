@@ -37,7 +37,7 @@ export interface VolumeMount {
   mountPropagation?: string;
 }
 
-export interface KeySelector {
+interface KeySelector {
   name?: string;
   key: string;
   optional?: boolean;
@@ -50,7 +50,7 @@ export interface EnvVarSource {
   secretKeyRef?: KeySelector;
 }
 
-export interface EnvFromSource {
+interface EnvFromSource {
   prefix?: string;
   configMapRef?: { name?: string; optional?: boolean };
   secretRef?: { name?: string; optional?: boolean };
@@ -64,7 +64,7 @@ export interface ContainerPort {
   protocol?: 'TCP' | 'UDP' | 'SCTP';
 }
 
-export interface ExecAction {
+interface ExecAction {
   command?: string[];
 }
 
@@ -130,7 +130,7 @@ export interface Container {
   tty?: boolean;
 }
 
-export interface ResourceRequirements {
+interface ResourceRequirements {
   requests?: Record<string, string | number>;
   limits?: Record<string, string | number>;
 }
@@ -154,7 +154,7 @@ export interface NodeSelectorTerm {
   matchFields?: NodeSelectorRequirement[];
 }
 
-export interface PodSpec {
+interface PodSpec {
   containers: Container[];
   initContainers?: Container[];
   restartPolicy?: RestartPolicy;
@@ -176,14 +176,14 @@ export interface PodSpec {
   [field: string]: unknown;
 }
 
-export interface ContainerStateWaiting {
+interface ContainerStateWaiting {
   reason?: string;
   message?: string;
 }
-export interface ContainerStateRunning {
+interface ContainerStateRunning {
   startedAt?: string;
 }
-export interface ContainerStateTerminated {
+interface ContainerStateTerminated {
   exitCode: number;
   signal?: number;
   reason?: string;

@@ -14,7 +14,7 @@
 import { parseQuantity } from './quantity.ts';
 import type { Container, ContainerPort, Pod, Probe, PullPolicy } from './types.ts';
 
-export interface FieldError {
+interface FieldError {
   /** Path of the offending field, e.g. `spec.containers[1].name`; empty for the object itself. */
   field: string;
   message: string;
@@ -46,7 +46,7 @@ const PROBE_COUNTS = [
   'terminationGracePeriodSeconds',
 ] as const;
 
-export function isDnsLabel(value: string): boolean {
+function isDnsLabel(value: string): boolean {
   return value.length <= DNS_LABEL_MAX && DNS_LABEL.test(value);
 }
 

@@ -143,16 +143,16 @@ export type AgentSettings = Omit<AgentConfig, 'nodeName'>;
 type RequiredKeys<T> = { [K in keyof T]-?: undefined extends T[K] ? never : K }[keyof T];
 
 /** The settings that always have a value, i.e. the ones with a default. */
-export type AgentDefaults = Pick<AgentSettings, RequiredKeys<AgentSettings>>;
+type AgentDefaults = Pick<AgentSettings, RequiredKeys<AgentSettings>>;
 
-export const DEFAULT_CONTAINER_RUNTIME_ENDPOINT = 'unix:///run/containerd/containerd.sock';
+const DEFAULT_CONTAINER_RUNTIME_ENDPOINT = 'unix:///run/containerd/containerd.sock';
 
 /**
  * Which defaults apply. The kubelet keeps two sets: the legacy flag defaults, and the
  * KubeletConfiguration v1beta1 defaults used as soon as `--config` names a file. Among the settings
  * statelet supports they differ only in readOnlyPort, which the file defaults switch off.
  */
-export type DefaultsProfile = 'flags' | 'config-file';
+type DefaultsProfile = 'flags' | 'config-file';
 
 /** A fresh defaults object (fresh so callers may mutate manifestUrlHeaders safely). */
 export function agentDefaults(profile: DefaultsProfile = 'flags'): AgentDefaults {
@@ -250,7 +250,7 @@ export function normalizeRuntimeEndpoint(value: string): string {
  * The kubelet's hostname rule: the override if given, else the machine's name, trimmed and
  * lowercased (node names are DNS subdomains, which are lowercase).
  */
-export function resolveNodeName(hostnameOverride: string | undefined, hostname: () => string): string {
+function resolveNodeName(hostnameOverride: string | undefined, hostname: () => string): string {
   const name = (hostnameOverride !== undefined && hostnameOverride.trim() !== '' ? hostnameOverride : hostname())
     .trim()
     .toLowerCase();

@@ -36,7 +36,7 @@ export class DurationError extends Error {
   }
 }
 
-export interface ParseDurationOptions {
+interface ParseDurationOptions {
   /** Go accepts `-5s`, but no kubelet period or timeout means anything when negative. */
   allowNegative?: boolean;
 }

@@ -20,12 +20,12 @@ export class UsageError extends Error {
   }
 }
 
-export type CommandLineResult =
+type CommandLineResult =
   | { kind: 'run'; config: AgentConfig; warnings: string[] }
   | { kind: 'help'; text: string }
   | { kind: 'version'; text: string };
 
-export interface CommandLineEnv {
+interface CommandLineEnv {
   hostname: () => string;
 }
 
@@ -218,7 +218,7 @@ function versionText(): string {
 }
 
 /** The package's version, or null when its manifest cannot be read. */
-export function stateletVersion(): string | null {
+function stateletVersion(): string | null {
   // Read at call time rather than imported: package.json sits outside the build's rootDir. The
   // relative path is the same from src/cli/ and from the built dist/cli/.
   try {
@@ -231,7 +231,7 @@ export function stateletVersion(): string | null {
 }
 
 /** The Kubernetes release whose kubelet behaviour statelet follows (and its tests run against). */
-export const KUBERNETES_RELEASE = 'v1.37.0';
+const KUBERNETES_RELEASE = 'v1.37.0';
 
 /**
  * The version the Node reports as `nodeInfo.kubeletVersion`: the release statelet follows, with

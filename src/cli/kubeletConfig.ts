@@ -12,8 +12,8 @@ import { parse as parseYaml } from 'yaml';
 import type { AgentSettings } from './config.ts';
 import { OPTIONS, ValueError, type AnyOptionSpec, type SettingKey } from './options.ts';
 
-export const KUBELET_CONFIG_API_VERSION = 'kubelet.config.k8s.io/v1beta1';
-export const KUBELET_CONFIG_KIND = 'KubeletConfiguration';
+const KUBELET_CONFIG_API_VERSION = 'kubelet.config.k8s.io/v1beta1';
+const KUBELET_CONFIG_KIND = 'KubeletConfiguration';
 
 /** A problem with the config file; the message starts with the file's path. */
 export class ConfigFileError extends Error {
@@ -26,7 +26,7 @@ export class ConfigFileError extends Error {
   }
 }
 
-export interface KubeletConfigResult {
+interface KubeletConfigResult {
   /** Only the settings the file sets; merge them over the defaults. */
   settings: Partial<AgentSettings>;
   /** One line per ignored field, for the caller to log. */

@@ -25,7 +25,7 @@ export class ValueError extends Error {
  * How one type of value is read from flag text and from a decoded config file, and shown in help.
  * Methods (not function properties) so that a kind of a narrower type can sit in the shared table.
  */
-export interface ValueKind<T> {
+interface ValueKind<T> {
   /** Shown after the flag name in help, like pflag's `--max-pods int`; empty for booleans. */
   readonly placeholder: string;
   /** Booleans take no separate argument: `--flag` means true, and `--flag false` is not a value. */
@@ -41,7 +41,7 @@ export interface ValueKind<T> {
 
 export type SettingKey = keyof AgentSettings;
 
-export interface OptionSpec<K extends SettingKey> {
+interface OptionSpec<K extends SettingKey> {
   key: K;
   kind: ValueKind<Required<AgentSettings>[K]>;
   /** Long flag name without dashes; absent for config-file-only settings. */

@@ -15,7 +15,7 @@
 import { isNotFound, type KubeApi } from './api.ts';
 
 /** A ConfigMap's `data` (text) and `binaryData` (bytes). */
-export interface ConfigMapData {
+interface ConfigMapData {
   data: Record<string, string>;
   binaryData: Record<string, Buffer>;
 }

@@ -11,7 +11,7 @@ import { type ApiError, isForbidden, isGone, type WatchHandlers } from './api.ts
 import type { Clock, TimerHandle } from '../clock.ts';
 import type { Logger } from '../log.ts';
 
-export const WATCH_BACKOFF = { firstMs: 800, maxMs: 30_000 };
+const WATCH_BACKOFF = { firstMs: 800, maxMs: 30_000 };
 /** A gap of events smaller than this is handed over as one change. */
 const COALESCE_MS = 10;
 
@@ -21,7 +21,7 @@ interface Versioned {
   metadata?: { uid?: unknown; name?: unknown; resourceVersion?: string };
 }
 
-export interface ReflectorOptions<T extends Versioned> {
+interface ReflectorOptions<T extends Versioned> {
   /** The kind, for log lines: `Pod`, `Service`. */
   kind: string;
   list(): Promise<{ items: T[]; resourceVersion: string }>;
@@ -35,7 +35,7 @@ export interface ReflectorOptions<T extends Versioned> {
   onState?(state: ReflectorState): void;
 }
 
-export interface Reflector {
+interface Reflector {
   start(): void;
   stop(): void;
 }

@@ -39,7 +39,7 @@ export interface RuntimeCleanup {
   removeOrphanedPodDirs(isOrphan: (uid: string) => boolean): Promise<void>;
 }
 
-export interface HousekeepingDeps {
+interface HousekeepingDeps {
   workers: PodWorkers;
   podManager: PodManager;
   statuses: StatusManager;

@@ -56,7 +56,7 @@ import { type PodStartObserver, PodStartupLatency } from './podStartupLatency.ts
 import { type NodeLoopName, nodeLoops } from './nodeLoops.ts';
 import { type LoopInputs, type SyncLoopMachine, syncLoopMachine } from './syncLoop.ts';
 
-export interface NodeDeps {
+interface NodeDeps {
   config: NodeConfig;
   runtime: RuntimeService;
   images: ImageService;

@@ -21,7 +21,7 @@ import type { PodManager } from '../pod/podManager.ts';
 import type { PodWorkers } from '../podworkers/podWorkers.ts';
 import type { StatusManager } from '../status/manager.ts';
 
-export interface PodHandlerDeps {
+interface PodHandlerDeps {
   workers: PodWorkers;
   podManager: PodManager;
   statuses: StatusManager;
@@ -31,7 +31,7 @@ export interface PodHandlerDeps {
   log: Logger;
 }
 
-export interface PodHandlers {
+interface PodHandlers {
   handle(event: ConfigEvent): void;
   /** HandlePodAdditions: admit and start the pods that have no actor, update those that have. */
   add(pods: readonly Pod[]): void;

@@ -25,7 +25,7 @@ export interface PodStartRecord {
   runningSeen: boolean;
 }
 
-export interface PodStartStep {
+interface PodStartStep {
   /** The record after this status; `undefined`: not tracked (any more). */
   record: PodStartRecord | undefined;
   /** Seconds from first seen to Running, when this status is the pod's first Running one. */

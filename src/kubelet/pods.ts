@@ -34,7 +34,7 @@ import { podHandlers } from './handlePods.ts';
 /** Everything the `pods` actor accepts. */
 export type PodsEvent = ConfigEvent | EventOf<'SOURCE.MIRRORS'> | PlegEvent | ProbeResultEvent | TickEvent | PodReport | PodEnded;
 
-export interface PodsDeps {
+interface PodsDeps {
   podMachine: PodMachine;
   podManager: PodManager;
   statuses: StatusManager;

@@ -39,9 +39,9 @@ import { type NodeLoopName, nodeLoops } from './nodeLoops.ts';
 import type { PodsEvent } from './pods.ts';
 
 /** Everything the syncLoop accepts: what its children report. */
-export type SyncLoopEvent = ConfigEvent | SourceEvent | PlegReport | ProbeResultEvent | StatusWritesEvent | NodeEvent;
+type SyncLoopEvent = ConfigEvent | SourceEvent | PlegReport | ProbeResultEvent | StatusWritesEvent | NodeEvent;
 
-export interface SyncLoopInput {
+interface SyncLoopInput {
   expectedSources: SourceName[];
   syncTickMs: number;
   housekeepingMs: number;

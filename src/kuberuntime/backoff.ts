@@ -6,7 +6,7 @@
  * container that ran for ten minutes under the default 300 s cap starts over at the initial delay).
  */
 
-export interface BackoffEntry {
+interface BackoffEntry {
   delayMs: number;
   lastUpdateMs: number;
 }

@@ -21,7 +21,7 @@ import { NamespaceMode } from '../runtime/types.ts';
 
 export type KillReason = 'Unknown' | 'SpecChanged' | 'LivenessProbe' | 'StartupProbe' | 'SidecarRestart';
 
-export interface ContainerToKill {
+interface ContainerToKill {
   id: string;
   name: string;
   reason: KillReason;
@@ -60,7 +60,7 @@ export function isInitContainerFailed(status: RuntimeContainerStatus): boolean {
   return status.state === 'CONTAINER_UNKNOWN';
 }
 
-export interface SandboxChange {
+interface SandboxChange {
   create: boolean;
   attempt: number;
   sandboxId: string;

@@ -54,7 +54,7 @@ export interface ContainerGcInput {
   allSourcesReady: boolean;
 }
 
-export interface ContainerGcPlan {
+interface ContainerGcPlan {
   /** Oldest first within a unit. `unknown`: state unknown, stop it before removing it. */
   containers: { id: string; unknown: boolean }[];
   sandboxes: string[];

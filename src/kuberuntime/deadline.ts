@@ -7,7 +7,7 @@
 import type { Sleep } from '../clock.ts';
 
 /** Rejects with the signal's reason once it fires (never resolves). */
-export function whenAborted(signal: AbortSignal): { promise: Promise<never>; dispose(): void } {
+function whenAborted(signal: AbortSignal): { promise: Promise<never>; dispose(): void } {
   let onAbort = (): void => {};
   const promise = new Promise<never>((_, reject) => {
     onAbort = () => reject(signal.reason ?? new Error('aborted'));

@@ -23,9 +23,9 @@ export interface NodeDns {
   host: DnsConfig | null;
 }
 
-export const MAX_NAMESERVERS = 3;
-export const MAX_SEARCHES = 32;
-export const MAX_SEARCH_CHARS = 2048;
+const MAX_NAMESERVERS = 3;
+const MAX_SEARCHES = 32;
+const MAX_SEARCH_CHARS = 2048;
 const MAX_DOMAIN_CHARS = 253;
 
 /** Parses a resolv.conf: nameservers accumulate, the last `search` and `options` lines win. */
@@ -45,7 +45,7 @@ export function parseResolvConf(text: string): DnsConfig {
 
 type DnsPolicy = 'ClusterFirst' | 'ClusterFirstWithHostNet' | 'Default' | 'None';
 
-export interface PodDns {
+interface PodDns {
   config: DnsConfig;
   /** What the kubelet warns about (event reasons MissingClusterDNS, DNSConfigForming): reason and message. */
   warnings: { reason: string; message: string }[];

@@ -25,7 +25,7 @@ import { ContainerConfigError, expandVars } from './configs.ts';
 import type { ObjectReader } from '../client/objects.ts';
 
 /** A ConfigMap's `data` or a Secret's decoded `data`, by key. */
-export type ObjectData = Readonly<Record<string, string>>;
+type ObjectData = Readonly<Record<string, string>>;
 
 export interface EnvInputs {
   pod: Pod;

@@ -101,7 +101,7 @@ async function hostsMount(podsDir: string, pod: Pod, podIPs: readonly string[], 
 }
 
 /** What a sync keeps between runs: backoff tables and the last start failure of each container. */
-export interface SyncMemory {
+interface SyncMemory {
   backoff: BackoffTable;
   reasons: Readonly<Record<string, WaitingReason>>;
 }
@@ -207,13 +207,13 @@ export async function tearDownVolumes(deps: RuntimeDeps, uid: string, options: {
   await tearDownPodVolumes({ podsDir: deps.podsDir, mounter: deps.mounter ?? diskOnly, ...(deps.tokens ? { tokens: deps.tokens } : {}) }, uid, options);
 }
 
-export function crashLoopKey(pod: Pod, container: Container): string {
+function crashLoopKey(pod: Pod, container: Container): string {
   const { name, namespace, uid } = pod.metadata;
   return `${name}_${namespace}_${uid}_${container.name}_${containerHash(container)}`;
 }
 
 /** Go's duration formatting for whole seconds (`10s`, `2m40s`, `5m0s`), as kubelet messages use. */
-export function goDuration(ms: number): string {
+function goDuration(ms: number): string {
   const total = Math.round(ms / 1000);
   const minutes = Math.floor(total / 60);
   const seconds = total % 60;

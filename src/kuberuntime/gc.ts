@@ -9,7 +9,7 @@ import type { Logger } from '../log.ts';
 import { type RuntimeService, isNotFound } from '../runtime/types.ts';
 import { Label } from './labels.ts';
 
-export interface ContainerGcDeps {
+interface ContainerGcDeps {
   runtime: RuntimeService;
   now(): number;
   log: Logger;

@@ -9,7 +9,7 @@ const FNV32_OFFSET = 0x811c9dc5;
 const FNV32_PRIME = 0x01000193;
 
 /** FNV-1a, 32 bit, over the UTF-8 bytes of `text`. */
-export function fnv32a(text: string): number {
+function fnv32a(text: string): number {
   let hash = FNV32_OFFSET;
   for (const byte of Buffer.from(text, 'utf8')) {
     hash ^= byte;

@@ -26,7 +26,7 @@ import { type Clock, type Sleep, realClock, sleepOn } from '../clock.ts';
 import { errorText } from './images.ts';
 import type { SandboxSummary } from '../api/runtimeView.ts';
 
-export interface HttpGetRequest {
+interface HttpGetRequest {
   url: string;
   headers: Record<string, string>;
   timeoutMs: number;
@@ -48,7 +48,7 @@ export interface HookTarget {
   podIP(): Promise<string>;
 }
 
-export interface HookOptions {
+interface HookOptions {
   signal: AbortSignal;
   /** The hook's deadline (exec timeout, HTTP timeout); 0 or absent: none of our own. */
   timeoutSeconds?: number;
@@ -62,7 +62,7 @@ export class HookError extends Error {
 const defaultHttpTimeoutMs = 30_000;
 
 /** The kubelet's `format.Pod`: `name_namespace(uid)`. */
-export function podDescription(pod: Pod): string {
+function podDescription(pod: Pod): string {
   const { name, namespace, uid } = pod.metadata;
   return `${name}_${namespace}(${uid})`;
 }

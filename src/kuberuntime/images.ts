@@ -26,7 +26,7 @@ export function effectivePullPolicy(container: Container): 'Always' | 'IfNotPres
   return image.endsWith(':latest') || normalizeImage(image) !== image ? 'Always' : 'IfNotPresent';
 }
 
-export type EnsureImageResult =
+type EnsureImageResult =
   | { ok: true; image: string; imageRef: string; backoff: BackoffTable }
   | { ok: false; reason: string; message: string; backoff: BackoffTable; retryAfterMs?: number };
 
@@ -69,7 +69,7 @@ export class ImagePuller implements ImagePulls {
   }
 }
 
-export interface EnsureImageInput {
+interface EnsureImageInput {
   images: ImageService;
   puller: ImagePulls;
   podUid: string;
@@ -92,7 +92,7 @@ export interface EnsureImageInput {
 const REGISTRY_UNAVAILABLE = 'RegistryUnavailable';
 
 /** Go's time.Duration String for a pull's duration: "850ms", "1.2s", "2m3.5s". */
-export function pullDuration(ms: number): string {
+function pullDuration(ms: number): string {
   if (ms < 1000) return `${Math.round(ms)}ms`;
   const seconds = ms / 1000;
   if (seconds < 60) return `${Number(seconds.toFixed(3))}s`;

@@ -36,7 +36,7 @@ import { type EventRecorder, podReference } from '../record/recorder.ts';
 import type { TerminationOrdering } from './terminationOrder.ts';
 
 /** The minimum StopContainer timeout the kubelet ever asks for, so containers can shut down. */
-export const minimumGracePeriodSeconds = 2;
+const minimumGracePeriodSeconds = 2;
 
 export interface KillDeps {
   runtime: RuntimeService;
@@ -49,7 +49,7 @@ export interface KillDeps {
 }
 
 /** A preStop hook under way or finished, for a container not yet stopped. */
-export interface PreStopRun {
+interface PreStopRun {
   done: Promise<void>;
   startedAt: number;
   /** Ends the hook (its exec, its sleep, its request) once nobody needs it any more. */
@@ -59,7 +59,7 @@ export interface PreStopRun {
 /** The preStop runs of one pod, by container ID. */
 export type PreStopRuns = Map<string, PreStopRun>;
 
-export interface KillRequest {
+interface KillRequest {
   /** The pod; a container it does not list has its spec restored from annotations. */
   pod: Pod | undefined;
   target: { id: string; name: string };

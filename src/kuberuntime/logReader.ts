@@ -11,7 +11,7 @@ import { watch } from 'node:fs';
 import path from 'node:path';
 import { type LogLine, type LogOptions, type LogStream, LogFilter, parserFor, tailOffset } from './logFormat.ts';
 
-export interface LogReadDeps {
+interface LogReadDeps {
   /** Whether the container still runs (following ends at the end of the file once it does not). */
   isRunning(): Promise<boolean>;
   /** Ends the read (the client went away). */

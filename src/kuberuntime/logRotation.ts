@@ -11,14 +11,14 @@ import path from 'node:path';
 import type { Container } from '../runtime/types.ts';
 import { Annotation, Label } from './labels.ts';
 
-export interface RotationPlan {
+interface RotationPlan {
   remove: string[];
   compress: string[];
   rotatedName: string;
 }
 
 /** `20060102-150405` in UTC. */
-export const rotationStamp = (now: Date) => now.toISOString().slice(0, 19).replace(/[-:]/g, '').replace('T', '-');
+const rotationStamp = (now: Date) => now.toISOString().slice(0, 19).replace(/[-:]/g, '').replace('T', '-');
 
 /** `siblings`: the names in the log's directory. */
 export function rotationPlan(liveName: string, siblings: readonly string[], maxFiles: number, now: Date): RotationPlan {

@@ -7,7 +7,7 @@
  */
 import type { Pod, PodStatus } from '../api/types.ts';
 
-export type LogTarget = { containerId: string } | { status: 400 | 404; message: string };
+type LogTarget = { containerId: string } | { status: 400 | 404; message: string };
 
 /** The runtime's own ID from a status's `<runtime>://<id>`. */
 const runtimeId = (containerID: string | undefined) => (containerID ? containerID.replace(/^[a-z0-9.+-]+:\/\//, '') : '');

@@ -53,7 +53,7 @@ export function matchesNodeAffinity(pod: Pod, labels: Readonly<Record<string, st
 }
 
 /** ToleratesTaint: an empty effect tolerates every effect; an empty key with Exists, every key. */
-export function tolerates(toleration: Toleration, taint: Taint): boolean {
+function tolerates(toleration: Toleration, taint: Taint): boolean {
   if (toleration.effect && toleration.effect !== taint.effect) return false;
   if (toleration.key && toleration.key !== taint.key) return false;
   switch (toleration.operator ?? 'Equal') {

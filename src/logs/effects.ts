@@ -20,12 +20,12 @@ import type { RuntimeService } from '../runtime/types.ts';
 import { Label } from '../kuberuntime/labels.ts';
 import { containerLogPath, rotationPlan } from '../kuberuntime/logRotation.ts';
 
-export interface LogRotationPolicy {
+interface LogRotationPolicy {
   maxSizeBytes: number;
   maxFiles: number;
 }
 
-export interface LogFailure {
+interface LogFailure {
   /** The container's pod (`namespace/name`), the container, and its live log file. */
   pod: string;
   container: string;

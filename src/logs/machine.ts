@@ -13,7 +13,7 @@
 import { assign, fromPromise, setup } from 'xstate';
 import type { LogPassResult } from './effects.ts';
 
-export interface ContainerLogContext {
+interface ContainerLogContext {
   monitorIntervalMs: number;
   passes: number;
   rotated: number;

@@ -5,7 +5,7 @@
  */
 
 /** The PLEG is unhealthy when it has not relisted for this long (the kubelet's threshold). */
-export const plegHealthThresholdMs = 3 * 60_000;
+const plegHealthThresholdMs = 3 * 60_000;
 
 export interface RelistHealth {
   /** When the last successful relist started; null: none yet. */

@@ -8,8 +8,8 @@ import type { Lease, OwnerReference } from '../api/cluster.ts';
 
 export const LEASE_NAMESPACE = 'kube-node-lease';
 /** The renew interval as a fraction of the lease duration (pkg/kubelet/kubelet.go renewIntervalFraction). */
-export const RENEW_INTERVAL_FRACTION = 0.25;
-export const LEASE_BACKOFF = { firstMs: 200, maxMs: 7_000 };
+const RENEW_INTERVAL_FRACTION = 0.25;
+const LEASE_BACKOFF = { firstMs: 200, maxMs: 7_000 };
 
 export function renewIntervalMs(leaseDurationSeconds: number): number {
   return leaseDurationSeconds * 1000 * RENEW_INTERVAL_FRACTION;

@@ -18,7 +18,7 @@ async function readTrimmed(file: string): Promise<string> {
 }
 
 /** PRETTY_NAME of os-release, as the node's osImage. */
-export function prettyName(osRelease: string): string {
+function prettyName(osRelease: string): string {
   const line = osRelease.split('\n').find((l) => l.startsWith('PRETTY_NAME='));
   return line ? line.slice('PRETTY_NAME='.length).replace(/^"(.*)"$/, '$1') : '';
 }

@@ -61,11 +61,11 @@ export interface NodeHealth {
 }
 
 /** The kubelet's default hard eviction thresholds (pkg/kubelet/eviction/defaults_linux.go). */
-export const HARD_EVICTION = { memoryBytes: 100 * 2 ** 20, nodefsFraction: 0.1 };
+const HARD_EVICTION = { memoryBytes: 100 * 2 ** 20, nodefsFraction: 0.1 };
 /** The images the node reports at most (--node-status-max-images). */
-export const MAX_IMAGES = 50;
+const MAX_IMAGES = 50;
 /** Annotation the kubelet sets at registration: attach/detach is the controller's job. */
-export const CONTROLLER_MANAGED_ATTACH_DETACH = 'volumes.kubernetes.io/controller-managed-attach-detach';
+const CONTROLLER_MANAGED_ATTACH_DETACH = 'volumes.kubernetes.io/controller-managed-attach-detach';
 
 export function capacity(machine: MachineInfo, maxPods: number): Record<string, string> {
   const out: Record<string, string> = {

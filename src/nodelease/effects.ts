@@ -10,7 +10,7 @@ import { LEASE_NAMESPACE, nodeOwner, renewedLease } from '../node/lease.ts';
 import type { NodeRecord } from '../node/record.ts';
 import type { LeaseEffects } from './machine.ts';
 
-export interface LeaseEffectsDeps {
+interface LeaseEffectsDeps {
   api: KubeApi;
   /** Whose UID owns the Lease. */
   record: NodeRecord;

@@ -22,11 +22,11 @@ export interface LeaseEffects {
   renew(latest: Lease | null, signal: AbortSignal): Promise<Lease>;
 }
 
-export interface LeaseInput {
+interface LeaseInput {
   leaseDurationSeconds: number;
 }
 
-export interface LeaseContext {
+interface LeaseContext {
   renewIntervalMs: number;
   latest: Lease | null;
   failures: number;
@@ -90,7 +90,7 @@ export const leaseMachine = setup({
   },
 });
 
-export type LeaseMachine = typeof leaseMachine;
+type LeaseMachine = typeof leaseMachine;
 
 export function leaseMachineWith(effects: LeaseEffects): LeaseMachine {
   return leaseMachine.provide({

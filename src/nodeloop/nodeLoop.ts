@@ -22,7 +22,7 @@ import type { AgentEventType } from '../events.ts';
 import type { NodeParts } from './parts.ts';
 
 /** A loop on this node: its machine with its effects provided, and its settings. */
-export interface StartedLoop<M extends AnyStateMachine> {
+interface StartedLoop<M extends AnyStateMachine> {
   logic: M;
   input: InputFrom<M>;
 }

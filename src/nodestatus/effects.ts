@@ -24,7 +24,7 @@ import {
 } from '../node/nodeStatus.ts';
 import type { NodeStatusEffects } from './machine.ts';
 
-export interface NodeStatusEffectsDeps {
+interface NodeStatusEffectsDeps {
   api: KubeApi;
   runtime: RuntimeService;
   images: ImageService;
@@ -41,7 +41,7 @@ export interface NodeStatusEffectsDeps {
 }
 
 /** Immediate retries of a status write in one round (kubelet_node_status.go nodeStatusUpdateRetry). */
-export const NODE_STATUS_UPDATE_RETRY = 5;
+const NODE_STATUS_UPDATE_RETRY = 5;
 
 const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 

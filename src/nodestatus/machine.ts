@@ -18,7 +18,7 @@
 import { assign, fromPromise, setup } from 'xstate';
 import type { NodeEvent } from '../events.ts';
 
-export interface StatusUpdateOutcome {
+interface StatusUpdateOutcome {
   written: boolean;
   ready: boolean;
 }
@@ -29,12 +29,12 @@ export interface NodeStatusEffects {
   update(lastWrittenAt: number | null, signal: AbortSignal): Promise<StatusUpdateOutcome>;
 }
 
-export interface NodeStatusInput {
+interface NodeStatusInput {
   registerNode: boolean;
   updateFrequencyMs: number;
 }
 
-export interface NodeStatusContext {
+interface NodeStatusContext {
   registerNode: boolean;
   updateFrequencyMs: number;
   registerFailures: number;
@@ -44,7 +44,7 @@ export interface NodeStatusContext {
   lastError: string | null;
 }
 
-export const REGISTER_BACKOFF = { firstMs: 100, maxMs: 7_000 };
+const REGISTER_BACKOFF = { firstMs: 100, maxMs: 7_000 };
 
 const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
 const notProvided = () => Promise.reject(new Error('not provided: give the node status loop its effects with nodeStatusMachineWith(effects)'));
@@ -118,7 +118,7 @@ export const nodeStatusMachine = setup({
   },
 });
 
-export type NodeStatusMachine = typeof nodeStatusMachine;
+type NodeStatusMachine = typeof nodeStatusMachine;
 
 export function nodeStatusMachineWith(effects: NodeStatusEffects, now: () => number): NodeStatusMachine {
   return nodeStatusMachine.provide({

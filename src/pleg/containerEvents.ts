@@ -5,10 +5,7 @@
  * runtime restarted, the stream closed) is an ordinary failure the PLEG retries.
  */
 import type { StreamEnd } from '../events.ts';
-import type { PlegEffects } from './pleg.ts';
 import { CriError, type ContainerEvent, type RuntimeService } from '../runtime/types.ts';
-
-export type WatchEvents = NonNullable<PlegEffects['watchEvents']>;
 
 export async function watchContainerEvents(
   runtime: RuntimeService,

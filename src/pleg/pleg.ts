@@ -76,7 +76,7 @@ export interface PlegEffects {
 }
 
 /** How the PLEG follows the runtime's container event stream (absent: relisting only). */
-export interface EventedOptions {
+interface EventedOptions {
   /** The relist period while the stream is healthy (the safety net). */
   relistPeriodMs: number;
   /** Delay before reopening a stream that ended. Default 1 s. */
@@ -93,7 +93,7 @@ export interface PlegInput {
   evented?: EventedOptions;
 }
 
-export interface PlegContext {
+interface PlegContext {
   periodMs: number;
   /** The event stream's settings, defaults filled in; null when no stream is configured. */
   evented: Required<EventedOptions> | null;
@@ -286,7 +286,7 @@ export const plegMachine = setup({
   },
 });
 
-export type PlegMachine = typeof plegMachine;
+type PlegMachine = typeof plegMachine;
 
 /** The PLEG running `effects`: relisting, and following the event stream where the effects have one. */
 export function plegMachineWith(effects: PlegEffects): PlegMachine {

@@ -28,7 +28,7 @@ const containerState: Record<ContainerState, RelistState> = {
   CONTAINER_UNKNOWN: 'unknown',
 };
 
-export interface Relister extends Required<PlegEffects> {
+interface Relister extends Required<PlegEffects> {
   /** UIDs of pods that have a running container or a ready sandbox, as last seen. */
   runningPodUids(): Set<string>;
 }

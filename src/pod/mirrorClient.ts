@@ -11,7 +11,7 @@ import { isAlreadyExists, isForbidden, isNotFound, type KubeApi } from '../clien
 import type { Logger } from '../log.ts';
 import { planMirrors } from './mirrorPods.ts';
 
-export interface MirrorPodSyncDeps {
+interface MirrorPodSyncDeps {
   api: KubeApi;
   nodeName: string;
   /** The Node as owner, once its UID is known. */
@@ -28,7 +28,7 @@ export interface MirrorPodSyncDeps {
  * service accounts, secrets or config maps) waits before it is asked for again: the same request
  * would be refused the same way, so it is not retried on every housekeeping pass.
  */
-export const REFUSED_RETRY_MS = 5 * 60_000;
+const REFUSED_RETRY_MS = 5 * 60_000;
 
 export class MirrorPodSync {
   private mirrors: Pod[] | null = null;

@@ -13,14 +13,14 @@
 import type { OwnerReference } from '../api/cluster.ts';
 import { ConfigAnnotation, type Pod, podFullName } from '../api/types.ts';
 
-export interface MirrorPlan {
+interface MirrorPlan {
   create: Pod[];
   delete: { namespace: string; name: string; uid: string }[];
 }
 
 const hashOf = (pod: Pod) => pod.metadata.annotations?.[ConfigAnnotation.hash] ?? pod.metadata.uid;
 
-export function mirrorPodFor(staticPod: Pod, nodeName: string, owner: OwnerReference): Pod {
+function mirrorPodFor(staticPod: Pod, nodeName: string, owner: OwnerReference): Pod {
   const { annotations = {}, labels } = staticPod.metadata;
   // A copy of the static pod's annotations, as the kubelet's mirror carries them, plus the mirror's own.
   const mirrorAnnotations = { ...annotations, [ConfigAnnotation.mirror]: hashOf(staticPod) };

@@ -65,7 +65,7 @@ export interface PodMemory {
   reasons: Readonly<Record<string, WaitingReason>>;
 }
 
-export interface SyncRequest {
+interface SyncRequest {
   pod: Pod;
   memory: PodMemory;
   /** The probe results of the pod's containers, by container ID (absent: none yet). */
@@ -81,7 +81,7 @@ export interface PodProbeResults extends ProbeResults {
  * The latest probe result of each container, per kind, for the container ID it was about: one entry
  * per container and kind (a restarted container's entry replaces its predecessor's), plain data.
  */
-export type PodProbes = Readonly<Record<ProbeKind, Readonly<Record<string, { containerId: string; result: ProbeResult }>>>>;
+type PodProbes = Readonly<Record<ProbeKind, Readonly<Record<string, { containerId: string; result: ProbeResult }>>>>;
 
 const noProbes: PodProbes = { liveness: {}, readiness: {}, startup: {} };
 
@@ -92,7 +92,7 @@ function currentProbeResult(probes: PodProbes, event: ProbeResultEvent): ProbeRe
   return event.kind === 'readiness' ? 'Failure' : event.kind === 'liveness' ? 'Success' : undefined;
 }
 
-export function probeResultsById(probes: PodProbes): PodProbeResults {
+function probeResultsById(probes: PodProbes): PodProbeResults {
   const byId = (kind: ProbeKind) =>
     Object.fromEntries(Object.values(probes[kind]).map(({ containerId, result }) => [containerId, result]));
   return { liveness: byId('liveness'), readiness: byId('readiness'), startup: byId('startup') };
@@ -112,13 +112,13 @@ export interface SyncOutcome {
   errors: string[];
 }
 
-export interface TerminateRequest {
+interface TerminateRequest {
   pod: Pod;
   gracePeriodSeconds: number;
   memory: PodMemory;
 }
 
-export interface CleanupRequest {
+interface CleanupRequest {
   pod: Pod;
   /** The pod is gone from config: remove its containers and sandboxes. */
   removeRuntime: boolean;
@@ -181,7 +181,7 @@ export interface PodContext {
 }
 
 /** What a released pod actor leaves behind: which UID it was. */
-export interface PodOutput {
+interface PodOutput {
   uid: string;
 }
 

@@ -20,7 +20,7 @@ import type { PodEffects, PodMemory, PodProbeResults, SyncOutcome } from './pod.
 import { generatePodStatus, isTerminalPhase } from '../status/generate.ts';
 import type { StatusManager } from '../status/manager.ts';
 
-export interface PodEffectsDeps extends RuntimeDeps {
+interface PodEffectsDeps extends RuntimeDeps {
   statuses: StatusManager;
   /** The runtime's name, for `containerID: <runtime>://<id>`. */
   runtimeName: string;

@@ -35,7 +35,7 @@ export const actorId = (uid: string) => `pod/${uid}`;
 
 export type PodActor = ActorRefFrom<PodMachine>;
 
-export interface PodWorkersOptions {
+interface PodWorkersOptions {
   podMachine: PodMachine;
   /** The actor that receives the pod actors' reports (POD.SYNCED, POD.TERMINATED, POD.FINISHED). */
   parent: AnyActorRef;

@@ -26,7 +26,7 @@ import type { ProbeKind } from '../api/probeResult.ts';
 import type { Probe, RestartPolicy } from '../api/types.ts';
 import type { ProbeOutcomeResult } from './handlers.ts';
 
-export type ProbeResultValue = 'Success' | 'Failure';
+type ProbeResultValue = 'Success' | 'Failure';
 /** A worker's current result; `Unknown` only as startup's initial value. */
 export type PublishedResult = ProbeResultValue | 'Unknown';
 
@@ -87,9 +87,9 @@ export interface TickObservation {
   nowMs: number;
 }
 
-export type TickAction = 'probe' | 'wait' | 'stop';
+type TickAction = 'probe' | 'wait' | 'stop';
 
-export interface TickPlan {
+interface TickPlan {
   state: WorkerState;
   action: TickAction;
   /** A result the worker now holds for `state.containerId` (the caller sends it when it changed). */
@@ -123,7 +123,7 @@ export function planTick(state: WorkerState, settings: ProbeSettings, o: TickObs
   return withPublish({ state: next, action: 'probe' });
 }
 
-export interface Recorded {
+interface Recorded {
   state: WorkerState;
   publish?: ProbeResultValue;
 }

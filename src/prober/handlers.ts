@@ -51,9 +51,9 @@ export const probeUserAgent = 'kube-probe/1.33';
 const maxOutputBytes = 10 * 1024;
 const maxRedirects = 10;
 
-export const defaultTimeoutSeconds = 1;
+const defaultTimeoutSeconds = 1;
 
-export function timeoutSecondsOf(probe: Probe): number {
+function timeoutSecondsOf(probe: Probe): number {
   return probe.timeoutSeconds && probe.timeoutSeconds > 0 ? probe.timeoutSeconds : defaultTimeoutSeconds;
 }
 
@@ -84,7 +84,7 @@ export async function runProbe(probe: Probe, target: ProbeTarget, signal: AbortS
 
 // ------------------------------------------------------------------------------------------------ exec
 
-export async function execProbe(target: ProbeTarget, command: string[], timeoutSeconds: number, signal: AbortSignal): Promise<ProbeOutcome> {
+async function execProbe(target: ProbeTarget, command: string[], timeoutSeconds: number, signal: AbortSignal): Promise<ProbeOutcome> {
   const timeout = new AbortController();
   const timer = setTimeout(() => timeout.abort(new Error('command timed out')), timeoutSeconds * 1000 + 1000);
   const onAbort = () => timeout.abort(signal.reason);
@@ -109,7 +109,7 @@ export async function execProbe(target: ProbeTarget, command: string[], timeoutS
 // ------------------------------------------------------------------------------------------------ httpGet
 
 /** The URL an httpGet probe requests, or a Failure/Unknown outcome when it cannot be built. */
-export function httpProbeUrl(action: HTTPGetAction, target: Pick<ProbeTarget, 'container' | 'podIP'>): URL | ProbeOutcome {
+function httpProbeUrl(action: HTTPGetAction, target: Pick<ProbeTarget, 'container' | 'podIP'>): URL | ProbeOutcome {
   const host = action.host || target.podIP;
   if (!host) return { result: 'Unknown', output: 'the pod has no IP' };
   const port = resolvePort(action.port, target.container);
@@ -119,7 +119,7 @@ export function httpProbeUrl(action: HTTPGetAction, target: Pick<ProbeTarget, 'c
   return new URL(`${scheme}://${host.includes(':') ? `[${host}]` : host}:${port}${path.startsWith('/') ? '' : '/'}${path}`);
 }
 
-export function httpProbeHeaders(action: HTTPGetAction): Record<string, string> {
+function httpProbeHeaders(action: HTTPGetAction): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const header of action.httpHeaders ?? []) headers[header.name.toLowerCase()] = header.value;
   headers['user-agent'] ??= probeUserAgent;
@@ -158,7 +158,7 @@ function getOnce(url: URL, headers: Record<string, string>, signal: AbortSignal)
   });
 }
 
-export async function httpProbe(url: URL, headers: Record<string, string>, timeoutMs: number, signal: AbortSignal): Promise<ProbeOutcome> {
+async function httpProbe(url: URL, headers: Record<string, string>, timeoutMs: number, signal: AbortSignal): Promise<ProbeOutcome> {
   const deadline = AbortSignal.any([signal, AbortSignal.timeout(timeoutMs)]);
   const firstHost = url.hostname;
   let current = url;
@@ -197,7 +197,7 @@ function tcpAddress(action: TCPSocketAction, target: ProbeTarget): { host: strin
   return { host, port };
 }
 
-export function tcpProbe(host: string, port: number, timeoutMs: number, signal: AbortSignal): Promise<ProbeOutcome> {
+function tcpProbe(host: string, port: number, timeoutMs: number, signal: AbortSignal): Promise<ProbeOutcome> {
   return new Promise<ProbeOutcome>((resolve) => {
     const socket = net.connect({ host, port });
     const done = (outcome: ProbeOutcome) => {
@@ -274,7 +274,7 @@ function decodeVarint(buffer: Buffer, start: number): [number, number] {
   return [value, offset];
 }
 
-export function grpcProbe(host: string, action: GRPCAction, timeoutMs: number, signal: AbortSignal): Promise<ProbeOutcome> {
+function grpcProbe(host: string, action: GRPCAction, timeoutMs: number, signal: AbortSignal): Promise<ProbeOutcome> {
   const address = `${host.includes(':') ? `[${host}]` : host}:${action.port}`;
   const client = new grpc.Client(address, grpc.credentials.createInsecure());
   const service = action.service ?? '';

@@ -47,7 +47,7 @@ import {
 import { type ProbeOutcome, type ProbeTarget, runProbe } from './handlers.ts';
 import { type SchedulerOptions, createProbeScheduler } from './scheduler.ts';
 
-export interface ProbeManagerDeps {
+interface ProbeManagerDeps {
   statuses: StatusManager;
   podManager: Pick<PodManager, 'get'>;
   runtime: RuntimeService;
@@ -102,12 +102,12 @@ function probeOf(container: Container, kind: ProbeKind): Probe | undefined {
 }
 
 /** The containers that are probed: regular containers and sidecars (restartable init containers). */
-export function probedContainers(pod: Pod): Container[] {
+function probedContainers(pod: Pod): Container[] {
   return [...(pod.spec.initContainers ?? []).filter((c) => c.restartPolicy === 'Always'), ...pod.spec.containers];
 }
 
 /** The runtime's ID in a status' `containerID` (`<runtime>://<id>`). */
-export function runtimeContainerId(containerID: string | undefined): string {
+function runtimeContainerId(containerID: string | undefined): string {
   if (!containerID) return '';
   const at = containerID.indexOf('://');
   return at < 0 ? containerID : containerID.slice(at + 3);

@@ -22,7 +22,7 @@ export interface SchedulerOptions {
 }
 
 /** One run of a worker; resolves whether the worker keeps going. */
-export type WorkerRun = () => Promise<boolean>;
+type WorkerRun = () => Promise<boolean>;
 
 interface Entry {
   id: string;
@@ -35,7 +35,7 @@ interface Entry {
   removed: boolean;
 }
 
-export interface ProbeScheduler {
+interface ProbeScheduler {
   /** Adds a worker (replacing one with the same id). */
   add(id: string, periodMs: number, run: WorkerRun): void;
   remove(id: string): void;

@@ -15,11 +15,11 @@ import type { KubeEvent, ObjectReference } from '../api/cluster.ts';
 
 export const SPAM_BURST = 25;
 export const SPAM_REFILL_MS = 5 * 60_000;
-export const AGGREGATE_MAX_EVENTS = 10;
+const AGGREGATE_MAX_EVENTS = 10;
 export const AGGREGATE_INTERVAL_MS = 10 * 60_000;
 export const COMBINED_PREFIX = '(combined from similar events): ';
 /** Entries each cache keeps (client-go's maxLruCacheEntries). */
-export const MAX_CACHE_ENTRIES = 4096;
+const MAX_CACHE_ENTRIES = 4096;
 
 export interface EventInput {
   object: ObjectReference;
@@ -71,7 +71,7 @@ class Lru<V> {
 
 const objectKey = (o: ObjectReference) => [o.kind, o.namespace ?? '', o.name, o.uid ?? '', o.apiVersion ?? '', o.fieldPath ?? ''].join('\u0000');
 
-export interface CorrelatorOptions {
+interface CorrelatorOptions {
   component: string;
   host: string;
   maxEntries?: number;

@@ -50,7 +50,7 @@ function describe(o: ObjectReference): string {
   return o.fieldPath ? `${name} ${o.fieldPath}` : name;
 }
 
-export interface ApiRecorderDeps {
+interface ApiRecorderDeps {
   api: KubeApi;
   nodeName: string;
   clock: Clock;
@@ -67,7 +67,7 @@ const RETRY_MS = 10_000;
 
 type Write = Exclude<Correlation, { action: 'drop' }> & { tries: number };
 
-export interface ApiRecorderStats {
+interface ApiRecorderStats {
   written: number;
   dropped: number;
   /** Not written yet: queued, or being written. */

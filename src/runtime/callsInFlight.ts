@@ -20,7 +20,7 @@ export function hangingCallThresholdMs(requestTimeoutMs: number): number {
   return Math.min(30_000, requestTimeoutMs / 4);
 }
 
-export interface WaitingCall {
+interface WaitingCall {
   /** `namespace/name` of the pod that made the call. */
   pod: string;
   /** The CRI method (`StopContainer`) and what it is about (a container's name, `sandbox`, an image). */

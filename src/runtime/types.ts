@@ -22,7 +22,7 @@ export interface VersionInfo {
   runtimeApiVersion: string;
 }
 
-export interface RuntimeCondition {
+interface RuntimeCondition {
   type: string;
   status: boolean;
   reason: string;

@@ -20,7 +20,7 @@ export function requestAttributes(method: string, urlPath: string): { verb: stri
   return { verb: verbs[method] ?? '', subresource: subresources[first] ?? 'proxy' };
 }
 
-export const ANONYMOUS: UserInfo = { username: 'system:anonymous', groups: ['system:unauthenticated'] };
+const ANONYMOUS: UserInfo = { username: 'system:anonymous', groups: ['system:unauthenticated'] };
 
 /** A client certificate's subject as a user (CN, and O as groups). */
 export function certificateUser(subject: Record<string, string | string[]> | undefined): UserInfo | null {
@@ -31,7 +31,7 @@ export function certificateUser(subject: Record<string, string | string[]> | und
   return { username: name, groups: o === undefined ? [] : Array.isArray(o) ? o : [o] };
 }
 
-export interface AuthSettings {
+interface AuthSettings {
   anonymous: boolean;
   /** TokenReview for bearer tokens; absent: tokens are not accepted. */
   tokenReview?: Pick<KubeApi, 'createTokenReview'>;

@@ -7,7 +7,7 @@
  */
 import type { LogOptions } from '../kuberuntime/logFormat.ts';
 
-export type LogQuery = { options: LogOptions; previous: boolean } | { status: 400 | 422; body: string };
+type LogQuery = { options: LogOptions; previous: boolean } | { status: 400 | 422; body: string };
 
 const DECODE = { status: 400 as const, body: '{"message": "Unable to decode query."}' };
 const INVALID = { status: 422 as const, body: '{"message": "Invalid request."}' };

@@ -49,7 +49,7 @@ export interface MetricsInput {
 export const exponentialBuckets = (start: number, factor: number, count: number) => Array.from({ length: count }, (_, i) => start * factor ** i);
 
 /** prometheus DefBuckets. */
-export const DEFAULT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+const DEFAULT_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
 /** pkg/kubelet/metrics/metrics.go podStartupDurationBuckets. */
 export const POD_STARTUP_BUCKETS = [0.5, 1, 2, 3, 4, 5, 6, 8, 10, 20, 30, 45, 60, 120, 180, 240, 300, 360, 480, 600, 900, 1200, 1800, 2700, 3600];

@@ -20,7 +20,7 @@ export interface StreamingSource {
 }
 
 /** The path of a streaming request: `/exec|attach/{ns}/{pod}[/{uid}]/{container}` or `/portForward/{ns}/{pod}[/{uid}]`. */
-export type StreamingPath =
+type StreamingPath =
   | { kind: 'exec' | 'attach'; namespace: string; pod: string; uid: string | null; container: string }
   | { kind: 'portForward'; namespace: string; pod: string; uid: string | null };
 
@@ -87,7 +87,7 @@ export async function serveStreaming(source: StreamingSource, path: StreamingPat
 const NOT_FORWARDED = new Set(['authorization', 'cookie', 'host']);
 
 /** Splices the client's upgrade request to `url` (upgradeaware.go tryUpgrade). */
-export function proxyUpgrade(req: IncomingMessage, client: Duplex, head: Buffer, url: string): void {
+function proxyUpgrade(req: IncomingMessage, client: Duplex, head: Buffer, url: string): void {
   const target = new URL(url);
   const headers: Record<string, string | string[]> = {};
   for (const [name, value] of Object.entries(req.headersDistinct)) if (value && !NOT_FORWARDED.has(name)) headers[name] = value;

@@ -18,7 +18,7 @@ import { createReflector, type ReflectorState } from '../client/reflector.ts';
 import type { Clock } from '../clock.ts';
 import type { Logger } from '../log.ts';
 
-export interface ApiSourceOptions {
+interface ApiSourceOptions {
   api: KubeApi;
   nodeName: string;
   clock: Clock;
@@ -33,7 +33,7 @@ export interface ApiSourceOptions {
 
 export type ApiSourceState = ReflectorState;
 
-export interface ApiSource {
+interface ApiSource {
   start(): void;
   stop(): void;
 }

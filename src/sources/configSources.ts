@@ -16,7 +16,7 @@ import { type EventRecorder, podReference } from '../record/recorder.ts';
 import { createFileSource } from './file.ts';
 import { PodConfig } from './podConfig.ts';
 
-export interface ConfigSourcesOptions {
+interface ConfigSourcesOptions {
   nodeName: string;
   podManifestPath?: string;
   /** The API server (--kubeconfig): the pods bound to this node. */

@@ -45,7 +45,7 @@ export interface ManifestError {
   message: string;
 }
 
-export interface FileSourceOptions {
+interface FileSourceOptions {
   path: string;
   nodeName: string;
   /** Period of the safety-net rescan; the kubelet's `fileCheckFrequency`, 20 s by default. */
@@ -68,7 +68,7 @@ export interface FileSource {
   rescan(): Promise<void>;
 }
 
-export const DEFAULT_FILE_CHECK_FREQUENCY_MS = 20_000;
+const DEFAULT_FILE_CHECK_FREQUENCY_MS = 20_000;
 /** Long enough to coalesce the burst of notifications one save makes, short enough not to show in pod start latency. */
 const DEFAULT_DEBOUNCE_MS = 20;
 /** Manifests read at once by a scan. */

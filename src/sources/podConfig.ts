@@ -33,7 +33,7 @@ export interface PodUpdate {
   pods: Pod[];
 }
 
-export interface PodConfigOptions {
+interface PodConfigOptions {
   /** Clock for the `seen` annotation; defaults to the wall clock. */
   now?: () => Date;
   /** Called for each pod dropped because its full name (or UID) repeats within one snapshot. */

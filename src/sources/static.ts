@@ -58,7 +58,7 @@ export function staticPodUid(manifest: unknown, origin: ManifestOrigin, nodeName
   return hash.digest('hex');
 }
 
-export function staticPodName(name: string, nodeName: string): string {
+function staticPodName(name: string, nodeName: string): string {
   return `${name}-${nodeName.toLowerCase()}`;
 }
 

@@ -24,7 +24,7 @@ import {
   resourceMetricsText,
 } from './summary.ts';
 
-export interface StatsSource {
+interface StatsSource {
   nodeName: string;
   runtime: Pick<RuntimeService, 'listPodSandbox' | 'listContainers' | 'listPodSandboxStats' | 'listContainerStats'>;
   /** Where the containers' logs are (`--pod-logs-dir`), for their usage in the full summary. */
@@ -35,7 +35,7 @@ export interface StatsSource {
   readHost?(): Promise<HostUsage>;
 }
 
-export async function readProcHost(): Promise<HostUsage> {
+async function readProcHost(): Promise<HostUsage> {
   const [procStat, meminfo] = await Promise.all([readFile('/proc/stat', 'utf8'), readFile('/proc/meminfo', 'utf8')]);
   return { ...parseProcStat(procStat), ...parseMeminfo(meminfo) };
 }

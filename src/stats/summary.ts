@@ -9,13 +9,13 @@
  */
 import { type Container, type ContainerStats, type CpuUsage, type MemoryUsage, type PodSandbox, type PodSandboxStats, definedOnly } from '../runtime/types.ts';
 
-export interface CpuStats {
+interface CpuStats {
   time: number;
   usageNanoCores?: number;
   usageCoreNanoSeconds?: number;
 }
 
-export interface MemoryStats {
+interface MemoryStats {
   time: number;
   availableBytes?: number;
   usageBytes?: number;
@@ -31,13 +31,13 @@ export interface FsStats {
   inodesUsed?: number;
 }
 
-export interface SwapStats {
+interface SwapStats {
   time: number;
   swapAvailableBytes?: number;
   swapUsageBytes?: number;
 }
 
-export interface ContainerSummary {
+interface ContainerSummary {
   name: string;
   startTime: number;
   cpu?: CpuStats;
@@ -47,7 +47,7 @@ export interface ContainerSummary {
   swap?: SwapStats;
 }
 
-export interface PodSummary {
+interface PodSummary {
   podRef: { name: string; namespace: string; uid: string };
   startTime: number;
   containers: ContainerSummary[];
@@ -57,7 +57,7 @@ export interface PodSummary {
   process_stats?: { process_count?: number };
 }
 
-export interface NodeSummary {
+interface NodeSummary {
   nodeName: string;
   startTime: number;
   cpu?: CpuStats;
@@ -194,7 +194,7 @@ export interface RuntimeStats {
   stats: { sandboxes: PodSandboxStats[] } | { containers: ContainerStats[] };
 }
 
-export interface PodSummaryOptions {
+interface PodSummaryOptions {
   /** Only CPU and memory (`?only_cpu_and_memory=true`, GetCPUAndMemoryStats): no rootfs, logs or process stats. */
   onlyCpuAndMemory: boolean;
   /** When a stat is missing: the kubelet writes zeros at this time (makeContainerCPUAndMemoryStats). */

@@ -15,7 +15,7 @@ import { jsonEqual } from '../api/json.ts';
 import type { PodCondition, PodStatus } from '../api/types.ts';
 
 /** The condition types the kubelet sets (pkg/kubelet/types/pod_status.go PodConditionsByKubelet). */
-export const KUBELET_CONDITIONS: readonly string[] = ['PodScheduled', 'Ready', 'Initialized', 'ContainersReady', 'PodReadyToStartContainers'];
+const KUBELET_CONDITIONS: readonly string[] = ['PodScheduled', 'Ready', 'Initialized', 'ContainersReady', 'PodReadyToStartContainers'];
 
 const terminal = (phase: PodStatus['phase']) => phase === 'Succeeded' || phase === 'Failed';
 

@@ -11,7 +11,7 @@ interface Entry {
   version: number;
 }
 
-export type StatusListener = (uid: string, status: PodStatus | undefined) => void;
+type StatusListener = (uid: string, status: PodStatus | undefined) => void;
 
 export class StatusManager {
   private readonly entries = new Map<string, Entry>();

@@ -21,7 +21,7 @@ import type { Logger } from '../log.ts';
 import { statusPatch, statusToWrite } from './apiStatus.ts';
 import type { StatusManager } from './manager.ts';
 
-export interface StatusWriterDeps {
+interface StatusWriterDeps {
   api: KubeApi;
   statuses: StatusManager;
   /** The pod as the agent knows it (its sources' version), by UID. */

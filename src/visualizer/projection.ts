@@ -56,7 +56,7 @@ function parentOf(actorRef: AnyActorRef): AnyActorRef | undefined {
 }
 
 /** The readable name of an actor: its system id, else its id. */
-export function actorName(actorRef: AnyActorRef): string {
+function actorName(actorRef: AnyActorRef): string {
   const systemId = (actorRef as { options?: { systemId?: string } }).options?.systemId;
   return systemId ?? actorRef.id;
 }
@@ -77,7 +77,7 @@ function containersOf(list: unknown): WireContainer[] {
 }
 
 /** A pod reduced to its identity and its containers' names and images. */
-export function podSummary(pod: Pod): WirePodSummary {
+function podSummary(pod: Pod): WirePodSummary {
   const summary: WirePodSummary = { ...podRefOf(pod)!, containers: containersOf(pod.spec?.containers) };
   if (pod.spec?.initContainers?.length) summary.initContainers = containersOf(pod.spec.initContainers);
   return summary;
@@ -384,7 +384,7 @@ export function guardName(guard: unknown): string {
 }
 
 /** An action's name: its type (`recordSync`, `xstate.assign`, `xstate.sendTo`), else `inline`. */
-export function actionName(action: unknown): string {
+function actionName(action: unknown): string {
   if (typeof action === 'string') return action;
   if (action && (typeof action === 'object' || typeof action === 'function')) {
     const type = (action as { type?: unknown }).type;

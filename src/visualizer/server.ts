@@ -26,7 +26,7 @@ const reconnectMs = 1_000;
 const keepAliveMs = 15_000;
 
 /** The built page (`npm run build:visualizer`): `visualizer/dist/` from both `src/visualizer` and `dist/visualizer`. */
-export const pageDir = fileURLToPath(new URL('../../visualizer/dist/', import.meta.url));
+const pageDir = fileURLToPath(new URL('../../visualizer/dist/', import.meta.url));
 
 /** The files of the built page, by URL path, with their content types. */
 const pageFiles: Record<string, { file: string; type: string }> = {
@@ -147,7 +147,7 @@ class SseClients {
 /** Lines of each container the page's log tail shows. */
 const LOG_TAIL_LINES = 100;
 
-export function visualizerHandler(hub: VisualizerHub, sse = new SseClients(hub), dir = pageDir, logs?: LogSource): RouteHandler {
+function visualizerHandler(hub: VisualizerHub, sse = new SseClients(hub), dir = pageDir, logs?: LogSource): RouteHandler {
   return (req, res) => {
     const urlPath = (req.url ?? '/').split('?')[0] ?? '/';
     const page = pageFiles[urlPath];

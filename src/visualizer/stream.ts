@@ -37,7 +37,7 @@ import {
   projectStep,
 } from './projection.ts';
 
-export interface HubOptions {
+interface HubOptions {
   /** The shortest time between two batches. Default 100 ms. */
   flushMs?: number;
   /** Events kept per batch (the newest). Default 500. */
@@ -48,7 +48,7 @@ export interface HubOptions {
   clock?: Clock;
 }
 
-export type BatchListener = (batch: WireRecord[]) => void;
+type BatchListener = (batch: WireRecord[]) => void;
 
 /** An event or a microstep, kept raw until the flush: records dropped from a batch cost no projection. */
 type Pending =

@@ -79,7 +79,7 @@ export type WirePodProgress =
   | { stage: 'running' }
   | { stage: string };
 
-export interface WirePodState {
+interface WirePodState {
   phase: string;
   progress: WirePodProgress;
   syncCount: number;
@@ -153,7 +153,7 @@ export interface WireStep {
 }
 
 /** Events and steps left out of a batch (only the newest `maxEventsPerBatch` are sent). */
-export interface WireDropped {
+interface WireDropped {
   kind: 'dropped';
   events: number;
 }

@@ -16,21 +16,21 @@
  */
 import { assign, fromPromise, setup } from 'xstate';
 
-export interface VolumeCounts {
+interface VolumeCounts {
   /** tmpfs mounts under the pods directory. */
   mounts: number;
   /** Service-account tokens kept. */
   tokens: number;
 }
 
-export interface VolumeManagerEffects {
+interface VolumeManagerEffects {
   /** Learns the mounts an earlier run left; returns what the node holds. */
   adopt(): Promise<VolumeCounts>;
   /** Drops expired tokens; returns how many, and what the node holds. */
   collect(): Promise<VolumeCounts & { dropped: number }>;
 }
 
-export interface VolumeManagerContext extends VolumeCounts {
+interface VolumeManagerContext extends VolumeCounts {
   dropped: number;
   lastError: string | null;
 }

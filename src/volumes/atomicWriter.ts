@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, readdir, readFile, readlink, rename, rm, stat, symlink, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 
-export interface FileToWrite {
+interface FileToWrite {
   /** Relative path inside the volume. */
   path: string;
   content: Buffer;

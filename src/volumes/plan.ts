@@ -18,7 +18,7 @@ import { containerResourceValue, formatMap, podFieldValue } from '../api/downwar
 import type { ResourceAmounts } from '../api/quantity.ts';
 import type { MountPropagation } from '../runtime/types.ts';
 
-export interface KeyToPath {
+interface KeyToPath {
   key: string;
   path: string;
   mode?: number;
@@ -36,7 +36,7 @@ export interface PodVolume {
 }
 
 /** One source of a projected volume (each takes the volume's defaultMode). */
-export interface ProjectionSource {
+interface ProjectionSource {
   configMap?: { name?: string; items?: KeyToPath[]; optional?: boolean };
   secret?: { name?: string; items?: KeyToPath[]; optional?: boolean };
   downwardAPI?: { items?: DownwardItem[] };
@@ -44,14 +44,14 @@ export interface ProjectionSource {
   [source: string]: unknown;
 }
 
-export interface DownwardItem {
+interface DownwardItem {
   path: string;
   fieldRef?: { fieldPath: string };
   resourceFieldRef?: NonNullable<EnvVarSource['resourceFieldRef']>;
   mode?: number;
 }
 
-export type Plugin = 'emptyDir' | 'configMap' | 'secret' | 'downwardAPI' | 'projected' | 'hostPath';
+type Plugin = 'emptyDir' | 'configMap' | 'secret' | 'downwardAPI' | 'projected' | 'hostPath';
 
 export interface VolumeMountPlan {
   volumeName: string;
@@ -72,7 +72,7 @@ export function mountPropagation(mode: string | undefined): MountPropagation | E
 }
 
 /** Why a subPath cannot be used (kubelet_pods.go makeMounts), or null. */
-export function subPathProblem(subPath: string): string | null {
+function subPathProblem(subPath: string): string | null {
   if (subPath.startsWith('/')) return `error SubPath \`${subPath}\` must not be an absolute path`;
   if (subPath.split('/').includes('..')) return `unable to provision SubPath \`${subPath}\`: must not contain '..'`;
   return null;
@@ -111,7 +111,7 @@ export function volumeDir(podsDir: string, pod: Pod, volume: PodVolume): string 
 }
 
 /** Why a volume is not set up by this node, or null when it is. */
-export function unsupportedVolume(volume: PodVolume): string | null {
+function unsupportedVolume(volume: PodVolume): string | null {
   if (pluginOf(volume)) return null;
   const plugin = Object.keys(volume).find((k) => k !== 'name') ?? 'unknown';
   return `volume "${volume.name}" (${plugin}) is not mounted: this node does not support ${plugin} volumes yet`;
@@ -161,13 +161,13 @@ export function containerMounts(podsDir: string, pod: Pod, container: Container,
 export type Payload = { files: { path: string; content: Buffer; mode: number }[] } | { error: string };
 
 /** Several errors as one message, as Go's utilerrors.NewAggregate prints them (`[a, b]`; one alone as is). */
-export function aggregateErrors(errors: readonly string[]): string {
+function aggregateErrors(errors: readonly string[]): string {
   const unique = [...new Set(errors)];
   return unique.length === 1 ? unique[0]! : `[${unique.join(', ')}]`;
 }
 
 /** The API's default file mode of configMap, secret, downwardAPI and projected volumes. */
-export const DEFAULT_MODE = 0o644;
+const DEFAULT_MODE = 0o644;
 
 /**
  * The files of a configMap or secret volume (pkg/volume/configmap MakePayload, secret MakePayload):
@@ -236,7 +236,7 @@ export function downwardPayload(
 }
 
 /** What a projected volume's sources resolved to, by source index. */
-export interface ProjectionInputs {
+interface ProjectionInputs {
   /** A configMap's or secret's values; null: the object does not exist. */
   objects: ReadonlyMap<number, Readonly<Record<string, Buffer>> | null>;
   /** A service-account token, or why there is none. */
@@ -284,7 +284,7 @@ const HOST_PATH_KINDS: Record<string, { kind: 'directory' | 'file' | 'socket' | 
   BlockDevice: { kind: 'block', word: 'block device' },
 };
 
-export type HostPathCheck = { ok: true } | { create: 'directory' | 'file' } | { error: string };
+type HostPathCheck = { ok: true } | { create: 'directory' | 'file' } | { error: string };
 
 /**
  * The hostPath type check (pkg/volume/hostpath/host_path.go checkType): `found` is what is at the

@@ -40,11 +40,11 @@ import {
 import type { TokenSource } from './tokens.ts';
 
 /** A volume that could not be set up, with the kubelet's `MountVolume.SetUp failed …` message. */
-export class VolumeSetUpError extends Error {
+class VolumeSetUpError extends Error {
   override readonly name = 'VolumeSetUpError';
 }
 
-export interface VolumeDeps {
+interface VolumeDeps {
   podsDir: string;
   /** Absent: a node without an API server (a configMap or secret volume cannot be set up). */
   objects?: ObjectReader;

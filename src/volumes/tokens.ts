@@ -10,11 +10,11 @@
 import type { IssuedToken, KubeApi, TokenRequestSpec } from '../client/api.ts';
 
 /** The longest a token is used without asking for a new one (maxTTL). */
-export const MAX_TOKEN_AGE_MS = 24 * 3_600_000;
+const MAX_TOKEN_AGE_MS = 24 * 3_600_000;
 /** The refresh time is moved earlier by up to this much, at random (maxJitter). */
-export const MAX_JITTER_MS = 10_000;
+const MAX_JITTER_MS = 10_000;
 
-export interface CachedToken {
+interface CachedToken {
   token: string;
   /** When the API server says the token expires (ms since the epoch). */
   expiresAtMs: number;
@@ -34,7 +34,7 @@ export function tokenNeedsRefresh(cached: Pick<CachedToken, 'expiresAtMs' | 'exp
   return nowMs < issuedAtMs;
 }
 
-export interface TokenRequestFor {
+interface TokenRequestFor {
   namespace: string;
   serviceAccount: string;
   audience?: string;

@@ -25,7 +25,7 @@ import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import type { Pod, PodStatus } from '../../src/api/types.ts';
 import { CriClient } from '../../src/runtime/cri/client.ts';
-import { seededRandom } from '../../src/runtime/faults.ts';
+import { seededRandom } from '../support/faults.ts';
 import { startSimRuntime } from '../../src/runtime/sim/server.ts';
 import { type AgentProcess, runStatelet } from '../support/agentProcess.ts';
 import { type FailureCode, startApiFaultProxy } from '../support/apiFaultProxy.ts';

@@ -11,7 +11,7 @@
  * waits for the node to converge and checks it. Everything random comes from the seed, which the
  * report carries so that a failure can be replayed.
  */
-import { seededRandom } from '../../src/runtime/faults.ts';
+import { seededRandom } from '../support/faults.ts';
 import type { SimEngine } from '../../src/runtime/sim/engine.ts';
 import { ChaosNode, type Kind } from './chaosNode.ts';
 import type { Violation } from './invariants.ts';

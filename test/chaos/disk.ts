@@ -19,7 +19,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import type { Pod } from '../../src/api/types.ts';
-import { seededRandom } from '../../src/runtime/faults.ts';
+import { seededRandom } from '../support/faults.ts';
 import { mountSmallFilesystem } from '../support/smallFilesystem.ts';
 import { ChaosNode, type Kind, NODE } from './chaosNode.ts';
 import type { Violation } from './invariants.ts';

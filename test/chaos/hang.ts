@@ -12,7 +12,7 @@
  * - the call ends at its deadline (`--runtime-request-timeout`), the pod's next attempt hangs
  *   again, and once the runtime answers the pod finishes terminating, nothing left behind.
  */
-import { FaultInjector, type RuntimeMethod, seededRandom } from '../../src/runtime/faults.ts';
+import { FaultInjector, type RuntimeMethod, seededRandom } from '../support/faults.ts';
 import { ChaosNode, NODE, type Kind } from './chaosNode.ts';
 import type { Violation } from './invariants.ts';
 

@@ -24,7 +24,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import fc from 'fast-check';
 import { podFullName, type Pod } from '../../src/api/types.ts';
-import { seededRandom } from '../../src/runtime/faults.ts';
+import { seededRandom } from '../support/faults.ts';
 import { MAX_MANIFEST_BYTES, MAX_MANIFEST_DEPTH, parseManifest } from '../../src/sources/file.ts';
 import { ChaosNode, NODE } from './chaosNode.ts';
 import type { Violation } from './invariants.ts';

@@ -15,7 +15,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
-import { seededRandom } from '../../src/runtime/faults.ts';
+import { seededRandom } from '../support/faults.ts';
 import { percentile } from '../../bench/lib.ts';
 import { runChurn } from './churn.ts';
 import { type ControlPlane, startControlPlane } from '../support/controlPlane.ts';

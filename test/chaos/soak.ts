@@ -10,7 +10,8 @@
  */
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
-import { type CallInterceptor, seededRandom } from '../../src/runtime/faults.ts';
+import type { CallInterceptor } from '../../src/runtime/sim/server.ts';
+import { seededRandom } from '../support/faults.ts';
 import { ChaosNode, type Kind } from './chaosNode.ts';
 import { Inspector } from './inspector.ts';
 import type { Violation } from './invariants.ts';

@@ -6,8 +6,8 @@
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CriClient } from '../../src/runtime/cri/client.ts';
-import { type CriProxy, startCriProxy } from '../../src/runtime/cri/proxy.ts';
-import { FaultInjector } from '../../src/runtime/faults.ts';
+import { type CriProxy, startCriProxy } from '../support/criProxy.ts';
+import { FaultInjector } from '../support/faults.ts';
 import { type SimOverGrpc, containerConfig, podSandboxConfig, rejection, simOverGrpc, take } from './support.ts';
 
 let sim: SimOverGrpc;

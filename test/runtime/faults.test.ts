@@ -4,9 +4,9 @@
  * repeat with their seed.
  */
 import { describe, expect, it } from 'vitest';
-import { FaultInjector, seededRandom } from '../../src/runtime/faults.ts';
+import { FaultInjector, seededRandom } from '../support/faults.ts';
 import { SimEngine } from '../../src/runtime/sim/engine.ts';
-import { InProcessRuntime } from '../../src/runtime/sim/inProcess.ts';
+import { InProcessRuntime } from '../support/inProcessRuntime.ts';
 import { containerConfig, podSandboxConfig, rejection, simOverGrpc } from './support.ts';
 
 function setup(seed = 1) {

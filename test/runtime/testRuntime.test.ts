@@ -4,7 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { ContainerEvent } from '../../src/runtime/types.ts';
 import { SimEngine } from '../../src/runtime/sim/engine.ts';
-import { InProcessRuntime } from '../../src/runtime/sim/inProcess.ts';
+import { InProcessRuntime } from '../support/inProcessRuntime.ts';
 import { ManualClock } from '../support/manualClock.ts';
 import { TestRuntime } from '../support/testRuntime.ts';
 import { NamespaceMode, type ContainerConfig, type PodSandboxConfig } from '../../src/runtime/types.ts';

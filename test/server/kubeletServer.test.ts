@@ -15,7 +15,7 @@ import type { ListeningServer } from '../../src/server/http.ts';
 import { startKubeletServer } from '../../src/server/kubeletServer.ts';
 import { StatsProvider } from '../../src/stats/provider.ts';
 import { SimEngine } from '../../src/runtime/sim/engine.ts';
-import { InProcessRuntime } from '../../src/runtime/sim/inProcess.ts';
+import { InProcessRuntime } from '../support/inProcessRuntime.ts';
 import { containerConfig, podSandboxConfig } from '../runtime/support.ts';
 import { type KubeletClientPki, writeKubeletClientPki } from '../support/kubeletClientPki.ts';
 import { noStreaming } from '../support/noStreaming.ts';

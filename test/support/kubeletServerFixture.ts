@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises';
 import type { Pod } from '../../src/api/types.ts';
 import { silentLogger } from '../../src/log.ts';
 import { SimEngine } from '../../src/runtime/sim/engine.ts';
-import { InProcessRuntime } from '../../src/runtime/sim/inProcess.ts';
+import { InProcessRuntime } from './inProcessRuntime.ts';
 import { RequestAuth } from '../../src/server/auth.ts';
 import { selfSigned } from '../../src/server/certificates.ts';
 import type { ListeningServer } from '../../src/server/http.ts';

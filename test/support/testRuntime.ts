@@ -7,7 +7,7 @@
  */
 import { type Clock, realClock } from '../../src/clock.ts';
 import { SimEngine } from '../../src/runtime/sim/engine.ts';
-import { InProcessRuntime } from '../../src/runtime/sim/inProcess.ts';
+import { InProcessRuntime } from './inProcessRuntime.ts';
 import type { ContainerStatus, ImageInfo, PodSandboxStatus } from '../../src/runtime/types.ts';
 import { FaultyRuntime } from './faultyRuntime.ts';
 

@@ -69,7 +69,7 @@ import {
   type WireVersionResponse,
 } from './wire.ts';
 
-export interface CriClientOptions {
+interface CriClientOptions {
   /** Deadline for calls that do not pass `timeoutMs`. Kubelet's runtime-request-timeout is 2 minutes. */
   requestTimeoutMs?: number;
   /** Deadline for PullImage, which routinely outlives ordinary calls on large images. */
@@ -623,8 +623,4 @@ async function* mapDefined<T, U>(source: AsyncIterable<T>, map: (item: T) => U |
     const mapped = map(item);
     if (mapped !== undefined) yield mapped;
   }
-}
-
-export function createCriClient(endpoint: string, options?: CriClientOptions): CriClient {
-  return new CriClient(endpoint, options);
 }

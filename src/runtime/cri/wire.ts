@@ -23,7 +23,7 @@ import {
 // Loading the proto
 
 /** camelCase names, int64 as decimal strings, enums as names, defaults filled in, absent messages as null. */
-export const LOADER_OPTIONS: protoLoader.Options = {
+const LOADER_OPTIONS: protoLoader.Options = {
   keepCase: false,
   longs: String,
   enums: String,
@@ -54,10 +54,10 @@ export function serviceDefinition(service: ServiceName): protoLoader.ServiceDefi
 // Wire shapes: what proto-loader hands back with LOADER_OPTIONS, and what either side sends.
 // Enums may still arrive as numbers when a newer peer sends a value our proto does not name.
 
-export type WireInt64 = string | number;
+type WireInt64 = string | number;
 export type WireEnum = string | number;
 /** A message without fields (`StopPodSandboxResponse`, `GetEventsRequest`, …). */
-export type WireEmpty = Record<string, never>;
+type WireEmpty = Record<string, never>;
 
 export interface WirePodSandboxMetadata {
   name: string;
@@ -75,7 +75,7 @@ export interface WireImageSpec {
   image: string;
 }
 
-export interface WireNamespaceOption {
+interface WireNamespaceOption {
   network: WireEnum;
   pid: WireEnum;
   ipc: WireEnum;

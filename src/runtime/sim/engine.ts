@@ -43,8 +43,8 @@ import { ShellProcess, type ShellOutput } from './shell.ts';
 import { CpuMeter, PROCESS_BASE_BYTES } from './usage.ts';
 
 export const POD_UID_LABEL = 'io.kubernetes.pod.uid';
-export const SIM_RUNTIME_NAME = 'statelet-sim';
-export const SIM_RUNTIME_VERSION = '0.1.0';
+const SIM_RUNTIME_NAME = 'statelet-sim';
+const SIM_RUNTIME_VERSION = '0.1.0';
 
 export interface SimRuntimeOptions {
   /** Time source for sleeps, stop timeouts, pulls and exec deadlines. Real time by default. */
@@ -70,7 +70,7 @@ export interface SimContainerEvent {
   containersStatuses: ContainerStatus[];
 }
 
-export type SimEventListener = (event: SimContainerEvent) => void;
+type SimEventListener = (event: SimContainerEvent) => void;
 
 interface SimSandbox {
   id: string;
@@ -88,7 +88,7 @@ interface SimSandbox {
 }
 
 /** An exec under way: its exit status, and how to end it early. */
-export interface RunningExec {
+interface RunningExec {
   exited: Promise<number>;
   kill(): void;
 }

@@ -20,10 +20,10 @@ const BASE_DIRS: ReadonlySet<string> = new Set([
 ]);
 
 /** The one device file scripts commonly name; reads are empty and writes vanish. */
-export const DEV_NULL = '/dev/null';
+const DEV_NULL = '/dev/null';
 
-export type RemoveResult = 'removed' | 'missing' | 'is-directory' | 'read-only';
-export type MkdirResult = 'created' | 'exists' | 'no-parent' | 'read-only';
+type RemoveResult = 'removed' | 'missing' | 'is-directory' | 'read-only';
+type MkdirResult = 'created' | 'exists' | 'no-parent' | 'read-only';
 
 /** The host refused a write under a mount; `text` is the C library's wording (`No space left on device`). */
 export class HostFsError extends Error {
@@ -55,7 +55,7 @@ function hostStat(path: string): Stats | undefined {
   }
 }
 
-export interface SimMount {
+interface SimMount {
   containerPath: string;
   hostPath: string;
   readonly: boolean;

@@ -19,7 +19,7 @@ import { SimError } from './errors.ts';
 export const DEFAULT_IMAGES: readonly string[] = ['docker.io/library/busybox:latest', 'registry.k8s.io/pause:3.9'];
 
 /** Turns a short image reference into the fully qualified form containerd stores. */
-export function normalizeImageRef(reference: string): string {
+function normalizeImageRef(reference: string): string {
   let ref = reference.trim();
   if (ref.startsWith('sha256:')) return ref;
   const firstSlash = ref.indexOf('/');
@@ -41,7 +41,7 @@ interface StoredImage {
   name: string;
 }
 
-export interface ImageStoreOptions {
+interface ImageStoreOptions {
   clock: Clock;
   pullDelayMs: number;
   initialImages: readonly string[];

@@ -13,7 +13,7 @@ import { dirname } from 'node:path';
 export type LogStream = 'stdout' | 'stderr';
 
 /** containerd's fixed-width form of RFC 3339 with nanoseconds. */
-export function criTimestamp(ms: number): string {
+function criTimestamp(ms: number): string {
   const whole = Math.floor(ms);
   const iso = new Date(whole).toISOString(); // 2024-01-01T00:00:00.123Z
   const nanosBeyondMs = Math.round((ms - whole) * 1e6);

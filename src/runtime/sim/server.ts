@@ -54,14 +54,20 @@ import { SimEngine, type SimContainerEvent, type SimRuntimeOptions } from './eng
 import { SimError } from './errors.ts';
 import { SimStreaming } from './streaming.ts';
 import { StreamingRequestError } from '../streaming/server.ts';
-import type { CallInterceptor } from '../faults.ts';
+
+/**
+ * Stands between a call sim:// serves and its answer: runs `answer` for the call (named by its CRI method, `StopContainer`, with the
+ * request as decoded from the wire), or fails, delays or holds it first. `signal` fires when the
+ * client goes away (its deadline passed, or it cancelled).
+ */
+export type CallInterceptor = (call: string, request: unknown, signal: AbortSignal, answer: () => Promise<unknown>) => Promise<unknown>;
 
 export interface SimRuntimeServerOptions extends SimRuntimeOptions {
   /** Filesystem path of the unix socket to listen on; a stale socket file there is removed. */
   socketPath: string;
   /** Serve an existing engine instead of creating one from the options. */
   engine?: SimEngine;
-  /** Stands between every unary call and its answer: the reliability suite's faults (`FaultInjector.intercept`). */
+  /** Stands between every unary call and its answer (the reliability suite's faults, test/support/faults.ts). */
   intercept?: CallInterceptor;
 }
 

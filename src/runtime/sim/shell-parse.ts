@@ -5,7 +5,7 @@
  * sim accepts means the same thing it would mean to a real `sh`.
  */
 
-export type WordPart =
+type WordPart =
   | { kind: 'literal'; text: string; quoted: boolean }
   /** `$NAME`, `${NAME}`, `$?`, `$$`, `$0`… expanded when the command runs. */
   | { kind: 'variable'; name: string; quoted: boolean };
@@ -54,7 +54,7 @@ const NAME_CHAR = /[A-Za-z0-9_]/;
 const SPECIAL_PARAMS = new Set(['?', '$', '#', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9', '@', '*', '!']);
 const WORD_END = new Set([' ', '\t', '\n', ';', '&', '|', '<', '>', '(', ')']);
 
-export function tokenize(source: string): Token[] {
+function tokenize(source: string): Token[] {
   const tokens: Token[] = [];
   let i = 0;
   const peek = (offset = 0): string => source[i + offset] ?? '';
@@ -200,7 +200,7 @@ function readWord(source: string, start: number): [Word, number] {
 }
 
 /** The word's text when it is a plain unquoted literal (how reserved words are recognised). */
-export function plainText(word: Word): string | null {
+function plainText(word: Word): string | null {
   const [only, ...rest] = word.parts;
   if (!only || rest.length > 0 || only.kind !== 'literal' || only.quoted) return null;
   return only.text;

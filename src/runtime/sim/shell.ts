@@ -17,7 +17,7 @@ import { HOST_NETWORK_ADDRESS, SimNetwork, httpd, nc, type AppletContext, type A
 import { CpuMeter } from './usage.ts';
 import { parse, ShellSyntaxError, type Assignment, type Command, type Redirect, type Word } from './shell-parse.ts';
 
-export type ShellSignal = 'TERM' | 'KILL';
+type ShellSignal = 'TERM' | 'KILL';
 
 /** Exit statuses a signal produces: 128 + signal number. */
 export const EXIT_TERM = 143;
@@ -28,7 +28,7 @@ export interface ShellOutput {
   stderr(text: string): void;
 }
 
-export interface ShellProcessOptions {
+interface ShellProcessOptions {
   /** The container's argv: CRI `command ++ args`. */
   argv: string[];
   clock: Clock;
@@ -60,7 +60,7 @@ const SHELLS = new Set(['sh', 'bash', 'ash', 'dash']);
 const BUSY_LOOP_ITERATIONS = 10_000;
 
 /** Splits a container argv into what the sim runs, following how Kubernetes images use `sh -c`. */
-export type Program =
+type Program =
   /** No argv at all: behaves like the pause process (runs until stopped, exits 0 on TERM). */
   | { kind: 'pause' }
   | { kind: 'script'; source: string }

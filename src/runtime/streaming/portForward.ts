@@ -12,7 +12,7 @@ import type { SpdySession, SpdyStream } from './spdy.ts';
 import { STREAM_CREATION_TIMEOUT_MS } from './remoteCommand.ts';
 import { finish, handshake, upgradeToSpdy } from './upgrade.ts';
 
-export const PORT_FORWARD_PROTOCOL = 'portforward.k8s.io';
+const PORT_FORWARD_PROTOCOL = 'portforward.k8s.io';
 
 /** Connects to `port` in the pod; the connection is closed when `signal` aborts. */
 export type Dial = (port: number, signal: AbortSignal) => Promise<Duplex>;

@@ -12,13 +12,13 @@ import type { SpdyStream } from './spdy.ts';
 import { finish, handshake, upgradeToSpdy } from './upgrade.ts';
 
 /** The remotecommand versions spoken over SPDY, preferred first (v5 is v4 on SPDY). */
-export const REMOTE_COMMAND_PROTOCOLS = ['v5.channel.k8s.io', 'v4.channel.k8s.io', 'v3.channel.k8s.io', 'v2.channel.k8s.io'] as const;
+const REMOTE_COMMAND_PROTOCOLS = ['v5.channel.k8s.io', 'v4.channel.k8s.io', 'v3.channel.k8s.io', 'v2.channel.k8s.io'] as const;
 const JSON_STATUS = new Set<string>(['v5.channel.k8s.io', 'v4.channel.k8s.io']);
 
 /** How long the client has to open its streams (remotecommand DefaultStreamCreationTimeout). */
 export const STREAM_CREATION_TIMEOUT_MS = 30_000;
 
-export interface StreamChoice {
+interface StreamChoice {
   stdin: boolean;
   stdout: boolean;
   stderr: boolean;

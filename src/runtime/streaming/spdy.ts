@@ -18,7 +18,7 @@ import { Duplex } from 'node:stream';
 import { constants as zlibConstants, createInflate, type Inflate } from 'node:zlib';
 
 /** A stream's headers, names in lower case (what SPDY puts on the wire). */
-export type SpdyHeaders = Record<string, string>;
+type SpdyHeaders = Record<string, string>;
 
 const VERSION = 3;
 const CONTROL = 0x8000;
@@ -34,7 +34,7 @@ const enum FrameType {
 }
 const FLAG_FIN = 0x01;
 /** RST_STREAM status codes (SPDY/3 §2.6.3). */
-export const RST_CANCEL = 5;
+const RST_CANCEL = 5;
 const RST_PROTOCOL_ERROR = 1;
 const MAX_FRAME_LENGTH = 0xffffff;
 /** Data is written in frames of at most this size, so that streams interleave. */
@@ -199,7 +199,7 @@ export class SpdyStream extends Duplex {
   }
 }
 
-export interface SpdySessionOptions {
+interface SpdySessionOptions {
   /** `server` answers streams the peer opens (even ids are its own); `client` opens odd ones. */
   role: 'server' | 'client';
   /** A stream the peer opened, already answered with SYN_REPLY. */

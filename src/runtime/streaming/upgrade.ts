@@ -8,7 +8,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { SpdySession, type SpdyStream } from './spdy.ts';
 
-export const PROTOCOL_HEADER = 'x-stream-protocol-version';
+const PROTOCOL_HEADER = 'x-stream-protocol-version';
 
 /** Answers a request that was not upgraded, and closes the connection. */
 export function refuse(socket: Duplex, status: number, message: string, headers: Record<string, string> = {}): void {

@@ -11,10 +11,10 @@
 import { mkdir, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { CriError } from '../types.ts';
-import type { CallInterceptor } from '../faults.ts';
-import { grpcTarget } from './client.ts';
-import { type ServiceName, serviceDefinition } from './wire.ts';
+import { CriError } from '../../src/runtime/types.ts';
+import type { CallInterceptor } from '../../src/runtime/sim/server.ts';
+import { grpcTarget } from '../../src/runtime/cri/client.ts';
+import { type ServiceName, serviceDefinition } from '../../src/runtime/cri/wire.ts';
 
 export interface CriProxy {
   /** `unix://<socketPath>`, for the agent's --container-runtime-endpoint. */

@@ -32,11 +32,11 @@ import {
   type RuntimeService,
   type RuntimeStatusInfo,
   type VersionInfo,
-} from '../types.ts';
-import type { SimContainerEvent, SimEngine } from './engine.ts';
-import { SimError } from './errors.ts';
-import { SimStreaming } from './streaming.ts';
-import { StreamingRequestError } from '../streaming/server.ts';
+} from '../../src/runtime/types.ts';
+import type { SimContainerEvent, SimEngine } from '../../src/runtime/sim/engine.ts';
+import { SimError } from '../../src/runtime/sim/errors.ts';
+import { SimStreaming } from '../../src/runtime/sim/streaming.ts';
+import { StreamingRequestError } from '../../src/runtime/streaming/server.ts';
 
 export class InProcessRuntime implements RuntimeService, ImageService {
   constructor(readonly engine: SimEngine) {}

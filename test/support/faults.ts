@@ -1,5 +1,5 @@
 /**
- * Faults on demand, for the reliability suite and for anyone testing against statelet: a
+ * Faults on demand, for the reliability suite (part of the test kit, not of the package): a
  * decorator over any `RuntimeService`/`ImageService` (sim://, the in-process runtime, the gRPC
  * client to containerd) that makes chosen calls fail, wait, or hang, by method, by pod, with a
  * probability and a count, drawn from a seeded generator so that a run can be replayed.
@@ -14,7 +14,8 @@
  * process): there the agent in another process makes the calls, and a held call is one its gRPC
  * client waits on.
  */
-import { type CallOptions, CriError, type CriErrorCode, type ImageService, type RuntimeService } from './types.ts';
+import { type CallOptions, CriError, type CriErrorCode, type ImageService, type RuntimeService } from '../../src/runtime/types.ts';
+import type { CallInterceptor } from '../../src/runtime/sim/server.ts';
 
 export type RuntimeMethod = Exclude<keyof RuntimeService, 'containerEvents'> | keyof ImageService;
 
@@ -47,13 +48,6 @@ export interface HeldCall {
   podUid: string | undefined;
   since: number;
 }
-
-/**
- * Runs `answer` for one call a runtime serves (named by its CRI method, `StopContainer`, with the
- * request as decoded from the wire), or fails, delays or holds it first. `signal` fires when the
- * client goes away (its deadline passed, or it cancelled).
- */
-export type CallInterceptor = (call: string, request: unknown, signal: AbortSignal, answer: () => Promise<unknown>) => Promise<unknown>;
 
 /** mulberry32: a small, fast, seedable generator with a 2^32 period, enough for fault draws. */
 export function seededRandom(seed: number): () => number {
