@@ -83,6 +83,11 @@ interface Tracked {
   actor: WireActor | null;
   snapshot?: WireSnapshot;
   history?: History;
+  /**
+   * The steps of its initial state (the pod machine's out of `starting`), recorded while the actor
+   * is made: held until its creation event (`xstate.init`), so that its log tells the creation first.
+   */
+  initialSteps?: Extract<Pending, { kind: 'step' }>[];
 }
 
 export class VisualizerHub {
@@ -290,6 +295,10 @@ export class VisualizerHub {
       via = ref;
     }
     this.keep(owner, { kind: 'event', seq: ++this.seq, ref: owner.ref, source, event, via, at: this.now() });
+    if (event.type === 'xstate.init' && owner.initialSteps) {
+      for (const step of owner.initialSteps) this.keep(owner, { ...step, seq: ++this.seq });
+      delete owner.initialSteps;
+    }
   }
 
   private onMicrostep(ref: AnyActorRef, event: AnyEventObject, snapshot: unknown, transitions: readonly TakenTransition[]): void {
@@ -297,7 +306,9 @@ export class VisualizerHub {
     const owner = this.announced(ref, snapshot);
     const value = (snapshot as { value?: StateValue }).value;
     if (!owner || value === undefined) return;
-    this.keep(owner, { kind: 'step', seq: ++this.seq, ref, event, transitions, value, at: this.now() });
+    const step = { kind: 'step' as const, seq: 0, ref, event, transitions, value, at: this.now() };
+    if (event.type === 'xstate.init') (owner.initialSteps ??= []).push(step);
+    else this.keep(owner, { ...step, seq: ++this.seq });
   }
 
   /** Into the actor's history, and into the batch if anyone listens. */

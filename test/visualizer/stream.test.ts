@@ -54,6 +54,11 @@ describe('VisualizerHub', () => {
     expect(hub.picture().actors.map((a) => a.actor)).toEqual([
       expect.objectContaining({ name: 'pod/uid-1', machineId: 'pod', pod: { namespace: 'default', name: 'web', uid: 'uid-1' } }),
     ]);
+    // Its log tells its creation first, then the step it took while being made.
+    hub.inspect.next!({ type: '@xstate.event', actorRef: beingMade, rootId: beingMade.sessionId, sourceRef: undefined, event: { type: 'xstate.init', input: { pod } } });
+    const history = hub.history(beingMade.sessionId);
+    expect(history.map((r) => (r.kind === 'event' ? r.type : r.kind === 'step' ? `step ${r.event}` : r.kind))).toEqual(['xstate.init', 'step xstate.init']);
+    expect(history.map((r) => (r.kind === 'event' || r.kind === 'step' ? r.seq : 0))).toEqual([1, 2]);
   });
 
   it('batches at most every flushMs and sends only the latest snapshot per actor', async () => {
