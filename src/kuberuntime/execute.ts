@@ -1,67 +1,36 @@
 /**
  * Carries out a `PodActions` plan against the runtime (pkg/kubelet/kuberuntime/kuberuntime_manager.go
- * SyncPod, kuberuntime_container.go startContainer): kill what
- * must die (kill.ts: preStop, grace periods, sidecar order), (re)create the sandbox, start init
- * containers in order and the regular containers, each start guarded by the crash-loop backoff and
- * preceded by the image check, and followed by its postStart hook, which the sync waits for. Every
- * failure is turned into a waiting reason for the container it concerns; one container's failure
- * never stops the others from starting.
+ * SyncPod): kill what must die (kill.ts: preStop, grace periods, sidecar order), (re)create the
+ * sandbox, start init containers in order and the regular containers (startContainer.ts: back-off,
+ * image, config, create, start, postStart). Every failure is turned into a waiting reason for the
+ * container it concerns; one container's failure never stops the others from starting. Also here:
+ * a pod's runtime objects killed or removed, and its volumes set up and torn down at each sync.
  */
-import type { Container, LifecycleHandler, Pod } from '../api/types.ts';
-import { podRef } from '../api/types.ts';
-import type { PodActions } from './computePodActions.ts';
+import type { Container, Pod } from '../api/types.ts';
 import { isSidecar } from '../api/podSpec.ts';
-import {
-  type BackoffPolicy,
-  type BackoffTable,
-  backoffRemainingMs,
-  nextBackoff,
-} from './backoff.ts';
-import type { ImagePulls } from '../runtime/callTrace.ts';
-import type { CallOptions, ImageService, Mount } from '../runtime/types.ts';
+import type { RuntimeContainerStatus, RuntimePodStatus, WaitingReason } from '../api/runtimeView.ts';
+import { podReference } from '../record/recorder.ts';
+import type { CallOptions } from '../runtime/types.ts';
 import { isNotFound } from '../runtime/types.ts';
-import { ContainerConfigError, containerConfig, expandVars, sandboxConfig } from './configs.ts';
-import { containerHash } from './hash.ts';
-import { ensureImage, errorText } from './images.ts';
-import { HookError, type HookTarget, hookHost, realHookIO, runLifecycleHandler } from './hooks.ts';
-import { type KillDeps, type PreStopRuns, killContainer } from './kill.ts';
-import type { ContainerType } from './labels.ts';
-import { type RuntimeContainerStatus, type RuntimePodStatus, type WaitingReason, newestContainer } from '../api/runtimeView.ts';
-import { TerminationOrdering } from './terminationOrder.ts';
-import { makeEnvironment, readReferencedObjects } from './envVars.ts';
-import type { ObjectReader } from '../client/objects.ts';
-import { type NodeDns, podDns } from './dns.ts';
-import { ETC_HOSTS, managedHostsContent, mountsManagedHosts, podHostnameAndDomain } from './hosts.ts';
-import { chmod, readFile, writeFile } from 'node:fs/promises';
 import { makePodDataDirs, setUpPodVolumes, tearDownPodVolumes } from '../volumes/setUp.ts';
 import { mkdirAll } from '../volumes/mkdirAll.ts';
 import { type Mounter, diskOnly } from '../volumes/mounter.ts';
 import type { TokenManager } from '../volumes/tokens.ts';
-import { containerMounts, unsupportedVolumes } from '../volumes/plan.ts';
-import { resolveSubPaths } from '../volumes/subPath.ts';
-import path from 'node:path';
-import type { ResourceAmounts } from '../api/quantity.ts';
-import type { Service } from '../api/cluster.ts';
-import { podReference } from '../record/recorder.ts';
+import { unsupportedVolumes } from '../volumes/plan.ts';
+import type { PodActions } from './computePodActions.ts';
+import { sandboxConfig } from './configs.ts';
+import { podDns } from './dns.ts';
+import { hookHost } from './hooks.ts';
+import { errorText } from './images.ts';
+import { type PreStopRuns, killContainer } from './kill.ts';
+import type { ContainerType } from './labels.ts';
+import { type ExecuteResult, type StartContext, type StartDeps, type SyncMemory, startContainer } from './startContainer.ts';
+import { TerminationOrdering } from './terminationOrder.ts';
 
-export interface RuntimeDeps extends KillDeps {
-  images: ImageService;
-  puller: ImagePulls;
+/** What carrying out a plan reads of the node: what a container's start reads, and the pod-wide parts. */
+export interface RuntimeDeps extends StartDeps {
   /** Where pod log directories go (the kubelet uses /var/log/pods). */
   podLogsRoot: string;
-  crashLoop: BackoffPolicy;
-  /** The node's addresses (--node-ip), first the primary: `status.hostIP(s)` in environments. */
-  hostIPs?: string[];
-  /** The node's allocatable amounts once known: the limit a container leaves unset (resourceFieldRef). */
-  allocatable?: () => ResourceAmounts | undefined;
-  /** Reads the ConfigMaps and Secrets environments refer to; absent: a node without an API server. */
-  objects?: ObjectReader;
-  /** The node's DNS settings (--cluster-dns, --cluster-domain, --resolv-conf): each sandbox's DNSConfig. */
-  dns?: NodeDns;
-  /** The cluster's Services as last listed (null: not yet); absent: a node without an API server. */
-  services?: () => readonly Service[] | null;
-  /** `<root-dir>/pods`: each pod's directory (its managed /etc/hosts, its volumes); absent: no files for pods. */
-  podsDir?: string;
   /** Service-account tokens for projected volumes; absent: a node without an API server. */
   tokens?: TokenManager;
   /** Puts memory-backed volumes on tmpfs; absent: they are on disk. */
@@ -71,47 +40,11 @@ export interface RuntimeDeps extends KillDeps {
    * the waiting reason it failed with: the kubelet's started-containers metrics.
    */
   containerStarted?: (type: StartedContainerType, failure: string | null) => void;
-  /** Told when an image pull for a pod starts and when it succeeds: the pod startup SLI leaves pulls out. */
-  imagePull?: (podUid: string, stage: 'started' | 'finished') => void;
 }
 
 /** The kubelet's `container_type` label of the started-containers metrics. */
 export type StartedContainerType = 'container' | 'init_container' | 'ephemeral_container';
 const STARTED_TYPE: Record<ContainerType, StartedContainerType> = { container: 'container', init: 'init_container', ephemeral: 'ephemeral_container' };
-
-/** The node's own hosts file, which host-network pods see under the kubelet's header. */
-const NODE_HOSTS_FILE = '/etc/hosts';
-
-/**
- * Writes the pod's managed hosts file (again: at each container start) in the pod's directory
- * (made by makePodDataDirs) and returns its mount. A disk that refuses it fails the container's
- * configuration (kubelet_pods.go makeMounts → ensureHostsFile), with the file named: Node's
- * write errors do not name it.
- */
-async function hostsMount(podsDir: string, pod: Pod, podIPs: readonly string[], clusterDomain: string): Promise<Mount> {
-  const nodeHosts = pod.spec.hostNetwork ? await readFile(NODE_HOSTS_FILE, 'utf8').catch(() => '') : '';
-  const file = path.join(podsDir, pod.metadata.uid, 'etc-hosts');
-  try {
-    await writeFile(file, managedHostsContent(pod, podIPs, podHostnameAndDomain(pod, clusterDomain), nodeHosts));
-    await chmod(file, 0o644);
-  } catch (err) {
-    throw new ContainerConfigError(`failed to write the pod's hosts file ${file}: ${errorText(err)}`);
-  }
-  return { containerPath: ETC_HOSTS, hostPath: file, readonly: false };
-}
-
-/** What a sync keeps between runs: backoff tables and the last start failure of each container. */
-interface SyncMemory {
-  backoff: BackoffTable;
-  reasons: Readonly<Record<string, WaitingReason>>;
-}
-
-export interface ExecuteResult extends SyncMemory {
-  /** The earliest time (ms from now) a backoff expires and another sync could make progress. */
-  retryAfterMs?: number;
-  /** Errors that should make the sync count as failed (and be retried). */
-  errors: string[];
-}
 
 /**
  * Kills every running container of the pod, then stops every ready sandbox (the kubelet's
@@ -205,19 +138,6 @@ export async function setUpVolumes(deps: RuntimeDeps, pod: Pod): Promise<string 
 export async function tearDownVolumes(deps: RuntimeDeps, uid: string, options: { removeDir: boolean }): Promise<void> {
   if (!deps.podsDir) return;
   await tearDownPodVolumes({ podsDir: deps.podsDir, mounter: deps.mounter ?? diskOnly, ...(deps.tokens ? { tokens: deps.tokens } : {}) }, uid, options);
-}
-
-function crashLoopKey(pod: Pod, container: Container): string {
-  const { name, namespace, uid } = pod.metadata;
-  return `${name}_${namespace}_${uid}_${container.name}_${containerHash(container)}`;
-}
-
-/** Go's duration formatting for whole seconds (`10s`, `2m40s`, `5m0s`), as kubelet messages use. */
-function goDuration(ms: number): string {
-  const total = Math.round(ms / 1000);
-  const minutes = Math.floor(total / 60);
-  const seconds = total % 60;
-  return minutes > 0 ? `${minutes}m${seconds}s` : `${seconds}s`;
 }
 
 export async function executePlan(
@@ -317,23 +237,6 @@ async function pruneInitContainers(deps: RuntimeDeps, pod: Pod, status: RuntimeP
   await removeContainers(deps, surplus, opts);
 }
 
-function noteRetry(result: ExecuteResult, ms: number | undefined): void {
-  if (ms === undefined) return;
-  result.retryAfterMs = result.retryAfterMs === undefined ? ms : Math.min(result.retryAfterMs, ms);
-}
-
-/** What every start of one sync shares. */
-interface StartContext {
-  status: RuntimePodStatus;
-  sandboxId: string;
-  sandbox: ReturnType<typeof sandboxConfig>;
-  result: ExecuteResult;
-  opts: CallOptions;
-  /** The address of the sandbox the containers start in, for httpGet hooks. */
-  podIP(): Promise<string>;
-  preStops: PreStopRuns | undefined;
-}
-
 /** The address of `sandboxId`, read once and only if a hook asks: a new sandbox is not in `status`. */
 function sandboxAddress(deps: RuntimeDeps, pod: Pod, status: RuntimePodStatus, sandboxId: string, opts: CallOptions): () => Promise<string> {
   let address: Promise<string> | undefined;
@@ -347,140 +250,3 @@ function sandboxAddress(deps: RuntimeDeps, pod: Pod, status: RuntimePodStatus, s
   };
 }
 
-/** Starts one container; returns true, or the waiting reason that explains why it did not start. */
-async function startContainer(
-  deps: RuntimeDeps,
-  pod: Pod,
-  container: Container,
-  type: ContainerType,
-  context: StartContext,
-): Promise<true | WaitingReason> {
-  const { status, sandboxId, sandbox, result, opts } = context;
-  const containerRef = podReference(pod, container.name);
-  const record = (type: 'Normal' | 'Warning', reason: string, message: string) => deps.recorder.event(containerRef, type, reason, message);
-  const previous = newestContainer(status, container.name);
-  const now = deps.now();
-  if (previous?.state === 'CONTAINER_EXITED') {
-    const key = crashLoopKey(pod, container);
-    const remaining = backoffRemainingMs(result.backoff, key, previous.finishedAt, now, deps.crashLoop);
-    if (remaining > 0) {
-      noteRetry(result, remaining);
-      const delay = result.backoff[key]?.delayMs ?? remaining;
-      const { name, namespace, uid } = pod.metadata;
-      deps.recorder.event(containerRef, 'Warning', 'BackOff', `Back-off restarting failed container ${container.name} in pod ${name}_${namespace}(${uid})`);
-      return {
-        reason: 'CrashLoopBackOff',
-        message: `back-off ${goDuration(delay)} restarting failed container=${container.name} pod=${name}_${namespace}(${uid})`,
-      };
-    }
-    result.backoff = nextBackoff(result.backoff, key, previous.finishedAt, now, deps.crashLoop);
-  }
-
-  const image = await ensureImage({
-    images: deps.images,
-    puller: deps.puller,
-    podUid: pod.metadata.uid,
-    container,
-    backoff: result.backoff,
-    nowMs: now,
-    now: deps.now,
-    record,
-    opts,
-    ...(deps.imagePull ? { pulling: (stage: 'started' | 'finished') => deps.imagePull!(pod.metadata.uid, stage) } : {}),
-  });
-  result.backoff = image.backoff;
-  if (!image.ok) {
-    noteRetry(result, image.retryAfterMs);
-    record('Warning', 'Failed', `Error: ${image.reason}`);
-    return { reason: image.reason, message: image.message };
-  }
-
-  const restartCount = previous ? previous.restartCount + 1 : 0;
-  let config;
-  try {
-    const objects = await readReferencedObjects(deps.objects, pod, container);
-    const hostIPs = deps.hostIPs ?? [];
-    const podIPs = pod.spec.hostNetwork ? hostIPs : [await context.podIP()].filter(Boolean);
-    const allocatable = deps.allocatable?.();
-    const services = deps.services ? deps.services() : [];
-    const envs = makeEnvironment({ pod, container, podIPs, hostIPs, services, ...objects, ...(allocatable ? { allocatable } : {}) });
-    const env = new Map(envs.map((e) => [e.key, e.value]));
-    const volumeMounts = deps.podsDir ? containerMounts(deps.podsDir, pod, container, (text) => expandVars(text, env)) : { mounts: [] };
-    if ('error' in volumeMounts) throw new ContainerConfigError(volumeMounts.error);
-    const resolved = await resolveSubPaths(volumeMounts.mounts, container.name);
-    if ('error' in resolved) throw new ContainerConfigError(resolved.error);
-    const mounts: Mount[] = [...resolved.mounts];
-    if (deps.podsDir && mountsManagedHosts(container, podIPs)) mounts.push(await hostsMount(deps.podsDir, pod, podIPs, deps.dns?.clusterDomain ?? ''));
-    // The container's log directory, before the runtime opens its log there (kuberuntime_container.go generateContainerConfig).
-    await mkdirAll(path.join(sandbox.logDirectory, container.name), 0o755).catch((err: unknown) => {
-      throw new ContainerConfigError(`create container log directory for container ${container.name} failed: ${errorText(err)}`);
-    });
-    config = containerConfig(pod, container, type, restartCount, image.image, envs, mounts);
-  } catch (err) {
-    if (!(err instanceof ContainerConfigError)) throw err;
-    record('Warning', 'Failed', `Error: ${err.message}`);
-    // Retried after the sync's error backoff: the ConfigMap or key may appear meanwhile.
-    result.errors.push(`CreateContainerConfigError: ${err.message}`);
-    return { reason: 'CreateContainerConfigError', message: err.message };
-  }
-  let containerId: string;
-  try {
-    containerId = await deps.runtime.createContainer(sandboxId, config, sandbox, opts);
-  } catch (err) {
-    record('Warning', 'Failed', `Error: ${errorText(err)}`);
-    result.errors.push(`CreateContainerError: ${errorText(err)}`);
-    return { reason: 'CreateContainerError', message: errorText(err) };
-  }
-  record('Normal', 'Created', `Created container: ${container.name}`);
-  try {
-    await deps.runtime.startContainer(containerId, opts);
-  } catch (err) {
-    record('Warning', 'Failed', `Error: ${errorText(err)}`);
-    result.errors.push(`RunContainerError: ${errorText(err)}`);
-    return { reason: 'RunContainerError', message: errorText(err) };
-  }
-  record('Normal', 'Started', `Started container ${container.name}`);
-  deps.log('debug', 'Started container', { pod: podRef(pod), container: container.name, restartCount });
-  const postStart = container.lifecycle?.postStart;
-  if (postStart) {
-    const failure = await runPostStart(deps, { runtime: deps.runtime, pod, container, containerId, podIP: context.podIP }, postStart, context);
-    if (failure) {
-      result.errors.push(`PostStartHookError: ${failure.message}`);
-      return failure;
-    }
-  }
-  return true;
-}
-
-/**
- * Runs the postStart hook; the sync waits for it, as the kubelet's does. On failure the container is
- * killed (its preStop runs, with the usual grace) and `PostStartHookError` explains why it is not
- * running. A sync cancelled meanwhile just ends: nothing is killed.
- */
-async function runPostStart(
-  deps: RuntimeDeps,
-  target: HookTarget,
-  postStart: LifecycleHandler,
-  context: StartContext,
-): Promise<WaitingReason | undefined> {
-  const signal = context.opts.signal ?? new AbortController().signal;
-  try {
-    await runLifecycleHandler(deps.hookIO ?? realHookIO, target, postStart, { signal });
-    return undefined;
-  } catch (err) {
-    if (signal.aborted || !(err instanceof HookError)) throw err;
-    const fields = { pod: podRef(target.pod), container: target.container.name, containerId: target.containerId };
-    // The kubelet's event says only "PostStartHook failed" (the message may hold secrets); the log has it.
-    deps.log('warn', 'PostStart hook failed', { ...fields, err: err.message });
-    deps.recorder.event(podReference(target.pod, target.container.name), 'Warning', 'FailedPostStartHook', 'PostStartHook failed');
-    try {
-      const { pod, podIP } = target;
-      const killed = { id: target.containerId, name: target.container.name };
-      await killContainer(deps, { pod, target: killed, message: 'FailedPostStartHook', podIP, preStops: context.preStops }, context.opts);
-    } catch (killErr) {
-      if (signal.aborted) throw killErr;
-      deps.log('error', 'Failed to kill container', { ...fields, err: errorText(killErr) });
-    }
-    return { reason: 'PostStartHookError', message: err.message };
-  }
-}

@@ -1,0 +1,98 @@
+/**
+ * A container's CRI config, made afresh before each start as the kubelet makes it
+ * (pkg/kubelet/kuberuntime/kuberuntime_container.go generateContainerConfig, with kubelet_pods.go
+ * makeEnvironmentVariables and makeMounts): its environment (the ConfigMaps and Secrets it names,
+ * read through the node's object cache; the downward API; the Services' link variables), its
+ * mounts (the pod's volumes with their subPaths, the managed /etc/hosts) and its log directory,
+ * made for the runtime to open the log in. A spec the node cannot satisfy throws
+ * ContainerConfigError, which the start reports as CreateContainerConfigError. What it reads of the
+ * node is ContainerConfigDeps, and nothing else.
+ */
+import { chmod, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import type { Service } from '../api/cluster.ts';
+import type { ResourceAmounts } from '../api/quantity.ts';
+import type { Container, Pod } from '../api/types.ts';
+import type { ObjectReader } from '../client/objects.ts';
+import type { ContainerConfig, Mount } from '../runtime/types.ts';
+import { mkdirAll } from '../volumes/mkdirAll.ts';
+import { containerMounts } from '../volumes/plan.ts';
+import { resolveSubPaths } from '../volumes/subPath.ts';
+import { ContainerConfigError, containerConfig, expandVars } from './configs.ts';
+import type { NodeDns } from './dns.ts';
+import { makeEnvironment, readReferencedObjects } from './envVars.ts';
+import { ETC_HOSTS, managedHostsContent, mountsManagedHosts, podHostnameAndDomain } from './hosts.ts';
+import { errorText } from './images.ts';
+import type { ContainerType } from './labels.ts';
+
+export interface ContainerConfigDeps {
+  /** The node's addresses (--node-ip), first the primary: `status.hostIP(s)` in environments. */
+  hostIPs?: string[];
+  /** The node's allocatable amounts once known: the limit a container leaves unset (resourceFieldRef). */
+  allocatable?: () => ResourceAmounts | undefined;
+  /** Reads the ConfigMaps and Secrets environments refer to; absent: a node without an API server. */
+  objects?: ObjectReader;
+  /** The node's DNS settings (--cluster-dns, --cluster-domain, --resolv-conf): each sandbox's DNSConfig. */
+  dns?: NodeDns;
+  /** The cluster's Services as last listed (null: not yet); absent: a node without an API server. */
+  services?: () => readonly Service[] | null;
+  /** `<root-dir>/pods`: each pod's directory (its managed /etc/hosts, its volumes); absent: no files for pods. */
+  podsDir?: string;
+}
+
+/** The container to configure, and what its start knows of it. */
+export interface ContainerToConfigure {
+  pod: Pod;
+  container: Container;
+  type: ContainerType;
+  restartCount: number;
+  /** The image as the runtime knows it (ensureImage's answer). */
+  image: string;
+  /** The sandbox's address, read only when the environment or the hosts file needs it. */
+  podIP(): Promise<string>;
+  /** The pod's log directory (the sandbox config's): the container's goes inside. */
+  podLogDirectory: string;
+}
+
+/** The node's own hosts file, which host-network pods see under the kubelet's header. */
+const NODE_HOSTS_FILE = '/etc/hosts';
+
+/**
+ * Writes the pod's managed hosts file (again: at each container start) in the pod's directory
+ * (made by makePodDataDirs) and returns its mount. A disk that refuses it fails the container's
+ * configuration (kubelet_pods.go makeMounts → ensureHostsFile), with the file named: Node's
+ * write errors do not name it.
+ */
+async function hostsMount(podsDir: string, pod: Pod, podIPs: readonly string[], clusterDomain: string): Promise<Mount> {
+  const nodeHosts = pod.spec.hostNetwork ? await readFile(NODE_HOSTS_FILE, 'utf8').catch(() => '') : '';
+  const file = path.join(podsDir, pod.metadata.uid, 'etc-hosts');
+  try {
+    await writeFile(file, managedHostsContent(pod, podIPs, podHostnameAndDomain(pod, clusterDomain), nodeHosts));
+    await chmod(file, 0o644);
+  } catch (err) {
+    throw new ContainerConfigError(`failed to write the pod's hosts file ${file}: ${errorText(err)}`);
+  }
+  return { containerPath: ETC_HOSTS, hostPath: file, readonly: false };
+}
+
+export async function generateContainerConfig(deps: ContainerConfigDeps, target: ContainerToConfigure): Promise<ContainerConfig> {
+  const { pod, container } = target;
+  const objects = await readReferencedObjects(deps.objects, pod, container);
+  const hostIPs = deps.hostIPs ?? [];
+  const podIPs = pod.spec.hostNetwork ? hostIPs : [await target.podIP()].filter(Boolean);
+  const allocatable = deps.allocatable?.();
+  const services = deps.services ? deps.services() : [];
+  const envs = makeEnvironment({ pod, container, podIPs, hostIPs, services, ...objects, ...(allocatable ? { allocatable } : {}) });
+  const env = new Map(envs.map((e) => [e.key, e.value]));
+  const volumeMounts = deps.podsDir ? containerMounts(deps.podsDir, pod, container, (text) => expandVars(text, env)) : { mounts: [] };
+  if ('error' in volumeMounts) throw new ContainerConfigError(volumeMounts.error);
+  const resolved = await resolveSubPaths(volumeMounts.mounts, container.name);
+  if ('error' in resolved) throw new ContainerConfigError(resolved.error);
+  const mounts: Mount[] = [...resolved.mounts];
+  if (deps.podsDir && mountsManagedHosts(container, podIPs)) mounts.push(await hostsMount(deps.podsDir, pod, podIPs, deps.dns?.clusterDomain ?? ''));
+  // The container's log directory, before the runtime opens its log there (kuberuntime_container.go generateContainerConfig).
+  await mkdirAll(path.join(target.podLogDirectory, container.name), 0o755).catch((err: unknown) => {
+    throw new ContainerConfigError(`create container log directory for container ${container.name} failed: ${errorText(err)}`);
+  });
+  return containerConfig(pod, container, target.type, target.restartCount, target.image, envs, mounts);
+}
