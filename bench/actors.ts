@@ -7,12 +7,12 @@
  * creation (and the first invoke of `syncPod`) is timed, no runtime work.
  */
 import { createActor, enqueueActions, fromCallback, setup } from 'xstate';
-import { loggingRecorder } from '../src/record/recorder.ts';
+import { loggingRecorder } from '../src/eventrecorder/recorder.ts';
 import type { Pod } from '../src/api/types.ts';
 import { podRef } from '../src/api/types.ts';
 import { type PodEffects, podMachineWith } from '../src/pod/pod.ts';
 import { PodManager } from '../src/pod/podManager.ts';
-import { createPodsLogic } from '../src/kubelet/pods.ts';
+import { createPodsLogic } from '../src/kubelet/dispatch.ts';
 import { StatusManager } from '../src/status/manager.ts';
 import { silentLogger } from '../src/log.ts';
 import { IMAGE, LONG_RUNNING, argValue, emit, gc, mb, progress, round, runWorker } from './lib.ts';

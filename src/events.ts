@@ -17,8 +17,7 @@
  *   CRI.*      a pod's effect actor → itself: each runtime call it made, for inspectors only
  *   NODE.*     syncLoop → node status loop: the runtime's health changed (report it now)
  */
-import type { ProbeKind, ProbeResult } from './api/probeResult.ts';
-import type { Pod, SourceName } from './api/types.ts';
+import type { ProbeKind, ProbeResult, Pod, SourceName } from './api/types.ts';
 
 // ---- CONFIG.* and SOURCE.* -------------------------------------------------------------------
 

@@ -37,7 +37,7 @@ import { AgentMetrics, type MetricsInput } from '../server/metrics.ts';
 import { instrumentedImages, instrumentedRuntime } from '../runtime/instrumented.ts';
 import { type NodeDns, parseResolvConf } from '../kuberuntime/dns.ts';
 import type { DnsConfig } from '../runtime/types.ts';
-import { ApiEventRecorder, type EventRecorder } from '../record/recorder.ts';
+import { ApiEventRecorder, type EventRecorder } from '../eventrecorder/recorder.ts';
 import { configuredSources, createConfigSourcesLogic } from '../sources/configSources.ts';
 import type { StatusManager } from '../status/manager.ts';
 import { startVisualizerServer } from '../visualizer/server.ts';

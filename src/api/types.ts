@@ -268,3 +268,28 @@ export function isStaticPod(pod: Pick<Pod, 'metadata'>): boolean {
   const source = pod.metadata.annotations?.[ConfigAnnotation.source];
   return source !== undefined && source !== 'api';
 }
+
+// ---- questions about a pod's spec, asked by decisions on every layer (no defaults written back)
+
+/** The pod's restart policy, defaulted as the API server defaults it. */
+export function restartPolicyOf(pod: Pod): 'Always' | 'OnFailure' | 'Never' {
+  return pod.spec.restartPolicy ?? 'Always';
+}
+
+/** A sidecar: an init container with `restartPolicy: Always`, started in order and kept running. */
+export function isSidecar(container: Container): boolean {
+  return container.restartPolicy === 'Always';
+}
+
+/** The API server has set a deletion timestamp: the pod is on its way out. */
+export function isDeleting(pod: Pod): boolean {
+  return pod.metadata.deletionTimestamp !== undefined;
+}
+
+/**
+ * The kind of a probe and the result of a container's probe of that kind, as the prober tells the
+ * pod actor, computePodActions and the status generator (pkg/kubelet/prober/results/results_manager.go Result).
+ */
+export type ProbeKind = 'liveness' | 'readiness' | 'startup';
+
+export type ProbeResult = 'Success' | 'Failure';

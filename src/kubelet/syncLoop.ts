@@ -1,7 +1,7 @@
 /**
  * The syncLoop: the agent's root actor. It owns its children and the shared clock ticks:
  *   - `sources`: the config sources and their merge; sends CONFIG.*, SOURCE.SEEN and SOURCE.STATE;
- *   - `pods`: the pod workers and the kubelet's handlers and housekeeping (pods.ts);
+ *   - `pods`: the pod workers and the kubelet's handlers and housekeeping (dispatch.ts);
  *   - `pleg`: the pod lifecycle event generator (CRI event stream and relisting); sends PLEG.*;
  *   - `probes`: the probe manager (src/prober/manager.ts); sends PROBE.RESULT when a result changes;
  *   - the node-level loops (nodeLoops.ts: node status, Lease, volume manager, container log
@@ -36,7 +36,7 @@ import {
 } from '../events.ts';
 import { type PlegInput, plegMachine } from '../pleg/pleg.ts';
 import { type NodeLoopName, nodeLoops } from './nodeLoops.ts';
-import type { PodsEvent } from './pods.ts';
+import type { PodsEvent } from './dispatch.ts';
 
 /** Everything the syncLoop accepts: what its children report. */
 type SyncLoopEvent = ConfigEvent | SourceEvent | PlegReport | ProbeResultEvent | StatusWritesEvent | NodeEvent;
@@ -100,7 +100,7 @@ export const syncLoopMachine = setup({
   actors: {
     /** The config sources and their merge: sends CONFIG.*, SOURCE.SEEN, SOURCE.ERROR. */
     sources: idle<EventObject>(),
-    /** The pod workers and the kubelet's handlers (pods.ts). */
+    /** The pod workers and the kubelet's handlers (dispatch.ts). */
     pods: idle<PodsEvent>(),
     pleg: plegMachine,
     /** The probe manager: sends PROBE.RESULT when a result changes. */

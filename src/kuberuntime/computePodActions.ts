@@ -12,9 +12,7 @@
  *     restart policy, running ones restart when their hash changes or a liveness/startup probe fails;
  *  D. a pod with nothing left to keep and nothing to start is killed (its sandbox stopped).
  */
-import { isDeleting, isSidecar, restartPolicyOf } from '../api/podSpec.ts';
-import type { ProbeResult } from '../api/probeResult.ts';
-import type { Container, Pod } from '../api/types.ts';
+import { isDeleting, isSidecar, restartPolicyOf, type ProbeResult, type Container, type Pod } from '../api/types.ts';
 import { containerHash } from './hash.ts';
 import { type RuntimeContainerStatus, type RuntimePodStatus, newestContainer } from '../api/runtimeView.ts';
 import { NamespaceMode } from '../runtime/types.ts';

@@ -6,10 +6,9 @@
  * container it concerns; one container's failure never stops the others from starting. Also here:
  * a pod's runtime objects killed or removed, and its volumes set up and torn down at each sync.
  */
-import type { Container, Pod } from '../api/types.ts';
-import { isSidecar } from '../api/podSpec.ts';
+import { type Container, type Pod, isSidecar } from '../api/types.ts';
 import type { RuntimeContainerStatus, RuntimePodStatus, WaitingReason } from '../api/runtimeView.ts';
-import { podReference } from '../record/recorder.ts';
+import { podReference } from '../eventrecorder/recorder.ts';
 import type { CallOptions } from '../runtime/types.ts';
 import { isNotFound } from '../runtime/types.ts';
 import { makePodDataDirs, setUpPodVolumes, tearDownPodVolumes } from '../volumes/setUp.ts';

@@ -32,7 +32,7 @@ import { type HookIO, realHookIO, runLifecycleHandler } from './hooks.ts';
 import { errorText } from './images.ts';
 import { Annotation, Label } from './labels.ts';
 import type { Logger } from '../log.ts';
-import { type EventRecorder, podReference } from '../record/recorder.ts';
+import { type EventRecorder, podReference } from '../eventrecorder/recorder.ts';
 import type { TerminationOrdering } from './terminationOrder.ts';
 
 /** The minimum StopContainer timeout the kubelet ever asks for, so containers can shut down. */

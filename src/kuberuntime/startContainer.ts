@@ -9,7 +9,7 @@
 import type { Container, LifecycleHandler, Pod } from '../api/types.ts';
 import { podRef } from '../api/types.ts';
 import { type RuntimePodStatus, type WaitingReason, newestContainer } from '../api/runtimeView.ts';
-import { podReference } from '../record/recorder.ts';
+import { podReference } from '../eventrecorder/recorder.ts';
 import type { ImagePulls } from '../runtime/callTrace.ts';
 import type { CallOptions, ImageService, PodSandboxConfig } from '../runtime/types.ts';
 import { type BackoffPolicy, type BackoffTable, backoffRemainingMs, nextBackoff } from './backoff.ts';

@@ -10,8 +10,7 @@
  * A container that is not running counts as stopped from the start, so nothing waits for it. A
  * container whose stop fails is never marked stopped: whoever waits for it waits out its grace.
  */
-import type { Pod } from '../api/types.ts';
-import { isSidecar } from '../api/podSpec.ts';
+import { type Pod, isSidecar } from '../api/types.ts';
 import type { Sleep } from '../clock.ts';
 import { settlesWithin } from './deadline.ts';
 

@@ -5,7 +5,7 @@
 import { RepeatedFailures } from '../log.ts';
 import { defineNodeLoop } from '../nodeloop/nodeLoop.ts';
 import { logRotationFailures, rotateContainerLogs } from './effects.ts';
-import { containerLogMachine, containerLogMachineWith } from './machine.ts';
+import { containerLogMachine, containerLogMachineWith } from './containerLogManager.ts';
 
 export const containerLogLoop = defineNodeLoop({
   name: 'containerLogManager',

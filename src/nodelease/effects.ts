@@ -8,7 +8,7 @@ import { isConflict, isNotFound, type KubeApi } from '../client/api.ts';
 import type { Logger } from '../log.ts';
 import { LEASE_NAMESPACE, nodeOwner, renewedLease } from '../node/lease.ts';
 import type { NodeRecord } from '../node/record.ts';
-import type { LeaseEffects } from './machine.ts';
+import type { LeaseEffects } from './nodeLease.ts';
 
 interface LeaseEffectsDeps {
   api: KubeApi;

@@ -4,7 +4,7 @@
  */
 import { defineNodeLoop } from '../nodeloop/nodeLoop.ts';
 import { createLeaseEffects } from './effects.ts';
-import { leaseMachine, leaseMachineWith } from './machine.ts';
+import { leaseMachine, leaseMachineWith } from './nodeLease.ts';
 
 export const nodeLeaseLoop = defineNodeLoop({
   name: 'nodeLease',

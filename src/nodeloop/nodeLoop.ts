@@ -4,7 +4,7 @@
  * eviction, volumemanager, logs; the Lease of component-helpers' lease controller).
  *
  * A loop is one folder `src/<name>/`, always with the same files:
- *   - `machine.ts`: a module-level `setup()` machine whose id is the loop's name. Its effects are
+ *   - `<name>.ts`, named after its machine: a module-level `setup()` machine whose id is the loop's name. Its effects are
  *     invoked actors declared as placeholders; its settings are its input; its timers are `after`
  *     delays on the actor system's clock.
  *   - `effects.ts`: the interface of those effects and their implementation over the node's parts

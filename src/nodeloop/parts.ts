@@ -10,7 +10,7 @@ import type { Logger } from '../log.ts';
 import type { RelistHealth } from '../node/health.ts';
 import type { MachineInfo, NodeSettings } from '../node/nodeStatus.ts';
 import type { NodeRecord } from '../node/record.ts';
-import type { EventRecorder } from '../record/recorder.ts';
+import type { EventRecorder } from '../eventrecorder/recorder.ts';
 import type { ImageService, RuntimeService } from '../runtime/types.ts';
 import type { StatsProvider } from '../stats/provider.ts';
 import type { Mounter } from '../volumes/mounter.ts';

@@ -8,7 +8,7 @@ import type { NodeStatus } from '../api/cluster.ts';
 import { ApiError, isAlreadyExists, type KubeApi } from '../client/api.ts';
 import type { Logger } from '../log.ts';
 import type { NodeRecord } from '../node/record.ts';
-import { type EventRecorder, nodeReference } from '../record/recorder.ts';
+import { type EventRecorder, nodeReference } from '../eventrecorder/recorder.ts';
 import type { ImageService, RuntimeService } from '../runtime/types.ts';
 import {
   conditionEvents,
@@ -22,7 +22,7 @@ import {
   shouldWriteStatus,
   statusChanged,
 } from '../node/nodeStatus.ts';
-import type { NodeStatusEffects } from './machine.ts';
+import type { NodeStatusEffects } from './nodeStatus.ts';
 
 interface NodeStatusEffectsDeps {
   api: KubeApi;

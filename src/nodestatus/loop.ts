@@ -7,7 +7,7 @@ import { defineNodeLoop } from '../nodeloop/nodeLoop.ts';
 import { notReadyReasons } from '../node/health.ts';
 import type { MachineInfo } from '../node/nodeStatus.ts';
 import { createNodeStatusEffects } from './effects.ts';
-import { nodeStatusMachine, nodeStatusMachineWith } from './machine.ts';
+import { nodeStatusMachine, nodeStatusMachineWith } from './nodeStatus.ts';
 
 const clockTime = (ms: number) => new Date(ms).toISOString().slice(11, 19);
 

@@ -48,10 +48,8 @@
  * starts a sync after termination was requested.
  */
 import { type AnyActorRef, type ErrorActorEvent, and, assign, enqueueActions, fromPromise, not, sendParent, setup } from 'xstate';
-import type { Pod, PodPhase } from '../api/types.ts';
-import { podRef } from '../api/types.ts';
+import { type Pod, type PodPhase, podRef, type ProbeKind, type ProbeResult } from '../api/types.ts';
 import type { BackoffTable } from '../kuberuntime/backoff.ts';
-import type { ProbeKind, ProbeResult } from '../api/probeResult.ts';
 import type { ProbeResults } from '../kuberuntime/computePodActions.ts';
 import { nextGracePeriod } from './gracePeriod.ts';
 import type { InitStep, PodProgress } from './progress.ts';

@@ -4,8 +4,7 @@
  * so nothing here waits for a relist: what the runtime says now is what the decision sees.
  */
 import { rm } from 'node:fs/promises';
-import type { Pod, PodStatus } from '../api/types.ts';
-import { podRef } from '../api/types.ts';
+import { type Pod, type PodStatus, podRef, type ProbeResult } from '../api/types.ts';
 import { podLogDirectory } from '../kuberuntime/configs.ts';
 import { type RuntimeDeps, executePlan, killPodRuntime, removePodRuntime, setUpVolumes, tearDownVolumes } from '../kuberuntime/execute.ts';
 import type { PreStopRuns } from '../kuberuntime/kill.ts';
@@ -13,7 +12,6 @@ import { type CallTrace, allOf, tracedImages, tracedPulls, tracedRuntime } from 
 import type { CallsInFlight } from '../runtime/callsInFlight.ts';
 import type { RuntimePodStatus } from '../api/runtimeView.ts';
 import { readPodStatus } from '../kuberuntime/podStatus.ts';
-import type { ProbeResult } from '../api/probeResult.ts';
 import { computePodActions, isEmptyPlan, noProbeResults } from '../kuberuntime/computePodActions.ts';
 import { podProgress } from './progress.ts';
 import type { PodEffects, PodMemory, PodProbeResults, SyncOutcome } from './pod.ts';

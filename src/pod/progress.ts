@@ -4,9 +4,8 @@
  * `syncing.progress` region follows this value, so the chart always shows what the runtime
  * reported and never a second record of it.
  */
-import type { Pod } from '../api/types.ts';
+import { type Pod, isSidecar } from '../api/types.ts';
 import { type RuntimePodStatus, newestContainer } from '../api/runtimeView.ts';
-import { isSidecar } from '../api/podSpec.ts';
 import { sandboxChange } from '../kuberuntime/computePodActions.ts';
 
 export type InitStep = 'starting' | 'running' | 'failed';

@@ -1,7 +1,7 @@
 /**
  * The pod workers (pkg/kubelet/pod_workers.go podWorkers): the registry of pod actors, one per
  * UID, and the work queue of pods due for a resync. Nothing else: admission, the pod manager and
- * statuses belong to the kubelet's handlers (src/kubelet/handlePods.ts), cleanups to housekeeping
+ * statuses belong to the kubelet's handlers (src/kubelet/configHandlers.ts), cleanups to housekeeping
  * (src/housekeeping).
  *
  * Registry. A pod actor is created with `createActor(…, { parent })` rather than `spawnChild`:

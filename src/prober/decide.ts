@@ -22,8 +22,7 @@
  * `published` is the worker's current result for `containerId` (what the results manager holds);
  * the caller tells the pod only when it changes.
  */
-import type { ProbeKind } from '../api/probeResult.ts';
-import type { Probe, RestartPolicy } from '../api/types.ts';
+import type { ProbeKind, Probe, RestartPolicy } from '../api/types.ts';
 import type { ProbeOutcomeResult } from './handlers.ts';
 
 type ProbeResultValue = 'Success' | 'Failure';

@@ -22,15 +22,14 @@
  */
 import { setMaxListeners } from 'node:events';
 import { type EventObject, fromCallback } from 'xstate';
-import type { Container, ContainerStatus, Pod, PodStatus, Probe } from '../api/types.ts';
-import { type EventRecorder, podReference } from '../record/recorder.ts';
+import type { Container, ContainerStatus, Pod, PodStatus, Probe, ProbeKind } from '../api/types.ts';
+import { type EventRecorder, podReference } from '../eventrecorder/recorder.ts';
 import type { Logger } from '../log.ts';
 import type { ProbeResultEvent } from '../events.ts';
 import type { PodManager } from '../pod/podManager.ts';
 import type { RuntimeService } from '../runtime/types.ts';
 import { withContainerReadiness } from '../status/generate.ts';
 import type { StatusManager } from '../status/manager.ts';
-import type { ProbeKind } from '../api/probeResult.ts';
 import {
   type ProbeSettings,
   type PublishedResult,

@@ -12,7 +12,7 @@ import { type ConfigEvent, type SourceEvent, configEvent } from '../events.ts';
 import type { Logger } from '../log.ts';
 import type { KubeApi } from '../client/api.ts';
 import { createApiSource } from './apiserver.ts';
-import { type EventRecorder, podReference } from '../record/recorder.ts';
+import { type EventRecorder, podReference } from '../eventrecorder/recorder.ts';
 import { createFileSource } from './file.ts';
 import { PodConfig } from './podConfig.ts';
 

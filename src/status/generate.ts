@@ -13,8 +13,7 @@ import type {
   PodPhase,
   PodStatus,
 } from '../api/types.ts';
-import { isStaticPod } from '../api/types.ts';
-import { isSidecar, restartPolicyOf } from '../api/podSpec.ts';
+import { isStaticPod, isSidecar, restartPolicyOf } from '../api/types.ts';
 import { sandboxChange, shouldRestart } from '../kuberuntime/computePodActions.ts';
 import type { RuntimeContainerStatus, RuntimePodStatus, WaitingReason } from '../api/runtimeView.ts';
 

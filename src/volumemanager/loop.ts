@@ -4,7 +4,7 @@
  * service-account tokens each minute.
  */
 import { defineNodeLoop } from '../nodeloop/nodeLoop.ts';
-import { volumeManagerMachine, volumeManagerWith } from './machine.ts';
+import { volumeManagerMachine, volumeManagerWith } from './volumeManager.ts';
 
 export const volumeManagerLoop = defineNodeLoop({
   name: 'volumeManager',

@@ -97,7 +97,7 @@ describe('lint-layers', () => {
     expect(status).toBe(1);
     expect(out).toContain('upward imports: 1');
     expect(out).toContain('nodelease/loop.ts → eviction/loop.ts');
-    // A loop's files other than machine.ts, effects.ts and loop.ts are its decisions.
+    // A loop's files other than its machine, effects.ts and loop.ts are its decisions.
     expect(out).toContain('eviction/rank.ts imports node:fs/promises');
     expect(out).not.toContain('in no layer');
   });

@@ -35,8 +35,7 @@ import {
   getStateNodes as activeStateNodes,
 } from 'xstate';
 import { getStateNodes as allStateNodes } from 'xstate/graph';
-import type { Pod, PodPhase } from '../../src/api/types.ts';
-import type { ProbeKind, ProbeResult } from '../../src/api/probeResult.ts';
+import type { Pod, PodPhase, ProbeKind, ProbeResult } from '../../src/api/types.ts';
 import type { PodProgress } from '../../src/pod/progress.ts';
 import type { PlegEventType } from '../../src/events.ts';
 import {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { ProbeKind } from '../../src/api/probeResult.ts';
+import type { ProbeKind } from '../../src/api/types.ts';
 import {
   type TickObservation,
   type WorkerState,

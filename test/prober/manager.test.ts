@@ -1,11 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../support/manualClock.ts';
 import { type AnyEventObject, createActor, setup } from 'xstate';
-import type { ContainerStatus, Pod, PodStatus, Probe } from '../../src/api/types.ts';
+import type { ContainerStatus, Pod, PodStatus, Probe, ProbeKind } from '../../src/api/types.ts';
 import { silentLogger } from '../../src/log.ts';
 import { RecordedEvents } from '../support/recordedEvents.ts';
 import { PodManager } from '../../src/pod/podManager.ts';
-import type { ProbeKind } from '../../src/api/probeResult.ts';
 import type { ProbeOutcome, ProbeTarget } from '../../src/prober/handlers.ts';
 import { createProbeManagerLogic } from '../../src/prober/manager.ts';
 import { TestRuntime } from '../support/testRuntime.ts';

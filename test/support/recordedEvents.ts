@@ -1,6 +1,6 @@
 /** An event recorder that keeps what it is given, for tests to read. */
 import type { ObjectReference } from '../../src/api/cluster.ts';
-import type { EventRecorder, EventType } from '../../src/record/recorder.ts';
+import type { EventRecorder, EventType } from '../../src/eventrecorder/recorder.ts';
 
 export interface RecordedEvent {
   object: ObjectReference;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type AnyActorRef, SimulatedClock, createActor, waitFor } from 'xstate';
-import { containerLogMachineWith } from '../../src/logs/machine.ts';
+import { containerLogMachineWith } from '../../src/logs/containerLogManager.ts';
 import { podMachineWith } from '../../src/pod/pod.ts';
 import { syncLoopMachine } from '../../src/kubelet/syncLoop.ts';
 import { fromCallback } from 'xstate';

@@ -1,7 +1,7 @@
 /** The container log manager's machine: a pass each interval, failures kept, never stopping. */
 import { SimulatedClock, createActor, waitFor } from 'xstate';
 import { describe, expect, it } from 'vitest';
-import { containerLogMachineWith } from '../../src/logs/machine.ts';
+import { containerLogMachineWith } from '../../src/logs/containerLogManager.ts';
 
 describe('containerLogManager', () => {
   it('runs a rotation pass every interval, counting rotations and keeping the last failures', async () => {

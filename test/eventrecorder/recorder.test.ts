@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/client/api.ts';
 import type { LogLevel } from '../../src/log.ts';
-import { ApiEventRecorder, nodeReference, podReference } from '../../src/record/recorder.ts';
+import { ApiEventRecorder, nodeReference, podReference } from '../../src/eventrecorder/recorder.ts';
 import { ManualClock } from '../support/manualClock.ts';
 import { MemoryApi } from '../support/memoryApi.ts';
 

@@ -1,8 +1,8 @@
 /** Pod admission predicates (pkg/kubelet/lifecycle/predicate.go). */
 import { describe, expect, it } from 'vitest';
 import type { ContainerPort, NodeSelectorTerm, Pod, Toleration } from '../../src/api/types.ts';
-import { type NodeInfo, admitPod } from '../../src/lifecycle/admit.ts';
-import { podRequests } from '../../src/lifecycle/resources.ts';
+import { type NodeInfo, admitPod } from '../../src/admission/admit.ts';
+import { podRequests } from '../../src/admission/resources.ts';
 import { basePod, ctr, sidecar } from '../support/podFixtures.ts';
 
 const node: NodeInfo = {

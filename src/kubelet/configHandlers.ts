@@ -13,10 +13,10 @@
 import type { Pod } from '../api/types.ts';
 import { podRef } from '../api/types.ts';
 import type { ConfigEvent } from '../events.ts';
-import { type NodeInfo, admitPod } from '../lifecycle/admit.ts';
-import { addAmounts, podRequests, sumRequests } from '../lifecycle/resources.ts';
+import { type NodeInfo, admitPod } from '../admission/admit.ts';
+import { addAmounts, podRequests, sumRequests } from '../admission/resources.ts';
 import type { Logger } from '../log.ts';
-import { type EventRecorder, podReference } from '../record/recorder.ts';
+import { type EventRecorder, podReference } from '../eventrecorder/recorder.ts';
 import type { PodManager } from '../pod/podManager.ts';
 import type { PodWorkers } from '../podworkers/podWorkers.ts';
 import type { StatusManager } from '../status/manager.ts';

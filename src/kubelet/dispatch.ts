@@ -3,7 +3,7 @@
  * the syncLoop routes to it, as the kubelet's syncLoopIteration dispatches to its handlers
  * (pkg/kubelet/kubelet.go syncLoopIteration):
  *
- *   CONFIG.*            → the config handlers (handlePods.ts): pod manager, admission, workers;
+ *   CONFIG.*            → the config handlers (configHandlers.ts): pod manager, admission, workers;
  *                         in a cluster, a static pod's change reaches its mirror pod (mirrorClient.ts)
  *   SOURCE.MIRRORS      → the mirror pods the API shows, to keep them in step with the static pods
  *   PLEG.*, PROBE.*     → the pod actor they name
@@ -21,15 +21,15 @@ import { fromCallback } from 'xstate';
 import type { Pod } from '../api/types.ts';
 import type { ConfigEvent, EventOf, PodEnded, PodReport, PlegEvent, ProbeResultEvent, TickEvent } from '../events.ts';
 import { Housekeeping, type RuntimeCleanup } from '../housekeeping/housekeeping.ts';
-import type { NodeInfo } from '../lifecycle/admit.ts';
-import type { EventRecorder } from '../record/recorder.ts';
+import type { NodeInfo } from '../admission/admit.ts';
+import type { EventRecorder } from '../eventrecorder/recorder.ts';
 import { type Logger, RepeatedFailures } from '../log.ts';
 import type { PodMachine } from '../pod/pod.ts';
 import type { MirrorPodSync } from '../pod/mirrorClient.ts';
 import type { PodManager } from '../pod/podManager.ts';
 import { PodWorkers } from '../podworkers/podWorkers.ts';
 import type { StatusManager } from '../status/manager.ts';
-import { podHandlers } from './handlePods.ts';
+import { podHandlers } from './configHandlers.ts';
 
 /** Everything the `pods` actor accepts. */
 export type PodsEvent = ConfigEvent | EventOf<'SOURCE.MIRRORS'> | PlegEvent | ProbeResultEvent | TickEvent | PodReport | PodEnded;

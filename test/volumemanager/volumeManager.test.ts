@@ -1,7 +1,7 @@
 /** The node's volume manager machine: adoption at start, token collection each minute, failures kept for the visualizer. */
 import { SimulatedClock, createActor, waitFor } from 'xstate';
 import { describe, expect, it } from 'vitest';
-import { COLLECT_PERIOD_MS, volumeManagerWith } from '../../src/volumemanager/machine.ts';
+import { COLLECT_PERIOD_MS, volumeManagerWith } from '../../src/volumemanager/volumeManager.ts';
 
 describe('volumeManager', () => {
   it('adopts the mounts of an earlier run, then collects expired tokens every minute', async () => {

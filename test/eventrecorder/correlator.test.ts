@@ -1,7 +1,7 @@
 /** The event correlator: spam filter, aggregation of similar events, deduplication (client-go events_cache.go). */
 import { describe, expect, it } from 'vitest';
 import type { ObjectReference } from '../../src/api/cluster.ts';
-import { AGGREGATE_INTERVAL_MS, COMBINED_PREFIX, EventCorrelator, SPAM_BURST, SPAM_REFILL_MS, type EventInput } from '../../src/record/correlator.ts';
+import { AGGREGATE_INTERVAL_MS, COMBINED_PREFIX, EventCorrelator, SPAM_BURST, SPAM_REFILL_MS, type EventInput } from '../../src/eventrecorder/correlator.ts';
 
 const T0 = Date.parse('2026-01-01T00:00:00Z');
 const pod: ObjectReference = { kind: 'Pod', apiVersion: 'v1', namespace: 'ns', name: 'web', uid: 'u1', fieldPath: 'spec.containers{app}' };
