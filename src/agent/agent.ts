@@ -14,8 +14,6 @@ import type { Actor, InspectionEvent, Observer } from 'xstate';
 import type { AgentConfig } from '../cli/config.ts';
 import { realClock } from '../clock.ts';
 import { KubeConfig } from '@kubernetes/client-node';
-import type { NodeAddress } from '../api/cluster.ts';
-import { quantityValue } from '../api/quantity.ts';
 import { kubeletVersion } from '../cli/flags.ts';
 import { configz } from '../cli/options.ts';
 import { createKubeClient, type KubeClientOptions } from '../client/kubeClient.ts';
@@ -257,37 +255,7 @@ function loadKubeApi(file: string, counts: RequestCounts, limits: KubeClientOpti
 }
 
 function clusterDeps(config: AgentConfig, client: { api: KubeApi; server: string }): { deps: ClusterDeps; server: string } {
-  const reserved: Record<string, string> = {};
-  for (const list of [config.systemReserved, config.kubeReserved]) {
-    for (const [name, value] of Object.entries(list)) {
-      reserved[name] = String(quantityValue(reserved[name]) + quantityValue(value));
-    }
-  }
-  const addresses: NodeAddress[] = [
-    ...(config.nodeIp ?? defaultInternalIp()).split(',').map((address): NodeAddress => ({ type: 'InternalIP', address })),
-    { type: 'Hostname', address: config.nodeName },
-  ];
-  return {
-    server: client.server,
-    deps: {
-      api: client.api,
-      settings: {
-        name: config.nodeName,
-        extraLabels: config.nodeLabels,
-        taints: config.registerWithTaints,
-        maxPods: config.maxPods,
-        port: config.port,
-        kubeletVersion: kubeletVersion(),
-        addresses,
-        reserved,
-      },
-      machine: () => readMachineInfo(config.rootDir),
-      registerNode: config.registerNode,
-      statusUpdateFrequencyMs: config.nodeStatusUpdateFrequencyMs,
-      statusReportFrequencyMs: config.nodeStatusReportFrequencyMs,
-      leaseDurationSeconds: config.nodeLeaseDurationSeconds,
-    },
-  };
+  return { server: client.server, deps: { api: client.api, machine: () => readMachineInfo(config.rootDir) } };
 }
 
 /** The node's DNS settings, with the host resolver file read once (a missing file: no host resolver). */

@@ -348,7 +348,7 @@ export function composeNode(deps: NodeDeps): Node {
  */
 function admissionNode(config: NodeConfig, cluster: ClusterDeps | undefined, record: NodeRecord): () => NodeInfo {
   const labels = nodeLabels(config.nodeName, config.nodeLabels, { os: 'linux', arch: goArch(os.arch()) });
-  const base: NodeInfo = { name: config.nodeName, maxPods: config.maxPods, labels, os: 'linux', taints: cluster?.settings.taints ?? [] };
+  const base: NodeInfo = { name: config.nodeName, maxPods: config.maxPods, labels, os: 'linux', taints: cluster ? config.registerWithTaints : [] };
   return () => {
     const node = record.node;
     if (!node) return base;

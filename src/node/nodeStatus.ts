@@ -13,6 +13,7 @@ import type { ContainerImage, NodeAddress, NodeCondition, NodeObject, NodeStatus
 import { jsonEqual } from '../api/json.ts';
 import { nodeLabels } from './labels.ts';
 import { formatBytes, formatCpu, formatKi, quantityValue } from '../api/quantity.ts';
+import type { AgentConfig } from '../cli/config.ts';
 
 /** What the machine is, as the agent read it at start. */
 export interface MachineInfo {
@@ -47,6 +48,33 @@ export interface NodeSettings {
   addresses: NodeAddress[];
   /** --system-reserved and --kube-reserved, summed per resource (quantities). */
   reserved: Record<string, string>;
+}
+
+/**
+ * The node's settings as its status reads them, from the agent's: --node-labels, the taints to
+ * register with, --max-pods, the server's port, the addresses (--node-ip, which the agent sets to
+ * the machine's own address in a cluster when it is not given, and the hostname), and
+ * --system-reserved plus --kube-reserved per resource.
+ */
+export function nodeSettings(
+  config: Pick<AgentConfig, 'nodeName' | 'nodeLabels' | 'registerWithTaints' | 'maxPods' | 'port' | 'nodeIp' | 'systemReserved' | 'kubeReserved'>,
+  kubeletVersion: string,
+): NodeSettings {
+  const reserved: Record<string, string> = {};
+  for (const list of [config.systemReserved, config.kubeReserved]) {
+    for (const [name, value] of Object.entries(list)) reserved[name] = String(quantityValue(reserved[name]) + quantityValue(value));
+  }
+  const internal = (config.nodeIp ?? '').split(',').filter(Boolean);
+  return {
+    name: config.nodeName,
+    extraLabels: config.nodeLabels,
+    taints: config.registerWithTaints,
+    maxPods: config.maxPods,
+    port: config.port,
+    kubeletVersion,
+    addresses: [...internal.map((address): NodeAddress => ({ type: 'InternalIP', address })), { type: 'Hostname', address: config.nodeName }],
+    reserved,
+  };
 }
 
 /** What the agent knows of its own health and the runtime when the status is computed. */

@@ -9,13 +9,13 @@ import { leaseMachine, leaseMachineWith } from './nodeLease.ts';
 export const nodeLeaseLoop = defineNodeLoop({
   name: 'nodeLease',
   machine: leaseMachine,
-  start: ({ cluster, nodeRecord, clock, log }) =>
+  start: ({ config, cluster, nodeRecord, clock, log }) =>
     cluster
       ? {
           logic: leaseMachineWith(
-            createLeaseEffects({ api: cluster.api, record: nodeRecord, nodeName: cluster.settings.name, leaseDurationSeconds: cluster.leaseDurationSeconds, now: () => clock.now(), log }),
+            createLeaseEffects({ api: cluster.api, record: nodeRecord, nodeName: config.nodeName, leaseDurationSeconds: config.nodeLeaseDurationSeconds, now: () => clock.now(), log }),
           ),
-          input: { leaseDurationSeconds: cluster.leaseDurationSeconds },
+          input: { leaseDurationSeconds: config.nodeLeaseDurationSeconds },
         }
       : null,
   accepts: [],

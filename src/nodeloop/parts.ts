@@ -8,7 +8,7 @@ import type { KubeApi } from '../client/api.ts';
 import type { Clock } from '../clock.ts';
 import type { Logger } from '../log.ts';
 import type { RelistHealth } from '../node/health.ts';
-import type { MachineInfo, NodeSettings } from '../node/nodeStatus.ts';
+import type { MachineInfo } from '../node/nodeStatus.ts';
 import type { NodeRecord } from '../node/record.ts';
 import type { EventRecorder } from '../eventrecorder/recorder.ts';
 import type { ImageService, RuntimeService } from '../runtime/types.ts';
@@ -41,18 +41,22 @@ export type NodeConfig = Pick<
   | 'containerLogMaxFiles'
   | 'containerLogMonitorIntervalMs'
   | 'runtimeRequestTimeoutMs'
+  // In a cluster: the Node's registration, status and Lease.
+  | 'registerNode'
+  | 'registerWithTaints'
+  | 'port'
+  | 'systemReserved'
+  | 'kubeReserved'
+  | 'nodeStatusUpdateFrequencyMs'
+  | 'nodeStatusReportFrequencyMs'
+  | 'nodeLeaseDurationSeconds'
 >;
 
-/** What the node needs to be a node of a cluster (--kubeconfig). */
+/** What the node needs to be a node of a cluster (--kubeconfig), besides its settings (NodeConfig). */
 export interface ClusterDeps {
   api: KubeApi;
-  settings: NodeSettings;
   /** The machine as the Node reports it (read once, at the first registration or status). */
   machine(): Promise<MachineInfo>;
-  registerNode: boolean;
-  statusUpdateFrequencyMs: number;
-  statusReportFrequencyMs: number;
-  leaseDurationSeconds: number;
 }
 
 /** A memory-backed volume mounter, which may learn at start what an earlier run mounted. */

@@ -5,7 +5,8 @@
  */
 import { defineNodeLoop } from '../nodeloop/nodeLoop.ts';
 import { notReadyReasons } from '../node/health.ts';
-import type { MachineInfo } from '../node/nodeStatus.ts';
+import { type MachineInfo, nodeSettings } from '../node/nodeStatus.ts';
+import { kubeletVersion } from '../cli/flags.ts';
 import { createNodeStatusEffects } from './effects.ts';
 import { nodeStatusMachine, nodeStatusMachineWith } from './nodeStatus.ts';
 
@@ -14,7 +15,7 @@ const clockTime = (ms: number) => new Date(ms).toISOString().slice(11, 19);
 export const nodeStatusLoop = defineNodeLoop({
   name: 'nodeStatus',
   machine: nodeStatusMachine,
-  start: ({ cluster, runtime, images, nodeRecord, health, clock, log, recorder }) => {
+  start: ({ config, cluster, runtime, images, nodeRecord, health, clock, log, recorder }) => {
     if (!cluster) return null;
     const now = () => clock.now();
     let machine: Promise<MachineInfo> | undefined;
@@ -22,18 +23,18 @@ export const nodeStatusLoop = defineNodeLoop({
       api: cluster.api,
       runtime,
       images,
-      settings: cluster.settings,
+      settings: nodeSettings(config, kubeletVersion()),
       machine: () => (machine ??= cluster.machine()),
       notReady: () => notReadyReasons(health(), now()),
       record: nodeRecord,
-      reportFrequencyMs: cluster.statusReportFrequencyMs,
+      reportFrequencyMs: config.nodeStatusReportFrequencyMs,
       now,
       log,
       recorder,
     });
     return {
       logic: nodeStatusMachineWith(effects, now),
-      input: { registerNode: cluster.registerNode, updateFrequencyMs: cluster.statusUpdateFrequencyMs },
+      input: { registerNode: config.registerNode, updateFrequencyMs: config.nodeStatusUpdateFrequencyMs },
     };
   },
   accepts: ['NODE.HEALTH_CHANGED'],

@@ -11,6 +11,7 @@ import {
   initialNode,
   nodeConditions,
   nodeImages,
+  nodeSettings,
   nodeStatus,
   reconcilePatch,
   shouldWriteStatus,
@@ -43,6 +44,25 @@ const settings: NodeSettings = {
 const healthy: NodeHealth = { runtimeVersion: 'containerd://1.6.20', notReady: [], memoryPressure: false, diskPressure: false, pidPressure: false };
 const T1 = '2026-11-24T10:00:00Z';
 const T2 = '2026-11-24T10:00:10Z';
+
+describe('the node settings, from the agent', () => {
+  it('sums --system-reserved and --kube-reserved per resource, lists --node-ip then the hostname', () => {
+    const config = {
+      nodeName: 'n1',
+      nodeLabels: { team: 'a' },
+      registerWithTaints: settings.taints,
+      maxPods: 110,
+      port: 10250,
+      nodeIp: '10.0.0.5,fd00::5',
+      systemReserved: { cpu: '250m', memory: '512Mi' },
+      kubeReserved: { cpu: '250m', memory: '512Mi', 'ephemeral-storage': '1Gi' },
+    };
+    const made = nodeSettings(config, 'v1.37.0-statelet.0.1.0');
+    expect(made).toMatchObject({ ...settings, reserved: expect.any(Object), addresses: [{ type: 'InternalIP', address: '10.0.0.5' }, { type: 'InternalIP', address: 'fd00::5' }, { type: 'Hostname', address: 'n1' }] });
+    expect(Object.fromEntries(Object.entries(made.reserved).map(([k, v]) => [k, Number(v)]))).toEqual({ cpu: 0.5, memory: 2 ** 30, 'ephemeral-storage': 2 ** 30 });
+    expect(nodeSettings({ ...config, nodeIp: undefined, systemReserved: {}, kubeReserved: {} }, 'v').addresses).toEqual([{ type: 'Hostname', address: 'n1' }]);
+  });
+});
 
 describe('capacity and allocatable', () => {
   it('reports the machine, and holds back the reservations and the hard eviction thresholds', () => {
