@@ -9,6 +9,7 @@
  * decorator saw come back (CreateContainer, ListContainers, ContainerStatus); an ID it never saw
  * shows as its first 13 characters. Nothing else of a request (commands, env, mounts) is reported.
  */
+import type { CriRpc } from './criCalls.ts';
 import type { CallOptions, ImageService, RuntimeService } from './types.ts';
 
 /** One runtime call: `id` tells apart calls with the same method and target under way together. */
@@ -28,7 +29,7 @@ export interface CallTrace {
 let lastCallId = 0;
 
 /** Runs `run` as one traced call. */
-async function traceCall<T>(trace: CallTrace, call: string, target: string, run: () => Promise<T>, allowanceMs?: number): Promise<T> {
+async function traceCall<T>(trace: CallTrace, call: CriRpc, target: string, run: () => Promise<T>, allowanceMs?: number): Promise<T> {
   const traced: TracedCall = { id: ++lastCallId, call, target, ...(allowanceMs ? { allowanceMs } : {}) };
   trace.started(traced);
   const startedAt = performance.now();
@@ -48,7 +49,7 @@ const shortId = (id: string) => id.slice(0, 13);
 export function tracedRuntime(runtime: RuntimeService, trace: CallTrace): RuntimeService {
   const names = new Map<string, string>();
   const containerName = (id: string) => names.get(id) ?? shortId(id);
-  const call = <T>(method: string, target: string, run: () => Promise<T>, allowanceMs?: number) => traceCall(trace, method, target, run, allowanceMs);
+  const call = <T>(method: CriRpc, target: string, run: () => Promise<T>, allowanceMs?: number) => traceCall(trace, method, target, run, allowanceMs);
   return {
     version: (opts) => call('Version', '', () => runtime.version(opts)),
     status: (opts) => call('Status', '', () => runtime.status(opts)),
@@ -95,7 +96,7 @@ export function tracedRuntime(runtime: RuntimeService, trace: CallTrace): Runtim
 
 /** The ImageService, each call reported to `trace`. */
 export function tracedImages(images: ImageService, trace: CallTrace): ImageService {
-  const call = <T>(method: string, image: string, run: () => Promise<T>) => traceCall(trace, method, image, run);
+  const call = <T>(method: CriRpc, image: string, run: () => Promise<T>) => traceCall(trace, method, image, run);
   return {
     pullImage: (image, sandboxConfig, opts) => call('PullImage', image, () => images.pullImage(image, sandboxConfig, opts)),
     imageStatus: (image, opts) => call('ImageStatus', image, () => images.imageStatus(image, opts)),

@@ -12,12 +12,13 @@
  * - the call ends at its deadline (`--runtime-request-timeout`), the pod's next attempt hangs
  *   again, and once the runtime answers the pod finishes terminating, nothing left behind.
  */
-import { FaultInjector, type RuntimeMethod, seededRandom } from '../support/faults.ts';
+import type { CriMethod } from '../../src/runtime/criCalls.ts';
+import { FaultInjector, seededRandom } from '../support/faults.ts';
 import { ChaosNode, NODE, type Kind } from './chaosNode.ts';
 import type { Violation } from './invariants.ts';
 
 /** Calls of a terminating pod that may hang: its status reads, its container's stop, its sandbox's stop and removal. */
-const HANGING_CALLS: RuntimeMethod[] = ['podSandboxStatus', 'containerStatus', 'stopContainer', 'stopPodSandbox', 'removePodSandbox'];
+const HANGING_CALLS: CriMethod[] = ['podSandboxStatus', 'containerStatus', 'stopContainer', 'stopPodSandbox', 'removePodSandbox'];
 
 export interface HangOptions {
   seed: number;
@@ -35,7 +36,7 @@ export interface HangOptions {
 
 export interface HangReport {
   seed: number;
-  call: RuntimeMethod;
+  call: CriMethod;
   /** Pod changes made around the hanging pod, and how long each round took to converge (ms). */
   changes: number;
   convergeMs: number[];

@@ -16,14 +16,14 @@
  */
 import { type CallOptions, CriError, type CriErrorCode, type ImageService, type RuntimeService } from '../../src/runtime/types.ts';
 import type { CallInterceptor } from '../../src/runtime/sim/server.ts';
+import { CRI_CALLS, type CriMethod, criMethodOf, isCriMethod } from '../../src/runtime/criCalls.ts';
 
-export type RuntimeMethod = Exclude<keyof RuntimeService, 'containerEvents'> | keyof ImageService;
 
 export type FaultAction = { kind: 'fail'; code: CriErrorCode; message?: string } | { kind: 'delay'; ms: number } | { kind: 'hang' };
 
 export interface FaultRule {
   /** The calls it applies to; all when absent. */
-  methods?: readonly RuntimeMethod[];
+  methods?: readonly CriMethod[];
   /** Only calls about this pod. */
   podUid?: string;
   /** Chance that a matching call is hit (1 when absent), drawn from the injector's seed. */
@@ -44,7 +44,7 @@ export interface ActiveFault {
 
 /** A call held by a hang rule, for the suite's reports and assertions. */
 export interface HeldCall {
-  method: RuntimeMethod;
+  method: CriMethod;
   podUid: string | undefined;
   since: number;
 }
@@ -120,7 +120,8 @@ export class FaultInjector {
 
   /** The rules as a runtime's server applies them to the calls it serves (sim://'s `intercept`). */
   readonly intercept: CallInterceptor = async (call, request, signal, answer) => {
-    const method = (call.charAt(0).toLowerCase() + call.slice(1)) as RuntimeMethod;
+    const method = criMethodOf(call);
+    if (!method) return answer();
     const podUid = this.podFor([request]);
     await this.interfere(method, podUid, [request, { signal }]);
     const response = await answer();
@@ -133,7 +134,8 @@ export class FaultInjector {
       get: (target, property, receiver) => {
         const value: unknown = Reflect.get(target, property, receiver);
         if (typeof value !== 'function' || typeof property !== 'string' || passThrough(property)) return typeof value === 'function' ? value.bind(target) : value;
-        const method = property as RuntimeMethod;
+        if (!isCriMethod(property)) return value.bind(target);
+        const method = property;
         return async (...args: unknown[]) => {
           const podUid = this.podFor(args);
           await this.interfere(method, podUid, args);
@@ -145,7 +147,7 @@ export class FaultInjector {
     });
   }
 
-  private async interfere(method: RuntimeMethod, podUid: string | undefined, args: unknown[]): Promise<void> {
+  private async interfere(method: CriMethod, podUid: string | undefined, args: unknown[]): Promise<void> {
     for (const rule of [...this.rules]) {
       const { methods, podUid: onlyPod, probability = 1, count = Infinity, action } = rule.rule;
       if (rule.removed || rule.hits >= count) continue;
@@ -155,13 +157,13 @@ export class FaultInjector {
       rule.hits++;
       this.injected[action.kind]++;
       const opts = callOptions(args);
-      if (action.kind === 'fail') throw new CriError(rpcName(method), action.code, action.message ?? `injected fault (${action.code})`);
+      if (action.kind === 'fail') throw new CriError(CRI_CALLS[method].rpc, action.code, action.message ?? `injected fault (${action.code})`);
       if (action.kind === 'delay') await pause(action.ms, opts, method);
       else await this.hang(rule, method, podUid, opts);
     }
   }
 
-  private hang(rule: Rule, method: RuntimeMethod, podUid: string | undefined, opts: CallOptions | undefined): Promise<void> {
+  private hang(rule: Rule, method: CriMethod, podUid: string | undefined, opts: CallOptions | undefined): Promise<void> {
     const call: HeldCall = { method, podUid, since: (this.options.now ?? Date.now)() };
     this.holding.add(call);
     return new Promise<void>((resolve, reject) => {
@@ -177,12 +179,12 @@ export class FaultInjector {
       };
       const cancelled = () => {
         done();
-        reject(new CriError(rpcName(method), 'CANCELLED', 'call cancelled'));
+        reject(new CriError(CRI_CALLS[method].rpc, 'CANCELLED', 'call cancelled'));
       };
       const deadline = opts?.timeoutMs
         ? setTimeout(() => {
             done();
-            reject(new CriError(rpcName(method), 'DEADLINE_EXCEEDED', `no answer within ${opts.timeoutMs} ms (injected hang)`));
+            reject(new CriError(CRI_CALLS[method].rpc, 'DEADLINE_EXCEEDED', `no answer within ${opts.timeoutMs} ms (injected hang)`));
           }, opts.timeoutMs)
         : null;
       rule.held.add(resume);
@@ -234,12 +236,8 @@ function callOptions(args: unknown[]): CallOptions | undefined {
   return last && typeof last === 'object' && ('signal' in last || 'timeoutMs' in last) ? (last as CallOptions) : undefined;
 }
 
-/** The CRI name of a method (`stopContainer` → `StopContainer`), as errors name calls. */
-function rpcName(method: string): string {
-  return method.charAt(0).toUpperCase() + method.slice(1);
-}
 
-function pause(ms: number, opts: CallOptions | undefined, method: string): Promise<void> {
+function pause(ms: number, opts: CallOptions | undefined, method: CriMethod): Promise<void> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       opts?.signal?.removeEventListener('abort', cancelled);
@@ -247,7 +245,7 @@ function pause(ms: number, opts: CallOptions | undefined, method: string): Promi
     }, ms);
     const cancelled = () => {
       clearTimeout(timer);
-      reject(new CriError(rpcName(method), 'CANCELLED', 'call cancelled'));
+      reject(new CriError(CRI_CALLS[method].rpc, 'CANCELLED', 'call cancelled'));
     };
     opts?.signal?.addEventListener('abort', cancelled, { once: true });
   });

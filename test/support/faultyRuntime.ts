@@ -33,40 +33,13 @@ import type {
   VersionInfo,
 } from '../../src/runtime/types.ts';
 import { CriError } from '../../src/runtime/types.ts';
+import { CRI_CALLS } from '../../src/runtime/criCalls.ts';
 
 /** A runtime call, by its method name on the TypeScript interfaces. */
 export type RuntimeMethod = keyof RuntimeService | keyof ImageService;
 
 /** The CRI RPC behind each method, so scripted errors name the call the way the gRPC client does. */
-const criCall: Record<RuntimeMethod, string> = {
-  version: 'Version',
-  status: 'Status',
-  runPodSandbox: 'RunPodSandbox',
-  stopPodSandbox: 'StopPodSandbox',
-  removePodSandbox: 'RemovePodSandbox',
-  podSandboxStatus: 'PodSandboxStatus',
-  listPodSandbox: 'ListPodSandbox',
-  createContainer: 'CreateContainer',
-  startContainer: 'StartContainer',
-  stopContainer: 'StopContainer',
-  removeContainer: 'RemoveContainer',
-  listContainers: 'ListContainers',
-  containerStatus: 'ContainerStatus',
-  execSync: 'ExecSync',
-  exec: 'Exec',
-  attach: 'Attach',
-  portForward: 'PortForward',
-  reopenContainerLog: 'ReopenContainerLog',
-  containerStats: 'ContainerStats',
-  listContainerStats: 'ListContainerStats',
-  podSandboxStats: 'PodSandboxStats',
-  listPodSandboxStats: 'ListPodSandboxStats',
-  containerEvents: 'GetContainerEvents',
-  pullImage: 'PullImage',
-  imageStatus: 'ImageStatus',
-  listImages: 'ListImages',
-  removeImage: 'RemoveImage',
-};
+const criCall = (method: RuntimeMethod): string => (method === 'containerEvents' ? 'GetContainerEvents' : CRI_CALLS[method].rpc);
 
 /** One entry of the call log: the method and the id, name or image it was about. */
 export interface RecordedCall {
@@ -209,7 +182,7 @@ export class FaultyRuntime implements RuntimeService, ImageService {
   holdCalls(method: RuntimeMethod): HoldController {
     const existing = this.holds.get(method);
     if (existing?.active) return existing;
-    const hold = new CallHold(criCall[method], () => {
+    const hold = new CallHold(criCall(method), () => {
       if (this.holds.get(method) === hold) this.holds.delete(method);
     });
     this.holds.set(method, hold);
@@ -386,7 +359,7 @@ export class FaultyRuntime implements RuntimeService, ImageService {
 
   private async invoke<T>(method: RuntimeMethod, target: string, opts: CallOptions | undefined, perform: () => Promise<T>, timeoutSeconds?: number): Promise<T> {
     this.log.push(timeoutSeconds === undefined ? { method, target } : { method, target, timeoutSeconds });
-    const call = criCall[method];
+    const call = criCall(method);
     if (opts?.signal?.aborted) throw new CriError(call, 'CANCELLED', 'aborted before the call was made');
     const hold = this.holds.get(method);
     if (hold) await hold.wait(opts?.signal);
@@ -402,7 +375,7 @@ export class FaultyRuntime implements RuntimeService, ImageService {
     next.remaining -= 1;
     if (next.remaining <= 0) queue.shift();
     if (queue.length === 0) this.failures.delete(method);
-    return new CriError(criCall[method], next.code, next.message);
+    return new CriError(criCall(method), next.code, next.message);
   }
 }
 
