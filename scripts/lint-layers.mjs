@@ -61,6 +61,7 @@ export const DECISIONS = [
   'kuberuntime/logFormat.ts',
   'kuberuntime/logRotation.ts',
   'kuberuntime/logTarget.ts',
+  'kuberuntime/securityContext.ts',
   'server/logQuery.ts',
   'stats/summary.ts',
   'admission/admit.ts',

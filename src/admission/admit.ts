@@ -6,6 +6,7 @@
  */
 import type { Taint } from '../api/cluster.ts';
 import { isStaticPod, type Pod } from '../api/types.ts';
+import { forbiddenSysctl } from '../api/sysctls.ts';
 import { matchesNodeAffinity, untoleratedNoExecuteTaint } from './nodeAffinity.ts';
 import type { ResourceAmounts } from '../api/quantity.ts';
 import { podRequests, sumRequests } from './resources.ts';
@@ -18,6 +19,8 @@ export interface NodeInfo {
   /** The Node's allocatable amounts (resources.ts units); absent: only the pod count is checked. */
   allocatable?: ResourceAmounts;
   taints?: readonly Taint[];
+  /** --allowed-unsafe-sysctls: the namespaced sysctls pods may set besides the safe ones. */
+  allowedUnsafeSysctls?: readonly string[];
 }
 
 export type Admission = { admit: true } | { admit: false; reason: string; message: string };
@@ -72,6 +75,9 @@ function insufficientResource(pod: Pod, used: ResourceAmounts, allocatable: Reso
  * `used` is their summed requests (given by a caller that keeps it as it admits a batch).
  */
 export function admitPod(pod: Pod, active: readonly Pod[], node: NodeInfo, used: ResourceAmounts = sumRequests(active)): Admission {
+  // The sysctl allowlist is an admit handler of its own, ahead of the predicates (kubelet.go NewMainKubelet).
+  const sysctl = forbiddenSysctl(pod.spec.securityContext?.sysctls ?? [], pod.spec, node.allowedUnsafeSysctls ?? []);
+  if (sysctl) return { admit: false, reason: 'SysctlForbidden', message: sysctl };
   const osLabel = pod.metadata.labels?.['kubernetes.io/os'];
   if (osLabel !== undefined && osLabel !== node.os) {
     return { admit: false, reason: 'PodOSSelectorNodeLabelDoesNotMatch', message: `Failed to admit pod as the \`kubernetes.io/os\` label doesn't match node label` };

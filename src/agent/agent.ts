@@ -71,6 +71,8 @@ function simSocketPath(rootDir: string): string {
 }
 
 export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentHooks = {}): Promise<Agent> {
+  // Refused rather than taken and ignored: no source reads the URL yet.
+  if (config.manifestUrl) throw new Error('--manifest-url (staticPodURL): the HTTP manifest source is not built yet; serve the manifests from a directory with --pod-manifest-path');
   await mkdir(config.rootDir, { recursive: true });
   const closers: (() => Promise<void> | void)[] = [];
 

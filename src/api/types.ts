@@ -128,6 +128,50 @@ export interface Container {
   terminationMessagePolicy?: 'File' | 'FallbackToLogsOnError';
   stdin?: boolean;
   tty?: boolean;
+  securityContext?: SecurityContext;
+}
+
+export interface SELinuxOptions {
+  user?: string;
+  role?: string;
+  type?: string;
+  level?: string;
+}
+
+/** A seccomp or AppArmor profile as the pod spec names it. */
+export interface ProfileSpec {
+  type: 'RuntimeDefault' | 'Unconfined' | 'Localhost';
+  localhostProfile?: string;
+}
+
+/** A container's security context (k8s.io/api/core/v1 SecurityContext, the Linux members). */
+export interface SecurityContext {
+  capabilities?: { add?: string[]; drop?: string[] };
+  privileged?: boolean;
+  seLinuxOptions?: SELinuxOptions;
+  runAsUser?: number;
+  runAsGroup?: number;
+  runAsNonRoot?: boolean;
+  readOnlyRootFilesystem?: boolean;
+  allowPrivilegeEscalation?: boolean;
+  procMount?: 'Default' | 'Unmasked';
+  seccompProfile?: ProfileSpec;
+  appArmorProfile?: ProfileSpec;
+}
+
+/** The pod's security context (PodSecurityContext, the Linux members the agent applies). */
+export interface PodSecurityContext {
+  seLinuxOptions?: SELinuxOptions;
+  runAsUser?: number;
+  runAsGroup?: number;
+  runAsNonRoot?: boolean;
+  supplementalGroups?: number[];
+  supplementalGroupsPolicy?: 'Merge' | 'Strict';
+  fsGroup?: number;
+  /** Kernel parameters of the pod's namespaces (admitted against the node's allowlist: api/sysctls.ts). */
+  sysctls?: { name: string; value: string }[];
+  seccompProfile?: ProfileSpec;
+  appArmorProfile?: ProfileSpec;
 }
 
 interface ResourceRequirements {
@@ -163,6 +207,10 @@ interface PodSpec {
   nodeName?: string;
   nodeSelector?: Record<string, string>;
   hostNetwork?: boolean;
+  hostPID?: boolean;
+  hostIPC?: boolean;
+  shareProcessNamespace?: boolean;
+  securityContext?: PodSecurityContext;
   hostname?: string;
   subdomain?: string;
   tolerations?: Toleration[];

@@ -204,6 +204,38 @@ const KEY_TO_PATHS: Shape = { list: { object: { key: 'string', path: 'string', m
 const DOWNWARD_ITEMS: Shape = { list: { object: { path: 'string', fieldRef: FIELD_REF, resourceFieldRef: RESOURCE_FIELD_REF, mode: 'integer' } } };
 const SELECTOR_REQUIREMENTS: Shape = { list: { object: { key: 'string', operator: 'string', values: STRINGS } } };
 
+const SELINUX_OPTIONS: Shape = { object: { user: 'string', role: 'string', type: 'string', level: 'string' } };
+const PROFILE: Shape = { object: { type: { oneOf: ['RuntimeDefault', 'Unconfined', 'Localhost'] }, localhostProfile: 'string' } };
+const SECURITY_CONTEXT: Shape = {
+  object: {
+    capabilities: { object: { add: STRINGS, drop: STRINGS } },
+    privileged: 'boolean',
+    seLinuxOptions: SELINUX_OPTIONS,
+    runAsUser: 'integer',
+    runAsGroup: 'integer',
+    runAsNonRoot: 'boolean',
+    readOnlyRootFilesystem: 'boolean',
+    allowPrivilegeEscalation: 'boolean',
+    procMount: { oneOf: ['Default', 'Unmasked'] },
+    seccompProfile: PROFILE,
+    appArmorProfile: PROFILE,
+  },
+};
+const POD_SECURITY_CONTEXT: Shape = {
+  object: {
+    seLinuxOptions: SELINUX_OPTIONS,
+    runAsUser: 'integer',
+    runAsGroup: 'integer',
+    runAsNonRoot: 'boolean',
+    supplementalGroups: { list: 'integer' },
+    supplementalGroupsPolicy: { oneOf: ['Merge', 'Strict'] },
+    fsGroup: 'integer',
+    sysctls: { list: { object: { name: 'string', value: 'string' } } },
+    seccompProfile: PROFILE,
+    appArmorProfile: PROFILE,
+  },
+};
+
 const METADATA_FIELDS: Fields = {
   resourceVersion: 'string',
   generation: 'integer',
@@ -235,6 +267,7 @@ const CONTAINER_FIELDS: Fields = {
   stdin: 'boolean',
   stdinOnce: 'boolean',
   tty: 'boolean',
+  securityContext: SECURITY_CONTEXT,
 };
 
 const ENV_VAR_FIELDS: Fields = {
@@ -274,6 +307,10 @@ const VOLUME: Shape = {
 const SPEC_FIELDS: Fields = {
   nodeSelector: { map: 'string' },
   hostNetwork: 'boolean',
+  hostPID: 'boolean',
+  hostIPC: 'boolean',
+  shareProcessNamespace: 'boolean',
+  securityContext: POD_SECURITY_CONTEXT,
   hostname: 'string',
   subdomain: 'string',
   tolerations: {
@@ -434,6 +471,24 @@ function checkEnv(errs: Errors, field: string, env: unknown): void {
   });
 }
 
+/** The largest uid or gid a security context may name (validation.go ValidateSecurityContext). */
+const MAX_ID = 2147483647;
+
+/**
+ * The rules of a container's security context the API server checks
+ * (pkg/apis/core/validation/validation.go ValidateSecurityContext): ids in range, and no privilege
+ * escalation forbidden where it is granted anyway.
+ */
+function checkSecurityContext(errs: Errors, field: string, context: unknown): void {
+  if (!isRecord(context)) return; // its shape is checked with the container's other fields
+  checkOptionalInteger(errs, `${field}.runAsUser`, context['runAsUser'], 0, MAX_ID);
+  checkOptionalInteger(errs, `${field}.runAsGroup`, context['runAsGroup'], 0, MAX_ID);
+  if (context['allowPrivilegeEscalation'] !== false) return;
+  if (context['privileged'] === true) errs.add(field, 'Invalid value: cannot set `allowPrivilegeEscalation` to false and `privileged` to true');
+  const add = isRecord(context['capabilities']) ? context['capabilities']['add'] : undefined;
+  if (Array.isArray(add) && add.includes('CAP_SYS_ADMIN')) errs.add(field, 'Invalid value: cannot set `allowPrivilegeEscalation` to false and `capabilities.Add` CAP_SYS_ADMIN');
+}
+
 function checkContainer(errs: Errors, field: string, container: Record<string, unknown>, isInit: boolean): void {
   const name = container['name'];
   if (checkRequiredString(errs, `${field}.name`, name) && !isDnsLabel(name)) {
@@ -458,6 +513,7 @@ function checkContainer(errs: Errors, field: string, container: Record<string, u
     else if (restart !== 'Always') errs.unsupported(`${field}.restartPolicy`, restart, ['Always']);
   }
 
+  checkSecurityContext(errs, `${field}.securityContext`, container['securityContext']);
   checkProbe(errs, `${field}.livenessProbe`, container['livenessProbe'], 'liveness');
   checkProbe(errs, `${field}.readinessProbe`, container['readinessProbe'], 'readiness');
   checkProbe(errs, `${field}.startupProbe`, container['startupProbe'], 'startup');
@@ -510,6 +566,14 @@ function checkSpec(errs: Errors, spec: unknown): void {
   }
   checkOptionalInteger(errs, 'spec.terminationGracePeriodSeconds', spec['terminationGracePeriodSeconds'], 0);
   checkOptionalInteger(errs, 'spec.activeDeadlineSeconds', spec['activeDeadlineSeconds'], 1, ACTIVE_DEADLINE_MAX);
+  const podContext = spec['securityContext'];
+  if (isRecord(podContext)) {
+    for (const id of ['runAsUser', 'runAsGroup', 'fsGroup'] as const) checkOptionalInteger(errs, `spec.securityContext.${id}`, podContext[id], 0, MAX_ID);
+  }
+  // validation.go validatePodSpecSecurityContext: one pid namespace or the other.
+  if (spec['shareProcessNamespace'] === true && spec['hostPID'] === true) {
+    errs.add('spec.securityContext.shareProcessNamespace', 'Invalid value: true: ShareProcessNamespace and HostPID cannot both be enabled');
+  }
   checkFields(errs, 'spec', spec, SPEC_FIELDS);
 }
 

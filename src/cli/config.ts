@@ -91,6 +91,10 @@ export interface AgentConfig {
   containerLogMaxFiles: number;
   /** containerLogMonitorInterval (and a statelet flag). */
   containerLogMonitorIntervalMs: number;
+  /** --allowed-unsafe-sysctls / allowedUnsafeSysctls: namespaced sysctls pods may set besides the safe ones. */
+  allowedUnsafeSysctls: string[];
+  /** --seccomp-default / seccompDefault: RuntimeDefault for containers that name no seccomp profile. */
+  seccompDefault: boolean;
   /** --read-only-address (statelet): where the unauthenticated read-only port binds. */
   readOnlyAddress: string;
   /** --read-only-port / readOnlyPort; 0 disables. */
@@ -190,6 +194,8 @@ export function agentDefaults(profile: DefaultsProfile = 'flags'): AgentDefaults
     containerLogMaxSize: 10 * 2 ** 20,
     containerLogMaxFiles: 5,
     containerLogMonitorIntervalMs: 10_000,
+    seccompDefault: false,
+    allowedUnsafeSysctls: [],
     readOnlyPort: profile === 'config-file' ? 0 : 10255,
     healthzPort: 10248,
     healthzBindAddress: '127.0.0.1',

@@ -5,6 +5,7 @@
  * is one entry here. Defaults come from `agentDefaults()` in `config.ts`.
  */
 
+import { unsafeSysctlPatternProblem } from '../api/sysctls.ts';
 import net from 'node:net';
 import { DurationError, formatDuration, parseDuration } from './duration.ts';
 import { normalizeRuntimeEndpoint, type AgentSettings } from './config.ts';
@@ -460,6 +461,24 @@ const taintsKind: ValueKind<Taint[]> = {
   display: (value) => value.map((t) => `${t.key}${t.value ? `=${t.value}` : ''}:${t.effect}`).join(','),
 };
 
+/** --allowed-unsafe-sysctls: sysctl names or prefixes (`kernel.msg*`), comma-separated; each must be namespaced. */
+const sysctlPatternsKind: ValueKind<string[]> = {
+  placeholder: 'name,prefix*,...',
+  takesArgument: true,
+  fromText: (text) => text.split(',').map((part) => part.trim()).filter(Boolean).map(sysctlPattern),
+  fromConfig(value) {
+    if (!Array.isArray(value)) throw new ValueError('expected a list of sysctl names or patterns');
+    return value.map((item) => sysctlPattern(expectString(item)));
+  },
+  display: (value) => value.join(','),
+};
+
+function sysctlPattern(pattern: string): string {
+  const problem = unsafeSysctlPatternProblem(pattern);
+  if (problem) throw new ValueError(problem);
+  return pattern;
+}
+
 /** --cluster-dns: IP addresses, comma-separated (clusterDNS: a list). */
 const ipListKind: ValueKind<string[]> = {
   placeholder: 'ip,...',
@@ -713,6 +732,22 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'maxPods',
     group: 'Node',
     help: 'Number of pods that can run on this node',
+  }),
+  option({
+    key: 'allowedUnsafeSysctls',
+    kind: sysctlPatternsKind,
+    flag: 'allowed-unsafe-sysctls',
+    configField: 'allowedUnsafeSysctls',
+    group: 'Node',
+    help: 'Namespaced sysctls (names, or prefixes ending in *) pods may set besides the safe ones',
+  }),
+  option({
+    key: 'seccompDefault',
+    kind: boolKind,
+    flag: 'seccomp-default',
+    configField: 'seccompDefault',
+    group: 'Node',
+    help: "Run containers that name no seccomp profile under the runtime's default profile (RuntimeDefault) instead of Unconfined",
   }),
 
   option({

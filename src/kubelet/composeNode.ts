@@ -170,6 +170,7 @@ export function composeNode(deps: NodeDeps): Node {
     images: deps.images,
     puller: new ImagePuller(deps.images, config.serializeImagePulls ? 1 : (config.maxParallelImagePulls ?? Infinity)),
     podLogsRoot: config.podLogsDir,
+    security: { seccompDefault: config.seccompDefault, seccompProfileRoot: path.join(config.rootDir, 'seccomp') },
     crashLoop: crashLoopBackOffPolicy(config),
     hookIO: hookIOOn(clock),
     now,
@@ -348,7 +349,14 @@ export function composeNode(deps: NodeDeps): Node {
  */
 function admissionNode(config: NodeConfig, cluster: ClusterDeps | undefined, record: NodeRecord): () => NodeInfo {
   const labels = nodeLabels(config.nodeName, config.nodeLabels, { os: 'linux', arch: goArch(os.arch()) });
-  const base: NodeInfo = { name: config.nodeName, maxPods: config.maxPods, labels, os: 'linux', taints: cluster ? config.registerWithTaints : [] };
+  const base: NodeInfo = {
+    name: config.nodeName,
+    maxPods: config.maxPods,
+    labels,
+    os: 'linux',
+    taints: cluster ? config.registerWithTaints : [],
+    allowedUnsafeSysctls: config.allowedUnsafeSysctls,
+  };
   return () => {
     const node = record.node;
     if (!node) return base;

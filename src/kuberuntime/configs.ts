@@ -6,9 +6,9 @@
  */
 import path from 'node:path';
 import type { Container, Pod } from '../api/types.ts';
-import type { ContainerConfig, DnsConfig, Mount, PodSandboxConfig, PortMapping } from '../runtime/types.ts';
+import type { ContainerConfig, DnsConfig, LinuxContainerSecurityContext, Mount, PodSandboxConfig, PortMapping } from '../runtime/types.ts';
+import { sandboxSecurityContext } from './securityContext.ts';
 import { podHostnameAndDomain } from './hosts.ts';
-import { NamespaceMode } from '../runtime/types.ts';
 import { type ContainerType, containerAnnotations, containerLabels, sandboxLabels } from './labels.ts';
 
 /** `<logsRoot>/<namespace>_<name>_<uid>`, the kubelet's per-pod log directory. */
@@ -48,13 +48,9 @@ export function sandboxConfig(pod: Pod, attempt: number, logsRoot: string, dns?:
     annotations: { ...pod.metadata.annotations },
     ...(dns ? { dnsConfig: dns } : {}),
     linux: {
-      securityContext: {
-        namespaceOptions: {
-          network: pod.spec.hostNetwork ? NamespaceMode.NODE : NamespaceMode.POD,
-          pid: NamespaceMode.CONTAINER,
-          ipc: NamespaceMode.POD,
-        },
-      },
+      securityContext: sandboxSecurityContext(pod),
+      // Admitted against the node's allowlist already; passed as written.
+      sysctls: Object.fromEntries((pod.spec.securityContext?.sysctls ?? []).map(({ name, value }) => [name, value])),
     },
   };
 }
@@ -84,6 +80,7 @@ export function containerConfig(
   image: string,
   envs: { key: string; value: string }[],
   mounts: Mount[] = [],
+  securityContext?: LinuxContainerSecurityContext,
 ): ContainerConfig {
   // Command and args are expanded with the final environment (ExpandContainerCommandAndArgs).
   const vars = new Map(envs.map((e) => [e.key, e.value]));
@@ -100,5 +97,6 @@ export function containerConfig(
     logPath: path.join(container.name, `${restartCount}.log`),
     stdin: container.stdin ?? false,
     tty: container.tty ?? false,
+    ...(securityContext ? { linux: { securityContext } } : {}),
   };
 }

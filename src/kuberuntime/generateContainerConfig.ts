@@ -3,8 +3,9 @@
  * (pkg/kubelet/kuberuntime/kuberuntime_container.go generateContainerConfig, with kubelet_pods.go
  * makeEnvironmentVariables and makeMounts): its environment (the ConfigMaps and Secrets it names,
  * read through the node's object cache; the downward API; the Services' link variables), its
- * mounts (the pod's volumes with their subPaths, the managed /etc/hosts) and its log directory,
- * made for the runtime to open the log in. A spec the node cannot satisfy throws
+ * mounts (the pod's volumes with their subPaths, the managed /etc/hosts), its security context
+ * (securityContext.ts, with the image's user from ImageStatus; runAsNonRoot checked) and its log
+ * directory, made for the runtime to open the log in. A spec the node cannot satisfy throws
  * ContainerConfigError, which the start reports as CreateContainerConfigError. What it reads of the
  * node is ContainerConfigDeps, and nothing else.
  */
@@ -14,7 +15,7 @@ import type { Service } from '../api/cluster.ts';
 import type { ResourceAmounts } from '../api/quantity.ts';
 import type { Container, Pod } from '../api/types.ts';
 import type { ObjectReader } from '../client/objects.ts';
-import type { ContainerConfig, Mount } from '../runtime/types.ts';
+import type { CallOptions, ContainerConfig, ImageService, LinuxContainerSecurityContext, Mount } from '../runtime/types.ts';
 import { mkdirAll } from '../volumes/mkdirAll.ts';
 import { containerMounts } from '../volumes/plan.ts';
 import { resolveSubPaths } from '../volumes/subPath.ts';
@@ -24,8 +25,20 @@ import { makeEnvironment, readReferencedObjects } from './envVars.ts';
 import { ETC_HOSTS, managedHostsContent, mountsManagedHosts, podHostnameAndDomain } from './hosts.ts';
 import { errorText } from './images.ts';
 import type { ContainerType } from './labels.ts';
+import {
+  type ImageUser,
+  type SecuritySettings,
+  SecurityContextError,
+  containerSecurityContext,
+  effectiveSecurityContext,
+  runAsNonRootViolation,
+} from './securityContext.ts';
 
 export interface ContainerConfigDeps {
+  /** ImageStatus: the user an image runs as, where the pod does not say. */
+  images: Pick<ImageService, 'imageStatus'>;
+  /** --seccomp-default and where Localhost seccomp profiles are. */
+  security: SecuritySettings;
   /** The node's addresses (--node-ip), first the primary: `status.hostIP(s)` in environments. */
   hostIPs?: string[];
   /** The node's allocatable amounts once known: the limit a container leaves unset (resourceFieldRef). */
@@ -52,6 +65,7 @@ export interface ContainerToConfigure {
   podIP(): Promise<string>;
   /** The pod's log directory (the sandbox config's): the container's goes inside. */
   podLogDirectory: string;
+  opts: CallOptions;
 }
 
 /** The node's own hosts file, which host-network pods see under the kubelet's header. */
@@ -75,6 +89,24 @@ async function hostsMount(podsDir: string, pod: Pod, podIPs: readonly string[], 
   return { containerPath: ETC_HOSTS, hostPath: file, readonly: false };
 }
 
+/**
+ * The container's security context for the runtime, or ContainerConfigError with the reason it
+ * may not run: a user that breaks runAsNonRoot, a profile the kubelet refuses. The image's user
+ * (helpers.go getImageUser) is asked of the image as the spec writes it.
+ */
+async function securityContextFor(deps: ContainerConfigDeps, { pod, container, opts }: ContainerToConfigure): Promise<LinuxContainerSecurityContext> {
+  const image = container.image ? await deps.images.imageStatus(container.image, opts) : null;
+  const imageUser: ImageUser = image?.uid !== undefined ? { uid: image.uid } : image?.username ? { username: image.username } : {};
+  const violation = runAsNonRootViolation(pod, container, effectiveSecurityContext(pod, container), imageUser);
+  if (violation) throw new ContainerConfigError(violation);
+  try {
+    return containerSecurityContext(pod, container, imageUser, deps.security);
+  } catch (err) {
+    if (err instanceof SecurityContextError) throw new ContainerConfigError(err.message);
+    throw err;
+  }
+}
+
 export async function generateContainerConfig(deps: ContainerConfigDeps, target: ContainerToConfigure): Promise<ContainerConfig> {
   const { pod, container } = target;
   const objects = await readReferencedObjects(deps.objects, pod, container);
@@ -90,9 +122,11 @@ export async function generateContainerConfig(deps: ContainerConfigDeps, target:
   if ('error' in resolved) throw new ContainerConfigError(resolved.error);
   const mounts: Mount[] = [...resolved.mounts];
   if (deps.podsDir && mountsManagedHosts(container, podIPs)) mounts.push(await hostsMount(deps.podsDir, pod, podIPs, deps.dns?.clusterDomain ?? ''));
+  // After the environment and mounts, whose errors come first.
+  const securityContext = await securityContextFor(deps, target);
   // The container's log directory, before the runtime opens its log there (kuberuntime_container.go generateContainerConfig).
   await mkdirAll(path.join(target.podLogDirectory, container.name), 0o755).catch((err: unknown) => {
     throw new ContainerConfigError(`create container log directory for container ${container.name} failed: ${errorText(err)}`);
   });
-  return containerConfig(pod, container, target.type, target.restartCount, target.image, envs, mounts);
+  return containerConfig(pod, container, target.type, target.restartCount, target.image, envs, mounts, securityContext);
 }

@@ -123,7 +123,7 @@ export async function startContainer(
   const restartCount = previous ? previous.restartCount + 1 : 0;
   let config;
   try {
-    config = await generateContainerConfig(deps, { pod, container, type, restartCount, image: image.image, podIP: context.podIP, podLogDirectory: sandbox.logDirectory });
+    config = await generateContainerConfig(deps, { pod, container, type, restartCount, image: image.image, podIP: context.podIP, podLogDirectory: sandbox.logDirectory, opts });
   } catch (err) {
     if (!(err instanceof ContainerConfigError)) throw err;
     record('Warning', 'Failed', `Error: ${err.message}`);

@@ -41,6 +41,8 @@ export type NodeConfig = Pick<
   | 'containerLogMaxFiles'
   | 'containerLogMonitorIntervalMs'
   | 'runtimeRequestTimeoutMs'
+  | 'seccompDefault'
+  | 'allowedUnsafeSysctls'
   // In a cluster: the Node's registration, status and Lease.
   | 'registerNode'
   | 'registerWithTaints'

@@ -44,6 +44,68 @@ export interface PodSandboxMetadata {
 export type NamespaceMode = 0 | 1 | 2 | 3;
 export const NamespaceMode = { POD: 0, CONTAINER: 1, NODE: 2, TARGET: 3 } as const;
 
+/** CRI NamespaceOption: which of the pod's or the node's namespaces a sandbox or container joins. */
+export interface NamespaceOptions {
+  network?: NamespaceMode;
+  pid?: NamespaceMode;
+  ipc?: NamespaceMode;
+  /** With pid TARGET: the container whose namespace it joins. */
+  targetId?: string;
+}
+
+/** CRI SecurityProfile: a seccomp or AppArmor profile. */
+export interface SecurityProfile {
+  profileType: 'RuntimeDefault' | 'Unconfined' | 'Localhost';
+  /** Localhost only: the profile's file (seccomp) or name (AppArmor). */
+  localhostRef?: string;
+}
+
+/** CRI SELinuxOption. */
+export interface SELinuxOption {
+  user: string;
+  role: string;
+  type: string;
+  level: string;
+}
+
+/** CRI SupplementalGroupsPolicy: Merge (the image's groups too) or Strict. */
+export type SupplementalGroupsPolicy = 'Merge' | 'Strict';
+
+/** CRI LinuxSandboxSecurityContext: what the sandbox itself runs with. */
+export interface LinuxSandboxSecurityContext {
+  namespaceOptions?: NamespaceOptions;
+  selinuxOptions?: SELinuxOption;
+  runAsUser?: number;
+  runAsGroup?: number;
+  supplementalGroups?: number[];
+  supplementalGroupsPolicy?: SupplementalGroupsPolicy;
+  privileged?: boolean;
+  seccomp?: SecurityProfile;
+}
+
+/** CRI LinuxContainerSecurityContext: who a container's process is and what it may do. */
+export interface LinuxContainerSecurityContext {
+  /** Added and dropped as written (`ALL`, `NET_ADMIN`); absent: the runtime's default set. */
+  capabilities?: { add: string[]; drop: string[] };
+  privileged: boolean;
+  namespaceOptions: NamespaceOptions;
+  selinuxOptions?: SELinuxOption;
+  runAsUser?: number;
+  /** Only when no uid is known: a user name the runtime resolves in the image. */
+  runAsUsername?: string;
+  runAsGroup?: number;
+  readonlyRootfs: boolean;
+  supplementalGroups: number[];
+  supplementalGroupsPolicy?: SupplementalGroupsPolicy;
+  noNewPrivs: boolean;
+  maskedPaths: string[];
+  readonlyPaths: string[];
+  seccomp?: SecurityProfile;
+  apparmor?: SecurityProfile;
+  /** The deprecated string form of `apparmor` (`runtime/default`, `unconfined`, `localhost/<name>`). */
+  apparmorProfile?: string;
+}
+
 export interface PortMapping {
   protocol: 'TCP' | 'UDP' | 'SCTP';
   containerPort: number;
@@ -67,9 +129,8 @@ export interface PodSandboxConfig {
   annotations: KeyValueMap;
   linux?: {
     cgroupParent?: string;
-    securityContext?: {
-      namespaceOptions?: { network?: NamespaceMode; pid?: NamespaceMode; ipc?: NamespaceMode };
-    };
+    securityContext?: LinuxSandboxSecurityContext;
+    sysctls?: KeyValueMap;
   };
 }
 
@@ -128,6 +189,7 @@ export interface ContainerConfig {
   logPath: string;
   stdin: boolean;
   tty: boolean;
+  linux?: { securityContext?: LinuxContainerSecurityContext };
 }
 
 /** CRI ContainerState: CREATED = 0, RUNNING = 1, EXITED = 2, UNKNOWN = 3. */
@@ -343,6 +405,10 @@ export interface ImageInfo {
   repoTags: string[];
   repoDigests: string[];
   size: number;
+  /** The image's user, when numeric (`USER 1000`, `1000:1000`). */
+  uid?: number;
+  /** The image's user, when a name. */
+  username?: string;
 }
 
 /** The ImageService calls the agent uses. */

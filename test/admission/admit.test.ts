@@ -28,6 +28,19 @@ describe('admitPod', () => {
     expect(admitPod(named('a'), [], node)).toEqual({ admit: true });
   });
 
+  describe('sysctls', () => {
+    const withSysctls = (...names: string[]) => named('s', { securityContext: { sysctls: names.map((name) => ({ name, value: '1' })) } });
+    it('admits safe sysctls and those --allowed-unsafe-sysctls names; refuses the rest with SysctlForbidden, before anything else', () => {
+      expect(reason(withSysctls('net.ipv4.tcp_syncookies'))).toBe('admit');
+      expect(admitPod(withSysctls('kernel.msgmax'), [named('x'), named('y'), named('z')], node)).toEqual({
+        admit: false,
+        reason: 'SysctlForbidden',
+        message: 'forbidden sysctl: "kernel.msgmax" not allowlisted',
+      });
+      expect(reason(withSysctls('kernel.msgmax'), [], { ...node, allowedUnsafeSysctls: ['kernel.msg*'] })).toBe('admit');
+    });
+  });
+
   describe('pod count', () => {
     it('rejects with OutOfpods when the node is full, naming used and capacity', () => {
       const active = [named('x'), named('y'), named('z')];

@@ -121,6 +121,18 @@ describe('validatePod', () => {
     ['priority a string', (p) => (p.spec['priority'] = 'high'), 'spec.priority', 'must be an integer'],
     ['a label key with a space', (p) => (p.metadata['labels'] = { 'a b': 'x' }), 'metadata.labels[a b]', 'Invalid value'],
     ['a label value too long', (p) => (p.metadata['labels'] = { a: 'v'.repeat(64) }), 'metadata.labels[a]', 'Invalid value'],
+    // Security contexts: their shapes, and the API server's rules.
+    ['runAsUser a string', (p) => (container(p)['securityContext'] = { runAsUser: '1000' }), 'spec.containers[0].securityContext.runAsUser', 'must be an integer'],
+    ['runAsUser negative', (p) => (container(p)['securityContext'] = { runAsUser: -1 }), 'spec.containers[0].securityContext.runAsUser', 'Invalid value'],
+    ['capabilities.drop a string', (p) => (container(p)['securityContext'] = { capabilities: { drop: 'ALL' } }), 'spec.containers[0].securityContext.capabilities.drop', 'must be a list'],
+    ['a seccomp profile type unknown', (p) => (container(p)['securityContext'] = { seccompProfile: { type: 'Strict' } }), 'spec.containers[0].securityContext.seccompProfile.type', 'Unsupported value'],
+    ['procMount unknown', (p) => (container(p)['securityContext'] = { procMount: 'Raw' }), 'spec.containers[0].securityContext.procMount', 'Unsupported value'],
+    ['escalation refused to a privileged container', (p) => (container(p)['securityContext'] = { privileged: true, allowPrivilegeEscalation: false }), 'spec.containers[0].securityContext', 'cannot set `allowPrivilegeEscalation` to false and `privileged` to true'],
+    ['escalation refused with CAP_SYS_ADMIN added', (p) => (container(p)['securityContext'] = { capabilities: { add: ['CAP_SYS_ADMIN'] }, allowPrivilegeEscalation: false }), 'spec.containers[0].securityContext', 'and `capabilities.Add` CAP_SYS_ADMIN'],
+    ['the pod fsGroup a string', (p) => (p.spec['securityContext'] = { fsGroup: 'web' }), 'spec.securityContext.fsGroup', 'must be an integer'],
+    ['supplementalGroups of strings', (p) => (p.spec['securityContext'] = { supplementalGroups: ['a'] }), 'spec.securityContext.supplementalGroups[0]', 'must be an integer'],
+    ['a pid namespace shared and the host one', (p) => Object.assign(p.spec, { shareProcessNamespace: true, hostPID: true }), 'spec.securityContext.shareProcessNamespace', 'ShareProcessNamespace and HostPID cannot both be enabled'],
+    ['hostPID a string', (p) => (p.spec['hostPID'] = 'yes'), 'spec.hostPID', 'must be a boolean'],
   ];
 
   it.each(failures)('rejects %s', (_name, mutate, field, message) => {

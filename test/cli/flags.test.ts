@@ -148,6 +148,8 @@ describe('parseCommandLine: defaults and forms', () => {
       containerLogMaxSize: 10 * 2 ** 20,
       containerLogMaxFiles: 5,
       containerLogMonitorIntervalMs: 10_000,
+      seccompDefault: false,
+      allowedUnsafeSysctls: [],
       readOnlyPort: 10255,
       healthzPort: 10248,
       healthzBindAddress: '127.0.0.1',

@@ -17,6 +17,23 @@ describe('statelet command line', () => {
     expect(output).toMatch(/invalid value "soon" for flag --sync-frequency/);
   });
 
+  it('refuses a flag it would otherwise ignore, naming it, before starting anything', async () => {
+    const rootDir = await mkdtemp(path.join(os.tmpdir(), 'statelet-refused-'));
+    try {
+      const { code, output } = await runStateletOnce(['--root-dir', rootDir, '--container-runtime-endpoint', 'sim://', '--manifest-url', 'http://127.0.0.1:9/pods']);
+      expect(code).toBe(1);
+      expect(output).toContain('statelet: --manifest-url (staticPodURL): the HTTP manifest source is not built yet');
+    } finally {
+      await rm(rootDir, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses an --allowed-unsafe-sysctls entry that is not namespaced, as the kubelet does at start', async () => {
+    const { code, output } = await runStateletOnce(['--allowed-unsafe-sysctls', 'net.core.somaxconn,vm.swappiness']);
+    expect(code).toBe(2);
+    expect(output).toContain('the sysctl "vm.swappiness" are not known to be namespaced');
+  });
+
   it('prints help with the kubelet flag names', async () => {
     const { code, output } = await runStateletOnce(['--help']);
     expect(code).toBe(0);

@@ -15,6 +15,7 @@ import { BUSYBOX_IMAGE, startContainerd } from '../containerd/harness.ts';
 import { defineLifecycleScenarios } from './lifecycleScenarios.ts';
 import { defineProbeScenarios } from './probeScenarios.ts';
 import { defineAgentScenarios } from './scenarios.ts';
+import { defineSecurityScenarios } from './securityScenarios.ts';
 
 const containerd = await startContainerd();
 
@@ -32,6 +33,7 @@ if (!containerd) {
   defineAgentScenarios(runtime);
   defineLifecycleScenarios(runtime);
   defineProbeScenarios(runtime);
+  defineSecurityScenarios(runtime);
 
   describe('statelet on containerd across agent restarts', () => {
     it('leaves pods running when stopped, and adopts them again on restart without new containers', async () => {

@@ -2,6 +2,7 @@ import path from 'node:path';
 import { defineLifecycleScenarios } from './lifecycleScenarios.ts';
 import { defineProbeScenarios } from './probeScenarios.ts';
 import { type ScenarioRuntime, defineAgentScenarios } from './scenarios.ts';
+import { defineSecurityScenarios } from './securityScenarios.ts';
 
 const sim: ScenarioRuntime = {
   name: 'the simulated runtime (sim://)',
@@ -13,3 +14,4 @@ const sim: ScenarioRuntime = {
 defineAgentScenarios(sim);
 defineLifecycleScenarios(sim);
 defineProbeScenarios(sim);
+defineSecurityScenarios(sim);

@@ -15,7 +15,17 @@ export const IMAGE = 'statelet.local/busybox:1';
 
 /** Runtime deps over a TestRuntime (it is its own image service), with the default crash-loop policy. */
 export function fakeRuntimeDeps(runtime: TestRuntime, now: () => number, log: Logger = silentLogger, recorder = new RecordedEvents()): RuntimeDeps {
-  return { runtime, images: runtime, puller: new ImagePuller(runtime, 1), podLogsRoot: '/tmp/statelet-test-logs', crashLoop: crashLoopPolicy, now, log, recorder };
+  return {
+    runtime,
+    images: runtime,
+    puller: new ImagePuller(runtime, 1),
+    podLogsRoot: '/tmp/statelet-test-logs',
+    security: { seccompDefault: false, seccompProfileRoot: '/var/lib/statelet/seccomp' },
+    crashLoop: crashLoopPolicy,
+    now,
+    log,
+    recorder,
+  };
 }
 
 /** A SimulatedClock at 2026-01-01T00:00:00Z. */

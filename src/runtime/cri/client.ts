@@ -4,6 +4,7 @@
  * the TypeScript shapes of `../types.ts`; this module converts them to and from the wire shapes of
  * `wire.ts`, which the simulated runtime's server shares.
  */
+import { containerSecurityToWire, sandboxSecurityToWire } from './securityWire.ts';
 import * as grpc from '@grpc/grpc-js';
 import type * as protoLoader from '@grpc/proto-loader';
 import {
@@ -45,7 +46,6 @@ import {
   enumValue,
   int64ToNumber,
   namespaceModeFromWire,
-  namespaceModeToWire,
   nsToMs,
   serviceDefinition,
   type CriRpcs,
@@ -176,7 +176,6 @@ function toContainerState(state: WireEnum): ContainerState {
 
 function sandboxConfigToWire(config: PodSandboxConfig): WirePodSandboxConfig {
   const { metadata, dnsConfig, linux } = config;
-  const namespaces = linux?.securityContext?.namespaceOptions;
   return {
     metadata: { name: metadata.name, uid: metadata.uid, namespace: metadata.namespace, attempt: metadata.attempt },
     hostname: config.hostname,
@@ -190,20 +189,7 @@ function sandboxConfigToWire(config: PodSandboxConfig): WirePodSandboxConfig {
     })),
     labels: config.labels,
     annotations: config.annotations,
-    linux: linux
-      ? {
-          cgroupParent: linux.cgroupParent ?? '',
-          securityContext: namespaces
-            ? {
-                namespaceOptions: {
-                  network: namespaceModeToWire(namespaces.network),
-                  pid: namespaceModeToWire(namespaces.pid),
-                  ipc: namespaceModeToWire(namespaces.ipc),
-                },
-              }
-            : null,
-        }
-      : null,
+    linux: linux ? { cgroupParent: linux.cgroupParent ?? '', securityContext: sandboxSecurityToWire(linux.securityContext), sysctls: linux.sysctls ?? {} } : null,
   };
 }
 
@@ -221,6 +207,7 @@ function containerConfigToWire(config: ContainerConfig): WireContainerConfig {
     logPath: config.logPath,
     stdin: config.stdin,
     tty: config.tty,
+    linux: config.linux ? { securityContext: containerSecurityToWire(config.linux.securityContext) } : null,
   };
 }
 
@@ -327,6 +314,7 @@ function imageFromWire(image: WireImage): ImageInfo {
     repoTags: [...image.repoTags],
     repoDigests: [...image.repoDigests],
     size: int64ToNumber(image.size),
+    ...(image.uid ? { uid: int64ToNumber(image.uid.value) } : image.username ? { username: image.username } : {}),
   };
 }
 

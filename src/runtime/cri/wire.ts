@@ -79,6 +79,51 @@ interface WireNamespaceOption {
   network: WireEnum;
   pid: WireEnum;
   ipc: WireEnum;
+  targetId: string;
+}
+
+export interface WireSecurityProfile {
+  profileType: WireEnum;
+  localhostRef: string;
+}
+
+export interface WireSELinuxOption {
+  user: string;
+  role: string;
+  type: string;
+  level: string;
+}
+
+export interface WireLinuxSandboxSecurityContext {
+  namespaceOptions: WireNamespaceOption | null;
+  selinuxOptions: WireSELinuxOption | null;
+  runAsUser: { value: WireInt64 } | null;
+  runAsGroup: { value: WireInt64 } | null;
+  readonlyRootfs: boolean;
+  supplementalGroups: WireInt64[];
+  supplementalGroupsPolicy: WireEnum;
+  privileged: boolean;
+  seccomp: WireSecurityProfile | null;
+  apparmor: WireSecurityProfile | null;
+}
+
+export interface WireLinuxContainerSecurityContext {
+  capabilities: { addCapabilities: string[]; dropCapabilities: string[]; addAmbientCapabilities: string[] } | null;
+  privileged: boolean;
+  namespaceOptions: WireNamespaceOption | null;
+  selinuxOptions: WireSELinuxOption | null;
+  runAsUser: { value: WireInt64 } | null;
+  runAsUsername: string;
+  runAsGroup: { value: WireInt64 } | null;
+  readonlyRootfs: boolean;
+  supplementalGroups: WireInt64[];
+  supplementalGroupsPolicy: WireEnum;
+  noNewPrivs: boolean;
+  maskedPaths: string[];
+  readonlyPaths: string[];
+  seccomp: WireSecurityProfile | null;
+  apparmor: WireSecurityProfile | null;
+  apparmorProfile: string;
 }
 
 export interface WirePodSandboxConfig {
@@ -89,7 +134,7 @@ export interface WirePodSandboxConfig {
   portMappings: { protocol: WireEnum; containerPort: number; hostPort: number; hostIp: string }[];
   labels: KeyValueMap;
   annotations: KeyValueMap;
-  linux: { cgroupParent: string; securityContext: { namespaceOptions: WireNamespaceOption | null } | null } | null;
+  linux: { cgroupParent: string; securityContext: WireLinuxSandboxSecurityContext | null; sysctls: KeyValueMap } | null;
 }
 
 export interface WireContainerConfig {
@@ -105,6 +150,7 @@ export interface WireContainerConfig {
   logPath: string;
   stdin: boolean;
   tty: boolean;
+  linux: { securityContext: WireLinuxContainerSecurityContext | null } | null;
 }
 
 export interface WirePodSandboxFilter {
@@ -178,6 +224,8 @@ export interface WireImage {
   repoTags: string[];
   repoDigests: string[];
   size: WireInt64;
+  uid: { value: WireInt64 } | null;
+  username: string;
 }
 
 export interface WireExecSyncResponse {

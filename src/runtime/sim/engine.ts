@@ -8,6 +8,7 @@
  * label), and an idle container owns no timer unless its script is in a finite `sleep`.
  */
 
+import { identityOf, procStatus } from './identity.ts';
 import { randomBytes, randomInt } from 'node:crypto';
 import { join } from 'node:path';
 import {
@@ -347,6 +348,8 @@ export class SimEngine {
       throw new SimError('ALREADY_EXISTS', `failed to reserve container name "${nameKey.slice(10)}": name is reserved`);
     }
     const logPath = sandbox.config.logDirectory && config.logPath ? join(sandbox.config.logDirectory, config.logPath) : '';
+    // Its process's user, capabilities and pid namespace; an unknown capability or user fails here, as in containerd.
+    const identity = identityOf(config.linux?.securityContext, [...config.command, ...config.args]);
     const container: SimContainer = {
       id: newId(),
       sandbox,
@@ -363,7 +366,7 @@ export class SimEngine {
       reason: '',
       logPath,
       log: null,
-      fs: new SimFs(config.mounts),
+      fs: new SimFs(config.mounts, config.linux?.securityContext?.readonlyRootfs ?? false),
       process: null,
       execs: new Set(),
       network: null,
@@ -374,6 +377,10 @@ export class SimEngine {
     };
     const resolv = resolvConf(sandbox.config.dnsConfig);
     if (resolv) container.fs.write('/etc/resolv.conf', resolv);
+    container.fs.write('/proc/self/status', procStatus(identity));
+    container.fs.write('/proc/1/cmdline', identity.pid1.map((arg) => `${arg}\0`).join(''));
+    // The sandbox's sysctls, where a script reads them on Linux (`net.ipv4.tcp_syncookies` → /proc/sys/net/ipv4/tcp_syncookies).
+    for (const [name, value] of Object.entries(sandbox.config.linux?.sysctls ?? {})) container.fs.write(`/proc/sys/${name.replaceAll('.', '/')}`, `${value}\n`);
     this.reservedNames.add(nameKey);
     this.containers.set(container.id, container);
     sandbox.containers.add(container);

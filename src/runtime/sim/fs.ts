@@ -67,7 +67,14 @@ export class SimFs {
   /** Longest container path first, so a nested mount wins. */
   private readonly mounts: SimMount[];
 
-  constructor(mounts: readonly SimMount[] = []) {
+  /**
+   * `readOnlyRoot`: the container's root filesystem is read-only (readOnlyRootFilesystem); its
+   * mounts keep their own mode, and /dev, /proc and /sys are the kernel's, as on Linux.
+   */
+  constructor(
+    mounts: readonly SimMount[] = [],
+    private readonly readOnlyRoot = false,
+  ) {
     this.mounts = [...mounts].sort((a, b) => b.containerPath.length - a.containerPath.length);
   }
 
@@ -80,9 +87,11 @@ export class SimFs {
     return undefined;
   }
 
-  /** A path in a read-only mount: writes fail there as on a real runtime. */
+  /** A path in a read-only mount, or on a read-only root: writes fail there as on a real runtime. */
   isReadOnly(path: string): boolean {
-    return this.mounted(path)?.mount.readonly ?? false;
+    const m = this.mounted(path);
+    if (m) return m.mount.readonly;
+    return this.readOnlyRoot && !/^\/(dev|proc|sys)(\/|$)/.test(path);
   }
 
   /** Makes `path` absolute against `cwd` and folds `.`, `..` and repeated slashes. */

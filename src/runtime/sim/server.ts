@@ -5,12 +5,12 @@
  * the wire shapes of `cri/api.proto` and the engine; behaviour lives in `engine.ts`.
  */
 
+import { containerSecurityFromWire, sandboxSecurityFromWire } from '../cri/securityWire.ts';
 import { mkdir, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import {
   CriError,
-  NamespaceMode,
   type Container,
   type ContainerConfig,
   type ContainerFilter,
@@ -29,7 +29,6 @@ import {
   enumValue,
   int64ToNumber,
   msToNs,
-  namespaceModeFromWire,
   namespaceModeToWire,
   serviceDefinition,
   type ImageServiceRpcs,
@@ -40,7 +39,6 @@ import {
   type WireContainerEvent,
   type WireContainerFilter,
   type WireContainerStatus,
-  type WireEnum,
   type WireImage,
   type WireImageSpec,
   type WirePodSandbox,
@@ -191,10 +189,6 @@ function sandboxMetadata(wire: WirePodSandboxMetadata | null): PodSandboxMetadat
   return { name: wire.name, uid: wire.uid, namespace: wire.namespace, attempt: wire.attempt };
 }
 
-function namespaceMode(wire: WireEnum): NamespaceMode {
-  return namespaceModeFromWire(wire) ?? NamespaceMode.POD;
-}
-
 function sandboxConfig(wire: WirePodSandboxConfig | null): PodSandboxConfig {
   if (!wire) throw invalid('sandbox config is required');
   const config: PodSandboxConfig = {
@@ -212,17 +206,8 @@ function sandboxConfig(wire: WirePodSandboxConfig | null): PodSandboxConfig {
   };
   if (wire.dnsConfig) config.dnsConfig = { ...wire.dnsConfig };
   if (wire.linux) {
-    const namespaces = wire.linux.securityContext?.namespaceOptions;
-    config.linux = { cgroupParent: wire.linux.cgroupParent };
-    if (namespaces) {
-      config.linux.securityContext = {
-        namespaceOptions: {
-          network: namespaceMode(namespaces.network),
-          pid: namespaceMode(namespaces.pid),
-          ipc: namespaceMode(namespaces.ipc),
-        },
-      };
-    }
+    const securityContext = sandboxSecurityFromWire(wire.linux.securityContext);
+    config.linux = { cgroupParent: wire.linux.cgroupParent, sysctls: { ...wire.linux.sysctls }, ...(securityContext ? { securityContext } : {}) };
   }
   return config;
 }
@@ -243,6 +228,7 @@ function containerConfig(wire: WireContainerConfig | null): ContainerConfig {
     logPath: wire.logPath,
     stdin: wire.stdin,
     tty: wire.tty,
+    ...(wire.linux?.securityContext ? { linux: { securityContext: containerSecurityFromWire(wire.linux.securityContext)! } } : {}),
   };
 }
 
@@ -329,7 +315,14 @@ function wireContainerStatus(status: ContainerStatus): WireContainerStatus {
 }
 
 function wireImage(image: ImageInfo): WireImage {
-  return { id: image.id, repoTags: image.repoTags, repoDigests: image.repoDigests, size: String(image.size) };
+  return {
+    id: image.id,
+    repoTags: image.repoTags,
+    repoDigests: image.repoDigests,
+    size: String(image.size),
+    uid: image.uid === undefined ? null : { value: String(image.uid) },
+    username: image.username ?? '',
+  };
 }
 
 function wireEvent(event: SimContainerEvent): WireContainerEvent {

@@ -11,6 +11,7 @@
  * (`net.ts`) block their thread on a socket and resume it from Node's event loop.
  */
 
+import { idOutput } from './identity.ts';
 import type { Clock, TimerHandle } from '../../clock.ts';
 import { HostFsError, SimFs } from './fs.ts';
 import { HOST_NETWORK_ADDRESS, SimNetwork, httpd, nc, type AppletContext, type AppletResult, type IoStart } from './net.ts';
@@ -727,6 +728,8 @@ export class ShellProcess {
         return this.mkdir(args, err);
       case 'cat':
         return this.cat(args, out, err);
+      case 'id':
+        return this.id(args, out, err);
       case 'grep':
         return this.grep(args, out, err);
       case 'pwd':
@@ -855,6 +858,20 @@ export class ShellProcess {
     return status;
   }
 
+  /** `id [-u|-g|-G]`: the process's user and groups, as the container's /proc/self/status gives them. */
+  private id(args: string[], out: (text: string) => void, err: (text: string) => void): number {
+    const flag = args[0] ?? '';
+    if (args.length > 1 || !(flag === '' || flag === '-u' || flag === '-g' || flag === '-G')) {
+      err('id: usage: id [-u|-g|-G]\n');
+      return 1;
+    }
+    const status = this.fs.read('/proc/self/status') ?? '';
+    const first = (key: string) => Number(new RegExp(`^${key}:\\s*(\\d+)`, 'm').exec(status)?.[1] ?? 0);
+    const groups = (/^Groups:\s*(.*)$/m.exec(status)?.[1] ?? '').trim().split(/\s+/).filter(Boolean).map(Number);
+    out(`${idOutput({ uid: first('Uid'), gid: first('Gid'), groups: groups.length ? groups : [first('Gid')] }, flag)}\n`);
+    return 0;
+  }
+
   private cat(args: string[], out: (text: string) => void, err: (text: string) => void): number {
     let status = 0;
     for (const operand of args) {
@@ -913,7 +930,7 @@ function orRefusal<T>(io: () => T): T | HostFsError {
   }
 }
 
-const BUILTIN_NAMES = new Set(['true', 'false', 'exit', 'echo', 'sleep', 'wait', 'trap', 'test', '[', 'touch', 'rm', 'mkdir', 'cat', 'grep', 'pwd', 'cd', 'exec', 'sh', 'httpd', 'nc']);
+const BUILTIN_NAMES = new Set(['true', 'false', 'exit', 'echo', 'sleep', 'wait', 'trap', 'test', '[', 'touch', 'rm', 'mkdir', 'cat', 'grep', 'id', 'pwd', 'cd', 'exec', 'sh', 'httpd', 'nc']);
 
 function basename(path: string): string {
   return path.slice(path.lastIndexOf('/') + 1);
