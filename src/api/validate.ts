@@ -668,6 +668,9 @@ function defaultContainer(container: Container): Container {
     terminationMessagePolicy: container.terminationMessagePolicy ?? 'File',
   };
   if (container.ports) out.ports = container.ports.map(defaultPort);
+  // A limit without a request is its request (defaults.go SetDefaults_Pod).
+  const limits = container.resources?.limits;
+  if (limits) out.resources = { ...container.resources, requests: { ...limits, ...container.resources?.requests } };
   for (const key of ['livenessProbe', 'readinessProbe', 'startupProbe'] as const) {
     const probe = defaultProbe(container[key]);
     if (probe) out[key] = probe;
@@ -678,7 +681,7 @@ function defaultContainer(container: Container): Container {
 /**
  * Returns a copy of `pod` with the API defaults the agent relies on filled in: restart policy,
  * grace period, DNS policy, and per container pull policy, termination message settings, port
- * protocols and probe timings. The input is not modified.
+ * protocols, probe timings and requests from limits. The input is not modified.
  */
 export function applyPodDefaults(pod: Pod): Pod {
   const copy = structuredClone(pod);

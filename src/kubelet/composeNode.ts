@@ -171,6 +171,7 @@ export function composeNode(deps: NodeDeps): Node {
     puller: new ImagePuller(deps.images, config.serializeImagePulls ? 1 : (config.maxParallelImagePulls ?? Infinity)),
     podLogsRoot: config.podLogsDir,
     security: { seccompDefault: config.seccompDefault, seccompProfileRoot: path.join(config.rootDir, 'seccomp') },
+    memoryCapacityBytes: os.totalmem(),
     crashLoop: crashLoopBackOffPolicy(config),
     hookIO: hookIOOn(clock),
     now,

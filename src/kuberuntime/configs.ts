@@ -6,7 +6,7 @@
  */
 import path from 'node:path';
 import type { Container, Pod } from '../api/types.ts';
-import type { ContainerConfig, DnsConfig, LinuxContainerSecurityContext, Mount, PodSandboxConfig, PortMapping } from '../runtime/types.ts';
+import type { ContainerConfig, DnsConfig, Mount, PodSandboxConfig, PortMapping } from '../runtime/types.ts';
 import { sandboxSecurityContext } from './securityContext.ts';
 import { podHostnameAndDomain } from './hosts.ts';
 import { type ContainerType, containerAnnotations, containerLabels, sandboxLabels } from './labels.ts';
@@ -80,7 +80,7 @@ export function containerConfig(
   image: string,
   envs: { key: string; value: string }[],
   mounts: Mount[] = [],
-  securityContext?: LinuxContainerSecurityContext,
+  linux?: ContainerConfig['linux'],
 ): ContainerConfig {
   // Command and args are expanded with the final environment (ExpandContainerCommandAndArgs).
   const vars = new Map(envs.map((e) => [e.key, e.value]));
@@ -97,6 +97,6 @@ export function containerConfig(
     logPath: path.join(container.name, `${restartCount}.log`),
     stdin: container.stdin ?? false,
     tty: container.tty ?? false,
-    ...(securityContext ? { linux: { securityContext } } : {}),
+    ...(linux ? { linux } : {}),
   };
 }

@@ -3,7 +3,8 @@
  * (pkg/kubelet/kuberuntime/kuberuntime_container.go generateContainerConfig, with kubelet_pods.go
  * makeEnvironmentVariables and makeMounts): its environment (the ConfigMaps and Secrets it names,
  * read through the node's object cache; the downward API; the Services' link variables), its
- * mounts (the pod's volumes with their subPaths, the managed /etc/hosts), its security context
+ * mounts (the pod's volumes with their subPaths, the managed /etc/hosts), its CPU and memory
+ * settings (resources.ts), its security context
  * (securityContext.ts, with the image's user from ImageStatus; runAsNonRoot checked) and its log
  * directory, made for the runtime to open the log in. A spec the node cannot satisfy throws
  * ContainerConfigError, which the start reports as CreateContainerConfigError. What it reads of the
@@ -25,6 +26,7 @@ import { makeEnvironment, readReferencedObjects } from './envVars.ts';
 import { ETC_HOSTS, managedHostsContent, mountsManagedHosts, podHostnameAndDomain } from './hosts.ts';
 import { errorText } from './images.ts';
 import type { ContainerType } from './labels.ts';
+import { containerResources } from './resources.ts';
 import {
   type ImageUser,
   type SecuritySettings,
@@ -39,6 +41,8 @@ export interface ContainerConfigDeps {
   images: Pick<ImageService, 'imageStatus'>;
   /** --seccomp-default and where Localhost seccomp profiles are. */
   security: SecuritySettings;
+  /** The machine's memory: a Burstable container's OOM score is its request's share of it. */
+  memoryCapacityBytes: number;
   /** The node's addresses (--node-ip), first the primary: `status.hostIP(s)` in environments. */
   hostIPs?: string[];
   /** The node's allocatable amounts once known: the limit a container leaves unset (resourceFieldRef). */
@@ -128,5 +132,6 @@ export async function generateContainerConfig(deps: ContainerConfigDeps, target:
   await mkdirAll(path.join(target.podLogDirectory, container.name), 0o755).catch((err: unknown) => {
     throw new ContainerConfigError(`create container log directory for container ${container.name} failed: ${errorText(err)}`);
   });
-  return containerConfig(pod, container, target.type, target.restartCount, target.image, envs, mounts, securityContext);
+  const resources = containerResources(pod, container, deps.memoryCapacityBytes);
+  return containerConfig(pod, container, target.type, target.restartCount, target.image, envs, mounts, { resources, securityContext });
 }

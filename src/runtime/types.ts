@@ -83,6 +83,18 @@ export interface LinuxSandboxSecurityContext {
   seccomp?: SecurityProfile;
 }
 
+/** CRI LinuxContainerResources: a container's CPU and memory settings (its cgroup's). */
+export interface LinuxContainerResources {
+  /** CFS period in µs. */
+  cpuPeriod: number;
+  /** CFS quota in µs per period; 0: none. */
+  cpuQuota: number;
+  cpuShares: number;
+  /** 0: no limit. */
+  memoryLimitInBytes: number;
+  oomScoreAdj: number;
+}
+
 /** CRI LinuxContainerSecurityContext: who a container's process is and what it may do. */
 export interface LinuxContainerSecurityContext {
   /** Added and dropped as written (`ALL`, `NET_ADMIN`); absent: the runtime's default set. */
@@ -189,7 +201,7 @@ export interface ContainerConfig {
   logPath: string;
   stdin: boolean;
   tty: boolean;
-  linux?: { securityContext?: LinuxContainerSecurityContext };
+  linux?: { resources?: LinuxContainerResources; securityContext?: LinuxContainerSecurityContext };
 }
 
 /** CRI ContainerState: CREATED = 0, RUNNING = 1, EXITED = 2, UNKNOWN = 3. */

@@ -4,6 +4,7 @@
  * actor calls it after every sync, kill and cleanup, so what `/pods` shows is always derived from
  * what the runtime reported, never from a second record of where the pod is.
  */
+import { podQos } from '../api/qos.ts';
 import type {
   Container,
   ContainerState,
@@ -113,7 +114,7 @@ export function generatePodStatus(input: StatusInput): PodStatus {
     phase,
     conditions: conditions(input, phase, initContainerStatuses, containerStatuses),
     startTime,
-    qosClass: qosClass(pod),
+    qosClass: podQos(pod),
     containerStatuses,
   };
   if (reason !== undefined) status.reason = reason;
@@ -442,23 +443,4 @@ function initializedCondition(
     reason: 'ContainersNotInitialized',
     message: `containers with incomplete status: [${pending.join(' ')}]`,
   };
-}
-
-/** The pod's QoS class from its containers' requests and limits. */
-export function qosClass(pod: Pod): 'Guaranteed' | 'Burstable' | 'BestEffort' {
-  const all = [...(pod.spec.initContainers ?? []), ...pod.spec.containers];
-  let any = false;
-  let guaranteed = true;
-  for (const c of all) {
-    const requests = c.resources?.requests ?? {};
-    const limits = c.resources?.limits ?? {};
-    if (Object.keys(requests).length || Object.keys(limits).length) any = true;
-    for (const resource of ['cpu', 'memory']) {
-      const limit = limits[resource];
-      const request = requests[resource] ?? limit;
-      if (limit === undefined || String(request) !== String(limit)) guaranteed = false;
-    }
-  }
-  if (!any) return 'BestEffort';
-  return guaranteed ? 'Guaranteed' : 'Burstable';
 }

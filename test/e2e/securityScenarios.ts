@@ -1,8 +1,9 @@
 /**
  * Security-context scenarios that must tell the same story on sim:// and on containerd: the pod's
  * user and group, a read-only root filesystem, capabilities dropped, the pid namespace per container
- * or shared, seccomp, sysctls (a safe one set, an unsafe one refused at admission), and
- * runAsNonRoot refused before the container is created. Each is observed
+ * or shared, seccomp, sysctls (a safe one set, an unsafe one refused at admission), CPU and memory
+ * limits in the container's cgroup with the pod's QoS class, and runAsNonRoot refused before the
+ * container is created. Each is observed
  * from inside the container (CRI ExecSync, which runs as the container's process does) or through
  * the pod's status.
  */
@@ -34,6 +35,8 @@ spec:
     'seccomp.yaml': pod('seccomp', '\n  securityContext: { seccompProfile: { type: RuntimeDefault } }'),
     'shared.yaml': pod('shared', '\n  shareProcessNamespace: true'),
     'nonroot.yaml': pod('nonroot', '\n  securityContext: { runAsNonRoot: true }'),
+    'guaranteed.yaml': pod('guaranteed', '', '\n      resources: { limits: { cpu: 100m, memory: 64Mi } }'),
+    'burstable.yaml': pod('burstable', '', '\n      resources: { requests: { cpu: 50m, memory: 32Mi } }'),
     'sysctl.yaml': pod('sysctl', '\n  securityContext: { sysctls: [{ name: net.ipv4.ip_unprivileged_port_start, value: "80" }] }'),
     'unsafe-sysctl.yaml': pod('unsafe-sysctl', '\n  securityContext: { sysctls: [{ name: kernel.msgmax, value: "65536" }] }'),
   };
@@ -87,6 +90,19 @@ export function defineSecurityScenarios(runtime: ScenarioRuntime): void {
       expect(stdout).toBe('80\n');
       const refused = await fixture.agent.waitForPod('unsafe-sysctl', (p) => p.status?.phase === 'Failed');
       expect(refused.status).toMatchObject({ reason: 'SysctlForbidden', message: 'Pod was rejected: forbidden sysctl: "kernel.msgmax" not allowlisted' });
+    });
+
+    it("limits the container's cgroup as its resources ask, and reports the pod's QoS class", async () => {
+      // cgroup v2 (sim://, and hosts on the unified hierarchy) or v1 (these machines' containerd): the same values.
+      const read = async (name: string, v2: string, v1: string) =>
+        (await exec(await running(name), `cat /sys/fs/cgroup/${v2} 2>/dev/null || cat /sys/fs/cgroup/${v1}`)).stdout.trim().split(/\s+/)[0];
+      expect(await read('guaranteed', 'cpu.max', 'cpu/cpu.cfs_quota_us')).toBe('10000');
+      expect(await read('guaranteed', 'memory.max', 'memory/memory.limit_in_bytes')).toBe('67108864');
+      expect(['max', '-1']).toContain(await read('ids', 'cpu.max', 'cpu/cpu.cfs_quota_us'));
+      const memory = await read('ids', 'memory.max', 'memory/memory.limit_in_bytes');
+      expect(memory === 'max' || Number(memory) >= 2 ** 62).toBe(true);
+      const qos = async (name: string) => (await running(name)).status?.qosClass;
+      expect([await qos('guaranteed'), await qos('burstable'), await qos('ids')]).toEqual(['Guaranteed', 'Burstable', 'BestEffort']);
     });
 
     it('does not create a container that would run as root under runAsNonRoot', async () => {

@@ -9,7 +9,6 @@ import {
   type StatusInput,
   computePhase,
   generatePodStatus,
-  qosClass,
   withContainerReadiness,
 } from '../../src/status/generate.ts';
 import {
@@ -569,34 +568,16 @@ describe('generatePodStatus: addresses', () => {
     expect(generatePodStatus(input(pod, runtime, { previous: { podIP: '10.1.1.1' } })).podIP).toBe('10.1.1.1');
   });
 
+  it("reports the pod's QoS class (api/qos.ts)", () => {
+    const pod = basePod({ initContainers: [ctr('init', { resources: { requests: { cpu: '1' } } })] });
+    expect(generatePodStatus(input(pod, baseRuntime(pod))).qosClass).toBe('Burstable');
+  });
+
   it('hostNetwork pods report the host IP as pod IP', () => {
     const pod = basePod({ hostNetwork: true });
     const status = generatePodStatus(input(pod, baseRuntime(pod), { hostIP: '192.168.1.10' }));
     expect(status.podIP).toBe('192.168.1.10');
     expect(status.podIPs).toEqual([{ ip: '192.168.1.10' }]);
-  });
-});
-
-describe('qosClass', () => {
-  const withResources = (...resources: NonNullable<Parameters<typeof ctr>[1]>['resources'][]) =>
-    basePod({ containers: resources.map((r, i) => ctr(`c${i}`, r ? { resources: r } : {})) });
-
-  it.each([
-    ['no requests or limits', withResources(undefined, undefined), 'BestEffort'],
-    ['limits equal requests for cpu and memory', withResources({ requests: { cpu: '1', memory: '1Gi' }, limits: { cpu: '1', memory: '1Gi' } }), 'Guaranteed'],
-    ['limits only (requests default to limits)', withResources({ limits: { cpu: '500m', memory: '256Mi' } }), 'Guaranteed'],
-    ['requests only', withResources({ requests: { cpu: '100m' } }), 'Burstable'],
-    ['requests below limits', withResources({ requests: { cpu: '1', memory: '1Gi' }, limits: { cpu: '2', memory: '1Gi' } }), 'Burstable'],
-    ['one guaranteed container next to one without resources', withResources({ limits: { cpu: '1', memory: '1Gi' } }, undefined), 'Burstable'],
-    ['memory limit without cpu', withResources({ limits: { memory: '1Gi' } }), 'Burstable'],
-  ] as const)('%s ⇒ %s', (_name, pod, want) => {
-    expect(qosClass(pod)).toBe(want);
-  });
-
-  it('init containers count too', () => {
-    const pod = basePod({ initContainers: [ctr('init', { resources: { requests: { cpu: '1' } } })] });
-    expect(qosClass(pod)).toBe('Burstable');
-    expect(generatePodStatus(input(pod, baseRuntime(pod))).qosClass).toBe('Burstable');
   });
 });
 

@@ -21,6 +21,7 @@ export function fakeRuntimeDeps(runtime: TestRuntime, now: () => number, log: Lo
     puller: new ImagePuller(runtime, 1),
     podLogsRoot: '/tmp/statelet-test-logs',
     security: { seccompDefault: false, seccompProfileRoot: '/var/lib/statelet/seccomp' },
+    memoryCapacityBytes: 8 * 2 ** 30,
     crashLoop: crashLoopPolicy,
     now,
     log,

@@ -4,7 +4,7 @@
  * the TypeScript shapes of `../types.ts`; this module converts them to and from the wire shapes of
  * `wire.ts`, which the simulated runtime's server shares.
  */
-import { containerSecurityToWire, sandboxSecurityToWire } from './securityWire.ts';
+import { containerSecurityToWire, resourcesToWire, sandboxSecurityToWire } from './securityWire.ts';
 import * as grpc from '@grpc/grpc-js';
 import type * as protoLoader from '@grpc/proto-loader';
 import {
@@ -207,7 +207,7 @@ function containerConfigToWire(config: ContainerConfig): WireContainerConfig {
     logPath: config.logPath,
     stdin: config.stdin,
     tty: config.tty,
-    linux: config.linux ? { securityContext: containerSecurityToWire(config.linux.securityContext) } : null,
+    linux: config.linux ? { resources: resourcesToWire(config.linux.resources), securityContext: containerSecurityToWire(config.linux.securityContext) } : null,
   };
 }
 

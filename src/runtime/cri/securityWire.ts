@@ -6,6 +6,7 @@
  * wire, so the runtime sees "not set" rather than a zero.
  */
 import {
+  type LinuxContainerResources,
   type LinuxContainerSecurityContext,
   type LinuxSandboxSecurityContext,
   type NamespaceOptions,
@@ -17,6 +18,7 @@ import {
 } from '../types.ts';
 import {
   type WireEnum,
+  type WireLinuxContainerResources,
   type WireLinuxContainerSecurityContext,
   type WireLinuxSandboxSecurityContext,
   type WireSELinuxOption,
@@ -61,6 +63,23 @@ const selinuxFromWire = (wire: WireSELinuxOption | null): SELinuxOption | undefi
 const int64ToWire = (value: number | undefined) => (value === undefined ? null : { value: String(value) });
 const int64FromWire = (wire: { value: string | number } | null) => (wire ? int64ToNumber(wire.value) : undefined);
 const groupsPolicyFromWire = (wire: WireEnum): SupplementalGroupsPolicy => enumValue(GROUPS_POLICIES, wire) ?? 'Merge';
+
+export function resourcesToWire(resources: LinuxContainerResources | undefined): WireLinuxContainerResources | null {
+  if (!resources) return null;
+  const { cpuPeriod, cpuQuota, cpuShares, memoryLimitInBytes, oomScoreAdj } = resources;
+  return { cpuPeriod: String(cpuPeriod), cpuQuota: String(cpuQuota), cpuShares: String(cpuShares), memoryLimitInBytes: String(memoryLimitInBytes), oomScoreAdj: String(oomScoreAdj), cpusetCpus: '', cpusetMems: '' };
+}
+
+export function resourcesFromWire(wire: WireLinuxContainerResources | null): LinuxContainerResources | undefined {
+  if (!wire) return undefined;
+  return {
+    cpuPeriod: int64ToNumber(wire.cpuPeriod),
+    cpuQuota: int64ToNumber(wire.cpuQuota),
+    cpuShares: int64ToNumber(wire.cpuShares),
+    memoryLimitInBytes: int64ToNumber(wire.memoryLimitInBytes),
+    oomScoreAdj: int64ToNumber(wire.oomScoreAdj),
+  };
+}
 
 export function sandboxSecurityToWire(context: LinuxSandboxSecurityContext | undefined): WireLinuxSandboxSecurityContext | null {
   if (!context) return null;

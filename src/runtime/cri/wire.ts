@@ -150,7 +150,17 @@ export interface WireContainerConfig {
   logPath: string;
   stdin: boolean;
   tty: boolean;
-  linux: { securityContext: WireLinuxContainerSecurityContext | null } | null;
+  linux: { resources: WireLinuxContainerResources | null; securityContext: WireLinuxContainerSecurityContext | null } | null;
+}
+
+export interface WireLinuxContainerResources {
+  cpuPeriod: WireInt64;
+  cpuQuota: WireInt64;
+  cpuShares: WireInt64;
+  memoryLimitInBytes: WireInt64;
+  oomScoreAdj: WireInt64;
+  cpusetCpus: string;
+  cpusetMems: string;
 }
 
 export interface WirePodSandboxFilter {

@@ -8,6 +8,7 @@
  * label), and an idle container owns no timer unless its script is in a finite `sleep`.
  */
 
+import { cgroupFiles } from './cgroup.ts';
 import { identityOf, procStatus } from './identity.ts';
 import { randomBytes, randomInt } from 'node:crypto';
 import { join } from 'node:path';
@@ -379,6 +380,7 @@ export class SimEngine {
     if (resolv) container.fs.write('/etc/resolv.conf', resolv);
     container.fs.write('/proc/self/status', procStatus(identity));
     container.fs.write('/proc/1/cmdline', identity.pid1.map((arg) => `${arg}\0`).join(''));
+    for (const [path, content] of Object.entries(cgroupFiles(config.linux?.resources))) container.fs.write(path, content);
     // The sandbox's sysctls, where a script reads them on Linux (`net.ipv4.tcp_syncookies` → /proc/sys/net/ipv4/tcp_syncookies).
     for (const [name, value] of Object.entries(sandbox.config.linux?.sysctls ?? {})) container.fs.write(`/proc/sys/${name.replaceAll('.', '/')}`, `${value}\n`);
     this.reservedNames.add(nameKey);

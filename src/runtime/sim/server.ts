@@ -5,12 +5,13 @@
  * the wire shapes of `cri/api.proto` and the engine; behaviour lives in `engine.ts`.
  */
 
-import { containerSecurityFromWire, sandboxSecurityFromWire } from '../cri/securityWire.ts';
+import { containerSecurityFromWire, resourcesFromWire, sandboxSecurityFromWire } from '../cri/securityWire.ts';
 import { mkdir, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import {
   CriError,
+  definedOnly,
   type Container,
   type ContainerConfig,
   type ContainerFilter,
@@ -228,7 +229,7 @@ function containerConfig(wire: WireContainerConfig | null): ContainerConfig {
     logPath: wire.logPath,
     stdin: wire.stdin,
     tty: wire.tty,
-    ...(wire.linux?.securityContext ? { linux: { securityContext: containerSecurityFromWire(wire.linux.securityContext)! } } : {}),
+    ...(wire.linux ? { linux: definedOnly({ resources: resourcesFromWire(wire.linux.resources), securityContext: containerSecurityFromWire(wire.linux.securityContext) }) } : {}),
   };
 }
 

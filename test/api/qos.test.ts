@@ -1,0 +1,28 @@
+/** A pod's QoS class (api/qos.ts, qos.go ComputePodQOS), from a table. */
+import { describe, expect, it } from 'vitest';
+import { podQos } from '../../src/api/qos.ts';
+import { basePod, ctr } from '../support/podFixtures.ts';
+
+describe('podQos', () => {
+  const withResources = (...resources: NonNullable<Parameters<typeof ctr>[1]>['resources'][]) =>
+    basePod({ containers: resources.map((r, i) => ctr(`c${i}`, r ? { resources: r } : {})) });
+
+  it.each([
+    ['no requests or limits', withResources(undefined, undefined), 'BestEffort'],
+    ['limits equal requests for cpu and memory', withResources({ requests: { cpu: '1', memory: '1Gi' }, limits: { cpu: '1', memory: '1Gi' } }), 'Guaranteed'],
+    ['limits only (requests default to limits)', withResources({ limits: { cpu: '500m', memory: '256Mi' } }), 'Guaranteed'],
+    ['requests only', withResources({ requests: { cpu: '100m' } }), 'Burstable'],
+    ['requests below limits', withResources({ requests: { cpu: '1', memory: '1Gi' }, limits: { cpu: '2', memory: '1Gi' } }), 'Burstable'],
+    ['one guaranteed container next to one without resources', withResources({ limits: { cpu: '1', memory: '1Gi' } }, undefined), 'Burstable'],
+    ['memory limit without cpu', withResources({ limits: { memory: '1Gi' } }), 'Burstable'],
+    ['equal amounts written differently', withResources({ requests: { cpu: '1', memory: '1Gi' }, limits: { cpu: '1000m', memory: '1024Mi' } }), 'Guaranteed'],
+    ['only resources other than cpu and memory', withResources({ limits: { 'ephemeral-storage': '1Gi' } }), 'BestEffort'],
+  ] as const)('%s ⇒ %s', (_name, pod, want) => {
+    expect(podQos(pod)).toBe(want);
+  });
+
+  it('init containers count too', () => {
+    const pod = basePod({ initContainers: [ctr('init', { resources: { requests: { cpu: '1' } } })] });
+    expect(podQos(pod)).toBe('Burstable');
+  });
+});
