@@ -4,7 +4,7 @@
  * (computePodActions, progress, status generation); `kuberuntime/podStatus.ts` reads it from the
  * runtime, afresh at the start of every sync.
  */
-import type { ContainerState, NamespaceMode, SandboxState } from '../runtime/types.ts';
+import type { ContainerStatus, NamespaceMode, SandboxState } from '../runtime/types.ts';
 
 export interface SandboxSummary {
   id: string;
@@ -16,19 +16,11 @@ export interface SandboxSummary {
   networkMode: NamespaceMode | undefined;
 }
 
-export interface RuntimeContainerStatus {
-  id: string;
+/** One container as a sync reads it: the runtime's status, its name and sandbox, and what the agent's labels tell. */
+export interface RuntimeContainerStatus
+  extends Pick<ContainerStatus, 'id' | 'state' | 'createdAt' | 'startedAt' | 'finishedAt' | 'exitCode' | 'reason' | 'message' | 'image' | 'imageRef'> {
   name: string;
   sandboxId: string;
-  state: ContainerState;
-  createdAt: number;
-  startedAt: number;
-  finishedAt: number;
-  exitCode: number;
-  reason: string;
-  message: string;
-  image: string;
-  imageRef: string;
   hash: string;
   restartCount: number;
 }

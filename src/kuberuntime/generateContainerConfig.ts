@@ -5,7 +5,8 @@
  * read through the node's object cache; the downward API; the Services' link variables), its
  * mounts (the pod's volumes with their subPaths, the managed /etc/hosts), its CPU and memory
  * settings (resources.ts), its security context
- * (securityContext.ts, with the image's user from ImageStatus; runAsNonRoot checked) and its log
+ * (securityContext.ts, with the image's user from the ImageStatus ensureImage read; runAsNonRoot
+ * checked) and its log
  * directory, made for the runtime to open the log in. A spec the node cannot satisfy throws
  * ContainerConfigError, which the start reports as CreateContainerConfigError. What it reads of the
  * node is ContainerConfigDeps, and nothing else.
@@ -16,7 +17,7 @@ import type { Service } from '../api/cluster.ts';
 import type { ResourceAmounts } from '../api/quantity.ts';
 import type { Container, Pod } from '../api/types.ts';
 import type { ObjectReader } from '../client/objects.ts';
-import type { CallOptions, ContainerConfig, ImageService, LinuxContainerSecurityContext, Mount } from '../runtime/types.ts';
+import type { ContainerConfig, ImageInfo, LinuxContainerSecurityContext, Mount } from '../runtime/types.ts';
 import { mkdirAll } from '../volumes/mkdirAll.ts';
 import { containerMounts } from '../volumes/plan.ts';
 import { resolveSubPaths } from '../volumes/subPath.ts';
@@ -37,8 +38,6 @@ import {
 } from './securityContext.ts';
 
 export interface ContainerConfigDeps {
-  /** ImageStatus: the user an image runs as, where the pod does not say. */
-  images: Pick<ImageService, 'imageStatus'>;
   /** --seccomp-default and where Localhost seccomp profiles are. */
   security: SecuritySettings;
   /** The machine's memory: a Burstable container's OOM score is its request's share of it. */
@@ -65,11 +64,17 @@ export interface ContainerToConfigure {
   restartCount: number;
   /** The image as the runtime knows it (ensureImage's answer). */
   image: string;
+  /** The user the image runs as (its ImageStatus, which ensureImage read): where the pod names none. */
+  imageUser: ImageUser;
   /** The sandbox's address, read only when the environment or the hosts file needs it. */
   podIP(): Promise<string>;
   /** The pod's log directory (the sandbox config's): the container's goes inside. */
   podLogDirectory: string;
-  opts: CallOptions;
+}
+
+/** The user an image runs as, from its ImageStatus (helpers.go getImageUser): a uid, else a name, else root. */
+export function imageUserOf(image: ImageInfo | null): ImageUser {
+  return image?.uid !== undefined ? { uid: image.uid } : image?.username ? { username: image.username } : {};
 }
 
 /** The node's own hosts file, which host-network pods see under the kubelet's header. */
@@ -95,12 +100,9 @@ async function hostsMount(podsDir: string, pod: Pod, podIPs: readonly string[], 
 
 /**
  * The container's security context for the runtime, or ContainerConfigError with the reason it
- * may not run: a user that breaks runAsNonRoot, a profile the kubelet refuses. The image's user
- * (helpers.go getImageUser) is asked of the image as the spec writes it.
+ * may not run: a user that breaks runAsNonRoot, a profile the kubelet refuses.
  */
-async function securityContextFor(deps: ContainerConfigDeps, { pod, container, opts }: ContainerToConfigure): Promise<LinuxContainerSecurityContext> {
-  const image = container.image ? await deps.images.imageStatus(container.image, opts) : null;
-  const imageUser: ImageUser = image?.uid !== undefined ? { uid: image.uid } : image?.username ? { username: image.username } : {};
+function securityContextFor(deps: ContainerConfigDeps, { pod, container, imageUser }: ContainerToConfigure): LinuxContainerSecurityContext {
   const violation = runAsNonRootViolation(pod, container, effectiveSecurityContext(pod, container), imageUser);
   if (violation) throw new ContainerConfigError(violation);
   try {
@@ -127,7 +129,7 @@ export async function generateContainerConfig(deps: ContainerConfigDeps, target:
   const mounts: Mount[] = [...resolved.mounts];
   if (deps.podsDir && mountsManagedHosts(container, podIPs)) mounts.push(await hostsMount(deps.podsDir, pod, podIPs, deps.dns?.clusterDomain ?? ''));
   // After the environment and mounts, whose errors come first.
-  const securityContext = await securityContextFor(deps, target);
+  const securityContext = securityContextFor(deps, target);
   // The container's log directory, before the runtime opens its log there (kuberuntime_container.go generateContainerConfig).
   await mkdirAll(path.join(target.podLogDirectory, container.name), 0o755).catch((err: unknown) => {
     throw new ContainerConfigError(`create container log directory for container ${container.name} failed: ${errorText(err)}`);

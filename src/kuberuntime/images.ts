@@ -6,7 +6,7 @@
  */
 import type { Container } from '../api/types.ts';
 import type { ImagePulls } from '../runtime/callTrace.ts';
-import type { CallOptions, ImageService } from '../runtime/types.ts';
+import type { CallOptions, ImageInfo, ImageService } from '../runtime/types.ts';
 import { type BackoffPolicy, type BackoffTable, backoffRemainingMs, nextBackoff } from './backoff.ts';
 
 export const imagePullPolicy: BackoffPolicy = { initialMs: 10_000, maxMs: 300_000 };
@@ -27,7 +27,8 @@ export function effectivePullPolicy(container: Container): 'Always' | 'IfNotPres
 }
 
 type EnsureImageResult =
-  | { ok: true; image: string; imageRef: string; backoff: BackoffTable }
+  /** `info`: the image's ImageStatus (its user, its size), null when the runtime gave none after a pull. */
+  | { ok: true; image: string; imageRef: string; info: ImageInfo | null; backoff: BackoffTable }
   | { ok: false; reason: string; message: string; backoff: BackoffTable; retryAfterMs?: number };
 
 /**
@@ -126,7 +127,7 @@ export async function ensureImage(input: EnsureImageInput): Promise<EnsureImageR
   }
   if (present && policy !== 'Always') {
     record('Normal', 'Pulled', `Container image "${raw}" already present on machine`);
-    return { ok: true, image, imageRef: present.id, backoff };
+    return { ok: true, image, imageRef: present.id, info: present, backoff };
   }
   if (policy === 'Never') {
     const message = `Container image "${raw}" is not present with pull policy of Never`;
@@ -148,9 +149,10 @@ export async function ensureImage(input: EnsureImageInput): Promise<EnsureImageR
     const imageRef = await puller.pull(image, input.opts);
     input.pulling?.('finished');
     const took = pullDuration(clock() - startedAt);
-    const size = (await images.imageStatus(image, input.opts).catch(() => null))?.size;
+    const info = await images.imageStatus(image, input.opts).catch(() => null);
+    const size = info?.size;
     record('Normal', 'Pulled', `Successfully pulled image "${raw}" in ${took} (${took} including waiting).${size ? ` Image size: ${size} bytes.` : ''}`);
-    return { ok: true, image, imageRef, backoff };
+    return { ok: true, image, imageRef, info, backoff };
   } catch (err) {
     const text = errorText(err);
     record('Warning', 'Failed', `Failed to pull image "${raw}": ${text}`);

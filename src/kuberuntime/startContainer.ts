@@ -14,7 +14,7 @@ import type { ImagePulls } from '../runtime/callTrace.ts';
 import type { CallOptions, ImageService, PodSandboxConfig } from '../runtime/types.ts';
 import { type BackoffPolicy, type BackoffTable, backoffRemainingMs, nextBackoff } from './backoff.ts';
 import { ContainerConfigError } from './configs.ts';
-import { type ContainerConfigDeps, generateContainerConfig } from './generateContainerConfig.ts';
+import { type ContainerConfigDeps, generateContainerConfig, imageUserOf } from './generateContainerConfig.ts';
 import { containerHash } from './hash.ts';
 import { HookError, type HookTarget, realHookIO, runLifecycleHandler } from './hooks.ts';
 import { ensureImage, errorText } from './images.ts';
@@ -123,7 +123,16 @@ export async function startContainer(
   const restartCount = previous ? previous.restartCount + 1 : 0;
   let config;
   try {
-    config = await generateContainerConfig(deps, { pod, container, type, restartCount, image: image.image, podIP: context.podIP, podLogDirectory: sandbox.logDirectory, opts });
+    config = await generateContainerConfig(deps, {
+      pod,
+      container,
+      type,
+      restartCount,
+      image: image.image,
+      imageUser: imageUserOf(image.info),
+      podIP: context.podIP,
+      podLogDirectory: sandbox.logDirectory,
+    });
   } catch (err) {
     if (!(err instanceof ContainerConfigError)) throw err;
     record('Warning', 'Failed', `Error: ${err.message}`);

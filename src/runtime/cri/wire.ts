@@ -12,6 +12,7 @@ import {
   type ContainerEventType,
   type AttachRequest,
   type ContainerState,
+  type ContainerStatus,
   type ExecRequest,
   type KeyValueMap,
   type PortForwardRequest,
@@ -212,21 +213,14 @@ export interface WireContainer {
   annotations: KeyValueMap;
 }
 
-export interface WireContainerStatus {
-  id: string;
+/** As ContainerStatus, with the proto's own forms for the metadata, state, times and image. */
+export interface WireContainerStatus extends Pick<ContainerStatus, 'id' | 'exitCode' | 'imageRef' | 'reason' | 'message' | 'labels' | 'annotations' | 'logPath'> {
   metadata: WireContainerMetadata | null;
   state: WireEnum;
   createdAt: WireInt64;
   startedAt: WireInt64;
   finishedAt: WireInt64;
-  exitCode: number;
   image: WireImageSpec | null;
-  imageRef: string;
-  reason: string;
-  message: string;
-  labels: KeyValueMap;
-  annotations: KeyValueMap;
-  logPath: string;
 }
 
 export interface WireImage {

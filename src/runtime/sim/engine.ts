@@ -18,7 +18,6 @@ import {
   type ContainerConfig,
   type ContainerEventType,
   type ContainerFilter,
-  type ContainerState,
   type ContainerStats,
   type ContainerStatsFilter,
   type ContainerStatus,
@@ -100,22 +99,13 @@ interface Attachment {
   exited(): void;
 }
 
-interface SimContainer {
-  id: string;
+/** A container and what its ContainerStatus reports (imageRef: the repo digest, as containerd reports it). */
+interface SimContainer extends Pick<ContainerStatus, 'id' | 'image' | 'imageRef' | 'state' | 'createdAt' | 'startedAt' | 'finishedAt' | 'exitCode' | 'reason'> {
   sandbox: SimSandbox;
   config: ContainerConfig;
   nameKey: string;
-  image: string;
   /** The image id (`sha256:…`), which ListContainers reports as imageRef, as containerd does. */
   imageId: string;
-  /** The repo digest, which ContainerStatus reports as imageRef, as containerd does. */
-  imageRef: string;
-  state: ContainerState;
-  createdAt: number;
-  startedAt: number;
-  finishedAt: number;
-  exitCode: number;
-  reason: string;
   /** Absolute log file path, or '' when the sandbox has no log directory. */
   logPath: string;
   log: ContainerLog | null;

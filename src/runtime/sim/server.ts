@@ -282,37 +282,19 @@ function wireSandboxStatus(status: PodSandboxStatus): WirePodSandboxStatus {
   };
 }
 
+/** What a container's listing and its status both carry, in the wire's forms. */
+function wireContainerCommon(c: Container | ContainerStatus) {
+  const { id, metadata, state, imageRef, labels, annotations } = c;
+  return { id, metadata, state, imageRef, labels, annotations, image: { image: c.image }, createdAt: msToNs(c.createdAt) };
+}
+
 function wireContainer(container: Container): WireContainer {
-  return {
-    id: container.id,
-    podSandboxId: container.podSandboxId,
-    metadata: container.metadata,
-    image: { image: container.image },
-    imageRef: container.imageRef,
-    state: container.state,
-    createdAt: msToNs(container.createdAt),
-    labels: container.labels,
-    annotations: container.annotations,
-  };
+  return { ...wireContainerCommon(container), podSandboxId: container.podSandboxId };
 }
 
 function wireContainerStatus(status: ContainerStatus): WireContainerStatus {
-  return {
-    id: status.id,
-    metadata: status.metadata,
-    state: status.state,
-    createdAt: msToNs(status.createdAt),
-    startedAt: msToNs(status.startedAt),
-    finishedAt: msToNs(status.finishedAt),
-    exitCode: status.exitCode,
-    image: { image: status.image },
-    imageRef: status.imageRef,
-    reason: status.reason,
-    message: status.message,
-    labels: status.labels,
-    annotations: status.annotations,
-    logPath: status.logPath,
-  };
+  const { exitCode, reason, message, logPath } = status;
+  return { ...wireContainerCommon(status), startedAt: msToNs(status.startedAt), finishedAt: msToNs(status.finishedAt), exitCode, reason, message, logPath };
 }
 
 function wireImage(image: ImageInfo): WireImage {
