@@ -24,6 +24,7 @@ import type {
   WireSyncLoopState,
   WireTransition,
 } from './wire.ts';
+import { podLimitsLine, podQos } from '../api/qos.ts';
 import type { Pod } from '../api/types.ts';
 import type { AgentEventType, EventOf } from '../events.ts';
 import { nodeLoops } from '../kubelet/nodeLoops.ts';
@@ -127,6 +128,15 @@ export function projectActor(actorRef: AnyActorRef, op: WireActor['op'], snapsho
   return record;
 }
 
+/** Each pod spec's QoS class and limits, worked out once per spec object (a pod's snapshots share it until it changes). */
+const bounds = new WeakMap<Pod, { qos: string; limits: string }>();
+function boundsOf(pod: Pod | undefined): { qos: string; limits: string } {
+  if (!pod?.spec?.containers) return { qos: '', limits: '' };
+  let known = bounds.get(pod);
+  if (!known) bounds.set(pod, (known = { qos: podQos(pod), limits: str(podLimitsLine(pod)) }));
+  return known;
+}
+
 function progressOf(progress: PodLikeContext['progress']): WirePodProgress {
   const stage = str(progress?.stage ?? 'unknown');
   if (stage !== 'initializing') return { stage };
@@ -154,6 +164,7 @@ export function projectSnapshot(actorRef: AnyActorRef, snapshot: unknown, at: nu
       restarts: typeof c.restarts === 'number' ? c.restarts : 0,
       restartRequested: c.restartRequested === true,
       gracePeriodSeconds: typeof c.gracePeriodSeconds === 'number' ? c.gracePeriodSeconds : null,
+      ...boundsOf(c.pod),
     };
   } else if (machine.id === 'syncLoop') {
     record.syncLoop = syncLoopState((snap?.context ?? {}) as SyncLoopLikeContext);

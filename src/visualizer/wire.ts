@@ -87,6 +87,10 @@ interface WirePodState {
   restarts: number;
   restartRequested: boolean;
   gracePeriodSeconds: number | null;
+  /** The pod's QoS class (Guaranteed, Burstable, BestEffort). */
+  qos: string;
+  /** Its CPU and memory limits in a line (`cpu 100m · memory 64Mi`); `` when unbounded. */
+  limits: string;
 }
 
 /** The syncLoop's counters: what it routed, and the runtime's health as the PLEG last saw it. */

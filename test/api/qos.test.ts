@@ -1,6 +1,6 @@
 /** A pod's QoS class (api/qos.ts, qos.go ComputePodQOS), from a table. */
 import { describe, expect, it } from 'vitest';
-import { podQos } from '../../src/api/qos.ts';
+import { podLimitsLine, podQos } from '../../src/api/qos.ts';
 import { basePod, ctr } from '../support/podFixtures.ts';
 
 describe('podQos', () => {
@@ -25,4 +25,12 @@ describe('podQos', () => {
     const pod = basePod({ initContainers: [ctr('init', { resources: { requests: { cpu: '1' } } })] });
     expect(podQos(pod)).toBe('Burstable');
   });
+});
+
+describe('podLimitsLine', () => {
+  it.each([
+    ['nothing limited', basePod({ containers: [ctr('a')] }), ''],
+    ['both, summed over the containers', basePod({ containers: [ctr('a', { resources: { limits: { cpu: '100m', memory: '64Mi' } } }), ctr('b', { resources: { limits: { cpu: '1', memory: '1Gi' } } })] }), 'cpu 1100m · memory 1088Mi'],
+    ['memory only where one container leaves cpu unbounded', basePod({ containers: [ctr('a', { resources: { limits: { cpu: '1', memory: '1Gi' } } }), ctr('b', { resources: { limits: { memory: '1Gi' } } })] }), 'memory 2Gi'],
+  ] as const)('%s', (_name, pod, want) => expect(podLimitsLine(pod)).toBe(want));
 });

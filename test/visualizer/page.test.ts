@@ -33,7 +33,7 @@ const screenshot = process.env.STATELET_SCREENSHOT
   : path.join(os.tmpdir(), `statelet-visualizer-${process.pid}.png`);
 
 /** `web` ignores SIGTERM, so it stays in `terminating` for its grace period (2 s) when removed. */
-const manifest = (name: string, command = "trap 'exit 0' TERM; while true; do sleep 1; done") => `
+const manifest = (name: string, command = "trap 'exit 0' TERM; while true; do sleep 1; done", resources = '') => `
 apiVersion: v1
 kind: Pod
 metadata:
@@ -43,7 +43,7 @@ spec:
   containers:
     - name: app
       image: statelet.local/busybox:1
-      command: ["sh", "-c", "${command}"]
+      command: ["sh", "-c", "${command}"]${resources}
 `;
 
 /**
@@ -108,15 +108,17 @@ describe.skipIf(!haveChromium && !onCi)('visualizer page in chromium', () => {
     await page.locator('#status[data-state="live"]').waitFor({ timeout: 10_000 });
     // The pods appear while the page watches, so their event logs start at their creation.
     await writeFile(path.join(manifests, 'web.yaml'), manifest('web', "echo hello-from-web; trap '' TERM; while true; do sleep 1; done"));
-    await writeFile(path.join(manifests, 'worker.yaml'), manifest('worker'));
+    await writeFile(path.join(manifests, 'worker.yaml'), manifest('worker', undefined, '\n      resources: { limits: { cpu: 100m, memory: 64Mi } }'));
 
     const row = (name: string) => page.locator(`#pod-rows [data-pod="default/${name}-page-node"]`);
     for (const name of ['web', 'worker']) {
       await row(name).locator('.phase-Running', { hasText: 'Running' }).waitFor({ timeout: 30_000 });
       expect(await row(name).getAttribute('data-phase')).toBe('Running');
     }
-    // What a person reads in the list: the pods' namespace/name, never an actor id.
+    // What a person reads in the list: the pods' namespace/name, never an actor id; their QoS class, and limits on hover.
     expect(await page.locator('#pod-rows .name').allTextContents()).toEqual(['default/web-page-node', 'default/worker-page-node']);
+    expect(await page.locator('#pod-rows .qos').allTextContents()).toEqual(['BestEffort', 'Guaranteed']);
+    expect(await row('worker').locator('.qos').getAttribute('title')).toBe('limits: cpu 100m · memory 64Mi');
 
     // The search box filters by name, the phase filter by phase.
     await page.fill('#search', 'work');

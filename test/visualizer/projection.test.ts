@@ -113,7 +113,7 @@ describe('projectActor / projectSnapshot', () => {
       status: 'active',
       value: { syncing: { worker: 'idle', progress: 'running' } },
       tags: [],
-      pod: { phase: 'Running', progress: { stage: 'running' }, syncCount: 1, restarts: 0, restartRequested: false, gracePeriodSeconds: null },
+      pod: { phase: 'Running', progress: { stage: 'running' }, syncCount: 1, restarts: 0, restartRequested: false, gracePeriodSeconds: null, qos: 'BestEffort', limits: '' },
       at: 2,
     });
     actor.send({ type: 'POD.KILL', gracePeriodSeconds: 5 });

@@ -105,7 +105,7 @@ function createEntry(actor: WireActor): Entry {
   const kind = actor.machineId === 'pod' ? 'pod' : 'system';
   const key = actor.pod ? `${actor.pod.namespace}/${actor.pod.name}` : actor.name;
   const row = document.createElement(kind === 'pod' ? 'div' : 'tr');
-  const cells = Array.from({ length: kind === 'pod' ? 4 : 3 }, () => document.createElement(kind === 'pod' ? 'span' : 'td'));
+  const cells = Array.from({ length: kind === 'pod' ? 5 : 3 }, () => document.createElement(kind === 'pod' ? 'span' : 'td'));
   if (kind === 'pod') {
     row.className = 'pod-row';
     row.setAttribute('role', 'row');
@@ -113,7 +113,8 @@ function createEntry(actor: WireActor): Entry {
   cells[0]!.className = 'name';
   cells[0]!.textContent = key;
   cells[0]!.title = `${key}${actor.pod ? `\nuid ${actor.pod.uid}` : ''}\nactor ${actor.actorId}`;
-  cells[kind === 'pod' ? 2 : 1]!.className = 'state';
+  cells[kind === 'pod' ? 3 : 1]!.className = 'state';
+  if (kind === 'pod') cells[2]!.className = 'qos';
   row.append(...cells);
   row.dataset.actorId = actor.actorId;
   const entry: Entry = { actor, kind, key, log: [], row, cells };
@@ -172,11 +173,14 @@ function renderRow(entry: Entry): void {
     setText(entry.cells[2]!, s?.syncLoop ? syncLoopSummary(s) : (s?.summary ?? ''));
     return;
   }
-  const [, phaseCell, stateCell, restartsCell] = entry.cells as [HTMLElement, HTMLElement, HTMLElement, HTMLElement];
+  const [, phaseCell, qosCell, stateCell, restartsCell] = entry.cells as [HTMLElement, HTMLElement, HTMLElement, HTMLElement, HTMLElement];
   const phase = s?.pod?.phase ?? '';
   setText(phaseCell, phase);
   const phaseClass = `phase-${phase}`;
   if (phaseCell.className !== phaseClass) phaseCell.className = phaseClass;
+  setText(qosCell, s?.pod?.qos ?? '');
+  const limits = s?.pod?.limits ? `limits: ${s.pod.limits}` : 'no CPU or memory limit';
+  if (qosCell.title !== limits) qosCell.title = limits;
   setText(stateCell, state);
   setText(restartsCell, `${s?.pod?.restarts ?? 0}${s?.pod?.restartRequested ? ' ↻' : ''}`);
   entry.row.dataset.phase = phase;
@@ -236,6 +240,8 @@ function renderDetail(): void {
           ['phase', s?.pod?.phase ?? '?'],
           ['progress', s?.pod?.progress.stage ?? '?'],
           ['syncs', String(s?.pod?.syncCount ?? 0)],
+          ['qos', s?.pod?.qos ?? '?'],
+          ['limits', s?.pod?.limits || 'none'],
           ['uid', selected.actor.pod?.uid ?? '?'],
         ]
       : [['machine', selected.actor.machineId ?? '?']];
