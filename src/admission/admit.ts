@@ -7,6 +7,7 @@
 import type { Taint } from '../api/cluster.ts';
 import { isStaticPod, type Pod } from '../api/types.ts';
 import { forbiddenSysctl } from '../api/sysctls.ts';
+import { appArmorRequired } from '../kuberuntime/securityContext.ts';
 import { matchesNodeAffinity, untoleratedNoExecuteTaint } from './nodeAffinity.ts';
 import type { ResourceAmounts } from '../api/quantity.ts';
 import { podRequests, sumRequests } from './resources.ts';
@@ -21,6 +22,8 @@ export interface NodeInfo {
   taints?: readonly Taint[];
   /** --allowed-unsafe-sysctls: the namespaced sysctls pods may set besides the safe ones. */
   allowedUnsafeSysctls?: readonly string[];
+  /** The host's kernel enforces AppArmor (/sys/module/apparmor/parameters/enabled); absent: not known, not checked. */
+  appArmorEnabled?: boolean;
 }
 
 export type Admission = { admit: true } | { admit: false; reason: string; message: string };
@@ -110,6 +113,10 @@ export function admitPod(pod: Pod, active: readonly Pod[], node: NodeInfo, used:
   // Static pods are the node's own: its taints do not keep them off it.
   if (!isStaticPod(pod) && untoleratedNoExecuteTaint(node.taints ?? [], pod.spec.tolerations)) {
     return { admit: false, reason: 'TaintToleration', message: `Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate` };
+  }
+  // The AppArmor admit handler follows the predicates (kubelet.go NewMainKubelet; apparmor/validate.go).
+  if (node.appArmorEnabled === false && appArmorRequired(pod)) {
+    return { admit: false, reason: 'AppArmor', message: 'Cannot enforce AppArmor: AppArmor is not enabled on the host' };
   }
   return { admit: true };
 }

@@ -26,6 +26,7 @@ import { unhealthyReason } from '../node/health.ts';
 import { isStaticPod } from '../api/types.ts';
 import { nodeOwner } from '../node/lease.ts';
 import { MirrorPodSync } from '../pod/mirrorClient.ts';
+import { hostAppArmorEnabled } from '../node/machineInfo.ts';
 import { NodeRecord } from '../node/record.ts';
 import type { ClusterDeps, NodeConfig, NodeMounter, NodeParts } from '../nodeloop/parts.ts';
 import { StatusWriter } from '../status/statusWriter.ts';
@@ -357,6 +358,7 @@ function admissionNode(config: NodeConfig, cluster: ClusterDeps | undefined, rec
     os: 'linux',
     taints: cluster ? config.registerWithTaints : [],
     allowedUnsafeSysctls: config.allowedUnsafeSysctls,
+    appArmorEnabled: hostAppArmorEnabled(),
   };
   return () => {
     const node = record.node;

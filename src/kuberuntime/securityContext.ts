@@ -125,15 +125,31 @@ function profileOfAnnotation(value: string | undefined): ProfileSpec | undefined
  * getAppArmorProfile): the profile and its deprecated string form.
  */
 export function appArmorFor(pod: Pod, container: Container): { profile: SecurityProfile; name: string } | undefined {
-  const spec =
-    container.securityContext?.appArmorProfile ??
-    profileOfAnnotation(pod.metadata.annotations?.[`${APPARMOR_ANNOTATION}${container.name}`]) ??
-    pod.spec.securityContext?.appArmorProfile;
+  const spec = appArmorSpec(pod, container);
   if (!spec) return undefined;
   if (spec.type === 'RuntimeDefault') return { profile: { profileType: 'RuntimeDefault' }, name: 'runtime/default' };
   if (spec.type === 'Unconfined') return { profile: { profileType: 'Unconfined' }, name: 'unconfined' };
   if (!spec.localhostProfile) throw new SecurityContextError('missing localhost apparmor profile name');
   return { profile: { profileType: 'Localhost', localhostRef: spec.localhostProfile }, name: `localhost/${spec.localhostProfile}` };
+}
+
+function appArmorSpec(pod: Pod, container: Container): ProfileSpec | undefined {
+  return (
+    container.securityContext?.appArmorProfile ??
+    profileOfAnnotation(pod.metadata.annotations?.[`${APPARMOR_ANNOTATION}${container.name}`]) ??
+    pod.spec.securityContext?.appArmorProfile
+  );
+}
+
+/**
+ * Whether the pod needs AppArmor to run: a container whose profile is anything but Unconfined
+ * (pkg/security/apparmor/validate.go isRequired). Such a pod is refused on a host without it.
+ */
+export function appArmorRequired(pod: Pod): boolean {
+  return [...(pod.spec.initContainers ?? []), ...pod.spec.containers].some((c) => {
+    const spec = appArmorSpec(pod, c);
+    return spec !== undefined && spec.type !== 'Unconfined';
+  });
 }
 
 /** `"<name>_<namespace>(<uid>)"`, the kubelet's way of naming a pod in these messages (util/format Pod). */

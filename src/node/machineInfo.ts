@@ -4,6 +4,7 @@
  * ids, the kernel and the OS image. A file that cannot be read leaves its field empty; nothing
  * here stops the agent.
  */
+import { readFileSync } from 'node:fs';
 import { readFile, readdir, statfs } from 'node:fs/promises';
 import os from 'node:os';
 import { goArch } from './labels.ts';
@@ -72,4 +73,13 @@ export async function readMachineInfo(rootDir: string): Promise<MachineInfo> {
     operatingSystem: os.platform(),
     architecture: goArch(os.arch()),
   };
+}
+
+/** Whether the kernel enforces AppArmor (apparmor.IsEnabled: the module's `enabled` parameter is `Y`). */
+export function hostAppArmorEnabled(): boolean {
+  try {
+    return readFileSync('/sys/module/apparmor/parameters/enabled', 'utf8').trim() === 'Y';
+  } catch {
+    return false;
+  }
 }

@@ -41,6 +41,24 @@ describe('admitPod', () => {
     });
   });
 
+  describe('AppArmor', () => {
+    const withProfile = (type: 'RuntimeDefault' | 'Unconfined' | 'Localhost') =>
+      named('a', { containers: [ctr('main', { securityContext: { appArmorProfile: type === 'Localhost' ? { type, localhostProfile: 'p' } : { type } } })] });
+    const noAppArmor = { ...node, appArmorEnabled: false };
+    it('refuses a pod that needs a profile on a host without AppArmor, last, with the kubelet\'s words', () => {
+      expect(admitPod(withProfile('RuntimeDefault'), [], noAppArmor)).toEqual({ admit: false, reason: 'AppArmor', message: 'Cannot enforce AppArmor: AppArmor is not enabled on the host' });
+      expect(reason(withProfile('Localhost'), [], noAppArmor)).toBe('AppArmor');
+      const annotated = named('b');
+      annotated.metadata.annotations = { 'container.apparmor.security.beta.kubernetes.io/main': 'runtime/default' };
+      expect(reason(annotated, [], noAppArmor)).toBe('AppArmor');
+      expect(reason(withProfile('RuntimeDefault'), [named('x'), named('y'), named('z')], noAppArmor)).toBe('OutOfpods');
+    });
+    it('admits Unconfined anywhere, and any profile where AppArmor is enabled', () => {
+      expect(reason(withProfile('Unconfined'), [], noAppArmor)).toBe('admit');
+      expect(reason(withProfile('RuntimeDefault'), [], { ...node, appArmorEnabled: true })).toBe('admit');
+    });
+  });
+
   describe('pod count', () => {
     it('rejects with OutOfpods when the node is full, naming used and capacity', () => {
       const active = [named('x'), named('y'), named('z')];

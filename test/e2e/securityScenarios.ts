@@ -9,6 +9,7 @@
  */
 import { describe, expect, it, vi } from 'vitest';
 import type { Pod } from '../../src/api/types.ts';
+import { hostAppArmorEnabled } from '../../src/node/machineInfo.ts';
 import { containerStatus } from '../support/agentProcess.ts';
 import { type ScenarioRuntime, agentFixture } from './scenarios.ts';
 
@@ -38,6 +39,7 @@ spec:
     'guaranteed.yaml': pod('guaranteed', '', '\n      resources: { limits: { cpu: 100m, memory: 64Mi } }'),
     'burstable.yaml': pod('burstable', '', '\n      resources: { requests: { cpu: 50m, memory: 32Mi } }'),
     'sysctl.yaml': pod('sysctl', '\n  securityContext: { sysctls: [{ name: net.ipv4.ip_unprivileged_port_start, value: "80" }] }'),
+    'apparmor.yaml': pod('apparmor', '', '\n      securityContext: { appArmorProfile: { type: RuntimeDefault } }'),
     'unsafe-sysctl.yaml': pod('unsafe-sysctl', '\n  securityContext: { sysctls: [{ name: kernel.msgmax, value: "65536" }] }'),
   };
 }
@@ -103,6 +105,15 @@ export function defineSecurityScenarios(runtime: ScenarioRuntime): void {
       expect(memory === 'max' || Number(memory) >= 2 ** 62).toBe(true);
       const qos = async (name: string) => (await running(name)).status?.qosClass;
       expect([await qos('guaranteed'), await qos('burstable'), await qos('ids')]).toEqual(['Guaranteed', 'Burstable', 'BestEffort']);
+    });
+
+    it('refuses a pod that needs an AppArmor profile where the host does not enforce AppArmor, as the kubelet does', async () => {
+      if (hostAppArmorEnabled()) {
+        await running('apparmor');
+        return;
+      }
+      const refused = await fixture.agent.waitForPod('apparmor', (p) => p.status?.phase === 'Failed');
+      expect(refused.status).toMatchObject({ reason: 'AppArmor', message: 'Pod was rejected: Cannot enforce AppArmor: AppArmor is not enabled on the host' });
     });
 
     it('does not create a container that would run as root under runAsNonRoot', async () => {
