@@ -8,8 +8,6 @@
  * label), and an idle container owns no timer unless its script is in a finite `sleep`.
  */
 
-import { cgroupFiles } from './cgroup.ts';
-import { identityOf, procStatus } from './identity.ts';
 import { randomBytes, randomInt } from 'node:crypto';
 import { join } from 'node:path';
 import {
@@ -42,6 +40,8 @@ import { ContainerLog, CriLogWriter } from './logs.ts';
 import { HOST_NETWORK_ADDRESS, SimNetwork } from './net.ts';
 import { ShellProcess, type ShellOutput } from './shell.ts';
 import { CpuMeter, PROCESS_BASE_BYTES } from './usage.ts';
+import { cgroupFiles } from './cgroup.ts';
+import { identityOf, procStatus } from './identity.ts';
 
 export const POD_UID_LABEL = 'io.kubernetes.pod.uid';
 const SIM_RUNTIME_NAME = 'statelet-sim';
@@ -339,7 +339,7 @@ export class SimEngine {
       throw new SimError('ALREADY_EXISTS', `failed to reserve container name "${nameKey.slice(10)}": name is reserved`);
     }
     const logPath = sandbox.config.logDirectory && config.logPath ? join(sandbox.config.logDirectory, config.logPath) : '';
-    // Its process's user, capabilities and pid namespace; an unknown capability or user fails here, as in containerd.
+    // Its process's user, capabilities and pid namespace; a user name it cannot resolve fails here, as in containerd.
     const identity = identityOf(config.linux?.securityContext, [...config.command, ...config.args]);
     const container: SimContainer = {
       id: newId(),
