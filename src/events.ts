@@ -15,9 +15,12 @@
  *   POD.*      pod workers → pod: commands (UPDATE, SYNC, KILL, RELEASE);
  *              pod → pod workers: reports (SYNCED, TERMINATED, FINISHED), and its end (ENDED)
  *   CRI.*      a pod's effect actor → itself: each runtime call it made, for inspectors only
- *   NODE.*     syncLoop → node status loop: the runtime's health changed (report it now)
+ *   NODE.*     syncLoop → node status loop: the runtime's health changed (report it now);
+ *              eviction manager → syncLoop → node status loop and pod workers: the node's
+ *              pressure conditions changed; eviction manager → syncLoop → pod workers → pod: evict
+ *              a pod (POD.KILL with the terminal status the eviction gives it)
  */
-import type { ProbeKind, ProbeResult, Pod, SourceName } from './api/types.ts';
+import type { NodePressureCondition, ProbeKind, ProbeResult, Pod, SourceName } from './api/types.ts';
 
 // ---- CONFIG.* and SOURCE.* -------------------------------------------------------------------
 
@@ -102,11 +105,21 @@ export type TickEvent = { type: 'TICK.SYNC' } | { type: 'TICK.HOUSEKEEPING' } | 
 /** Why a pod actor gets a new spec (pkg/kubelet/types/types.go SyncPodType: `create` and `update`; its `sync` is POD.SYNC here and its `kill` POD.KILL). */
 export type UpdateType = 'create' | 'update';
 
+/**
+ * The terminal status a kill gives its pod (the kubelet's KillPodOptions.PodStatusFunc): phase
+ * Failed with this reason and message, and a DisruptionTarget condition with `disruptionReason`.
+ */
+export interface KillStatus {
+  reason: string;
+  message: string;
+  disruptionReason: string;
+}
+
 /** Commands to one pod actor. */
 type PodCommand =
   | { type: 'POD.UPDATE'; pod: Pod; updateType: UpdateType }
   | { type: 'POD.SYNC' }
-  | { type: 'POD.KILL'; gracePeriodSeconds?: number; deleted?: boolean; reason?: string }
+  | { type: 'POD.KILL'; gracePeriodSeconds?: number; deleted?: boolean; reason?: string; status?: KillStatus }
   /** The supervisor lets go of the actor (the pod is forgotten, or the agent is stopping). */
   | { type: 'POD.RELEASE' };
 
@@ -139,8 +152,15 @@ export type RuntimeCallEvent =
 
 // ---- NODE.* ---------------------------------------------------------------------------------
 
-/** The node status loop's events: the runtime's health flipped, so Ready may have changed. */
-export type NodeEvent = { type: 'NODE.HEALTH_CHANGED' };
+/**
+ * The node's own news: the runtime's health flipped, so Ready may have changed; the pressure
+ * conditions now True (all of them, in the kubelet's order; none: no pressure); a pod to evict,
+ * with its grace period and the status it ends with.
+ */
+export type NodeEvent =
+  | { type: 'NODE.HEALTH_CHANGED' }
+  | { type: 'NODE.PRESSURE'; conditions: NodePressureCondition[] }
+  | { type: 'NODE.EVICT_POD'; uid: string; gracePeriodSeconds: number; status: KillStatus };
 
 /** The pod status writer's progress, at most once a second: statuses waiting, written, pods deleted. */
 export type StatusWritesEvent = { type: 'STATUS.WRITES'; queued: number; writes: number; deletes: number };
@@ -172,4 +192,6 @@ export const routedToPodWorkers = [
   ...plegContainerEventTypes,
   'PROBE.RESULT',
   'SOURCE.MIRRORS',
+  'NODE.PRESSURE',
+  'NODE.EVICT_POD',
 ] as const satisfies readonly AgentEventType[];

@@ -5,10 +5,11 @@
  * becomes Failed with `Pod was rejected: <message>`.
  */
 import type { Taint } from '../api/cluster.ts';
-import { isStaticPod, type Pod } from '../api/types.ts';
+import { isCriticalPod, isStaticPod, type NodePressureCondition, type Pod } from '../api/types.ts';
+import { podQos } from '../api/qos.ts';
 import { forbiddenSysctl } from '../api/sysctls.ts';
 import { appArmorRequired } from '../kuberuntime/securityContext.ts';
-import { matchesNodeAffinity, untoleratedNoExecuteTaint } from './nodeAffinity.ts';
+import { matchesNodeAffinity, toleratesTaint, untoleratedNoExecuteTaint } from './nodeAffinity.ts';
 import type { ResourceAmounts } from '../api/quantity.ts';
 import { podRequests, sumRequests } from './resources.ts';
 
@@ -24,6 +25,8 @@ export interface NodeInfo {
   allowedUnsafeSysctls?: readonly string[];
   /** The host's kernel enforces AppArmor (/sys/module/apparmor/parameters/enabled); absent: not known, not checked. */
   appArmorEnabled?: boolean;
+  /** The pressure conditions the eviction manager reports True. */
+  pressure?: readonly NodePressureCondition[];
 }
 
 export type Admission = { admit: true } | { admit: false; reason: string; message: string };
@@ -77,7 +80,25 @@ function insufficientResource(pod: Pod, used: ResourceAmounts, allocatable: Reso
  * Decides whether `pod` may run next to the already admitted, still active `active` pods;
  * `used` is their summed requests (given by a caller that keeps it as it admits a batch).
  */
+/**
+ * The eviction manager's admit handler (pkg/kubelet/eviction/eviction_manager.go Admit): under
+ * pressure only critical pods are admitted, except that memory pressure alone still admits pods
+ * that are not BestEffort, and BestEffort ones tolerating the memory-pressure taint.
+ */
+function pressureRejection(pod: Pod, pressure: readonly NodePressureCondition[]): Admission | undefined {
+  if (pressure.length === 0 || isCriticalPod(pod)) return undefined;
+  if (pressure.length === 1 && pressure[0] === 'MemoryPressure') {
+    if (podQos(pod) !== 'BestEffort') return undefined;
+    if (toleratesTaint(pod.spec.tolerations, { key: 'node.kubernetes.io/memory-pressure', effect: 'NoSchedule' })) return undefined;
+  }
+  // Go's %v of the condition list: `[MemoryPressure DiskPressure]`, and the kubelet's trailing space.
+  return { admit: false, reason: 'Evicted', message: `The node had condition: [${pressure.join(' ')}]. ` };
+}
+
 export function admitPod(pod: Pod, active: readonly Pod[], node: NodeInfo, used: ResourceAmounts = sumRequests(active)): Admission {
+  // The eviction manager's admit handler is the first of the kubelet's (kubelet.go NewMainKubelet).
+  const pressure = pressureRejection(pod, node.pressure ?? []);
+  if (pressure) return pressure;
   // The sysctl allowlist is an admit handler of its own, ahead of the predicates (kubelet.go NewMainKubelet).
   const sysctl = forbiddenSysctl(pod.spec.securityContext?.sysctls ?? [], pod.spec, node.allowedUnsafeSysctls ?? []);
   if (sysctl) return { admit: false, reason: 'SysctlForbidden', message: sysctl };

@@ -66,6 +66,11 @@ function tolerates(toleration: Toleration, taint: Taint): boolean {
   }
 }
 
+/** Whether one of the tolerations tolerates the taint (TolerationsTolerateTaint). */
+export function toleratesTaint(tolerations: readonly Toleration[] | undefined, taint: Taint): boolean {
+  return (Array.isArray(tolerations) ? tolerations : []).some((t) => tolerates(t, taint));
+}
+
 /** The first NoExecute taint none of the pod's tolerations tolerates (the only effect admission checks). */
 export function untoleratedNoExecuteTaint(taints: readonly Taint[], tolerations: readonly Toleration[] | undefined): Taint | undefined {
   const list = Array.isArray(tolerations) ? tolerations : [];

@@ -302,6 +302,9 @@ export const ConfigAnnotation = {
 
 export type SourceName = 'file' | 'http' | 'api';
 
+/** The node conditions the eviction manager raises, in the order the kubelet reports them. */
+export type NodePressureCondition = 'MemoryPressure' | 'DiskPressure' | 'PIDPressure';
+
 /** `<name>_<namespace>`, the kubelet's key for a pod across UIDs. */
 export function podFullName(pod: Pick<Pod, 'metadata'>): string {
   return `${pod.metadata.name}_${pod.metadata.namespace}`;
@@ -315,6 +318,17 @@ export function podRef(pod: Pick<Pod, 'metadata'>): string {
 export function isStaticPod(pod: Pick<Pod, 'metadata'>): boolean {
   const source = pod.metadata.annotations?.[ConfigAnnotation.source];
   return source !== undefined && source !== 'api';
+}
+
+/** scheduling.SystemCriticalPriority: 2 × 10⁹. */
+const SYSTEM_CRITICAL_PRIORITY = 2_000_000_000;
+
+/**
+ * A pod the node must keep whatever its pressure (kubelettypes.IsCriticalPod): a static or mirror
+ * pod, or one of system-critical priority. The eviction manager neither evicts nor refuses it.
+ */
+export function isCriticalPod(pod: Pick<Pod, 'metadata' | 'spec'>): boolean {
+  return isStaticPod(pod) || pod.metadata.annotations?.[ConfigAnnotation.mirror] !== undefined || (pod.spec.priority ?? 0) >= SYSTEM_CRITICAL_PRIORITY;
 }
 
 // ---- questions about a pod's spec, asked by decisions on every layer (no defaults written back)

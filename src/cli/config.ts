@@ -95,6 +95,18 @@ export interface AgentConfig {
   allowedUnsafeSysctls: string[];
   /** --seccomp-default / seccompDefault: RuntimeDefault for containers that name no seccomp profile. */
   seccompDefault: boolean;
+  /** --eviction-hard / evictionHard: signal to threshold (`memory.available` → `100Mi`); given, it replaces the defaults. */
+  evictionHard: Record<string, string>;
+  /** --eviction-soft / evictionSoft. */
+  evictionSoft: Record<string, string>;
+  /** --eviction-soft-grace-period / evictionSoftGracePeriod: signal to duration. */
+  evictionSoftGracePeriod: Record<string, string>;
+  /** --eviction-minimum-reclaim / evictionMinimumReclaim: signal to quantity or percentage. */
+  evictionMinimumReclaim: Record<string, string>;
+  /** --eviction-pressure-transition-period / evictionPressureTransitionPeriod. */
+  evictionPressureTransitionPeriodMs: number;
+  /** --eviction-max-pod-grace-period / evictionMaxPodGracePeriod, in seconds. */
+  evictionMaxPodGracePeriod: number;
   /** --read-only-address (statelet): where the unauthenticated read-only port binds. */
   readOnlyAddress: string;
   /** --read-only-port / readOnlyPort; 0 disables. */
@@ -195,6 +207,13 @@ export function agentDefaults(profile: DefaultsProfile = 'flags'): AgentDefaults
     containerLogMaxFiles: 5,
     containerLogMonitorIntervalMs: 10_000,
     seccompDefault: false,
+    // The kubelet's Linux defaults (pkg/kubelet/eviction/defaults_linux.go).
+    evictionHard: { 'memory.available': '100Mi', 'nodefs.available': '10%', 'nodefs.inodesFree': '5%', 'imagefs.available': '15%' },
+    evictionSoft: {},
+    evictionSoftGracePeriod: {},
+    evictionMinimumReclaim: {},
+    evictionPressureTransitionPeriodMs: 5 * 60_000,
+    evictionMaxPodGracePeriod: 0,
     allowedUnsafeSysctls: [],
     readOnlyPort: profile === 'config-file' ? 0 : 10255,
     healthzPort: 10248,

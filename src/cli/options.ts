@@ -383,7 +383,7 @@ const headersKind: ValueKind<Headers> = {
 };
 
 /** `key=value,...`: a map of strings; `check` rejects a bad key or value with the reason. */
-function stringMapKind(placeholder: string, check: (key: string, value: string) => string | null): ValueKind<Record<string, string>> {
+function stringMapKind(placeholder: string, check: (key: string, value: string) => string | null, separator = '='): ValueKind<Record<string, string>> {
   const validated = (entries: [string, string][]) => {
     const out: Record<string, string> = {};
     for (const [key, value] of entries) {
@@ -402,9 +402,9 @@ function stringMapKind(placeholder: string, check: (key: string, value: string) 
           .split(',')
           .filter((pair) => pair.trim() !== '')
           .map((pair) => {
-            const eq = pair.indexOf('=');
-            if (eq <= 0) throw new ValueError(`malformed pair ${JSON.stringify(pair)}, expected key=value`);
-            return [pair.slice(0, eq).trim(), pair.slice(eq + 1).trim()];
+            const at = pair.indexOf(separator);
+            if (at <= 0) throw new ValueError(`malformed pair ${JSON.stringify(pair)}, expected key${separator}value`);
+            return [pair.slice(0, at).trim(), pair.slice(at + 1).trim()];
           }),
       ),
     fromConfig(value) {
@@ -413,7 +413,7 @@ function stringMapKind(placeholder: string, check: (key: string, value: string) 
     },
     display: (value) =>
       Object.entries(value)
-        .map(([key, item]) => `${key}=${item}`)
+        .map(([key, item]) => `${key}${separator}${item}`)
         .join(','),
   };
 }
@@ -425,6 +425,14 @@ const resourceListKind = stringMapKind('name=quantity,...', (_key, value) => {
   if (parsed instanceof Error) return parsed.message;
   return parsed < 0 ? 'must not be negative' : null;
 });
+
+/**
+ * Eviction statements, signal to value: `memory.available<100Mi,nodefs.available<10%` on the
+ * command line (the kubelet's `<`-separated map), a map in the config file. What each value may be
+ * is checked when the thresholds are made (src/eviction/thresholds.ts), with the kubelet's messages.
+ */
+const evictionThresholdsKind = stringMapKind('signal<value,...', () => null, '<');
+const evictionSignalMapKind = stringMapKind('signal=value,...', () => null);
 
 const TAINT_EFFECTS: readonly Taint['effect'][] = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];
 
@@ -740,6 +748,54 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'allowedUnsafeSysctls',
     group: 'Node',
     help: 'Namespaced sysctls (names, or prefixes ending in *) pods may set besides the safe ones',
+  }),
+  option({
+    key: 'evictionHard',
+    kind: evictionThresholdsKind,
+    flag: 'eviction-hard',
+    configField: 'evictionHard',
+    group: 'Node',
+    help: 'Hard eviction thresholds (memory.available<100Mi,nodefs.available<10%,...): met, pods are evicted at once; giving any replaces all the defaults',
+  }),
+  option({
+    key: 'evictionSoft',
+    kind: evictionThresholdsKind,
+    flag: 'eviction-soft',
+    configField: 'evictionSoft',
+    group: 'Node',
+    help: 'Soft eviction thresholds (memory.available<1.5Gi,...): met for their grace period, pods are evicted',
+  }),
+  option({
+    key: 'evictionSoftGracePeriod',
+    kind: evictionSignalMapKind,
+    flag: 'eviction-soft-grace-period',
+    configField: 'evictionSoftGracePeriod',
+    group: 'Node',
+    help: 'How long each soft threshold must hold before pods are evicted (memory.available=1m30s,...)',
+  }),
+  option({
+    key: 'evictionMinimumReclaim',
+    kind: evictionSignalMapKind,
+    flag: 'eviction-minimum-reclaim',
+    configField: 'evictionMinimumReclaim',
+    group: 'Node',
+    help: 'How far above its threshold a signal must climb before pressure ends (memory.available=0Mi,nodefs.available=500Mi,...)',
+  }),
+  option({
+    key: 'evictionPressureTransitionPeriodMs',
+    kind: periodKind,
+    flag: 'eviction-pressure-transition-period',
+    configField: 'evictionPressureTransitionPeriod',
+    group: 'Node',
+    help: 'How long a pressure condition stays True after its threshold was last met',
+  }),
+  option({
+    key: 'evictionMaxPodGracePeriod',
+    kind: intKind(0),
+    flag: 'eviction-max-pod-grace-period',
+    configField: 'evictionMaxPodGracePeriod',
+    group: 'Node',
+    help: 'Longest grace period (seconds) a pod evicted for a soft threshold gets',
   }),
   option({
     key: 'seccompDefault',

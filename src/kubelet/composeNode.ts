@@ -52,6 +52,7 @@ import type { NodeDns } from '../kuberuntime/dns.ts';
 import { systemMounter } from '../volumes/mounter.ts';
 import { TokenManager } from '../volumes/tokens.ts';
 import { StatsProvider } from '../stats/provider.ts';
+import type { HostUsage } from '../stats/summary.ts';
 import { createPodsLogic } from './dispatch.ts';
 import { type PodStartObserver, PodStartupLatency } from './podStartupLatency.ts';
 import { type NodeLoopName, nodeLoops } from './nodeLoops.ts';
@@ -83,6 +84,8 @@ interface NodeDeps {
   mounter?: NodeMounter;
   /** Told of what the kubelet's metrics count (any part of it: tests listen to what they check). */
   metrics?: Partial<NodeMetrics>;
+  /** The machine's memory and CPU use; /proc by default (sim:// simulates its own machine). */
+  readHost?: () => Promise<HostUsage>;
 }
 
 /**
@@ -218,7 +221,7 @@ export function composeNode(deps: NodeDeps): Node {
       if (syncLoopRef?.getSnapshot().status === 'active') syncLoopRef.send({ type: 'STATUS.WRITES', ...statusWriter.progress() });
     }, 1_000);
   };
-  const stats = new StatsProvider({ nodeName: config.nodeName, runtime, podLogsDir: config.podLogsDir, now, log });
+  const stats = new StatsProvider({ nodeName: config.nodeName, runtime, podLogsDir: config.podLogsDir, rootDir: config.rootDir, podsDir, now, log, ...(deps.readHost ? { readHost: deps.readHost } : {}) });
   const parts: NodeParts = {
     config,
     ...(cluster ? { cluster } : {}),
@@ -232,6 +235,19 @@ export function composeNode(deps: NodeDeps): Node {
     stats,
     mounter,
     ...(tokens ? { tokens } : {}),
+    pods: {
+      active: () => {
+        const active: Pod[] = [];
+        for (const [id, actor] of Object.entries(syncLoopRef?.system.getAll() ?? {})) {
+          if (!id.startsWith(actorId(''))) continue;
+          const snapshot = (actor as PodActor).getSnapshot();
+          if (snapshot.status !== 'active' || snapshot.hasTag('terminating') || snapshot.hasTag('terminated')) continue;
+          active.push(podManager.get(snapshot.context.uid) ?? snapshot.context.pod);
+        }
+        return active;
+      },
+      cleanedUp: (uid) => podActor(uid)?.getSnapshot().hasTag('finished') ?? true,
+    },
   };
   // Each node loop that runs here, with its effects and its settings (src/kubelet/nodeLoops.ts).
   const loopLogic: Partial<Record<NodeLoopName, AnyStateMachine>> = {};

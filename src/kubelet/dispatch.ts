@@ -14,11 +14,13 @@
  *                         syncing pod, skipping" at every retry; a disk full for minutes would
  *                         print a line per pod every few seconds)
  *   POD.FINISHED (from a pod actor), POD.ENDED (a pod actor ended) → housekeeping
+ *   NODE.PRESSURE       → admission: the conditions new pods are admitted under
+ *   NODE.EVICT_POD      → the pod actor it names, as POD.KILL with the eviction's status
  *
  * Stopping it lets go of every pod actor; the pods' containers keep running.
  */
 import { fromCallback } from 'xstate';
-import type { Pod } from '../api/types.ts';
+import type { NodePressureCondition, Pod } from '../api/types.ts';
 import type { ConfigEvent, EventOf, PodEnded, PodReport, PlegEvent, ProbeResultEvent, TickEvent } from '../events.ts';
 import { Housekeeping, type RuntimeCleanup } from '../housekeeping/housekeeping.ts';
 import type { NodeInfo } from '../admission/admit.ts';
@@ -32,7 +34,16 @@ import type { StatusManager } from '../status/manager.ts';
 import { podHandlers } from './configHandlers.ts';
 
 /** Everything the `pods` actor accepts. */
-export type PodsEvent = ConfigEvent | EventOf<'SOURCE.MIRRORS'> | PlegEvent | ProbeResultEvent | TickEvent | PodReport | PodEnded;
+export type PodsEvent =
+  | ConfigEvent
+  | EventOf<'SOURCE.MIRRORS'>
+  | PlegEvent
+  | ProbeResultEvent
+  | TickEvent
+  | PodReport
+  | PodEnded
+  | EventOf<'NODE.PRESSURE'>
+  | EventOf<'NODE.EVICT_POD'>;
 
 interface PodsDeps {
   podMachine: PodMachine;
@@ -72,7 +83,10 @@ export function createPodsLogic(deps: PodsDeps) {
     });
     // What each pod's work last failed of, so that a failure retried again and again is logged once.
     const failures = new RepeatedFailures();
-    const handlers = podHandlers({ workers, podManager, statuses, node: deps.node, recorder: deps.recorder, log });
+    // The node's pressure conditions as the eviction manager last told them: admission reads them.
+    let pressure: NodePressureCondition[] = [];
+    const node = () => ({ ...deps.node(), pressure });
+    const handlers = podHandlers({ workers, podManager, statuses, node, recorder: deps.recorder, log });
     const housekeeping = new Housekeeping({
       workers,
       podManager,
@@ -126,6 +140,12 @@ export function createPodsLogic(deps: PodsDeps) {
         case 'POD.ENDED':
           failures.resolved(event.uid);
           return housekeeping.podEnded(event.uid, event.error);
+        case 'NODE.PRESSURE':
+          pressure = event.conditions;
+          return;
+        case 'NODE.EVICT_POD':
+          workers.send(event.uid, { type: 'POD.KILL', gracePeriodSeconds: event.gracePeriodSeconds, status: event.status, reason: 'evicted' });
+          return;
       }
     });
 

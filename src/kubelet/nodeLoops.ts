@@ -3,11 +3,12 @@
  * syncLoop spawns those that start on the node, in this order; composeNode gives them the node's
  * parts; the visualizer takes their summaries from here.
  */
+import { evictionLoop } from '../eviction/loop.ts';
 import { containerLogLoop } from '../logs/loop.ts';
 import { nodeLeaseLoop } from '../nodelease/loop.ts';
 import { nodeStatusLoop } from '../nodestatus/loop.ts';
 import { volumeManagerLoop } from '../volumemanager/loop.ts';
 
-export const nodeLoops = [nodeStatusLoop, nodeLeaseLoop, volumeManagerLoop, containerLogLoop] as const;
+export const nodeLoops = [nodeStatusLoop, nodeLeaseLoop, volumeManagerLoop, containerLogLoop, evictionLoop] as const;
 
 export type NodeLoopName = (typeof nodeLoops)[number]['name'];

@@ -181,10 +181,19 @@ export const syncLoopMachine = setup({
   ],
   entry: 'startNodeLoops',
   on: {
-    // What a node loop accepts, from whichever child sent it.
-    ...Object.fromEntries([...loopsAccepting.keys()].map((type) => [type, { actions: 'passToLoops' as const }])),
-    // Config, container events and probe results go on to the pod workers as they are.
-    ...Object.fromEntries(routedToPodWorkers.map((type) => [type, { actions: ['routeToPods', 'countRouted'] as const }])),
+    // What a node loop accepts, from whichever child sent it; config, container events, probe
+    // results and the eviction manager's news go on to the pod workers as they are (some to both).
+    ...Object.fromEntries(
+      [...new Set<string>([...loopsAccepting.keys(), ...routedToPodWorkers])].map((type) => [
+        type,
+        {
+          actions: [
+            ...(loopsAccepting.has(type) ? (['passToLoops'] as const) : []),
+            ...((routedToPodWorkers as readonly string[]).includes(type) ? (['routeToPods', 'countRouted'] as const) : []),
+          ],
+        },
+      ]),
+    ),
     'SOURCE.SEEN': { actions: 'markSourceSeen' },
     'SOURCE.STATE': { actions: 'recordSourceState' },
     'STATUS.WRITES': { actions: 'recordStatusWrites' },

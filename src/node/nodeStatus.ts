@@ -14,6 +14,7 @@ import { jsonEqual } from '../api/json.ts';
 import { nodeLabels } from './labels.ts';
 import { formatBytes, formatCpu, formatKi, quantityValue } from '../api/quantity.ts';
 import type { AgentConfig } from '../cli/config.ts';
+import type { NodePressureCondition } from '../api/types.ts';
 
 /** What the machine is, as the agent read it at start. */
 export interface MachineInfo {
@@ -48,6 +49,13 @@ export interface NodeSettings {
   addresses: NodeAddress[];
   /** --system-reserved and --kube-reserved, summed per resource (quantities). */
   reserved: Record<string, string>;
+  /** The hard eviction thresholds allocatable leaves out: memory.available and nodefs.available, as written (`100Mi`, `10%`). */
+  hardEviction: HardEviction;
+}
+
+export interface HardEviction {
+  memory?: string;
+  nodefs?: string;
 }
 
 /**
@@ -57,7 +65,7 @@ export interface NodeSettings {
  * --system-reserved plus --kube-reserved per resource.
  */
 export function nodeSettings(
-  config: Pick<AgentConfig, 'nodeName' | 'nodeLabels' | 'registerWithTaints' | 'maxPods' | 'port' | 'nodeIp' | 'systemReserved' | 'kubeReserved'>,
+  config: Pick<AgentConfig, 'nodeName' | 'nodeLabels' | 'registerWithTaints' | 'maxPods' | 'port' | 'nodeIp' | 'systemReserved' | 'kubeReserved' | 'evictionHard'>,
   kubeletVersion: string,
 ): NodeSettings {
   const reserved: Record<string, string> = {};
@@ -74,6 +82,10 @@ export function nodeSettings(
     kubeletVersion,
     addresses: [...internal.map((address): NodeAddress => ({ type: 'InternalIP', address })), { type: 'Hostname', address: config.nodeName }],
     reserved,
+    hardEviction: {
+      ...(config.evictionHard['memory.available'] ? { memory: config.evictionHard['memory.available'] } : {}),
+      ...(config.evictionHard['nodefs.available'] ? { nodefs: config.evictionHard['nodefs.available'] } : {}),
+    },
   };
 }
 
@@ -83,13 +95,10 @@ export interface NodeHealth {
   runtimeVersion: string;
   /** Why the node is not ready (runtime down, network not ready, PLEG unhealthy); empty: ready. */
   notReady: string[];
-  memoryPressure: boolean;
-  diskPressure: boolean;
-  pidPressure: boolean;
+  /** The pressure conditions the eviction manager reports True. */
+  pressure: readonly NodePressureCondition[];
 }
 
-/** The kubelet's default hard eviction thresholds (pkg/kubelet/eviction/defaults_linux.go). */
-const HARD_EVICTION = { memoryBytes: 100 * 2 ** 20, nodefsFraction: 0.1 };
 /** The images the node reports at most (--node-status-max-images). */
 const MAX_IMAGES = 50;
 /** Annotation the kubelet sets at registration: attach/detach is the controller's job. */
@@ -106,15 +115,21 @@ export function capacity(machine: MachineInfo, maxPods: number): Record<string, 
   return out;
 }
 
+/** A hard threshold's amount: a quantity, or a percentage of the capacity (evictionapi GetThresholdQuantity). */
+function thresholdAmount(value: string | undefined, capacityBytes: number): number {
+  if (!value) return 0;
+  return value.endsWith('%') ? Math.floor((Number(value.slice(0, -1)) / 100) * capacityBytes) : quantityValue(value);
+}
+
 /** Capacity less the reservations and the hard eviction thresholds, never below zero (GetNodeAllocatableAbsolute). */
-export function allocatable(machine: MachineInfo, maxPods: number, reserved: Record<string, string>): Record<string, string> {
+export function allocatable(machine: MachineInfo, maxPods: number, reserved: Record<string, string>, hardEviction: HardEviction): Record<string, string> {
   const held = (name: string) => quantityValue(reserved[name]);
   const hugepagesBytes = Object.values(machine.hugepages).reduce((a, b) => a + b, 0);
   const out: Record<string, string> = {
     cpu: formatCpu(machine.cpuCores - held('cpu')),
-    memory: formatKi(machine.memoryBytes - held('memory') - HARD_EVICTION.memoryBytes - hugepagesBytes),
+    memory: formatKi(machine.memoryBytes - held('memory') - thresholdAmount(hardEviction.memory, machine.memoryBytes) - hugepagesBytes),
     pods: String(maxPods),
-    'ephemeral-storage': formatBytes(machine.ephemeralStorageBytes * (1 - HARD_EVICTION.nodefsFraction) - held('ephemeral-storage')),
+    'ephemeral-storage': formatBytes(machine.ephemeralStorageBytes - thresholdAmount(hardEviction.nodefs, machine.ephemeralStorageBytes) - held('ephemeral-storage')),
   };
   for (const [name, bytes] of Object.entries(machine.hugepages)) out[name] = formatBytes(bytes);
   return out;
@@ -151,18 +166,18 @@ interface ConditionRule {
   whenFalse: [NodeCondition['status'], string, string];
 }
 
-const PRESSURE_RULES: Record<'memoryPressure' | 'diskPressure' | 'pidPressure', ConditionRule> = {
-  memoryPressure: {
+const PRESSURE_RULES: Record<NodePressureCondition, ConditionRule> = {
+  MemoryPressure: {
     type: 'MemoryPressure',
     whenTrue: ['True', 'KubeletHasInsufficientMemory', 'kubelet has insufficient memory available'],
     whenFalse: ['False', 'KubeletHasSufficientMemory', 'kubelet has sufficient memory available'],
   },
-  diskPressure: {
+  DiskPressure: {
     type: 'DiskPressure',
     whenTrue: ['True', 'KubeletHasDiskPressure', 'kubelet has disk pressure'],
     whenFalse: ['False', 'KubeletHasNoDiskPressure', 'kubelet has no disk pressure'],
   },
-  pidPressure: {
+  PIDPressure: {
     type: 'PIDPressure',
     whenTrue: ['True', 'KubeletHasInsufficientPID', 'kubelet has insufficient PID available'],
     whenFalse: ['False', 'KubeletHasSufficientPID', 'kubelet has sufficient PID available'],
@@ -185,7 +200,7 @@ function condition(type: string, [status, reason, message]: [NodeCondition['stat
 export function nodeConditions(health: NodeHealth, previous: readonly NodeCondition[], now: string): NodeCondition[] {
   const pressure = (Object.keys(PRESSURE_RULES) as (keyof typeof PRESSURE_RULES)[]).map((key) => {
     const rule = PRESSURE_RULES[key];
-    return condition(rule.type, health[key] ? rule.whenTrue : rule.whenFalse, previous, now);
+    return condition(rule.type, health.pressure.includes(key) ? rule.whenTrue : rule.whenFalse, previous, now);
   });
   const ready: [NodeCondition['status'], string, string] =
     health.notReady.length === 0 ? ['True', 'KubeletReady', 'kubelet is posting ready status'] : ['False', 'KubeletNotReady', health.notReady.join(',')];
@@ -226,7 +241,7 @@ export function nodeStatus(inputs: NodeStatusInputs, previous: Partial<NodeStatu
   const { machine, settings, health } = inputs;
   return {
     capacity: capacity(machine, settings.maxPods),
-    allocatable: allocatable(machine, settings.maxPods, settings.reserved),
+    allocatable: allocatable(machine, settings.maxPods, settings.reserved, settings.hardEviction),
     conditions: nodeConditions(health, previous?.conditions ?? [], now),
     addresses: settings.addresses,
     daemonEndpoints: { kubeletEndpoint: { Port: settings.port } },

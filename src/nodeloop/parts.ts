@@ -3,6 +3,7 @@
  * loops: each loop's `start` takes the parts it needs and nothing else, the way kubelet.go hands
  * its Dependencies to each manager it builds.
  */
+import type { Pod } from '../api/types.ts';
 import type { AgentConfig } from '../cli/config.ts';
 import type { KubeApi } from '../client/api.ts';
 import type { Clock } from '../clock.ts';
@@ -43,6 +44,12 @@ export type NodeConfig = Pick<
   | 'runtimeRequestTimeoutMs'
   | 'seccompDefault'
   | 'allowedUnsafeSysctls'
+  | 'evictionHard'
+  | 'evictionSoft'
+  | 'evictionSoftGracePeriod'
+  | 'evictionMinimumReclaim'
+  | 'evictionPressureTransitionPeriodMs'
+  | 'evictionMaxPodGracePeriod'
   // In a cluster: the Node's registration, status and Lease.
   | 'registerNode'
   | 'registerWithTaints'
@@ -83,4 +90,11 @@ export interface NodeParts {
   mounter: NodeMounter;
   /** In a cluster: the service-account tokens the pods' projected volumes hold. */
   tokens?: TokenManager;
+  /** The pods as their actors stand (the kubelet's pod workers, asked by its managers). */
+  pods: {
+    /** Admitted and neither terminating nor terminated (the kubelet's activePods, less those already going). */
+    active(): Pod[];
+    /** The pod's actor has stopped its containers and torn down its volumes, or it has no actor. */
+    cleanedUp(uid: string): boolean;
+  };
 }

@@ -5,6 +5,7 @@
  * are the calls.
  */
 import type { NodeStatus } from '../api/cluster.ts';
+import type { NodePressureCondition } from '../api/types.ts';
 import { ApiError, isAlreadyExists, type KubeApi } from '../client/api.ts';
 import type { Logger } from '../log.ts';
 import type { NodeRecord } from '../node/record.ts';
@@ -45,7 +46,7 @@ const NODE_STATUS_UPDATE_RETRY = 5;
 
 const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
-async function health(deps: NodeStatusEffectsDeps): Promise<NodeHealth> {
+async function health(deps: NodeStatusEffectsDeps, pressure: readonly NodePressureCondition[]): Promise<NodeHealth> {
   const notReady = [...deps.notReady()];
   let runtimeVersion = '';
   try {
@@ -59,13 +60,13 @@ async function health(deps: NodeStatusEffectsDeps): Promise<NodeHealth> {
   } catch {
     if (!notReady.some((m) => m.startsWith('container runtime is down'))) notReady.unshift('container runtime is down');
   }
-  return { runtimeVersion, notReady, memoryPressure: false, diskPressure: false, pidPressure: false };
+  return { runtimeVersion, notReady, pressure };
 }
 
-async function inputs(deps: NodeStatusEffectsDeps): Promise<NodeStatusInputs> {
+async function inputs(deps: NodeStatusEffectsDeps, pressure: readonly NodePressureCondition[]): Promise<NodeStatusInputs> {
   const [machine, nodeHealth, images] = await Promise.all([
     deps.machine(),
-    health(deps),
+    health(deps, pressure),
     deps.images.listImages({ timeoutMs: 10_000 }).catch(() => []),
   ]);
   return { machine, settings: deps.settings, health: nodeHealth, images };
@@ -82,7 +83,7 @@ export function createNodeStatusEffects(deps: NodeStatusEffectsDeps): NodeStatus
 
   return {
     async register() {
-      const wanted = initialNode(await inputs(deps), iso(deps.now()));
+      const wanted = initialNode(await inputs(deps, []), iso(deps.now()));
       // The kubelet's initial status announces every condition, on each start (setters.go via initialNode).
       if (wanted.status) recordTransitions(undefined, wanted.status);
       try {
@@ -98,9 +99,9 @@ export function createNodeStatusEffects(deps: NodeStatusEffectsDeps): NodeStatus
       log('info', 'The node was already registered; reconciled its labels and annotations', { node: settings.name, patched: patch !== null });
     },
 
-    async update(lastWrittenAt) {
+    async update({ lastWrittenAt, pressure }) {
       const now = deps.now();
-      const current = await inputs(deps);
+      const current = await inputs(deps, pressure);
       let previous = record.node?.status;
       for (let attempt = 0; ; attempt++) {
         // The first retry, and a node never read, read the Node from the API server.

@@ -37,10 +37,10 @@ export const nodeStatusLoop = defineNodeLoop({
       input: { registerNode: config.registerNode, updateFrequencyMs: config.nodeStatusUpdateFrequencyMs },
     };
   },
-  accepts: ['NODE.HEALTH_CHANGED'],
-  /** `Ready · 3 status writes, last 14:02:11`, or what went wrong. */
+  accepts: ['NODE.HEALTH_CHANGED', 'NODE.PRESSURE'],
+  /** `Ready · 3 status writes, last 14:02:11` (`Ready, MemoryPressure · …` under pressure), or what went wrong. */
   summary: (c) => {
-    const ready = c.ready === true ? 'Ready' : c.ready === false ? 'NotReady' : 'not yet reported';
+    const ready = (c.ready === true ? 'Ready' : c.ready === false ? 'NotReady' : 'not yet reported') + c.pressure.map((p) => `, ${p}`).join('');
     const writes = `${c.writes} status writes${c.lastWrittenAt !== null ? `, last ${clockTime(c.lastWrittenAt)}` : ''}`;
     const trouble = c.lastError ? ` · ${c.registerFailures ? `${c.registerFailures} failed registrations: ` : ''}${c.lastError}` : '';
     return `${ready} · ${writes}${trouble}`;

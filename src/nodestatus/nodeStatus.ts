@@ -16,6 +16,7 @@
  * Never: writes anything but its own Node and `nodes/<name>/status`.
  */
 import { assign, fromPromise, setup } from 'xstate';
+import type { NodePressureCondition } from '../api/types.ts';
 import type { NodeEvent } from '../events.ts';
 
 interface StatusUpdateOutcome {
@@ -25,8 +26,13 @@ interface StatusUpdateOutcome {
 
 export interface NodeStatusEffects {
   register(signal: AbortSignal): Promise<void>;
-  /** `lastWrittenAt`: when the status was last written (ms), null: not yet. */
-  update(lastWrittenAt: number | null, signal: AbortSignal): Promise<StatusUpdateOutcome>;
+  /** `lastWrittenAt`: when the status was last written (ms), null: not yet; `pressure`: the conditions the eviction manager reports True. */
+  update(input: UpdateInput, signal: AbortSignal): Promise<StatusUpdateOutcome>;
+}
+
+interface UpdateInput {
+  lastWrittenAt: number | null;
+  pressure: readonly NodePressureCondition[];
 }
 
 interface NodeStatusInput {
@@ -42,6 +48,8 @@ interface NodeStatusContext {
   writes: number;
   ready: boolean | null;
   lastError: string | null;
+  /** The pressure conditions True, as the eviction manager last told (NODE.PRESSURE). */
+  pressure: NodePressureCondition[];
 }
 
 const REGISTER_BACKOFF = { firstMs: 100, maxMs: 7_000 };
@@ -57,7 +65,7 @@ export const nodeStatusMachine = setup({
   },
   actors: {
     register: fromPromise<void>(notProvided),
-    update: fromPromise<StatusUpdateOutcome & { at: number }, { lastWrittenAt: number | null }>(notProvided),
+    update: fromPromise<StatusUpdateOutcome & { at: number }, UpdateInput>(notProvided),
   },
   delays: {
     updatePeriod: ({ context }) => context.updateFrequencyMs,
@@ -76,8 +84,11 @@ export const nodeStatusMachine = setup({
     writes: 0,
     ready: null,
     lastError: null,
+    pressure: [],
   }),
   initial: 'registering',
+  // The pressure is kept in every state; while waiting it also cuts the wait short (below).
+  on: { 'NODE.PRESSURE': { actions: assign({ pressure: ({ event }) => event.conditions }) } },
   states: {
     registering: {
       always: { guard: 'skipRegistration', target: 'registered' },
@@ -97,7 +108,7 @@ export const nodeStatusMachine = setup({
         updating: {
           invoke: {
             src: 'update',
-            input: ({ context }) => ({ lastWrittenAt: context.lastWrittenAt }),
+            input: ({ context }) => ({ lastWrittenAt: context.lastWrittenAt, pressure: context.pressure }),
             onDone: {
               target: 'waiting',
               actions: assign(({ context, event }) => ({
@@ -111,7 +122,7 @@ export const nodeStatusMachine = setup({
         },
         waiting: {
           after: { updatePeriod: 'updating' },
-          on: { 'NODE.HEALTH_CHANGED': 'updating' },
+          on: { 'NODE.HEALTH_CHANGED': 'updating', 'NODE.PRESSURE': 'updating' },
         },
       },
     },
@@ -124,9 +135,9 @@ export function nodeStatusMachineWith(effects: NodeStatusEffects, now: () => num
   return nodeStatusMachine.provide({
     actors: {
       register: fromPromise<void>(({ signal }) => effects.register(signal)),
-      update: fromPromise<StatusUpdateOutcome & { at: number }, { lastWrittenAt: number | null }>(async ({ input, signal }) => {
+      update: fromPromise<StatusUpdateOutcome & { at: number }, UpdateInput>(async ({ input, signal }) => {
         const at = now();
-        return { ...(await effects.update(input.lastWrittenAt, signal)), at };
+        return { ...(await effects.update(input, signal)), at };
       }),
     },
   });

@@ -55,7 +55,7 @@ import { nextGracePeriod } from './gracePeriod.ts';
 import type { InitStep, PodProgress } from './progress.ts';
 import type { CallTrace } from '../runtime/callTrace.ts';
 import type { WaitingReason } from '../api/runtimeView.ts';
-import type { PodEvent, PodReport, PodWork, ProbeResultEvent, RuntimeCallEvent } from '../events.ts';
+import type { KillStatus, PodEvent, PodReport, PodWork, ProbeResultEvent, RuntimeCallEvent } from '../events.ts';
 
 /** What a sync remembers from one run to the next (plain data). */
 export interface PodMemory {
@@ -114,6 +114,8 @@ interface TerminateRequest {
   pod: Pod;
   gracePeriodSeconds: number;
   memory: PodMemory;
+  /** The terminal status the kill gives the pod (an eviction), published before its containers stop. */
+  killStatus?: KillStatus | null;
 }
 
 interface CleanupRequest {
@@ -167,6 +169,8 @@ export interface PodContext {
   lastError: string | null;
   /** Set once termination is requested; only ever shrinks. */
   gracePeriodSeconds: number | null;
+  /** The terminal status a kill asked for (an eviction); the newest such kill's. */
+  killStatus: KillStatus | null;
   /** The pod is gone from config (removed or deleted): its runtime objects are removed at the end. */
   deleted: boolean;
   restartRequested: boolean;
@@ -291,6 +295,7 @@ export const podMachine = setup({
         pendingPod: null,
         syncRequested: false,
         gracePeriodSeconds: nextGracePeriod(context.gracePeriodSeconds ?? undefined, pod, override),
+        killStatus: event.type === 'POD.KILL' && event.status ? event.status : context.killStatus,
         deleted:
           context.deleted ||
           (event.type === 'POD.KILL' && event.deleted === true) ||
@@ -320,6 +325,7 @@ export const podMachine = setup({
     memory: initialMemory,
     lastError: null,
     gracePeriodSeconds: null,
+    killStatus: null,
     deleted: false,
     restartRequested: false,
     syncCount: 0,
@@ -465,6 +471,7 @@ export const podMachine = setup({
               pod: context.pod,
               gracePeriodSeconds: context.gracePeriodSeconds ?? 1,
               memory: context.memory,
+              killStatus: context.killStatus,
             }),
             onDone: { target: '#pod.terminated', actions: 'reportTerminated' },
             onError: {

@@ -15,6 +15,7 @@ import { readPodStatus } from '../kuberuntime/podStatus.ts';
 import { computePodActions, isEmptyPlan, noProbeResults } from '../kuberuntime/computePodActions.ts';
 import { podProgress } from './progress.ts';
 import type { PodEffects, PodMemory, PodProbeResults, SyncOutcome } from './pod.ts';
+import type { KillStatus } from '../events.ts';
 import { generatePodStatus, isTerminalPhase } from '../status/generate.ts';
 import type { StatusManager } from '../status/manager.ts';
 
@@ -45,9 +46,10 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
     preStopsByPod.delete(uid);
   };
 
-  const publish = (pod: Pod, runtime: RuntimePodStatus, memory: PodMemory, podIsTerminal: boolean, probes?: PodProbeResults): PodStatus => {
+  const publish = (pod: Pod, runtime: RuntimePodStatus, memory: PodMemory, podIsTerminal: boolean, probes?: PodProbeResults, killStatus?: KillStatus | null): PodStatus => {
     const status = generatePodStatus({
       ...(probes ? { readiness: successes(probes.readiness), started: successes(probes.startup) } : {}),
+      ...(killStatus ? { killStatus } : {}),
       pod,
       runtime,
       previous: deps.statuses.get(pod.metadata.uid),
@@ -108,10 +110,12 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
       return outcome(pod, after, next, status, extra);
     },
 
-    async terminatePod({ pod, gracePeriodSeconds, memory }, signal, calls) {
+    async terminatePod({ pod, gracePeriodSeconds, memory, killStatus }, signal, calls) {
       const opts = { signal };
       const io = tracedDeps(pod, calls);
       const before = await readPodStatus(io.runtime, pod.metadata.uid, opts);
+      // An eviction's Failed status is the pod's from the moment its termination starts (syncTerminatingPod applies the kill's PodStatusFunc first).
+      if (killStatus) publish(pod, before, memory, true, undefined, killStatus);
       deps.log('info', 'Killing pod', { pod: podRef(pod), gracePeriodSeconds });
       await killPodRuntime(io, pod, before, gracePeriodSeconds, opts, preStopsOf(pod.metadata.uid));
       const after = await readPodStatus(io.runtime, pod.metadata.uid, opts);

@@ -421,6 +421,8 @@ export interface ImageInfo {
   uid?: number;
   /** The image's user, when a name. */
   username?: string;
+  /** The runtime keeps it whatever is unused (containerd pins its sandbox image): garbage collection leaves it. */
+  pinned?: boolean;
 }
 
 /** The ImageService calls the agent uses. */

@@ -5,7 +5,7 @@
  * `/stats/summary` and `/metrics/resource` (src/server/statsRoutes.ts) read it, and so may any
  * node loop that needs the node's usage.
  */
-import { readFile, readdir, stat } from 'node:fs/promises';
+import { readFile, readdir, stat, statfs } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../log.ts';
 import type { Container, RuntimeService } from '../runtime/types.ts';
@@ -13,6 +13,8 @@ import { containerLogPath } from '../kuberuntime/logRotation.ts';
 import {
   type FsStats,
   type HostUsage,
+  type RlimitStats,
+  type VolumeStats,
   type RuntimeStats,
   type Summary,
   CpuRates,
@@ -33,15 +35,25 @@ interface StatsSource {
   log: Logger;
   /** The node's usage; /proc by default. */
   readHost?(): Promise<HostUsage>;
+  /** --root-dir: its filesystem is the node's (nodefs). */
+  rootDir?: string;
+  /** Where the pods' volumes are (`<root-dir>/pods`), for their local volumes' usage. */
+  podsDir?: string;
 }
+
+/** The directory of a pod's emptyDir volumes (the volume plugin's, `kubernetes.io/empty-dir`). */
+const EMPTY_DIR_PLUGIN = 'kubernetes.io~empty-dir';
 
 async function readProcHost(): Promise<HostUsage> {
   const [procStat, meminfo] = await Promise.all([readFile('/proc/stat', 'utf8'), readFile('/proc/meminfo', 'utf8')]);
   return { ...parseProcStat(procStat), ...parseMeminfo(meminfo) };
 }
 
-/** A directory's files as `du` counts them (512-byte blocks) and its inodes, itself included. */
-async function directoryUsage(dir: string, time: number): Promise<FsStats | undefined> {
+/**
+ * A directory's files as `du` counts them (512-byte blocks) and its inodes, itself included;
+ * `recursive`: its subdirectories' too (a volume), else only its own entries (a log directory).
+ */
+async function directoryUsage(dir: string, time: number, recursive = false): Promise<FsStats | undefined> {
   let names: string[];
   try {
     names = await readdir(dir);
@@ -49,11 +61,52 @@ async function directoryUsage(dir: string, time: number): Promise<FsStats | unde
     return undefined;
   }
   let usedBytes = 0;
+  let inodesUsed = 1;
   for (const name of names) {
     const file = await stat(path.join(dir, name)).catch(() => undefined);
+    if (recursive && file?.isDirectory()) {
+      const below = await directoryUsage(path.join(dir, name), time, true);
+      usedBytes += below?.usedBytes ?? 0;
+      inodesUsed += below?.inodesUsed ?? 0;
+      continue;
+    }
     usedBytes += (file?.blocks ?? 0) * 512;
+    inodesUsed++;
   }
-  return { time, usedBytes, inodesUsed: names.length + 1 };
+  return { time, usedBytes, inodesUsed };
+}
+
+/** The filesystem holding `dir`: capacity, available (to unprivileged users, as df shows) and inodes. */
+async function filesystemStats(dir: string, time: number): Promise<FsStats | undefined> {
+  try {
+    const fs = await statfs(dir);
+    return {
+      time,
+      availableBytes: fs.bavail * fs.bsize,
+      capacityBytes: fs.blocks * fs.bsize,
+      usedBytes: (fs.blocks - fs.bfree) * fs.bsize,
+      inodesFree: fs.ffree,
+      inodes: fs.files,
+      inodesUsed: fs.files - fs.ffree,
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The node's process limit and count (the kubelet's rlimit stats: pid_max, and sysinfo's count of
+ * tasks, which /proc/loadavg's fourth field also gives).
+ */
+async function readRlimit(time: number): Promise<RlimitStats | undefined> {
+  try {
+    const [pidMax, loadavg] = await Promise.all([readFile('/proc/sys/kernel/pid_max', 'utf8'), readFile('/proc/loadavg', 'utf8')]);
+    const tasks = Number(/\d+\/(\d+)/.exec(loadavg)?.[1]);
+    const maxpid = Number(pidMax.trim());
+    return Number.isFinite(tasks) && maxpid > 0 ? { time, maxpid, curproc: tasks } : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 export class StatsProvider {
@@ -78,10 +131,35 @@ export class StatsProvider {
     const input: RuntimeStats = { sandboxes, containers, stats };
     const logs = cpuAndMemoryOnly ? new Map<string, FsStats>() : await this.logUsage(containers);
     const time = now();
-    return {
+    const summary: Summary = {
       node: nodeSummary(this.source.nodeName, host, time, this.rates),
       pods: podSummaries(input, this.rates, { onlyCpuAndMemory: cpuAndMemoryOnly, now: time, logs: (c) => logs.get(c.id) }),
     };
+    if (cpuAndMemoryOnly) return summary;
+    const [fs, rlimit] = await Promise.all([this.source.rootDir ? filesystemStats(this.source.rootDir, time) : undefined, readRlimit(time)]);
+    if (fs) summary.node.fs = fs;
+    if (rlimit) summary.node.rlimit = rlimit;
+    const { podsDir } = this.source;
+    if (podsDir) {
+      await Promise.all(
+        summary.pods.map(async (pod) => {
+          const volumes = await this.emptyDirUsage(path.join(podsDir, pod.podRef.uid, 'volumes', EMPTY_DIR_PLUGIN), time);
+          if (volumes.length > 0) pod.volume = volumes;
+        }),
+      );
+    }
+    return summary;
+  }
+
+  /** Each emptyDir volume of a pod, by what its directory holds. */
+  private async emptyDirUsage(dir: string, time: number): Promise<VolumeStats[]> {
+    const names = await readdir(dir).catch(() => [] as string[]);
+    const volumes: VolumeStats[] = [];
+    for (const name of names) {
+      const usage = await directoryUsage(path.join(dir, name), time, true);
+      if (usage) volumes.push({ name, ...usage });
+    }
+    return volumes;
   }
 
   /** `/metrics/resource`; a failed read is `resource_scrape_error 1`, logged with its cause. */

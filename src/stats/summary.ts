@@ -27,8 +27,24 @@ interface MemoryStats {
 
 export interface FsStats {
   time: number;
+  availableBytes?: number;
+  capacityBytes?: number;
   usedBytes?: number;
+  inodesFree?: number;
+  inodes?: number;
   inodesUsed?: number;
+}
+
+/** A pod volume's usage (VolumeStats): its name and its files' figures. */
+export interface VolumeStats extends FsStats {
+  name: string;
+}
+
+/** The node's process limit and count (RlimitStats). */
+export interface RlimitStats {
+  time: number;
+  maxpid?: number;
+  curproc?: number;
 }
 
 interface SwapStats {
@@ -47,13 +63,15 @@ interface ContainerSummary {
   swap?: SwapStats;
 }
 
-interface PodSummary {
+export interface PodSummary {
   podRef: { name: string; namespace: string; uid: string };
   startTime: number;
   containers: ContainerSummary[];
   cpu?: CpuStats;
   memory?: MemoryStats;
   swap?: SwapStats;
+  /** Its local volumes (emptyDir): what their directories hold. */
+  volume?: VolumeStats[];
   process_stats?: { process_count?: number };
 }
 
@@ -63,6 +81,11 @@ interface NodeSummary {
   cpu?: CpuStats;
   memory?: MemoryStats;
   swap?: SwapStats;
+  /** The filesystem under --root-dir (nodefs). */
+  fs?: FsStats;
+  /** The runtime's image filesystem (imagefs), where the runtime names one. */
+  runtime?: { imageFs?: FsStats };
+  rlimit?: RlimitStats;
 }
 
 export interface Summary {

@@ -17,6 +17,7 @@ import type {
 import { isStaticPod, isSidecar, restartPolicyOf } from '../api/types.ts';
 import { sandboxChange, shouldRestart } from '../kuberuntime/computePodActions.ts';
 import type { RuntimeContainerStatus, RuntimePodStatus, WaitingReason } from '../api/runtimeView.ts';
+import type { KillStatus } from '../events.ts';
 
 export interface StatusInput {
   pod: Pod;
@@ -39,6 +40,8 @@ export interface StatusInput {
   hostIP?: string;
   /** The runtime's name, as in `containerID: <runtime>://<id>`. */
   runtimeName: string;
+  /** A kill that ends the pod Failed with its reason (an eviction). */
+  killStatus?: KillStatus;
 }
 
 const toTime = (ms: number): string | undefined =>
@@ -95,6 +98,12 @@ export function generatePodStatus(input: StatusInput): PodStatus {
       reason = 'DeadlineExceeded';
       message = 'Pod was active on the node longer than the specified deadline';
     }
+  }
+
+  if (input.killStatus && !isTerminalPhase(phase)) {
+    phase = 'Failed';
+    reason = input.killStatus.reason;
+    message = input.killStatus.message;
   }
 
   const apiPhase = pod.status?.phase;
@@ -347,6 +356,12 @@ function conditions(
     condition.lastTransitionTime =
       before && before.status === condition.status ? before.lastTransitionTime ?? now : now;
   }
+  // DisruptionTarget says why the pod is going (an eviction); once set it stays (the kubelet keeps it through later syncs).
+  const kept = previous.find((p) => p.type === 'DisruptionTarget');
+  const disruption: PodCondition | undefined = input.killStatus
+    ? { type: 'DisruptionTarget', status: 'True', reason: input.killStatus.disruptionReason, message: input.killStatus.message, lastProbeTime: null, lastTransitionTime: kept?.lastTransitionTime ?? now }
+    : kept;
+  if (disruption) list.push(disruption);
   return list;
 }
 

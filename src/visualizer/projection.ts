@@ -238,6 +238,8 @@ const scalarFieldsByType = {
   'SOURCE.ERROR': ['source'],
   'SOURCE.STATE': ['source', 'phase', 'detail'],
   'STATUS.WRITES': ['queued', 'writes', 'deletes'],
+  'NODE.PRESSURE': [],
+  'NODE.EVICT_POD': ['uid', 'gracePeriodSeconds'],
 } as const satisfies { [T in AgentEventType]: readonly (keyof EventOf<T> & string)[] };
 
 const scalarFields: Readonly<Partial<Record<string, readonly string[]>>> = scalarFieldsByType;

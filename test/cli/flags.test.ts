@@ -149,6 +149,12 @@ describe('parseCommandLine: defaults and forms', () => {
       containerLogMaxFiles: 5,
       containerLogMonitorIntervalMs: 10_000,
       seccompDefault: false,
+      evictionHard: { 'memory.available': '100Mi', 'nodefs.available': '10%', 'nodefs.inodesFree': '5%', 'imagefs.available': '15%' },
+      evictionSoft: {},
+      evictionSoftGracePeriod: {},
+      evictionMinimumReclaim: {},
+      evictionPressureTransitionPeriodMs: 300_000,
+      evictionMaxPodGracePeriod: 0,
       allowedUnsafeSysctls: [],
       readOnlyPort: 10255,
       healthzPort: 10248,
@@ -553,10 +559,10 @@ describe('--config precedence', () => {
   });
 
   it('returns warnings for fields statelet ignores', () => {
-    const file = writeConfig(`${HEADER}maxPods: 3\nclusterDNS: [10.96.0.10]\nclusterDomain: cluster.local\nevictionHard:\n  memory.available: 100Mi\n`);
+    const file = writeConfig(`${HEADER}maxPods: 3\nclusterDNS: [10.96.0.10]\nclusterDomain: cluster.local\ncpuManagerPolicy: static\nevictionHard:\n  memory.available: 100Mi\n`);
     const { config, warnings } = run(['--config', file]);
-    expect(config).toMatchObject({ maxPods: 3, clusterDns: ['10.96.0.10'], clusterDomain: 'cluster.local' });
-    expect(warnings).toEqual([`${file}: ignoring field "evictionHard", which statelet does not support`]);
+    expect(config).toMatchObject({ maxPods: 3, clusterDns: ['10.96.0.10'], clusterDomain: 'cluster.local', evictionHard: { 'memory.available': '100Mi' } });
+    expect(warnings).toEqual([`${file}: ignoring field "cpuManagerPolicy", which statelet does not support`]);
     expect(run(['--cluster-dns', '10.96.0.10,fd00::a', '--resolv-conf=']).config).toMatchObject({ clusterDns: ['10.96.0.10', 'fd00::a'], resolvConf: '' });
     expect(usageError(['--cluster-dns', 'dns.example'])).toMatch(/^invalid value "dns.example" for flag --cluster-dns: not an IP address/);
   });

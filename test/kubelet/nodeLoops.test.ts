@@ -56,10 +56,10 @@ describe('node loops', () => {
     actor.stop();
   });
 
-  it('are composed from the node: a standalone node runs the volume and log managers, no node status or Lease', () => {
+  it('are composed from the node: a standalone node runs the volume, log and eviction managers, no node status or Lease', () => {
     const node = startFakeNode();
     const children = node.syncLoop.getSnapshot().children as Record<string, AnyActorRef | undefined>;
-    expect(Object.keys(node.syncLoop.getSnapshot().context.loops).sort()).toEqual(['containerLogManager', 'volumeManager']);
+    expect(Object.keys(node.syncLoop.getSnapshot().context.loops).sort()).toEqual(['containerLogManager', 'evictionManager', 'volumeManager']);
     expect(children['containerLogManager']?.getSnapshot().value).toBe('waiting');
     expect(children['volumeManager']).toBeDefined();
     expect(children['nodeStatus']).toBeUndefined();
@@ -71,10 +71,10 @@ describe('node loops', () => {
 describe("each loop's line on the visualizer", () => {
   const at = Date.parse('2026-11-25T14:02:11Z');
   it.each([
-    ['node status, written', nodeStatusLoop.summary({ registerNode: true, updateFrequencyMs: 10_000, ready: true, writes: 3, lastWrittenAt: at, registerFailures: 0, lastError: null }), 'Ready · 3 status writes, last 14:02:11'],
+    ['node status, written', nodeStatusLoop.summary({ registerNode: true, updateFrequencyMs: 10_000, ready: true, writes: 3, lastWrittenAt: at, registerFailures: 0, lastError: null, pressure: [] }), 'Ready · 3 status writes, last 14:02:11'],
     [
       'node status, not registered',
-      nodeStatusLoop.summary({ registerNode: true, updateFrequencyMs: 10_000, ready: null, writes: 0, lastWrittenAt: null, registerFailures: 2, lastError: 'POST nodes node-a: 0 connect ECONNREFUSED' }),
+      nodeStatusLoop.summary({ registerNode: true, updateFrequencyMs: 10_000, ready: null, writes: 0, lastWrittenAt: null, registerFailures: 2, lastError: 'POST nodes node-a: 0 connect ECONNREFUSED', pressure: [] }),
       'not yet reported · 0 status writes · 2 failed registrations: POST nodes node-a: 0 connect ECONNREFUSED',
     ],
     ['Lease, renewed', nodeLeaseLoop.summary({ renewIntervalMs: 10_000, latest: null, renewals: 12, failures: 0, lastRenewTime: '2026-11-25T14:02:15.123456Z', lastError: null }), 'renewed 14:02:15 · 12 renewals'],

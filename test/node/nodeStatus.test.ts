@@ -40,8 +40,9 @@ const settings: NodeSettings = {
   kubeletVersion: 'v1.37.0-statelet.0.1.0',
   addresses: [{ type: 'InternalIP', address: '10.0.0.5' }],
   reserved: { cpu: '500m', memory: '1Gi', 'ephemeral-storage': '1Gi' },
+  hardEviction: { memory: '100Mi', nodefs: '10%' },
 };
-const healthy: NodeHealth = { runtimeVersion: 'containerd://1.6.20', notReady: [], memoryPressure: false, diskPressure: false, pidPressure: false };
+const healthy: NodeHealth = { runtimeVersion: 'containerd://1.6.20', notReady: [], pressure: [] };
 const T1 = '2026-11-24T10:00:00Z';
 const T2 = '2026-11-24T10:00:10Z';
 
@@ -56,6 +57,7 @@ describe('the node settings, from the agent', () => {
       nodeIp: '10.0.0.5,fd00::5',
       systemReserved: { cpu: '250m', memory: '512Mi' },
       kubeReserved: { cpu: '250m', memory: '512Mi', 'ephemeral-storage': '1Gi' },
+      evictionHard: { 'memory.available': '100Mi', 'nodefs.available': '10%', 'imagefs.available': '15%' },
     };
     const made = nodeSettings(config, 'v1.37.0-statelet.0.1.0');
     expect(made).toMatchObject({ ...settings, reserved: expect.any(Object), addresses: [{ type: 'InternalIP', address: '10.0.0.5' }, { type: 'InternalIP', address: 'fd00::5' }, { type: 'Hostname', address: 'n1' }] });
@@ -67,7 +69,7 @@ describe('the node settings, from the agent', () => {
 describe('capacity and allocatable', () => {
   it('reports the machine, and holds back the reservations and the hard eviction thresholds', () => {
     expect(capacity(machine, 110)).toEqual({ cpu: '4', memory: '8388608Ki', pods: '110', 'ephemeral-storage': '104857600Ki', 'hugepages-2Mi': '0' });
-    const alloc = allocatable(machine, 110, settings.reserved);
+    const alloc = allocatable(machine, 110, settings.reserved, settings.hardEviction);
     expect(alloc.cpu).toBe('3500m');
     // 8Gi − 1Gi reserved − 100Mi eviction threshold
     expect(alloc.memory).toBe(`${8 * 2 ** 20 - 2 ** 20 - 100 * 1024}Ki`);
@@ -76,7 +78,7 @@ describe('capacity and allocatable', () => {
   });
 
   it('never goes below zero', () => {
-    expect(allocatable(machine, 110, { cpu: '8', memory: '64Gi' })).toMatchObject({ cpu: '0', memory: '0Ki' });
+    expect(allocatable(machine, 110, { cpu: '8', memory: '64Gi' }, { memory: '100Mi', nodefs: '10%' })).toMatchObject({ cpu: '0', memory: '0Ki' });
   });
 });
 
@@ -121,7 +123,7 @@ describe('condition events', () => {
     expect(conditionEvents(first, nodeConditions(healthy, first, T2))).toEqual([]);
     const down = nodeConditions({ ...healthy, notReady: ['container runtime is down'] }, first, T2);
     expect(conditionEvents(first, down)).toEqual(['NodeNotReady']);
-    expect(conditionEvents(down, nodeConditions({ ...healthy, memoryPressure: true }, down, T2))).toEqual(['NodeHasInsufficientMemory', 'NodeReady']);
+    expect(conditionEvents(down, nodeConditions({ ...healthy, pressure: ['MemoryPressure'] }, down, T2))).toEqual(['NodeHasInsufficientMemory', 'NodeReady']);
   });
 });
 

@@ -315,6 +315,7 @@ function imageFromWire(image: WireImage): ImageInfo {
     repoDigests: [...image.repoDigests],
     size: int64ToNumber(image.size),
     ...(image.uid ? { uid: int64ToNumber(image.uid.value) } : image.username ? { username: image.username } : {}),
+    ...(image.pinned ? { pinned: true } : {}),
   };
 }
 

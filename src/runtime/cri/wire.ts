@@ -230,6 +230,7 @@ export interface WireImage {
   size: WireInt64;
   uid: { value: WireInt64 } | null;
   username: string;
+  pinned: boolean;
 }
 
 export interface WireExecSyncResponse {

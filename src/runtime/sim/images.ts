@@ -16,7 +16,10 @@ import type { ImageInfo } from '../types.ts';
 import type { Clock, TimerHandle } from '../../clock.ts';
 import { SimError } from './errors.ts';
 
-export const DEFAULT_IMAGES: readonly string[] = ['docker.io/library/busybox:latest', 'registry.k8s.io/pause:3.9'];
+/** The image of every sandbox's pause process, as containerd's sandbox_image. */
+const SANDBOX_IMAGE = 'registry.k8s.io/pause:3.9';
+
+export const DEFAULT_IMAGES: readonly string[] = ['docker.io/library/busybox:latest', SANDBOX_IMAGE];
 
 /** Turns a short image reference into the fully qualified form containerd stores. */
 function normalizeImageRef(reference: string): string {
@@ -155,6 +158,8 @@ export class ImageStore {
       repoDigests: at >= 0 ? [name] : [`${repository}@sha256:${digest}`],
       // A plausible, stable size so image accounting has something to add up.
       size: 1_000_000 + (parseInt(digest.slice(0, 6), 16) % 9_000_000),
+      // The sandbox image is pinned, as containerd pins its sandbox_image.
+      ...(name === SANDBOX_IMAGE ? { pinned: true } : {}),
     };
     const image: StoredImage = { info, name };
     this.byName.set(name, image);

@@ -305,6 +305,7 @@ function wireImage(image: ImageInfo): WireImage {
     size: String(image.size),
     uid: image.uid === undefined ? null : { value: String(image.uid) },
     username: image.username ?? '',
+    pinned: image.pinned ?? false,
   };
 }
 

@@ -1,0 +1,70 @@
+/**
+ * The eviction manager's effects over the node's parts (pkg/kubelet/eviction/eviction_manager.go
+ * synchronize, reclaimNodeLevelResources, evictPod): the node's Summary read as signals, the
+ * node-level reclaim of disk (dead containers, then unused images), the ranking of the active
+ * pods, the `Evicted` event on the pod chosen, and whether it has been cleaned up.
+ */
+import { isCriticalPod, podRef, type Pod } from '../api/types.ts';
+import { type EventRecorder, nodeReference, podReference } from '../eventrecorder/recorder.ts';
+import type { Logger } from '../log.ts';
+import type { StatsProvider } from '../stats/provider.ts';
+import type { EvictionChoice, EvictionEffects, Reading } from './evictionManager.ts';
+import { evictionGracePeriodSeconds, evictionMessage, rankForEviction } from './rank.ts';
+import { type Observations, observe } from './synchronize.ts';
+import { SIGNALS, type Threshold } from './thresholds.ts';
+
+export interface EvictionDeps {
+  nodeName: string;
+  stats: Pick<StatsProvider, 'summary'>;
+  /** The pods admitted and not terminating (the kubelet's activePods). */
+  activePods(): Pod[];
+  /** Whether the pod's actor is done with it (stopped and cleaned up), or gone. */
+  podCleanedUp(uid: string): boolean;
+  /** Removes dead containers of pods not running and images no container uses (disk reclaim). */
+  reclaimDisk(): Promise<void>;
+  recorder: EventRecorder;
+  now(): number;
+  log: Logger;
+}
+
+export function createEvictionEffects(deps: EvictionDeps): EvictionEffects {
+  const read = async (): Promise<Observations> => observe(await deps.stats.summary(false));
+  return {
+    async observe(): Promise<Reading> {
+      return { observations: await read(), at: deps.now() };
+    },
+
+    async reclaimNodeResources(threshold: Threshold) {
+      const resource = SIGNALS[threshold.signal].resource;
+      deps.log('warn', 'Eviction manager: attempting to reclaim', { resourceName: resource });
+      deps.recorder.event(nodeReference(deps.nodeName), 'Warning', 'EvictionThresholdMet', `Attempting to reclaim ${resource}`);
+      if (SIGNALS[threshold.signal].condition !== 'DiskPressure') return null;
+      await deps.reclaimDisk();
+      return read();
+    },
+
+    async selectPod(threshold: Threshold, observations: Observations, maxPodGracePeriodSeconds: number): Promise<EvictionChoice | null> {
+      const summary = await deps.stats.summary(false);
+      const byUid = new Map(summary.pods.map((p) => [p.podRef.uid, p]));
+      const statsOf = (pod: Pod) => byUid.get(pod.metadata.uid);
+      const ranked = rankForEviction(threshold.signal, deps.activePods(), statsOf);
+      deps.log('info', 'Eviction manager: pods ranked for eviction', { signal: threshold.signal, pods: ranked.map(podRef) });
+      for (const pod of ranked) {
+        if (isCriticalPod(pod)) {
+          deps.log('error', 'Eviction manager: cannot evict a critical pod', { pod: podRef(pod) });
+          continue;
+        }
+        const message = evictionMessage(SIGNALS[threshold.signal].resource, threshold, observations, pod, statsOf(pod));
+        deps.recorder.event(podReference(pod), 'Warning', 'Evicted', message);
+        deps.log('info', 'Eviction manager: pod is evicted', { pod: podRef(pod), podUID: pod.metadata.uid, message });
+        return { uid: pod.metadata.uid, pod: podRef(pod), gracePeriodSeconds: evictionGracePeriodSeconds(threshold, pod, maxPodGracePeriodSeconds), message };
+      }
+      deps.log('info', 'Eviction manager: unable to evict any pods from the node');
+      return null;
+    },
+
+    async podCleanedUp(uid: string) {
+      return deps.podCleanedUp(uid);
+    },
+  };
+}

@@ -1,0 +1,64 @@
+/**
+ * The eviction manager's registration (kubelet.go starts the eviction manager beside the sync
+ * loop): every node watches its thresholds, standalone or in a cluster. Its thresholds come from
+ * the four eviction settings, checked here with the kubelet's messages, so a wrong one stops the
+ * agent at start.
+ */
+import { containerGcPolicy } from '../cli/config.ts';
+import { collectContainerGarbage } from '../kuberuntime/gc.ts';
+import { removeUnusedImages } from '../kuberuntime/imageGC.ts';
+import { defineNodeLoop } from '../nodeloop/nodeLoop.ts';
+import { createEvictionEffects } from './effects.ts';
+import { evictionManagerMachine, evictionManagerWith } from './evictionManager.ts';
+import { formatQuantity, formatThresholdValue, parseThresholds } from './thresholds.ts';
+
+/** How often the signals are read (evictionMonitoringPeriod in kubelet.go). */
+const MONITORING_INTERVAL_MS = 10_000;
+
+export const evictionLoop = defineNodeLoop({
+  name: 'evictionManager',
+  machine: evictionManagerMachine,
+  start: ({ config, runtime, images, stats, pods, recorder, clock, log }) => {
+    const thresholds = parseThresholds(config);
+    const now = () => clock.now();
+    const effects = createEvictionEffects({
+      nodeName: config.nodeName,
+      stats,
+      activePods: pods.active,
+      podCleanedUp: pods.cleanedUp,
+      // DeleteAllUnusedContainers (every dead container of a pod that no longer runs), then DeleteUnusedImages.
+      reclaimDisk: async () => {
+        const running = new Set(pods.active().map((p) => p.metadata.uid));
+        await collectContainerGarbage({ runtime, now, log }, containerGcPolicy(config), (uid) => !running.has(uid), true);
+        await removeUnusedImages(runtime, images, log);
+      },
+      recorder,
+      now,
+      log,
+    });
+    return {
+      logic: evictionManagerWith(effects),
+      input: {
+        thresholds,
+        monitoringIntervalMs: MONITORING_INTERVAL_MS,
+        transitionPeriodMs: config.evictionPressureTransitionPeriodMs,
+        maxPodGracePeriodSeconds: config.evictionMaxPodGracePeriod,
+      },
+    };
+  },
+  accepts: [],
+  /** `MemoryPressure · memory.available 412Mi < 500Mi · 1 eviction: default/hog`. */
+  summary: (c) => {
+    const pressure = c.conditions.length ? c.conditions.join(', ') : 'no pressure';
+    const signals = c.thresholds
+      .map((t) => {
+        const observed = c.observations[t.signal];
+        return observed ? `${t.signal} ${formatQuantity(observed.available)} < ${formatThresholdValue(t.value)}${t.gracePeriodMs ? ' (soft)' : ''}` : null;
+      })
+      .filter((line) => line !== null)
+      .join(', ');
+    const evictions = c.evictions ? ` · ${c.evictions} evicted, last ${c.lastEviction?.pod}` : '';
+    const trouble = c.lastError ? ` · ${c.lastError}` : '';
+    return `${pressure}${signals ? ` · ${signals}` : ''}${evictions}${trouble}`;
+  },
+});
