@@ -26,6 +26,8 @@ import type { Logger } from '../log.ts';
 import type { PodManager } from '../pod/podManager.ts';
 import { CriClient } from '../runtime/cri/client.ts';
 import { startSimRuntime } from '../runtime/sim/server.ts';
+import type { SimMemory } from '../runtime/sim/engine.ts';
+import { parseQuantity } from '../api/quantity.ts';
 import { type AgentView, type ListeningServer, healthzHandler, listen, readOnlyHandler } from '../server/http.ts';
 import { RequestAuth } from '../server/auth.ts';
 import { servingCertificate } from '../server/certificates.ts';
@@ -70,6 +72,22 @@ function simSocketPath(rootDir: string): string {
   return preferred.length < 100 ? preferred : path.join(os.tmpdir(), `statelet-sim-${process.pid}.sock`);
 }
 
+/**
+ * The simulated machine's settings from the endpoint's query: `sim://?memory=2Gi` gives it 2 GiB
+ * of memory (for a test to fill). Anything else in the query is refused, named.
+ */
+export function simOptionsFromEndpoint(endpoint: string): { memoryBytes?: number } {
+  const query = endpoint.includes('?') ? endpoint.slice(endpoint.indexOf('?') + 1) : '';
+  const options: { memoryBytes?: number } = {};
+  for (const [key, value] of new URLSearchParams(query)) {
+    if (key !== 'memory') throw new Error(`${endpoint}: unknown setting "${key}" (sim:// takes memory=<quantity>)`);
+    const bytes = parseQuantity(value);
+    if (bytes instanceof Error || bytes <= 0) throw new Error(`${endpoint}: memory must be a positive quantity such as 2Gi, not "${value}"`);
+    options.memoryBytes = Math.floor(bytes);
+  }
+  return options;
+}
+
 export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentHooks = {}): Promise<Agent> {
   // Refused rather than taken and ignored: no source reads the URL yet.
   if (config.manifestUrl) throw new Error('--manifest-url (staticPodURL): the HTTP manifest source is not built yet; serve the manifests from a directory with --pod-manifest-path');
@@ -77,8 +95,11 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
   const closers: (() => Promise<void> | void)[] = [];
 
   let endpoint = config.containerRuntimeEndpoint;
+  // sim:// simulates its machine's memory: the node reports it, and the eviction manager watches it.
+  let simMemory: (() => SimMemory) | undefined;
   if (endpoint.startsWith('sim://')) {
-    const sim = await startSimRuntime({ socketPath: simSocketPath(config.rootDir) });
+    const sim = await startSimRuntime({ socketPath: simSocketPath(config.rootDir), ...simOptionsFromEndpoint(endpoint) });
+    simMemory = () => sim.engine.memory();
     closers.push(() => sim.close());
     endpoint = sim.endpoint;
     log('info', 'Started the embedded simulated runtime', { endpoint });
@@ -142,7 +163,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     events: { qps: config.eventQps, burst: config.eventBurst },
     clock,
   };
-  const cluster = config.kubeconfig ? clusterDeps(config, loadKubeApi(config.kubeconfig, apiRequests, limits)) : undefined;
+  const cluster = config.kubeconfig ? clusterDeps(config, loadKubeApi(config.kubeconfig, apiRequests, limits), simMemory) : undefined;
   if (cluster) log('info', 'Joining the cluster', { server: cluster.server, node: config.nodeName });
   // The node's recorder exists once composeNode has run; the API source reports only after its first list.
   const recorder: EventRecorder = { event: (...args) => node.recorder.event(...args) };
@@ -159,6 +180,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     ...(cluster ? { cluster: cluster.deps } : {}),
     dns: await nodeDns(config, log),
     metrics,
+    ...(simMemory ? { machineMemory: simMemory } : {}),
   });
   closers.unshift(() => node.stop());
   const { syncLoop, podManager, statuses } = node;
@@ -256,8 +278,12 @@ function loadKubeApi(file: string, counts: RequestCounts, limits: KubeClientOpti
   return { api: createKubeClient(kubeConfig, { requestTimeoutMs: 10_000, userAgent: `statelet/${kubeletVersion()}`, counts, ...(limits ? { limits } : {}) }), server };
 }
 
-function clusterDeps(config: AgentConfig, client: { api: KubeApi; server: string }): { deps: ClusterDeps; server: string } {
-  return { server: client.server, deps: { api: client.api, machine: () => readMachineInfo(config.rootDir) } };
+function clusterDeps(config: AgentConfig, client: { api: KubeApi; server: string }, simMemory?: () => SimMemory): { deps: ClusterDeps; server: string } {
+  const machine = async () => {
+    const info = await readMachineInfo(config.rootDir);
+    return simMemory ? { ...info, memoryBytes: simMemory().totalBytes } : info;
+  };
+  return { server: client.server, deps: { api: client.api, machine } };
 }
 
 /** The node's DNS settings, with the host resolver file read once (a missing file: no host resolver). */

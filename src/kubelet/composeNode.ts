@@ -52,7 +52,6 @@ import type { NodeDns } from '../kuberuntime/dns.ts';
 import { systemMounter } from '../volumes/mounter.ts';
 import { TokenManager } from '../volumes/tokens.ts';
 import { StatsProvider } from '../stats/provider.ts';
-import type { HostUsage } from '../stats/summary.ts';
 import { createPodsLogic } from './dispatch.ts';
 import { type PodStartObserver, PodStartupLatency } from './podStartupLatency.ts';
 import { type NodeLoopName, nodeLoops } from './nodeLoops.ts';
@@ -84,8 +83,8 @@ interface NodeDeps {
   mounter?: NodeMounter;
   /** Told of what the kubelet's metrics count (any part of it: tests listen to what they check). */
   metrics?: Partial<NodeMetrics>;
-  /** The machine's memory and CPU use; /proc by default (sim:// simulates its own machine). */
-  readHost?: () => Promise<HostUsage>;
+  /** The machine's memory when it is not the host's (sim:// simulates its machine's): total and free. */
+  machineMemory?: () => { totalBytes: number; freeBytes: number };
 }
 
 /**
@@ -175,7 +174,7 @@ export function composeNode(deps: NodeDeps): Node {
     puller: new ImagePuller(deps.images, config.serializeImagePulls ? 1 : (config.maxParallelImagePulls ?? Infinity)),
     podLogsRoot: config.podLogsDir,
     security: { seccompDefault: config.seccompDefault, seccompProfileRoot: path.join(config.rootDir, 'seccomp') },
-    memoryCapacityBytes: os.totalmem(),
+    memoryCapacityBytes: deps.machineMemory?.().totalBytes ?? os.totalmem(),
     crashLoop: crashLoopBackOffPolicy(config),
     hookIO: hookIOOn(clock),
     now,
@@ -221,7 +220,7 @@ export function composeNode(deps: NodeDeps): Node {
       if (syncLoopRef?.getSnapshot().status === 'active') syncLoopRef.send({ type: 'STATUS.WRITES', ...statusWriter.progress() });
     }, 1_000);
   };
-  const stats = new StatsProvider({ nodeName: config.nodeName, runtime, podLogsDir: config.podLogsDir, rootDir: config.rootDir, podsDir, now, log, ...(deps.readHost ? { readHost: deps.readHost } : {}) });
+  const stats = new StatsProvider({ nodeName: config.nodeName, runtime, podLogsDir: config.podLogsDir, rootDir: config.rootDir, podsDir, now, log, ...(deps.machineMemory ? { machineMemory: deps.machineMemory } : {}) });
   const parts: NodeParts = {
     config,
     ...(cluster ? { cluster } : {}),

@@ -74,6 +74,9 @@ export const nodeStatusMachine = setup({
   guards: {
     skipRegistration: ({ context }) => !context.registerNode,
   },
+  actions: {
+    recordPressure: assign({ pressure: ({ context, event }) => (event.type === 'NODE.PRESSURE' ? event.conditions : context.pressure) }),
+  },
 }).createMachine({
   id: 'nodeStatus',
   context: ({ input }) => ({
@@ -88,7 +91,7 @@ export const nodeStatusMachine = setup({
   }),
   initial: 'registering',
   // The pressure is kept in every state; while waiting it also cuts the wait short (below).
-  on: { 'NODE.PRESSURE': { actions: assign({ pressure: ({ event }) => event.conditions }) } },
+  on: { 'NODE.PRESSURE': { actions: 'recordPressure' } },
   states: {
     registering: {
       always: { guard: 'skipRegistration', target: 'registered' },
@@ -122,7 +125,7 @@ export const nodeStatusMachine = setup({
         },
         waiting: {
           after: { updatePeriod: 'updating' },
-          on: { 'NODE.HEALTH_CHANGED': 'updating', 'NODE.PRESSURE': 'updating' },
+          on: { 'NODE.HEALTH_CHANGED': 'updating', 'NODE.PRESSURE': { target: 'updating', actions: 'recordPressure' } },
         },
       },
     },

@@ -35,6 +35,8 @@ interface StatsSource {
   log: Logger;
   /** The node's usage; /proc by default. */
   readHost?(): Promise<HostUsage>;
+  /** The machine's memory when it is not the host's (sim:// simulates its machine's): it replaces /proc/meminfo's. */
+  machineMemory?: () => { totalBytes: number; freeBytes: number };
   /** --root-dir: its filesystem is the node's (nodefs). */
   rootDir?: string;
   /** Where the pods' volumes are (`<root-dir>/pods`), for their local volumes' usage. */
@@ -126,7 +128,7 @@ export class StatsProvider {
       runtime.listPodSandbox(),
       runtime.listContainers(),
       this.podStats(),
-      (this.source.readHost ?? readProcHost)(),
+      this.readHost(),
     ]);
     const input: RuntimeStats = { sandboxes, containers, stats };
     const logs = cpuAndMemoryOnly ? new Map<string, FsStats>() : await this.logUsage(containers);
@@ -160,6 +162,12 @@ export class StatsProvider {
       if (usage) volumes.push({ name, ...usage });
     }
     return volumes;
+  }
+
+  private async readHost(): Promise<HostUsage> {
+    const host = await (this.source.readHost ?? readProcHost)();
+    const machine = this.source.machineMemory?.();
+    return machine ? { ...host, memTotalBytes: machine.totalBytes, memFreeBytes: machine.freeBytes, inactiveFileBytes: 0 } : host;
   }
 
   /** `/metrics/resource`; a failed read is `resource_scrape_error 1`, logged with its cause. */

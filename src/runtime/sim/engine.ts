@@ -9,6 +9,7 @@
  */
 
 import { randomBytes, randomInt } from 'node:crypto';
+import os from 'node:os';
 import { join } from 'node:path';
 import {
   NamespaceMode,
@@ -58,6 +59,15 @@ export interface SimRuntimeOptions {
   missingImages?: readonly string[];
   /** How often buffered container log lines are appended to their files. Default 200 ms. */
   logFlushIntervalMs?: number;
+  /** The simulated machine's memory, in bytes (`sim://?memory=2Gi`). Default: the host's. */
+  memoryBytes?: number;
+}
+
+/** The simulated machine's memory as the node reads it (/proc/meminfo's figures). */
+export interface SimMemory {
+  totalBytes: number;
+  /** Not held by any running container or pause process. */
+  freeBytes: number;
 }
 
 /** A container event with the snapshots the CRI event message carries. */
@@ -122,6 +132,8 @@ interface SimContainer extends Pick<ContainerStatus, 'id' | 'image' | 'imageRef'
   attached: Set<Attachment>;
   /** Charged with the time its processes and servers run (usage.ts). */
   cpu: CpuMeter;
+  /** Its memory limit was hit: it exits with reason OOMKilled. */
+  oomKilled: boolean;
 }
 
 /**
@@ -188,6 +200,8 @@ export class SimEngine {
   private readonly ips = new LoopbackIpPool();
   private readonly listeners = new Set<SimEventListener>();
   private closed = false;
+  /** The simulated machine's memory. */
+  readonly memoryBytes: number;
 
   private readonly closeHooks: (() => Promise<void>)[] = [];
 
@@ -200,6 +214,34 @@ export class SimEngine {
       missingImages: options.missingImages ?? [],
     });
     this.logs = new CriLogWriter(options.logFlushIntervalMs ?? 200);
+    this.memoryBytes = options.memoryBytes ?? os.totalmem();
+  }
+
+  /**
+   * The machine's memory: what every ready sandbox's containers and pause process hold (their
+   * working sets, files of their layers included) is in use, the rest free. A test fills it by
+   * having a container write (`dd if=/dev/zero of=/tmp/fill bs=1M count=600`).
+   */
+  memory(): SimMemory {
+    const now = this.clock.now();
+    let used = 0;
+    for (const sandbox of this.sandboxes.values()) {
+      if (sandbox.state === 'SANDBOX_READY') used += this.sandboxStatsOf(sandbox, now).linux?.memory?.workingSetBytes ?? 0;
+    }
+    return { totalBytes: this.memoryBytes, freeBytes: Math.max(0, this.memoryBytes - used) };
+  }
+
+  /**
+   * A process of the container asks for `bytes` of its own memory: over the container's memory
+   * limit the kernel's OOM killer ends it, the whole container as cgroup v2 with memory.oom.group
+   * does (the kubelet sets it), and the container exits 137 with reason OOMKilled.
+   */
+  private allocate(container: SimContainer, bytes: number): boolean {
+    const limit = container.config.linux?.resources?.memoryLimitInBytes ?? 0;
+    if (limit <= 0 || this.processCount(container) * PROCESS_BASE_BYTES + bytes <= limit) return true;
+    container.oomKilled = true;
+    container.process?.signal('KILL');
+    return false;
   }
 
   // ------------------------------------------------------------------ runtime
@@ -365,6 +407,7 @@ export class SimEngine {
       exitWaiters: [],
       attached: new Set(),
       cpu: new CpuMeter(sandbox.cpu),
+      oomKilled: false,
     };
     const resolv = resolvConf(sandbox.config.dnsConfig);
     if (resolv) container.fs.write('/etc/resolv.conf', resolv);
@@ -427,6 +470,7 @@ export class SimEngine {
       network,
       cpu: container.cpu,
       pid1: true,
+      allocate: (bytes) => this.allocate(container, bytes),
       output: {
         stdout: (text) => {
           log?.write('stdout', text);
@@ -573,6 +617,7 @@ export class SimEngine {
       network: container.network ?? undefined,
       cpu: container.cpu,
       pid1: false,
+      allocate: (bytes) => this.allocate(container, bytes),
       output,
       onExit: (exitCode) => {
         container.execs.delete(process);
@@ -737,7 +782,7 @@ export class SimEngine {
     container.state = 'CONTAINER_EXITED';
     container.finishedAt = this.clock.now();
     container.exitCode = exitCode;
-    container.reason = exitCode === 0 ? 'Completed' : 'Error';
+    container.reason = container.oomKilled ? 'OOMKilled' : exitCode === 0 ? 'Completed' : 'Error';
     container.process = null;
     container.log?.close();
     if (container.kill) this.clock.clearTimeout(container.kill.timer);

@@ -22,6 +22,19 @@ const BASE_DIRS: ReadonlySet<string> = new Set([
 /** The one device file scripts commonly name; reads are empty and writes vanish. */
 const DEV_NULL = '/dev/null';
 
+/**
+ * A file of `zeros` NUL bytes (what `dd if=/dev/zero` writes), held by its size only: a container
+ * can fill its layer with hundreds of megabytes without the agent's process holding them.
+ */
+interface ZeroFill {
+  zeros: number;
+}
+
+type Content = string | ZeroFill;
+
+const contentText = (content: Content): string => (typeof content === 'string' ? content : '\0'.repeat(content.zeros));
+const byteLength = (content: Content): number => (typeof content === 'string' ? Buffer.byteLength(content) : content.zeros);
+
 type RemoveResult = 'removed' | 'missing' | 'is-directory' | 'read-only';
 type MkdirResult = 'created' | 'exists' | 'no-parent' | 'read-only';
 
@@ -62,7 +75,7 @@ interface SimMount {
 }
 
 export class SimFs {
-  private readonly files = new Map<string, string>();
+  private readonly files = new Map<string, Content>();
   private readonly dirs = new Set<string>();
   /** Longest container path first, so a nested mount wins. */
   private readonly mounts: SimMount[];
@@ -127,7 +140,26 @@ export class SimFs {
     if (path === DEV_NULL) return '';
     const m = this.mounted(path);
     if (m) return this.isFile(path) ? readFileSync(m.host, 'utf8') : undefined;
-    return this.files.get(path);
+    const content = this.files.get(path);
+    return content === undefined ? undefined : contentText(content);
+  }
+
+  /** The file's size in bytes, or undefined when there is no such file. */
+  size(path: string): number | undefined {
+    if (path === DEV_NULL) return 0;
+    const m = this.mounted(path);
+    if (m) return this.isFile(path) ? hostStat(m.host)?.size : undefined;
+    const content = this.files.get(path);
+    return content === undefined ? undefined : byteLength(content);
+  }
+
+  /** Creates or truncates the file to `bytes` NUL bytes (`dd if=/dev/zero of=…`); under a mount they are written to the host. */
+  writeZeros(path: string, bytes: number): void {
+    if (path === DEV_NULL) return;
+    const m = this.mounted(path);
+    if (m) return m.mount.readonly ? undefined : hostCall(() => writeFileSync(m.host, Buffer.alloc(bytes)));
+    this.addParents(path);
+    this.files.set(path, { zeros: bytes });
   }
 
   /** Creates or truncates the file to `content` (callers check isReadOnly first); under a mount, throws HostFsError when the host refuses. */
@@ -144,7 +176,8 @@ export class SimFs {
     const m = this.mounted(path);
     if (m) return m.mount.readonly ? undefined : hostCall(() => appendFileSync(m.host, text));
     this.addParents(path);
-    this.files.set(path, (this.files.get(path) ?? '') + text);
+    const before = this.files.get(path);
+    this.files.set(path, (before === undefined ? '' : contentText(before)) + text);
   }
 
   /** Creates an empty file when missing; an existing file keeps its content. */
@@ -191,7 +224,7 @@ export class SimFs {
    */
   usage(): { bytes: number; inodes: number } {
     let bytes = 0;
-    for (const content of this.files.values()) bytes += Buffer.byteLength(content);
+    for (const content of this.files.values()) bytes += byteLength(content);
     return { bytes, inodes: this.files.size + this.dirs.size };
   }
 

@@ -21,6 +21,14 @@ import { parse, ShellSyntaxError, type Assignment, type Command, type Redirect, 
 type ShellSignal = 'TERM' | 'KILL';
 
 /** Exit statuses a signal produces: 128 + signal number. */
+/** A dd size (`bs=1M`, `count=600`), with busybox's suffixes; null when it is not one. */
+function ddSize(text: string): number | null {
+  const match = /^(\d+)(c|w|b|kB|KB|k|K|MB|M|GB|G)?$/.exec(text);
+  if (!match) return null;
+  const unit = { c: 1, w: 2, b: 512, kB: 1000, KB: 1000, k: 1024, K: 1024, MB: 1e6, M: 2 ** 20, GB: 1e9, G: 2 ** 30 }[match[2] ?? 'c']!;
+  return Number(match[1]) * unit;
+}
+
 export const EXIT_TERM = 143;
 export const EXIT_KILL = 137;
 
@@ -54,6 +62,11 @@ interface ShellProcessOptions {
   network?: SimNetwork;
   /** Charged with the time the interpreter runs: the container's CPU usage. */
   cpu?: CpuMeter;
+  /**
+   * Asks the container's memory for `bytes` of this process's own (a `dd` buffer). False: they do
+   * not fit under its memory limit, and the container has been OOM-killed (the engine killed it).
+   */
+  allocate?(bytes: number): boolean;
 }
 
 const SHELLS = new Set(['sh', 'bash', 'ash', 'dash']);
@@ -168,6 +181,7 @@ export class ShellProcess {
   private networkValue: SimNetwork | null;
   private readonly ownsNetwork: boolean;
   private readonly cpu: CpuMeter;
+  private readonly allocate: (bytes: number) => boolean;
 
   constructor(options: ShellProcessOptions) {
     this.clock = options.clock;
@@ -181,6 +195,7 @@ export class ShellProcess {
     this.networkValue = options.network ?? null;
     this.ownsNetwork = options.network === undefined;
     this.cpu = options.cpu ?? new CpuMeter();
+    this.allocate = options.allocate ?? (() => true);
   }
 
   get exited(): boolean {
@@ -728,6 +743,8 @@ export class ShellProcess {
         return this.mkdir(args, err);
       case 'cat':
         return this.cat(args, out, err);
+      case 'dd':
+        return this.dd(args, err);
       case 'id':
         return this.id(args, out, err);
       case 'grep':
@@ -884,6 +901,69 @@ export class ShellProcess {
       }
     }
     return status;
+  }
+
+  /**
+   * `dd if=SRC of=DEST bs=SIZE count=N` as busybox runs it, for what tests fill memory and disk
+   * with: SRC is /dev/zero or a file, DEST /dev/null or a file (truncated); SIZE takes busybox's
+   * suffixes (k, M, G binary; kB, MB, GB decimal). Its block buffer is the process's own memory
+   * while it copies: over the container's memory limit, the container is OOM-killed (137).
+   */
+  private dd(args: string[], err: (text: string) => void): number {
+    const operands = new Map<string, string>();
+    for (const arg of args) {
+      const eq = arg.indexOf('=');
+      if (eq <= 0) {
+        err(`dd: invalid argument '${arg}'\n`);
+        return 1;
+      }
+      operands.set(arg.slice(0, eq), arg.slice(eq + 1));
+    }
+    const blockSize = ddSize(operands.get('bs') ?? '512');
+    const count = operands.has('count') ? ddSize(operands.get('count')!) : undefined;
+    const source = operands.get('if') ?? '/dev/stdin';
+    const dest = operands.get('of');
+    if (blockSize === null || count === null || (count !== undefined && !Number.isInteger(count))) {
+      err(`dd: invalid number '${operands.get('bs') ?? operands.get('count')}'\n`);
+      return 1;
+    }
+    if (dest === undefined) {
+      err('dd: sim:// needs of= (a file or /dev/null)\n');
+      return 1;
+    }
+    let bytes: number;
+    if (source === '/dev/zero') {
+      if (count === undefined) {
+        err('dd: sim:// needs count= with if=/dev/zero\n');
+        return 1;
+      }
+      bytes = blockSize * count;
+    } else {
+      const size = this.fs.size(SimFs.resolve(source, this.cwd));
+      if (size === undefined) {
+        err(`dd: can't open '${source}': No such file or directory\n`);
+        return 1;
+      }
+      bytes = count === undefined ? size : Math.min(size, blockSize * count);
+    }
+    if (!this.allocate(blockSize)) return EXIT_KILL;
+    if (dest !== '/dev/null') {
+      const path = SimFs.resolve(dest, this.cwd);
+      if (this.fs.isReadOnly(path)) {
+        err(`dd: can't open '${dest}': Read-only file system\n`);
+        return 1;
+      }
+      const written = orRefusal(() => (source === '/dev/zero' ? this.fs.writeZeros(path, bytes) : this.fs.write(path, (this.fs.read(SimFs.resolve(source, this.cwd)) ?? '').slice(0, bytes))));
+      if (written instanceof HostFsError) {
+        err(`dd: error writing '${dest}': ${written.text}\n`);
+        return 1;
+      }
+    }
+    const blocks = Math.ceil(bytes / blockSize);
+    const whole = Math.floor(bytes / blockSize);
+    const records = `${whole}+${blocks - whole}`;
+    err(`${records} records in\n${records} records out\n${bytes} bytes copied\n`);
+    return 0;
   }
 
   /**

@@ -1,0 +1,101 @@
+/**
+ * Eviction under node pressure, against a real kube-apiserver + etcd with the node's own
+ * identity, on sim:// with a simulated machine of 1 GiB: a BestEffort pod fills 700 MB of it, the
+ * node reports MemoryPressure, the pod is evicted (Failed/Evicted with the kubelet's message, its
+ * DisruptionTarget condition and event) while a Guaranteed pod keeps running, a new BestEffort
+ * pod is refused while the pressure lasts, and the condition clears after the transition period.
+ */
+import type { CoreV1Event, V1Node, V1Pod } from '@kubernetes/client-node';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { quantityValue } from '../../src/api/quantity.ts';
+import { type AgentProcess, runStatelet } from '../support/agentProcess.ts';
+import { type ControlPlane, nodes, pods, startControlPlane, waitFor } from '../support/controlPlane.ts';
+
+const NODE = 'node-eviction';
+const TRANSITION_S = 20;
+
+const memoryPressure = (node: V1Node | null) => node?.status?.conditions?.find((c) => c.type === 'MemoryPressure');
+
+describe('eviction under memory pressure (sim://, a real API server)', () => {
+  let cp: ControlPlane | null = null;
+  let agent: AgentProcess | undefined;
+
+  beforeAll(async () => {
+    cp = await startControlPlane({ nodeNames: [NODE] });
+    if (!cp) return;
+    agent = await runStatelet([
+      '--container-runtime-endpoint=sim://?memory=1Gi',
+      `--kubeconfig=${cp.nodeKubeconfig(NODE)}`,
+      `--hostname-override=${NODE}`,
+      '--node-ip=127.0.0.1',
+      '--eviction-hard=memory.available<400Mi',
+      `--eviction-pressure-transition-period=${TRANSITION_S}s`,
+    ]);
+  }, 5 * 60_000);
+
+  afterAll(async () => {
+    await agent?.stop();
+    await cp?.close();
+  });
+
+  it('reports MemoryPressure, evicts the pod over its request, keeps the others, refuses BestEffort pods meanwhile, and clears after the transition period', { timeout: 180_000 }, async ({ skip }) => {
+    if (!cp) return skip();
+    const namespace = await cp.namespace('evict');
+    const node = (await cp.waitFor<V1Node>(nodes, NODE, (n) => n?.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True'))!;
+    // The Node reports the simulated machine, and leaves the hard threshold out of allocatable.
+    expect(quantityValue(node.status?.capacity?.memory)).toBe(2 ** 30);
+    expect(quantityValue(node.status?.allocatable?.memory)).toBe((1024 - 400) * 2 ** 20);
+    expect(memoryPressure(node)).toMatchObject({ status: 'False', reason: 'KubeletHasSufficientMemory' });
+
+    await cp.core.createNamespacedPod({
+      namespace,
+      body: {
+        metadata: { name: 'calm' },
+        spec: { nodeName: NODE, containers: [{ name: 'app', image: 'busybox', command: ['sleep', '3600'], resources: { limits: { cpu: '100m', memory: '64Mi' } } }] },
+      },
+    });
+    await cp.waitFor<V1Pod>(pods(namespace), 'calm', (p) => p?.status?.phase === 'Running');
+    await cp.core.createNamespacedPod({
+      namespace,
+      body: {
+        metadata: { name: 'hog' },
+        spec: { nodeName: NODE, containers: [{ name: 'hog', image: 'busybox', command: ['sh', '-c', 'dd if=/dev/zero of=/tmp/fill bs=1M count=700 && sleep 3600'] }] },
+      },
+    });
+
+    const pressed = (await cp.waitFor<V1Node>(nodes, NODE, (n) => memoryPressure(n)?.status === 'True', 60_000))!;
+    expect(memoryPressure(pressed)).toMatchObject({ reason: 'KubeletHasInsufficientMemory', message: 'kubelet has insufficient memory available' });
+
+    // While the condition holds, a BestEffort pod is refused; a Burstable one would be admitted.
+    await cp.core.createNamespacedPod({
+      namespace,
+      body: { metadata: { name: 'late' }, spec: { nodeName: NODE, containers: [{ name: 'app', image: 'busybox', command: ['sleep', '3600'] }] } },
+    });
+    const late = (await cp.waitFor<V1Pod>(pods(namespace), 'late', (p) => p?.status?.phase === 'Failed'))!;
+    expect(late.status).toMatchObject({ reason: 'Evicted', message: 'Pod was rejected: The node had condition: [MemoryPressure]. ' });
+
+    // Failed from the moment its termination starts, its container stopped soon after.
+    const hog = (await cp.waitFor<V1Pod>(pods(namespace), 'hog', (p) => p?.status?.phase === 'Failed' && !!p.status.containerStatuses?.[0]?.state?.terminated, 60_000))!;
+    expect(hog.status?.reason).toBe('Evicted');
+    expect(hog.status?.message).toMatch(
+      /^The node was low on resource: memory\. Threshold quantity: 400Mi, available: \d+(Ki|Mi)?\. Container hog was using \d+(Ki|Mi)?, request is 0, has larger consumption of memory\. $/,
+    );
+    expect(hog.status?.conditions?.find((c) => c.type === 'DisruptionTarget')).toMatchObject({ status: 'True', reason: 'TerminationByKubelet', message: hog.status?.message });
+    const events = async (): Promise<CoreV1Event[]> => (await cp!.core.listNamespacedEvent({ namespace })).items;
+    await waitFor(async () => (await events()).some((e) => e.reason === 'Evicted' && e.involvedObject.name === 'hog'), 'the Evicted event of the hog pod');
+    const nodeEvents = async (): Promise<CoreV1Event[]> => (await cp!.core.listNamespacedEvent({ namespace: 'default' })).items;
+    await waitFor(async () => (await nodeEvents()).some((e) => e.reason === 'EvictionThresholdMet' && e.message === 'Attempting to reclaim memory'), 'the EvictionThresholdMet event of the node');
+
+    // The Guaranteed pod was not touched.
+    const calm = (await cp.core.readNamespacedPod({ namespace, name: 'calm' })) as V1Pod;
+    expect(calm.status?.phase).toBe('Running');
+    expect(calm.status?.containerStatuses?.[0]?.restartCount).toBe(0);
+
+    // Once the memory is back, the condition holds for the transition period and then clears.
+    const cleared = (await cp.waitFor<V1Node>(nodes, NODE, (n) => memoryPressure(n)?.status === 'False', (TRANSITION_S + 40) * 1000))!;
+    expect(memoryPressure(cleared)?.reason).toBe('KubeletHasSufficientMemory');
+    const described = await cp.kubectl(['describe', 'node', NODE]);
+    expect(described).toMatch(/MemoryPressure\s+False/);
+    expect(described).toMatch(/NodeHasInsufficientMemory/);
+  });
+});
