@@ -41,6 +41,18 @@ spec:
     'sysctl.yaml': pod('sysctl', '\n  securityContext: { sysctls: [{ name: net.ipv4.ip_unprivileged_port_start, value: "80" }] }'),
     'apparmor.yaml': pod('apparmor', '', '\n      securityContext: { appArmorProfile: { type: RuntimeDefault } }'),
     'unsafe-sysctl.yaml': pod('unsafe-sysctl', '\n  securityContext: { sysctls: [{ name: kernel.msgmax, value: "65536" }] }'),
+    // dd as the container's own process, its 200 MB buffer far over the 32Mi limit.
+    'oom.yaml': `
+apiVersion: v1
+kind: Pod
+metadata: { name: oom }
+spec:
+  containers:
+    - name: app
+      image: ${image}
+      command: ["dd", "if=/dev/zero", "of=/dev/null", "bs=200M", "count=1"]
+      resources: { limits: { memory: 32Mi } }
+`,
   };
 }
 
@@ -105,6 +117,11 @@ export function defineSecurityScenarios(runtime: ScenarioRuntime): void {
       expect(memory === 'max' || Number(memory) >= 2 ** 62).toBe(true);
       const qos = async (name: string) => (await running(name)).status?.qosClass;
       expect([await qos('guaranteed'), await qos('burstable'), await qos('ids')]).toEqual(['Guaranteed', 'Burstable', 'BestEffort']);
+    });
+
+    it('kills a container that goes over its memory limit: OOMKilled, exit code 137, restarted as its policy says', async () => {
+      const pod = await fixture.agent.waitForPod('oom', (p) => (containerStatus(p, 'app')?.restartCount ?? 0) >= 1, 60_000);
+      expect(containerStatus(pod, 'app')?.lastState?.terminated).toMatchObject({ reason: 'OOMKilled', exitCode: 137 });
     });
 
     it('refuses a pod that needs an AppArmor profile where the host does not enforce AppArmor, as the kubelet does', async () => {
