@@ -16,7 +16,7 @@
  *                   critical pod), with its message; the machine sends NODE.EVICT_POD for it →
  *                   `awaitingCleanup`; none → `waiting`.
  *   `awaitingCleanup` polls `podCleanedUp` each second, at most 30 s (waitForPodsCleanup), so the
- *                   next round measures a node that has let go of the pod → `waiting`.
+ *                   next round, at once, measures a node that has let go of the pod → `observing`.
  *
  * Never: evicts more than one pod a round, evicts a static, mirror or system-critical pod.
  */
@@ -177,13 +177,14 @@ export const evictionManagerMachine = setup({
     awaitingCleanup: {
       initial: 'checking',
       exit: 'forgetEvicting',
-      after: { cleanupTimeout: 'waiting' },
+      // The next round follows at once, on a node that has let go of the pod (eviction_manager.go start).
+      after: { cleanupTimeout: 'observing' },
       states: {
         checking: {
           invoke: {
             src: 'podCleanedUp',
             input: ({ context }) => ({ uid: context.evicting!.uid }),
-            onDone: [{ guard: ({ event }) => event.output, target: '#evictionManager.waiting' }, { target: 'pausing' }],
+            onDone: [{ guard: ({ event }) => event.output, target: '#evictionManager.observing' }, { target: 'pausing' }],
             onError: { target: 'pausing' },
           },
         },

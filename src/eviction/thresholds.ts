@@ -105,7 +105,7 @@ export function parseThresholds(settings: EvictionSettings): Threshold[] {
   const graces = new Map<Signal, number>();
   for (const [name, text] of Object.entries(settings.evictionSoftGracePeriod)) {
     const signal = signalOf(name);
-    const ms = parseDuration(text.trim());
+    const ms = parseDuration(text.trim(), { allowNegative: true });
     if (ms < 0) throw new Error(`invalid eviction grace period specified: ${text}, must be a positive value`);
     graces.set(signal, ms);
   }
@@ -138,9 +138,13 @@ export function formatThresholdValue(value: ThresholdValue): string {
   return formatQuantity(value.quantity);
 }
 
-/** A byte or count quantity the way resource.Quantity prints a BinarySI value: `100Mi`, `2Gi`, `1536Ki`, `123`. */
+/**
+ * A byte or count quantity the way resource.Quantity prints a BinarySI value: `100Mi`, `2Gi`,
+ * `1536Ki`, `123`; below 1024 in decimal units, as CanonicalizeBytes does (`1k`).
+ */
 export function formatQuantity(value: number): string {
   const v = Math.round(value);
+  if (Math.abs(v) < 1024) return v !== 0 && v % 1000 === 0 ? `${v / 1000}k` : String(v);
   for (const [suffix, unit] of [['Ei', 2 ** 60], ['Pi', 2 ** 50], ['Ti', 2 ** 40], ['Gi', 2 ** 30], ['Mi', 2 ** 20], ['Ki', 2 ** 10]] as const) {
     if (v !== 0 && v % unit === 0) return `${v / unit}${suffix}`;
   }

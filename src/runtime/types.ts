@@ -31,6 +31,12 @@ interface RuntimeCondition {
 
 export interface RuntimeStatusInfo {
   conditions: RuntimeCondition[];
+  /**
+   * With `verbose`: the image the runtime runs its sandboxes from (containerd's sandbox_image, in
+   * its verbose status's config), which image garbage collection must keep: containerd 1.6 does
+   * not pin it.
+   */
+  sandboxImage?: string;
 }
 
 export interface PodSandboxMetadata {
@@ -365,7 +371,7 @@ export function definedOnly<T extends object>(value: { [K in keyof T]: T[K] | un
 /** The RuntimeService calls the agent uses. */
 export interface RuntimeService {
   version(opts?: CallOptions): Promise<VersionInfo>;
-  status(opts?: CallOptions): Promise<RuntimeStatusInfo>;
+  status(opts?: CallOptions & { verbose?: boolean }): Promise<RuntimeStatusInfo>;
   runPodSandbox(config: PodSandboxConfig, opts?: CallOptions): Promise<string>;
   stopPodSandbox(podSandboxId: string, opts?: CallOptions): Promise<void>;
   removePodSandbox(podSandboxId: string, opts?: CallOptions): Promise<void>;

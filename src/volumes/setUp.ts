@@ -88,9 +88,11 @@ export async function setUpPodVolumes(deps: VolumeDeps, pod: Pod): Promise<void>
 }
 
 /**
- * Unmounts the pod's volumes and forgets its tokens, once it has terminated (the volume manager's
- * teardown); with `removeDir`, once the pod is gone, its directory goes too (a terminated pod that
- * stays, a finished Job's, keeps it).
+ * Unmounts the pod's volumes, removes what they held and forgets its tokens, once it has
+ * terminated (the volume manager's teardown: each plugin's TearDown removes its directory, an
+ * emptyDir's data with it, so an evicted pod frees the disk it filled); with `removeDir`, once the
+ * pod is gone, its whole directory goes too (a terminated pod that stays, a finished Job's, keeps
+ * the rest of it: its managed /etc/hosts).
  */
 export async function tearDownPodVolumes(
   deps: Pick<VolumeDeps, 'podsDir' | 'mounter'> & { tokens?: { forgetPod(uid: string): void } },
@@ -100,7 +102,7 @@ export async function tearDownPodVolumes(
   const podDir = path.join(deps.podsDir, uid);
   await deps.mounter.unmountUnder(podDir);
   deps.tokens?.forgetPod(uid);
-  if (options.removeDir) await rm(podDir, { recursive: true, force: true });
+  await rm(options.removeDir ? podDir : path.join(podDir, 'volumes'), { recursive: true, force: true });
 }
 
 /** The pod's memory limit as its cgroup would have it, when every container declares one (ResourceConfigForPod). */

@@ -1,20 +1,30 @@
 /**
- * Eviction under node pressure, against a real kube-apiserver + etcd with the node's own
- * identity, on sim:// with a simulated machine of 1 GiB: a BestEffort pod fills 700 MB of it, the
- * node reports MemoryPressure, the pod is evicted (Failed/Evicted with the kubelet's message, its
- * DisruptionTarget condition and event) while a Guaranteed pod keeps running, a new BestEffort
- * pod is refused while the pressure lasts, and the condition clears after the transition period.
+ * Eviction under node pressure, against a real kube-apiserver + etcd with the node's own identity:
+ *   - on sim:// with a simulated machine of 1 GiB: a BestEffort pod fills 700 MB of it, the node
+ *     reports MemoryPressure, the pod is evicted (Failed/Evicted with the kubelet's message, its
+ *     DisruptionTarget condition and event) while a Guaranteed pod keeps running, a new BestEffort
+ *     pod is refused while the pressure lasts, and the condition clears after the transition period;
+ *   - on containerd with --root-dir on a 128 MiB filesystem: a pod fills its emptyDir, the node
+ *     reports DiskPressure, reclaims what the node holds, evicts that pod (its emptyDir removed),
+ *     refuses any new pod meanwhile, keeps the other running, and the condition clears.
+ * Outside CI the containerd part skips loudly where containerd or root is missing.
  */
 import type { CoreV1Event, V1Node, V1Pod } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { quantityValue } from '../../src/api/quantity.ts';
 import { type AgentProcess, runStatelet } from '../support/agentProcess.ts';
 import { type ControlPlane, nodes, pods, startControlPlane, waitFor } from '../support/controlPlane.ts';
+import { BUSYBOX_IMAGE, startContainerd } from '../containerd/harness.ts';
+import { type SmallFilesystem, mountSmallFilesystem, rootOrSkip } from '../support/smallFilesystem.ts';
+import { mkdtemp } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 
 const NODE = 'node-eviction';
 const TRANSITION_S = 20;
 
-const memoryPressure = (node: V1Node | null) => node?.status?.conditions?.find((c) => c.type === 'MemoryPressure');
+const condition = (node: V1Node | null, type: string) => node?.status?.conditions?.find((c) => c.type === type);
+const memoryPressure = (node: V1Node | null) => condition(node, 'MemoryPressure');
 
 describe('eviction under memory pressure (sim://, a real API server)', () => {
   let cp: ControlPlane | null = null;
@@ -97,5 +107,96 @@ describe('eviction under memory pressure (sim://, a real API server)', () => {
     const described = await cp.kubectl(['describe', 'node', NODE]);
     expect(described).toMatch(/MemoryPressure\s+False/);
     expect(described).toMatch(/NodeHasInsufficientMemory/);
+  });
+});
+
+const DISK_NODE = 'node-eviction-disk';
+const containerd = rootOrSkip('eviction under disk pressure') ? await startContainerd() : null;
+
+describe.runIf(containerd !== null)('eviction under disk pressure (containerd, --root-dir on a small filesystem, a real API server)', () => {
+  let cp: ControlPlane | null = null;
+  let agent: AgentProcess | undefined;
+  let disk: SmallFilesystem | undefined;
+
+  beforeAll(async () => {
+    cp = await startControlPlane({ nodeNames: [DISK_NODE] });
+    if (!cp) return;
+    disk = await mountSmallFilesystem(await mkdtemp(path.join(os.tmpdir(), 'statelet-evict-disk-')), { sizeMiB: 128, inodes: 20_000 });
+    agent = await runStatelet(
+      [
+        `--container-runtime-endpoint=${containerd!.endpoint}`,
+        `--kubeconfig=${cp.nodeKubeconfig(DISK_NODE)}`,
+        `--hostname-override=${DISK_NODE}`,
+        '--node-ip=127.0.0.1',
+        '--eviction-hard=nodefs.available<48Mi',
+        `--eviction-pressure-transition-period=${TRANSITION_S}s`,
+      ],
+      { rootDir: disk.dir },
+    );
+  }, 5 * 60_000);
+
+  afterAll(async () => {
+    await agent?.stop();
+    // The containers' logs are on the small filesystem: containerd and its shims let go of them first.
+    await containerd?.stop();
+    await disk?.remove();
+    await cp?.close();
+  }, 180_000);
+
+  it('reports DiskPressure, evicts the pod that filled its emptyDir, refuses new pods meanwhile, and clears once the disk is freed', { timeout: 180_000 }, async ({ skip }) => {
+    if (!cp) return skip();
+    const namespace = await cp.namespace('evict-disk');
+    await cp.waitFor<V1Node>(nodes, DISK_NODE, (n) => condition(n, 'Ready')?.status === 'True');
+    await cp.core.createNamespacedPod({
+      namespace,
+      body: {
+        metadata: { name: 'calm' },
+        spec: { nodeName: DISK_NODE, terminationGracePeriodSeconds: 1, containers: [{ name: 'app', image: BUSYBOX_IMAGE, command: ['sleep', '3600'], resources: { limits: { cpu: '100m', memory: '64Mi' } } }] },
+      },
+    });
+    await cp.waitFor<V1Pod>(pods(namespace), 'calm', (p) => p?.status?.phase === 'Running');
+    await cp.core.createNamespacedPod({
+      namespace,
+      body: {
+        metadata: { name: 'filler' },
+        spec: {
+          nodeName: DISK_NODE,
+          volumes: [{ name: 'scratch', emptyDir: {} }],
+          containers: [
+            { name: 'filler', image: BUSYBOX_IMAGE, command: ['sh', '-c', 'dd if=/dev/zero of=/scratch/fill bs=1M count=100 && sleep 3600'], volumeMounts: [{ name: 'scratch', mountPath: '/scratch' }] },
+          ],
+        },
+      },
+    });
+
+    const pressed = (await cp.waitFor<V1Node>(nodes, DISK_NODE, (n) => condition(n, 'DiskPressure')?.status === 'True', 60_000))!;
+    expect(condition(pressed, 'DiskPressure')).toMatchObject({ reason: 'KubeletHasDiskPressure', message: 'kubelet has disk pressure' });
+    // Under disk pressure no pod is admitted, whatever its QoS class.
+    await cp.core.createNamespacedPod({
+      namespace,
+      body: { metadata: { name: 'late' }, spec: { nodeName: DISK_NODE, containers: [{ name: 'app', image: BUSYBOX_IMAGE, command: ['sleep', '3600'], resources: { limits: { cpu: '100m', memory: '64Mi' } } }] } },
+    });
+    const late = (await cp.waitFor<V1Pod>(pods(namespace), 'late', (p) => p?.status?.phase === 'Failed'))!;
+    expect(late.status).toMatchObject({ reason: 'Evicted', message: 'Pod was rejected: The node had condition: [DiskPressure]. ' });
+
+    const filler = (await cp.waitFor<V1Pod>(pods(namespace), 'filler', (p) => p?.status?.phase === 'Failed' && !!p.status.containerStatuses?.[0]?.state?.terminated, 60_000))!;
+    expect(filler.status?.reason).toBe('Evicted');
+    expect(filler.status?.message).toMatch(
+      /^The node was low on resource: ephemeral-storage\. Threshold quantity: 48Mi, available: \d+(Ki|Mi)?\. (Container filler was using \d+(Ki|Mi)?, request is 0, has larger consumption of ephemeral-storage\. )?$/,
+    );
+    expect(filler.status?.conditions?.find((c) => c.type === 'DisruptionTarget')).toMatchObject({ status: 'True', reason: 'TerminationByKubelet' });
+    const events = async (): Promise<CoreV1Event[]> => (await cp!.core.listNamespacedEvent({ namespace: 'default' })).items;
+    await waitFor(async () => (await events()).some((e) => e.reason === 'EvictionThresholdMet' && e.message === 'Attempting to reclaim ephemeral-storage'), 'the EvictionThresholdMet event of the node');
+
+    const calm = (await cp.core.readNamespacedPod({ namespace, name: 'calm' })) as V1Pod;
+    expect(calm.status?.phase).toBe('Running');
+    const cleared = (await cp.waitFor<V1Node>(nodes, DISK_NODE, (n) => condition(n, 'DiskPressure')?.status === 'False', (TRANSITION_S + 40) * 1000))!;
+    expect(condition(cleared, 'DiskPressure')?.reason).toBe('KubeletHasNoDiskPressure');
+    // The sandbox image was kept by the image garbage collection: a new pod starts.
+    await cp.core.createNamespacedPod({
+      namespace,
+      body: { metadata: { name: 'after' }, spec: { nodeName: DISK_NODE, containers: [{ name: 'app', image: BUSYBOX_IMAGE, command: ['sleep', '3600'], resources: { limits: { cpu: '100m', memory: '64Mi' } } }] } },
+    });
+    await cp.waitFor<V1Pod>(pods(namespace), 'after', (p) => p?.status?.phase === 'Running');
   });
 });

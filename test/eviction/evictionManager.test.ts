@@ -208,12 +208,11 @@ describe('evictionManager: waiting for the evicted pod', () => {
     const polls = h.effects.podCleanedUp.mock.calls.length;
     expect(polls).toBeGreaterThanOrEqual(30);
     expect(polls).toBeLessThanOrEqual(31);
-    // Given up: no more polling; the next round comes a monitoring interval later.
-    await h.advance(INTERVAL - 1_000);
-    expect(h.effects.podCleanedUp).toHaveBeenCalledTimes(polls);
-    expect(h.effects.observe).toHaveBeenCalledTimes(1);
-    await h.advance(1_000);
+    // Given up: the next round comes at once (the kubelet's loop does not sleep after an eviction), then one per interval; no more polling.
     expect(h.effects.observe).toHaveBeenCalledTimes(2);
+    await h.advance(INTERVAL);
+    expect(h.effects.podCleanedUp).toHaveBeenCalledTimes(polls);
+    expect(h.effects.observe).toHaveBeenCalledTimes(3);
     h.stop();
   });
 
@@ -227,11 +226,11 @@ describe('evictionManager: waiting for the evicted pod', () => {
     expect(h.state()).toBe('waiting');
     expect(h.effects.podCleanedUp).toHaveBeenCalledTimes(3);
     expect(h.context()).toMatchObject({ evicting: null, lastEviction: hog, evictions: 1 });
-    // The next round: an interval after the cleanup.
-    await h.advance(INTERVAL - 1_000);
-    expect(h.effects.observe).toHaveBeenCalledTimes(1);
-    await h.advance(1_000);
+    // The next round comes at once, and the node, fine now, is left alone.
     expect(h.effects.observe).toHaveBeenCalledTimes(2);
+    await h.advance(INTERVAL);
+    expect(h.effects.observe).toHaveBeenCalledTimes(3);
+    expect(h.effects.selectPod).toHaveBeenCalledTimes(1);
     h.stop();
   });
 
@@ -260,26 +259,29 @@ describe('evictionManager: NODE.PRESSURE', () => {
   it('is sent when the conditions change only, and with no conditions once pressure clears after the transition period', async () => {
     const h = harness({
       thresholds: [memoryHard],
-      // Low at the first two rounds (T0+10s, T0+20s), fine from then on.
+      // Low at the first two rounds, fine from then on. The eviction's cleanup is seen at once and
+      // the second round follows at once, at T0+10s: its stats are no newer than the first's, so it
+      // evicts nothing (thresholdsUpdatedStats) but keeps the condition.
       script: [{ memory: 400 * Mi }, { memory: 300 * Mi }, { memory: 2 * Gi }],
       transitionPeriodMs: 30_000,
     });
-    await h.advance(2 * INTERVAL);
-    expect(h.sent()).toEqual([pressure('MemoryPressure'), evict(hog), evict(hog)]);
-    // Last met at T0+20s: still True at T0+30s and T0+40s, cleared at T0+50s.
+    await h.advance(INTERVAL);
+    expect(h.sent()).toEqual([pressure('MemoryPressure'), evict(hog)]);
+    expect(h.effects.observe).toHaveBeenCalledTimes(2);
+    // Last met at T0+10s: still True at T0+20s and T0+30s, cleared at T0+40s.
     await h.advance(2 * INTERVAL);
     expect(h.sent().filter((e) => e.type === 'NODE.PRESSURE')).toHaveLength(1);
     expect(h.context().conditions).toEqual(['MemoryPressure']);
     await h.advance(INTERVAL);
     expect(h.sentAt().filter(([, type]) => type === 'NODE.PRESSURE')).toEqual([
       [INTERVAL, 'NODE.PRESSURE'],
-      [5 * INTERVAL, 'NODE.PRESSURE'],
+      [4 * INTERVAL, 'NODE.PRESSURE'],
     ]);
     expect(h.sent().at(-1)).toEqual(pressure());
     expect(h.context().conditions).toEqual([]);
     // And nothing more while nothing changes.
     await h.advance(5 * INTERVAL);
-    expect(h.sent()).toHaveLength(4);
+    expect(h.sent()).toHaveLength(3);
     expect(h.effects.observe).toHaveBeenCalledTimes(10);
     h.stop();
   });

@@ -30,6 +30,16 @@ describe('unusedImages', () => {
     expect(unusedImages([img], containers)).toEqual(removable ? [img] : []);
   });
 
+  it.each<[string, string | undefined, boolean]>([
+    ['named by tag', 'registry.k8s.io/pause:3.10', false],
+    ['named by id', 'sha256:p0p', false],
+    ['not named', undefined, true],
+    ['another image named', 'registry.k8s.io/pause:3.9', true],
+  ])("keeps the runtime's sandbox image, unpinned and unused (containerd 1.6), %s: removable %s", (_case, sandboxImage, removable) => {
+    const pause = image('sha256:p0p', ['registry.k8s.io/pause:3.10']);
+    expect(unusedImages([pause], [], sandboxImage)).toEqual(removable ? [pause] : []);
+  });
+
   it('keeps the pinned and used images and returns the rest, in the runtime\'s order', () => {
     const pause = image('sha256:p0p', ['registry.k8s.io/pause:3.10'], [], true);
     const nginx = image('sha256:n9n', ['docker.io/library/nginx:1.25']);

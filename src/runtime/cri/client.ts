@@ -234,9 +234,21 @@ function versionFromWire(res: WireVersionResponse): VersionInfo {
 
 function runtimeStatusFromWire(res: WireStatusResponse): RuntimeStatusInfo {
   const conditions = res.status?.conditions ?? [];
-  return {
-    conditions: conditions.map(({ type, status, reason, message }) => ({ type, status, reason, message })),
-  };
+  const info: RuntimeStatusInfo = { conditions: conditions.map(({ type, status, reason, message }) => ({ type, status, reason, message })) };
+  const sandboxImage = verboseConfig(res.info?.['config'])?.sandboxImage;
+  if (typeof sandboxImage === 'string' && sandboxImage) info.sandboxImage = sandboxImage;
+  return info;
+}
+
+/** The runtime's config in its verbose status (containerd's CRI plugin config, JSON); undefined when absent or not JSON. */
+function verboseConfig(text: string | undefined): Record<string, unknown> | undefined {
+  if (!text) return undefined;
+  try {
+    const parsed: unknown = JSON.parse(text);
+    return typeof parsed === 'object' && parsed !== null ? (parsed as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function sandboxMetadataFromWire(metadata: WirePodSandboxMetadata | null): PodSandboxMetadata {
@@ -375,8 +387,8 @@ export class CriClient implements RuntimeService, ImageService {
     return versionFromWire(await this.unary('RuntimeService', 'Version', { version: CLIENT_API_VERSION }, opts));
   }
 
-  async status(opts?: CallOptions): Promise<RuntimeStatusInfo> {
-    return runtimeStatusFromWire(await this.unary('RuntimeService', 'Status', { verbose: false }, opts));
+  async status(opts?: CallOptions & { verbose?: boolean }): Promise<RuntimeStatusInfo> {
+    return runtimeStatusFromWire(await this.unary('RuntimeService', 'Status', { verbose: opts?.verbose ?? false }, opts));
   }
 
   async runPodSandbox(config: PodSandboxConfig, opts?: CallOptions): Promise<string> {

@@ -17,7 +17,7 @@ import type { Clock, TimerHandle } from '../../clock.ts';
 import { SimError } from './errors.ts';
 
 /** The image of every sandbox's pause process, as containerd's sandbox_image. */
-const SANDBOX_IMAGE = 'registry.k8s.io/pause:3.9';
+export const SANDBOX_IMAGE = 'registry.k8s.io/pause:3.9';
 
 export const DEFAULT_IMAGES: readonly string[] = ['docker.io/library/busybox:latest', SANDBOX_IMAGE];
 

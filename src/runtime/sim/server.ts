@@ -51,6 +51,7 @@ import {
 import { containerStatsFilterFromWire, containerStatsToWire, podSandboxStatsFilterFromWire, podSandboxStatsToWire } from '../cri/statsWire.ts';
 import { SimEngine, type SimContainerEvent, type SimRuntimeOptions } from './engine.ts';
 import { SimError } from './errors.ts';
+import { SANDBOX_IMAGE } from './images.ts';
 import { SimStreaming } from './streaming.ts';
 import { StreamingRequestError } from '../streaming/server.ts';
 
@@ -341,7 +342,8 @@ function runtimeHandlers(
 
   const unary = unaryHandlers<Omit<RuntimeServiceRpcs, 'GetContainerEvents'>>({
     Version: () => engine.version(),
-    Status: () => ({ status: engine.status(), info: {} }),
+    // Verbose, its config names its sandbox image, as containerd's does.
+    Status: (req) => ({ status: engine.status(), info: (req.verbose ? { config: JSON.stringify({ sandboxImage: SANDBOX_IMAGE }) } : {}) as Record<string, string> }),
     RunPodSandbox: (req) => ({
       podSandboxId: engine.runPodSandbox(sandboxConfig(req.config), req.runtimeHandler),
     }),
