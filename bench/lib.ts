@@ -316,6 +316,8 @@ export async function startBenchAgent(options: {
     healthzPort: 0,
     maxPods: options.maxPods,
     hostnameOverride: NODE_NAME,
+    // The bench's pods' cgroups under a root of its own, apart from anything else on the machine.
+    cgroupRoot: '/statelet-bench',
     ...(options.visualizerPort ? { visualizerPort: options.visualizerPort } : {}),
     ...(options.kubeconfig ? { kubeconfig: options.kubeconfig } : {}),
     ...(options.kubeApi ? { kubeApiQps: options.kubeApi.qps, kubeApiBurst: options.kubeApi.burst } : {}),

@@ -33,7 +33,7 @@ export const LAYERS = [
   ['volumes'],
   ['kuberuntime'],
   ['status', 'sources', 'admission', 'cli', 'stats'],
-  ['pod', 'pleg', 'node'],
+  ['pod', 'pleg', 'node', 'cm'],
   ['prober', 'podworkers'],
   ['housekeeping', 'nodeloop'],
   [NODE_LOOPS],
@@ -80,6 +80,8 @@ export const DECISIONS = [
   'prober/decide.ts',
   'status/apiStatus.ts',
   'volumes/plan.ts',
+  'volumes/ownership.ts',
+  'cm/podResources.ts',
   'status/generate.ts',
 ];
 

@@ -107,12 +107,13 @@ export type UpdateType = 'create' | 'update';
 
 /**
  * The terminal status a kill gives its pod (the kubelet's KillPodOptions.PodStatusFunc): phase
- * Failed with this reason and message, and a DisruptionTarget condition with `disruptionReason`.
+ * Failed with this reason and message, and a DisruptionTarget condition with `disruptionReason`
+ * when there is one (a local-storage eviction has none: eviction_manager.go localStorageEviction).
  */
 export interface KillStatus {
   reason: string;
   message: string;
-  disruptionReason: string;
+  disruptionReason?: string;
 }
 
 /** Commands to one pod actor. */

@@ -27,6 +27,13 @@ export interface NodeInfo {
   appArmorEnabled?: boolean;
   /** The pressure conditions the eviction manager reports True. */
   pressure?: readonly NodePressureCondition[];
+  /**
+   * The runtime reports `features.supplemental_groups_policy` in its Status (what the kubelet
+   * publishes as the Node's `status.features.supplementalGroupsPolicy`); false: a pod asking for
+   * `supplementalGroupsPolicy: Strict` is refused. Absent: not known yet (the runtime's Status
+   * not read), not checked.
+   */
+  supplementalGroupsPolicySupported?: boolean;
 }
 
 export type Admission = { admit: true } | { admit: false; reason: string; message: string };
@@ -109,6 +116,11 @@ export function admitPod(pod: Pod, active: readonly Pod[], node: NodeInfo, used:
   const specOs = (pod.spec.os as { name?: string } | undefined)?.name;
   if (specOs !== undefined && specOs !== node.os) {
     return { admit: false, reason: 'PodOSNotSupported', message: `Failed to admit pod as the OS field doesn't match node OS` };
+  }
+  // rejectPodAdmissionBasedOnSupplementalGroupsPolicy: Strict only where the runtime applies it
+  // (one that does not, containerd 1.6, would apply Merge without a word).
+  if (node.supplementalGroupsPolicySupported === false && pod.spec.securityContext?.supplementalGroupsPolicy === 'Strict') {
+    return { admit: false, reason: 'SupplementalGroupsPolicyNotSupported', message: 'SupplementalGroupsPolicy=Strict is not supported in this node' };
   }
   if (active.length + 1 > node.maxPods) {
     return { admit: false, reason: 'OutOfpods', message: `Node didn't have enough resource: pods, requested: 1, used: ${active.length}, capacity: ${node.maxPods}` };

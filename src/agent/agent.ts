@@ -28,6 +28,8 @@ import { CriClient } from '../runtime/cri/client.ts';
 import { startSimRuntime } from '../runtime/sim/server.ts';
 import type { SimMemory } from '../runtime/sim/engine.ts';
 import { parseQuantity } from '../api/quantity.ts';
+import { openContainerManager } from '../cm/open.ts';
+import type { Pod } from '../api/types.ts';
 import { type AgentView, type ListeningServer, healthzHandler, listen, readOnlyHandler } from '../server/http.ts';
 import { RequestAuth } from '../server/auth.ts';
 import { servingCertificate } from '../server/certificates.ts';
@@ -168,6 +170,17 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
   // The node's recorder exists once composeNode has run; the API source reports only after its first list.
   const recorder: EventRecorder = { event: (...args) => node.recorder.event(...args) };
   const sources = { ...sourceOptions, ...(cluster ? { api: cluster.deps.api, recorder } : {}) };
+  // The node's cgroups (kubepods, QoS, pods), before any pod starts; their pods are the node's once it exists.
+  let activePods = (): Pod[] => [];
+  const runtimeConfig = await runtime.status({ verbose: true, timeoutMs: 5_000 }).catch(() => undefined);
+  const podCgroups = await openContainerManager({
+    config,
+    simulated: simMemory !== undefined,
+    capacity: await machineCapacity(simMemory),
+    ...(runtimeConfig?.systemdCgroup !== undefined ? { runtimeSystemdCgroup: runtimeConfig.systemdCgroup } : {}),
+    activePods: () => activePods(),
+    log,
+  });
   const node = composeNode({
     config,
     runtime,
@@ -181,7 +194,10 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     dns: await nodeDns(config, log),
     metrics,
     ...(simMemory ? { machineMemory: simMemory } : {}),
+    ...(podCgroups ? { podCgroups } : {}),
+    ...(runtimeConfig ? { runtimeFeatures: { supplementalGroupsPolicy: runtimeConfig.features?.supplementalGroupsPolicy ?? false } } : {}),
   });
+  activePods = node.activePods;
   closers.unshift(() => node.stop());
   const { syncLoop, podManager, statuses } = node;
 
@@ -276,6 +292,16 @@ function loadKubeApi(file: string, counts: RequestCounts, limits: KubeClientOpti
   const server = kubeConfig.getCurrentCluster()?.server;
   if (!server) throw new Error(`--kubeconfig ${file}: the current context names no cluster server`);
   return { api: createKubeClient(kubeConfig, { requestTimeoutMs: 10_000, userAgent: `statelet/${kubeletVersion()}`, counts, ...(limits ? { limits } : {}) }), server };
+}
+
+/** The machine as the kubepods cgroup is sized from it: cores, memory (sim://'s own), pid_max. */
+async function machineCapacity(simMemory?: () => SimMemory): Promise<{ milliCpu: number; memoryBytes: number; pids?: number }> {
+  const pidMax = Number((await readFile('/proc/sys/kernel/pid_max', 'utf8').catch(() => '')).trim());
+  return {
+    milliCpu: os.availableParallelism() * 1000,
+    memoryBytes: simMemory ? simMemory().totalBytes : os.totalmem(),
+    ...(pidMax > 0 ? { pids: pidMax } : {}),
+  };
 }
 
 function clusterDeps(config: AgentConfig, client: { api: KubeApi; server: string }, simMemory?: () => SimMemory): { deps: ClusterDeps; server: string } {

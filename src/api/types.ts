@@ -246,6 +246,11 @@ export interface ContainerState {
   terminated?: ContainerStateTerminated;
 }
 
+/** The identity a container's first process started with, as its runtime reports it (ContainerUser). */
+export interface ContainerUser {
+  linux?: { uid: number; gid: number; supplementalGroups?: number[] };
+}
+
 export interface ContainerStatus {
   name: string;
   state: ContainerState;
@@ -256,6 +261,7 @@ export interface ContainerStatus {
   imageID: string;
   containerID?: string;
   started?: boolean;
+  user?: ContainerUser;
 }
 
 export type PodPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Unknown';

@@ -95,6 +95,16 @@ export interface AgentConfig {
   allowedUnsafeSysctls: string[];
   /** --seccomp-default / seccompDefault: RuntimeDefault for containers that name no seccomp profile. */
   seccompDefault: boolean;
+  /** --cgroups-per-qos / cgroupsPerQOS: the kubepods, QoS and pod cgroups. */
+  cgroupsPerQos: boolean;
+  /** --cgroup-root / cgroupRoot: where kubepods goes ('' for the root). */
+  cgroupRoot: string;
+  /** --cgroup-driver / cgroupDriver: cgroupfs only. */
+  cgroupDriver: 'cgroupfs';
+  /** --enforce-node-allocatable / enforceNodeAllocatable: ['pods'], or [] for none. */
+  enforceNodeAllocatable: string[];
+  /** --pod-max-pids / podPidsLimit; -1: none. */
+  podMaxPids: number;
   /** --eviction-hard / evictionHard: signal to threshold (`memory.available` → `100Mi`); given, it replaces the defaults. */
   evictionHard: Record<string, string>;
   /** --eviction-soft / evictionSoft. */
@@ -207,6 +217,11 @@ export function agentDefaults(profile: DefaultsProfile = 'flags'): AgentDefaults
     containerLogMaxFiles: 5,
     containerLogMonitorIntervalMs: 10_000,
     seccompDefault: false,
+    cgroupsPerQos: true,
+    cgroupRoot: '',
+    cgroupDriver: 'cgroupfs',
+    enforceNodeAllocatable: ['pods'],
+    podMaxPids: -1,
     // The kubelet's Linux defaults (pkg/kubelet/eviction/defaults_linux.go).
     evictionHard: { 'memory.available': '100Mi', 'nodefs.available': '10%', 'nodefs.inodesFree': '5%', 'imagefs.available': '15%' },
     evictionSoft: {},

@@ -434,6 +434,60 @@ const resourceListKind = stringMapKind('name=quantity,...', (_key, value) => {
 const evictionThresholdsKind = stringMapKind('signal<value,...', () => null, '<');
 const evictionSignalMapKind = stringMapKind('signal=value,...', () => null);
 
+/**
+ * --enforce-node-allocatable: `pods` (the default) limits the kubepods cgroup to allocatable;
+ * `none` (or nothing) to capacity. The kubelet's `system-reserved` and `kube-reserved` need the
+ * cgroups of those daemons (--system-reserved-cgroup), which statelet does not manage: refused.
+ */
+const enforceNodeAllocatableKind: ValueKind<string[]> = {
+  placeholder: 'pods|none',
+  takesArgument: true,
+  fromText: (text) => enforceKeys(text.split(',').map((part) => part.trim()).filter(Boolean)),
+  fromConfig(value) {
+    if (!Array.isArray(value)) throw new ValueError('expected a list such as ["pods"]');
+    return enforceKeys(value.map(expectString));
+  },
+  display: (value) => (value.length ? value.join(',') : 'none'),
+};
+
+function enforceKeys(keys: string[]): string[] {
+  for (const key of keys) {
+    if (key === 'system-reserved' || key === 'kube-reserved') {
+      throw new ValueError(`"${key}" needs the ${key} daemons' own cgroup (--${key}-cgroup), which statelet does not manage: enforce "pods" only`);
+    }
+    if (key !== 'pods' && key !== 'none') throw new ValueError(`"${key}" is not one of pods, none`);
+  }
+  return keys.includes('none') ? [] : [...new Set(keys)];
+}
+
+/** --cgroup-driver: statelet makes its cgroups through cgroupfs; systemd's slices are refused, named. */
+const cgroupDriverKind: ValueKind<'cgroupfs'> = {
+  placeholder: 'cgroupfs',
+  takesArgument: true,
+  fromText: cgroupDriver,
+  fromConfig: (value) => cgroupDriver(expectString(value)),
+  display: (value) => value,
+};
+
+function cgroupDriver(text: string): 'cgroupfs' {
+  if (text === 'cgroupfs') return text;
+  if (text === 'systemd') throw new ValueError('statelet makes its cgroups with the cgroupfs driver only; run the runtime with cgroupfs too (containerd: SystemdCgroup = false), or --cgroups-per-qos=false');
+  throw new ValueError(`expected cgroupfs, not ${JSON.stringify(text)}`);
+}
+
+/** --cgroup-root: an absolute cgroup path, or empty for the root. */
+const cgroupRootKind: ValueKind<string> = {
+  ...stringKind,
+  placeholder: '/path',
+  fromText: cgroupRoot,
+  fromConfig: (value) => cgroupRoot(expectString(value)),
+};
+
+function cgroupRoot(text: string): string {
+  if (text !== '' && (!text.startsWith('/') || text.split('/').some((part) => part === '..'))) throw new ValueError(`a cgroup root is an absolute path such as /statelet, not ${JSON.stringify(text)}`);
+  return text;
+}
+
 const TAINT_EFFECTS: readonly Taint['effect'][] = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];
 
 /** One taint, `key[=value]:Effect` as --register-with-taints writes it. */
@@ -796,6 +850,46 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'evictionMaxPodGracePeriod',
     group: 'Node',
     help: 'Longest grace period (seconds) a pod evicted for a soft threshold gets',
+  }),
+  option({
+    key: 'cgroupsPerQos',
+    kind: boolKind,
+    flag: 'cgroups-per-qos',
+    configField: 'cgroupsPerQOS',
+    group: 'Node',
+    help: 'Keep the kubelet\'s cgroup hierarchy: kubepods with the node\'s allocatable, a cgroup per QoS class and per pod (needs root and a writable cgroupfs)',
+  }),
+  option({
+    key: 'cgroupRoot',
+    kind: cgroupRootKind,
+    flag: 'cgroup-root',
+    configField: 'cgroupRoot',
+    group: 'Node',
+    help: 'The cgroup the kubepods hierarchy goes under (default: the root)',
+  }),
+  option({
+    key: 'cgroupDriver',
+    kind: cgroupDriverKind,
+    flag: 'cgroup-driver',
+    configField: 'cgroupDriver',
+    group: 'Node',
+    help: 'How cgroups are made: cgroupfs (systemd is refused)',
+  }),
+  option({
+    key: 'enforceNodeAllocatable',
+    kind: enforceNodeAllocatableKind,
+    flag: 'enforce-node-allocatable',
+    configField: 'enforceNodeAllocatable',
+    group: 'Node',
+    help: 'pods: limit the kubepods cgroup to allocatable (capacity less --system-reserved and --kube-reserved); none: to capacity',
+  }),
+  option({
+    key: 'podMaxPids',
+    kind: intKind(-1),
+    flag: 'pod-max-pids',
+    configField: 'podPidsLimit',
+    group: 'Node',
+    help: 'Most processes a pod may run (its cgroup\'s pids.max); -1: no limit',
   }),
   option({
     key: 'seccompDefault',

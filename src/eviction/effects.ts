@@ -1,14 +1,17 @@
 /**
  * The eviction manager's effects over the node's parts (pkg/kubelet/eviction/eviction_manager.go
- * synchronize, reclaimNodeLevelResources, evictPod): the node's Summary read as signals, the
- * node-level reclaim of disk (dead containers, then unused images), the ranking of the active
- * pods, the `Evicted` event on the pod chosen, and whether it has been cleaned up.
+ * synchronize, localStorageEviction, reclaimNodeLevelResources, evictPod): the node's Summary read
+ * as signals, the pods over a local-storage limit in that same Summary, the node-level reclaim of
+ * disk (dead containers, then unused images), the ranking of the active pods, the `Evicted` event
+ * on each pod chosen, and whether it has been cleaned up.
  */
 import { isCriticalPod, podRef, type Pod } from '../api/types.ts';
 import { type EventRecorder, nodeReference, podReference } from '../eventrecorder/recorder.ts';
 import type { Logger } from '../log.ts';
 import type { StatsProvider } from '../stats/provider.ts';
+import type { Summary } from '../stats/summary.ts';
 import type { EvictionChoice, EvictionEffects, Reading } from './evictionManager.ts';
+import { LOCAL_STORAGE_GRACE_PERIOD_SECONDS, localStorageViolations } from './localStorage.ts';
 import { evictionGracePeriodSeconds, evictionMessage, rankForEviction } from './rank.ts';
 import { type Observations, observe } from './synchronize.ts';
 import { SIGNALS, type Threshold } from './thresholds.ts';
@@ -29,9 +32,34 @@ export interface EvictionDeps {
 
 export function createEvictionEffects(deps: EvictionDeps): EvictionEffects {
   const read = async (): Promise<Observations> => observe(await deps.stats.summary(false));
+  /** The Summary the round's signals came from: the local-storage check reads its pods (the kubelet's statsFunc of the round). */
+  let roundSummary: Summary | undefined;
+  /** Says why the pod goes (its Evicted event), unless it is critical (evictPod); false: it stays. */
+  const tell = (pod: Pod, message: string): boolean => {
+    if (isCriticalPod(pod)) {
+      deps.log('error', 'Eviction manager: cannot evict a critical pod', { pod: podRef(pod) });
+      return false;
+    }
+    deps.recorder.event(podReference(pod), 'Warning', 'Evicted', message);
+    deps.log('info', 'Eviction manager: pod is evicted', { pod: podRef(pod), podUID: pod.metadata.uid, message });
+    return true;
+  };
   return {
     async observe(): Promise<Reading> {
-      return { observations: await read(), at: deps.now() };
+      const summary = await deps.stats.summary(false);
+      roundSummary = summary;
+      return { observations: observe(summary), at: deps.now() };
+    },
+
+    async localStorageEviction(): Promise<EvictionChoice[]> {
+      const summary = roundSummary ?? (await deps.stats.summary(false));
+      roundSummary = undefined;
+      const byUid = new Map(summary.pods.map((p) => [p.podRef.uid, p]));
+      const chosen: EvictionChoice[] = [];
+      for (const { pod, message } of localStorageViolations(deps.activePods(), (p) => byUid.get(p.metadata.uid))) {
+        if (tell(pod, message)) chosen.push({ uid: pod.metadata.uid, pod: podRef(pod), gracePeriodSeconds: LOCAL_STORAGE_GRACE_PERIOD_SECONDS, message });
+      }
+      return chosen;
     },
 
     async reclaimNodeResources(threshold: Threshold) {
@@ -50,13 +78,8 @@ export function createEvictionEffects(deps: EvictionDeps): EvictionEffects {
       const ranked = rankForEviction(threshold.signal, deps.activePods(), statsOf);
       deps.log('info', 'Eviction manager: pods ranked for eviction', { signal: threshold.signal, pods: ranked.map(podRef) });
       for (const pod of ranked) {
-        if (isCriticalPod(pod)) {
-          deps.log('error', 'Eviction manager: cannot evict a critical pod', { pod: podRef(pod) });
-          continue;
-        }
         const message = evictionMessage(SIGNALS[threshold.signal].resource, threshold, observations, pod, statsOf(pod));
-        deps.recorder.event(podReference(pod), 'Warning', 'Evicted', message);
-        deps.log('info', 'Eviction manager: pod is evicted', { pod: podRef(pod), podUID: pod.metadata.uid, message });
+        if (!tell(pod, message)) continue;
         return { uid: pod.metadata.uid, pod: podRef(pod), gracePeriodSeconds: evictionGracePeriodSeconds(threshold, pod, maxPodGracePeriodSeconds), message };
       }
       deps.log('info', 'Eviction manager: unable to evict any pods from the node');

@@ -1,26 +1,36 @@
 /**
  * The eviction manager (pkg/kubelet/eviction/eviction_manager.go): a node-level loop that watches
  * the node's memory, disk and process figures against the eviction thresholds, reports the
- * pressure conditions, and, when a threshold is met past its grace period, reclaims what the node
- * itself holds and then evicts pods, one per round, until the signal is back above the threshold.
+ * pressure conditions, evicts the pods over their local ephemeral storage limits, and, when a
+ * threshold is met past its grace period, reclaims what the node itself holds and then evicts
+ * pods, one per round, until the signal is back above the threshold.
  *
  *   `waiting`       one monitoring interval (10 s) → `observing`.
  *   `observing`     the `observe` effect reads the node's signals; the round (synchronize.ts) updates
  *                   what is met, since when, and the pressure conditions, telling the syncLoop
- *                   NODE.PRESSURE when they change → `reclaiming` when a threshold is to be
- *                   reclaimed, else `waiting`. A failed read is kept and the next one waited for.
+ *                   NODE.PRESSURE when they change → `enforcingLimits`. A failed read is kept and
+ *                   the next one waited for (`waiting`).
+ *   `enforcingLimits` `localStorageEviction` names the pods over an emptyDir's sizeLimit or their
+ *                   ephemeral-storage limits (localStorage.ts), in the Summary just read, with
+ *                   their messages; the machine sends NODE.EVICT_POD for each, without a
+ *                   DisruptionTarget condition, and the round ends there → `awaitingCleanup`.
+ *                   None (or a failed check, kept in lastError) → `judging`.
+ *   `judging`       → `reclaiming` when a threshold is to be reclaimed, else `waiting`.
  *   `reclaiming`    `reclaimNodeResources` records EvictionThresholdMet and, for disk signals, removes
  *                   dead containers and unused images, then reads the signals again → `waiting`
  *                   when that was enough, else `evicting`.
  *   `evicting`      `selectPod` ranks the active pods and names the first that may be evicted (no
- *                   critical pod), with its message; the machine sends NODE.EVICT_POD for it →
- *                   `awaitingCleanup`; none → `waiting`.
- *   `awaitingCleanup` polls `podCleanedUp` each second, at most 30 s (waitForPodsCleanup), so the
- *                   next round, at once, measures a node that has let go of the pod → `observing`.
+ *                   critical pod), with its message; the machine sends NODE.EVICT_POD for it, with
+ *                   the DisruptionTarget condition (TerminationByKubelet) → `awaitingCleanup`;
+ *                   none → `waiting`.
+ *   `awaitingCleanup` polls `podCleanedUp` for each pod evicted each second, at most 30 s
+ *                   (waitForPodsCleanup), so the next round, at once, measures a node that has let
+ *                   go of them → `observing`.
  *
- * Never: evicts more than one pod a round, evicts a static, mirror or system-critical pod.
+ * Never: evicts more than one pod a round for a threshold, evicts for a threshold in a round that
+ * evicted for local storage, evicts a static, mirror or system-critical pod.
  */
-import { type ErrorActorEvent, assign, enqueueActions, fromPromise, sendParent, setup } from 'xstate';
+import { type ErrorActorEvent, assign, enqueueActions, fromPromise, setup } from 'xstate';
 import type { NodeEvent } from '../events.ts';
 import { type EvictionMemory, NO_MEMORY, type Observations, evaluate, metThresholds } from './synchronize.ts';
 import type { PressureCondition, Threshold } from './thresholds.ts';
@@ -54,7 +64,8 @@ interface EvictionContext extends EvictionInput {
   conditions: PressureCondition[];
   /** The threshold being reclaimed this round (index into `thresholds`). */
   reclaiming: number | null;
-  evicting: EvictionChoice | null;
+  /** The pods evicted this round, until they are cleaned up. */
+  evicting: EvictionChoice[];
   evictions: number;
   lastEviction: EvictionChoice | null;
   lastError: string | null;
@@ -68,6 +79,11 @@ const notProvided = () => Promise.reject(new Error('not provided: give the evict
 export interface EvictionEffects {
   /** The node's signals now. */
   observe(): Promise<Reading>;
+  /**
+   * The pods over a local ephemeral storage limit in the Summary `observe` read, each with its
+   * message and 1 s grace, each told (its Evicted event); critical pods left out. Empty: none.
+   */
+  localStorageEviction(): Promise<EvictionChoice[]>;
   /**
    * Node-level reclaim for the threshold: its EvictionThresholdMet event, and for a disk signal the
    * removal of dead containers and unused images, then the signals again; null when the signal
@@ -88,9 +104,10 @@ export const evictionManagerMachine = setup({
   },
   actors: {
     observe: fromPromise<Reading>(notProvided),
+    localStorageEviction: fromPromise<EvictionChoice[]>(notProvided),
     reclaimNodeResources: fromPromise<Observations | null, { threshold: Threshold }>(notProvided),
     selectPod: fromPromise<EvictionChoice | null, { threshold: Threshold; observations: Observations; maxPodGracePeriodSeconds: number }>(notProvided),
-    podCleanedUp: fromPromise<boolean, { uid: string }>(notProvided),
+    podCleanedUp: fromPromise<boolean, { uids: string[] }>(notProvided),
   },
   delays: {
     monitoringInterval: ({ context }) => context.monitoringIntervalMs,
@@ -108,17 +125,25 @@ export const evictionManagerMachine = setup({
       if (!sameConditions(context.conditions, round.conditions)) enqueue.sendParent({ type: 'NODE.PRESSURE', conditions: [...round.conditions] } satisfies NodeEvent);
     }),
     recordError: assign({ lastError: (_, error: unknown) => message(error), reclaiming: null }),
-    recordEviction: assign(({ context }, choice: EvictionChoice) => ({ evicting: choice, lastEviction: choice, evictions: context.evictions + 1 })),
-    evict: sendParent(({ context }): NodeEvent => {
-      const choice = context.evicting!;
-      return {
-        type: 'NODE.EVICT_POD',
-        uid: choice.uid,
-        gracePeriodSeconds: choice.gracePeriodSeconds,
-        status: { reason: 'Evicted', message: choice.message, disruptionReason: 'TerminationByKubelet' },
-      };
+    /** A failed local-storage check: said, and the round goes on to the thresholds. */
+    recordLimitsError: assign({ lastError: (_, error: unknown) => message(error) }),
+    recordEvictions: assign(({ context }, choices: EvictionChoice[]) => ({ evicting: choices, lastEviction: choices.at(-1) ?? null, evictions: context.evictions + choices.length })),
+    /**
+     * NODE.EVICT_POD for each pod evicted: Failed, reason Evicted, and the DisruptionTarget
+     * condition when `disruptionReason` is given (a threshold's eviction; localStorageEviction
+     * passes evictPod no condition).
+     */
+    evict: enqueueActions(({ context, enqueue }, params: { disruptionReason: string | null }) => {
+      for (const choice of context.evicting) {
+        enqueue.sendParent({
+          type: 'NODE.EVICT_POD',
+          uid: choice.uid,
+          gracePeriodSeconds: choice.gracePeriodSeconds,
+          status: { reason: 'Evicted', message: choice.message, ...(params.disruptionReason ? { disruptionReason: params.disruptionReason } : {}) },
+        } satisfies NodeEvent);
+      }
     }),
-    forgetEvicting: assign({ evicting: null }),
+    forgetEvicting: assign({ evicting: [] }),
   },
 }).createMachine({
   id: 'evictionManager',
@@ -128,7 +153,7 @@ export const evictionManagerMachine = setup({
     observations: {},
     conditions: [],
     reclaiming: null,
-    evicting: null,
+    evicting: [],
     evictions: 0,
     lastEviction: null,
     lastError: null,
@@ -139,8 +164,26 @@ export const evictionManagerMachine = setup({
     observing: {
       invoke: {
         src: 'observe',
-        onDone: { target: 'judging', actions: [{ type: 'recordRound', params: ({ event }) => event.output }] },
+        onDone: { target: 'enforcingLimits', actions: [{ type: 'recordRound', params: ({ event }) => event.output }] },
         onError: { target: 'waiting', actions: [{ type: 'recordError', params: ({ event }: { event: ErrorActorEvent }) => event.error }] },
+      },
+    },
+    // Local storage first; a round that evicts for it stops there (synchronize).
+    enforcingLimits: {
+      invoke: {
+        src: 'localStorageEviction',
+        onDone: [
+          {
+            guard: ({ event }) => event.output.length > 0,
+            target: 'awaitingCleanup',
+            actions: [
+              { type: 'recordEvictions', params: ({ event }) => event.output },
+              { type: 'evict', params: { disruptionReason: null } },
+            ],
+          },
+          { target: 'judging' },
+        ],
+        onError: { target: 'judging', actions: [{ type: 'recordLimitsError', params: ({ event }: { event: ErrorActorEvent }) => event.error }] },
       },
     },
     judging: {
@@ -167,7 +210,10 @@ export const evictionManagerMachine = setup({
           {
             guard: ({ event }) => event.output !== null,
             target: 'awaitingCleanup',
-            actions: [{ type: 'recordEviction', params: ({ event }) => event.output! }, 'evict'],
+            actions: [
+              { type: 'recordEvictions', params: ({ event }) => [event.output!] },
+              { type: 'evict', params: { disruptionReason: 'TerminationByKubelet' } },
+            ],
           },
           { target: 'waiting' },
         ],
@@ -183,7 +229,7 @@ export const evictionManagerMachine = setup({
         checking: {
           invoke: {
             src: 'podCleanedUp',
-            input: ({ context }) => ({ uid: context.evicting!.uid }),
+            input: ({ context }) => ({ uids: context.evicting.map((c) => c.uid) }),
             onDone: [{ guard: ({ event }) => event.output, target: '#evictionManager.observing' }, { target: 'pausing' }],
             onError: { target: 'pausing' },
           },
@@ -206,7 +252,12 @@ export function evictionManagerWith(effects: EvictionEffects) {
       selectPod: fromPromise(({ input }: { input: { threshold: Threshold; observations: Observations; maxPodGracePeriodSeconds: number } }) =>
         effects.selectPod(input.threshold, input.observations, input.maxPodGracePeriodSeconds),
       ),
-      podCleanedUp: fromPromise(({ input }: { input: { uid: string } }) => effects.podCleanedUp(input.uid)),
+      localStorageEviction: fromPromise(() => effects.localStorageEviction()),
+      // All of them, in order, the first still there ending the check (waitForPodsCleanup).
+      podCleanedUp: fromPromise(async ({ input }: { input: { uids: string[] } }) => {
+        for (const uid of input.uids) if (!(await effects.podCleanedUp(uid))) return false;
+        return true;
+      }),
     },
   });
 }

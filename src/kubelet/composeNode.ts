@@ -52,6 +52,7 @@ import type { NodeDns } from '../kuberuntime/dns.ts';
 import { systemMounter } from '../volumes/mounter.ts';
 import { TokenManager } from '../volumes/tokens.ts';
 import { StatsProvider } from '../stats/provider.ts';
+import type { ContainerManager } from '../cm/containerManager.ts';
 import { createPodsLogic } from './dispatch.ts';
 import { type PodStartObserver, PodStartupLatency } from './podStartupLatency.ts';
 import { type NodeLoopName, nodeLoops } from './nodeLoops.ts';
@@ -85,6 +86,13 @@ interface NodeDeps {
   metrics?: Partial<NodeMetrics>;
   /** The machine's memory when it is not the host's (sim:// simulates its machine's): total and free. */
   machineMemory?: () => { totalBytes: number; freeBytes: number };
+  /** The node's cgroups (--cgroups-per-qos), started; absent: none are kept. */
+  podCgroups?: ContainerManager;
+  /**
+   * What the runtime's Status said it supports, read at start (StatusResponse.features); absent:
+   * it did not answer then, and admission does not check what depends on it.
+   */
+  runtimeFeatures?: { supplementalGroupsPolicy: boolean };
 }
 
 /**
@@ -111,6 +119,8 @@ export interface Node {
   podActor(uid: string): PodActor | undefined;
   /** Every pod actor there is, by UID. */
   podActors(): Map<string, PodActor>;
+  /** The pods admitted and neither terminating nor terminated. */
+  activePods(): Pod[];
   /** What `/healthz` reports as wrong (null: healthy). */
   unhealthyReason(): string | null;
   /** The runtime calls that hang, each with its pod and how long it has waited (`/healthz?verbose`). */
@@ -151,7 +161,7 @@ export function composeNode(deps: NodeDeps): Node {
   // In a cluster events go to the API too (correlated, rate-limited); a standalone node logs them.
   const recorder = cluster ? new ApiEventRecorder({ api: cluster.api, nodeName: config.nodeName, clock, log }) : loggingRecorder(log);
   const nodeRecord = new NodeRecord();
-  const nodeInfo = admissionNode(config, cluster, nodeRecord);
+  const nodeInfo = admissionNode(config, cluster, nodeRecord, deps.runtimeFeatures);
   const podsDir = path.join(config.rootDir, 'pods');
   // The cluster's Services, for the service link variables (null until the first list).
   let services: Service[] | null = null;
@@ -187,6 +197,7 @@ export function composeNode(deps: NodeDeps): Node {
     ...(cluster ? { services: () => services } : {}),
     podsDir,
     mounter,
+    ...(deps.podCgroups ? { podCgroups: deps.podCgroups } : {}),
     ...(tokens ? { tokens } : {}),
     ...(metrics.containerStarted ? { containerStarted: metrics.containerStarted.bind(metrics) } : {}),
     ...(startup ? { imagePull: (uid: string, stage: 'started' | 'finished') => (stage === 'started' ? startup.pullStarted(uid) : startup.pullFinished(uid)) } : {}),
@@ -282,7 +293,11 @@ export function composeNode(deps: NodeDeps): Node {
         runtime: {
           runningPodUids: () => relister.runningPodUids(),
           killOrphanPod: (uid) => killOrphanPod(runtimeDeps, uid),
-          removeOrphanedPodDirs: (isOrphan) => removeOrphanedPodDirs(runtimeDeps, isOrphan),
+          removeOrphanedPodDirs: async (isOrphan) => {
+            await removeOrphanedPodDirs(runtimeDeps, isOrphan);
+            // And their cgroups (kubelet_pods.go cleanupOrphanedPodCgroups).
+            await deps.podCgroups?.removeOrphans(isOrphan);
+          },
           // Housekeeping runs only once every source has been seen: the kubelet's allSourcesReady.
           collectGarbage: async (isPodDeleted) => void (await collectContainerGarbage({ runtime, now, log }, gcPolicy, isPodDeleted, true)),
         },
@@ -335,6 +350,7 @@ export function composeNode(deps: NodeDeps): Node {
   syncLoop.subscribe({ error: (err) => log('error', 'syncLoop failed', { err }) });
   syncLoop.start();
   recorder.event(nodeReference(config.nodeName), 'Normal', 'Starting', 'Starting kubelet.');
+  if (deps.podCgroups?.enforcesAllocatable) recorder.event(nodeReference(config.nodeName), 'Normal', 'NodeAllocatableEnforced', 'Updated Node Allocatable limit across pods');
   return {
     syncLoop,
     podManager,
@@ -345,6 +361,7 @@ export function composeNode(deps: NodeDeps): Node {
       for (const [id, actor] of Object.entries(syncLoop.system.getAll())) if (id.startsWith(actorId(''))) actors.set(id.slice(actorId('').length), actor as PodActor);
       return actors;
     },
+    activePods: parts.pods.active,
     unhealthyReason: () => unhealthyReason(syncLoop.getSnapshot().context, now()),
     hangingCalls: () => describeHanging(callsInFlight.hanging(), now()),
     ...(statusWriter ? { statusWriter } : {}),
@@ -364,7 +381,7 @@ export function composeNode(deps: NodeDeps): Node {
  * labels, allocatable and taints, as the kubelet's getNodeAnyWay), else the node the agent would
  * register; a standalone node checks the pod count only.
  */
-function admissionNode(config: NodeConfig, cluster: ClusterDeps | undefined, record: NodeRecord): () => NodeInfo {
+function admissionNode(config: NodeConfig, cluster: ClusterDeps | undefined, record: NodeRecord, runtimeFeatures?: { supplementalGroupsPolicy: boolean }): () => NodeInfo {
   const labels = nodeLabels(config.nodeName, config.nodeLabels, { os: 'linux', arch: goArch(os.arch()) });
   const base: NodeInfo = {
     name: config.nodeName,
@@ -374,6 +391,8 @@ function admissionNode(config: NodeConfig, cluster: ClusterDeps | undefined, rec
     taints: cluster ? config.registerWithTaints : [],
     allowedUnsafeSysctls: config.allowedUnsafeSysctls,
     appArmorEnabled: hostAppArmorEnabled(),
+    // A runtime that sends no features (containerd 1.6) does not support Strict: the kubelet refuses those pods.
+    ...(runtimeFeatures ? { supplementalGroupsPolicySupported: runtimeFeatures.supplementalGroupsPolicy } : {}),
   };
   return () => {
     const node = record.node;

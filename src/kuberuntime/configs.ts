@@ -32,7 +32,7 @@ function portMappings(pod: Pod): PortMapping[] {
   return mappings;
 }
 
-export function sandboxConfig(pod: Pod, attempt: number, logsRoot: string, dns?: DnsConfig): PodSandboxConfig {
+export function sandboxConfig(pod: Pod, attempt: number, logsRoot: string, dns?: DnsConfig, cgroupParent?: string): PodSandboxConfig {
   const { hostname } = podHostnameAndDomain(pod, '');
   return {
     metadata: {
@@ -48,6 +48,8 @@ export function sandboxConfig(pod: Pod, attempt: number, logsRoot: string, dns?:
     annotations: { ...pod.metadata.annotations },
     ...(dns ? { dnsConfig: dns } : {}),
     linux: {
+      // The pod's own cgroup, where the node keeps one: the runtime puts the sandbox and the containers under it.
+      ...(cgroupParent ? { cgroupParent } : {}),
       securityContext: sandboxSecurityContext(pod),
       // Admitted against the node's allowlist already; passed as written.
       sysctls: Object.fromEntries((pod.spec.securityContext?.sysctls ?? []).map(({ name, value }) => [name, value])),

@@ -27,6 +27,16 @@ import { type ExecuteResult, type StartContext, type StartDeps, type SyncMemory,
 import { TerminationOrdering } from './terminationOrder.ts';
 
 /** What carrying out a plan reads of the node: what a container's start reads, and the pod-wide parts. */
+/** The pods' cgroups (src/cm), where the node keeps them (--cgroups-per-qos). */
+export interface PodCgroups {
+  /** The pod's cgroup: its sandbox's cgroup parent. */
+  parentOf(pod: Pod): string;
+  /** Makes the pod's cgroup with its limits if it is missing. */
+  ensurePod(pod: Pod): Promise<void>;
+  /** Removes the terminated pod's cgroup. */
+  destroyPod(pod: Pod): Promise<void>;
+}
+
 export interface RuntimeDeps extends StartDeps {
   /** Where pod log directories go (the kubelet uses /var/log/pods). */
   podLogsRoot: string;
@@ -34,6 +44,8 @@ export interface RuntimeDeps extends StartDeps {
   tokens?: TokenManager;
   /** Puts memory-backed volumes on tmpfs; absent: they are on disk. */
   mounter?: Mounter;
+  /** The pods' cgroups; absent: the runtime's defaults (no pod or QoS cgroups). */
+  podCgroups?: PodCgroups;
   /**
    * Told of every container start attempted (not one held back by its crash-loop backoff), with
    * the waiting reason it failed with: the kubelet's started-containers metrics.
@@ -119,6 +131,7 @@ export async function setUpVolumes(deps: RuntimeDeps, pod: Pod): Promise<string 
       {
         podsDir: deps.podsDir,
         now: deps.now,
+        log: deps.log,
         mounter: deps.mounter ?? diskOnly,
         ...(deps.objects ? { objects: deps.objects } : {}),
         ...(deps.tokens ? { tokens: deps.tokens } : {}),
@@ -172,7 +185,7 @@ export async function executePlan(
 
   let sandboxId = actions.sandboxId;
   const dns = deps.dns ? podDns(pod, deps.dns) : undefined;
-  const config = sandboxConfig(pod, actions.attempt, deps.podLogsRoot, dns?.config);
+  const config = sandboxConfig(pod, actions.attempt, deps.podLogsRoot, dns?.config, deps.podCgroups?.parentOf(pod));
   if (actions.createSandbox) {
     for (const warning of dns?.warnings ?? []) deps.recorder.event(podReference(pod), 'Warning', warning.reason, warning.message);
     try {

@@ -74,6 +74,7 @@ export async function readPodStatus(
       imageRef: status.imageRef,
       hash: status.annotations[Annotation.containerHash] ?? '',
       restartCount: intAnnotation(status.annotations, Annotation.restartCount),
+      ...(status.user ? { user: status.user } : {}),
     });
   }
   containers.sort((a, b) => newestFirst({ createdAt: a.createdAt, attempt: a.restartCount }, { createdAt: b.createdAt, attempt: b.restartCount }));

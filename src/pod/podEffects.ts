@@ -96,6 +96,9 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
       const before = await readPodStatus(io.runtime, pod.metadata.uid, opts);
       const current = publish(pod, before, memory, false, probes);
       if (isTerminalPhase(current.phase)) return outcome(pod, before, memory, current);
+      // The pod's cgroup before anything of it starts (kubelet.go SyncPod, pcm.EnsureExists).
+      const cgroupError = await deps.podCgroups?.ensurePod(pod).then(() => null, (err: unknown) => (err instanceof Error ? err.message : String(err)));
+      if (cgroupError) return outcome(pod, before, memory, current, { errors: [cgroupError] });
       const volumeError = await setUpVolumes(io, pod);
       if (volumeError) return outcome(pod, before, memory, current, { errors: [volumeError] });
       const actions = computePodActions(pod, before, probes ?? noProbeResults);
@@ -135,12 +138,15 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
       if (!removeRuntime) {
         // Terminated but still desired (a finished Job's pod): its volumes come off, its directory stays.
         await tearDownVolumes(io, pod.metadata.uid, { removeDir: false });
+        await deps.podCgroups?.destroyPod(pod);
         return;
       }
       await removePodRuntime(io, status, opts);
       await rm(podLogDirectory(deps.podLogsRoot, pod), { recursive: true, force: true });
       // The pod's volumes and directory (its managed /etc/hosts) go with it (the volume manager's teardown, cleanupOrphanedPodDirs).
       await tearDownVolumes(io, pod.metadata.uid, { removeDir: true });
+      // Its cgroup once nothing of it runs (kubelet.go SyncTerminatedPod, pcm.Destroy).
+      await deps.podCgroups?.destroyPod(pod);
       deps.log('info', 'Removed pod from runtime', { pod: podRef(pod) });
     },
   };

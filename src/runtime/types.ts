@@ -29,14 +29,24 @@ interface RuntimeCondition {
   message: string;
 }
 
+/** CRI RuntimeFeatures: what the runtime implements, whatever its handler. */
+export interface RuntimeFeatures {
+  /** It applies supplementalGroupsPolicy (Strict too) and reports ContainerStatus.user. */
+  supplementalGroupsPolicy: boolean;
+}
+
 export interface RuntimeStatusInfo {
   conditions: RuntimeCondition[];
+  /** StatusResponse.features; absent: the runtime sends none (containerd 1.6 does not know the field). */
+  features?: RuntimeFeatures;
   /**
    * With `verbose`: the image the runtime runs its sandboxes from (containerd's sandbox_image, in
    * its verbose status's config), which image garbage collection must keep: containerd 1.6 does
    * not pin it.
    */
   sandboxImage?: string;
+  /** With `verbose`: the runtime makes cgroups through systemd (containerd's SystemdCgroup), where it says. */
+  systemdCgroup?: boolean;
 }
 
 export interface PodSandboxMetadata {
@@ -237,6 +247,18 @@ export interface ContainerFilter {
   labelSelector?: KeyValueMap;
 }
 
+/** CRI LinuxContainerUser: the identity the container's first process started with. */
+export interface LinuxContainerUser {
+  uid: number;
+  gid: number;
+  supplementalGroups: number[];
+}
+
+/** CRI ContainerUser. */
+export interface ContainerUser {
+  linux?: LinuxContainerUser;
+}
+
 export interface ContainerStatus {
   id: string;
   metadata: ContainerMetadata;
@@ -254,6 +276,8 @@ export interface ContainerStatus {
   labels: KeyValueMap;
   annotations: KeyValueMap;
   logPath: string;
+  /** The process's identity, when the runtime reports it (containerd 2.0 does; containerd 1.6 does not). */
+  user?: ContainerUser;
 }
 
 export interface ExecResult {

@@ -189,10 +189,11 @@ export class StatsProvider {
    * The pods' stats from ListPodSandboxStats, or the containers' from ListContainerStats when it
    * fails. The kubelet falls back only on UNIMPLEMENTED (cri_stats_provider.go
    * listPodStatsStrictlyFromCRI; its default, with PodAndContainerStatsFromCRI off, is
-   * ListContainerStats). Statelet gives sandboxes no cgroup parent (it manages no pod cgroups),
-   * and containerd 1.6 then fails every ListPodSandboxStats with UNKNOWN "failed to get cgroup
-   * metrics for sandbox …: cgroupPath is empty", while its ListContainerStats works: so any failure
-   * falls back, said once in the log. A runtime that is down fails ListContainerStats as well.
+   * ListContainerStats). containerd 1.6 answers ListPodSandboxStats only for sandboxes with a
+   * cgroup parent: with --cgroups-per-qos=false (or where the agent cannot make cgroups) it fails
+   * every call with UNKNOWN "failed to get cgroup metrics for sandbox …: cgroupPath is empty",
+   * while its ListContainerStats works: so any failure falls back, said once in the log. A runtime
+   * that is down fails ListContainerStats as well.
    */
   private async podStats(): Promise<RuntimeStats['stats']> {
     try {

@@ -9,6 +9,7 @@ import type {
   Container,
   ContainerState,
   ContainerStatus,
+  ContainerUser,
   Pod,
   PodCondition,
   PodPhase,
@@ -18,6 +19,7 @@ import { isStaticPod, isSidecar, restartPolicyOf } from '../api/types.ts';
 import { sandboxChange, shouldRestart } from '../kuberuntime/computePodActions.ts';
 import type { RuntimeContainerStatus, RuntimePodStatus, WaitingReason } from '../api/runtimeView.ts';
 import type { KillStatus } from '../events.ts';
+import type { ContainerUser as RuntimeContainerUser } from '../runtime/types.ts';
 
 export interface StatusInput {
   pod: Pod;
@@ -233,6 +235,9 @@ function containerStatus(
     containerID: `${runtimeName}://${newest.id}`,
     started: running && (input.started?.[newest.id] ?? !container.startupProbe),
   };
+  // The newest instance's user, only when the runtime reports one.
+  const user = apiContainerUser(newest.user);
+  if (user) status.user = user;
   const waiting = input.reasons[container.name];
   const restartable = isInit && !isSidecar(container) ? initShouldRestart(pod, newest) : shouldRestart(pod, newest);
   if (waiting && !running && restartable && !input.podIsTerminal) {
@@ -245,6 +250,20 @@ function containerStatus(
     status.ready = status.started === true && (input.readiness?.[newest.id] ?? !container.readinessProbe);
   }
   return status;
+}
+
+/**
+ * The runtime's ContainerStatus.user as the API's `containerStatuses[].user`
+ * (pkg/kubelet/kuberuntime/kuberuntime_container_linux.go toKubeContainerUser, then
+ * kubelet_pods.go convertToAPIContainerStatuses): none when the runtime reports none (containerd
+ * 1.6 does not), `{}` when it reports no Linux part, else its uid, gid and supplemental groups
+ * (left out when there are none, as the API's JSON omits an empty list).
+ */
+export function apiContainerUser(user: RuntimeContainerUser | undefined): ContainerUser | undefined {
+  if (!user) return undefined;
+  if (!user.linux) return {};
+  const { uid, gid, supplementalGroups } = user.linux;
+  return { linux: { uid, gid, ...(supplementalGroups.length ? { supplementalGroups: [...supplementalGroups] } : {}) } };
 }
 
 function initShouldRestart(pod: Pod, status: RuntimeContainerStatus): boolean {
@@ -358,7 +377,7 @@ function conditions(
   }
   // DisruptionTarget says why the pod is going (an eviction); once set it stays (the kubelet keeps it through later syncs).
   const kept = previous.find((p) => p.type === 'DisruptionTarget');
-  const disruption: PodCondition | undefined = input.killStatus
+  const disruption: PodCondition | undefined = input.killStatus?.disruptionReason
     ? { type: 'DisruptionTarget', status: 'True', reason: input.killStatus.disruptionReason, message: input.killStatus.message, lastProbeTime: null, lastTransitionTime: kept?.lastTransitionTime ?? now }
     : kept;
   if (disruption) list.push(disruption);

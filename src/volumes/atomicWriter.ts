@@ -31,7 +31,7 @@ export function payloadPathProblem(file: string): string | null {
 /** `2006_01_02_15_04_05` in UTC, as the kubelet names its data directories. */
 const stamp = (now: Date) => now.toISOString().replace(/\.\d+Z$/, '').replace(/[-:T]/g, '_');
 
-async function unchanged(dir: string, files: readonly FileToWrite[]): Promise<boolean> {
+async function unchanged(dir: string, files: readonly FileToWrite[], diskMode: (mode: number) => number): Promise<boolean> {
   const old = await readlink(path.join(dir, DATA)).catch(() => null);
   if (!old) return false;
   const visible = (await readdir(dir)).filter((name) => !name.startsWith('..'));
@@ -40,19 +40,30 @@ async function unchanged(dir: string, files: readonly FileToWrite[]): Promise<bo
   for (const file of files) {
     const at = path.join(dir, old, file.path);
     const [content, info] = await Promise.all([readFile(at).catch(() => null), stat(at).catch(() => null)]);
-    if (!content || !info || !content.equals(file.content) || (info.mode & 0o777) !== file.mode) return false;
+    if (!content || !info || !content.equals(file.content) || (info.mode & 0o777) !== diskMode(file.mode)) return false;
   }
   return true;
 }
 
+/**
+ * What a volume's plugin does to the files besides writing them: `setPerms` runs once a new set is
+ * written, before it becomes visible, and fails the write with its error (the plugins give the
+ * volume to the pod's fsGroup there: atomic_writer.go Write, step 7); `diskMode` is the mode a
+ * file written with `mode` has once it ran, for telling an unchanged set.
+ */
+interface WriteOptions {
+  setPerms?: () => Promise<void>;
+  diskMode?: (mode: number) => number;
+}
+
 /** Writes `files` into `dir`; returns whether anything changed. */
-export async function writeAtomically(dir: string, files: readonly FileToWrite[], now: Date): Promise<boolean> {
+export async function writeAtomically(dir: string, files: readonly FileToWrite[], now: Date, options: WriteOptions = {}): Promise<boolean> {
   for (const file of files) {
     const problem = payloadPathProblem(file.path);
     if (problem) throw new Error(problem);
   }
   await mkdir(dir, { recursive: true });
-  if (await unchanged(dir, files)) return false;
+  if (await unchanged(dir, files, options.diskMode ?? ((mode) => mode))) return false;
   const old = await readlink(path.join(dir, DATA)).catch(() => null);
   const fresh = `..${stamp(now)}.${randomBytes(5).toString('hex')}`;
   await mkdir(path.join(dir, fresh), { mode: 0o755 });
@@ -63,6 +74,7 @@ export async function writeAtomically(dir: string, files: readonly FileToWrite[]
     await writeFile(at, file.content);
     await chmod(at, file.mode);
   }
+  await options.setPerms?.();
   const tmp = path.join(dir, `${DATA}_tmp`);
   await rm(tmp, { force: true });
   await symlink(fresh, tmp);

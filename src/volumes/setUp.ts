@@ -15,6 +15,9 @@
  *   of the TokenRequest API (tokens.ts);
  * - hostPath (pkg/volume/hostpath): the node's path itself, checked (and created, for the
  *   `…OrCreate` types) by its `type`.
+ * With the pod's `securityContext.fsGroup`, each volume but hostPath is given to that group
+ * (volumeOwnership.ts): an emptyDir once, after its directory is made and before its marker; a
+ * payload volume each time a new set of files is written, before it becomes visible.
  * Teardown unmounts what was mounted under the pod, forgets its tokens and removes its directory.
  */
 import { chmod, lstat, mkdir, rm, writeFile } from 'node:fs/promises';
@@ -22,6 +25,7 @@ import path from 'node:path';
 import type { Pod } from '../api/types.ts';
 import { amount, type ResourceAmounts } from '../api/quantity.ts';
 import type { ObjectReader } from '../client/objects.ts';
+import type { Logger } from '../log.ts';
 import { writeAtomically } from './atomicWriter.ts';
 import { mkdirAll } from './mkdirAll.ts';
 import { type Mounter, tmpfsSizeBytes } from './mounter.ts';
@@ -38,6 +42,8 @@ import {
   volumeDir,
 } from './plan.ts';
 import type { TokenSource } from './tokens.ts';
+import { fileModeWithFsGroup } from './ownership.ts';
+import { type OwnershipFs, setVolumeOwnership } from './volumeOwnership.ts';
 
 /** A volume that could not be set up, with the kubelet's `MountVolume.SetUp failed …` message. */
 class VolumeSetUpError extends Error {
@@ -54,6 +60,10 @@ interface VolumeDeps {
   /** The node's allocatable amounts: the limit a container leaves unset (downwardAPI resourceFieldRef), the tmpfs size. */
   allocatable?: ResourceAmounts;
   now(): number;
+  /** Where a refused fsGroup change is reported (once per cause); absent: not reported. */
+  log?: Logger;
+  /** The calls the fsGroup change makes (tests); the system's by default. */
+  ownershipFs?: OwnershipFs;
 }
 
 /** The service-account token lifetime when a projection does not say (the API's default). */
@@ -123,12 +133,44 @@ async function prepareDir(deps: VolumeDeps, pod: Pod, volume: PodVolume, dir: st
   await deps.mounter.mountTmpfs(dir, tmpfsSizeBytes(deps.allocatable?.['memory'], podMemoryLimit(pod), sizeLimit));
 }
 
+/** The causes of refused fsGroup changes each logger was told of already. */
+const refusalsLogged = new WeakMap<Logger, Set<string>>();
+
+/**
+ * Gives the volume at `dir` to the pod's fsGroup, if it has one (the plugins' SetVolumeOwnership
+ * call, no fsGroupChangePolicy: theirs is nil). What the system refuses is passed over; its cause
+ * (`EPERM`: the agent is not root) is logged once, and the pod goes on.
+ */
+async function giveToFsGroup(deps: VolumeDeps, pod: Pod, volume: PodVolume, dir: string, readOnly: boolean): Promise<void> {
+  const fsGroup = pod.spec.securityContext?.fsGroup;
+  if (fsGroup === undefined) return;
+  const { refusals } = await setVolumeOwnership(dir, fsGroup, { readOnly }, deps.ownershipFs);
+  const log = deps.log;
+  if (!log || refusals.length === 0) return;
+  const logged = refusalsLogged.get(log) ?? new Set<string>();
+  refusalsLogged.set(log, logged);
+  const cause = refusals[0]!.code ?? refusals[0]!.message;
+  if (logged.has(cause)) return;
+  logged.add(cause);
+  log('warn', "Cannot give a volume's files to the pod's fsGroup; the pod goes on without it (not logged again for this cause)", {
+    pod: `${pod.metadata.namespace}/${pod.metadata.name}`,
+    volume: volume.name,
+    fsGroup,
+    refused: refusals.length,
+    err: refusals[0]!,
+  });
+}
+
 async function setUpEmptyDir(deps: VolumeDeps, pod: Pod, volume: PodVolume): Promise<void> {
   const dir = volumeDir(deps.podsDir, pod, volume);
   await prepareDir(deps, pod, volume, dir, volume.emptyDir?.medium === 'Memory');
   const marker = path.join(deps.podsDir, pod.metadata.uid, 'plugins', PLUGIN_DIRS.emptyDir, volume.name);
   if (await lstat(path.join(marker, 'ready')).catch(() => null)) return;
   await chmod(dir, 0o777);
+  // empty_dir.go SetUpAt: the ownership change's own failure does not fail the setup.
+  await giveToFsGroup(deps, pod, volume, dir, false).catch((err: unknown) =>
+    deps.log?.('warn', "Cannot give a volume's files to the pod's fsGroup", { pod: `${pod.metadata.namespace}/${pod.metadata.name}`, volume: volume.name, err }),
+  );
   await mkdirAll(marker, 0o750);
   await writeFile(path.join(marker, 'ready'), '');
 }
@@ -142,7 +184,15 @@ async function writePayload(deps: VolumeDeps, pod: Pod, volume: PodVolume): Prom
   if ('error' in payload) throw new Error(payload.error);
   // ConfigMaps are on disk; secrets, the downward API and projections in memory.
   await prepareDir(deps, pod, volume, dir, !volume.configMap);
-  await writeAtomically(dir, payload.files, new Date(deps.now()));
+  // Their plugins mount these volumes read-only: the group may read, not write. The whole volume
+  // is walked, as a first write makes files outside the new data directory too.
+  const fsGroup = pod.spec.securityContext?.fsGroup;
+  await writeAtomically(
+    dir,
+    payload.files,
+    new Date(deps.now()),
+    fsGroup === undefined ? {} : { setPerms: () => giveToFsGroup(deps, pod, volume, dir, true), diskMode: (mode) => fileModeWithFsGroup(mode, true) },
+  );
 }
 
 async function payloadOf(deps: VolumeDeps, pod: Pod, volume: PodVolume, maxAgeMs: number | undefined): Promise<Payload> {

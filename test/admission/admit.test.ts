@@ -28,6 +28,31 @@ describe('admitPod', () => {
     expect(admitPod(named('a'), [], node)).toEqual({ admit: true });
   });
 
+  describe('supplementalGroupsPolicy (rejectPodAdmissionBasedOnSupplementalGroupsPolicy)', () => {
+    const withPolicy = (policy?: 'Merge' | 'Strict') => named('g', { securityContext: { supplementalGroups: [4000], ...(policy ? { supplementalGroupsPolicy: policy } : {}) } });
+    it.each<[string, 'Merge' | 'Strict' | undefined, boolean | undefined, string]>([
+      ['Strict where the runtime lacks the feature: refused', 'Strict', false, 'SupplementalGroupsPolicyNotSupported'],
+      ['Strict where the runtime has it: admitted', 'Strict', true, 'admit'],
+      ['Merge where the runtime lacks it: admitted (what the runtime does anyway)', 'Merge', false, 'admit'],
+      ['no policy where the runtime lacks it: admitted', undefined, false, 'admit'],
+      ["Strict before the runtime's features are known: not checked", 'Strict', undefined, 'admit'],
+    ])('%s', (_case, policy, supported, want) => {
+      const n: NodeInfo = supported === undefined ? node : { ...node, supplementalGroupsPolicySupported: supported };
+      expect(reason(withPolicy(policy), [], n)).toBe(want);
+    });
+
+    it("says so in the kubelet's words, after the OS checks and before the node's capacity", () => {
+      const lacking = { ...node, supplementalGroupsPolicySupported: false };
+      expect(admitPod(withPolicy('Strict'), [named('x'), named('y'), named('z')], lacking)).toEqual({
+        admit: false,
+        reason: 'SupplementalGroupsPolicyNotSupported',
+        message: 'SupplementalGroupsPolicy=Strict is not supported in this node',
+      });
+      const windows = named('w', { os: { name: 'windows' }, securityContext: { supplementalGroupsPolicy: 'Strict' } } as Partial<Pod['spec']>);
+      expect(reason(windows, [], lacking)).toBe('PodOSNotSupported');
+    });
+  });
+
   describe('sysctls', () => {
     const withSysctls = (...names: string[]) => named('s', { securityContext: { sysctls: names.map((name) => ({ name, value: '1' })) } });
     it('admits safe sysctls and those --allowed-unsafe-sysctls names; refuses the rest with SysctlForbidden, before anything else', () => {

@@ -149,6 +149,11 @@ describe('parseCommandLine: defaults and forms', () => {
       containerLogMaxFiles: 5,
       containerLogMonitorIntervalMs: 10_000,
       seccompDefault: false,
+      cgroupsPerQos: true,
+      cgroupRoot: '',
+      cgroupDriver: 'cgroupfs',
+      enforceNodeAllocatable: ['pods'],
+      podMaxPids: -1,
       evictionHard: { 'memory.available': '100Mi', 'nodefs.available': '10%', 'nodefs.inodesFree': '5%', 'imagefs.available': '15%' },
       evictionSoft: {},
       evictionSoftGracePeriod: {},
@@ -672,12 +677,23 @@ describe('KubeletConfiguration file', () => {
   });
 
   it('returns a warning per unknown field and still maps the known ones', () => {
-    const result = parseKubeletConfig(`${HEADER}maxPods: 4\nfeatureGates: {Foo: true}\ncgroupDriver: systemd\n`, 'k.yaml');
+    const result = parseKubeletConfig(`${HEADER}maxPods: 4\nfeatureGates: {Foo: true}\ncpuManagerPolicy: static\n`, 'k.yaml');
     expect(result.settings).toEqual({ maxPods: 4 });
     expect(result.warnings).toEqual([
       'k.yaml: ignoring field "featureGates", which statelet does not support',
-      'k.yaml: ignoring field "cgroupDriver", which statelet does not support',
+      'k.yaml: ignoring field "cpuManagerPolicy", which statelet does not support',
     ]);
+  });
+
+  it('refuses the systemd cgroup driver, and takes cgroupfs', () => {
+    expect(() => parseKubeletConfig(`${HEADER}cgroupDriver: systemd\n`, 'k.yaml')).toThrow(/cgroupfs driver only/);
+    expect(parseKubeletConfig(`${HEADER}cgroupDriver: cgroupfs\ncgroupsPerQOS: false\npodPidsLimit: 100\nenforceNodeAllocatable: [pods]\n`, 'k.yaml').settings).toEqual({
+      cgroupDriver: 'cgroupfs',
+      cgroupsPerQos: false,
+      podMaxPids: 100,
+      enforceNodeAllocatable: ['pods'],
+    });
+    expect(() => parseKubeletConfig(`${HEADER}enforceNodeAllocatable: [pods, system-reserved]\n`, 'k.yaml')).toThrow(/--system-reserved-cgroup/);
   });
 
   it('has config-file defaults that differ from flag defaults only in readOnlyPort', () => {

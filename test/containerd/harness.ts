@@ -15,6 +15,7 @@ import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { agentCgroupRoots, removeCgroupTree } from '../support/agentProcess.ts';
 
 export const BUSYBOX_IMAGE = 'statelet.local/busybox:1';
 export const PAUSE_IMAGE = 'statelet.local/pause:1';
@@ -145,6 +146,8 @@ export async function startContainerd(): Promise<ContainerdInstance | null> {
       stopping ??= (async () => {
         process.removeListener('exit', onExit);
         await run(DOWN, [workDir], DOWN_TIMEOUT_MS);
+        // Its containers gone, the cgroups the test agents kept for them are empty: remove them too.
+        await removeAgentCgroups();
       })();
       return stopping;
     },
@@ -152,4 +155,9 @@ export async function startContainerd(): Promise<ContainerdInstance | null> {
       await run(RESTART, [workDir, String(downSeconds)], UP_TIMEOUT_MS);
     },
   };
+}
+
+/** Removes the cgroup trees the agents of this test file kept (see runStatelet), now empty. */
+async function removeAgentCgroups(): Promise<void> {
+  for (const root of agentCgroupRoots) await removeCgroupTree(root);
 }

@@ -2,15 +2,19 @@
  * Security-context scenarios that must tell the same story on sim:// and on containerd: the pod's
  * user and group, a read-only root filesystem, capabilities dropped, the pid namespace per container
  * or shared, seccomp, sysctls (a safe one set, an unsafe one refused at admission), CPU and memory
- * limits in the container's cgroup with the pod's QoS class, and runAsNonRoot refused before the
- * container is created. Each is observed
+ * limits in the container's cgroup with the pod's QoS class, runAsNonRoot refused before the
+ * container is created, an emptyDir given to the pod's fsGroup, and the container's user in its
+ * status where the runtime reports it. Each is observed
  * from inside the container (CRI ExecSync, which runs as the container's process does) or through
  * the pod's status.
  */
+import { access, readFile, rm } from 'node:fs/promises';
+import path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import type { Pod } from '../../src/api/types.ts';
 import { hostAppArmorEnabled } from '../../src/node/machineInfo.ts';
 import { containerStatus } from '../support/agentProcess.ts';
+import { asRootOrSkip } from '../support/asRoot.ts';
 import { type ScenarioRuntime, agentFixture } from './scenarios.ts';
 
 /** A script that runs until stopped, and names itself so pid 1 can be told apart. */
@@ -30,6 +34,7 @@ spec:
 `;
   return {
     'ids.yaml': pod('ids', '\n  securityContext: { runAsUser: 1000, runAsGroup: 3000 }'),
+    'strict.yaml': pod('strict', '\n  securityContext: { supplementalGroups: [4000], supplementalGroupsPolicy: Strict }'),
     'readonly.yaml': pod('readonly', '', '\n      securityContext: { readOnlyRootFilesystem: true }'),
     'nocaps.yaml': pod('nocaps', '', '\n      securityContext: { capabilities: { drop: [ALL] } }'),
     'unknowncap.yaml': pod('unknowncap', '', '\n      securityContext: { capabilities: { add: [FLY] } }'),
@@ -40,6 +45,12 @@ spec:
     'burstable.yaml': pod('burstable', '', '\n      resources: { requests: { cpu: 50m, memory: 32Mi } }'),
     'sysctl.yaml': pod('sysctl', '\n  securityContext: { sysctls: [{ name: net.ipv4.ip_unprivileged_port_start, value: "80" }] }'),
     'apparmor.yaml': pod('apparmor', '', '\n      securityContext: { appArmorProfile: { type: RuntimeDefault } }'),
+    'transient.yaml': pod('transient', ''),
+    'fsgroup.yaml': pod(
+      'fsgroup',
+      '\n  securityContext: { runAsUser: 1000, fsGroup: 2000 }\n  volumes: [{ name: data, emptyDir: {} }]',
+      '\n      volumeMounts: [{ name: data, mountPath: /data }]',
+    ),
     'unsafe-sysctl.yaml': pod('unsafe-sysctl', '\n  securityContext: { sysctls: [{ name: kernel.msgmax, value: "65536" }] }'),
     // dd as the container's own process, its 200 MB buffer far over the 32Mi limit.
     'oom.yaml': `
@@ -71,6 +82,23 @@ export function defineSecurityScenarios(runtime: ScenarioRuntime): void {
     it("runs the container as the pod's user and group", async () => {
       const { stdout } = await exec(await running('ids'), 'id -u; id -g');
       expect(stdout).toBe('1000\n3000\n');
+    });
+
+    it("reports the container's user in its status where the runtime reports it (sim://; not containerd 1.6)", async () => {
+      const pod = await running('ids');
+      // CRI: a runtime with the supplemental_groups_policy feature reports ContainerStatus.user.
+      const reports = (await fixture.cri.status()).features?.supplementalGroupsPolicy === true;
+      const user = containerStatus(pod, 'app')?.user;
+      if (reports) expect(user).toEqual({ linux: { uid: 1000, gid: 3000, supplementalGroups: [3000] } });
+      else expect(user).toBeUndefined();
+    });
+
+    it("gives an emptyDir to the pod's fsGroup: its group, setgid, writable by the pod's user", async () => {
+      if (!asRootOrSkip("the fsGroup scenario (the node gives the volume to group 2000)")) return;
+      const pod = await running('fsgroup');
+      // The file the pod's user makes there belongs to the group too: the directory's setgid bit.
+      const result = await exec(pod, "id -u; stat -c '%g %a' /data; touch /data/x && stat -c %g /data/x");
+      expect(result).toMatchObject({ exitCode: 0, stdout: '1000\n2000 2777\n2000\n' });
     });
 
     it('refuses writes to a read-only root filesystem', async () => {
@@ -122,6 +150,48 @@ export function defineSecurityScenarios(runtime: ScenarioRuntime): void {
     it('kills a container that goes over its memory limit: OOMKilled, exit code 137, restarted as its policy says', async () => {
       const pod = await fixture.agent.waitForPod('oom', (p) => (containerStatus(p, 'app')?.restartCount ?? 0) >= 1, 60_000);
       expect(containerStatus(pod, 'app')?.lastState?.terminated).toMatchObject({ reason: 'OOMKilled', exitCode: 137 });
+    });
+
+    it('keeps the kubelet\'s cgroups: kubepods, a cgroup per QoS class and per pod with its values, removed with the pod', async () => {
+      // containerd: the host's cgroupfs (v1 on these machines); sim://: its tree under --root-dir, laid out as v2.
+      const mount = runtime.endpoint().startsWith('sim://') ? path.join(fixture.agent.rootDir, 'sim-cgroup') : '/sys/fs/cgroup';
+      const v2 = await access(path.join(mount, 'cgroup.controllers')).then(() => true, () => false);
+      const kubepods = `${path.basename(fixture.agent.rootDir)}/kubepods`;
+      const file = (cgroup: string, v1: string, v2name: string) => (v2 ? path.join(mount, cgroup, v2name) : path.join(mount, v1.split('.')[0]!, cgroup, v1));
+      const read = async (cgroup: string, v1: string, v2name: string) => (await readFile(file(cgroup, v1, v2name), 'utf8')).trim();
+      const podCgroup = async (name: string, qos: string) => `${kubepods}${qos}/pod${(await running(name)).metadata.uid}`;
+      // cpu.shares on v1; on v2 the kubelet's own conversion to cpu.weight (1 + (shares − 2) × 9999 / 262142).
+      const shares = (cgroup: string) => read(cgroup, 'cpu.shares', 'cpu.weight');
+      const weight = (s: number) => String(v2 ? 1 + Math.floor(((s - 2) * 9999) / 262142) : s);
+
+      const guaranteed = await podCgroup('guaranteed', '');
+      expect(await shares(guaranteed)).toBe(weight(102));
+      expect((await read(guaranteed, 'cpu.cfs_quota_us', 'cpu.max')).split(' ')[0]).toBe('10000');
+      expect(await read(guaranteed, 'memory.limit_in_bytes', 'memory.max')).toBe('67108864');
+      const burstable = await podCgroup('burstable', '/burstable');
+      expect(await shares(burstable)).toBe(weight(51));
+      expect(['-1', 'max']).toContain((await read(burstable, 'cpu.cfs_quota_us', 'cpu.max')).split(' ')[0]);
+      const besteffort = await podCgroup('ids', '/besteffort');
+      expect(await shares(besteffort)).toBe(weight(2));
+      // The QoS levels: besteffort the minimum, burstable the Burstable pods' CPU requests (50m here).
+      expect(await shares(`${kubepods}/besteffort`)).toBe(weight(2));
+      expect(await shares(`${kubepods}/burstable`)).toBe(weight(51));
+      expect(Number(await shares(kubepods))).toBeGreaterThan(Number(weight(1024)));
+
+      // Deleted, the pod's cgroup goes with it.
+      const transient = await podCgroup('transient', '/besteffort');
+      await access(file(transient, 'cpu.shares', 'cpu.weight'));
+      await rm(path.join(fixture.dir, 'transient.yaml'));
+      await vi.waitFor(async () => expect(await access(file(transient, 'cpu.shares', 'cpu.weight')).then(() => 'there', () => 'gone')).toBe('gone'), { timeout: 30_000, interval: 250 });
+    });
+
+    it('runs a pod with supplementalGroupsPolicy Strict where the runtime supports it, and refuses it where it does not', async () => {
+      if ((await fixture.cri.status()).features?.supplementalGroupsPolicy === true) {
+        expect((await exec(await running('strict'), 'id -G')).stdout.trim()).toBe('0 4000');
+        return;
+      }
+      const refused = await fixture.agent.waitForPod('strict', (p) => p.status?.phase === 'Failed');
+      expect(refused.status).toMatchObject({ reason: 'SupplementalGroupsPolicyNotSupported', message: 'Pod was rejected: SupplementalGroupsPolicy=Strict is not supported in this node' });
     });
 
     it('refuses a pod that needs an AppArmor profile where the host does not enforce AppArmor, as the kubelet does', async () => {

@@ -1,8 +1,10 @@
 /**
  * The eviction manager machine (src/eviction/evictionManager.ts) with fake effects and a
  * SimulatedClock, run as the child of a stand-in syncLoop that records what it is sent: one round
- * per monitoring interval, NODE.PRESSURE when the conditions change, node-level reclaim before
- * eviction, one NODE.EVICT_POD a round, and the wait for the evicted pod's cleanup.
+ * per monitoring interval, NODE.PRESSURE when the conditions change, the local-storage evictions
+ * first (several a round, no DisruptionTarget, no threshold eviction after them), node-level
+ * reclaim before eviction, one NODE.EVICT_POD a round for a threshold, and the wait for the evicted
+ * pods' cleanup.
  */
 import { describe, expect, it, vi } from 'vitest';
 import { type EventObject, SimulatedClock, createActor, setup } from 'xstate';
@@ -37,7 +39,9 @@ interface HarnessOptions {
   maxPodGracePeriodSeconds?: number;
   reclaim?: (threshold: Threshold) => Observations | null;
   choice?: EvictionChoice | null;
-  cleanedUp?: (call: number) => boolean;
+  /** The pods over a local-storage limit at the n-th check (0-based); the last entry repeats; none by default. */
+  overLimits?: (EvictionChoice[] | Error)[];
+  cleanedUp?: (call: number, uid: string) => boolean;
 }
 
 const settle = async () => {
@@ -53,15 +57,22 @@ function harness(options: HarnessOptions) {
     ...(state.disk !== undefined ? { 'nodefs.available': { available: state.disk, capacity: 100 * Gi, time: clock.now() } } : {}),
   });
   let cleanupCalls = 0;
+  let limitChecks = 0;
   const effects = {
     observe: vi.fn(async (): Promise<Reading> => {
       const state = options.script[Math.min(reads++, options.script.length - 1)]!;
       if (state instanceof Error) throw state;
       return { observations: observationsOf(state), at: clock.now() };
     }),
+    localStorageEviction: vi.fn(async (): Promise<EvictionChoice[]> => {
+      const script = options.overLimits ?? [[]];
+      const over = script[Math.min(limitChecks++, script.length - 1)]!;
+      if (over instanceof Error) throw over;
+      return over;
+    }),
     reclaimNodeResources: vi.fn(async (threshold: Threshold) => (options.reclaim ? options.reclaim(threshold) : null)),
     selectPod: vi.fn(async (_threshold: Threshold, _observations: Observations, _max: number) => (options.choice === undefined ? hog : options.choice)),
-    podCleanedUp: vi.fn(async (_uid: string) => (options.cleanedUp ? options.cleanedUp(cleanupCalls++) : true)),
+    podCleanedUp: vi.fn(async (uid: string) => (options.cleanedUp ? options.cleanedUp(cleanupCalls++, uid) : true)),
   } satisfies EvictionEffects;
   const input: EvictionInput = {
     thresholds: options.thresholds,
@@ -104,6 +115,13 @@ const evict = (choice: EvictionChoice) => ({
   gracePeriodSeconds: choice.gracePeriodSeconds,
   status: { reason: 'Evicted', message: choice.message, disruptionReason: 'TerminationByKubelet' },
 });
+/** A local-storage eviction: no DisruptionTarget condition. */
+const evictForStorage = (choice: EvictionChoice) => ({
+  type: 'NODE.EVICT_POD',
+  uid: choice.uid,
+  gracePeriodSeconds: choice.gracePeriodSeconds,
+  status: { reason: 'Evicted', message: choice.message },
+});
 
 describe('evictionManager: rounds', () => {
   it('reads the node once per monitoring interval, and does nothing more while no threshold is met', async () => {
@@ -135,7 +153,7 @@ describe('evictionManager: rounds', () => {
     expect(h.effects.selectPod).toHaveBeenCalledExactlyOnceWith(memoryHard, { 'memory.available': { available: 400 * Mi, capacity: 4 * Gi, time: T0 + INTERVAL } }, 45);
     expect(h.effects.podCleanedUp).toHaveBeenCalledWith('uid-hog');
     expect(h.state()).toEqual({ awaitingCleanup: 'pausing' });
-    expect(h.context()).toMatchObject({ conditions: ['MemoryPressure'], evictions: 1, lastEviction: hog, evicting: hog, lastError: null });
+    expect(h.context()).toMatchObject({ conditions: ['MemoryPressure'], evictions: 1, lastEviction: hog, evicting: [hog], lastError: null });
     h.stop();
   });
 
@@ -155,6 +173,80 @@ describe('evictionManager: rounds', () => {
     expect(h.context().evictions).toBe(0);
     await h.advance(INTERVAL);
     expect(h.effects.selectPod).toHaveBeenCalledTimes(2);
+    h.stop();
+  });
+});
+
+const cache: EvictionChoice = { uid: 'uid-cache', pod: 'default/cache', gracePeriodSeconds: 1, message: 'Usage of EmptyDir volume "cache" exceeds the limit "1Mi". ' };
+const scratch: EvictionChoice = { uid: 'uid-scratch', pod: 'team/scratch', gracePeriodSeconds: 1, message: 'Container app exceeded its local ephemeral storage limit "1Mi". ' };
+
+describe('evictionManager: local storage limits', () => {
+  it('checks them every round, after the signals, and evicts nobody while no pod is over a limit', async () => {
+    const h = harness({ thresholds: [memoryHard], script: [{ memory: 2 * Gi }] });
+    await h.advance(2 * INTERVAL);
+    expect(h.effects.localStorageEviction).toHaveBeenCalledTimes(2);
+    expect(h.effects.observe.mock.invocationCallOrder[0]).toBeLessThan(h.effects.localStorageEviction.mock.invocationCallOrder[0]!);
+    expect(h.sent()).toEqual([]);
+    expect(h.state()).toBe('waiting');
+    h.stop();
+  });
+
+  it('evicts every pod over a limit in one round, without a DisruptionTarget condition, and waits for all of them', async () => {
+    const cleaned = new Set<string>();
+    const h = harness({
+      thresholds: [memoryHard],
+      script: [{ memory: 2 * Gi }],
+      overLimits: [[cache, scratch], []],
+      // cache is gone at once, scratch at the third look.
+      cleanedUp: (call, uid) => {
+        if (uid === 'uid-cache' || call >= 4) cleaned.add(uid);
+        return cleaned.has(uid);
+      },
+    });
+    await h.advance(INTERVAL);
+    expect(h.sent()).toEqual([evictForStorage(cache), evictForStorage(scratch)]);
+    expect(h.context()).toMatchObject({ evictions: 2, lastEviction: scratch, evicting: [cache, scratch] });
+    expect(h.manager.getSnapshot().matches('awaitingCleanup')).toBe(true);
+    expect(h.effects.podCleanedUp.mock.calls.map(([uid]) => uid)).toEqual(['uid-cache', 'uid-scratch']);
+    await h.advance(1_000);
+    expect(h.manager.getSnapshot().matches('awaitingCleanup')).toBe(true);
+    await h.advance(1_000);
+    // Both gone: the next round at once, with nobody over a limit.
+    expect(h.effects.observe).toHaveBeenCalledTimes(2);
+    expect(h.state()).toBe('waiting');
+    expect(h.context().evicting).toEqual([]);
+    expect(h.sent()).toHaveLength(2);
+    h.stop();
+  });
+
+  it('ends the round there: no threshold reclaim or eviction in a round that evicted for local storage', async () => {
+    const h = harness({ thresholds: [memoryHard], script: [{ memory: 400 * Mi }], overLimits: [[cache], []] });
+    await h.advance(INTERVAL);
+    // The conditions come first (the round's bookkeeping), then the local-storage eviction, and nothing else.
+    expect(h.sent()).toEqual([pressure('MemoryPressure'), evictForStorage(cache)]);
+    expect(h.effects.reclaimNodeResources).not.toHaveBeenCalled();
+    expect(h.effects.selectPod).not.toHaveBeenCalled();
+    // The round after cleanup, at once, has no fresher stats; the one after acts on the threshold.
+    await h.advance(INTERVAL);
+    expect(h.effects.selectPod).toHaveBeenCalledTimes(1);
+    expect(h.sent()).toEqual([pressure('MemoryPressure'), evictForStorage(cache), evict(hog)]);
+    expect(h.context().evictions).toBe(2);
+    h.stop();
+  });
+
+  it('keeps a failed check in lastError and goes on with the thresholds in the same round', async () => {
+    const h = harness({ thresholds: [memoryHard], script: [{ memory: 400 * Mi }], overLimits: [new Error('stats: summary unavailable'), []], cleanedUp: () => false });
+    await h.advance(INTERVAL);
+    expect(h.context().lastError).toBe('stats: summary unavailable');
+    expect(h.effects.selectPod).toHaveBeenCalledTimes(1);
+    expect(h.sent()).toEqual([pressure('MemoryPressure'), evict(hog)]);
+    h.stop();
+  });
+
+  it('checks them with no threshold configured at all', async () => {
+    const h = harness({ thresholds: [], script: [{ memory: 2 * Gi }], overLimits: [[scratch], []] });
+    await h.advance(INTERVAL);
+    expect(h.sent()).toEqual([evictForStorage(scratch)]);
     h.stop();
   });
 });
@@ -204,7 +296,7 @@ describe('evictionManager: waiting for the evicted pod', () => {
     expect(h.effects.observe).toHaveBeenCalledTimes(1);
     await h.advance(1_000);
     expect(h.state()).toBe('waiting');
-    expect(h.context().evicting).toBeNull();
+    expect(h.context().evicting).toEqual([]);
     const polls = h.effects.podCleanedUp.mock.calls.length;
     expect(polls).toBeGreaterThanOrEqual(30);
     expect(polls).toBeLessThanOrEqual(31);
@@ -225,7 +317,7 @@ describe('evictionManager: waiting for the evicted pod', () => {
     await h.advance(1_000);
     expect(h.state()).toBe('waiting');
     expect(h.effects.podCleanedUp).toHaveBeenCalledTimes(3);
-    expect(h.context()).toMatchObject({ evicting: null, lastEviction: hog, evictions: 1 });
+    expect(h.context()).toMatchObject({ evicting: [], lastEviction: hog, evictions: 1 });
     // The next round comes at once, and the node, fine now, is left alone.
     expect(h.effects.observe).toHaveBeenCalledTimes(2);
     await h.advance(INTERVAL);

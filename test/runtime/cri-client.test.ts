@@ -51,6 +51,8 @@ interface ServerState {
   eventsOpened: Signal<void>;
   eventsCancelled: Signal<void>;
   eventsMode: 'unimplemented' | 'stream';
+  /** StatusResponse.features as the runtime sends it; null: none (containerd 1.6). */
+  statusFeatures: { supplementalGroupsPolicy: boolean } | null;
 }
 
 const WIRE_CONTAINERS = [
@@ -110,7 +112,15 @@ function runtimeHandlers(state: ServerState): grpc.UntypedServiceImplementation 
       );
       callback(null, { containers });
     },
+    Status: (_call: grpc.ServerUnaryCall<unknown, unknown>, callback: grpc.sendUnaryData<object>) => {
+      callback(null, { status: { conditions: [{ type: 'RuntimeReady', status: true }] }, ...(state.statusFeatures ? { features: state.statusFeatures } : {}) });
+    },
     ContainerStatus: (call: grpc.ServerUnaryCall<{ containerId: string }, unknown>, callback: grpc.sendUnaryData<object>) => {
+      if (call.request.containerId === 'c2') {
+        // As containerd 2.0 reports it: the process's uid, gid and supplemental groups.
+        callback(null, { status: { id: 'c2', metadata: { name: 'proxy' }, state: 'CONTAINER_RUNNING', user: { linux: { uid: '1000', gid: '3000', supplementalGroups: ['3000', '2000', '50000'] } } } });
+        return;
+      }
       if (call.request.containerId !== 'c1') {
         callback({ code: grpc.status.NOT_FOUND, details: `container "${call.request.containerId}" not found` });
         return;
@@ -190,6 +200,7 @@ beforeAll(async () => {
     eventsOpened: new Signal(),
     eventsCancelled: new Signal(),
     eventsMode: 'unimplemented',
+    statusFeatures: null,
   };
   server = new grpc.Server();
   server.addService(serviceDefinition('RuntimeService'), runtimeHandlers(state));
@@ -297,6 +308,20 @@ describe('CriClient', () => {
       labels: { app: 'web' },
       logPath: '/var/log/pods/x/app/1.log',
     });
+  });
+
+  it("reads ContainerStatus.user when the runtime reports it, and leaves it out when it does not (containerd 1.6)", async () => {
+    expect((await client.containerStatus('c2')).user).toEqual({ linux: { uid: 1000, gid: 3000, supplementalGroups: [3000, 2000, 50000] } });
+    expect(await client.containerStatus('c1')).not.toHaveProperty('user');
+  });
+
+  it("reads the runtime's features from its Status, none when it sends none (containerd 1.6)", async () => {
+    expect(await client.status()).toEqual({ conditions: [{ type: 'RuntimeReady', status: true, reason: '', message: '' }] });
+    state.statusFeatures = { supplementalGroupsPolicy: true };
+    expect((await client.status()).features).toEqual({ supplementalGroupsPolicy: true });
+    state.statusFeatures = { supplementalGroupsPolicy: false };
+    expect((await client.status()).features).toEqual({ supplementalGroupsPolicy: false });
+    state.statusFeatures = null;
   });
 
   it('turns an error status into a CriError naming the call', async () => {

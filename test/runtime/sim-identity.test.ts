@@ -33,6 +33,12 @@ describe('sim:// container identity', () => {
     expect(idOutput(identity, '')).toBe('uid=1000 gid=3000 groups=3000,2000');
   });
 
+  it('gives the listed groups only, under Strict as under Merge (sim:// images have no /etc/group to merge)', () => {
+    const listed = { ...base, runAsUser: 1000, runAsGroup: 3000, supplementalGroups: [2000, 4000] };
+    expect(identityOf({ ...listed, supplementalGroupsPolicy: 'Strict' }, command).groups).toEqual([3000, 2000, 4000]);
+    expect(identityOf({ ...listed, supplementalGroupsPolicy: 'Merge' }, command).groups).toEqual([3000, 2000, 4000]);
+  });
+
   it('filters system calls unless unconfined or privileged', () => {
     const seccomp = (context: LinuxContainerSecurityContext) => /Seccomp:\t(\d)/.exec(procStatus(identityOf(context, command)))?.[1];
     expect(seccomp({ ...base, seccomp: { profileType: 'RuntimeDefault' } })).toBe('2');

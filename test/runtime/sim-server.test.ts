@@ -76,6 +76,21 @@ describe('sim:// over gRPC', () => {
     ]);
   });
 
+  it("reports the supplementalGroupsPolicy feature, and each container's user as its process started", async () => {
+    expect((await client.status()).features).toEqual({ supplementalGroupsPolicy: true });
+    const pod = podConfig('who');
+    const sandbox = await client.runPodSandbox(pod);
+    const context = { privileged: false, namespaceOptions: {}, readonlyRootfs: false, noNewPrivs: false, maskedPaths: [], readonlyPaths: [] };
+    const id = await client.createContainer(
+      sandbox,
+      { ...containerConfig(pod, 'app', ['sleep', '10']), linux: { securityContext: { ...context, runAsUser: 1000, runAsGroup: 3000, supplementalGroups: [2000, 4000], supplementalGroupsPolicy: 'Strict' } } },
+      pod,
+    );
+    expect((await client.containerStatus(id)).user).toEqual({ linux: { uid: 1000, gid: 3000, supplementalGroups: [3000, 2000, 4000] } });
+    const root = await client.createContainer(sandbox, containerConfig(pod, 'root', ['sleep', '10']), pod);
+    expect((await client.containerStatus(root)).user).toEqual({ linux: { uid: 0, gid: 0, supplementalGroups: [0] } });
+  });
+
   it('gives pod-network sandboxes unique 127.x addresses and host-network ones none', async () => {
     const a = await client.runPodSandbox(podConfig('a'));
     const b = await client.runPodSandbox(podConfig('b'));

@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { connect, createServer } from 'node:net';
@@ -293,6 +293,80 @@ describe('commands', () => {
       expect(h.stderr.join('')).toMatch(/can't create \/config\/mode: Read-only file system\n.*touch: \/config\/new: Read-only file system/s);
       expect(readFileSync(path.join(host, 'hosts'), 'utf8')).toBe('10.0.0.7\tweb\n10.0.0.8 db\n');
       expect(readFileSync(path.join(host, 'config', 'mode'), 'utf8')).toBe('fast');
+    } finally {
+      rmSync(host, { recursive: true, force: true });
+    }
+  });
+
+  it('holds a process that is not root to the host permission bits under its mounts, as Linux does; root passes', () => {
+    const host = mkdtempSync(path.join(os.tmpdir(), 'statelet-simfs-'));
+    try {
+      for (const [name, mode] of [['open', 0o777], ['closed', 0o755], ['team', 0o770]] as const) {
+        mkdirSync(path.join(host, name));
+        chmodSync(path.join(host, name), mode);
+      }
+      writeFileSync(path.join(host, 'closed', 'f'), 'agent\n');
+      chmodSync(path.join(host, 'closed', 'f'), 0o644);
+      const mounts = ['open', 'closed', 'team'].map((name) => ({ containerPath: `/${name}`, hostPath: path.join(host, name), readonly: false }));
+      // uid 4242 is neither the agent nor root; the agent's own group is one of its groups or not.
+      const agentGroup = process.getgid!();
+      const script = `
+        touch /open/x && echo x >> /open/x && mkdir -p /open/d/e && echo open
+        touch /closed/y || echo "touch $?"
+        echo z >> /closed/f || echo "append $?"
+        mkdir /closed/d || echo "mkdir $?"
+        rm /closed/f || echo "rm $?"
+        touch /team/t && echo team
+      `;
+      const stranger = sh(script, { fs: new SimFs(mounts, false, { uid: 4242, gid: 4242, groups: [4242] }) });
+      expect(stranger.stdout.join('')).toBe('open\ntouch 1\nappend 1\nmkdir 1\nrm 1\n');
+      expect(stranger.stderr.join('')).toBe(
+        [
+          'touch: /closed/y: Permission denied',
+          "sh: can't create /closed/f: Permission denied",
+          "mkdir: can't create directory '/closed/d': Permission denied",
+          "rm: can't remove '/closed/f': Permission denied",
+          'touch: /team/t: Permission denied',
+          '',
+        ].join('\n'),
+      );
+      expect(readFileSync(path.join(host, 'open', 'x'), 'utf8')).toBe('x\n');
+      expect(readFileSync(path.join(host, 'closed', 'f'), 'utf8')).toBe('agent\n');
+      const member = sh('touch /team/t && echo team', { fs: new SimFs(mounts, false, { uid: 4242, gid: 4242, groups: [4242, agentGroup] }) });
+      expect(member.stdout.join('')).toBe('team\n');
+      const root = sh('touch /closed/y && echo z >> /closed/f && echo root', { fs: new SimFs(mounts, false, { uid: 0, gid: 0, groups: [0] }) });
+      expect(root.stdout.join('')).toBe('root\n');
+    } finally {
+      rmSync(host, { recursive: true, force: true });
+    }
+  });
+
+  it('stat -c shows the owner, group and mode of a mounted path, and says what it cannot show', () => {
+    const host = mkdtempSync(path.join(os.tmpdir(), 'statelet-simfs-'));
+    try {
+      mkdirSync(path.join(host, 'data'));
+      chmodSync(path.join(host, 'data'), 0o2775);
+      writeFileSync(path.join(host, 'data', 'f'), '');
+      chmodSync(path.join(host, 'data', 'f'), 0o640);
+      const fs = new SimFs([{ containerPath: '/data', hostPath: path.join(host, 'data'), readonly: false }]);
+      const h = sh(`
+        stat -c %g /data
+        stat -c '%u:%g %a %n %%' /data/f
+        stat -c %a /data/missing || echo "missing $?"
+        stat -c %a /tmp || echo "layer $?"
+        stat /data || echo "usage $?"
+      `, { fs });
+      const [uid, gid] = [process.getuid!(), process.getgid!()];
+      expect(h.stdout.join('')).toBe(`${gid}\n${uid}:${gid} 640 /data/f %\nmissing 1\nlayer 1\nusage 1\n`);
+      expect(h.stderr.join('')).toBe(
+        [
+          "stat: can't stat '/data/missing': No such file or directory",
+          "stat: sim:// knows owners only of mounted paths: '/tmp'",
+          'stat: sim:// supports stat -c FORMAT FILE... with %u %g %a %n %%',
+          '',
+        ].join('\n'),
+      );
+      expect(sh('stat -c %a /data', { fs }).stdout.join('')).toBe('2775\n');
     } finally {
       rmSync(host, { recursive: true, force: true });
     }

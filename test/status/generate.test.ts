@@ -7,6 +7,7 @@ import type { RuntimePodStatus } from '../../src/api/runtimeView.ts';
 import {
   ContainerStatusUnknownMessage,
   type StatusInput,
+  apiContainerUser,
   computePhase,
   generatePodStatus,
   withContainerReadiness,
@@ -625,5 +626,41 @@ describe('withContainerReadiness (readiness applied between syncs)', () => {
     const stopped = { ...base, containerStatuses: [running('a', true), { ...running('b', false), state: { terminated: { exitCode: 1 } } }] };
     const next = withContainerReadiness(pod, stopped, 'b', true, 0);
     expect(next.containerStatuses?.find((c) => c.name === 'b')?.ready).toBe(false);
+  });
+});
+
+describe('generatePodStatus: a kill status (an eviction)', () => {
+  it('makes the pod Failed with its reason and message, and adds DisruptionTarget only when it names a reason for it', () => {
+    const pod = basePod();
+    const runtime = baseRuntime(pod);
+    const message = 'Usage of EmptyDir volume "cache" exceeds the limit "1Mi". ';
+    const withCondition = generatePodStatus(input(pod, runtime, { killStatus: { reason: 'Evicted', message, disruptionReason: 'TerminationByKubelet' } }));
+    expect(withCondition).toMatchObject({ phase: 'Failed', reason: 'Evicted', message });
+    expect(withCondition.conditions?.find((c) => c.type === 'DisruptionTarget')).toMatchObject({ status: 'True', reason: 'TerminationByKubelet', message });
+    // A local-storage eviction (localStorageEviction passes no condition).
+    const without = generatePodStatus(input(pod, runtime, { killStatus: { reason: 'Evicted', message } }));
+    expect(without).toMatchObject({ phase: 'Failed', reason: 'Evicted', message });
+    expect(without.conditions?.some((c) => c.type === 'DisruptionTarget')).toBe(false);
+  });
+});
+
+describe("containerStatuses[].user (toKubeContainerUser)", () => {
+  it.each([
+    ['the runtime reports none (containerd 1.6): none', undefined, undefined],
+    ['uid, gid and groups', { linux: { uid: 1000, gid: 3000, supplementalGroups: [3000, 2000] } }, { linux: { uid: 1000, gid: 3000, supplementalGroups: [3000, 2000] } }],
+    ['root with no groups: the empty list left out, as the API omits it', { linux: { uid: 0, gid: 0, supplementalGroups: [] } }, { linux: { uid: 0, gid: 0 } }],
+    ['a user without its Linux part: an empty user', {}, {}],
+  ])('%s', (_case, runtimeUser, apiUser) => {
+    expect(apiContainerUser(runtimeUser)).toEqual(apiUser);
+  });
+
+  it("is the newest instance's, and is absent when the runtime does not report one", () => {
+    const pod = basePod({ containers: [ctr('a'), ctr('b')] });
+    const runtime = baseRuntime(pod);
+    setContainer(runtime, 'a', rc(ctr('a'), { id: 'a-2', user: { linux: { uid: 1000, gid: 3000, supplementalGroups: [3000] } } }));
+    runtime.containers.push(rc(ctr('a'), { id: 'a-1', state: 'CONTAINER_EXITED', createdAt: T0, user: { linux: { uid: 0, gid: 0, supplementalGroups: [0] } } }));
+    const status = generatePodStatus(input(pod, runtime));
+    expect(byName(status.containerStatuses, 'a').user).toEqual({ linux: { uid: 1000, gid: 3000, supplementalGroups: [3000] } });
+    expect(byName(status.containerStatuses, 'b')).not.toHaveProperty('user');
   });
 });

@@ -4,7 +4,7 @@
  * answers), each bounded by a timeout, never on fixed sleeps.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, readdir, rmdir } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -62,6 +62,11 @@ export interface AgentProcess {
 export async function runStatelet(args: string[], options: { rootDir?: string; command?: StateletCommand } = {}): Promise<AgentProcess> {
   const command = options.command ?? sourceCommand;
   const rootDir = options.rootDir ?? (await mkdtemp(path.join(os.tmpdir(), 'statelet-e2e-')));
+  // Each agent keeps its cgroups under a root of its own (a restarted agent on the same --root-dir
+  // finds its own again), so that agents running side by side never take each other's pod cgroups
+  // for orphans.
+  const cgroupRoot = args.some((a) => a.startsWith('--cgroup-root') || a.startsWith('--cgroups-per-qos')) ? undefined : `/${path.basename(rootDir)}`;
+  if (cgroupRoot) agentCgroupRoots.add(cgroupRoot);
   const readOnlyPort = await freePort();
   const healthzPort = await freePort();
   // Each agent's authenticated API on a port of its own, on loopback (tests listen there only).
@@ -84,6 +89,7 @@ export async function runStatelet(args: string[], options: { rootDir?: string; c
       String(kubeletPort),
       '--hostname-override',
       'e2e-node',
+      ...(cgroupRoot ? [`--cgroup-root=${cgroupRoot}`] : []),
       ...args,
     ],
     { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'], env: spawnEnv(command) },
@@ -162,6 +168,7 @@ export async function runStatelet(args: string[], options: { rootDir?: string; c
         await agent.waitForExit().catch(() => child.kill('SIGKILL'));
       }
       if (!options.rootDir) await removeAgentDir(rootDir);
+      if (cgroupRoot) await removeCgroupTree(cgroupRoot);
     },
   };
   await agent.waitForLog(/statelet is running|statelet: /);
@@ -184,4 +191,19 @@ export async function runStateletOnce(args: string[], command: StateletCommand =
 
 export function containerStatus(pod: Pod, name: string) {
   return [...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.containerStatuses ?? [])].find((s) => s.name === name);
+}
+
+/** Removes what the agent left of its cgroups on the host (empty ones; a cgroup that still holds processes stays). */
+/** The cgroup roots of the agents this process started: a containerd harness removes them once its containers are gone. */
+export const agentCgroupRoots = new Set<string>();
+
+export async function removeCgroupTree(cgroupRoot: string): Promise<void> {
+  const hierarchies = await readdir('/sys/fs/cgroup').catch(() => [] as string[]);
+  const remove = async (dir: string): Promise<void> => {
+    const entries = await readdir(dir, { withFileTypes: true }).catch(() => null);
+    if (!entries) return;
+    for (const entry of entries) if (entry.isDirectory()) await remove(path.join(dir, entry.name));
+    await rmdir(dir).catch(() => undefined);
+  };
+  for (const hierarchy of ['', ...hierarchies]) await remove(path.join('/sys/fs/cgroup', hierarchy, cgroupRoot));
 }

@@ -1,5 +1,5 @@
 /** The atomic writer (atomic_writer.go): the ..data layout, an unchanged set left alone, a new set swapped in whole. */
-import { lstatSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdtempSync, readFileSync, readdirSync, readlinkSync, rmSync, statSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -33,6 +33,32 @@ describe('writeAtomically', () => {
     expect(() => lstatSync(path.join(dir, 'B'))).toThrow(/ENOENT/);
     // The old data directory is gone: one timestamped directory, ..data, and the visible name.
     expect(readdirSync(dir).filter((n) => n.startsWith('..2')).length).toBe(1);
+  });
+
+  it("runs the plugin's setPerms once a new set is written and before it is visible, and fails the write with its error", async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'statelet-aw-'));
+    await writeAtomically(dir, [file('A', '1')], new Date());
+    const first = readlinkSync(path.join(dir, '..data'));
+    const seen: string[] = [];
+    const setPerms = async () => {
+      const fresh = readdirSync(dir).find((n) => n.startsWith('..2') && n !== first)!;
+      seen.push(readFileSync(path.join(dir, fresh, 'A'), 'utf8'), readlinkSync(path.join(dir, '..data')));
+    };
+    await writeAtomically(dir, [file('A', '2')], new Date(), { setPerms });
+    expect(seen).toEqual(['2', first]);
+    await expect(writeAtomically(dir, [file('A', '3')], new Date(), { setPerms: () => Promise.reject(new Error('walk failed')) })).rejects.toThrow('walk failed');
+    expect(readFileSync(path.join(dir, 'A'), 'utf8')).toBe('2');
+  });
+
+  it('tells an unchanged set by the modes its files have once setPerms ran (diskMode)', async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), 'statelet-aw-'));
+    const group = (mode: number) => mode | 0o440;
+    await writeAtomically(dir, [file('A', '1', 0o400)], new Date(), {
+      setPerms: async () => chmodSync(path.join(dir, readdirSync(dir).find((n) => n.startsWith('..2'))!, 'A'), 0o440),
+      diskMode: group,
+    });
+    expect(await writeAtomically(dir, [file('A', '1', 0o400)], new Date(), { diskMode: group })).toBe(false);
+    expect(await writeAtomically(dir, [file('A', '1', 0o400)], new Date())).toBe(true);
   });
 
   it.each([

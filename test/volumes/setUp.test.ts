@@ -1,5 +1,5 @@
 /** A pod's volumes on disk (setUp.ts): files, modes, which go on tmpfs, token projection and teardown, against a temporary directory and the in-memory API. */
-import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
+import { chown, lstat, mkdtemp, readFile, readdir, readlink, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -10,6 +10,7 @@ import type { Mounter } from '../../src/volumes/mounter.ts';
 import { setUpPodVolumes, tearDownPodVolumes } from '../../src/volumes/setUp.ts';
 import { TokenManager } from '../../src/volumes/tokens.ts';
 import { MemoryApi } from '../support/memoryApi.ts';
+import { asRootOrSkip } from '../support/asRoot.ts';
 
 const dirs: string[] = [];
 afterEach(async () => {
@@ -135,5 +136,78 @@ describe('tearDownPodVolumes', () => {
     expect(await readdir(podsDir)).toEqual(['u1']);
     await tearDownPodVolumes(deps, 'u1', { removeDir: true });
     expect(await readdir(podsDir)).toEqual([]);
+  });
+});
+
+describe("setUpPodVolumes with the pod's fsGroup", () => {
+  const withFsGroup = (volumes: unknown[], mounts: string[]) => pod(volumes, mounts, { securityContext: { fsGroup: 2000 } });
+  const owner = async (at: string) => {
+    const info = await lstat(at);
+    return `${info.gid} ${(info.mode & 0o7777).toString(8)}`;
+  };
+
+  it('gives an emptyDir to the group, setgid and group-writable, once: at its first setup', async () => {
+    if (!asRootOrSkip("an emptyDir given to the pod's fsGroup")) return;
+    const { deps, volumeDir } = await setUp();
+    const scratch = { name: 'scratch', emptyDir: {} };
+    await setUpPodVolumes(deps, withFsGroup([scratch], ['scratch']));
+    expect(await owner(volumeDir('empty-dir', 'scratch'))).toBe('2000 2777');
+    // Set up already (its marker is there): later syncs do not walk it again, as SetUpAt returns early.
+    await chown(volumeDir('empty-dir', 'scratch'), 0, 0);
+    await setUpPodVolumes(deps, withFsGroup([scratch], ['scratch']));
+    expect(await owner(volumeDir('empty-dir', 'scratch'))).toBe('0 2777');
+  });
+
+  it('gives secret and configMap files to the group, readable by it, before they become visible; an unchanged set is not written again', async () => {
+    if (!asRootOrSkip("payload volumes given to the pod's fsGroup")) return;
+    const { api, deps, volumeDir } = await setUp();
+    api.secrets.set('shop/creds', { data: { p: Buffer.from('pw').toString('base64') } });
+    api.configMaps.set('shop/cfg', { data: { a: '1' } });
+    const volumes = [
+      { name: 'creds', secret: { secretName: 'creds', defaultMode: 0o400 } },
+      { name: 'cfg', configMap: { name: 'cfg' } },
+    ];
+    await setUpPodVolumes(deps, withFsGroup(volumes, ['creds', 'cfg']));
+    const creds = volumeDir('secret', 'creds');
+    const data = await readlink(path.join(creds, '..data'));
+    expect(await owner(path.join(creds, data, 'p'))).toBe('2000 440');
+    expect(await owner(path.join(creds, data))).toBe('2000 2755');
+    expect(await owner(creds)).toBe('2000 2750');
+    expect(await owner(path.join(volumeDir('configmap', 'cfg'), '..data', 'a'))).toBe('2000 644');
+    await setUpPodVolumes(deps, withFsGroup(volumes, ['creds', 'cfg']));
+    expect(await readlink(path.join(creds, '..data'))).toBe(data);
+    // Without fsGroup the files keep the group they were written with.
+    const { api: api2, deps: deps2, volumeDir: volumeDir2 } = await setUp();
+    api2.secrets.set('shop/creds', { data: { p: Buffer.from('pw').toString('base64') } });
+    await setUpPodVolumes(deps2, pod([volumes[0]], ['creds']));
+    expect(await owner(path.join(volumeDir2('secret', 'creds'), '..data', 'p'))).toBe(`${process.getgid!()} 400`);
+  });
+
+  it("leaves a hostPath alone: it is the node's own path", async () => {
+    if (!asRootOrSkip("a hostPath next to the pod's fsGroup")) return;
+    const { deps, podsDir } = await setUp();
+    const host = path.join(podsDir, 'host');
+    await setUpPodVolumes(deps, withFsGroup([{ name: 'host', hostPath: { path: host, type: 'DirectoryOrCreate' } }], ['host']));
+    expect(await owner(host)).toBe(`${process.getgid!()} 755`);
+  });
+
+  it('sets the volume up when the system refuses the group, and says so once per cause', async () => {
+    const { deps, volumeDir } = await setUp();
+    const lines: unknown[][] = [];
+    const refusing = {
+      lstat: (at: string) => lstat(at),
+      stat: (at: string) => stat(at),
+      readdir: (at: string) => readdir(at),
+      lchown: async (at: string) => {
+        throw Object.assign(new Error(`EPERM: operation not permitted, lchown '${at}'`), { code: 'EPERM' });
+      },
+      chmod: async () => {},
+    };
+    const refused = { ...deps, ownershipFs: refusing, log: (...line: unknown[]) => void lines.push(line) };
+    await setUpPodVolumes(refused, withFsGroup([{ name: 'one', emptyDir: {} }, { name: 'two', emptyDir: {} }], ['one', 'two']));
+    expect(await readdir(volumeDir('empty-dir', 'one'))).toEqual([]);
+    expect(await readdir(volumeDir('empty-dir', 'two'))).toEqual([]);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatchObject(['warn', expect.stringContaining("Cannot give a volume's files to the pod's fsGroup"), { fsGroup: 2000, err: { code: 'EPERM' } }]);
   });
 });

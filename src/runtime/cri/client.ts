@@ -43,6 +43,7 @@ import {
   CONTAINER_EVENT_TYPES,
   CONTAINER_STATES,
   SANDBOX_STATES,
+  containerUserFromWire,
   enumValue,
   int64ToNumber,
   namespaceModeFromWire,
@@ -235,8 +236,10 @@ function versionFromWire(res: WireVersionResponse): VersionInfo {
 function runtimeStatusFromWire(res: WireStatusResponse): RuntimeStatusInfo {
   const conditions = res.status?.conditions ?? [];
   const info: RuntimeStatusInfo = { conditions: conditions.map(({ type, status, reason, message }) => ({ type, status, reason, message })) };
-  const sandboxImage = verboseConfig(res.info?.['config'])?.sandboxImage;
-  if (typeof sandboxImage === 'string' && sandboxImage) info.sandboxImage = sandboxImage;
+  const config = verboseConfig(res.info?.['config']);
+  if (typeof config?.sandboxImage === 'string' && config.sandboxImage) info.sandboxImage = config.sandboxImage;
+  if (typeof config?.systemdCgroup === 'boolean') info.systemdCgroup = config.systemdCgroup;
+  if (res.features) info.features = { supplementalGroupsPolicy: res.features.supplementalGroupsPolicy };
   return info;
 }
 
@@ -317,6 +320,7 @@ function containerStatusFromWire(status: WireContainerStatus): ContainerStatus {
     labels: { ...status.labels },
     annotations: { ...status.annotations },
     logPath: status.logPath,
+    ...((user) => (user ? { user } : {}))(containerUserFromWire(status.user)),
   };
 }
 

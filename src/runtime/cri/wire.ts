@@ -13,6 +13,7 @@ import {
   type AttachRequest,
   type ContainerState,
   type ContainerStatus,
+  type ContainerUser,
   type ExecRequest,
   type KeyValueMap,
   type PortForwardRequest,
@@ -184,6 +185,8 @@ export interface WireVersionResponse {
 export interface WireStatusResponse {
   status: { conditions: { type: string; status: boolean; reason: string; message: string }[] } | null;
   info: KeyValueMap;
+  /** Null from a runtime that does not send it (containerd 1.6). */
+  features: { supplementalGroupsPolicy: boolean } | null;
 }
 
 export interface WirePodSandbox {
@@ -213,7 +216,11 @@ export interface WireContainer {
   annotations: KeyValueMap;
 }
 
-/** As ContainerStatus, with the proto's own forms for the metadata, state, times and image. */
+export interface WireContainerUser {
+  linux: { uid: WireInt64; gid: WireInt64; supplementalGroups: WireInt64[] } | null;
+}
+
+/** As ContainerStatus, with the proto's own forms for the metadata, state, times, image and user. */
 export interface WireContainerStatus extends Pick<ContainerStatus, 'id' | 'exitCode' | 'imageRef' | 'reason' | 'message' | 'labels' | 'annotations' | 'logPath'> {
   metadata: WireContainerMetadata | null;
   state: WireEnum;
@@ -221,6 +228,8 @@ export interface WireContainerStatus extends Pick<ContainerStatus, 'id' | 'exitC
   startedAt: WireInt64;
   finishedAt: WireInt64;
   image: WireImageSpec | null;
+  /** Null from a runtime that does not report it (containerd 1.6). */
+  user: WireContainerUser | null;
 }
 
 export interface WireImage {
@@ -396,6 +405,20 @@ export function namespaceModeFromWire(wire: WireEnum): NamespaceMode | undefined
 /** A namespace mode by its proto name; unset is POD, the proto's zero value, as an absent field decodes. */
 export function namespaceModeToWire(mode: NamespaceMode | undefined): (typeof NAMESPACE_MODE_NAMES)[number] {
   return NAMESPACE_MODE_NAMES[mode ?? NamespaceMode.POD];
+}
+
+/** ContainerStatus.user as the wire carries it; none: null, as an absent message decodes. */
+export function containerUserToWire(user: ContainerUser | undefined): WireContainerUser | null {
+  if (!user) return null;
+  const linux = user.linux;
+  return { linux: linux ? { uid: String(linux.uid), gid: String(linux.gid), supplementalGroups: linux.supplementalGroups.map(String) } : null };
+}
+
+/** ContainerStatus.user from the wire: absent when the runtime sent none; a user without its Linux part stays so. */
+export function containerUserFromWire(wire: WireContainerUser | null | undefined): ContainerUser | undefined {
+  if (!wire) return undefined;
+  const linux = wire.linux;
+  return linux ? { linux: { uid: int64ToNumber(linux.uid), gid: int64ToNumber(linux.gid), supplementalGroups: linux.supplementalGroups.map(int64ToNumber) } } : {};
 }
 
 // ------------------------------------------------------------------------------------------------

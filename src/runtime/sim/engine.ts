@@ -20,6 +20,7 @@ import {
   type ContainerStats,
   type ContainerStatsFilter,
   type ContainerStatus,
+  type ContainerUser,
   type ExecResult,
   type ImageInfo,
   type KeyValueMap,
@@ -120,6 +121,8 @@ interface SimContainer extends Pick<ContainerStatus, 'id' | 'image' | 'imageRef'
   logPath: string;
   log: ContainerLog | null;
   fs: SimFs;
+  /** The identity its first process started with (ContainerStatus.user). */
+  user: ContainerUser;
   process: ShellProcess | null;
   execs: Set<ShellProcess>;
   /** Where the container's servers listen (the pod IP); created at start, closed at exit. */
@@ -256,6 +259,9 @@ export class SimEngine {
         { type: 'RuntimeReady', status: true, reason: '', message: '' },
         { type: 'NetworkReady', status: true, reason: '', message: '' },
       ],
+      // Strict is applied (identity.ts: a process has only the groups it is given) and each
+      // container's ContainerStatus.user is reported.
+      features: { supplementalGroupsPolicy: true },
     };
   }
 
@@ -399,7 +405,8 @@ export class SimEngine {
       reason: '',
       logPath,
       log: null,
-      fs: new SimFs(config.mounts, config.linux?.securityContext?.readonlyRootfs ?? false),
+      fs: new SimFs(config.mounts, config.linux?.securityContext?.readonlyRootfs ?? false, identity),
+      user: { linux: { uid: identity.uid, gid: identity.gid, supplementalGroups: [...identity.groups] } },
       process: null,
       execs: new Set(),
       network: null,
@@ -906,6 +913,7 @@ export class SimEngine {
       labels: container.config.labels,
       annotations: container.config.annotations,
       logPath: container.logPath,
+      user: container.user,
     };
   }
 }

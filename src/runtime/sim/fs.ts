@@ -10,8 +10,17 @@
  * files the agent prepares for a container (its /etc/hosts, volumes) are what its script sees.
  * The host may refuse (its disk full, read-only): that is a `HostFsError` the shell reports as sh
  * does, and the container goes on.
+ *
+ * The agent's own process does the writing, so the host would let it write wherever the agent may.
+ * A container process that is not root is held, under a mount, to the host file's permission bits
+ * as Linux holds it (owner, else group, else other; its uid, gid and groups from its identity): a
+ * file must be writable to be written, a directory writable and searchable to make or remove an
+ * entry in it, else "Permission denied". Root passes, as with the runtime's default
+ * CAP_DAC_OVERRIDE. What the container made under a mount is its own (on the host it is the
+ * agent's: `stat` shows the agent as its owner). Nothing else (reads, the container's own layer,
+ * ACLs) is checked.
  */
-import { type Stats, appendFileSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { type Stats, appendFileSync, lstatSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 
 /** Directories every image is assumed to have. They cannot be removed. */
 const BASE_DIRS: ReadonlySet<string> = new Set([
@@ -74,11 +83,37 @@ interface SimMount {
   readonly: boolean;
 }
 
+/** Who the container's processes are, for the permission checks under mounts. */
+interface SimWriter {
+  uid: number;
+  gid: number;
+  groups: readonly number[];
+}
+
+/** What `stat` shows of a path: owner, group and mode (with setuid, setgid and sticky). */
+export interface SimFileOwner {
+  uid: number;
+  gid: number;
+  mode: number;
+}
+
+const WRITE = 2;
+const SEARCH = 1;
+
+/** The permission bits (rwx as 4, 2, 1) `who` has on a host file: its owner's, else its group's, else others'. */
+function access(info: Stats, who: SimWriter): number {
+  if (info.uid === who.uid) return (info.mode >> 6) & 7;
+  if (info.gid === who.gid || who.groups.includes(info.gid)) return (info.mode >> 3) & 7;
+  return info.mode & 7;
+}
+
 export class SimFs {
   private readonly files = new Map<string, Content>();
   private readonly dirs = new Set<string>();
   /** Longest container path first, so a nested mount wins. */
   private readonly mounts: SimMount[];
+  /** The host paths this container made under its mounts: its own, whoever owns them on the host. */
+  private readonly made = new Set<string>();
 
   /**
    * `readOnlyRoot`: the container's root filesystem is read-only (readOnlyRootFilesystem); its
@@ -87,6 +122,8 @@ export class SimFs {
   constructor(
     mounts: readonly SimMount[] = [],
     private readonly readOnlyRoot = false,
+    /** Absent: root (no permission checks). */
+    private readonly writer?: SimWriter,
   ) {
     this.mounts = [...mounts].sort((a, b) => b.containerPath.length - a.containerPath.length);
   }
@@ -105,6 +142,42 @@ export class SimFs {
     const m = this.mounted(path);
     if (m) return m.mount.readonly;
     return this.readOnlyRoot && !/^\/(dev|proc|sys)(\/|$)/.test(path);
+  }
+
+  /**
+   * Throws "Permission denied" when a process that is not root may not write the host file `host`
+   * (it exists), or may not make or remove an entry in its directory (it does not, or `entry`).
+   */
+  private checkWrite(host: string, entry = false): void {
+    const who = this.writer;
+    if (!who || who.uid === 0) return;
+    if (!entry && this.made.has(host)) return;
+    const existing = entry ? undefined : hostStat(host);
+    let allowed: boolean;
+    if (existing) {
+      allowed = (access(existing, who) & WRITE) !== 0;
+    } else {
+      // The nearest directory there is (`mkdir -p` makes the ones between, its own too).
+      let dir = parentOf(host);
+      const between: string[] = [];
+      for (; dir !== '/' && !hostStat(dir); dir = parentOf(dir)) between.push(dir);
+      const info = hostStat(dir);
+      allowed = info !== undefined && (access(info, who) & (WRITE | SEARCH)) === (WRITE | SEARCH);
+      if (allowed) for (const made of [host, ...between]) this.made.add(made);
+    }
+    if (!allowed) throw new HostFsError('Permission denied');
+  }
+
+  /** The owner, group and mode of `path` (not following a last symlink, as `stat` does); null when missing; undefined outside mounts, where sim:// keeps none. */
+  owner(path: string): SimFileOwner | null | undefined {
+    const m = this.mounted(path);
+    if (!m) return undefined;
+    try {
+      const info = lstatSync(m.host);
+      return { uid: info.uid, gid: info.gid, mode: info.mode & 0o7777 };
+    } catch {
+      return null;
+    }
   }
 
   /** Makes `path` absolute against `cwd` and folds `.`, `..` and repeated slashes. */
@@ -157,7 +230,11 @@ export class SimFs {
   writeZeros(path: string, bytes: number): void {
     if (path === DEV_NULL) return;
     const m = this.mounted(path);
-    if (m) return m.mount.readonly ? undefined : hostCall(() => writeFileSync(m.host, Buffer.alloc(bytes)));
+    if (m) {
+      if (m.mount.readonly) return;
+      this.checkWrite(m.host);
+      return hostCall(() => writeFileSync(m.host, Buffer.alloc(bytes)));
+    }
     this.addParents(path);
     this.files.set(path, { zeros: bytes });
   }
@@ -166,7 +243,11 @@ export class SimFs {
   write(path: string, content: string): void {
     if (path === DEV_NULL) return;
     const m = this.mounted(path);
-    if (m) return m.mount.readonly ? undefined : hostCall(() => writeFileSync(m.host, content));
+    if (m) {
+      if (m.mount.readonly) return;
+      this.checkWrite(m.host);
+      return hostCall(() => writeFileSync(m.host, content));
+    }
     this.addParents(path);
     this.files.set(path, content);
   }
@@ -174,7 +255,11 @@ export class SimFs {
   append(path: string, text: string): void {
     if (path === DEV_NULL) return;
     const m = this.mounted(path);
-    if (m) return m.mount.readonly ? undefined : hostCall(() => appendFileSync(m.host, text));
+    if (m) {
+      if (m.mount.readonly) return;
+      this.checkWrite(m.host);
+      return hostCall(() => appendFileSync(m.host, text));
+    }
     this.addParents(path);
     const before = this.files.get(path);
     this.files.set(path, (before === undefined ? '' : contentText(before)) + text);
@@ -191,6 +276,7 @@ export class SimFs {
       if (!this.exists(path)) return 'missing';
       if (this.isDir(path) && !recursive) return 'is-directory';
       if (m.mount.readonly) return 'read-only';
+      this.checkWrite(m.host, true);
       hostCall(() => rmSync(m.host, { recursive: true, force: true }));
       return 'removed';
     }
@@ -209,6 +295,7 @@ export class SimFs {
     if (m) {
       if (!parents && !this.isDir(parentOf(path))) return 'no-parent';
       if (m.mount.readonly) return 'read-only';
+      this.checkWrite(m.host, true);
       hostCall(() => mkdirSync(m.host, { recursive: true }));
       return 'created';
     }

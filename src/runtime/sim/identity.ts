@@ -72,6 +72,9 @@ export function identityOf(context: LinuxContainerSecurityContext | undefined, c
   return {
     uid,
     gid,
+    // The primary group and the groups the kubelet lists (fsGroup, supplementalGroups). Merge would
+    // add the user's groups from the image's /etc/group, Strict would not (the runtime's rule);
+    // sim:// images have no /etc/group, so both policies give exactly these.
     groups: [...new Set([gid, ...(context?.supplementalGroups ?? [])])],
     // A process that is not root keeps no effective capabilities across exec (no ambient set).
     effective: uid === 0 ? set : 0n,

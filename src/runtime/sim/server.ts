@@ -27,6 +27,7 @@ import {
   CONTAINER_STATES,
   PROTOCOLS,
   SANDBOX_STATES,
+  containerUserToWire,
   enumValue,
   int64ToNumber,
   msToNs,
@@ -295,7 +296,16 @@ function wireContainer(container: Container): WireContainer {
 
 function wireContainerStatus(status: ContainerStatus): WireContainerStatus {
   const { exitCode, reason, message, logPath } = status;
-  return { ...wireContainerCommon(status), startedAt: msToNs(status.startedAt), finishedAt: msToNs(status.finishedAt), exitCode, reason, message, logPath };
+  return {
+    ...wireContainerCommon(status),
+    startedAt: msToNs(status.startedAt),
+    finishedAt: msToNs(status.finishedAt),
+    exitCode,
+    reason,
+    message,
+    logPath,
+    user: containerUserToWire(status.user),
+  };
 }
 
 function wireImage(image: ImageInfo): WireImage {
@@ -343,7 +353,14 @@ function runtimeHandlers(
   const unary = unaryHandlers<Omit<RuntimeServiceRpcs, 'GetContainerEvents'>>({
     Version: () => engine.version(),
     // Verbose, its config names its sandbox image, as containerd's does.
-    Status: (req) => ({ status: engine.status(), info: (req.verbose ? { config: JSON.stringify({ sandboxImage: SANDBOX_IMAGE }) } : {}) as Record<string, string> }),
+    Status: (req) => {
+      const { conditions, features } = engine.status();
+      return {
+        status: { conditions },
+        info: (req.verbose ? { config: JSON.stringify({ sandboxImage: SANDBOX_IMAGE }) } : {}) as Record<string, string>,
+        features: features ?? null,
+      };
+    },
     RunPodSandbox: (req) => ({
       podSandboxId: engine.runPodSandbox(sandboxConfig(req.config), req.runtimeHandler),
     }),

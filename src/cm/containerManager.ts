@@ -1,0 +1,116 @@
+/**
+ * The node's cgroups (pkg/kubelet/cm: container_manager_linux.go, qos_container_manager_linux.go,
+ * pod_container_manager_linux.go, node_container_manager_linux.go): at start the kubepods cgroup
+ * with the node's allocatable, and the burstable and besteffort cgroups; for each pod, before its
+ * sandbox, its own cgroup with its limits (the sandbox's cgroup parent); the pod's cgroup removed
+ * once it has terminated, and at housekeeping any pod cgroup no pod owns.
+ *
+ * The burstable cgroup's CPU shares follow the Burstable pods' requests: set again before each
+ * new pod cgroup and after each removal (the kubelet also does it every minute; here nothing else
+ * changes them).
+ */
+import type { QosClass } from '../api/qos.ts';
+import type { ResourceAmounts } from '../api/quantity.ts';
+import type { Pod } from '../api/types.ts';
+import type { Logger } from '../log.ts';
+import type { Cgroups } from './cgroupfs.ts';
+import { BESTEFFORT_CGROUP_CONFIG, burstableCgroupConfig, kubepodsCgroup, kubepodsCgroupConfig, podCgroup, podCgroupConfig, podUidOfCgroup, qosCgroup } from './podResources.ts';
+
+export interface ContainerManagerDeps {
+  cgroups: Cgroups;
+  /** --cgroup-root: where kubepods goes ('/' by default). */
+  cgroupRoot: string;
+  /** --pod-max-pids; -1 or 0: none. */
+  podPidsLimit: number;
+  /** --enforce-node-allocatable has `pods`: kubepods is limited to allocatable rather than capacity. */
+  enforcePods: boolean;
+  capacity: { milliCpu: number; memoryBytes: number; pids?: number };
+  /** --system-reserved and --kube-reserved summed (amounts: millicores, bytes, pids). */
+  reserved: ResourceAmounts;
+  /** The pods admitted and not terminated, whose requests the burstable cgroup shares. */
+  activePods(): Pod[];
+  log: Logger;
+}
+
+/** The error the kubelet's SyncPod reports when the pod cgroup cannot be made. */
+export class PodCgroupError extends Error {
+  override readonly name = 'PodCgroupError';
+}
+
+export class ContainerManager {
+  constructor(private readonly deps: ContainerManagerDeps) {}
+
+  get version(): 1 | 2 {
+    return this.deps.cgroups.version;
+  }
+
+  /** kubepods is limited to allocatable (the node records NodeAllocatableEnforced once started). */
+  get enforcesAllocatable(): boolean {
+    return this.deps.enforcePods;
+  }
+
+  /** The kubepods cgroup (`/kubepods` under --cgroup-root). */
+  get kubepods(): string {
+    return kubepodsCgroup(this.deps.cgroupRoot);
+  }
+
+  /** Makes kubepods and the QoS cgroups (enforceNodeAllocatableCgroups, QOSContainerManager.Start); rejects with the cgroup filesystem's error. */
+  async start(): Promise<void> {
+    const { cgroups, cgroupRoot } = this.deps;
+    await cgroups.create(kubepodsCgroup(cgroupRoot), kubepodsCgroupConfig(this.deps.capacity, this.deps.reserved, this.deps.enforcePods));
+    await cgroups.create(qosCgroup(cgroupRoot, 'Burstable'), burstableCgroupConfig(this.deps.activePods()));
+    await cgroups.create(qosCgroup(cgroupRoot, 'BestEffort'), BESTEFFORT_CGROUP_CONFIG);
+  }
+
+  /** The pod's cgroup, the sandbox's cgroup_parent. */
+  parentOf(pod: Pod): string {
+    return podCgroup(this.deps.cgroupRoot, pod);
+  }
+
+  /**
+   * Makes the pod's cgroup if it is missing (EnsureExists, after UpdateQOSCgroups); an existing
+   * one is left as it is (only a resize changes it).
+   */
+  async ensurePod(pod: Pod): Promise<void> {
+    const cgroup = this.parentOf(pod);
+    try {
+      if (await this.deps.cgroups.exists(cgroup)) return;
+      await this.updateBurstable([pod]);
+      await this.deps.cgroups.create(cgroup, podCgroupConfig(pod, this.deps.podPidsLimit));
+    } catch (err) {
+      throw new PodCgroupError(`failed to ensure that the pod: ${pod.metadata.uid} cgroups exist and are correctly applied: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+
+  /** Removes the terminated pod's cgroup, killing what is left in it (Destroy). */
+  async destroyPod(pod: Pod): Promise<void> {
+    await this.deps.cgroups.destroy(this.parentOf(pod));
+    await this.updateBurstable([]);
+  }
+
+  /** Removes the pod cgroups whose pod `isOrphan` (cleanupOrphanedPodCgroups); the number removed. */
+  async removeOrphans(isOrphan: (uid: string) => boolean): Promise<number> {
+    let removed = 0;
+    for (const qos of ['Guaranteed', 'Burstable', 'BestEffort'] as const satisfies readonly QosClass[]) {
+      const parent = qosCgroup(this.deps.cgroupRoot, qos);
+      for (const name of await this.deps.cgroups.children(parent)) {
+        const uid = podUidOfCgroup(name);
+        if (uid === null || !isOrphan(uid)) continue;
+        try {
+          await this.deps.cgroups.destroy(`${parent}/${name}`);
+          removed++;
+          this.deps.log('info', 'Removed the cgroup of a pod that is gone', { podUID: uid, cgroup: `${parent}/${name}` });
+        } catch (err) {
+          this.deps.log('error', 'Failed to remove an orphaned pod cgroup', { podUID: uid, cgroup: `${parent}/${name}`, err });
+        }
+      }
+    }
+    return removed;
+  }
+
+  private async updateBurstable(also: readonly Pod[]): Promise<void> {
+    const pods = [...this.deps.activePods()];
+    for (const pod of also) if (!pods.some((p) => p.metadata.uid === pod.metadata.uid)) pods.push(pod);
+    await this.deps.cgroups.update(qosCgroup(this.deps.cgroupRoot, 'Burstable'), burstableCgroupConfig(pods));
+  }
+}
