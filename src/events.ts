@@ -15,6 +15,7 @@
  *   POD.*      pod workers → pod: commands (UPDATE, SYNC, KILL, RELEASE);
  *              pod → pod workers: reports (SYNCED, TERMINATED, FINISHED), and its end (ENDED)
  *   CRI.*      a pod's effect actor → itself: each runtime call it made, for inspectors only
+ *   OOM.*      the OOM watcher's kernel log follower → the watcher: a system OOM, the log ended
  *   NODE.*     syncLoop → node status loop: the runtime's health changed (report it now);
  *              eviction manager → syncLoop → node status loop and pod workers: the node's
  *              pressure conditions changed; eviction manager → syncLoop → pod workers → pod: evict
@@ -163,6 +164,9 @@ export type NodeEvent =
   | { type: 'NODE.PRESSURE'; conditions: NodePressureCondition[] }
   | { type: 'NODE.EVICT_POD'; uid: string; gracePeriodSeconds: number; status: KillStatus };
 
+/** Inside the OOM watcher: an OOM of the whole machine (its event recorded), or the kernel log that can no longer be read. */
+export type OomWatcherEvent = { type: 'OOM.SYSTEM'; process: string; pid: number } | { type: 'OOM.LOG_ENDED'; error: string };
+
 /** The pod status writer's progress, at most once a second: statuses waiting, written, pods deleted. */
 export type StatusWritesEvent = { type: 'STATUS.WRITES'; queued: number; writes: number; deletes: number };
 
@@ -180,6 +184,7 @@ type AgentEvent =
   | PodEnded
   | RuntimeCallEvent
   | NodeEvent
+  | OomWatcherEvent
   | StatusWritesEvent;
 
 export type AgentEventType = AgentEvent['type'];

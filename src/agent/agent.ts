@@ -29,6 +29,7 @@ import { startSimRuntime } from '../runtime/sim/server.ts';
 import type { SimMemory } from '../runtime/sim/engine.ts';
 import { parseQuantity } from '../api/quantity.ts';
 import { openContainerManager } from '../cm/open.ts';
+import { type KernelLog, hostKernelLog } from '../node/kernelLog.ts';
 import type { Pod } from '../api/types.ts';
 import { type AgentView, type ListeningServer, healthzHandler, listen, readOnlyHandler } from '../server/http.ts';
 import { RequestAuth } from '../server/auth.ts';
@@ -99,9 +100,12 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
   let endpoint = config.containerRuntimeEndpoint;
   // sim:// simulates its machine's memory: the node reports it, and the eviction manager watches it.
   let simMemory: (() => SimMemory) | undefined;
+  // The machine's kernel log for the OOM watcher: sim://'s simulated one, else the host's.
+  let kernelLog: KernelLog = hostKernelLog;
   if (endpoint.startsWith('sim://')) {
     const sim = await startSimRuntime({ socketPath: simSocketPath(config.rootDir), ...simOptionsFromEndpoint(endpoint) });
     simMemory = () => sim.engine.memory();
+    kernelLog = { follow: (onLine) => sim.engine.followKernelLog(onLine) };
     closers.push(() => sim.close());
     endpoint = sim.endpoint;
     log('info', 'Started the embedded simulated runtime', { endpoint });
@@ -195,6 +199,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     metrics,
     ...(simMemory ? { machineMemory: simMemory } : {}),
     ...(podCgroups ? { podCgroups } : {}),
+    kernelLog,
     ...(runtimeConfig ? { runtimeFeatures: { supplementalGroupsPolicy: runtimeConfig.features?.supplementalGroupsPolicy ?? false } } : {}),
   });
   activePods = node.activePods;

@@ -82,10 +82,10 @@ export class ContainerManager {
     }
   }
 
-  /** Removes the terminated pod's cgroup, killing what is left in it (Destroy). */
+  /** Removes the terminated pod's cgroup, killing what is left in it (Destroy); the burstable shares follow, or are left to the next pod if they cannot be set. */
   async destroyPod(pod: Pod): Promise<void> {
     await this.deps.cgroups.destroy(this.parentOf(pod));
-    await this.updateBurstable([]);
+    await this.updateBurstable([]).catch((err: unknown) => this.deps.log('warn', 'Failed to update the burstable cgroup', { err }));
   }
 
   /** Removes the pod cgroups whose pod `isOrphan` (cleanupOrphanedPodCgroups); the number removed. */
@@ -108,9 +108,10 @@ export class ContainerManager {
     return removed;
   }
 
+  /** Sets the burstable cgroup's shares, making it again if it went (UpdateQOSCgroups ensures the QoS cgroups exist). */
   private async updateBurstable(also: readonly Pod[]): Promise<void> {
     const pods = [...this.deps.activePods()];
     for (const pod of also) if (!pods.some((p) => p.metadata.uid === pod.metadata.uid)) pods.push(pod);
-    await this.deps.cgroups.update(qosCgroup(this.deps.cgroupRoot, 'Burstable'), burstableCgroupConfig(pods));
+    await this.deps.cgroups.create(qosCgroup(this.deps.cgroupRoot, 'Burstable'), burstableCgroupConfig(pods));
   }
 }

@@ -29,6 +29,7 @@ import { MirrorPodSync } from '../pod/mirrorClient.ts';
 import { hostAppArmorEnabled } from '../node/machineInfo.ts';
 import { NodeRecord } from '../node/record.ts';
 import type { ClusterDeps, NodeConfig, NodeMounter, NodeParts } from '../nodeloop/parts.ts';
+import type { KernelLog } from '../node/kernelLog.ts';
 import { StatusWriter } from '../status/statusWriter.ts';
 import { goArch, nodeLabels } from '../node/labels.ts';
 import { plegMachineWith } from '../pleg/pleg.ts';
@@ -86,6 +87,8 @@ interface NodeDeps {
   metrics?: Partial<NodeMetrics>;
   /** The machine's memory when it is not the host's (sim:// simulates its machine's): total and free. */
   machineMemory?: () => { totalBytes: number; freeBytes: number };
+  /** The machine's kernel log, for the OOM watcher; absent: not followed. */
+  kernelLog?: KernelLog;
   /** The node's cgroups (--cgroups-per-qos), started; absent: none are kept. */
   podCgroups?: ContainerManager;
   /**
@@ -245,6 +248,7 @@ export function composeNode(deps: NodeDeps): Node {
     stats,
     mounter,
     ...(tokens ? { tokens } : {}),
+    ...(deps.kernelLog ? { kernelLog: deps.kernelLog } : {}),
     pods: {
       active: () => {
         const active: Pod[] = [];

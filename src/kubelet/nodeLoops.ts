@@ -7,8 +7,9 @@ import { evictionLoop } from '../eviction/loop.ts';
 import { containerLogLoop } from '../logs/loop.ts';
 import { nodeLeaseLoop } from '../nodelease/loop.ts';
 import { nodeStatusLoop } from '../nodestatus/loop.ts';
+import { oomWatcherLoop } from '../oomwatcher/loop.ts';
 import { volumeManagerLoop } from '../volumemanager/loop.ts';
 
-export const nodeLoops = [nodeStatusLoop, nodeLeaseLoop, volumeManagerLoop, containerLogLoop, evictionLoop] as const;
+export const nodeLoops = [nodeStatusLoop, nodeLeaseLoop, volumeManagerLoop, containerLogLoop, evictionLoop, oomWatcherLoop] as const;
 
 export type NodeLoopName = (typeof nodeLoops)[number]['name'];

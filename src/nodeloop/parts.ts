@@ -9,6 +9,7 @@ import type { KubeApi } from '../client/api.ts';
 import type { Clock } from '../clock.ts';
 import type { Logger } from '../log.ts';
 import type { RelistHealth } from '../node/health.ts';
+import type { KernelLog } from '../node/kernelLog.ts';
 import type { MachineInfo } from '../node/nodeStatus.ts';
 import type { NodeRecord } from '../node/record.ts';
 import type { EventRecorder } from '../eventrecorder/recorder.ts';
@@ -90,6 +91,8 @@ export interface NodeParts {
   mounter: NodeMounter;
   /** In a cluster: the service-account tokens the pods' projected volumes hold. */
   tokens?: TokenManager;
+  /** The machine's kernel log (the host's, or sim://'s simulated machine's); absent: none to follow. */
+  kernelLog?: KernelLog;
   /** The pods as their actors stand (the kubelet's pod workers, asked by its managers). */
   pods: {
     /** Admitted and neither terminating nor terminated (the kubelet's activePods, less those already going). */

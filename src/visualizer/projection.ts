@@ -240,6 +240,8 @@ const scalarFieldsByType = {
   'STATUS.WRITES': ['queued', 'writes', 'deletes'],
   'NODE.PRESSURE': [],
   'NODE.EVICT_POD': ['uid', 'gracePeriodSeconds'],
+  'OOM.SYSTEM': ['process', 'pid'],
+  'OOM.LOG_ENDED': ['error'],
 } as const satisfies { [T in AgentEventType]: readonly (keyof EventOf<T> & string)[] };
 
 const scalarFields: Readonly<Partial<Record<string, readonly string[]>>> = scalarFieldsByType;

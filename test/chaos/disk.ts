@@ -102,8 +102,11 @@ export function diskProblems(report: DiskReport): string[] {
 const problemLines = (output: string) => output.split('\n').filter((line) => /^[WE]\d{4} /.test(line));
 /** A line without its timestamp and ids: the same when the same thing happens to the same pod again. */
 const causeOf = (line: string) => `${line[0]} ${line.slice(line.indexOf(' ', 6) + 1)}`.replace(/\b[0-9a-f]{12,}\b/g, '<id>');
-/** A line that names the pod it is about or the path that failed. */
-const isClear = (line: string) => / pod="[^"]+"/.test(line) || /\/[\w.~-]+\//.test(line);
+/**
+ * A line that names the pod it is about, the path that failed, or the node's resource (the
+ * eviction manager's, under a full disk: `resourceName="ephemeral-storage"`, its node event).
+ */
+const isClear = (line: string) => / pod="[^"]+"/.test(line) || /\/[\w.~-]+\//.test(line) || / resourceName="[^"]+"/.test(line) || / node="[^"]+" type=/.test(line);
 
 export async function runDiskEpisode(options: DiskOptions): Promise<DiskReport> {
   const random = seededRandom(options.seed);

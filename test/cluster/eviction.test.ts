@@ -16,7 +16,7 @@ import { type AgentProcess, runStatelet } from '../support/agentProcess.ts';
 import { type ControlPlane, nodes, pods, startControlPlane, waitFor } from '../support/controlPlane.ts';
 import { BUSYBOX_IMAGE, startContainerd } from '../containerd/harness.ts';
 import { type SmallFilesystem, mountSmallFilesystem, rootOrSkip } from '../support/smallFilesystem.ts';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 
@@ -108,6 +108,20 @@ describe('eviction under memory pressure (sim://, a real API server)', () => {
     expect(described).toMatch(/MemoryPressure\s+False/);
     expect(described).toMatch(/NodeHasInsufficientMemory/);
   });
+
+  it('kills the process that outgrows the whole machine: its container OOMKilled, SystemOOM on the Node', { timeout: 60_000 }, async ({ skip }) => {
+    if (!cp) return skip();
+    const namespace = await cp.namespace('system-oom');
+    // No limit of its own: 2 GiB is more than the simulated machine has free.
+    await cp.core.createNamespacedPod({
+      namespace,
+      body: { metadata: { name: 'greedy' }, spec: { nodeName: NODE, restartPolicy: 'Never', containers: [{ name: 'dd', image: 'busybox', command: ['dd', 'if=/dev/zero', 'of=/dev/null', 'bs=2G', 'count=1'] }] } },
+    });
+    const greedy = (await cp.waitFor<V1Pod>(pods(namespace), 'greedy', (p) => p?.status?.phase === 'Failed'))!;
+    expect(greedy.status?.containerStatuses?.[0]?.state?.terminated).toMatchObject({ reason: 'OOMKilled', exitCode: 137 });
+    const nodeEvents = async (): Promise<CoreV1Event[]> => (await cp!.core.listNamespacedEvent({ namespace: 'default' })).items;
+    await waitFor(async () => (await nodeEvents()).some((e) => e.reason === 'SystemOOM' && e.involvedObject.name === NODE && /^System OOM encountered, victim process: dd, pid: \d+$/.test(e.message ?? '')), 'the SystemOOM event of the node');
+  });
 });
 
 const DISK_NODE = 'node-eviction-disk';
@@ -198,5 +212,18 @@ describe.runIf(containerd !== null)('eviction under disk pressure (containerd, -
       body: { metadata: { name: 'after' }, spec: { nodeName: DISK_NODE, containers: [{ name: 'app', image: BUSYBOX_IMAGE, command: ['sleep', '3600'], resources: { limits: { cpu: '100m', memory: '64Mi' } } }] } },
     });
     await cp.waitFor<V1Pod>(pods(namespace), 'after', (p) => p?.status?.phase === 'Running');
+  });
+
+  it("records SystemOOM on the Node when the host's kernel reports an OOM of the whole machine", { timeout: 60_000 }, async ({ skip }) => {
+    if (!cp) return skip();
+    // The kernel's lines of a global OOM, written into the host's kernel log (root may): the agent follows it.
+    const pid = 400_000 + Math.floor(Math.random() * 90_000);
+    await writeFile('/dev/kmsg', 'statelet-e2e invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=0\n');
+    await writeFile('/dev/kmsg', `oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,global_oom,task_memcg=/statelet-e2e,task=statelet-e2e,pid=${pid},uid=0\n`);
+    const events = async (): Promise<CoreV1Event[]> => (await cp!.core.listNamespacedEvent({ namespace: 'default' })).items;
+    await waitFor(
+      async () => (await events()).some((e) => e.reason === 'SystemOOM' && e.involvedObject.name === DISK_NODE && e.message === `System OOM encountered, victim process: statelet-e2e, pid: ${pid}`),
+      'the SystemOOM event of the node',
+    );
   });
 });

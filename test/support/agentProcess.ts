@@ -4,6 +4,7 @@
  * answers), each bounded by a timeout, never on fixed sleeps.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { mkdtemp, readdir, rmdir } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import os from 'node:os';
@@ -62,10 +63,12 @@ export interface AgentProcess {
 export async function runStatelet(args: string[], options: { rootDir?: string; command?: StateletCommand } = {}): Promise<AgentProcess> {
   const command = options.command ?? sourceCommand;
   const rootDir = options.rootDir ?? (await mkdtemp(path.join(os.tmpdir(), 'statelet-e2e-')));
-  // Each agent keeps its cgroups under a root of its own (a restarted agent on the same --root-dir
-  // finds its own again), so that agents running side by side never take each other's pod cgroups
-  // for orphans.
-  const cgroupRoot = args.some((a) => a.startsWith('--cgroup-root') || a.startsWith('--cgroups-per-qos')) ? undefined : `/${path.basename(rootDir)}`;
+  // Each agent keeps its cgroups under a root of its own, named after its --root-dir (a restarted
+  // agent on the same directory finds its own again), so that agents running side by side never
+  // take each other's pod cgroups for orphans.
+  const cgroupRoot = args.some((a) => a.startsWith('--cgroup-root') || a.startsWith('--cgroups-per-qos'))
+    ? undefined
+    : `/statelet-e2e-${createHash('sha256').update(path.resolve(rootDir)).digest('hex').slice(0, 12)}`;
   if (cgroupRoot) agentCgroupRoots.add(cgroupRoot);
   const readOnlyPort = await freePort();
   const healthzPort = await freePort();

@@ -137,6 +137,8 @@ interface SimContainer extends Pick<ContainerStatus, 'id' | 'image' | 'imageRef'
   cpu: CpuMeter;
   /** Its memory limit was hit: it exits with reason OOMKilled. */
   oomKilled: boolean;
+  /** Its main process's pid while it runs (as the kernel log names it). */
+  pid: number;
 }
 
 /**
@@ -202,6 +204,9 @@ export class SimEngine {
   private readonly reservedNames = new Set<string>();
   private readonly ips = new LoopbackIpPool();
   private readonly listeners = new Set<SimEventListener>();
+  private readonly kernelLogListeners = new Set<(line: string) => void>();
+  /** The pid the next container's main process gets (as the kernel log names it). */
+  private nextPid = 1000;
   private closed = false;
   /** The simulated machine's memory. */
   readonly memoryBytes: number;
@@ -235,16 +240,39 @@ export class SimEngine {
   }
 
   /**
-   * A process of the container asks for `bytes` of its own memory: over the container's memory
-   * limit the kernel's OOM killer ends it, the whole container as cgroup v2 with memory.oom.group
-   * does (the kubelet sets it), and the container exits 137 with reason OOMKilled.
+   * A process of the container asks for `bytes` of its own memory. Over the container's memory
+   * limit the kernel's OOM killer ends it; over what the machine has free, the machine's OOM
+   * killer does. Either way the whole container goes, as cgroup v2 with memory.oom.group does
+   * (the kubelet sets it): exit 137, reason OOMKilled; and the kernel log says so as Linux does.
    */
   private allocate(container: SimContainer, bytes: number): boolean {
     const limit = container.config.linux?.resources?.memoryLimitInBytes ?? 0;
-    if (limit <= 0 || this.processCount(container) * PROCESS_BASE_BYTES + bytes <= limit) return true;
+    const overLimit = limit > 0 && this.processCount(container) * PROCESS_BASE_BYTES + bytes > limit;
+    if (!overLimit && bytes <= this.memory().freeBytes) return true;
+    const task = container.config.command[0] ?? container.config.args[0] ?? 'sh';
+    const cgroup = `${container.sandbox.config.linux?.cgroupParent || '/'}/${container.id}`.replace(/^\/\//, '/');
+    const pid = container.pid;
+    this.writeKernelLog([
+      `${task} invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=${container.config.linux?.resources?.oomScoreAdj ?? 0}`,
+      overLimit
+        ? `oom-kill:constraint=CONSTRAINT_MEMCG,nodemask=(null),cpuset=/,mems_allowed=0,oom_memcg=${cgroup},task_memcg=${cgroup},task=${task},pid=${pid},uid=0`
+        : `oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,global_oom,task_memcg=${cgroup},task=${task},pid=${pid},uid=0`,
+      `${overLimit ? 'Memory cgroup out of memory' : 'Out of memory'}: Killed process ${pid} (${task})`,
+    ]);
     container.oomKilled = true;
     container.process?.signal('KILL');
     return false;
+  }
+
+  /** Follows the simulated machine's kernel log from now on (its OOM kills); the result stops following. */
+  followKernelLog(onLine: (line: string) => void): () => void {
+    this.kernelLogListeners.add(onLine);
+    return () => this.kernelLogListeners.delete(onLine);
+  }
+
+  private writeKernelLog(lines: readonly string[]): void {
+    const stamp = `[${(this.clock.now() / 1000).toFixed(6)}]`;
+    for (const line of lines) for (const listener of this.kernelLogListeners) listener(`${stamp} ${line}`);
   }
 
   // ------------------------------------------------------------------ runtime
@@ -415,6 +443,7 @@ export class SimEngine {
       attached: new Set(),
       cpu: new CpuMeter(sandbox.cpu),
       oomKilled: false,
+      pid: 0,
     };
     const resolv = resolvConf(sandbox.config.dnsConfig);
     if (resolv) container.fs.write('/etc/resolv.conf', resolv);
@@ -464,6 +493,7 @@ export class SimEngine {
     }
     container.state = 'CONTAINER_RUNNING';
     container.startedAt = this.clock.now();
+    container.pid = this.nextPid++;
     const log = container.log;
     // Containers of a pod share its address; host-network ones bind the host's loopback.
     const network = new SimNetwork(container.sandbox.ip || HOST_NETWORK_ADDRESS, container.cpu);
