@@ -32,12 +32,26 @@ export interface ContainerManagerDeps {
   log: Logger;
 }
 
-/** The error the kubelet's SyncPod reports when the pod cgroup cannot be made. */
+/** The error the kubelet's SyncPod reports when the pod cgroup cannot be made; `cause` is the filesystem's. */
 export class PodCgroupError extends Error {
   override readonly name = 'PodCgroupError';
+  constructor(
+    uid: string,
+    readonly causeText: string,
+  ) {
+    super(`failed to ensure that the pod: ${uid} cgroups exist and are correctly applied: ${causeText}`);
+  }
 }
 
 export class ContainerManager {
+  /**
+   * The pod cgroups this agent made or found, by UID: a pod's sync checks the filesystem only
+   * the first time (the kubelet stats every hierarchy at every sync; statelet owns these cgroups).
+   */
+  private readonly known = new Set<string>();
+  /** The burstable cgroup's shares as last written, so an unchanged value is not written again. */
+  private burstableShares: number | null = null;
+
   constructor(private readonly deps: ContainerManagerDeps) {}
 
   get version(): 1 | 2 {
@@ -58,7 +72,9 @@ export class ContainerManager {
   async start(): Promise<void> {
     const { cgroups, cgroupRoot } = this.deps;
     await cgroups.create(kubepodsCgroup(cgroupRoot), kubepodsCgroupConfig(this.deps.capacity, this.deps.reserved, this.deps.enforcePods));
-    await cgroups.create(qosCgroup(cgroupRoot, 'Burstable'), burstableCgroupConfig(this.deps.activePods()));
+    const burstable = burstableCgroupConfig(this.deps.activePods());
+    await cgroups.create(qosCgroup(cgroupRoot, 'Burstable'), burstable);
+    this.burstableShares = burstable.cpuShares ?? null;
     await cgroups.create(qosCgroup(cgroupRoot, 'BestEffort'), BESTEFFORT_CGROUP_CONFIG);
   }
 
@@ -72,18 +88,23 @@ export class ContainerManager {
    * one is left as it is (only a resize changes it).
    */
   async ensurePod(pod: Pod): Promise<void> {
+    const uid = pod.metadata.uid;
+    if (this.known.has(uid)) return;
     const cgroup = this.parentOf(pod);
     try {
-      if (await this.deps.cgroups.exists(cgroup)) return;
-      await this.updateBurstable([pod]);
-      await this.deps.cgroups.create(cgroup, podCgroupConfig(pod, this.deps.podPidsLimit));
+      if (!(await this.deps.cgroups.exists(cgroup))) {
+        await this.updateBurstable([pod]);
+        await this.deps.cgroups.create(cgroup, podCgroupConfig(pod, this.deps.podPidsLimit));
+      }
+      this.known.add(uid);
     } catch (err) {
-      throw new PodCgroupError(`failed to ensure that the pod: ${pod.metadata.uid} cgroups exist and are correctly applied: ${err instanceof Error ? err.message : String(err)}`);
+      throw new PodCgroupError(pod.metadata.uid, err instanceof Error ? err.message : String(err));
     }
   }
 
   /** Removes the terminated pod's cgroup, killing what is left in it (Destroy); the burstable shares follow, or are left to the next pod if they cannot be set. */
   async destroyPod(pod: Pod): Promise<void> {
+    this.known.delete(pod.metadata.uid);
     await this.deps.cgroups.destroy(this.parentOf(pod));
     await this.updateBurstable([]).catch((err: unknown) => this.deps.log('warn', 'Failed to update the burstable cgroup', { err }));
   }
@@ -97,6 +118,7 @@ export class ContainerManager {
         const uid = podUidOfCgroup(name);
         if (uid === null || !isOrphan(uid)) continue;
         try {
+          this.known.delete(uid);
           await this.deps.cgroups.destroy(`${parent}/${name}`);
           removed++;
           this.deps.log('info', 'Removed the cgroup of a pod that is gone', { podUID: uid, cgroup: `${parent}/${name}` });
@@ -108,10 +130,17 @@ export class ContainerManager {
     return removed;
   }
 
-  /** Sets the burstable cgroup's shares, making it again if it went (UpdateQOSCgroups ensures the QoS cgroups exist). */
+  /**
+   * Sets the burstable cgroup's shares when they change, making it again if it went
+   * (UpdateQOSCgroups ensures the QoS cgroups exist).
+   */
   private async updateBurstable(also: readonly Pod[]): Promise<void> {
     const pods = [...this.deps.activePods()];
     for (const pod of also) if (!pods.some((p) => p.metadata.uid === pod.metadata.uid)) pods.push(pod);
-    await this.deps.cgroups.create(qosCgroup(this.deps.cgroupRoot, 'Burstable'), burstableCgroupConfig(pods));
+    const config = burstableCgroupConfig(pods);
+    if (config.cpuShares === this.burstableShares) return;
+    const burstable = qosCgroup(this.deps.cgroupRoot, 'Burstable');
+    await this.deps.cgroups.update(burstable, config).catch(() => this.deps.cgroups.create(burstable, config));
+    this.burstableShares = config.cpuShares ?? null;
   }
 }

@@ -31,7 +31,7 @@ import { TerminationOrdering } from './terminationOrder.ts';
 export interface PodCgroups {
   /** The pod's cgroup: its sandbox's cgroup parent. */
   parentOf(pod: Pod): string;
-  /** Makes the pod's cgroup with its limits if it is missing. */
+  /** Makes the pod's cgroup with its limits if it is missing; rejects with the kubelet's error, its cause in `causeText`. */
   ensurePod(pod: Pod): Promise<void>;
   /** Removes the terminated pod's cgroup. */
   destroyPod(pod: Pod): Promise<void>;

@@ -4,6 +4,7 @@
  * so nothing here waits for a relist: what the runtime says now is what the decision sees.
  */
 import { rm } from 'node:fs/promises';
+import { podReference } from '../eventrecorder/recorder.ts';
 import { type Pod, type PodStatus, podRef, type ProbeResult } from '../api/types.ts';
 import { podLogDirectory } from '../kuberuntime/configs.ts';
 import { type RuntimeDeps, executePlan, killPodRuntime, removePodRuntime, setUpVolumes, tearDownVolumes } from '../kuberuntime/execute.ts';
@@ -97,8 +98,12 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
       const current = publish(pod, before, memory, false, probes);
       if (isTerminalPhase(current.phase)) return outcome(pod, before, memory, current);
       // The pod's cgroup before anything of it starts (kubelet.go SyncPod, pcm.EnsureExists).
-      const cgroupError = await deps.podCgroups?.ensurePod(pod).then(() => null, (err: unknown) => (err instanceof Error ? err.message : String(err)));
-      if (cgroupError) return outcome(pod, before, memory, current, { errors: [cgroupError] });
+      const cgroupError = await deps.podCgroups?.ensurePod(pod).then(() => null, (err: unknown) => (err instanceof Error ? err : new Error(String(err))));
+      if (cgroupError) {
+        const cause = (cgroupError as Error & { causeText?: string }).causeText ?? cgroupError.message;
+        deps.recorder.event(podReference(pod), 'Warning', 'FailedToCreatePodContainer', `unable to ensure pod container exists: ${cause}`);
+        return outcome(pod, before, memory, current, { errors: [cgroupError.message] });
+      }
       const volumeError = await setUpVolumes(io, pod);
       if (volumeError) return outcome(pod, before, memory, current, { errors: [volumeError] });
       const actions = computePodActions(pod, before, probes ?? noProbeResults);

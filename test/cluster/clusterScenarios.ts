@@ -136,6 +136,41 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
       expect(wide).toMatch(new RegExp(`web\\s+1/1\\s+Running\\s+0\\s+\\S+\\s+${pod.status!.podIP!.replace(/\./g, '\\.')}\\s+${NODE}`));
     });
 
+    it("keeps each pod inside the boundaries it asks for, as kubectl exec shows: user and group, runAsNonRoot, a read-only root, capabilities, its own pid 1, CPU and memory limits, an OOM kill", { timeout: 120_000 }, async ({ skip }) => {
+      if (!cp) return skip();
+      const namespace = await cp.namespace('bounds');
+      const sleeper = { image: runtime.image, command: ['sh', '-c', "trap 'exit 0' TERM; while true; do sleep 1; done"] };
+      const create = (name: string, spec: Record<string, unknown>, container: Record<string, unknown> = {}) =>
+        cp!.core.createNamespacedPod({ namespace, body: { metadata: { name }, spec: { nodeName: NODE, terminationGracePeriodSeconds: 2, ...spec, containers: [{ name: 'app', ...sleeper, ...container }] } } });
+      await create('ids', { securityContext: { runAsUser: 1000, runAsGroup: 3000 } });
+      await create('nonroot', { securityContext: { runAsNonRoot: true } });
+      await create('readonly', {}, { securityContext: { readOnlyRootFilesystem: true } });
+      await create('nocaps', {}, { securityContext: { capabilities: { drop: ['ALL'] } } });
+      await create('limited', {}, { resources: { limits: { cpu: '100m', memory: '64Mi' } } });
+      await create('oom', {}, { command: ['dd', 'if=/dev/zero', 'of=/dev/null', 'bs=200M', 'count=1'], resources: { limits: { memory: '32Mi' } } });
+      const exec = (pod: string, script: string) => cp!.kubectl(['exec', '-n', namespace, pod, '--', 'sh', '-c', script]);
+      const running = (pod: string) => cp!.waitFor<V1Pod>(pods(namespace), pod, (p) => !!p?.status?.containerStatuses?.[0]?.state?.running);
+
+      await running('ids');
+      expect(await exec('ids', 'id -u; id -g')).toBe('1000\n3000\n');
+      const nonroot = (await cp.waitFor<V1Pod>(pods(namespace), 'nonroot', (p) => p?.status?.containerStatuses?.[0]?.state?.waiting?.reason === 'CreateContainerConfigError'))!;
+      expect(nonroot.status?.containerStatuses?.[0]?.state?.waiting?.message).toBe(
+        `container has runAsNonRoot and image will run as root (pod: "nonroot_${namespace}(${nonroot.metadata!.uid})", container: app)`,
+      );
+      await running('readonly');
+      await expect(exec('readonly', 'touch /file')).rejects.toThrow(/Read-only file system/);
+      await running('nocaps');
+      expect(await exec('nocaps', 'grep CapEff /proc/self/status')).toBe('CapEff:\t0000000000000000\n');
+      // Its own pid namespace: pid 1 is the container's command, not the sandbox's pause process.
+      expect(await exec('nocaps', 'cat /proc/1/cmdline')).toContain('while true');
+      await running('limited');
+      const cgroup = (v2: string, v1: string) => exec('limited', `cat /sys/fs/cgroup/${v2} 2>/dev/null || cat /sys/fs/cgroup/${v1}`);
+      expect((await cgroup('cpu.max', 'cpu/cpu.cfs_quota_us')).split(/\s+/)[0]).toBe('10000');
+      expect((await cgroup('memory.max', 'memory/memory.limit_in_bytes')).trim()).toBe('67108864');
+      const oom = (await cp.waitFor<V1Pod>(pods(namespace), 'oom', (p) => (p?.status?.containerStatuses?.[0]?.restartCount ?? 0) >= 1, 60_000))!;
+      expect(oom.status?.containerStatuses?.[0]?.lastState?.terminated).toMatchObject({ reason: 'OOMKilled', exitCode: 137 });
+    });
+
     it('stops a deleted pod within its grace period and then removes it from the API', async ({ skip }) => {
       if (!cp) return skip();
       const namespace = await cp.namespace('delete');

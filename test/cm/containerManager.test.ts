@@ -181,7 +181,7 @@ describe('ContainerManager.ensurePod', () => {
     expect((err as Error).message).toContain(path.join(root, 'kubepods', 'burstable'));
   });
 
-  it('a Cgroups whose create rejects: the cause is given as it is, from the first cgroup made (the burstable level, made again if it went)', async () => {
+  it('a Cgroups whose create rejects: the cause is given as it is', async () => {
     const calls: string[] = [];
     const failing: Cgroups = {
       version: 2,
@@ -197,8 +197,8 @@ describe('ContainerManager.ensurePod', () => {
       read: async () => '',
     };
     const { manager } = await setUp({ cgroups: failing });
-    await expect(manager.ensurePod(guaranteed)).rejects.toThrow(new PodCgroupError(`failed to ensure that the pod: ${G1} cgroups exist and are correctly applied: EROFS: read-only file system`));
-    expect(calls).toEqual(['create /kubepods/burstable']);
+    await expect(manager.ensurePod(guaranteed)).rejects.toThrow(new PodCgroupError(G1, 'EROFS: read-only file system'));
+    expect(calls).toEqual(['update /kubepods/burstable', `create /kubepods/pod${G1}`]);
   });
 
   it('start rejects with the filesystem\'s error', async () => {

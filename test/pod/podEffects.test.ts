@@ -158,3 +158,45 @@ describe('runtime calls are reported to the effect run\'s trace', () => {
     expect(lines.find((l) => l.startsWith('finished CreateContainer'))).toMatch(/^finished CreateContainer main \[.*disk full.*\]$/);
   });
 });
+
+describe("the pod's cgroup", () => {
+  const cgroups = (failure?: string) => {
+    const calls: string[] = [];
+    return {
+      calls,
+      podCgroups: {
+        parentOf: (pod: Pod) => `/kubepods/pod${pod.metadata.uid}`,
+        ensurePod: async (pod: Pod) => {
+          calls.push(`ensure ${pod.metadata.name}`);
+          if (failure) throw Object.assign(new Error(`failed to ensure that the pod: ${pod.metadata.uid} cgroups exist and are correctly applied: ${failure}`), { causeText: failure });
+        },
+        destroyPod: async (pod: Pod) => void calls.push(`destroy ${pod.metadata.name}`),
+      },
+    };
+  };
+
+  it('is made before the sandbox, which gets it as its cgroup parent, and removed once the pod has terminated', async () => {
+    const rig = lifecycleRig();
+    const { calls, podCgroups } = cgroups();
+    const effects = createPodEffects({ ...rig.deps, podCgroups, statuses: new StatusManager(), runtimeName: 'fake' });
+    const pod = makePod('p');
+    await effects.syncPod({ pod, memory: noMemory }, new AbortController().signal, noTrace);
+    expect(calls).toEqual(['ensure p']);
+    const sandbox = rig.runtime.calls.find((c) => c.method === 'runPodSandbox') as { config?: { linux?: { cgroupParent?: string } } } | undefined;
+    expect(sandbox?.config?.linux?.cgroupParent).toBe(`/kubepods/pod${pod.metadata.uid}`);
+    await effects.terminatePod({ pod, gracePeriodSeconds: 1, memory: noMemory }, new AbortController().signal, noTrace);
+    await effects.cleanupPod({ pod, removeRuntime: true, memory: noMemory }, new AbortController().signal, noTrace);
+    expect(calls).toEqual(['ensure p', 'destroy p']);
+  });
+
+  it('that cannot be made holds the pod back: a sync error with the kubelet\'s message, a FailedToCreatePodContainer event, nothing created', async () => {
+    const rig = lifecycleRig();
+    const { podCgroups } = cgroups('EROFS: read-only file system');
+    const effects = createPodEffects({ ...rig.deps, podCgroups, statuses: new StatusManager(), runtimeName: 'fake' });
+    const pod = makePod('p');
+    const outcome = await effects.syncPod({ pod, memory: noMemory }, new AbortController().signal, noTrace);
+    expect(outcome.errors).toEqual([`failed to ensure that the pod: ${pod.metadata.uid} cgroups exist and are correctly applied: EROFS: read-only file system`]);
+    expect(rig.events.events.filter((e) => e.reason === 'FailedToCreatePodContainer').map((e) => e.message)).toEqual(['unable to ensure pod container exists: EROFS: read-only file system']);
+    expect(rig.runtime.calls.filter((c) => c.method === 'runPodSandbox')).toEqual([]);
+  });
+});
