@@ -13,7 +13,7 @@ import path from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import type { Pod } from '../../src/api/types.ts';
 import { hostAppArmorEnabled } from '../../src/node/machineInfo.ts';
-import { containerStatus } from '../support/agentProcess.ts';
+import { agentCgroupRoot, containerStatus } from '../support/agentProcess.ts';
 import { asRootOrSkip } from '../support/asRoot.ts';
 import { type ScenarioRuntime, agentFixture } from './scenarios.ts';
 
@@ -156,7 +156,7 @@ export function defineSecurityScenarios(runtime: ScenarioRuntime): void {
       // containerd: the host's cgroupfs (v1 on these machines); sim://: its tree under --root-dir, laid out as v2.
       const mount = runtime.endpoint().startsWith('sim://') ? path.join(fixture.agent.rootDir, 'sim-cgroup') : '/sys/fs/cgroup';
       const v2 = await access(path.join(mount, 'cgroup.controllers')).then(() => true, () => false);
-      const kubepods = `${path.basename(fixture.agent.rootDir)}/kubepods`;
+      const kubepods = `${agentCgroupRoot(fixture.agent.rootDir).slice(1)}/kubepods`;
       const file = (cgroup: string, v1: string, v2name: string) => (v2 ? path.join(mount, cgroup, v2name) : path.join(mount, v1.split('.')[0]!, cgroup, v1));
       const read = async (cgroup: string, v1: string, v2name: string) => (await readFile(file(cgroup, v1, v2name), 'utf8')).trim();
       const podCgroup = async (name: string, qos: string) => `${kubepods}${qos}/pod${(await running(name)).metadata.uid}`;

@@ -4,6 +4,7 @@ import type { Pod } from '../../src/api/types.ts';
 import { createPodEffects, untilActiveDeadlineMs } from '../../src/pod/podEffects.ts';
 import { podMachineWith } from '../../src/pod/pod.ts';
 import type { CallTrace } from '../../src/runtime/callTrace.ts';
+import type { PodSandboxConfig } from '../../src/runtime/types.ts';
 import { StatusManager } from '../../src/status/manager.ts';
 import { type LifecycleRig, lifecycleRig } from '../kuberuntime/support.ts';
 import { container, createRecorder, makePod } from '../support/pods.ts';
@@ -177,13 +178,18 @@ describe("the pod's cgroup", () => {
 
   it('is made before the sandbox, which gets it as its cgroup parent, and removed once the pod has terminated', async () => {
     const rig = lifecycleRig();
+    const sandboxes: PodSandboxConfig[] = [];
+    const runPodSandbox = rig.runtime.runPodSandbox.bind(rig.runtime);
+    rig.runtime.runPodSandbox = (config, opts) => {
+      sandboxes.push(config);
+      return runPodSandbox(config, opts);
+    };
     const { calls, podCgroups } = cgroups();
     const effects = createPodEffects({ ...rig.deps, podCgroups, statuses: new StatusManager(), runtimeName: 'fake' });
     const pod = makePod('p');
     await effects.syncPod({ pod, memory: noMemory }, new AbortController().signal, noTrace);
     expect(calls).toEqual(['ensure p']);
-    const sandbox = rig.runtime.calls.find((c) => c.method === 'runPodSandbox') as { config?: { linux?: { cgroupParent?: string } } } | undefined;
-    expect(sandbox?.config?.linux?.cgroupParent).toBe(`/kubepods/pod${pod.metadata.uid}`);
+    expect(sandboxes.map((s) => s.linux?.cgroupParent)).toEqual([`/kubepods/pod${pod.metadata.uid}`]);
     await effects.terminatePod({ pod, gracePeriodSeconds: 1, memory: noMemory }, new AbortController().signal, noTrace);
     await effects.cleanupPod({ pod, removeRuntime: true, memory: noMemory }, new AbortController().signal, noTrace);
     expect(calls).toEqual(['ensure p', 'destroy p']);

@@ -66,9 +66,7 @@ export async function runStatelet(args: string[], options: { rootDir?: string; c
   // Each agent keeps its cgroups under a root of its own, named after its --root-dir (a restarted
   // agent on the same directory finds its own again), so that agents running side by side never
   // take each other's pod cgroups for orphans.
-  const cgroupRoot = args.some((a) => a.startsWith('--cgroup-root') || a.startsWith('--cgroups-per-qos'))
-    ? undefined
-    : `/statelet-e2e-${createHash('sha256').update(path.resolve(rootDir)).digest('hex').slice(0, 12)}`;
+  const cgroupRoot = args.some((a) => a.startsWith('--cgroup-root') || a.startsWith('--cgroups-per-qos')) ? undefined : agentCgroupRoot(rootDir);
   if (cgroupRoot) agentCgroupRoots.add(cgroupRoot);
   const readOnlyPort = await freePort();
   const healthzPort = await freePort();
@@ -197,6 +195,11 @@ export function containerStatus(pod: Pod, name: string) {
 }
 
 /** Removes what the agent left of its cgroups on the host (empty ones; a cgroup that still holds processes stays). */
+/** The --cgroup-root runStatelet gives an agent on `rootDir`. */
+export function agentCgroupRoot(rootDir: string): string {
+  return `/statelet-e2e-${createHash('sha256').update(path.resolve(rootDir)).digest('hex').slice(0, 12)}`;
+}
+
 /** The cgroup roots of the agents this process started: a containerd harness removes them once its containers are gone. */
 export const agentCgroupRoots = new Set<string>();
 
