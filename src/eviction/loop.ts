@@ -10,7 +10,7 @@ import { removeUnusedImages } from '../kuberuntime/imageGC.ts';
 import { defineNodeLoop } from '../nodeloop/nodeLoop.ts';
 import { createEvictionEffects } from './effects.ts';
 import { evictionManagerMachine, evictionManagerWith } from './evictionManager.ts';
-import { formatQuantity, formatThresholdValue, parseThresholds } from './thresholds.ts';
+import { formatThresholdValue, parseThresholds, readableAmount } from './thresholds.ts';
 
 /** How often the signals are read (evictionMonitoringPeriod in kubelet.go). */
 const MONITORING_INTERVAL_MS = 10_000;
@@ -47,13 +47,13 @@ export const evictionLoop = defineNodeLoop({
     };
   },
   accepts: [],
-  /** `MemoryPressure · memory.available 412Mi < 500Mi · 1 eviction: default/hog`. */
+  /** `MemoryPressure · memory.available 412Mi (evicts below 500Mi) · 1 evicted, last default/hog`. */
   summary: (c) => {
     const pressure = c.conditions.length ? c.conditions.join(', ') : 'no pressure';
     const signals = c.thresholds
       .map((t) => {
         const observed = c.observations[t.signal];
-        return observed ? `${t.signal} ${formatQuantity(observed.available)} < ${formatThresholdValue(t.value)}${t.gracePeriodMs ? ' (soft)' : ''}` : null;
+        return observed ? `${t.signal} ${readableAmount(t.signal, observed.available)} (${t.gracePeriodMs ? 'soft' : 'evicts'} below ${formatThresholdValue(t.value)})` : null;
       })
       .filter((line) => line !== null)
       .join(', ');

@@ -151,6 +151,16 @@ export function formatQuantity(value: number): string {
   return String(v);
 }
 
+/** What a signal observes, for people: bytes in the largest binary unit (`23.5Gi`), inodes and pids as counts. */
+export function readableAmount(signal: Signal, value: number): string {
+  const resource = SIGNALS[signal].resource;
+  if (resource !== 'memory' && resource !== 'ephemeral-storage') return String(Math.round(value));
+  for (const [suffix, unit] of [['Ti', 2 ** 40], ['Gi', 2 ** 30], ['Mi', 2 ** 20], ['Ki', 2 ** 10]] as const) {
+    if (value >= unit) return `${Math.round((value / unit) * 10) / 10}${suffix}`;
+  }
+  return String(Math.round(value));
+}
+
 /** The hard thresholds of memory and nodefs that allocatable is computed against (GetNodeAllocatableAbsolute). */
 export function hardThresholdFor(thresholds: readonly Threshold[], signal: Signal): ThresholdValue | undefined {
   return thresholds.find((t) => t.signal === signal && isHard(t))?.value;

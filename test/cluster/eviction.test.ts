@@ -10,10 +10,10 @@
  * Outside CI the containerd part skips loudly where containerd or root is missing.
  */
 import type { CoreV1Event, V1Node, V1Pod } from '@kubernetes/client-node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { quantityValue } from '../../src/api/quantity.ts';
-import { type AgentProcess, runStatelet } from '../support/agentProcess.ts';
-import { type ControlPlane, nodes, pods, startControlPlane, waitFor } from '../support/controlPlane.ts';
+import { clusterNode } from '../support/clusterNode.ts';
+import { nodes, pods, waitFor } from '../support/controlPlane.ts';
 import { BUSYBOX_IMAGE, startContainerd } from '../containerd/harness.ts';
 import { type SmallFilesystem, mountSmallFilesystem, rootOrSkip } from '../support/smallFilesystem.ts';
 import { mkdtemp, writeFile } from 'node:fs/promises';
@@ -27,28 +27,13 @@ const condition = (node: V1Node | null, type: string) => node?.status?.condition
 const memoryPressure = (node: V1Node | null) => condition(node, 'MemoryPressure');
 
 describe('eviction under memory pressure (sim://, a real API server)', () => {
-  let cp: ControlPlane | null = null;
-  let agent: AgentProcess | undefined;
-
-  beforeAll(async () => {
-    cp = await startControlPlane({ nodeNames: [NODE] });
-    if (!cp) return;
-    agent = await runStatelet([
-      '--container-runtime-endpoint=sim://?memory=1Gi',
-      `--kubeconfig=${cp.nodeKubeconfig(NODE)}`,
-      `--hostname-override=${NODE}`,
-      '--node-ip=127.0.0.1',
-      '--eviction-hard=memory.available<400Mi',
-      `--eviction-pressure-transition-period=${TRANSITION_S}s`,
-    ]);
-  }, 5 * 60_000);
-
-  afterAll(async () => {
-    await agent?.stop();
-    await cp?.close();
+  const cluster = clusterNode({
+    node: NODE,
+    args: () => ['--container-runtime-endpoint=sim://?memory=1Gi', '--eviction-hard=memory.available<400Mi', `--eviction-pressure-transition-period=${TRANSITION_S}s`],
   });
 
   it('reports MemoryPressure, evicts the pod over its request, keeps the others, refuses BestEffort pods meanwhile, and clears after the transition period', { timeout: 180_000 }, async ({ skip }) => {
+    const cp = cluster.cp;
     if (!cp) return skip();
     const namespace = await cp.namespace('evict');
     const node = (await cp.waitFor<V1Node>(nodes, NODE, (n) => n?.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True'))!;
@@ -91,9 +76,9 @@ describe('eviction under memory pressure (sim://, a real API server)', () => {
       /^The node was low on resource: memory\. Threshold quantity: 400Mi, available: \d+(Ki|Mi)?\. Container hog was using \d+(Ki|Mi)?, request is 0, has larger consumption of memory\. $/,
     );
     expect(hog.status?.conditions?.find((c) => c.type === 'DisruptionTarget')).toMatchObject({ status: 'True', reason: 'TerminationByKubelet', message: hog.status?.message });
-    const events = async (): Promise<CoreV1Event[]> => (await cp!.core.listNamespacedEvent({ namespace })).items;
+    const events = async (): Promise<CoreV1Event[]> => (await cp.core.listNamespacedEvent({ namespace })).items;
     await waitFor(async () => (await events()).some((e) => e.reason === 'Evicted' && e.involvedObject.name === 'hog'), 'the Evicted event of the hog pod');
-    const nodeEvents = async (): Promise<CoreV1Event[]> => (await cp!.core.listNamespacedEvent({ namespace: 'default' })).items;
+    const nodeEvents = async (): Promise<CoreV1Event[]> => (await cp.core.listNamespacedEvent({ namespace: 'default' })).items;
     await waitFor(async () => (await nodeEvents()).some((e) => e.reason === 'EvictionThresholdMet' && e.message === 'Attempting to reclaim memory'), 'the EvictionThresholdMet event of the node');
 
     // The Guaranteed pod was not touched.
@@ -110,6 +95,7 @@ describe('eviction under memory pressure (sim://, a real API server)', () => {
   });
 
   it('kills the process that outgrows the whole machine: its container OOMKilled, SystemOOM on the Node', { timeout: 60_000 }, async ({ skip }) => {
+    const cp = cluster.cp;
     if (!cp) return skip();
     const namespace = await cp.namespace('system-oom');
     // No limit of its own: 2 GiB is more than the simulated machine has free.
@@ -119,7 +105,7 @@ describe('eviction under memory pressure (sim://, a real API server)', () => {
     });
     const greedy = (await cp.waitFor<V1Pod>(pods(namespace), 'greedy', (p) => p?.status?.phase === 'Failed'))!;
     expect(greedy.status?.containerStatuses?.[0]?.state?.terminated).toMatchObject({ reason: 'OOMKilled', exitCode: 137 });
-    const nodeEvents = async (): Promise<CoreV1Event[]> => (await cp!.core.listNamespacedEvent({ namespace: 'default' })).items;
+    const nodeEvents = async (): Promise<CoreV1Event[]> => (await cp.core.listNamespacedEvent({ namespace: 'default' })).items;
     await waitFor(async () => (await nodeEvents()).some((e) => e.reason === 'SystemOOM' && e.involvedObject.name === NODE && /^System OOM encountered, victim process: dd, pid: \d+$/.test(e.message ?? '')), 'the SystemOOM event of the node');
   });
 });
@@ -128,36 +114,23 @@ const DISK_NODE = 'node-eviction-disk';
 const containerd = rootOrSkip('eviction under disk pressure') ? await startContainerd() : null;
 
 describe.runIf(containerd !== null)('eviction under disk pressure (containerd, --root-dir on a small filesystem, a real API server)', () => {
-  let cp: ControlPlane | null = null;
-  let agent: AgentProcess | undefined;
   let disk: SmallFilesystem | undefined;
-
-  beforeAll(async () => {
-    cp = await startControlPlane({ nodeNames: [DISK_NODE] });
-    if (!cp) return;
-    disk = await mountSmallFilesystem(await mkdtemp(path.join(os.tmpdir(), 'statelet-evict-disk-')), { sizeMiB: 128, inodes: 20_000 });
-    agent = await runStatelet(
-      [
-        `--container-runtime-endpoint=${containerd!.endpoint}`,
-        `--kubeconfig=${cp.nodeKubeconfig(DISK_NODE)}`,
-        `--hostname-override=${DISK_NODE}`,
-        '--node-ip=127.0.0.1',
-        '--eviction-hard=nodefs.available<48Mi',
-        `--eviction-pressure-transition-period=${TRANSITION_S}s`,
-      ],
-      { rootDir: disk.dir },
-    );
-  }, 5 * 60_000);
-
-  afterAll(async () => {
-    await agent?.stop();
+  const cluster = clusterNode({
+    node: DISK_NODE,
+    args: () => [`--container-runtime-endpoint=${containerd!.endpoint}`, '--eviction-hard=nodefs.available<48Mi', `--eviction-pressure-transition-period=${TRANSITION_S}s`],
+    prepare: async () => {
+      disk = await mountSmallFilesystem(await mkdtemp(path.join(os.tmpdir(), 'statelet-evict-disk-')), { sizeMiB: 128, inodes: 20_000 });
+      return { rootDir: disk.dir };
+    },
     // The containers' logs are on the small filesystem: containerd and its shims let go of them first.
-    await containerd?.stop();
-    await disk?.remove();
-    await cp?.close();
-  }, 180_000);
+    cleanUp: async () => {
+      await containerd?.stop();
+      await disk?.remove();
+    },
+  });
 
   it('reports DiskPressure, evicts the pod that filled its emptyDir, refuses new pods meanwhile, and clears once the disk is freed', { timeout: 180_000 }, async ({ skip }) => {
+    const cp = cluster.cp;
     if (!cp) return skip();
     const namespace = await cp.namespace('evict-disk');
     await cp.waitFor<V1Node>(nodes, DISK_NODE, (n) => condition(n, 'Ready')?.status === 'True');
@@ -199,7 +172,7 @@ describe.runIf(containerd !== null)('eviction under disk pressure (containerd, -
       /^The node was low on resource: ephemeral-storage\. Threshold quantity: 48Mi, available: \d+(Ki|Mi)?\. (Container filler was using \d+(Ki|Mi)?, request is 0, has larger consumption of ephemeral-storage\. )?$/,
     );
     expect(filler.status?.conditions?.find((c) => c.type === 'DisruptionTarget')).toMatchObject({ status: 'True', reason: 'TerminationByKubelet' });
-    const events = async (): Promise<CoreV1Event[]> => (await cp!.core.listNamespacedEvent({ namespace: 'default' })).items;
+    const events = async (): Promise<CoreV1Event[]> => (await cp.core.listNamespacedEvent({ namespace: 'default' })).items;
     await waitFor(async () => (await events()).some((e) => e.reason === 'EvictionThresholdMet' && e.message === 'Attempting to reclaim ephemeral-storage'), 'the EvictionThresholdMet event of the node');
 
     const calm = (await cp.core.readNamespacedPod({ namespace, name: 'calm' })) as V1Pod;
@@ -215,12 +188,13 @@ describe.runIf(containerd !== null)('eviction under disk pressure (containerd, -
   });
 
   it("records SystemOOM on the Node when the host's kernel reports an OOM of the whole machine", { timeout: 60_000 }, async ({ skip }) => {
+    const cp = cluster.cp;
     if (!cp) return skip();
     // The kernel's lines of a global OOM, written into the host's kernel log (root may): the agent follows it.
     const pid = 400_000 + Math.floor(Math.random() * 90_000);
     await writeFile('/dev/kmsg', 'statelet-e2e invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=0\n');
     await writeFile('/dev/kmsg', `oom-kill:constraint=CONSTRAINT_NONE,nodemask=(null),cpuset=/,mems_allowed=0,global_oom,task_memcg=/statelet-e2e,task=statelet-e2e,pid=${pid},uid=0\n`);
-    const events = async (): Promise<CoreV1Event[]> => (await cp!.core.listNamespacedEvent({ namespace: 'default' })).items;
+    const events = async (): Promise<CoreV1Event[]> => (await cp.core.listNamespacedEvent({ namespace: 'default' })).items;
     await waitFor(
       async () => (await events()).some((e) => e.reason === 'SystemOOM' && e.involvedObject.name === DISK_NODE && e.message === `System OOM encountered, victim process: statelet-e2e, pid: ${pid}`),
       'the SystemOOM event of the node',

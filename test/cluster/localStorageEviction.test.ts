@@ -13,9 +13,9 @@
  * pod within its limits keeps running and the node reports no pressure.
  */
 import type { CoreV1Event, V1Node, V1Pod } from '@kubernetes/client-node';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AgentProcess, runStatelet } from '../support/agentProcess.ts';
-import { type ControlPlane, nodes, pods, startControlPlane, waitFor } from '../support/controlPlane.ts';
+import { describe, expect, it } from 'vitest';
+import { clusterNode } from '../support/clusterNode.ts';
+import { nodes, pods, waitFor } from '../support/controlPlane.ts';
 
 const NODE = 'node-local-storage';
 
@@ -23,27 +23,11 @@ const condition = (node: V1Node | null, type: string) => node?.status?.condition
 const evicted = (p: V1Pod | null) => p?.status?.phase === 'Failed' && !!p.status.containerStatuses?.[0]?.state?.terminated;
 
 describe('eviction for local ephemeral storage limits (sim://, a real API server)', () => {
-  let cp: ControlPlane | null = null;
-  let agent: AgentProcess | undefined;
-
-  beforeAll(async () => {
-    cp = await startControlPlane({ nodeNames: [NODE] });
-    if (!cp) return;
-    agent = await runStatelet([
-      '--container-runtime-endpoint=sim://',
-      `--kubeconfig=${cp.nodeKubeconfig(NODE)}`,
-      `--hostname-override=${NODE}`,
-      '--node-ip=127.0.0.1',
-      '--eviction-hard=memory.available<1Mi',
-    ]);
-  }, 5 * 60_000);
-
-  afterAll(async () => {
-    await agent?.stop();
-    await cp?.close();
-  });
+  // No threshold pressure can interfere: only the local storage limits evict.
+  const cluster = clusterNode({ node: NODE, args: () => ['--container-runtime-endpoint=sim://', '--eviction-hard=memory.available<1Mi'] });
 
   it('evicts the pods over an emptyDir sizeLimit, a container limit or the pod limit, and no other', { timeout: 120_000 }, async ({ skip }) => {
+    const cp = cluster.cp;
     if (!cp) return skip();
     const namespace = await cp.namespace('local-storage');
     await cp.waitFor<V1Node>(nodes, NODE, (n) => condition(n, 'Ready')?.status === 'True');
@@ -116,7 +100,7 @@ describe('eviction for local ephemeral storage limits (sim://, a real API server
     // localStorageEviction gives evictPod no condition.
     for (const p of [cacheFiller, layerFiller, loneFiller]) expect(p.status?.conditions?.find((c) => c.type === 'DisruptionTarget')).toBeUndefined();
 
-    const events = async (): Promise<CoreV1Event[]> => (await cp!.core.listNamespacedEvent({ namespace })).items;
+    const events = async (): Promise<CoreV1Event[]> => (await cp.core.listNamespacedEvent({ namespace })).items;
     await waitFor(
       async () => {
         const evictedEvents = (await events()).filter((e) => e.reason === 'Evicted' && e.type === 'Warning');

@@ -7,6 +7,9 @@ import { describe, expect, it } from 'vitest';
 import { type AnyActorRef, SimulatedClock, assign, createActor, setup } from 'xstate';
 import { nodeLoops } from '../../src/kubelet/nodeLoops.ts';
 import { syncLoopMachine } from '../../src/kubelet/syncLoop.ts';
+import { evictionLoop } from '../../src/eviction/loop.ts';
+import { NO_MEMORY } from '../../src/eviction/synchronize.ts';
+import { oomWatcherLoop } from '../../src/oomwatcher/loop.ts';
 import { containerLogLoop } from '../../src/logs/loop.ts';
 import { defineNodeLoop } from '../../src/nodeloop/nodeLoop.ts';
 import { nodeLeaseLoop } from '../../src/nodelease/loop.ts';
@@ -83,5 +86,27 @@ describe("each loop's line on the visualizer", () => {
     ['volumes, failing', volumeManagerLoop.summary({ mounts: 0, tokens: 0, dropped: 0, lastError: 'reading the mount table: EACCES' }), '0 tmpfs mounts · 0 tokens · reading the mount table: EACCES'],
     ['logs', containerLogLoop.summary({ monitorIntervalMs: 10_000, passes: 12, rotated: 3, lastFailures: [] }), '12 passes · 3 logs rotated'],
     ['logs, failing', containerLogLoop.summary({ monitorIntervalMs: 10_000, passes: 1, rotated: 0, lastFailures: ['container app (c1): EACCES'] }), '1 passes · 0 logs rotated · 1 failed: container app (c1): EACCES'],
+    [
+      'eviction, under pressure',
+      evictionLoop.summary({
+        thresholds: [
+          { signal: 'memory.available', value: { quantity: 500 * 2 ** 20 }, gracePeriodMs: 0 },
+          { signal: 'nodefs.inodesFree', value: { percentage: 0.05 }, gracePeriodMs: 60_000 },
+        ],
+        monitoringIntervalMs: 10_000,
+        transitionPeriodMs: 300_000,
+        maxPodGracePeriodSeconds: 0,
+        memory: NO_MEMORY,
+        observations: { 'memory.available': { available: 412 * 2 ** 20, capacity: 2 ** 30, time: 0 }, 'nodefs.inodesFree': { available: 90_000, capacity: 100_000, time: 0 } },
+        conditions: ['MemoryPressure'],
+        reclaiming: null,
+        evicting: [],
+        evictions: 1,
+        lastEviction: { uid: 'u1', pod: 'default/hog', gracePeriodSeconds: 1, message: '' },
+        lastError: null,
+      }),
+      'MemoryPressure · memory.available 412Mi (evicts below 500Mi), nodefs.inodesFree 90000 (soft below 5%) · 1 evicted, last default/hog',
+    ],
+    ['OOM watcher, not watching', oomWatcherLoop.summary({ systemOoms: 0, lastVictim: null, lastError: 'dmesg --follow-new ended (exit code 1)' }), '0 system OOMs · not watching: dmesg --follow-new ended (exit code 1)'],
   ])('%s', (_case, line, expected) => expect(line).toBe(expected));
 });
