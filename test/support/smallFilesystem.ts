@@ -39,7 +39,7 @@ export async function mountSmallFilesystem(dir: string, options: { sizeMiB?: num
   await mkdir(dir, { recursive: true });
   await run('mount', ['-t', 'tmpfs', '-o', `size=${options.sizeMiB ?? 8}m,nr_inodes=${options.inodes ?? 1024},mode=0755`, 'tmpfs', dir]);
   const filler = path.join(dir, '.fill');
-  const remount = (mode: 'ro' | 'rw') => run('mount', ['-o', `remount,${mode}`, dir]).then(() => undefined);
+  const remount = (mode: 'ro' | 'rw') => remountWhenIdle(dir, mode);
   return {
     dir,
     fill: (fillOptions = { inodes: true }) => fill(filler, fillOptions.inodes),
@@ -51,6 +51,28 @@ export async function mountSmallFilesystem(dir: string, options: { sizeMiB?: num
       await removeAgentDir(dir);
     },
   };
+}
+
+/** How many times a read-only remount is tried while a file on it is open for writing. */
+const REMOUNT_ATTEMPTS = 200;
+
+/**
+ * Remounts `dir`. The kernel refuses a read-only remount ("mount point is busy") while any file
+ * on it is open for writing, and the pods' loggers append to their logs all the time (each
+ * append opens and closes the file): the remount is tried again, at once, until it finds the
+ * filesystem between two writes, as an operator would. Any other failure is passed on.
+ */
+async function remountWhenIdle(dir: string, mode: 'ro' | 'rw'): Promise<void> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await run('mount', ['-o', `remount,${mode}`, dir]);
+      if (attempt > 1) console.log(`${dir} remounted ${mode} at attempt ${attempt} (files on it were open for writing before)`);
+      return;
+    } catch (err) {
+      const busy = /busy/.test(String((err as { stderr?: string }).stderr));
+      if (!busy || attempt >= REMOUNT_ATTEMPTS) throw err;
+    }
+  }
 }
 
 /** 0 for the kernel's ENOSPC (nothing written); any other failure is passed on. */
