@@ -62,6 +62,8 @@ export interface NodeStatus {
   daemonEndpoints: { kubeletEndpoint: { Port: number } };
   nodeInfo: NodeSystemInfo;
   images: ContainerImage[];
+  /** What the runtime implements (NodeFeatures); absent when the runtime does not say. */
+  features?: { supplementalGroupsPolicy?: boolean };
 }
 
 export interface NodeObject {

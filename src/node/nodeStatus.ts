@@ -97,6 +97,8 @@ export interface NodeHealth {
   notReady: string[];
   /** The pressure conditions the eviction manager reports True. */
   pressure: readonly NodePressureCondition[];
+  /** The features the runtime's Status reported; absent when it reports none (containerd 1.6). */
+  runtimeFeatures?: { supplementalGroupsPolicy: boolean };
 }
 
 /** The images the node reports at most (--node-status-max-images). */
@@ -247,6 +249,8 @@ export function nodeStatus(inputs: NodeStatusInputs, previous: Partial<NodeStatu
     daemonEndpoints: { kubeletEndpoint: { Port: settings.port } },
     nodeInfo: nodeInfo(machine, settings, health),
     images: nodeImages(inputs.images),
+    // setters.go NodeFeatures: only what the runtime said; nothing when it said nothing.
+    ...(health.runtimeFeatures ? { features: { supplementalGroupsPolicy: health.runtimeFeatures.supplementalGroupsPolicy } } : {}),
   };
 }
 

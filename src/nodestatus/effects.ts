@@ -49,10 +49,12 @@ const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z')
 async function health(deps: NodeStatusEffectsDeps, pressure: readonly NodePressureCondition[]): Promise<NodeHealth> {
   const notReady = [...deps.notReady()];
   let runtimeVersion = '';
+  let runtimeFeatures: NodeHealth['runtimeFeatures'];
   try {
     const version = await deps.runtime.version({ timeoutMs: 5_000 });
     runtimeVersion = `${version.runtimeName}://${version.runtimeVersion}`;
     const status = await deps.runtime.status({ timeoutMs: 5_000 });
+    runtimeFeatures = status.features;
     const network = status.conditions.find((c) => c.type === 'NetworkReady');
     if (network && !network.status) {
       notReady.push(`container runtime network not ready: NetworkReady=false reason:${network.reason} message:${network.message}`);
@@ -60,7 +62,7 @@ async function health(deps: NodeStatusEffectsDeps, pressure: readonly NodePressu
   } catch {
     if (!notReady.some((m) => m.startsWith('container runtime is down'))) notReady.unshift('container runtime is down');
   }
-  return { runtimeVersion, notReady, pressure };
+  return { runtimeVersion, notReady, pressure, ...(runtimeFeatures ? { runtimeFeatures } : {}) };
 }
 
 async function inputs(deps: NodeStatusEffectsDeps, pressure: readonly NodePressureCondition[]): Promise<NodeStatusInputs> {

@@ -24,6 +24,8 @@ export interface ClusterRuntime {
   endpoint(): string;
   /** What the Node's nodeInfo.containerRuntimeVersion looks like. */
   runtimeVersion: RegExp;
+  /** The Node's status.features: what the runtime reports in its Status (nothing from containerd before 2.0). */
+  features?: { supplementalGroupsPolicy: boolean };
   /** Makes the runtime stop answering (a hung daemon); resolves with what makes it answer again. */
   freeze?: () => Promise<() => Promise<void>>;
 }
@@ -97,6 +99,7 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
       expect(node.status?.conditions?.map((c) => c.type)).toEqual(['MemoryPressure', 'DiskPressure', 'PIDPressure', 'Ready']);
       expect(condition(node, 'MemoryPressure')).toMatchObject({ status: 'False', reason: 'KubeletHasSufficientMemory' });
       expect(node.status?.nodeInfo?.containerRuntimeVersion).toMatch(runtime.runtimeVersion);
+      expect(node.status?.features).toEqual(runtime.features);
       expect(node.status?.nodeInfo?.kubeletVersion).toMatch(/^v1\.37\.0-statelet\./);
       expect(node.status?.daemonEndpoints?.kubeletEndpoint?.Port).toBe(agent!.kubeletPort);
       expect(node.status?.capacity?.pods).toBe('110');

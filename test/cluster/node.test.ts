@@ -4,4 +4,4 @@
  */
 import { defineClusterScenarios } from './clusterScenarios.ts';
 
-defineClusterScenarios({ name: 'sim', image: 'busybox', endpoint: () => 'sim://', runtimeVersion: /^statelet-sim:\/\/\d+\.\d+\.\d+/ });
+defineClusterScenarios({ name: 'sim', image: 'busybox', endpoint: () => 'sim://', runtimeVersion: /^statelet-sim:\/\/\d+\.\d+\.\d+/, features: { supplementalGroupsPolicy: true } });

@@ -164,6 +164,18 @@ describe('registration', () => {
   });
 });
 
+describe('features', () => {
+  it.each([
+    ['a runtime that reports none (containerd 1.6)', undefined, undefined],
+    ['a runtime without Strict supplemental groups', { supplementalGroupsPolicy: false }, { supplementalGroupsPolicy: false }],
+    ['a runtime with it (sim://, containerd 2)', { supplementalGroupsPolicy: true }, { supplementalGroupsPolicy: true }],
+  ])('reports in status.features what %s says', (_name, runtimeFeatures, features) => {
+    const status = nodeStatus({ machine, settings, health: { ...healthy, ...(runtimeFeatures ? { runtimeFeatures } : {}) }, images: [] }, undefined, T1);
+    expect(status.features).toEqual(features);
+    expect('features' in status).toBe(features !== undefined);
+  });
+});
+
 describe('when to write', () => {
   const inputs = { machine, settings, health: healthy, images: [] };
   it('ignores heartbeat times but not anything else', () => {
