@@ -140,6 +140,27 @@ export interface ClusterResult {
   idle: { windowS: number; requestsPerMinute: number; byCall: Record<string, number>; cpuPercentOfOneCore: number };
 }
 
+/** bench/agent.ts: one run of the built agent, its own process, on containerd, node of a real API server. */
+export interface AgentRun {
+  run: number;
+  pods: number;
+  /** From just before each POST to the watch event that shows the pod Ready. */
+  createToReadyMs: Summary;
+  podsPerSecond: number;
+  agentCpuMsPerPodStart: number;
+  containerdCpuMsPerPodStart: number;
+  agentCpuMsPerPodDeletion: number;
+  deleteToAllGoneMs: number;
+  rssMBAtZeroPods: number;
+  rssMBAtNPods: number;
+  idleCpuPercentOfOneCoreAtN: number;
+}
+
+export interface AgentResult {
+  apiServer: string;
+  runs: AgentRun[];
+}
+
 export interface TokensResult {
   n: number;
   fetch: { wallMs: number };

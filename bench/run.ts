@@ -5,7 +5,7 @@
  *
  *   npm run bench                       everything (~6 min on a 2-vCPU machine)
  *   npm run bench -- --quick            sim at N=100 only, 10 s idle windows, fewer actor sizes
- *   npm run bench -- --only=sim         or actors, containerd, page, cluster, logs, exec, metrics (comma-separated list allowed)
+ *   npm run bench -- --only=sim         or actors, containerd, agent, page, cluster, logs, exec, metrics (comma-separated list allowed)
  *   BENCH_QUICK=1 BENCH_ONLY=sim npm run bench
  *
  * See docs/benchmarks.md for what each figure means.
@@ -15,13 +15,13 @@ import { readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { ActorMeasure, ActorsResult, ClusterResult, ExecResult, LogsResult, MetricsResult, TokensResult, ContainerdResult, Failed, Frames, PageResult, SimResult, Skipped } from './results.ts';
+import type { ActorMeasure, ActorsResult, AgentResult, ClusterResult, ExecResult, LogsResult, MetricsResult, TokensResult, ContainerdResult, Failed, Frames, PageResult, SimResult, Skipped } from './results.ts';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const resultsFile = path.join(benchDir, 'results.json');
 
-type Scenario = 'sim' | 'actors' | 'containerd' | 'page' | 'cluster' | 'logs' | 'exec' | 'metrics';
-const allScenarios: Scenario[] = ['sim', 'actors', 'containerd', 'page', 'cluster', 'logs', 'exec', 'metrics'];
+type Scenario = 'sim' | 'actors' | 'containerd' | 'agent' | 'page' | 'cluster' | 'logs' | 'exec' | 'metrics';
+const allScenarios: Scenario[] = ['sim', 'actors', 'containerd', 'agent', 'page', 'cluster', 'logs', 'exec', 'metrics'];
 
 const argv = process.argv.slice(2);
 const quick = argv.includes('--quick') || ['1', 'true'].includes(process.env.BENCH_QUICK ?? '');
@@ -210,6 +210,27 @@ function printCluster(r: Run<ClusterResult | Skipped>): void {
   ]);
 }
 
+function printAgent(r: Run<AgentResult | Skipped>): void {
+  if (failed(r)) return void console.log(`\nagent: ${r.error}`);
+  if (skipped(r)) return void console.log(`\nagent: SKIPPED — ${r.skipped}`);
+  const runs = r.runs;
+  const each = (pick: (run: (typeof runs)[number]) => number | string) => runs.map(pick).join(' / ');
+  const mean = (pick: (run: (typeof runs)[number]) => number) => Math.round((runs.reduce((a, run) => a + pick(run), 0) / runs.length) * 10) / 10;
+  const row = (label: string, pick: (run: (typeof runs)[number]) => number) => [label, each(pick), mean(pick)];
+  table(`agent — the built statelet, its own process, on containerd, node of kube-apiserver ${r.apiServer}; ${runs[0]?.pods} pods through the API at once`, ['metric', 'each run', 'mean'], [
+    row('create→Ready p50 (ms)', (x) => x.createToReadyMs.p50),
+    row('create→Ready p99 (ms)', (x) => x.createToReadyMs.p99),
+    row('pods/s to all Ready', (x) => x.podsPerSecond),
+    row('agent CPU per pod start (ms)', (x) => x.agentCpuMsPerPodStart),
+    row("containerd's CPU per pod start (ms)", (x) => x.containerdCpuMsPerPodStart),
+    row('agent CPU per pod deletion (ms)', (x) => x.agentCpuMsPerPodDeletion),
+    row('delete → all gone from the API (ms)', (x) => x.deleteToAllGoneMs),
+    row('agent RSS at 0 pods (MB)', (x) => x.rssMBAtZeroPods),
+    row('agent RSS at N pods (MB)', (x) => x.rssMBAtNPods),
+    row('agent idle CPU at N pods (% of one core)', (x) => x.idleCpuPercentOfOneCoreAtN),
+  ]);
+}
+
 function printTokens(r: Run<TokensResult | Skipped>): void {
   if (failed(r)) return void console.log(`\ntokens: ${r.error}`);
   if (skipped(r)) return void console.log(`\ntokens: SKIPPED — ${r.skipped}`);
@@ -373,6 +394,12 @@ async function main(): Promise<void> {
     const containerd = await worker<ContainerdResult | Skipped>('containerd.ts', ['--sequential=20', '--burst=100', `--idle-ms=${quick ? 5_000 : 10_000}`]);
     results.containerd = containerd;
     printed.push(() => printContainerd(containerd));
+  }
+  if (only.includes('agent')) {
+    console.error('agent (the built binary on containerd, through the API)…');
+    const agent = await worker<AgentResult | Skipped>('agent.ts', ['--n=100', `--runs=${quick ? 1 : 3}`, `--idle-ms=${quick ? 5_000 : 10_000}`]);
+    results.agent = agent;
+    printed.push(() => printAgent(agent));
   }
   if (only.includes('cluster')) {
     console.error('cluster…');

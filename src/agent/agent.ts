@@ -13,10 +13,9 @@ import path from 'node:path';
 import type { Actor, InspectionEvent, Observer } from 'xstate';
 import type { AgentConfig } from '../cli/config.ts';
 import { realClock } from '../clock.ts';
-import { KubeConfig } from '@kubernetes/client-node';
 import { kubeletVersion } from '../cli/flags.ts';
 import { configz } from '../cli/options.ts';
-import { createKubeClient, type KubeClientOptions } from '../client/kubeClient.ts';
+import type { KubeClientOptions } from '../client/kubeClient.ts';
 import { type KubeApi, RequestCounts } from '../client/api.ts';
 import { composeNode } from '../kubelet/composeNode.ts';
 import type { ClusterDeps } from '../nodeloop/parts.ts';
@@ -29,6 +28,8 @@ import { startSimRuntime } from '../runtime/sim/server.ts';
 import type { SimMemory } from '../runtime/sim/engine.ts';
 import { parseQuantity } from '../api/quantity.ts';
 import { openContainerManager } from '../cm/open.ts';
+import { hostHugePageSizes, hostMemoryFeatures, readProcSwaps, simMemoryFeatures, swapOnRefusal } from '../cm/memoryFeatures.ts';
+import type { MemoryFeatures } from '../kuberuntime/resources.ts';
 import { type KernelLog, hostKernelLog } from '../node/kernelLog.ts';
 import type { Pod } from '../api/types.ts';
 import { type AgentView, type ListeningServer, healthzHandler, listen, readOnlyHandler } from '../server/http.ts';
@@ -45,7 +46,6 @@ import { configuredSources, createConfigSourcesLogic } from '../sources/configSo
 import type { StatusManager } from '../status/manager.ts';
 import { startVisualizerServer } from '../visualizer/server.ts';
 import { VisualizerHub } from '../visualizer/stream.ts';
-import { DEFAULT_STATELY_INSPECT_URL, startStatelyInspector } from './statelyInspector.ts';
 
 export interface Agent {
   syncLoop: Actor<SyncLoopMachine>;
@@ -95,6 +95,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
   // Refused rather than taken and ignored: no source reads the URL yet.
   if (config.manifestUrl) throw new Error('--manifest-url (staticPodURL): the HTTP manifest source is not built yet; serve the manifests from a directory with --pod-manifest-path');
   await mkdir(config.rootDir, { recursive: true });
+  const memoryFeatures = await machineMemoryFeatures(config, log);
   const closers: (() => Promise<void> | void)[] = [];
 
   let endpoint = config.containerRuntimeEndpoint;
@@ -103,7 +104,8 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
   // The machine's kernel log for the OOM watcher: sim://'s simulated one, else the host's.
   let kernelLog: KernelLog = hostKernelLog;
   if (endpoint.startsWith('sim://')) {
-    const sim = await startSimRuntime({ socketPath: simSocketPath(config.rootDir), ...simOptionsFromEndpoint(endpoint) });
+    // Its own directory under --root-dir is its image filesystem (ImageFsInfo): on nodefs's disk, as a one-disk node's runtime is.
+    const sim = await startSimRuntime({ socketPath: simSocketPath(config.rootDir), stateDir: path.resolve(config.rootDir, 'sim'), ...simOptionsFromEndpoint(endpoint) });
     simMemory = () => sim.engine.memory();
     kernelLog = { follow: (onLine) => sim.engine.followKernelLog(onLine) };
     closers.push(() => sim.close());
@@ -152,10 +154,11 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
   const visualizer = config.visualizerPort > 0 ? new VisualizerHub({ clock }) : undefined;
   if (visualizer) closers.push(() => visualizer.close());
   // --inspect=stately: the same records, to Stately's inspector over a WebSocket.
-  const stately = config.inspect === 'stately' ? startStatelyInspector(config.inspectUrl) : undefined;
+  // The inspector's library is loaded only when asked for.
+  const stately = config.inspect === 'stately' ? (await import('./statelyInspector.ts')).startStatelyInspector(config.inspectUrl) : undefined;
   if (stately) {
     closers.push(() => stately.stop());
-    log('info', 'Sending statechart inspection records to the Stately inspector', { url: config.inspectUrl ?? DEFAULT_STATELY_INSPECT_URL });
+    log('info', 'Sending statechart inspection records to the Stately inspector', { url: stately.url });
   }
   const inspect = [hooks.inspect, visualizer?.inspect, stately?.inspect].reduce<Observer<InspectionEvent> | undefined>(
     (all, one) => (!one ? all : all ? teeInspect(all, one) : one),
@@ -169,7 +172,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     events: { qps: config.eventQps, burst: config.eventBurst },
     clock,
   };
-  const cluster = config.kubeconfig ? clusterDeps(config, loadKubeApi(config.kubeconfig, apiRequests, limits), simMemory) : undefined;
+  const cluster = config.kubeconfig ? clusterDeps(config, await loadKubeApi(config.kubeconfig, apiRequests, limits), simMemory) : undefined;
   if (cluster) log('info', 'Joining the cluster', { server: cluster.server, node: config.nodeName });
   // The node's recorder exists once composeNode has run; the API source reports only after its first list.
   const recorder: EventRecorder = { event: (...args) => node.recorder.event(...args) };
@@ -181,6 +184,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     config,
     simulated: simMemory !== undefined,
     capacity: await machineCapacity(simMemory),
+    hugePageSizes: memoryFeatures.hugePageSizes,
     ...(runtimeConfig?.systemdCgroup !== undefined ? { runtimeSystemdCgroup: runtimeConfig.systemdCgroup } : {}),
     activePods: () => activePods(),
     log,
@@ -198,6 +202,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     dns: await nodeDns(config, log),
     metrics,
     ...(simMemory ? { machineMemory: simMemory } : {}),
+    memoryFeatures,
     ...(podCgroups ? { podCgroups } : {}),
     kernelLog,
     ...(runtimeConfig ? { runtimeFeatures: { supplementalGroupsPolicy: runtimeConfig.features?.supplementalGroupsPolicy ?? false } } : {}),
@@ -286,8 +291,13 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
   return agent;
 }
 
-/** The API client of a kubeconfig file; a file that cannot be read stops the agent at start. */
-function loadKubeApi(file: string, counts: RequestCounts, limits: KubeClientOptions['limits']): { api: KubeApi; server: string } {
+/**
+ * The API client of a kubeconfig file; a file that cannot be read stops the agent at start. The
+ * client library is loaded only here: it holds some 70 MB once loaded (every API group's models),
+ * which a standalone node, without --kubeconfig, never needs.
+ */
+async function loadKubeApi(file: string, counts: RequestCounts, limits: KubeClientOptions['limits']): Promise<{ api: KubeApi; server: string }> {
+  const [{ KubeConfig }, { createKubeClient }] = await Promise.all([import('@kubernetes/client-node'), import('../client/kubeClient.ts')]);
   const kubeConfig = new KubeConfig();
   try {
     kubeConfig.loadFromFile(file);
@@ -297,6 +307,24 @@ function loadKubeApi(file: string, counts: RequestCounts, limits: KubeClientOpti
   const server = kubeConfig.getCurrentCluster()?.server;
   if (!server) throw new Error(`--kubeconfig ${file}: the current context names no cluster server`);
   return { api: createKubeClient(kubeConfig, { requestTimeoutMs: 10_000, userAgent: `statelet/${kubeletVersion()}`, counts, ...(limits ? { limits } : {}) }), server };
+}
+
+/**
+ * The machine's swap and memory cgroup features, once at start: with swap on and --fail-swap-on
+ * the agent refuses to start with the kubelet's message; otherwise containers get NoSwap where the
+ * kernel can enforce it. sim:// simulates a machine of its own, on cgroup v2 and without swap.
+ */
+async function machineMemoryFeatures(config: AgentConfig, log: Logger): Promise<MemoryFeatures> {
+  if (config.containerRuntimeEndpoint.startsWith('sim://')) return simMemoryFeatures(await hostHugePageSizes());
+  const swaps = await readProcSwaps();
+  const refusal = swapOnRefusal(config.failSwapOn, swaps);
+  if (refusal) throw new Error(refusal);
+  const features = await hostMemoryFeatures();
+  const swapOn = swapOnRefusal(true, swaps) !== null;
+  if (swapOn && !features.swapController) log('warn', 'Swap is on and the kernel does not account it per cgroup: containers may swap (NoSwap cannot be enforced)', { ...features });
+  else if (swapOn) log('info', 'Swap is on (--fail-swap-on=false): containers get none (NoSwap)', { ...features });
+  else log('info', 'The machine\'s memory cgroups', { ...features });
+  return features;
 }
 
 /** The machine as the kubepods cgroup is sized from it: cores, memory (sim://'s own), pid_max. */

@@ -13,13 +13,15 @@ import { type StatelyInspectionEvent, createWebSocketInspector } from '@statelya
 import type { InspectionEvent, Observer } from 'xstate';
 
 /** The library's default relay address (`createWebSocketInspector`'s `url`). */
-export const DEFAULT_STATELY_INSPECT_URL = 'ws://localhost:8080';
+const DEFAULT_STATELY_INSPECT_URL = 'ws://localhost:8080';
 
 interface StatelyInspector {
   /** Pass as (or tee into) the actor system's `inspect` option. */
   readonly inspect: Observer<InspectionEvent>;
   /** Closes the WebSocket. */
   stop(): void;
+  /** Where the records go. */
+  readonly url: string;
 }
 
 export function startStatelyInspector(url: string = DEFAULT_STATELY_INSPECT_URL): StatelyInspector {
@@ -47,6 +49,7 @@ export function startStatelyInspector(url: string = DEFAULT_STATELY_INSPECT_URL)
       stopped = true;
       inspector.stop();
     },
+    url,
   };
 }
 

@@ -105,6 +105,10 @@ export interface AgentConfig {
   enforceNodeAllocatable: string[];
   /** --pod-max-pids / podPidsLimit; -1: none. */
   podMaxPids: number;
+  /** --fail-swap-on / failSwapOn: refuse to start while the machine has swap on. */
+  failSwapOn: boolean;
+  /** memorySwap.swapBehavior (config file only): NoSwap, or '' meaning the same; LimitedSwap is refused. */
+  memorySwapBehavior: '' | 'NoSwap';
   /** --eviction-hard / evictionHard: signal to threshold (`memory.available` → `100Mi`); given, it replaces the defaults. */
   evictionHard: Record<string, string>;
   /** --eviction-soft / evictionSoft. */
@@ -222,6 +226,8 @@ export function agentDefaults(profile: DefaultsProfile = 'flags'): AgentDefaults
     cgroupDriver: 'cgroupfs',
     enforceNodeAllocatable: ['pods'],
     podMaxPids: -1,
+    failSwapOn: true,
+    memorySwapBehavior: '',
     // The kubelet's Linux defaults (pkg/kubelet/eviction/defaults_linux.go).
     evictionHard: { 'memory.available': '100Mi', 'nodefs.available': '10%', 'nodefs.inodesFree': '5%', 'imagefs.available': '15%' },
     evictionSoft: {},

@@ -475,6 +475,37 @@ function cgroupDriver(text: string): 'cgroupfs' {
   throw new ValueError(`expected cgroupfs, not ${JSON.stringify(text)}`);
 }
 
+/**
+ * memorySwap (config file only, as in the kubelet): `{ swapBehavior: NoSwap }` or an empty
+ * swapBehavior, which means the same. LimitedSwap is refused rather than taken and ignored:
+ * statelet gives every container NoSwap.
+ */
+export type SwapBehavior = '' | 'NoSwap';
+const memorySwapKind: ValueKind<SwapBehavior> = {
+  placeholder: '{swapBehavior: NoSwap}',
+  takesArgument: true,
+  fromText: swapBehavior,
+  fromConfig(value) {
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ValueError('expected an object such as { swapBehavior: NoSwap }');
+    const behavior: unknown = 'swapBehavior' in value ? value.swapBehavior : undefined;
+    if (behavior === undefined || behavior === null) return '';
+    try {
+      return swapBehavior(expectString(behavior));
+    } catch (error) {
+      if (error instanceof ValueError) throw new ValueError(`swapBehavior: ${error.message}`);
+      throw error;
+    }
+  },
+  display: (value) => value,
+  toConfig: (value) => (value ? { swapBehavior: value } : {}),
+};
+
+function swapBehavior(text: string): SwapBehavior {
+  if (text === '' || text === 'NoSwap') return text;
+  if (text === 'LimitedSwap') throw new ValueError('LimitedSwap is not implemented by statelet, whose containers never swap: use NoSwap (or leave it empty)');
+  throw new ValueError(`${JSON.stringify(text)} must be one of: "", "LimitedSwap" or "NoSwap" (statelet implements NoSwap only)`);
+}
+
 /** --cgroup-root: an absolute cgroup path, or empty for the root. */
 const cgroupRootKind: ValueKind<string> = {
   ...stringKind,
@@ -890,6 +921,22 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'podPidsLimit',
     group: 'Node',
     help: 'Most processes a pod may run (its cgroup\'s pids.max); -1: no limit',
+  }),
+  option({
+    key: 'failSwapOn',
+    kind: boolKind,
+    flag: 'fail-swap-on',
+    configField: 'failSwapOn',
+    group: 'Node',
+    help: 'Refuse to start while the machine has swap on (/proc/swaps lists a device); with false, containers still get no swap (NoSwap)',
+  }),
+  option({
+    key: 'memorySwapBehavior',
+    kind: memorySwapKind,
+    configField: 'memorySwap',
+    group: 'Node',
+    help: 'memorySwap.swapBehavior: NoSwap (or empty), the only behaviour statelet has; LimitedSwap is refused',
+    defaultText: 'NoSwap',
   }),
   option({
     key: 'seccompDefault',

@@ -7,6 +7,8 @@
  * client does (rest/with_retry.go IsNextRetry, checkWait); every error becomes an `ApiError`
  * naming the call.
  */
+import http from 'node:http';
+import https from 'node:https';
 import * as k8s from '@kubernetes/client-node';
 import type { KubeEvent, Service } from '../api/cluster.ts';
 import type { Pod } from '../api/types.ts';
@@ -50,11 +52,39 @@ function limiter(limit: RateLimit | undefined, clock: Clock | undefined): () => 
   };
 }
 
-/** The calls' options: the user agent, the deadline and, for patches, the patch's content type. */
-function requestOptions(options: KubeClientOptions, contentType?: string): k8s.ConfigurationOptions {
+/** Connections kept open to the API server at most: the rate limits keep fewer requests in flight. */
+const MAX_SOCKETS = 16;
+/**
+ * An idle connection is closed after this long, well before the API server closes it from its
+ * side (its idle timeout is 90 s): a request is never written to a connection being closed.
+ */
+const IDLE_SOCKET_TIMEOUT_MS = 30_000;
+
+/**
+ * The library makes a new agent for every request (KubeConfig.applySecurityAuthentication), so
+ * each call opened its own TLS connection to the API server — a handshake and a TLS context per
+ * status write, and memory the allocator kept. Given the first request's agent, this returns one
+ * agent with the same TLS settings that keeps its connections open (client-go likewise keeps one
+ * connection per server); each later request gets it. A proxy's agent is left as it is.
+ */
+function keepAliveAgent(): (agent: http.Agent | https.Agent | undefined) => http.Agent | https.Agent | undefined {
+  let shared: http.Agent | https.Agent | undefined;
+  return (agent) => {
+    if (shared) return shared;
+    if (!agent || (agent.constructor !== https.Agent && agent.constructor !== http.Agent)) return agent;
+    const settings = { ...(agent as https.Agent).options, keepAlive: true, maxSockets: MAX_SOCKETS, timeout: IDLE_SOCKET_TIMEOUT_MS };
+    shared = agent instanceof https.Agent ? new https.Agent(settings) : new http.Agent(settings);
+    return shared;
+  };
+}
+
+/** The calls' options: the user agent, the deadline, the shared connections and, for patches, the patch's content type. */
+function requestOptions(options: KubeClientOptions, connections: ReturnType<typeof keepAliveAgent>, contentType?: string): k8s.ConfigurationOptions {
   const userAgent = k8s.setHeaderMiddleware('User-Agent', options.userAgent);
   const timed = {
     pre: (request: k8s.RequestContext) => {
+      const agent = connections(request.getAgent());
+      if (agent) request.setAgent(agent);
       request.setSignal(AbortSignal.timeout(options.requestTimeoutMs));
       if (contentType) request.setHeaderParam('Content-Type', contentType);
       return userAgent.pre(request);
@@ -101,9 +131,10 @@ export function createKubeClient(config: k8s.KubeConfig, options: KubeClientOpti
   const coordination = config.makeApiClient(k8s.CoordinationV1Api);
   const authentication = config.makeApiClient(k8s.AuthenticationV1Api);
   const authorization = config.makeApiClient(k8s.AuthorizationV1Api);
-  const plainOptions = requestOptions(options);
-  const mergePatch = requestOptions(options, k8s.PatchStrategy.MergePatch);
-  const strategicPatch = requestOptions(options, k8s.PatchStrategy.StrategicMergePatch);
+  const connections = keepAliveAgent();
+  const plainOptions = requestOptions(options, connections);
+  const mergePatch = requestOptions(options, connections, k8s.PatchStrategy.MergePatch);
+  const strategicPatch = requestOptions(options, connections, k8s.PatchStrategy.StrategicMergePatch);
   const watch = new k8s.Watch(config);
 
   const waitForApi = limiter(options.limits?.api, options.limits?.clock);

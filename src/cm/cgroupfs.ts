@@ -5,11 +5,14 @@
  *
  *   v1  the same relative path under every controller's hierarchy (`cpu/`, `memory/`, `pids/`, …);
  *       settings in `cpu.shares`, `cpu.cfs_quota_us`, `cpu.cfs_period_us`,
- *       `memory.limit_in_bytes`, `pids.max`; a new cpuset cgroup gets its parent's CPUs and
- *       memory nodes, without which no process could join it.
+ *       `memory.limit_in_bytes`, `pids.max`, `hugetlb.<size>.limit_in_bytes`; a new cpuset
+ *       cgroup gets its parent's CPUs and memory nodes, without which no process could join it.
  *   v2  one path under the unified mount, the controllers enabled down to it through each
  *       parent's `cgroup.subtree_control`; settings in `cpu.weight` (the shares converted as the
- *       kubelet converts them), `cpu.max`, `memory.max`, `pids.max`.
+ *       kubelet converts them), `cpu.max`, `memory.max`, `pids.max`, `hugetlb.<size>.max`.
+ *
+ * A setting of a controller the host does not have (v1: no hierarchy mounted for it; v2: not in
+ * the root's `cgroup.controllers`) is not written: hugetlb is optional to the kubelet too.
  *
  * Removal kills what still runs in the cgroup (`cgroup.kill`, else each process), then removes
  * it and its children deepest first. The mount may also be a plain directory tree laid out as v2
@@ -64,21 +67,28 @@ export function cgroupFiles(version: 1 | 2, config: CgroupConfig): { controller:
     if (hasQuota) out.push({ controller: 'cpu', file: 'cpu.cfs_quota_us', value: String(config.cpuQuota) });
     if (config.memoryLimitBytes !== undefined) out.push({ controller: 'memory', file: 'memory.limit_in_bytes', value: config.memoryLimitBytes > 0 ? String(config.memoryLimitBytes) : '-1' });
     if (config.pidsLimit !== undefined) out.push({ controller: 'pids', file: 'pids.max', value: config.pidsLimit > 0 ? String(config.pidsLimit) : 'max' });
+    for (const [size, bytes] of Object.entries(config.hugePageLimits ?? {})) out.push({ controller: 'hugetlb', file: `hugetlb.${size}.limit_in_bytes`, value: String(bytes) });
     return out;
   }
   if (config.cpuShares !== undefined) out.push({ controller: 'cpu', file: 'cpu.weight', value: String(sharesToWeight(config.cpuShares)) });
   if (hasQuota || config.cpuPeriod !== undefined) out.push({ controller: 'cpu', file: 'cpu.max', value: `${hasQuota && config.cpuQuota! > 0 ? config.cpuQuota : 'max'} ${period}` });
   if (config.memoryLimitBytes !== undefined) out.push({ controller: 'memory', file: 'memory.max', value: config.memoryLimitBytes > 0 ? String(config.memoryLimitBytes) : 'max' });
   if (config.pidsLimit !== undefined) out.push({ controller: 'pids', file: 'pids.max', value: config.pidsLimit > 0 ? String(config.pidsLimit) : 'max' });
+  for (const [size, bytes] of Object.entries(config.hugePageLimits ?? {})) out.push({ controller: 'hugetlb', file: `hugetlb.${size}.max`, value: String(bytes) });
   return out;
 }
 
 /**
- * The cgroups under `mount`: v2 when it has `cgroup.controllers` (the unified hierarchy, or a
- * plain tree laid out as one), v1 otherwise (one hierarchy per controller directory).
+ * The cgroup version of `mount`: 2 when it has `cgroup.controllers` (the unified hierarchy, or a
+ * plain tree laid out as one), 1 otherwise (one hierarchy per controller directory).
  */
+export async function cgroupVersion(mount: string): Promise<1 | 2> {
+  return (await exists(path.join(mount, 'cgroup.controllers'))) ? 2 : 1;
+}
+
+/** The cgroups under `mount`, of the version cgroupVersion finds. */
 export async function openCgroups(mount: string): Promise<Cgroups> {
-  if (await exists(path.join(mount, 'cgroup.controllers'))) return v2Cgroups(mount, await isCgroupFs(mount));
+  if ((await cgroupVersion(mount)) === 2) return v2Cgroups(mount, await isCgroupFs(mount));
   const hierarchies = await v1Hierarchies(mount);
   const first = [...hierarchies.values()][0];
   return v1Cgroups(mount, hierarchies, first !== undefined && (await isCgroupFs(first)));
@@ -220,14 +230,25 @@ async function inheritCpuset(root: string, cgroup: string): Promise<void> {
   }
 }
 
+/** The controllers the v2 root offers (its `cgroup.controllers`). */
+async function offeredControllers(mount: string): Promise<string[]> {
+  return (await readFile(path.join(mount, 'cgroup.controllers'), 'utf8').catch(() => '')).split(/\s+/).filter(Boolean);
+}
+
 function v2Cgroups(mount: string, real: boolean): Cgroups {
   const dir = (cgroup: string) => path.join(mount, cgroup);
   const apply = async (cgroup: string, config: CgroupConfig) => {
-    for (const { file, value } of cgroupFiles(2, config)) await writeSetting(path.join(dir(cgroup), file), value);
+    const files = cgroupFiles(2, config);
+    // Only hugetlb is optional: the others are there on any host the kubelet runs on.
+    const offered = files.some((f) => f.controller === 'hugetlb') ? await offeredControllers(mount) : [];
+    for (const { controller, file, value } of files) {
+      if (controller === 'hugetlb' && !offered.includes(controller)) continue;
+      await writeSetting(path.join(dir(cgroup), file), value);
+    }
   };
   /** Makes each level down to `cgroup`, enabling in each parent the controllers the root offers. */
   const makeLevels = async (cgroup: string) => {
-    const offered = (await readFile(path.join(mount, 'cgroup.controllers'), 'utf8').catch(() => '')).split(/\s+/);
+    const offered = await offeredControllers(mount);
     const wanted = V2_CONTROLLERS.filter((c) => offered.includes(c));
     const parts = cgroup.split('/').filter(Boolean);
     for (let i = 0; i <= parts.length; i++) {

@@ -22,6 +22,8 @@ export interface ContainerManagerDeps {
   cgroupRoot: string;
   /** --pod-max-pids; -1 or 0: none. */
   podPidsLimit: number;
+  /** The huge page sizes the host has (`2MB`, `1GB`): each pod cgroup's HugeTLB limits cover them all. */
+  hugePageSizes: readonly string[];
   /** --enforce-node-allocatable has `pods`: kubepods is limited to allocatable rather than capacity. */
   enforcePods: boolean;
   capacity: { milliCpu: number; memoryBytes: number; pids?: number };
@@ -94,7 +96,7 @@ export class ContainerManager {
     try {
       if (!(await this.deps.cgroups.exists(cgroup))) {
         await this.updateBurstable([pod]);
-        await this.deps.cgroups.create(cgroup, podCgroupConfig(pod, this.deps.podPidsLimit));
+        await this.deps.cgroups.create(cgroup, podCgroupConfig(pod, this.deps.podPidsLimit, this.deps.hugePageSizes));
       }
       this.known.add(uid);
     } catch (err) {

@@ -19,6 +19,8 @@ interface OpenOptions {
   /** sim://: the cgroups are a tree under --root-dir. */
   simulated: boolean;
   capacity: { milliCpu: number; memoryBytes: number; pids?: number };
+  /** The huge page sizes the machine has (`2MB` form), which each pod cgroup limits. */
+  hugePageSizes: readonly string[];
   /** The runtime makes cgroups through systemd (its verbose status says so). */
   runtimeSystemdCgroup?: boolean;
   activePods(): Pod[];
@@ -53,6 +55,7 @@ export async function openContainerManager(options: OpenOptions): Promise<Contai
       cgroups: await openCgroups(mount),
       cgroupRoot: config.cgroupRoot || '/',
       podPidsLimit: config.podMaxPids,
+      hugePageSizes: options.hugePageSizes,
       enforcePods: config.enforceNodeAllocatable.includes('pods'),
       capacity: options.capacity,
       reserved,

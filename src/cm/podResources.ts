@@ -14,7 +14,7 @@ import { podQos, type QosClass } from '../api/qos.ts';
 import { amounts, type ResourceAmounts } from '../api/quantity.ts';
 import type { Container, Pod } from '../api/types.ts';
 import { podRequests } from '../admission/resources.ts';
-import { QUOTA_PERIOD_US, milliCpuToQuota, milliCpuToShares } from '../kuberuntime/resources.ts';
+import { QUOTA_PERIOD_US, hugePageSizeOfResource, milliCpuToQuota, milliCpuToShares } from '../kuberuntime/resources.ts';
 
 /** cm/helpers_linux.go MinShares: a BestEffort pod's, and the besteffort cgroup's. */
 const MIN_SHARES = 2;
@@ -27,6 +27,11 @@ export interface CgroupConfig {
   cpuPeriod?: number;
   memoryLimitBytes?: number;
   pidsLimit?: number;
+  /**
+   * HugeTLB limits by page size as runc names it (`2MB` → bytes); 0 denies that size. Written only
+   * where the hugetlb controller exists (cgroupfs.ts).
+   */
+  hugePageLimits?: Record<string, number>;
 }
 
 /** The kubepods cgroup under `--cgroup-root` (cm.cgroupRoot with cgroupsPerQOS). */
@@ -93,12 +98,28 @@ function podLimits(pod: Pod): { limits: ResourceAmounts; cpuDeclared: boolean; m
 }
 
 /**
+ * The pod's HugeTLB limits (HugePageLimits over PodRequests, then the cgroup manager's
+ * maybeSetHugetlb): its requests of each page size summed, and 0 for every size the host has that
+ * the pod does not ask for, so the pod's containers cannot take huge pages it was not given.
+ */
+export function podHugePageLimits(pod: Pod, hostSizes: readonly string[]): Record<string, number> {
+  const limits: Record<string, number> = {};
+  for (const [resource, bytes] of Object.entries(podRequests(pod))) {
+    const size = hugePageSizeOfResource(resource);
+    if (size !== null) limits[size] = (limits[size] ?? 0) + Math.ceil(bytes);
+  }
+  for (const size of hostSizes) limits[size] ??= 0;
+  return limits;
+}
+
+/**
  * The pod cgroup's settings (cm/helpers_linux.go ResourceConfigForPod): Guaranteed, CPU shares
  * from its requests, its CPU quota and memory from its limits; Burstable, the shares, and the
  * quota or memory limit only when every container declares one; BestEffort, the minimum shares.
- * `podPidsLimit` (--pod-max-pids) when positive.
+ * `podPidsLimit` (--pod-max-pids) when positive. Whatever the class, its HugeTLB limits over the
+ * host's page sizes (`hugePageSizes`, `2MB` form).
  */
-export function podCgroupConfig(pod: Pod, podPidsLimit: number): CgroupConfig {
+export function podCgroupConfig(pod: Pod, podPidsLimit: number, hugePageSizes: readonly string[]): CgroupConfig {
   const qos = podQos(pod);
   const config: CgroupConfig = {};
   if (qos === 'BestEffort') config.cpuShares = MIN_SHARES;
@@ -112,6 +133,8 @@ export function podCgroupConfig(pod: Pod, podPidsLimit: number): CgroupConfig {
     if (qos === 'Guaranteed' || memoryDeclared) config.memoryLimitBytes = limits['memory'] ?? 0;
   }
   if (podPidsLimit > 0) config.pidsLimit = podPidsLimit;
+  const hugePages = podHugePageLimits(pod, hugePageSizes);
+  if (Object.keys(hugePages).length) config.hugePageLimits = hugePages;
   return config;
 }
 

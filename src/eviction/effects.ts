@@ -4,6 +4,13 @@
  * as signals, the pods over a local-storage limit in that same Summary, the node-level reclaim of
  * disk (dead containers, then unused images), the ranking of the active pods, the `Evicted` event
  * on each pod chosen, and whether it has been cleaned up.
+ *
+ * What a disk signal reclaims and what a pod's usage counts depend on whether the image
+ * filesystem is dedicated (diskSignals.ts). Each Summary says so, as far as the stats provider
+ * could tell; the last answer is kept through a Summary that cannot (the runtime down a moment),
+ * and before any answer the node counts as one disk. The kubelet asks HasDedicatedImageFs each
+ * round until it has an answer and keeps that one; following each round's answer costs nothing
+ * more (the Summary measured it) and follows a runtime restarted onto another disk.
  */
 import { isCriticalPod, podRef, type Pod } from '../api/types.ts';
 import { type EventRecorder, nodeReference, podReference } from '../eventrecorder/recorder.ts';
@@ -11,6 +18,7 @@ import type { Logger } from '../log.ts';
 import type { StatsProvider } from '../stats/provider.ts';
 import type { Summary } from '../stats/summary.ts';
 import type { EvictionChoice, EvictionEffects, Reading } from './evictionManager.ts';
+import { diskUsageCountedFor, nodeReclaimsFor } from './diskSignals.ts';
 import { LOCAL_STORAGE_GRACE_PERIOD_SECONDS, localStorageViolations } from './localStorage.ts';
 import { evictionGracePeriodSeconds, evictionMessage, rankForEviction } from './rank.ts';
 import { type Observations, observe } from './synchronize.ts';
@@ -23,15 +31,24 @@ export interface EvictionDeps {
   activePods(): Pod[];
   /** Whether the pod's actor is done with it (stopped and cleaned up), or gone. */
   podCleanedUp(uid: string): boolean;
-  /** Removes dead containers of pods not running and images no container uses (disk reclaim). */
-  reclaimDisk(): Promise<void>;
+  /** Removes every dead container of a pod that no longer runs (containerGC DeleteAllUnusedContainers). */
+  deleteAllUnusedContainers(): Promise<void>;
+  /** Removes every image no container uses (imageGC DeleteUnusedImages). */
+  deleteUnusedImages(): Promise<void>;
   recorder: EventRecorder;
   now(): number;
   log: Logger;
 }
 
 export function createEvictionEffects(deps: EvictionDeps): EvictionEffects {
-  const read = async (): Promise<Observations> => observe(await deps.stats.summary(false));
+  /** Whether the image filesystem is on a disk of its own, as the last Summary that could tell said. */
+  let dedicatedImageFs = false;
+  const summary = async (): Promise<Summary> => {
+    const read = await deps.stats.summary(false);
+    if (read.dedicatedImageFs !== undefined) dedicatedImageFs = read.dedicatedImageFs;
+    return read;
+  };
+  const read = async (): Promise<Observations> => observe(await summary());
   /** The Summary the round's signals came from: the local-storage check reads its pods (the kubelet's statsFunc of the round). */
   let roundSummary: Summary | undefined;
   /** Says why the pod goes (its Evicted event), unless it is critical (evictPod); false: it stays. */
@@ -46,17 +63,16 @@ export function createEvictionEffects(deps: EvictionDeps): EvictionEffects {
   };
   return {
     async observe(): Promise<Reading> {
-      const summary = await deps.stats.summary(false);
-      roundSummary = summary;
-      return { observations: observe(summary), at: deps.now() };
+      roundSummary = await summary();
+      return { observations: observe(roundSummary), at: deps.now() };
     },
 
     async localStorageEviction(): Promise<EvictionChoice[]> {
-      const summary = roundSummary ?? (await deps.stats.summary(false));
+      const round = roundSummary ?? (await summary());
       roundSummary = undefined;
-      const byUid = new Map(summary.pods.map((p) => [p.podRef.uid, p]));
+      const byUid = new Map(round.pods.map((p) => [p.podRef.uid, p]));
       const chosen: EvictionChoice[] = [];
-      for (const { pod, message } of localStorageViolations(deps.activePods(), (p) => byUid.get(p.metadata.uid))) {
+      for (const { pod, message } of localStorageViolations(deps.activePods(), (p) => byUid.get(p.metadata.uid), dedicatedImageFs)) {
         if (tell(pod, message)) chosen.push({ uid: pod.metadata.uid, pod: podRef(pod), gracePeriodSeconds: LOCAL_STORAGE_GRACE_PERIOD_SECONDS, message });
       }
       return chosen;
@@ -66,16 +82,24 @@ export function createEvictionEffects(deps: EvictionDeps): EvictionEffects {
       const resource = SIGNALS[threshold.signal].resource;
       deps.log('warn', 'Eviction manager: attempting to reclaim', { resourceName: resource });
       deps.recorder.event(nodeReference(deps.nodeName), 'Warning', 'EvictionThresholdMet', `Attempting to reclaim ${resource}`);
-      if (SIGNALS[threshold.signal].condition !== 'DiskPressure') return null;
-      await deps.reclaimDisk();
+      const reclaims = nodeReclaimsFor(threshold.signal, dedicatedImageFs);
+      if (reclaims.length === 0) return null;
+      // Each runs whatever the one before did, and the node is measured again after them all.
+      for (const reclaim of reclaims) {
+        try {
+          await deps[reclaim]();
+        } catch (err) {
+          deps.log('info', 'Eviction manager: unexpected error when attempting to reduce resource pressure', { resourceName: resource, err });
+        }
+      }
       return read();
     },
 
     async selectPod(threshold: Threshold, observations: Observations, maxPodGracePeriodSeconds: number): Promise<EvictionChoice | null> {
-      const summary = await deps.stats.summary(false);
-      const byUid = new Map(summary.pods.map((p) => [p.podRef.uid, p]));
+      const now = await summary();
+      const byUid = new Map(now.pods.map((p) => [p.podRef.uid, p]));
       const statsOf = (pod: Pod) => byUid.get(pod.metadata.uid);
-      const ranked = rankForEviction(threshold.signal, deps.activePods(), statsOf);
+      const ranked = rankForEviction(threshold.signal, deps.activePods(), statsOf, diskUsageCountedFor(threshold.signal, dedicatedImageFs));
       deps.log('info', 'Eviction manager: pods ranked for eviction', { signal: threshold.signal, pods: ranked.map(podRef) });
       for (const pod of ranked) {
         const message = evictionMessage(SIGNALS[threshold.signal].resource, threshold, observations, pod, statsOf(pod));

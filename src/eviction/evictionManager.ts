@@ -16,9 +16,9 @@
  *                   DisruptionTarget condition, and the round ends there → `awaitingCleanup`.
  *                   None (or a failed check, kept in lastError) → `judging`.
  *   `judging`       → `reclaiming` when a threshold is to be reclaimed, else `waiting`.
- *   `reclaiming`    `reclaimNodeResources` records EvictionThresholdMet and, for disk signals, removes
- *                   dead containers and unused images, then reads the signals again → `waiting`
- *                   when that was enough, else `evicting`.
+ *   `reclaiming`    `reclaimNodeResources` records EvictionThresholdMet and, for a disk signal whose
+ *                   disk holds them (diskSignals.ts), removes dead containers and unused images,
+ *                   then reads the signals again → `waiting` when that was enough, else `evicting`.
  *   `evicting`      `selectPod` ranks the active pods and names the first that may be evicted (no
  *                   critical pod), with its message; the machine sends NODE.EVICT_POD for it, with
  *                   the DisruptionTarget condition (TerminationByKubelet) → `awaitingCleanup`;
@@ -87,7 +87,7 @@ export interface EvictionEffects {
   /**
    * Node-level reclaim for the threshold: its EvictionThresholdMet event, and for a disk signal the
    * removal of dead containers and unused images, then the signals again; null when the signal
-   * has nothing of the node's to reclaim (memory, pids).
+   * has nothing of the node's to reclaim (memory, pids, nodefs beside a dedicated image filesystem).
    */
   reclaimNodeResources(threshold: Threshold): Promise<Observations | null>;
   /** The first pod the kubelet would evict for the threshold, with its message and grace period; null: none may go. */

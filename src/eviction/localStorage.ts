@@ -12,12 +12,13 @@
  *              ephemeral volumes) above its ephemeral-storage limit as PodLimits adds it up: the
  *              regular containers and sidecars that name one, at least each init container's, plus
  *              the overhead; a pod where no container names one is not checked;
- *   container  a regular container's writable layer and logs above its own non-zero limit.
+ *   container  a regular container's logs, and its writable layer unless the image filesystem is
+ *              dedicated (the layer is then on another disk: `dedicatedImageFs`), above its own
+ *              non-zero limit.
  *
- * The node has no image filesystem apart from nodefs, so a container's writable layer counts
- * (the kubelet counts it only then: `dedicatedImageFs` false). Quantities in messages are printed
- * as resource.Quantity's String prints them: canonical, in the form they were written (`1Mi`,
- * `500M`, `1e9`). Several pods may break a rule in one round; each is evicted.
+ * Quantities in messages are printed as resource.Quantity's String prints them: canonical, in the
+ * form they were written (`1Mi`, `500M`, `1e9`). Several pods may break a rule in one round; each
+ * is evicted.
  */
 import { parseQuantity } from '../api/quantity.ts';
 import type { Pod } from '../api/types.ts';
@@ -187,8 +188,11 @@ function podViolation(pod: Pod, stats: PodSummary): string | null {
   return `Pod ephemeral local storage usage exceeds the total limit of containers ${canonicalQuantity(limit)}. `;
 }
 
-/** containerEphemeralStorageLimitEviction: the first container, in the stats' order, above its own limit. */
-function containerViolation(pod: Pod, stats: PodSummary): string | null {
+/**
+ * containerEphemeralStorageLimitEviction: the first container, in the stats' order, above its own
+ * limit, counting its writable layer only where it shares nodefs's disk.
+ */
+function containerViolation(pod: Pod, stats: PodSummary, dedicatedImageFs: boolean): string | null {
   const limits = new Map<string, Quantity>();
   for (const c of pod.spec.containers) {
     const limit = quantityOf(c.resources?.limits?.[EPHEMERAL_STORAGE]);
@@ -197,7 +201,7 @@ function containerViolation(pod: Pod, stats: PodSummary): string | null {
   for (const c of stats.containers) {
     const limit = limits.get(c.name);
     if (!limit) continue;
-    const used = (c.logs?.usedBytes ?? 0) + (c.rootfs?.usedBytes ?? 0);
+    const used = (c.logs?.usedBytes ?? 0) + (dedicatedImageFs ? 0 : (c.rootfs?.usedBytes ?? 0));
     if (limit.value < used) return `Container ${c.name} exceeded its local ephemeral storage limit ${JSON.stringify(canonicalQuantity(limit))}. `;
   }
   return null;
@@ -208,12 +212,12 @@ function containerViolation(pod: Pod, stats: PodSummary): string | null {
  * (localStorageEviction): its emptyDirs, then the pod's total, then its containers. A pod without
  * stats is skipped. Whether a pod may be evicted at all (critical pods may not) is the caller's.
  */
-export function localStorageViolations(pods: readonly Pod[], statsOf: StatsOf): LocalStorageViolation[] {
+export function localStorageViolations(pods: readonly Pod[], statsOf: StatsOf, dedicatedImageFs = false): LocalStorageViolation[] {
   const violations: LocalStorageViolation[] = [];
   for (const pod of pods) {
     const stats = statsOf(pod);
     if (!stats) continue;
-    const message = emptyDirViolation(pod, stats) ?? podViolation(pod, stats) ?? containerViolation(pod, stats);
+    const message = emptyDirViolation(pod, stats) ?? podViolation(pod, stats) ?? containerViolation(pod, stats, dedicatedImageFs);
     if (message !== null) violations.push({ pod, message });
   }
   return violations;

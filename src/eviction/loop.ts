@@ -26,10 +26,12 @@ export const evictionLoop = defineNodeLoop({
       stats,
       activePods: pods.active,
       podCleanedUp: pods.cleanedUp,
-      // DeleteAllUnusedContainers (every dead container of a pod that no longer runs), then DeleteUnusedImages.
-      reclaimDisk: async () => {
+      // Every dead container of a pod that no longer runs.
+      deleteAllUnusedContainers: async () => {
         const running = new Set(pods.active().map((p) => p.metadata.uid));
         await collectContainerGarbage({ runtime, now, log }, containerGcPolicy(config), (uid) => !running.has(uid), true);
+      },
+      deleteUnusedImages: async () => {
         await removeUnusedImages(runtime, images, log);
       },
       recorder,

@@ -4,9 +4,9 @@
  *
  *   memory  pods using more than they request first, then lower priority, then the larger use
  *           above the request;
- *   disk    the same with ephemeral storage (or inodes): the containers' writable layers and logs
- *           and the pod's local volumes (emptyDir on disk, hostPath), the node having no separate
- *           image filesystem;
+ *   disk    the same with ephemeral storage (or inodes), counting what the signal's disk holds
+ *           of the pod (diskSignals.ts): its containers' writable layers, their logs, its local
+ *           volumes (emptyDir on disk, hostPath);
  *   pids    lower priority first, then more processes.
  *
  * A pod without stats goes first (nothing is known to spare it). QoS is not consulted: a
@@ -17,6 +17,7 @@ import type { Pod } from '../api/types.ts';
 import { podRequests } from '../admission/resources.ts';
 import type { PodSummary } from '../stats/summary.ts';
 import { podVolumes } from '../volumes/plan.ts';
+import { ALL_DISK_USAGE, type DiskUsagePart } from './diskSignals.ts';
 import type { Observations } from './synchronize.ts';
 import { SIGNALS, type Signal, type StarvedResource, type Threshold, formatQuantity, thresholdQuantity } from './thresholds.ts';
 
@@ -31,11 +32,18 @@ function localVolumeNames(pod: Pod): Set<string> {
   return names;
 }
 
-/** The pod's disk use in bytes (`ephemeral-storage`) or inodes: its containers' layers and logs, and its local volumes. */
-export function podDiskUsage(pod: Pod, stats: PodSummary, resource: 'ephemeral-storage' | 'inodes'): number {
+/**
+ * The pod's disk use in bytes (`ephemeral-storage`) or inodes (podDiskUsage): of its containers'
+ * writable layers and logs and of its local volumes, the parts `counted` names.
+ */
+export function podDiskUsage(pod: Pod, stats: PodSummary, resource: 'ephemeral-storage' | 'inodes', counted: readonly DiskUsagePart[] = ALL_DISK_USAGE): number {
   const key = resource === 'inodes' ? 'inodesUsed' : 'usedBytes';
   let total = 0;
-  for (const c of stats.containers) total += (c.rootfs?.[key] ?? 0) + (c.logs?.[key] ?? 0);
+  for (const c of stats.containers) {
+    if (counted.includes('rootfs')) total += c.rootfs?.[key] ?? 0;
+    if (counted.includes('logs')) total += c.logs?.[key] ?? 0;
+  }
+  if (!counted.includes('localVolumes')) return total;
   const local = localVolumeNames(pod);
   for (const v of stats.volume ?? []) if (local.has(v.name)) total += v[key] ?? 0;
   return total;
@@ -60,7 +68,7 @@ function byUseOverRequest(stats: StatsOf, use: (pod: Pod, s: PodSummary) => numb
   return [(a, b) => Number(exceeds(b)) - Number(exceeds(a)), (a, b) => priority(a) - priority(b), (a, b) => excess(b) - excess(a)];
 }
 
-function orders(signal: Signal, stats: StatsOf): Order[] {
+function orders(signal: Signal, stats: StatsOf, counted: readonly DiskUsagePart[]): Order[] {
   const missingFirst: Order = (a, b) => Number(stats(a) !== undefined) - Number(stats(b) !== undefined);
   const resource = SIGNALS[signal].resource;
   switch (resource) {
@@ -73,16 +81,19 @@ function orders(signal: Signal, stats: StatsOf): Order[] {
         missingFirst,
         ...byUseOverRequest(
           stats,
-          (pod, s) => podDiskUsage(pod, s, resource),
+          (pod, s) => podDiskUsage(pod, s, resource, counted),
           (pod) => (resource === 'inodes' ? 0 : (podRequests(pod)['ephemeral-storage'] ?? 0)),
         ),
       ];
   }
 }
 
-/** The pods in the order the kubelet would evict them for `signal` (a stable sort). */
-export function rankForEviction(signal: Signal, pods: readonly Pod[], stats: StatsOf): Pod[] {
-  const compare = orders(signal, stats);
+/**
+ * The pods in the order the kubelet would evict them for `signal` (a stable sort); for a disk
+ * signal, `counted` is what a pod's usage adds up (diskUsageCountedFor), everything by default.
+ */
+export function rankForEviction(signal: Signal, pods: readonly Pod[], stats: StatsOf, counted: readonly DiskUsagePart[] = ALL_DISK_USAGE): Pod[] {
+  const compare = orders(signal, stats, counted);
   return [...pods].sort((a, b) => {
     for (const order of compare) {
       const result = order(a, b);

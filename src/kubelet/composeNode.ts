@@ -21,6 +21,7 @@ import { collectContainerGarbage } from '../kuberuntime/gc.ts';
 import { hookIOOn } from '../kuberuntime/hooks.ts';
 import { ImagePuller } from '../kuberuntime/images.ts';
 import { killOrphanPod, removeOrphanedPodDirs } from '../kuberuntime/orphans.ts';
+import type { MemoryFeatures } from '../kuberuntime/resources.ts';
 import type { Logger } from '../log.ts';
 import { unhealthyReason } from '../node/health.ts';
 import { isStaticPod } from '../api/types.ts';
@@ -87,6 +88,8 @@ interface NodeDeps {
   metrics?: Partial<NodeMetrics>;
   /** The machine's memory when it is not the host's (sim:// simulates its machine's): total and free. */
   machineMemory?: () => { totalBytes: number; freeBytes: number };
+  /** The machine's cgroup version, swap controller and huge page sizes (src/cm/memoryFeatures.ts): each container's HugeTLB and swap settings. */
+  memoryFeatures: MemoryFeatures;
   /** The machine's kernel log, for the OOM watcher; absent: not followed. */
   kernelLog?: KernelLog;
   /** The node's cgroups (--cgroups-per-qos), started; absent: none are kept. */
@@ -188,6 +191,7 @@ export function composeNode(deps: NodeDeps): Node {
     podLogsRoot: config.podLogsDir,
     security: { seccompDefault: config.seccompDefault, seccompProfileRoot: path.join(config.rootDir, 'seccomp') },
     memoryCapacityBytes: deps.machineMemory?.().totalBytes ?? os.totalmem(),
+    memoryFeatures: deps.memoryFeatures,
     crashLoop: crashLoopBackOffPolicy(config),
     hookIO: hookIOOn(clock),
     now,
@@ -234,7 +238,17 @@ export function composeNode(deps: NodeDeps): Node {
       if (syncLoopRef?.getSnapshot().status === 'active') syncLoopRef.send({ type: 'STATUS.WRITES', ...statusWriter.progress() });
     }, 1_000);
   };
-  const stats = new StatsProvider({ nodeName: config.nodeName, runtime, podLogsDir: config.podLogsDir, rootDir: config.rootDir, podsDir, now, log, ...(deps.machineMemory ? { machineMemory: deps.machineMemory } : {}) });
+  const stats = new StatsProvider({
+    nodeName: config.nodeName,
+    runtime,
+    images: deps.images,
+    podLogsDir: config.podLogsDir,
+    rootDir: config.rootDir,
+    podsDir,
+    now,
+    log,
+    ...(deps.machineMemory ? { machineMemory: deps.machineMemory } : {}),
+  });
   const parts: NodeParts = {
     config,
     ...(cluster ? { cluster } : {}),

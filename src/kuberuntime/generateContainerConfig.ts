@@ -4,7 +4,7 @@
  * makeEnvironmentVariables and makeMounts): its environment (the ConfigMaps and Secrets it names,
  * read through the node's object cache; the downward API; the Services' link variables), its
  * mounts (the pod's volumes with their subPaths, the managed /etc/hosts), its CPU and memory
- * settings (resources.ts), its security context
+ * settings (resources.ts: CPU, memory, huge pages, swap), its security context
  * (securityContext.ts, with the image's user from the ImageStatus ensureImage read; runAsNonRoot
  * checked) and its log
  * directory, made for the runtime to open the log in. A spec the node cannot satisfy throws
@@ -27,7 +27,7 @@ import { makeEnvironment, readReferencedObjects } from './envVars.ts';
 import { ETC_HOSTS, managedHostsContent, mountsManagedHosts, podHostnameAndDomain } from './hosts.ts';
 import { errorText } from './images.ts';
 import type { ContainerType } from './labels.ts';
-import { containerResources } from './resources.ts';
+import { type MemoryFeatures, containerResources } from './resources.ts';
 import {
   type ImageUser,
   type SecuritySettings,
@@ -42,6 +42,8 @@ export interface ContainerConfigDeps {
   security: SecuritySettings;
   /** The machine's memory: a Burstable container's OOM score is its request's share of it. */
   memoryCapacityBytes: number;
+  /** The node's cgroup version, swap controller and huge page sizes: each container's HugeTLB and swap settings. */
+  memoryFeatures: MemoryFeatures;
   /** The node's addresses (--node-ip), first the primary: `status.hostIP(s)` in environments. */
   hostIPs?: string[];
   /** The node's allocatable amounts once known: the limit a container leaves unset (resourceFieldRef). */
@@ -134,6 +136,6 @@ export async function generateContainerConfig(deps: ContainerConfigDeps, target:
   await mkdirAll(path.join(target.podLogDirectory, container.name), 0o755).catch((err: unknown) => {
     throw new ContainerConfigError(`create container log directory for container ${container.name} failed: ${errorText(err)}`);
   });
-  const resources = containerResources(pod, container, deps.memoryCapacityBytes);
+  const resources = containerResources(pod, container, { memoryCapacityBytes: deps.memoryCapacityBytes, ...deps.memoryFeatures });
   return containerConfig(pod, container, target.type, target.restartCount, target.image, envs, mounts, { resources, securityContext });
 }

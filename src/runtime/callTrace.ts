@@ -102,6 +102,7 @@ export function tracedImages(images: ImageService, trace: CallTrace): ImageServi
     imageStatus: (image, opts) => call('ImageStatus', image, () => images.imageStatus(image, opts)),
     listImages: (opts) => call('ListImages', '', () => images.listImages(opts)),
     removeImage: (image, opts) => call('RemoveImage', image, () => images.removeImage(image, opts)),
+    imageFsInfo: (opts) => call('ImageFsInfo', '', () => images.imageFsInfo(opts)),
   };
 }
 

@@ -36,6 +36,7 @@ export const CRI_CALLS = {
   imageStatus: { service: 'ImageService', rpc: 'ImageStatus' },
   listImages: { service: 'ImageService', rpc: 'ListImages' },
   removeImage: { service: 'ImageService', rpc: 'RemoveImage' },
+  imageFsInfo: { service: 'ImageService', rpc: 'ImageFsInfo' },
 } as const satisfies Record<CriMethod, { service: 'RuntimeService' | 'ImageService'; rpc: string }>;
 
 export type CriRpc = (typeof CRI_CALLS)[CriMethod]['rpc'];

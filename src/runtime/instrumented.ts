@@ -40,6 +40,7 @@ const IMAGE_OPERATIONS = {
   imageStatus: 'image_status',
   listImages: 'list_images',
   removeImage: 'remove_image',
+  imageFsInfo: 'image_fs_info',
 } as const satisfies Record<keyof ImageService, string>;
 
 function timed<A extends unknown[], R>(ops: RuntimeOperations, operation: string, call: (...args: A) => Promise<R>, now: () => number): (...args: A) => Promise<R> {

@@ -109,6 +109,18 @@ export interface LinuxContainerResources {
   /** 0: no limit. */
   memoryLimitInBytes: number;
   oomScoreAdj: number;
+  /** The HugeTLB limit per page size the host has (`2MB`, `1GB`), in bytes; 0 denies that size. Absent: none sent. */
+  hugepageLimits?: HugepageLimit[];
+  /** cgroup v2 files and their values for the runtime to write (`memory.oom.group`, `memory.swap.max`). Absent: none. */
+  unified?: KeyValueMap;
+  /** cgroup v1 memory+swap limit (`memory.memsw.limit_in_bytes`); equal to the memory limit: no swap. Absent: not set. */
+  memorySwapLimitInBytes?: number;
+}
+
+/** CRI HugepageLimit: a page size as runc names it (`2MB`) and the bytes of it allowed. */
+export interface HugepageLimit {
+  pageSize: string;
+  limit: number;
 }
 
 /** CRI LinuxContainerSecurityContext: who a container's process is and what it may do. */
@@ -351,6 +363,16 @@ export interface FilesystemUsage {
   inodesUsed?: number;
 }
 
+/**
+ * The runtime's filesystems (ImageFsInfo): where it keeps images, and, where the runtime keeps the
+ * containers' writable layers on another filesystem (a split disk), that one too; usually one
+ * image filesystem and no container filesystem (containerd and CRI-O answer so).
+ */
+export interface ImageFsInfo {
+  imageFilesystems: FilesystemUsage[];
+  containerFilesystems: FilesystemUsage[];
+}
+
 export interface SwapUsage {
   timestamp: number;
   swapAvailableBytes?: number;
@@ -463,6 +485,8 @@ export interface ImageService {
   imageStatus(image: string, opts?: CallOptions): Promise<ImageInfo | null>;
   listImages(opts?: CallOptions): Promise<ImageInfo[]>;
   removeImage(image: string, opts?: CallOptions): Promise<void>;
+  /** The filesystems the runtime keeps images (and writable layers) on, with what it uses of them (ImageFsInfo). */
+  imageFsInfo(opts?: CallOptions): Promise<ImageFsInfo>;
 }
 
 /** A gRPC status code name, as the CRI client reports it. */

@@ -8,7 +8,7 @@
 import { readFile, readdir, stat, statfs } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../log.ts';
-import type { Container, RuntimeService } from '../runtime/types.ts';
+import { type Container, type FilesystemUsage, type ImageService, type RuntimeService, definedOnly } from '../runtime/types.ts';
 import { containerLogPath } from '../kuberuntime/logRotation.ts';
 import {
   type FsStats,
@@ -41,6 +41,8 @@ interface StatsSource {
   rootDir?: string;
   /** Where the pods' volumes are (`<root-dir>/pods`), for their local volumes' usage. */
   podsDir?: string;
+  /** The runtime's image service: its ImageFsInfo names the image filesystem (imagefs) of the full summary. */
+  images?: Pick<ImageService, 'imageFsInfo'>;
 }
 
 /** The directory of a pod's emptyDir volumes (the volume plugin's, `kubernetes.io/empty-dir`). */
@@ -114,6 +116,8 @@ async function readRlimit(time: number): Promise<RlimitStats | undefined> {
 export class StatsProvider {
   private readonly rates = new CpuRates();
   private podStatsFailureTold = false;
+  /** Whether the image filesystem's absence has been said since it was last measured. */
+  private imageFsFailureTold = false;
 
   constructor(private readonly source: StatsSource) {}
 
@@ -138,9 +142,13 @@ export class StatsProvider {
       pods: podSummaries(input, this.rates, { onlyCpuAndMemory: cpuAndMemoryOnly, now: time, logs: (c) => logs.get(c.id) }),
     };
     if (cpuAndMemoryOnly) return summary;
-    const [fs, rlimit] = await Promise.all([this.source.rootDir ? filesystemStats(this.source.rootDir, time) : undefined, readRlimit(time)]);
+    const [fs, rlimit, imageFs] = await Promise.all([this.source.rootDir ? filesystemStats(this.source.rootDir, time) : undefined, readRlimit(time), this.imageFsStats(time)]);
     if (fs) summary.node.fs = fs;
     if (rlimit) summary.node.rlimit = rlimit;
+    if (imageFs) {
+      summary.node.runtime = { imageFs: imageFs.stats, containerFs: { ...imageFs.stats } };
+      if (imageFs.dedicated !== undefined) summary.dedicatedImageFs = imageFs.dedicated;
+    }
     const { podsDir } = this.source;
     if (podsDir) {
       await Promise.all(
@@ -205,6 +213,50 @@ export class StatsProvider {
       }
       return { containers: await this.source.runtime.listContainerStats() };
     }
+  }
+
+  /**
+   * The image filesystem (cri_stats_provider.go ImageFsStats): the first filesystem ImageFsInfo
+   * names, its used bytes and inodes as the runtime counts them, its capacity, free space and
+   * inodes from statfs of its mountpoint (the kubelet asks cadvisor's GetDirFsInfo); and whether
+   * it is on another device than --root-dir (provider.go HasDedicatedImageFs, comparing the two
+   * filesystems' devices), unknown without --root-dir. The kubelet fails the whole summary when the
+   * runtime names no image filesystem; here it is left out, said once until it is back, and the
+   * imagefs signals go unobserved for as long: the rest of the node's figures still count.
+   */
+  private async imageFsStats(time: number): Promise<{ stats: FsStats; dedicated?: boolean } | undefined> {
+    const { images, rootDir, log } = this.source;
+    if (!images) return undefined;
+    const unavailable = (message: string, fields: Record<string, unknown>) => {
+      if (!this.imageFsFailureTold) log('info', message, fields);
+      this.imageFsFailureTold = true;
+      return undefined;
+    };
+    let usage: FilesystemUsage | undefined;
+    try {
+      usage = (await images.imageFsInfo()).imageFilesystems[0];
+    } catch (err) {
+      return unavailable('The runtime gives no image filesystem stats; imagefs signals are not observed (ImageFsInfo)', { err });
+    }
+    const mountpoint = usage?.mountpoint;
+    if (!usage || !mountpoint) return unavailable('The runtime names no image filesystem; imagefs signals are not observed (ImageFsInfo)', {});
+    const [disk, device, rootDevice] = await Promise.all([
+      filesystemStats(mountpoint, time),
+      stat(mountpoint).then((s) => s.dev, () => undefined),
+      rootDir ? stat(rootDir).then((s) => s.dev, () => undefined) : undefined,
+    ]);
+    if (!disk) return unavailable("The runtime's image filesystem cannot be measured; imagefs signals are not observed (ImageFsInfo, statfs)", { mountpoint });
+    this.imageFsFailureTold = false;
+    const stats = definedOnly<FsStats>({
+      time: usage.timestamp,
+      availableBytes: disk.availableBytes,
+      capacityBytes: disk.capacityBytes,
+      usedBytes: usage.usedBytes,
+      inodesFree: disk.inodesFree,
+      inodes: disk.inodes,
+      inodesUsed: usage.inodesUsed,
+    });
+    return device !== undefined && rootDevice !== undefined ? { stats, dedicated: device !== rootDevice } : { stats };
   }
 
   /** Each running container's log directory on the host (the kubelet's getPodContainerLogStats). */

@@ -83,14 +83,24 @@ interface NodeSummary {
   swap?: SwapStats;
   /** The filesystem under --root-dir (nodefs). */
   fs?: FsStats;
-  /** The runtime's image filesystem (imagefs), where the runtime names one. */
-  runtime?: { imageFs?: FsStats };
+  /**
+   * The runtime's filesystems (RuntimeStats), where the runtime names one: its image filesystem
+   * (imagefs), and the one of the containers' writable layers, which the kubelet's CRI stats
+   * provider reports as the image filesystem itself (it supports no split disk).
+   */
+  runtime?: { imageFs?: FsStats; containerFs?: FsStats };
   rlimit?: RlimitStats;
 }
 
 export interface Summary {
   node: NodeSummary;
   pods: PodSummary[];
+  /**
+   * Whether the image filesystem is on another device than --root-dir (the kubelet's
+   * HasDedicatedImageFs), for the eviction manager; absent when unknown. Statelet's own: not part
+   * of `/stats/summary`.
+   */
+  dedicatedImageFs?: boolean;
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -365,7 +375,8 @@ function rfc3339(ms: number): string {
 
 /** The Summary as `/stats/summary` writes it. */
 export function summaryJson(summary: Summary): string {
-  return JSON.stringify(summary, (key, value: unknown) => ((key === 'time' || key === 'startTime') && typeof value === 'number' ? rfc3339(value) : value));
+  const { node, pods } = summary;
+  return JSON.stringify({ node, pods }, (key, value: unknown) => ((key === 'time' || key === 'startTime') && typeof value === 'number' ? rfc3339(value) : value));
 }
 
 /** `only_cpu_and_memory` as the kubelet reads it (strconv.ParseBool; anything else is false). */

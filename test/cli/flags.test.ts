@@ -6,7 +6,7 @@ import { agentDefaults, crashLoopBackOffPolicy, type AgentConfig } from '../../s
 import { DurationError, formatDuration, parseDuration } from '../../src/cli/duration.ts';
 import { UsageError, helpText, parseCommandLine } from '../../src/cli/flags.ts';
 import { ConfigFileError, parseKubeletConfig, readKubeletConfigFile } from '../../src/cli/kubeletConfig.ts';
-import { OPTIONS } from '../../src/cli/options.ts';
+import { OPTIONS, configz } from '../../src/cli/options.ts';
 
 const env = { hostname: () => 'Worker-1.Example' };
 
@@ -154,6 +154,8 @@ describe('parseCommandLine: defaults and forms', () => {
       cgroupDriver: 'cgroupfs',
       enforceNodeAllocatable: ['pods'],
       podMaxPids: -1,
+      failSwapOn: true,
+      memorySwapBehavior: '',
       evictionHard: { 'memory.available': '100Mi', 'nodefs.available': '10%', 'nodefs.inodesFree': '5%', 'imagefs.available': '15%' },
       evictionSoft: {},
       evictionSoftGracePeriod: {},
@@ -694,6 +696,38 @@ describe('KubeletConfiguration file', () => {
       enforceNodeAllocatable: ['pods'],
     });
     expect(() => parseKubeletConfig(`${HEADER}enforceNodeAllocatable: [pods, system-reserved]\n`, 'k.yaml')).toThrow(/--system-reserved-cgroup/);
+  });
+
+  it('reads --fail-swap-on and failSwapOn, the flag over the file', () => {
+    expect(run(['--fail-swap-on=false']).config.failSwapOn).toBe(false);
+    expect(run(['--fail-swap-on']).config.failSwapOn).toBe(true);
+    const file = writeConfig(`${HEADER}failSwapOn: false\n`);
+    expect(run(['--config', file]).config.failSwapOn).toBe(false);
+    expect(run(['--config', file, '--fail-swap-on=true']).config.failSwapOn).toBe(true);
+    expect(() => parseKubeletConfig(`${HEADER}failSwapOn: "no"\n`, 'k.yaml')).toThrow('k.yaml: failSwapOn: expected a boolean');
+  });
+
+  it.each<[string, '' | 'NoSwap']>([
+    ['memorySwap: {swapBehavior: NoSwap}', 'NoSwap'],
+    ['memorySwap: {swapBehavior: ""}', ''],
+    ['memorySwap: {}', ''],
+  ])('takes %s (NoSwap, the only swap behaviour statelet has)', (line, behavior) => {
+    expect(parseKubeletConfig(`${HEADER}${line}\n`, 'k.yaml')).toEqual({ settings: { memorySwapBehavior: behavior }, warnings: [] });
+  });
+
+  it.each([
+    ['memorySwap: {swapBehavior: LimitedSwap}', 'k.yaml: memorySwap: swapBehavior: LimitedSwap is not implemented by statelet, whose containers never swap: use NoSwap (or leave it empty)'],
+    ['memorySwap: {swapBehavior: UnlimitedSwap}', 'k.yaml: memorySwap: swapBehavior: "UnlimitedSwap" must be one of: "", "LimitedSwap" or "NoSwap" (statelet implements NoSwap only)'],
+    ['memorySwap: NoSwap', 'k.yaml: memorySwap: expected an object such as { swapBehavior: NoSwap }'],
+    ['memorySwap: {swapBehavior: 1}', 'k.yaml: memorySwap: swapBehavior: expected a string'],
+  ])('refuses %s rather than run without it', (line, message) => {
+    expect(() => parseKubeletConfig(`${HEADER}${line}\n`, 'k.yaml')).toThrow(message);
+  });
+
+  it('shows failSwapOn and memorySwap in /configz as a kubelet config file writes them', () => {
+    expect(configz(run([]).config)).toMatchObject({ failSwapOn: true, memorySwap: {} });
+    const file = writeConfig(`${HEADER}failSwapOn: false\nmemorySwap: {swapBehavior: NoSwap}\n`);
+    expect(configz(run(['--config', file]).config)).toMatchObject({ failSwapOn: false, memorySwap: { swapBehavior: 'NoSwap' } });
   });
 
   it('has config-file defaults that differ from flag defaults only in readOnlyPort', () => {

@@ -5,8 +5,11 @@
  *     DisruptionTarget condition and event) while a Guaranteed pod keeps running, a new BestEffort
  *     pod is refused while the pressure lasts, and the condition clears after the transition period;
  *   - on containerd with --root-dir on a 128 MiB filesystem: a pod fills its emptyDir, the node
- *     reports DiskPressure, reclaims what the node holds, evicts that pod (its emptyDir removed),
- *     refuses any new pod meanwhile, keeps the other running, and the condition clears.
+ *     reports DiskPressure and evicts that pod (its emptyDir removed), refuses any new pod
+ *     meanwhile, keeps the other running, and the condition clears. containerd's image filesystem
+ *     (its own root) is then on another disk than --root-dir (dedicated), so under nodefs pressure
+ *     nothing of the node's is reclaimed (containers and images free nothing on nodefs) and pods
+ *     are ranked by their logs and local volumes, as the kubelet does.
  * Outside CI the containerd part skips loudly where containerd or root is missing.
  */
 import type { CoreV1Event, V1Node, V1Pod } from '@kubernetes/client-node';
@@ -134,6 +137,12 @@ describe.runIf(containerd !== null)('eviction under disk pressure (containerd, -
     if (!cp) return skip();
     const namespace = await cp.namespace('evict-disk');
     await cp.waitFor<V1Node>(nodes, DISK_NODE, (n) => condition(n, 'Ready')?.status === 'True');
+    // Two disks: nodefs is the small filesystem, imagefs containerd's own (ImageFsInfo, statfs of its mountpoint).
+    type FsFigures = { capacityBytes?: number; availableBytes?: number; usedBytes?: number };
+    const stats = (await (await fetch(`http://127.0.0.1:${cluster.agent!.readOnlyPort}/stats/summary`)).json()) as { node: { fs?: FsFigures; runtime?: { imageFs?: FsFigures } } };
+    expect(stats.node.fs?.capacityBytes).toBeLessThanOrEqual(128 * 2 ** 20);
+    expect(stats.node.runtime?.imageFs).toMatchObject({ capacityBytes: expect.any(Number), availableBytes: expect.any(Number), usedBytes: expect.any(Number) });
+    expect(stats.node.runtime?.imageFs?.capacityBytes).not.toBe(stats.node.fs?.capacityBytes);
     await cp.core.createNamespacedPod({
       namespace,
       body: {
@@ -179,7 +188,7 @@ describe.runIf(containerd !== null)('eviction under disk pressure (containerd, -
     expect(calm.status?.phase).toBe('Running');
     const cleared = (await cp.waitFor<V1Node>(nodes, DISK_NODE, (n) => condition(n, 'DiskPressure')?.status === 'False', (TRANSITION_S + 40) * 1000))!;
     expect(condition(cleared, 'DiskPressure')?.reason).toBe('KubeletHasNoDiskPressure');
-    // The sandbox image was kept by the image garbage collection: a new pod starts.
+    // No image was removed (nodefs pressure reclaims nothing beside a dedicated image filesystem): a new pod starts.
     await cp.core.createNamespacedPod({
       namespace,
       body: { metadata: { name: 'after' }, spec: { nodeName: DISK_NODE, containers: [{ name: 'app', image: BUSYBOX_IMAGE, command: ['sleep', '3600'], resources: { limits: { cpu: '100m', memory: '64Mi' } } }] } },

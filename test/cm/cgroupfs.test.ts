@@ -31,9 +31,9 @@ const read = async (...parts: string[]) => (await readFile(path.join(...parts), 
 const isThere = (file: string) => access(file).then(() => true, () => false);
 
 /** A plain tree laid out as cgroup v1: a hierarchy per controller, each with its cgroup.procs. */
-async function fakeV1(): Promise<string> {
+async function fakeV1(controllers = ['cpu', 'memory', 'pids', 'cpuset']): Promise<string> {
   const root = await tempDir();
-  for (const controller of ['cpu', 'memory', 'pids', 'cpuset']) {
+  for (const controller of controllers) {
     await mkdir(path.join(root, controller));
     await writeFile(path.join(root, controller, 'cgroup.procs'), '');
   }
@@ -70,6 +70,7 @@ describe('cgroupFiles', () => {
     ['quota -1 (cpuCFSQuota off): written as -1', { cpuQuota: -1, cpuPeriod: 100_000 }, { 'cpu/cpu.cfs_quota_us': '-1', 'cpu/cpu.cfs_period_us': '100000' }],
     ['memory 0: unlimited (-1)', { memoryLimitBytes: 0 }, { 'memory/memory.limit_in_bytes': '-1' }],
     ['pidsLimit 100', { pidsLimit: 100 }, { 'pids/pids.max': '100' }],
+    ['huge pages', { hugePageLimits: { '2MB': 8 * Mi, '1GB': 0 } }, { 'hugetlb/hugetlb.2MB.limit_in_bytes': '8388608', 'hugetlb/hugetlb.1GB.limit_in_bytes': '0' }],
     ['nothing', {}, {}],
   ])('v1, %s', (_case, config, files) => expect(filesOf(1, config)).toEqual(files));
 
@@ -81,6 +82,7 @@ describe('cgroupFiles', () => {
     ['quota -1: max', { cpuQuota: -1, cpuPeriod: 100_000 }, { 'cpu/cpu.max': 'max 100000' }],
     ['memory 0: max', { memoryLimitBytes: 0 }, { 'memory/memory.max': 'max' }],
     ['pidsLimit 100', { pidsLimit: 100 }, { 'pids/pids.max': '100' }],
+    ['huge pages', { hugePageLimits: { '2MB': 8 * Mi, '1GB': 0 } }, { 'hugetlb/hugetlb.2MB.max': '8388608', 'hugetlb/hugetlb.1GB.max': '0' }],
     ['nothing', {}, {}],
   ])('v2, %s', (_case, config, files) => expect(filesOf(2, config)).toEqual(files));
 });
@@ -292,5 +294,42 @@ describe.skipIf(!realV1OrSkip())('cgroup v1, the real cgroup filesystem (root)',
     expect(await cgroups.exists(cgroup)).toBe(false);
     expect(await cgroups.exists(`/${name}`)).toBe(false);
     for (const entry of await readdir(MOUNT)) expect(existsSync(path.join(MOUNT, entry, name))).toBe(false);
+  });
+});
+
+describe('HugeTLB limits, written only where the hugetlb controller exists (maybeSetHugetlb)', () => {
+  const HUGE: CgroupConfig = { cpuShares: 2, hugePageLimits: { '1GB': 0, '2MB': 8 * Mi } };
+
+  it('v1 with a hugetlb hierarchy: hugetlb.<size>.limit_in_bytes in it', async () => {
+    const root = await fakeV1(['cpu', 'memory', 'pids', 'cpuset', 'hugetlb']);
+    const cgroups = await openCgroups(root);
+    await cgroups.create(POD, HUGE);
+    expect(await read(root, 'hugetlb', POD, 'hugetlb.2MB.limit_in_bytes')).toBe('8388608');
+    expect(await cgroups.read(POD, 'hugetlb.1GB.limit_in_bytes')).toBe('0');
+  });
+
+  it('v1 without one (this project\'s machines: cpu,cpuacct,cpuset,memory,pids,… but no hugetlb): nothing written, no error', async () => {
+    const root = await fakeV1();
+    const cgroups = await openCgroups(root);
+    await cgroups.create(POD, HUGE);
+    expect(await read(root, 'cpu', POD, 'cpu.shares')).toBe('2');
+    for (const controller of ['cpu', 'memory', 'pids', 'cpuset']) expect((await readdir(path.join(root, controller, POD))).filter((f) => f.startsWith('hugetlb'))).toEqual([]);
+    expect(await isThere(path.join(root, 'hugetlb'))).toBe(false);
+  });
+
+  it('v2 with hugetlb in the root\'s cgroup.controllers: hugetlb.<size>.max', async () => {
+    const root = await fakeV2();
+    const cgroups = await openCgroups(root);
+    await cgroups.create(POD, HUGE);
+    expect(await read(root, POD, 'hugetlb.2MB.max')).toBe('8388608');
+    expect(await read(root, POD, 'hugetlb.1GB.max')).toBe('0');
+  });
+
+  it('v2 without it: nothing written, the rest is', async () => {
+    const root = await fakeV2('cpuset cpu io memory pids');
+    const cgroups = await openCgroups(root);
+    await cgroups.create(POD, HUGE);
+    expect(await read(root, POD, 'cpu.weight')).toBe('1');
+    expect((await readdir(path.join(root, POD))).filter((f) => f.startsWith('hugetlb'))).toEqual([]);
   });
 });

@@ -18,6 +18,8 @@ import { container, makePod } from '../support/pods.ts';
 
 const Mi = 2 ** 20;
 const Gi = 2 ** 30;
+/** The huge page sizes of this project's machines (/sys/kernel/mm/hugepages: 1048576kB and 2048kB). */
+const HOST_SIZES = ['1GB', '2MB'];
 
 const dirs: string[] = [];
 afterEach(async () => {
@@ -71,6 +73,7 @@ async function setUp(overrides: Partial<ContainerManagerDeps> & { active?: Pod[]
     cgroups,
     cgroupRoot: '/',
     podPidsLimit: 100,
+    hugePageSizes: HOST_SIZES,
     enforcePods: true,
     capacity: { milliCpu: 4000, memoryBytes: 8 * Gi },
     reserved: { cpu: 500, memory: 1 * Gi },
@@ -156,6 +159,22 @@ describe('ContainerManager.ensurePod', () => {
     expect(await read(e, 'pids.max')).toBe('100');
     // Neither is Burstable: the burstable shares stay at the minimum.
     expect(await read(root, 'kubepods', 'burstable', 'cpu.weight')).toBe('1');
+  });
+
+  it('each pod cgroup limits huge pages: its requests of a size, 0 for the sizes it does not ask for (hugetlb offered)', async () => {
+    const { root, manager } = await setUp();
+    await manager.start();
+    const huge = podWith('a1a1a1a1-0000-4000-8000-000000000005', {
+      requests: { cpu: '100m', memory: '64Mi', 'hugepages-2Mi': '16Mi' },
+      limits: { cpu: '100m', memory: '64Mi', 'hugepages-2Mi': '16Mi' },
+    });
+    await manager.ensurePod(huge);
+    await manager.ensurePod(bestEffort);
+    const dir = path.join(root, 'kubepods', `pod${huge.metadata.uid}`);
+    expect(await read(dir, 'hugetlb.2MB.max')).toBe(String(16 * Mi));
+    expect(await read(dir, 'hugetlb.1GB.max')).toBe('0');
+    const e = path.join(root, 'kubepods', 'besteffort', `pod${E1}`);
+    expect([await read(e, 'hugetlb.2MB.max'), await read(e, 'hugetlb.1GB.max')]).toEqual(['0', '0']);
   });
 
   it('an existing pod cgroup is left as it is', async () => {
@@ -312,7 +331,7 @@ describe('openContainerManager (open.ts)', () => {
   it('--cgroups-per-qos=false: no manager, said once', async () => {
     const { lines, log } = recordingLog();
     const rootDir = await tempDir();
-    const manager = await openContainerManager({ config: { ...baseConfig(rootDir), cgroupsPerQos: false }, simulated: true, capacity, activePods: () => [], log });
+    const manager = await openContainerManager({ config: { ...baseConfig(rootDir), cgroupsPerQos: false }, simulated: true, capacity, hugePageSizes: HOST_SIZES, activePods: () => [], log });
     expect(manager).toBeUndefined();
     expect(existsSync(path.join(rootDir, SIM_CGROUP_DIR))).toBe(false);
     expect(lines).toHaveLength(1);
@@ -322,7 +341,7 @@ describe('openContainerManager (open.ts)', () => {
   it('a runtime making cgroups through systemd: refused, naming SystemdCgroup', async () => {
     const { log } = recordingLog();
     const rootDir = await tempDir();
-    await expect(openContainerManager({ config: baseConfig(rootDir), simulated: false, runtimeSystemdCgroup: true, capacity, activePods: () => [], log })).rejects.toThrow(/SystemdCgroup/);
+    await expect(openContainerManager({ config: baseConfig(rootDir), simulated: false, runtimeSystemdCgroup: true, capacity, hugePageSizes: HOST_SIZES, activePods: () => [], log })).rejects.toThrow(/SystemdCgroup/);
   });
 
   it('simulated: a v2 tree under <root-dir>/sim-cgroup, kubepods and the QoS cgroups made with the reserves of both flags taken off', async () => {
@@ -332,6 +351,7 @@ describe('openContainerManager (open.ts)', () => {
       config: { ...baseConfig(rootDir), systemReserved: { cpu: '500m', memory: '1Gi' }, kubeReserved: { cpu: '500m', memory: '512Mi' }, podMaxPids: 64 },
       simulated: true,
       capacity,
+      hugePageSizes: HOST_SIZES,
       activePods: () => [burstable1],
       log,
     });
@@ -347,15 +367,17 @@ describe('openContainerManager (open.ts)', () => {
     expect(await read(mount, 'kubepods', 'besteffort', 'cpu.weight')).toBe('1');
     expect(lines.some((l) => l.level === 'info' && l.fields?.['mount'] === mount && l.fields?.['version'] === 2)).toBe(true);
 
-    // --pod-max-pids reaches the pod cgroups.
+    // --pod-max-pids and the huge page sizes reach the pod cgroups.
     await manager!.ensurePod(guaranteed);
     expect(await read(mount, 'kubepods', `pod${G1}`, 'pids.max')).toBe('64');
+    // The simulated root offers hugetlb: the host's page sizes, none asked, each denied.
+    expect([await read(mount, 'kubepods', `pod${G1}`, 'hugetlb.1GB.max'), await read(mount, 'kubepods', `pod${G1}`, 'hugetlb.2MB.max')]).toEqual(['0', '0']);
   });
 
   it('simulated, --enforce-node-allocatable without pods: kubepods gets the capacity', async () => {
     const { log } = recordingLog();
     const rootDir = await tempDir();
-    const manager = await openContainerManager({ config: { ...baseConfig(rootDir), enforceNodeAllocatable: [], systemReserved: { cpu: '500m', memory: '1Gi' } }, simulated: true, capacity, activePods: () => [], log });
+    const manager = await openContainerManager({ config: { ...baseConfig(rootDir), enforceNodeAllocatable: [], systemReserved: { cpu: '500m', memory: '1Gi' } }, simulated: true, capacity, hugePageSizes: HOST_SIZES, activePods: () => [], log });
     expect(manager!.enforcesAllocatable).toBe(false);
     expect(await read(rootDir, SIM_CGROUP_DIR, 'kubepods', 'memory.max')).toBe(String(8 * Gi));
     expect(await read(rootDir, SIM_CGROUP_DIR, 'kubepods', 'cpu.weight')).toBe('157');
@@ -364,7 +386,7 @@ describe('openContainerManager (open.ts)', () => {
   it('simulated with --cgroup-root /statelet: kubepods under it', async () => {
     const { log } = recordingLog();
     const rootDir = await tempDir();
-    const manager = await openContainerManager({ config: { ...baseConfig(rootDir), cgroupRoot: '/statelet' }, simulated: true, capacity, activePods: () => [], log });
+    const manager = await openContainerManager({ config: { ...baseConfig(rootDir), cgroupRoot: '/statelet' }, simulated: true, capacity, hugePageSizes: HOST_SIZES, activePods: () => [], log });
     expect(manager!.kubepods).toBe('/statelet/kubepods');
     expect(existsSync(path.join(rootDir, SIM_CGROUP_DIR, 'statelet', 'kubepods', 'besteffort'))).toBe(true);
   });
@@ -376,7 +398,7 @@ describe('openContainerManager (open.ts)', () => {
     const mount = path.join(rootDir, SIM_CGROUP_DIR);
     await mkdir(mount, { recursive: true });
     await writeFile(path.join(mount, 'kubepods'), 'in the way');
-    const manager = await openContainerManager({ config: baseConfig(rootDir), simulated: true, capacity, activePods: () => [], log });
+    const manager = await openContainerManager({ config: baseConfig(rootDir), simulated: true, capacity, hugePageSizes: HOST_SIZES, activePods: () => [], log });
     expect(manager).toBeUndefined();
     const warnings = lines.filter((l) => l.level === 'warn');
     expect(warnings).toHaveLength(1);

@@ -13,6 +13,7 @@ import {
   kubepodsCgroupConfig,
   podCgroup,
   podCgroupConfig,
+  podHugePageLimits,
   podUidOfCgroup,
   qosCgroup,
 } from '../../src/cm/podResources.ts';
@@ -158,7 +159,7 @@ describe('podCgroupConfig (ResourceConfigForPod)', () => {
     ['--pod-max-pids -1: no pids limit', guaranteed, -1, { cpuShares: 102, cpuQuota: 10_000, cpuPeriod: 100_000, memoryLimitBytes: 64 * Mi }],
     ['--pod-max-pids 0: no pids limit', burstable, 0, { cpuShares: 256 }],
   ])('%s', (_case, p, pids, config) => {
-    expect(podCgroupConfig(p, pids)).toEqual(config);
+    expect(podCgroupConfig(p, pids, [])).toEqual(config);
   });
 
   it('an init container after a sidecar runs beside it: the pod needs max(regular + sidecars, sidecars before it + init) (PodLimits)', () => {
@@ -170,7 +171,7 @@ describe('podCgroupConfig (ResourceConfigForPod)', () => {
       initContainers: [exact('proxy', '200m', '32Mi', { restartPolicy: 'Always' }), exact('init', '250m', '128Mi')],
       containers: [exact('app', '100m', '64Mi')],
     });
-    expect(podCgroupConfig(p, -1)).toEqual({ cpuShares: 460, cpuQuota: 45_000, cpuPeriod: 100_000, memoryLimitBytes: 160 * Mi });
+    expect(podCgroupConfig(p, -1, [])).toEqual({ cpuShares: 460, cpuQuota: 45_000, cpuPeriod: 100_000, memoryLimitBytes: 160 * Mi });
   });
 
   it('pod-level limits (spec.resources, PodLevelResources) bound the pod cgroup, as pod-level requests give its shares', () => {
@@ -180,7 +181,48 @@ describe('podCgroupConfig (ResourceConfigForPod)', () => {
       resources: { requests: { cpu: '500m', memory: '256Mi' }, limits: { cpu: '1', memory: '512Mi' } },
       containers: [withResources('app', { requests: { cpu: '100m' } })],
     });
-    expect(podCgroupConfig(p, -1)).toEqual({ cpuShares: 512, cpuQuota: 100_000, cpuPeriod: 100_000, memoryLimitBytes: 512 * Mi });
+    expect(podCgroupConfig(p, -1, [])).toEqual({ cpuShares: 512, cpuQuota: 100_000, cpuPeriod: 100_000, memoryLimitBytes: 512 * Mi });
+  });
+});
+
+describe('podHugePageLimits (HugePageLimits over PodRequests, maybeSetHugetlb)', () => {
+  const HOST = ['1GB', '2MB'];
+  /** Huge pages as the API has them: requests equal to limits (defaulting copies limits into requests). */
+  const huge = (name: string, amounts: Record<string, string>, extra: Partial<Container> = {}): Container =>
+    withResources(name, { requests: { cpu: '100m', memory: '64Mi', ...amounts }, limits: { cpu: '100m', memory: '64Mi', ...amounts } }, extra);
+  it.each<[string, Pod, readonly string[], Record<string, number>]>([
+    ['no huge pages asked: every host size denied (0)', guaranteed, HOST, { '1GB': 0, '2MB': 0 }],
+    ['no huge pages on the host, none asked: nothing', guaranteed, [], {}],
+    ['one container, 2Mi pages: its request, the other size 0', pod({ containers: [huge('app', { 'hugepages-2Mi': '100Mi' })] }), HOST, { '1GB': 0, '2MB': 100 * Mi }],
+    [
+      'two containers: summed per size',
+      pod({ containers: [huge('a', { 'hugepages-2Mi': '10Mi' }), huge('b', { 'hugepages-2Mi': '6Mi', 'hugepages-1Gi': '2Gi' })] }),
+      HOST,
+      { '1GB': 2 * Gi, '2MB': 16 * Mi },
+    ],
+    [
+      'one size spelled two ways (2Mi and 2048Ki): the same page size, summed',
+      pod({ containers: [huge('a', { 'hugepages-2Mi': '4Mi' }), huge('b', { 'hugepages-2048Ki': '2Mi' })] }),
+      HOST,
+      { '1GB': 0, '2MB': 6 * Mi },
+    ],
+    [
+      'an init container larger than the regular ones: its request (PodRequests)',
+      pod({ initContainers: [huge('init', { 'hugepages-2Mi': '20Mi' })], containers: [huge('app', { 'hugepages-2Mi': '4Mi' })] }),
+      HOST,
+      { '1GB': 0, '2MB': 20 * Mi },
+    ],
+  ])('%s', (_case, p, host, limits) => expect(podHugePageLimits(p, host)).toEqual(limits));
+
+  it('podCgroupConfig carries them for every QoS class, BestEffort too', () => {
+    expect(podCgroupConfig(bestEffort, -1, HOST)).toEqual({ cpuShares: 2, hugePageLimits: { '1GB': 0, '2MB': 0 } });
+    expect(podCgroupConfig(pod({ containers: [huge('app', { 'hugepages-1Gi': '1Gi' })] }), -1, HOST)).toEqual({
+      cpuShares: 102,
+      cpuQuota: 10_000,
+      cpuPeriod: 100_000,
+      memoryLimitBytes: 64 * Mi,
+      hugePageLimits: { '1GB': Gi, '2MB': 0 },
+    });
   });
 });
 

@@ -2,7 +2,7 @@
  * Security-context scenarios that must tell the same story on sim:// and on containerd: the pod's
  * user and group, a read-only root filesystem, capabilities dropped, the pid namespace per container
  * or shared, seccomp, sysctls (a safe one set, an unsafe one refused at admission), CPU and memory
- * limits in the container's cgroup with the pod's QoS class, runAsNonRoot refused before the
+ * limits in the container's cgroup with the pod's QoS class, no swap (NoSwap), runAsNonRoot refused before the
  * container is created, an emptyDir given to the pod's fsGroup, and the container's user in its
  * status where the runtime reports it. Each is observed
  * from inside the container (CRI ExecSync, which runs as the container's process does) or through
@@ -145,6 +145,20 @@ export function defineSecurityScenarios(runtime: ScenarioRuntime): void {
       expect(memory === 'max' || Number(memory) >= 2 ** 62).toBe(true);
       const qos = async (name: string) => (await running(name)).status?.qosClass;
       expect([await qos('guaranteed'), await qos('burstable'), await qos('ids')]).toEqual(['Guaranteed', 'Burstable', 'BestEffort']);
+    });
+
+    it('gives the container no swap beyond its memory limit (NoSwap), and on cgroup v2 the OOM group', async () => {
+      // v1 (these machines' containerd, swap accounted): memory+swap equal to memory; v2 (sim://):
+      // memory.swap.max 0 and memory.oom.group 1, as the unified map asks.
+      const pod = await running('guaranteed');
+      const cat = async (file: string) => (await exec(pod, `cat /sys/fs/cgroup/${file}`)).stdout.trim();
+      const v2 = (await exec(pod, 'test -f /sys/fs/cgroup/memory.max && echo v2 || echo v1')).stdout.trim() === 'v2';
+      if (v2) {
+        expect([await cat('memory.swap.max'), await cat('memory.oom.group')]).toEqual(['0', '1']);
+      } else if ((await exec(pod, 'test -f /sys/fs/cgroup/memory/memory.memsw.limit_in_bytes')).exitCode === 0) {
+        expect(await cat('memory/memory.memsw.limit_in_bytes')).toBe('67108864');
+        expect(await cat('memory/memory.limit_in_bytes')).toBe('67108864');
+      }
     });
 
     it('kills a container that goes over its memory limit: OOMKilled, exit code 137, restarted as its policy says', async () => {

@@ -253,6 +253,19 @@ describe('localStorageViolations', () => {
     expect(violations.map((v) => v.message)).toEqual(message === null ? [] : [message]);
   });
 
+  it.each<[string, boolean, string | null]>([
+    ['on one disk its writable layer counts', false, 'Container a exceeded its local ephemeral storage limit "1Mi". '],
+    ['with a dedicated image filesystem only its logs count: the layer is on the other disk', true, null],
+  ])("a container's own limit: %s", (_case, dedicated, message) => {
+    // 2Mi of writable layer, 512Ki of logs, a 1Mi limit; the pod within its 11Mi.
+    const p = pod('p', { containers: [limited('a', '1Mi'), limited('b', '10Mi')] });
+    const figures = stats(p, [
+      { name: 'a', rootfs: 2 * Mi, logs: 512 * Ki },
+      { name: 'b', rootfs: 0 },
+    ]);
+    expect(localStorageViolations([p], () => figures, dedicated).map((v) => v.message)).toEqual(message === null ? [] : [message]);
+  });
+
   it('names every pod over a limit, in the order given, and skips pods without stats', () => {
     const over = pod('over', { volumes: [cache('1Mi')] });
     const fine = pod('fine', { containers: [limited('main', '1Gi')] });
@@ -283,7 +296,8 @@ describe('localStorageEviction (the effect)', () => {
       stats: { summary },
       activePods: () => pods,
       podCleanedUp: () => true,
-      reclaimDisk: async () => {},
+      deleteAllUnusedContainers: async () => {},
+      deleteUnusedImages: async () => {},
       recorder,
       now: () => T0,
       log: () => {},

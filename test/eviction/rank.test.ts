@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { type Container, type Pod, isCriticalPod } from '../../src/api/types.ts';
+import { type DiskUsagePart, diskUsageCountedFor } from '../../src/eviction/diskSignals.ts';
 import { evictionGracePeriodSeconds, evictionMessage, podDiskUsage, rankForEviction } from '../../src/eviction/rank.ts';
 import type { Observations } from '../../src/eviction/synchronize.ts';
 import type { Signal, Threshold } from '../../src/eviction/thresholds.ts';
@@ -179,6 +180,17 @@ describe('podDiskUsage', () => {
     expect(podDiskUsage(p, stats, resource)).toBe(expected);
   });
 
+  it.each<[DiskUsagePart[], number, number]>([
+    // A dedicated image filesystem's nodefs: logs and local volumes.
+    [['logs', 'localVolumes'], 10 * Mi + 2 * Mi + 1 * Gi + 3 * Mi + 300 * Mi, 2 + 1 + 1_000 + 30 + 300],
+    // Its imagefs: the writable layers.
+    [['rootfs'], 100 * Mi + 20 * Mi, 40 + 7],
+    [[], 0, 0],
+  ])('counts only %j when told', (counted, bytes, inodes) => {
+    expect(podDiskUsage(p, stats, 'ephemeral-storage', counted)).toBe(bytes);
+    expect(podDiskUsage(p, stats, 'inodes', counted)).toBe(inodes);
+  });
+
   it('counts a container without log figures by its writable layer alone', () => {
     const q = pod('nologs');
     expect(podDiskUsage(q, summary(q, [{ name: 'main', rootfs: 5 * Mi }]), 'ephemeral-storage')).toBe(5 * Mi);
@@ -218,6 +230,47 @@ describe('rankForEviction: disk (nodefs.available)', () => {
     };
     expect(ranked('nodefs.inodesFree', [few, many], stats)).toEqual(['many', 'few']);
     expect(ranked('nodefs.available', [many, few], stats)).toEqual(['few', 'many']);
+  });
+});
+
+describe('rankForEviction: disk, with or without a dedicated image filesystem', () => {
+  // `layers` holds most in its writable layer, `volumes` in its emptyDir and logs; neither asks for storage.
+  const layers = pod('layers');
+  const volumes = pod('volumes', { volumes: [{ name: 'cache', emptyDir: {} }] });
+  const stats = {
+    layers: summary(layers, [{ name: 'main', rootfs: 900 * Mi, logs: 1 * Mi, rootfsInodes: 9_000, logsInodes: 1 }]),
+    volumes: summary(volumes, [{ name: 'main', rootfs: 1 * Mi, logs: 300 * Mi, rootfsInodes: 10, logsInodes: 2 }], { volume: [{ name: 'cache', time: T0, usedBytes: 500 * Mi, inodesUsed: 5_000 }] }),
+  };
+
+  it.each<[Signal, boolean, string[]]>([
+    // One disk: all a pod holds counts, layers 901Mi against volumes 801Mi (inodes 9001 against 5012).
+    ['nodefs.available', false, ['layers', 'volumes']],
+    ['imagefs.available', false, ['layers', 'volumes']],
+    ['nodefs.inodesFree', false, ['layers', 'volumes']],
+    // Dedicated: nodefs counts logs and volumes (1Mi against 800Mi), imagefs the writable layers.
+    ['nodefs.available', true, ['volumes', 'layers']],
+    ['nodefs.inodesFree', true, ['volumes', 'layers']],
+    ['imagefs.available', true, ['layers', 'volumes']],
+    ['imagefs.inodesFree', true, ['layers', 'volumes']],
+  ])('%s, dedicated %s: %j', (signal, dedicated, expected) => {
+    expect(rankForEviction(signal, [volumes, layers], (p) => stats[p.metadata.name as keyof typeof stats], diskUsageCountedFor(signal, dedicated)).map((p) => p.metadata.name)).toEqual(expected);
+  });
+
+  it('compares the request with what the signal counts', () => {
+    // 1Gi requested; 900Mi of writable layer and 200Mi of emptyDir: above its request on one disk
+    // (1100Mi), within it on a dedicated image filesystem's nodefs (200Mi).
+    const asked = pod('asked', { containers: [asking('main', { 'ephemeral-storage': '1Gi' })], volumes: [{ name: 'cache', emptyDir: {} }] });
+    // BestEffort with 50Mi of logs: above its request (0) wherever logs count.
+    const other = pod('other');
+    const figures = {
+      asked: summary(asked, [{ name: 'main', rootfs: 900 * Mi, logs: 0 }], { volume: [{ name: 'cache', time: T0, usedBytes: 200 * Mi }] }),
+      other: summary(other, [{ name: 'main', rootfs: 0, logs: 50 * Mi }]),
+    };
+    const rank = (dedicated: boolean) =>
+      rankForEviction('nodefs.available', [other, asked], (p) => figures[p.metadata.name as keyof typeof figures], diskUsageCountedFor('nodefs.available', dedicated)).map((p) => p.metadata.name);
+    // Both above: the larger excess first (76Mi against 50Mi).
+    expect(rank(false)).toEqual(['asked', 'other']);
+    expect(rank(true)).toEqual(['other', 'asked']);
   });
 });
 

@@ -178,6 +178,15 @@ function imageHandlers(): grpc.UntypedServiceImplementation {
     PullImage: (call: grpc.ServerUnaryCall<{ image: { image: string } }, unknown>, callback: grpc.sendUnaryData<object>) => {
       callback(null, { imageRef: `sha256:ref-of-${call.request.image.image}` });
     },
+    // As containerd 1.6 answers: its snapshotter's directory, no inode count, no container filesystem.
+    ImageFsInfo: (_call: grpc.ServerUnaryCall<object, unknown>, callback: grpc.sendUnaryData<object>) => {
+      callback(null, {
+        imageFilesystems: [
+          { timestamp: CREATED_NS, fsId: { mountpoint: '/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs' }, usedBytes: { value: '987654321' } },
+          { timestamp: CREATED_NS, usedBytes: { value: '0' }, inodesUsed: { value: '7' } },
+        ],
+      });
+    },
   };
 }
 
@@ -364,6 +373,16 @@ describe('CriClient', () => {
       size: 187_654_321,
     });
     expect(await client.pullImage('nginx:1')).toBe('sha256:ref-of-nginx:1');
+  });
+
+  it('maps ImageFsInfo: each filesystem in ms, a value left out stays absent, 0 stays 0, no mountpoint none', async () => {
+    expect(await client.imageFsInfo()).toEqual({
+      imageFilesystems: [
+        { timestamp: CREATED_MS, mountpoint: '/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs', usedBytes: 987_654_321 },
+        { timestamp: CREATED_MS, usedBytes: 0, inodesUsed: 7 },
+      ],
+      containerFilesystems: [],
+    });
   });
 
   it('reports UNIMPLEMENTED from GetContainerEvents as a CriError', async () => {

@@ -91,6 +91,27 @@ describe('sim:// over gRPC', () => {
     expect((await client.containerStatus(root)).user).toEqual({ linux: { uid: 0, gid: 0, supplementalGroups: [0] } });
   });
 
+  it('carries huge page limits, unified files and the swap limit over the wire into the container\'s cgroup files', async () => {
+    const pod = podConfig('mem');
+    const sandbox = await client.runPodSandbox(pod);
+    const resources = {
+      cpuPeriod: 100_000,
+      cpuQuota: 10_000,
+      cpuShares: 102,
+      memoryLimitInBytes: 67_108_864,
+      oomScoreAdj: -997,
+      hugepageLimits: [
+        { pageSize: '1GB', limit: 0 },
+        { pageSize: '2MB', limit: 8_388_608 },
+      ],
+      unified: { 'memory.oom.group': '1', 'memory.swap.max': '0' },
+    };
+    const id = await client.createContainer(sandbox, { ...containerConfig(pod, 'app', ['sleep', '10']), linux: { resources } }, pod);
+    await client.startContainer(id);
+    const cat = async (file: string) => (await client.execSync(id, ['cat', `/sys/fs/cgroup/${file}`], 5)).stdout.toString().trim();
+    expect([await cat('hugetlb.1GB.max'), await cat('hugetlb.2MB.max'), await cat('memory.oom.group'), await cat('memory.swap.max'), await cat('memory.max')]).toEqual(['0', '8388608', '1', '0', '67108864']);
+  });
+
   it('gives pod-network sandboxes unique 127.x addresses and host-network ones none', async () => {
     const a = await client.runPodSandbox(podConfig('a'));
     const b = await client.runPodSandbox(podConfig('b'));

@@ -1,12 +1,14 @@
 /**
- * sim:// stats over gRPC (ContainerStats, ListContainerStats, PodSandboxStats, ListPodSandboxStats):
- * the figures are what the simulated containers really use (src/runtime/sim/usage.ts), read through
- * the same CriClient the agent uses for containerd.
+ * sim:// stats over gRPC (ContainerStats, ListContainerStats, PodSandboxStats, ListPodSandboxStats,
+ * ImageFsInfo): the figures are what the simulated containers really use and what its image store
+ * holds (src/runtime/sim/usage.ts), read through the same CriClient the agent uses for containerd.
  */
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { CriClient } from '../../src/runtime/cri/client.ts';
 import type { SimRuntime } from '../../src/runtime/sim/server.ts';
-import { PROCESS_BASE_BYTES } from '../../src/runtime/sim/usage.ts';
+import { IMAGE_BYTES_PER_INODE, PROCESS_BASE_BYTES } from '../../src/runtime/sim/usage.ts';
 import { NamespaceMode, type ContainerStats, type PodSandboxConfig } from '../../src/runtime/types.ts';
 import type { ManualClock } from '../support/manualClock.ts';
 import { type SimOverGrpc, containerConfig, networkNamespace, podSandboxConfig, rejection, simOverGrpc } from './support.ts';
@@ -124,5 +126,39 @@ describe('sim:// stats', () => {
     expect([container.call, container.code, container.detail]).toEqual(['ContainerStats', 'NOT_FOUND', 'container "nope" not found']);
     const sandbox = await rejection(client.podSandboxStats('gone'));
     expect([sandbox.call, sandbox.code, sandbox.detail]).toEqual(['PodSandboxStats', 'NOT_FOUND', 'pod sandbox "gone" not found']);
+  });
+});
+
+describe('sim:// ImageFsInfo', () => {
+  it('names no filesystem without a directory of its own: it keeps nothing on a disk', async () => {
+    expect(await client.imageFsInfo()).toEqual({ imageFilesystems: [], containerFilesystems: [] });
+  });
+
+  it('names its own directory, holding its images and the writable layers, as its image filesystem', async () => {
+    const own = await simOverGrpc('statelet-sim-imagefs-', { ownDir: true });
+    try {
+      const images = await own.client.listImages();
+      const inImages = { bytes: images.reduce((sum, i) => sum + i.size, 0), inodes: images.reduce((sum, i) => sum + Math.ceil(i.size / IMAGE_BYTES_PER_INODE), 0) };
+      const before = await own.client.imageFsInfo();
+      const mountpoint = join(own.dir, 'sim');
+      expect(before).toEqual({
+        imageFilesystems: [{ timestamp: own.clock.now(), mountpoint, usedBytes: inImages.bytes, inodesUsed: inImages.inodes }],
+        containerFilesystems: [],
+      });
+      // A directory it made, where statfs will measure the disk.
+      expect((await stat(mountpoint)).isDirectory()).toBe(true);
+
+      const nginx = await own.client.imageStatus(await own.client.pullImage('nginx:1.25'));
+      const pod = podSandboxConfig('layer', { linux: networkNamespace(NamespaceMode.POD) });
+      const sandboxId = await own.client.runPodSandbox(pod);
+      const id = await own.client.createContainer(sandboxId, containerConfig('main', { command: ['sh', '-c', 'echo 0123456789 > /f; sleep infinity'] }), pod);
+      await own.client.startContainer(id);
+      const layer = (await own.client.containerStats(id)).writableLayer!;
+      const [after] = (await own.client.imageFsInfo()).imageFilesystems;
+      expect(after?.usedBytes).toBe(inImages.bytes + nginx!.size + layer.usedBytes!);
+      expect(after?.inodesUsed).toBe(inImages.inodes + Math.ceil(nginx!.size / IMAGE_BYTES_PER_INODE) + layer.inodesUsed!);
+    } finally {
+      await own.close();
+    }
   });
 });

@@ -82,11 +82,15 @@ export interface SimOverGrpc {
   close(): Promise<void>;
 }
 
-/** sim:// on a manual clock, without pull delays, and the agent's CriClient talking to it. */
-export async function simOverGrpc(prefix: string, options: Pick<SimRuntimeServerOptions, 'intercept'> = {}): Promise<SimOverGrpc> {
+/**
+ * sim:// on a manual clock, without pull delays, and the agent's CriClient talking to it;
+ * `ownDir`: with a directory of its own (`<dir>/sim`), its image filesystem.
+ */
+export async function simOverGrpc(prefix: string, options: Pick<SimRuntimeServerOptions, 'intercept'> & { ownDir?: boolean } = {}): Promise<SimOverGrpc> {
   const dir = await mkdtemp(join(tmpdir(), prefix));
   const clock = new ManualClock();
-  const sim = await startSimRuntime({ socketPath: join(dir, 'cri.sock'), clock, pullDelayMs: 0, ...options });
+  const { ownDir, ...rest } = options;
+  const sim = await startSimRuntime({ socketPath: join(dir, 'cri.sock'), clock, pullDelayMs: 0, ...(ownDir ? { stateDir: join(dir, 'sim') } : {}), ...rest });
   const client = new CriClient(sim.endpoint);
   return {
     dir,

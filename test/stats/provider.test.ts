@@ -1,17 +1,19 @@
 /**
  * The stats provider (src/stats/provider.ts, served by src/server/statsRoutes.ts) over the simulated runtime on a manual clock:
  * CPU rates between requests, samples forgotten with their containers, the fallback to container
- * stats, log usage, and the runtime's errors as the kubelet reports them.
+ * stats, log usage, the runtime's errors as the kubelet reports them, and the image filesystem
+ * (ImageFsInfo and statfs of its mountpoint, a real directory here).
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, stat, statfs } from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Label } from '../../src/kuberuntime/labels.ts';
-import { silentLogger } from '../../src/log.ts';
+import { type LogFields, type LogLevel, silentLogger } from '../../src/log.ts';
+import { CriError, type ImageFsInfo } from '../../src/runtime/types.ts';
 import { PROCESS_BASE_BYTES } from '../../src/runtime/sim/usage.ts';
-import type { HostUsage } from '../../src/stats/summary.ts';
+import { type HostUsage, summaryJson } from '../../src/stats/summary.ts';
 import { StatsProvider } from '../../src/stats/provider.ts';
 import { serveStats } from '../../src/server/statsRoutes.ts';
 import { ManualClock } from '../support/manualClock.ts';
@@ -124,5 +126,101 @@ describe('StatsProvider', () => {
 
     runtime.clearFailures();
     expect(await provider.resourceMetrics()).toMatch(/^pod_memory_working_set_bytes\{namespace="shop",pod="web"\} \d+ \d+$/m);
+  });
+});
+
+describe('StatsProvider: the image filesystem', () => {
+  const T = Date.UTC(2026, 2, 1, 12);
+  /** What the runtime says of its image filesystem: one at `mountpoint`, 5 MB and 300 inodes used. */
+  const onDisk = (mountpoint: string): ImageFsInfo => ({ imageFilesystems: [{ timestamp: T, mountpoint, usedBytes: 5_000_000, inodesUsed: 300 }], containerFilesystems: [] });
+
+  function withImages(imageFsInfo: () => Promise<ImageFsInfo>, rootDir = dir) {
+    const lines: [LogLevel, string, LogFields | undefined][] = [];
+    const images = { imageFsInfo: vi.fn(imageFsInfo) };
+    const stats = new StatsProvider({ nodeName: 'node-a', runtime, images, rootDir, podLogsDir: dir, now: () => clock.now(), log: (level, message, fields) => lines.push([level, message, fields]), readHost: async () => HOST });
+    return { stats, images, lines };
+  }
+
+  it("fills node.runtime.imageFs in the full summary: used from the runtime, size and free space from statfs of its mountpoint", async () => {
+    const mountpoint = path.join(dir, 'images');
+    await mkdir(mountpoint);
+    const { stats, images } = withImages(async () => onDisk(mountpoint));
+
+    const summary = await stats.summary(false);
+    const disk = await statfs(mountpoint);
+    const imageFs = summary.node.runtime?.imageFs;
+    expect(imageFs).toMatchObject({ time: T, usedBytes: 5_000_000, inodesUsed: 300, capacityBytes: disk.blocks * disk.bsize, inodes: disk.files });
+    // Free space moves with the host's disk between the two reads; both are the mountpoint's.
+    expect(imageFs?.availableBytes).toBeGreaterThan(0);
+    expect(imageFs?.inodesFree).toBeGreaterThan(0);
+    // The kubelet's CRI stats provider reports the writable layers' filesystem as the image filesystem.
+    expect(summary.node.runtime?.containerFs).toEqual(imageFs);
+    // The same disk as --root-dir: not dedicated.
+    expect(summary.dedicatedImageFs).toBe(false);
+
+    // /stats/summary shows it as the kubelet's does, and nothing of statelet's own.
+    const json = JSON.parse(summaryJson(summary));
+    expect(json.node.runtime.imageFs).toMatchObject({ time: '2026-03-01T12:00:00Z', usedBytes: 5_000_000, inodesUsed: 300 });
+    expect(json).not.toHaveProperty('dedicatedImageFs');
+
+    // CPU and memory only: not asked.
+    expect((await stats.summary(true)).node.runtime).toBeUndefined();
+    expect(images.imageFsInfo).toHaveBeenCalledTimes(1);
+  });
+
+  it("tells a dedicated image filesystem by its device, another than --root-dir's", async ({ skip }) => {
+    const shm = await stat('/dev/shm').catch(() => undefined);
+    if (!shm || shm.dev === (await stat(dir)).dev) return skip();
+    const mountpoint = await mkdtemp('/dev/shm/statelet-imagefs-');
+    try {
+      const { stats } = withImages(async () => onDisk(mountpoint));
+      const summary = await stats.summary(false);
+      expect(summary.dedicatedImageFs).toBe(true);
+      const disk = await statfs(mountpoint);
+      expect(summary.node.runtime?.imageFs?.capacityBytes).toBe(disk.blocks * disk.bsize);
+    } finally {
+      await rm(mountpoint, { recursive: true, force: true });
+    }
+  });
+
+  it('cannot tell dedicated or not without --root-dir, and still reports the filesystem', async () => {
+    const { stats } = withImages(async () => onDisk(dir), '');
+    const summary = await stats.summary(false);
+    expect(summary.node.runtime?.imageFs?.usedBytes).toBe(5_000_000);
+    expect(summary).not.toHaveProperty('dedicatedImageFs');
+  });
+
+  it.each<[string, (mountpoint: string) => Promise<ImageFsInfo>, string, Record<string, unknown>]>([
+    [
+      'ImageFsInfo fails',
+      async () => {
+        throw new CriError('ImageFsInfo', 'UNIMPLEMENTED', 'unknown method ImageFsInfo');
+      },
+      'The runtime gives no image filesystem stats; imagefs signals are not observed (ImageFsInfo)',
+      { err: expect.objectContaining({ call: 'ImageFsInfo' }) },
+    ],
+    ['the runtime names no filesystem', async () => ({ imageFilesystems: [], containerFilesystems: [] }), 'The runtime names no image filesystem; imagefs signals are not observed (ImageFsInfo)', {}],
+    [
+      'its mountpoint cannot be measured',
+      async (mountpoint) => onDisk(path.join(mountpoint, 'missing')),
+      "The runtime's image filesystem cannot be measured; imagefs signals are not observed (ImageFsInfo, statfs)",
+      { mountpoint: expect.stringMatching(/missing$/) },
+    ],
+  ])('leaves imageFs out when %s, says so once until it is back, and the summary goes on', async (_case, failing, message, fields) => {
+    let broken = true;
+    const { stats, lines } = withImages(async () => (broken ? failing(dir) : onDisk(dir)));
+    for (let i = 0; i < 2; i++) {
+      const summary = await stats.summary(false);
+      expect(summary.node.runtime).toBeUndefined();
+      expect(summary).not.toHaveProperty('dedicatedImageFs');
+      expect(summary.node.fs?.capacityBytes).toBeGreaterThan(0);
+    }
+    expect(lines).toEqual([['info', message, fields]]);
+
+    broken = false;
+    expect((await stats.summary(false)).node.runtime?.imageFs?.usedBytes).toBe(5_000_000);
+    broken = true;
+    await stats.summary(false);
+    expect(lines).toHaveLength(2);
   });
 });

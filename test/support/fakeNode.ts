@@ -15,7 +15,7 @@ import { type NodeMetrics, composeNode } from '../../src/kubelet/composeNode.ts'
 import type { NodeConfig } from '../../src/nodeloop/parts.ts';
 import { type Logger, silentLogger } from '../../src/log.ts';
 import { TestRuntime } from './testRuntime.ts';
-import { IMAGE, testClock } from './pods.ts';
+import { IMAGE, NO_MEMORY_FEATURES, testClock } from './pods.ts';
 import { diskOnly } from '../../src/volumes/mounter.ts';
 
 export interface FakeNodeOptions {
@@ -69,6 +69,7 @@ export function startFakeNode(options: FakeNodeOptions = {}) {
     // A unit-test node mounts nothing on the host (a node a test never stops would leave its
     // tmpfs behind); tmpfs itself is tested in test/volumes and by the agents of the cluster suite.
     mounter: diskOnly,
+    memoryFeatures: NO_MEMORY_FEATURES,
     ...(options.metrics ? { metrics: options.metrics } : {}),
     ...(options.expectedSources ? { sources: { logic: fromCallback(() => {}), expected: options.expectedSources } } : {}),
   });

@@ -20,6 +20,7 @@ import type {
   ContainerStatus,
   CriErrorCode,
   ExecResult,
+  ImageFsInfo,
   ImageInfo,
   ImageService,
   PodSandbox,
@@ -353,6 +354,9 @@ export class FaultyRuntime implements RuntimeService, ImageService {
   }
   removeImage(image: string, opts?: CallOptions): Promise<void> {
     return this.invoke('removeImage', image, opts, () => this.images.removeImage(image, opts));
+  }
+  imageFsInfo(opts?: CallOptions): Promise<ImageFsInfo> {
+    return this.invoke('imageFsInfo', '', opts, () => this.images.imageFsInfo(opts));
   }
 
   // ---------------------------------------------------------------- plumbing

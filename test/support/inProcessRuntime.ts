@@ -20,6 +20,7 @@ import {
   CriError,
   type ExecRequest,
   type ExecResult,
+  type ImageFsInfo,
   type ImageInfo,
   type ImageService,
   type PodSandbox,
@@ -150,6 +151,9 @@ export class InProcessRuntime implements RuntimeService, ImageService {
   }
   removeImage(image: string, opts?: CallOptions): Promise<void> {
     return this.call('RemoveImage', opts, () => this.engine.removeImage(image));
+  }
+  imageFsInfo(opts?: CallOptions): Promise<ImageFsInfo> {
+    return this.call('ImageFsInfo', opts, () => this.engine.imageFsInfo());
   }
 
   /** Runs an engine call as a CRI call: asynchronously, its errors named, its signal obeyed. */

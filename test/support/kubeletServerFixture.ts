@@ -36,7 +36,7 @@ export async function startTestKubeletServer(
     view: { pods: deps.pods, unhealthyReason: () => null, hangingCalls: () => [], metrics: async () => '', probeMetrics: async () => '' },
     configz: () => ({}),
     auth: new RequestAuth({ anonymous: false, nodeName: 'node-a', now: Date.now }),
-    tls: selfSigned('node-a', ['127.0.0.1'], new Date()),
+    tls: await selfSigned('node-a', ['127.0.0.1'], new Date()),
     clientCA: await readFile(pki.caFile, 'utf8'),
     now: Date.now,
     log: silentLogger,

@@ -5,6 +5,7 @@ import { createPodEffects } from '../../src/pod/podEffects.ts';
 import type { RuntimeDeps } from '../../src/kuberuntime/execute.ts';
 import { ImagePuller } from '../../src/kuberuntime/images.ts';
 import { crashLoopPolicy } from '../../src/kuberuntime/backoff.ts';
+import type { MemoryFeatures } from '../../src/kuberuntime/resources.ts';
 import { type PodMachine, podMachineWith } from '../../src/pod/pod.ts';
 import { TestRuntime } from './testRuntime.ts';
 import { StatusManager } from '../../src/status/manager.ts';
@@ -12,6 +13,9 @@ import { type Logger, silentLogger } from '../../src/log.ts';
 import { RecordedEvents } from './recordedEvents.ts';
 
 export const IMAGE = 'statelet.local/busybox:1';
+
+/** A machine on cgroup v1 without swap accounting or huge pages: containers get CPU and memory settings only. */
+export const NO_MEMORY_FEATURES: MemoryFeatures = { cgroupVersion: 1, swapController: false, hugePageSizes: [] };
 
 /** Runtime deps over a TestRuntime (it is its own image service), with the default crash-loop policy. */
 export function fakeRuntimeDeps(runtime: TestRuntime, now: () => number, log: Logger = silentLogger, recorder = new RecordedEvents()): RuntimeDeps {
@@ -22,6 +26,7 @@ export function fakeRuntimeDeps(runtime: TestRuntime, now: () => number, log: Lo
     podLogsRoot: '/tmp/statelet-test-logs',
     security: { seccompDefault: false, seccompProfileRoot: '/var/lib/statelet/seccomp' },
     memoryCapacityBytes: 8 * 2 ** 30,
+    memoryFeatures: NO_MEMORY_FEATURES,
     crashLoop: crashLoopPolicy,
     now,
     log,

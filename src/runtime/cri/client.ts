@@ -24,6 +24,7 @@ import {
   type ExecRequest,
   type ExecResult,
   type PortForwardRequest,
+  type ImageFsInfo,
   type ImageInfo,
   type ImageService,
   type PodSandbox,
@@ -38,7 +39,7 @@ import {
   type SandboxState,
   type VersionInfo,
 } from '../types.ts';
-import { containerStatsFilterToWire, containerStatsFromWire, podSandboxStatsFilterToWire, podSandboxStatsFromWire } from './statsWire.ts';
+import { containerStatsFilterToWire, containerStatsFromWire, imageFsInfoFromWire, podSandboxStatsFilterToWire, podSandboxStatsFromWire } from './statsWire.ts';
 import {
   CONTAINER_EVENT_TYPES,
   CONTAINER_STATES,
@@ -523,6 +524,10 @@ export class CriClient implements RuntimeService, ImageService {
 
   async removeImage(image: string, opts?: CallOptions): Promise<void> {
     await this.unary('ImageService', 'RemoveImage', { image: { image } }, opts);
+  }
+
+  async imageFsInfo(opts?: CallOptions): Promise<ImageFsInfo> {
+    return imageFsInfoFromWire(await this.unary('ImageService', 'ImageFsInfo', {}, opts));
   }
 
   // ---------------------------------------------------------------- transport

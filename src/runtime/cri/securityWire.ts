@@ -67,18 +67,34 @@ const groupsPolicyFromWire = (wire: WireEnum): SupplementalGroupsPolicy => enumV
 export function resourcesToWire(resources: LinuxContainerResources | undefined): WireLinuxContainerResources | null {
   if (!resources) return null;
   const { cpuPeriod, cpuQuota, cpuShares, memoryLimitInBytes, oomScoreAdj } = resources;
-  return { cpuPeriod: String(cpuPeriod), cpuQuota: String(cpuQuota), cpuShares: String(cpuShares), memoryLimitInBytes: String(memoryLimitInBytes), oomScoreAdj: String(oomScoreAdj), cpusetCpus: '', cpusetMems: '' };
+  return {
+    cpuPeriod: String(cpuPeriod),
+    cpuQuota: String(cpuQuota),
+    cpuShares: String(cpuShares),
+    memoryLimitInBytes: String(memoryLimitInBytes),
+    oomScoreAdj: String(oomScoreAdj),
+    cpusetCpus: '',
+    cpusetMems: '',
+    hugepageLimits: (resources.hugepageLimits ?? []).map(({ pageSize, limit }) => ({ pageSize, limit: String(limit) })),
+    unified: { ...resources.unified },
+    memorySwapLimitInBytes: String(resources.memorySwapLimitInBytes ?? 0),
+  };
 }
 
+/** The wire's empty list, map and zero read back as absent, as the types say. */
 export function resourcesFromWire(wire: WireLinuxContainerResources | null): LinuxContainerResources | undefined {
   if (!wire) return undefined;
-  return {
+  const swap = int64ToNumber(wire.memorySwapLimitInBytes);
+  return definedOnly<LinuxContainerResources>({
     cpuPeriod: int64ToNumber(wire.cpuPeriod),
     cpuQuota: int64ToNumber(wire.cpuQuota),
     cpuShares: int64ToNumber(wire.cpuShares),
     memoryLimitInBytes: int64ToNumber(wire.memoryLimitInBytes),
     oomScoreAdj: int64ToNumber(wire.oomScoreAdj),
-  };
+    hugepageLimits: wire.hugepageLimits.length ? wire.hugepageLimits.map(({ pageSize, limit }) => ({ pageSize, limit: int64ToNumber(limit) })) : undefined,
+    unified: Object.keys(wire.unified).length ? { ...wire.unified } : undefined,
+    memorySwapLimitInBytes: swap !== 0 ? swap : undefined,
+  });
 }
 
 export function sandboxSecurityToWire(context: LinuxSandboxSecurityContext | undefined): WireLinuxSandboxSecurityContext | null {

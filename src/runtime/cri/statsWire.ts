@@ -1,15 +1,17 @@
 /**
  * The CRI stats messages (ContainerStats, PodSandboxStats and the usages they carry, api.proto's
- * "stats" section, in the wire shapes of `wire.ts`) converted both ways: the gRPC client reads them
- * (`fromWire`), the simulated runtime's server writes them (`toWire`). Each UInt64Value is a
- * message, so an absent value (null) stays apart from 0; int64 and uint64 come as decimal strings.
+ * "stats" section, and ImageFsInfo's filesystems, in the wire shapes of `wire.ts`) converted both
+ * ways: the gRPC client reads them (`fromWire`), the simulated runtime's server writes them
+ * (`toWire`). Each UInt64Value is a message, so an absent value (null) stays apart from 0; int64
+ * and uint64 come as decimal strings.
  */
-import { type ContainerStats, type ContainerStatsFilter, type CpuUsage, type FilesystemUsage, type MemoryUsage, type PodSandboxStats, type PodSandboxStatsFilter, type SwapUsage, definedOnly } from '../types.ts';
+import { type ContainerStats, type ContainerStatsFilter, type CpuUsage, type FilesystemUsage, type ImageFsInfo, type MemoryUsage, type PodSandboxStats, type PodSandboxStatsFilter, type SwapUsage, definedOnly } from '../types.ts';
 import {
   type WireContainerStats,
   type WireContainerStatsFilter,
   type WireCpuUsage,
   type WireFilesystemUsage,
+  type WireImageFsInfoResponse,
   type WireMemoryUsage,
   type WirePodSandboxStats,
   type WirePodSandboxStatsFilter,
@@ -66,6 +68,12 @@ function memoryFromWire(wire: WireMemoryUsage | null): MemoryUsage | undefined {
 function filesystemFromWire(wire: WireFilesystemUsage | null): FilesystemUsage | undefined {
   if (!wire) return undefined;
   return { timestamp: nsToMs(wire.timestamp), ...(wire.fsId ? { mountpoint: wire.fsId.mountpoint } : {}), ...valuesFromWire(wire, FS_KEYS) };
+}
+
+/** ImageFsInfo's answer: each filesystem as the stats messages carry it (a filesystem sent as null is left out). */
+export function imageFsInfoFromWire(wire: WireImageFsInfoResponse): ImageFsInfo {
+  const filesystems = (list: readonly (WireFilesystemUsage | null)[]) => list.map(filesystemFromWire).filter((fs) => fs !== undefined);
+  return { imageFilesystems: filesystems(wire.imageFilesystems), containerFilesystems: filesystems(wire.containerFilesystems) };
 }
 
 function swapFromWire(wire: WireSwapUsage | null): SwapUsage | undefined {
@@ -135,15 +143,21 @@ function memoryToWire(memory: MemoryUsage | undefined): WireMemoryUsage | null {
   return memory ? { timestamp: msToNs(memory.timestamp), ...valuesToWire(memory, MEMORY_KEYS) } : null;
 }
 
+function filesystemToWire(fs: FilesystemUsage): WireFilesystemUsage {
+  return { timestamp: msToNs(fs.timestamp), fsId: fs.mountpoint === undefined ? null : { mountpoint: fs.mountpoint }, ...valuesToWire(fs, FS_KEYS) };
+}
+
+export function imageFsInfoToWire(info: ImageFsInfo): WireImageFsInfoResponse {
+  return { imageFilesystems: info.imageFilesystems.map(filesystemToWire), containerFilesystems: info.containerFilesystems.map(filesystemToWire) };
+}
+
 export function containerStatsToWire(stats: ContainerStats): WireContainerStats {
   const { writableLayer, swap } = stats;
   return {
     attributes: stats.attributes,
     cpu: cpuToWire(stats.cpu),
     memory: memoryToWire(stats.memory),
-    writableLayer: writableLayer
-      ? { timestamp: msToNs(writableLayer.timestamp), fsId: writableLayer.mountpoint === undefined ? null : { mountpoint: writableLayer.mountpoint }, ...valuesToWire(writableLayer, FS_KEYS) }
-      : null,
+    writableLayer: writableLayer ? filesystemToWire(writableLayer) : null,
     swap: swap ? { timestamp: msToNs(swap.timestamp), ...valuesToWire(swap, SWAP_KEYS) } : null,
   };
 }

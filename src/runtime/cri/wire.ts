@@ -163,6 +163,9 @@ export interface WireLinuxContainerResources {
   oomScoreAdj: WireInt64;
   cpusetCpus: string;
   cpusetMems: string;
+  hugepageLimits: { pageSize: string; limit: WireInt64 }[];
+  unified: KeyValueMap;
+  memorySwapLimitInBytes: WireInt64;
 }
 
 export interface WirePodSandboxFilter {
@@ -284,6 +287,11 @@ export interface WireFilesystemUsage {
   inodesUsed: WireUInt64;
 }
 
+export interface WireImageFsInfoResponse {
+  imageFilesystems: WireFilesystemUsage[];
+  containerFilesystems: WireFilesystemUsage[];
+}
+
 export interface WireSwapUsage {
   timestamp: WireInt64;
   swapAvailableBytes: WireUInt64;
@@ -366,6 +374,7 @@ export interface ImageServiceRpcs {
   ImageStatus: Rpc<{ image: WireImageSpec | null; verbose: boolean }, { image: WireImage | null; info: KeyValueMap }>;
   PullImage: Rpc<{ image: WireImageSpec | null; sandboxConfig: WirePodSandboxConfig | null }, { imageRef: string }>;
   RemoveImage: Rpc<{ image: WireImageSpec | null }, WireEmpty>;
+  ImageFsInfo: Rpc<WireEmpty, WireImageFsInfoResponse>;
 }
 
 export interface CriRpcs {

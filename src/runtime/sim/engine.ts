@@ -22,6 +22,7 @@ import {
   type ContainerStatus,
   type ContainerUser,
   type ExecResult,
+  type ImageFsInfo,
   type ImageInfo,
   type KeyValueMap,
   type PodSandbox,
@@ -41,7 +42,7 @@ import { DEFAULT_IMAGES, ImageStore } from './images.ts';
 import { ContainerLog, CriLogWriter } from './logs.ts';
 import { HOST_NETWORK_ADDRESS, SimNetwork } from './net.ts';
 import { ShellProcess, type ShellOutput } from './shell.ts';
-import { CpuMeter, PROCESS_BASE_BYTES } from './usage.ts';
+import { CpuMeter, IMAGE_BYTES_PER_INODE, PROCESS_BASE_BYTES } from './usage.ts';
 import { cgroupFiles } from './cgroup.ts';
 import { identityOf, procStatus } from './identity.ts';
 
@@ -62,6 +63,12 @@ export interface SimRuntimeOptions {
   logFlushIntervalMs?: number;
   /** The simulated machine's memory, in bytes (`sim://?memory=2Gi`). Default: the host's. */
   memoryBytes?: number;
+  /**
+   * The directory the runtime calls its own, as containerd has /var/lib/containerd: ImageFsInfo
+   * names it as its image filesystem (the agent gives `<root-dir>/sim`). Default: none, and
+   * ImageFsInfo names no filesystem.
+   */
+  stateDir?: string;
 }
 
 /** The simulated machine's memory as the node reads it (/proc/meminfo's figures). */
@@ -210,6 +217,8 @@ export class SimEngine {
   private closed = false;
   /** The simulated machine's memory. */
   readonly memoryBytes: number;
+  /** The directory the runtime calls its own (SimRuntimeOptions.stateDir). */
+  readonly stateDir: string | undefined;
 
   private readonly closeHooks: (() => Promise<void>)[] = [];
 
@@ -223,6 +232,7 @@ export class SimEngine {
     });
     this.logs = new CriLogWriter(options.logFlushIntervalMs ?? 200);
     this.memoryBytes = options.memoryBytes ?? os.totalmem();
+    this.stateDir = options.stateDir;
   }
 
   /**
@@ -756,6 +766,30 @@ export class SimEngine {
 
   removeImage(image: string): void {
     this.images.remove(image);
+  }
+
+  /**
+   * The image filesystem (ImageFsInfo): the runtime's own directory, holding what containerd counts
+   * under its snapshotter's: the images (their sizes, IMAGE_BYTES_PER_INODE for their files) and
+   * every container's writable layer. The files are simulated, so these figures are the store's,
+   * while the filesystem's size and free space (the agent's statfs of the mountpoint) are the real
+   * disk's. Without a directory of its own the runtime names no filesystem rather than one whose
+   * statfs would measure a disk it does not use.
+   */
+  imageFsInfo(): ImageFsInfo {
+    if (this.stateDir === undefined) return { imageFilesystems: [], containerFilesystems: [] };
+    let usedBytes = 0;
+    let inodesUsed = 0;
+    for (const image of this.images.list()) {
+      usedBytes += image.size;
+      inodesUsed += Math.ceil(image.size / IMAGE_BYTES_PER_INODE);
+    }
+    for (const container of this.containers.values()) {
+      const layer = container.fs.usage();
+      usedBytes += layer.bytes;
+      inodesUsed += layer.inodes;
+    }
+    return { imageFilesystems: [{ timestamp: this.clock.now(), mountpoint: this.stateDir, usedBytes, inodesUsed }], containerFilesystems: [] };
   }
 
   // ------------------------------------------------------------------ lifecycle

@@ -49,7 +49,7 @@ import {
   type WirePodSandboxMetadata,
   type WirePodSandboxStatus,
 } from '../cri/wire.ts';
-import { containerStatsFilterFromWire, containerStatsToWire, podSandboxStatsFilterFromWire, podSandboxStatsToWire } from '../cri/statsWire.ts';
+import { containerStatsFilterFromWire, containerStatsToWire, imageFsInfoToWire, podSandboxStatsFilterFromWire, podSandboxStatsToWire } from '../cri/statsWire.ts';
 import { SimEngine, type SimContainerEvent, type SimRuntimeOptions } from './engine.ts';
 import { SimError } from './errors.ts';
 import { SANDBOX_IMAGE } from './images.ts';
@@ -93,6 +93,7 @@ export async function startSimRuntime(options: SimRuntimeServerOptions): Promise
   const eventStreams = new Set<grpc.ServerWritableStream<unknown, WireContainerEvent>>();
   const endpoint = `unix://${socketPath}`;
   await mkdir(dirname(socketPath), { recursive: true });
+  if (engine.stateDir !== undefined) await mkdir(engine.stateDir, { recursive: true });
   const serve = async (): Promise<grpc.Server> => {
     const server = new grpc.Server();
     server.addService(serviceDefinition('RuntimeService'), runtimeHandlers(engine, eventStreams, intercept));
@@ -442,5 +443,6 @@ function imageHandlers(engine: SimEngine, intercept: CallInterceptor | undefined
       engine.removeImage(imageName(req.image));
       return {};
     },
+    ImageFsInfo: () => imageFsInfoToWire(engine.imageFsInfo()),
   }, intercept);
 }

@@ -5,7 +5,9 @@
  *   the monotonic high-resolution clock around each synchronous run. A sandbox's meter is charged
  *   with everything its containers are, so it keeps what exited containers used, as a pod's cgroup
  *   does;
- * - memory: the bytes its in-memory filesystem holds plus PROCESS_BASE_BYTES per live process.
+ * - memory: the bytes its in-memory filesystem holds plus PROCESS_BASE_BYTES per live process;
+ * - the image filesystem (ImageFsInfo): the images' sizes and the writable layers, with
+ *   IMAGE_BYTES_PER_INODE for an image's files.
  */
 
 /**
@@ -13,6 +15,12 @@
  * busybox process's own (anonymous and page-table) memory in a container's cgroup.
  */
 export const PROCESS_BASE_BYTES = 512 * 1024;
+
+/**
+ * How many bytes of an image count for one inode of the image filesystem: an unpacked distribution
+ * image holds roughly a file per 16 KiB (the simulated images have a size and no files).
+ */
+export const IMAGE_BYTES_PER_INODE = 16 * 1024;
 
 export class CpuMeter {
   private nanoseconds = 0;
