@@ -21,7 +21,9 @@
  * yields an empty ADD: that is how the consumer learns the source has been seen.
  *
  * Pure: no I/O, no timers; the clock is injected. Stored pods are never mutated (a change stores a
- * new object) and callers get copies, so nothing a consumer does can corrupt the store.
+ * new object) and callers get copies, so nothing a consumer does can corrupt the store. A source
+ * never changes a pod object it has handed over (it hands over a new one): the same object in the
+ * next snapshot is taken as unchanged without being compared.
  */
 import { ConfigAnnotation, podFullName, type Pod, type SourceName } from '../api/types.ts';
 import { jsonEqual } from '../api/json.ts';
@@ -95,6 +97,8 @@ export class PodConfig {
   private readonly expected: ReadonlySet<SourceName>;
   private readonly seen = new Set<SourceName>();
   private readonly bySource = new Map<SourceName, Map<string, Pod>>();
+  /** The objects each source handed over last, by UID: the same object again is the same pod. */
+  private readonly given = new Map<SourceName, Map<string, Pod>>();
   private readonly now: () => Date;
   private readonly onDuplicate: ((pod: Pod, source: SourceName) => void) | undefined;
 
@@ -111,6 +115,8 @@ export class PodConfig {
     this.seen.add(source);
 
     const previous = this.bySource.get(source) ?? new Map<string, Pod>();
+    const givenBefore = this.given.get(source);
+    const given = new Map<string, Pod>();
     const next = new Map<string, Pod>();
     const byOp: Record<ConfigOp, Pod[]> = { REMOVE: [], ADD: [], UPDATE: [], DELETE: [], RECONCILE: [] };
     const names = new Set<string>();
@@ -123,19 +129,24 @@ export class PodConfig {
         continue;
       }
       names.add(fullName);
+      given.set(uid, pod);
 
+      const existing = previous.get(uid);
+      // A source sends its whole set at each change of any one pod, so most of a snapshot is
+      // unchanged: the object handed over last time (the API source keeps one per version) needs
+      // no look, another is compared as it came (the source annotation is a local one, which
+      // classify leaves out), and a pod is copied only when it is stored anew.
+      const change = !existing ? 'added' : givenBefore?.get(uid) === pod ? 'none' : classify(existing, pod);
+      if (change === 'none') {
+        next.set(uid, existing!);
+        continue;
+      }
       const incoming = structuredClone(pod);
       incoming.metadata.annotations = { ...incoming.metadata.annotations, [ConfigAnnotation.source]: source };
-      const existing = previous.get(uid);
       if (!existing) {
         incoming.metadata.annotations[ConfigAnnotation.seen] = this.now().toISOString();
         next.set(uid, incoming);
         byOp.ADD.push(incoming);
-        continue;
-      }
-      const change = classify(existing, incoming);
-      if (change === 'none') {
-        next.set(uid, existing);
       } else if (change === 'status') {
         const stored = withStatus(existing, incoming);
         next.set(uid, stored);
@@ -150,6 +161,7 @@ export class PodConfig {
       if (!next.has(uid)) byOp.REMOVE.push(pod);
     }
     this.bySource.set(source, next);
+    this.given.set(source, given);
 
     const signalSeen = firstSnapshot && byOp.ADD.length === 0 && byOp.UPDATE.length === 0 && byOp.DELETE.length === 0;
     const order: readonly ConfigOp[] = ['REMOVE', 'ADD', 'UPDATE', 'DELETE', 'RECONCILE'];

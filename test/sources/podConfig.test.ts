@@ -107,6 +107,18 @@ describe('PodConfig.merge', () => {
     expect(summary(config.merge('file', after(structuredClone(before))))).toEqual(expected);
   });
 
+  it('takes the objects a source handed over before as unchanged, and still sees the one it replaced', () => {
+    const config = new PodConfig(['api'], { now: tickingClock() });
+    const pods = [pod('a'), pod('b'), pod('c')];
+    config.merge('api', pods);
+    expect(config.merge('api', pods)).toEqual([]);
+    const b = { ...pods[1]!, status: { phase: 'Running' as const } };
+    expect(summary(config.merge('api', [pods[0]!, b, pods[2]!]))).toEqual([['RECONCILE', ['b']]]);
+    expect(config.pods().find((p) => p.metadata.uid === 'b')?.status).toEqual({ phase: 'Running' });
+    // An equal copy of the same pod is compared, and is no change either.
+    expect(config.merge('api', [structuredClone(pods[0]!), b, pods[2]!])).toEqual([]);
+  });
+
   it('adds unknown pods with source and seen annotations', () => {
     const config = new PodConfig(['file'], { now: () => new Date('2024-05-01T12:00:00Z') });
     const [add] = config.merge('file', [pod('a')]);
