@@ -61,6 +61,18 @@ const MAX_SOCKETS = 16;
 const IDLE_SOCKET_TIMEOUT_MS = 30_000;
 
 /**
+ * An agent for the one API server of the kubeconfig, with one set of TLS settings: its pool needs
+ * one name. https.Agent names each request's pool by its host and TLS options, the CA, client
+ * certificate and key included, concatenating those PEM texts at every request and again when
+ * its connection is freed.
+ */
+class OneServerAgent extends https.Agent {
+  override getName(): string {
+    return 'api-server';
+  }
+}
+
+/**
  * The library makes a new agent for every request (KubeConfig.applySecurityAuthentication), so
  * each call opened its own TLS connection to the API server — a handshake and a TLS context per
  * status write, and memory the allocator kept. Given the first request's agent, this returns one
@@ -73,7 +85,7 @@ function keepAliveAgent(): (agent: http.Agent | https.Agent | undefined) => http
     if (shared) return shared;
     if (!agent || (agent.constructor !== https.Agent && agent.constructor !== http.Agent)) return agent;
     const settings = { ...(agent as https.Agent).options, keepAlive: true, maxSockets: MAX_SOCKETS, timeout: IDLE_SOCKET_TIMEOUT_MS };
-    shared = agent instanceof https.Agent ? new https.Agent(settings) : new http.Agent(settings);
+    shared = agent instanceof https.Agent ? new OneServerAgent(settings) : new http.Agent(settings);
     return shared;
   };
 }

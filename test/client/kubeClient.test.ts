@@ -105,3 +105,15 @@ describe('a request the API server asks to retry later', () => {
     expect(throttled).toBe(11);
   });
 });
+
+describe('its connections to the API server', () => {
+  it('are kept open from one call to the next (the library alone opens one per call)', async () => {
+    const api = await clientOf(200, JSON.stringify({ kind: 'Node', apiVersion: 'v1', metadata: { name: 'n' } }));
+    let connections = 0;
+    server!.on('connection', () => connections++);
+    for (let i = 0; i < 5; i++) expect((await api.getNode('n')).metadata.name).toBe('n');
+    await Promise.all(Array.from({ length: 3 }, () => api.getNode('n')));
+    expect(connections).toBeLessThanOrEqual(3);
+    expect(connections).toBeGreaterThanOrEqual(1);
+  });
+});
