@@ -10,12 +10,15 @@
  *      containerd): create→Ready for each, from just before its POST to the watch event that shows
  *      it Ready; pods/s to all Ready; the agent's CPU (user + system, /proc/<pid>/stat) from the
  *      first POST to the last Ready, per pod; containerd's likewise;
- *   3. with the N pods running: RSS, and the agent's CPU over an idle window;
+ *   3. with the N pods running, over an idle window: the agent's CPU, and its RSS sampled each
+ *      second (mean and highest: a single sample swings by tens of MB with the garbage
+ *      collector's timing, while the live heap stays the same);
  *   4. all N deleted at once (deletecollection): the agent's CPU from the delete to the last pod
  *      gone from the API (the agent stops each and lets the API server remove it), per pod.
  * Only the agent's own process is measured, as another node agent would be on the same machine;
  * this bench's client and the control plane are other processes. Timings are reported, never
- * asserted.
+ * asserted. `BENCH_AGENT_NODE_FLAGS="--cpu-prof --cpu-prof-dir=DIR"` (or any Node flags) is passed
+ * to the agent's process, to profile it or to try V8's settings.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { readFile, rm } from 'node:fs/promises';
@@ -83,6 +86,7 @@ function startAgent(endpoint: string, kubeconfig: string, rootDir: string, clien
   const child = spawn(
     process.execPath,
     [
+      ...(process.env.BENCH_AGENT_NODE_FLAGS ?? '').split(' ').filter(Boolean),
       path.join(repoRoot, 'bin/statelet.js'),
       `--container-runtime-endpoint=${endpoint}`,
       `--kubeconfig=${kubeconfig}`,
@@ -148,11 +152,15 @@ async function oneRun(cp: ControlPlane, endpoint: string, containerdPid: number,
     progress(`agent run ${run}: ${n} Ready in ${round((lastReady - firstPost) / 1000, 2)} s, create→Ready p50 ${createToReady.p50} ms`);
 
     await sleep(5_000);
-    const rssAtN = await rssMB(pid);
     const idle0 = await cpuMs(pid);
     const idleFrom = performance.now();
-    await sleep(idleMs);
+    const rssSamples: number[] = [];
+    while (performance.now() - idleFrom < idleMs) {
+      rssSamples.push(await rssMB(pid));
+      await sleep(1_000);
+    }
     const idlePercent = round(((await cpuMs(pid)) - idle0) / (performance.now() - idleFrom) * 100, 2);
+    const rssAtN = round(rssSamples.reduce((a, b) => a + b, 0) / rssSamples.length);
 
     const deleteCpu0 = await cpuMs(pid);
     const deleteAt = performance.now();
@@ -173,6 +181,7 @@ async function oneRun(cp: ControlPlane, endpoint: string, containerdPid: number,
       deleteToAllGoneMs: allGoneMs,
       rssMBAtZeroPods: rssAtZero,
       rssMBAtNPods: rssAtN,
+      rssMBAtNPodsHighest: Math.max(...rssSamples),
       idleCpuPercentOfOneCoreAtN: idlePercent,
     };
   } finally {

@@ -152,7 +152,9 @@ export interface AgentRun {
   agentCpuMsPerPodDeletion: number;
   deleteToAllGoneMs: number;
   rssMBAtZeroPods: number;
+  /** The mean of the samples taken each second over the idle window, and the highest. */
   rssMBAtNPods: number;
+  rssMBAtNPodsHighest: number;
   idleCpuPercentOfOneCoreAtN: number;
 }
 

@@ -226,7 +226,8 @@ function printAgent(r: Run<AgentResult | Skipped>): void {
     row('agent CPU per pod deletion (ms)', (x) => x.agentCpuMsPerPodDeletion),
     row('delete → all gone from the API (ms)', (x) => x.deleteToAllGoneMs),
     row('agent RSS at 0 pods (MB)', (x) => x.rssMBAtZeroPods),
-    row('agent RSS at N pods (MB)', (x) => x.rssMBAtNPods),
+    row('agent RSS at N pods, mean over the idle window (MB)', (x) => x.rssMBAtNPods),
+    row('agent RSS at N pods, highest (MB)', (x) => x.rssMBAtNPodsHighest),
     row('agent idle CPU at N pods (% of one core)', (x) => x.idleCpuPercentOfOneCoreAtN),
   ]);
 }
