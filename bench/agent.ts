@@ -21,6 +21,7 @@
  * to the agent's process, to profile it or to try V8's settings.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
@@ -82,12 +83,20 @@ async function until(check: () => boolean, what: string): Promise<void> {
   }
 }
 
+/** The Node flags the binary's first line gives (`#!/usr/bin/env -S node <flags>`): the agent runs with them, as when run by its name. */
+function binaryNodeFlags(bin: string): string[] {
+  const shebang = readFileSync(bin, 'utf8').split('\n', 1)[0] ?? '';
+  return shebang.split(/\s+/).slice(shebang.includes(' -S ') ? 3 : 2);
+}
+
 function startAgent(endpoint: string, kubeconfig: string, rootDir: string, clientCa: string): ChildProcess {
+  const bin = path.join(repoRoot, 'bin/statelet.js');
   const child = spawn(
     process.execPath,
     [
+      ...binaryNodeFlags(bin),
       ...(process.env.BENCH_AGENT_NODE_FLAGS ?? '').split(' ').filter(Boolean),
-      path.join(repoRoot, 'bin/statelet.js'),
+      bin,
       `--container-runtime-endpoint=${endpoint}`,
       `--kubeconfig=${kubeconfig}`,
       `--hostname-override=${NODE_NAME}`,
