@@ -3,7 +3,8 @@
  * (pkg/kubelet/kuberuntime/kuberuntime_container.go generateContainerConfig, with kubelet_pods.go
  * makeEnvironmentVariables and makeMounts): its environment (the ConfigMaps and Secrets it names,
  * read through the node's object cache; the downward API; the Services' link variables), its
- * mounts (the pod's volumes with their subPaths, the managed /etc/hosts), its CPU and memory
+ * mounts (the pod's volumes with their subPaths, the managed /etc/hosts, the termination message
+ * file of terminationMessage.ts), its CPU and memory
  * settings (resources.ts: CPU, memory, huge pages, swap), its security context
  * (securityContext.ts, with the image's user from the ImageStatus ensureImage read; runAsNonRoot
  * checked) and its log
@@ -15,7 +16,8 @@ import { chmod, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Service } from '../api/cluster.ts';
 import type { ResourceAmounts } from '../api/quantity.ts';
-import type { Container, Pod } from '../api/types.ts';
+import { type Container, type Pod, podRef } from '../api/types.ts';
+import type { Logger } from '../log.ts';
 import type { ObjectReader } from '../client/objects.ts';
 import type { ContainerConfig, ImageInfo, LinuxContainerSecurityContext, Mount } from '../runtime/types.ts';
 import { mkdirAll } from '../volumes/mkdirAll.ts';
@@ -28,6 +30,7 @@ import { ETC_HOSTS, managedHostsContent, mountsManagedHosts, podHostnameAndDomai
 import { errorText } from './images.ts';
 import type { ContainerType } from './labels.ts';
 import { type MemoryFeatures, containerResources } from './resources.ts';
+import { terminationMessageMount } from './terminationMessage.ts';
 import {
   type ImageUser,
   type SecuritySettings,
@@ -54,8 +57,10 @@ export interface ContainerConfigDeps {
   dns?: NodeDns;
   /** The cluster's Services as last listed (null: not yet); absent: a node without an API server. */
   services?: () => readonly Service[] | null;
-  /** `<root-dir>/pods`: each pod's directory (its managed /etc/hosts, its volumes); absent: no files for pods. */
+  /** `<root-dir>/pods`: each pod's directory (its managed /etc/hosts, its volumes, its termination message files); absent: no files for pods. */
   podsDir?: string;
+  /** Where a termination message file that could not be made is reported. */
+  log: Logger;
 }
 
 /** The container to configure, and what its start knows of it. */
@@ -130,6 +135,12 @@ export async function generateContainerConfig(deps: ContainerConfigDeps, target:
   if ('error' in resolved) throw new ContainerConfigError(resolved.error);
   const mounts: Mount[] = [...resolved.mounts];
   if (deps.podsDir && mountsManagedHosts(container, podIPs)) mounts.push(await hostsMount(deps.podsDir, pod, podIPs, deps.dns?.clusterDomain ?? ''));
+  if (deps.podsDir) {
+    const terminationLog = await terminationMessageMount(deps.podsDir, pod, container, (err) =>
+      deps.log('error', 'Error on creating termination-log file', { pod: podRef(pod), container: container.name, err: errorText(err) }),
+    );
+    if (terminationLog) mounts.push(terminationLog);
+  }
   // After the environment and mounts, whose errors come first.
   const securityContext = securityContextFor(deps, target);
   // The container's log directory, before the runtime opens its log there (kuberuntime_container.go generateContainerConfig).

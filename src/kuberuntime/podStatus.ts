@@ -2,7 +2,8 @@
  * The runtime's view of one pod: its sandboxes and containers as CRI reports them, grouped by the
  * `io.kubernetes.pod.uid` label and sorted newest first. This is what every decision reads; it is
  * always fetched fresh from the runtime at the start of a sync (see `readPodStatus`), so a sync
- * never acts on an older picture than the one the runtime holds.
+ * never acts on an older picture than the one the runtime holds. An exited container's message
+ * carries its termination message (terminationMessage.ts), read once and kept by the caller.
  */
 import type {
   CallOptions,
@@ -11,6 +12,7 @@ import type {
 import { isNotFound } from '../runtime/types.ts';
 import type { RuntimeContainerStatus, RuntimePodStatus, SandboxSummary } from '../api/runtimeView.ts';
 import { Annotation, Label, intAnnotation } from './labels.ts';
+import { type TerminationMessages, joinMessages } from './terminationMessage.ts';
 
 /** Newest first; the attempt number breaks ties between instances created in the same instant. */
 const newestFirst = (a: { createdAt: number; attempt: number }, b: { createdAt: number; attempt: number }) =>
@@ -25,6 +27,8 @@ export async function readPodStatus(
   runtime: RuntimeService,
   uid: string,
   opts?: CallOptions,
+  /** The pod's termination messages, read once per exited container; absent: none are read (a kill or removal does not show them). */
+  terminationMessages?: TerminationMessages,
 ): Promise<RuntimePodStatus> {
   const selector = { labelSelector: { [Label.podUid]: uid } };
   const [sandboxList, containerList] = await Promise.all([
@@ -56,9 +60,12 @@ export async function readPodStatus(
     containerList.map((c) => ignoreNotFound(runtime.containerStatus(c.id, opts))),
   );
   const containers: RuntimeContainerStatus[] = [];
+  terminationMessages?.retain(new Set(containerList.map((c) => c.id)));
   for (const [i, status] of statuses.entries()) {
     const listed = containerList[i];
     if (!status || !listed) continue;
+    // An exited container's message follows the runtime's (getPodContainerStatuses).
+    const message = status.state === 'CONTAINER_EXITED' && terminationMessages ? joinMessages(status.message, await terminationMessages.of(status)) : status.message;
     containers.push({
       id: status.id,
       name: status.metadata.name || (status.labels[Label.containerName] ?? ''),
@@ -69,7 +76,7 @@ export async function readPodStatus(
       finishedAt: status.finishedAt,
       exitCode: status.exitCode,
       reason: status.reason,
-      message: status.message,
+      message,
       image: status.image,
       imageRef: status.imageRef,
       hash: status.annotations[Annotation.containerHash] ?? '',

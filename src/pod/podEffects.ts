@@ -13,6 +13,8 @@ import { type CallTrace, allOf, tracedImages, tracedPulls, tracedRuntime } from 
 import type { CallsInFlight } from '../runtime/callsInFlight.ts';
 import type { RuntimePodStatus } from '../api/runtimeView.ts';
 import { readPodStatus } from '../kuberuntime/podStatus.ts';
+import { TerminationMessages } from '../kuberuntime/terminationMessage.ts';
+import type { CallOptions } from '../runtime/types.ts';
 import { computePodActions, isEmptyPlan, noProbeResults } from '../kuberuntime/computePodActions.ts';
 import { podProgress } from './progress.ts';
 import type { PodEffects, PodMemory, PodProbeResults, SyncOutcome } from './pod.ts';
@@ -46,6 +48,18 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
     for (const run of preStopsByPod.get(uid)?.values() ?? []) run.cancel.abort();
     preStopsByPod.delete(uid);
   };
+
+  /**
+   * The termination messages per pod UID: each exited container's is read once (its file does not
+   * change after the exit) and kept while the runtime lists the container; all go at cleanup.
+   */
+  const messagesByPod = new Map<string, TerminationMessages>();
+  const messagesOf = (uid: string): TerminationMessages => {
+    let messages = messagesByPod.get(uid);
+    if (!messages) messagesByPod.set(uid, (messages = new TerminationMessages()));
+    return messages;
+  };
+  const read = (io: PodEffectsDeps, pod: Pod, opts: CallOptions) => readPodStatus(io.runtime, pod.metadata.uid, opts, messagesOf(pod.metadata.uid));
 
   const publish = (pod: Pod, runtime: RuntimePodStatus, memory: PodMemory, podIsTerminal: boolean, probes?: PodProbeResults, killStatus?: KillStatus | null): PodStatus => {
     const status = generatePodStatus({
@@ -94,7 +108,7 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
     async syncPod({ pod, memory, probes }, signal, calls) {
       const opts = { signal };
       const io = tracedDeps(pod, calls);
-      const before = await readPodStatus(io.runtime, pod.metadata.uid, opts);
+      const before = await read(io, pod, opts);
       const current = publish(pod, before, memory, false, probes);
       if (isTerminalPhase(current.phase)) return outcome(pod, before, memory, current);
       // The pod's cgroup before anything of it starts (kubelet.go SyncPod, pcm.EnsureExists).
@@ -111,7 +125,7 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
 
       const executed = await executePlan(io, pod, before, actions, memory, opts, preStopsOf(pod.metadata.uid));
       const next: PodMemory = { backoff: executed.backoff, reasons: executed.reasons };
-      const after = await readPodStatus(io.runtime, pod.metadata.uid, opts);
+      const after = await read(io, pod, opts);
       const status = publish(pod, after, next, false, probes);
       const extra: Partial<SyncOutcome> = { errors: executed.errors };
       if (executed.retryAfterMs !== undefined) extra.retryAfterMs = executed.retryAfterMs;
@@ -121,12 +135,12 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
     async terminatePod({ pod, gracePeriodSeconds, memory, killStatus }, signal, calls) {
       const opts = { signal };
       const io = tracedDeps(pod, calls);
-      const before = await readPodStatus(io.runtime, pod.metadata.uid, opts);
+      const before = await read(io, pod, opts);
       // An eviction's Failed status is the pod's from the moment its termination starts (syncTerminatingPod applies the kill's PodStatusFunc first).
       if (killStatus) publish(pod, before, memory, true, undefined, killStatus);
       deps.log('info', 'Killing pod', { pod: podRef(pod), gracePeriodSeconds });
       await killPodRuntime(io, pod, before, gracePeriodSeconds, opts, preStopsOf(pod.metadata.uid));
-      const after = await readPodStatus(io.runtime, pod.metadata.uid, opts);
+      const after = await read(io, pod, opts);
       const stillRunning = after.containers.filter((c) => c.state === 'CONTAINER_RUNNING');
       if (stillRunning.length > 0) {
         throw new Error(`${stillRunning.length} container(s) still running after kill: ${stillRunning.map((c) => c.name).join(', ')}`);
@@ -138,7 +152,8 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
       const opts = { signal };
       const io = tracedDeps(pod, calls);
       forgetPreStops(pod.metadata.uid);
-      const status = await readPodStatus(io.runtime, pod.metadata.uid, opts);
+      const status = await read(io, pod, opts);
+      messagesByPod.delete(pod.metadata.uid);
       publish(pod, status, memory, true);
       if (!removeRuntime) {
         // Terminated but still desired (a finished Job's pod): its volumes come off, its directory stays.

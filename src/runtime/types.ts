@@ -287,6 +287,8 @@ export interface ContainerStatus {
   message: string;
   labels: KeyValueMap;
   annotations: KeyValueMap;
+  /** The mounts it was created with (the kubelet finds the termination message file among them). */
+  mounts: Mount[];
   logPath: string;
   /** The process's identity, when the runtime reports it (containerd 2.0 does; containerd 1.6 does not). */
   user?: ContainerUser;

@@ -17,6 +17,7 @@ import type {
 } from '../api/types.ts';
 import { isStaticPod, isSidecar, restartPolicyOf } from '../api/types.ts';
 import { sandboxChange, shouldRestart } from '../kuberuntime/computePodActions.ts';
+import { messageLimitPerContainer, truncateMessage } from '../kuberuntime/terminationMessage.ts';
 import type { RuntimeContainerStatus, RuntimePodStatus, WaitingReason } from '../api/runtimeView.ts';
 import type { KillStatus } from '../events.ts';
 import type { ContainerUser as RuntimeContainerUser } from '../runtime/types.ts';
@@ -62,6 +63,20 @@ function terminateWaiting(statuses: ContainerStatus[]): void {
     if (!s.state.waiting) continue;
     s.state = { terminated: { exitCode: 137, reason: 'ContainerStatusUnknown', message: 'The container could not be located when the pod was terminated' } };
     s.ready = false;
+  }
+}
+
+/** normalizeStatus: each terminated state's message (current and last) cut to the container's share of the pod's 12 KiB. */
+function cutTerminationMessages(statuses: ContainerStatus[], maxBytes: number): void {
+  const cut = (state: ContainerState): ContainerState => {
+    const message = state.terminated?.message;
+    if (!state.terminated || message === undefined) return state;
+    const kept = truncateMessage(message, maxBytes);
+    return kept === message ? state : { ...state, terminated: { ...state.terminated, message: kept } };
+  };
+  for (const s of statuses) {
+    s.state = cut(s.state);
+    s.lastState = cut(s.lastState);
   }
 }
 
@@ -118,6 +133,7 @@ export function generatePodStatus(input: StatusInput): PodStatus {
     terminateWaiting(containerStatuses);
     terminateWaiting(initContainerStatuses);
   }
+  cutTerminationMessages([...initContainerStatuses, ...containerStatuses], messageLimitPerContainer(pod));
 
   const sandbox = runtime.sandboxes[0];
   const podIP = sandbox?.state === 'SANDBOX_READY' && sandbox.ip ? sandbox.ip : previous?.podIP;

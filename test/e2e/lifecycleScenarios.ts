@@ -68,6 +68,18 @@ spec:
   containers:
     - { name: job, image: ${image}, command: ["sh", "-c", "echo done; exit 0"] }
 `,
+    // The conformance specs' three termination messages (test/e2e/common/node/runtime.go).
+    'termination-message.yaml': `
+apiVersion: v1
+kind: Pod
+metadata: { name: termination-message }
+spec:
+  restartPolicy: Never
+  containers:
+    - { name: file, image: ${image}, command: ["sh", "-c", "echo -n DONE > /dev/termination-log; exit 0"] }
+    - { name: custom, image: ${image}, terminationMessagePath: /dev/custom-log, command: ["sh", "-c", "echo -n DONE > /dev/custom-log; exit 0"] }
+    - { name: logs, image: ${image}, terminationMessagePolicy: FallbackToLogsOnError, command: ["sh", "-c", "echo -n DONE; exit 1"] }
+`,
   };
 }
 
@@ -132,6 +144,14 @@ export function defineLifecycleScenarios(runtime: ScenarioRuntime): void {
       expect(pod.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'False', reason: 'PodCompleted' });
       expect(await containersOf(pod.metadata.uid)).toHaveLength(1);
     }, 45_000);
+
+    it('reports the termination message file, a custom path, and the log after a failure under FallbackToLogsOnError', async () => {
+      const done = (p: Pod) => ['file', 'custom', 'logs'].every((name) => containerStatus(p, name)?.state.terminated !== undefined);
+      const pod = await fixture.agent.waitForPod('termination-message', done, 45_000);
+      expect(containerStatus(pod, 'file')?.state.terminated).toMatchObject({ exitCode: 0, message: 'DONE' });
+      expect(containerStatus(pod, 'custom')?.state.terminated).toMatchObject({ exitCode: 0, message: 'DONE' });
+      expect(containerStatus(pod, 'logs')?.state.terminated).toMatchObject({ exitCode: 1, message: 'DONE' });
+    }, 60_000);
   });
 
   describe(`crash-loop backoff on ${runtime.name}`, () => {

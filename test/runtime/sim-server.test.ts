@@ -354,7 +354,7 @@ describe('sim:// over gRPC', () => {
     await sim.engine.flushLogs();
     const log = await readFile(join(logDirectory, 'c', '0.log'), 'utf8');
     const ts = '2024-01-01T00:00:00.000000000Z';
-    expect(log).toBe(`${ts} stdout F hello world\n${ts} stderr F oops\n${ts} stdout F partial\n`);
+    expect(log).toBe(`${ts} stdout F hello world\n${ts} stderr F oops\n${ts} stdout P partial\n`);
   });
 
   it('holds 1,000 sandboxes with 2,000 containers and lists per pod through the uid index', async () => {

@@ -119,6 +119,20 @@ describe('generatePodStatus: container statuses', () => {
     expect(byName(status.containerStatuses, 'foo1').state).toEqual({ waiting: { reason: 'PodInitializing' } });
   });
 
+  it('cuts each terminated message to its share of 12 KiB among the pod\'s containers (normalizeStatus), current and last state', () => {
+    const pod = basePod({ restartPolicy: 'Always' }); // three containers: 4096 bytes each
+    const runtime = baseRuntime(pod);
+    const long = 'x'.repeat(5000);
+    runtime.containers = runtime.containers.filter((c) => c.name !== 'foo2');
+    runtime.containers.push(
+      exited(specContainer(pod, 'foo2'), 1, { id: 'new', restartCount: 1, message: long, createdAt: T0 + 10 }),
+      exited(specContainer(pod, 'foo2'), 1, { id: 'old', restartCount: 0, message: `${long}y` }),
+    );
+    const foo2 = byName(generatePodStatus(input(pod, runtime)).containerStatuses, 'foo2');
+    expect(foo2.state.terminated?.message).toBe('x'.repeat(4096));
+    expect(foo2.lastState.terminated?.message).toBe('x'.repeat(4096));
+  });
+
   it('maps running and exited runtime containers, with containerID, imageID and restartCount from the runtime', () => {
     const pod = basePod({ restartPolicy: 'Never' });
     const runtime = baseRuntime(pod);

@@ -320,6 +320,7 @@ function containerStatusFromWire(status: WireContainerStatus): ContainerStatus {
     message: status.message,
     labels: { ...status.labels },
     annotations: { ...status.annotations },
+    mounts: (status.mounts ?? []).map(({ containerPath, hostPath, readonly }) => ({ containerPath, hostPath, readonly })),
     logPath: status.logPath,
     ...((user) => (user ? { user } : {}))(containerUserFromWire(status.user)),
   };

@@ -146,7 +146,7 @@ export interface WireContainerConfig {
   args: string[];
   workingDir: string;
   envs: { key: string; value: string }[];
-  mounts: { containerPath: string; hostPath: string; readonly: boolean; propagation: string }[];
+  mounts: WireMount[];
   labels: KeyValueMap;
   annotations: KeyValueMap;
   logPath: string;
@@ -207,6 +207,13 @@ export interface WirePodSandboxStatus extends WirePodSandbox {
   linux: { namespaces: { options: { network: WireEnum } | null } | null } | null;
 }
 
+export interface WireMount {
+  containerPath: string;
+  hostPath: string;
+  readonly: boolean;
+  propagation: WireEnum;
+}
+
 export interface WireContainer {
   id: string;
   podSandboxId: string;
@@ -233,6 +240,7 @@ export interface WireContainerStatus extends Pick<ContainerStatus, 'id' | 'exitC
   image: WireImageSpec | null;
   /** Null from a runtime that does not report it (containerd 1.6). */
   user: WireContainerUser | null;
+  mounts: WireMount[];
 }
 
 export interface WireImage {

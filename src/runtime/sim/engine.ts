@@ -127,6 +127,8 @@ interface SimContainer extends Pick<ContainerStatus, 'id' | 'image' | 'imageRef'
   /** Absolute log file path, or '' when the sandbox has no log directory. */
   logPath: string;
   log: ContainerLog | null;
+  /** Its log written out after its exit: ContainerStatus answers after it, as containerd's exit waits for the output to drain. */
+  logDrained: Promise<void>;
   fs: SimFs;
   /** The identity its first process started with (ContainerStatus.user). */
   user: ContainerUser;
@@ -443,6 +445,7 @@ export class SimEngine {
       reason: '',
       logPath,
       log: null,
+      logDrained: Promise.resolve(),
       fs: new SimFs(config.mounts, config.linux?.securityContext?.readonlyRootfs ?? false, identity),
       user: { linux: { uid: identity.uid, gid: identity.gid, supplementalGroups: [...identity.groups] } },
       process: null,
@@ -613,6 +616,12 @@ export class SimEngine {
 
   containerStatus(id: string): ContainerStatus {
     return this.containerStatusOf(this.container(id));
+  }
+
+  /** ContainerStatus once the container's output is in its log file (the CRI server's answer): an exited container's log is complete. */
+  async containerStatusWithLog(id: string): Promise<ContainerStatus> {
+    await this.container(id).logDrained;
+    return this.containerStatus(id);
   }
 
   /**
@@ -855,7 +864,10 @@ export class SimEngine {
     container.exitCode = exitCode;
     container.reason = container.oomKilled ? 'OOMKilled' : exitCode === 0 ? 'Completed' : 'Error';
     container.process = null;
-    container.log?.close();
+    if (container.log) {
+      container.log.close();
+      container.logDrained = this.logs.flush();
+    }
     if (container.kill) this.clock.clearTimeout(container.kill.timer);
     container.kill = null;
     // The container's processes die with it, and so do its servers (daemonised ones included).
@@ -976,6 +988,7 @@ export class SimEngine {
       message: '',
       labels: container.config.labels,
       annotations: container.config.annotations,
+      mounts: container.config.mounts,
       logPath: container.logPath,
       user: container.user,
     };

@@ -79,7 +79,8 @@ export class CriLogWriter {
 
 /**
  * Splits one container's output into CRI log lines. Text without a trailing newline is held
- * until the line completes or the container exits (then written as a final `F` line).
+ * until the line completes or the container exits (then written as a final `P` line, as
+ * containerd's redirectLogs writes what is left at EOF: `echo -n DONE` reads back as `DONE`).
  */
 export class ContainerLog {
   private partial: Record<LogStream, string> = { stdout: '', stderr: '' };
@@ -117,10 +118,13 @@ export class ContainerLog {
     this.writer.append(this.path, out);
   }
 
-  /** Ends any unterminated line: the process is gone, nothing more will complete it. */
+  /** Writes any unterminated line as partial: the process is gone, nothing more will complete it. */
   close(): void {
     for (const stream of ['stdout', 'stderr'] as const) {
-      if (this.partial[stream] !== '') this.write(stream, '\n');
+      const rest = this.partial[stream];
+      if (rest === '') continue;
+      this.partial[stream] = '';
+      this.writer.append(this.path, `${criTimestamp(this.now())} ${stream} P ${rest}\n`);
     }
   }
 }

@@ -305,6 +305,7 @@ function wireContainerStatus(status: ContainerStatus): WireContainerStatus {
     reason,
     message,
     logPath,
+    mounts: status.mounts.map(({ containerPath, hostPath, readonly, propagation }) => ({ containerPath, hostPath, readonly, propagation: propagation ?? 'PROPAGATION_PRIVATE' })),
     user: containerUserToWire(status.user),
   };
 }
@@ -400,8 +401,8 @@ function runtimeHandlers(
     ListContainers: (req) => ({
       containers: engine.listContainers(containerFilter(req.filter)).map(wireContainer),
     }),
-    ContainerStatus: (req) => ({
-      status: wireContainerStatus(engine.containerStatus(req.containerId)),
+    ContainerStatus: async (req) => ({
+      status: wireContainerStatus(await engine.containerStatusWithLog(req.containerId)),
       info: {},
     }),
     ReopenContainerLog: (req) => {
