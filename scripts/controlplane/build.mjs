@@ -6,9 +6,16 @@
  * directory exists. Concurrent builders (vitest workers) serialise on a mkdir lock.
  *
  *   node scripts/controlplane/build.mjs        prints the directory holding controlplane and kubectl
+ *   node scripts/controlplane/build.mjs --conformance[=NAME,…]
+ *                                              builds (all, or the named of) kube-scheduler,
+ *                                              kube-controller-manager, kubelet, e2e.test, agnhost
+ *                                              and ginkgo, and prints `NAME PATH` lines
  *
  * Imported by the cluster test harness and `npm run cluster`: `controlPlaneBinaries()` returns
- * the paths, or a reason when Go is not installed.
+ * the paths, or a reason when Go is not installed. `conformanceBinaries()` does the same for the
+ * second set, which only the node conformance suite and the controllers tests need, so it is
+ * built on demand, one binary at a time, into its own directory (keyed by go.mod, go.sum and the
+ * Go version: it does not involve main.go), never as part of the first.
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -63,9 +70,12 @@ async function kubernetesVersion() {
   return { version: match[1], minor: match[2] };
 }
 
-async function build(go, outDir, log) {
+/** Upstream's build tags (hack/lib/golang.sh) and version stamps, the same for every binary. */
+const TAGS = 'selinux,notest,grpcnotrace';
+
+async function ldflags() {
   const { version, minor } = await kubernetesVersion();
-  const ldflags = [
+  return [
     '-s',
     '-w',
     `-X k8s.io/component-base/version.gitVersion=${version}`,
@@ -74,19 +84,28 @@ async function build(go, outDir, log) {
     '-X k8s.io/component-base/version.gitTreeState=clean',
     `-X k8s.io/client-go/pkg/version.gitVersion=${version}`,
   ].join(' ');
+}
+
+/** `go build` (or, with `test`, `go test -c`) of `pkg` into `out`. */
+async function goBuild(go, pkg, out, { test = false } = {}) {
+  const args = test ? ['test', '-c'] : ['build'];
+  await run(go, [...args, '-trimpath', '-tags', TAGS, '-ldflags', await ldflags(), '-o', out, pkg], {
+    cwd: moduleDir,
+    env: goEnv,
+    maxBuffer: 64 * 1024 * 1024,
+  }).catch((err) => {
+    throw new Error(`go ${args.join(' ')} ${pkg} failed:\n${err.stderr || err.message}`);
+  });
+}
+
+async function build(go, outDir, log) {
   for (const [name, pkg] of [
     ['controlplane', '.'],
     ['kubectl', 'k8s.io/kubernetes/cmd/kubectl'],
   ]) {
     log(`building ${name} (${pkg}) — the first build takes several minutes`);
     const started = Date.now();
-    await run(go, ['build', '-trimpath', '-tags', 'selinux,notest,grpcnotrace', '-ldflags', ldflags, '-o', path.join(outDir, name), pkg], {
-      cwd: moduleDir,
-      env: goEnv,
-      maxBuffer: 64 * 1024 * 1024,
-    }).catch((err) => {
-      throw new Error(`go build ${pkg} failed:\n${err.stderr || err.message}`);
-    });
+    await goBuild(go, pkg, path.join(outDir, name));
     log(`built ${name} in ${Math.round((Date.now() - started) / 1000)} s`);
   }
 }
@@ -139,11 +158,86 @@ export async function controlPlaneBinaries(log = (line) => console.error(`[contr
   }
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  const result = await controlPlaneBinaries();
-  if ('skip' in result) {
-    console.error(`cannot build the control plane: ${result.skip}`);
-    process.exit(1);
+/**
+ * The node conformance suite's upstream programs, from the same module graph (go.mod's `tool`
+ * lines and conformance_tools.go keep them in it). `e2e.test` is `go test -c`; agnhost is
+ * static (CGO_ENABLED=0, as everything here) because it runs in a busybox image.
+ */
+export const CONFORMANCE = {
+  'kube-scheduler': { key: 'kubeScheduler', pkg: 'k8s.io/kubernetes/cmd/kube-scheduler' },
+  'kube-controller-manager': { key: 'kubeControllerManager', pkg: 'k8s.io/kubernetes/cmd/kube-controller-manager' },
+  kubelet: { key: 'kubelet', pkg: 'k8s.io/kubernetes/cmd/kubelet' },
+  'e2e.test': { key: 'e2eTest', pkg: 'k8s.io/kubernetes/test/e2e', test: true },
+  agnhost: { key: 'agnhost', pkg: 'k8s.io/kubernetes/test/images/agnhost' },
+  ginkgo: { key: 'ginkgo', pkg: 'github.com/onsi/ginkgo/v2/ginkgo' },
+};
+
+async function conformanceKey(goVersion) {
+  const hash = createHash('sha256');
+  hash.update('conformance\0');
+  for (const file of ['go.mod', 'go.sum']) hash.update(await readFile(path.join(moduleDir, file)));
+  hash.update(goVersion);
+  return hash.digest('hex').slice(0, 16);
+}
+
+/**
+ * The conformance binaries named in `only` (file names, default: all of `CONFORMANCE`), each
+ * built if its file is not in the cache yet. Resolves with `{ dir, kubeScheduler,
+ * kubeControllerManager, kubelet, e2eTest, agnhost, ginkgo }` (the paths of those asked for; the
+ * file in `dir` has the binary's own name), or `{ skip: reason }` when
+ * Go is not installed; a failing build rejects. Each binary has its own lock, so a test needing
+ * the scheduler does not wait for e2e.test.
+ */
+export async function conformanceBinaries({ only = Object.keys(CONFORMANCE), log = (line) => console.error(`[conformance] ${line}`) } = {}) {
+  for (const name of only) if (!(name in CONFORMANCE)) throw new Error(`unknown conformance binary ${name} (known: ${Object.keys(CONFORMANCE).join(', ')})`);
+  const found = await findGo();
+  if (!found) return { skip: `Go is not installed (looked for ${GO_CANDIDATES.join(', ')})` };
+  const dir = path.join(cacheRoot(), `conformance-${await conformanceKey(found.version)}`);
+  const paths = { dir };
+  for (const name of only) {
+    const file = path.join(dir, name);
+    paths[CONFORMANCE[name].key] = file;
+    if (existsSync(file)) continue;
+    await mkdir(dir, { recursive: true });
+    const lock = path.join(dir, `.${name}.lock`);
+    if (!(await waitForLock(lock, file))) continue;
+    try {
+      if (existsSync(file)) continue;
+      const tmp = `${file}.tmp-${process.pid}`;
+      const { pkg, test } = CONFORMANCE[name];
+      log(`building ${name} (${test ? 'go test -c ' : ''}${pkg}) — the first build takes minutes; ${found.version}; cache ${dir}`);
+      const started = Date.now();
+      try {
+        await goBuild(found.go, pkg, tmp, { test });
+        await rename(tmp, file);
+      } catch (err) {
+        await rm(tmp, { force: true });
+        throw err;
+      }
+      log(`built ${name} in ${Math.round((Date.now() - started) / 1000)} s`);
+    } finally {
+      await rm(lock, { recursive: true, force: true });
+    }
   }
-  console.log(result.dir);
+  return paths;
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+  const flag = process.argv.slice(2).find((arg) => arg === '--conformance' || arg.startsWith('--conformance='));
+  if (flag) {
+    const only = flag.includes('=') ? flag.slice(flag.indexOf('=') + 1).split(',').filter(Boolean) : undefined;
+    const result = await conformanceBinaries({ only });
+    if ('skip' in result) {
+      console.error(`cannot build the conformance binaries: ${result.skip}`);
+      process.exit(1);
+    }
+    for (const [name, { key }] of Object.entries(CONFORMANCE)) if (result[key]) console.log(`${name} ${result[key]}`);
+  } else {
+    const result = await controlPlaneBinaries();
+    if ('skip' in result) {
+      console.error(`cannot build the control plane: ${result.skip}`);
+      process.exit(1);
+    }
+    console.log(result.dir);
+  }
 }

@@ -5,14 +5,20 @@
  * kubeconfig and one kubeconfig per node name whose identity is `system:node:<name>` in group
  * `system:nodes`, so an agent given that kubeconfig has exactly a real node's rights.
  *
- * No controller-manager and no scheduler run: tests bind pods themselves (`spec.nodeName`) and
- * create the `default` ServiceAccount of a namespace they use (`ensureServiceAccount`); the
- * `kube-root-ca.crt` ConfigMap is published in `default` and in every namespace made with `namespace()`.
+ * By default no controller-manager and no scheduler run: tests bind pods themselves
+ * (`spec.nodeName`), and `namespace()` creates the `default` ServiceAccount and publishes the
+ * `kube-root-ca.crt` ConfigMap (also published in `default`). With `controllers: true` the upstream
+ * kube-scheduler and kube-controller-manager of the same release run beside the API server
+ * (built on demand by scripts/controlplane/build.mjs, cached like the control plane), each with
+ * its own identity (`system:kube-scheduler`, `system:kube-controller-manager`, the users upstream's
+ * RBAC bootstrap binds), the controller-manager with per-controller ServiceAccount credentials,
+ * the API server's signing key and CA; then those objects come from the controllers, pods get
+ * scheduled, and Deployments, ReplicaSets, garbage collection and namespace deletion work.
  *
  * Where Go is missing the suite skips, loudly, outside CI; on CI (`CI=true`) it fails instead.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import { X509Certificate, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import https from 'node:https';
 import os from 'node:os';
@@ -49,20 +55,24 @@ export interface ControlPlane {
   namespace(prefix?: string): Promise<string>;
   /** The CA of the API server's kubelet client certificate: agents take it as `--client-ca-file`. */
   kubeletClientCaFile: string;
-  /** The apiserver's log so far (for failure messages). */
-  output(): string;
+  /** A component's log so far (for failure messages): the apiserver's unless named. */
+  output(component?: Component): string;
   /**
    * Stops the apiserver (SIGTERM, SIGKILL after 10 s; `crash`: SIGKILL at once, as a machine
-   * failing), keeping etcd's data for a restart.
+   * failing), keeping etcd's data for a restart. The scheduler and controller-manager, if any,
+   * keep running and reconnect, as beside a restarting API server.
    */
   stop(options?: { crash?: boolean }): Promise<void>;
   /** Starts it again on the same ports and data (the fault tests). */
   restart(): Promise<void>;
-  /** Stops it and removes its data. */
+  /** Stops it (and the controllers) and removes its data. */
   close(): Promise<void>;
 }
 
 const READY_TIMEOUT_MS = 60_000;
+
+export type Component = 'apiserver' | 'kube-scheduler' | 'kube-controller-manager';
+const CONTROLLERS = ['kube-scheduler', 'kube-controller-manager'] as const;
 
 /** An API collection: its path (`/api/v1/namespaces/ns/pods`) and how to GET one object of it. */
 export interface ApiResource {
@@ -74,13 +84,25 @@ export const nodes: ApiResource = { path: '/api/v1/nodes' };
 export const leases: ApiResource = { path: '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases' };
 export const events = (namespace: string): ApiResource => ({ path: `/api/v1/namespaces/${namespace}/events` });
 
+interface Binaries {
+  controlplane: string;
+  kubectl: string;
+  kubeScheduler?: string;
+  kubeControllerManager?: string;
+}
+
 /** Where a missing Go is fatal (CI, `required`) or a reason to skip (a developer's machine). */
-async function binaries(required: boolean): Promise<{ controlplane: string; kubectl: string } | null> {
+async function binaries(required: boolean, controllers: boolean): Promise<Binaries | null> {
   // @ts-expect-error: a plain ESM script without type declarations
-  const { controlPlaneBinaries } = (await import('../../scripts/controlplane/build.mjs')) as {
+  const build = (await import('../../scripts/controlplane/build.mjs')) as {
     controlPlaneBinaries(): Promise<{ controlplane: string; kubectl: string } | { skip: string }>;
+    conformanceBinaries(options: { only: string[] }): Promise<Record<string, string> | { skip: string }>;
   };
-  const result = await controlPlaneBinaries();
+  let result: Binaries | { skip: string } = await build.controlPlaneBinaries();
+  if (controllers && !('skip' in result)) {
+    const more = await build.conformanceBinaries({ only: [...CONTROLLERS] });
+    result = 'skip' in more ? { skip: more.skip as string } : { ...result, ...more };
+  }
   if ('skip' in result) {
     if (required) {
       console.error(`statelet: the control plane cannot be built here: ${result.skip}. Install Go 1.26 (https://go.dev/dl).`);
@@ -120,8 +142,15 @@ function kubeconfigYaml(server: string, caFile: string, user: string, token: str
  * Starts a control plane with node identities for `nodeNames`, or returns null (having said why)
  * where it cannot be built outside CI.
  */
-export async function startControlPlane(options: { nodeNames: string[]; required?: boolean; apiserverArgs?: string[] }): Promise<ControlPlane | null> {
-  const bins = await binaries(options.required ?? false);
+export async function startControlPlane(options: {
+  nodeNames: string[];
+  required?: boolean;
+  apiserverArgs?: string[];
+  /** Also run kube-scheduler and kube-controller-manager (built on first use: minutes). */
+  controllers?: boolean;
+}): Promise<ControlPlane | null> {
+  const controllers = options.controllers ?? false;
+  const bins = await binaries(options.required ?? false, controllers);
   if (!bins) return null;
   const dir = await mkdtemp(path.join(os.tmpdir(), 'statelet-cp-'));
   const [securePort, etcdPort, etcdPeerPort] = [await freePort(), await freePort(), await freePort()];
@@ -130,9 +159,15 @@ export async function startControlPlane(options: { nodeNames: string[]; required
   const token = () => randomBytes(16).toString('hex');
   const adminToken = token();
   const nodeTokens = new Map(options.nodeNames.map((name) => [name, token()]));
+  // The controllers' own users, which upstream's RBAC bootstrap binds to their roles.
+  const controllerTokens = new Map(controllers ? CONTROLLERS.map((name) => [name, token()]) : []);
   await writeFile(
     path.join(dir, 'tokens.csv'),
-    [`${adminToken},admin,uid-admin,system:masters`, ...[...nodeTokens].map(([name, t]) => `${t},system:node:${name},uid-node-${name},system:nodes`)].join('\n') + '\n',
+    [
+      `${adminToken},admin,uid-admin,system:masters`,
+      ...[...nodeTokens].map(([name, t]) => `${t},system:node:${name},uid-node-${name},system:nodes`),
+      ...[...controllerTokens].map(([name, t]) => `${t},system:${name},uid-${name}`),
+    ].join('\n') + '\n',
   );
   const { privateKey } = generateKeyPairSync('rsa', {
     modulusLength: 2048,
@@ -218,14 +253,88 @@ export async function startControlPlane(options: { nodeNames: string[]; required
   const core = admin.makeApiClient(k8s.CoreV1Api);
   // The apiserver creates these itself once its bootstrap hooks have run.
   for (const name of ['default', 'kube-node-lease']) await waitFor(async () => !!(await core.readNamespace({ name }).catch(() => null)), `namespace ${name}`);
-  // What kube-controller-manager's root-ca-cert-publisher does (none runs here): every namespace
+  // What kube-controller-manager's root-ca-cert-publisher does (when none runs): every namespace
   // gets the cluster CA as `kube-root-ca.crt`, which each pod's kube-api-access volume projects.
   const caPem = await readFile(caFile, 'utf8');
   const publishRootCA = (namespace: string) =>
     core.createNamespacedConfigMap({ namespace, body: { metadata: { name: 'kube-root-ca.crt' }, data: { 'ca.crt': caPem } } }).catch((err: unknown) => {
       if ((err as { code?: number }).code !== 409) throw err;
     });
-  await publishRootCA('default');
+  /** What a namespace needs before pods can be made in it: from the controller-manager if it runs. */
+  const controllersProvisioned = (namespace: string) =>
+    waitFor(
+      async () =>
+        !!(await core.readNamespacedServiceAccount({ namespace, name: 'default' }).catch(() => null)) &&
+        !!(await core.readNamespacedConfigMap({ namespace, name: 'kube-root-ca.crt' }).catch(() => null)),
+      `the controller-manager's default ServiceAccount and kube-root-ca.crt in ${namespace}`,
+      READY_TIMEOUT_MS,
+    );
+
+  const components = new Map<Component, { child: ChildProcess; exited: Promise<void>; output: () => string }>();
+  const stopControllers = async () => {
+    await Promise.all(
+      [...components.values()].map(async ({ child: proc, exited: done }) => {
+        if (proc.exitCode !== null || proc.signalCode !== null) return;
+        proc.kill('SIGTERM');
+        const timer = setTimeout(() => proc.kill('SIGKILL'), 10_000);
+        await done;
+        clearTimeout(timer);
+      }),
+    );
+  };
+  if (controllers) {
+    try {
+      for (const name of CONTROLLERS) {
+        const kubeconfig = path.join(dir, `${name}.kubeconfig`);
+        await writeFile(kubeconfig, kubeconfigYaml(server, caFile, `system:${name}`, controllerTokens.get(name)!));
+        const port = await freePort();
+        const common = [
+          `--kubeconfig=${kubeconfig}`,
+          // Delegated authentication (bearer tokens) and authorization of their own HTTPS port
+          // (its /healthz is always allowed) as the same identity. The API server publishes no
+          // client CA (extension-apiserver-authentication) with token authentication only: skip that lookup.
+          `--authentication-kubeconfig=${kubeconfig}`,
+          `--authorization-kubeconfig=${kubeconfig}`,
+          '--authentication-skip-lookup=true',
+          '--leader-elect=false',
+          '--bind-address=127.0.0.1',
+          `--secure-port=${port}`,
+          `--cert-dir=${path.join(dir, `${name}-pki`)}`,
+          '--v=1',
+        ];
+        const extra =
+          name === 'kube-controller-manager'
+            ? [
+                `--service-account-private-key-file=${path.join(dir, 'sa.key')}`,
+                // The CA alone (pki/apiserver.crt starts with the serving certificate, which a
+                // ClusterTrustBundle refuses): kube-root-ca.crt, token Secrets, the trust bundle.
+                `--root-ca-file=${await writeRootCa(caFile, path.join(dir, 'root-ca.crt'))}`,
+                // Each controller under its own ServiceAccount (TokenRequest), as upstream's clusters run it.
+                '--use-service-account-credentials=true',
+              ]
+            : [];
+        const proc = spawn((name === 'kube-scheduler' ? bins.kubeScheduler : bins.kubeControllerManager)!, [...common, ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
+        let log = '';
+        const keep = (chunk: Buffer) => {
+          log += chunk.toString();
+          if (log.length > 1_000_000) log = log.slice(-500_000);
+        };
+        proc.stdout!.on('data', keep);
+        proc.stderr!.on('data', keep);
+        components.set(name, { child: proc, exited: new Promise((resolve) => proc.once('exit', () => resolve())), output: () => log });
+        await waitHealthy(name, port, proc, () => log);
+      }
+      await controllersProvisioned('default');
+    } catch (err) {
+      await stopControllers();
+      child?.kill('SIGKILL');
+      await exited;
+      await rm(dir, { recursive: true, force: true });
+      throw err;
+    }
+  } else {
+    await publishRootCA('default');
+  }
 
   let serial = 0;
   const stop = async (options: { crash?: boolean } = {}) => {
@@ -256,11 +365,20 @@ export async function startControlPlane(options: { nodeNames: string[]; required
     namespace: async (prefix = 'test') => {
       const name = `${prefix}-${process.pid}-${++serial}`;
       await core.createNamespace({ body: { metadata: { name } } });
-      await core.createNamespacedServiceAccount({ namespace: name, body: { metadata: { name: 'default' } } });
-      await publishRootCA(name);
+      if (controllers) {
+        await controllersProvisioned(name);
+      } else {
+        await core.createNamespacedServiceAccount({ namespace: name, body: { metadata: { name: 'default' } } });
+        await publishRootCA(name);
+      }
       return name;
     },
-    output: () => output,
+    output: (component: Component = 'apiserver') => {
+      if (component === 'apiserver') return output;
+      const started = components.get(component);
+      if (!started) throw new Error(`${component} does not run here (start the control plane with controllers: true)`);
+      return started.output();
+    },
     stop,
     restart: async () => {
       await stop();
@@ -268,6 +386,7 @@ export async function startControlPlane(options: { nodeNames: string[]; required
       await waitReady();
     },
     close: async () => {
+      await stopControllers();
       await stop();
       await rm(dir, { recursive: true, force: true });
     },
@@ -339,6 +458,36 @@ async function watchUntil<T extends { metadata?: { resourceVersion?: string } }>
         });
     void start(current?.metadata?.resourceVersion);
   });
+}
+
+/** Writes the CA certificates of a PEM bundle (the self-signed serving pair's CA) to `file`. */
+async function writeRootCa(bundleFile: string, file: string): Promise<string> {
+  const blocks = (await readFile(bundleFile, 'utf8')).match(/-----BEGIN CERTIFICATE-----[^-]+-----END CERTIFICATE-----\n?/g) ?? [];
+  const cas = blocks.filter((pem) => new X509Certificate(pem).ca);
+  if (cas.length === 0) throw new Error(`no CA certificate in ${bundleFile}`);
+  await writeFile(file, cas.map((pem) => (pem.endsWith('\n') ? pem : `${pem}\n`)).join(''));
+  return file;
+}
+
+/** Waits for a controller's /healthz on its HTTPS port (self-signed; the path needs no credentials). */
+async function waitHealthy(name: string, port: number, proc: ChildProcess, log: () => string): Promise<void> {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  let last = '';
+  while (Date.now() < deadline) {
+    if (proc.exitCode !== null || proc.signalCode !== null) throw new Error(`${name} exited with ${proc.exitCode ?? proc.signalCode}:\n${log().slice(-4000)}`);
+    last = await new Promise<string>((resolve) => {
+      const req = https.request(`https://127.0.0.1:${port}/healthz`, { rejectUnauthorized: false, timeout: 5_000 }, (res) => {
+        res.resume();
+        resolve(res.statusCode === 200 ? 'ok' : `healthz ${res.statusCode}`);
+      });
+      req.on('error', (err) => resolve(String(err)));
+      req.on('timeout', () => req.destroy(new Error('healthz timed out')));
+      req.end();
+    });
+    if (last === 'ok') return;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new Error(`${name} was not healthy after ${READY_TIMEOUT_MS / 1000} s (${last}):\n${log().slice(-4000)}`);
 }
 
 /** GET /readyz as the admin (anonymous requests may be refused until RBAC has bootstrapped). */

@@ -1,0 +1,153 @@
+/**
+ * `npm run conformance`: the upstream node conformance suite (`e2e.test`, the `[Conformance]`
+ * specs of sig-node and the node's storage ones) against statelet as the only node of a local
+ * cluster, offline:
+ *
+ *   1. the suite's binaries (e2e.test, ginkgo, kube-scheduler, kube-controller-manager) built from
+ *      the test control plane's pinned module graph, and the images its specs run, built here and
+ *      imported into a private containerd (no registry access);
+ *   2. the control plane with the scheduler and the controller-manager; statelet (the built
+ *      binary) as the node, on that containerd, its node IP an address added to `lo` (the API
+ *      server reaches the node's server there for logs, exec and port-forward);
+ *   3. `ginkgo run` of e2e.test with the focus below, a JSON and a JUnit report;
+ *   4. the summary and every spec that did not pass, with its reason, written to
+ *      docs/conformance.md; the run fails when a spec of test/conformance/expected-pass.txt did not
+ *      pass (the list may only grow: the newly passing ones are printed, to add).
+ *
+ *   npm run conformance [-- --procs=4] [--focus=REGEX] [--skip=REGEX] [--keep]
+ *
+ * Root only (containerd, cgroups, an address on lo). Timings are reported, never asserted.
+ */
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { importConformanceImages } from '../../test/containerd/conformanceImages.ts';
+import { startContainerd } from '../../test/containerd/harness.ts';
+import { startControlPlane } from '../../test/support/controlPlane.ts';
+import { compare, parseExpected, specResults, summary, tally } from './report.ts';
+
+const run = promisify(execFile);
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const NODE = 'conformance-node';
+/** An address of a private range, added to `lo` for the run: the kubelet refuses a loopback node IP, and the suite's specs use the node's address. */
+const NODE_IP = '10.89.252.1';
+
+/** The specs this project runs: sig-node's conformance specs and the node's volume ones, without the serial, disruptive and slow ones. */
+export const FOCUS = String.raw`\[sig-node\].*\[Conformance\]|\[sig-storage\].*(ConfigMap|Secrets|Projected|Downward API|EmptyDir|HostPath).*\[Conformance\]`;
+export const SKIP = String.raw`\[Serial\]|\[Disruptive\]|\[Slow\]`;
+
+const argv = process.argv.slice(2);
+const arg = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
+const procs = Number(arg('procs') ?? 4);
+const focus = arg('focus') ?? FOCUS;
+const skip = arg('skip') ?? SKIP;
+
+async function main(): Promise<number> {
+  if (process.getuid?.() !== 0) throw new Error('npm run conformance needs root (a private containerd, cgroups, an address on lo)');
+  const started = performance.now();
+  // @ts-expect-error: a plain ESM script without type declarations
+  const { conformanceBinaries } = (await import('../controlplane/build.mjs')) as {
+    conformanceBinaries(): Promise<{ dir: string; e2eTest: string; ginkgo: string } | { skip: string }>;
+  };
+  const binaries = await conformanceBinaries();
+  if ('skip' in binaries) throw new Error(`the conformance binaries cannot be built here: ${binaries.skip}`);
+  await run(process.execPath, [path.join(repoRoot, 'scripts/build.mjs')]);
+
+  const work = await mkdtemp(path.join(os.tmpdir(), 'statelet-conformance-'));
+  const containerd = await startContainerd();
+  if (!containerd) throw new Error('a private containerd cannot start here (see the message above)');
+  let agent: ChildProcess | undefined;
+  let addressAdded = false;
+  const cp = await startControlPlane({ nodeNames: [NODE], required: true, controllers: true });
+  try {
+    if (!cp) throw new Error('the control plane cannot be built here (no Go)');
+    await importConformanceImages(containerd.endpoint);
+    await run('ip', ['addr', 'add', `${NODE_IP}/32`, 'dev', 'lo']);
+    addressAdded = true;
+
+    const rootDir = path.join(work, 'root');
+    let agentLog = '';
+    agent = spawn(
+      process.execPath,
+      [
+        path.join(repoRoot, 'bin/statelet.js'),
+        `--container-runtime-endpoint=${containerd.endpoint}`,
+        `--kubeconfig=${cp.nodeKubeconfig(NODE)}`,
+        `--hostname-override=${NODE}`,
+        `--node-ip=${NODE_IP}`,
+        `--address=${NODE_IP}`,
+        `--client-ca-file=${cp.kubeletClientCaFile}`,
+        `--root-dir=${rootDir}`,
+        `--pod-logs-dir=${path.join(rootDir, 'logs')}`,
+        '--cgroup-root=/statelet-conformance',
+        '--read-only-port=0',
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    agent.stderr!.on('data', (chunk: Buffer) => (agentLog += chunk.toString()));
+    await cp.waitFor<{ metadata?: { resourceVersion?: string }; status?: { conditions?: { type: string; status: string }[] } }>(
+      { path: '/api/v1/nodes' },
+      NODE,
+      (node) => node?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false,
+      120_000,
+    );
+    console.error(`conformance: node ${NODE} Ready; running e2e.test (${procs} processes)`);
+
+    const reportDir = path.join(work, 'report');
+    const suiteStarted = performance.now();
+    const code = await new Promise<number | null>((resolve) => {
+      const ginkgo = spawn(
+        binaries.ginkgo,
+        [
+          'run',
+          `--procs=${procs}`,
+          `--focus=${focus}`,
+          `--skip=${skip}`,
+          `--output-dir=${reportDir}`,
+          '--json-report=report.json',
+          '--junit-report=junit.xml',
+          '--timeout=80m',
+          binaries.e2eTest,
+          '--',
+          '--provider=skeleton',
+          `--kubeconfig=${cp.adminKubeconfig}`,
+          `--report-dir=${reportDir}`,
+        ],
+        { stdio: ['ignore', 'inherit', 'inherit'] },
+      );
+      ginkgo.once('exit', resolve);
+    });
+    const suiteMinutes = Math.round((performance.now() - suiteStarted) / 6000) / 10;
+    const results = specResults(await readFile(path.join(reportDir, 'report.json'), 'utf8'));
+    const expected = parseExpected(await readFile(path.join(repoRoot, 'test/conformance/expected-pass.txt'), 'utf8').catch(() => ''));
+    const comparison = compare(results, expected);
+    await writeFile(path.join(repoRoot, 'docs/conformance.md'), summary(results, { minutes: suiteMinutes, processes: procs, focus, skip }));
+    const counts = tally(results);
+    console.error(`conformance: ${counts.passed} passed, ${counts.failed} failed, ${counts.other} skipped of ${results.length} specs in ${suiteMinutes} min (ginkgo exited ${code}); docs/conformance.md written; reports in ${reportDir}`);
+    for (const name of comparison.newlyPassing) console.error(`  newly passing (add to test/conformance/expected-pass.txt): ${name}`);
+    for (const r of comparison.regressions) console.error(`  REGRESSION: ${r.name}: ${r.outcome}${r.reason ? `: ${r.reason}` : ''}`);
+    if (comparison.regressions.length > 0) console.error(`agent log (last 8 KB):\n${agentLog.slice(-8192)}`);
+    console.error(`conformance: ${Math.round((performance.now() - started) / 6000) / 10} min in all`);
+    return comparison.regressions.length > 0 ? 1 : 0;
+  } finally {
+    if (agent && agent.exitCode === null) {
+      agent.kill('SIGTERM');
+      await new Promise((resolve) => agent!.once('exit', resolve));
+    }
+    if (addressAdded) await run('ip', ['addr', 'del', `${NODE_IP}/32`, 'dev', 'lo']).catch(() => undefined);
+    await cp?.close();
+    await containerd.stop();
+    if (!argv.includes('--keep')) await rm(work, { recursive: true, force: true });
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    console.error(err);
+    process.exit(1);
+  },
+);

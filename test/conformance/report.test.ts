@@ -1,0 +1,60 @@
+import { describe, expect, it } from 'vitest';
+import { compare, parseExpected, specResults, tally } from '../../scripts/conformance/report.ts';
+
+/** A ginkgo JSON report as `--json-report` writes it (the fields the runner reads). */
+const report = JSON.stringify([
+  {
+    SuiteDescription: 'Kubernetes e2e suite',
+    SpecReports: [
+      { LeafNodeType: 'SynchronizedBeforeSuite', State: 'passed', RunTime: 1e9 },
+      { ContainerHierarchyTexts: ['[sig-node] Pods'], LeafNodeText: 'should get a host IP [NodeConformance] [Conformance]', LeafNodeType: 'It', State: 'passed', RunTime: 2_340_000_000 },
+      {
+        ContainerHierarchyTexts: ['[sig-node] Container Runtime', 'blackbox test', 'on terminated container'],
+        LeafNodeText: 'should report termination message from log output if TerminationMessagePolicy FallbackToLogsOnError is set [NodeConformance] [Conformance]',
+        LeafNodeType: 'It',
+        State: 'failed',
+        RunTime: 31e9,
+        Failure: {
+          Message: 'Expected\n    <string>: \nto equal\n    <string>: DONE',
+          Location: { FileName: '/root/go/pkg/mod/k8s.io/kubernetes@v1.37.2/test/e2e/common/node/runtime.go', LineNumber: 159 },
+        },
+      },
+      { ContainerHierarchyTexts: ['[sig-node] Sysctls'], LeafNodeText: 'should skip', LeafNodeType: 'It', State: 'skipped', RunTime: 0, Failure: { Message: 'Only supported for node OS distro [gci ubuntu]' } },
+      { ContainerHierarchyTexts: ['[sig-apps] Deployment'], LeafNodeText: 'not in the focus', LeafNodeType: 'It', State: 'skipped', RunTime: 0 },
+      { ContainerHierarchyTexts: null, LeafNodeText: 'top-level spec', LeafNodeType: 'It', State: 'timedout', RunTime: 5e9, Failure: { Message: 'A suite timeout occurred' } },
+    ],
+  },
+]);
+
+describe('the conformance report', () => {
+  const results = specResults(report);
+
+  it('lists the specs that ran or skipped themselves, by full name, with the first line of each failure or skip and where', () => {
+    expect(results).toEqual([
+      {
+        name: '[sig-node] Container Runtime blackbox test on terminated container should report termination message from log output if TerminationMessagePolicy FallbackToLogsOnError is set [NodeConformance] [Conformance]',
+        outcome: 'failed',
+        seconds: 31,
+        reason: 'Expected (test/e2e/common/node/runtime.go:159)',
+      },
+      { name: '[sig-node] Pods should get a host IP [NodeConformance] [Conformance]', outcome: 'passed', seconds: 2.3 },
+      { name: '[sig-node] Sysctls should skip', outcome: 'skipped', seconds: 0, reason: 'Only supported for node OS distro [gci ubuntu]' },
+      { name: 'top-level spec', outcome: 'timedout', seconds: 5, reason: 'A suite timeout occurred' },
+    ]);
+    expect(tally(results)).toEqual({ passed: 1, failed: 2, other: 1 });
+  });
+
+  it.each([
+    ['nothing expected: every passing spec is new', '', [], ['[sig-node] Pods should get a host IP [NodeConformance] [Conformance]']],
+    ['the passing spec expected: nothing to say', '# comment\n[sig-node] Pods should get a host IP [NodeConformance] [Conformance]\n\n', [], []],
+    [
+      'a failed spec expected: a regression with its reason',
+      'top-level spec',
+      [{ name: 'top-level spec', outcome: 'timedout', reason: 'A suite timeout occurred' }],
+      ['[sig-node] Pods should get a host IP [NodeConformance] [Conformance]'],
+    ],
+    ['an expected spec that did not run: a regression', 'gone spec', [{ name: 'gone spec', outcome: 'not run' }], ['[sig-node] Pods should get a host IP [NodeConformance] [Conformance]']],
+  ])('%s', (_name, expectedText, regressions, newlyPassing) => {
+    expect(compare(results, parseExpected(expectedText))).toEqual({ regressions, newlyPassing });
+  });
+});
