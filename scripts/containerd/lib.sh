@@ -22,6 +22,15 @@ det_tar() {
   tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner --format=gnu "$@"
 }
 
+# store_blob LAYOUT FILE: moves FILE into LAYOUT's blobs under its digest; prints "DIGEST SIZE".
+store_blob() {
+  local digest size
+  digest=$(sha256sum "$2" | cut -d' ' -f1)
+  size=$(stat -c %s "$2")
+  mv "$2" "$1/blobs/sha256/$digest"
+  echo "$digest $size"
+}
+
 # oci_archive OUTFILE ARCH CONFIG_FRAGMENT NAMES LAYER...: writes OUTFILE, an OCI image-layout
 # tarball of one image made of the uncompressed layer tars LAYER... (bottom first), whose config's
 # "config" object is {CONFIG_FRAGMENT} (JSON members: Env, Entrypoint, Cmd, User…), named by every
@@ -43,19 +52,13 @@ oci_archive() {
     layers_json+="$sep{\"mediaType\":\"application/vnd.oci.image.layer.v1.tar\",\"digest\":\"sha256:$digest\",\"size\":$(stat -c %s "$layer")}"
     sep=,
   done
-  local blob=$layout/blob.json
+  local blob=$layout/blob.json config_digest config_size manifest_digest manifest_size
   printf '{"architecture":"%s","os":"linux","config":{%s},"rootfs":{"type":"layers","diff_ids":[%s]},"history":[{"created_by":"statelet scripts/containerd"}]}' \
     "$arch" "$fragment" "$diff_ids" >"$blob"
-  local config_digest config_size
-  config_digest=$(sha256sum "$blob" | cut -d' ' -f1)
-  config_size=$(stat -c %s "$blob")
-  mv "$blob" "$layout/blobs/sha256/$config_digest"
+  read -r config_digest config_size < <(store_blob "$layout" "$blob")
   printf '{"schemaVersion":2,"mediaType":"application/vnd.oci.image.manifest.v1+json","config":{"mediaType":"application/vnd.oci.image.config.v1+json","digest":"sha256:%s","size":%s},"layers":[%s]}' \
     "$config_digest" "$config_size" "$layers_json" >"$blob"
-  local manifest_digest manifest_size
-  manifest_digest=$(sha256sum "$blob" | cut -d' ' -f1)
-  manifest_size=$(stat -c %s "$blob")
-  mv "$blob" "$layout/blobs/sha256/$manifest_digest"
+  read -r manifest_digest manifest_size < <(store_blob "$layout" "$blob")
   local name entries="" sep=""
   for name in $names; do
     entries+="$sep{\"mediaType\":\"application/vnd.oci.image.manifest.v1+json\",\"digest\":\"sha256:$manifest_digest\",\"size\":$manifest_size,\"platform\":{\"architecture\":\"$arch\",\"os\":\"linux\"},\"annotations\":{\"io.containerd.image.name\":\"$name\",\"org.opencontainers.image.ref.name\":\"$name\"}}"
