@@ -5,7 +5,7 @@
 # module graph:
 #
 #   busybox.tar  registry.k8s.io/e2e-test-images/busybox:1.37.0-2
-#                busybox (static) with every applet, Cmd ["sh"]. Rebuilt from Debian's own
+#                busybox (static) with every applet (each also in /bin), Cmd ["sh"]. Rebuilt from Debian's own
 #                busybox source package (the version of the installed busybox-static) with its
 #                busybox-static configuration plus CONFIG_FEATURE_DI_ENV_HACK: Debian's binary's
 #                `sh` drops environment variables whose names are not shell identifiers
@@ -25,6 +25,9 @@
 #                package would start a service) with the libraries it links, serving
 #                /usr/share/nginx/html on :80, logs to stdout/stderr, Cmd nginx -g 'daemon off;'
 #                as in upstream's (nginx:alpine based) image.
+#   nonewprivs.tar registry.k8s.io/e2e-test-images/nonewprivs:1.4
+#                the busybox layer + upstream's test/images/nonewprivs built statically at
+#                /usr/local/bin/nnp, setuid root (mode 4755); Cmd ["nnp"].
 #
 # The layers are deterministic (sorted entries, mtime 0, owner 0:0) and the busybox layer is the
 # same in busybox, agnhost and nginx, so containerd stores it once.
@@ -70,6 +73,7 @@ BUSYBOX_NAMES="registry.k8s.io/e2e-test-images/busybox:1.37.0-2"
 AGNHOST_NAMES="registry.k8s.io/e2e-test-images/agnhost:2.66.1 registry.k8s.io/e2e-test-images/agnhost:2.55"
 PAUSE_NAMES="registry.k8s.io/pause:3.10.2"
 NGINX_NAMES="registry.k8s.io/e2e-test-images/nginx:1.27.0-2 registry.k8s.io/e2e-test-images/nginx:1.28.0-2"
+NONEWPRIVS_NAMES="registry.k8s.io/e2e-test-images/nonewprivs:1.4"
 PAUSE_VERSION=3.10.2
 
 case $(uname -m) in
@@ -326,10 +330,13 @@ nogroup:x:65534:'
   r=$w/busybox
   mkdir -p "$r"/{bin,sbin,usr/bin,usr/sbin,etc,home,root,tmp,var/spool/mail,var/www}
   install -m 0755 "$busybox" "$r/bin/busybox"
+  # Every applet at its usual path and in /bin, as in upstream's busybox image (the Sysctls spec
+  # runs /bin/sysctl, which busybox itself installs in /sbin).
   while read -r applet; do
     [[ -n $applet && $applet != bin/busybox ]] || continue
     if [[ $applet == */* && ! -d $r/${applet%/*} ]]; then mkdir -p "$r/${applet%/*}"; fi
     ln -s /bin/busybox "$r/$applet"
+    [[ -e $r/bin/${applet##*/} || -L $r/bin/${applet##*/} ]] || ln -s /bin/busybox "$r/bin/${applet##*/}"
   done < <("$busybox" --list-full)
   users "$r"
   chmod 0700 "$r/root"
@@ -473,13 +480,25 @@ EOF
     "$path_env,\"Entrypoint\":[\"/docker-entrypoint.sh\"],\"Cmd\":[\"nginx\",\"-g\",\"daemon off;\"],\"WorkingDir\":\"/\",\"ExposedPorts\":{\"80/tcp\":{}},\"StopSignal\":\"SIGQUIT\"" \
     "$NGINX_NAMES" "$w/busybox.layer" "$w/nginx.layer" >/dev/null
 
+  # ---- nonewprivs: upstream's test/images/nonewprivs (prints its effective uid), setuid root
+  r=$w/nonewprivs
+  mkdir -p "$r/usr/local/bin"
+  (cd "$w/mod" && "$go" build -mod=mod -trimpath -ldflags '-s -w' -o "$r/usr/local/bin/nnp" k8s.io/kubernetes/test/images/nonewprivs >&2) ||
+    die "nonewprivs build failed"
+  ! ldd "$r/usr/local/bin/nnp" >/dev/null 2>&1 || die "the nnp built is not static"
+  chmod 4755 "$r/usr/local/bin/nnp"
+  layer "$r" "$w/nonewprivs.layer"
+  oci_archive "$w/nonewprivs.tar" "$arch" "$path_env,\"Cmd\":[\"nnp\"],\"WorkingDir\":\"/\"" \
+    "$NONEWPRIVS_NAMES" "$w/busybox.layer" "$w/nonewprivs.layer" >/dev/null
+
   mkdir -p "$w/out"
-  mv "$w"/{busybox,agnhost,pause,nginx}.tar "$w/out/"
+  mv "$w"/{busybox,agnhost,pause,nginx,nonewprivs}.tar "$w/out/"
   {
     echo "busybox.tar $BUSYBOX_NAMES"
     echo "agnhost.tar $AGNHOST_NAMES"
     echo "pause.tar $PAUSE_NAMES"
     echo "nginx.tar $NGINX_NAMES"
+    echo "nonewprivs.tar $NONEWPRIVS_NAMES"
   } >"$w/out/images.txt"
   {
     echo "busybox $busybox $("$busybox" 2>&1 | head -1)"

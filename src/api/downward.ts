@@ -68,7 +68,10 @@ export function containerResourceValue(
   if (!target) return new Error(`cannot find container ${ref.containerName ?? ''}`);
   const set = target.resources?.[kind]?.[name];
   const value = set !== undefined ? amount(name, set) : kind === 'limits' ? (allocatable?.[name] ?? 0) : 0;
-  const divisor = ref.divisor === undefined || ref.divisor === '' ? amount(name, 1) : amount(name, ref.divisor);
-  if (divisor <= 0) return new Error(`invalid divisor for ${ref.resource}: ${ref.divisor}`);
+  // The API server defaults a volume item's divisor to "0"; zero means 1, as unset does
+  // (pkg/api/v1/resource/helpers.go ExtractContainerResourceValue).
+  const given = ref.divisor === undefined || ref.divisor === '' ? 0 : amount(name, ref.divisor);
+  if (given < 0 || Number.isNaN(given)) return new Error(`invalid divisor for ${ref.resource}: ${ref.divisor}`);
+  const divisor = given === 0 ? amount(name, 1) : given;
   return String(Math.ceil(value / divisor));
 }
