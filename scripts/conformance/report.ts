@@ -96,13 +96,51 @@ export function tally(results: readonly SpecResult[]): Record<'passed' | 'failed
   return counts;
 }
 
-/** docs/conformance.md: what ran, the counts, and every spec that did not pass with its reason. */
-export function summary(results: readonly SpecResult[], run: { minutes: number; processes: number; focus: string; skip: string }): string {
+/**
+ * What the upstream kubelet did on this machine kind (`npm run conformance -- --agent=kubelet`
+ * writes it to test/conformance/kubelet-baseline.txt): a `# ` line saying what ran, then the specs it
+ * passed, one a line.
+ */
+export interface Baseline {
+  /** The run, in words (its first comment line). */
+  about: string;
+  passed: ReadonlySet<string>;
+}
+
+export function baselineText(results: readonly SpecResult[], about: string): string {
+  return [`# ${about}`, ...results.filter((r) => r.outcome === 'passed').map((r) => r.name), ''].join('\n');
+}
+
+export function parseBaseline(text: string): Baseline {
+  const about = text.split('\n').find((line) => line.startsWith('# '))?.slice(2) ?? '';
+  return { about, passed: new Set(parseExpected(text)) };
+}
+
+/** The specs the kubelet passed and this run did not (or did not run): what statelet still owes. */
+export function behindBaseline(results: readonly SpecResult[], baseline: Baseline): string[] {
+  const passed = new Set(results.filter((r) => r.outcome === 'passed').map((r) => r.name));
+  return [...baseline.passed].filter((name) => !passed.has(name)).sort();
+}
+
+/** docs/conformance.md: what ran, the counts, and every spec that did not pass with its reason (and whether the kubelet passed it). */
+export function summary(results: readonly SpecResult[], run: { minutes: number; processes: number; focus: string; skip: string }, baseline?: Baseline): string {
   const { minutes, processes, focus, skip } = run;
   const counts = tally(results);
   const failed = results.filter((r) => r.outcome !== 'passed' && r.outcome !== 'skipped' && r.outcome !== 'pending');
   const skippedBySpec = results.filter((r) => r.outcome === 'skipped');
-  const row = (r: SpecResult) => `| ${r.name} | ${r.outcome} | ${(r.reason ?? '').replace(/\|/g, '\\|')} |`;
+  const kubelet = (r: SpecResult) => (baseline ? ` ${baseline.passed.has(r.name) ? 'passed' : 'did not pass'} |` : '');
+  const row = (r: SpecResult) => `| ${r.name} | ${r.outcome} | ${(r.reason ?? '').replace(/\|/g, '\\|')} |${kubelet(r)}`;
+  const head = baseline ? ['| spec | outcome | reason | the kubelet |', '| --- | --- | --- | --- |'] : ['| spec | outcome | reason |', '| --- | --- | --- |'];
+  const behind = baseline ? behindBaseline(results, baseline) : [];
+  const side = baseline
+    ? [
+        `The upstream kubelet on the same machine kind (${baseline.about}): **${baseline.passed.size} passed**.`,
+        behind.length === 0
+          ? 'statelet passes every spec the kubelet passed.'
+          : `Passed by the kubelet and not by statelet: ${behind.length} (marked in the table below).`,
+        '',
+      ]
+    : [];
   return [
     '# The upstream node conformance suite against statelet',
     '',
@@ -114,10 +152,11 @@ export function summary(results: readonly SpecResult[], run: { minutes: number; 
     '',
     `**${counts.passed} passed, ${counts.failed} failed**${counts.other ? `, ${counts.other} skipped` : ''} of ${results.length} specs, in ${minutes} min.`,
     '',
+    ...side,
     '## Specs that did not pass',
     '',
-    ...(failed.length === 0 ? ['None.'] : ['| spec | outcome | reason |', '| --- | --- | --- |', ...failed.map(row)]),
+    ...(failed.length === 0 ? ['None.'] : [...head, ...failed.map(row)]),
     '',
-    ...(skippedBySpec.length === 0 ? [] : ['## Specs that skipped themselves', '', '| spec | outcome | reason |', '| --- | --- | --- |', ...skippedBySpec.map(row), '']),
+    ...(skippedBySpec.length === 0 ? [] : ['## Specs that skipped themselves', '', ...head, ...skippedBySpec.map(row), '']),
   ].join('\n');
 }

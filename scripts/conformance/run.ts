@@ -14,7 +14,15 @@
  *      docs/conformance.md; the run fails when a spec of test/conformance/expected-pass.txt did not
  *      pass (the list may only grow: the newly passing ones are printed, to add).
  *
- *   npm run conformance [-- --procs=4] [--focus=REGEX] [--skip=REGEX] [--keep]
+ *   npm run conformance [-- --procs=4] [--focus=REGEX] [--skip=REGEX] [--keep] [--agent=kubelet]
+ *
+ * With --agent=kubelet the node is the upstream kubelet built from the same module graph instead
+ * (test/support/upstreamKubelet.ts), outside CI: what it passes is written to
+ * test/conformance/kubelet-baseline.txt, which the statelet runs' summary sets beside theirs, so a
+ * spec statelet fails shows whether the kubelet passes it here.
+ *
+ * With --keep the work directory stays: report/ holds the ginkgo reports and statelet.log, the
+ * agent's log.
  *
  * Root only (containerd, cgroups, an address on lo). Timings are reported, never asserted.
  */
@@ -27,7 +35,8 @@ import { promisify } from 'node:util';
 import { importConformanceImages } from '../../test/containerd/conformanceImages.ts';
 import { startContainerd } from '../../test/containerd/harness.ts';
 import { startControlPlane } from '../../test/support/controlPlane.ts';
-import { compare, parseExpected, specResults, summary, tally } from './report.ts';
+import { startUpstreamKubelet } from '../../test/support/upstreamKubelet.ts';
+import { baselineText, behindBaseline, compare, parseBaseline, parseExpected, specResults, summary, tally } from './report.ts';
 
 const run = promisify(execFile);
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -44,13 +53,16 @@ const arg = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.slic
 const procs = Number(arg('procs') ?? 4);
 const focus = arg('focus') ?? FOCUS;
 const skip = arg('skip') ?? SKIP;
+const agentKind = arg('agent') ?? 'statelet';
+if (agentKind !== 'statelet' && agentKind !== 'kubelet') throw new Error(`--agent=${agentKind}: the node is statelet (the default) or kubelet`);
+const BASELINE = path.join(repoRoot, 'test/conformance/kubelet-baseline.txt');
 
 async function main(): Promise<number> {
   if (process.getuid?.() !== 0) throw new Error('npm run conformance needs root (a private containerd, cgroups, an address on lo)');
   const started = performance.now();
   // @ts-expect-error: a plain ESM script without type declarations
   const { conformanceBinaries } = (await import('../controlplane/build.mjs')) as {
-    conformanceBinaries(): Promise<{ dir: string; e2eTest: string; ginkgo: string } | { skip: string }>;
+    conformanceBinaries(): Promise<{ dir: string; e2eTest: string; ginkgo: string; kubelet: string } | { skip: string }>;
   };
   const binaries = await conformanceBinaries();
   if ('skip' in binaries) throw new Error(`the conformance binaries cannot be built here: ${binaries.skip}`);
@@ -60,6 +72,7 @@ async function main(): Promise<number> {
   const containerd = await startContainerd();
   if (!containerd) throw new Error('a private containerd cannot start here (see the message above)');
   let agent: ChildProcess | undefined;
+  let stopAgent: (() => Promise<void>) | undefined;
   let addressAdded = false;
   const cp = await startControlPlane({ nodeNames: [NODE], required: true, controllers: true });
   try {
@@ -70,24 +83,40 @@ async function main(): Promise<number> {
 
     const rootDir = path.join(work, 'root');
     let agentLog = '';
-    agent = spawn(
-      process.execPath,
-      [
-        path.join(repoRoot, 'bin/statelet.js'),
-        `--container-runtime-endpoint=${containerd.endpoint}`,
-        `--kubeconfig=${cp.nodeKubeconfig(NODE)}`,
-        `--hostname-override=${NODE}`,
-        `--node-ip=${NODE_IP}`,
-        `--address=${NODE_IP}`,
-        `--client-ca-file=${cp.kubeletClientCaFile}`,
-        `--root-dir=${rootDir}`,
-        `--pod-logs-dir=${path.join(rootDir, 'logs')}`,
-        '--cgroup-root=/statelet-conformance',
-        '--read-only-port=0',
-      ],
-      { stdio: ['ignore', 'ignore', 'pipe'] },
-    );
-    agent.stderr!.on('data', (chunk: Buffer) => (agentLog += chunk.toString()));
+    const keepLog = (chunk: string) => (agentLog += chunk);
+    if (agentKind === 'kubelet') {
+      const kubelet = await startUpstreamKubelet({
+        binary: binaries.kubelet,
+        runtimeEndpoint: containerd.endpoint,
+        kubeconfig: cp.nodeKubeconfig(NODE),
+        nodeName: NODE,
+        nodeIp: NODE_IP,
+        clientCaFile: cp.kubeletClientCaFile,
+        rootDir,
+        onOutput: keepLog,
+      });
+      agent = kubelet.child;
+      stopAgent = kubelet.stop;
+    } else {
+      agent = spawn(
+        process.execPath,
+        [
+          path.join(repoRoot, 'bin/statelet.js'),
+          `--container-runtime-endpoint=${containerd.endpoint}`,
+          `--kubeconfig=${cp.nodeKubeconfig(NODE)}`,
+          `--hostname-override=${NODE}`,
+          `--node-ip=${NODE_IP}`,
+          `--address=${NODE_IP}`,
+          `--client-ca-file=${cp.kubeletClientCaFile}`,
+          `--root-dir=${rootDir}`,
+          `--pod-logs-dir=${path.join(rootDir, 'logs')}`,
+          '--cgroup-root=/statelet-conformance',
+          '--read-only-port=0',
+        ],
+        { stdio: ['ignore', 'ignore', 'pipe'] },
+      );
+      agent.stderr!.on('data', (chunk: Buffer) => keepLog(chunk.toString()));
+    }
     await cp.waitFor<{ metadata?: { resourceVersion?: string }; status?: { conditions?: { type: string; status: string }[] } }>(
       { path: '/api/v1/nodes' },
       NODE,
@@ -121,11 +150,22 @@ async function main(): Promise<number> {
       ginkgo.once('exit', resolve);
     });
     const suiteMinutes = Math.round((performance.now() - suiteStarted) / 6000) / 10;
+    await writeFile(path.join(reportDir, `${agentKind}.log`), agentLog);
     const results = specResults(await readFile(path.join(reportDir, 'report.json'), 'utf8'));
+    const counts = tally(results);
+    if (agentKind === 'kubelet') {
+      const about = `kubelet ${path.basename(binaries.dir)}, ${new Date().toISOString().slice(0, 10)}: ${counts.passed} passed, ${counts.failed} failed of ${results.length} specs in ${suiteMinutes} min, ${procs} processes`;
+      await writeFile(BASELINE, baselineText(results, about));
+      console.error(`conformance: the upstream kubelet: ${about}; ${path.relative(repoRoot, BASELINE)} written; reports in ${reportDir}`);
+      for (const r of results.filter((r) => r.outcome !== 'passed' && r.outcome !== 'skipped')) console.error(`  did not pass: ${r.name}: ${r.outcome}: ${r.reason ?? ''}`);
+      return 0;
+    }
     const expected = parseExpected(await readFile(path.join(repoRoot, 'test/conformance/expected-pass.txt'), 'utf8').catch(() => ''));
     const comparison = compare(results, expected);
-    await writeFile(path.join(repoRoot, 'docs/conformance.md'), summary(results, { minutes: suiteMinutes, processes: procs, focus, skip }));
-    const counts = tally(results);
+    const baselineFile = await readFile(BASELINE, 'utf8').catch(() => undefined);
+    const baseline = baselineFile === undefined ? undefined : parseBaseline(baselineFile);
+    await writeFile(path.join(repoRoot, 'docs/conformance.md'), summary(results, { minutes: suiteMinutes, processes: procs, focus, skip }, baseline));
+    if (baseline) for (const name of behindBaseline(results, baseline)) console.error(`  passed by the kubelet, not by statelet: ${name}`);
     console.error(`conformance: ${counts.passed} passed, ${counts.failed} failed, ${counts.other} skipped of ${results.length} specs in ${suiteMinutes} min (ginkgo exited ${code}); docs/conformance.md written; reports in ${reportDir}`);
     for (const name of comparison.newlyPassing) console.error(`  newly passing (add to test/conformance/expected-pass.txt): ${name}`);
     for (const r of comparison.regressions) console.error(`  REGRESSION: ${r.name}: ${r.outcome}${r.reason ? `: ${r.reason}` : ''}`);
@@ -133,7 +173,8 @@ async function main(): Promise<number> {
     console.error(`conformance: ${Math.round((performance.now() - started) / 6000) / 10} min in all`);
     return comparison.regressions.length > 0 ? 1 : 0;
   } finally {
-    if (agent && agent.exitCode === null) {
+    if (stopAgent) await stopAgent();
+    else if (agent && agent.exitCode === null) {
       agent.kill('SIGTERM');
       await new Promise((resolve) => agent!.once('exit', resolve));
     }

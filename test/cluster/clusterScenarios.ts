@@ -173,7 +173,7 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
       // containerd's shim reports the task's exit and its OOM as two events with no order between
       // them: a status read in between says Error, and the next read of the same container says
       // OOMKilled (the kubelet shows the same until its next sync). So wait for the runtime's last word.
-      const oomKilled = (p: V1Pod | undefined) => p?.status?.containerStatuses?.[0]?.lastState?.terminated?.reason === 'OOMKilled';
+      const oomKilled = (p: V1Pod | null) => p?.status?.containerStatuses?.[0]?.lastState?.terminated?.reason === 'OOMKilled';
       const oom = (await cp.waitFor<V1Pod>(pods(namespace), 'oom', oomKilled, 60_000))!;
       expect(oom.status?.containerStatuses?.[0]?.restartCount).toBeGreaterThanOrEqual(1);
       expect(oom.status?.containerStatuses?.[0]?.lastState?.terminated).toMatchObject({ reason: 'OOMKilled', exitCode: 137 });

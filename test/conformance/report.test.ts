@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { compare, parseExpected, specResults, tally } from '../../scripts/conformance/report.ts';
+import { baselineText, behindBaseline, compare, parseBaseline, parseExpected, specResults, summary, tally } from '../../scripts/conformance/report.ts';
 
 /** A ginkgo JSON report as `--json-report` writes it (the fields the runner reads). */
 const report = JSON.stringify([
@@ -56,5 +56,36 @@ describe('the conformance report', () => {
     ['an expected spec that did not run: a regression', 'gone spec', [{ name: 'gone spec', outcome: 'not run' }], ['[sig-node] Pods should get a host IP [NodeConformance] [Conformance]']],
   ])('%s', (_name, expectedText, regressions, newlyPassing) => {
     expect(compare(results, parseExpected(expectedText))).toEqual({ regressions, newlyPassing });
+  });
+
+  describe('beside the upstream kubelet', () => {
+    const hostIp = '[sig-node] Pods should get a host IP [NodeConformance] [Conformance]';
+    const fallback = results.find((r) => r.outcome === 'failed')!.name;
+
+    it('keeps what the kubelet passed, with a line about the run, and reads it back', () => {
+      const text = baselineText([...results, { name: fallback.replace('should', 'also'), outcome: 'passed', seconds: 1 }], 'kubelet v1.37.2: 2 passed');
+      expect(text.split('\n')[0]).toBe('# kubelet v1.37.2: 2 passed');
+      const baseline = parseBaseline(text);
+      expect(baseline.about).toBe('kubelet v1.37.2: 2 passed');
+      expect([...baseline.passed].sort()).toEqual([fallback.replace('should', 'also'), hostIp].sort());
+    });
+
+    it.each([
+      ['the kubelet passed only what statelet passed', [hostIp], []],
+      ['the kubelet passed a spec statelet failed', [hostIp, fallback], [fallback]],
+      ['the kubelet passed a spec this run did not select', ['elsewhere'], ['elsewhere']],
+    ])('%s', (_name, passed, behind) => {
+      expect(behindBaseline(results, { about: '', passed: new Set(passed) })).toEqual(behind);
+    });
+
+    it("marks in the summary which failures the kubelet passed, and says how many statelet owes", () => {
+      const run = { minutes: 3, processes: 4, focus: 'f', skip: 's' };
+      const text = summary(results, run, { about: 'kubelet, today', passed: new Set([hostIp, fallback]) });
+      expect(text).toContain('The upstream kubelet on the same machine kind (kubelet, today): **2 passed**.');
+      expect(text).toContain('Passed by the kubelet and not by statelet: 1');
+      expect(text).toContain(`| ${fallback} | failed | Expected (test/e2e/common/node/runtime.go:159) | passed |`);
+      expect(text).toContain('| top-level spec | timedout | A suite timeout occurred | did not pass |');
+      expect(summary(results, run)).not.toContain('the kubelet');
+    });
   });
 });
