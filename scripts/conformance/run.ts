@@ -62,9 +62,10 @@ async function main(): Promise<number> {
   const started = performance.now();
   // @ts-expect-error: a plain ESM script without type declarations
   const { conformanceBinaries } = (await import('../controlplane/build.mjs')) as {
-    conformanceBinaries(): Promise<{ dir: string; e2eTest: string; ginkgo: string; kubelet: string } | { skip: string }>;
+    conformanceBinaries(options: { only: string[] }): Promise<{ dir: string; e2eTest: string; ginkgo: string; kubelet: string } | { skip: string }>;
   };
-  const binaries = await conformanceBinaries();
+  // The control plane builds its scheduler and controller-manager itself; the kubelet only when it is the node.
+  const binaries = await conformanceBinaries({ only: ['e2e.test', 'ginkgo', ...(agentKind === 'kubelet' ? ['kubelet'] : [])] });
   if ('skip' in binaries) throw new Error(`the conformance binaries cannot be built here: ${binaries.skip}`);
   await run(process.execPath, [path.join(repoRoot, 'scripts/build.mjs')]);
 
