@@ -33,7 +33,7 @@ export const LAYERS = [
   ['volumes'],
   ['kuberuntime'],
   ['status', 'sources', 'admission', 'cli', 'stats'],
-  ['pod', 'pleg', 'node', 'cm'],
+  ['pod', 'pleg', 'node', 'cm', 'allocation'],
   ['prober', 'podworkers'],
   ['housekeeping', 'nodeloop'],
   [NODE_LOOPS],
@@ -69,6 +69,7 @@ export const DECISIONS = [
   'admission/admit.ts',
   'admission/nodeAffinity.ts',
   'admission/resources.ts',
+  'admission/active.ts',
   'node/lease.ts',
   'node/nodeStatus.ts',
   'node/health.ts',
@@ -79,10 +80,14 @@ export const DECISIONS = [
   'pod/progress.ts',
   'prober/decide.ts',
   'status/apiStatus.ts',
+  'status/terminate.ts',
   'volumes/plan.ts',
   'volumes/ownership.ts',
   'cm/podResources.ts',
   'status/generate.ts',
+  'status/resize.ts',
+  'kuberuntime/podResize.ts',
+  'allocation/allocation.ts',
 ];
 
 const io = [

@@ -133,7 +133,14 @@ export type PodWork = 'sync' | 'terminate' | 'cleanup';
 
 /** What a pod actor reports to its supervisor. */
 export type PodReport =
-  | { type: 'POD.SYNCED'; uid: string; ok: boolean; retryAfterMs?: number }
+  | {
+      type: 'POD.SYNCED';
+      uid: string;
+      ok: boolean;
+      retryAfterMs?: number;
+      /** What a failed sync met (its errors, joined): the pod workers retry a network not ready sooner. */
+      error?: string;
+    }
   /** A piece of work failed and will be retried; `pod` is its `namespace/name`. */
   | { type: 'POD.FAILED'; uid: string; pod: string; work: PodWork; error: string }
   | { type: 'POD.TERMINATED'; uid: string }

@@ -118,12 +118,17 @@ async function main(): Promise<number> {
       );
       agent.stderr!.on('data', (chunk: Buffer) => keepLog(chunk.toString()));
     }
-    await cp.waitFor<{ metadata?: { resourceVersion?: string }; status?: { conditions?: { type: string; status: string }[] } }>(
-      { path: '/api/v1/nodes' },
-      NODE,
-      (node) => node?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false,
-      120_000,
-    );
+    // Polled rather than watched, so that an agent that stops first is told at once, with the end of its log.
+    const readyBy = performance.now() + 120_000;
+    for (;;) {
+      if (agent.exitCode !== null || agent.signalCode !== null) {
+        throw new Error(`the ${agentKind} exited (${agent.signalCode ?? agent.exitCode}) before its node was Ready; its log's end:\n${agentLog.slice(-4096)}`);
+      }
+      const node = await cp.core.readNode({ name: NODE }).catch(() => undefined);
+      if (node?.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) break;
+      if (performance.now() > readyBy) throw new Error(`node ${NODE} not Ready within 120 s; the ${agentKind}'s log's end:\n${agentLog.slice(-4096)}`);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+    }
     console.error(`conformance: node ${NODE} Ready; running e2e.test (${procs} processes)`);
 
     const reportDir = path.join(work, 'report');
@@ -182,8 +187,23 @@ async function main(): Promise<number> {
     if (addressAdded) await run('ip', ['addr', 'del', `${NODE_IP}/32`, 'dev', 'lo']).catch(() => undefined);
     await cp?.close();
     await containerd.stop();
+    // Both agents leave their pods' volume mounts when they stop (the pods would keep running), and
+    // the kubelet its root directory bind-mounted on itself: unmounted with the runtime gone.
+    await unmountUnder(work);
     if (!argv.includes('--keep')) await rm(work, { recursive: true, force: true });
   }
+}
+
+/** Lazily unmounts every mount point under `dir`, the deepest first. */
+async function unmountUnder(dir: string): Promise<void> {
+  const mountinfo = await readFile('/proc/self/mountinfo', 'utf8');
+  // The fifth field is the mount point, with spaces and the like written as octal escapes.
+  const points = mountinfo
+    .split('\n')
+    .map((line) => line.split(' ')[4]?.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8))))
+    .filter((point): point is string => !!point && (point === dir || point.startsWith(`${dir}/`)))
+    .sort((a, b) => b.length - a.length);
+  for (const point of points) await run('umount', ['-l', point]).catch((err: unknown) => console.error(`conformance: could not unmount ${point}: ${String(err)}`));
 }
 
 main().then(

@@ -4,13 +4,13 @@
  * failure wins and names the kubelet's reason. A rejected pod is never started; its status
  * becomes Failed with `Pod was rejected: <message>`.
  */
-import type { Taint } from '../api/cluster.ts';
+import type { NodeObject, Taint } from '../api/cluster.ts';
 import { isCriticalPod, isStaticPod, type NodePressureCondition, type Pod } from '../api/types.ts';
 import { podQos } from '../api/qos.ts';
 import { forbiddenSysctl } from '../api/sysctls.ts';
 import { appArmorRequired } from '../kuberuntime/securityContext.ts';
 import { matchesNodeAffinity, toleratesTaint, untoleratedNoExecuteTaint } from './nodeAffinity.ts';
-import type { ResourceAmounts } from '../api/quantity.ts';
+import { amounts, type ResourceAmounts } from '../api/quantity.ts';
 import { podRequests, sumRequests } from './resources.ts';
 
 export interface NodeInfo {
@@ -37,6 +37,23 @@ export interface NodeInfo {
 }
 
 export type Admission = { admit: true } | { admit: false; reason: string; message: string };
+
+/**
+ * The node admission checks a pod against (predicate.go Admit, getNodeAnyWayFunc): what the
+ * agent knows of itself (`local`: its name, pod limit, sysctls, AppArmor, the runtime's features)
+ * with the labels, taints and allocatable of `node`, a Node object. That is the Node as last
+ * written or read in a cluster, else the one the agent would register (initialNode), which is all a
+ * standalone node ever has; null, when neither is known: `local` alone, and no resources checked.
+ */
+export function nodeForAdmission(local: NodeInfo, node: NodeObject | null): NodeInfo {
+  if (!node) return local;
+  return {
+    ...local,
+    labels: node.metadata.labels ?? local.labels,
+    taints: node.spec?.taints ?? [],
+    ...(node.status?.allocatable ? { allocatable: amounts(node.status.allocatable) } : {}),
+  };
+}
 
 function hostPorts(pod: Pod): string[] {
   const ports: string[] = [];

@@ -1,6 +1,6 @@
 /**
  * The agent as a process: picks the real implementations (the gRPC CRI client, the embedded
- * simulated runtime for `sim://`, the file source, the HTTP servers, the inspectors), composes the
+ * simulated runtime for `sim://`, the pod sources, the HTTP servers, the inspectors), composes the
  * node's actors from them with `composeNode` (src/kubelet/composeNode.ts, the one composition the
  * tests use too) and serves what the node knows. Nothing else decides which implementation runs.
  *
@@ -20,6 +20,7 @@ import { type KubeApi, RequestCounts } from '../client/api.ts';
 import { composeNode } from '../kubelet/composeNode.ts';
 import type { ClusterDeps } from '../nodeloop/parts.ts';
 import { readMachineInfo } from '../node/machineInfo.ts';
+import type { MachineInfo } from '../node/nodeStatus.ts';
 import type { SyncLoopMachine } from '../kubelet/syncLoop.ts';
 import type { Logger } from '../log.ts';
 import type { PodManager } from '../pod/podManager.ts';
@@ -92,8 +93,6 @@ export function simOptionsFromEndpoint(endpoint: string): { memoryBytes?: number
 }
 
 export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentHooks = {}): Promise<Agent> {
-  // Refused rather than taken and ignored: no source reads the URL yet.
-  if (config.manifestUrl) throw new Error('--manifest-url (staticPodURL): the HTTP manifest source is not built yet; serve the manifests from a directory with --pod-manifest-path');
   await mkdir(config.rootDir, { recursive: true });
   const memoryFeatures = await machineMemoryFeatures(config, log);
   const closers: (() => Promise<void> | void)[] = [];
@@ -146,9 +145,11 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
   const sourceOptions = {
     nodeName: config.nodeName,
     fileCheckFrequencyMs: config.fileCheckFrequencyMs,
+    httpCheckFrequencyMs: config.httpCheckFrequencyMs,
     clock,
     log,
     ...(config.podManifestPath ? { podManifestPath: config.podManifestPath } : {}),
+    ...(config.manifestUrl ? { manifestUrl: config.manifestUrl, manifestUrlHeaders: config.manifestUrlHeaders } : {}),
   };
   // The visualizer sees the actor system from its first record; the server starts further down.
   const visualizer = config.visualizerPort > 0 ? new VisualizerHub({ clock }) : undefined;
@@ -172,11 +173,14 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     events: { qps: config.eventQps, burst: config.eventBurst },
     clock,
   };
-  const cluster = config.kubeconfig ? clusterDeps(config, await loadKubeApi(config.kubeconfig, apiRequests, limits), simMemory) : undefined;
+  // The machine as the Node reports it (sim://'s memory where it simulates one), read once: the
+  // registered Node's status, and what admission checks pods against until there is a Node.
+  const machine = await readMachine(config.rootDir, simMemory);
+  const cluster = config.kubeconfig ? clusterDeps(await loadKubeApi(config.kubeconfig, apiRequests, limits), machine) : undefined;
   if (cluster) log('info', 'Joining the cluster', { server: cluster.server, node: config.nodeName });
-  // The node's recorder exists once composeNode has run; the API source reports only after its first list.
+  // The node's recorder exists once composeNode has run; the sources report only after their first read.
   const recorder: EventRecorder = { event: (...args) => node.recorder.event(...args) };
-  const sources = { ...sourceOptions, ...(cluster ? { api: cluster.deps.api, recorder } : {}) };
+  const sources = { ...sourceOptions, recorder, ...(cluster ? { api: cluster.deps.api } : {}) };
   // The node's cgroups (kubepods, QoS, pods), before any pod starts; their pods are the node's once it exists.
   let activePods = (): Pod[] => [];
   const runtimeConfig = await runtime.status({ verbose: true, timeoutMs: 5_000 }).catch(() => undefined);
@@ -199,6 +203,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     sources: { logic: createConfigSourcesLogic(sources), expected: configuredSources(sources) },
     ...(inspect ? { inspect } : {}),
     ...(cluster ? { cluster: cluster.deps } : {}),
+    machine,
     dns: await nodeDns(config, log),
     metrics,
     ...(simMemory ? { machineMemory: simMemory } : {}),
@@ -337,12 +342,14 @@ async function machineCapacity(simMemory?: () => SimMemory): Promise<{ milliCpu:
   };
 }
 
-function clusterDeps(config: AgentConfig, client: { api: KubeApi; server: string }, simMemory?: () => SimMemory): { deps: ClusterDeps; server: string } {
-  const machine = async () => {
-    const info = await readMachineInfo(config.rootDir);
-    return simMemory ? { ...info, memoryBytes: simMemory().totalBytes } : info;
-  };
-  return { server: client.server, deps: { api: client.api, machine } };
+/** The machine as the Node reports it; sim:// reports the memory of the machine it simulates. */
+async function readMachine(rootDir: string, simMemory?: () => SimMemory): Promise<MachineInfo> {
+  const info = await readMachineInfo(rootDir);
+  return simMemory ? { ...info, memoryBytes: simMemory().totalBytes } : info;
+}
+
+function clusterDeps(client: { api: KubeApi; server: string }, machine: MachineInfo): { deps: ClusterDeps; server: string } {
+  return { server: client.server, deps: { api: client.api, machine: () => Promise.resolve(machine) } };
 }
 
 /** The node's DNS settings, with the host resolver file read once (a missing file: no host resolver). */

@@ -18,7 +18,7 @@ export interface SandboxSummary {
 
 /** One container as a sync reads it: the runtime's status, its name and sandbox, and what the agent's labels tell. */
 export interface RuntimeContainerStatus
-  extends Pick<ContainerStatus, 'id' | 'state' | 'createdAt' | 'startedAt' | 'finishedAt' | 'exitCode' | 'reason' | 'message' | 'image' | 'imageRef' | 'user'> {
+  extends Pick<ContainerStatus, 'id' | 'state' | 'createdAt' | 'startedAt' | 'finishedAt' | 'exitCode' | 'reason' | 'message' | 'image' | 'imageRef' | 'user' | 'resources'> {
   name: string;
   sandboxId: string;
   hash: string;

@@ -124,11 +124,27 @@ export interface Container {
   startupProbe?: Probe;
   lifecycle?: { postStart?: LifecycleHandler; preStop?: LifecycleHandler };
   resources?: ResourceRequirements;
+  /**
+   * How a change of each resource through `pods/resize` is applied (ContainerResizePolicy):
+   * `NotRequired` (the default) in place, `RestartContainer` by restarting the container.
+   */
+  resizePolicy?: ContainerResizePolicy[];
   terminationMessagePath?: string;
   terminationMessagePolicy?: 'File' | 'FallbackToLogsOnError';
   stdin?: boolean;
   tty?: boolean;
   securityContext?: SecurityContext;
+}
+
+/**
+ * A container added to a running pod for debugging (`kubectl debug`; k8s.io/api/core/v1
+ * EphemeralContainer): a container's fields, set through the `pods/ephemeralcontainers`
+ * subresource only, never at creation, never restarted, without ports, probes, lifecycle hooks or
+ * resources (the API server refuses them).
+ */
+export interface EphemeralContainer extends Container {
+  /** The container whose pid namespace it joins (CRI NamespaceMode TARGET), when the pod gives each container its own. */
+  targetContainerName?: string;
 }
 
 export interface SELinuxOptions {
@@ -174,9 +190,15 @@ export interface PodSecurityContext {
   appArmorProfile?: ProfileSpec;
 }
 
-interface ResourceRequirements {
+export interface ResourceRequirements {
   requests?: Record<string, string | number>;
   limits?: Record<string, string | number>;
+}
+
+/** k8s.io/api/core/v1 ContainerResizePolicy. */
+export interface ContainerResizePolicy {
+  resourceName: string;
+  restartPolicy: 'NotRequired' | 'RestartContainer';
 }
 
 export interface Toleration {
@@ -201,6 +223,8 @@ export interface NodeSelectorTerm {
 interface PodSpec {
   containers: Container[];
   initContainers?: Container[];
+  /** Added to a running API pod through `pods/ephemeralcontainers`; a static pod has none. */
+  ephemeralContainers?: EphemeralContainer[];
   restartPolicy?: RestartPolicy;
   terminationGracePeriodSeconds?: number;
   activeDeadlineSeconds?: number;
@@ -262,6 +286,10 @@ export interface ContainerStatus {
   containerID?: string;
   started?: boolean;
   user?: ContainerUser;
+  /** The requests the node has allocated to the container (an in-place resize changes them once admitted). */
+  allocatedResources?: Record<string, string | number>;
+  /** The requests and limits the container runs with, as its runtime applied them. */
+  resources?: ResourceRequirements;
 }
 
 export type PodPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Unknown';
@@ -271,11 +299,15 @@ export interface PodCondition {
   status: 'True' | 'False' | 'Unknown';
   reason?: string;
   message?: string;
+  /** The pod's metadata.generation this condition was set from (the kubelet sets it since 1.34). */
+  observedGeneration?: number;
   lastProbeTime?: string | null;
   lastTransitionTime?: string;
 }
 
 export interface PodStatus {
+  /** The pod's metadata.generation this status reflects (the kubelet sets it since 1.34). */
+  observedGeneration?: number;
   phase?: PodPhase;
   reason?: string;
   message?: string;
@@ -288,6 +320,7 @@ export interface PodStatus {
   qosClass?: string;
   initContainerStatuses?: ContainerStatus[];
   containerStatuses?: ContainerStatus[];
+  ephemeralContainerStatuses?: ContainerStatus[];
 }
 
 export interface Pod {
@@ -347,6 +380,14 @@ export function restartPolicyOf(pod: Pod): 'Always' | 'OnFailure' | 'Never' {
 /** A sidecar: an init container with `restartPolicy: Always`, started in order and kept running. */
 export function isSidecar(container: Container): boolean {
   return container.restartPolicy === 'Always';
+}
+
+/**
+ * The pod's container of any kind with this name: init, regular or ephemeral (names are unique
+ * across the three; pkg/kubelet/container/helpers.go GetContainerSpec).
+ */
+export function containerSpecOf(pod: Pod, name: string): Container | EphemeralContainer | undefined {
+  return [...(pod.spec.initContainers ?? []), ...pod.spec.containers, ...(pod.spec.ephemeralContainers ?? [])].find((c) => c.name === name);
 }
 
 /** The API server has set a deletion timestamp: the pod is on its way out. */

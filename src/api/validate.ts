@@ -547,7 +547,69 @@ function checkContainerList(errs: Errors, spec: Record<string, unknown>, key: 'i
   });
 }
 
-function checkSpec(errs: Errors, spec: unknown): void {
+/** Members an ephemeral container may not set (validation.go allowedEphemeralContainerFields; `restartPolicy` is checked with the container). */
+const NOT_FOR_EPHEMERAL = ['ports', 'resources', 'livenessProbe', 'readinessProbe', 'startupProbe', 'lifecycle'] as const;
+
+/**
+ * Whether a member holds more than its Go zero value, as validateFieldAllowList compares: the API
+ * server writes `resources: {}` on every ephemeral container (a struct, empty), which is unset;
+ * an empty list is unset too; a probe or hook, even empty, is a pointer that is set.
+ */
+function isSetMember(member: (typeof NOT_FOR_EPHEMERAL)[number], value: unknown): boolean {
+  const isEmpty = (v: unknown): boolean => v === undefined || (Array.isArray(v) && v.length === 0) || (isRecord(v) && Object.values(v).every(isEmpty));
+  return member === 'ports' || member === 'resources' ? !isEmpty(value) : value !== undefined;
+}
+
+/**
+ * `spec.ephemeralContainers` (validation.go validateEphemeralContainers, and ValidatePodCreate):
+ * none in a pod being created, which is what a static pod is; otherwise each a valid container
+ * whose name no other container of any kind has, targeting an init or regular container if any,
+ * and without the members that would make it part of the workload (ports, probes, hooks,
+ * resources, volume subPaths).
+ */
+function checkEphemeralContainers(errs: Errors, spec: Record<string, unknown>, names: Set<string>, create: boolean): void {
+  const list = spec['ephemeralContainers'];
+  if (list === undefined || (Array.isArray(list) && list.length === 0)) return;
+  const field = 'spec.ephemeralContainers';
+  if (create) {
+    errs.add(field, 'Forbidden: cannot be set on create');
+    return;
+  }
+  if (!Array.isArray(list)) {
+    errs.invalid(field, list, 'must be a list');
+    return;
+  }
+  const targets = new Set(names);
+  list.forEach((container: unknown, i) => {
+    const at = `${field}[${i}]`;
+    if (!isRecord(container)) {
+      errs.invalid(at, container, 'must be an object');
+      return;
+    }
+    checkContainer(errs, at, container, false);
+    const name = container['name'];
+    if (typeof name === 'string' && name !== '') {
+      if (names.has(name)) errs.add(`${at}.name`, `Duplicate value: ${show(name)}`);
+      names.add(name);
+    }
+    const target = container['targetContainerName'];
+    if (target !== undefined && typeof target !== 'string') errs.invalid(`${at}.targetContainerName`, target, 'must be a string');
+    else if (target && !targets.has(target)) errs.add(`${at}.targetContainerName`, `Not found: ${show(target)}`);
+    for (const member of NOT_FOR_EPHEMERAL) {
+      if (isSetMember(member, container[member])) errs.add(`${at}.${member}`, 'Forbidden: cannot be set for an Ephemeral Container');
+    }
+    const mounts = container['volumeMounts'];
+    if (!Array.isArray(mounts)) return;
+    mounts.forEach((mount: unknown, m) => {
+      if (!isRecord(mount)) return;
+      for (const member of ['subPath', 'subPathExpr'] as const) {
+        if (mount[member]) errs.add(`${at}.volumeMounts[${m}].${member}`, 'Forbidden: cannot be set for an Ephemeral Container');
+      }
+    });
+  });
+}
+
+function checkSpec(errs: Errors, spec: unknown, create: boolean): void {
   if (spec === undefined || spec === null) {
     errs.required('spec');
     return;
@@ -559,6 +621,7 @@ function checkSpec(errs: Errors, spec: unknown): void {
   const names = new Set<string>();
   checkContainerList(errs, spec, 'initContainers', names);
   checkContainerList(errs, spec, 'containers', names);
+  checkEphemeralContainers(errs, spec, names, create);
 
   const restart = spec['restartPolicy'];
   if (restart !== undefined && !isOneOf(restart, RESTART_POLICIES)) {
@@ -608,8 +671,10 @@ function withoutNullMembers(value: unknown): unknown {
 /**
  * Checks that `value` is a v1 Pod the agent can run. Optional fields are checked only when set, so
  * the same rules apply before and after `applyPodDefaults`. Members set to null count as not set.
+ * `create`: the pod is being created, as a static pod is each time its manifest is read (the
+ * kubelet's file and HTTP sources use ValidatePodCreate): it may not have ephemeral containers.
  */
-export function validatePod(input: unknown): PodValidation {
+export function validatePod(input: unknown, options: { create?: boolean } = {}): PodValidation {
   const value = withoutNullMembers(input);
   const errs = new Errors();
   if (!isRecord(value)) {
@@ -620,7 +685,7 @@ export function validatePod(input: unknown): PodValidation {
   if (apiVersion !== undefined && apiVersion !== 'v1') errs.unsupported('apiVersion', apiVersion, ['v1']);
   if (kind !== undefined && kind !== 'Pod') errs.unsupported('kind', kind, ['Pod']);
   checkMetadata(errs, value['metadata']);
-  checkSpec(errs, value['spec']);
+  checkSpec(errs, value['spec'], options.create === true);
   if (value['status'] !== undefined && !isRecord(value['status'])) errs.invalid('status', value['status'], 'must be an object');
   return conforms(value, errs) ? { pod: value, errors: [] } : { errors: errs.list };
 }
@@ -660,8 +725,8 @@ function defaultPort(port: ContainerPort): ContainerPort {
   return { ...port, protocol: port.protocol ?? 'TCP' };
 }
 
-function defaultContainer(container: Container): Container {
-  const out: Container = {
+function defaultContainer<C extends Container>(container: C): C {
+  const out: C = {
     ...container,
     imagePullPolicy: container.imagePullPolicy ?? defaultPullPolicy(container.image ?? ''),
     terminationMessagePath: container.terminationMessagePath || '/dev/termination-log',
@@ -680,7 +745,7 @@ function defaultContainer(container: Container): Container {
 
 /**
  * Returns a copy of `pod` with the API defaults the agent relies on filled in: restart policy,
- * grace period, DNS policy, and per container pull policy, termination message settings, port
+ * grace period, DNS policy, and per container (ephemeral ones too) pull policy, termination message settings, port
  * protocols, probe timings and requests from limits. The input is not modified.
  */
 export function applyPodDefaults(pod: Pod): Pod {
@@ -691,5 +756,6 @@ export function applyPodDefaults(pod: Pod): Pod {
   spec['dnsPolicy'] = spec['dnsPolicy'] ?? 'ClusterFirst';
   spec.containers = spec.containers.map(defaultContainer);
   if (spec.initContainers) spec.initContainers = spec.initContainers.map(defaultContainer);
+  if (spec.ephemeralContainers) spec.ephemeralContainers = spec.ephemeralContainers.map(defaultContainer);
   return copy;
 }

@@ -10,7 +10,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import { agentDefaults, finalizeAgentConfig, type AgentConfig, type AgentSettings } from './config.ts';
 import { readKubeletConfigFile } from './kubeletConfig.ts';
-import { OPTION_GROUPS, OPTIONS, ValueError, boolKind, type AnyOptionSpec, type OptionGroup, type SettingKey } from './options.ts';
+import { OPTION_GROUPS, OPTIONS, ValueError, boolKind, ignoredSettings, type AnyOptionSpec, type OptionGroup, type SettingKey } from './options.ts';
 
 /** The command line is wrong; the message names the flag and, where there is one, the bad value. */
 export class UsageError extends Error {
@@ -48,8 +48,9 @@ interface ParsedArguments {
 
 /**
  * Parses `argv` (without the node and script entries). Throws UsageError for a bad command line
- * and ConfigFileError (from kubeletConfig.ts) for a bad `--config` file. `warnings` lists config
- * file fields that were ignored.
+ * and ConfigFileError (from kubeletConfig.ts) for a bad `--config` file, and refuses a flag that
+ * would be ignored (its option's `onlyWith`). `warnings` lists config file fields that were
+ * ignored: unknown ones, and known ones that would have no effect.
  */
 export function parseCommandLine(
   argv: string[],
@@ -68,6 +69,15 @@ export function parseCommandLine(
     ...flagSettings,
   };
   checkCombinations(settings);
+  const warnings = [...(fromFile?.warnings ?? [])];
+  for (const { spec, reason } of ignoredSettings(settings)) {
+    // A default that would be ignored is no one's request; a flag is refused; a config file field
+    // is warned about, as a field statelet does not know is (a file may be shared with kubelets).
+    if (spec.flag !== undefined && flagSettings[spec.key] !== undefined) throw new UsageError(`--${spec.flag}: ${reason}`);
+    if (configFile && spec.configField !== undefined && fromFile?.settings[spec.key] !== undefined) {
+      warnings.push(`${configFile}: ignoring field "${spec.configField}": ${reason}`);
+    }
+  }
 
   let config: AgentConfig;
   try {
@@ -75,7 +85,7 @@ export function parseCommandLine(
   } catch (error) {
     throw new UsageError(error instanceof Error ? error.message : String(error));
   }
-  return { kind: 'run', config, warnings: fromFile?.warnings ?? [] };
+  return { kind: 'run', config, warnings };
 }
 
 function parseArguments(argv: readonly string[]): ParsedArguments {

@@ -55,9 +55,35 @@ interface OptionSpec<K extends SettingKey> {
   help: string;
   /** Replaces the default shown in help, for defaults that are derived rather than fixed. */
   defaultText?: string;
+  /**
+   * When the value given takes effect, if not always: a setting given where it would be ignored
+   * is refused (a flag) or warned about (a config file field, as unknown fields are), so that the
+   * agent never runs with a setting the user did not get. `reason` says what it needs.
+   */
+  onlyWith?: { holds(settings: AgentSettings): boolean; reason: string };
 }
 
 export type AnyOptionSpec = OptionSpec<SettingKey>;
+
+/** Why a setting would be ignored: it needs `what`. */
+const without = (what: string) => `has no effect without ${what}, and statelet does not take a setting it would ignore`;
+
+/** Settings of a node in a cluster: they take effect with an API server only. */
+const inCluster = { holds: (settings: AgentSettings) => settings.kubeconfig !== undefined && settings.kubeconfig !== '', reason: without('--kubeconfig') };
+
+/** Settings of the pod cgroups: they take effect with --cgroups-per-qos only. */
+const withPodCgroups = (isSet: (settings: AgentSettings) => boolean) => ({
+  holds: (settings: AgentSettings) => !isSet(settings) || settings.cgroupsPerQos,
+  reason: without('--cgroups-per-qos (cgroupsPerQOS), which makes the cgroups it sets'),
+});
+
+/**
+ * The settings given that would be ignored: each with what it needs (its `onlyWith`). Pure; the
+ * caller knows which were given and where.
+ */
+export function ignoredSettings(settings: AgentSettings): { spec: AnyOptionSpec; reason: string }[] {
+  return OPTIONS.flatMap((spec) => (spec.onlyWith && !spec.onlyWith.holds(settings) ? [{ spec, reason: spec.onlyWith.reason }] : []));
+}
 
 export const OPTION_GROUPS = [
   'General',
@@ -621,6 +647,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'registerNode',
     group: 'Cluster',
     help: 'Register the node with the API server (with --kubeconfig)',
+    onlyWith: inCluster,
   }),
   option({
     key: 'nodeLabels',
@@ -636,6 +663,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'registerWithTaints',
     group: 'Cluster',
     help: 'Taints to register the node with (key=value:Effect,...)',
+    onlyWith: inCluster,
   }),
   option({
     key: 'nodeStatusUpdateFrequencyMs',
@@ -644,6 +672,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'nodeStatusUpdateFrequency',
     group: 'Cluster',
     help: 'How often the node status is computed; it is written when it changed',
+    onlyWith: inCluster,
   }),
   option({
     key: 'nodeStatusReportFrequencyMs',
@@ -652,6 +681,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'nodeStatusReportFrequency',
     group: 'Cluster',
     help: 'The longest time between node status writes when nothing changed',
+    onlyWith: inCluster,
   }),
   option({
     key: 'nodeLeaseDurationSeconds',
@@ -660,6 +690,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'nodeLeaseDurationSeconds',
     group: 'Cluster',
     help: "Duration of the node's Lease; it is renewed every quarter of it",
+    onlyWith: inCluster,
   }),
   option({
     key: 'kubeApiQps',
@@ -668,6 +699,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'kubeAPIQPS',
     group: 'Cluster',
     help: 'Requests per second to the API server (pods, their status, mirror pods); 0: no limit',
+    onlyWith: inCluster,
   }),
   option({
     key: 'kubeApiBurst',
@@ -676,6 +708,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'kubeAPIBurst',
     group: 'Cluster',
     help: 'Requests to the API server allowed at once above --kube-api-qps',
+    onlyWith: inCluster,
   }),
   option({
     key: 'eventQps',
@@ -684,6 +717,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'eventRecordQPS',
     group: 'Cluster',
     help: 'Events written per second to the API server; 0: no limit',
+    onlyWith: inCluster,
   }),
   option({
     key: 'eventBurst',
@@ -692,6 +726,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'eventBurst',
     group: 'Cluster',
     help: 'Events written at once above --event-qps',
+    onlyWith: inCluster,
   }),
   option({
     key: 'systemReserved',
@@ -726,6 +761,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'fileCheckFrequency',
     group: 'Static pods',
     help: 'How often to re-read the static pod manifest path',
+    onlyWith: { holds: (settings) => Boolean(settings.podManifestPath), reason: without('--pod-manifest-path (staticPodPath)') },
   }),
   option({
     key: 'manifestUrl',
@@ -733,7 +769,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     flag: 'manifest-url',
     configField: 'staticPodURL',
     group: 'Static pods',
-    help: 'URL serving static pod manifests',
+    help: 'URL serving static pods: one Pod or a v1 PodList, YAML or JSON (the kubelet\'s HTTP source)',
   }),
   option({
     key: 'manifestUrlHeaders',
@@ -742,6 +778,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'staticPodURLHeader',
     group: 'Static pods',
     help: "HTTP headers for --manifest-url, e.g. 'a:hello,b:again'; repeatable, values for one name accumulate",
+    onlyWith: { holds: (settings) => Object.keys(settings.manifestUrlHeaders).length === 0 || Boolean(settings.manifestUrl), reason: without('--manifest-url (staticPodURL)') },
   }),
   option({
     key: 'httpCheckFrequencyMs',
@@ -750,6 +787,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'httpCheckFrequency',
     group: 'Static pods',
     help: 'How often to re-fetch --manifest-url',
+    onlyWith: { holds: (settings) => Boolean(settings.manifestUrl), reason: without('--manifest-url (staticPodURL)') },
   }),
 
   option({
@@ -897,6 +935,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'cgroupRoot',
     group: 'Node',
     help: 'The cgroup the kubepods hierarchy goes under (default: the root)',
+    onlyWith: withPodCgroups((settings) => settings.cgroupRoot !== ''),
   }),
   option({
     key: 'cgroupDriver',
@@ -913,6 +952,11 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'enforceNodeAllocatable',
     group: 'Node',
     help: 'pods: limit the kubepods cgroup to allocatable (capacity less --system-reserved and --kube-reserved); none: to capacity',
+    onlyWith: {
+      holds: (settings) => settings.enforceNodeAllocatable.length === 0 || settings.cgroupsPerQos,
+      // pkg/kubelet/apis/config/validation/validation.go ValidateKubeletConfiguration.
+      reason: 'cgroupsPerQOS (--cgroups-per-qos) must be set to true when "pods" contained in enforceNodeAllocatable (--enforce-node-allocatable); give --enforce-node-allocatable=none',
+    },
   }),
   option({
     key: 'podMaxPids',
@@ -921,6 +965,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'podPidsLimit',
     group: 'Node',
     help: 'Most processes a pod may run (its cgroup\'s pids.max); -1: no limit',
+    onlyWith: withPodCgroups((settings) => settings.podMaxPids !== -1),
   }),
   option({
     key: 'failSwapOn',
@@ -1017,6 +1062,11 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     group: 'Serving',
     help: 'Authenticate bearer tokens with the TokenReview API',
     defaultText: 'true with --kubeconfig',
+    onlyWith: {
+      holds: (settings) => settings.authenticationTokenWebhook !== true || inCluster.holds(settings),
+      // cmd/kubelet/app/auth.go BuildAuthn.
+      reason: 'needs --kubeconfig: no client provided, cannot use webhook authentication',
+    },
   }),
   option({
     key: 'authorizationMode',
@@ -1025,6 +1075,11 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     group: 'Serving',
     help: 'Webhook: every request authorized by a SubjectAccessReview (nodes/<subresource>); AlwaysAllow: any authenticated request',
     defaultText: 'Webhook with --kubeconfig, else AlwaysAllow',
+    onlyWith: {
+      holds: (settings) => settings.authorizationMode !== 'Webhook' || inCluster.holds(settings),
+      // cmd/kubelet/app/auth.go BuildAuthz.
+      reason: 'Webhook needs --kubeconfig: no client provided, cannot use webhook authorization',
+    },
   }),
   option({
     key: 'containerLogMaxSize',
@@ -1119,6 +1174,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     flag: 'evented-pleg-relist-period',
     group: 'Statelet',
     help: 'How often to relist while the container event stream is healthy, to catch what it missed (at most 1m; the kubelet uses 300s)',
+    onlyWith: { holds: (settings) => settings.eventedPleg, reason: without('--evented-pleg') },
   }),
   option({
     key: 'crashLoopBackOffInitialMs',
@@ -1191,6 +1247,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     group: 'Statelet',
     help: 'WebSocket URL that --inspect=stately sends to (a relay such as @statelyai/inspect/server)',
     defaultText: 'ws://localhost:8080',
+    onlyWith: { holds: (settings) => settings.inspect !== undefined, reason: without('--inspect=stately') },
   }),
 
   option({

@@ -37,10 +37,17 @@ export interface PodList {
   resourceVersion: string;
 }
 
-export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK';
+/** A watch event that changes an object. A BOOKMARK is not one: it comes as `onBookmark`. */
+export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
 
 export interface WatchHandlers<T> {
   onEvent(type: WatchEventType, object: T): void;
+  /**
+   * A BOOKMARK: the server has sent everything up to `resourceVersion`. It carries no object (only
+   * that version in its metadata), and only moves where a resumed watch starts (client-go
+   * reflector.go watchHandler: a bookmark sets the last sync resource version and nothing else).
+   */
+  onBookmark(resourceVersion: string): void;
   /** The watch ended: closed by the server (no error), or failed (an ApiError; 410 for a too old resourceVersion). */
   onEnd(err?: ApiError): void;
 }

@@ -304,7 +304,7 @@ export function createKubeClient(config: k8s.KubeConfig, options: KubeClientOpti
 /** Lists and reads leave out `kind` on items; the agent's pods always carry it. */
 const withKind = (pod: Pod): Pod => ({ apiVersion: 'v1', kind: 'Pod', ...pod });
 
-/** One watch of `path` from `resourceVersion`, with bookmarks; an ERROR event ends it with its status. */
+/** One watch of `path` from `resourceVersion`, with bookmarks (passed on as their version alone); an ERROR event ends it with its status. */
 function watchPath<T>(
   watch: k8s.Watch,
   path: string,
@@ -330,6 +330,11 @@ function watchPath<T>(
         if (phase === 'ERROR') {
           const status = (object ?? {}) as { code?: number; reason?: string; message?: string };
           end(new ApiError(status.code ?? 0, status.reason ?? '', status.message ?? 'watch error', call));
+          return;
+        }
+        if (phase === 'BOOKMARK') {
+          const version = (object as { metadata?: { resourceVersion?: unknown } } | null)?.metadata?.resourceVersion;
+          if (typeof version === 'string' && version !== '') handlers.onBookmark(version);
           return;
         }
         handlers.onEvent(phase as WatchEventType, shape(object));

@@ -99,10 +99,15 @@ export function createReflector<T extends Versioned>(options: ReflectorOptions<T
         }
         failures = 0;
         if (item.metadata.resourceVersion) resourceVersion = item.metadata.resourceVersion;
-        if (type === 'BOOKMARK') return;
         if (type === 'DELETED') store.delete(uid);
         else store.set(uid, item);
         flushTimer ??= clock.setTimeout(flush, COALESCE_MS);
+      },
+      // Only where the next watch resumes: the store and its consumers are not told (reflector.go watchHandler).
+      onBookmark: (version) => {
+        if (stopped) return;
+        failures = 0;
+        resourceVersion = version;
       },
       onEnd: (err?: ApiError) => {
         watch = undefined;

@@ -14,7 +14,8 @@ import type { ResourceAmounts } from '../api/quantity.ts';
 import type { Pod } from '../api/types.ts';
 import type { Logger } from '../log.ts';
 import type { Cgroups } from './cgroupfs.ts';
-import { BESTEFFORT_CGROUP_CONFIG, burstableCgroupConfig, kubepodsCgroup, kubepodsCgroupConfig, podCgroup, podCgroupConfig, podUidOfCgroup, qosCgroup } from './podResources.ts';
+import { BESTEFFORT_CGROUP_CONFIG, POD_RESOURCE_FILES, burstableCgroupConfig, kubepodsCgroup, kubepodsCgroupConfig, podCgroup, parsePodCgroupResources, podCgroupConfig, podResizeConfig, podUidOfCgroup, qosCgroup } from './podResources.ts';
+import type { PodCgroupResources, PodCgroupSettings } from '../kuberuntime/podResize.ts';
 
 export interface ContainerManagerDeps {
   cgroups: Cgroups;
@@ -102,6 +103,29 @@ export class ContainerManager {
     } catch (err) {
       throw new PodCgroupError(pod.metadata.uid, err instanceof Error ? err.message : String(err));
     }
+  }
+
+  /** The pod cgroup's CPU and memory settings now (GetPodCgroupConfig), what a resize starts from; rejects with the filesystem's error. */
+  async podResources(pod: Pod): Promise<PodCgroupResources> {
+    const cgroup = this.parentOf(pod);
+    const version = this.deps.cgroups.version;
+    const files: Record<string, string> = {};
+    for (const file of POD_RESOURCE_FILES[version]) files[file] = await this.deps.cgroups.read(cgroup, file);
+    return parsePodCgroupResources(version, files);
+  }
+
+  /**
+   * Sets some of the pod cgroup's settings in place (SetPodCgroupConfig): one step of an in-place
+   * resize. New CPU shares change what the Burstable pods share too.
+   */
+  /** What the pod's cgroup should have for its spec, in CPU and memory (a resize's target). */
+  resizeConfig(pod: Pod): PodCgroupSettings {
+    return podResizeConfig(pod);
+  }
+
+  async setPodResources(pod: Pod, config: PodCgroupSettings): Promise<void> {
+    await this.deps.cgroups.update(this.parentOf(pod), config);
+    if (config.cpuShares !== undefined) await this.updateBurstable([]).catch((err: unknown) => this.deps.log('warn', 'Failed to update the burstable cgroup', { err }));
   }
 
   /** Removes the terminated pod's cgroup, killing what is left in it (Destroy); the burstable shares follow, or are left to the next pod if they cannot be set. */

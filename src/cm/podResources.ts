@@ -14,6 +14,7 @@ import { podQos, type QosClass } from '../api/qos.ts';
 import { amounts, type ResourceAmounts } from '../api/quantity.ts';
 import type { Container, Pod } from '../api/types.ts';
 import { podRequests } from '../admission/resources.ts';
+import type { PodCgroupResources, PodCgroupSettings } from '../kuberuntime/podResize.ts';
 import { QUOTA_PERIOD_US, hugePageSizeOfResource, milliCpuToQuota, milliCpuToShares } from '../kuberuntime/resources.ts';
 
 /** cm/helpers_linux.go MinShares: a BestEffort pod's, and the besteffort cgroup's. */
@@ -136,6 +137,63 @@ export function podCgroupConfig(pod: Pod, podPidsLimit: number, hugePageSizes: r
   const hugePages = podHugePageLimits(pod, hugePageSizes);
   if (Object.keys(hugePages).length) config.hugePageLimits = hugePages;
   return config;
+}
+
+/** The files PodCgroupResources is read from, on each version. */
+export const POD_RESOURCE_FILES: Record<1 | 2, readonly string[]> = {
+  1: ['cpu.shares', 'cpu.cfs_quota_us', 'cpu.cfs_period_us', 'memory.limit_in_bytes'],
+  2: ['cpu.weight', 'cpu.max', 'memory.max'],
+};
+
+/** A v1 memory limit at or above this is the kernel's "no limit" (PAGE_COUNTER_MAX pages, 9223372036854771712). */
+const V1_UNLIMITED = 2 ** 62;
+
+/** cm/cgroup_manager_linux.go CpuWeightToCpuShares: a v2 weight (1…10000) back to shares. */
+export function weightToShares(weight: number): number {
+  return Math.floor(((weight - 1) * 262142) / 9999) + 2;
+}
+
+/**
+ * PodCgroupResources from the files of POD_RESOURCE_FILES as read (cgroup_v1_manager_linux.go and
+ * cgroup_v2_manager_linux.go GetCgroupConfig): v1 `cpu.shares`, `cpu.cfs_quota_us` (-1: none),
+ * `cpu.cfs_period_us`, `memory.limit_in_bytes`; v2 `cpu.weight` (converted to shares), `cpu.max`
+ * (`max 100000`: none), `memory.max` (`max`: none).
+ */
+export function parsePodCgroupResources(version: 1 | 2, files: Readonly<Record<string, string>>): PodCgroupResources {
+  const int = (text: string | undefined, fallback: number) => {
+    const value = Number.parseInt((text ?? '').trim(), 10);
+    return Number.isFinite(value) ? value : fallback;
+  };
+  if (version === 1) {
+    const memory = Number((files['memory.limit_in_bytes'] ?? '').trim());
+    return {
+      cpuShares: int(files['cpu.shares'], 1024),
+      cpuQuota: int(files['cpu.cfs_quota_us'], -1),
+      cpuPeriod: int(files['cpu.cfs_period_us'], QUOTA_PERIOD_US),
+      memoryLimitBytes: Number.isFinite(memory) && memory > 0 && memory < V1_UNLIMITED ? memory : null,
+    };
+  }
+  const [quota, period] = (files['cpu.max'] ?? 'max').trim().split(/\s+/);
+  const memory = (files['memory.max'] ?? 'max').trim();
+  return {
+    cpuShares: weightToShares(int(files['cpu.weight'], 100)),
+    cpuQuota: quota === 'max' || quota === undefined ? -1 : int(quota, -1),
+    cpuPeriod: int(period, QUOTA_PERIOD_US),
+    memoryLimitBytes: memory === 'max' ? null : int(memory, 0) || null,
+  };
+}
+
+/**
+ * The CPU and memory settings an in-place resize gives the pod's cgroup (doPodResizeAction over
+ * ResourceConfigForPod): those of podCgroupConfig, a memory limit only where there is one.
+ */
+export function podResizeConfig(pod: Pod): PodCgroupSettings {
+  const { cpuShares, cpuQuota, cpuPeriod, memoryLimitBytes } = podCgroupConfig(pod, 0, []);
+  return {
+    ...(cpuShares !== undefined ? { cpuShares } : {}),
+    ...(cpuQuota !== undefined && cpuQuota > 0 ? { cpuQuota, cpuPeriod: cpuPeriod ?? QUOTA_PERIOD_US } : {}),
+    ...(memoryLimitBytes ? { memoryLimitBytes } : {}),
+  };
 }
 
 /** The burstable cgroup's CPU shares: the summed CPU requests of the Burstable pods (setCPUCgroupConfig). */

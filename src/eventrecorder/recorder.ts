@@ -20,12 +20,17 @@ export interface EventRecorder {
   event(object: ObjectReference, type: EventType, reason: string, message: string): void;
 }
 
-/** The pod as an event's involved object; with a container, that container's field path. */
+/**
+ * The pod as an event's involved object; with a container, that container's field path
+ * (`spec.containers{c}`, `spec.initContainers{c}` or `spec.ephemeralContainers{c}`: pkg/kubelet/container/ref.go
+ * GenerateContainerRef, fieldPath).
+ */
 export function podReference(pod: Pick<Pod, 'metadata' | 'spec'>, containerName?: string): ObjectReference {
   const ref: ObjectReference = { kind: 'Pod', apiVersion: 'v1', namespace: pod.metadata.namespace, name: pod.metadata.name, uid: pod.metadata.uid };
   if (containerName === undefined) return ref;
-  const isInit = (pod.spec.initContainers ?? []).some((c) => c.name === containerName);
-  return { ...ref, fieldPath: `spec.${isInit ? 'initContainers' : 'containers'}{${containerName}}` };
+  const named = (list: { name: string }[] | undefined) => (list ?? []).some((c) => c.name === containerName);
+  const list = named(pod.spec.initContainers) ? 'initContainers' : named(pod.spec.ephemeralContainers) ? 'ephemeralContainers' : 'containers';
+  return { ...ref, fieldPath: `spec.${list}{${containerName}}` };
 }
 
 /** The Node as the kubelet refers to it in events: its UID is its name (kubelet.go nodeRef). */

@@ -6,6 +6,10 @@
  * not have been read yet.
  *
  * Each pass:
+ *   - pods that left config while their actor still runs (removed before every source had been
+ *     seen, when the config handlers do not kill) are terminated as deleted, as SyncKnownPods
+ *     terminates the workers of pods no longer desired (pkg/kubelet/pod_workers.go
+ *     removeTerminatedWorker: "Pod is orphaned and still running, began terminating");
  *   - finished pods: a pod whose actor finished and that left config is forgotten (actor
  *     released, status dropped); one whose UID came back while it terminated is released so that a
  *     fresh actor starts once the old one has ended (`podEnded`). The same happens at once when
@@ -37,6 +41,25 @@ export interface RuntimeCleanup {
   collectGarbage(isPodDeleted: (uid: string) => boolean): Promise<void>;
   /** Removes the directories of pods `isOrphan` says nobody owns (their files under <root-dir>/pods). */
   removeOrphanedPodDirs(isOrphan: (uid: string) => boolean): Promise<void>;
+}
+
+/** A pod actor as housekeeping looks at it. */
+export interface WorkerView {
+  uid: string;
+  /** Its pod is in config (the pod manager has it). */
+  desired: boolean;
+  /** It is terminating or has terminated already. */
+  terminationRequested: boolean;
+}
+
+/**
+ * The actors to terminate now: those whose pod left config and that have not been told to stop
+ * (pkg/kubelet/pod_workers.go SyncKnownPods, removeTerminatedWorker with `orphan`).
+ */
+export function orphanedWorkers(workers: Iterable<WorkerView>): string[] {
+  const orphans: string[] = [];
+  for (const worker of workers) if (!worker.desired && !worker.terminationRequested) orphans.push(worker.uid);
+  return orphans;
 }
 
 interface HousekeepingDeps {
@@ -107,9 +130,15 @@ export class Housekeeping {
 
   private async pass(): Promise<void> {
     const { workers, podManager, statuses, runtime, log } = this.deps;
+    const views: WorkerView[] = [];
     for (const [uid, actor] of workers.entries()) {
       const snapshot = actor.getSnapshot();
       if (snapshot.hasTag('finished')) this.podFinished(uid, snapshot.context.restartRequested);
+      views.push({ uid, desired: podManager.has(uid), terminationRequested: snapshot.status !== 'active' || snapshot.hasTag('terminating') || snapshot.hasTag('terminated') });
+    }
+    for (const uid of orphanedWorkers(views)) {
+      log('info', 'Pod is no longer in config and still running: terminating it', { podUID: uid });
+      workers.send(uid, { type: 'POD.KILL', deleted: true, reason: 'removed from config' });
     }
     const unowned = [...podManager.all()].filter((pod) => !workers.has(pod.metadata.uid) && statuses.get(pod.metadata.uid)?.phase !== 'Failed');
     for (const pod of unowned) this.deps.readmit([pod]);

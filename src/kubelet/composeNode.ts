@@ -29,6 +29,8 @@ import { nodeOwner } from '../node/lease.ts';
 import { MirrorPodSync } from '../pod/mirrorClient.ts';
 import { hostAppArmorEnabled } from '../node/machineInfo.ts';
 import { NodeRecord } from '../node/record.ts';
+import { type MachineInfo, initialNode, nodeSettings } from '../node/nodeStatus.ts';
+import { kubeletVersion } from '../cli/flags.ts';
 import type { ClusterDeps, NodeConfig, NodeMounter, NodeParts } from '../nodeloop/parts.ts';
 import type { KernelLog } from '../node/kernelLog.ts';
 import { StatusWriter } from '../status/statusWriter.ts';
@@ -44,8 +46,7 @@ import { type ProbeMetrics, createProbeManagerLogic } from '../prober/manager.ts
 import type { ImageService, RuntimeService } from '../runtime/types.ts';
 import { CallsInFlight, describeHanging, hangingCallThresholdMs } from '../runtime/callsInFlight.ts';
 import { StatusManager } from '../status/manager.ts';
-import type { NodeInfo } from '../admission/admit.ts';
-import { amounts } from '../api/quantity.ts';
+import { type NodeInfo, nodeForAdmission } from '../admission/admit.ts';
 import { ApiEventRecorder, type EventRecorder, loggingRecorder, nodeReference } from '../eventrecorder/recorder.ts';
 import { OBJECT_CACHE_TTL_MS, apiObjectReader } from '../client/objects.ts';
 import { createReflector } from '../client/reflector.ts';
@@ -55,6 +56,9 @@ import { systemMounter } from '../volumes/mounter.ts';
 import { TokenManager } from '../volumes/tokens.ts';
 import { StatsProvider } from '../stats/provider.ts';
 import type { ContainerManager } from '../cm/containerManager.ts';
+import { AllocationManager } from '../allocation/manager.ts';
+import { fileCheckpoint } from '../allocation/checkpoint.ts';
+import type { ActuatedStore } from '../kuberuntime/resize.ts';
 import { createPodsLogic } from './dispatch.ts';
 import { type PodStartObserver, PodStartupLatency } from './podStartupLatency.ts';
 import { type NodeLoopName, nodeLoops } from './nodeLoops.ts';
@@ -80,6 +84,12 @@ interface NodeDeps {
   inspect?: Observer<InspectionEvent>;
   /** In a cluster: the API client and the node's settings; absent: a standalone node. */
   cluster?: ClusterDeps;
+  /**
+   * The machine as the Node reports it, read before any pod is admitted: until there is a Node
+   * (always, on a standalone node) admission checks pods against the Node the agent would register,
+   * its allocatable computed from this. Absent: not known, only the pod count is checked.
+   */
+  machine?: MachineInfo;
   /** The node's DNS settings for pods' sandboxes; absent: the runtime's default resolver. */
   dns?: NodeDns;
   /** Mounts memory-backed volumes; the system's `mount` by default. */
@@ -135,6 +145,8 @@ export interface Node {
   statusWriter?: StatusWriter;
   /** The node's events: to the API in a cluster, to the log otherwise. */
   recorder: EventRecorder;
+  /** What the node allocated to each pod, and the resize records (in-place resize). */
+  allocation: AllocationManager;
   /** The node's and its pods' usage (`/stats/summary`, `/metrics/resource`). */
   stats: StatsProvider;
   /** Stops the actors; the pods' containers keep running. */
@@ -167,7 +179,7 @@ export function composeNode(deps: NodeDeps): Node {
   // In a cluster events go to the API too (correlated, rate-limited); a standalone node logs them.
   const recorder = cluster ? new ApiEventRecorder({ api: cluster.api, nodeName: config.nodeName, clock, log }) : loggingRecorder(log);
   const nodeRecord = new NodeRecord();
-  const nodeInfo = admissionNode(config, cluster, nodeRecord, deps.runtimeFeatures);
+  const nodeInfo = admissionNode(config, cluster, nodeRecord, deps.machine, deps.runtimeFeatures);
   const podsDir = path.join(config.rootDir, 'pods');
   // The cluster's Services, for the service link variables (null until the first list).
   let services: Service[] | null = null;
@@ -184,6 +196,13 @@ export function composeNode(deps: NodeDeps): Node {
   serviceReflector?.start();
   const mounter = deps.mounter ?? systemMounter(podsDir, log);
   const tokens = cluster ? new TokenManager(cluster.api, now, log) : undefined;
+  // What the node allocated to each pod and what the runtime took, checkpointed in the root directory as the kubelet's.
+  const allocation = new AllocationManager({
+    allocated: fileCheckpoint(config.rootDir, 'allocated_pods_state', log),
+    actuated: fileCheckpoint(config.rootDir, 'actuated_pods_state', log),
+    now,
+  });
+  const actuated: ActuatedStore = { of: (uid) => allocation.actuatedOf(uid), set: (uid, container, resources) => allocation.setActuated(uid, container, resources) };
   const runtimeDeps: RuntimeDeps = {
     runtime,
     images: deps.images,
@@ -205,12 +224,27 @@ export function composeNode(deps: NodeDeps): Node {
     podsDir,
     mounter,
     ...(deps.podCgroups ? { podCgroups: deps.podCgroups } : {}),
+    actuated,
     ...(tokens ? { tokens } : {}),
     ...(metrics.containerStarted ? { containerStarted: metrics.containerStarted.bind(metrics) } : {}),
     ...(startup ? { imagePull: (uid: string, stage: 'started' | 'finished') => (stage === 'started' ? startup.pullStarted(uid) : startup.pullFinished(uid)) } : {}),
   };
   const callsInFlight = new CallsInFlight(now, log, hangingCallThresholdMs(config.runtimeRequestTimeoutMs));
-  const effects = createPodEffects({ ...runtimeDeps, statuses, callsInFlight, runtimeName: deps.runtimeName, ...(config.nodeIp ? { hostIP: config.nodeIp.split(',')[0] } : {}) });
+  const effects = createPodEffects({
+    ...runtimeDeps,
+    statuses,
+    callsInFlight,
+    runtimeName: deps.runtimeName,
+    ...(config.nodeIp ? { hostIP: config.nodeIp.split(',')[0] } : {}),
+    resize: {
+      actuated,
+      initializeActuated: (pod) => allocation.initializeActuated(pod),
+      conditions: (uid) => allocation.conditions(uid),
+      setInProgress: (uid, reason, message, generation) => allocation.setInProgress(uid, reason, message, generation),
+      clearInProgress: (uid) => allocation.clearInProgress(uid),
+      clearConditions: (uid) => allocation.clearConditions(uid),
+    },
+  });
   const podMachine = podMachineWith(metrics.podWorked ? timedPodEffects(effects, now, metrics.podWorked.bind(metrics)) : effects);
   const relister = createRelister(runtime, now, log, metrics.relisted?.bind(metrics));
   // Assigned once the syncLoop exists; read only by actors it runs.
@@ -223,6 +257,11 @@ export function composeNode(deps: NodeDeps): Node {
         pod: (uid) => podManager.get(uid),
         // No actor: the pod never started (rejected) or its actor finished and was released.
         finished: (uid) => podActor(uid)?.getSnapshot().hasTag('finished') ?? true,
+        // Until its actor has stopped them all (terminated); a pod without an actor runs nothing.
+        couldHaveRunningContainers: (uid) => {
+          const snapshot = podActor(uid)?.getSnapshot();
+          return snapshot !== undefined && snapshot.status === 'active' && !snapshot.hasTag('terminated');
+        },
         clock,
         log,
         onProgress: () => reportStatusWrites(),
@@ -308,6 +347,8 @@ export function composeNode(deps: NodeDeps): Node {
         statuses,
         node: nodeInfo,
         recorder,
+        allocation,
+        sourcesReady: () => syncLoopRef?.getSnapshot().matches({ sources: 'ready' }) ?? false,
         runtime: {
           runningPodUids: () => relister.runningPodUids(),
           killOrphanPod: (uid) => killOrphanPod(runtimeDeps, uid),
@@ -320,7 +361,7 @@ export function composeNode(deps: NodeDeps): Node {
           collectGarbage: async (isPodDeleted) => void (await collectContainerGarbage({ runtime, now, log }, gcPolicy, isPodDeleted, true)),
         },
         syncFrequencyMs: config.syncFrequencyMs,
-        ...(statusWriter ? { podFinished: (uid: string) => statusWriter.request(uid) } : {}),
+        ...(statusWriter ? { podFinished: (uid: string) => statusWriter.request(uid), podTerminated: (uid: string) => statusWriter.podTerminated(uid) } : {}),
         ...(metrics.podRestarted ? { podRestarted: (pod: Pod) => metrics.podRestarted!(isStaticPod(pod)) } : {}),
         ...(mirrorPods ? { mirrorPods } : {}),
         errorBackoffMs,
@@ -384,22 +425,33 @@ export function composeNode(deps: NodeDeps): Node {
     hangingCalls: () => describeHanging(callsInFlight.hanging(), now()),
     ...(statusWriter ? { statusWriter } : {}),
     recorder,
+    allocation,
     stats,
     stop: () => {
       serviceReflector?.stop();
       statusWriter?.stop();
       if (recorder instanceof ApiEventRecorder) recorder.stop();
       syncLoop.stop();
+      allocation.flush();
     },
   };
 }
 
 /**
- * The node as admission sees it: the Node object as last written or read once there is one (its
- * labels, allocatable and taints, as the kubelet's getNodeAnyWay), else the node the agent would
- * register; a standalone node checks the pod count only.
+ * The node as admission sees it (the kubelet's getNodeAnyWay): the Node object as last written or
+ * read once there is one (its labels, allocatable and taints), else the Node the agent would
+ * register (kubelet_node_status.go initialNode: the same labels, taints and status, its allocatable
+ * the machine's capacity less the reservations and the hard eviction thresholds). A standalone node
+ * never has a Node object, so it is always the latter, as the kubelet's GetNode is without a client.
+ * Without the machine, only the pod count is checked.
  */
-function admissionNode(config: NodeConfig, cluster: ClusterDeps | undefined, record: NodeRecord, runtimeFeatures?: { supplementalGroupsPolicy: boolean }): () => NodeInfo {
+function admissionNode(
+  config: NodeConfig,
+  cluster: ClusterDeps | undefined,
+  record: NodeRecord,
+  machine: MachineInfo | undefined,
+  runtimeFeatures?: { supplementalGroupsPolicy: boolean },
+): () => NodeInfo {
   const labels = nodeLabels(config.nodeName, config.nodeLabels, { os: 'linux', arch: goArch(os.arch()) });
   const base: NodeInfo = {
     name: config.nodeName,
@@ -412,14 +464,9 @@ function admissionNode(config: NodeConfig, cluster: ClusterDeps | undefined, rec
     // A runtime that sends no features (containerd 1.6) does not support Strict: the kubelet refuses those pods.
     ...(runtimeFeatures ? { supplementalGroupsPolicySupported: runtimeFeatures.supplementalGroupsPolicy } : {}),
   };
-  return () => {
-    const node = record.node;
-    if (!node) return base;
-    return {
-      ...base,
-      labels: node.metadata.labels ?? labels,
-      taints: node.spec?.taints ?? [],
-      ...(node.status?.allocatable ? { allocatable: amounts(node.status.allocatable) } : {}),
-    };
-  };
+  // Its conditions, images and times are no concern of admission: it is built once, from what does not change.
+  const wouldRegister = machine
+    ? initialNode({ machine, settings: nodeSettings(config, kubeletVersion()), health: { runtimeVersion: '', notReady: [], pressure: [] }, images: [] }, new Date(0).toISOString())
+    : null;
+  return () => nodeForAdmission(base, record.node ?? wouldRegister);
 }

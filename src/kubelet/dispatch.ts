@@ -9,7 +9,8 @@
  *   PLEG.*, PROBE.*     → the pod actor they name
  *   TICK.SYNC           → the work queue: pods due for a resync get POD.SYNC
  *   TICK.HOUSEKEEPING   → a housekeeping pass (src/housekeeping)
- *   POD.SYNCED/TERMINATED (from pod actors) → the work queue
+ *   POD.SYNCED/TERMINATED (from pod actors) → the work queue; TERMINATED also to the API status
+ *                         writer (a terminal phase it held back while containers ran goes out now)
  *   POD.FAILED (from a pod actor) → the log, once per pod and cause (pod_workers.go logs "Error
  *                         syncing pod, skipping" at every retry; a disk full for minutes would
  *                         print a line per pod every few seconds)
@@ -32,6 +33,7 @@ import type { PodManager } from '../pod/podManager.ts';
 import { PodWorkers } from '../podworkers/podWorkers.ts';
 import type { StatusManager } from '../status/manager.ts';
 import { podHandlers } from './configHandlers.ts';
+import type { AllocationManager } from '../allocation/manager.ts';
 
 /** Everything the `pods` actor accepts. */
 export type PodsEvent =
@@ -51,12 +53,18 @@ interface PodsDeps {
   statuses: StatusManager;
   node: () => NodeInfo;
   recorder: EventRecorder;
+  /** Every configured source has been seen: before that, a removed pod is not killed (configHandlers.ts); absent: always. */
+  sourcesReady?(): boolean;
   runtime: RuntimeCleanup;
   syncFrequencyMs: number;
   /** In a cluster: keeps the static pods' mirror pods in the API. */
   mirrorPods?: MirrorPodSync;
   /** Told when a pod's actor finished (the API status writer deletes a deleted pod's object then). */
   podFinished?(uid: string): void;
+  /** Told when a pod's actor has stopped every container of it (the API status writer writes its terminal phase then). */
+  podTerminated?(uid: string): void;
+  /** What the node allocated to each pod (in-place resize); absent: pods are never resized. */
+  allocation?: AllocationManager;
   /** Told when a UID that came back starts afresh (the restarted-pods metric). */
   podRestarted?(pod: Pod): void;
   /** Delay before retrying a pod whose sync failed. */
@@ -86,7 +94,16 @@ export function createPodsLogic(deps: PodsDeps) {
     // The node's pressure conditions as the eviction manager last told them: admission reads them.
     let pressure: NodePressureCondition[] = [];
     const node = () => ({ ...deps.node(), pressure });
-    const handlers = podHandlers({ workers, podManager, statuses, node, recorder: deps.recorder, log });
+    const handlers = podHandlers({
+      workers,
+      podManager,
+      statuses,
+      node,
+      recorder: deps.recorder,
+      sourcesReady: deps.sourcesReady ?? (() => true),
+      ...(deps.allocation ? { allocation: deps.allocation, now: deps.now } : {}),
+      log,
+    });
     const housekeeping = new Housekeeping({
       workers,
       podManager,
@@ -123,6 +140,9 @@ export function createPodsLogic(deps: PodsDeps) {
           return workers.syncFailed();
         case 'TICK.HOUSEKEEPING':
           deps.mirrorPods?.request();
+          // The allocations of pods no source names any more go (HandlePodCleanups, RemoveOrphanedPods); pending resizes are retried when due.
+          deps.allocation?.removeOrphans((uid) => podManager.get(uid) !== undefined);
+          handlers.resizes?.tick();
           return housekeeping.tick();
         case 'POD.FAILED':
           if (failures.isNews(event.uid, `${event.work}: ${event.error}`)) {
@@ -132,6 +152,11 @@ export function createPodsLogic(deps: PodsDeps) {
         case 'POD.SYNCED':
         case 'POD.TERMINATED':
           if (event.type === 'POD.TERMINATED' || event.ok) failures.resolved(event.uid);
+          if (event.type === 'POD.TERMINATED') {
+            deps.podTerminated?.(event.uid);
+            // A pod that stopped frees its room for a pending resize (HandlePodReconcile).
+            if (deps.allocation?.pending().length) handlers.resizes?.retry('pod_terminated');
+          }
           return workers.schedule(event);
         case 'POD.FINISHED':
           failures.resolved(event.uid);

@@ -9,6 +9,8 @@
 interface BackoffEntry {
   delayMs: number;
   lastUpdateMs: number;
+  /** What the last failure was, where the back-off's message repeats it (image pulls). */
+  lastError?: string;
 }
 
 export type BackoffTable = Readonly<Record<string, BackoffEntry>>;

@@ -5,19 +5,24 @@
  *
  * The rules, in order (pkg/kubelet/kuberuntime/kuberuntime_manager.go computePodActions):
  *  A. a missing or broken sandbox means kill everything and start over (with the `Never` and
- *     "nothing left to run" exceptions);
+ *     "nothing left to run" exceptions); no ephemeral container starts in a new sandbox;
  *  B. init containers run one at a time, in order; sidecars (init containers with
  *     `restartPolicy: Always`) are started in order and kept running;
  *  C. regular containers start only once initialization is done; exited ones restart per the pod's
  *     restart policy, running ones restart when their hash changes or a liveness/startup probe fails;
- *  D. a pod with nothing left to keep and nothing to start is killed (its sandbox stopped).
+ *  D. a pod with nothing left to keep and nothing to start is killed (its sandbox stopped);
+ *     ephemeral containers never keep a pod alive.
+ *  E. decided before B (the kubelet's order): ephemeral containers (`kubectl debug`) that the
+ *     runtime has no instance of start, even while the pod initializes, and are never restarted.
+ *     The executor starts them first and starts nothing in a sandbox a `killPod` plan stops.
  */
 import { isDeleting, isSidecar, restartPolicyOf, type ProbeResult, type Container, type Pod } from '../api/types.ts';
 import { containerHash } from './hash.ts';
 import { type RuntimeContainerStatus, type RuntimePodStatus, newestContainer } from '../api/runtimeView.ts';
 import { NamespaceMode } from '../runtime/types.ts';
 
-export type KillReason = 'Unknown' | 'SpecChanged' | 'LivenessProbe' | 'StartupProbe' | 'SidecarRestart';
+/** Why a container is killed; `Resize`: its resize policy restarts it (podResize.ts). */
+export type KillReason = 'Unknown' | 'SpecChanged' | 'LivenessProbe' | 'StartupProbe' | 'SidecarRestart' | 'Resize';
 
 interface ContainerToKill {
   id: string;
@@ -37,6 +42,8 @@ export interface PodActions {
   initContainersToStart: number[];
   /** Indices into `spec.containers`. */
   containersToStart: number[];
+  /** Indices into `spec.ephemeralContainers`: started first, each once in the pod's life. */
+  ephemeralContainersToStart: number[];
   containersToKill: ContainerToKill[];
 }
 
@@ -112,10 +119,12 @@ export function computePodActions(
     attempt: sandbox.attempt,
     initContainersToStart: [],
     containersToStart: [],
+    ephemeralContainersToStart: [],
     containersToKill: [],
   };
   if (sandbox.create) return planFreshSandbox(pod, status, actions);
 
+  actions.ephemeralContainersToStart = ephemeralContainersToStart(pod, status);
   const initialized = planInitContainers(pod, status, probes, actions);
   if (actions.killPod || !initialized) return actions;
 
@@ -152,6 +161,20 @@ export function computePodActions(
     actions.initContainersToStart = [];
   }
   return actions;
+}
+
+/**
+ * Rule E: every ephemeral container the runtime has no instance of, in spec order. One that ran
+ * and exited has an instance and is never started again; one whose start failed before the runtime
+ * created it is tried again at the next sync (kuberuntime_manager.go computePodActions,
+ * "Ephemeral Containers are never restarted").
+ */
+function ephemeralContainersToStart(pod: Pod, status: RuntimePodStatus): number[] {
+  const indices: number[] = [];
+  for (const [index, container] of (pod.spec.ephemeralContainers ?? []).entries()) {
+    if (!newestContainer(status, container.name)) indices.push(index);
+  }
+  return indices;
 }
 
 /** Rule A: the sandbox is (re)created, so everything starts from the beginning. */
@@ -279,6 +302,7 @@ export function isEmptyPlan(actions: PodActions): boolean {
     !actions.createSandbox &&
     actions.initContainersToStart.length === 0 &&
     actions.containersToStart.length === 0 &&
+    actions.ephemeralContainersToStart.length === 0 &&
     actions.containersToKill.length === 0
   );
 }

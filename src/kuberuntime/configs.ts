@@ -33,7 +33,9 @@ function portMappings(pod: Pod): PortMapping[] {
 }
 
 export function sandboxConfig(pod: Pod, attempt: number, logsRoot: string, dns?: DnsConfig, cgroupParent?: string): PodSandboxConfig {
-  const { hostname } = podHostnameAndDomain(pod, '');
+  // A host-network pod has the node's hostname: the runtime leaves it in the node's UTS namespace
+  // and refuses to set one there (kuberuntime_sandbox.go generatePodSandboxConfig).
+  const hostname = pod.spec.hostNetwork ? '' : podHostnameAndDomain(pod, '').hostname;
   return {
     metadata: {
       name: pod.metadata.name,

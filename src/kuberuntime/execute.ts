@@ -1,7 +1,7 @@
 /**
  * Carries out a `PodActions` plan against the runtime (pkg/kubelet/kuberuntime/kuberuntime_manager.go
  * SyncPod): kill what must die (kill.ts: preStop, grace periods, sidecar order), (re)create the
- * sandbox, start init containers in order and the regular containers (startContainer.ts: back-off,
+ * sandbox, resize running containers in place (resize.ts), start the ephemeral containers, the init containers in order and the regular containers (startContainer.ts: back-off,
  * image, config, create, start, postStart). Every failure is turned into a waiting reason for the
  * container it concerns; one container's failure never stops the others from starting. Also here:
  * a pod's runtime objects killed or removed, and its volumes set up and torn down at each sync.
@@ -25,6 +25,9 @@ import { type PreStopRuns, killContainer } from './kill.ts';
 import type { ContainerType } from './labels.ts';
 import { type ExecuteResult, type StartContext, type StartDeps, type SyncMemory, startContainer } from './startContainer.ts';
 import { TerminationOrdering } from './terminationOrder.ts';
+import { type PodResizeActions, hasResizeWork, withoutZeros } from './podResize.ts';
+import { type ActuatedStore, type PodResizeCgroups, type PodResizeDeps, executePodResize } from './resize.ts';
+import { containerResources } from './resources.ts';
 
 /** What carrying out a plan reads of the node: what a container's start reads, and the pod-wide parts. */
 /** The pods' cgroups (src/cm), where the node keeps them (--cgroups-per-qos). */
@@ -35,6 +38,10 @@ export interface PodCgroups {
   ensurePod(pod: Pod): Promise<void>;
   /** Removes the terminated pod's cgroup. */
   destroyPod(pod: Pod): Promise<void>;
+  /** For an in-place resize (resize.ts): the pod cgroup's settings now, what they should be, and setting them. */
+  podResources?: PodResizeCgroups['podResources'];
+  resizeConfig?: PodResizeCgroups['resizeConfig'];
+  setPodResources?: PodResizeCgroups['setPodResources'];
 }
 
 export interface RuntimeDeps extends StartDeps {
@@ -46,6 +53,8 @@ export interface RuntimeDeps extends StartDeps {
   mounter?: Mounter;
   /** The pods' cgroups; absent: the runtime's defaults (no pod or QoS cgroups). */
   podCgroups?: PodCgroups;
+  /** The resources the runtime last took for each container (in-place resize); absent: pods are not resized. */
+  actuated?: ActuatedStore;
   /**
    * Told of every container start attempted (not one held back by its crash-loop backoff), with
    * the waiting reason it failed with: the kubelet's started-containers metrics.
@@ -152,6 +161,11 @@ export async function tearDownVolumes(deps: RuntimeDeps, uid: string, options: {
   await tearDownPodVolumes({ podsDir: deps.podsDir, mounter: deps.mounter ?? diskOnly, ...(deps.tokens ? { tokens: deps.tokens } : {}) }, uid, options);
 }
 
+/** What carrying out a plan gives: the sync's memory and errors, and a resize's error (the PodResizeInProgress condition's message). */
+export interface PlanResult extends ExecuteResult {
+  resizeError?: string;
+}
+
 export async function executePlan(
   deps: RuntimeDeps,
   pod: Pod,
@@ -160,9 +174,10 @@ export async function executePlan(
   memory: SyncMemory,
   opts: CallOptions,
   preStops?: PreStopRuns,
-): Promise<ExecuteResult> {
+  resize?: PodResizeActions,
+): Promise<PlanResult> {
   const reasons: Record<string, WaitingReason> = { ...memory.reasons };
-  const result: ExecuteResult = { backoff: memory.backoff, reasons, errors: [] };
+  const result: PlanResult = { backoff: memory.backoff, reasons, errors: [] };
 
   if (actions.createSandbox && actions.sandboxId) {
     deps.recorder.event(podReference(pod), 'Normal', 'SandboxChanged', 'Pod sandbox changed, it will be killed and re-created.');
@@ -204,16 +219,32 @@ export async function executePlan(
   if (actions.createSandbox) {
     for (const message of unsupportedVolumes(pod)) deps.recorder.event(podReference(pod), 'Warning', 'VolumeNotSupported', message);
   }
+  // Step 6 of the kubelet's SyncPod: the running containers and the pod's cgroup resized in place, before anything starts.
+  if (resize && deps.actuated && hasResizeWork(resize)) {
+    const error = await executePodResize(resizeDeps(deps, deps.actuated), pod, status, resize, opts);
+    if (error !== null) {
+      result.resizeError = error;
+      result.errors.push(`ResizePodInPlace: ${error}`);
+    }
+  }
   const podIP = sandboxAddress(deps, pod, status, sandboxId, opts);
   const context: StartContext = { status, sandboxId, sandbox: config, result, opts, podIP, preStops };
   const start = async (container: Container, type: ContainerType): Promise<boolean> => {
     const outcome = await startContainer(deps, pod, container, type, context);
     // Counted as the kubelet counts (kuberuntime_manager.go startContainer): every attempt past the backoff, and each failure by its reason.
     if (outcome === true || outcome.reason !== 'CrashLoopBackOff') deps.containerStarted?.(STARTED_TYPE[type], outcome === true ? null : outcome.reason);
+    // A created container runs with its spec's resources: they are the actuated ones now (kuberuntime_container.go startContainer).
+    if (outcome === true && type !== 'ephemeral') deps.actuated?.set(pod.metadata.uid, container.name, withoutZeros(container.resources ?? {}));
     if (outcome === true) delete reasons[container.name];
     else reasons[container.name] = outcome;
     return outcome === true;
   };
+  // Ephemeral containers first, so that a debugger can start while an init container keeps failing
+  // (kuberuntime_manager.go SyncPod, step 7); one that fails to start blocks nothing.
+  for (const index of actions.ephemeralContainersToStart) {
+    const container = pod.spec.ephemeralContainers?.[index];
+    if (container) await start(container, 'ephemeral');
+  }
   for (const index of actions.initContainersToStart) {
     const container = pod.spec.initContainers?.[index];
     if (!container) continue;
@@ -227,6 +258,19 @@ export async function executePlan(
     }),
   );
   return result;
+}
+
+/** What a resize reads of the node: the runtime, the pod's cgroup where there is one, and the containers' CRI values. */
+function resizeDeps(deps: RuntimeDeps, actuated: ActuatedStore): PodResizeDeps {
+  const cgroups = deps.podCgroups;
+  return {
+    runtime: deps.runtime,
+    actuated,
+    containerResources: (pod, container) => containerResources(pod, container, { memoryCapacityBytes: deps.memoryCapacityBytes, ...deps.memoryFeatures }),
+    ...(cgroups?.podResources && cgroups.resizeConfig && cgroups.setPodResources
+      ? { cgroups: { podResources: cgroups.podResources.bind(cgroups), resizeConfig: cgroups.resizeConfig.bind(cgroups), setPodResources: cgroups.setPodResources.bind(cgroups) } }
+      : {}),
+  };
 }
 
 async function removeContainers(deps: RuntimeDeps, containers: RuntimeContainerStatus[], opts: CallOptions): Promise<void> {

@@ -77,6 +77,8 @@ export interface ContainerToConfigure {
   podIP(): Promise<string>;
   /** The pod's log directory (the sandbox config's): the container's goes inside. */
   podLogDirectory: string;
+  /** An ephemeral container's target: the id of the container whose pid namespace it joins (startContainer.ts namespaceTarget). */
+  pidTarget?: string;
 }
 
 /** The user an image runs as, from its ImageStatus (helpers.go getImageUser): a uid, else a name, else root. */
@@ -109,11 +111,11 @@ async function hostsMount(podsDir: string, pod: Pod, podIPs: readonly string[], 
  * The container's security context for the runtime, or ContainerConfigError with the reason it
  * may not run: a user that breaks runAsNonRoot, a profile the kubelet refuses.
  */
-function securityContextFor(deps: ContainerConfigDeps, { pod, container, imageUser }: ContainerToConfigure): LinuxContainerSecurityContext {
+function securityContextFor(deps: ContainerConfigDeps, { pod, container, imageUser, pidTarget }: ContainerToConfigure): LinuxContainerSecurityContext {
   const violation = runAsNonRootViolation(pod, container, effectiveSecurityContext(pod, container), imageUser);
   if (violation) throw new ContainerConfigError(violation);
   try {
-    return containerSecurityContext(pod, container, imageUser, deps.security);
+    return containerSecurityContext(pod, container, imageUser, deps.security, pidTarget);
   } catch (err) {
     if (err instanceof SecurityContextError) throw new ContainerConfigError(err.message);
     throw err;
@@ -134,7 +136,7 @@ export async function generateContainerConfig(deps: ContainerConfigDeps, target:
   const resolved = await resolveSubPaths(volumeMounts.mounts, container.name);
   if ('error' in resolved) throw new ContainerConfigError(resolved.error);
   const mounts: Mount[] = [...resolved.mounts];
-  if (deps.podsDir && mountsManagedHosts(container, podIPs)) mounts.push(await hostsMount(deps.podsDir, pod, podIPs, deps.dns?.clusterDomain ?? ''));
+  if (deps.podsDir && mountsManagedHosts(pod, container, podIPs)) mounts.push(await hostsMount(deps.podsDir, pod, podIPs, deps.dns?.clusterDomain ?? ''));
   if (deps.podsDir) {
     const terminationLog = await terminationMessageMount(deps.podsDir, pod, container, (err) =>
       deps.log('error', 'Error on creating termination-log file', { pod: podRef(pod), container: container.name, err: errorText(err) }),

@@ -17,9 +17,12 @@ export function podHostnameAndDomain(pod: Pod, clusterDomain: string): { hostnam
   return { hostname, domain };
 }
 
-/** Whether the container gets the managed file: the pod has an IP and the container mounts nothing there. */
-export function mountsManagedHosts(container: Container, podIPs: readonly string[]): boolean {
-  return podIPs.length > 0 && !(container.volumeMounts ?? []).some((m) => m.mountPath === ETC_HOSTS);
+/**
+ * Whether the container gets the managed file: the pod has an IP or is on the host network (whose
+ * sandbox reports none), and the container mounts nothing there (kubelet_pods.go shouldMountHostsFile).
+ */
+export function mountsManagedHosts(pod: Pod, container: Container, podIPs: readonly string[]): boolean {
+  return (podIPs.length > 0 || pod.spec.hostNetwork === true) && !(container.volumeMounts ?? []).some((m) => m.mountPath === ETC_HOSTS);
 }
 
 type HostAlias = { ip?: string; hostnames?: string[] };

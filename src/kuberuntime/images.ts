@@ -6,7 +6,7 @@
  */
 import type { Container } from '../api/types.ts';
 import type { ImagePulls } from '../runtime/callTrace.ts';
-import type { CallOptions, ImageInfo, ImageService } from '../runtime/types.ts';
+import { type CallOptions, CriError, type CriErrorCode, type ImageInfo, type ImageService } from '../runtime/types.ts';
 import { type BackoffPolicy, type BackoffTable, backoffRemainingMs, nextBackoff } from './backoff.ts';
 
 export const imagePullPolicy: BackoffPolicy = { initialMs: 10_000, maxMs: 300_000 };
@@ -87,10 +87,69 @@ interface EnsureImageInput {
 }
 
 /**
- * A CRI pull error whose text starts with `RegistryUnavailable` (cri-api's errors) means the
- * registry cannot be reached: reported under that reason (image_manager.go evalCRIPullErr).
+ * The gRPC status codes by the names Go gives them (google.golang.org/grpc/codes, Code.String):
+ * a runtime's error reads in the kubelet as `rpc error: code = NotFound desc = …`.
  */
-const REGISTRY_UNAVAILABLE = 'RegistryUnavailable';
+const GO_CODE_NAMES = {
+  CANCELLED: 'Canceled',
+  UNKNOWN: 'Unknown',
+  INVALID_ARGUMENT: 'InvalidArgument',
+  DEADLINE_EXCEEDED: 'DeadlineExceeded',
+  NOT_FOUND: 'NotFound',
+  ALREADY_EXISTS: 'AlreadyExists',
+  PERMISSION_DENIED: 'PermissionDenied',
+  RESOURCE_EXHAUSTED: 'ResourceExhausted',
+  FAILED_PRECONDITION: 'FailedPrecondition',
+  ABORTED: 'Aborted',
+  OUT_OF_RANGE: 'OutOfRange',
+  UNIMPLEMENTED: 'Unimplemented',
+  INTERNAL: 'Internal',
+  UNAVAILABLE: 'Unavailable',
+  DATA_LOSS: 'DataLoss',
+  UNAUTHENTICATED: 'Unauthenticated',
+} satisfies Record<CriErrorCode, string>;
+
+const GO_STATUS_PREFIX = /^rpc error: code = (\w+) desc = /s;
+
+/**
+ * A failed PullImage's error as the kubelet's CRI client hands it to the image manager
+ * (k8s.io/cri-client pkg/remote_image.go pullImageV1): a status with code Unknown is stripped to
+ * its description, so that the runtime's own words (`RegistryUnavailable: …`) come first; any other
+ * code keeps gRPC's `rpc error: code = <Code> desc = <description>`. Our gRPC client's `CriError`
+ * carries the code and the description apart; a plain error may carry Go's text itself (a runtime
+ * behind a proxy written in Go), which is read the same way.
+ */
+export function pullErrorText(err: unknown): string {
+  if (err instanceof CriError) return err.code === 'UNKNOWN' ? err.detail : `rpc error: code = ${GO_CODE_NAMES[err.code]} desc = ${err.detail}`;
+  const text = errorText(err);
+  const status = GO_STATUS_PREFIX.exec(text);
+  return status?.[1] === 'Unknown' ? text.slice(status[0].length) : text;
+}
+
+/**
+ * The errors a runtime names at the start of a failed pull's text (k8s.io/cri-api pkg/errors:
+ * ErrRegistryUnavailable, ErrSignatureValidationFailed), with how the kubelet words them.
+ */
+const NAMED_PULL_ERRORS = [
+  { reason: 'RegistryUnavailable', because: 'the registry is unavailable' },
+  { reason: 'SignatureValidationFailed', because: 'the signature validation failed' },
+] as const;
+
+/**
+ * The waiting reason and message of a failed pull (image_manager.go evalCRIPullErr): a text that
+ * starts with a named error is reported under that name, the name trimmed from the message
+ * (`RegistryUnavailable: dial tcp …` ⇒ `… because the registry is unavailable: dial tcp …`); any
+ * other is `ErrImagePull` with the text as it is. Only that prefix counts: the kubelet does not read
+ * the rest of the text, so a containerd `no such host` or `connection refused` is `ErrImagePull`.
+ */
+export function classifyPullError(image: string, text: string): { reason: string; message: string } {
+  for (const named of NAMED_PULL_ERRORS) {
+    if (text.startsWith(named.reason)) {
+      return { reason: named.reason, message: `image pull failed for ${image} because ${named.because}${text.slice(named.reason.length)}` };
+    }
+  }
+  return { reason: 'ErrImagePull', message: text };
+}
 
 /** Go's time.Duration String for a pull's duration: "850ms", "1.2s", "2m3.5s". */
 function pullDuration(ms: number): string {
@@ -139,7 +198,8 @@ export async function ensureImage(input: EnsureImageInput): Promise<EnsureImageR
   if (waitMs > 0) {
     const message = `Back-off pulling image "${raw}"`;
     record('Normal', 'BackOff', message);
-    return { ok: false, reason: 'ImagePullBackOff', message, backoff, retryAfterMs: waitMs };
+    const previous = backoff[key]?.lastError;
+    return { ok: false, reason: 'ImagePullBackOff', message: previous ? `${message}: ${previous}` : message, backoff, retryAfterMs: waitMs };
   }
   input.pulling?.('started');
   record('Normal', 'Pulling', `Pulling image "${raw}"`);
@@ -154,17 +214,20 @@ export async function ensureImage(input: EnsureImageInput): Promise<EnsureImageR
     record('Normal', 'Pulled', `Successfully pulled image "${raw}" in ${took} (${took} including waiting).${size ? ` Image size: ${size} bytes.` : ''}`);
     return { ok: true, image, imageRef, info, backoff };
   } catch (err) {
-    const text = errorText(err);
+    const text = pullErrorText(err);
     record('Warning', 'Failed', `Failed to pull image "${raw}": ${text}`);
-    backoff = nextBackoff(backoff, key, nowMs, nowMs, imagePullPolicy);
+    const failed = classifyPullError(raw, text);
+    // The back-off that follows repeats this failure in its message (image_manager.go prevPullErrMsg).
+    backoff = withPullError(nextBackoff(backoff, key, nowMs, nowMs, imagePullPolicy), key, `${failed.reason}: ${failed.message}`);
     const retryAfterMs = backoff[key]?.delayMs ?? imagePullPolicy.initialMs;
-    if (text.startsWith(REGISTRY_UNAVAILABLE)) {
-      const detail = text.slice(REGISTRY_UNAVAILABLE.length);
-      return { ok: false, reason: REGISTRY_UNAVAILABLE, message: `image pull failed for ${raw} because the registry is unavailable${detail}`, backoff, retryAfterMs };
-    }
-    // The waiting message is the runtime's error itself; the event above says which image.
-    return { ok: false, reason: 'ErrImagePull', message: text, backoff, retryAfterMs };
+    return { ok: false, ...failed, backoff, retryAfterMs };
   }
+}
+
+/** The table with the failure `key` last met noted on its entry. */
+function withPullError(table: BackoffTable, key: string, lastError: string): BackoffTable {
+  const entry = table[key];
+  return entry ? { ...table, [key]: { ...entry, lastError } } : table;
 }
 
 export function errorText(err: unknown): string {

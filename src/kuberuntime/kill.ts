@@ -23,7 +23,7 @@
  * forgets the record).
  */
 import type { Container, LifecycleHandler, Pod } from '../api/types.ts';
-import { podRef } from '../api/types.ts';
+import { containerSpecOf, podRef } from '../api/types.ts';
 import type { KillReason } from './computePodActions.ts';
 import type { CallOptions, ContainerStatus, KeyValueMap, RuntimeService } from '../runtime/types.ts';
 import { isNotFound } from '../runtime/types.ts';
@@ -122,8 +122,9 @@ export function restoreKillSpec(status: ContainerStatus): { pod: Pod; container:
   return { pod, container };
 }
 
+/** The container's spec, of any kind, ephemeral ones included (kuberuntime_container.go killContainer, GetContainerSpec). */
 function specOf(pod: Pod | undefined, name: string): Container | undefined {
-  return pod?.spec.containers.find((c) => c.name === name) ?? pod?.spec.initContainers?.find((c) => c.name === name);
+  return pod ? containerSpecOf(pod, name) : undefined;
 }
 
 export async function killContainer(deps: KillDeps, request: KillRequest, opts: CallOptions): Promise<void> {

@@ -5,7 +5,7 @@
  * messages when there is none: a container not in the pod is 404, one that has no instance to read
  * is 400.
  */
-import type { Pod, PodStatus } from '../api/types.ts';
+import { containerSpecOf, type Pod, type PodStatus } from '../api/types.ts';
 
 type LogTarget = { containerId: string } | { status: 400 | 404; message: string };
 
@@ -17,9 +17,8 @@ const PULL_FAILURES = new Set(['ErrImagePull', 'ImagePullBackOff', 'ErrImageNeve
 
 export function logTarget(pod: Pod, status: PodStatus | undefined, container: string, previous: boolean): LogTarget {
   const name = pod.metadata.name;
-  const inSpec = [...(pod.spec.initContainers ?? []), ...pod.spec.containers, ...((pod.spec['ephemeralContainers'] as { name: string }[] | undefined) ?? [])].some((c) => c.name === container);
-  if (!inSpec) return { status: 404, message: `container "${container}" not found in pod "${name}"` };
-  const found = [...(status?.initContainerStatuses ?? []), ...(status?.containerStatuses ?? []), ...((status as { ephemeralContainerStatuses?: PodStatus['containerStatuses'] } | undefined)?.ephemeralContainerStatuses ?? [])].find(
+  if (!containerSpecOf(pod, container)) return { status: 404, message: `container "${container}" not found in pod "${name}"` };
+  const found = [...(status?.initContainerStatuses ?? []), ...(status?.containerStatuses ?? []), ...(status?.ephemeralContainerStatuses ?? [])].find(
     (c) => c.name === container,
   );
   if (!found) return { status: 400, message: `container "${container}" in pod "${name}" is not available` };

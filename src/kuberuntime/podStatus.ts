@@ -82,6 +82,7 @@ export async function readPodStatus(
       hash: status.annotations[Annotation.containerHash] ?? '',
       restartCount: intAnnotation(status.annotations, Annotation.restartCount),
       ...(status.user ? { user: status.user } : {}),
+      ...(status.resources ? { resources: status.resources } : {}),
     });
   }
   containers.sort((a, b) => newestFirst({ createdAt: a.createdAt, attempt: a.restartCount }, { createdAt: b.createdAt, attempt: b.restartCount }));

@@ -80,6 +80,18 @@ export function effectiveSecurityContext(pod: Pod, container: Container): Securi
   return effective;
 }
 
+/**
+ * A container's namespaces when it targets another container's pid namespace (an ephemeral
+ * container's `targetContainerName`, resolved to that container's id): pid TARGET with the
+ * target's id, where the pod would give the container its own pid namespace; a pod that shares
+ * one (shareProcessNamespace) or uses the host's keeps it, the target changing nothing
+ * (kuberuntime_container_linux.go generateLinuxContainerConfig).
+ */
+export function withPidTarget(namespaces: NamespaceOptions, targetId: string | undefined): NamespaceOptions {
+  if (!targetId || namespaces.pid !== NamespaceMode.CONTAINER) return namespaces;
+  return { ...namespaces, pid: NamespaceMode.TARGET, targetId };
+}
+
 /** The pid, ipc and network namespaces of the pod's sandbox and containers. */
 export function namespacesForPod(pod: Pod): NamespaceOptions {
   const { hostNetwork, hostIPC, hostPID, shareProcessNamespace } = pod.spec;
@@ -183,10 +195,10 @@ function supplementalGroups(pod: Pod): number[] {
 /**
  * The CRI security context of one container: the effective context's members, the image's user
  * where none is set (a uid, or a name the runtime resolves), the namespaces, the default masked
- * and read-only paths (none with `procMount: Unmasked`), the profiles. Throws
- * SecurityContextError for a profile the kubelet refuses.
+ * and read-only paths (none with `procMount: Unmasked`), the profiles. `pidTarget` is an ephemeral
+ * container's target (withPidTarget). Throws SecurityContextError for a profile the kubelet refuses.
  */
-export function containerSecurityContext(pod: Pod, container: Container, image: ImageUser, settings: SecuritySettings): LinuxContainerSecurityContext {
+export function containerSecurityContext(pod: Pod, container: Container, image: ImageUser, settings: SecuritySettings, pidTarget?: string): LinuxContainerSecurityContext {
   const context = effectiveSecurityContext(pod, container);
   const unmasked = context.procMount === 'Unmasked';
   const appArmor = appArmorFor(pod, container);
@@ -203,7 +215,7 @@ export function containerSecurityContext(pod: Pod, container: Container, image: 
   return {
     ...(context.capabilities ? { capabilities: { add: [...(context.capabilities.add ?? [])], drop: [...(context.capabilities.drop ?? [])] } } : {}),
     privileged: context.privileged === true,
-    namespaceOptions: namespacesForPod(pod),
+    namespaceOptions: withPidTarget(namespacesForPod(pod), pidTarget),
     ...(selinuxOptions ? { selinuxOptions } : {}),
     ...user,
     ...(context.runAsGroup !== undefined ? { runAsGroup: context.runAsGroup } : {}),
@@ -218,9 +230,9 @@ export function containerSecurityContext(pod: Pod, container: Container, image: 
   };
 }
 
-/** Whether any container of the pod, init or regular, is privileged (container/helpers.go HasPrivilegedContainer). */
+/** Whether any container of the pod, init, regular or ephemeral, is privileged (container/helpers.go HasPrivilegedContainer). */
 function hasPrivilegedContainer(pod: Pod): boolean {
-  return [...(pod.spec.initContainers ?? []), ...pod.spec.containers].some((c) => c.securityContext?.privileged === true);
+  return [...(pod.spec.initContainers ?? []), ...pod.spec.containers, ...(pod.spec.ephemeralContainers ?? [])].some((c) => c.securityContext?.privileged === true);
 }
 
 /**

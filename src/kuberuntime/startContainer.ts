@@ -6,7 +6,7 @@
  * waits for and whose failure kills the container (PostStartHookError). What it reads of the node
  * is StartDeps.
  */
-import type { Container, LifecycleHandler, Pod } from '../api/types.ts';
+import type { Container, EphemeralContainer, LifecycleHandler, Pod } from '../api/types.ts';
 import { podRef } from '../api/types.ts';
 import { type RuntimePodStatus, type WaitingReason, newestContainer } from '../api/runtimeView.ts';
 import { podReference } from '../eventrecorder/recorder.ts';
@@ -58,6 +58,19 @@ function goDuration(ms: number): string {
 function noteRetry(result: ExecuteResult, ms: number | undefined): void {
   if (ms === undefined) return;
   result.retryAfterMs = result.retryAfterMs === undefined ? ms : Math.min(result.retryAfterMs, ms);
+}
+
+/**
+ * The container whose pid namespace an ephemeral container joins: its `targetContainerName`'s
+ * newest instance in the runtime, whatever its state (the runtime refuses one that is not running).
+ * None for other containers and for an ephemeral container without a target; an error, in the
+ * kubelet's words, when the target has no instance (kuberuntime_container.go startSpec.getTargetID).
+ */
+export function namespaceTarget(container: EphemeralContainer, type: ContainerType, status: RuntimePodStatus): { id?: string } | { error: string } {
+  const name = type === 'ephemeral' ? container.targetContainerName : undefined;
+  if (!name) return {};
+  const target = newestContainer(status, name);
+  return target ? { id: target.id } : { error: `unable to find target container ${name}` };
 }
 
 /** What every start of one sync shares. */
@@ -121,6 +134,12 @@ export async function startContainer(
   }
 
   const restartCount = previous ? previous.restartCount + 1 : 0;
+  const target = namespaceTarget(container, type, status);
+  if ('error' in target) {
+    record('Warning', 'Failed', `Error: ${target.error}`);
+    result.errors.push(`CreateContainerConfigError: ${target.error}`);
+    return { reason: 'CreateContainerConfigError', message: target.error };
+  }
   let config;
   try {
     config = await generateContainerConfig(deps, {
@@ -132,6 +151,7 @@ export async function startContainer(
       imageUser: imageUserOf(image.info),
       podIP: context.podIP,
       podLogDirectory: sandbox.logDirectory,
+      ...(target.id ? { pidTarget: target.id } : {}),
     });
   } catch (err) {
     if (!(err instanceof ContainerConfigError)) throw err;

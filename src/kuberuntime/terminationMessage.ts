@@ -76,9 +76,9 @@ export function lastBytes(bytes: Buffer, max: number): string {
   return (bytes.length > max ? bytes.subarray(bytes.length - max) : bytes).toString('utf8');
 }
 
-/** normalizeStatus: each terminated state's message gets 12 KiB divided by the pod's containers and init containers. */
+/** normalizeStatus: each terminated state's message gets 12 KiB divided by the pod's containers of all kinds (status_manager.go). */
 export function messageLimitPerContainer(pod: Pod): number {
-  const containers = pod.spec.containers.length + (pod.spec.initContainers?.length ?? 0);
+  const containers = pod.spec.containers.length + (pod.spec.initContainers?.length ?? 0) + (pod.spec.ephemeralContainers?.length ?? 0);
   return containers > 0 ? Math.floor(MAX_POD_MESSAGE_BYTES / containers) : MAX_POD_MESSAGE_BYTES;
 }
 

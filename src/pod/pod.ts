@@ -281,6 +281,7 @@ export const podMachine = setup({
       const errors = 'outcome' in result ? result.outcome.errors : [errorMessage(result.error)];
       if (errors.length > 0) enqueue.sendParent(failure(context, 'sync', errors.join('; ')));
       const report: PodReport = { type: 'POD.SYNCED', uid: context.uid, ok: errors.length === 0 };
+      if (errors.length > 0) report.error = errors.join('; ');
       if ('outcome' in result && result.outcome.retryAfterMs !== undefined) report.retryAfterMs = result.outcome.retryAfterMs;
       enqueue.sendParent(report);
     }),

@@ -5,7 +5,7 @@
  */
 import { rm } from 'node:fs/promises';
 import { podReference } from '../eventrecorder/recorder.ts';
-import { type Pod, type PodStatus, podRef, type ProbeResult } from '../api/types.ts';
+import { type Pod, type PodCondition, type PodStatus, isStaticPod, podRef, type ProbeResult } from '../api/types.ts';
 import { podLogDirectory } from '../kuberuntime/configs.ts';
 import { type RuntimeDeps, executePlan, killPodRuntime, removePodRuntime, setUpVolumes, tearDownVolumes } from '../kuberuntime/execute.ts';
 import type { PreStopRuns } from '../kuberuntime/kill.ts';
@@ -20,6 +20,10 @@ import { podProgress } from './progress.ts';
 import type { PodEffects, PodMemory, PodProbeResults, SyncOutcome } from './pod.ts';
 import type { KillStatus } from '../events.ts';
 import { generatePodStatus, isTerminalPhase } from '../status/generate.ts';
+import { hasResizeWork, isPodResizeInProgress, noResize, planPodResize } from '../kuberuntime/podResize.ts';
+import type { ActuatedStore } from '../kuberuntime/resize.ts';
+import { resizeEventMessage } from '../status/resize.ts';
+import { terminatedPodStatus } from '../status/terminate.ts';
 import type { StatusManager } from '../status/manager.ts';
 
 interface PodEffectsDeps extends RuntimeDeps {
@@ -29,6 +33,24 @@ interface PodEffectsDeps extends RuntimeDeps {
   hostIP?: string;
   /** The node's register of calls under way, which names the ones that hang. */
   callsInFlight?: CallsInFlight;
+  /** The node's in-place resize records (src/allocation); absent: pods are not resized. */
+  resize?: PodResizeState;
+}
+
+/**
+ * What a pod's effects read and write of the node's resize records (the kubelet's status manager
+ * resize conditions and its runtime manager's actuated state): kept by the allocation manager.
+ */
+export interface PodResizeState {
+  actuated: ActuatedStore;
+  /** InitializeActuatedPod: a pod without a record starts with its allocated resources as actuated. */
+  initializeActuated(pod: Pod): void;
+  /** The pod's PodResizePending and PodResizeInProgress conditions. */
+  conditions(uid: string): PodCondition[];
+  setInProgress(uid: string, reason: string, message: string, generation: number): { changed: boolean; generation: number };
+  /** The generation of the in-progress condition cleared, or null when there was none. */
+  clearInProgress(uid: string): number | null;
+  clearConditions(uid: string): void;
 }
 
 export function createPodEffects(deps: PodEffectsDeps): PodEffects {
@@ -61,19 +83,30 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
   };
   const read = (io: PodEffectsDeps, pod: Pod, opts: CallOptions) => readPodStatus(io.runtime, pod.metadata.uid, opts, messagesOf(pod.metadata.uid));
 
-  const publish = (pod: Pod, runtime: RuntimePodStatus, memory: PodMemory, podIsTerminal: boolean, probes?: PodProbeResults, killStatus?: KillStatus | null): PodStatus => {
-    const status = generatePodStatus({
+  /**
+   * The pod's status now: the status last published, or before there is one (the agent's first
+   * sync of the pod since it started) the API's own (generateAPIPodStatus: "use the previous pod
+   * status, or the api status"), so that after a restart of the agent a pod keeps the start time,
+   * the terminal phase and the container states it had, even where the runtime has lost them. A
+   * static pod's own status is only its source's default, not something seen: it has none.
+   */
+  const generate = (pod: Pod, runtime: RuntimePodStatus, memory: PodMemory, podIsTerminal: boolean, probes?: PodProbeResults, killStatus?: KillStatus | null): PodStatus =>
+    generatePodStatus({
       ...(probes ? { readiness: successes(probes.readiness), started: successes(probes.startup) } : {}),
       ...(killStatus ? { killStatus } : {}),
       pod,
       runtime,
-      previous: deps.statuses.get(pod.metadata.uid),
+      previous: deps.statuses.get(pod.metadata.uid) ?? (isStaticPod(pod) ? undefined : pod.status),
       reasons: memory.reasons,
       podIsTerminal,
+      ...(deps.resize ? { actuated: deps.resize.actuated.of(pod.metadata.uid), resizeConditions: podIsTerminal ? [] : deps.resize.conditions(pod.metadata.uid) } : {}),
       nowMs: deps.now(),
       runtimeName: deps.runtimeName,
       ...(deps.hostIP ? { hostIP: deps.hostIP } : {}),
     });
+
+  const publish = (pod: Pod, runtime: RuntimePodStatus, memory: PodMemory, podIsTerminal: boolean, probes?: PodProbeResults, killStatus?: KillStatus | null): PodStatus => {
+    const status = generate(pod, runtime, memory, podIsTerminal, probes, killStatus);
     deps.statuses.set(pod.metadata.uid, status);
     return status;
   };
@@ -104,11 +137,39 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
     };
   };
 
+  /**
+   * The PodResizeInProgress condition as the runtime stands (kubelet.go SyncPod): set while a
+   * running container's allocated resources differ from those it was last given, cleared (with a
+   * `ResizeCompleted` event) once they agree. Checked before and after each sync's actions, so a
+   * resize done in one sync shows done at its end.
+   */
+  const trackResize = (pod: Pod, runtime: RuntimePodStatus): void => {
+    const resize = deps.resize;
+    if (!resize) return;
+    const uid = pod.metadata.uid;
+    if (isPodResizeInProgress(pod, runtime, resize.actuated.of(uid))) {
+      resize.setInProgress(uid, '', '', pod.metadata.generation ?? 0);
+      return;
+    }
+    const cleared = resize.clearInProgress(uid);
+    if (cleared !== null) deps.recorder.event(podReference(pod), 'Normal', 'ResizeCompleted', resizeEventMessage('Pod resize completed', pod, cleared));
+  };
+
+  /** A resize that failed: PodResizeInProgress with reason Error and a `ResizeError` event, once per change (kubelet.go SyncPod). */
+  const resizeFailed = (pod: Pod, error: string): void => {
+    const update = deps.resize?.setInProgress(pod.metadata.uid, 'Error', error, pod.metadata.generation ?? 0);
+    if (update?.changed) deps.recorder.event(podReference(pod), 'Warning', 'ResizeError', resizeEventMessage('Pod resize error', pod, update.generation, error));
+  };
+
   return {
     async syncPod({ pod, memory, probes }, signal, calls) {
       const opts = { signal };
       const io = tracedDeps(pod, calls);
       const before = await read(io, pod, opts);
+      // The actuated record starts from the allocation (the kubelet does it once the volumes are up;
+      // here before anything is compared, so a pod adopted without a record is not taken as resizing).
+      deps.resize?.initializeActuated(pod);
+      trackResize(pod, before);
       const current = publish(pod, before, memory, false, probes);
       if (isTerminalPhase(current.phase)) return outcome(pod, before, memory, current);
       // The pod's cgroup before anything of it starts (kubelet.go SyncPod, pcm.EnsureExists).
@@ -120,12 +181,16 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
       }
       const volumeError = await setUpVolumes(io, pod);
       if (volumeError) return outcome(pod, before, memory, current, { errors: [volumeError] });
-      const actions = computePodActions(pod, before, probes ?? noProbeResults);
-      if (isEmptyPlan(actions)) return outcome(pod, before, memory, current);
+      const computed = computePodActions(pod, before, probes ?? noProbeResults);
+      // The resize part of the plan (computePodResizeAction), over the rest of it.
+      const { actions, resize } = deps.resize ? planPodResize(pod, before, computed, deps.resize.actuated.of(pod.metadata.uid)) : { actions: computed, resize: noResize() };
+      if (isEmptyPlan(actions) && !hasResizeWork(resize)) return outcome(pod, before, memory, current);
 
-      const executed = await executePlan(io, pod, before, actions, memory, opts, preStopsOf(pod.metadata.uid));
+      const executed = await executePlan(io, pod, before, actions, memory, opts, preStopsOf(pod.metadata.uid), deps.resize ? resize : undefined);
+      if (executed.resizeError !== undefined) resizeFailed(pod, executed.resizeError);
       const next: PodMemory = { backoff: executed.backoff, reasons: executed.reasons };
       const after = await read(io, pod, opts);
+      trackResize(pod, after);
       const status = publish(pod, after, next, false, probes);
       const extra: Partial<SyncOutcome> = { errors: executed.errors };
       if (executed.retryAfterMs !== undefined) extra.retryAfterMs = executed.retryAfterMs;
@@ -136,6 +201,8 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
       const opts = { signal };
       const io = tracedDeps(pod, calls);
       const before = await read(io, pod, opts);
+      // A pod on its way out shows no resize (determinePodResizeStatus).
+      deps.resize?.clearConditions(pod.metadata.uid);
       // An eviction's Failed status is the pod's from the moment its termination starts (syncTerminatingPod applies the kill's PodStatusFunc first).
       if (killStatus) publish(pod, before, memory, true, undefined, killStatus);
       deps.log('info', 'Killing pod', { pod: podRef(pod), gracePeriodSeconds });
@@ -152,9 +219,11 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
       const opts = { signal };
       const io = tracedDeps(pod, calls);
       forgetPreStops(pod.metadata.uid);
+      deps.resize?.clearConditions(pod.metadata.uid);
       const status = await read(io, pod, opts);
       messagesByPod.delete(pod.metadata.uid);
-      publish(pod, status, memory, true);
+      // The final status: the kubelet's SyncTerminatedPod generates it once more, then TerminatePod.
+      deps.statuses.set(pod.metadata.uid, terminatedPodStatus(pod, generate(pod, status, memory, true)));
       if (!removeRuntime) {
         // Terminated but still desired (a finished Job's pod): its volumes come off, its directory stays.
         await tearDownVolumes(io, pod.metadata.uid, { removeDir: false });

@@ -17,8 +17,9 @@
  *
  * Work queue (pod_workers.go completeWork, pkg/kubelet/util/queue/work_queue.go): after each
  * sync a pod is due again after the sync frequency × [1, 1.5) (jittered), or the error backoff
- * when the sync failed, or sooner when a backoff ends; `syncDue`, driven by one shared tick, sends
- * `POD.SYNC` to the pods that are due. No pod has a timer of its own.
+ * when the sync failed (1 s when the network is not ready yet: requeue.ts), or sooner when a
+ * backoff ends; `syncDue`, driven by one shared tick, sends `POD.SYNC` to the pods that are due.
+ * No pod has a timer of its own.
  *
  * Invariants: at most one live actor per UID; an actor stays registered until released, so a
  * terminated UID never syncs again in it.
@@ -28,6 +29,7 @@ import type { Pod } from '../api/types.ts';
 import { isStaticPod, podFullName } from '../api/types.ts';
 import type { EventOf, PodEvent } from '../events.ts';
 import type { PodMachine } from '../pod/pod.ts';
+import { requeueDelayMs } from './requeue.ts';
 import { StaticPodNames } from './staticPodNames.ts';
 
 /** The id and systemId of the actor of a pod UID. */
@@ -48,7 +50,7 @@ interface PodWorkersOptions {
    */
   onEnded(uid: string, error?: unknown): void;
   syncFrequencyMs: number;
-  /** Delay before retrying a pod whose sync failed. */
+  /** Delay before retrying a pod whose sync failed (but for a network not ready yet). */
   errorBackoffMs: number;
   now(): number;
   random(): number;
@@ -147,9 +149,7 @@ export class PodWorkers {
       case 'POD.SYNCED': {
         if (report.ok) this.failed.delete(report.uid);
         else this.failed.add(report.uid);
-        const base = report.ok ? this.options.syncFrequencyMs : this.options.errorBackoffMs;
-        const jittered = base * (1 + 0.5 * this.options.random());
-        this.due.set(report.uid, this.options.now() + Math.min(jittered, report.retryAfterMs ?? Infinity));
+        this.due.set(report.uid, this.options.now() + requeueDelayMs(report, this.options, this.options.random()));
         return;
       }
       case 'POD.TERMINATED':

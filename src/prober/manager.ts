@@ -151,7 +151,9 @@ export function createProbeManagerLogic(deps: ProbeManagerDeps) {
       sendBack(event);
       if (worker.kind === 'readiness') {
         const status = deps.statuses.get(worker.uid);
-        if (status) deps.statuses.set(worker.uid, withContainerReadiness(worker.pod, status, worker.container.name, result === 'Success', deps.now()));
+        // The pod as its sources have it now (status_manager.go SetContainerReadiness reads the pod manager): its generation goes on Ready.
+        const pod = deps.podManager.get(worker.uid) ?? worker.pod;
+        if (status) deps.statuses.set(worker.uid, withContainerReadiness(pod, status, worker.container.name, result === 'Success', deps.now()));
       }
     };
 

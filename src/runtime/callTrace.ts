@@ -80,6 +80,7 @@ export function tracedRuntime(runtime: RuntimeService, trace: CallTrace): Runtim
         names.set(id, status.metadata.name);
         return status;
       }),
+    updateContainerResources: (id, resources, opts) => call('UpdateContainerResources', containerName(id), () => runtime.updateContainerResources(id, resources, opts)),
     reopenContainerLog: (id, opts) => call('ReopenContainerLog', containerName(id), () => runtime.reopenContainerLog(id, opts)),
     containerStats: (id, opts) => call('ContainerStats', containerName(id), () => runtime.containerStats(id, opts)),
     listContainerStats: (filter, opts) => call('ListContainerStats', '', () => runtime.listContainerStats(filter, opts)),

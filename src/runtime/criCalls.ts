@@ -23,6 +23,7 @@ export const CRI_CALLS = {
   removeContainer: { service: 'RuntimeService', rpc: 'RemoveContainer' },
   listContainers: { service: 'RuntimeService', rpc: 'ListContainers' },
   containerStatus: { service: 'RuntimeService', rpc: 'ContainerStatus' },
+  updateContainerResources: { service: 'RuntimeService', rpc: 'UpdateContainerResources' },
   execSync: { service: 'RuntimeService', rpc: 'ExecSync' },
   exec: { service: 'RuntimeService', rpc: 'Exec' },
   attach: { service: 'RuntimeService', rpc: 'Attach' },

@@ -24,6 +24,7 @@ const RUNTIME_OPERATIONS = {
   removeContainer: 'remove_container',
   listContainers: 'list_containers',
   containerStatus: 'container_status',
+  updateContainerResources: 'update_container',
   execSync: 'exec_sync',
   reopenContainerLog: 'reopen_container_log',
   containerStats: 'container_stats',

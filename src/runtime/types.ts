@@ -292,6 +292,11 @@ export interface ContainerStatus {
   logPath: string;
   /** The process's identity, when the runtime reports it (containerd 2.0 does; containerd 1.6 does not). */
   user?: ContainerUser;
+  /**
+   * The CPU and memory settings the container runs with (CRI ContainerStatus.resources.linux),
+   * when the runtime reports them: the kubelet reads a resized container's actual resources here.
+   */
+  resources?: LinuxContainerResources;
 }
 
 export interface ExecResult {
@@ -437,6 +442,11 @@ export interface RuntimeService {
   removeContainer(containerId: string, opts?: CallOptions): Promise<void>;
   listContainers(filter?: ContainerFilter, opts?: CallOptions): Promise<Container[]>;
   containerStatus(containerId: string, opts?: CallOptions): Promise<ContainerStatus>;
+  /**
+   * Sets a container's CPU and memory settings in place, without restarting it (CRI
+   * UpdateContainerResources): an in-place pod resize. Synchronous and idempotent.
+   */
+  updateContainerResources(containerId: string, resources: LinuxContainerResources, opts?: CallOptions): Promise<void>;
   execSync(containerId: string, cmd: string[], timeoutSeconds: number, opts?: CallOptions): Promise<ExecResult>;
   /**
    * Exec, Attach, PortForward: the URL of a single-use streaming request on the runtime's

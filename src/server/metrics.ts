@@ -296,7 +296,8 @@ function running(pods: Pod[]): { pods: number; containers: number } {
   let runningPods = 0;
   let containers = 0;
   for (const pod of pods) {
-    const count = [...(pod.status?.containerStatuses ?? []), ...(pod.status?.initContainerStatuses ?? [])].filter((s) => s.state.running).length;
+    const statuses = [...(pod.status?.containerStatuses ?? []), ...(pod.status?.initContainerStatuses ?? []), ...(pod.status?.ephemeralContainerStatuses ?? [])];
+    const count = statuses.filter((s) => s.state.running).length;
     if (count > 0) runningPods++;
     containers += count;
   }

@@ -1,8 +1,11 @@
 /**
- * The config sources as one actor the syncLoop invokes: it runs each configured source, merges
- * their snapshots (PodConfig) and sends the resulting CONFIG.* events, then SOURCE.SEEN, to the
- * syncLoop, in that order, so that a source counts as seen only once its pods are known.
- * A broken manifest is logged with its file and field; it never stops the source.
+ * The config sources as one actor the syncLoop invokes: it runs each configured source (the file
+ * source, the HTTP source, the API server source), merges their snapshots (PodConfig) and sends
+ * the resulting CONFIG.* events, then SOURCE.SEEN, to the syncLoop, in that order, so that a
+ * source counts as seen only once its pods are known.
+ * A broken manifest is logged with its file (or URL) and field; it never stops the source. A pod
+ * left out because another of its source has its name gets the kubelet's FailedValidation event
+ * (pkg/kubelet/config/config.go filterInvalidPods).
  */
 import { type EventObject, fromCallback } from 'xstate';
 import type { Pod, SourceName } from '../api/types.ts';
@@ -14,31 +17,53 @@ import type { KubeApi } from '../client/api.ts';
 import { createApiSource } from './apiserver.ts';
 import { type EventRecorder, podReference } from '../eventrecorder/recorder.ts';
 import { createFileSource } from './file.ts';
-import { PodConfig } from './podConfig.ts';
+import { createHttpSource } from './http.ts';
+import { PodConfig, duplicatePodEvent } from './podConfig.ts';
 
 interface ConfigSourcesOptions {
   nodeName: string;
   podManifestPath?: string;
+  /** --manifest-url: a URL serving a Pod or a PodList. */
+  manifestUrl?: string;
+  /** --manifest-url-header: sent with each request to manifestUrl. */
+  manifestUrlHeaders?: Record<string, string[]>;
+  /** --http-check-frequency: the time between two fetches of manifestUrl. */
+  httpCheckFrequencyMs: number;
   /** The API server (--kubeconfig): the pods bound to this node. */
   api?: KubeApi;
   fileCheckFrequencyMs: number;
   clock: Clock;
   log: Logger;
-  /** Where a pod from the API that the agent cannot run is reported as an event on that pod. */
+  /** Where a pod the agent cannot run is reported as an event on that pod (a duplicate name, an API pod it cannot run). */
   recorder?: EventRecorder;
 }
 
-/** The sources the options configure: the syncLoop waits for each of them before housekeeping. */
-export function configuredSources(options: Pick<ConfigSourcesOptions, 'podManifestPath' | 'api'>): SourceName[] {
-  return [...(options.podManifestPath ? (['file'] as const) : []), ...(options.api ? (['api'] as const) : [])];
+/**
+ * The sources the options configure (pkg/kubelet/kubelet.go makePodSourceConfig: file with a
+ * static pod path, http with a URL, api with a client): the syncLoop waits for each of them before
+ * housekeeping, and pods removed before then are not killed (config.go SeenAllSources).
+ */
+export function configuredSources(options: Pick<ConfigSourcesOptions, 'podManifestPath' | 'manifestUrl' | 'api'>): SourceName[] {
+  return [
+    ...(options.podManifestPath ? (['file'] as const) : []),
+    ...(options.manifestUrl ? (['http'] as const) : []),
+    ...(options.api ? (['api'] as const) : []),
+  ];
 }
 
 export function createConfigSourcesLogic(options: ConfigSourcesOptions) {
   return fromCallback<EventObject>(({ sendBack }) => {
     const send = (event: ConfigEvent | SourceEvent) => sendBack(event);
+    const duplicate = (pod: Pod, source: SourceName) => {
+      const event = duplicatePodEvent(pod, source);
+      options.recorder?.event(podReference(pod), 'Warning', event.reason, event.message);
+    };
     const config = new PodConfig(configuredSources(options), {
-      onDuplicate: (pod, source) =>
-        options.log('warn', 'Dropped a pod whose name repeats within its source', { pod: podRef(pod), source }),
+      onDuplicate: (pod, source, by) => {
+        options.log('warn', `Dropped a pod whose ${by === 'name' ? 'name' : 'UID'} repeats within its source`, { pod: podRef(pod), podUID: pod.metadata.uid, source });
+        // The kubelet checks names only (a second pod of one UID replaces the first in its store).
+        if (by === 'name') duplicate(pod, source);
+      },
     });
     const deliver = (source: SourceName, pods: Pod[]) => {
       for (const update of config.merge(source, pods)) {
@@ -62,11 +87,36 @@ export function createConfigSourcesLogic(options: ConfigSourcesOptions) {
             ...(err.field !== undefined ? { field: err.field } : {}),
             err: err.message,
           });
+          // Left out by the file source itself, which knows both files: the kubelet's event all the same.
+          if (err.duplicate) duplicate(err.duplicate, 'file');
           send({ type: 'SOURCE.ERROR', source: 'file', message: err.message });
         },
       });
       file.start().catch((err: unknown) => options.log('error', 'File source failed to start', { err }));
       stops.push(() => file.stop());
+    }
+    if (options.manifestUrl) {
+      const url = options.manifestUrl;
+      const http = createHttpSource({
+        url,
+        headers: options.manifestUrlHeaders ?? {},
+        nodeName: options.nodeName,
+        checkFrequencyMs: options.httpCheckFrequencyMs,
+        clock: options.clock,
+        onSnapshot: (pods) => deliver('http', pods),
+        onError: (err) => {
+          options.log('error', 'Failed to read pods from URL', {
+            url,
+            ...(err.pod !== undefined ? { pod: err.pod } : {}),
+            ...(err.field !== undefined ? { field: err.field } : {}),
+            err: err.message,
+          });
+          send({ type: 'SOURCE.ERROR', source: 'http', message: err.message });
+        },
+        onRecovered: () => options.log('info', 'Successfully read pods from URL', { url }),
+      });
+      void http.start();
+      stops.push(() => http.stop());
     }
     if (options.api) {
       const api = createApiSource({

@@ -28,10 +28,9 @@
 import { constants, watch, type FSWatcher } from 'node:fs';
 import { type FileHandle, open, readdir, readlink, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { isScalar, LineCounter, parseAllDocuments } from 'yaml';
-import { isRecord } from '../api/validate.ts';
 import { podFullName, type Pod } from '../api/types.ts';
 import { type Clock, type TimerHandle, realClock } from '../clock.ts';
+import { MAX_MANIFEST_BYTES, MAX_MANIFEST_DEPTH, type ManifestProblem, decodeManifest, describeProblem } from './manifest.ts';
 import { defaultStaticPod } from './static.ts';
 
 export interface ManifestError {
@@ -43,6 +42,11 @@ export interface ManifestError {
   field?: string;
   /** Complete text for a log line, e.g. `examples/x.yaml: spec.containers[0].image: Required value`. */
   message: string;
+  /**
+   * The pod left out because another file's pod has its name: the kubelet records an event on it
+   * (pkg/kubelet/config/config.go filterInvalidPods).
+   */
+  duplicate?: Pod;
 }
 
 interface FileSourceOptions {
@@ -79,67 +83,16 @@ export interface ParsedManifest {
   errors: ManifestError[];
 }
 
-/**
- * The largest manifest read. The kubelet reads files of any size; we stop at 1 MiB: a pod that
- * large cannot be stored as a mirror pod (etcd takes requests of at most 1.5 MiB), and parsing
- * YAML of several MB holds the agent's event loop for seconds (5 MB of JSON: 5 s).
- */
-export const MAX_MANIFEST_BYTES = 1024 * 1024;
-/**
- * The deepest nesting of objects and lists accepted, the pod object being level 1. The kubelet's
- * decoder stops at 10,000 (k8s.io/apimachinery/pkg/util/json maxDepth); the YAML parser and every
- * recursive walk of a pod here would overflow the stack long before, at a depth that depends on
- * the caller. A real pod nests about 12 levels deep.
- */
-export const MAX_MANIFEST_DEPTH = 100;
+export { MAX_MANIFEST_BYTES, MAX_MANIFEST_DEPTH };
 
-/** `at line 3, column 5:` and the source excerpt that follow the reason in `yaml`'s messages. */
-const YAML_POSITION_SUFFIX = / at line \d+, column \d+:[\s\S]*$/;
-/** A parser that recursed too deeply: `yaml` reports the RangeError's message as the reason. */
-const STACK_OVERFLOW = /Maximum call stack size exceeded/;
-const TOO_DEEP = `nested deeper than ${MAX_MANIFEST_DEPTH} levels`;
-
-/** The offset of the first byte that is not part of UTF-8 text, in bytes known not to be UTF-8. */
-function firstNonUtf8Byte(bytes: Uint8Array): number {
-  const decodes = (length: number, stream: boolean) => {
-    try {
-      new TextDecoder('utf-8', { fatal: true }).decode(bytes.subarray(0, length), { stream });
-      return true;
-    } catch {
-      return false;
-    }
+/** A problem of `file` as the file source reports it. */
+function manifestError(file: string, problem: ManifestProblem): ManifestError {
+  return {
+    file,
+    ...(problem.line !== undefined ? { line: problem.line } : {}),
+    ...(problem.field ? { field: problem.field } : {}),
+    message: describeProblem(file, problem),
   };
-  // Streaming, a decoder keeps an incomplete last character for later, so whether a prefix
-  // decodes is monotonic in its length: search for the longest that does.
-  let good = 0;
-  let bad = bytes.length;
-  while (bad - good > 1) {
-    const mid = Math.floor((good + bad) / 2);
-    if (decodes(mid, true)) good = mid;
-    else bad = mid;
-  }
-  // It may end in the first bytes of the character that the next byte breaks: that one is bad.
-  while (!decodes(good, false)) good--;
-  return good;
-}
-
-/** The path of the first value nested deeper than `MAX_MANIFEST_DEPTH` levels, if any; iterative, so any depth is measured. */
-function tooDeep(manifest: unknown): string | undefined {
-  const stack: { value: unknown; path: string; depth: number }[] = [{ value: manifest, path: '', depth: 1 }];
-  for (let next = stack.pop(); next; next = stack.pop()) {
-    const { value, path, depth } = next;
-    const members = Array.isArray(value)
-      ? value.map((item, i) => [`${path}[${i}]`, item] as const)
-      : isRecord(value)
-        ? Object.entries(value).map(([key, item]) => [path === '' ? key : `${path}.${key}`, item] as const)
-        : [];
-    for (const [memberPath, item] of members) {
-      if (typeof item !== 'object' || item === null) continue;
-      if (depth + 1 > MAX_MANIFEST_DEPTH) return memberPath;
-      stack.push({ value: item, path: memberPath, depth: depth + 1 });
-    }
-  }
-  return undefined;
 }
 
 /**
@@ -147,56 +100,11 @@ function tooDeep(manifest: unknown): string | undefined {
  * `MAX_MANIFEST_BYTES + 1` bytes, or its text). Pure apart from hashing.
  */
 export function parseManifest(content: Uint8Array | string, file: string, nodeName: string): ParsedManifest {
-  const size = typeof content === 'string' ? Buffer.byteLength(content) : content.length;
-  if (size > MAX_MANIFEST_BYTES) {
-    return { errors: [{ file, message: `${file}: larger than ${MAX_MANIFEST_BYTES} bytes, the most a manifest may have` }] };
-  }
-  let text: string;
-  try {
-    text = typeof content === 'string' ? content : new TextDecoder('utf-8', { fatal: true }).decode(content);
-  } catch {
-    const bytes = content as Uint8Array;
-    const at = firstNonUtf8Byte(bytes);
-    const line = bytes.subarray(0, at).filter((byte) => byte === 0x0a).length + 1;
-    return { errors: [{ file, line, message: `${file}:${line}: not UTF-8 text (byte ${at})` }] };
-  }
-  const lineCounter = new LineCounter();
-  const documents = parseAllDocuments(text, { lineCounter });
-  for (const doc of documents) {
-    const [syntax] = doc.errors;
-    if (syntax) {
-      const line = syntax.linePos?.[0].line;
-      const reason = STACK_OVERFLOW.test(syntax.message) ? TOO_DEEP : syntax.message.replace(YAML_POSITION_SUFFIX, '');
-      const message = line === undefined ? `${file}: ${reason}` : `${file}:${line}: ${reason}`;
-      return { errors: [line === undefined ? { file, message } : { file, line, message }] };
-    }
-  }
-  // A `---` with nothing after it makes an empty (null) document; only documents with content count.
-  const pods = documents.filter((doc) => doc.contents !== null && !(isScalar(doc.contents) && doc.contents.value === null));
-  const [first, second] = pods;
-  if (!first) return { errors: [{ file, message: `${file}: no Pod in manifest` }] };
-  if (second) {
-    const line = lineCounter.linePos(second.range[0]).line;
-    const message = `${file}:${line}: one Pod per file, found ${pods.length} YAML documents`;
-    return { errors: [{ file, line, message }] };
-  }
-
-  let manifest: unknown;
-  try {
-    manifest = first.toJS();
-  } catch (err) {
-    const reason = STACK_OVERFLOW.test(errorText(err)) ? TOO_DEEP : errorText(err);
-    return { errors: [{ file, message: `${file}: ${reason}` }] };
-  }
-  const deep = tooDeep(manifest);
-  if (deep !== undefined) return { errors: [{ file, field: deep, message: `${file}: ${deep}: ${TOO_DEEP}` }] };
-  const result = defaultStaticPod(manifest, { kind: 'file', path: file }, nodeName);
+  const decoded = decodeManifest(content, { maxBytes: MAX_MANIFEST_BYTES, onlyOne: 'one Pod per file', expected: 'Pod' });
+  if ('problem' in decoded) return { errors: [manifestError(file, decoded.problem)] };
+  const result = defaultStaticPod(decoded.manifest, { kind: 'file', path: file }, nodeName);
   if (result.pod) return { pod: result.pod, errors: [] };
-  return {
-    errors: result.errors.map(({ field, message }) =>
-      field === '' ? { file, message: `${file}: ${message}` } : { file, field, message: `${file}: ${field}: ${message}` },
-    ),
-  };
+  return { errors: result.errors.map(({ field, message }) => manifestError(file, { field, reason: message })) };
 }
 
 function errorText(err: unknown): string {
@@ -387,7 +295,7 @@ export function createFileSource(options: FileSourceOptions): FileSource {
       const sameUid = byUid.get(uid);
       if (sameName !== undefined) {
         const message = `${file}: metadata.name: Duplicate value: ${JSON.stringify(name)} in namespace ${JSON.stringify(namespace)}: the pod of ${sameName} has this name`;
-        problems.set(file, { file, field: 'metadata.name', message });
+        problems.set(file, { file, field: 'metadata.name', message, duplicate: pod });
       } else if (sameUid !== undefined) {
         problems.set(file, { file, field: 'metadata.uid', message: `${file}: metadata.uid: Duplicate value: ${JSON.stringify(uid)}: the pod of ${sameUid} has this UID` });
       } else {

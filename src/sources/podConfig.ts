@@ -38,8 +38,8 @@ export interface PodUpdate {
 interface PodConfigOptions {
   /** Clock for the `seen` annotation; defaults to the wall clock. */
   now?: () => Date;
-  /** Called for each pod dropped because its full name (or UID) repeats within one snapshot. */
-  onDuplicate?: (pod: Pod, source: SourceName) => void;
+  /** Called for each pod dropped because its full name (or UID) repeats within one snapshot; `by` says which. */
+  onDuplicate?: (pod: Pod, source: SourceName, by: 'name' | 'uid') => void;
 }
 
 /** Annotations the agent itself sets; a source changing them is not a change of the pod. */
@@ -93,6 +93,16 @@ function withoutUndefined<T extends object>(value: T): T {
   return value;
 }
 
+/**
+ * The event the kubelet records on a pod it leaves out because an earlier pod of its source has
+ * its full name (pkg/kubelet/config/config.go filterInvalidPods: Warning FailedValidation, the
+ * dropped pod as `name_namespace(uid)` and the name they share).
+ */
+export function duplicatePodEvent(pod: Pod, source: SourceName): { reason: 'FailedValidation'; message: string } {
+  const { name, namespace, uid } = pod.metadata;
+  return { reason: 'FailedValidation', message: `Error validating pod ${name}_${namespace}(${uid}) from ${source} due to duplicate pod name ${JSON.stringify(name)}, ignoring` };
+}
+
 export class PodConfig {
   private readonly expected: ReadonlySet<SourceName>;
   private readonly seen = new Set<SourceName>();
@@ -100,7 +110,7 @@ export class PodConfig {
   /** The objects each source handed over last, by UID: the same object again is the same pod. */
   private readonly given = new Map<SourceName, Map<string, Pod>>();
   private readonly now: () => Date;
-  private readonly onDuplicate: ((pod: Pod, source: SourceName) => void) | undefined;
+  private readonly onDuplicate: PodConfigOptions['onDuplicate'];
 
   constructor(expectedSources: readonly SourceName[], options: PodConfigOptions = {}) {
     this.expected = new Set(expectedSources);
@@ -125,7 +135,7 @@ export class PodConfig {
       const uid = pod.metadata.uid;
       const fullName = podFullName(pod);
       if (names.has(fullName) || next.has(uid)) {
-        this.onDuplicate?.(structuredClone(pod), source);
+        this.onDuplicate?.(structuredClone(pod), source, names.has(fullName) ? 'name' : 'uid');
         continue;
       }
       names.add(fullName);

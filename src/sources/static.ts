@@ -111,7 +111,8 @@ function withStaticDefaults(manifest: Record<string, unknown>, origin: ManifestO
 /** Defaults, validates and API-defaults one parsed manifest. `pod` is set exactly when valid. */
 export function defaultStaticPod(manifest: unknown, origin: ManifestOrigin, nodeName: string): PodValidation {
   if (!isRecord(manifest)) return validatePod(manifest);
-  const checked = validatePod(withStaticDefaults(manifest, origin, nodeName));
+  // Created afresh at each read, as the kubelet validates it (ValidatePodCreate): no ephemeral containers.
+  const checked = validatePod(withStaticDefaults(manifest, origin, nodeName), { create: true });
   if (!checked.pod) return checked;
   const pod: Pod = applyPodDefaults(checked.pod);
   return { pod, errors: [] };

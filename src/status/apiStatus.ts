@@ -3,8 +3,14 @@
  * syncPod, mergePodStatus, needsUpdate, canBeDeleted):
  * - conditions the kubelet owns are replaced by the agent's; any other type (set by a controller,
  *   a readiness gate's condition) is kept as the API has it;
- * - a terminal phase in the API is never reverted: a status that would take a Succeeded or Failed
- *   pod back to Pending or Running is not written;
+ * - a terminal phase in the API is never changed: a status that would take a Succeeded or Failed
+ *   pod back to Pending or Running, or to the other terminal phase, is not written;
+ * - a terminal phase is not written while the pod could still have running containers (its actor
+ *   has not yet stopped them all): the API keeps the phase, reason and message it has until then
+ *   (mergePodStatus, "Delay transitioning a pod to a terminal status unless the pod is actually
+ *   terminal"), so a pod past its activeDeadlineSeconds shows Running while its containers stop,
+ *   then Failed with DeadlineExceeded. The `DisruptionTarget` condition (shared with the
+ *   controllers) goes with that terminal transition only;
  * - nothing is written when the merged status equals the API's;
  * - the pod's and the host's IPs are the agent's alone: the patch replaces those lists whole. A
  *   strategic merge patch merges them by `ip` (k8s.io/api core/v1 PodStatus: patchStrategy merge),
@@ -15,18 +21,53 @@ import { jsonEqual } from '../api/json.ts';
 import type { PodCondition, PodStatus } from '../api/types.ts';
 
 /** The condition types the kubelet sets (pkg/kubelet/types/pod_status.go PodConditionsByKubelet). */
-const KUBELET_CONDITIONS: readonly string[] = ['PodScheduled', 'Ready', 'Initialized', 'ContainersReady', 'PodReadyToStartContainers'];
+const KUBELET_CONDITIONS: readonly string[] = ['PodScheduled', 'Ready', 'Initialized', 'ContainersReady', 'PodReadyToStartContainers', 'PodResizeInProgress', 'PodResizePending'];
+/** The condition types the kubelet shares with controllers (PodConditionSharedByKubelet). */
+const SHARED_CONDITIONS: readonly string[] = ['DisruptionTarget'];
 
 const terminal = (phase: PodStatus['phase']) => phase === 'Succeeded' || phase === 'Failed';
 
 export type StatusWrite = { write: true; status: PodStatus } | { write: false; why: 'unchanged' | 'terminal' };
 
-export function statusToWrite(api: PodStatus | undefined, ours: PodStatus): StatusWrite {
+/**
+ * Whether the API would be shown `ours` terminal phase too early: the pod is not terminal in the
+ * API, is in ours, and could still have running containers. The writer writes such a pod again
+ * once its containers have stopped.
+ */
+export function holdsTerminalPhase(api: PodStatus | undefined, ours: PodStatus, couldHaveRunningContainers: boolean): boolean {
+  return couldHaveRunningContainers && !terminal(api?.phase) && terminal(ours.phase);
+}
+
+/**
+ * The status to write over `api` (the pod's API status), from `ours` (the agent's): the kubelet's
+ * mergePodStatus, then its "unchanged" check. `couldHaveRunningContainers`: the pod's actor has not
+ * yet stopped every container of it (pod_workers.go CouldHaveRunningContainers).
+ */
+export function statusToWrite(api: PodStatus | undefined, ours: PodStatus, couldHaveRunningContainers = false): StatusWrite {
   const current = api ?? {};
-  if (terminal(current.phase) && !terminal(ours.phase)) return { write: false, why: 'terminal' };
+  if (terminal(current.phase) && ours.phase !== current.phase) return { write: false, why: 'terminal' };
+  const held = holdsTerminalPhase(current, ours, couldHaveRunningContainers);
+  const transitioningToTerminal = !terminal(current.phase) && terminal(ours.phase);
+  // Ours first, then the others the API has (the order the agent has always written them in).
   const kept: PodCondition[] = (current.conditions ?? []).filter((c) => !KUBELET_CONDITIONS.includes(c.type));
-  const conditions = [...(ours.conditions ?? []), ...kept];
-  const merged: PodStatus = { ...ours, ...(conditions.length ? { conditions } : {}) };
+  for (const c of ours.conditions ?? []) {
+    if (!SHARED_CONDITIONS.includes(c.type) || !transitioningToTerminal || held) continue;
+    const at = kept.findIndex((k) => k.type === c.type);
+    if (at >= 0) kept[at] = c;
+    else kept.push(c);
+  }
+  const conditions = [...(ours.conditions ?? []).filter((c) => KUBELET_CONDITIONS.includes(c.type)), ...kept];
+  const merged: PodStatus = { ...ours, conditions };
+  if (conditions.length === 0) delete merged.conditions;
+  if (held) {
+    // The phase the API has, with its reason and message (none if it has none).
+    delete merged.phase;
+    delete merged.reason;
+    delete merged.message;
+    if (current.phase !== undefined) merged.phase = current.phase;
+    if (current.reason !== undefined) merged.reason = current.reason;
+    if (current.message !== undefined) merged.message = current.message;
+  }
   const comparable = { ...current, ...merged };
   if (jsonEqual(comparable, current)) return { write: false, why: 'unchanged' };
   return { write: true, status: merged };
@@ -35,9 +76,17 @@ export function statusToWrite(api: PodStatus | undefined, ours: PodStatus): Stat
 /** The IP lists the kubelet alone sets, replaced whole by a patch (a `$patch: replace` element). */
 const REPLACED_LISTS = ['podIPs', 'hostIPs'] as const;
 
-/** The strategic merge patch of `pods/<name>/status` carrying `status`, for the API object of UID `uid`. */
-export function statusPatch(uid: string, status: PodStatus): object {
+/**
+ * The strategic merge patch of `pods/<name>/status` carrying `status`, for the API object of UID
+ * `uid`. Conditions merge by type, so one the kubelet owns that `api` (the status the API has)
+ * shows and `status` no longer does (a resize condition cleared) is deleted by name, as the
+ * kubelet's two-way patch deletes it.
+ */
+export function statusPatch(uid: string, status: PodStatus, api?: PodStatus): object {
   const patched: Record<string, unknown> = { ...status };
+  const ours = new Set((status.conditions ?? []).map((c) => c.type));
+  const gone = (api?.conditions ?? []).filter((c) => KUBELET_CONDITIONS.includes(c.type) && !ours.has(c.type));
+  if (gone.length) patched['conditions'] = [...(status.conditions ?? []), ...gone.map((c) => ({ type: c.type, $patch: 'delete' }))];
   for (const list of REPLACED_LISTS) {
     const items = status[list];
     if (items) patched[list] = [{ $patch: 'replace' }, ...items];

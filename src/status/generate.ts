@@ -21,6 +21,8 @@ import { messageLimitPerContainer, truncateMessage } from '../kuberuntime/termin
 import type { RuntimeContainerStatus, RuntimePodStatus, WaitingReason } from '../api/runtimeView.ts';
 import type { KillStatus } from '../events.ts';
 import type { ContainerUser as RuntimeContainerUser } from '../runtime/types.ts';
+import type { ActuatedResources } from '../kuberuntime/podResize.ts';
+import { containerStatusResources, reportedResources } from './resize.ts';
 
 export interface StatusInput {
   pod: Pod;
@@ -45,6 +47,10 @@ export interface StatusInput {
   runtimeName: string;
   /** A kill that ends the pod Failed with its reason (an eviction). */
   killStatus?: KillStatus;
+  /** The resources the runtime last took for each container (in-place resize's actuated record), for `containerStatuses[].resources` where the runtime reports none. */
+  actuated?: ActuatedResources;
+  /** The pod's PodResizePending and PodResizeInProgress conditions (none for a terminal pod). */
+  resizeConditions?: readonly PodCondition[];
 }
 
 const toTime = (ms: number): string | undefined =>
@@ -52,19 +58,6 @@ const toTime = (ms: number): string | undefined =>
 
 export const ContainerStatusUnknownMessage =
   'The container could not be located when the pod was deleted.  The container used to be Running';
-
-/**
- * In a pod that has reached a terminal phase no container is left waiting: one that never ran is
- * reported terminated (pkg/kubelet/status/status_manager.go TerminatePod). A running one is being
- * stopped and reports its own termination.
- */
-function terminateWaiting(statuses: ContainerStatus[]): void {
-  for (const s of statuses) {
-    if (!s.state.waiting) continue;
-    s.state = { terminated: { exitCode: 137, reason: 'ContainerStatusUnknown', message: 'The container could not be located when the pod was terminated' } };
-    s.ready = false;
-  }
-}
 
 /** normalizeStatus: each terminated state's message (current and last) cut to the container's share of the pod's 12 KiB. */
 function cutTerminationMessages(statuses: ContainerStatus[], maxBytes: number): void {
@@ -91,6 +84,7 @@ export function generatePodStatus(input: StatusInput): PodStatus {
   const containerStatuses = pod.spec.containers
     .map((c) => containerStatus(c, input, defaultReason, previous?.containerStatuses, false))
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const ephemeralContainerStatuses = ephemeralStatuses(input, defaultReason);
 
   const podHasInitialized = regularContainerStartedInCurrentSandbox(pod, runtime);
   let phase = computePhase(pod, initContainerStatuses, containerStatuses, input.podIsTerminal, podHasInitialized);
@@ -129,15 +123,14 @@ export function generatePodStatus(input: StatusInput): PodStatus {
     phase = apiPhase as PodPhase;
   }
 
-  if (isTerminalPhase(phase)) {
-    terminateWaiting(containerStatuses);
-    terminateWaiting(initContainerStatuses);
-  }
-  cutTerminationMessages([...initContainerStatuses, ...containerStatuses], messageLimitPerContainer(pod));
+  // Containers that never ran stay waiting here, terminal phase or not: only the end of the pod's
+  // termination reports them terminated, and only once the pod has initialized (terminate.ts).
+  cutTerminationMessages([...initContainerStatuses, ...containerStatuses, ...ephemeralContainerStatuses], messageLimitPerContainer(pod));
 
   const sandbox = runtime.sandboxes[0];
   const podIP = sandbox?.state === 'SANDBOX_READY' && sandbox.ip ? sandbox.ip : previous?.podIP;
   const status: PodStatus = {
+    ...observedGenerationOf(pod, previous),
     phase,
     conditions: conditions(input, phase, initContainerStatuses, containerStatuses),
     startTime,
@@ -147,6 +140,7 @@ export function generatePodStatus(input: StatusInput): PodStatus {
   if (reason !== undefined) status.reason = reason;
   if (message !== undefined) status.message = message;
   if (hasInit) status.initContainerStatuses = initContainerStatuses;
+  if (ephemeralContainerStatuses.length) status.ephemeralContainerStatuses = ephemeralContainerStatuses;
   if (pod.spec.hostNetwork && input.hostIP) {
     status.podIP = input.hostIP;
     status.podIPs = [{ ip: input.hostIP }];
@@ -159,6 +153,26 @@ export function generatePodStatus(input: StatusInput): PodStatus {
     status.hostIPs = [{ ip: input.hostIP }];
   }
   return status;
+}
+
+/**
+ * `status.observedGeneration`: the pod's metadata.generation this status was made from, never
+ * lower than the one already reported (status_manager.go SetPodStatus,
+ * CalculatePodStatusObservedGeneration, and updateStatusInternal's "prevent sending unnecessary
+ * patches"). A pod without a generation (a static pod's own object) reports none.
+ */
+function observedGenerationOf(pod: Pod, previous: PodStatus | undefined): Pick<PodStatus, 'observedGeneration'> {
+  const observed = Math.max(pod.metadata.generation ?? 0, previous?.observedGeneration ?? 0);
+  return observed > 0 ? { observedGeneration: observed } : {};
+}
+
+/**
+ * A condition the agent sets, with the generation it was set from (CalculatePodConditionObservedGeneration:
+ * the pod's generation, the PodObservedGenerationTracking feature being GA).
+ */
+function withGeneration(pod: Pod, condition: PodCondition): PodCondition {
+  const generation = pod.metadata.generation ?? 0;
+  return generation > 0 ? { ...condition, observedGeneration: generation } : condition;
 }
 
 export function isTerminalPhase(phase: PodPhase | undefined): boolean {
@@ -254,6 +268,10 @@ function containerStatus(
   // The newest instance's user, only when the runtime reports one.
   const user = apiContainerUser(newest.user);
   if (user) status.user = user;
+  // What the node allocated to it, and what it runs with (convertToAPIContainerStatuses, InPlacePodVerticalScaling).
+  const requests = container.resources?.requests;
+  if (requests && Object.keys(requests).length) status.allocatedResources = { ...requests };
+  status.resources = containerStatusResources(container, newest, reportedResources(newest.resources, input.actuated?.[container.name]), previous, runtimeName);
   const waiting = input.reasons[container.name];
   const restartable = isInit && !isSidecar(container) ? initShouldRestart(pod, newest) : shouldRestart(pod, newest);
   if (waiting && !running && restartable && !input.podIsTerminal) {
@@ -266,6 +284,23 @@ function containerStatus(
     status.ready = status.started === true && (input.readiness?.[newest.id] ?? !container.readinessProbe);
   }
   return status;
+}
+
+/**
+ * `status.ephemeralContainerStatuses`, sorted by name: built like the regular containers' (the
+ * kubelet's convertToAPIContainerStatuses over the ephemeral containers' specs, in
+ * kubelet_pods.go generateAPIPodStatus), never ready and without `started`, since the prober
+ * reports on regular and init containers only (prober_manager.go UpdatePodStatus). A terminal pod
+ * leaves them as the runtime has them (status_manager.go TerminatePod does not touch them).
+ */
+function ephemeralStatuses(input: StatusInput, defaultReason: string): ContainerStatus[] {
+  return (input.pod.spec.ephemeralContainers ?? [])
+    .map((c) => {
+      const status: ContainerStatus = { ...containerStatus(c, input, defaultReason, input.previous?.ephemeralContainerStatuses, false), ready: false };
+      delete status.started;
+      return status;
+    })
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
 }
 
 /**
@@ -376,13 +411,19 @@ function conditions(
   const { pod, runtime } = input;
   const sandboxReady = runtime.sandboxes.length > 0 && !sandboxChange(pod, runtime).create;
   const containersReady = containersReadyCondition(pod, phase, initStatuses, statuses);
-  const list: PodCondition[] = [
+  // The resize conditions come first, as the kubelet adds them before generating the others; without a generation they carry none.
+  const resize = (input.resizeConditions ?? []).map((c) => {
+    if (pod.metadata.generation) return { ...c };
+    const { observedGeneration: _, ...rest } = c;
+    return rest;
+  });
+  const list = ([
     { type: 'PodReadyToStartContainers', status: sandboxReady ? 'True' : 'False' },
     initializedCondition(pod, phase, initStatuses, statuses),
     readyCondition(pod, containersReady),
     containersReady,
     { type: 'PodScheduled', status: 'True' },
-  ];
+  ] satisfies PodCondition[]).map((c) => withGeneration(pod, c));
   const previous = input.previous?.conditions ?? [];
   const now = toTime(input.nowMs);
   for (const condition of list) {
@@ -394,10 +435,10 @@ function conditions(
   // DisruptionTarget says why the pod is going (an eviction); once set it stays (the kubelet keeps it through later syncs).
   const kept = previous.find((p) => p.type === 'DisruptionTarget');
   const disruption: PodCondition | undefined = input.killStatus?.disruptionReason
-    ? { type: 'DisruptionTarget', status: 'True', reason: input.killStatus.disruptionReason, message: input.killStatus.message, lastProbeTime: null, lastTransitionTime: kept?.lastTransitionTime ?? now }
+    ? withGeneration(pod, { type: 'DisruptionTarget', status: 'True', reason: input.killStatus.disruptionReason, message: input.killStatus.message, lastProbeTime: null, lastTransitionTime: kept?.lastTransitionTime ?? now })
     : kept;
   if (disruption) list.push(disruption);
-  return list;
+  return [...resize, ...list];
 }
 
 /**
@@ -415,7 +456,7 @@ export function withContainerReadiness(pod: Pod, status: PodStatus, containerNam
   const podReady = readyCondition(pod, computed);
   const conditions = (status.conditions ?? []).map((c) => {
     if (c.type !== 'ContainersReady' && c.type !== 'Ready') return c;
-    const next: PodCondition = { ...(c.type === 'Ready' ? podReady : computed), lastProbeTime: null };
+    const next: PodCondition = withGeneration(pod, { ...(c.type === 'Ready' ? podReady : computed), lastProbeTime: null });
     next.lastTransitionTime = c.status === next.status ? (c.lastTransitionTime ?? now) : now;
     return next;
   });

@@ -13,12 +13,17 @@
  * pod being deleted has finished (its containers stopped, its resources released), delete the API
  * object with grace 0 and the UID precondition: that is what makes it disappear after
  * `kubectl delete` (canBeDeleted).
+ *
+ * A terminal phase waits for the pod's containers to stop (apiStatus.ts, mergePodStatus): while the
+ * pod's actor could still have running containers, the write keeps the API's phase. Such a pod is
+ * written again as soon as its actor has stopped them (`podTerminated`, the kubelet's forced
+ * update of TerminatePod), and on the next resync if that was missed.
  */
 import { ConfigAnnotation, type Pod, isStaticPod, podRef } from '../api/types.ts';
 import { isConflict, isForbidden, isNotFound, type KubeApi } from '../client/api.ts';
 import type { Clock, TimerHandle } from '../clock.ts';
 import type { Logger } from '../log.ts';
-import { statusPatch, statusToWrite } from './apiStatus.ts';
+import { holdsTerminalPhase, statusPatch, statusToWrite } from './apiStatus.ts';
 import type { StatusManager } from './manager.ts';
 
 interface StatusWriterDeps {
@@ -28,6 +33,11 @@ interface StatusWriterDeps {
   pod(uid: string): Pod | undefined;
   /** The pod's actor has finished: containers stopped, resources released. */
   finished(uid: string): boolean;
+  /**
+   * The pod's actor has not yet stopped every container of the pod (pod_workers.go
+   * CouldHaveRunningContainers): not yet terminated. None: false.
+   */
+  couldHaveRunningContainers?(uid: string): boolean;
   clock: Clock;
   log: Logger;
   /** Called whenever the queue or the counts change (the composition throttles it for the visualizer). */
@@ -44,6 +54,8 @@ export class StatusWriter {
   private readonly inFlight = new Set<string>();
   /** The version of each pod's status last written (or found equal), to skip what did not change. */
   private readonly written = new Map<string, number>();
+  /** Pods whose last write kept the API's phase in place of their terminal one. */
+  private readonly held = new Set<string>();
   private readonly unsubscribe: () => void;
   private timer: TimerHandle | undefined;
   private stopped = false;
@@ -54,7 +66,10 @@ export class StatusWriter {
   constructor(private readonly deps: StatusWriterDeps) {
     this.unsubscribe = deps.statuses.subscribe((uid, status) => {
       if (status) this.request(uid);
-      else this.written.delete(uid);
+      else {
+        this.written.delete(uid);
+        this.held.delete(uid);
+      }
     });
     this.scheduleResync();
   }
@@ -71,6 +86,11 @@ export class StatusWriter {
   rewrite(uid: string): void {
     this.written.delete(uid);
     this.request(uid);
+  }
+
+  /** The pod's actor has stopped its containers: a terminal phase held back is written now. */
+  podTerminated(uid: string): void {
+    if (this.held.has(uid)) this.rewrite(uid);
   }
 
   queued(): number {
@@ -91,6 +111,7 @@ export class StatusWriter {
     this.timer = this.deps.clock.setTimeout(() => {
       if (this.stopped) return;
       for (const uid of this.deps.statuses.uids()) {
+        if (this.held.has(uid) && !this.couldHaveRunningContainers(uid)) this.written.delete(uid);
         if (this.deps.statuses.version(uid) !== this.written.get(uid) || this.deletable(uid)) this.dirty.add(uid);
       }
       this.pump();
@@ -119,6 +140,10 @@ export class StatusWriter {
           this.deps.onProgress?.();
         });
     }
+  }
+
+  private couldHaveRunningContainers(uid: string): boolean {
+    return this.deps.couldHaveRunningContainers?.(uid) ?? false;
   }
 
   private deletable(uid: string): boolean {
@@ -167,14 +192,23 @@ export class StatusWriter {
     const version = statuses.version(uid);
     const { namespace, name } = pod.metadata;
     if (version !== this.written.get(uid)) {
-      const decision = statusToWrite(current.status, ours);
+      const couldHaveRunning = this.couldHaveRunningContainers(uid);
+      const decision = statusToWrite(current.status, ours, couldHaveRunning);
       if (decision.write) {
-        await api.patchPodStatus(namespace, name, statusPatch(target, decision.status));
+        await api.patchPodStatus(namespace, name, statusPatch(target, decision.status, current.status));
         this.writes += 1;
       } else if (decision.why === 'terminal') {
         this.deps.log('warn', 'Not writing a status that would take the pod out of its terminal phase', { pod: podRef(pod), phase: current.status?.phase });
       }
       this.written.set(uid, version);
+      if (!holdsTerminalPhase(current.status, ours, couldHaveRunning)) this.held.delete(uid);
+      else if (this.couldHaveRunningContainers(uid)) this.held.add(uid);
+      else {
+        // The containers stopped while this write was on its way: once more, with the phase.
+        this.held.delete(uid);
+        this.written.delete(uid);
+        this.dirty.add(uid);
+      }
     }
     if (this.deletable(uid)) {
       await api.deletePod(namespace, name, { gracePeriodSeconds: 0, uid: target });

@@ -184,6 +184,9 @@ async function writePayload(deps: VolumeDeps, pod: Pod, volume: PodVolume): Prom
   if ('error' in payload) throw new Error(payload.error);
   // ConfigMaps are on disk; secrets, the downward API and projections in memory.
   await prepareDir(deps, pod, volume, dir, !volume.configMap);
+  // These plugins set their volume up as an emptyDir first, whose directory is open to every user
+  // (empty_dir.go setupDir): a container running as any uid reaches the files their modes allow.
+  await chmod(dir, 0o777);
   // Their plugins mount these volumes read-only: the group may read, not write. The whole volume
   // is walked, as a first write makes files outside the new data directory too.
   const fsGroup = pod.spec.securityContext?.fsGroup;

@@ -1,7 +1,9 @@
 /** Pod admission predicates (pkg/kubelet/lifecycle/predicate.go). */
 import { describe, expect, it } from 'vitest';
 import type { ContainerPort, NodeSelectorTerm, Pod, Toleration } from '../../src/api/types.ts';
-import { type NodeInfo, admitPod } from '../../src/admission/admit.ts';
+import { type NodeInfo, admitPod, nodeForAdmission } from '../../src/admission/admit.ts';
+import { type MachineInfo, initialNode, nodeSettings } from '../../src/node/nodeStatus.ts';
+import { agentDefaults } from '../../src/cli/config.ts';
 import { podRequests } from '../../src/admission/resources.ts';
 import { basePod, ctr, sidecar } from '../support/podFixtures.ts';
 
@@ -221,8 +223,85 @@ describe('admitPod', () => {
       expect(reason(asking('c', { 'hugepages-2Mi': '4Mi' }), [], sized)).toBe('OutOfhugepages-2Mi');
     });
 
-    it('without allocatable (a standalone node) only the pod count is checked', () => {
+    it('without allocatable (no Node known, nor the machine) only the pod count is checked', () => {
       expect(reason(asking('a', { cpu: '64' }))).toBe('admit');
+    });
+  });
+
+  /**
+   * A node without an API server has no Node object: the kubelet admits against the Node it would
+   * register (kubelet_getters.go GetNode without a client → kubelet_node_status.go initialNode), its
+   * allocatable the machine's capacity less --system-reserved, --kube-reserved and the hard eviction
+   * thresholds (nodestatus/setters.go MachineInfo, cm GetNodeAllocatableReservation).
+   */
+  describe('against the Node the agent would register (a standalone node)', () => {
+    const machine: MachineInfo = {
+      cpuCores: 4,
+      memoryBytes: 8 * 2 ** 30,
+      ephemeralStorageBytes: 100 * 2 ** 30,
+      hugepages: {},
+      machineID: 'm',
+      systemUUID: 'u',
+      bootID: 'b',
+      kernelVersion: '6.1.0',
+      osImage: 'Debian GNU/Linux 12 (bookworm)',
+      operatingSystem: 'linux',
+      architecture: 'amd64',
+    };
+    const local: NodeInfo = { name: 'node-a', maxPods: 110, labels: { 'kubernetes.io/hostname': 'node-a' }, os: 'linux' };
+    /** The Node initialNode builds from the machine and the agent's settings (defaults: 100Mi and 10% held back for eviction). */
+    const wouldRegister = (reserved: { systemReserved?: Record<string, string>; kubeReserved?: Record<string, string> } = {}) =>
+      initialNode(
+        {
+          machine,
+          settings: nodeSettings({ ...agentDefaults(), nodeName: 'node-a', ...reserved }, 'v1.37.0-statelet'),
+          health: { runtimeVersion: '', notReady: [], pressure: [] },
+          images: [],
+        },
+        '2026-01-01T00:00:00Z',
+      );
+    const asking = (requests: Record<string, string | number>) => named('big', { containers: [ctr('main', { resources: { requests } })] });
+    const memoryLeft = 8 * 2 ** 30 - 100 * 2 ** 20;
+
+    it.each<[string, Record<string, string | number>, Parameters<typeof wouldRegister>[0], ReturnType<typeof admitPod>]>([
+      [
+        '100,000 CPUs: OutOfcpu, in millicores against the 4 cores',
+        { cpu: '100000' },
+        {},
+        { admit: false, reason: 'OutOfcpu', message: "Node didn't have enough resource: cpu, requested: 100000000, used: 0, capacity: 4000" },
+      ],
+      [
+        'CPU held back by --system-reserved and --kube-reserved',
+        { cpu: '3600m' },
+        { systemReserved: { cpu: '250m' }, kubeReserved: { cpu: '250m' } },
+        { admit: false, reason: 'OutOfcpu', message: "Node didn't have enough resource: cpu, requested: 3600, used: 0, capacity: 3500" },
+      ],
+      ['all of the cores', { cpu: '4' }, {}, { admit: true }],
+      [
+        'all of the memory: the hard eviction threshold is held back',
+        { memory: '8Gi' },
+        {},
+        { admit: false, reason: 'OutOfmemory', message: `Node didn't have enough resource: memory, requested: ${8 * 2 ** 30}, used: 0, capacity: ${memoryLeft}` },
+      ],
+      ['the memory left above the threshold', { memory: `${memoryLeft / 2 ** 10}Ki` }, {}, { admit: true }],
+      [
+        'the whole disk: nodefs.available<10% is held back',
+        { 'ephemeral-storage': '100Gi' },
+        {},
+        { admit: false, reason: 'OutOfephemeral-storage', message: `Node didn't have enough resource: ephemeral-storage, requested: ${100 * 2 ** 30}, used: 0, capacity: ${Math.floor(100 * 2 ** 30 * 0.9)}` },
+      ],
+    ])('%s', (_case, requests, reserved, expected) => {
+      expect(admitPod(asking(requests), [], nodeForAdmission(local, wouldRegister(reserved)))).toEqual(expected);
+    });
+
+    it('takes the labels and taints of the Node too; without one, the agent\'s own and no resources checked', () => {
+      const node = wouldRegister();
+      const seen = nodeForAdmission(local, { ...node, spec: { taints: [{ key: 'dedicated', effect: 'NoExecute' }] } });
+      expect(seen.labels).toEqual(node.metadata.labels);
+      expect(seen.labels['kubernetes.io/os']).toBe('linux');
+      expect(seen.taints).toEqual([{ key: 'dedicated', effect: 'NoExecute' }]);
+      expect(nodeForAdmission(local, null)).toBe(local);
+      expect(admitPod(asking({ cpu: '100000' }), [], nodeForAdmission(local, null))).toEqual({ admit: true });
     });
   });
 

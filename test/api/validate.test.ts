@@ -218,6 +218,60 @@ describe('validatePod', () => {
   });
 });
 
+describe('validatePod: ephemeral containers (validation.go validateEphemeralContainers)', () => {
+  const withDebugger = (debugger_: Record<string, unknown>) => {
+    const pod = basePod();
+    pod.spec['ephemeralContainers'] = [{ name: 'debug', image: 'busybox:1.36', ...debugger_ }];
+    return pod;
+  };
+
+  it('accepts one added to a pod, with a target among its init and regular containers', () => {
+    expect(validatePod(withDebugger({ targetContainerName: 'app', stdin: true, tty: true })).errors).toEqual([]);
+    expect(validatePod(withDebugger({ targetContainerName: 'setup' })).errors).toEqual([]);
+    // As the API server returns it: an empty `resources` (and empty lists) are no resources.
+    expect(validatePod(withDebugger({ resources: {}, ports: [] })).errors).toEqual([]);
+    expect(validatePod(withDebugger({ resources: { limits: {}, claims: [] } })).errors).toEqual([]);
+  });
+
+  it.each<[string, Record<string, unknown>, string, string]>([
+    ['a target that is no init or regular container', { targetContainerName: 'nope' }, 'spec.ephemeralContainers[0].targetContainerName', 'Not found: "nope"'],
+    ['a target that is not a string', { targetContainerName: 3 }, 'spec.ephemeralContainers[0].targetContainerName', 'Invalid value'],
+    ["another container's name", { name: 'app' }, 'spec.ephemeralContainers[0].name', 'Duplicate value: "app"'],
+    ['no image', { image: undefined }, 'spec.ephemeralContainers[0].image', 'Required value'],
+    ['ports', { ports: [{ containerPort: 80 }] }, 'spec.ephemeralContainers[0].ports', 'Forbidden: cannot be set for an Ephemeral Container'],
+    ['a probe', { readinessProbe: { exec: { command: ['true'] } } }, 'spec.ephemeralContainers[0].readinessProbe', 'Forbidden'],
+    ['lifecycle hooks', { lifecycle: { preStop: { exec: { command: ['true'] } } } }, 'spec.ephemeralContainers[0].lifecycle', 'Forbidden'],
+    ['resources', { resources: { limits: { cpu: '1' } } }, 'spec.ephemeralContainers[0].resources', 'Forbidden'],
+    ['a subPath', { volumeMounts: [{ name: 'v', mountPath: '/v', subPath: 'x' }] }, 'spec.ephemeralContainers[0].volumeMounts[0].subPath', 'Forbidden'],
+    ['a restart policy', { restartPolicy: 'Always' }, 'spec.ephemeralContainers[0].restartPolicy', 'Forbidden'],
+  ])('refuses %s', (_case, debugger_, field, message) => {
+    const result = validatePod(withDebugger(debugger_));
+    expect(result.pod).toBeUndefined();
+    expect(result.errors).toContainEqual({ field, message: expect.stringContaining(message) });
+  });
+
+  it('refuses any at creation (ValidatePodCreate), and an empty list is none', () => {
+    expect(validatePod(withDebugger({}), { create: true }).errors).toEqual([{ field: 'spec.ephemeralContainers', message: 'Forbidden: cannot be set on create' }]);
+    const empty = basePod();
+    empty.spec['ephemeralContainers'] = [];
+    expect(validatePod(empty, { create: true }).errors).toEqual([]);
+  });
+
+  it('defaults them as the API does: pull policy and termination message settings, the target kept', () => {
+    const pod = validatePod(withDebugger({ targetContainerName: 'app' })).pod!;
+    expect(applyPodDefaults(pod).spec.ephemeralContainers).toEqual([
+      {
+        name: 'debug',
+        image: 'busybox:1.36',
+        targetContainerName: 'app',
+        imagePullPolicy: 'IfNotPresent',
+        terminationMessagePath: '/dev/termination-log',
+        terminationMessagePolicy: 'File',
+      },
+    ]);
+  });
+});
+
 describe('defaultPullPolicy', () => {
   it.each([
     ['nginx', 'Always'],

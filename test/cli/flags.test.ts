@@ -336,6 +336,7 @@ describe('parseCommandLine: defaults and forms', () => {
 
   it('accumulates repeated --manifest-url-header flags per header name, in order', () => {
     const { config } = run([
+      '--manifest-url', 'http://config.example/pods',
       '--manifest-url-header', 'a:hello,b:again,c:world',
       '--manifest-url-header', 'b:beautiful',
     ]);
@@ -343,7 +344,7 @@ describe('parseCommandLine: defaults and forms', () => {
   });
 
   it('keeps everything after the first colon as the header value', () => {
-    expect(run(['--manifest-url-header=Authorization:Bearer a:b']).config.manifestUrlHeaders).toEqual({
+    expect(run(['--manifest-url=http://config.example/pods', '--manifest-url-header=Authorization:Bearer a:b']).config.manifestUrlHeaders).toEqual({
       Authorization: ['Bearer a:b'],
     });
   });
@@ -481,10 +482,11 @@ describe('help text', () => {
 
 describe('PLEG and crash-loop backoff settings', () => {
   it('reads the evented PLEG flags', () => {
-    expect(run(['--evented-pleg=false', '--evented-pleg-relist-period', '30s']).config).toMatchObject({
-      eventedPleg: false,
+    expect(run(['--evented-pleg-relist-period', '30s']).config).toMatchObject({
+      eventedPleg: true,
       eventedPlegRelistPeriodMs: 30_000,
     });
+    expect(run(['--evented-pleg=false']).config.eventedPleg).toBe(false);
     expect(run(['--evented-pleg']).config.eventedPleg).toBe(true);
   });
 
@@ -539,6 +541,7 @@ describe('--config precedence', () => {
     const { config } = run([
       '--config', file,
       '--max-pods', '20',
+      '--manifest-url', 'http://config.example/pods',
       '--manifest-url-header', 'b:from-flag',
     ]);
     expect(config.maxPods).toBe(20); // flag over file
@@ -735,5 +738,66 @@ describe('KubeletConfiguration file', () => {
     const fileDefaults: Record<string, unknown> = { ...agentDefaults('config-file') };
     const differing = Object.keys(flagDefaults).filter((key) => JSON.stringify(flagDefaults[key]) !== JSON.stringify(fileDefaults[key]));
     expect(differing).toEqual(['readOnlyPort']);
+  });
+});
+
+describe('a setting given where it would be ignored (never accept a setting and ignore it)', () => {
+  const NO_EFFECT = 'and statelet does not take a setting it would ignore';
+  // Each flag alone is refused, naming what it needs; with that, it is taken.
+  const refused: { argv: string[]; message: string; takenWith: string[] }[] = [
+    ...['--register-node=false', '--register-with-taints=a=b:NoSchedule', '--node-status-update-frequency=5s', '--node-status-report-frequency=1m', '--node-lease-duration-seconds=20', '--kube-api-qps=5', '--kube-api-burst=5', '--event-qps=5', '--event-burst=5'].map((flag) => ({
+      argv: [flag],
+      message: `${flag.slice(0, flag.indexOf('='))}: has no effect without --kubeconfig, ${NO_EFFECT}`,
+      takenWith: ['--kubeconfig=/etc/kubelet.conf'],
+    })),
+    { argv: ['--file-check-frequency=5s'], message: `--file-check-frequency: has no effect without --pod-manifest-path (staticPodPath), ${NO_EFFECT}`, takenWith: ['--pod-manifest-path=/m'] },
+    { argv: ['--http-check-frequency=5s'], message: `--http-check-frequency: has no effect without --manifest-url (staticPodURL), ${NO_EFFECT}`, takenWith: ['--manifest-url=http://x/pods'] },
+    { argv: ['--manifest-url-header=a:b'], message: `--manifest-url-header: has no effect without --manifest-url (staticPodURL), ${NO_EFFECT}`, takenWith: ['--manifest-url=http://x/pods'] },
+    { argv: ['--evented-pleg=false', '--evented-pleg-relist-period=30s'], message: `--evented-pleg-relist-period: has no effect without --evented-pleg, ${NO_EFFECT}`, takenWith: ['--evented-pleg'] },
+    {
+      argv: ['--cgroups-per-qos=false', '--pod-max-pids=100', '--enforce-node-allocatable=none'],
+      message: `--pod-max-pids: has no effect without --cgroups-per-qos (cgroupsPerQOS), which makes the cgroups it sets, ${NO_EFFECT}`,
+      takenWith: ['--cgroups-per-qos'],
+    },
+    {
+      argv: ['--cgroups-per-qos=false', '--cgroup-root=/x', '--enforce-node-allocatable=none'],
+      message: `--cgroup-root: has no effect without --cgroups-per-qos (cgroupsPerQOS), which makes the cgroups it sets, ${NO_EFFECT}`,
+      takenWith: ['--cgroups-per-qos'],
+    },
+    {
+      argv: ['--cgroups-per-qos=false', '--enforce-node-allocatable=pods'],
+      message: '--enforce-node-allocatable: cgroupsPerQOS (--cgroups-per-qos) must be set to true when "pods" contained in enforceNodeAllocatable (--enforce-node-allocatable); give --enforce-node-allocatable=none',
+      takenWith: ['--cgroups-per-qos'],
+    },
+    { argv: ['--inspect-url=ws://localhost:9000'], message: `--inspect-url: has no effect without --inspect=stately, ${NO_EFFECT}`, takenWith: ['--inspect=stately'] },
+    {
+      argv: ['--authorization-mode=Webhook'],
+      message: '--authorization-mode: Webhook needs --kubeconfig: no client provided, cannot use webhook authorization',
+      takenWith: ['--kubeconfig=/etc/kubelet.conf'],
+    },
+    {
+      argv: ['--authentication-token-webhook'],
+      message: '--authentication-token-webhook: needs --kubeconfig: no client provided, cannot use webhook authentication',
+      takenWith: ['--kubeconfig=/etc/kubelet.conf'],
+    },
+  ];
+  it.each(refused)('$argv', ({ argv, message, takenWith }) => {
+    expect(usageError(argv)).toBe(message);
+    expect(run([...argv, ...takenWith]).warnings).toEqual([]);
+  });
+
+  it('takes what does apply without the rest: AlwaysAllow, no token webhook, a pod cgroup default left alone', () => {
+    expect(run(['--authorization-mode=AlwaysAllow', '--authentication-token-webhook=false']).config).toMatchObject({ authorizationMode: 'AlwaysAllow', authenticationTokenWebhook: false });
+    // The default enforcement ("pods") is no one's request: --cgroups-per-qos=false alone is taken.
+    expect(run(['--cgroups-per-qos=false']).config).toMatchObject({ cgroupsPerQos: false, enforceNodeAllocatable: ['pods'] });
+  });
+
+  it('warns about such a field of a config file (the file may be shared with kubelets), as about an unknown one', () => {
+    const file = writeConfig(`${HEADER}registerNode: true\nhttpCheckFrequency: 20s\nfileCheckFrequency: 20s\nstaticPodPath: /m\nunknownField: 1\n`);
+    expect(run(['--config', file]).warnings).toEqual([
+      `${file}: ignoring field "unknownField", which statelet does not support`,
+      `${file}: ignoring field "registerNode": has no effect without --kubeconfig, ${NO_EFFECT}`,
+      `${file}: ignoring field "httpCheckFrequency": has no effect without --manifest-url (staticPodURL), ${NO_EFFECT}`,
+    ]);
   });
 });

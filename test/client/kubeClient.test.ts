@@ -45,7 +45,7 @@ async function clientOf(status: number, body: string, answer: (n: number) => Ans
 
 /** Watches pods from version 5: how the watch ended. */
 function watchEnd(api: Awaited<ReturnType<typeof clientOf>>): Promise<ApiError | undefined> {
-  return new Promise((resolve) => api.watchPods('spec.nodeName=n', '5', { onEvent: () => {}, onEnd: resolve }));
+  return new Promise((resolve) => api.watchPods('spec.nodeName=n', '5', { onEvent: () => {}, onBookmark: () => {}, onEnd: resolve }));
 }
 
 const expired = JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'too old resource version: 5 (9)', reason: 'Expired', code: 410 });
@@ -115,5 +115,22 @@ describe('its connections to the API server', () => {
     await Promise.all(Array.from({ length: 3 }, () => api.getNode('n')));
     expect(connections).toBeLessThanOrEqual(3);
     expect(connections).toBeGreaterThanOrEqual(1);
+  });
+});
+
+describe('a watch BOOKMARK', () => {
+  it('is passed on as its version alone, never as an object event', async () => {
+    // As the API server sends it: an object of the watched kind with only metadata.resourceVersion.
+    const bookmark = JSON.stringify({ type: 'BOOKMARK', object: { kind: 'Pod', apiVersion: 'v1', metadata: { resourceVersion: '12746', annotations: { 'k8s.io/initial-events-end': 'true' } } } });
+    const api = await clientOf(200, `${bookmark}\n`);
+    const seen: string[] = [];
+    await new Promise<void>((resolve) =>
+      api.watchPods('spec.nodeName=n', '5', {
+        onEvent: (type) => void seen.push(`event ${type}`),
+        onBookmark: (version) => void seen.push(`bookmark ${version}`),
+        onEnd: () => resolve(),
+      }),
+    );
+    expect(seen).toEqual(['bookmark 12746']);
   });
 });

@@ -92,6 +92,47 @@ describe('the API pod source against the real API server', () => {
     }
   });
 
+  it('takes the BOOKMARKs of its watch as versions only: no pod, no error, no snapshot', { timeout: 150_000 }, async ({ skip }) => {
+    if (!cp) return skip();
+    const namespace = await cp.namespace('bookmarks');
+    await cp.core.createNamespacedPod({ namespace, body: { ...bound('steady'), metadata: { name: 'steady' } } as never });
+    const bookmarks: string[] = [];
+    const api = nodeClient();
+    // The client's own watch, told of each bookmark the API server sends (about once a minute).
+    const watchPods: typeof api.watchPods = (fieldSelector, resourceVersion, handlers) =>
+      api.watchPods(fieldSelector, resourceVersion, { ...handlers, onBookmark: (version) => (bookmarks.push(version), handlers.onBookmark(version)) });
+    const problems: string[] = [];
+    const snapshots: string[][] = [];
+    let watching = false;
+    const source = createApiSource({
+      api: { ...api, watchPods },
+      nodeName: NODE,
+      clock: realClock,
+      log: (level, message) => void (level === 'error' || level === 'warn' ? problems.push(message) : undefined),
+      onSnapshot: (pods) => void snapshots.push(pods.map((p) => p.metadata.name).sort()),
+      onError: (pod, message) => void problems.push(`${pod}: ${message}`),
+      onState: (state) => void (watching ||= state.phase === 'watching'),
+    });
+    source.start();
+    try {
+      await waitFor(async () => watching, 'the watch');
+      // A pod of another node: this watch is not sent it, but the pods' version moves past where
+      // the watch started, and the API server's next bookmark carries the new version.
+      const elsewhere = await cp.core.createNamespacedPod({
+        namespace,
+        body: { metadata: { name: 'elsewhere' }, spec: { nodeName: 'another-node', containers: [{ name: 'c', image: 'busybox:1' }] } },
+      });
+      const snapshotsBefore = snapshots.length;
+      await waitFor(async () => bookmarks.length > 0, 'a BOOKMARK from the API server', 120_000);
+      expect(Number(bookmarks[0])).toBeGreaterThanOrEqual(Number(elsewhere.metadata?.resourceVersion));
+      expect(problems).toEqual([]);
+      expect(snapshots.length).toBe(snapshotsBefore);
+      expect(snapshots.at(-1)).toContain('steady');
+    } finally {
+      source.stop();
+    }
+  });
+
   it('tells a 403 (the node asking for what it may not) from other failures', async ({ skip }) => {
     if (!cp) return skip();
     const namespace = await cp.namespace('forbidden');

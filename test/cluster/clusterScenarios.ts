@@ -8,7 +8,9 @@
  */
 import { execFile, spawn } from 'node:child_process';
 import { mkdtemp, readdir, readFile, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { type Server, createServer } from 'node:http';
 import https from 'node:https';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -36,6 +38,9 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
   let agent: AgentProcess | undefined;
   let manifests: string;
   let tokenPod: ShortTokenPod | undefined;
+  // The HTTP manifest source (--manifest-url): what it serves, changed by the scenario.
+  let manifestServer: Server | undefined;
+  let served = '';
   const STATIC_POD = [
     'apiVersion: v1',
     'kind: Pod',
@@ -51,8 +56,13 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
     if (!cp) return;
     manifests = await mkdtemp(path.join(os.tmpdir(), 'statelet-cluster-manifests-'));
     await writeFile(path.join(manifests, 'static-web.yaml'), STATIC_POD);
+    served = STATIC_POD.replace(/static-web/g, 'url-web');
+    manifestServer = createServer((_req, res) => res.end(served));
+    await new Promise<void>((resolve) => manifestServer!.listen(0, '127.0.0.1', resolve));
     agent = await runStatelet([
       `--pod-manifest-path=${manifests}`,
+      `--manifest-url=http://127.0.0.1:${(manifestServer.address() as AddressInfo).port}/pods`,
+      '--http-check-frequency=1s',
       `--container-runtime-endpoint=${runtime.endpoint()}`,
       `--kubeconfig=${cp.nodeKubeconfig(NODE)}`,
       `--hostname-override=${NODE}`,
@@ -78,6 +88,7 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
 
   afterAll(async () => {
     await agent?.stop();
+    if (manifestServer) await new Promise<void>((resolve) => manifestServer!.close(() => resolve()));
     await cp?.close();
     if (manifests) await rm(manifests, { recursive: true, force: true });
   });
@@ -220,6 +231,16 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
       expect(again.metadata?.annotations?.['kubernetes.io/config.mirror']).toBe(mirror.metadata?.annotations?.['kubernetes.io/config.mirror']);
       // The static pod goes: so does its mirror.
       await unlink(path.join(manifests, 'static-web.yaml'));
+      await cp.waitFor<V1Pod>(pods('default'), name, (p) => p === null, 30_000);
+    });
+
+    it('runs the pod --manifest-url serves as a static pod, with its mirror pod, and stops both when the URL no longer serves it', { timeout: 60_000 }, async ({ skip }) => {
+      if (!cp) return skip();
+      const name = `url-web-${NODE}`;
+      const mirror = (await cp.waitFor<V1Pod>(pods('default'), name, (p) => p?.status?.phase === 'Running', 30_000))!;
+      expect(mirror.metadata?.annotations).toMatchObject({ 'kubernetes.io/config.source': 'http', 'kubernetes.io/config.mirror': expect.any(String) });
+      expect(mirror.status?.containerStatuses?.[0]).toMatchObject({ name: 'web', ready: true });
+      served = '';
       await cp.waitFor<V1Pod>(pods('default'), name, (p) => p === null, 30_000);
     });
 
@@ -529,12 +550,15 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
                   { name: 'secret', mountPath: '/secret' },
                 ],
               },
+              // Not root, no fsGroup: the volume's directory lets it in, the file's mode (0644) lets it read.
+              { name: 'nonroot', image: runtime.image, securityContext: { runAsUser: 1000 }, command: ['sh', '-c', "trap 'exit 0' TERM; while true; do sleep 1; done"], volumeMounts: [{ name: 'config', mountPath: '/config' }] },
             ],
           },
         },
       });
       const pod = (await cp.waitFor<V1Pod>(pods(namespace), 'keyed', (p) => p?.status?.phase === 'Running' || p?.status?.phase === 'Failed', 30_000))!;
       expect(pod.status?.phase).toBe('Running');
+      expect(await cp.kubectl(['exec', '-n', namespace, 'keyed', '-c', 'nonroot', '--', 'sh', '-c', 'id -u; cat /config/MODE'])).toBe('1000\nfast');
       const volumes = path.join(agent!.rootDir, 'pods', pod.metadata!.uid!, 'volumes');
       expect((await stat(path.join(volumes, 'kubernetes.io~secret', 'secret', 'password'))).mode & 0o777).toBe(0o400);
       // An update of the ConfigMap reaches the mounted file: within the object cache's TTL (1 min) and a sync (10 s here).
@@ -877,6 +901,75 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
       const attached = await kubectlExit(cp, ['attach', '-n', namespace, 'talker']);
       expect(attached.stdout).toMatch(/^line-\d+$/m);
       expect(attached.code).toBe(0);
+    });
+
+    it("runs kubectl debug --target: an ephemeral container in the target's pid namespace, in ephemeralContainerStatuses, reached by exec, logs and attach, never restarted, stopped with the pod", { timeout: 120_000 }, async ({ skip }) => {
+      if (!cp) return skip();
+      const namespace = await cp.namespace('debug');
+      const app = "echo the-app-process; trap 'exit 0' TERM; while true; do sleep 1; done";
+      await cp.core.createNamespacedPod({
+        namespace,
+        body: { metadata: { name: 'target' }, spec: { nodeName: NODE, terminationGracePeriodSeconds: 1, containers: [{ name: 'app', image: runtime.image, command: ['sh', '-c', app] }] } },
+      });
+      await cp.waitFor<V1Pod>(pods(namespace), 'target', (p) => p?.status?.phase === 'Running');
+      const ephemeral = (p: V1Pod | null, name: string) => p?.status?.ephemeralContainerStatuses?.find((s) => s.name === name);
+
+      // kubectl debug without -i: the container is added through pods/ephemeralcontainers, and kubectl returns.
+      const debug = (name: string, script: string) =>
+        cp!.kubectl(['debug', '-n', namespace, 'target', `--image=${runtime.image}`, '--image-pull-policy=IfNotPresent', '--target=app', `--container=${name}`, '--', 'sh', '-c', script]);
+      await debug('debugger', 'cat /proc/1/cmdline; echo; while true; do echo polo; sleep 1; done');
+      const running = (await cp.waitFor<V1Pod>(pods(namespace), 'target', (p) => !!ephemeral(p, 'debugger')?.state?.running, 60_000))!;
+      expect(ephemeral(running, 'debugger')).toMatchObject({ name: 'debugger', ready: false, restartCount: 0 });
+      expect(ephemeral(running, 'debugger')?.started).toBeUndefined();
+      expect(running.status?.phase).toBe('Running');
+      expect(running.status?.containerStatuses?.map((c) => c.name)).toEqual(['app']);
+
+      // In the app's pid namespace: pid 1 is the app's shell, as exec and the debugger's own log show.
+      expect(await cp.kubectl(['exec', '-n', namespace, 'target', '-c', 'debugger', '--', 'cat', '/proc/1/cmdline'])).toContain('the-app-process');
+      await waitFor(async () => (await cp!.kubectl(['logs', '-n', namespace, 'target', '-c', 'debugger'])).includes('polo'), 'the debugger logging', 30_000);
+      expect(await cp.kubectl(['logs', '-n', namespace, 'target', '-c', 'debugger'])).toContain('the-app-process');
+
+      // attach: its output from now on (kubectl stays attached until stopped here).
+      const attach = spawn(cp.kubectlPath, ['--kubeconfig', cp.adminKubeconfig, 'attach', '-n', namespace, 'target', '-c', 'debugger']);
+      try {
+        let said = '';
+        attach.stdout.on('data', (chunk: Buffer) => (said += chunk.toString()));
+        await waitFor(async () => said.includes('polo'), 'kubectl attach to the debugger', 30_000);
+      } finally {
+        attach.kill();
+      }
+
+      // kubectl debug -i: kubectl waits for the container to run, attaches its stdin, and a shell
+      // reads what is typed. sim:// processes read no input, so only a real runtime shows it.
+      if (runtime.name === 'containerd') {
+        const interactive = spawn(cp.kubectlPath, ['--kubeconfig', cp.adminKubeconfig, 'debug', '-i', '-n', namespace, 'target', `--image=${runtime.image}`, '--image-pull-policy=IfNotPresent', '--target=app', '--container=shell', '--', 'sh']);
+        let typedOut = '';
+        interactive.stdout.on('data', (chunk: Buffer) => (typedOut += chunk.toString()));
+        const ended = new Promise<number | null>((resolve) => interactive.once('close', resolve));
+        await cp.waitFor<V1Pod>(pods(namespace), 'target', (p) => !!ephemeral(p, 'shell')?.state?.running, 60_000);
+        // Typed until the shell answers: kubectl attaches a moment after the container runs.
+        await waitFor(async () => {
+          interactive.stdin.write('cat /proc/1/cmdline; echo\n');
+          await new Promise((resolve) => setTimeout(resolve, 300));
+          return typedOut.includes('the-app-process');
+        }, 'the interactive shell answering', 30_000);
+        interactive.stdin.end('exit 0\n');
+        expect(await ended).toBe(0);
+      }
+
+      // One that ends is not started again, whatever the pod's restart policy (Always here).
+      await debug('oneshot', 'echo done; exit 3');
+      const ended = (await cp.waitFor<V1Pod>(pods(namespace), 'target', (p) => !!ephemeral(p, 'oneshot')?.state?.terminated, 60_000))!;
+      const first = ephemeral(ended, 'oneshot')!;
+      expect(first.state?.terminated).toMatchObject({ exitCode: 3, reason: 'Error' });
+      // Past a full --sync-frequency (10 s) later: the same instance, no restart.
+      await new Promise((resolve) => setTimeout(resolve, 12_000));
+      const later = ephemeral(await cp.core.readNamespacedPod({ namespace, name: 'target' }), 'oneshot')!;
+      expect(later).toMatchObject({ restartCount: 0, containerID: first.containerID, state: { terminated: { exitCode: 3 } } });
+
+      // Deleted: every container, the debugger too, is stopped before the pod's object goes.
+      await cp.core.deleteNamespacedPod({ namespace, name: 'target' });
+      await cp.waitFor<V1Pod>(pods(namespace), 'target', (p) => p === null, 60_000);
     });
 
     it('refuses callers of its authenticated API without credentials (401) or without the right (403), and answers those with it', { timeout: 60_000 }, async ({ skip }) => {

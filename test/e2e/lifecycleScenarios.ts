@@ -2,6 +2,7 @@
  * Pod lifecycle scenarios (restart policies, images, termination) that must behave the same on
  * sim:// and on containerd. Each runs against one agent per runtime.
  */
+import os from 'node:os';
 import { describe, expect, it, vi } from 'vitest';
 import type { Pod } from '../../src/api/types.ts';
 import { Label } from '../../src/kuberuntime/labels.ts';
@@ -80,6 +81,19 @@ spec:
     - { name: custom, image: ${image}, terminationMessagePath: /dev/custom-log, command: ["sh", "-c", "echo -n DONE > /dev/custom-log; exit 0"] }
     - { name: logs, image: ${image}, terminationMessagePolicy: FallbackToLogsOnError, command: ["sh", "-c", "echo -n DONE; exit 1"] }
 `,
+    // The node's network and hostname, the node's hosts file under the kubelet's header (the
+    // conformance spec KubeletManagedEtcHosts runs one such pod).
+    'host-network.yaml': `
+apiVersion: v1
+kind: Pod
+metadata: { name: host-network }
+spec:
+  hostNetwork: true
+  restartPolicy: Never
+  containers:
+    - { name: hostname, image: ${image}, command: ["sh", "-c", "echo -n $HOSTNAME > /dev/termination-log"] }
+    - { name: hosts, image: ${image}, command: ["sh", "-c", "cat /etc/hosts > /dev/termination-log"] }
+`,
   };
 }
 
@@ -151,6 +165,13 @@ export function defineLifecycleScenarios(runtime: ScenarioRuntime): void {
       expect(containerStatus(pod, 'file')?.state.terminated).toMatchObject({ exitCode: 0, message: 'DONE' });
       expect(containerStatus(pod, 'custom')?.state.terminated).toMatchObject({ exitCode: 0, message: 'DONE' });
       expect(containerStatus(pod, 'logs')?.state.terminated).toMatchObject({ exitCode: 1, message: 'DONE' });
+    }, 60_000);
+
+    it("runs a host-network pod under the node's hostname, with the node's hosts file", async () => {
+      const pod = await fixture.agent.waitForPod('host-network', (p) => p.status?.phase === 'Succeeded', 45_000);
+      expect(pod.status?.podIP).toBe(pod.status?.hostIP);
+      expect(containerStatus(pod, 'hostname')?.state.terminated).toMatchObject({ exitCode: 0, message: os.hostname() });
+      expect(containerStatus(pod, 'hosts')?.state.terminated?.message).toMatch(/^# Kubernetes-managed hosts file \(host network\)\.\n/);
     }, 60_000);
   });
 

@@ -20,6 +20,8 @@ describe('ApiEventRecorder', () => {
   it('names the container by its field path, init containers included', () => {
     expect(podReference(pod, 'app').fieldPath).toBe('spec.containers{app}');
     expect(podReference(pod, 'setup').fieldPath).toBe('spec.initContainers{setup}');
+    const debugged = { ...pod, spec: { ...pod.spec, ephemeralContainers: [{ name: 'debugger', image: 'busybox' }] } };
+    expect(podReference(debugged, 'debugger').fieldPath).toBe('spec.ephemeralContainers{debugger}');
     expect(nodeReference('node-a')).toEqual({ kind: 'Node', name: 'node-a', uid: 'node-a' });
   });
 

@@ -164,6 +164,43 @@ describe('syncLoop and pod workers', () => {
     await vi.waitFor(() => expect(h.runtime.getSandbox(orphan)).toBeUndefined());
   });
 
+  it('keeps a pod removed before every source has been seen running, and stops it once they all have been (kubelet.go deletePod, HandlePodCleanups)', async () => {
+    // A manifest directory and an API server: the file is read first, the API has not listed yet.
+    const h = syncLoopHarness({ expectedSources: ['file', 'api'] });
+    const pod = makePod('early');
+    h.add(pod);
+    h.syncLoop.send({ type: 'SOURCE.SEEN', source: 'file' });
+    await h.waitPod('uid-early', idle);
+    h.syncLoop.send({ type: 'CONFIG.REMOVE', source: 'file', pods: [pod] });
+    // Gone from config at once; its containers keep running while the API source is not seen.
+    expect(h.podManager.has('uid-early')).toBe(false);
+    h.clock.increment(6_000);
+    expect(h.syncLoop.getSnapshot().matches({ sources: 'waiting' })).toBe(true);
+    const waiting = h.podActor('uid-early')!.getSnapshot();
+    expect(waiting.hasTag('terminating') || waiting.hasTag('terminated')).toBe(false);
+    expect((await h.runtime.listContainers()).map((c) => c.state)).toEqual(['CONTAINER_RUNNING']);
+
+    // The API source's first list: every source is seen, the first housekeeping stops the pod.
+    h.syncLoop.send({ type: 'CONFIG.ADD', source: 'api', pods: [] });
+    h.syncLoop.send({ type: 'SOURCE.SEEN', source: 'api' });
+    h.clock.increment(2_000);
+    await vi.waitFor(() => expect(h.podActor('uid-early')).toBeUndefined());
+    expect(await h.runtime.listContainers()).toEqual([]);
+  });
+
+  it('kills a pod removed once every source has been seen at once, without waiting for housekeeping', async () => {
+    const h = syncLoopHarness({ expectedSources: ['file'] });
+    const pod = makePod('late');
+    h.add(pod);
+    h.syncLoop.send({ type: 'SOURCE.SEEN', source: 'file' });
+    await h.waitPod('uid-late', idle);
+    h.syncLoop.send({ type: 'CONFIG.REMOVE', source: 'file', pods: [pod] });
+    // No clock step: no housekeeping pass ran, the handler itself told the actor to stop.
+    const actor = h.podActor('uid-late');
+    expect(actor === undefined || actor.getSnapshot().hasTag('terminating') || actor.getSnapshot().hasTag('terminated')).toBe(true);
+    await vi.waitFor(() => expect(h.podActor('uid-late')).toBeUndefined());
+  });
+
   it("writes a running pod's /etc/hosts under its directory, and removes directories of pods nobody owns", async () => {
     const h = syncLoopHarness();
     h.add(makePod('kept'));

@@ -4,7 +4,7 @@
  * expected plan (pkg/kubelet/kuberuntime/kuberuntime_manager_test.go TestComputePodActions is the model).
  */
 import { describe, expect, it } from 'vitest';
-import type { Pod } from '../../src/api/types.ts';
+import type { Container, Pod } from '../../src/api/types.ts';
 import type { RuntimePodStatus } from '../../src/api/runtimeView.ts';
 import {
   type PodActions,
@@ -37,6 +37,7 @@ interface Plan {
   attempt: number;
   init: number[];
   start: number[];
+  ephemeral: number[];
   /** `<container id>:<reason>`, sorted. */
   kill: string[];
 }
@@ -49,6 +50,7 @@ function summarize(actions: PodActions): Plan {
     attempt: actions.attempt,
     init: actions.initContainersToStart,
     start: actions.containersToStart,
+    ephemeral: actions.ephemeralContainersToStart,
     kill: actions.containersToKill.map((k) => `${k.id}:${k.reason}`).sort(),
   };
 }
@@ -60,6 +62,7 @@ const noAction: Plan = {
   attempt: 0,
   init: [],
   start: [],
+  ephemeral: [],
   kill: [],
 };
 
@@ -575,6 +578,92 @@ describe('isInitContainerFailed', () => {
   });
 });
 
+/** The base pod with two ephemeral containers, `debug1` (targeting foo1) and `debug2`, none of them run yet. */
+const debugPod = () => basePod({ ephemeralContainers: [{ ...ctr('debug1'), targetContainerName: 'foo1' }, ctr('debug2')] });
+const ephemeral = (name: string, extra: Parameters<typeof rc>[1] = {}) => (s: RuntimePodStatus, p: Pod) =>
+  setContainer(s, name, rc(ephemeralSpec(p, name), extra));
+const ephemeralExited = (name: string, code: number) => (s: RuntimePodStatus, p: Pod) => setContainer(s, name, exited(ephemeralSpec(p, name), code));
+function ephemeralSpec(pod: Pod, name: string): Container {
+  const found = pod.spec.ephemeralContainers?.find((c) => c.name === name);
+  if (!found) throw new Error(`no ephemeral container ${name}`);
+  return found;
+}
+
+describe('computePodActions: ephemeral containers (kubectl debug)', () => {
+  run(debugPod, baseRuntime, [
+    {
+      name: 'added to a running pod: each one the runtime has no instance of starts, in spec order',
+      want: { ephemeral: [0, 1] },
+    },
+    {
+      name: 'one running, one not yet run: only the second starts',
+      runtime: ephemeral('debug1'),
+      want: { ephemeral: [1] },
+    },
+    {
+      name: 'never restarted: exited 0 or failed, under restartPolicy Always',
+      runtime: all(ephemeralExited('debug1', 0), ephemeralExited('debug2', 1)),
+      want: {},
+    },
+    {
+      name: 'never restarted: an instance left Created or Unknown is not started again either',
+      runtime: all(ephemeral('debug1', { state: 'CONTAINER_CREATED', startedAt: 0 }), ephemeral('debug2', { state: 'CONTAINER_UNKNOWN' })),
+      want: {},
+    },
+    {
+      name: 'started beside the regular containers a sync restarts',
+      runtime: all(ephemeral('debug2'), (s, p) => setContainer(s, 'foo2', exited(specContainer(p, 'foo2'), 1))),
+      want: { start: [1], ephemeral: [0] },
+    },
+    {
+      name: 'started while the pod is still initializing',
+      pod: (p) => {
+        p.spec.initContainers = [ctr('init1')];
+      },
+      runtime: (s, p) => {
+        s.containers = [rc(specContainer(p, 'init1'))];
+      },
+      want: { ephemeral: [0, 1] },
+    },
+    {
+      name: 'started while a failed init container is restarted',
+      pod: (p) => {
+        p.spec.initContainers = [ctr('init1')];
+      },
+      runtime: (s, p) => {
+        s.containers = [exited(specContainer(p, 'init1'), 1)];
+      },
+      want: { init: [0], ephemeral: [0, 1] },
+    },
+    {
+      name: 'not started in a new sandbox: the sandbox is made first (rule A returns before them)',
+      runtime: (s) => {
+        s.sandboxes = [sandbox({ state: 'SANDBOX_NOTREADY' })];
+      },
+      want: { killPod: true, createSandbox: true, attempt: 1, start: [0, 1, 2] },
+    },
+    {
+      name: 'a running one keeps no pod alive: Never, every regular container done ⇒ kill the pod',
+      pod: setPolicy('Never'),
+      runtime: all(exitAll(0), ephemeral('debug1'), ephemeral('debug2')),
+      want: { killPod: true },
+    },
+    {
+      name: 'a pod being killed still lists the ones not run (the executor starts nothing in a sandbox it stops)',
+      pod: setPolicy('Never'),
+      runtime: exitAll(0),
+      want: { killPod: true, ephemeral: [0, 1] },
+    },
+    {
+      name: 'a deleted pod still lists them, as the kubelet does (the pod actor no longer syncs it)',
+      pod: (p) => {
+        p.metadata.deletionTimestamp = '2026-01-01T00:01:00Z';
+      },
+      want: { ephemeral: [0, 1] },
+    },
+  ]);
+});
+
 describe('isEmptyPlan', () => {
   it('is true only for a plan that does nothing', () => {
     const pod = basePod();
@@ -582,5 +671,10 @@ describe('isEmptyPlan', () => {
     expect(isEmptyPlan(computePodActions(pod, status))).toBe(true);
     setContainer(status, 'foo1', exited(specContainer(pod, 'foo1'), 1));
     expect(isEmptyPlan(computePodActions(pod, status))).toBe(false);
+  });
+
+  it('is false for a plan that only starts an ephemeral container', () => {
+    const pod = basePod({ ephemeralContainers: [ctr('debug')] });
+    expect(isEmptyPlan(computePodActions(pod, baseRuntime(pod)))).toBe(false);
   });
 });

@@ -35,9 +35,14 @@ describe('managedHostsContent', () => {
 
 describe('mountsManagedHosts', () => {
   const c = (volumeMounts: Container['volumeMounts'] = []): Container => ({ name: 'c', volumeMounts });
-  it('mounts the file when the pod has an IP and the container mounts nothing at /etc/hosts', () => {
-    expect(mountsManagedHosts(c(), ['10.1.0.5'])).toBe(true);
-    expect(mountsManagedHosts(c(), [])).toBe(false);
-    expect(mountsManagedHosts(c([{ name: 'mine', mountPath: '/etc/hosts' }]), ['10.1.0.5'])).toBe(false);
+  it.each([
+    ['a pod with an IP', {}, [], ['10.1.0.5'], true],
+    ['a pod without an IP yet', {}, [], [], false],
+    ['a container mounting its own /etc/hosts', {}, [{ name: 'mine', mountPath: '/etc/hosts' }], ['10.1.0.5'], false],
+    // Its sandbox reports no IP: the node's.
+    ['a host-network pod', { hostNetwork: true }, [], [], true],
+    ['a host-network container mounting its own /etc/hosts', { hostNetwork: true }, [{ name: 'mine', mountPath: '/etc/hosts' }], [], false],
+  ] as const)('%s ⇒ %s', (_name, spec, mounts, ips, want) => {
+    expect(mountsManagedHosts(pod(spec), c([...mounts]), ips)).toBe(want);
   });
 });

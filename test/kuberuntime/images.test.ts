@@ -1,6 +1,8 @@
-import { describe, expect, it } from 'vitest';
-import { ImagePuller, effectivePullPolicy, ensureImage, normalizeImage } from '../../src/kuberuntime/images.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ImagePuller, classifyPullError, effectivePullPolicy, ensureImage, normalizeImage, pullErrorText } from '../../src/kuberuntime/images.ts';
+import { CriError, type CriErrorCode } from '../../src/runtime/types.ts';
 import { TestRuntime } from '../support/testRuntime.ts';
+import { type SimOverGrpc, simOverGrpc } from '../runtime/support.ts';
 
 describe('image names and pull policies', () => {
   it.each([
@@ -57,7 +59,8 @@ describe('ensureImage', () => {
     const first = await ensureImage(input(runtime, puller, 'missing:1'));
     expect(first).toMatchObject({ ok: false, reason: 'ErrImagePull', retryAfterMs: 10_000 });
     const second = await ensureImage({ ...input(runtime, puller, 'missing:1'), backoff: first.backoff, nowMs: 5_000 });
-    expect(second).toMatchObject({ ok: false, reason: 'ImagePullBackOff', message: 'Back-off pulling image "missing:1"', retryAfterMs: 6_000 });
+    // The back-off repeats the failure it waits on (image_manager.go prevPullErrMsg).
+    expect(second).toMatchObject({ ok: false, reason: 'ImagePullBackOff', message: `Back-off pulling image "missing:1": ErrImagePull: ${first.ok ? '' : first.message}`, retryAfterMs: 6_000 });
     expect(runtime.callLog('pullImage')).toHaveLength(1);
     const third = await ensureImage({ ...input(runtime, puller, 'missing:1'), backoff: first.backoff, nowMs: 11_000 });
     expect(third).toMatchObject({ ok: false, reason: 'ErrImagePull', retryAfterMs: 20_000 });
@@ -79,6 +82,143 @@ describe('ensureImage', () => {
     const { runtime, puller } = setup();
     const result = await ensureImage(input(runtime, puller, 'Not A Valid/Image'));
     expect(result).toMatchObject({ ok: false, reason: 'InvalidImageName' });
+  });
+});
+
+/**
+ * Failed pulls as real runtimes answer them, through gRPC: each case is the status code and
+ * description the runtime sends, the waiting reason and message the container gets, and the text
+ * of the `Failed` event. The kubelet's CRI client drops the `rpc error: code = Unknown desc = `
+ * of an Unknown status (k8s.io/cri-client remote_image.go) and its image manager looks only at the
+ * start of what remains (image_manager.go evalCRIPullErr).
+ */
+describe('a failed pull, as the runtime words it over gRPC', () => {
+  const app = 'registry.invalid/team/app:1';
+  const unpack = `failed to pull and unpack image "${app}": failed to resolve reference "${app}": `;
+  const cases: { name: string; code: CriErrorCode; desc: string; reason: string; message: string; event: string }[] = [
+    {
+      name: 'containerd, registry host unknown (no such host)',
+      code: 'UNKNOWN',
+      desc: `${unpack}failed to do request: Head "https://registry.invalid/v2/team/app/manifests/1": dial tcp: lookup registry.invalid on 127.0.0.53:53: no such host`,
+      reason: 'ErrImagePull',
+      message: `${unpack}failed to do request: Head "https://registry.invalid/v2/team/app/manifests/1": dial tcp: lookup registry.invalid on 127.0.0.53:53: no such host`,
+      event: `Failed to pull image "${app}": ${unpack}failed to do request: Head "https://registry.invalid/v2/team/app/manifests/1": dial tcp: lookup registry.invalid on 127.0.0.53:53: no such host`,
+    },
+    {
+      name: 'containerd, registry down (connection refused)',
+      code: 'UNKNOWN',
+      desc: `${unpack}failed to do request: Head "https://registry.invalid/v2/team/app/manifests/1": dial tcp 10.0.0.5:443: connect: connection refused`,
+      reason: 'ErrImagePull',
+      message: `${unpack}failed to do request: Head "https://registry.invalid/v2/team/app/manifests/1": dial tcp 10.0.0.5:443: connect: connection refused`,
+      event: `Failed to pull image "${app}": ${unpack}failed to do request: Head "https://registry.invalid/v2/team/app/manifests/1": dial tcp 10.0.0.5:443: connect: connection refused`,
+    },
+    {
+      name: 'containerd, no such image (NotFound keeps gRPC\'s prefix)',
+      code: 'NOT_FOUND',
+      desc: `${unpack}${app}: not found`,
+      reason: 'ErrImagePull',
+      message: `rpc error: code = NotFound desc = ${unpack}${app}: not found`,
+      event: `Failed to pull image "${app}": rpc error: code = NotFound desc = ${unpack}${app}: not found`,
+    },
+    {
+      name: 'containerd, access denied',
+      code: 'UNKNOWN',
+      desc: `${unpack}pull access denied, repository does not exist or may require authorization: server message: insufficient_scope: authorization failed`,
+      reason: 'ErrImagePull',
+      message: `${unpack}pull access denied, repository does not exist or may require authorization: server message: insufficient_scope: authorization failed`,
+      event: `Failed to pull image "${app}": ${unpack}pull access denied, repository does not exist or may require authorization: server message: insufficient_scope: authorization failed`,
+    },
+    {
+      name: 'a runtime naming the registry unavailable (CRI-O)',
+      code: 'UNKNOWN',
+      desc: 'RegistryUnavailable: pinging container registry registry.invalid: Get "https://registry.invalid/v2/": dial tcp: lookup registry.invalid: no such host',
+      reason: 'RegistryUnavailable',
+      message: `image pull failed for ${app} because the registry is unavailable: pinging container registry registry.invalid: Get "https://registry.invalid/v2/": dial tcp: lookup registry.invalid: no such host`,
+      event: `Failed to pull image "${app}": RegistryUnavailable: pinging container registry registry.invalid: Get "https://registry.invalid/v2/": dial tcp: lookup registry.invalid: no such host`,
+    },
+    {
+      name: 'a runtime naming a failed signature validation',
+      code: 'UNKNOWN',
+      desc: 'SignatureValidationFailed: Source image rejected: A signature was required, but no signature exists',
+      reason: 'SignatureValidationFailed',
+      message: `image pull failed for ${app} because the signature validation failed: Source image rejected: A signature was required, but no signature exists`,
+      event: `Failed to pull image "${app}": SignatureValidationFailed: Source image rejected: A signature was required, but no signature exists`,
+    },
+    {
+      name: 'RegistryUnavailable under another code is not read as such (the prefix stays)',
+      code: 'UNAVAILABLE',
+      desc: 'RegistryUnavailable: registry.invalid: connection reset by peer',
+      reason: 'ErrImagePull',
+      message: 'rpc error: code = Unavailable desc = RegistryUnavailable: registry.invalid: connection reset by peer',
+      event: `Failed to pull image "${app}": rpc error: code = Unavailable desc = RegistryUnavailable: registry.invalid: connection reset by peer`,
+    },
+    {
+      name: 'a pull past its deadline',
+      code: 'DEADLINE_EXCEEDED',
+      desc: 'context deadline exceeded',
+      reason: 'ErrImagePull',
+      message: 'rpc error: code = DeadlineExceeded desc = context deadline exceeded',
+      event: `Failed to pull image "${app}": rpc error: code = DeadlineExceeded desc = context deadline exceeded`,
+    },
+  ];
+
+  let grpc: SimOverGrpc;
+  /** How the runtime answers the next PullImage. */
+  let failure = { code: 'UNKNOWN' as CriErrorCode, desc: '' };
+  beforeAll(async () => {
+    grpc = await simOverGrpc('statelet-pull-errors-', {
+      intercept: async (call, _request, _signal, answer) => {
+        if (call === 'PullImage') throw new CriError(call, failure.code, failure.desc);
+        return answer();
+      },
+    });
+  });
+  afterAll(() => grpc.close());
+
+  it.each(cases)('$name ⇒ $reason', async ({ code, desc, reason, message, event }) => {
+    failure = { code, desc };
+    const events: string[] = [];
+    const result = await ensureImage({
+      images: grpc.client,
+      puller: new ImagePuller(grpc.client, 1),
+      podUid: 'uid',
+      container: { name: 'c', image: app, imagePullPolicy: 'Always' },
+      backoff: {},
+      nowMs: 1_000,
+      record: (_type, why, text) => void events.push(`${why} ${text}`),
+    });
+    expect(result).toMatchObject({ ok: false, reason, message, retryAfterMs: 10_000 });
+    expect(events).toContain(`Failed ${event}`);
+    // While the pull backs off, its waiting message names the failure it waits on.
+    const backingOff = await ensureImage({
+      images: grpc.client,
+      puller: new ImagePuller(grpc.client, 1),
+      podUid: 'uid',
+      container: { name: 'c', image: app, imagePullPolicy: 'Always' },
+      backoff: result.backoff,
+      nowMs: 2_000,
+    });
+    expect(backingOff).toMatchObject({ ok: false, reason: 'ImagePullBackOff', message: `Back-off pulling image "${app}": ${reason}: ${message}` });
+  });
+
+  it.each([
+    ['a CriError with code Unknown: its description', new CriError('PullImage', 'UNKNOWN', 'RegistryUnavailable: x'), 'RegistryUnavailable: x'],
+    ['a CriError with another code: Go\'s status text', new CriError('PullImage', 'NOT_FOUND', 'x: not found'), 'rpc error: code = NotFound desc = x: not found'],
+    ['Go\'s text for Unknown, passed on by a proxy', new Error('rpc error: code = Unknown desc = RegistryUnavailable: x'), 'RegistryUnavailable: x'],
+    ['Go\'s text for another code, as it is', new Error('rpc error: code = Unavailable desc = connection refused'), 'rpc error: code = Unavailable desc = connection refused'],
+    ['any other error: its message', new Error('socket hang up'), 'socket hang up'],
+  ])('pullErrorText: %s', (_name, err, text) => {
+    expect(pullErrorText(err)).toBe(text);
+  });
+
+  it.each([
+    ['RegistryUnavailable', { reason: 'RegistryUnavailable', message: 'image pull failed for app:1 because the registry is unavailable' }],
+    ['RegistryUnavailable: no route', { reason: 'RegistryUnavailable', message: 'image pull failed for app:1 because the registry is unavailable: no route' }],
+    ['SignatureValidationFailed: bad', { reason: 'SignatureValidationFailed', message: 'image pull failed for app:1 because the signature validation failed: bad' }],
+    ['failed to pull: RegistryUnavailable: x', { reason: 'ErrImagePull', message: 'failed to pull: RegistryUnavailable: x' }],
+    ['dial tcp: lookup registry: no such host', { reason: 'ErrImagePull', message: 'dial tcp: lookup registry: no such host' }],
+  ])('classifyPullError(%j)', (text, expected) => {
+    expect(classifyPullError('app:1', text)).toEqual(expected);
   });
 });
 

@@ -12,6 +12,7 @@ import {
   runAsNonRootViolation,
   sandboxSecurityContext,
   seccompFor,
+  withPidTarget,
 } from '../../src/kuberuntime/securityContext.ts';
 import { NamespaceMode } from '../../src/runtime/types.ts';
 import { container, makePod } from '../support/pods.ts';
@@ -40,6 +41,17 @@ describe('namespaces', () => {
     ['shareProcessNamespace: the pod one', { shareProcessNamespace: true }, { network: NamespaceMode.POD, pid: NamespaceMode.POD, ipc: NamespaceMode.POD }],
     ["hostPID, hostIPC, hostNetwork: the node's", { hostPID: true, hostIPC: true, hostNetwork: true }, { network: NamespaceMode.NODE, pid: NamespaceMode.NODE, ipc: NamespaceMode.NODE }],
   ])('%s', (_case, spec, expected) => expect(namespacesForPod(makePod('p', spec))).toEqual(expected));
+
+  // An ephemeral container's target (kuberuntime_container_linux.go generateLinuxContainerConfig).
+  it.each<[string, Partial<Pod['spec']>, string | undefined, { pid: number; targetId?: string }]>([
+    ["a target in a pod of per-container pid namespaces: the target's", {}, 'c-app', { pid: NamespaceMode.TARGET, targetId: 'c-app' }],
+    ['no target: its own', {}, undefined, { pid: NamespaceMode.CONTAINER }],
+    ['shareProcessNamespace: the pod one, whatever the target', { shareProcessNamespace: true }, 'c-app', { pid: NamespaceMode.POD }],
+    ["hostPID: the node's, whatever the target", { hostPID: true }, 'c-app', { pid: NamespaceMode.NODE }],
+  ])('%s', (_case, spec, target, expected) => {
+    const namespaces = withPidTarget(namespacesForPod(makePod('p', spec)), target);
+    expect({ pid: namespaces.pid, ...(namespaces.targetId ? { targetId: namespaces.targetId } : {}) }).toEqual(expected);
+  });
 });
 
 describe('seccomp', () => {
@@ -119,6 +131,15 @@ describe('the container security context sent to the runtime', () => {
     expect(sent.runAsGroup).toBeUndefined();
   });
 
+  it("joins an ephemeral container's target pid namespace, the other namespaces the pod's", () => {
+    expect(containerSecurityContext(...withApp(), {}, settings, 'c-app').namespaceOptions).toEqual({
+      network: NamespaceMode.POD,
+      pid: NamespaceMode.TARGET,
+      ipc: NamespaceMode.POD,
+      targetId: 'c-app',
+    });
+  });
+
   it('masks nothing with procMount Unmasked; no_new_privs only when escalation is refused', () => {
     const sent = containerSecurityContext(...withApp({}, { procMount: 'Unmasked', allowPrivilegeEscalation: true }), {}, settings);
     expect(sent).toMatchObject({ maskedPaths: [], readonlyPaths: [], noNewPrivs: false });
@@ -142,5 +163,7 @@ describe('the sandbox security context', () => {
       seccomp: { profileType: 'RuntimeDefault' },
     });
     expect(sandboxSecurityContext(makePod('plain')).privileged).toBe(false);
+    const debugged = makePod('debugged', { ephemeralContainers: [container('debug', { securityContext: { privileged: true } })] });
+    expect(sandboxSecurityContext(debugged).privileged).toBe(true);
   });
 });

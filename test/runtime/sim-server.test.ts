@@ -125,6 +125,10 @@ describe('sim:// over gRPC', () => {
     expect(sa).toMatchObject({ state: 'SANDBOX_READY', metadata: { name: 'a' }, createdAt: clock.now() });
   });
 
+  it('refuses a hostname for a host-network sandbox, as runc under containerd does', async () => {
+    await expectCriError(client.runPodSandbox({ ...podConfig('h', { hostNetwork: true }), hostname: 'h' }), 'UNKNOWN', /unable to set hostname without a private UTS namespace/);
+  });
+
   it('a container that exits 3 is EXITED with exit code 3 and reason Error', async () => {
     const pod = podConfig('p');
     const sandbox = await client.runPodSandbox(pod);

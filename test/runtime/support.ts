@@ -17,7 +17,8 @@ import {
 export function podSandboxConfig(name: string, overrides: Partial<PodSandboxConfig> = {}): PodSandboxConfig {
   return {
     metadata: { name, uid: `uid-${name}`, namespace: 'default', attempt: 0 },
-    hostname: name,
+    // As the kubelet sends them: a host-network sandbox keeps the node's hostname.
+    hostname: overrides.linux?.securityContext?.namespaceOptions?.network === NamespaceMode.NODE ? '' : name,
     logDirectory: '',
     portMappings: [],
     labels: {},

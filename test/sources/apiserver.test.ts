@@ -94,6 +94,27 @@ describe('API pod source', () => {
     h.source.stop();
   });
 
+  it('takes a BOOKMARK only as the version to resume from: no pod, no error, no snapshot', async () => {
+    const h = harness();
+    h.api.putPod(pod('a'));
+    h.source.start();
+    await h.clock.settle(0);
+    // Changes on other nodes move the API's version past the last event this watch was sent.
+    h.api.putPod(pod('elsewhere-1', {}, 'node-b'));
+    h.api.putPod(pod('elsewhere-2', {}, 'node-b'));
+    const version = h.api.pod('default', 'elsewhere-2')!.metadata.resourceVersion;
+    h.api.bookmark();
+    await h.clock.settle(10);
+    expect(h.errors).toEqual([]);
+    expect(h.logs).toEqual([]);
+    expect(h.snapshots).toEqual([['a']]);
+    // The next watch starts from the bookmark's version.
+    h.api.dropWatches();
+    await h.clock.settle(0);
+    expect(h.states.at(-1)).toEqual({ phase: 'watching', resourceVersion: version });
+    h.source.stop();
+  });
+
   it('lists again when its version was compacted away (410), and loses nothing', async () => {
     const h = harness();
     h.api.putPod(pod('a'));

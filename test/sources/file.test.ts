@@ -242,7 +242,13 @@ describe('file source', () => {
     await source().start();
     expect(names(rec.last)).toEqual(['web-node-1', 'one-node-1']);
     expect(rec.errors).toEqual([
-      { file: join(dir, 'b.yaml'), field: 'metadata.name', message: `${join(dir, 'b.yaml')}: metadata.name: Duplicate value: "web-node-1" in namespace "default": the pod of ${join(dir, 'a.yaml')} has this name` },
+      {
+        file: join(dir, 'b.yaml'),
+        field: 'metadata.name',
+        message: `${join(dir, 'b.yaml')}: metadata.name: Duplicate value: "web-node-1" in namespace "default": the pod of ${join(dir, 'a.yaml')} has this name`,
+        // The pod left out, for the kubelet's FailedValidation event on it (configSources.ts).
+        duplicate: expect.objectContaining({ metadata: expect.objectContaining({ name: 'web-node-1' }), spec: expect.objectContaining({ containers: [expect.objectContaining({ image: 'nginx:1.26' })] }) }),
+      },
       { file: join(dir, 'd.yaml'), field: 'metadata.uid', message: `${join(dir, 'd.yaml')}: metadata.uid: Duplicate value: "same": the pod of ${join(dir, 'c.yaml')} has this UID` },
     ]);
   });

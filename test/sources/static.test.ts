@@ -123,4 +123,14 @@ describe('defaultStaticPod', () => {
   it('rejects a manifest that is not an object', () => {
     expect(defaultStaticPod(['a'], file, 'n').pod).toBeUndefined();
   });
+
+  it('refuses ephemeral containers: a static pod is created at each read, and no pod may have them at creation (ValidatePodCreate)', () => {
+    const m = manifest();
+    m.spec['ephemeralContainers'] = [{ name: 'debug', image: 'busybox' }];
+    const { pod, errors } = defaultStaticPod(m, file, 'n');
+    expect(pod).toBeUndefined();
+    expect(errors).toEqual([{ field: 'spec.ephemeralContainers', message: 'Forbidden: cannot be set on create' }]);
+    m.spec['ephemeralContainers'] = [];
+    expect(defaultStaticPod(m, file, 'n').errors).toEqual([]);
+  });
 });

@@ -485,16 +485,12 @@ describe('generatePodStatus: conditions', () => {
     expect(condition(status, 'Initialized')).toMatchObject({ status: 'True', reason: 'PodCompleted' });
   });
 
-  it('a terminal pod reports containers that never ran as terminated ContainerStatusUnknown (137), not waiting', () => {
+  it('a terminal pod keeps the containers that never ran waiting: only the end of its termination says otherwise (test/status/terminate.test.ts)', () => {
     const pod = basePod({ restartPolicy: 'Never', activeDeadlineSeconds: 5 });
     const runtime = { ...baseRuntime(pod), containers: [exited(specContainer(pod, 'foo1'), 1)] };
     const status = generatePodStatus(input(pod, runtime, { previous: { phase: 'Pending', startTime: iso(T0) } }));
     expect(status.phase).toBe('Failed');
-    for (const name of ['foo2', 'foo3']) {
-      expect(byName(status.containerStatuses, name).state).toEqual({
-        terminated: { exitCode: 137, reason: 'ContainerStatusUnknown', message: 'The container could not be located when the pod was terminated' },
-      });
-    }
+    for (const name of ['foo2', 'foo3']) expect(byName(status.containerStatuses, name).state).toEqual({ waiting: { reason: 'ContainerCreating' } });
     expect(byName(status.containerStatuses, 'foo1').state.terminated?.exitCode).toBe(1);
   });
 

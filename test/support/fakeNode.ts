@@ -13,6 +13,7 @@ import type { SourceName } from '../../src/api/types.ts';
 import { agentDefaults } from '../../src/cli/config.ts';
 import { type NodeMetrics, composeNode } from '../../src/kubelet/composeNode.ts';
 import type { NodeConfig } from '../../src/nodeloop/parts.ts';
+import type { MachineInfo } from '../../src/node/nodeStatus.ts';
 import { type Logger, silentLogger } from '../../src/log.ts';
 import { TestRuntime } from './testRuntime.ts';
 import { IMAGE, NO_MEMORY_FEATURES, testClock } from './pods.ts';
@@ -28,6 +29,8 @@ export interface FakeNodeOptions {
   random?: () => number;
   /** Told of what the kubelet's metrics count (the parts a test listens to), as the agent's /metrics is. */
   metrics?: Partial<NodeMetrics>;
+  /** The machine, as the agent reads it at start; absent: not known (admission checks the pod count only). */
+  machine?: MachineInfo;
 }
 
 let nodesDir: string | undefined;
@@ -71,6 +74,7 @@ export function startFakeNode(options: FakeNodeOptions = {}) {
     mounter: diskOnly,
     memoryFeatures: NO_MEMORY_FEATURES,
     ...(options.metrics ? { metrics: options.metrics } : {}),
+    ...(options.machine ? { machine: options.machine } : {}),
     ...(options.expectedSources ? { sources: { logic: fromCallback(() => {}), expected: options.expectedSources } } : {}),
   });
   const stop = () => {

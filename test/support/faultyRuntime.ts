@@ -23,6 +23,7 @@ import type {
   ImageFsInfo,
   ImageInfo,
   ImageService,
+  LinuxContainerResources,
   PodSandbox,
   PodSandboxConfig,
   PodSandboxFilter,
@@ -265,6 +266,9 @@ export class FaultyRuntime implements RuntimeService, ImageService {
   }
   containerStatus(id: string, opts?: CallOptions): Promise<ContainerStatus> {
     return this.invoke('containerStatus', id, opts, () => this.runtime.containerStatus(id, opts));
+  }
+  updateContainerResources(id: string, resources: LinuxContainerResources, opts?: CallOptions): Promise<void> {
+    return this.invoke('updateContainerResources', id, opts, () => this.runtime.updateContainerResources(id, resources, opts));
   }
   reopenContainerLog(id: string, opts?: CallOptions): Promise<void> {
     return this.invoke('reopenContainerLog', id, opts, () => this.runtime.reopenContainerLog(id, opts));

@@ -23,6 +23,7 @@ import {
   type ImageFsInfo,
   type ImageInfo,
   type ImageService,
+  type LinuxContainerResources,
   type PodSandbox,
   type PodSandboxConfig,
   type PodSandboxFilter,
@@ -89,6 +90,9 @@ export class InProcessRuntime implements RuntimeService, ImageService {
   }
   portForward(request: PortForwardRequest, opts?: CallOptions): Promise<string> {
     return this.call('PortForward', opts, () => SimStreaming.of(this.engine).getPortForward(request));
+  }
+  updateContainerResources(containerId: string, resources: LinuxContainerResources, opts?: CallOptions): Promise<void> {
+    return this.call('UpdateContainerResources', opts, () => this.engine.updateContainerResources(containerId, resources));
   }
   reopenContainerLog(containerId: string, opts?: CallOptions): Promise<void> {
     return this.call('ReopenContainerLog', opts, () => this.engine.reopenContainerLog(containerId));

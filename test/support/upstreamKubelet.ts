@@ -4,7 +4,7 @@
  * private containerd: the yardstick statelet is compared with (`npm run conformance --
  * --agent=kubelet`, the benchmark). Configured as statelet is in the same runs: cgroupfs (these
  * machines have no systemd), no QoS cgroup tree (`cgroupsPerQOS: false`, so nothing is enforced
- * on node allocatable), client certificates from the API server's kubelet-client CA, every caller
+ * on node allocatable), cgroup v1 allowed, client certificates from the API server's kubelet-client CA, every caller
  * with one allowed, no read-only port, swap tolerated.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -45,6 +45,8 @@ export function kubeletConfiguration(options: Pick<UpstreamKubeletOptions, 'runt
       cgroupsPerQOS: false,
       enforceNodeAllocatable: [],
       failSwapOn: false,
+      // These machines are on cgroup v1, which the kubelet refuses by default since v1.35.
+      failCgroupV1: false,
       address: options.nodeIp,
       readOnlyPort: 0,
       authentication: { anonymous: { enabled: false }, webhook: { enabled: false }, x509: { clientCAFile: options.clientCaFile } },

@@ -111,6 +111,10 @@ describe('setUpPodVolumes', () => {
     );
     expect((await stat(path.join(volumeDir('secret', 'creds'), 'p'))).mode & 0o777).toBe(0o400);
     expect((await stat(volumeDir('empty-dir', 'slow'))).mode & 0o777).toBe(0o777);
+    // Every volume's directory is open to a container of any uid; the files' modes say the rest.
+    for (const [plugin, name] of [['configmap', 'cfg'], ['secret', 'creds'], ['downward-api', 'info'], ['empty-dir', 'fast']]) {
+      expect((await stat(volumeDir(plugin!, name!))).mode & 0o777, `${plugin}/${name}`).toBe(0o777);
+    }
   });
 
   it('fails a projection whose token cannot be had with the volume named and the cause, and sets up nothing of it', async () => {
@@ -172,7 +176,8 @@ describe("setUpPodVolumes with the pod's fsGroup", () => {
     const data = await readlink(path.join(creds, '..data'));
     expect(await owner(path.join(creds, data, 'p'))).toBe('2000 440');
     expect(await owner(path.join(creds, data))).toBe('2000 2755');
-    expect(await owner(creds)).toBe('2000 2750');
+    // The volume's root is an emptyDir's (0777), which the ownership change gives setgid.
+    expect(await owner(creds)).toBe('2000 2777');
     expect(await owner(path.join(volumeDir('configmap', 'cfg'), '..data', 'a'))).toBe('2000 644');
     await setUpPodVolumes(deps, withFsGroup(volumes, ['creds', 'cfg']));
     expect(await readlink(path.join(creds, '..data'))).toBe(data);

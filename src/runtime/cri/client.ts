@@ -4,7 +4,7 @@
  * the TypeScript shapes of `../types.ts`; this module converts them to and from the wire shapes of
  * `wire.ts`, which the simulated runtime's server shares.
  */
-import { containerSecurityToWire, resourcesToWire, sandboxSecurityToWire } from './securityWire.ts';
+import { containerSecurityToWire, resourcesFromWire, resourcesToWire, sandboxSecurityToWire } from './securityWire.ts';
 import * as grpc from '@grpc/grpc-js';
 import type * as protoLoader from '@grpc/proto-loader';
 import {
@@ -27,6 +27,7 @@ import {
   type ImageFsInfo,
   type ImageInfo,
   type ImageService,
+  type LinuxContainerResources,
   type PodSandbox,
   type PodSandboxConfig,
   type PodSandboxFilter,
@@ -323,6 +324,7 @@ function containerStatusFromWire(status: WireContainerStatus): ContainerStatus {
     mounts: (status.mounts ?? []).map(({ containerPath, hostPath, readonly }) => ({ containerPath, hostPath, readonly })),
     logPath: status.logPath,
     ...((user) => (user ? { user } : {}))(containerUserFromWire(status.user)),
+    ...((resources) => (resources ? { resources } : {}))(resourcesFromWire(status.resources?.linux ?? null)),
   };
 }
 
@@ -456,6 +458,10 @@ export class CriClient implements RuntimeService, ImageService {
   async containerStatus(containerId: string, opts?: CallOptions): Promise<ContainerStatus> {
     const res = await this.unary('RuntimeService', 'ContainerStatus', { containerId, verbose: false }, opts);
     return containerStatusFromWire(requireStatus('ContainerStatus', res.status));
+  }
+
+  async updateContainerResources(containerId: string, resources: LinuxContainerResources, opts?: CallOptions): Promise<void> {
+    await this.unary('RuntimeService', 'UpdateContainerResources', { containerId, linux: resourcesToWire(resources), annotations: {} }, opts);
   }
 
   async reopenContainerLog(containerId: string, opts?: CallOptions): Promise<void> {

@@ -241,6 +241,8 @@ export interface WireContainerStatus extends Pick<ContainerStatus, 'id' | 'exitC
   /** Null from a runtime that does not report it (containerd 1.6). */
   user: WireContainerUser | null;
   mounts: WireMount[];
+  /** Null from a runtime that does not report it. */
+  resources: { linux: WireLinuxContainerResources | null } | null;
 }
 
 export interface WireImage {
@@ -364,6 +366,7 @@ export interface RuntimeServiceRpcs {
   RemoveContainer: Rpc<{ containerId: string }, WireEmpty>;
   ListContainers: Rpc<{ filter: WireContainerFilter | null }, { containers: WireContainer[] }>;
   ContainerStatus: Rpc<{ containerId: string; verbose: boolean }, { status: WireContainerStatus | null; info: KeyValueMap }>;
+  UpdateContainerResources: Rpc<{ containerId: string; linux: WireLinuxContainerResources | null; annotations: KeyValueMap }, WireEmpty>;
   ReopenContainerLog: Rpc<{ containerId: string }, Record<string, never>>;
   ExecSync: Rpc<{ containerId: string; cmd: string[]; timeout: WireInt64 }, WireExecSyncResponse>;
   Exec: Rpc<ExecRequest, { url: string }>;

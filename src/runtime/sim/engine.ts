@@ -25,6 +25,7 @@ import {
   type ImageFsInfo,
   type ImageInfo,
   type KeyValueMap,
+  type LinuxContainerResources,
   type PodSandbox,
   type PodSandboxConfig,
   type PodSandboxFilter,
@@ -132,6 +133,10 @@ interface SimContainer extends Pick<ContainerStatus, 'id' | 'image' | 'imageRef'
   fs: SimFs;
   /** The identity its first process started with (ContainerStatus.user). */
   user: ContainerUser;
+  /** What runs at pid 1 in its pid namespace (`/proc/1/cmdline`): what a container targeting it sees. */
+  pid1: string[];
+  /** Its main process is pid 1 of its pid namespace (not so when it joined another container's): TERM does not end it by default. */
+  isPid1: boolean;
   process: ShellProcess | null;
   execs: Set<ShellProcess>;
   /** Where the container's servers listen (the pod IP); created at start, closed at exit. */
@@ -326,6 +331,10 @@ export class SimEngine {
       throw new SimError('ALREADY_EXISTS', `failed to reserve sandbox name "${name}_${namespace}_${uid}_${attempt}": name is reserved`);
     }
     const networkMode = config.linux?.securityContext?.namespaceOptions?.network ?? NamespaceMode.POD;
+    // As containerd with runc answers: the node's UTS namespace keeps the node's hostname.
+    if (networkMode === NamespaceMode.NODE && config.hostname) {
+      throw new SimError('UNKNOWN', 'failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to set hostname without a private UTS namespace: unknown');
+    }
     const sandbox: SimSandbox = {
       id: newId(),
       config,
@@ -427,8 +436,10 @@ export class SimEngine {
       throw new SimError('ALREADY_EXISTS', `failed to reserve container name "${nameKey.slice(10)}": name is reserved`);
     }
     const logPath = sandbox.config.logDirectory && config.logPath ? join(sandbox.config.logDirectory, config.logPath) : '';
-    // Its process's user, capabilities and pid namespace; a user name it cannot resolve fails here, as in containerd.
-    const identity = identityOf(config.linux?.securityContext, [...config.command, ...config.args]);
+    // Its process's user, capabilities and pid namespace; a user name it cannot resolve, or a
+    // target it cannot join, fails here, as in containerd.
+    const target = this.pidTarget(sandbox, config);
+    const identity = identityOf(config.linux?.securityContext, [...config.command, ...config.args], target?.pid1);
     const container: SimContainer = {
       id: newId(),
       sandbox,
@@ -448,6 +459,8 @@ export class SimEngine {
       logDrained: Promise.resolve(),
       fs: new SimFs(config.mounts, config.linux?.securityContext?.readonlyRootfs ?? false, identity),
       user: { linux: { uid: identity.uid, gid: identity.gid, supplementalGroups: [...identity.groups] } },
+      pid1: identity.pid1,
+      isPid1: target === undefined,
       process: null,
       execs: new Set(),
       network: null,
@@ -519,7 +532,7 @@ export class SimEngine {
       cwd: container.config.workingDir,
       network,
       cpu: container.cpu,
-      pid1: true,
+      pid1: container.isPid1,
       allocate: (bytes) => this.allocate(container, bytes),
       output: {
         stdout: (text) => {
@@ -612,6 +625,35 @@ export class SimEngine {
       if (!matchesLabels(container.config.labels, filter.labelSelector)) continue;
       yield container;
     }
+  }
+
+  /**
+   * Sets a container's CPU and memory settings in place (containerd's UpdateContainerResources,
+   * updateOCILinuxResource): each field given non-zero replaces the container's, zero leaves it as it
+   * is; the OOM score is the process's and stays. The container's cgroup files show the new values
+   * at once and its memory limit holds from now on (a running container is not restarted); an
+   * exited or created one keeps them for a later start, as containerd updates its spec.
+   */
+  updateContainerResources(id: string, update: LinuxContainerResources): void {
+    this.assertOpen();
+    const container = this.container(id);
+    const current = container.config.linux?.resources;
+    const pick = (next: number | undefined, previous: number | undefined) => (next ? next : (previous ?? 0));
+    const resources: LinuxContainerResources = {
+      cpuPeriod: pick(update.cpuPeriod, current?.cpuPeriod),
+      cpuQuota: pick(update.cpuQuota, current?.cpuQuota),
+      cpuShares: pick(update.cpuShares, current?.cpuShares),
+      memoryLimitInBytes: pick(update.memoryLimitInBytes, current?.memoryLimitInBytes),
+      oomScoreAdj: current?.oomScoreAdj ?? 0,
+    };
+    const hugepageLimits = update.hugepageLimits?.length ? update.hugepageLimits : current?.hugepageLimits;
+    if (hugepageLimits) resources.hugepageLimits = hugepageLimits;
+    const unified = { ...current?.unified, ...update.unified };
+    if (Object.keys(unified).length) resources.unified = unified;
+    const swap = pick(update.memorySwapLimitInBytes, current?.memorySwapLimitInBytes);
+    if (swap) resources.memorySwapLimitInBytes = swap;
+    container.config = { ...container.config, linux: { ...container.config.linux, resources } };
+    for (const [path, content] of Object.entries(cgroupFiles(resources))) container.fs.write(path, content);
   }
 
   containerStatus(id: string): ContainerStatus {
@@ -852,6 +894,24 @@ export class SimEngine {
     return sandbox;
   }
 
+  /**
+   * The running container of the same sandbox whose pid namespace a new container joins (pid
+   * TARGET, an ephemeral container's target), refused as containerd refuses it
+   * (pkg/cri/server/container_create_linux.go containerSpec, validateTargetContainer). None for
+   * any other pid mode.
+   */
+  private pidTarget(sandbox: SimSandbox, config: ContainerConfig): SimContainer | undefined {
+    const options = config.linux?.securityContext?.namespaceOptions;
+    if (options?.pid !== NamespaceMode.TARGET) return undefined;
+    const id = options.targetId ?? '';
+    const invalid = (why: string) => new SimError('UNKNOWN', `failed to generate container spec: invalid target container: ${why}`);
+    const target = lookup(this.containers, id);
+    if (!target) throw invalid(`container "${id}" does not exist: not found`);
+    if (target.sandbox !== sandbox) throw invalid(`container "${id}" (sandbox ${target.sandbox.id}) does not belong to sandbox ${sandbox.id}`);
+    if (target.state !== 'CONTAINER_RUNNING') throw invalid(`container "${id}" is not running - in state ${target.state}`);
+    return target;
+  }
+
   private container(id: string): SimContainer {
     const container = lookup(this.containers, id);
     if (!container) throw new SimError('NOT_FOUND', `container "${id}" not found`);
@@ -991,12 +1051,15 @@ export class SimEngine {
       mounts: container.config.mounts,
       logPath: container.logPath,
       user: container.user,
+      // As containerd reports them: what the container was created or last updated with.
+      ...(container.config.linux?.resources ? { resources: container.config.linux.resources } : {}),
     };
   }
 }
 
 function envOf(container: SimContainer): Record<string, string> {
-  const env: Record<string, string> = { HOSTNAME: container.sandbox.config.hostname || container.sandbox.config.metadata.name, HOME: '/root', PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' };
+  const hostname = container.sandbox.networkMode === NamespaceMode.NODE ? os.hostname() : container.sandbox.config.hostname || container.sandbox.config.metadata.name;
+  const env: Record<string, string> = { HOSTNAME: hostname, HOME: '/root', PATH: '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' };
   for (const { key, value } of container.config.envs) env[key] = value;
   return env;
 }

@@ -2,7 +2,7 @@
  * Who a sim:// container's process is, from its CRI security context, as runc would make it on
  * Linux: its uid, gid and groups, its capability sets (a capability Linux does not know is
  * ignored, as runc ignores it), its seccomp and no_new_privs state, and which process it sees as
- * pid 1. The engine writes the result where a script reads it on Linux
+ * pid 1 (its own, the pod's pause, the node's init, or the pid 1 of the container it targets). The engine writes the result where a script reads it on Linux
  * (`/proc/self/status`, `/proc/1/cmdline`), and the shell's `id` reads it back, so one manifest
  * prints the same on sim:// and on containerd with busybox.
  */
@@ -58,9 +58,11 @@ function bounding(context: LinuxContainerSecurityContext | undefined): bigint {
 /**
  * The identity of a container's processes. A uid or a name the image does not know is the
  * runtime's concern (containerd reads the image's /etc/passwd); sim:// images know no names, so a
- * name that is not a number is refused, as containerd refuses one it cannot find.
+ * name that is not a number is refused, as containerd refuses one it cannot find. `target` is what
+ * runs at pid 1 in the namespace of the container a pid TARGET container joins (an ephemeral
+ * container's target): the joining container sees the target's processes, not its own command.
  */
-export function identityOf(context: LinuxContainerSecurityContext | undefined, command: string[]): SimIdentity {
+export function identityOf(context: LinuxContainerSecurityContext | undefined, command: string[], target?: readonly string[]): SimIdentity {
   let uid = context?.runAsUser ?? 0;
   if (context?.runAsUsername !== undefined) {
     if (!/^\d+$/.test(context.runAsUsername)) throw new SimError('UNKNOWN', `failed to generate container spec: no users found for "${context.runAsUsername}" in the image's /etc/passwd`);
@@ -81,7 +83,14 @@ export function identityOf(context: LinuxContainerSecurityContext | undefined, c
     bounding: set,
     seccomp: context?.privileged || !context?.seccomp || context.seccomp.profileType === 'Unconfined' ? 0 : 2,
     noNewPrivs: context?.noNewPrivs ?? false,
-    pid1: pidMode === NamespaceMode.CONTAINER ? command : pidMode === NamespaceMode.NODE ? [NODE_INIT] : [POD_INIT],
+    pid1:
+      pidMode === NamespaceMode.CONTAINER
+        ? command
+        : pidMode === NamespaceMode.NODE
+          ? [NODE_INIT]
+          : pidMode === NamespaceMode.TARGET && target
+            ? [...target]
+            : [POD_INIT],
   };
 }
 

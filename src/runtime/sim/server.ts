@@ -5,7 +5,7 @@
  * the wire shapes of `cri/api.proto` and the engine; behaviour lives in `engine.ts`.
  */
 
-import { containerSecurityFromWire, resourcesFromWire, sandboxSecurityFromWire } from '../cri/securityWire.ts';
+import { containerSecurityFromWire, resourcesFromWire, resourcesToWire, sandboxSecurityFromWire } from '../cri/securityWire.ts';
 import { mkdir, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -307,6 +307,7 @@ function wireContainerStatus(status: ContainerStatus): WireContainerStatus {
     logPath,
     mounts: status.mounts.map(({ containerPath, hostPath, readonly, propagation }) => ({ containerPath, hostPath, readonly, propagation: propagation ?? 'PROPAGATION_PRIVATE' })),
     user: containerUserToWire(status.user),
+    resources: status.resources ? { linux: resourcesToWire(status.resources) } : null,
   };
 }
 
@@ -405,6 +406,10 @@ function runtimeHandlers(
       status: wireContainerStatus(await engine.containerStatusWithLog(req.containerId)),
       info: {},
     }),
+    UpdateContainerResources: (req) => {
+      engine.updateContainerResources(req.containerId, resourcesFromWire(req.linux) ?? { cpuPeriod: 0, cpuQuota: 0, cpuShares: 0, memoryLimitInBytes: 0, oomScoreAdj: 0 });
+      return {};
+    },
     ReopenContainerLog: (req) => {
       engine.reopenContainerLog(req.containerId);
       return {};
