@@ -77,6 +77,7 @@ export const DECISIONS = [
   'eventrecorder/correlator.ts',
   'pod/gracePeriod.ts',
   'pod/mirrorPods.ts',
+  'pod/network.ts',
   'pod/progress.ts',
   'prober/decide.ts',
   'status/apiStatus.ts',

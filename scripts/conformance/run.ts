@@ -133,6 +133,7 @@ async function main(): Promise<number> {
 
     const reportDir = path.join(work, 'report');
     const suiteStarted = performance.now();
+    let agentDied: string | undefined;
     const code = await new Promise<number | null>((resolve) => {
       const ginkgo = spawn(
         binaries.ginkgo,
@@ -153,8 +154,22 @@ async function main(): Promise<number> {
         ],
         { stdio: ['ignore', 'inherit', 'inherit'] },
       );
-      ginkgo.once('exit', resolve);
+      // A node agent that stops mid-run would turn every spec after it into a timeout: end the run, saying so.
+      const died = (exitCode: number | null, signal: NodeJS.Signals | null) => {
+        agentDied = `the ${agentKind} exited (${signal ?? exitCode}) during the suite; its log's end:\n${agentLog.slice(-4096)}`;
+        console.error(`conformance: ${agentDied}`);
+        // Its specs' cleanup would wait on the node: the suite's processes are stopped outright.
+        void run('pkill', ['-KILL', '-P', String(ginkgo.pid)])
+          .catch(() => undefined)
+          .finally(() => ginkgo.kill('SIGKILL'));
+      };
+      agent!.once('exit', died);
+      ginkgo.once('exit', (exitCode) => {
+        agent!.off('exit', died);
+        resolve(exitCode);
+      });
     });
+    if (agentDied) throw new Error(agentDied);
     const suiteMinutes = Math.round((performance.now() - suiteStarted) / 6000) / 10;
     await writeFile(path.join(reportDir, `${agentKind}.log`), agentLog);
     const results = specResults(await readFile(path.join(reportDir, 'report.json'), 'utf8'));

@@ -211,6 +211,8 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     ...(podCgroups ? { podCgroups } : {}),
     kernelLog,
     ...(runtimeConfig ? { runtimeFeatures: { supplementalGroupsPolicy: runtimeConfig.features?.supplementalGroupsPolicy ?? false } } : {}),
+    // The network state pods are synced against until the syncLoop's own first Status answers.
+    ...(runtimeConfig ? { runtimeConditions: runtimeConfig.conditions } : {}),
   });
   activePods = node.activePods;
   closers.unshift(() => node.stop());

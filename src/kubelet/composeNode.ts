@@ -12,7 +12,7 @@
  */
 import os from 'node:os';
 import path from 'node:path';
-import { type Actor, type AnyActorLogic, type AnyStateMachine, type InspectionEvent, type Observer, createActor } from 'xstate';
+import { type Actor, type AnyActorLogic, type AnyStateMachine, type InspectionEvent, type Observer, createActor, fromPromise } from 'xstate';
 import type { Pod, SourceName } from '../api/types.ts';
 import { containerGcPolicy, crashLoopBackOffPolicy } from '../cli/config.ts';
 import type { Clock } from '../clock.ts';
@@ -23,7 +23,8 @@ import { ImagePuller } from '../kuberuntime/images.ts';
 import { killOrphanPod, removeOrphanedPodDirs } from '../kuberuntime/orphans.ts';
 import type { MemoryFeatures } from '../kuberuntime/resources.ts';
 import type { Logger } from '../log.ts';
-import { unhealthyReason } from '../node/health.ts';
+import { runtimeNetworkError, unhealthyReason } from '../node/health.ts';
+import { runtimeStatusReader } from '../node/runtimeStatus.ts';
 import { isStaticPod } from '../api/types.ts';
 import { nodeOwner } from '../node/lease.ts';
 import { MirrorPodSync } from '../pod/mirrorClient.ts';
@@ -43,7 +44,7 @@ import { PodManager } from '../pod/podManager.ts';
 import { type PodActor, actorId } from '../podworkers/podWorkers.ts';
 import { type PodWorkType, timedPodEffects } from '../podworkers/workDuration.ts';
 import { type ProbeMetrics, createProbeManagerLogic } from '../prober/manager.ts';
-import type { ImageService, RuntimeService } from '../runtime/types.ts';
+import type { ImageService, RuntimeService, RuntimeStatusInfo } from '../runtime/types.ts';
 import { CallsInFlight, describeHanging, hangingCallThresholdMs } from '../runtime/callsInFlight.ts';
 import { StatusManager } from '../status/manager.ts';
 import { type NodeInfo, nodeForAdmission } from '../admission/admit.ts';
@@ -62,7 +63,7 @@ import type { ActuatedStore } from '../kuberuntime/resize.ts';
 import { createPodsLogic } from './dispatch.ts';
 import { type PodStartObserver, PodStartupLatency } from './podStartupLatency.ts';
 import { type NodeLoopName, nodeLoops } from './nodeLoops.ts';
-import { type LoopInputs, type SyncLoopMachine, syncLoopMachine } from './syncLoop.ts';
+import { type LoopInputs, type RuntimeConditions, type SyncLoopMachine, syncLoopMachine } from './syncLoop.ts';
 
 interface NodeDeps {
   config: NodeConfig;
@@ -109,6 +110,11 @@ interface NodeDeps {
    * it did not answer then, and admission does not check what depends on it.
    */
   runtimeFeatures?: { supplementalGroupsPolicy: boolean };
+  /**
+   * The runtime's conditions as its Status answered at start: the network state pods are synced
+   * against until the syncLoop's first poll answers; absent: taken as ready until then.
+   */
+  runtimeConditions?: RuntimeStatusInfo['conditions'];
 }
 
 /**
@@ -229,6 +235,8 @@ export function composeNode(deps: NodeDeps): Node {
     ...(metrics.containerStarted ? { containerStarted: metrics.containerStarted.bind(metrics) } : {}),
     ...(startup ? { imagePull: (uid: string, stage: 'started' | 'finished') => (stage === 'started' ? startup.pullStarted(uid) : startup.pullFinished(uid)) } : {}),
   };
+  // Assigned once the syncLoop exists; read only by actors it runs.
+  let syncLoopRef: Actor<SyncLoopMachine> | undefined;
   const callsInFlight = new CallsInFlight(now, log, hangingCallThresholdMs(config.runtimeRequestTimeoutMs));
   const effects = createPodEffects({
     ...runtimeDeps,
@@ -244,11 +252,11 @@ export function composeNode(deps: NodeDeps): Node {
       clearInProgress: (uid) => allocation.clearInProgress(uid),
       clearConditions: (uid) => allocation.clearConditions(uid),
     },
+    // The runtime's network as the syncLoop last polled it (its `runtimeStatus` region).
+    networkError: () => syncLoopRef?.getSnapshot().context.networkError ?? null,
   });
   const podMachine = podMachineWith(metrics.podWorked ? timedPodEffects(effects, now, metrics.podWorked.bind(metrics)) : effects);
   const relister = createRelister(runtime, now, log, metrics.relisted?.bind(metrics));
-  // Assigned once the syncLoop exists; read only by actors it runs.
-  let syncLoopRef: Actor<SyncLoopMachine> | undefined;
   const podActor = (uid: string) => syncLoopRef?.system.get(actorId(uid)) as PodActor | undefined;
   const statusWriter = cluster
     ? new StatusWriter({
@@ -337,6 +345,7 @@ export function composeNode(deps: NodeDeps): Node {
       })
     : undefined;
   const gcPolicy = containerGcPolicy(config);
+  const readRuntimeStatus = runtimeStatusReader(runtime, config.runtimeRequestTimeoutMs, log);
   const machine = syncLoopMachine.provide({
     actors: {
       ...(deps.sources ? { sources: deps.sources.logic } : {}),
@@ -371,6 +380,8 @@ export function composeNode(deps: NodeDeps): Node {
         log,
       }),
       pleg: plegMachineWith(relister),
+      // The kubelet's updateRuntimeUp: the runtime's Status, every runtimeStatusPeriodMs.
+      runtimeStatus: fromPromise<RuntimeConditions>(({ signal }) => readRuntimeStatus(signal)),
       probes: createProbeManagerLogic({
         statuses,
         podManager,
@@ -402,6 +413,7 @@ export function composeNode(deps: NodeDeps): Node {
         ...(config.eventedPleg ? { evented: { relistPeriodMs: config.eventedPlegRelistPeriodMs } } : {}),
       },
       loops: loopInputs,
+      ...(deps.runtimeConditions ? { networkError: runtimeNetworkError(deps.runtimeConditions) } : {}),
     },
     ...(deps.inspect ? { inspect: deps.inspect } : {}),
   });

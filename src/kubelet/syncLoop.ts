@@ -18,12 +18,18 @@
  *   `housekeeping` emits TICK.HOUSEKEEPING each `housekeepingMs`, in `ready` only;
  *   `runtime`  `healthy` ⇄ `unhealthy`, following the PLEG's relists (what /healthz reports); back
  *              to healthy, it tells the pods (`TICK.RUNTIME_BACK`) so failed syncs are retried at once.
+ *   `runtimeStatus`  `checking` ⇄ `waiting`: asks the runtime's Status at start and every
+ *              `runtimeStatusPeriodMs` (5 s, the kubelet's updateRuntimeUp) and keeps its network
+ *              state in `networkError` (null: ready), which each pod's sync reads: a pod not on
+ *              the host's network is not synced while it is set. A Status that fails leaves it as it was.
  *
  * Context holds only counters and small facts for health and the visualizer; the pods themselves
  * live in their own actors.
  */
-import { type AnyStateMachine, type EventObject, assertEvent, assign, enqueueActions, fromCallback, raise, sendTo, setup } from 'xstate';
+import { type AnyStateMachine, type EventObject, assertEvent, assign, enqueueActions, fromCallback, fromPromise, raise, sendTo, setup } from 'xstate';
 import type { SourceName } from '../api/types.ts';
+import { runtimeNetworkError } from '../node/health.ts';
+import type { RuntimeStatusInfo } from '../runtime/types.ts';
 import {
   type ConfigEvent,
   type NodeEvent,
@@ -49,7 +55,18 @@ interface SyncLoopInput {
   pleg: PlegInput;
   /** The input of each node loop that starts on this node (src/nodeloop/nodeLoop.ts); the others do not run. */
   loops: LoopInputs;
+  /**
+   * The runtime's network state until the first poll answers (as the Status read at the agent's
+   * start found it); absent: taken as ready. The kubelet starts from "network state unknown".
+   */
+  networkError?: string | null;
 }
+
+/** How often the runtime's Status is asked (kubelet.go Run: `wait.Until(kl.updateRuntimeUp, 5*time.Second)`). */
+export const runtimeStatusPeriodMs = 5_000;
+
+/** The runtime's conditions, as its Status gives them: what the `runtimeStatus` effect returns. */
+export type RuntimeConditions = RuntimeStatusInfo['conditions'];
 
 export type LoopInputs = Partial<Record<NodeLoopName, unknown>>;
 
@@ -63,6 +80,8 @@ export interface SyncLoopContext {
   lastRelistAt: number | null;
   lastRelistDurationMs: number | null;
   lastRuntimeError: string | null;
+  /** The runtime's network error as its Status last said (runtime.go networkErrors); null: ready. */
+  networkError: string | null;
   /** How many events of each type were routed (for the visualizer and metrics). */
   routed: Record<string, number>;
   /** Each source's last reported state (SOURCE.STATE), e.g. the API source's `watching from 1234`. */
@@ -95,7 +114,7 @@ export const syncLoopMachine = setup({
     context: {} as SyncLoopContext,
     events: {} as SyncLoopEvent,
     input: {} as SyncLoopInput,
-    children: {} as { sources: 'sources'; pods: 'pods'; pleg: 'pleg'; probes: 'probes' } & { [N in NodeLoopName]: N },
+    children: {} as { sources: 'sources'; pods: 'pods'; pleg: 'pleg'; probes: 'probes'; runtimeStatus: 'runtimeStatus' } & { [N in NodeLoopName]: N },
   },
   actors: {
     /** The config sources and their merge: sends CONFIG.*, SOURCE.SEEN, SOURCE.ERROR. */
@@ -105,11 +124,14 @@ export const syncLoopMachine = setup({
     pleg: plegMachine,
     /** The probe manager: sends PROBE.RESULT when a result changes. */
     probes: idle<EventObject>(),
+    /** The runtime's Status, its conditions; as drawn it never answers (composeNode gives the runtime's). */
+    runtimeStatus: fromPromise<RuntimeConditions>(() => new Promise<never>(() => {})),
     ...loopMachines,
   },
   delays: {
     syncTick: ({ context }) => context.syncTickMs,
     housekeeping: ({ context }) => context.housekeepingMs,
+    runtimeStatusPeriod: runtimeStatusPeriodMs,
   },
   guards: {
     allSourcesSeen: ({ context }) => context.expectedSources.every((s) => context.seenSources.includes(s)),
@@ -153,6 +175,7 @@ export const syncLoopMachine = setup({
       statusWrites: ({ context, event }) =>
         event.type === 'STATUS.WRITES' ? { queued: event.queued, writes: event.writes, deletes: event.deletes } : context.statusWrites,
     }),
+    recordNetwork: assign((_, conditions: RuntimeConditions) => ({ networkError: runtimeNetworkError(conditions) })),
     recordRuntimeError: assign({
       lastRuntimeError: ({ event }) => (event.type === 'PLEG.RELIST_FAILED' ? event.error : null),
     }),
@@ -169,6 +192,7 @@ export const syncLoopMachine = setup({
     lastRelistAt: null,
     lastRelistDurationMs: null,
     lastRuntimeError: null,
+    networkError: input.networkError ?? null,
     routed: {},
     sourceStates: {},
     statusWrites: null,
@@ -242,6 +266,22 @@ export const syncLoopMachine = setup({
       on: {
         'PLEG.RELISTED': { target: '.healthy', actions: 'recordRelist' },
         'PLEG.RELIST_FAILED': { target: '.unhealthy', actions: 'recordRuntimeError' },
+      },
+    },
+    // The kubelet's updateRuntimeUp: the network state is what the last Status said; a Status that
+    // fails changes nothing (the relists tell whether the runtime is down).
+    runtimeStatus: {
+      initial: 'checking',
+      states: {
+        checking: {
+          invoke: {
+            id: 'runtimeStatus',
+            src: 'runtimeStatus',
+            onDone: { target: 'waiting', actions: { type: 'recordNetwork', params: ({ event }) => event.output } },
+            onError: { target: 'waiting' },
+          },
+        },
+        waiting: { after: { runtimeStatusPeriod: 'checking' } },
       },
     },
   },

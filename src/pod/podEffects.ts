@@ -16,6 +16,7 @@ import { readPodStatus } from '../kuberuntime/podStatus.ts';
 import { TerminationMessages } from '../kuberuntime/terminationMessage.ts';
 import type { CallOptions } from '../runtime/types.ts';
 import { computePodActions, isEmptyPlan, noProbeResults } from '../kuberuntime/computePodActions.ts';
+import { podNetworkError } from './network.ts';
 import { podProgress } from './progress.ts';
 import type { PodEffects, PodMemory, PodProbeResults, SyncOutcome } from './pod.ts';
 import type { KillStatus } from '../events.ts';
@@ -35,6 +36,11 @@ interface PodEffectsDeps extends RuntimeDeps {
   callsInFlight?: CallsInFlight;
   /** The node's in-place resize records (src/allocation); absent: pods are not resized. */
   resize?: PodResizeState;
+  /**
+   * The runtime's network error as the node last polled its Status (the kubelet's
+   * runtimeState.networkErrors), null while it is ready; absent: always ready.
+   */
+  networkError?: () => string | null;
 }
 
 /**
@@ -172,6 +178,13 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
       trackResize(pod, before);
       const current = publish(pod, before, memory, false, probes);
       if (isTerminalPhase(current.phase)) return outcome(pod, before, memory, current);
+      // No pod network yet: only a pod on the host's network goes on (kubelet.go SyncPod); the
+      // others wait with the status just published, and are retried at the transient period.
+      const networkError = podNetworkError(pod, deps.networkError?.() ?? null);
+      if (networkError) {
+        deps.recorder.event(podReference(pod), 'Warning', 'NetworkNotReady', networkError);
+        return outcome(pod, before, memory, current, { errors: [networkError] });
+      }
       // The pod's cgroup before anything of it starts (kubelet.go SyncPod, pcm.EnsureExists).
       const cgroupError = await deps.podCgroups?.ensurePod(pod).then(() => null, (err: unknown) => (err instanceof Error ? err : new Error(String(err))));
       if (cgroupError) {

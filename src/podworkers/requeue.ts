@@ -2,7 +2,8 @@
  * When a pod is due again after a sync (pkg/kubelet/pod_workers.go completeWork), pure:
  *   the sync succeeded            the sync frequency (`resyncInterval`, 1 m) × [1, 1.5);
  *   it failed, and its error says "network is not ready" (pkg/kubelet/errors.go
- *   NetworkNotReadyErrorMsg, anywhere in the text: the kubelet's strings.Contains)
+ *   NetworkNotReadyErrorMsg, anywhere in the text: the kubelet's strings.Contains; the pod's
+ *   sync fails so while the runtime's network is not ready, src/pod/network.ts)
  *                                 `backOffOnTransientErrorPeriod`, 1 s × [1, 1.5): the network
  *                                 may be ready soon;
  *   it failed otherwise           the error back-off (`backOffPeriod`, 10 s) × [1, 1.5).
@@ -12,11 +13,12 @@
  * statelet's way of the kubelet's MinBackoffExpiration, which also applies to syncs that succeed.
  */
 
+import { NETWORK_NOT_READY } from '../pod/network.ts';
+
+export { NETWORK_NOT_READY };
+
 /** pod_workers.go backOffOnTransientErrorPeriod. */
 export const TRANSIENT_ERROR_BACKOFF_MS = 1_000;
-
-/** pkg/kubelet/errors.go NetworkNotReadyErrorMsg: the error of a sync that waits for the pod network. */
-export const NETWORK_NOT_READY = 'network is not ready';
 
 /** wait.Jitter's factor for every requeue period of the pod workers. */
 const JITTER_FACTOR = 0.5;

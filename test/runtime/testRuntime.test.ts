@@ -61,6 +61,27 @@ describe('the in-process simulated runtime: sandboxes', () => {
     expect(statusA.metadata).toEqual({ name: 'a', uid: 'uid-a', namespace: 'default', attempt: 0 });
   });
 
+  it("reports NetworkReady false as containerd does without CNI, and then fails pod-network sandboxes but not host-network ones", async () => {
+    const { fake } = setup();
+    const network = async () => (await fake.status()).conditions.find((c) => c.type === 'NetworkReady');
+    expect(await network()).toEqual({ type: 'NetworkReady', status: true, reason: '', message: '' });
+    fake.setNetworkReady(false);
+    expect(await network()).toEqual({ type: 'NetworkReady', status: false, reason: 'NetworkPluginNotReady', message: 'Network plugin returns error: cni plugin not initialized' });
+    expect((await fake.status()).conditions.find((c) => c.type === 'RuntimeReady')?.status).toBe(true);
+    const err = await rejection(fake.runPodSandbox(sandboxConfig('a')));
+    expect(err).toMatchObject({ call: 'RunPodSandbox', code: 'UNKNOWN' });
+    expect(err.message).toMatch(/failed to setup network for sandbox "[0-9a-f]{64}": cni plugin not initialized/);
+    expect(await fake.listPodSandbox()).toEqual([]);
+    await fake.runPodSandbox(sandboxConfig('h', { hostNetwork: true }));
+    fake.setNetworkReady(false, 'Custom', 'plugin still loading');
+    expect(await network()).toEqual({ type: 'NetworkReady', status: false, reason: 'Custom', message: 'plugin still loading' });
+    fake.setNetworkReady(true);
+    expect((await network())?.status).toBe(true);
+    // The failed attempt reserved no name: the same sandbox starts now.
+    await fake.runPodSandbox(sandboxConfig('a'));
+    expect((await fake.listPodSandbox()).map((s) => s.metadata.name).sort()).toEqual(['a', 'h']);
+  });
+
   it('refuses a second sandbox with the same name while the first exists', async () => {
     const { fake } = setup();
     await fake.runPodSandbox(sandboxConfig('a'));

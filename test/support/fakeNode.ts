@@ -14,6 +14,7 @@ import { agentDefaults } from '../../src/cli/config.ts';
 import { type NodeMetrics, composeNode } from '../../src/kubelet/composeNode.ts';
 import type { NodeConfig } from '../../src/nodeloop/parts.ts';
 import type { MachineInfo } from '../../src/node/nodeStatus.ts';
+import type { RuntimeStatusInfo } from '../../src/runtime/types.ts';
 import { type Logger, silentLogger } from '../../src/log.ts';
 import { TestRuntime } from './testRuntime.ts';
 import { IMAGE, NO_MEMORY_FEATURES, testClock } from './pods.ts';
@@ -31,6 +32,8 @@ export interface FakeNodeOptions {
   metrics?: Partial<NodeMetrics>;
   /** The machine, as the agent reads it at start; absent: not known (admission checks the pod count only). */
   machine?: MachineInfo;
+  /** The runtime's conditions as the agent's Status at start read them; absent: not read (the network taken as ready until the first poll). */
+  runtimeConditions?: RuntimeStatusInfo['conditions'];
 }
 
 let nodesDir: string | undefined;
@@ -75,6 +78,7 @@ export function startFakeNode(options: FakeNodeOptions = {}) {
     memoryFeatures: NO_MEMORY_FEATURES,
     ...(options.metrics ? { metrics: options.metrics } : {}),
     ...(options.machine ? { machine: options.machine } : {}),
+    ...(options.runtimeConditions ? { runtimeConditions: options.runtimeConditions } : {}),
     ...(options.expectedSources ? { sources: { logic: fromCallback(() => {}), expected: options.expectedSources } } : {}),
   });
   const stop = () => {

@@ -2,7 +2,8 @@
  * The runtime of the machine and effect tests: the simulated runtime's engine (the one CRI
  * emulation, the same `sim://` serves) answered in process (`InProcessRuntime`), behind the fault
  * and call-recording decorator (`FaultyRuntime`), plus the engine's own handles a test reaches for:
- * crash a container, load or take away an image, look at a container or sandbox without a call.
+ * crash a container, load or take away an image, take the pod network away (NetworkReady false),
+ * look at a container or sandbox without a call.
  * Images load with no pull delay, so a test on a simulated clock need not advance it for pulls.
  */
 import { type Clock, realClock } from '../../src/clock.ts';
@@ -39,6 +40,11 @@ export class TestRuntime extends FaultyRuntime {
   /** Takes the image out of the simulated registry: its pulls fail with NOT_FOUND. */
   failPull(image: string): void {
     this.engine.images.setMissing(image);
+  }
+
+  /** Status reports NetworkReady false (containerd's reason and message by default), or true again. */
+  setNetworkReady(ready: boolean, reason?: string, message?: string): void {
+    this.engine.setNetworkReady(ready, reason, message);
   }
 
   getContainer(id: string): ContainerStatus | undefined {

@@ -3,8 +3,7 @@
  * `scripts/controlplane/build.mjs --conformance=kubelet`) as the node of a test cluster, on the
  * private containerd: the yardstick statelet is compared with (`npm run conformance --
  * --agent=kubelet`, the benchmark). Configured as statelet is in the same runs: cgroupfs (these
- * machines have no systemd), no QoS cgroup tree (`cgroupsPerQOS: false`, so nothing is enforced
- * on node allocatable), cgroup v1 allowed, client certificates from the API server's kubelet-client CA, every caller
+ * machines have no systemd), its QoS and pod cgroups, cgroup v1 allowed, client certificates from the API server's kubelet-client CA, every caller
  * with one allowed, no read-only port, swap tolerated.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -42,8 +41,9 @@ export function kubeletConfiguration(options: Pick<UpstreamKubeletOptions, 'runt
       kind: 'KubeletConfiguration',
       containerRuntimeEndpoint: options.runtimeEndpoint,
       cgroupDriver: 'cgroupfs',
-      cgroupsPerQOS: false,
-      enforceNodeAllocatable: [],
+      // Its QoS and pod cgroups (kubepods under the root): with cgroupsPerQOS off, an in-place
+      // resize makes the v1.37 kubelet panic (no pod cgroup to read in doPodResizeAction).
+      cgroupsPerQOS: true,
       failSwapOn: false,
       // These machines are on cgroup v1, which the kubelet refuses by default since v1.35.
       failCgroupV1: false,

@@ -226,6 +226,8 @@ export class SimEngine {
   readonly memoryBytes: number;
   /** The directory the runtime calls its own (SimRuntimeOptions.stateDir). */
   readonly stateDir: string | undefined;
+  /** The NetworkReady condition Status reports (setNetworkReady); ready by default. */
+  private network = { status: true, reason: '', message: '' };
 
   private readonly closeHooks: (() => Promise<void>)[] = [];
 
@@ -298,11 +300,20 @@ export class SimEngine {
     return { version: '0.1.0', runtimeName: SIM_RUNTIME_NAME, runtimeVersion: SIM_RUNTIME_VERSION, runtimeApiVersion: 'v1' };
   }
 
+  /**
+   * Makes Status report NetworkReady false (by default with containerd's reason and message while
+   * its CNI plugin is not initialized), or true again. While it is false a sandbox on the pod
+   * network fails to start, as containerd's does; one on the host's network starts.
+   */
+  setNetworkReady(ready: boolean, reason = 'NetworkPluginNotReady', message = 'Network plugin returns error: cni plugin not initialized'): void {
+    this.network = ready ? { status: true, reason: '', message: '' } : { status: false, reason, message };
+  }
+
   status(): RuntimeStatusInfo {
     return {
       conditions: [
         { type: 'RuntimeReady', status: true, reason: '', message: '' },
-        { type: 'NetworkReady', status: true, reason: '', message: '' },
+        { type: 'NetworkReady', ...this.network },
       ],
       // Strict is applied (identity.ts: a process has only the groups it is given) and each
       // container's ContainerStatus.user is reported.
@@ -335,8 +346,13 @@ export class SimEngine {
     if (networkMode === NamespaceMode.NODE && config.hostname) {
       throw new SimError('UNKNOWN', 'failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to set hostname without a private UTS namespace: unknown');
     }
+    const id = newId();
+    // As containerd answers while its CNI plugin is not initialized: no pod network to join.
+    if (networkMode !== NamespaceMode.NODE && !this.network.status) {
+      throw new SimError('UNKNOWN', `failed to setup network for sandbox "${id}": cni plugin not initialized`);
+    }
     const sandbox: SimSandbox = {
-      id: newId(),
+      id,
       config,
       runtimeHandler,
       state: 'SANDBOX_READY',

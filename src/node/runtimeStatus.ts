@@ -1,0 +1,38 @@
+/**
+ * The runtime's Status as the syncLoop polls it (its `runtimeStatus` region; the kubelet's
+ * updateRuntimeUp): one CRI Status call, its conditions returned for the syncLoop to keep the
+ * network state from (src/node/health.ts runtimeNetworkError). What it logs, it logs on a change
+ * only: the Status failing and answering again, the network going not ready and ready again (the
+ * kubelet logs each poll; at 5 s that is a line every 5 s per cause here for as long as it lasts).
+ */
+import type { Logger } from '../log.ts';
+import type { RuntimeService, RuntimeStatusInfo } from '../runtime/types.ts';
+import { runtimeNetworkError } from './health.ts';
+
+/** Reads the runtime's conditions once; rejects when the Status call fails. */
+export type RuntimeStatusReader = (signal: AbortSignal) => Promise<RuntimeStatusInfo['conditions']>;
+
+export function runtimeStatusReader(runtime: RuntimeService, timeoutMs: number, log: Logger): RuntimeStatusReader {
+  let failing = false;
+  let networkError: string | null = null;
+  return async (signal) => {
+    let conditions: RuntimeStatusInfo['conditions'];
+    try {
+      conditions = (await runtime.status({ signal, timeoutMs })).conditions;
+    } catch (err) {
+      // Aborted: the syncLoop stopped, nothing failed.
+      if (!failing && !signal.aborted) log('error', 'Container runtime sanity check failed', { err });
+      failing ||= !signal.aborted;
+      throw err;
+    }
+    if (failing) log('info', 'Container runtime status answers again');
+    failing = false;
+    const now = runtimeNetworkError(conditions);
+    if (now !== networkError) {
+      if (now) log('warn', 'Container runtime network not ready', { err: now });
+      else log('info', 'Container runtime network ready');
+      networkError = now;
+    }
+    return conditions;
+  };
+}
