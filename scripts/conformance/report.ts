@@ -18,7 +18,29 @@ interface GinkgoSpecReport {
 /** One suite of the report (types.Report). */
 interface GinkgoReport {
   SuiteDescription?: string;
+  /** Nanoseconds. */
+  RunTime?: number;
+  SuiteConfig?: { ParallelTotal?: number; FocusStrings?: string[] | null; SkipStrings?: string[] | null };
   SpecReports?: GinkgoSpecReport[] | null;
+}
+
+/** What ran, as a summary states it. */
+export interface RunFacts {
+  minutes: number;
+  processes: number;
+  focus: string;
+  skip: string;
+}
+
+/** The run a ginkgo JSON report tells of: its length (to 0.1 min), its processes, focus and skip. */
+export function runFacts(json: string): RunFacts {
+  const [suite] = JSON.parse(json) as GinkgoReport[];
+  return {
+    minutes: Math.round((suite?.RunTime ?? 0) / 6e9) / 10,
+    processes: suite?.SuiteConfig?.ParallelTotal ?? 1,
+    focus: (suite?.SuiteConfig?.FocusStrings ?? []).join('|'),
+    skip: (suite?.SuiteConfig?.SkipStrings ?? []).join('|'),
+  };
 }
 
 export type Outcome = 'passed' | 'failed' | 'skipped' | 'pending' | 'panicked' | 'timedout' | 'interrupted' | 'aborted';
@@ -123,7 +145,7 @@ export function behindBaseline(results: readonly SpecResult[], baseline: Baselin
 }
 
 /** docs/conformance.md: what ran, the counts, and every spec that did not pass with its reason (and whether the kubelet passed it). */
-export function summary(results: readonly SpecResult[], run: { minutes: number; processes: number; focus: string; skip: string }, baseline?: Baseline): string {
+export function summary(results: readonly SpecResult[], run: RunFacts, baseline?: Baseline): string {
   const { minutes, processes, focus, skip } = run;
   const counts = tally(results);
   const failed = results.filter((r) => r.outcome !== 'passed' && r.outcome !== 'skipped' && r.outcome !== 'pending');

@@ -15,6 +15,8 @@
  *      pass (the list may only grow: the newly passing ones are printed, to add).
  *
  *   npm run conformance [-- --procs=4] [--focus=REGEX] [--skip=REGEX] [--keep] [--agent=kubelet]
+ *   npm run conformance -- --report=DIR   writes docs/conformance.md again from a kept run's report
+ *                                         (DIR/report.json) and the kubelet baseline, running nothing
  *
  * With --agent=kubelet the node is the upstream kubelet built from the same module graph instead
  * (test/support/upstreamKubelet.ts), outside CI: what it passes is written to
@@ -36,7 +38,7 @@ import { importConformanceImages } from '../../test/containerd/conformanceImages
 import { startContainerd } from '../../test/containerd/harness.ts';
 import { startControlPlane } from '../../test/support/controlPlane.ts';
 import { startUpstreamKubelet } from '../../test/support/upstreamKubelet.ts';
-import { baselineText, behindBaseline, compare, parseBaseline, parseExpected, specResults, summary, tally } from './report.ts';
+import { type Baseline, baselineText, behindBaseline, compare, parseBaseline, parseExpected, runFacts, specResults, summary, tally } from './report.ts';
 
 const run = promisify(execFile);
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -57,7 +59,25 @@ const agentKind = arg('agent') ?? 'statelet';
 if (agentKind !== 'statelet' && agentKind !== 'kubelet') throw new Error(`--agent=${agentKind}: the node is statelet (the default) or kubelet`);
 const BASELINE = path.join(repoRoot, 'test/conformance/kubelet-baseline.txt');
 
+async function readBaseline(): Promise<Baseline | undefined> {
+  const text = await readFile(BASELINE, 'utf8').catch(() => undefined);
+  return text === undefined ? undefined : parseBaseline(text);
+}
+
+/** docs/conformance.md from a report (JSON text), beside the kubelet's baseline when there is one. */
+async function writeSummary(reportJson: string): Promise<Baseline | undefined> {
+  const baseline = await readBaseline();
+  await writeFile(path.join(repoRoot, 'docs/conformance.md'), summary(specResults(reportJson), runFacts(reportJson), baseline));
+  return baseline;
+}
+
 async function main(): Promise<number> {
+  const kept = arg('report');
+  if (kept) {
+    await writeSummary(await readFile(path.join(kept, 'report.json'), 'utf8'));
+    console.error(`conformance: docs/conformance.md written from ${kept}/report.json`);
+    return 0;
+  }
   if (process.getuid?.() !== 0) throw new Error('npm run conformance needs root (a private containerd, cgroups, an address on lo)');
   const started = performance.now();
   // @ts-expect-error: a plain ESM script without type declarations
@@ -172,7 +192,8 @@ async function main(): Promise<number> {
     if (agentDied) throw new Error(agentDied);
     const suiteMinutes = Math.round((performance.now() - suiteStarted) / 6000) / 10;
     await writeFile(path.join(reportDir, `${agentKind}.log`), agentLog);
-    const results = specResults(await readFile(path.join(reportDir, 'report.json'), 'utf8'));
+    const reportJson = await readFile(path.join(reportDir, 'report.json'), 'utf8');
+    const results = specResults(reportJson);
     const counts = tally(results);
     if (agentKind === 'kubelet') {
       const about = `kubelet ${path.basename(binaries.dir)}, ${new Date().toISOString().slice(0, 10)}: ${counts.passed} passed, ${counts.failed} failed of ${results.length} specs in ${suiteMinutes} min, ${procs} processes`;
@@ -183,9 +204,7 @@ async function main(): Promise<number> {
     }
     const expected = parseExpected(await readFile(path.join(repoRoot, 'test/conformance/expected-pass.txt'), 'utf8').catch(() => ''));
     const comparison = compare(results, expected);
-    const baselineFile = await readFile(BASELINE, 'utf8').catch(() => undefined);
-    const baseline = baselineFile === undefined ? undefined : parseBaseline(baselineFile);
-    await writeFile(path.join(repoRoot, 'docs/conformance.md'), summary(results, { minutes: suiteMinutes, processes: procs, focus, skip }, baseline));
+    const baseline = await writeSummary(reportJson);
     if (baseline) for (const name of behindBaseline(results, baseline)) console.error(`  passed by the kubelet, not by statelet: ${name}`);
     console.error(`conformance: ${counts.passed} passed, ${counts.failed} failed, ${counts.other} skipped of ${results.length} specs in ${suiteMinutes} min (ginkgo exited ${code}); docs/conformance.md written; reports in ${reportDir}`);
     for (const name of comparison.newlyPassing) console.error(`  newly passing (add to test/conformance/expected-pass.txt): ${name}`);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { baselineText, behindBaseline, compare, parseBaseline, parseExpected, specResults, summary, tally } from '../../scripts/conformance/report.ts';
+import { baselineText, behindBaseline, compare, parseBaseline, parseExpected, runFacts, specResults, summary, tally } from '../../scripts/conformance/report.ts';
 
 /** A ginkgo JSON report as `--json-report` writes it (the fields the runner reads). */
 const report = JSON.stringify([
@@ -56,6 +56,12 @@ describe('the conformance report', () => {
     ['an expected spec that did not run: a regression', 'gone spec', [{ name: 'gone spec', outcome: 'not run' }], ['[sig-node] Pods should get a host IP [NodeConformance] [Conformance]']],
   ])('%s', (_name, expectedText, regressions, newlyPassing) => {
     expect(compare(results, parseExpected(expectedText))).toEqual({ regressions, newlyPassing });
+  });
+
+  it('tells what ran from the report: minutes, processes, focus and skip', () => {
+    const suite = { RunTime: 669_086_229_068, SuiteConfig: { ParallelTotal: 4, FocusStrings: ['a|b'], SkipStrings: ['c'] }, SpecReports: [] };
+    expect(runFacts(JSON.stringify([suite]))).toEqual({ minutes: 11.2, processes: 4, focus: 'a|b', skip: 'c' });
+    expect(runFacts(report)).toEqual({ minutes: 0, processes: 1, focus: '', skip: '' });
   });
 
   describe('beside the upstream kubelet', () => {
