@@ -675,7 +675,8 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
               {
                 name: 'app',
                 image: runtime.image,
-                command: ['sh', '-c', 'grep -q mode=fast /etc/app.conf && test ! -e /etc/other && echo done > /work/out'],
+                // It waits for the test to have seen its file: a finished pod's emptyDir goes with its volumes.
+                command: ['sh', '-c', 'grep -q mode=fast /etc/app.conf && test ! -e /etc/other && echo done > /work/out || exit 1; while [ ! -e /work/stop ]; do sleep 0.2; done'],
                 env: [{ name: 'POD_NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }],
                 volumeMounts: [
                   { name: 'config', mountPath: '/etc/app.conf', subPath: 'app.conf' },
@@ -686,10 +687,14 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
           },
         },
       });
+      const running = (await cp.waitFor<V1Pod>(pods(namespace), 'sub', (p) => p?.status?.phase === 'Running' || p?.status?.phase === 'Failed', 30_000))!;
+      expect(running.status?.phase).toBe('Running');
+      // subPathExpr: the pod's own directory, named by $(POD_NAME), of the emptyDir.
+      const scratch = path.join(agent!.rootDir, 'pods', running.metadata!.uid!, 'volumes', 'kubernetes.io~empty-dir', 'scratch');
+      await waitFor(async () => (await readFile(path.join(scratch, 'sub', 'out'), 'utf8').catch(() => '')) === 'done\n', 'the file the container wrote in its subPathExpr directory');
+      await writeFile(path.join(scratch, 'sub', 'stop'), '');
       const done = (await cp.waitFor<V1Pod>(pods(namespace), 'sub', (p) => p?.status?.phase === 'Succeeded' || p?.status?.phase === 'Failed', 30_000))!;
       expect(done.status?.phase).toBe('Succeeded');
-      const scratch = path.join(agent!.rootDir, 'pods', done.metadata!.uid!, 'volumes', 'kubernetes.io~empty-dir', 'scratch');
-      expect(await readFile(path.join(scratch, 'sub', 'out'), 'utf8')).toBe('done\n');
       // Finished but still there: its kube-api-access tmpfs comes off, its directory stays.
       const podDir = path.join(agent!.rootDir, 'pods', done.metadata!.uid!);
       await waitFor(async () => (await mountsUnder(podDir)).length === 0, "the finished pod's volumes unmounted");
