@@ -196,7 +196,8 @@ async function main(): Promise<number> {
     const results = specResults(reportJson);
     const counts = tally(results);
     if (agentKind === 'kubelet') {
-      const about = `kubelet ${path.basename(binaries.dir)}, ${new Date().toISOString().slice(0, 10)}: ${counts.passed} passed, ${counts.failed} failed of ${results.length} specs in ${suiteMinutes} min, ${procs} processes`;
+      const version = (await run(binaries.kubelet, ['--version'])).stdout.trim().replace(/^Kubernetes /, '');
+      const about = `kubelet ${version}, ${new Date().toISOString().slice(0, 10)}: ${counts.passed} passed, ${counts.failed} failed of ${results.length} specs in ${suiteMinutes} min, ${procs} processes`;
       await writeFile(BASELINE, baselineText(results, about));
       console.error(`conformance: the upstream kubelet: ${about}; ${path.relative(repoRoot, BASELINE)} written; reports in ${reportDir}`);
       for (const r of results.filter((r) => r.outcome !== 'passed' && r.outcome !== 'skipped')) console.error(`  did not pass: ${r.name}: ${r.outcome}: ${r.reason ?? ''}`);

@@ -15,7 +15,6 @@ import { makePodDataDirs, setUpPodVolumes, tearDownPodVolumes } from '../volumes
 import { mkdirAll } from '../volumes/mkdirAll.ts';
 import { type Mounter, diskOnly } from '../volumes/mounter.ts';
 import type { TokenManager } from '../volumes/tokens.ts';
-import { unsupportedVolumes } from '../volumes/plan.ts';
 import type { PodActions } from './computePodActions.ts';
 import { sandboxConfig } from './configs.ts';
 import { podDns } from './dns.ts';
@@ -216,9 +215,6 @@ export async function executePlan(
     return result;
   }
 
-  if (actions.createSandbox) {
-    for (const message of unsupportedVolumes(pod)) deps.recorder.event(podReference(pod), 'Warning', 'VolumeNotSupported', message);
-  }
   // Step 6 of the kubelet's SyncPod: the running containers and the pod's cgroup resized in place, before anything starts.
   if (resize && deps.actuated && hasResizeWork(resize)) {
     const error = await executePodResize(resizeDeps(deps, deps.actuated), pod, status, resize, opts);

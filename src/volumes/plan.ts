@@ -110,16 +110,15 @@ export function volumeDir(podsDir: string, pod: Pod, volume: PodVolume): string 
   return path.join(podsDir, pod.metadata.uid, 'volumes', PLUGIN_DIRS[pluginOf(volume) ?? 'emptyDir'], volume.name);
 }
 
-/** Why a volume is not set up by this node, or null when it is. */
-function unsupportedVolume(volume: PodVolume): string | null {
+/**
+ * Why this node cannot set a volume up, or null when it can. A pod never runs without a volume it
+ * mounts: as in the kubelet, whose volume manager finds no plugin for it ("no volume plugin
+ * matched", volume/plugins.go FindPluginBySpec), the pod waits in ContainerCreating, FailedMount.
+ */
+export function unsupportedVolume(volume: PodVolume): string | null {
   if (pluginOf(volume)) return null;
   const plugin = Object.keys(volume).find((k) => k !== 'name') ?? 'unknown';
-  return `volume "${volume.name}" (${plugin}) is not mounted: this node does not support ${plugin} volumes yet`;
-}
-
-/** What the pod's mounted volumes leave out, one message each (the VolumeNotSupported events). */
-export function unsupportedVolumes(pod: Pod): string[] {
-  return mountedVolumes(pod).map(unsupportedVolume).filter((m): m is string => m !== null);
+  return `no volume plugin matched: this node does not mount ${plugin} volumes`;
 }
 
 /** The volumes some container of the pod mounts (only those are set up, as the kubelet's populator). */
@@ -138,7 +137,8 @@ export function containerMounts(podsDir: string, pod: Pod, container: Container,
   for (const mount of container.volumeMounts ?? []) {
     const volume = volumes.get(mount.name);
     if (!volume) return { error: `cannot find volume "${mount.name}" to mount into container "${container.name}"` };
-    if (unsupportedVolume(volume)) continue;
+    const unsupported = unsupportedVolume(volume);
+    if (unsupported) return { error: `volume "${volume.name}": ${unsupported}` };
     const containerPath = mount.mountPath.startsWith('/') ? mount.mountPath : `/${mount.mountPath}`;
     // ConfigMap, Secret, downwardAPI and projected volumes are always read-only (their plugins say so).
     const plugin = pluginOf(volume);

@@ -39,6 +39,7 @@ import {
   mountedVolumes,
   pluginOf,
   projectedPayload,
+  unsupportedVolume,
   volumeDir,
 } from './plan.ts';
 import type { TokenSource } from './tokens.ts';
@@ -87,6 +88,7 @@ export async function setUpPodVolumes(deps: VolumeDeps, pod: Pod): Promise<void>
       if (plugin === 'hostPath') await checkHostPath(volume.hostPath!);
       else if (plugin === 'emptyDir') await setUpEmptyDir(deps, pod, volume);
       else if (plugin) await writePayload(deps, pod, volume);
+      else throw new Error(unsupportedVolume(volume)!);
     }),
   );
   // The first failure in the pod's order of volumes is the one reported.

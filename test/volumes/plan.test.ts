@@ -1,7 +1,7 @@
 /** Volume layout and container mounts (kubelet_pods.go makeMounts), table-tested. */
 import { describe, expect, it } from 'vitest';
 import type { Container, Pod, VolumeMount } from '../../src/api/types.ts';
-import { containerMounts, downwardPayload, hostPathCheck, keyedPayload, mountedVolumes, projectedPayload, unsupportedVolumes } from '../../src/volumes/plan.ts';
+import { containerMounts, downwardPayload, hostPathCheck, keyedPayload, mountedVolumes, projectedPayload, unsupportedVolume } from '../../src/volumes/plan.ts';
 
 const c = (name: string, volumeMounts: Container['volumeMounts']): Container => ({ name, image: 'busybox:1', volumeMounts });
 const pod = (containers: Container[], volumes: unknown[], initContainers: Container[] = []): Pod =>
@@ -26,8 +26,9 @@ describe('containerMounts', () => {
     ],
   );
 
-  it('mounts from the pod directory, makes relative paths absolute, keeps readOnly, projections always read-only; leaves out unsupported plugins', () => {
-    expect(containerMounts('/var/lib/statelet/pods', p, p.spec.containers[0]!)).toEqual({
+  it('mounts from the pod directory, makes relative paths absolute, keeps readOnly, projections always read-only', () => {
+    const withoutClaim = { ...p.spec.containers[0]!, volumeMounts: p.spec.containers[0]!.volumeMounts!.filter((m) => m.name !== 'claim') };
+    expect(containerMounts('/var/lib/statelet/pods', p, withoutClaim)).toEqual({
       mounts: [
         { volumeName: 'scratch', containerPath: '/work', hostPath: '/var/lib/statelet/pods/u1/volumes/kubernetes.io~empty-dir/scratch', readonly: false, propagation: 'PROPAGATION_PRIVATE' },
         { volumeName: 'cache', containerPath: '/cache', hostPath: '/var/lib/statelet/pods/u1/volumes/kubernetes.io~empty-dir/cache', readonly: true, propagation: 'PROPAGATION_PRIVATE' },
@@ -40,8 +41,14 @@ describe('containerMounts', () => {
     expect(containerMounts('/p', p, c('other', [{ name: 'nope', mountPath: '/x' }]))).toEqual({ error: 'cannot find volume "nope" to mount into container "other"' });
   });
 
-  it('names the volumes it does not mount, and sets up only mounted ones', () => {
-    expect(unsupportedVolumes(p)).toEqual(['volume "claim" (persistentVolumeClaim) is not mounted: this node does not support persistentVolumeClaim volumes yet']);
+  it('never mounts a container without a volume it asks for: a volume of a plugin this node lacks is an error naming it', () => {
+    const claim = p.spec['volumes'] as { name: string }[];
+    expect(unsupportedVolume(claim.find((v) => v.name === 'claim')!)).toBe('no volume plugin matched: this node does not mount persistentVolumeClaim volumes');
+    expect(unsupportedVolume(claim.find((v) => v.name === 'scratch')!)).toBeNull();
+    expect(containerMounts('/p', p, p.spec.containers[0]!)).toEqual({ error: 'volume "claim": no volume plugin matched: this node does not mount persistentVolumeClaim volumes' });
+  });
+
+  it('sets up only the mounted volumes', () => {
     expect(mountedVolumes(p).map((v) => v.name)).toEqual(['scratch', 'cache', 'token', 'claim']);
   });
 

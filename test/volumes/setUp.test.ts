@@ -117,6 +117,14 @@ describe('setUpPodVolumes', () => {
     }
   });
 
+  it('fails the setup of a pod mounting a volume of a plugin this node lacks, naming the volume', async () => {
+    const { deps } = await setUp();
+    const volumes = [{ name: 'scratch', emptyDir: {} }, { name: 'data', persistentVolumeClaim: { claimName: 'data' } }];
+    await expect(setUpPodVolumes(deps, pod(volumes, ['scratch', 'data']))).rejects.toThrow(
+      'MountVolume.SetUp failed for volume "data" : no volume plugin matched: this node does not mount persistentVolumeClaim volumes',
+    );
+  });
+
   it('fails a projection whose token cannot be had with the volume named and the cause, and sets up nothing of it', async () => {
     const { api, deps, volumeDir } = await setUp();
     api.failNext('createServiceAccountToken', new ApiError(403, 'Forbidden', 'not bound to this node', 'POST serviceaccounts/token shop/builder'));
