@@ -208,6 +208,9 @@ export class StatusWriter {
         this.held.delete(uid);
         this.written.delete(uid);
         this.dirty.add(uid);
+        // Not deleted before that write: the terminal status goes first (status_manager.go syncPod
+        // deletes only a pod whose terminal status it has written).
+        return;
       }
     }
     if (this.deletable(uid)) {
