@@ -2,7 +2,8 @@
 import { describe, expect, it } from 'vitest';
 import type { ContainerPort, NodeSelectorTerm, Pod, Toleration } from '../../src/api/types.ts';
 import { type NodeInfo, admitPod, nodeForAdmission } from '../../src/admission/admit.ts';
-import { type MachineInfo, initialNode, nodeSettings } from '../../src/node/nodeStatus.ts';
+import { initialNode, nodeSettings } from '../../src/node/nodeStatus.ts';
+import { testMachine } from '../support/machine.ts';
 import { agentDefaults } from '../../src/cli/config.ts';
 import { podRequests } from '../../src/admission/resources.ts';
 import { basePod, ctr, sidecar } from '../support/podFixtures.ts';
@@ -235,19 +236,7 @@ describe('admitPod', () => {
    * thresholds (nodestatus/setters.go MachineInfo, cm GetNodeAllocatableReservation).
    */
   describe('against the Node the agent would register (a standalone node)', () => {
-    const machine: MachineInfo = {
-      cpuCores: 4,
-      memoryBytes: 8 * 2 ** 30,
-      ephemeralStorageBytes: 100 * 2 ** 30,
-      hugepages: {},
-      machineID: 'm',
-      systemUUID: 'u',
-      bootID: 'b',
-      kernelVersion: '6.1.0',
-      osImage: 'Debian GNU/Linux 12 (bookworm)',
-      operatingSystem: 'linux',
-      architecture: 'amd64',
-    };
+    const machine = testMachine();
     const local: NodeInfo = { name: 'node-a', maxPods: 110, labels: { 'kubernetes.io/hostname': 'node-a' }, os: 'linux' };
     /** The Node initialNode builds from the machine and the agent's settings (defaults: 100Mi and 10% held back for eviction). */
     const wouldRegister = (reserved: { systemReserved?: Record<string, string>; kubeReserved?: Record<string, string> } = {}) =>

@@ -11,24 +11,12 @@
  */
 import { describe, expect, it, vi } from 'vitest';
 import type { Container, Pod, PodStatus } from '../../src/api/types.ts';
-import type { MachineInfo } from '../../src/node/nodeStatus.ts';
+import { testMachine } from '../support/machine.ts';
 import { startFakeNode } from '../support/fakeNode.ts';
 import { container, makePod } from '../support/pods.ts';
 import { Label } from '../../src/kuberuntime/labels.ts';
 
-const machine: MachineInfo = {
-  cpuCores: 2,
-  memoryBytes: 4 * 2 ** 30,
-  ephemeralStorageBytes: 50 * 2 ** 30,
-  hugepages: {},
-  machineID: 'm',
-  systemUUID: 'u',
-  bootID: 'b',
-  kernelVersion: '6.1.0',
-  osImage: 'Debian GNU/Linux 12 (bookworm)',
-  operatingSystem: 'linux',
-  architecture: 'amd64',
-};
+const machine = testMachine({ cpuCores: 2, memoryBytes: 4 * 2 ** 30, ephemeralStorageBytes: 50 * 2 ** 30 });
 
 /** A pod of the API server (a generation, the api source), its one container with `resources`. */
 function apiPod(name: string, resources: Container['resources'], extra: Partial<Container> = {}, generation = 1): Pod {

@@ -4,23 +4,11 @@
  * machine has is rejected, as the kubelet rejects it, and never gets an actor.
  */
 import { describe, expect, it, vi } from 'vitest';
-import type { MachineInfo } from '../../src/node/nodeStatus.ts';
+import { testMachine } from '../support/machine.ts';
 import { startFakeNode } from '../support/fakeNode.ts';
 import { container, makePod } from '../support/pods.ts';
 
-const machine: MachineInfo = {
-  cpuCores: 2,
-  memoryBytes: 4 * 2 ** 30,
-  ephemeralStorageBytes: 50 * 2 ** 30,
-  hugepages: {},
-  machineID: 'm',
-  systemUUID: 'u',
-  bootID: 'b',
-  kernelVersion: '6.1.0',
-  osImage: 'Debian GNU/Linux 12 (bookworm)',
-  operatingSystem: 'linux',
-  architecture: 'amd64',
-};
+const machine = testMachine({ cpuCores: 2, memoryBytes: 4 * 2 ** 30, ephemeralStorageBytes: 50 * 2 ** 30 });
 
 describe('a standalone node', () => {
   it('rejects a pod asking for more CPU than the machine has with OutOfcpu, and runs one that fits', async () => {
