@@ -20,6 +20,8 @@ const writes = (statuses: PodStatus[], versions = statuses.map((_, i) => i + 1))
 describe('statusOrderViolations', () => {
   it.each<[string, StatusWrite[], string[]]>([
     ['statuses moving forward', writes([status('Running', 0, 'c1', running), status('Running', 1, 'c1', { waiting: { reason: 'CrashLoopBackOff' } }, ended('c1')), status('Running', 1, 'c2', running, ended('c1'))]), []],
+    // It stops restarting (the pod is deleted): its newest container is shown ended, the one before it, never shown, as the last state.
+    ['a crash loop ending', writes([status('Running', 1, 'c2', { waiting: { reason: 'CrashLoopBackOff' } }, ended('c2')), status('Running', 1, 'c2', ended('c2'), ended('c1')), status('Failed', 1, 'c2', ended('c2'), ended('c1'))]), []],
     ['a restart count going down', writes([status('Running', 2, 'c3', running), status('Running', 1, 'c3', running)]), ['statuses written in order']],
     ['a phase leaving Succeeded', writes([status('Succeeded', 0, 'c1', ended('c1')), status('Running', 0, 'c1', ended('c1'))]), ['statuses written in order']],
     ['a container running again after it ended', writes([status('Running', 0, 'c1', ended('c1')), status('Running', 0, 'c1', running)]), ['statuses written in order']],

@@ -39,8 +39,17 @@ function regressions(seen: Seen, status: PodStatus): string[] {
     if (id && c.state.running && seen.ended.has(id)) found.push(`container ${c.name} (${id}) running again after it ended`);
     const ids = seen.ids.get(c.name) ?? [];
     if (id && ids.includes(id) && ids.at(-1) !== id) found.push(`container ${c.name} back to ${id} after ${ids.at(-1)}`);
-    // The last state's container came before the current one.
-    for (const known of [c.lastState.terminated?.containerID, id]) if (known && !ids.includes(known)) ids.push(known);
+    // The last state's container came before the current one. It may be shown only after the
+    // current one was: a crash-looping pod that stops restarting shows its newest container ended
+    // and the one before it as the last state (kuberuntime's convertToAPIContainerStatuses keeps the
+    // two newest), where its last status showed the newest as the last state of a waiting one.
+    const last = c.lastState.terminated?.containerID;
+    if (last && !ids.includes(last)) {
+      const current = id ? ids.indexOf(id) : -1;
+      if (current >= 0) ids.splice(current, 0, last);
+      else ids.push(last);
+    }
+    if (id && !ids.includes(id)) ids.push(id);
     seen.ids.set(c.name, ids);
     for (const state of [c.state, c.lastState]) if (state.terminated?.containerID) seen.ended.add(state.terminated.containerID);
     if (id && c.state.terminated) seen.ended.add(id);
