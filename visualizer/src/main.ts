@@ -170,7 +170,9 @@ function renderRow(entry: Entry): void {
   entry.row.classList.toggle('stopped', entry.stoppedAt !== undefined);
   if (entry.kind === 'system') {
     setText(entry.cells[1]!, state);
-    setText(entry.cells[2]!, s?.syncLoop ? syncLoopSummary(s) : (s?.summary ?? ''));
+    const summary = s?.syncLoop ? syncLoopSummary(s) : (s?.summary ?? '');
+    setText(entry.cells[2]!, summary);
+    if (entry.cells[2]!.title !== summary) entry.cells[2]!.title = summary;
     return;
   }
   const [, phaseCell, qosCell, stateCell, restartsCell] = entry.cells as [HTMLElement, HTMLElement, HTMLElement, HTMLElement, HTMLElement];
