@@ -434,7 +434,7 @@ async function watchUntil<T extends { metadata?: { resourceVersion?: string } }>
       else resolve(value);
     };
     const timer = setTimeout(
-      () => finish(new Error(`timed out after ${timeoutMs} ms waiting on ${resource.path}/${name}; last seen:\n${JSON.stringify(last, null, 1)?.slice(0, 4000)}`)),
+      () => finish(new Error(`timed out after ${timeoutMs} ms waiting on ${resource.path}/${name}; last seen (without managedFields):\n${JSON.stringify(last, (key, value: unknown) => (key === 'managedFields' ? undefined : value), 1)?.slice(0, 6000)}`)),
       timeoutMs,
     );
     const start = (resourceVersion?: string) =>

@@ -188,7 +188,9 @@ describe.skipIf(!haveChromium && !onCi)('visualizer page in chromium', () => {
 
     // The system table stays in its column, however long a summary grows (it went over the chart,
     // which then took the clicks meant for its rows).
-    const overflow = await page.evaluate(() => document.querySelector('#system')!.getBoundingClientRect().right - document.querySelector('#pods')!.getBoundingClientRect().right);
+    const box = async (selector: string) => (await page.locator(selector).boundingBox())!;
+    const [table, column] = [await box('#system'), await box('#pods')];
+    const overflow = table.x + table.width - (column.x + column.width);
     expect(overflow).toBeLessThanOrEqual(0);
 
     // The syncLoop view: its chart, and what it routed to the pods by event type.
