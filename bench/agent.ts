@@ -1,10 +1,20 @@
 /**
- * Worker: statelet as users run it — the built `statelet` binary (dist/, made first by
- * scripts/build.mjs), a process of its own — as the node of a real control plane (kube-apiserver +
- * etcd, the cluster tests' build) on a private containerd (test/containerd/harness.ts).
- *   node --import tsx bench/agent.ts --n=100 --runs=3 --idle-ms=10000 [--out=FILE]
+ * Worker: node agents as users run them, each a process of its own, as the node of a real control
+ * plane (kube-apiserver + etcd, the cluster tests' build) on a private containerd
+ * (test/containerd/harness.ts):
+ *   node --import tsx bench/agent.ts --n=100 --runs=3 --idle-ms=10000 [--agents=statelet,kubelet,cri] [--out=FILE]
  *
- * Each run starts a fresh agent (its own --root-dir), waits for the Node to be Ready, and then:
+ * The agents (`--agents`, default statelet), alternating run by run so that the machine's noise
+ * falls on each alike (run 1: statelet, kubelet; run 2: kubelet, statelet; …):
+ *   - statelet: the built `statelet` binary (dist/, made first by scripts/build.mjs);
+ *   - kubelet: the upstream kubelet of the control plane's release, built from the same module
+ *     graph (scripts/controlplane/build.mjs, cached; test/support/upstreamKubelet.ts configures it);
+ *   - cri: no agent, the same burst sent straight to the runtime over CRI (RunPodSandbox,
+ *     CreateContainer, StartContainer for every pod at once; then stopped and removed): what the
+ *     runtime alone takes, which both agents wait for.
+ * Both agents advertise and serve on an address this worker adds to `lo` (the kubelet refuses a
+ * loopback node IP). Each agent run starts a fresh agent (its own root directory), waits for the
+ * Node to be Ready, and then:
  *   1. RSS with no pods;
  *   2. N pods created through the API at once (bound by spec.nodeName, the image already in
  *      containerd): create→Ready for each, from just before its POST to the watch event that shows
@@ -15,26 +25,36 @@
  *      collector's timing, while the live heap stays the same);
  *   4. all N deleted at once (deletecollection): the agent's CPU from the delete to the last pod
  *      gone from the API (the agent stops each and lets the API server remove it), per pod.
+ * Then the agent is stopped and its Node and Lease deleted, so the next agent registers afresh.
  * Only the agent's own process is measured, as another node agent would be on the same machine;
  * this bench's client and the control plane are other processes. Timings are reported, never
  * asserted. `BENCH_AGENT_NODE_FLAGS="--cpu-prof --cpu-prof-dir=DIR"` (or any Node flags) is passed
- * to the agent's process, to profile it or to try V8's settings.
+ * to statelet's process, to profile it or to try V8's settings.
  */
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
+import { mkdir, readFile, rm } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
-import { readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
+import { CriClient } from '../src/runtime/cri/client.ts';
 import { startContainerd } from '../test/containerd/harness.ts';
 import { startControlPlane, type ControlPlane } from '../test/support/controlPlane.ts';
+import { unmountUnder } from '../test/support/mounts.ts';
+import { startUpstreamKubelet } from '../test/support/upstreamKubelet.ts';
 import { argValue, emit, IMAGE, LONG_RUNNING, NODE_NAME, progress, round, runWorker, sleep, summarize, tempDir } from './lib.ts';
-import type { AgentRun } from './results.ts';
+import { type AgentKind, type AgentRun, type CriBurstRun, AGENT_KINDS } from './results.ts';
 
 const n = Number(argValue('n') ?? 100);
 const runs = Number(argValue('runs') ?? 3);
 const idleMs = Number(argValue('idle-ms') ?? 10_000);
 const timeoutMs = Number(argValue('timeout-ms') ?? 300_000);
+const agents = (argValue('agents') ?? 'statelet').split(',') as (AgentKind | 'cri')[];
+for (const agent of agents) if (agent !== 'cri' && !AGENT_KINDS.includes(agent)) throw new Error(`--agents: unknown agent ${agent} (statelet, kubelet, cri)`);
 const repoRoot = path.resolve(import.meta.dirname, '..');
+/** The node's address, added to `lo` for the bench (a private range; the conformance runner uses another). */
+const NODE_IP = '10.89.253.1';
+const exec = promisify(execFile);
 
 /** CPU time (user + system, ms) a process has used, from /proc (clock ticks of 10 ms). */
 async function cpuMs(pid: number): Promise<number> {
@@ -75,9 +95,9 @@ async function followPods(cp: ControlPlane, namespace: string) {
   return { readyAt, present, stop: () => request.abort() };
 }
 
-async function until(check: () => boolean, what: string): Promise<void> {
+async function until(check: () => boolean | Promise<boolean>, what: string): Promise<void> {
   const deadline = performance.now() + timeoutMs;
-  while (!check()) {
+  while (!(await check())) {
     if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await sleep(50);
   }
@@ -89,7 +109,19 @@ function binaryNodeFlags(bin: string): string[] {
   return shebang.split(/\s+/).slice(shebang.includes(' -S ') ? 3 : 2);
 }
 
-function startAgent(endpoint: string, kubeconfig: string, rootDir: string, clientCa: string): ChildProcess {
+interface NodeAgent {
+  pid: number;
+  stop(): Promise<void>;
+}
+
+interface Setup {
+  cp: ControlPlane;
+  endpoint: string;
+  containerdPid: number;
+  kubeletBinary?: string;
+}
+
+function startStatelet(setup: Setup, rootDir: string): NodeAgent {
   const bin = path.join(repoRoot, 'bin/statelet.js');
   const child = spawn(
     process.execPath,
@@ -97,33 +129,60 @@ function startAgent(endpoint: string, kubeconfig: string, rootDir: string, clien
       ...binaryNodeFlags(bin),
       ...(process.env.BENCH_AGENT_NODE_FLAGS ?? '').split(' ').filter(Boolean),
       bin,
-      `--container-runtime-endpoint=${endpoint}`,
-      `--kubeconfig=${kubeconfig}`,
+      `--container-runtime-endpoint=${setup.endpoint}`,
+      `--kubeconfig=${setup.cp.nodeKubeconfig(NODE_NAME)}`,
       `--hostname-override=${NODE_NAME}`,
+      `--node-ip=${NODE_IP}`,
+      `--address=${NODE_IP}`,
       `--root-dir=${rootDir}`,
       `--pod-logs-dir=${path.join(rootDir, 'logs')}`,
-      `--client-ca-file=${clientCa}`,
+      `--client-ca-file=${setup.cp.kubeletClientCaFile}`,
       // Its own cgroup tree, removed after the run, beside whatever else the machine runs.
       '--cgroup-root=/statelet-bench',
-      '--port=0',
       '--read-only-port=0',
-      '--healthz-port=0',
     ],
     { stdio: ['ignore', 'ignore', 'pipe'] },
   );
   let tail = '';
   child.stderr!.on('data', (chunk: Buffer) => (tail = (tail + chunk.toString()).slice(-4000)));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   child.once('exit', (code, signal) => {
     if (code !== 0 && signal !== 'SIGTERM') console.error(`statelet exited (${code ?? signal}); its last lines:\n${tail}`);
   });
-  return child;
+  return {
+    pid: child.pid!,
+    async stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      await exited;
+    },
+  };
 }
 
-async function oneRun(cp: ControlPlane, endpoint: string, containerdPid: number, run: number): Promise<AgentRun> {
-  const rootDir = await tempDir('statelet-bench-agent-');
-  const namespace = await cp.namespace(`bench-${run}`);
-  const agent = startAgent(endpoint, cp.nodeKubeconfig(NODE_NAME), rootDir, cp.kubeletClientCaFile);
-  const pid = agent.pid!;
+async function startKubelet(setup: Setup, rootDir: string): Promise<NodeAgent> {
+  let tail = '';
+  const kubelet = await startUpstreamKubelet({
+    binary: setup.kubeletBinary!,
+    runtimeEndpoint: setup.endpoint,
+    kubeconfig: setup.cp.nodeKubeconfig(NODE_NAME),
+    nodeName: NODE_NAME,
+    nodeIp: NODE_IP,
+    clientCaFile: setup.cp.kubeletClientCaFile,
+    rootDir,
+    onOutput: (chunk) => (tail = (tail + chunk).slice(-4000)),
+  });
+  kubelet.child.once('exit', (code, signal) => {
+    if (code !== 0 && signal !== 'SIGTERM') console.error(`kubelet exited (${code ?? signal}); its last lines:\n${tail}`);
+  });
+  return { pid: kubelet.child.pid!, stop: kubelet.stop };
+}
+
+/** One agent's run: registered and Ready, N pods through the API, idle, all deleted. */
+async function agentRun(kind: AgentKind, setup: Setup, run: number): Promise<AgentRun> {
+  const { cp, containerdPid } = setup;
+  const rootDir = await tempDir(`statelet-bench-${kind}-`);
+  const namespace = await cp.namespace(`bench-${kind}-${run}`);
+  const agent = kind === 'kubelet' ? await startKubelet(setup, rootDir) : startStatelet(setup, rootDir);
+  const pid = agent.pid;
   try {
     await cp.waitFor<k8s.V1Node>({ path: '/api/v1/nodes' }, NODE_NAME, isReady, timeoutMs);
     // Started, registered and Ready: what it holds with nothing to run.
@@ -153,12 +212,12 @@ async function oneRun(cp: ControlPlane, endpoint: string, containerdPid: number,
         });
       }),
     );
-    await until(() => names.every((name) => pods.readyAt.has(name)), `${n} pods Ready`);
+    await until(() => names.every((name) => pods.readyAt.has(name)), `${n} pods Ready (${kind})`);
     const agentCpu1 = await cpuMs(pid);
     const daemonCpu1 = await cpuMs(containerdPid);
     const lastReady = Math.max(...names.map((name) => pods.readyAt.get(name)!));
     const createToReady = summarize(names.map((name) => pods.readyAt.get(name)! - postAt.get(name)!));
-    progress(`agent run ${run}: ${n} Ready in ${round((lastReady - firstPost) / 1000, 2)} s, create→Ready p50 ${createToReady.p50} ms`);
+    progress(`${kind} run ${run}: ${n} Ready in ${round((lastReady - firstPost) / 1000, 2)} s, create→Ready p50 ${createToReady.p50} ms`);
 
     await sleep(5_000);
     const idle0 = await cpuMs(pid);
@@ -174,12 +233,13 @@ async function oneRun(cp: ControlPlane, endpoint: string, containerdPid: number,
     const deleteCpu0 = await cpuMs(pid);
     const deleteAt = performance.now();
     await cp.core.deleteCollectionNamespacedPod({ namespace });
-    await until(() => pods.present.size === 0, `${n} pods gone`);
+    await until(() => pods.present.size === 0, `${n} pods gone (${kind})`);
     const deleteCpu1 = await cpuMs(pid);
     const allGoneMs = round(performance.now() - deleteAt);
     pods.stop();
-    progress(`agent run ${run}: RSS ${rssAtZero} MB at 0 pods, ${rssAtN} MB at ${n}; all gone ${allGoneMs} ms after the delete`);
+    progress(`${kind} run ${run}: RSS ${rssAtZero} MB at 0 pods, ${rssAtN} MB at ${n}; all gone ${allGoneMs} ms after the delete`);
     return {
+      agent: kind,
       run,
       pods: n,
       createToReadyMs: createToReady,
@@ -194,20 +254,91 @@ async function oneRun(cp: ControlPlane, endpoint: string, containerdPid: number,
       idleCpuPercentOfOneCoreAtN: idlePercent,
     };
   } finally {
-    agent.kill('SIGTERM');
-    if (agent.exitCode === null && agent.signalCode === null) await new Promise((resolve) => agent.once('exit', resolve));
+    await agent.stop();
+    // The next agent registers its own Node and Lease: none of this one's status is taken for it.
+    await cp.kubectl(['delete', 'node', NODE_NAME, '--ignore-not-found']).catch(() => {});
+    await cp.kubectl(['delete', 'lease', NODE_NAME, '-n', 'kube-node-lease', '--ignore-not-found']).catch(() => {});
+    await unmountUnder(rootDir, (line) => progress(`${kind}: ${line}`));
     await rm(rootDir, { recursive: true, force: true });
   }
 }
 
+/** The same burst straight to the runtime: every pod's sandbox and container started at once, then stopped and removed. */
+async function criRun(setup: Setup, run: number): Promise<CriBurstRun> {
+  const cri = new CriClient(setup.endpoint, { requestTimeoutMs: timeoutMs });
+  const logs = await tempDir('statelet-bench-cri-');
+  try {
+    const daemonCpu0 = await cpuMs(setup.containerdPid);
+    const first = performance.now();
+    const started = await Promise.all(
+      Array.from({ length: n }, async (_, i) => {
+        const name = `cri-${run}-${i}`;
+        const uid = `bench-cri-${run}-${i}`;
+        const logDirectory = path.join(logs, uid);
+        await mkdir(logDirectory, { recursive: true });
+        const sandboxConfig = { metadata: { name, uid, namespace: 'bench-cri', attempt: 0 }, hostname: name, logDirectory, portMappings: [], labels: {}, annotations: {} };
+        const at = performance.now();
+        const sandbox = await cri.runPodSandbox(sandboxConfig);
+        const container = await cri.createContainer(
+          sandbox,
+          { metadata: { name: 'app', attempt: 0 }, image: { image: IMAGE }, command: ['sh', '-c', LONG_RUNNING], args: [], workingDir: '', envs: [], mounts: [], labels: {}, annotations: {}, logPath: 'app/0.log', stdin: false, tty: false },
+          sandboxConfig,
+        );
+        await cri.startContainer(container);
+        return { sandbox, container, ms: performance.now() - at, done: performance.now() };
+      }),
+    );
+    const daemonCpu1 = await cpuMs(setup.containerdPid);
+    const last = Math.max(...started.map((s) => s.done));
+    const removeAt = performance.now();
+    await Promise.all(
+      started.map(async ({ sandbox, container }) => {
+        await cri.stopContainer(container, 5);
+        await cri.removeContainer(container);
+        await cri.stopPodSandbox(sandbox);
+        await cri.removePodSandbox(sandbox);
+      }),
+    );
+    const result: CriBurstRun = {
+      run,
+      pods: n,
+      startMs: summarize(started.map((s) => s.ms)),
+      podsPerSecond: round(n / ((last - first) / 1000), 2),
+      containerdCpuMsPerPodStart: round((daemonCpu1 - daemonCpu0) / n),
+      stopAndRemoveAllMs: round(performance.now() - removeAt),
+    };
+    progress(`cri run ${run}: ${n} started in ${round((last - first) / 1000, 2)} s, p50 ${result.startMs.p50} ms; all removed in ${result.stopAndRemoveAllMs} ms`);
+    return result;
+  } finally {
+    cri.close();
+    await rm(logs, { recursive: true, force: true });
+  }
+}
+
 runWorker(async () => {
+  if (process.getuid?.() !== 0) {
+    await emit({ skipped: 'needs root (a private containerd, cgroups, an address on lo)' });
+    return;
+  }
+  let kubeletBinary: string | undefined;
+  if (agents.includes('kubelet')) {
+    // @ts-expect-error: a plain ESM script without type declarations
+    const { conformanceBinaries } = (await import('../scripts/controlplane/build.mjs')) as { conformanceBinaries(options: { only: string[] }): Promise<{ kubelet: string } | { skip: string }> };
+    const built = await conformanceBinaries({ only: ['kubelet'] });
+    if ('skip' in built) {
+      await emit({ skipped: `the upstream kubelet cannot be built here: ${built.skip}` });
+      return;
+    }
+    kubeletBinary = built.kubelet;
+  }
   // What users run: the package's binary over a fresh build.
-  execFileSync(process.execPath, [path.join(repoRoot, 'scripts/build.mjs')], { stdio: ['ignore', 'ignore', 'inherit'] });
+  if (agents.includes('statelet')) execFileSync(process.execPath, [path.join(repoRoot, 'scripts/build.mjs')], { stdio: ['ignore', 'ignore', 'inherit'] });
   const containerd = await startContainerd();
   if (!containerd) {
     await emit({ skipped: 'startContainerd() returned null (needs root and containerd; see stderr)' });
     return;
   }
+  let addressAdded = false;
   const cp = await startControlPlane({ nodeNames: [NODE_NAME], required: true }).catch(async (err: unknown) => {
     await containerd.stop();
     throw err;
@@ -217,12 +348,25 @@ runWorker(async () => {
       await emit({ skipped: 'the control plane cannot be built here (no Go)' });
       return;
     }
+    await exec('ip', ['addr', 'add', `${NODE_IP}/32`, 'dev', 'lo']);
+    addressAdded = true;
     const containerdPid = Number((await readFile(path.join(containerd.workDir, 'containerd.pid'), 'utf8')).trim());
-    const results: AgentRun[] = [];
-    for (let run = 1; run <= runs; run++) results.push(await oneRun(cp, containerd.endpoint, containerdPid, run));
+    const setup: Setup = { cp, endpoint: containerd.endpoint, containerdPid, ...(kubeletBinary ? { kubeletBinary } : {}) };
+    const agentRuns: AgentRun[] = [];
+    const criRuns: CriBurstRun[] = [];
+    for (let run = 1; run <= runs; run++) {
+      // Alternating: each agent goes first in every other run.
+      const order = run % 2 === 1 ? agents : [...agents].reverse();
+      for (const kind of order) {
+        if (kind === 'cri') criRuns.push(await criRun(setup, run));
+        else agentRuns.push(await agentRun(kind, setup, run));
+      }
+    }
     const version = await cp.kubectl(['version', '-o', 'json']).then((text) => JSON.parse(text).serverVersion?.gitVersion as string).catch(() => 'unknown');
-    await emit({ scenario: 'agent', apiServer: version, runs: results });
+    const kubelet = kubeletBinary ? (await exec(kubeletBinary, ['--version'])).stdout.trim().replace(/^Kubernetes /, '') : undefined;
+    await emit({ scenario: 'agent', apiServer: version, ...(kubelet ? { kubelet } : {}), runs: agentRuns, ...(criRuns.length ? { cri: criRuns } : {}) });
   } finally {
+    if (addressAdded) await exec('ip', ['addr', 'del', `${NODE_IP}/32`, 'dev', 'lo']).catch(() => {});
     await cp?.close();
     await containerd.stop();
   }

@@ -140,8 +140,13 @@ export interface ClusterResult {
   idle: { windowS: number; requestsPerMinute: number; byCall: Record<string, number>; cpuPercentOfOneCore: number };
 }
 
-/** bench/agent.ts: one run of the built agent, its own process, on containerd, node of a real API server. */
+/** The node agents bench/agent.ts compares: the built statelet and the upstream kubelet. */
+export const AGENT_KINDS = ['statelet', 'kubelet'] as const;
+export type AgentKind = (typeof AGENT_KINDS)[number];
+
+/** bench/agent.ts: one run of a node agent, its own process, on containerd, node of a real API server. */
 export interface AgentRun {
+  agent: AgentKind;
   run: number;
   pods: number;
   /** From just before each POST to the watch event that shows the pod Ready. */
@@ -158,9 +163,23 @@ export interface AgentRun {
   idleCpuPercentOfOneCoreAtN: number;
 }
 
+/** bench/agent.ts: the same burst sent straight to the runtime over CRI, no agent. */
+export interface CriBurstRun {
+  run: number;
+  pods: number;
+  /** Per pod, from its RunPodSandbox call to its StartContainer's answer. */
+  startMs: Summary;
+  podsPerSecond: number;
+  containerdCpuMsPerPodStart: number;
+  stopAndRemoveAllMs: number;
+}
+
 export interface AgentResult {
   apiServer: string;
+  /** The upstream kubelet's version, when it ran. */
+  kubelet?: string;
   runs: AgentRun[];
+  cri?: CriBurstRun[];
 }
 
 export interface TokensResult {

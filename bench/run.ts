@@ -6,6 +6,8 @@
  *   npm run bench                       everything (~6 min on a 2-vCPU machine)
  *   npm run bench -- --quick            sim at N=100 only, 10 s idle windows, fewer actor sizes
  *   npm run bench -- --only=sim         or actors, containerd, agent, page, cluster, logs, exec, metrics (comma-separated list allowed)
+ *   npm run bench -- --only=versus-kubelet   statelet and the upstream kubelet side by side (not part of "everything":
+ *                                       it builds the kubelet and takes ~15 min); its table goes to docs/benchmarks.md
  *   BENCH_QUICK=1 BENCH_ONLY=sim npm run bench
  *
  * See docs/benchmarks.md for what each figure means.
@@ -15,21 +17,24 @@ import { readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { versusMarkdown, versusRows, withVersusSection } from './versus.ts';
 import type { ActorMeasure, ActorsResult, AgentResult, ClusterResult, ExecResult, LogsResult, MetricsResult, TokensResult, ContainerdResult, Failed, Frames, PageResult, SimResult, Skipped } from './results.ts';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const resultsFile = path.join(benchDir, 'results.json');
 
-type Scenario = 'sim' | 'actors' | 'containerd' | 'agent' | 'page' | 'cluster' | 'logs' | 'exec' | 'metrics';
+type Scenario = 'sim' | 'actors' | 'containerd' | 'agent' | 'page' | 'cluster' | 'logs' | 'exec' | 'metrics' | 'versus-kubelet';
 const allScenarios: Scenario[] = ['sim', 'actors', 'containerd', 'agent', 'page', 'cluster', 'logs', 'exec', 'metrics'];
+/** Run only when asked for by name. */
+const namedScenarios: Scenario[] = ['versus-kubelet'];
 
 const argv = process.argv.slice(2);
 const quick = argv.includes('--quick') || ['1', 'true'].includes(process.env.BENCH_QUICK ?? '');
 const onlyArg = argv.find((a) => a.startsWith('--only='))?.slice('--only='.length) ?? process.env.BENCH_ONLY;
 const only = onlyArg ? onlyArg.split(',').map((s) => s.trim()) : allScenarios;
 for (const s of only) {
-  if (!allScenarios.includes(s as Scenario)) {
-    console.error(`unknown --only value "${s}" (expected ${allScenarios.join(', ')})`);
+  if (![...allScenarios, ...namedScenarios].includes(s as Scenario)) {
+    console.error(`unknown --only value "${s}" (expected ${[...allScenarios, ...namedScenarios].join(', ')})`);
     process.exit(2);
   }
 }
@@ -213,7 +218,7 @@ function printCluster(r: Run<ClusterResult | Skipped>): void {
 function printAgent(r: Run<AgentResult | Skipped>): void {
   if (failed(r)) return void console.log(`\nagent: ${r.error}`);
   if (skipped(r)) return void console.log(`\nagent: SKIPPED — ${r.skipped}`);
-  const runs = r.runs;
+  const runs = r.runs.filter((run) => run.agent === 'statelet');
   const each = (pick: (run: (typeof runs)[number]) => number | string) => runs.map(pick).join(' / ');
   const mean = (pick: (run: (typeof runs)[number]) => number) => Math.round((runs.reduce((a, run) => a + pick(run), 0) / runs.length) * 10) / 10;
   const row = (label: string, pick: (run: (typeof runs)[number]) => number) => [label, each(pick), mean(pick)];
@@ -230,6 +235,12 @@ function printAgent(r: Run<AgentResult | Skipped>): void {
     row('agent RSS at N pods, highest (MB)', (x) => x.rssMBAtNPodsHighest),
     row('agent idle CPU at N pods (% of one core)', (x) => x.idleCpuPercentOfOneCoreAtN),
   ]);
+}
+
+function printVersus(r: Run<AgentResult | Skipped>): void {
+  if (failed(r)) return void console.log(`\nversus-kubelet: ${r.error}`);
+  if (skipped(r)) return void console.log(`\nversus-kubelet: SKIPPED — ${r.skipped}`);
+  table(`statelet and the upstream kubelet ${r.kubelet}, alternating, each its own process on the same containerd and kube-apiserver ${r.apiServer}; ${r.runs[0]?.pods} pods through the API at once; means`, ['metric', 'statelet', 'kubelet', 'statelet ÷ kubelet', 'raw CRI'], versusRows(r).map((row) => [row.metric, row.statelet, row.kubelet, row.ratio, row.cri]));
 }
 
 function printTokens(r: Run<TokensResult | Skipped>): void {
@@ -401,6 +412,19 @@ async function main(): Promise<void> {
     const agent = await worker<AgentResult | Skipped>('agent.ts', ['--n=100', `--runs=${quick ? 1 : 3}`, `--idle-ms=${quick ? 5_000 : 10_000}`]);
     results.agent = agent;
     printed.push(() => printAgent(agent));
+  }
+  if (only.includes('versus-kubelet')) {
+    console.error('versus-kubelet (statelet and the upstream kubelet, alternating, and raw CRI)…');
+    const runs = quick ? 1 : 4;
+    const versus = await worker<AgentResult | Skipped>('agent.ts', ['--n=100', `--runs=${runs}`, `--idle-ms=${quick ? 5_000 : 10_000}`, '--agents=statelet,kubelet,cri']);
+    results.versusKubelet = versus;
+    printed.push(() => printVersus(versus));
+    if (!failed(versus) && !skipped(versus)) {
+      const doc = path.join(benchDir, '../docs/benchmarks.md');
+      const about = `${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} CPUs, Node ${process.version}`;
+      await writeFile(doc, withVersusSection(await readFile(doc, 'utf8'), versusMarkdown(versus, about)));
+      console.error('wrote the versus-kubelet table to docs/benchmarks.md');
+    }
   }
   if (only.includes('cluster')) {
     console.error('cluster…');

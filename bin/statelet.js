@@ -2,9 +2,10 @@
 // The young generation's semi-spaces are held to 2 MB each (V8 grows them to 16 MB under a burst of
 // allocation and keeps them): a long-running agent whose pod starts allocate in bursts holds
 // ~13 MB less with 100 pods at the same CPU (docs/benchmarks.md, the agent bench).
-// Runs the compiled agent (dist/, as installed from the package or after `npm run build`); in a
-// checkout without a build, the TypeScript sources through tsx (a devDependency), registered with
-// its API so it works on every supported Node.
+// Runs the built agent (dist/: one bundle in chunks, as installed from the package or after
+// `npm run build`; scripts/build.mjs says why a bundle); in a checkout without a build, the
+// TypeScript sources through tsx (a devDependency), registered with its API so it works on every
+// supported Node.
 import { existsSync } from 'node:fs';
 
 const compiled = new URL('../dist/main.js', import.meta.url);

@@ -24,7 +24,7 @@ import path from 'node:path';
 export const NODE_LOOPS = '<node loops>';
 
 export const LAYERS = [
-  ['clock', 'log'],
+  ['clock', 'log', 'packageFiles'],
   ['runtime'],
   ['api'],
   ['events'],

@@ -38,6 +38,7 @@ import { importConformanceImages } from '../../test/containerd/conformanceImages
 import { startContainerd } from '../../test/containerd/harness.ts';
 import { startControlPlane } from '../../test/support/controlPlane.ts';
 import { startUpstreamKubelet } from '../../test/support/upstreamKubelet.ts';
+import { unmountUnder } from '../../test/support/mounts.ts';
 import { type Baseline, baselineText, behindBaseline, compare, parseBaseline, parseExpected, runFacts, specResults, summary, tally } from './report.ts';
 
 const run = promisify(execFile);
@@ -224,21 +225,9 @@ async function main(): Promise<number> {
     await containerd.stop();
     // Both agents leave their pods' volume mounts when they stop (the pods would keep running), and
     // the kubelet its root directory bind-mounted on itself: unmounted with the runtime gone.
-    await unmountUnder(work);
+    await unmountUnder(work, (line) => console.error(`conformance: ${line}`));
     if (!argv.includes('--keep')) await rm(work, { recursive: true, force: true });
   }
-}
-
-/** Lazily unmounts every mount point under `dir`, the deepest first. */
-async function unmountUnder(dir: string): Promise<void> {
-  const mountinfo = await readFile('/proc/self/mountinfo', 'utf8');
-  // The fifth field is the mount point, with spaces and the like written as octal escapes.
-  const points = mountinfo
-    .split('\n')
-    .map((line) => line.split(' ')[4]?.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8))))
-    .filter((point): point is string => !!point && (point === dir || point.startsWith(`${dir}/`)))
-    .sort((a, b) => b.length - a.length);
-  for (const point of points) await run('umount', ['-l', point]).catch((err: unknown) => console.error(`conformance: could not unmount ${point}: ${String(err)}`));
 }
 
 main().then(

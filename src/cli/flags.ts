@@ -8,6 +8,7 @@
 
 import fs from 'node:fs';
 import os from 'node:os';
+import { packageFile } from '../packageFiles.ts';
 import { agentDefaults, finalizeAgentConfig, type AgentConfig, type AgentSettings } from './config.ts';
 import { readKubeletConfigFile } from './kubeletConfig.ts';
 import { OPTION_GROUPS, OPTIONS, ValueError, boolKind, ignoredSettings, type AnyOptionSpec, type OptionGroup, type SettingKey } from './options.ts';
@@ -229,10 +230,9 @@ function versionText(): string {
 
 /** The package's version, or null when its manifest cannot be read. */
 function stateletVersion(): string | null {
-  // Read at call time rather than imported: package.json sits outside the build's rootDir. The
-  // relative path is the same from src/cli/ and from the built dist/cli/.
+  // Read at call time rather than imported: package.json sits outside the sources.
   try {
-    const manifest: unknown = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
+    const manifest: unknown = JSON.parse(fs.readFileSync(packageFile('package.json'), 'utf8'));
     if (typeof manifest === 'object' && manifest !== null && 'version' in manifest) return String(manifest.version);
   } catch {
     // Fall through: a missing manifest should not stop --version from answering.

@@ -17,7 +17,7 @@
 import { readFile } from 'node:fs/promises';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { packageFile } from '../packageFiles.ts';
 import { type ListeningServer, type RouteHandler, listen } from '../server/http.ts';
 import { type LogSource, podLogTails } from '../server/containerLogs.ts';
 import type { VisualizerHub } from './stream.ts';
@@ -25,8 +25,8 @@ import type { VisualizerHub } from './stream.ts';
 const reconnectMs = 1_000;
 const keepAliveMs = 15_000;
 
-/** The built page (`npm run build:visualizer`): `visualizer/dist/` from both `src/visualizer` and `dist/visualizer`. */
-const pageDir = fileURLToPath(new URL('../../visualizer/dist/', import.meta.url));
+/** The built page (`npm run build:visualizer`). */
+const pageDir = `${packageFile('visualizer/dist')}/`;
 
 /** The files of the built page, by URL path, with their content types. */
 const pageFiles: Record<string, { file: string; type: string }> = {
