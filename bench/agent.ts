@@ -2,7 +2,7 @@
  * Worker: node agents as users run them, each a process of its own, as the node of a real control
  * plane (kube-apiserver + etcd, the cluster tests' build) on a private containerd
  * (test/containerd/harness.ts):
- *   node --import tsx bench/agent.ts --n=100 --runs=3 --idle-ms=10000 [--agents=statelet,kubelet,cri] [--out=FILE]
+ *   node --import tsx bench/agent.ts --n=100 --runs=3 --idle-ms=10000 [--settle-ms=5000] [--agents=statelet,kubelet,cri] [--out=FILE]
  *
  * The agents (`--agents`, default statelet), alternating run by run so that the machine's noise
  * falls on each alike (run 1: statelet, kubelet; run 2: kubelet, statelet; …):
@@ -20,7 +20,8 @@
  *      containerd): create→Ready for each, from just before its POST to the watch event that shows
  *      it Ready; pods/s to all Ready; the agent's CPU (user + system, /proc/<pid>/stat) from the
  *      first POST to the last Ready, per pod; containerd's likewise;
- *   3. with the N pods running, over an idle window: the agent's CPU, and its RSS sampled each
+ *   3. with the N pods running, once the agent has come to rest (`--settle-ms` after the last
+ *      Ready, 5 s by default), over an idle window: the agent's CPU, and its RSS sampled each
  *      second (mean and highest: a single sample swings by tens of MB with the garbage
  *      collector's timing, while the live heap stays the same);
  *   4. all N deleted at once (deletecollection): the agent's CPU from the delete to the last pod
@@ -48,6 +49,8 @@ import { type AgentKind, type AgentRun, type CriBurstRun, AGENT_KINDS } from './
 const n = Number(argValue('n') ?? 100);
 const runs = Number(argValue('runs') ?? 3);
 const idleMs = Number(argValue('idle-ms') ?? 10_000);
+/** From the last pod Ready to the idle window: the agent comes to rest (a garbage collector gives memory back only then). */
+const settleMs = Number(argValue('settle-ms') ?? 5_000);
 const timeoutMs = Number(argValue('timeout-ms') ?? 300_000);
 const agents = (argValue('agents') ?? 'statelet').split(',') as (AgentKind | 'cri')[];
 for (const agent of agents) if (agent !== 'cri' && !AGENT_KINDS.includes(agent)) throw new Error(`--agents: unknown agent ${agent} (statelet, kubelet, cri)`);
@@ -219,7 +222,7 @@ async function agentRun(kind: AgentKind, setup: Setup, run: number): Promise<Age
     const createToReady = summarize(names.map((name) => pods.readyAt.get(name)! - postAt.get(name)!));
     progress(`${kind} run ${run}: ${n} Ready in ${round((lastReady - firstPost) / 1000, 2)} s, create→Ready p50 ${createToReady.p50} ms`);
 
-    await sleep(5_000);
+    await sleep(settleMs);
     const idle0 = await cpuMs(pid);
     const idleFrom = performance.now();
     const rssSamples: number[] = [];

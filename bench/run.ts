@@ -416,7 +416,7 @@ async function main(): Promise<void> {
   if (only.includes('versus-kubelet')) {
     console.error('versus-kubelet (statelet and the upstream kubelet, alternating, and raw CRI)…');
     const runs = quick ? 1 : 4;
-    const versus = await worker<AgentResult | Skipped>('agent.ts', ['--n=100', `--runs=${runs}`, `--idle-ms=${quick ? 5_000 : 10_000}`, '--agents=statelet,kubelet,cri']);
+    const versus = await worker<AgentResult | Skipped>('agent.ts', ['--n=100', `--runs=${runs}`, `--idle-ms=${quick ? 5_000 : 10_000}`, '--settle-ms=30000', '--agents=statelet,kubelet,cri']);
     results.versusKubelet = versus;
     printed.push(() => printVersus(versus));
     if (!failed(versus) && !skipped(versus)) {
