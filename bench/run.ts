@@ -240,7 +240,7 @@ function printAgent(r: Run<AgentResult | Skipped>): void {
 function printVersus(r: Run<AgentResult | Skipped>): void {
   if (failed(r)) return void console.log(`\nversus-kubelet: ${r.error}`);
   if (skipped(r)) return void console.log(`\nversus-kubelet: SKIPPED — ${r.skipped}`);
-  table(`statelet and the upstream kubelet ${r.kubelet}, alternating, each its own process on the same containerd and kube-apiserver ${r.apiServer}; ${r.runs[0]?.pods} pods through the API at once; means`, ['metric', 'statelet', 'kubelet', 'statelet ÷ kubelet', 'raw CRI'], versusRows(r).map((row) => [row.metric, row.statelet, row.kubelet, row.ratio, row.cri]));
+  table(`statelet and the upstream kubelet ${r.kubelet}, alternating, each its own process on the same containerd and kube-apiserver ${r.apiServer}; ${r.runs[0]?.pods} pods through the API at once; means`, ['metric', 'statelet', 'kubelet', 'statelet ÷ kubelet', 'raw CRI'], versusRows(r).map((row) => [row.metric, row.statelet, row.kubelet, row.ratio === undefined ? undefined : `${row.ratio.toFixed(2)}×`, row.cri]));
 }
 
 function printTokens(r: Run<TokensResult | Skipped>): void {
