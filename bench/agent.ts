@@ -2,7 +2,7 @@
  * Worker: node agents as users run them, each a process of its own, as the node of a real control
  * plane (kube-apiserver + etcd, the cluster tests' build) on a private containerd
  * (test/containerd/harness.ts):
- *   node --import tsx bench/agent.ts --n=100 --runs=3 --idle-ms=10000 [--settle-ms=5000] [--agents=statelet,kubelet,cri] [--out=FILE]
+ *   node --import tsx bench/agent.ts --n=100 --runs=3 --idle-ms=10000 [--settle-ms=5000] [--agents=statelet,kubelet,cri] [--count-cri] [--out=FILE]
  *
  * The agents (`--agents`, default statelet), alternating run by run so that the machine's noise
  * falls on each alike (run 1: statelet, kubelet; run 2: kubelet, statelet; …):
@@ -27,6 +27,9 @@
  *   4. all N deleted at once (deletecollection): the agent's CPU from the delete to the last pod
  *      gone from the API (the agent stops each and lets the API server remove it), per pod.
  * Then the agent is stopped and its Node and Lease deleted, so the next agent registers afresh.
+ * `--count-cri` puts a counting CRI proxy (test/support/criProxy.ts, in this process) between the
+ * agents and containerd and reports the CRI calls each made per pod start and per deletion, by
+ * method; the proxy adds its own latency and CPU, so such runs are for the counts, not the timings.
  * Only the agent's own process is measured, as another node agent would be on the same machine;
  * this bench's client and the control plane are other processes. Timings are reported, never
  * asserted. `BENCH_AGENT_NODE_FLAGS="--cpu-prof --cpu-prof-dir=DIR"` (or any Node flags) is passed
@@ -41,6 +44,7 @@ import * as k8s from '@kubernetes/client-node';
 import { CriClient } from '../src/runtime/cri/client.ts';
 import { startContainerd } from '../test/containerd/harness.ts';
 import { startControlPlane, type ControlPlane } from '../test/support/controlPlane.ts';
+import { startCriProxy } from '../test/support/criProxy.ts';
 import { unmountUnder } from '../test/support/mounts.ts';
 import { startUpstreamKubelet } from '../test/support/upstreamKubelet.ts';
 import { argValue, emit, IMAGE, LONG_RUNNING, NODE_NAME, progress, round, runWorker, sleep, summarize, tempDir } from './lib.ts';
@@ -58,6 +62,16 @@ const repoRoot = path.resolve(import.meta.dirname, '..');
 /** The node's address, added to `lo` for the bench (a private range; the conformance runner uses another). */
 const NODE_IP = '10.89.253.1';
 const exec = promisify(execFile);
+const countCri = process.argv.includes('--count-cri');
+
+/** CRI calls seen by the counting proxy, by method. */
+const criCalls = new Map<string, number>();
+const snapshotCalls = () => new Map(criCalls);
+/** Calls per pod by method between two snapshots, most first. */
+function callsPerPod(before: Map<string, number>, after: Map<string, number>): Record<string, number> {
+  const per = [...after].map(([method, count]) => [method, round((count - (before.get(method) ?? 0)) / n, 2)] as const).filter(([, count]) => count > 0);
+  return Object.fromEntries(per.sort((a, b) => b[1] - a[1]));
+}
 
 /** CPU time (user + system, ms) a process has used, from /proc (clock ticks of 10 ms). */
 async function cpuMs(pid: number): Promise<number> {
@@ -197,6 +211,7 @@ async function agentRun(kind: AgentKind, setup: Setup, run: number): Promise<Age
     const postAt = new Map<string, number>();
     const agentCpu0 = await cpuMs(pid);
     const daemonCpu0 = await cpuMs(containerdPid);
+    const calls0 = snapshotCalls();
     const firstPost = performance.now();
     await Promise.all(
       names.map((name) => {
@@ -218,6 +233,7 @@ async function agentRun(kind: AgentKind, setup: Setup, run: number): Promise<Age
     await until(() => names.every((name) => pods.readyAt.has(name)), `${n} pods Ready (${kind})`);
     const agentCpu1 = await cpuMs(pid);
     const daemonCpu1 = await cpuMs(containerdPid);
+    const calls1 = snapshotCalls();
     const lastReady = Math.max(...names.map((name) => pods.readyAt.get(name)!));
     const createToReady = summarize(names.map((name) => pods.readyAt.get(name)! - postAt.get(name)!));
     progress(`${kind} run ${run}: ${n} Ready in ${round((lastReady - firstPost) / 1000, 2)} s, create→Ready p50 ${createToReady.p50} ms`);
@@ -234,12 +250,15 @@ async function agentRun(kind: AgentKind, setup: Setup, run: number): Promise<Age
     const rssAtN = round(rssSamples.reduce((a, b) => a + b, 0) / rssSamples.length);
 
     const deleteCpu0 = await cpuMs(pid);
+    const calls2 = snapshotCalls();
     const deleteAt = performance.now();
     await cp.core.deleteCollectionNamespacedPod({ namespace });
     await until(() => pods.present.size === 0, `${n} pods gone (${kind})`);
     const deleteCpu1 = await cpuMs(pid);
+    const calls3 = snapshotCalls();
     const allGoneMs = round(performance.now() - deleteAt);
     pods.stop();
+    if (countCri) progress(`${kind} run ${run}: CRI calls per pod start ${JSON.stringify(callsPerPod(calls0, calls1))}, per deletion ${JSON.stringify(callsPerPod(calls2, calls3))}`);
     progress(`${kind} run ${run}: RSS ${rssAtZero} MB at 0 pods, ${rssAtN} MB at ${n}; all gone ${allGoneMs} ms after the delete`);
     return {
       agent: kind,
@@ -255,6 +274,7 @@ async function agentRun(kind: AgentKind, setup: Setup, run: number): Promise<Age
       rssMBAtNPods: rssAtN,
       rssMBAtNPodsHighest: Math.max(...rssSamples),
       idleCpuPercentOfOneCoreAtN: idlePercent,
+      ...(countCri ? { criCallsPerPodStart: callsPerPod(calls0, calls1), criCallsPerPodDeletion: callsPerPod(calls2, calls3) } : {}),
     };
   } finally {
     await agent.stop();
@@ -342,6 +362,7 @@ runWorker(async () => {
     return;
   }
   let addressAdded = false;
+  let closeProxy: (() => Promise<void>) | undefined;
   const cp = await startControlPlane({ nodeNames: [NODE_NAME], required: true }).catch(async (err: unknown) => {
     await containerd.stop();
     throw err;
@@ -354,7 +375,18 @@ runWorker(async () => {
     await exec('ip', ['addr', 'add', `${NODE_IP}/32`, 'dev', 'lo']);
     addressAdded = true;
     const containerdPid = Number((await readFile(path.join(containerd.workDir, 'containerd.pid'), 'utf8')).trim());
-    const setup: Setup = { cp, endpoint: containerd.endpoint, containerdPid, ...(kubeletBinary ? { kubeletBinary } : {}) };
+    const proxy = countCri
+      ? await startCriProxy({
+          socketPath: path.join(containerd.workDir, 'counting-proxy.sock'),
+          target: containerd.endpoint,
+          intercept: (call, _request, _signal, answer) => {
+            criCalls.set(call, (criCalls.get(call) ?? 0) + 1);
+            return answer();
+          },
+        })
+      : undefined;
+    closeProxy = proxy?.close;
+    const setup: Setup = { cp, endpoint: proxy?.endpoint ?? containerd.endpoint, containerdPid, ...(kubeletBinary ? { kubeletBinary } : {}) };
     const agentRuns: AgentRun[] = [];
     const criRuns: CriBurstRun[] = [];
     for (let run = 1; run <= runs; run++) {
@@ -370,6 +402,7 @@ runWorker(async () => {
     await emit({ scenario: 'agent', apiServer: version, ...(kubelet ? { kubelet } : {}), runs: agentRuns, ...(criRuns.length ? { cri: criRuns } : {}) });
   } finally {
     if (addressAdded) await exec('ip', ['addr', 'del', `${NODE_IP}/32`, 'dev', 'lo']).catch(() => {});
+    await closeProxy?.();
     await cp?.close();
     await containerd.stop();
   }

@@ -161,6 +161,9 @@ export interface AgentRun {
   rssMBAtNPods: number;
   rssMBAtNPodsHighest: number;
   idleCpuPercentOfOneCoreAtN: number;
+  /** With `--count-cri`: the agent's CRI calls per pod by method, during the start burst and during the deletion. */
+  criCallsPerPodStart?: Record<string, number>;
+  criCallsPerPodDeletion?: Record<string, number>;
 }
 
 /** bench/agent.ts: the same burst sent straight to the runtime over CRI, no agent. */
