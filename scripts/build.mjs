@@ -7,7 +7,7 @@
 // Why a bundle rather than one compiled file per source: Node keeps a record, the source text and
 // the compiled code of every module it loads, and @kubernetes/client-node alone is ~2,600 generated
 // modules (every API group's models). Loaded file by file it adds ~75 MB to the agent's RSS;
-// bundled, ~30 MB (docs/benchmarks.md, "as lean as the kubelet"). The bundle is split where the
+// bundled, ~30 MB (docs/benchmarks.md, "Beside the upstream kubelet"). The bundle is split where the
 // code imports lazily, so the API client's chunk is loaded only by an agent that has a kubeconfig,
 // and the Stately inspector's only when asked for.
 import { execFileSync } from 'node:child_process';

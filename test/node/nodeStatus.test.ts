@@ -1,6 +1,7 @@
 /** The Node and its status (pkg/kubelet/nodestatus/setters.go, kubelet_node_status.go), from tables. */
 import { describe, expect, it } from 'vitest';
 import type { NodeCondition } from '../../src/api/cluster.ts';
+import { testMachine } from '../support/machine.ts';
 import {
   type MachineInfo,
   type NodeHealth,
@@ -18,19 +19,7 @@ import {
   statusChanged,
 } from '../../src/node/nodeStatus.ts';
 
-const machine: MachineInfo = {
-  cpuCores: 4,
-  memoryBytes: 8 * 2 ** 30,
-  ephemeralStorageBytes: 100 * 2 ** 30,
-  hugepages: { 'hugepages-2Mi': 0 },
-  machineID: 'm',
-  systemUUID: 'u',
-  bootID: 'b',
-  kernelVersion: '6.1.0',
-  osImage: 'Debian GNU/Linux 12 (bookworm)',
-  operatingSystem: 'linux',
-  architecture: 'amd64',
-};
+const machine: MachineInfo = testMachine({ hugepages: { 'hugepages-2Mi': 0 } });
 const settings: NodeSettings = {
   name: 'n1',
   extraLabels: { team: 'a' },

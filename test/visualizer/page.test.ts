@@ -192,6 +192,8 @@ describe.skipIf(!haveChromium && !onCi)('visualizer page in chromium', () => {
     const [table, column] = [await box('#system'), await box('#pods')];
     const overflow = table.x + table.width - (column.x + column.width);
     expect(overflow).toBeLessThanOrEqual(0);
+    // What the column cuts short is whole in the cell's title.
+    for (const cell of await page.locator('#system-rows tr[data-actor="syncLoop"] td:not(.name)').all()) expect(await cell.getAttribute('title')).toBe(await cell.textContent());
 
     // The syncLoop view: its chart, and what it routed to the pods by event type.
     await page.locator('#system-rows tr[data-actor="syncLoop"]').click();

@@ -170,6 +170,7 @@ function renderRow(entry: Entry): void {
   entry.row.classList.toggle('stopped', entry.stoppedAt !== undefined);
   if (entry.kind === 'system') {
     setText(entry.cells[1]!, state);
+    if (entry.cells[1]!.title !== state) entry.cells[1]!.title = state;
     const summary = s?.syncLoop ? syncLoopSummary(s) : (s?.summary ?? '');
     setText(entry.cells[2]!, summary);
     if (entry.cells[2]!.title !== summary) entry.cells[2]!.title = summary;
