@@ -75,18 +75,37 @@ export function statusToWrite(api: PodStatus | undefined, ours: PodStatus, could
 
 /** The IP lists the kubelet alone sets, replaced whole by a patch (a `$patch: replace` element). */
 const REPLACED_LISTS = ['podIPs', 'hostIPs'] as const;
+/** A condition's fields that come and go with its reason; `null` in a patch removes one. */
+const CONDITION_TEXTS = ['reason', 'message'] as const;
+/** The status's own fields the agent may set and later drop. */
+const STATUS_TEXTS = ['reason', 'message'] as const;
 
 /**
  * The strategic merge patch of `pods/<name>/status` carrying `status`, for the API object of UID
- * `uid`. Conditions merge by type, so one the kubelet owns that `api` (the status the API has)
- * shows and `status` no longer does (a resize condition cleared) is deleted by name, as the
- * kubelet's two-way patch deletes it.
+ * `uid`, whatever `api` (the status the API was last seen with) lags behind. Conditions merge by
+ * type, and the fields of each merge too (k8s.io/apimachinery strategicpatch mergeSlice), so:
+ * - only the conditions the agent owns or shares are sent: the others are left as the API has them
+ *   (a controller may have changed one since);
+ * - a condition the agent owns and no longer shows (a resize condition cleared) is deleted by name,
+ *   and one whose reason or message went (Ready turning True) has them set to null, whether or not
+ *   `api` shows them: the watch may not have shown the agent's previous write yet. The kubelet's
+ *   two-way patch (pkg/util/pod PatchPodStatus) does the same from a fresh read;
+ * - the status's own reason and message that `api` has and `status` has not are set to null.
  */
 export function statusPatch(uid: string, status: PodStatus, api?: PodStatus): object {
   const patched: Record<string, unknown> = { ...status };
-  const ours = new Set((status.conditions ?? []).map((c) => c.type));
-  const gone = (api?.conditions ?? []).filter((c) => KUBELET_CONDITIONS.includes(c.type) && !ours.has(c.type));
-  if (gone.length) patched['conditions'] = [...(status.conditions ?? []), ...gone.map((c) => ({ type: c.type, $patch: 'delete' }))];
+  const conditions: Record<string, unknown>[] = [];
+  const shown = new Set<string>();
+  for (const c of status.conditions ?? []) {
+    shown.add(c.type);
+    if (!KUBELET_CONDITIONS.includes(c.type) && !SHARED_CONDITIONS.includes(c.type)) continue;
+    const sent: Record<string, unknown> = { ...c };
+    for (const field of CONDITION_TEXTS) if (c[field] === undefined) sent[field] = null;
+    conditions.push(sent);
+  }
+  for (const type of KUBELET_CONDITIONS) if (!shown.has(type)) conditions.push({ type, $patch: 'delete' });
+  patched['conditions'] = conditions;
+  for (const field of STATUS_TEXTS) if (status[field] === undefined && api?.[field] !== undefined) patched[field] = null;
   for (const list of REPLACED_LISTS) {
     const items = status[list];
     if (items) patched[list] = [{ $patch: 'replace' }, ...items];

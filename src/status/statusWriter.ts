@@ -3,7 +3,8 @@
  * syncBatch): every change the StatusManager records marks its pod dirty; a few writers drain the
  * dirty set, so a pod that changes ten times while a write is in flight is written once more, with
  * its newest status (the newest wins). Every `resyncMs` all known pods are checked again, which
- * catches a write that failed or an API object that was changed behind the agent.
+ * catches a write that failed, and a status in the API (as the watch shows it) that is not the one
+ * written: a write made over a view the watch had not yet updated, or a change behind the agent.
  *
  * One pod's sync: take the pod's API object as the watch last showed it (a static pod's mirror is
  * read from the API); skip it when the UID differs (a new pod of the same name) or, for a static
@@ -112,6 +113,7 @@ export class StatusWriter {
       if (this.stopped) return;
       for (const uid of this.deps.statuses.uids()) {
         if (this.held.has(uid) && !this.couldHaveRunningContainers(uid)) this.written.delete(uid);
+        if (this.written.has(uid) && this.differsInApi(uid)) this.written.delete(uid);
         if (this.deps.statuses.version(uid) !== this.written.get(uid) || this.deletable(uid)) this.dirty.add(uid);
       }
       this.pump();
@@ -140,6 +142,21 @@ export class StatusWriter {
           this.deps.onProgress?.();
         });
     }
+  }
+
+  /**
+   * The pod's status as the watch shows it now is not the one the agent wrote (status_manager.go
+   * syncBatch, needsReconcile): a write made over a view the watch had not yet brought up to date,
+   * or a status changed behind the agent. A static pod's mirror is not watched: not checked.
+   */
+  private differsInApi(uid: string): boolean {
+    const pod = this.deps.pod(uid);
+    const ours = this.deps.statuses.get(uid);
+    if (!pod || !ours || isStaticPod(pod) || this.inFlight.has(uid)) return false;
+    const decision = statusToWrite(pod.status, ours, this.couldHaveRunningContainers(uid));
+    if (!decision.write) return false;
+    this.deps.log('info', 'The pod\'s status in the API is not the one written; writing it again', { pod: podRef(pod) });
+    return true;
   }
 
   private couldHaveRunningContainers(uid: string): boolean {

@@ -294,7 +294,7 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
       expect(all.find((e) => e.reason === 'BackOff')!.message).toBe(`Back-off restarting failed container app in pod crasher_${namespace}(${pod.metadata?.uid})`);
     });
 
-    it('holds Ready False until a readiness gate set by a controller is True', { timeout: 60_000 }, async ({ skip }) => {
+    it('holds Ready False until a readiness gate set by a controller is True; puts back a condition of its own changed behind it', { timeout: 90_000 }, async ({ skip }) => {
       if (!cp) return skip();
       const namespace = await cp.namespace('gates');
       await cp.core.createNamespacedPod({
@@ -316,6 +316,16 @@ export function defineClusterScenarios(runtime: ClusterRuntime): void {
       );
       const open = (await cp.waitFor<V1Pod>(pods(namespace), 'gated', (p) => ready(p)?.status === 'True'))!;
       expect(open.status?.conditions?.find((c) => c.type === 'example.com/lb')?.status).toBe('True');
+      // Ready True has no reason or message: the patch removes those it had (conditions merge field by field).
+      expect(ready(open)?.reason).toBeUndefined();
+      expect(ready(open)?.message).toBeUndefined();
+      // A condition of the node's changed behind it is put back at its next status resync (every 10 s).
+      await cp.core.patchNamespacedPodStatus(
+        { namespace, name: 'gated', body: { status: { conditions: [{ type: 'ContainersReady', status: 'False', reason: 'ChangedBehind' }] } } },
+        setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch),
+      );
+      const back = (await cp.waitFor<V1Pod>(pods(namespace), 'gated', (p) => p?.status?.conditions?.find((c) => c.type === 'ContainersReady')?.status === 'True', 30_000))!;
+      expect(back.status?.conditions?.find((c) => c.type === 'ContainersReady')?.reason).toBeUndefined();
     });
 
     it('records the node events: Starting, then the conditions as they are first written', async ({ skip }) => {

@@ -215,6 +215,9 @@ describe('jsonEqual', () => {
   it.each([
     [{ a: 1, b: [1, 2] }, { b: [1, 2], a: 1 }, true],
     [{ a: 1, b: undefined }, { a: 1 }, true],
+    [{ a: 1, b: null }, { a: 1 }, true],
+    [{ a: [{ t: null }] }, { a: [{}] }, true],
+    [{ a: null }, { a: 0 }, false],
     [{ a: 1 }, { a: 2 }, false],
     [{ a: [1, 2] }, { a: [2, 1] }, false],
     [{ a: {} }, { a: [] }, false],

@@ -7,7 +7,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { PodCondition, PodStatus } from '../../src/api/types.ts';
-import { holdsTerminalPhase, statusToWrite } from '../../src/status/apiStatus.ts';
+import { holdsTerminalPhase, statusPatch, statusToWrite } from '../../src/status/apiStatus.ts';
+import { mergeStatus } from '../support/memoryApi.ts';
 
 const ready = (status: 'True' | 'False', reason?: string): PodCondition => ({ type: 'Ready', status, ...(reason ? { reason } : {}) });
 const disruption: PodCondition = { type: 'DisruptionTarget', status: 'True', reason: 'TerminationByKubelet', message: 'evicted' };
@@ -105,5 +106,57 @@ describe('holdsTerminalPhase', () => {
     expect(holdsTerminalPhase(deadline, deadline, true)).toBe(false);
     expect(holdsTerminalPhase(undefined, deadline, true)).toBe(true);
     expect(holdsTerminalPhase(running, running, true)).toBe(false);
+  });
+});
+
+describe('statusPatch', () => {
+  const resizing: PodCondition = { type: 'PodResizeInProgress', status: 'True' };
+  const notReady = ready('False', 'ContainersNotReady');
+
+  type Row = [name: string, inApi: PodStatus, seen: PodStatus | undefined, ours: PodStatus, want: PodStatus];
+  const rows: Row[] = [
+    [
+      'Ready turning True loses its reason and message',
+      { phase: 'Running', conditions: [{ ...notReady, message: 'containers with unready status: [app]' }] },
+      { phase: 'Running', conditions: [{ ...notReady, message: 'containers with unready status: [app]' }] },
+      { phase: 'Running', conditions: [ready('True')] },
+      { phase: 'Running', conditions: [ready('True')] },
+    ],
+    [
+      'the same when the view of the API is behind (the False not yet seen)',
+      { phase: 'Running', conditions: [notReady] },
+      { phase: 'Pending' },
+      { phase: 'Running', conditions: [ready('True')] },
+      { phase: 'Running', conditions: [ready('True')] },
+    ],
+    [
+      'a resize condition cleared is deleted even when the view does not show it',
+      { phase: 'Running', conditions: [resizing, ready('True')] },
+      { phase: 'Running', conditions: [ready('True')] },
+      { phase: 'Running', conditions: [ready('True')] },
+      { phase: 'Running', conditions: [ready('True')] },
+    ],
+    [
+      'a condition a controller changed since the view is left as it is now',
+      { phase: 'Running', conditions: [ready('True'), { ...lb, status: 'False' }] },
+      { phase: 'Running', conditions: [ready('True'), lb] },
+      { phase: 'Running', conditions: [ready('True'), lb] },
+      { phase: 'Running', conditions: [ready('True'), { ...lb, status: 'False' }] },
+    ],
+    [
+      'the status\'s own reason and message the agent no longer gives are removed',
+      { phase: 'Pending', reason: 'Waiting', message: 'for something' },
+      { phase: 'Pending', reason: 'Waiting', message: 'for something' },
+      { phase: 'Running', conditions: [ready('True')] },
+      { phase: 'Running', conditions: [ready('True')] },
+    ],
+  ];
+  it.each(rows)('%s', (_name, inApi, seen, ours, want) => {
+    const decision = statusToWrite(seen, ours);
+    const status = decision.write ? decision.status : ours;
+    const patch = statusPatch('uid-1', status, seen) as { metadata: { uid: string }; status: PodStatus };
+    expect(patch.metadata.uid).toBe('uid-1');
+    // Applied as the API server merges it: conditions by type, their fields too, null removing one.
+    expect(mergeStatus(inApi, patch.status)).toEqual(want);
   });
 });

@@ -14,7 +14,8 @@ import { MemoryApi } from '../support/memoryApi.ts';
 
 const running = (restarts = 0): PodStatus => ({
   phase: 'Running',
-  conditions: [{ type: 'Ready', status: 'True' }],
+  // As the agent generates it; the API gives it back without the null.
+  conditions: [{ type: 'Ready', status: 'True', lastProbeTime: null }],
   containerStatuses: [{ name: 'app', ready: true, restartCount: restarts, state: { running: {} }, lastState: {}, image: 'i', imageID: '' }],
 });
 
@@ -98,6 +99,24 @@ describe('StatusWriter', () => {
     expect(h.api.pod('default', 'web')?.status?.phase).toBe('Pending');
     await h.clock.settle(STATUS_RESYNC_MS);
     expect(h.api.pod('default', 'web')?.status?.phase).toBe('Running');
+    h.writer.stop();
+  });
+
+  it('writes again on the resync when the API shows another status than the one written, and not while it shows that one', async () => {
+    const h = harness();
+    h.statuses.set('uid-web', running());
+    await h.clock.settle(0);
+    h.refresh();
+    // Changed behind the agent (or a write made over a view the watch had not yet updated).
+    await h.api.patchPodStatus('default', 'web', { status: { conditions: [{ type: 'Ready', status: 'False', reason: 'Other' }] } });
+    h.refresh();
+    expect(h.api.count('patchPodStatus')).toBe(2);
+    await h.clock.settle(STATUS_RESYNC_MS);
+    expect(h.api.count('patchPodStatus')).toBe(3);
+    expect(h.api.pod('default', 'web')?.status?.conditions).toEqual([{ type: 'Ready', status: 'True' }]);
+    h.refresh();
+    await h.clock.settle(STATUS_RESYNC_MS);
+    expect(h.api.count('patchPodStatus')).toBe(3);
     h.writer.stop();
   });
 

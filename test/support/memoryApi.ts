@@ -314,22 +314,37 @@ export class MemoryApi implements KubeApi {
 
 type Directive = { $patch?: 'replace' | 'delete' };
 
+/** An object patched as a merge patch does: the patch's fields replace, a null one is removed. */
+function mergeFields<T extends object>(current: T, patch: object): T {
+  const merged: Record<string, unknown> = { ...(current as Record<string, unknown>) };
+  for (const [field, value] of Object.entries(patch)) {
+    if (value === null) delete merged[field];
+    else merged[field] = value;
+  }
+  return merged as T;
+}
+
 /**
  * A list merged by key, as a strategic merge patch does (k8s.io/apimachinery
- * pkg/util/strategicpatch mergeSlice): items of the patch replace those of the same key or are
- * added; `{$patch: replace}` makes the patch's items the whole list; `{$patch: delete, <key>}` removes one.
+ * pkg/util/strategicpatch mergeSlice): an item of the patch is merged field by field into the one
+ * of the same key (a null field removed) or added; `{$patch: replace}` makes the patch's items the
+ * whole list; `{$patch: delete, <key>}` removes one, if there is one.
  */
 function mergeByKey<T extends object>(current: T[] | undefined, patch: (T & Directive)[], key: keyof T): T[] {
   const items = patch.filter((item) => item.$patch === undefined) as T[];
-  if (patch.some((item) => item.$patch === 'replace')) return items;
+  const withoutNulls = (item: T) => mergeFields({} as T, item);
+  if (patch.some((item) => item.$patch === 'replace')) return items.map(withoutNulls);
   const deleted = new Set(patch.filter((item) => item.$patch === 'delete').map((item) => item[key]));
-  const merged = (current ?? []).filter((item) => !deleted.has(item[key])).map((item) => items.find((p) => p[key] === item[key]) ?? item);
-  return [...merged, ...items.filter((p) => !merged.some((item) => item[key] === p[key]))];
+  const merged = (current ?? []).filter((item) => !deleted.has(item[key])).map((item) => {
+    const update = items.find((p) => p[key] === item[key]);
+    return update ? mergeFields(item, update) : item;
+  });
+  return [...merged, ...items.filter((p) => !merged.some((item) => item[key] === p[key])).map(withoutNulls)];
 }
 
-/** A pod status patched as the API server does: the lists with a merge key (conditions by type, IPs by ip) merged, the rest replaced. */
-function mergeStatus(current: NonNullable<Pod['status']>, patch: NonNullable<Pod['status']>): NonNullable<Pod['status']> {
-  const merged = { ...current, ...patch };
+/** A pod status patched as the API server does: the lists with a merge key (conditions by type, IPs by ip) merged, the rest replaced, a null field removed. */
+export function mergeStatus(current: NonNullable<Pod['status']>, patch: NonNullable<Pod['status']>): NonNullable<Pod['status']> {
+  const merged = mergeFields(current, patch);
   if (patch.conditions) merged.conditions = mergeByKey(current.conditions, patch.conditions, 'type');
   if (patch.podIPs) merged.podIPs = mergeByKey(current.podIPs, patch.podIPs, 'ip');
   if (patch.hostIPs) merged.hostIPs = mergeByKey(current.hostIPs, patch.hostIPs, 'ip');
