@@ -20,12 +20,31 @@ function klogStamp(date: Date): string {
   return `${pad(date.getUTCMonth() + 1)}${pad(date.getUTCDate())} ${pad(date.getUTCHours())}:${pad(date.getUTCMinutes())}:${pad(date.getUTCSeconds())}.${pad(date.getUTCMilliseconds(), 3)}`;
 }
 
+/**
+ * Lines to `out`, the lines of one turn of the event loop in one write: stderr is written
+ * synchronously, and a burst of pod starts logs several lines per pod, a system call each. What
+ * is pending when the process exits is written then.
+ */
+export function batchedLines(out: (text: string) => void, onExit: (flush: () => void) => void = (flush) => process.once('exit', flush)): (line: string) => void {
+  let pending: string[] = [];
+  const flush = () => {
+    if (pending.length === 0) return;
+    const text = pending.join('\n') + '\n';
+    pending = [];
+    out(text);
+  };
+  onExit(flush);
+  return (line) => {
+    if (pending.push(line) === 1) setImmediate(flush);
+  };
+}
+
 export function createLogger(options: {
   format: 'text' | 'json';
   verbosity: number;
   write?: (line: string) => void;
 }): Logger {
-  const write = options.write ?? ((line: string) => process.stderr.write(line + '\n'));
+  const write = options.write ?? batchedLines((text) => process.stderr.write(text));
   return (level, message, fields = {}) => {
     if (level === 'debug' && options.verbosity < 4) return;
     const now = new Date();

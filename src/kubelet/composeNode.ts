@@ -21,6 +21,7 @@ import { collectContainerGarbage } from '../kuberuntime/gc.ts';
 import { hookIOOn } from '../kuberuntime/hooks.ts';
 import { ImagePuller } from '../kuberuntime/images.ts';
 import { killOrphanPod, removeOrphanedPodDirs } from '../kuberuntime/orphans.ts';
+import { RuntimePodIds, recordingPodIds } from '../kuberuntime/podIds.ts';
 import type { MemoryFeatures } from '../kuberuntime/resources.ts';
 import type { Logger } from '../log.ts';
 import { runtimeNetworkError, unhealthyReason } from '../node/health.ts';
@@ -54,6 +55,7 @@ import { createReflector } from '../client/reflector.ts';
 import type { Service } from '../api/cluster.ts';
 import type { NodeDns } from '../kuberuntime/dns.ts';
 import { systemMounter } from '../volumes/mounter.ts';
+import { PodDataDirs } from '../volumes/setUp.ts';
 import { TokenManager } from '../volumes/tokens.ts';
 import { StatsProvider } from '../stats/provider.ts';
 import type { ContainerManager } from '../cm/containerManager.ts';
@@ -169,7 +171,11 @@ const errorBackoffMs = 10_000;
 const maxConcurrentProbes = 32;
 
 export function composeNode(deps: NodeDeps): Node {
-  const { config, runtime, clock, log } = deps;
+  const { config, clock, log } = deps;
+  // Every sandbox and container the node creates or removes is recorded by pod, so that a pod's
+  // status is read by asking about those IDs, without listing (podIds.ts).
+  const podIds = new RuntimePodIds();
+  const runtime = recordingPodIds(deps.runtime, podIds);
   const now = () => clock.now();
   const metrics = deps.metrics ?? {};
   const random = deps.random ?? Math.random;
@@ -211,6 +217,7 @@ export function composeNode(deps: NodeDeps): Node {
   const actuated: ActuatedStore = { of: (uid) => allocation.actuatedOf(uid), set: (uid, container, resources) => allocation.setActuated(uid, container, resources) };
   const runtimeDeps: RuntimeDeps = {
     runtime,
+    podIds,
     images: deps.images,
     puller: new ImagePuller(deps.images, config.serializeImagePulls ? 1 : (config.maxParallelImagePulls ?? Infinity)),
     podLogsRoot: config.podLogsDir,
@@ -228,6 +235,7 @@ export function composeNode(deps: NodeDeps): Node {
     ...(deps.dns ? { dns: deps.dns } : {}),
     ...(cluster ? { services: () => services } : {}),
     podsDir,
+    dataDirs: new PodDataDirs(podsDir),
     mounter,
     ...(deps.podCgroups ? { podCgroups: deps.podCgroups } : {}),
     actuated,

@@ -11,11 +11,12 @@ import type { RuntimeContainerStatus, RuntimePodStatus, WaitingReason } from '..
 import { podReference } from '../eventrecorder/recorder.ts';
 import type { CallOptions } from '../runtime/types.ts';
 import { isNotFound } from '../runtime/types.ts';
-import { makePodDataDirs, setUpPodVolumes, tearDownPodVolumes } from '../volumes/setUp.ts';
+import { type PodDataDirs, makePodDataDirs, setUpPodVolumes, tearDownPodVolumes } from '../volumes/setUp.ts';
 import { mkdirAll } from '../volumes/mkdirAll.ts';
 import { type Mounter, diskOnly } from '../volumes/mounter.ts';
 import type { TokenManager } from '../volumes/tokens.ts';
 import type { PodActions } from './computePodActions.ts';
+import type { RuntimePodIds } from './podIds.ts';
 import { sandboxConfig } from './configs.ts';
 import { podDns } from './dns.ts';
 import { hookHost } from './hooks.ts';
@@ -46,6 +47,10 @@ export interface PodCgroups {
 export interface RuntimeDeps extends StartDeps {
   /** Where pod log directories go (the kubelet uses /var/log/pods). */
   podLogsRoot: string;
+  /** The pods whose data directories are made (under `podsDir`); absent: looked for at every sync. */
+  dataDirs?: PodDataDirs;
+  /** The sandbox and container IDs of each pod, kept by the runtime given here (podIds.ts); absent: pods are read by listing. */
+  podIds?: RuntimePodIds;
   /** Service-account tokens for projected volumes; absent: a node without an API server. */
   tokens?: TokenManager;
   /** Puts memory-backed volumes on tmpfs; absent: they are on disk. */
@@ -127,7 +132,7 @@ export async function removePodRuntime(deps: RuntimeDeps, status: RuntimePodStat
 export async function setUpVolumes(deps: RuntimeDeps, pod: Pod): Promise<string | null> {
   if (!deps.podsDir) return null;
   try {
-    await makePodDataDirs(deps.podsDir, pod.metadata.uid);
+    await (deps.dataDirs ? deps.dataDirs.make(pod.metadata.uid) : makePodDataDirs(deps.podsDir, pod.metadata.uid));
   } catch (err) {
     const message = `error making pod data directories: ${errorText(err)}`;
     deps.recorder.event(podReference(pod), 'Warning', 'FailedToMakePodDataDirectories', message);
@@ -149,6 +154,7 @@ export async function setUpVolumes(deps: RuntimeDeps, pod: Pod): Promise<string 
     );
     return null;
   } catch (err) {
+    deps.dataDirs?.forget(pod.metadata.uid);
     deps.recorder.event(podReference(pod), 'Warning', 'FailedMount', errorText(err));
     return `FailedMount: ${errorText(err)}`;
   }
@@ -157,6 +163,7 @@ export async function setUpVolumes(deps: RuntimeDeps, pod: Pod): Promise<string 
 /** The pod's volumes torn down once it has terminated; with `removeDir`, its directory removed (its runtime objects are gone already). */
 export async function tearDownVolumes(deps: RuntimeDeps, uid: string, options: { removeDir: boolean }): Promise<void> {
   if (!deps.podsDir) return;
+  if (options.removeDir) deps.dataDirs?.forget(uid);
   await tearDownPodVolumes({ podsDir: deps.podsDir, mounter: deps.mounter ?? diskOnly, ...(deps.tokens ? { tokens: deps.tokens } : {}) }, uid, options);
 }
 

@@ -11,8 +11,8 @@ import { readPodStatus } from './podStatus.ts';
 const orphanGracePeriodSeconds = 1;
 
 export async function killOrphanPod(deps: RuntimeDeps, uid: string): Promise<void> {
-  await killPodRuntime(deps, undefined, await readPodStatus(deps.runtime, uid), orphanGracePeriodSeconds, {});
-  await removePodRuntime(deps, await readPodStatus(deps.runtime, uid), {});
+  await killPodRuntime(deps, undefined, await readPodStatus(deps.runtime, uid, undefined, undefined, deps.podIds), orphanGracePeriodSeconds, {});
+  await removePodRuntime(deps, await readPodStatus(deps.runtime, uid, undefined, undefined, deps.podIds), {});
 }
 
 /**

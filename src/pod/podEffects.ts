@@ -87,7 +87,7 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
     if (!messages) messagesByPod.set(uid, (messages = new TerminationMessages()));
     return messages;
   };
-  const read = (io: PodEffectsDeps, pod: Pod, opts: CallOptions) => readPodStatus(io.runtime, pod.metadata.uid, opts, messagesOf(pod.metadata.uid));
+  const read = (io: PodEffectsDeps, pod: Pod, opts: CallOptions) => readPodStatus(io.runtime, pod.metadata.uid, opts, messagesOf(pod.metadata.uid), deps.podIds);
 
   /**
    * The pod's status now: the status last published, or before there is one (the agent's first

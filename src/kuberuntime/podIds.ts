@@ -1,0 +1,139 @@
+/**
+ * The runtime IDs of each pod's sandboxes and containers, as the agent made them and last found
+ * them, so that reading a pod's status asks the runtime about those IDs (PodSandboxStatus,
+ * ContainerStatus) instead of listing the node's sandboxes and containers by the pod's UID first.
+ * The kubelet does the same: its GetPodStatus (kuberuntime_manager.go) takes the IDs from the
+ * PLEG's relist of the node, and never lists per pod.
+ *
+ * Every ID of a pod is known here without listing, because the agent is the only one that creates
+ * sandboxes and containers with its labels, and every creation goes through `recordingPodIds`:
+ * - a sandbox or container created is added to its pod;
+ * - one removed, or that the runtime no longer knows (NOT_FOUND), is dropped;
+ * - a creation that failed may still have happened (a deadline passed while the runtime worked):
+ *   its pod is read by listing the next time, as is a pod the agent has not read since it started
+ *   (one it adopts). A listing only adds IDs: one removed meanwhile is dropped on its NOT_FOUND.
+ * So the set is always a superset of what the runtime holds for the pod, and each read still asks
+ * the runtime for the state of every one of them: a sync never acts on an older picture.
+ */
+import { type RuntimeService, isNotFound } from '../runtime/types.ts';
+
+export interface KnownPodIds {
+  /** Sandbox IDs. */
+  sandboxes: ReadonlySet<string>;
+  /** Container ID → its sandbox's ID. */
+  containers: ReadonlyMap<string, string>;
+}
+
+interface PodEntry {
+  sandboxes: Set<string>;
+  containers: Map<string, string>;
+  /** A creation's outcome is unknown: list before trusting the entry. */
+  uncertain: boolean;
+}
+
+export class RuntimePodIds {
+  private readonly pods = new Map<string, PodEntry>();
+  /** Sandbox or container ID → pod UID. */
+  private readonly owners = new Map<string, string>();
+
+  /** The pod's IDs, or undefined when they must be found by listing. */
+  of(uid: string): KnownPodIds | undefined {
+    const entry = this.pods.get(uid);
+    return entry && !entry.uncertain ? entry : undefined;
+  }
+
+  /** What a listing of the pod found (added to what is known: a listing may be older than a creation). */
+  listed(uid: string, sandboxes: readonly string[], containers: readonly { id: string; podSandboxId: string }[]): void {
+    const entry = this.entry(uid);
+    entry.uncertain = false;
+    for (const id of sandboxes) this.addSandbox(uid, entry, id);
+    for (const c of containers) this.addContainer(uid, entry, c.id, c.podSandboxId);
+  }
+
+  sandboxCreated(uid: string, id: string): void {
+    this.addSandbox(uid, this.entry(uid), id);
+  }
+
+  containerCreated(uid: string, id: string, sandboxId: string): void {
+    this.addContainer(uid, this.entry(uid), id, sandboxId);
+  }
+
+  /** A creation for the pod failed: it may have happened all the same. */
+  creationUncertain(uid: string): void {
+    this.entry(uid).uncertain = true;
+  }
+
+  /** The sandbox or container is removed, or unknown to the runtime. */
+  gone(id: string): void {
+    const uid = this.owners.get(id);
+    if (uid === undefined) return;
+    this.owners.delete(id);
+    const entry = this.pods.get(uid);
+    if (!entry) return;
+    entry.sandboxes.delete(id);
+    entry.containers.delete(id);
+    if (entry.sandboxes.size === 0 && entry.containers.size === 0 && !entry.uncertain) this.pods.delete(uid);
+  }
+
+  private entry(uid: string): PodEntry {
+    let entry = this.pods.get(uid);
+    if (!entry) this.pods.set(uid, (entry = { sandboxes: new Set(), containers: new Map(), uncertain: false }));
+    return entry;
+  }
+
+  private addSandbox(uid: string, entry: PodEntry, id: string): void {
+    entry.sandboxes.add(id);
+    this.owners.set(id, uid);
+  }
+
+  private addContainer(uid: string, entry: PodEntry, id: string, sandboxId: string): void {
+    entry.containers.set(id, sandboxId);
+    this.owners.set(id, uid);
+  }
+}
+
+/**
+ * The runtime, with every sandbox and container created or removed through it recorded in `ids`.
+ * Everything else goes straight to `runtime`.
+ */
+export function recordingPodIds(runtime: RuntimeService, ids: RuntimePodIds): RuntimeService {
+  const recorded = async <T>(uid: string, create: () => Promise<T>, record: (result: T) => void): Promise<T> => {
+    try {
+      const result = await create();
+      record(result);
+      return result;
+    } catch (err) {
+      ids.creationUncertain(uid);
+      throw err;
+    }
+  };
+  const removal = async (id: string, remove: () => Promise<void>): Promise<void> => {
+    try {
+      await remove();
+    } catch (err) {
+      if (isNotFound(err)) ids.gone(id);
+      throw err;
+    }
+    ids.gone(id);
+  };
+  const overrides: Partial<RuntimeService> = {
+    runPodSandbox: (config, opts) => recorded(config.metadata.uid, () => runtime.runPodSandbox(config, opts), (id) => ids.sandboxCreated(config.metadata.uid, id)),
+    createContainer: (sandboxId, config, sandboxConfig, opts) =>
+      recorded(sandboxConfig.metadata.uid, () => runtime.createContainer(sandboxId, config, sandboxConfig, opts), (id) => ids.containerCreated(sandboxConfig.metadata.uid, id, sandboxId)),
+    removeContainer: (id, opts) => removal(id, () => runtime.removeContainer(id, opts)),
+    removePodSandbox: (id, opts) => removal(id, () => runtime.removePodSandbox(id, opts)),
+  };
+  // The runtime's own methods, bound once (it may be a class instance).
+  const bound = new Map<PropertyKey, unknown>();
+  return new Proxy(runtime, {
+    get(target, property) {
+      const override = overrides[property as keyof RuntimeService];
+      if (override) return override;
+      if (bound.has(property)) return bound.get(property);
+      const value: unknown = Reflect.get(target, property, target);
+      const result = typeof value === 'function' ? value.bind(target) : value;
+      if (typeof value === 'function') bound.set(property, result);
+      return result;
+    },
+  });
+}
