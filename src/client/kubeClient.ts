@@ -133,6 +133,53 @@ function parseBody(body: unknown): Record<string, unknown> | undefined {
   return body && typeof body === 'object' ? (body as Record<string, unknown>) : undefined;
 }
 
+/**
+ * A JSON request sent with the kubeconfig's TLS settings and credentials (applied by the library,
+ * applyToHTTPSOptions, as for its own requests) on the shared connections, without the library's
+ * typed models: for the writes of every pod start — its status patches and its events — the
+ * library's conversion of the body into its model classes and of the answer (a whole Pod) back,
+ * then to plain JSON, cost more than the request itself. The answer is parsed JSON; a refusal is
+ * thrown as the library throws it (an ApiException with the Status and the headers).
+ */
+function jsonRequester(config: k8s.KubeConfig, options: KubeClientOptions, connections: ReturnType<typeof keepAliveAgent>) {
+  return async (method: string, path: string, body: unknown, contentType = 'application/json'): Promise<unknown> => {
+    const server = config.getCurrentCluster()?.server ?? '';
+    const secure = server.startsWith('https:');
+    const settings: https.RequestOptions = {};
+    await config.applyToHTTPSOptions(settings);
+    const agent = connections(undefined) ?? connections(secure ? new https.Agent(settings as https.AgentOptions) : new http.Agent());
+    const payload = JSON.stringify(body);
+    return new Promise((resolve, reject) => {
+      const request = (secure ? https : http).request(new URL(path, server), {
+        ...settings,
+        method,
+        agent,
+        signal: AbortSignal.timeout(options.requestTimeoutMs),
+        headers: { ...settings.headers, 'Content-Type': contentType, Accept: 'application/json', 'User-Agent': options.userAgent, 'Content-Length': Buffer.byteLength(payload) },
+      });
+      request.once('error', reject);
+      request.once('response', (response) => {
+        const chunks: Buffer[] = [];
+        response.on('data', (chunk: Buffer) => chunks.push(chunk));
+        response.once('error', reject);
+        response.once('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          const status = response.statusCode ?? 0;
+          let parsed: unknown = text;
+          try {
+            parsed = text ? JSON.parse(text) : undefined;
+          } catch {
+            // Not JSON (a proxy's error page): kept as text.
+          }
+          if (status >= 200 && status < 300) resolve(parsed);
+          else reject(new k8s.ApiException(status, `${method} ${path}`, parsed, response.headers as Record<string, string>));
+        });
+      });
+      request.end(payload);
+    });
+  };
+}
+
 /** Plain JSON of what the library returns (its model classes carry Date objects and undefined fields). */
 function plain<T>(value: unknown): T {
   return JSON.parse(JSON.stringify(value)) as T;
@@ -148,6 +195,10 @@ export function createKubeClient(config: k8s.KubeConfig, options: KubeClientOpti
   const mergePatch = requestOptions(options, connections, k8s.PatchStrategy.MergePatch);
   const strategicPatch = requestOptions(options, connections, k8s.PatchStrategy.StrategicMergePatch);
   const watch = new k8s.Watch(config);
+  const json = jsonRequester(config, options, connections);
+  const parsed = <T>(answer: unknown) => answer as T;
+  const podPath = (namespace: string, name: string) => `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}`;
+  const eventsPath = (namespace: string) => `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`;
 
   const waitForApi = limiter(options.limits?.api, options.limits?.clock);
   const waitForEvents = limiter(options.limits?.events, options.limits?.clock);
@@ -171,13 +222,13 @@ export function createKubeClient(config: k8s.KubeConfig, options: KubeClientOpti
 
   const sleep = sleepOn(options.limits?.clock ?? realClock);
   /** `name` is `<METHOD> <resource> <object>`; the first two words are what is counted and limited (each retry too). */
-  const call = async <T>(name: string, request: () => Promise<unknown>): Promise<T> => {
+  const call = async <T>(name: string, request: () => Promise<unknown>, shape: (answer: unknown) => T = plain): Promise<T> => {
     const [method = '', resource = ''] = name.split(' ');
     for (let retries = 0; ; retries++) {
       if (resource === 'events') await waitForEvents();
       else if (!heartbeat.has(resource)) await waitForApi();
       try {
-        const result = plain<T>(await request());
+        const result = shape(await request());
         options.counts?.add(method, resource, method === 'POST' ? 201 : 200);
         return result;
       } catch (err) {
@@ -223,9 +274,7 @@ export function createKubeClient(config: k8s.KubeConfig, options: KubeClientOpti
         core.createNamespacedPod({ namespace: pod.metadata.namespace, body: pod as unknown as k8s.V1Pod }, plainOptions),
       ).then(withKind),
     patchPodStatus: (namespace, name, patch) =>
-      call<Pod>(`PATCH pods/status ${namespace}/${name}`, () => core.patchNamespacedPodStatus({ namespace, name, body: patch }, strategicPatch)).then(
-        withKind,
-      ),
+      call<Pod>(`PATCH pods/status ${namespace}/${name}`, () => json('PATCH', `${podPath(namespace, name)}/status`, patch, k8s.PatchStrategy.StrategicMergePatch), parsed).then(withKind),
     deletePod: async (namespace, name, deleteOptions: DeleteOptions) => {
       await call(`DELETE pods ${namespace}/${name}`, () =>
         core.deleteNamespacedPod(
@@ -292,12 +341,9 @@ export function createKubeClient(config: k8s.KubeConfig, options: KubeClientOpti
       return { allowed: review.status?.allowed === true, ...(review.status?.reason ? { reason: review.status.reason } : {}) };
     },
 
-    createEvent: (event) =>
-      call<KubeEvent>(`POST events ${event.metadata.namespace}/${event.metadata.name}`, () =>
-        core.createNamespacedEvent({ namespace: event.metadata.namespace, body: event as unknown as k8s.CoreV1Event }, plainOptions),
-      ),
+    createEvent: (event) => call<KubeEvent>(`POST events ${event.metadata.namespace}/${event.metadata.name}`, () => json('POST', eventsPath(event.metadata.namespace), event), parsed),
     patchEvent: (namespace, name, patch) =>
-      call<KubeEvent>(`PATCH events ${namespace}/${name}`, () => core.patchNamespacedEvent({ namespace, name, body: patch }, mergePatch)),
+      call<KubeEvent>(`PATCH events ${namespace}/${name}`, () => json('PATCH', `${eventsPath(namespace)}/${encodeURIComponent(name)}`, patch, k8s.PatchStrategy.MergePatch), parsed),
   };
 }
 

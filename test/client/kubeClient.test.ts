@@ -134,3 +134,64 @@ describe('a watch BOOKMARK', () => {
     expect(seen).toEqual(['bookmark 12746']);
   });
 });
+
+describe('the writes of every pod start (its status, its events), sent as plain JSON', () => {
+  interface Seen {
+    method: string;
+    url: string;
+    headers: Record<string, string | string[] | undefined>;
+    body: string;
+  }
+  /** A client of a server that records each request and answers it with `answer`. */
+  async function recordingClient(answer: (seen: Seen) => Answer) {
+    const seen: Seen[] = [];
+    let connections = 0;
+    server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (chunk: Buffer) => (body += chunk.toString()));
+      req.on('end', () => {
+        const request = { method: req.method ?? '', url: req.url ?? '', headers: req.headers, body };
+        seen.push(request);
+        const { status, body: text, headers } = answer(request);
+        res.writeHead(status, { 'content-type': 'application/json', ...headers });
+        res.end(text);
+      });
+    });
+    server.on('connection', () => connections++);
+    await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
+    const config = new KubeConfig();
+    config.loadFromOptions({
+      clusters: [{ name: 'test', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
+      users: [{ name: 'node', token: 'node-token' }],
+      contexts: [{ name: 'test', cluster: 'test', user: 'node' }],
+      currentContext: 'test',
+    });
+    return { api: createKubeClient(config, { requestTimeoutMs: 5_000, userAgent: 'statelet-test' }), seen, connections: () => connections };
+  }
+
+  it('patch a pod\'s status as a strategic merge patch with the node\'s credentials, and give back the pod the server answered', async () => {
+    const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'web', namespace: 'ns-1', uid: 'u1' }, spec: { containers: [] }, status: { phase: 'Running' } };
+    const { api, seen } = await recordingClient(() => ({ status: 200, body: JSON.stringify(pod) }));
+    const patch = { metadata: { uid: 'u1' }, status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True', reason: null }] } };
+    expect(await api.patchPodStatus('ns-1', 'web', patch)).toEqual(pod);
+    expect(seen[0]).toMatchObject({ method: 'PATCH', url: '/api/v1/namespaces/ns-1/pods/web/status' });
+    expect(seen[0]!.headers).toMatchObject({ 'content-type': 'application/strategic-merge-patch+json', authorization: 'Bearer node-token', 'user-agent': 'statelet-test' });
+    expect(JSON.parse(seen[0]!.body)).toEqual(patch);
+  });
+
+  it('create and patch events; a refusal is an ApiError with the Status\'s reason; Retry-After is honoured; the connection is shared', async () => {
+    let n = 0;
+    const { api, seen, connections } = await recordingClient((req) => {
+      n++;
+      if (n === 1) return { status: 429, body: 'slow down', headers: { 'retry-after': '0' } };
+      if (req.method === 'PATCH') return { status: 404, body: JSON.stringify({ kind: 'Status', code: 404, reason: 'NotFound', message: 'events "e1" not found' }) };
+      return { status: 201, body: req.body };
+    });
+    const event = { apiVersion: 'v1', kind: 'Event', metadata: { name: 'e1', namespace: 'ns-1' }, reason: 'Started', message: 'Started container app' };
+    expect(await api.createEvent(event as never)).toEqual(event);
+    expect(seen.map((s) => `${s.method} ${s.url}`)).toEqual(['POST /api/v1/namespaces/ns-1/events', 'POST /api/v1/namespaces/ns-1/events']);
+    await expect(api.patchEvent('ns-1', 'e1', { count: 2 })).rejects.toMatchObject({ status: 404, reason: 'NotFound', message: 'PATCH events ns-1/e1: 404 NotFound: events "e1" not found' });
+    expect(seen[2]!.headers['content-type']).toBe('application/merge-patch+json');
+    expect(connections()).toBe(1);
+  });
+});
