@@ -79,6 +79,7 @@ export const DECISIONS = [
   'pod/mirrorPods.ts',
   'pod/network.ts',
   'pod/progress.ts',
+  'pod/runtimeSeen.ts',
   'prober/decide.ts',
   'status/apiStatus.ts',
   'status/terminate.ts',

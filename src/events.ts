@@ -54,6 +54,8 @@ export interface PlegEvent {
   containerId: string;
 }
 
+export const isPlegEvent = (event: { type: string }): event is PlegEvent => (plegContainerEventTypes as readonly string[]).includes(event.type);
+
 /** What the PLEG tells its parent: container events, and how each relist went (runtime health). */
 export type PlegReport =
   | PlegEvent

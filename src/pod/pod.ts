@@ -53,9 +53,10 @@ import type { BackoffTable } from '../kuberuntime/backoff.ts';
 import type { ProbeResults } from '../kuberuntime/computePodActions.ts';
 import { nextGracePeriod } from './gracePeriod.ts';
 import type { InitStep, PodProgress } from './progress.ts';
+import { type RuntimeSeen, isSeen } from './runtimeSeen.ts';
 import type { CallTrace } from '../runtime/callTrace.ts';
 import type { WaitingReason } from '../api/runtimeView.ts';
-import type { KillStatus, PodEvent, PodReport, PodWork, ProbeResultEvent, RuntimeCallEvent } from '../events.ts';
+import { type KillStatus, type PlegEvent, type PodEvent, type PodReport, type PodWork, type ProbeResultEvent, type RuntimeCallEvent, isPlegEvent } from '../events.ts';
 
 /** What a sync remembers from one run to the next (plain data). */
 export interface PodMemory {
@@ -108,6 +109,8 @@ export interface SyncOutcome {
   retryAfterMs?: number;
   /** Non-fatal errors of this sync (the sync is retried sooner). */
   errors: string[];
+  /** The runtime as the sync left the pod, when nothing more was to be done there (runtimeSeen.ts). */
+  seen?: RuntimeSeen;
 }
 
 interface TerminateRequest {
@@ -163,6 +166,10 @@ export interface PodContext {
   pendingPod: Pod | null;
   /** A reason to sync again arrived while a sync ran. */
   syncRequested: boolean;
+  /** PLEG events that arrived while a sync ran: news or not once it is done (runtimeSeen.ts). */
+  plegWhileSyncing: PlegEvent[];
+  /** What the last sync left the pod at in the runtime, when it needed nothing more; a PLEG event telling the same starts no sync. */
+  seen: RuntimeSeen | null;
   progress: PodProgress;
   phase: PodPhase;
   memory: PodMemory;
@@ -219,6 +226,8 @@ export const podMachine = setup({
   },
   guards: {
     hasPendingWork: ({ context }) => context.pendingPod !== null || context.syncRequested,
+    /** A PLEG event about what the last sync left in place: no news. */
+    plegEventSeen: ({ context, event }) => isPlegEvent(event) && isSeen(context.seen ?? undefined, event),
     podDeleting: ({ context }) => context.pod.metadata.deletionTimestamp !== undefined,
     updateDeletesPod: ({ event }) =>
       event.type === 'POD.UPDATE' && event.pod.metadata.deletionTimestamp !== undefined,
@@ -249,6 +258,9 @@ export const podMachine = setup({
       pendingPod: ({ event, context }) => (event.type === 'POD.UPDATE' ? event.pod : context.pendingPod),
     }),
     markSyncRequested: assign({ syncRequested: true }),
+    keepPlegEvent: assign({
+      plegWhileSyncing: ({ context, event }) => (isPlegEvent(event) ? [...context.plegWhileSyncing, event] : context.plegWhileSyncing),
+    }),
     recordProbe: assign({
       probes: ({ context, event }) => {
         if (event.type !== 'PROBE.RESULT') return context.probes;
@@ -271,10 +283,17 @@ export const podMachine = setup({
       restarts: outcome.restarts ?? context.restarts,
       lastError: outcome.errors[0] ?? null,
       syncCount: context.syncCount + 1,
+      seen: outcome.seen ?? null,
+      // An event that came during the sync and tells more than its end saw: sync again.
+      syncRequested: context.syncRequested || context.plegWhileSyncing.some((e) => !isSeen(outcome.seen, e)),
+      plegWhileSyncing: [],
     })),
     recordError: assign(({ context }, error: unknown) => ({
       lastError: errorMessage(error),
       syncCount: context.syncCount + 1,
+      seen: null,
+      syncRequested: context.syncRequested || context.plegWhileSyncing.length > 0,
+      plegWhileSyncing: [],
     })),
     /** Tells the supervisor why the sync failed, if it did, and when this pod wants its next sync. */
     reportSynced: enqueueActions(({ context, enqueue }, result: { outcome: SyncOutcome } | { error: unknown }) => {
@@ -295,6 +314,7 @@ export const podMachine = setup({
         pod,
         pendingPod: null,
         syncRequested: false,
+        plegWhileSyncing: [],
         gracePeriodSeconds: nextGracePeriod(context.gracePeriodSeconds ?? undefined, pod, override),
         killStatus: event.type === 'POD.KILL' && event.status ? event.status : context.killStatus,
         deleted:
@@ -321,6 +341,8 @@ export const podMachine = setup({
     pod: input.pod,
     pendingPod: null,
     syncRequested: false,
+    plegWhileSyncing: [],
+    seen: null,
     progress: { stage: 'sandbox' },
     phase: 'Pending',
     memory: initialMemory,
@@ -380,7 +402,7 @@ export const podMachine = setup({
               on: {
                 'POD.UPDATE': { guard: not('updateDeletesPod'), actions: 'keepPending' },
                 'POD.SYNC': { actions: 'markSyncRequested' },
-                'PLEG.*': { actions: 'markSyncRequested' },
+                'PLEG.*': { actions: 'keepPlegEvent' },
                 'PROBE.RESULT': [
                   { guard: 'probeChangesPod', actions: ['recordProbe', 'markSyncRequested'] },
                   { actions: 'recordProbe' },
@@ -392,7 +414,7 @@ export const podMachine = setup({
               on: {
                 'POD.UPDATE': { guard: not('updateDeletesPod'), target: 'working', actions: 'applyUpdate' },
                 'POD.SYNC': { target: 'working' },
-                'PLEG.*': { target: 'working' },
+                'PLEG.*': [{ guard: 'plegEventSeen' }, { target: 'working' }],
                 'PROBE.RESULT': [
                   { guard: 'probeChangesPod', target: 'working', actions: 'recordProbe' },
                   { actions: 'recordProbe' },

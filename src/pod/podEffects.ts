@@ -15,13 +15,14 @@ import type { RuntimePodStatus } from '../api/runtimeView.ts';
 import { readPodStatus } from '../kuberuntime/podStatus.ts';
 import { TerminationMessages } from '../kuberuntime/terminationMessage.ts';
 import type { CallOptions } from '../runtime/types.ts';
-import { computePodActions, isEmptyPlan, noProbeResults } from '../kuberuntime/computePodActions.ts';
+import { type PodActions, computePodActions, isEmptyPlan, noProbeResults } from '../kuberuntime/computePodActions.ts';
 import { podNetworkError } from './network.ts';
 import { podProgress } from './progress.ts';
+import { runtimeSeen } from './runtimeSeen.ts';
 import type { PodEffects, PodMemory, PodProbeResults, SyncOutcome } from './pod.ts';
 import type { KillStatus } from '../events.ts';
 import { generatePodStatus, isTerminalPhase } from '../status/generate.ts';
-import { hasResizeWork, isPodResizeInProgress, noResize, planPodResize } from '../kuberuntime/podResize.ts';
+import { type PodResizeActions, hasResizeWork, isPodResizeInProgress, noResize, planPodResize } from '../kuberuntime/podResize.ts';
 import type { ActuatedStore } from '../kuberuntime/resize.ts';
 import { resizeEventMessage } from '../status/resize.ts';
 import { terminatedPodStatus } from '../status/terminate.ts';
@@ -167,6 +168,13 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
     if (update?.changed) deps.recorder.event(podReference(pod), 'Warning', 'ResizeError', resizeEventMessage('Pod resize error', pod, update.generation, error));
   };
 
+  /** The sync's plan for the pod as `status` shows it: computePodActions, and the resize part over it (computePodResizeAction). */
+  const plan = (pod: Pod, status: RuntimePodStatus, probes: PodProbeResults | undefined) => {
+    const computed = computePodActions(pod, status, probes ?? noProbeResults);
+    return deps.resize ? planPodResize(pod, status, computed, deps.resize.actuated.of(pod.metadata.uid)) : { actions: computed, resize: noResize() };
+  };
+  const isPlanEmpty = (actions: PodActions, resize: PodResizeActions) => isEmptyPlan(actions) && !hasResizeWork(resize);
+
   return {
     async syncPod({ pod, memory, probes }, signal, calls) {
       const opts = { signal };
@@ -194,10 +202,8 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
       }
       const volumeError = await setUpVolumes(io, pod);
       if (volumeError) return outcome(pod, before, memory, current, { errors: [volumeError] });
-      const computed = computePodActions(pod, before, probes ?? noProbeResults);
-      // The resize part of the plan (computePodResizeAction), over the rest of it.
-      const { actions, resize } = deps.resize ? planPodResize(pod, before, computed, deps.resize.actuated.of(pod.metadata.uid)) : { actions: computed, resize: noResize() };
-      if (isEmptyPlan(actions) && !hasResizeWork(resize)) return outcome(pod, before, memory, current);
+      const { actions, resize } = plan(pod, before, probes);
+      if (isPlanEmpty(actions, resize)) return outcome(pod, before, memory, current, { seen: runtimeSeen(before) });
 
       const executed = await executePlan(io, pod, before, actions, memory, opts, preStopsOf(pod.metadata.uid), deps.resize ? resize : undefined);
       if (executed.resizeError !== undefined) resizeFailed(pod, executed.resizeError);
@@ -207,6 +213,11 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
       const status = publish(pod, after, next, false, probes);
       const extra: Partial<SyncOutcome> = { errors: executed.errors };
       if (executed.retryAfterMs !== undefined) extra.retryAfterMs = executed.retryAfterMs;
+      // Where the pod rests, if the plan for it is empty: the PLEG's events about it are no news.
+      if (executed.errors.length === 0) {
+        const again = plan(pod, after, probes);
+        if (isPlanEmpty(again.actions, again.resize)) extra.seen = runtimeSeen(after);
+      }
       return outcome(pod, after, next, status, extra);
     },
 

@@ -178,6 +178,8 @@ export const syncOutcomes: Record<string, SyncOutcome> = {
   'init#1 starting': outcome(init(1, 'starting'), 'Pending'),
   'init#1 running': outcome(init(1, 'running'), 'Pending'),
   'running': outcome({ stage: 'running' }, 'Running'),
+  // Nothing more to do: the PLEG's word that its container runs is no news afterwards.
+  'running, at rest': outcome({ stage: 'running' }, 'Running', { seen: { 'container-1': 'running' } }),
   'Succeeded': outcome({ stage: 'running' }, 'Succeeded'),
   'Failed (init)': outcome(init(0, 'failed'), 'Failed'),
 };
@@ -305,6 +307,9 @@ export function serializeSnapshot(snapshot: AnyMachineSnapshot): string {
     pod: podLabel(c.pod),
     pending: podLabel(c.pendingPod),
     syncRequested: c.syncRequested,
+    // The end of a sync reads only which PLEG events came during it (one container here), not how many.
+    plegWhileSyncing: syncing ? [...new Set(c.plegWhileSyncing.map((e) => e.type))].sort() : undefined,
+    seen: syncing ? c.seen : undefined,
     progress: syncing ? c.progress : undefined,
     phase: syncing ? c.phase : undefined,
     // Probe results decide whether a PROBE.RESULT starts a sync; nothing reads them after syncing.

@@ -15,6 +15,25 @@ describe('pod actor on the fake runtime', () => {
     expect(h.reports).toContainEqual(expect.objectContaining({ type: 'POD.SYNCED', uid: 'uid-web', ok: true }));
   });
 
+  it('starts no sync for a PLEG event about what its last sync left in place, and one for news', async () => {
+    const h = podHarness();
+    const actor = h.start(makePod('quiet', { containers: [container('app')] }));
+    let snap = await settled(actor);
+    const syncs = snap.context.syncCount;
+    const [app] = await h.runtime.listContainers();
+    // Its own sandbox and container, running: told late by the PLEG, no news.
+    actor.send({ type: 'PLEG.CONTAINER_STARTED', podUid: 'uid-quiet', containerId: app!.podSandboxId });
+    actor.send({ type: 'PLEG.CONTAINER_STARTED', podUid: 'uid-quiet', containerId: app!.id });
+    snap = actor.getSnapshot();
+    expect(snap.matches({ syncing: { worker: 'idle' } })).toBe(true);
+    expect(snap.context.syncCount).toBe(syncs);
+    // The container died: news, a sync restarts it.
+    h.runtime.exitContainer(app!.id, 1);
+    actor.send({ type: 'PLEG.CONTAINER_DIED', podUid: 'uid-quiet', containerId: app!.id });
+    snap = await waitFor(actor, (s) => s.context.syncCount === syncs + 1 && s.matches({ syncing: { worker: 'idle' } }));
+    expect(snap.context.restarts).toBe(1);
+  });
+
   it('runs init containers one at a time and regular containers only after them', async () => {
     const h = podHarness();
     const pod = makePod('init', { initContainers: [container('i1'), container('i2')], containers: [container('main')] });
