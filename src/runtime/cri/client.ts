@@ -374,6 +374,9 @@ export class CriClient implements RuntimeService, ImageService {
     const target = grpcTarget(endpoint);
     const channelOptions: grpc.ChannelOptions = {
       'grpc.max_receive_message_length': options.maxReceiveMessageBytes ?? DEFAULT_MAX_RECEIVE_MESSAGE_BYTES,
+      // No channelz: its per-call counters and traces are kept for a debugging service the agent
+      // does not run, on every one of the dozen calls of each pod start.
+      'grpc.enable_channelz': 0,
     };
     const credentials = grpc.credentials.createInsecure();
     this.runtimeClient = new grpc.Client(target, credentials, channelOptions);
