@@ -136,7 +136,7 @@ function parseBody(body: unknown): Record<string, unknown> | undefined {
 /**
  * A JSON request sent with the kubeconfig's TLS settings and credentials (applied by the library,
  * applyToHTTPSOptions, as for its own requests) on the shared connections, without the library's
- * typed models: for the writes of every pod start — its status patches and its events — the
+ * typed models: for the writes of every pod — its status patches, its events, its deletion — the
  * library's conversion of the body into its model classes and of the answer (a whole Pod) back,
  * then to plain JSON, cost more than the request itself. The answer is parsed JSON; a refusal is
  * thrown as the library throws it (an ApiException with the Status and the headers).
@@ -276,19 +276,13 @@ export function createKubeClient(config: k8s.KubeConfig, options: KubeClientOpti
     patchPodStatus: (namespace, name, patch) =>
       call<Pod>(`PATCH pods/status ${namespace}/${name}`, () => json('PATCH', `${podPath(namespace, name)}/status`, patch, k8s.PatchStrategy.StrategicMergePatch), parsed).then(withKind),
     deletePod: async (namespace, name, deleteOptions: DeleteOptions) => {
-      await call(`DELETE pods ${namespace}/${name}`, () =>
-        core.deleteNamespacedPod(
-          {
-            namespace,
-            name,
-            body: {
-              ...(deleteOptions.gracePeriodSeconds !== undefined ? { gracePeriodSeconds: deleteOptions.gracePeriodSeconds } : {}),
-              ...(deleteOptions.uid ? { preconditions: { uid: deleteOptions.uid } } : {}),
-            },
-          },
-          plainOptions,
-        ),
-      );
+      const body = {
+        apiVersion: 'v1',
+        kind: 'DeleteOptions',
+        ...(deleteOptions.gracePeriodSeconds !== undefined ? { gracePeriodSeconds: deleteOptions.gracePeriodSeconds } : {}),
+        ...(deleteOptions.uid ? { preconditions: { uid: deleteOptions.uid } } : {}),
+      };
+      await call(`DELETE pods ${namespace}/${name}`, () => json('DELETE', podPath(namespace, name), body), parsed);
     },
 
     listServices: async () => {

@@ -169,7 +169,7 @@ describe('the writes of every pod start (its status, its events), sent as plain 
     return { api: createKubeClient(config, { requestTimeoutMs: 5_000, userAgent: 'statelet-test' }), seen, connections: () => connections };
   }
 
-  it('patch a pod\'s status as a strategic merge patch with the node\'s credentials, and give back the pod the server answered', async () => {
+  it('patch a pod\'s status as a strategic merge patch with the node\'s credentials, give back the pod the server answered, and delete it', async () => {
     const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'web', namespace: 'ns-1', uid: 'u1' }, spec: { containers: [] }, status: { phase: 'Running' } };
     const { api, seen } = await recordingClient(() => ({ status: 200, body: JSON.stringify(pod) }));
     const patch = { metadata: { uid: 'u1' }, status: { phase: 'Running', conditions: [{ type: 'Ready', status: 'True', reason: null }] } };
@@ -177,6 +177,10 @@ describe('the writes of every pod start (its status, its events), sent as plain 
     expect(seen[0]).toMatchObject({ method: 'PATCH', url: '/api/v1/namespaces/ns-1/pods/web/status' });
     expect(seen[0]!.headers).toMatchObject({ 'content-type': 'application/strategic-merge-patch+json', authorization: 'Bearer node-token', 'user-agent': 'statelet-test' });
     expect(JSON.parse(seen[0]!.body)).toEqual(patch);
+    // Deleted with grace 0 and the UID as precondition (a new pod of the same name is left alone).
+    await api.deletePod('ns-1', 'web', { gracePeriodSeconds: 0, uid: 'u1' });
+    expect(seen[1]).toMatchObject({ method: 'DELETE', url: '/api/v1/namespaces/ns-1/pods/web' });
+    expect(JSON.parse(seen[1]!.body)).toEqual({ apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0, preconditions: { uid: 'u1' } });
   });
 
   it('create and patch events; a refusal is an ApiError with the Status\'s reason; Retry-After is honoured; the connection is shared', async () => {

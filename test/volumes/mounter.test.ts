@@ -36,7 +36,7 @@ describe('systemMounter', () => {
   const setUp = (failMount?: string) => {
     const runs: string[] = [];
     const logs: string[] = [];
-    let table = MOUNTINFO;
+    let reads = 0;
     const mounter = systemMounter(
       '/var/lib/statelet/pods',
       (_, message) => logs.push(message),
@@ -44,26 +44,32 @@ describe('systemMounter', () => {
         runs.push([file, ...args].join(' '));
         if (file === 'mount' && failMount) throw new Error(failMount);
       },
-      async () => table,
+      async () => {
+        reads++;
+        return MOUNTINFO;
+      },
     );
-    return { mounter, runs, logs, setTable: (t: string) => (table = t) };
+    return { mounter, runs, logs, reads: () => reads };
   };
 
-  it('adopts the mounts of an earlier run, mounts a new tmpfs once, and unmounts everything under a pod', async () => {
-    const { mounter, runs, setTable } = setUp();
+  it('adopts the mounts of an earlier run, mounts a new tmpfs once, and unmounts everything under a pod, reading the mount table once', async () => {
+    const { mounter, runs, reads } = setUp();
     expect(await mounter.adopt()).toBe(3);
     expect(await mounter.mountTmpfs('/var/lib/statelet/pods/u1/volumes/kubernetes.io~secret/creds', 1024)).toBe(true);
     expect(await mounter.mountTmpfs('/var/lib/statelet/pods/u2/volumes/kubernetes.io~secret/s', 4096)).toBe(true);
     expect(await mounter.mountTmpfs('/var/lib/statelet/pods/u2/volumes/kubernetes.io~secret/s', 4096)).toBe(true);
     expect(runs).toEqual(['mount -t tmpfs -o size=4096 tmpfs /var/lib/statelet/pods/u2/volumes/kubernetes.io~secret/s']);
     expect(mounter.mounted).toBe(4);
-    setTable(MOUNTINFO);
     await mounter.unmountUnder('/var/lib/statelet/pods/u1');
     expect(runs.slice(1)).toEqual([
       'umount /var/lib/statelet/pods/u1/volumes/kubernetes.io~empty-dir/with space',
       'umount /var/lib/statelet/pods/u1/volumes/kubernetes.io~secret/creds',
     ]);
     expect(mounter.mounted).toBe(2);
+    await mounter.unmountUnder('/var/lib/statelet/pods/u2');
+    expect(runs.slice(3)).toEqual(['umount /var/lib/statelet/pods/u2/volumes/kubernetes.io~secret/s']);
+    expect(mounter.mounted).toBe(1);
+    expect(reads()).toBe(1);
   });
 
   it('reads the mount table before its first mount, so a pod synced right after a restart does not get a second tmpfs', async () => {
