@@ -134,28 +134,26 @@ function parseBody(body: unknown): Record<string, unknown> | undefined {
 }
 
 /**
- * A JSON request sent with the kubeconfig's TLS settings and credentials (applied by the library,
- * applyToHTTPSOptions, as for its own requests) on the shared connections, without the library's
- * typed models: for the writes of every pod — its status patches, its events, its deletion — the
- * library's conversion of the body into its model classes and of the answer (a whole Pod) back,
- * then to plain JSON, cost more than the request itself. The answer is parsed JSON; a refusal is
- * thrown as the library throws it (an ApiException with the Status and the headers).
+ * A JSON request sent with the kubeconfig's TLS settings, credentials and proxy, applied by the
+ * library as for its own requests (applySecurityAuthentication gives the agent and the headers),
+ * on the shared connections, without the library's typed models: for the writes of every pod —
+ * its status patches, its events, its deletion — the library's conversion of the body into its
+ * model classes and of the answer (a whole Pod) back, then to plain JSON, cost more than the
+ * request itself. The answer is parsed JSON; a refusal is thrown as the library throws it (an
+ * ApiException with the Status and the headers).
  */
 function jsonRequester(config: k8s.KubeConfig, options: KubeClientOptions, connections: ReturnType<typeof keepAliveAgent>) {
-  return async (method: string, path: string, body: unknown, contentType = 'application/json'): Promise<unknown> => {
-    const server = config.getCurrentCluster()?.server ?? '';
-    const secure = server.startsWith('https:');
-    const settings: https.RequestOptions = {};
-    await config.applyToHTTPSOptions(settings);
-    const agent = connections(undefined) ?? connections(secure ? new https.Agent(settings as https.AgentOptions) : new http.Agent());
+  return async (method: k8s.HttpMethod, path: string, body: unknown, contentType = 'application/json'): Promise<unknown> => {
+    const url = new URL(path, config.getCurrentCluster()?.server ?? '');
+    const context = new k8s.RequestContext(url.toString(), method);
+    await config.applySecurityAuthentication(context);
     const payload = JSON.stringify(body);
     return new Promise((resolve, reject) => {
-      const request = (secure ? https : http).request(new URL(path, server), {
-        ...settings,
+      const request = (url.protocol === 'https:' ? https : http).request(url, {
         method,
-        agent,
+        agent: connections(context.getAgent()),
         signal: AbortSignal.timeout(options.requestTimeoutMs),
-        headers: { ...settings.headers, 'Content-Type': contentType, Accept: 'application/json', 'User-Agent': options.userAgent, 'Content-Length': Buffer.byteLength(payload) },
+        headers: { ...context.getHeaders(), 'Content-Type': contentType, Accept: 'application/json', 'User-Agent': options.userAgent, 'Content-Length': Buffer.byteLength(payload) },
       });
       request.once('error', reject);
       request.once('response', (response) => {
@@ -274,7 +272,7 @@ export function createKubeClient(config: k8s.KubeConfig, options: KubeClientOpti
         core.createNamespacedPod({ namespace: pod.metadata.namespace, body: pod as unknown as k8s.V1Pod }, plainOptions),
       ).then(withKind),
     patchPodStatus: (namespace, name, patch) =>
-      call<Pod>(`PATCH pods/status ${namespace}/${name}`, () => json('PATCH', `${podPath(namespace, name)}/status`, patch, k8s.PatchStrategy.StrategicMergePatch), parsed).then(withKind),
+      call<Pod>(`PATCH pods/status ${namespace}/${name}`, () => json(k8s.HttpMethod.PATCH, `${podPath(namespace, name)}/status`, patch, k8s.PatchStrategy.StrategicMergePatch), parsed).then(withKind),
     deletePod: async (namespace, name, deleteOptions: DeleteOptions) => {
       const body = {
         apiVersion: 'v1',
@@ -282,7 +280,7 @@ export function createKubeClient(config: k8s.KubeConfig, options: KubeClientOpti
         ...(deleteOptions.gracePeriodSeconds !== undefined ? { gracePeriodSeconds: deleteOptions.gracePeriodSeconds } : {}),
         ...(deleteOptions.uid ? { preconditions: { uid: deleteOptions.uid } } : {}),
       };
-      await call(`DELETE pods ${namespace}/${name}`, () => json('DELETE', podPath(namespace, name), body), parsed);
+      await call(`DELETE pods ${namespace}/${name}`, () => json(k8s.HttpMethod.DELETE, podPath(namespace, name), body), parsed);
     },
 
     listServices: async () => {
@@ -335,9 +333,9 @@ export function createKubeClient(config: k8s.KubeConfig, options: KubeClientOpti
       return { allowed: review.status?.allowed === true, ...(review.status?.reason ? { reason: review.status.reason } : {}) };
     },
 
-    createEvent: (event) => call<KubeEvent>(`POST events ${event.metadata.namespace}/${event.metadata.name}`, () => json('POST', eventsPath(event.metadata.namespace), event), parsed),
+    createEvent: (event) => call<KubeEvent>(`POST events ${event.metadata.namespace}/${event.metadata.name}`, () => json(k8s.HttpMethod.POST, eventsPath(event.metadata.namespace), event), parsed),
     patchEvent: (namespace, name, patch) =>
-      call<KubeEvent>(`PATCH events ${namespace}/${name}`, () => json('PATCH', `${eventsPath(namespace)}/${encodeURIComponent(name)}`, patch, k8s.PatchStrategy.MergePatch), parsed),
+      call<KubeEvent>(`PATCH events ${namespace}/${name}`, () => json(k8s.HttpMethod.PATCH, `${eventsPath(namespace)}/${encodeURIComponent(name)}`, patch, k8s.PatchStrategy.MergePatch), parsed),
   };
 }
 
