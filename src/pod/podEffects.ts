@@ -168,6 +168,9 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
     if (update?.changed) deps.recorder.event(podReference(pod), 'Warning', 'ResizeError', resizeEventMessage('Pod resize error', pod, update.generation, error));
   };
 
+  /** Each terminated pod's runtime as its kill last read it, until its cleanup takes it. */
+  const terminatedViews = new Map<string, RuntimePodStatus>();
+
   /** The sync's plan for the pod as `status` shows it: computePodActions, and the resize part over it (computePodResizeAction). */
   const plan = (pod: Pod, status: RuntimePodStatus, probes: PodProbeResults | undefined) => {
     const computed = computePodActions(pod, status, probes ?? noProbeResults);
@@ -237,6 +240,7 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
         throw new Error(`${stillRunning.length} container(s) still running after kill: ${stillRunning.map((c) => c.name).join(', ')}`);
       }
       publish(pod, after, memory, true);
+      terminatedViews.set(pod.metadata.uid, after);
     },
 
     async cleanupPod({ pod, removeRuntime, memory }, signal, calls) {
@@ -244,7 +248,11 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
       const io = tracedDeps(pod, calls);
       forgetPreStops(pod.metadata.uid);
       deps.resize?.clearConditions(pod.metadata.uid);
-      const status = await read(io, pod, opts);
+      // What the kill's last read saw: nothing of a terminated pod starts again, so the runtime is
+      // not read once more (a container removed since is passed over); a retry reads it afresh.
+      const terminated = terminatedViews.get(pod.metadata.uid);
+      terminatedViews.delete(pod.metadata.uid);
+      const status = terminated ?? (await read(io, pod, opts));
       messagesByPod.delete(pod.metadata.uid);
       // The final status: the kubelet's SyncTerminatedPod generates it once more, then TerminatePod.
       deps.statuses.set(pod.metadata.uid, terminatedPodStatus(pod, generate(pod, status, memory, true)));

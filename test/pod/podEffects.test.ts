@@ -160,6 +160,25 @@ describe('runtime calls are reported to the effect run\'s trace', () => {
   });
 });
 
+describe('a pod\'s cleanup after its kill', () => {
+  it('removes what the kill last saw without reading the runtime again; a cleanup without a kill before it reads', async () => {
+    const rig = effectsRig();
+    const pod = makePod('gone', { containers: [container('web')] });
+    await rig.effects.syncPod({ pod, memory: noMemory }, new AbortController().signal, noTrace);
+    await rig.effects.terminatePod({ pod, gracePeriodSeconds: 1, memory: noMemory }, new AbortController().signal, noTrace);
+    const cleanup = recordingTrace();
+    await rig.effects.cleanupPod({ pod, removeRuntime: true, memory: noMemory }, new AbortController().signal, cleanup.trace);
+    // (The container is named by its ID here: this trace saw no status of it.)
+    expect(cleanup.lines.filter((l) => l.startsWith('started')).map((l) => l.split(' ').slice(0, 2).join(' '))).toEqual(['started RemoveContainer', 'started RemovePodSandbox']);
+    expect(await rig.runtime.listContainers()).toEqual([]);
+    expect(rig.statuses.get(pod.metadata.uid)?.containerStatuses?.[0]?.state.terminated).toBeDefined();
+    // Again (a retry, or a pod cleaned without a kill in this run): read first.
+    const again = recordingTrace();
+    await rig.effects.cleanupPod({ pod, removeRuntime: true, memory: noMemory }, new AbortController().signal, again.trace);
+    expect(again.lines.filter((l) => l.startsWith('started')).some((l) => /List|Status/.test(l))).toBe(true);
+  });
+});
+
 describe("the pod's cgroup", () => {
   const cgroups = (failure?: string) => {
     const calls: string[] = [];
