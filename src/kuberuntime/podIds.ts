@@ -48,6 +48,7 @@ export class RuntimePodIds {
     entry.uncertain = false;
     for (const id of sandboxes) this.addSandbox(uid, entry, id);
     for (const c of containers) this.addContainer(uid, entry, c.id, c.podSandboxId);
+    this.dropIfEmpty(uid, entry);
   }
 
   sandboxCreated(uid: string, id: string): void {
@@ -72,6 +73,11 @@ export class RuntimePodIds {
     if (!entry) return;
     entry.sandboxes.delete(id);
     entry.containers.delete(id);
+    this.dropIfEmpty(uid, entry);
+  }
+
+  /** A pod with nothing in the runtime is not kept (its next read lists: two calls, for a pod starting or gone). */
+  private dropIfEmpty(uid: string, entry: PodEntry): void {
     if (entry.sandboxes.size === 0 && entry.containers.size === 0 && !entry.uncertain) this.pods.delete(uid);
   }
 
