@@ -134,11 +134,11 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
   };
 
   /** The runtime as one effect run for `pod` sees it: every call it makes reported to `calls` (and the node's register). */
-  const tracedDeps = (pod: Pod, actorCalls: CallTrace): PodEffectsDeps => {
+  const tracedDeps = (pod: Pod, actorCalls: CallTrace, known?: RuntimePodStatus): PodEffectsDeps => {
     const calls = deps.callsInFlight ? allOf(actorCalls, deps.callsInFlight.forPod(podRef(pod))) : actorCalls;
     return {
       ...deps,
-      runtime: tracedRuntime(deps.runtime, calls),
+      runtime: tracedRuntime(deps.runtime, calls, known?.containers.map((c) => [c.id, c.name])),
       images: tracedImages(deps.images, calls),
       puller: tracedPulls(deps.puller, calls),
     };
@@ -245,13 +245,13 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
 
     async cleanupPod({ pod, removeRuntime, memory }, signal, calls) {
       const opts = { signal };
-      const io = tracedDeps(pod, calls);
-      forgetPreStops(pod.metadata.uid);
-      deps.resize?.clearConditions(pod.metadata.uid);
       // What the kill's last read saw: nothing of a terminated pod starts again, so the runtime is
       // not read once more (a container removed since is passed over); a retry reads it afresh.
       const terminated = terminatedViews.get(pod.metadata.uid);
       terminatedViews.delete(pod.metadata.uid);
+      const io = tracedDeps(pod, calls, terminated);
+      forgetPreStops(pod.metadata.uid);
+      deps.resize?.clearConditions(pod.metadata.uid);
       const status = terminated ?? (await read(io, pod, opts));
       messagesByPod.delete(pod.metadata.uid);
       // The final status: the kubelet's SyncTerminatedPod generates it once more, then TerminatePod.

@@ -6,8 +6,8 @@
  *
  * A call is named by its CRI method (`CreateContainer`) and a target that says what it is about:
  * `sandbox`, a container's name, an image. Container IDs are turned back into names from what the
- * decorator saw come back (CreateContainer, ListContainers, ContainerStatus); an ID it never saw
- * shows as its first 13 characters. Nothing else of a request (commands, env, mounts) is reported.
+ * decorator saw come back (CreateContainer, ListContainers, ContainerStatus) or was given; an ID
+ * it never saw shows as its first 13 characters. Nothing else of a request (commands, env, mounts) is reported.
  */
 import type { CriRpc } from './criCalls.ts';
 import type { CallOptions, ImageService, RuntimeService } from './types.ts';
@@ -45,9 +45,9 @@ async function traceCall<T>(trace: CallTrace, call: CriRpc, target: string, run:
 
 const shortId = (id: string) => id.slice(0, 13);
 
-/** The RuntimeService, each call reported to `trace`. Streams (containerEvents) pass through. */
-export function tracedRuntime(runtime: RuntimeService, trace: CallTrace): RuntimeService {
-  const names = new Map<string, string>();
+/** The RuntimeService, each call reported to `trace`; `known`: container IDs and names seen before. Streams (containerEvents) pass through. */
+export function tracedRuntime(runtime: RuntimeService, trace: CallTrace, known: Iterable<[string, string]> = []): RuntimeService {
+  const names = new Map<string, string>(known);
   const containerName = (id: string) => names.get(id) ?? shortId(id);
   const call = <T>(method: CriRpc, target: string, run: () => Promise<T>, allowanceMs?: number) => traceCall(trace, method, target, run, allowanceMs);
   return {
