@@ -43,7 +43,7 @@ describe('projectDefinition', () => {
 
     const working = find(def.root, 'pod.syncing.worker.working')!;
     expect(working.transitions).toContainEqual({ event: 'POD.UPDATE', targets: [], guard: '!updateDeletesPod', actions: ['keepPending'] });
-    expect(working.transitions).toContainEqual({ event: 'PLEG.*', targets: [], actions: ['markSyncRequested'] });
+    expect(working.transitions).toContainEqual({ event: 'PLEG.*', targets: [], actions: ['keepPlegEvent'] });
     const done = working.transitions.filter((t) => t.event.startsWith('xstate.done.actor.'));
     expect(done.map((t) => t.targets)).toEqual([['pod.terminating'], ['pod.syncing.worker.idle']]);
     expect(done[0]?.guard).toBe('inline');
