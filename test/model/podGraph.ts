@@ -298,6 +298,11 @@ export function labelOf(alphabet: readonly Letter[], event: AnyEventObject): str
  * writes them), so a terminating or terminated pod is not told apart by them: without that the
  * full alphabet reaches ~8,500 states instead of a few hundred, with the same behaviours.
  */
+function plegSummary(events: readonly { type: string }[]): string {
+  if (events.length === 0) return 'none';
+  return events.every((e) => e.type === 'PLEG.CONTAINER_STARTED') ? 'started only' : 'other';
+}
+
 export function serializeSnapshot(snapshot: AnyMachineSnapshot): string {
   const c = podContext(snapshot);
   const syncing = snapshot.matches('syncing');
@@ -307,8 +312,10 @@ export function serializeSnapshot(snapshot: AnyMachineSnapshot): string {
     pod: podLabel(c.pod),
     pending: podLabel(c.pendingPod),
     syncRequested: c.syncRequested,
-    // The end of a sync reads only which PLEG events came during it (one container here), not how many.
-    plegWhileSyncing: syncing ? [...new Set(c.plegWhileSyncing.map((e) => e.type))].sort() : undefined,
+    // The end of a sync reads only whether the PLEG events that came during it tell more than a view
+    // can show: with this alphabet's one container, and the one view an outcome leaves (it runs),
+    // none, only STARTED, or some other event.
+    plegWhileSyncing: syncing ? plegSummary(c.plegWhileSyncing) : undefined,
     seen: syncing ? c.seen : undefined,
     progress: syncing ? c.progress : undefined,
     phase: syncing ? c.phase : undefined,
