@@ -11,7 +11,9 @@
  *                - `worker`: `working` runs one sync (the `syncPod` actor: read the runtime, decide
  *                  with computePodActions, act, publish status); `idle` waits for the next reason
  *                  to sync. Updates that arrive while working are kept in ONE pending slot (the
- *                  newest wins) and run as soon as the sync ends.
+ *                  newest wins) and run as soon as the sync ends. A PLEG event about what the
+ *                  last sync left in place (`seen`, when it needed nothing more) is no reason to
+ *                  sync (runtimeSeen.ts); events during a sync count once it has ended.
  *                - `progress`: where the pod stands, as the last sync observed it: `sandbox`,
  *                  `initializing` (`starting` / `running` / `failed` for init container
  *                  `context.progress.index`), `running`. It follows the runtime; it is never
