@@ -84,8 +84,8 @@ const STATUS_TEXTS = ['reason', 'message'] as const;
  * The strategic merge patch of `pods/<name>/status` carrying `status`, for the API object of UID
  * `uid`, whatever `api` (the status the API was last seen with) lags behind. Conditions merge by
  * type, and the fields of each merge too (k8s.io/apimachinery strategicpatch mergeSlice), so:
- * - only the conditions the agent owns or shares are sent: the others are left as the API has them
- *   (a controller may have changed one since);
+ * - only the conditions the agent owns, and a shared one (DisruptionTarget) it sets, are sent: the
+ *   others are left as the API has them (a controller may have changed one since);
  * - a condition the agent owns and no longer shows (a resize condition cleared) is deleted by name,
  *   and one whose reason or message went (Ready turning True) has them set to null, whether or not
  *   `api` shows them: the watch may not have shown the agent's previous write yet. The kubelet's
@@ -99,6 +99,8 @@ export function statusPatch(uid: string, status: PodStatus, api?: PodStatus): ob
   for (const c of status.conditions ?? []) {
     shown.add(c.type);
     if (!KUBELET_CONDITIONS.includes(c.type) && !SHARED_CONDITIONS.includes(c.type)) continue;
+    // A shared condition the status carries as the API had it is the controller's: not sent back.
+    if (SHARED_CONDITIONS.includes(c.type) && api?.conditions?.some((a) => a.type === c.type && jsonEqual(a, c))) continue;
     const sent: Record<string, unknown> = { ...c };
     for (const field of CONDITION_TEXTS) if (c[field] === undefined) sent[field] = null;
     conditions.push(sent);

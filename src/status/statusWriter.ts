@@ -113,7 +113,11 @@ export class StatusWriter {
       if (this.stopped) return;
       for (const uid of this.deps.statuses.uids()) {
         if (this.held.has(uid) && !this.couldHaveRunningContainers(uid)) this.written.delete(uid);
-        if (this.written.has(uid) && this.differsInApi(uid)) this.written.delete(uid);
+        if (this.written.has(uid) && this.differsInApi(uid)) {
+          // The kubelet says so at V(3) (status_manager.go needsReconcile): a watch a little behind is enough.
+          this.deps.log('debug', 'Pod status is inconsistent with the status written; writing it again', { pod: podRef(this.deps.pod(uid)!) });
+          this.written.delete(uid);
+        }
         if (this.deps.statuses.version(uid) !== this.written.get(uid) || this.deletable(uid)) this.dirty.add(uid);
       }
       this.pump();
@@ -153,10 +157,7 @@ export class StatusWriter {
     const pod = this.deps.pod(uid);
     const ours = this.deps.statuses.get(uid);
     if (!pod || !ours || isStaticPod(pod) || this.inFlight.has(uid)) return false;
-    const decision = statusToWrite(pod.status, ours, this.couldHaveRunningContainers(uid));
-    if (!decision.write) return false;
-    this.deps.log('info', 'The pod\'s status in the API is not the one written; writing it again', { pod: podRef(pod) });
-    return true;
+    return statusToWrite(pod.status, ours, this.couldHaveRunningContainers(uid)).write;
   }
 
   private couldHaveRunningContainers(uid: string): boolean {

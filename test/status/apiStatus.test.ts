@@ -144,6 +144,20 @@ describe('statusPatch', () => {
       { phase: 'Running', conditions: [ready('True'), { ...lb, status: 'False' }] },
     ],
     [
+      'a DisruptionTarget a controller set is left as it is now, not sent back from the older view',
+      { phase: 'Running', conditions: [ready('True'), { ...disruption, message: 'newer' }] },
+      { phase: 'Running', conditions: [ready('True'), disruption] },
+      { phase: 'Running', conditions: [ready('True')], startTime: '2026-01-01T00:00:00Z' },
+      { phase: 'Running', conditions: [ready('True'), { ...disruption, message: 'newer' }], startTime: '2026-01-01T00:00:00Z' },
+    ],
+    [
+      'the node\'s own DisruptionTarget goes with its terminal phase',
+      { phase: 'Running', conditions: [ready('True')] },
+      { phase: 'Running', conditions: [ready('True')] },
+      evicted,
+      { ...evicted, conditions: [ready('False', 'PodFailed'), disruption] },
+    ],
+    [
       'the status\'s own reason and message the agent no longer gives are removed',
       { phase: 'Pending', reason: 'Waiting', message: 'for something' },
       { phase: 'Pending', reason: 'Waiting', message: 'for something' },
