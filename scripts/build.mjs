@@ -5,11 +5,11 @@
 // (prepack).
 //
 // Why a bundle rather than one compiled file per source: Node keeps a record, the source text and
-// the compiled code of every module it loads, and @kubernetes/client-node alone is ~2,600 generated
-// modules (every API group's models). Loaded file by file it adds ~75 MB to the agent's RSS;
-// bundled, ~30 MB (docs/benchmarks.md, "Beside the upstream kubelet"). The bundle is split where the
-// code imports lazily, so the API client's chunk is loaded only by an agent that has a kubeconfig,
-// and the Stately inspector's only when asked for.
+// the compiled code of every module it loads; loaded file by file, @kubernetes/client-node's
+// generated modules alone added ~75 MB to the agent's RSS (docs/benchmarks.md). Bundled, only
+// what the code reaches is kept: the agent takes the library's kubeconfig handling and Watch, not
+// its models. The bundle is split where the code imports lazily, so the API client's chunk is
+// loaded only by an agent that has a kubeconfig, and the Stately inspector's only when asked for.
 import { execFileSync } from 'node:child_process';
 import { cpSync, readdirSync, rmSync, statSync } from 'node:fs';
 import path from 'node:path';

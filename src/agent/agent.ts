@@ -300,20 +300,11 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
 
 /**
  * The API client of a kubeconfig file; a file that cannot be read stops the agent at start. The
- * client library is loaded only here: it holds some 70 MB once loaded (every API group's models),
- * which a standalone node, without --kubeconfig, never needs.
+ * client library is loaded only here, as a standalone node (without --kubeconfig) never needs it.
  */
 async function loadKubeApi(file: string, counts: RequestCounts, limits: KubeClientOptions['limits']): Promise<{ api: KubeApi; server: string }> {
-  const [{ KubeConfig }, { createKubeClient }] = await Promise.all([import('@kubernetes/client-node'), import('../client/kubeClient.ts')]);
-  const kubeConfig = new KubeConfig();
-  try {
-    kubeConfig.loadFromFile(file);
-  } catch (err) {
-    throw new Error(`--kubeconfig ${file}: ${err instanceof Error ? err.message : String(err)}`);
-  }
-  const server = kubeConfig.getCurrentCluster()?.server;
-  if (!server) throw new Error(`--kubeconfig ${file}: the current context names no cluster server`);
-  return { api: createKubeClient(kubeConfig, { requestTimeoutMs: 10_000, userAgent: `statelet/${kubeletVersion()}`, counts, ...(limits ? { limits } : {}) }), server };
+  const { kubeClientFromFile } = await import('../client/kubeClient.ts');
+  return kubeClientFromFile(file, { requestTimeoutMs: 10_000, userAgent: `statelet/${kubeletVersion()}`, counts, ...(limits ? { limits } : {}) });
 }
 
 /**

@@ -1,6 +1,7 @@
 /**
- * `KubeApi` over @kubernetes/client-node: the typed API classes for requests, its `Watch` for the
- * pod watch. Every request carries statelet's user agent and a deadline (a request that hangs is
+ * `KubeApi` over @kubernetes/client-node: its kubeconfig handling (TLS, credentials, exec plugins,
+ * proxy) for every request, sent as plain JSON (`jsonRequester` says why), and its `Watch` for the
+ * watches. Every request carries statelet's user agent and a deadline (a request that hangs is
  * aborted and fails with status 0, so a silent API server never stalls a heartbeat); a request
  * the API server asks to retry later (429 or 5xx with `Retry-After`: priority and fairness, a
  * server shutting down) is sent again after that wait, at most 10 times, as client-go's rest
@@ -9,7 +10,7 @@
  */
 import http from 'node:http';
 import https from 'node:https';
-import * as k8s from '@kubernetes/client-node';
+import { ApiException, HttpMethod, KubeConfig, PatchStrategy, RequestContext, Watch } from '@kubernetes/client-node';
 import type { KubeEvent, Service } from '../api/cluster.ts';
 import type { Pod } from '../api/types.ts';
 import { type Clock, realClock, sleepOn } from '../clock.ts';
@@ -35,7 +36,7 @@ const MAX_RETRIES = 10;
 
 /** The wait the API server asked for before a retry (a 429 or 5xx with `Retry-After` seconds), or null. */
 function retryAfterMs(err: unknown): number | null {
-  if (!(err instanceof k8s.ApiException) || (err.code !== 429 && err.code < 500)) return null;
+  if (!(err instanceof ApiException) || (err.code !== 429 && err.code < 500)) return null;
   const header = Object.entries(err.headers ?? {}).find(([name]) => name.toLowerCase() === 'retry-after')?.[1];
   const seconds = header === undefined ? NaN : Number(header);
   return Number.isInteger(seconds) && seconds >= 0 ? seconds * 1000 : null;
@@ -90,27 +91,10 @@ function keepAliveAgent(): (agent: http.Agent | https.Agent | undefined) => http
   };
 }
 
-/** The calls' options: the user agent, the deadline, the shared connections and, for patches, the patch's content type. */
-function requestOptions(options: KubeClientOptions, connections: ReturnType<typeof keepAliveAgent>, contentType?: string): k8s.ConfigurationOptions {
-  const userAgent = k8s.setHeaderMiddleware('User-Agent', options.userAgent);
-  const timed = {
-    pre: (request: k8s.RequestContext) => {
-      const agent = connections(request.getAgent());
-      if (agent) request.setAgent(agent);
-      request.setSignal(AbortSignal.timeout(options.requestTimeoutMs));
-      if (contentType) request.setHeaderParam('Content-Type', contentType);
-      return userAgent.pre(request);
-    },
-    post: userAgent.post,
-  };
-  return { middleware: [timed], middlewareMergeStrategy: 'append' } as k8s.ConfigurationOptions;
-}
-
-
 /** Turns what the client library throws into an ApiError. */
 function apiError(call: string, err: unknown): ApiError {
   if (err instanceof ApiError) return err;
-  if (err instanceof k8s.ApiException) {
+  if (err instanceof ApiException) {
     const body = parseBody(err.body);
     return new ApiError(err.code, String(body?.reason ?? ''), String(body?.message ?? err.message), call);
   }
@@ -136,24 +120,28 @@ function parseBody(body: unknown): Record<string, unknown> | undefined {
 /**
  * A JSON request sent with the kubeconfig's TLS settings, credentials and proxy, applied by the
  * library as for its own requests (applySecurityAuthentication gives the agent and the headers),
- * on the shared connections, without the library's typed models: for the writes of every pod —
- * its status patches, its events, its deletion — the library's conversion of the body into its
- * model classes and of the answer (a whole Pod) back, then to plain JSON, cost more than the
- * request itself. The answer is parsed JSON; a refusal is thrown as the library throws it (an
- * ApiException with the Status and the headers).
+ * on the shared connections. Every request goes this way rather than through the library's typed
+ * API classes: their conversion of each body into model classes and of each answer back (a whole
+ * Pod for a status write) cost more CPU than the request itself, their answers drop the fields
+ * the library's models do not know, and the ~2,600 generated models they pull in held ~4 MB of
+ * source text and ~10 MB of classes in every agent's heap (docs/benchmarks.md). The answer is
+ * parsed JSON; a refusal is thrown as the library throws it (an ApiException with the Status and
+ * the headers).
  */
-function jsonRequester(config: k8s.KubeConfig, options: KubeClientOptions, connections: ReturnType<typeof keepAliveAgent>) {
-  return async (method: k8s.HttpMethod, path: string, body: unknown, contentType = 'application/json'): Promise<unknown> => {
+function jsonRequester(config: KubeConfig, options: KubeClientOptions, connections: ReturnType<typeof keepAliveAgent>) {
+  return async (method: HttpMethod, path: string, body?: unknown, contentType = 'application/json'): Promise<unknown> => {
     const url = new URL(path, config.getCurrentCluster()?.server ?? '');
-    const context = new k8s.RequestContext(url.toString(), method);
+    const context = new RequestContext(url.toString(), method);
     await config.applySecurityAuthentication(context);
-    const payload = JSON.stringify(body);
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const headers: Record<string, string | number> = { ...context.getHeaders(), Accept: 'application/json', 'User-Agent': options.userAgent };
+    if (payload !== undefined) Object.assign(headers, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(payload) });
     return new Promise((resolve, reject) => {
       const request = (url.protocol === 'https:' ? https : http).request(url, {
         method,
         agent: connections(context.getAgent()),
         signal: AbortSignal.timeout(options.requestTimeoutMs),
-        headers: { ...context.getHeaders(), 'Content-Type': contentType, Accept: 'application/json', 'User-Agent': options.userAgent, 'Content-Length': Buffer.byteLength(payload) },
+        headers,
       });
       request.once('error', reject);
       request.once('response', (response) => {
@@ -170,7 +158,7 @@ function jsonRequester(config: k8s.KubeConfig, options: KubeClientOptions, conne
             // Not JSON (a proxy's error page): kept as text.
           }
           if (status >= 200 && status < 300) resolve(parsed);
-          else reject(new k8s.ApiException(status, `${method} ${path}`, parsed, response.headers as Record<string, string>));
+          else reject(new ApiException(status, `${method} ${path}`, parsed, response.headers as Record<string, string>));
         });
       });
       request.end(payload);
@@ -178,25 +166,37 @@ function jsonRequester(config: k8s.KubeConfig, options: KubeClientOptions, conne
   };
 }
 
-/** Plain JSON of what the library returns (its model classes carry Date objects and undefined fields). */
-function plain<T>(value: unknown): T {
-  return JSON.parse(JSON.stringify(value)) as T;
+/** `path` with its query parameters (those given). */
+function withQuery(path: string, params: Record<string, string | undefined>): string {
+  const query = new URLSearchParams(Object.entries(params).filter((entry): entry is [string, string] => entry[1] !== undefined)).toString();
+  return query ? `${path}?${query}` : path;
 }
 
-export function createKubeClient(config: k8s.KubeConfig, options: KubeClientOptions): KubeApi {
-  const core = config.makeApiClient(k8s.CoreV1Api);
-  const coordination = config.makeApiClient(k8s.CoordinationV1Api);
-  const authentication = config.makeApiClient(k8s.AuthenticationV1Api);
-  const authorization = config.makeApiClient(k8s.AuthorizationV1Api);
+/**
+ * The API client of a kubeconfig file; a file that cannot be read, or whose current context names
+ * no server, is refused with the file's name.
+ */
+export function kubeClientFromFile(file: string, options: KubeClientOptions): { api: KubeApi; server: string } {
+  const config = new KubeConfig();
+  try {
+    config.loadFromFile(file);
+  } catch (err) {
+    throw new Error(`--kubeconfig ${file}: ${err instanceof Error ? err.message : String(err)}`);
+  }
+  const server = config.getCurrentCluster()?.server;
+  if (!server) throw new Error(`--kubeconfig ${file}: the current context names no cluster server`);
+  return { api: createKubeClient(config, options), server };
+}
+
+export function createKubeClient(config: KubeConfig, options: KubeClientOptions): KubeApi {
   const connections = keepAliveAgent();
-  const plainOptions = requestOptions(options, connections);
-  const mergePatch = requestOptions(options, connections, k8s.PatchStrategy.MergePatch);
-  const strategicPatch = requestOptions(options, connections, k8s.PatchStrategy.StrategicMergePatch);
-  const watch = new k8s.Watch(config);
+  const watch = new Watch(config);
   const json = jsonRequester(config, options, connections);
-  const parsed = <T>(answer: unknown) => answer as T;
-  const podPath = (namespace: string, name: string) => `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods/${encodeURIComponent(name)}`;
-  const eventsPath = (namespace: string) => `/api/v1/namespaces/${encodeURIComponent(namespace)}/events`;
+  const segment = encodeURIComponent;
+  const nodePath = (name: string) => `/api/v1/nodes/${segment(name)}`;
+  const leasesPath = (namespace: string) => `/apis/coordination.k8s.io/v1/namespaces/${segment(namespace)}/leases`;
+  const namespaced = (namespace: string, resource: string, name?: string) =>
+    `/api/v1/namespaces/${segment(namespace)}/${resource}${name === undefined ? '' : `/${segment(name)}`}`;
 
   const waitForApi = limiter(options.limits?.api, options.limits?.clock);
   const waitForEvents = limiter(options.limits?.events, options.limits?.clock);
@@ -219,60 +219,52 @@ export function createKubeClient(config: k8s.KubeConfig, options: KubeClientOpti
   };
 
   const sleep = sleepOn(options.limits?.clock ?? realClock);
-  /** `name` is `<METHOD> <resource> <object>`; the first two words are what is counted and limited (each retry too). */
-  const call = async <T>(name: string, request: () => Promise<unknown>, shape: (answer: unknown) => T = plain): Promise<T> => {
-    const [method = '', resource = ''] = name.split(' ');
+  /**
+   * One request: `name` is `<METHOD> <resource> <object>`; the first two words are what is
+   * counted and limited (each retry too).
+   */
+  const call = async <T>(name: string, method: HttpMethod, path: string, body?: unknown, contentType?: string): Promise<T> => {
+    const [verb = '', resource = ''] = name.split(' ');
     for (let retries = 0; ; retries++) {
       if (resource === 'events') await waitForEvents();
       else if (!heartbeat.has(resource)) await waitForApi();
       try {
-        const result = shape(await request());
-        options.counts?.add(method, resource, method === 'POST' ? 201 : 200);
+        const result = (await json(method, path, body, contentType)) as T;
+        options.counts?.add(verb, resource, verb === 'POST' ? 201 : 200);
         return result;
       } catch (err) {
         const error = apiError(name, err);
-        options.counts?.add(method, resource, error.status);
+        options.counts?.add(verb, resource, error.status);
         const wait = retries < MAX_RETRIES ? retryAfterMs(err) : null;
         if (wait === null) throw error;
         await sleep(wait);
       }
     }
   };
+  const { GET, POST, PUT, PATCH, DELETE } = HttpMethod;
+  const { MergePatch, StrategicMergePatch } = PatchStrategy;
 
   return {
-    createNode: (node) => call(`POST nodes ${node.metadata.name}`, () => core.createNode({ body: node as k8s.V1Node }, plainOptions)),
-    getNode: (name) => call(`GET nodes ${name}`, () => core.readNode({ name }, plainOptions)),
-    patchNode: (name, patch) => call(`PATCH nodes ${name}`, () => core.patchNode({ name, body: patch }, mergePatch)),
-    patchNodeStatus: (name, patch) => call(`PATCH nodes/status ${name}`, () => core.patchNodeStatus({ name, body: patch }, strategicPatch)),
+    createNode: (node) => call(`POST nodes ${node.metadata.name}`, POST, '/api/v1/nodes', node),
+    getNode: (name) => call(`GET nodes ${name}`, GET, nodePath(name)),
+    patchNode: (name, patch) => call(`PATCH nodes ${name}`, PATCH, nodePath(name), patch, MergePatch),
+    patchNodeStatus: (name, patch) => call(`PATCH nodes/status ${name}`, PATCH, `${nodePath(name)}/status`, patch, StrategicMergePatch),
 
-    getLease: (namespace, name) => call(`GET leases ${namespace}/${name}`, () => coordination.readNamespacedLease({ namespace, name }, plainOptions)),
-    createLease: (lease) =>
-      call(`POST leases ${lease.metadata.namespace}/${lease.metadata.name}`, () =>
-        coordination.createNamespacedLease({ namespace: lease.metadata.namespace, body: lease as unknown as k8s.V1Lease }, plainOptions),
-      ),
+    getLease: (namespace, name) => call(`GET leases ${namespace}/${name}`, GET, `${leasesPath(namespace)}/${segment(name)}`),
+    createLease: (lease) => call(`POST leases ${lease.metadata.namespace}/${lease.metadata.name}`, POST, leasesPath(lease.metadata.namespace), lease),
     updateLease: (lease) =>
-      call(`PUT leases ${lease.metadata.namespace}/${lease.metadata.name}`, () =>
-        coordination.replaceNamespacedLease(
-          { namespace: lease.metadata.namespace, name: lease.metadata.name, body: lease as unknown as k8s.V1Lease },
-          plainOptions,
-        ),
-      ),
+      call(`PUT leases ${lease.metadata.namespace}/${lease.metadata.name}`, PUT, `${leasesPath(lease.metadata.namespace)}/${segment(lease.metadata.name)}`, lease),
 
     listPods: async (fieldSelector) => {
-      const list = await call<{ items: Pod[]; metadata?: { resourceVersion?: string } }>(`LIST pods ${fieldSelector}`, () =>
-        core.listPodForAllNamespaces({ fieldSelector }, plainOptions),
-      );
+      const list = await call<{ items: Pod[]; metadata?: { resourceVersion?: string } }>(`LIST pods ${fieldSelector}`, GET, withQuery('/api/v1/pods', { fieldSelector }));
       return { items: list.items.map(withKind), resourceVersion: list.metadata?.resourceVersion ?? '' } satisfies PodList;
     },
     watchPods: (fieldSelector, resourceVersion, handlers) =>
       limitedWatch('pods', () => watchPath(watch, '/api/v1/pods', { fieldSelector, resourceVersion }, `WATCH pods ${fieldSelector}`, handlers, (o) => withKind(o as Pod))),
-    getPod: (namespace, name) => call<Pod>(`GET pods ${namespace}/${name}`, () => core.readNamespacedPod({ namespace, name }, plainOptions)).then(withKind),
-    createPod: (pod) =>
-      call<Pod>(`POST pods ${pod.metadata.namespace}/${pod.metadata.name}`, () =>
-        core.createNamespacedPod({ namespace: pod.metadata.namespace, body: pod as unknown as k8s.V1Pod }, plainOptions),
-      ).then(withKind),
+    getPod: (namespace, name) => call<Pod>(`GET pods ${namespace}/${name}`, GET, namespaced(namespace, 'pods', name)).then(withKind),
+    createPod: (pod) => call<Pod>(`POST pods ${pod.metadata.namespace}/${pod.metadata.name}`, POST, namespaced(pod.metadata.namespace, 'pods'), pod).then(withKind),
     patchPodStatus: (namespace, name, patch) =>
-      call<Pod>(`PATCH pods/status ${namespace}/${name}`, () => json(k8s.HttpMethod.PATCH, `${podPath(namespace, name)}/status`, patch, k8s.PatchStrategy.StrategicMergePatch), parsed).then(withKind),
+      call<Pod>(`PATCH pods/status ${namespace}/${name}`, PATCH, `${namespaced(namespace, 'pods', name)}/status`, patch, StrategicMergePatch).then(withKind),
     deletePod: async (namespace, name, deleteOptions: DeleteOptions) => {
       const body = {
         apiVersion: 'v1',
@@ -280,21 +272,23 @@ export function createKubeClient(config: k8s.KubeConfig, options: KubeClientOpti
         ...(deleteOptions.gracePeriodSeconds !== undefined ? { gracePeriodSeconds: deleteOptions.gracePeriodSeconds } : {}),
         ...(deleteOptions.uid ? { preconditions: { uid: deleteOptions.uid } } : {}),
       };
-      await call(`DELETE pods ${namespace}/${name}`, () => json(k8s.HttpMethod.DELETE, podPath(namespace, name), body), parsed);
+      await call(`DELETE pods ${namespace}/${name}`, DELETE, namespaced(namespace, 'pods', name), body);
     },
 
     listServices: async () => {
-      const list = await call<{ items: Service[]; metadata?: { resourceVersion?: string } }>('LIST services', () => core.listServiceForAllNamespaces({}, plainOptions));
+      const list = await call<{ items: Service[]; metadata?: { resourceVersion?: string } }>('LIST services', GET, '/api/v1/services');
       return { items: list.items, resourceVersion: list.metadata?.resourceVersion ?? '' };
     },
     watchServices: (resourceVersion, handlers) =>
-      limitedWatch('services', () => watchPath(watch, '/api/v1/services', { resourceVersion }, 'WATCH services', handlers, (o) => plain<Service>(o))),
-    getConfigMap: (namespace, name) => call(`GET configmaps ${namespace}/${name}`, () => core.readNamespacedConfigMap({ namespace, name }, plainOptions)),
-    getSecret: (namespace, name) => call(`GET secrets ${namespace}/${name}`, () => core.readNamespacedSecret({ namespace, name }, plainOptions)),
+      limitedWatch('services', () => watchPath(watch, '/api/v1/services', { resourceVersion }, 'WATCH services', handlers, (o) => o as Service)),
+    getConfigMap: (namespace, name) => call(`GET configmaps ${namespace}/${name}`, GET, namespaced(namespace, 'configmaps', name)),
+    getSecret: (namespace, name) => call(`GET secrets ${namespace}/${name}`, GET, namespaced(namespace, 'secrets', name)),
     createServiceAccountToken: async (namespace, serviceAccount, spec) => {
       const issued = await call<{ spec: { expirationSeconds?: number }; status?: { token?: string; expirationTimestamp?: string } }>(
         `POST serviceaccounts/token ${namespace}/${serviceAccount}`,
-        () => core.createNamespacedServiceAccountToken({ namespace, name: serviceAccount, body: { spec } as k8s.AuthenticationV1TokenRequest }, plainOptions),
+        POST,
+        `${namespaced(namespace, 'serviceaccounts', serviceAccount)}/token`,
+        { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec },
       );
       return {
         token: issued.status?.token ?? '',
@@ -306,7 +300,9 @@ export function createKubeClient(config: k8s.KubeConfig, options: KubeClientOpti
     createTokenReview: async (token) => {
       const review = await call<{ status?: { authenticated?: boolean; user?: { username?: string; uid?: string; groups?: string[]; extra?: Record<string, string[]> }; error?: string } }>(
         'POST tokenreviews',
-        () => authentication.createTokenReview({ body: { spec: { token } } }, plainOptions),
+        POST,
+        '/apis/authentication.k8s.io/v1/tokenreviews',
+        { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token } },
       );
       const status = review.status ?? {};
       if (!status.authenticated || !status.user?.username) return { authenticated: false, ...(status.error ? { error: status.error } : {}) };
@@ -314,28 +310,22 @@ export function createKubeClient(config: k8s.KubeConfig, options: KubeClientOpti
       return { authenticated: true, user: { username, groups: groups ?? [], ...(uid ? { uid } : {}), ...(extra ? { extra } : {}) } };
     },
     createSubjectAccessReview: async ({ user, verb, resource, subresource, name }) => {
-      const review = await call<{ status?: { allowed?: boolean; reason?: string } }>('POST subjectaccessreviews', () =>
-        authorization.createSubjectAccessReview(
-          {
-            body: {
-              spec: {
-                user: user.username,
-                groups: user.groups,
-                ...(user.uid ? { uid: user.uid } : {}),
-                ...(user.extra ? { extra: user.extra } : {}),
-                resourceAttributes: { verb, resource, subresource, name, version: 'v1' },
-              },
-            },
-          },
-          plainOptions,
-        ),
-      );
+      const review = await call<{ status?: { allowed?: boolean; reason?: string } }>('POST subjectaccessreviews', POST, '/apis/authorization.k8s.io/v1/subjectaccessreviews', {
+        apiVersion: 'authorization.k8s.io/v1',
+        kind: 'SubjectAccessReview',
+        spec: {
+          user: user.username,
+          groups: user.groups,
+          ...(user.uid ? { uid: user.uid } : {}),
+          ...(user.extra ? { extra: user.extra } : {}),
+          resourceAttributes: { verb, resource, subresource, name, version: 'v1' },
+        },
+      });
       return { allowed: review.status?.allowed === true, ...(review.status?.reason ? { reason: review.status.reason } : {}) };
     },
 
-    createEvent: (event) => call<KubeEvent>(`POST events ${event.metadata.namespace}/${event.metadata.name}`, () => json(k8s.HttpMethod.POST, eventsPath(event.metadata.namespace), event), parsed),
-    patchEvent: (namespace, name, patch) =>
-      call<KubeEvent>(`PATCH events ${namespace}/${name}`, () => json(k8s.HttpMethod.PATCH, `${eventsPath(namespace)}/${encodeURIComponent(name)}`, patch, k8s.PatchStrategy.MergePatch), parsed),
+    createEvent: (event) => call<KubeEvent>(`POST events ${event.metadata.namespace}/${event.metadata.name}`, POST, namespaced(event.metadata.namespace, 'events'), event),
+    patchEvent: (namespace, name, patch) => call<KubeEvent>(`PATCH events ${namespace}/${name}`, PATCH, namespaced(namespace, 'events', name), patch, MergePatch),
   };
 }
 
@@ -344,7 +334,7 @@ const withKind = (pod: Pod): Pod => ({ apiVersion: 'v1', kind: 'Pod', ...pod });
 
 /** One watch of `path` from `resourceVersion`, with bookmarks (passed on as their version alone); an ERROR event ends it with its status. */
 function watchPath<T>(
-  watch: k8s.Watch,
+  watch: Watch,
   path: string,
   params: Record<string, string>,
   call: string,
