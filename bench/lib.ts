@@ -304,6 +304,8 @@ export async function startBenchAgent(options: {
   readOnlyPort?: number;
   /** --kube-api-qps and --kube-api-burst (absent: the kubelet's 50 and 100). */
   kubeApi?: { qps: number; burst: number };
+  /** `--inspect=stately --inspect-url=<this>` (absent: no inspector). */
+  inspectUrl?: string;
 }): Promise<BenchAgent> {
   const settings = {
     ...agentDefaults('flags'),
@@ -320,6 +322,7 @@ export async function startBenchAgent(options: {
     cgroupRoot: '/statelet-bench',
     ...(options.visualizerPort ? { visualizerPort: options.visualizerPort } : {}),
     ...(options.kubeconfig ? { kubeconfig: options.kubeconfig } : {}),
+    ...(options.inspectUrl ? { inspect: 'stately' as const, inspectUrl: options.inspectUrl } : {}),
     ...(options.kubeApi ? { kubeApiQps: options.kubeApi.qps, kubeApiBurst: options.kubeApi.burst } : {}),
   };
   const config: AgentConfig = finalizeAgentConfig(settings);

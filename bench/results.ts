@@ -32,6 +32,7 @@ export interface SimResult {
     pullImageCalls: number;
     timeToAllActorsMs: number;
     eventLoopDelayDuringStartMs: Lag;
+    cpuMsPerPod: number;
   };
   memory: { baseline: Memory; atN: Memory };
   idle: { windowS: number; cpuPercentOfOneCore: number; eventLoopDelayMs: Lag; relists: number; relistDurationMs: Summary | null } | null;
@@ -44,6 +45,12 @@ export interface SimResult {
     timeToRuntimeEmptyMs: number;
   };
   visualizer: { atConnect: SseCountsAt | undefined; atAllRunning: SseCountsAt | undefined; atEnd: SseCountsAt } | null;
+  statelyInspector: { atConnect: InspectorCountsAt | undefined; atAllRunning: InspectorCountsAt | undefined; atEnd: InspectorCountsAt } | null;
+}
+
+export interface InspectorCountsAt {
+  bytes: number;
+  messages: number;
 }
 
 export interface ActorMeasure {

@@ -150,25 +150,28 @@ function printSim(runs: SimRun[]): void {
   );
 }
 
-/** The same N=1,000 warm start without and with a visualizer client connected to /api/stream. */
-function printVisualizerCost(pair: { without: SimRun; with: SimRun }): void {
-  const off = pair.without;
-  const on = pair.with;
-  if (failed(off) || failed(on)) {
-    for (const r of [off, on]) if (failed(r)) console.log(`sim visualizer cost: ${r.error}`);
+/** The same N=1,000 warm start without an observer, with a visualizer client on /api/stream, and with the Stately inspector. */
+function printObserverCost(runs: { without: SimRun; visualizer: SimRun; statelyInspector: SimRun }): void {
+  const all = [runs.without, runs.visualizer, runs.statelyInspector];
+  if (all.some(failed)) {
+    for (const r of all) if (failed(r)) console.log(`sim observer cost: ${r.error}`);
     return;
   }
+  const [off, viz, stately] = all as SimResult[];
   const ratio = (a: number, b: number) => (a > 0 ? `${(b / a).toFixed(2)}×` : undefined);
-  const v = on.visualizer;
-  table(`sim:// N=${off.n} warm — visualizer cost (one SSE client on /api/stream, connected before the manifests)`, ['metric', 'without', 'with --visualizer', 'with / without'], [
-    ['pods/s to Running', off.start.podsPerSecond, on.start.podsPerSecond, ratio(off.start.podsPerSecond, on.start.podsPerSecond)],
-    ['time to all Running (ms)', off.start.timeToAllRunningMs, on.start.timeToAllRunningMs, ratio(off.start.timeToAllRunningMs, on.start.timeToAllRunningMs)],
-    ['ADD→Running p50 / p99 (ms)', `${off.start.addToRunningMs.p50} / ${off.start.addToRunningMs.p99}`, `${on.start.addToRunningMs.p50} / ${on.start.addToRunningMs.p99}`, undefined],
-    ['event-loop delay p99 / max during start (ms)', `${off.start.eventLoopDelayDuringStartMs.p99} / ${off.start.eventLoopDelayDuringStartMs.max}`, `${on.start.eventLoopDelayDuringStartMs.p99} / ${on.start.eventLoopDelayDuringStartMs.max}`, undefined],
-    ['RSS / heapUsed at N (MB, after GC)', `${off.memory.atN.rssMB} / ${off.memory.atN.heapUsedMB}`, `${on.memory.atN.rssMB} / ${on.memory.atN.heapUsedMB}`, undefined],
-    ['stream: first picture (bytes)', undefined, v?.atConnect?.bytes, undefined],
-    ['stream by all Running: bytes / batches', undefined, v?.atAllRunning ? `${v.atAllRunning.bytes} / ${v.atAllRunning.batches}` : undefined, undefined],
-    ['stream by end of run (delete incl.): bytes / batches', undefined, v ? `${v.atEnd.bytes} / ${v.atEnd.batches}` : undefined, undefined],
+  const v = viz!.visualizer;
+  const i = stately!.statelyInspector;
+  const row = (label: string, value: (r: SimResult) => number) =>
+    [label, value(off!), value(viz!), ratio(value(off!), value(viz!)), value(stately!), ratio(value(off!), value(stately!))];
+  table(`sim:// N=${off!.n} warm — observer cost (one SSE client on /api/stream; --inspect=stately to a WebSocket relay)`, ['metric', 'without', '--visualizer', 'ratio', '--inspect=stately', 'ratio'], [
+    row('pods/s to Running', (r) => r.start.podsPerSecond),
+    row('time to all Running (ms)', (r) => r.start.timeToAllRunningMs),
+    row('CPU per pod, manifests → all Running (ms)', (r) => r.start.cpuMsPerPod),
+    ['ADD→Running p50 / p99 (ms)', ...[off!, viz!, stately!].flatMap((r, k) => [`${r.start.addToRunningMs.p50} / ${r.start.addToRunningMs.p99}`, ...(k ? [undefined] : [])])],
+    ['event-loop delay p99 / max during start (ms)', ...[off!, viz!, stately!].flatMap((r, k) => [`${r.start.eventLoopDelayDuringStartMs.p99} / ${r.start.eventLoopDelayDuringStartMs.max}`, ...(k ? [undefined] : [])])],
+    ['RSS / heapUsed at N (MB, after GC)', ...[off!, viz!, stately!].flatMap((r, k) => [`${r.memory.atN.rssMB} / ${r.memory.atN.heapUsedMB}`, ...(k ? [undefined] : [])])],
+    ['sent by all Running: bytes / messages', undefined, v?.atAllRunning ? `${v.atAllRunning.bytes} / ${v.atAllRunning.batches}` : undefined, undefined, i?.atAllRunning ? `${i.atAllRunning.bytes} / ${i.atAllRunning.messages}` : undefined, undefined],
+    ['sent by end of run (delete incl.): bytes / messages', undefined, v ? `${v.atEnd.bytes} / ${v.atEnd.batches}` : undefined, undefined, i ? `${i.atEnd.bytes} / ${i.atEnd.messages}` : undefined, undefined],
   ]);
 }
 
@@ -384,15 +387,16 @@ async function main(): Promise<void> {
     results.sim = runs;
     printed.push(() => printSim(runs));
     if (!quick) {
-      // Visualizer cost: the same warm N=1,000 start, back to back, without and with one SSE client.
-      const costRun = async (withViz: boolean): Promise<SimRun> => {
-        console.error(`sim N=1000 (warm${withViz ? ' +visualizer' : ''}, visualizer cost)…`);
-        const args = ['--n=1000', '--idle-ms=0', '--warm-image', ...(withViz ? ['--visualizer'] : [])];
-        return { ...(await worker<SimResult>('sim.ts', args)), n: 1000, image: withViz ? 'warm +visualizer' : 'warm' };
+      // Observer cost: the same warm N=1,000 start, back to back, without an observer, with one
+      // SSE client of the visualizer, and with the Stately inspector.
+      const costRun = async (observer: '' | 'visualizer' | 'stately-inspector'): Promise<SimRun> => {
+        console.error(`sim N=1000 (warm${observer ? ` +${observer}` : ''}, observer cost)…`);
+        const args = ['--n=1000', '--idle-ms=0', '--warm-image', ...(observer ? [`--${observer}`] : [])];
+        return { ...(await worker<SimResult>('sim.ts', args)), n: 1000, image: observer ? `warm +${observer}` : 'warm' };
       };
-      const pair = { without: await costRun(false), with: await costRun(true) };
-      results.simVisualizerCost = pair;
-      printed.push(() => printVisualizerCost(pair));
+      const observers = { without: await costRun(''), visualizer: await costRun('visualizer'), statelyInspector: await costRun('stately-inspector') };
+      results.simObserverCost = observers;
+      printed.push(() => printObserverCost(observers));
     }
   }
   if (only.includes('actors')) {

@@ -50,6 +50,12 @@ const workload = { httpd: argValue('workload') === 'httpd', probes: process.argv
  * manifests are already there), so the start is measured with a visualizer watching.
  */
 const withVisualizer = process.argv.includes('--visualizer');
+/**
+ * `--stately-inspector`: the agent runs with `--inspect=stately`, sending its inspection records
+ * to a WebSocket relay in this process (on a free loopback port) that counts the messages and
+ * their bytes and discards them, as `@statelyai/inspect/server` would pass them to a browser.
+ */
+const withStatelyInspector = process.argv.includes('--stately-inspector');
 
 const LAG_RESOLUTION_MS = 10;
 
@@ -73,17 +79,22 @@ async function main() {
   let bench: Awaited<ReturnType<typeof startBenchAgent>> | undefined;
   let cri: CriClient | undefined;
   let sse: SseClient | undefined;
+  let inspectorRelay: InspectorRelay | undefined;
   try {
     if (!warmImage) await writeManifests(manifestDir, 0, n, workload);
+    inspectorRelay = withStatelyInspector ? await startInspectorRelay() : undefined;
     const baseline = memory();
     const lag = monitorEventLoopDelay({ resolution: LAG_RESOLUTION_MS });
     lag.enable();
+    // Cold: from the agent's start, as `startedAt`; warm: reset when the manifests are written.
+    let cpuAtStart = process.cpuUsage();
     bench = await startBenchAgent({
       endpoint: 'sim://',
       manifestDir,
       rootDir,
       maxPods: Math.max(110, n),
       ...(withVisualizer ? { visualizerPort: await freeLoopbackPort() } : {}),
+      ...(inspectorRelay ? { inspectUrl: inspectorRelay.url } : {}),
     });
     const { agent, timeline } = bench;
     let startedAt = bench.startedAt;
@@ -92,16 +103,21 @@ async function main() {
       sse = await connectSseClient(agent.visualizerUrl);
     }
     const sseAtConnect = sse?.snapshot();
+    if (inspectorRelay) await inspectorRelay.connected;
+    const inspectorAtConnect = inspectorRelay?.snapshot();
     cri = new CriClient(agent.runtimeEndpoint);
     if (warmImage) {
       await cri.pullImage(IMAGE);
       pullImageCalls = 0;
       startedAt = performance.now();
+      cpuAtStart = process.cpuUsage();
       await writeManifests(manifestDir, 0, n, workload);
     }
     await timeline.until(() => timeline.running.size >= n, timeoutMs, `${n} pods Running`);
     lag.disable();
+    const cpuDuringStart = process.cpuUsage(cpuAtStart);
     const sseAtRunning = sse?.snapshot();
+    const inspectorAtRunning = inspectorRelay?.snapshot();
     const addAt = timeline.firstAddAt!;
     const names = Array.from({ length: n }, (_, i) => podName(i));
     const runAt = names.map((name) => timeline.running.get(name)!);
@@ -120,8 +136,10 @@ async function main() {
       podActors: timeline.actorCreatedAt.length,
       timeToAllActorsMs: round(lastActor - addAt),
       eventLoopDelayDuringStartMs: lagSummary(lag),
+      /** This process's CPU (agent, simulator, this bench and any in-process client) per pod, from the manifests to all Running. */
+      cpuMsPerPod: round((cpuDuringStart.user + cpuDuringStart.system) / 1000 / n),
     };
-    const tag = `sim N=${n} ${warmImage ? 'warm' : 'cold'}${withVisualizer ? ' +visualizer' : ''}`;
+    const tag = `sim N=${n} ${warmImage ? 'warm' : 'cold'}${withVisualizer ? ' +visualizer' : ''}${withStatelyInspector ? ' +stately-inspector' : ''}`;
     progress(`${tag}: all Running ${start.timeToAllRunningMs} ms after ADD (${start.podsPerSecond} pods/s)`);
     if (sseAtRunning) progress(`${tag}: stream ${sseAtRunning.bytes} bytes, ${sseAtRunning.batches} batches by all Running`);
 
@@ -187,6 +205,10 @@ async function main() {
     const visualizer = sse
       ? { client: 'one in-process SSE client on /api/stream', atConnect: sseAtConnect, atAllRunning: sseAtRunning, atEnd: sse.snapshot() }
       : null;
+    /** What the relay received from the agent's Stately inspector: on connecting, by all Running, by the end. */
+    const statelyInspector = inspectorRelay
+      ? { client: 'one in-process WebSocket relay', atConnect: inspectorAtConnect, atAllRunning: inspectorAtRunning, atEnd: inspectorRelay.snapshot() }
+      : null;
 
     const result = {
       scenario: 'sim' as const,
@@ -194,6 +216,7 @@ async function main() {
       image: warmImage ? 'warm' : 'cold',
       workload,
       visualizer,
+      statelyInspector,
       includesSimulator: true,
       agentStartMs: round(bench.startMs),
       start,
@@ -205,8 +228,43 @@ async function main() {
   } finally {
     sse?.close();
     cri?.close();
+    await inspectorRelay?.close();
     await stopAndClean(bench?.agent, manifestDir, rootDir);
   }
+}
+
+interface InspectorRelay {
+  url: string;
+  /** Resolves once the agent's inspector has connected. */
+  connected: Promise<void>;
+  snapshot(): { bytes: number; messages: number };
+  close(): Promise<void>;
+}
+
+/** A WebSocket server on a free loopback port that counts what its clients send. */
+async function startInspectorRelay(): Promise<InspectorRelay> {
+  const { WebSocketServer } = await import('ws');
+  const port = await freeLoopbackPort();
+  const server = new WebSocketServer({ host: '127.0.0.1', port });
+  await new Promise<void>((resolve, reject) => server.once('listening', resolve).once('error', reject));
+  const counts = { bytes: 0, messages: 0 };
+  const connected = new Promise<void>((resolve) => server.once('connection', () => resolve()));
+  server.on('connection', (socket) =>
+    socket.on('message', (data: Buffer) => {
+      counts.bytes += data.length;
+      counts.messages++;
+    }),
+  );
+  return {
+    url: `ws://127.0.0.1:${port}`,
+    connected,
+    snapshot: () => ({ ...counts }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const client of server.clients) client.terminate();
+        server.close(() => resolve());
+      }),
+  };
 }
 
 runWorker(main);

@@ -54,6 +54,10 @@ export class ContainerManager {
   private readonly known = new Set<string>();
   /** The burstable cgroup's shares as last written, so an unchanged value is not written again. */
   private burstableShares: number | null = null;
+  /** The update of the burstable cgroup that has not begun yet, which later requests join, and the pods they add. */
+  private nextBurstable: { run: Promise<void>; also: Map<string, Pod> } | null = null;
+  /** The update running or last run (settled either way): the next one begins after it. */
+  private lastBurstable: Promise<void> = Promise.resolve();
 
   constructor(private readonly deps: ContainerManagerDeps) {}
 
@@ -158,11 +162,28 @@ export class ContainerManager {
 
   /**
    * Sets the burstable cgroup's shares when they change, making it again if it went
-   * (UpdateQOSCgroups ensures the QoS cgroups exist).
+   * (UpdateQOSCgroups ensures the QoS cgroups exist). Requests made while an update runs are
+   * served together by the next one, which reads the active pods after all of them were made: a
+   * burst of pod starts computes the shares over every pod once or twice, not once per pod.
    */
-  private async updateBurstable(also: readonly Pod[]): Promise<void> {
+  private updateBurstable(also: readonly Pod[]): Promise<void> {
+    if (!this.nextBurstable) {
+      const next = { also: new Map<string, Pod>(), run: Promise.resolve() };
+      next.run = this.lastBurstable.then(() => {
+        this.nextBurstable = null;
+        return this.writeBurstable([...next.also.values()]);
+      });
+      this.nextBurstable = next;
+      this.lastBurstable = next.run.catch(() => undefined);
+    }
+    for (const pod of also) this.nextBurstable.also.set(pod.metadata.uid, pod);
+    return this.nextBurstable.run;
+  }
+
+  private async writeBurstable(also: readonly Pod[]): Promise<void> {
     const pods = [...this.deps.activePods()];
-    for (const pod of also) if (!pods.some((p) => p.metadata.uid === pod.metadata.uid)) pods.push(pod);
+    const active = new Set(pods.map((pod) => pod.metadata.uid));
+    for (const pod of also) if (!active.has(pod.metadata.uid)) pods.push(pod);
     const config = burstableCgroupConfig(pods);
     if (config.cpuShares === this.burstableShares) return;
     const burstable = qosCgroup(this.deps.cgroupRoot, 'Burstable');

@@ -319,13 +319,15 @@ export function composeNode(deps: NodeDeps): Node {
     ...(tokens ? { tokens } : {}),
     ...(deps.kernelLog ? { kernelLog: deps.kernelLog } : {}),
     pods: {
+      // The pod manager's pods whose actor runs and is not terminating (kubelet.go GetActivePods,
+      // filterOutInactivePods): read at every pod cgroup, admission and eviction, so by UID
+      // lookups rather than a listing of the actor system (which builds an object of every actor).
       active: () => {
         const active: Pod[] = [];
-        for (const [id, actor] of Object.entries(syncLoopRef?.system.getAll() ?? {})) {
-          if (!id.startsWith(actorId(''))) continue;
-          const snapshot = (actor as PodActor).getSnapshot();
-          if (snapshot.status !== 'active' || snapshot.hasTag('terminating') || snapshot.hasTag('terminated')) continue;
-          active.push(podManager.get(snapshot.context.uid) ?? snapshot.context.pod);
+        for (const pod of podManager.all()) {
+          const snapshot = podActor(pod.metadata.uid)?.getSnapshot();
+          if (!snapshot || snapshot.status !== 'active' || snapshot.hasTag('terminating') || snapshot.hasTag('terminated')) continue;
+          active.push(pod);
         }
         return active;
       },

@@ -142,6 +142,27 @@ describe('ContainerManager.ensurePod', () => {
     expect(await read(root, 'kubepods', 'burstable', 'cpu.weight')).toBe('30');
   });
 
+  it('a burst of pod starts reads the active pods once or twice, not once per pod; the shares count every pod of the burst', async () => {
+    let reads = 0;
+    const active: Pod[] = [];
+    const { root, manager } = await setUp({ activePods: () => (reads++, active) });
+    await manager.start();
+    // The pods are active (admitted, being synced) when their cgroups are made, as in the agent.
+    const burst = Array.from({ length: 20 }, (_, i) => podWith(`b3b3b3b3-0000-4000-8000-0000000000${String(i).padStart(2, '0')}`, { requests: { cpu: '100m' } }));
+    active.push(...burst);
+    reads = 0;
+    await Promise.all(burst.map((pod) => manager.ensurePod(pod)));
+    expect(reads).toBeGreaterThan(0);
+    expect(reads).toBeLessThanOrEqual(2);
+    // 20 × 100m = 2000m → 2048 shares → weight 79.
+    expect(await read(root, 'kubepods', 'burstable', 'cpu.weight')).toBe('79');
+    // Two go at once: their removals share the update too (1800m → 1843 shares → weight 71).
+    reads = 0;
+    await Promise.all(burst.slice(0, 2).map((pod) => (active.splice(active.indexOf(pod), 1), manager.destroyPod(pod))));
+    expect(reads).toBeLessThanOrEqual(2);
+    expect(await read(root, 'kubepods', 'burstable', 'cpu.weight')).toBe('71');
+  });
+
   it('a Guaranteed pod right under kubepods (204 shares → weight 8, cpu.max 20000 100000, 128Mi); a BestEffort pod under besteffort (weight 1, no limits)', async () => {
     const { root, manager } = await setUp();
     await manager.start();
