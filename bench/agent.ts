@@ -37,7 +37,6 @@
  */
 import { execFile, execFileSync, spawn } from 'node:child_process';
 import { mkdir, readFile, rm } from 'node:fs/promises';
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
@@ -120,12 +119,6 @@ async function until(check: () => boolean | Promise<boolean>, what: string): Pro
   }
 }
 
-/** The Node flags the binary's first line gives (`#!/usr/bin/env -S node <flags>`): the agent runs with them, as when run by its name. */
-function binaryNodeFlags(bin: string): string[] {
-  const shebang = readFileSync(bin, 'utf8').split('\n', 1)[0] ?? '';
-  return shebang.split(/\s+/).slice(shebang.includes(' -S ') ? 3 : 2);
-}
-
 interface NodeAgent {
   pid: number;
   stop(): Promise<void>;
@@ -140,12 +133,12 @@ interface Setup {
 
 function startStatelet(setup: Setup, rootDir: string): NodeAgent {
   const bin = path.join(repoRoot, 'bin/statelet.js');
+  // Run by its name, as users run it: its first line gives Node's flags and environment.
+  // BENCH_AGENT_NODE_FLAGS (e.g. --cpu-prof) reach it through NODE_OPTIONS.
+  const nodeOptions = [process.env.NODE_OPTIONS, process.env.BENCH_AGENT_NODE_FLAGS].filter(Boolean).join(' ');
   const child = spawn(
-    process.execPath,
+    bin,
     [
-      ...binaryNodeFlags(bin),
-      ...(process.env.BENCH_AGENT_NODE_FLAGS ?? '').split(' ').filter(Boolean),
-      bin,
       `--container-runtime-endpoint=${setup.endpoint}`,
       `--kubeconfig=${setup.cp.nodeKubeconfig(NODE_NAME)}`,
       `--hostname-override=${NODE_NAME}`,
@@ -158,7 +151,7 @@ function startStatelet(setup: Setup, rootDir: string): NodeAgent {
       '--cgroup-root=/statelet-bench',
       '--read-only-port=0',
     ],
-    { stdio: ['ignore', 'ignore', 'pipe'] },
+    { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, NODE_OPTIONS: nodeOptions } },
   );
   let tail = '';
   child.stderr!.on('data', (chunk: Buffer) => (tail = (tail + chunk.toString()).slice(-4000)));

@@ -1,7 +1,9 @@
-#!/usr/bin/env -S node --max-semi-space-size=2
+#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=2
 // The young generation's semi-spaces are held to 2 MB each (V8 grows them to 16 MB under a burst of
 // allocation and keeps them): a long-running agent whose pod starts allocate in bursts holds
-// ~13 MB less with 100 pods at the same CPU (docs/benchmarks.md, the agent bench).
+// ~13 MB less with 100 pods at the same CPU. glibc's malloc keeps up to two arenas rather than one
+// per thread that allocates (Node's worker threads, libuv's pool): ~6 MB less with 100 pods, at
+// the same CPU (docs/benchmarks.md, the agent bench).
 // Runs the built agent (dist/: one bundle in chunks, as installed from the package or after
 // `npm run build`; scripts/build.mjs says why a bundle); in a checkout without a build, the
 // TypeScript sources through tsx (a devDependency), registered with its API so it works on every
