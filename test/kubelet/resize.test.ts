@@ -16,6 +16,12 @@ import { startFakeNode } from '../support/fakeNode.ts';
 import { container, makePod } from '../support/pods.ts';
 import { Label } from '../../src/kuberuntime/labels.ts';
 
+/**
+ * Waits for a resize's effects: a container restart goes through the simulated runtime's stop and
+ * start, which under the full suite's load takes longer than waitFor's default second.
+ */
+const eventually = <T>(check: () => T | Promise<T>) => vi.waitFor(check, { timeout: 15_000, interval: 20 });
+
 const machine = testMachine({ cpuCores: 2, memoryBytes: 4 * 2 ** 30, ephemeralStorageBytes: 50 * 2 ** 30 });
 
 /** A pod of the API server (a generation, the api source), its one container with `resources`. */
@@ -47,7 +53,7 @@ describe('in-place pod resize on a node', () => {
     const node = startFakeNode({ machine });
     const pod = apiPod('web', { requests: { cpu: '100m', memory: '64Mi' }, limits: { cpu: '200m', memory: '128Mi' } });
     node.syncLoop.send({ type: 'CONFIG.ADD', source: 'api', pods: [pod] });
-    await vi.waitFor(() => expect(appStatus(node.statuses.get('uid-web'))?.state.running).toBeDefined());
+    await eventually(() => expect(appStatus(node.statuses.get('uid-web'))?.state.running).toBeDefined());
     const first = appStatus(node.statuses.get('uid-web'))!;
     expect(first.allocatedResources).toEqual({ cpu: '100m', memory: '64Mi' });
     // The runtime's answer (shares, quota, memory limit), the memory request from what it was given.
@@ -55,8 +61,8 @@ describe('in-place pod resize on a node', () => {
     expect(await cat(node, 'uid-web', '/sys/fs/cgroup/cpu.max')).toBe('20000 100000');
 
     node.syncLoop.send({ type: 'CONFIG.UPDATE', source: 'api', pods: [resized(pod, { requests: { cpu: '250m', memory: '96Mi' }, limits: { cpu: '500m', memory: '256Mi' } })] });
-    await vi.waitFor(() => expect(appStatus(node.statuses.get('uid-web'))?.allocatedResources).toEqual({ cpu: '250m', memory: '96Mi' }));
-    await vi.waitFor(() => expect(appStatus(node.statuses.get('uid-web'))?.resources).toEqual({ requests: { cpu: '250m', memory: '96Mi' }, limits: { cpu: '500m', memory: '256Mi' } }));
+    await eventually(() => expect(appStatus(node.statuses.get('uid-web'))?.allocatedResources).toEqual({ cpu: '250m', memory: '96Mi' }));
+    await eventually(() => expect(appStatus(node.statuses.get('uid-web'))?.resources).toEqual({ requests: { cpu: '250m', memory: '96Mi' }, limits: { cpu: '500m', memory: '256Mi' } }));
     const status = node.statuses.get('uid-web')!;
     expect(appStatus(status)?.restartCount).toBe(0);
     expect(appStatus(status)?.containerID).toBe(first.containerID);
@@ -81,18 +87,18 @@ describe('in-place pod resize on a node', () => {
       ],
     });
     node.syncLoop.send({ type: 'CONFIG.ADD', source: 'api', pods: [pod] });
-    await vi.waitFor(() => expect(appStatus(node.statuses.get('uid-mem'))?.state.running).toBeDefined());
+    await eventually(() => expect(appStatus(node.statuses.get('uid-mem'))?.state.running).toBeDefined());
     const before = appStatus(node.statuses.get('uid-mem'))!;
 
     // CPU alone: in place.
     const cpuOnly = resized(pod, { requests: { cpu: '200m', memory: '64Mi' }, limits: { cpu: '200m', memory: '64Mi' } });
     node.syncLoop.send({ type: 'CONFIG.UPDATE', source: 'api', pods: [cpuOnly] });
-    await vi.waitFor(() => expect(appStatus(node.statuses.get('uid-mem'))?.resources?.limits).toEqual({ cpu: '200m', memory: '64Mi' }));
+    await eventually(() => expect(appStatus(node.statuses.get('uid-mem'))?.resources?.limits).toEqual({ cpu: '200m', memory: '64Mi' }));
     expect(appStatus(node.statuses.get('uid-mem'))?.restartCount).toBe(0);
 
     // Memory: restarted, its new instance created with the new limit.
     node.syncLoop.send({ type: 'CONFIG.UPDATE', source: 'api', pods: [resized(cpuOnly, { requests: { cpu: '200m', memory: '128Mi' }, limits: { cpu: '200m', memory: '128Mi' } })] });
-    await vi.waitFor(() => {
+    await eventually(() => {
       const after = appStatus(node.statuses.get('uid-mem'));
       expect(after?.restartCount).toBe(1);
       expect(after?.state.running).toBeDefined();
@@ -100,7 +106,7 @@ describe('in-place pod resize on a node', () => {
     });
     expect(appStatus(node.statuses.get('uid-mem'))?.containerID).not.toBe(before.containerID);
     expect(await cat(node, 'uid-mem', '/sys/fs/cgroup/memory.max')).toBe(String(128 * 2 ** 20));
-    await vi.waitFor(() => expect(condition(node.statuses.get('uid-mem'), 'PodResizeInProgress')).toBeUndefined());
+    await eventually(() => expect(condition(node.statuses.get('uid-mem'), 'PodResizeInProgress')).toBeUndefined());
     node.stop();
   });
 
@@ -109,12 +115,12 @@ describe('in-place pod resize on a node', () => {
     const pod = apiPod('grow', { requests: { cpu: '200m' } });
     const other = apiPod('other', { requests: { cpu: '1500m' } });
     node.syncLoop.send({ type: 'CONFIG.ADD', source: 'api', pods: [pod, other] });
-    await vi.waitFor(() => expect(appStatus(node.statuses.get('uid-other'))?.state.running).toBeDefined());
-    await vi.waitFor(() => expect(appStatus(node.statuses.get('uid-grow'))?.state.running).toBeDefined());
+    await eventually(() => expect(appStatus(node.statuses.get('uid-other'))?.state.running).toBeDefined());
+    await eventually(() => expect(appStatus(node.statuses.get('uid-grow'))?.state.running).toBeDefined());
 
     const bigger = resized(pod, { requests: { cpu: '1' } });
     node.syncLoop.send({ type: 'CONFIG.UPDATE', source: 'api', pods: [bigger] });
-    await vi.waitFor(() =>
+    await eventually(() =>
       expect(condition(node.statuses.get('uid-grow'), 'PodResizePending')).toMatchObject({
         status: 'True',
         reason: 'Deferred',
@@ -126,7 +132,7 @@ describe('in-place pod resize on a node', () => {
     expect(appStatus(node.statuses.get('uid-grow'))?.allocatedResources).toEqual({ cpu: '200m' });
 
     node.syncLoop.send({ type: 'CONFIG.REMOVE', source: 'api', pods: [other] });
-    await vi.waitFor(() => expect(appStatus(node.statuses.get('uid-grow'))?.resources).toEqual({ requests: { cpu: '1' } }));
+    await eventually(() => expect(appStatus(node.statuses.get('uid-grow'))?.resources).toEqual({ requests: { cpu: '1' } }));
     const status = node.statuses.get('uid-grow')!;
     expect(appStatus(status)?.allocatedResources).toEqual({ cpu: '1' });
     expect(condition(status, 'PodResizePending')).toBeUndefined();
@@ -139,13 +145,13 @@ describe('in-place pod resize on a node', () => {
     const pod = apiPod('back', { requests: { cpu: '500m' } });
     const other = apiPod('other', { requests: { cpu: '1200m' } });
     node.syncLoop.send({ type: 'CONFIG.ADD', source: 'api', pods: [pod, other] });
-    await vi.waitFor(() => expect(appStatus(node.statuses.get('uid-back'))?.state.running).toBeDefined());
+    await eventually(() => expect(appStatus(node.statuses.get('uid-back'))?.state.running).toBeDefined());
     const bigger = resized(pod, { requests: { cpu: '1' } });
     node.syncLoop.send({ type: 'CONFIG.UPDATE', source: 'api', pods: [bigger] });
-    await vi.waitFor(() => expect(condition(node.statuses.get('uid-back'), 'PodResizePending')?.reason).toBe('Deferred'));
+    await eventually(() => expect(condition(node.statuses.get('uid-back'), 'PodResizePending')?.reason).toBe('Deferred'));
     expect(node.allocation.pending()).toEqual(['uid-back']);
     node.syncLoop.send({ type: 'CONFIG.UPDATE', source: 'api', pods: [resized(bigger, { requests: { cpu: '500m' } })] });
-    await vi.waitFor(() => expect(condition(node.statuses.get('uid-back'), 'PodResizePending')).toBeUndefined());
+    await eventually(() => expect(condition(node.statuses.get('uid-back'), 'PodResizePending')).toBeUndefined());
     expect(node.allocation.pending()).toEqual([]);
     expect(appStatus(node.statuses.get('uid-back'))?.allocatedResources).toEqual({ cpu: '500m' });
     node.stop();
@@ -157,11 +163,11 @@ describe('in-place pod resize on a node', () => {
       command: ['sh', '-c', 'dd if=/dev/zero of=/tmp/fill bs=1M count=40; while true; do sleep 1; done'],
     });
     node.syncLoop.send({ type: 'CONFIG.ADD', source: 'api', pods: [pod] });
-    await vi.waitFor(() => expect(appStatus(node.statuses.get('uid-full'))?.state.running).toBeDefined());
-    await vi.waitFor(async () => expect(Number(await cat(node, 'uid-full', '/tmp/fill').then((s) => s.length))).toBeGreaterThan(0));
+    await eventually(() => expect(appStatus(node.statuses.get('uid-full'))?.state.running).toBeDefined());
+    await eventually(async () => expect(Number(await cat(node, 'uid-full', '/tmp/fill').then((s) => s.length))).toBeGreaterThan(0));
 
     node.syncLoop.send({ type: 'CONFIG.UPDATE', source: 'api', pods: [resized(pod, { requests: { cpu: '100m', memory: '16Mi' }, limits: { cpu: '100m', memory: '16Mi' } })] });
-    await vi.waitFor(() =>
+    await eventually(() =>
       expect(condition(node.statuses.get('uid-full'), 'PodResizeInProgress')).toMatchObject({
         status: 'True',
         reason: 'Error',
