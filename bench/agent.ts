@@ -36,6 +36,7 @@
  * to statelet's process, to profile it or to try V8's settings.
  */
 import { execFile, execFileSync, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { mkdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -131,14 +132,32 @@ interface Setup {
   kubeletBinary?: string;
 }
 
+/**
+ * How the binary's first line (`#!/usr/bin/env -S [NAME=value …] node <flags>`) runs it: the
+ * environment it sets and Node's flags, so the agent runs as when run by its name, and Node flags
+ * that NODE_OPTIONS refuses (`--cpu-prof`) can still be added.
+ */
+function binaryLaunch(bin: string): { env: Record<string, string>; nodeFlags: string[] } {
+  const words = (readFileSync(bin, 'utf8').split('\n', 1)[0] ?? '').split(/\s+/).slice(1);
+  const rest = words[0] === '-S' ? words.slice(1) : words;
+  const env: Record<string, string> = {};
+  let i = 0;
+  for (; i < rest.length && /^[A-Za-z_][A-Za-z0-9_]*=/.test(rest[i]!); i++) {
+    const [name, ...value] = rest[i]!.split('=');
+    env[name!] = value.join('=');
+  }
+  return { env, nodeFlags: rest.slice(i + 1).filter(Boolean) };
+}
+
 function startStatelet(setup: Setup, rootDir: string): NodeAgent {
   const bin = path.join(repoRoot, 'bin/statelet.js');
-  // Run by its name, as users run it: its first line gives Node's flags and environment.
-  // BENCH_AGENT_NODE_FLAGS (e.g. --cpu-prof) reach it through NODE_OPTIONS.
-  const nodeOptions = [process.env.NODE_OPTIONS, process.env.BENCH_AGENT_NODE_FLAGS].filter(Boolean).join(' ');
+  const launch = binaryLaunch(bin);
   const child = spawn(
-    bin,
+    process.execPath,
     [
+      ...launch.nodeFlags,
+      ...(process.env.BENCH_AGENT_NODE_FLAGS ?? '').split(' ').filter(Boolean),
+      bin,
       `--container-runtime-endpoint=${setup.endpoint}`,
       `--kubeconfig=${setup.cp.nodeKubeconfig(NODE_NAME)}`,
       `--hostname-override=${NODE_NAME}`,
@@ -151,7 +170,7 @@ function startStatelet(setup: Setup, rootDir: string): NodeAgent {
       '--cgroup-root=/statelet-bench',
       '--read-only-port=0',
     ],
-    { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, NODE_OPTIONS: nodeOptions } },
+    { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, ...launch.env } },
   );
   let tail = '';
   child.stderr!.on('data', (chunk: Buffer) => (tail = (tail + chunk.toString()).slice(-4000)));

@@ -123,14 +123,16 @@ function parseBody(body: unknown): Record<string, unknown> | undefined {
  * on the shared connections. Every request goes this way rather than through the library's typed
  * API classes: their conversion of each body into model classes and of each answer back (a whole
  * Pod for a status write) cost more CPU than the request itself, their answers drop the fields
- * the library's models do not know, and the ~2,600 generated models they pull in held ~4 MB of
- * source text and ~10 MB of classes in every agent's heap (docs/benchmarks.md). The answer is
+ * the library's models do not know, and the ~2,600 generated models they pull in kept a 5.3 MB
+ * chunk of source, and its classes, in every agent (6–9 MB of RSS; docs/benchmarks.md). The answer is
  * parsed JSON; a refusal is thrown as the library throws it (an ApiException with the Status and
  * the headers).
  */
 function jsonRequester(config: KubeConfig, options: KubeClientOptions, connections: ReturnType<typeof keepAliveAgent>) {
   return async (method: HttpMethod, path: string, body?: unknown, contentType = 'application/json'): Promise<unknown> => {
-    const url = new URL(path, config.getCurrentCluster()?.server ?? '');
+    // Appended to the server's URL, whose path a proxy in front of the API server may need
+    // (`https://host/k8s/clusters/c-1`), as the library's own requests and Watch do.
+    const url = new URL(`${(config.getCurrentCluster()?.server ?? '').replace(/\/+$/, '')}${path}`);
     const context = new RequestContext(url.toString(), method);
     await config.applySecurityAuthentication(context);
     const payload = body === undefined ? undefined : JSON.stringify(body);

@@ -6,8 +6,8 @@
  * once it has terminated, and at housekeeping any pod cgroup no pod owns.
  *
  * The burstable cgroup's CPU shares follow the Burstable pods' requests: set again before each
- * new pod cgroup and after each removal (the kubelet also does it every minute; here nothing else
- * changes them).
+ * new pod cgroup and after each removal, the requests made while one update runs served by the
+ * next (the kubelet also does it every minute; here nothing else changes them).
  */
 import type { QosClass } from '../api/qos.ts';
 import type { ResourceAmounts } from '../api/quantity.ts';

@@ -319,9 +319,12 @@ export function composeNode(deps: NodeDeps): Node {
     ...(tokens ? { tokens } : {}),
     ...(deps.kernelLog ? { kernelLog: deps.kernelLog } : {}),
     pods: {
-      // The pod manager's pods whose actor runs and is not terminating (kubelet.go GetActivePods,
-      // filterOutInactivePods): read at every pod cgroup, admission and eviction, so by UID
-      // lookups rather than a listing of the actor system (which builds an object of every actor).
+      // The pod manager's pods whose actor runs and is neither terminating nor terminated: the
+      // kubelet's GetActivePods (kubelet_pods.go, from the pod manager), less the pods already
+      // going, which it still counts (eviction then ranks only the pods it could still stop;
+      // admission has its own count, with them: configHandlers.ts). Read at every pod cgroup,
+      // eviction pass and resize, so by UID lookups rather than a listing of the actor system
+      // (which builds an object of every actor).
       active: () => {
         const active: Pod[] = [];
         for (const pod of podManager.all()) {

@@ -143,7 +143,7 @@ describe('the writes of every pod start (its status, its events), sent as plain 
     body: string;
   }
   /** A client of a server that records each request and answers it with `answer`. */
-  async function recordingClient(answer: (seen: Seen) => Answer) {
+  async function recordingClient(answer: (seen: Seen) => Answer, serverPath = '') {
     const seen: Seen[] = [];
     let connections = 0;
     server = createServer((req, res) => {
@@ -161,7 +161,7 @@ describe('the writes of every pod start (its status, its events), sent as plain 
     await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
     const config = new KubeConfig();
     config.loadFromOptions({
-      clusters: [{ name: 'test', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
+      clusters: [{ name: 'test', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}${serverPath}`, skipTLSVerify: true }],
       users: [{ name: 'node', token: 'node-token' }],
       contexts: [{ name: 'test', cluster: 'test', user: 'node' }],
       currentContext: 'test',
@@ -197,5 +197,50 @@ describe('the writes of every pod start (its status, its events), sent as plain 
     await expect(api.patchEvent('ns-1', 'e1', { count: 2 })).rejects.toMatchObject({ status: 404, reason: 'NotFound', message: 'PATCH events ns-1/e1: 404 NotFound: events "e1" not found' });
     expect(seen[2]!.headers['content-type']).toBe('application/merge-patch+json');
     expect(connections()).toBe(1);
+  });
+  it('every other call: its method, path and content type, under the path of a server URL that has one (a proxy in front of the API server)', async () => {
+    const { api, seen } = await recordingClient((req) => {
+      if (req.url.endsWith('/token')) return { status: 201, body: JSON.stringify({ spec: { expirationSeconds: 600 }, status: { token: 't', expirationTimestamp: '2026-01-01T00:00:00Z' } }) };
+      if (req.url.endsWith('/tokenreviews')) return { status: 201, body: JSON.stringify({ status: { authenticated: true, user: { username: 'u', groups: ['g'] } } }) };
+      if (req.url.endsWith('/subjectaccessreviews')) return { status: 201, body: JSON.stringify({ status: { allowed: true } }) };
+      if (req.method === 'GET' && req.url.includes('/pods?')) return { status: 200, body: JSON.stringify({ items: [], metadata: { resourceVersion: '7' } }) };
+      return { status: 200, body: JSON.stringify({ metadata: { name: 'x', namespace: 'ns' } }) };
+    }, '/k8s/clusters/c-1/');
+    const node = { apiVersion: 'v1', kind: 'Node', metadata: { name: 'n 1' } };
+    const lease = { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name: 'n', namespace: 'kube-node-lease' }, spec: {} };
+    await api.createNode(node as never);
+    await api.getNode('n 1');
+    await api.patchNode('n', { metadata: { labels: { a: 'b' } } });
+    await api.patchNodeStatus('n', { status: {} });
+    await api.getLease('kube-node-lease', 'n');
+    await api.createLease(lease as never);
+    await api.updateLease(lease as never);
+    expect((await api.listPods('spec.nodeName=n')).resourceVersion).toBe('7');
+    await api.getPod('ns', 'p');
+    await api.getConfigMap('ns', 'cm');
+    await api.getSecret('ns', 's');
+    expect((await api.createServiceAccountToken('ns', 'default', { audiences: ['a'], expirationSeconds: 600, boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: 'p', uid: 'u' } })).token).toBe('t');
+    expect(await api.createTokenReview('tok')).toEqual({ authenticated: true, user: { username: 'u', groups: ['g'] } });
+    expect(await api.createSubjectAccessReview({ user: { username: 'u', groups: ['g'] }, verb: 'get', resource: 'nodes', subresource: 'log', name: 'n' })).toEqual({ allowed: true });
+    const prefix = '/k8s/clusters/c-1';
+    expect(seen.map((r) => [r.method, r.url.slice(prefix.length), r.headers['content-type'] ?? null])).toEqual([
+      ['POST', '/api/v1/nodes', 'application/json'],
+      ['GET', '/api/v1/nodes/n%201', null],
+      ['PATCH', '/api/v1/nodes/n', 'application/merge-patch+json'],
+      ['PATCH', '/api/v1/nodes/n/status', 'application/strategic-merge-patch+json'],
+      ['GET', '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n', null],
+      ['POST', '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases', 'application/json'],
+      ['PUT', '/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/n', 'application/json'],
+      ['GET', '/api/v1/pods?fieldSelector=spec.nodeName%3Dn', null],
+      ['GET', '/api/v1/namespaces/ns/pods/p', null],
+      ['GET', '/api/v1/namespaces/ns/configmaps/cm', null],
+      ['GET', '/api/v1/namespaces/ns/secrets/s', null],
+      ['POST', '/api/v1/namespaces/ns/serviceaccounts/default/token', 'application/json'],
+      ['POST', '/apis/authentication.k8s.io/v1/tokenreviews', 'application/json'],
+      ['POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', 'application/json'],
+    ]);
+    expect(seen.every((r) => r.url.startsWith(prefix) && r.headers.authorization === 'Bearer node-token')).toBe(true);
+    expect(JSON.parse(seen[12]!.body)).toEqual({ apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', spec: { token: 'tok' } });
+    expect(JSON.parse(seen[13]!.body).spec.resourceAttributes).toEqual({ verb: 'get', resource: 'nodes', subresource: 'log', name: 'n', version: 'v1' });
   });
 });
