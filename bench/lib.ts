@@ -4,6 +4,7 @@
  * which run.ts starts in a fresh Node process so that memory figures are not polluted by a
  * previous scenario.
  */
+import { getHeapSpaceStatistics } from 'node:v8';
 import { mkdtemp, unlink, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
@@ -113,10 +114,11 @@ export function gc(): boolean {
   return true;
 }
 
-export function memory(): { rssMB: number; heapUsedMB: number; afterGc: boolean } {
+export function memory(): { rssMB: number; heapUsedMB: number; heapTotalMB: number; externalMB: number; afterGc: boolean } {
   const afterGc = gc();
   const m = process.memoryUsage();
-  return { rssMB: mb(m.rss), heapUsedMB: mb(m.heapUsed), afterGc };
+  if (process.env.BENCH_HEAP_SPACES) for (const sp of getHeapSpaceStatistics()) console.error('SPACE', sp.space_name, mb(sp.space_size), mb(sp.space_used_size), mb(sp.physical_space_size));
+  return { rssMB: mb(m.rss), heapUsedMB: mb(m.heapUsed), heapTotalMB: mb(m.heapTotal), externalMB: mb(m.external), afterGc };
 }
 
 /** CPU used by this process over `ms` of wall time, as % of one core. */
@@ -281,6 +283,21 @@ export class Timeline {
   }
 }
 
+/** The agent's CRI calls so far, by operation: its kubelet_runtime_operations_total, scraped from the read-only server. */
+export async function runtimeOperations(agent: Agent): Promise<Record<string, number>> {
+  if (!agent.readOnlyUrl) throw new Error('runtimeOperations: the agent serves no read-only port');
+  const text = await (await fetch(`${agent.readOnlyUrl}/metrics`)).text();
+  const counts: Record<string, number> = {};
+  for (const [, op, value] of text.matchAll(/^kubelet_runtime_operations_total\{operation_type="([^"]+)"\} (\S+)$/gm)) counts[op!] = Number(value);
+  return counts;
+}
+
+/** The calls made between two readings of `runtimeOperations`, per second of `windowS`, busiest first. */
+export function operationsPerSecond(before: Record<string, number>, after: Record<string, number>, windowS: number): Record<string, number> {
+  const rates = Object.entries(after).map(([op, count]) => [op, round((count - (before[op] ?? 0)) / windowS, 2)] as const);
+  return Object.fromEntries(rates.filter(([, rate]) => rate > 0).sort((a, b) => b[1] - a[1]));
+}
+
 export interface BenchAgent {
   agent: Agent;
   timeline: Timeline;
@@ -353,15 +370,21 @@ export function progress(message: string): void {
 }
 
 /** A V8 CPU profile of this process (for `--profile-idle=FILE.cpuprofile`, open in Chrome DevTools). */
-export async function startProfiler(): Promise<{ stop(file: string): Promise<void> }> {
+export async function startProfiler(kind: 'cpu' | 'allocations' = 'cpu'): Promise<{ stop(file: string): Promise<void> }> {
   const { Session } = await import('node:inspector/promises');
   const session = new Session();
   session.connect();
-  await session.post('Profiler.enable');
-  await session.post('Profiler.start');
+  if (kind === 'allocations') {
+    // Sampled allocations, garbage included: what the collector has to deal with, not what stays.
+    await session.post('HeapProfiler.enable');
+    await session.post('HeapProfiler.startSampling', { samplingInterval: 16_384, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  } else {
+    await session.post('Profiler.enable');
+    await session.post('Profiler.start');
+  }
   return {
     async stop(file: string) {
-      const { profile } = await session.post('Profiler.stop');
+      const { profile } = kind === 'allocations' ? await session.post('HeapProfiler.stopSampling') : await session.post('Profiler.stop');
       await writeFile(file, JSON.stringify(profile));
       session.disconnect();
     },

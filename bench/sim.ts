@@ -22,6 +22,8 @@ import {
   stopAndClean,
   removeManifests,
   round,
+  runtimeOperations,
+  operationsPerSecond,
   sleep,
   startBenchAgent,
   type SseClient,
@@ -93,6 +95,7 @@ async function main() {
       manifestDir,
       rootDir,
       maxPods: Math.max(110, n),
+      readOnlyPort: await freeLoopbackPort(),
       ...(withVisualizer ? { visualizerPort: await freeLoopbackPort() } : {}),
       ...(inspectorRelay ? { inspectUrl: inspectorRelay.url } : {}),
     });
@@ -151,9 +154,12 @@ async function main() {
       const idleLag = monitorEventLoopDelay({ resolution: LAG_RESOLUTION_MS });
       const idleFrom = performance.now();
       idleLag.enable();
-      const profiler = argValue('profile-idle') ? await startProfiler() : undefined;
+      const profileFile = argValue('profile-idle') ?? argValue('profile-idle-allocations');
+      const profiler = profileFile ? await startProfiler(argValue('profile-idle') ? 'cpu' : 'allocations') : undefined;
+      const callsBefore = await runtimeOperations(agent);
       const cpu = await idleCpu(idleMs);
-      if (profiler) await profiler.stop(argValue('profile-idle')!);
+      const criCallsPerSecond = operationsPerSecond(callsBefore, await runtimeOperations(agent), cpu.windowS);
+      if (profiler) await profiler.stop(profileFile!);
       idleLag.disable();
       const relists = timeline.relists.filter((r) => r.at >= idleFrom).map((r) => r.durationMs);
       idle = {
@@ -161,6 +167,7 @@ async function main() {
         eventLoopDelayMs: lagSummary(idleLag),
         relists: relists.length,
         relistDurationMs: relists.length ? summarize(relists) : null,
+        criCallsPerSecond,
       };
       progress(`${tag}: idle ${cpu.cpuPercentOfOneCore}% of a core over ${cpu.windowS} s, rss ${atN.rssMB} MB`);
     }

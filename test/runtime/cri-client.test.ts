@@ -13,7 +13,7 @@ const CREATED_NS = '1700000000123456789';
 const CREATED_MS = 1_700_000_000_123;
 
 // ------------------------------------------------------------------------------------------------
-// What the test server reads from requests (camelCase, as proto-loader decodes them).
+// What the test server reads from requests (camelCase plain objects, as wire.ts decodes them for a server).
 
 interface SandboxConfigRequest {
   metadata: { name: string; uid: string; namespace: string; attempt: number };

@@ -6,7 +6,6 @@
  */
 import { containerSecurityToWire, resourcesFromWire, resourcesToWire, sandboxSecurityToWire } from './securityWire.ts';
 import * as grpc from '@grpc/grpc-js';
-import type * as protoLoader from '@grpc/proto-loader';
 import {
   CriError,
   type CallOptions,
@@ -50,7 +49,8 @@ import {
   int64ToNumber,
   namespaceModeFromWire,
   nsToMs,
-  serviceDefinition,
+  clientMethod,
+  type ClientMethod,
   type CriRpcs,
   type Rpc,
   type ServiceName,
@@ -91,18 +91,22 @@ type RpcName<S extends ServiceName> = keyof CriRpcs[S] & string;
 type RequestOf<S extends ServiceName, M extends RpcName<S>> = CriRpcs[S][M] extends Rpc<infer Q extends object, unknown> ? Q : never;
 type ResponseOf<S extends ServiceName, M extends RpcName<S>> = CriRpcs[S][M] extends Rpc<unknown, infer R> ? R : never;
 
-function lookupMethod(service: ServiceName, rpc: string): protoLoader.MethodDefinition<object, object> {
-  const method = serviceDefinition(service)[rpc];
-  if (method === undefined) throw new Error(`api.proto declares no RPC ${service}.${rpc}`);
+/** Each call's method, made once: a pod start makes a dozen calls. */
+const clientMethods = new Map<string, ClientMethod>();
+
+function lookupMethod(service: ServiceName, rpc: string): ClientMethod {
+  const key = `${service}/${rpc}`;
+  let method = clientMethods.get(key);
+  if (method === undefined) clientMethods.set(key, (method = clientMethod(service, rpc)));
   return method;
 }
 
 /**
- * The one place wire data gets its static type: proto-loader decodes against our own schema with
- * `defaults: true`, so every declared field is present with the type the wire interfaces state.
+ * The one place wire data gets its static type: responses decode against our own schema, whose
+ * messages read every declared field (ClientMethod.deserialize), in the forms the wire interfaces allow.
  */
-function typedDeserializer<T>(method: protoLoader.MethodDefinition<object, object>): (bytes: Buffer) => T {
-  return (bytes) => method.responseDeserialize(bytes) as T;
+function typedDeserializer<T>(method: ClientMethod): (bytes: Buffer) => T {
+  return method.deserialize as (bytes: Buffer) => T;
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -569,7 +573,7 @@ export class CriClient implements RuntimeService, ImageService {
       const onAbort = (): void => call.cancel();
       const call = this.clientFor(service).makeUnaryRequest(
         method.path,
-        method.requestSerialize,
+        method.serialize,
         typedDeserializer<Res>(method),
         request,
         new grpc.Metadata(),
@@ -603,7 +607,7 @@ export class CriClient implements RuntimeService, ImageService {
     const callOptions: grpc.CallOptions = opts?.timeoutMs !== undefined ? { deadline: Date.now() + opts.timeoutMs } : {};
     const call = this.clientFor(service).makeServerStreamRequest(
       method.path,
-      method.requestSerialize,
+      method.serialize,
       typedDeserializer<Res>(method),
       request,
       new grpc.Metadata(),

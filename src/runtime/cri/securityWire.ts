@@ -18,6 +18,7 @@ import {
 } from '../types.ts';
 import {
   type WireEnum,
+  type WireInt64,
   type WireLinuxContainerResources,
   type WireLinuxContainerSecurityContext,
   type WireLinuxSandboxSecurityContext,
@@ -61,7 +62,7 @@ function profileFromWire(wire: WireSecurityProfile | null): SecurityProfile | un
 const selinuxToWire = (options: SELinuxOption | undefined): WireSELinuxOption | null => (options ? { ...options } : null);
 const selinuxFromWire = (wire: WireSELinuxOption | null): SELinuxOption | undefined => (wire ? { ...wire } : undefined);
 const int64ToWire = (value: number | undefined) => (value === undefined ? null : { value: String(value) });
-const int64FromWire = (wire: { value: string | number } | null) => (wire ? int64ToNumber(wire.value) : undefined);
+const int64FromWire = (wire: { value: WireInt64 } | null) => (wire ? int64ToNumber(wire.value) : undefined);
 const groupsPolicyFromWire = (wire: WireEnum): SupplementalGroupsPolicy => enumValue(GROUPS_POLICIES, wire) ?? 'Merge';
 
 export function resourcesToWire(resources: LinuxContainerResources | undefined): WireLinuxContainerResources | null {

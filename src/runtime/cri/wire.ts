@@ -1,12 +1,12 @@
 /**
  * The CRI v1 wire, shared by the gRPC client (`client.ts`) and the simulated runtime
- * (`../sim/server.ts`): how `api.proto` is loaded, the TypeScript shapes proto-loader gives its
- * messages, the RPC tables that pair each call's request with its response, the enum name tables,
- * and the nanosecond ↔ millisecond conversions. Both ends decode with the same options, so what one
- * side writes in these shapes is what the other side reads.
+ * (`../sim/server.ts`): how `api.proto` is loaded and its calls encoded and decoded, the
+ * TypeScript shapes of its messages, the RPC tables that pair each call's request with its
+ * response, the enum name tables, and the nanosecond ↔ millisecond conversions.
  */
 import { fileURLToPath } from 'node:url';
-import * as protoLoader from '@grpc/proto-loader';
+import type * as grpc from '@grpc/grpc-js';
+import protobuf from 'protobufjs';
 import {
   NamespaceMode,
   type ContainerEventType,
@@ -24,39 +24,98 @@ import {
 // ------------------------------------------------------------------------------------------------
 // Loading the proto
 
-/** camelCase names, int64 as decimal strings, enums as names, defaults filled in, absent messages as null. */
-const LOADER_OPTIONS: protoLoader.Options = {
-  keepCase: false,
-  longs: String,
-  enums: String,
-  defaults: true,
-  oneofs: true,
-};
-
 export type ServiceName = 'RuntimeService' | 'ImageService';
 
-let packageDefinition: protoLoader.PackageDefinition | undefined;
+let apiRoot: protobuf.Root | undefined;
 
-/** `api.proto` next to this file, loaded once per process. */
-export function loadPackageDefinition(): protoLoader.PackageDefinition {
-  packageDefinition ??= protoLoader.loadSync(fileURLToPath(new URL('./api.proto', import.meta.url)), LOADER_OPTIONS);
-  return packageDefinition;
+/** `api.proto` next to this file, parsed once per process, its field names in camelCase. */
+function loadApi(): protobuf.Root {
+  if (!apiRoot) {
+    apiRoot = new protobuf.Root().loadSync(fileURLToPath(new URL('./api.proto', import.meta.url)), { keepCase: false });
+    apiRoot.resolveAll();
+  }
+  return apiRoot;
 }
 
-/** The methods of `runtime.v1.<service>`; usable as a grpc-js service definition. */
-export function serviceDefinition(service: ServiceName): protoLoader.ServiceDefinition {
-  const definition = loadPackageDefinition()[`runtime.v1.${service}`];
-  if (definition === undefined || 'format' in definition) {
-    throw new Error(`api.proto declares no service runtime.v1.${service}`);
+function service(name: ServiceName): protobuf.Service {
+  return loadApi().lookupService(`runtime.v1.${name}`);
+}
+
+/** How a received message is read by the server: every field present, enums by name, int64 as decimal strings, absent messages as null. */
+const PLAIN_OBJECT: protobuf.IConversionOptions = { longs: String, enums: String, defaults: true };
+
+function serializer(type: protobuf.Type): (value: object) => Buffer {
+  return (value) => {
+    const bytes = type.encode(type.fromObject(value)).finish();
+    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  };
+}
+
+function plainDeserializer(type: protobuf.Type): (bytes: Buffer) => object {
+  return (bytes) => type.toObject(type.decode(bytes), PLAIN_OBJECT);
+}
+
+/**
+ * The methods of `runtime.v1.<service>` as a grpc-js service definition, for a server: requests
+ * are read as plain objects (`PLAIN_OBJECT`); requests and responses are written from plain
+ * objects in the wire shapes below (enums by name or number, int64 as strings or numbers).
+ */
+export function serviceDefinition(name: ServiceName): grpc.ServiceDefinition {
+  const definition: Record<string, grpc.MethodDefinition<object, object>> = {};
+  for (const method of service(name).methodsArray) {
+    const request = method.resolvedRequestType!;
+    const response = method.resolvedResponseType!;
+    definition[method.name] = {
+      path: `/runtime.v1.${name}/${method.name}`,
+      requestStream: method.requestStream === true,
+      responseStream: method.responseStream === true,
+      requestSerialize: serializer(request),
+      requestDeserialize: plainDeserializer(request),
+      responseSerialize: serializer(response),
+      responseDeserialize: plainDeserializer(response),
+    };
   }
   return definition;
 }
 
-// ------------------------------------------------------------------------------------------------
-// Wire shapes: what proto-loader hands back with LOADER_OPTIONS, and what either side sends.
-// Enums may still arrive as numbers when a newer peer sends a value our proto does not name.
+/** What the client needs of one call: its path, how its request is written and its response read. */
+export interface ClientMethod {
+  path: string;
+  serialize: (request: object) => Buffer;
+  /**
+   * The response as protobuf.js decodes it, without a second copy as a plain object: a field the
+   * runtime left out reads as its default from the message's prototype ('', 0, false, null for a
+   * message, an empty list or map), an enum as its number, an int64 as a Long. The wire shapes
+   * below allow for these forms; `enumValue`, `int64ToNumber` and `nsToMs` read them.
+   */
+  deserialize: (bytes: Buffer) => unknown;
+}
 
-type WireInt64 = string | number;
+/** The call `rpc` of `runtime.v1.<service>`, for a client. */
+export function clientMethod(name: ServiceName, rpc: string): ClientMethod {
+  const method = service(name).methods[rpc];
+  if (method === undefined) throw new Error(`api.proto declares no RPC ${name}.${rpc}`);
+  const response = method.resolvedResponseType!;
+  return {
+    path: `/runtime.v1.${name}/${method.name}`,
+    serialize: serializer(method.resolvedRequestType!),
+    deserialize: (bytes) => response.decode(bytes),
+  };
+}
+
+// ------------------------------------------------------------------------------------------------
+// Wire shapes: what either side sends, and what it reads (see PLAIN_OBJECT and ClientMethod for
+// the two ways a message is read). Enums come as names or numbers (a server also reads a number
+// when a newer peer sends a value our proto does not name); int64 as strings, numbers or Longs.
+
+/** protobuf.js's Long (the `long` package), as a response's int64 decodes. */
+interface WireLong {
+  low: number;
+  high: number;
+  unsigned: boolean;
+  toNumber(): number;
+}
+export type WireInt64 = string | number | WireLong;
 export type WireEnum = string | number;
 /** A message without fields (`StopPodSandboxResponse`, `GetEventsRequest`, …). */
 type WireEmpty = Record<string, never>;
@@ -445,12 +504,23 @@ export function containerUserFromWire(wire: WireContainerUser | null | undefined
 // Scalars
 
 export function int64ToNumber(wire: WireInt64): number {
-  return typeof wire === 'number' ? wire : Number(wire);
+  return typeof wire === 'number' ? wire : typeof wire === 'string' ? Number(wire) : wire.toNumber();
 }
+
+const TWO_TO_32_MS = 4294; // 2^32 ns = 4294 ms + 967296 ns
+const TWO_TO_32_REMAINDER_NS = 967_296;
 
 /** The proto's int64 nanoseconds to milliseconds, in integers so no nanosecond digits round up. */
 export function nsToMs(ns: WireInt64): number {
   if (typeof ns === 'number') return Math.floor(ns / 1e6);
+  if (typeof ns === 'object') {
+    // high·2^32 + low, split so that every product and sum stays an exact double (below 2^53)
+    // for any value below 2^63; the rest (negative, or an unsigned one above) goes through BigInt.
+    const low = ns.low >>> 0;
+    if (ns.high >= 0) return ns.high * TWO_TO_32_MS + Math.floor((ns.high * TWO_TO_32_REMAINDER_NS + low) / 1e6);
+    const bits = (BigInt(ns.high >>> 0) << 32n) | BigInt(low);
+    ns = (ns.unsigned ? bits : BigInt.asIntN(64, bits)).toString();
+  }
   try {
     return Number(BigInt(ns) / 1_000_000n);
   } catch {

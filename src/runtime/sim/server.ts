@@ -160,7 +160,7 @@ type UnaryHandlers<Rpcs extends { [M in keyof Rpcs]: Rpc<unknown, unknown> }> = 
 
 /**
  * Wraps engine calls as unary handlers. The requests' static types are asserted here, once:
- * proto-loader decodes against our schema with `defaults: true`, so every declared field exists.
+ * requests are read as plain objects with every declared field (wire.ts, PLAIN_OBJECT).
  */
 function unaryHandlers<Rpcs extends { [M in keyof Rpcs]: Rpc<unknown, unknown> }>(
   handlers: UnaryHandlers<Rpcs>,
