@@ -4,7 +4,6 @@
  * which run.ts starts in a fresh Node process so that memory figures are not polluted by a
  * previous scenario.
  */
-import { getHeapSpaceStatistics } from 'node:v8';
 import { mkdtemp, unlink, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
@@ -117,7 +116,6 @@ export function gc(): boolean {
 export function memory(): { rssMB: number; heapUsedMB: number; heapTotalMB: number; externalMB: number; afterGc: boolean } {
   const afterGc = gc();
   const m = process.memoryUsage();
-  if (process.env.BENCH_HEAP_SPACES) for (const sp of getHeapSpaceStatistics()) console.error('SPACE', sp.space_name, mb(sp.space_size), mb(sp.space_used_size), mb(sp.physical_space_size));
   return { rssMB: mb(m.rss), heapUsedMB: mb(m.heapUsed), heapTotalMB: mb(m.heapTotal), externalMB: mb(m.external), afterGc };
 }
 

@@ -131,6 +131,8 @@ interface Resume {
 type Run<T = number> = Generator<Effect, T, Resume>;
 
 const CONTINUE: Resume = { interrupted: false };
+/** One loop iteration passed (shared: every iteration of every loop yields it). */
+const TICK: Effect = { kind: 'tick' };
 const INTERRUPTED: Resume = { interrupted: true };
 
 class ExitRequest {
@@ -145,6 +147,17 @@ type Sink = { kind: 'stdout' } | { kind: 'stderr' } | { kind: 'file'; path: stri
 interface Streams {
   out: Sink;
   err: Sink;
+}
+
+/** A command without redirections writes to the process's own stdout and stderr. */
+const STANDARD_STREAMS: Readonly<Streams> = Object.freeze<Streams>({ out: { kind: 'stdout' }, err: { kind: 'stderr' } });
+
+/** A simple command, expanded: the builtin it names (`/bin/sleep` is `sleep`), its arguments and where it writes. */
+interface CommandCall {
+  name: string;
+  rawName: string;
+  args: string[];
+  io: Streams;
 }
 
 interface Thread {
@@ -260,10 +273,11 @@ export class ShellProcess {
   }
 
   private pump(): void {
-    if (!this.pumping) this.cpu.measure(() => this.drain());
+    if (!this.pumping) this.cpu.measure(this.drain);
   }
 
-  private drain(): void {
+  /** An arrow function made once: every wake-up of every thread pumps. */
+  private readonly drain = (): void => {
     this.pumping = true;
     try {
       for (let next = this.runQueue.shift(); next; next = this.runQueue.shift()) {
@@ -274,7 +288,7 @@ export class ShellProcess {
       this.pumping = false;
       if (this.status !== 'running') this.runQueue.length = 0;
     }
-  }
+  };
 
   /** Runs `thread` until it blocks or ends. */
   private step(thread: Thread, initial: Resume): void {
@@ -524,16 +538,25 @@ export class ShellProcess {
     this.lastStatus = saved;
   }
 
+  /**
+   * Runs a command. A simple command that cannot block (every builtin but the BLOCKING ones) runs
+   * without a generator of its own: a thousand simulated `while true; do sleep 1; done` loops
+   * run a thousand iterations a second, and each generator is an allocation.
+   */
   private *exec(command: Command): Run {
-    const status = yield* this.execNode(command);
+    let status: number;
+    if (command.kind === 'simple') {
+      const call = this.prepareSimple(command.assignments, command.words, command.redirects);
+      status = typeof call === 'number' ? call : BLOCKING.has(call.name) ? yield* this.runBlocking(call) : this.runBuiltin(call);
+    } else {
+      status = yield* this.execNode(command);
+    }
     this.lastStatus = status;
     return status;
   }
 
-  private *execNode(command: Command): Run {
+  private *execNode(command: Exclude<Command, { kind: 'simple' }>): Run {
     switch (command.kind) {
-      case 'simple':
-        return yield* this.execSimple(command.assignments, command.words, command.redirects);
       case 'list': {
         let status = 0;
         for (const item of command.items) status = yield* this.exec(item);
@@ -559,7 +582,7 @@ export class ShellProcess {
       case 'loop': {
         let status = 0;
         for (;;) {
-          yield { kind: 'tick' };
+          yield TICK;
           const condition = yield* this.exec(command.condition);
           if ((condition === 0) === command.until) break;
           const control = yield* this.loopBody(command.body);
@@ -571,7 +594,7 @@ export class ShellProcess {
       case 'for': {
         let status = 0;
         for (const item of this.expandWords(command.items)) {
-          yield { kind: 'tick' };
+          yield TICK;
           this.vars.set(command.name, item);
           const control = yield* this.loopBody(command.body);
           status = control.status;
@@ -630,7 +653,8 @@ export class ShellProcess {
   }
 
   private resolveStreams(redirects: readonly Redirect[]): Streams | string {
-    const streams: Streams = { out: { kind: 'stdout' }, err: { kind: 'stderr' } };
+    if (redirects.length === 0) return STANDARD_STREAMS;
+    const streams: Streams = { ...STANDARD_STREAMS };
     for (const redirect of redirects) {
       const target = this.expandWord(redirect.target).text;
       let sink: Sink;
@@ -650,6 +674,18 @@ export class ShellProcess {
       else streams.err = sink;
     }
     return streams;
+  }
+
+  /** Writes to the process's own stdout and stderr, made once for every command that has no redirections. */
+  private readonly writeStdout = (text: string): boolean => this.write(STANDARD_STREAMS.out, text);
+  private readonly writeStderr = (text: string): void => void this.write(STANDARD_STREAMS.err, text);
+
+  private outputWriter(io: Streams): (text: string) => boolean {
+    return io === STANDARD_STREAMS ? this.writeStdout : (text) => this.write(io.out, text);
+  }
+
+  private errorWriter(io: Streams): (text: string) => void {
+    return io === STANDARD_STREAMS ? this.writeStderr : (text) => void this.write(io.err, text);
   }
 
   /** Writes `text` to `sink`; false when the host refused it (said on the process's stderr, as sh says it). */
@@ -675,26 +711,56 @@ export class ShellProcess {
 
   // ------------------------------------------------------------------ commands
 
-  private *execSimple(assignments: Assignment[], words: Word[], redirects: Redirect[]): Run {
+  /** A simple command's words, assignments and redirects, applied: its call, or its status when there is nothing to run. */
+  private prepareSimple(assignments: Assignment[], words: Word[], redirects: Redirect[]): CommandCall | number {
     const argv = this.expandWords(words);
-    const values = assignments.map((a) => [a.name, this.expandWord(a.value).text] as const);
     // Shell variables only: prefix assignments on a command are applied to the shell too, a
     // simplification (real sh scopes them to that command's environment).
-    for (const [name, value] of values) this.vars.set(name, value);
+    if (assignments.length > 0) {
+      const values = assignments.map((a) => [a.name, this.expandWord(a.value).text] as const);
+      for (const [name, value] of values) this.vars.set(name, value);
+    }
     const streams = this.resolveStreams(redirects);
     if (typeof streams === 'string') {
       this.output.stderr(`sh: ${streams}\n`);
       return 1;
     }
-    if (argv.length === 0) return 0;
-    return yield* this.runCommand(argv, streams);
+    return argv.length === 0 ? 0 : commandCall(argv, streams);
   }
 
-  private *runCommand(argv: string[], io: Streams): Run {
-    const [rawName = '', ...args] = argv;
-    const name = rawName.includes('/') && BUILTIN_NAMES.has(basename(rawName)) ? basename(rawName) : rawName;
-    const out = (text: string): boolean => this.write(io.out, text);
-    const err = (text: string): void => void this.write(io.err, text);
+  /** The builtins that block (or run other commands that may): each a generator. */
+  private *runBlocking(call: CommandCall): Run {
+    const { name, args, io } = call;
+    const err = this.errorWriter(io);
+    switch (name) {
+      case 'sleep': {
+        const ms = sleepMs(args, err);
+        if (ms === null) return 1;
+        if (ms === 0) return 0;
+        return (yield* this.block({ kind: 'sleep', ms })) ? EXIT_TERM : 0;
+      }
+      case 'wait':
+        return (yield* this.block({ kind: 'wait' })) ? EXIT_TERM : 0;
+      case 'exec': {
+        if (args.length === 0) return 0;
+        const inner = commandCall(args, io);
+        return BLOCKING.has(inner.name) ? yield* this.runBlocking(inner) : this.runBuiltin(inner);
+      }
+      case 'sh':
+        return yield* this.nestedShell(args, err);
+      case 'httpd':
+        return yield* this.applet(httpd(args, this.appletContext(this.outputWriter(io), err)));
+      case 'nc':
+        return yield* this.applet(nc(args, this.appletContext(this.outputWriter(io), err)));
+      default:
+        return this.runBuiltin(call);
+    }
+  }
+
+  /** The builtins that never block. */
+  private runBuiltin({ name, rawName, args, io }: CommandCall): number {
+    const out = this.outputWriter(io);
+    const err = this.errorWriter(io);
     switch (name) {
       case ':':
       case 'true':
@@ -711,10 +777,6 @@ export class ShellProcess {
       }
       case 'echo':
         return out(echo(args)) ? 0 : 1;
-      case 'sleep':
-        return yield* this.sleep(args, err);
-      case 'wait':
-        return (yield* this.block({ kind: 'wait' })) ? EXIT_TERM : 0;
       case 'trap':
         return this.trap(args, err);
       case 'test':
@@ -768,14 +830,6 @@ export class ShellProcess {
         const levels = args[0] === undefined ? 1 : Number(args[0]);
         throw new LoopControl(name, Number.isInteger(levels) && levels > 0 ? levels : 1);
       }
-      case 'exec':
-        return args.length === 0 ? 0 : yield* this.runCommand(args, io);
-      case 'sh':
-        return yield* this.nestedShell(args, err);
-      case 'httpd':
-        return yield* this.applet(httpd(args, this.appletContext(out, err)));
-      case 'nc':
-        return yield* this.applet(nc(args, this.appletContext(out, err)));
       default:
         err(`sh: ${rawName}: not found\n`);
         return 127;
@@ -802,24 +856,6 @@ export class ShellProcess {
       if (error instanceof ExitRequest) return error.status;
       throw error;
     }
-  }
-
-  private *sleep(args: string[], err: (text: string) => void): Run {
-    if (args.length === 0) {
-      err('sleep: missing operand\n');
-      return 1;
-    }
-    let ms = 0;
-    for (const arg of args) {
-      const duration = parseDuration(arg);
-      if (duration === null) {
-        err(`sleep: invalid number '${arg}'\n`);
-        return 1;
-      }
-      ms += duration;
-    }
-    if (ms === 0) return 0;
-    return (yield* this.block({ kind: 'sleep', ms })) ? EXIT_TERM : 0;
   }
 
   private trap(args: string[], err: (text: string) => void): number {
@@ -1038,7 +1074,33 @@ function orRefusal<T>(io: () => T): T | HostFsError {
   }
 }
 
+function commandCall(argv: string[], io: Streams): CommandCall {
+  const [rawName = '', ...args] = argv;
+  const name = rawName.includes('/') && BUILTIN_NAMES.has(basename(rawName)) ? basename(rawName) : rawName;
+  return { name, rawName, args, io };
+}
+
+/** `sleep`'s operands in milliseconds (summed, as busybox does); null after saying what is wrong. */
+function sleepMs(args: string[], err: (text: string) => void): number | null {
+  if (args.length === 0) {
+    err('sleep: missing operand\n');
+    return null;
+  }
+  let ms = 0;
+  for (const arg of args) {
+    const duration = parseDuration(arg);
+    if (duration === null) {
+      err(`sleep: invalid number '${arg}'\n`);
+      return null;
+    }
+    ms += duration;
+  }
+  return ms;
+}
+
 const BUILTIN_NAMES = new Set(['true', 'false', 'exit', 'echo', 'sleep', 'wait', 'trap', 'test', '[', 'touch', 'rm', 'mkdir', 'cat', 'grep', 'id', 'stat', 'pwd', 'cd', 'exec', 'sh', 'httpd', 'nc']);
+/** The builtins that may block, run by `runBlocking`; the rest run by `runBuiltin`. */
+const BLOCKING = new Set(['sleep', 'wait', 'exec', 'sh', 'httpd', 'nc']);
 
 function basename(path: string): string {
   return path.slice(path.lastIndexOf('/') + 1);
