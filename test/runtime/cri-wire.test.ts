@@ -5,7 +5,7 @@
  */
 import Long from 'long';
 import { describe, expect, it } from 'vitest';
-import { type WireContainer, clientMethod, enumValue, CONTAINER_STATES, int64ToNumber, nsToMs, serviceDefinition } from '../../src/runtime/cri/wire.ts';
+import { type WireContainer, clientMethod, enumValue, CONTAINER_STATES, int64ToNumber, msToNs, nsToMs, serviceDefinition } from '../../src/runtime/cri/wire.ts';
 
 /** The exact answer, by BigInt, for any int64 written as a decimal string. */
 const exactMs = (ns: string) => Number(BigInt(ns) / 1_000_000n);
@@ -35,9 +35,21 @@ describe('nsToMs', () => {
   });
 });
 
+describe('msToNs', () => {
+  const times = [0, 1, 999.999, 1_000, 4_294_967.296, 1_764_212_345_678.999, 1_764_212_345_679, 4_102_444_800_000.5];
+  it.each(times)('writes %s ms as the exact nanoseconds, which read back as its whole milliseconds', (ms) => {
+    const exact = BigInt(Math.round(ms * 1000)) * 1000n;
+    const written = msToNs(ms);
+    expect(BigInt.asIntN(64, (BigInt(written.high >>> 0) << 32n) | BigInt(written.low >>> 0))).toBe(exact);
+    expect(nsToMs(written)).toBe(Math.floor(ms));
+    expect(nsToMs(Long.fromBits(written.low, written.high))).toBe(Math.floor(ms));
+  });
+});
+
 describe('int64ToNumber', () => {
-  it.each(['0', '42', '-7', '1073741824000'])('reads %s as a Long, a string and a number alike', (value) => {
+  it.each(['0', '42', '-7', '1073741824000', '-1073741824000'])('reads %s as a Long, a string and a number alike', (value) => {
     expect(int64ToNumber(Long.fromString(value))).toBe(Number(value));
+    expect(int64ToNumber(Long.fromString(value, true))).toBe(Number(BigInt.asUintN(64, BigInt(value))));
     expect(int64ToNumber(value)).toBe(Number(value));
     expect(int64ToNumber(Number(value))).toBe(Number(value));
   });

@@ -2,8 +2,7 @@
  * The CRI stats messages (ContainerStats, PodSandboxStats and the usages they carry, api.proto's
  * "stats" section, and ImageFsInfo's filesystems, in the wire shapes of `wire.ts`) converted both
  * ways: the gRPC client reads them (`fromWire`), the simulated runtime's server writes them
- * (`toWire`). Each UInt64Value is a message, so an absent value (null) stays apart from 0; int64
- * and uint64 come as decimal strings.
+ * (`toWire`). Each UInt64Value is a message, so an absent value (null) stays apart from 0.
  */
 import { type ContainerStats, type ContainerStatsFilter, type CpuUsage, type FilesystemUsage, type ImageFsInfo, type MemoryUsage, type PodSandboxStats, type PodSandboxStatsFilter, type SwapUsage, definedOnly } from '../types.ts';
 import {
@@ -30,7 +29,7 @@ function uint64FromWire(wire: WireUInt64): number | undefined {
 }
 
 function uint64ToWire(value: number | undefined): WireUInt64 {
-  return value === undefined ? null : { value: String(Math.max(0, Math.round(value))) };
+  return value === undefined ? null : { value: Math.max(0, Math.round(value)) };
 }
 
 /** The named UInt64Value fields of a message, read: absent ones stay absent. */

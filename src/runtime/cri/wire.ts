@@ -108,12 +108,11 @@ export function clientMethod(name: ServiceName, rpc: string): ClientMethod {
 // the two ways a message is read). Enums come as names or numbers (a server also reads a number
 // when a newer peer sends a value our proto does not name); int64 as strings, numbers or Longs.
 
-/** protobuf.js's Long (the `long` package), as a response's int64 decodes. */
+/** An int64 as its two 32-bit halves: protobuf.js's Long (as a response's int64 decodes), or what `msToNs` writes. */
 interface WireLong {
   low: number;
   high: number;
   unsigned: boolean;
-  toNumber(): number;
 }
 export type WireInt64 = string | number | WireLong;
 export type WireEnum = string | number;
@@ -504,8 +503,12 @@ export function containerUserFromWire(wire: WireContainerUser | null | undefined
 // Scalars
 
 export function int64ToNumber(wire: WireInt64): number {
-  return typeof wire === 'number' ? wire : typeof wire === 'string' ? Number(wire) : wire.toNumber();
+  if (typeof wire === 'number') return wire;
+  if (typeof wire === 'string') return Number(wire);
+  return (wire.unsigned ? wire.high >>> 0 : wire.high) * TWO_TO_32 + (wire.low >>> 0);
 }
+
+const TWO_TO_32 = 2 ** 32;
 
 const TWO_TO_32_MS = 4294; // 2^32 ns = 4294 ms + 967296 ns
 const TWO_TO_32_REMAINDER_NS = 967_296;
@@ -528,7 +531,17 @@ export function nsToMs(ns: WireInt64): number {
   }
 }
 
-/** Milliseconds to the proto's int64 nanoseconds, as a decimal string to keep precision. */
-export function msToNs(ms: number): string {
-  return ms <= 0 ? '0' : (BigInt(Math.round(ms * 1000)) * 1000n).toString();
+/**
+ * Milliseconds to the proto's int64 nanoseconds, exact to the microsecond, as the two halves
+ * protobuf.js writes as they are (a decimal string it would parse through Long arithmetic: the
+ * simulated runtime writes four per container in every list).
+ */
+export function msToNs(ms: number): WireLong {
+  if (ms <= 0) return { low: 0, high: 0, unsigned: false };
+  // µs < 2^53, so its halves are exact; ×1000 each, with the low half's carry, stays exact too.
+  const us = Math.round(ms * 1000);
+  const usHigh = Math.floor(us / TWO_TO_32);
+  const lowNs = (us - usHigh * TWO_TO_32) * 1000;
+  const carry = Math.floor(lowNs / TWO_TO_32);
+  return { low: (lowNs - carry * TWO_TO_32) | 0, high: (usHigh * 1000 + carry) | 0, unsigned: false };
 }
