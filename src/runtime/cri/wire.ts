@@ -58,7 +58,7 @@ function plainDeserializer(type: protobuf.Type): (bytes: Buffer) => object {
 /**
  * The methods of `runtime.v1.<service>` as a grpc-js service definition, for a server: requests
  * are read as plain objects (`PLAIN_OBJECT`); requests and responses are written from plain
- * objects in the wire shapes below (enums by name or number, int64 as strings or numbers).
+ * objects in the wire shapes below (enums by name or number, int64 as strings, numbers or halves).
  */
 export function serviceDefinition(name: ServiceName): grpc.ServiceDefinition {
   const definition: Record<string, grpc.MethodDefinition<object, object>> = {};
