@@ -1,7 +1,8 @@
 /**
- * The CRI wire's scalars as the client reads them: responses decode without a copy as plain
- * objects, so an int64 arrives as protobuf.js's Long (or a number, or a string from a server's
- * plain object) and an enum as its number; each form must read as the same value.
+ * The CRI wire's scalars as the client reads them: responses are read as protobuf.js decodes
+ * them, without a copy as plain objects, so an int64 arrives as protobuf.js's Long (a server's
+ * plain object may hold a number or a decimal string, and the simulator writes two 32-bit halves)
+ * and an enum as its number; each form must read as the same value.
  */
 import Long from 'long';
 import { describe, expect, it } from 'vitest';

@@ -147,6 +147,37 @@ describe('lists', () => {
     expect(h.exit()).toBe(EXIT_KILL);
   });
 
+  it('exec replaces the shell: the command (by its path too) runs in place, its status is the shell\'s, nothing after it runs', () => {
+    const h = sh('echo before; exec /bin/sleep 2; echo never');
+    h.clock.advance(1999);
+    expect(h.exit()).toBeNull();
+    h.clock.advance(1);
+    expect(h.exit()).toBe(0);
+    expect(h.stdout.join('')).toBe('before\n');
+    const failed = sh("trap 'echo trap' EXIT; exec false || echo never");
+    expect(failed.exit()).toBe(1);
+    expect(failed.stdout).toEqual([]);
+    expect(sh('exec echo hi; echo never').stdout.join('')).toBe('hi\n');
+    expect(sh('exec; echo still').stdout.join('')).toBe('still\n');
+    expect(sh("sh -c 'exec false'; echo \"nested $?\"").stdout.join('')).toBe('nested 1\n');
+  });
+
+  it("sleep's bad operands are said on stderr (or where it is redirected) and fail, without blocking", () => {
+    const h = sh('sleep; echo "missing $?"; sleep soon; echo "invalid $?"; sleep 0; echo "zero $?"');
+    expect(h.exit()).toBe(0);
+    expect(h.stdout.join('')).toBe('missing 1\ninvalid 1\nzero 0\n');
+    expect(h.stderr.join('')).toBe("sleep: missing operand\nsleep: invalid number 'soon'\n");
+    const redirected = sh('sleep x 2>&1; echo done');
+    expect(redirected.stdout.join('')).toBe("sleep: invalid number 'x'\ndone\n");
+    expect(redirected.stderr).toEqual([]);
+  });
+
+  it('a command with redirections writes where they say, the next one without them to the standard streams again', () => {
+    const h = sh('echo one > /tmp/f; echo two; cat /tmp/f; echo oops >&2; echo back');
+    expect(h.stdout.join('')).toBe('two\none\nback\n');
+    expect(h.stderr.join('')).toBe('oops\n');
+  });
+
   it('while with sleep loops on the clock', () => {
     const h = sh('while true; do echo tick; sleep 1; done');
     h.clock.advance(2500);

@@ -136,7 +136,11 @@ const TICK: Effect = { kind: 'tick' };
 const INTERRUPTED: Resume = { interrupted: true };
 
 class ExitRequest {
-  constructor(readonly status: number) {}
+  /** `replaced`: the shell was replaced by `exec`, so no EXIT trap of its runs. */
+  constructor(
+    readonly status: number,
+    readonly replaced = false,
+  ) {}
 }
 class LoopControl {
   constructor(readonly kind: 'break' | 'continue', public levels: number) {}
@@ -461,14 +465,15 @@ export class ShellProcess {
         break;
     }
     let status: number;
+    let replaced = false;
     try {
       status = yield* this.exec(command);
     } catch (error) {
-      if (error instanceof ExitRequest) status = error.status;
+      if (error instanceof ExitRequest) ({ status, replaced } = error);
       else if (error instanceof LoopControl) status = 0;
       else throw error;
     }
-    const exitTrap = this.traps.get('EXIT');
+    const exitTrap = replaced ? undefined : this.traps.get('EXIT');
     if (exitTrap) {
       this.traps.delete('EXIT');
       this.lastStatus = status;
@@ -742,9 +747,10 @@ export class ShellProcess {
       case 'wait':
         return (yield* this.block({ kind: 'wait' })) ? EXIT_TERM : 0;
       case 'exec': {
+        // The command replaces the shell: its status is the shell's, nothing after it runs.
         if (args.length === 0) return 0;
         const inner = commandCall(args, io);
-        return BLOCKING.has(inner.name) ? yield* this.runBlocking(inner) : this.runBuiltin(inner);
+        throw new ExitRequest(BLOCKING.has(inner.name) ? yield* this.runBlocking(inner) : this.runBuiltin(inner), true);
       }
       case 'sh':
         return yield* this.nestedShell(args, err);
