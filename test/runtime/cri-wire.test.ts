@@ -6,7 +6,7 @@
  */
 import Long from 'long';
 import { describe, expect, it } from 'vitest';
-import { type WireContainer, clientMethod, enumValue, CONTAINER_STATES, int64ToNumber, msToNs, nsToMs, serviceDefinition } from '../../src/runtime/cri/wire.ts';
+import { type WireContainer, cachedListSerializer, clientListMethod, clientMethod, enumValue, CONTAINER_STATES, int64ToNumber, msToNs, nsToMs, serviceDefinition } from '../../src/runtime/cri/wire.ts';
 
 /** The exact answer, by BigInt, for any int64 written as a decimal string. */
 const exactMs = (ns: string) => Number(BigInt(ns) / 1_000_000n);
@@ -79,5 +79,67 @@ describe('a response, written by a server and read by the client', () => {
       labels: {},
       metadata: null,
     });
+  });
+});
+
+describe('a list written from its items\' kept encodings (cachedListSerializer)', () => {
+  const plain = serviceDefinition('RuntimeService')['ListContainers']!.responseSerialize;
+  const read = clientMethod('RuntimeService', 'ListContainers').deserialize;
+  interface Item { id: string; state: string; annotations: Record<string, string> }
+  const toWire = (item: Item) => ({ id: item.id, state: item.state, annotations: item.annotations, metadata: { name: `name-${item.id}`, attempt: 0 } });
+
+  it('writes the same bytes as the plain serializer, lengths of one byte and of two included', () => {
+    const items: Item[] = [
+      { id: 'short', state: 'CONTAINER_RUNNING', annotations: {} },
+      { id: 'long', state: 'CONTAINER_EXITED', annotations: { text: 'x'.repeat(300) } }, // over 127 bytes: a two-byte length
+    ];
+    const write = cachedListSerializer('RuntimeService', 'ListContainers', toWire);
+    const bytes = write({ containers: items });
+    expect(bytes.equals(plain({ containers: items.map(toWire) }))).toBe(true);
+    expect((read(bytes) as { containers: WireContainer[] }).containers.map((c) => c.id)).toEqual(['short', 'long']);
+    expect(write({ containers: [] }).length).toBe(0);
+  });
+
+  it('encodes an item once while it is the same object, and a new object again', () => {
+    const encoded: string[] = [];
+    const write = cachedListSerializer('RuntimeService', 'ListContainers', (item: Item) => {
+      encoded.push(`${item.id}:${item.state}`);
+      return toWire(item);
+    });
+    const a = { id: 'a', state: 'CONTAINER_CREATED', annotations: {} };
+    const b = { id: 'b', state: 'CONTAINER_RUNNING', annotations: {} };
+    write({ containers: [a, b] });
+    write({ containers: [b, a] });
+    const started = { ...a, state: 'CONTAINER_RUNNING' };
+    const bytes = write({ containers: [started, b] });
+    expect(encoded).toEqual(['a:CONTAINER_CREATED', 'b:CONTAINER_RUNNING', 'a:CONTAINER_RUNNING']);
+    const states = (read(bytes) as { containers: WireContainer[] }).containers.map((c) => enumValue(CONTAINER_STATES, c.state));
+    expect(states).toEqual(['CONTAINER_RUNNING', 'CONTAINER_RUNNING']);
+  });
+
+  it('refuses a call whose answer is not one repeated message', () => {
+    expect(() => cachedListSerializer('RuntimeService', 'Version', toWire)).toThrow(/RuntimeService.Version does not answer with one repeated message field/);
+  });
+});
+
+describe('a list read item by item (clientListMethod)', () => {
+  const plain = serviceDefinition('RuntimeService')['ListContainers']!.responseSerialize;
+  const method = clientListMethod('RuntimeService', 'ListContainers');
+  /** One Container's encoding: a list of it without its tag and one-byte length (items under 128 bytes). */
+  const container = (value: object) => plain({ containers: [value] }).subarray(2);
+
+  it('gives each item\'s bytes past a field the proto does not know, its id, and decodes it', () => {
+    const unknownField = Buffer.from([(7 << 3) | 0, 5]); // field 7, a varint: from a newer runtime
+    const bytes = Buffer.concat([unknownField, plain({ containers: [{ id: 'a' }, { id: 'b', metadata: { name: 'app', attempt: 1 } }] })]);
+    const items = method.deserialize(bytes);
+    expect(items.map(method.itemId)).toEqual(['a', 'b']);
+    expect((method.decodeItem(items[1]!) as WireContainer).metadata).toMatchObject({ name: 'app', attempt: 1 });
+  });
+
+  it('finds the id wherever the item has it', () => {
+    // Two encodings of one message, concatenated, are one message: here its metadata comes first.
+    const item = Buffer.concat([container({ metadata: { name: 'app', attempt: 0 } }), container({ id: 'late' })]);
+    expect(method.itemId(item)).toBe('late');
+    expect(method.itemId(container({ metadata: { name: 'app', attempt: 0 } }))).toBe('');
   });
 });

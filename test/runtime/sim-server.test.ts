@@ -257,6 +257,30 @@ describe('sim:// over gRPC', () => {
     expect((await client.listPodSandbox({ id: y.sandbox }))[0]?.state).toBe('SANDBOX_NOTREADY');
   });
 
+  it('lists each sandbox and container as the same listing while its state holds, and a change at once', async () => {
+    const pod = podConfig('kept');
+    const sandbox = await client.runPodSandbox(pod);
+    const id = await runContainer(pod, sandbox, 'main', ['sleep', 'infinity']);
+    const [first] = sim.engine.listContainers({ id });
+    expect(sim.engine.listContainers({ id })[0]).toBe(first);
+    expect(Object.isFrozen(first)).toBe(true);
+    const [listed] = await client.listContainers();
+    const [listedSandbox] = await client.listPodSandbox();
+    expect(listed?.state).toBe('CONTAINER_RUNNING');
+    expect(listedSandbox?.state).toBe('SANDBOX_READY');
+    // The client gives what it read before, byte for byte the same, as the same frozen object.
+    expect((await client.listContainers())[0]).toBe(listed);
+    expect((await client.listContainers({ state: 'CONTAINER_RUNNING' }))[0]).toBe(listed);
+    expect((await client.listPodSandbox())[0]).toBe(listedSandbox);
+    expect(Object.isFrozen(listed) && Object.isFrozen(listed?.labels) && Object.isFrozen(listedSandbox?.metadata)).toBe(true);
+
+    // The server keeps each listing's encoding and the client its reading: what changed is new to both.
+    await client.stopPodSandbox(sandbox);
+    expect(sim.engine.listContainers({ id })[0]).not.toBe(first);
+    expect((await client.listContainers()).map((c) => [c.id, c.state])).toEqual([[id, 'CONTAINER_EXITED']]);
+    expect((await client.listPodSandbox()).map((s) => [s.id, s.state])).toEqual([[sandbox, 'SANDBOX_NOTREADY']]);
+  });
+
   it('pulls images; missing images fail the pull; creating from an unpulled image fails', async () => {
     expect(await client.imageStatus('docker.io/library/nginx:1.25')).toBeNull();
     const ref = await client.pullImage('nginx:1.25');

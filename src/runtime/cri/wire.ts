@@ -58,9 +58,10 @@ function plainDeserializer(type: protobuf.Type): (bytes: Buffer) => object {
 /**
  * The methods of `runtime.v1.<service>` as a grpc-js service definition, for a server: requests
  * are read as plain objects (`PLAIN_OBJECT`); requests and responses are written from plain
- * objects in the wire shapes below (enums by name or number, int64 as strings, numbers or halves).
+ * objects in the wire shapes below (enums by name or number, int64 as strings, numbers or halves),
+ * except the answers given a writer of their own in `responseSerializers` (by method name).
  */
-export function serviceDefinition(name: ServiceName): grpc.ServiceDefinition {
+export function serviceDefinition(name: ServiceName, responseSerializers: Readonly<Record<string, (response: object) => Buffer>> = {}): grpc.ServiceDefinition {
   const definition: Record<string, grpc.MethodDefinition<object, object>> = {};
   for (const method of service(name).methodsArray) {
     const request = method.resolvedRequestType!;
@@ -71,11 +72,74 @@ export function serviceDefinition(name: ServiceName): grpc.ServiceDefinition {
       responseStream: method.responseStream === true,
       requestSerialize: serializer(request),
       requestDeserialize: plainDeserializer(request),
-      responseSerialize: serializer(response),
+      responseSerialize: responseSerializers[method.name] ?? serializer(response),
       responseDeserialize: plainDeserializer(response),
     };
   }
   return definition;
+}
+
+/**
+ * How a server writes the answer of a list call whose one field is a repeated message
+ * (ListContainers, ListPodSandbox), for `serviceDefinition`: from each item's own encoding, made
+ * from `toWire(item)` and kept for as long as the item object lives. A server that answers with
+ * the same objects while nothing changed (sim://'s listings) encodes only what did: a node at rest
+ * lists the same thousand containers every few seconds.
+ */
+export function cachedListSerializer<T extends object>(name: ServiceName, rpc: string, toWire: (item: T) => object): (response: object) => Buffer {
+  const field = repeatedMessageField(name, rpc);
+  const itemType = field.resolvedType as protobuf.Type;
+  const tag = (field.id << 3) | 2; // length-delimited; one byte for a field number below 16
+  const encodings = new WeakMap<T, Uint8Array>();
+  const encodingOf = (item: T): Uint8Array => {
+    let bytes = encodings.get(item);
+    if (bytes === undefined) {
+      // A copy of its own: protobuf.js may hand back a view into a shared pool slab.
+      bytes = new Uint8Array(itemType.encode(itemType.fromObject(toWire(item))).finish());
+      encodings.set(item, bytes);
+    }
+    return bytes;
+  };
+  return (value) => {
+    const items = (value as Record<string, readonly T[]>)[field.name] ?? [];
+    const parts = items.map(encodingOf);
+    let size = 0;
+    for (const bytes of parts) size += 1 + varintLength(bytes.length) + bytes.length;
+    const out = Buffer.allocUnsafe(size);
+    let at = 0;
+    for (const bytes of parts) {
+      out[at++] = tag;
+      for (let length = bytes.length; ; length >>>= 7) {
+        if (length < 0x80) {
+          out[at++] = length;
+          break;
+        }
+        out[at++] = (length & 0x7f) | 0x80;
+      }
+      out.set(bytes, at);
+      at += bytes.length;
+    }
+    return out;
+  };
+}
+
+/** The one field of a list call's answer: a repeated message, numbered below 16 (a one-byte tag). */
+function repeatedMessageField(name: ServiceName, rpc: string): protobuf.Field {
+  const response = service(name).methods[rpc]?.resolvedResponseType;
+  const field = response?.fieldsArray[0];
+  if (!response || response.fieldsArray.length !== 1 || !field?.repeated || !(field.resolvedType instanceof protobuf.Type) || field.id > 15) {
+    throw new Error(`${name}.${rpc} does not answer with one repeated message field`);
+  }
+  return field;
+}
+
+function varintLength(value: number): number {
+  let length = 1;
+  while (value >= 0x80) {
+    value >>>= 7;
+    length++;
+  }
+  return length;
 }
 
 /** What the client needs of one call: its path, how its request is written and its response read. */
@@ -89,6 +153,55 @@ export interface ClientMethod {
    * below allow for these forms; `enumValue`, `int64ToNumber` and `nsToMs` read them.
    */
   deserialize: (bytes: Buffer) => unknown;
+}
+
+/**
+ * A list call (one repeated message field: ListContainers, ListPodSandbox) read item by item:
+ * `deserialize` gives each item's bytes (views into the answer, not copies), `decodeItem` decodes
+ * one as `clientMethod`'s deserializer would, and `itemId` reads its id (field 1) alone, so that
+ * the client can give an item it read before, byte for byte the same, without decoding it again.
+ */
+export interface ClientListMethod extends Omit<ClientMethod, 'deserialize'> {
+  deserialize: (bytes: Buffer) => Buffer[];
+  decodeItem: (bytes: Uint8Array) => unknown;
+  itemId: (bytes: Uint8Array) => string;
+}
+
+export function clientListMethod(name: ServiceName, rpc: string): ClientListMethod {
+  const { path, serialize } = clientMethod(name, rpc);
+  const field = repeatedMessageField(name, rpc);
+  const itemType = field.resolvedType as protobuf.Type;
+  const idField = itemType.fieldsById[1];
+  if (idField?.type !== 'string') throw new Error(`${name}.${rpc}: its items have no string id as field 1`);
+  return {
+    path,
+    serialize,
+    deserialize: (bytes) => {
+      const items: Buffer[] = [];
+      const reader = protobuf.Reader.create(bytes);
+      while (reader.pos < reader.len) {
+        const tag = reader.uint32();
+        if (tag === ((field.id << 3) | 2)) {
+          const length = reader.uint32();
+          items.push(bytes.subarray(reader.pos, reader.pos + length));
+          reader.skip(length);
+        } else {
+          reader.skipType(tag & 7); // a field this proto does not know: left, as decode leaves it
+        }
+      }
+      return items;
+    },
+    decodeItem: (bytes) => itemType.decode(bytes),
+    itemId: (bytes) => {
+      const reader = protobuf.Reader.create(bytes);
+      while (reader.pos < reader.len) {
+        const tag = reader.uint32();
+        if (tag === ((1 << 3) | 2)) return reader.string();
+        reader.skipType(tag & 7);
+      }
+      return '';
+    },
+  };
 }
 
 /** The call `rpc` of `runtime.v1.<service>`, for a client. */

@@ -105,6 +105,8 @@ interface SimSandbox {
   containers: Set<SimContainer>;
   /** The pod's CPU: charged with all its containers' time, including those that have exited. */
   cpu: CpuMeter;
+  /** What ListPodSandbox shows of it, made again only when its state changes (`sandboxOf`). */
+  listing: PodSandbox | null;
 }
 
 /** An exec under way: its exit status, and how to end it early. */
@@ -153,6 +155,8 @@ interface SimContainer extends Pick<ContainerStatus, 'id' | 'image' | 'imageRef'
   oomKilled: boolean;
   /** Its main process's pid while it runs (as the kernel log names it). */
   pid: number;
+  /** What ListContainers shows of it, made again only when its state changes (`containerOf`). */
+  listing: Container | null;
 }
 
 /**
@@ -362,6 +366,7 @@ export class SimEngine {
       nameKey,
       containers: new Set(),
       cpu: new CpuMeter(),
+      listing: null,
     };
     this.reservedNames.add(nameKey);
     this.sandboxes.set(sandbox.id, sandbox);
@@ -486,6 +491,7 @@ export class SimEngine {
       cpu: new CpuMeter(sandbox.cpu),
       oomKilled: false,
       pid: 0,
+      listing: null,
     };
     const resolv = resolvConf(sandbox.config.dnsConfig);
     if (resolv) container.fs.write('/etc/resolv.conf', resolv);
@@ -976,16 +982,23 @@ export class SimEngine {
     for (const listener of this.listeners) listener(event);
   }
 
+  /**
+   * Its listing: the same frozen object until its state changes (nothing else in it can), so that a
+   * list of a node at rest is the same objects each time and the server can keep their encodings.
+   */
   private sandboxOf(sandbox: SimSandbox): PodSandbox {
-    return {
-      id: sandbox.id,
-      metadata: sandbox.config.metadata,
-      state: sandbox.state,
-      createdAt: sandbox.createdAt,
-      labels: sandbox.config.labels,
-      annotations: sandbox.config.annotations,
-      runtimeHandler: sandbox.runtimeHandler,
-    };
+    if (sandbox.listing?.state !== sandbox.state) {
+      sandbox.listing = Object.freeze({
+        id: sandbox.id,
+        metadata: sandbox.config.metadata,
+        state: sandbox.state,
+        createdAt: sandbox.createdAt,
+        labels: sandbox.config.labels,
+        annotations: sandbox.config.annotations,
+        runtimeHandler: sandbox.runtimeHandler,
+      });
+    }
+    return sandbox.listing;
   }
 
   private sandboxStatusOf(sandbox: SimSandbox): PodSandboxStatus {
@@ -996,18 +1009,22 @@ export class SimEngine {
     };
   }
 
+  /** Its listing, kept as a sandbox's is (`sandboxOf`). */
   private containerOf(container: SimContainer): Container {
-    return {
-      id: container.id,
-      podSandboxId: container.sandbox.id,
-      metadata: container.config.metadata,
-      image: container.image,
-      imageRef: container.imageId,
-      state: container.state,
-      createdAt: container.createdAt,
-      labels: container.config.labels,
-      annotations: container.config.annotations,
-    };
+    if (container.listing?.state !== container.state) {
+      container.listing = Object.freeze({
+        id: container.id,
+        podSandboxId: container.sandbox.id,
+        metadata: container.config.metadata,
+        image: container.image,
+        imageRef: container.imageId,
+        state: container.state,
+        createdAt: container.createdAt,
+        labels: container.config.labels,
+        annotations: container.config.annotations,
+      });
+    }
+    return container.listing;
   }
 
   /** Live processes: the main one while running, and its execs in flight. */

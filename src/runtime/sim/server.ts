@@ -26,6 +26,7 @@ import {
 import {
   CONTAINER_STATES,
   PROTOCOLS,
+  cachedListSerializer,
   SANDBOX_STATES,
   containerUserToWire,
   enumValue,
@@ -96,7 +97,7 @@ export async function startSimRuntime(options: SimRuntimeServerOptions): Promise
   if (engine.stateDir !== undefined) await mkdir(engine.stateDir, { recursive: true });
   const serve = async (): Promise<grpc.Server> => {
     const server = new grpc.Server();
-    server.addService(serviceDefinition('RuntimeService'), runtimeHandlers(engine, eventStreams, intercept));
+    server.addService(serviceDefinition('RuntimeService', LIST_SERIALIZERS), runtimeHandlers(engine, eventStreams, intercept));
     server.addService(serviceDefinition('ImageService'), imageHandlers(engine, intercept));
     await removeStaleSocket(socketPath);
     await new Promise<void>((resolve, reject) => {
@@ -311,6 +312,15 @@ function wireContainerStatus(status: ContainerStatus): WireContainerStatus {
   };
 }
 
+/**
+ * The lists are written from the engine's listings, which stay the same objects while their state
+ * does: each sandbox and container is encoded once per state, not at every list (`cachedListSerializer`).
+ */
+const LIST_SERIALIZERS = {
+  ListPodSandbox: cachedListSerializer('RuntimeService', 'ListPodSandbox', wireSandbox),
+  ListContainers: cachedListSerializer('RuntimeService', 'ListContainers', wireContainer),
+};
+
 function wireImage(image: ImageInfo): WireImage {
   return {
     id: image.id,
@@ -336,6 +346,12 @@ function wireEvent(event: SimContainerEvent): WireContainerEvent {
 // ------------------------------------------------------------------------------------------------
 // Services
 
+/** The unary calls of the runtime service as the handlers answer them: the lists with the engine's listings (`LIST_SERIALIZERS`). */
+type ServedRuntimeRpcs = Omit<RuntimeServiceRpcs, 'GetContainerEvents' | 'ListPodSandbox' | 'ListContainers'> & {
+  ListPodSandbox: Rpc<RuntimeServiceRpcs['ListPodSandbox']['request'], { items: PodSandbox[] }>;
+  ListContainers: Rpc<RuntimeServiceRpcs['ListContainers']['request'], { containers: Container[] }>;
+};
+
 function runtimeHandlers(
   engine: SimEngine,
   eventStreams: Set<grpc.ServerWritableStream<unknown, WireContainerEvent>>,
@@ -353,7 +369,7 @@ function runtimeHandlers(
     call.on('error', end);
   };
 
-  const unary = unaryHandlers<Omit<RuntimeServiceRpcs, 'GetContainerEvents'>>({
+  const unary = unaryHandlers<ServedRuntimeRpcs>({
     Version: () => engine.version(),
     // Verbose, its config names its sandbox image, as containerd's does.
     Status: (req) => {
@@ -382,7 +398,7 @@ function runtimeHandlers(
       timestamp: msToNs(engine.clock.now()),
     }),
     ListPodSandbox: (req) => ({
-      items: engine.listPodSandbox(sandboxFilter(req.filter)).map(wireSandbox),
+      items: engine.listPodSandbox(sandboxFilter(req.filter)),
     }),
     CreateContainer: (req) => ({
       containerId: engine.createContainer(req.podSandboxId, containerConfig(req.config)),
@@ -400,7 +416,7 @@ function runtimeHandlers(
       return {};
     },
     ListContainers: (req) => ({
-      containers: engine.listContainers(containerFilter(req.filter)).map(wireContainer),
+      containers: engine.listContainers(containerFilter(req.filter)),
     }),
     ContainerStatus: async (req) => ({
       status: wireContainerStatus(await engine.containerStatusWithLog(req.containerId)),
