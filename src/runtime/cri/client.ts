@@ -5,7 +5,7 @@
  * `wire.ts`, which the simulated runtime's server shares.
  */
 import { containerSecurityToWire, resourcesFromWire, resourcesToWire, sandboxSecurityToWire } from './securityWire.ts';
-import * as grpc from '@grpc/grpc-js';
+import { GrpcChannel, GrpcStatusError, type GrpcCallOptions, type GrpcMethod } from './channel.ts';
 import {
   CriError,
   type CallOptions,
@@ -18,7 +18,6 @@ import {
   type ContainerStats,
   type ContainerStatsFilter,
   type ContainerStatus,
-  type CriErrorCode,
   type AttachRequest,
   type ExecRequest,
   type ExecResult,
@@ -114,7 +113,7 @@ function typedDeserializer<T>(method: ClientMethod): (bytes: Buffer) => T {
 // ------------------------------------------------------------------------------------------------
 // Endpoint and errors
 
-/** Turns `unix:///run/containerd/containerd.sock` or `/run/containerd/containerd.sock` into a grpc-js target. */
+/** Turns `unix:///run/containerd/containerd.sock` or `/run/containerd/containerd.sock` into a gRPC target (`unix:///…`). */
 export function grpcTarget(endpoint: string): string {
   const path = endpoint.startsWith('unix://') ? endpoint.slice('unix://'.length) : endpoint;
   if (!path.startsWith('/')) {
@@ -123,46 +122,10 @@ export function grpcTarget(endpoint: string): string {
   return `unix://${path}`;
 }
 
-const CRI_ERROR_CODES = {
-  CANCELLED: true,
-  UNKNOWN: true,
-  INVALID_ARGUMENT: true,
-  DEADLINE_EXCEEDED: true,
-  NOT_FOUND: true,
-  ALREADY_EXISTS: true,
-  PERMISSION_DENIED: true,
-  RESOURCE_EXHAUSTED: true,
-  FAILED_PRECONDITION: true,
-  ABORTED: true,
-  OUT_OF_RANGE: true,
-  UNIMPLEMENTED: true,
-  INTERNAL: true,
-  UNAVAILABLE: true,
-  DATA_LOSS: true,
-  UNAUTHENTICATED: true,
-} satisfies Record<CriErrorCode, true>;
-
-function isCriErrorCode(name: string | undefined): name is CriErrorCode {
-  return name !== undefined && Object.hasOwn(CRI_ERROR_CODES, name);
-}
-
-function statusCodeName(code: number): CriErrorCode {
-  const name: string | undefined = grpc.status[code];
-  return isCriErrorCode(name) ? name : 'UNKNOWN';
-}
-
 function toCriError(call: string, err: unknown): CriError {
   if (err instanceof CriError) return err;
-  if (typeof err === 'object' && err !== null && 'code' in err && typeof err.code === 'number') {
-    const details = 'details' in err && typeof err.details === 'string' ? err.details : '';
-    const message = err instanceof Error ? err.message : '';
-    return new CriError(call, statusCodeName(err.code), details || message);
-  }
+  if (err instanceof GrpcStatusError) return new CriError(call, err.code, err.details);
   return new CriError(call, 'UNKNOWN', err instanceof Error ? err.message : String(err));
-}
-
-function cancelledBeforeStart(call: string): CriError {
-  return new CriError(call, 'CANCELLED', 'aborted before the call was sent');
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -407,8 +370,8 @@ function frozen<T extends object>(value: T): T {
 }
 
 export class CriClient implements RuntimeService, ImageService {
-  private readonly runtimeClient: grpc.Client;
-  private readonly imageClient: grpc.Client;
+  /** One connection to the runtime's socket for both services. */
+  private readonly channel: GrpcChannel;
   private readonly requestTimeoutMs: number;
   private readonly pullTimeoutMs: number;
   private readonly sandboxList = new ListReader(clientListMethod('RuntimeService', 'ListPodSandbox'), sandboxFromWire);
@@ -417,25 +380,13 @@ export class CriClient implements RuntimeService, ImageService {
   constructor(endpoint: string, options: CriClientOptions = {}) {
     this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     this.pullTimeoutMs = options.pullTimeoutMs ?? DEFAULT_PULL_TIMEOUT_MS;
-    const target = grpcTarget(endpoint);
-    const channelOptions: grpc.ChannelOptions = {
-      'grpc.max_receive_message_length': options.maxReceiveMessageBytes ?? DEFAULT_MAX_RECEIVE_MESSAGE_BYTES,
-      // No channelz: its per-call counters and traces are kept for a debugging service the agent
-      // does not run, on every one of the dozen calls of each pod start.
-      'grpc.enable_channelz': 0,
-    };
-    const credentials = grpc.credentials.createInsecure();
-    this.runtimeClient = new grpc.Client(target, credentials, channelOptions);
-    // Sharing the runtime client's channel keeps one connection to the socket for both services.
-    this.imageClient = new grpc.Client(target, credentials, {
-      ...channelOptions,
-      channelOverride: this.runtimeClient.getChannel(),
+    this.channel = new GrpcChannel(grpcTarget(endpoint).slice('unix://'.length), {
+      maxReceiveMessageBytes: options.maxReceiveMessageBytes ?? DEFAULT_MAX_RECEIVE_MESSAGE_BYTES,
     });
   }
 
   close(): void {
-    this.imageClient.close();
-    this.runtimeClient.close();
+    this.channel.close();
   }
 
   // ---------------------------------------------------------------- RuntimeService
@@ -593,10 +544,6 @@ export class CriClient implements RuntimeService, ImageService {
     return this.requestTimeoutMs + Math.max(0, timeoutSeconds) * 1000;
   }
 
-  private clientFor(service: ServiceName): grpc.Client {
-    return service === 'RuntimeService' ? this.runtimeClient : this.imageClient;
-  }
-
   private unary<S extends ServiceName, M extends RpcName<S>>(
     service: S,
     rpc: M,
@@ -620,37 +567,19 @@ export class CriClient implements RuntimeService, ImageService {
     return reader.read(await this.call(service, rpc, request, opts, reader.method), unfiltered);
   }
 
-  private call<S extends ServiceName, M extends RpcName<S>, Res>(
-    service: S,
+  private async call<S extends ServiceName, M extends RpcName<S>, Res>(
+    _service: S,
     rpc: M,
     request: RequestOf<S, M>,
     opts: CallOptions | undefined,
-    method: { path: string; serialize: (request: object) => Buffer; deserialize: (bytes: Buffer) => Res },
+    method: GrpcMethod<Res>,
     defaultTimeoutMs = this.requestTimeoutMs,
   ): Promise<Res> {
-    const signal = opts?.signal;
-    return new Promise<Res>((resolve, reject) => {
-      if (signal?.aborted) {
-        reject(cancelledBeforeStart(rpc));
-        return;
-      }
-      const onAbort = (): void => call.cancel();
-      const call = this.clientFor(service).makeUnaryRequest(
-        method.path,
-        method.serialize,
-        method.deserialize,
-        request,
-        new grpc.Metadata(),
-        { deadline: Date.now() + (opts?.timeoutMs ?? defaultTimeoutMs) },
-        (err, res) => {
-          signal?.removeEventListener('abort', onAbort);
-          if (err) reject(toCriError(rpc, err));
-          else if (res === undefined) reject(new CriError(rpc, 'INTERNAL', 'empty response'));
-          else resolve(res);
-        },
-      );
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
+    try {
+      return await this.channel.unary(method, request, { timeoutMs: opts?.timeoutMs ?? defaultTimeoutMs, ...(opts?.signal ? { signal: opts.signal } : {}) });
+    } catch (err) {
+      throw toCriError(rpc, err);
+    }
   }
 
   /**
@@ -664,46 +593,20 @@ export class CriClient implements RuntimeService, ImageService {
     request: RequestOf<S, M>,
     opts: CallOptions | undefined,
   ): AsyncGenerator<ResponseOf<S, M>> {
-    type Res = ResponseOf<S, M>;
     const method = lookupMethod(service, rpc);
-    const signal = opts?.signal;
-    if (signal?.aborted) return failedStream<Res>(cancelledBeforeStart(rpc));
-    const callOptions: grpc.CallOptions = opts?.timeoutMs !== undefined ? { deadline: Date.now() + opts.timeoutMs } : {};
-    const call = this.clientFor(service).makeServerStreamRequest(
-      method.path,
-      method.serialize,
-      typedDeserializer<Res>(method),
-      request,
-      new grpc.Metadata(),
-      callOptions,
-    );
-    const onAbort = (): void => call.cancel();
-    signal?.addEventListener('abort', onAbort, { once: true });
-    return readStream(rpc, call, () => signal?.removeEventListener('abort', onAbort));
+    const options: GrpcCallOptions = {};
+    if (opts?.timeoutMs !== undefined) options.timeoutMs = opts.timeoutMs;
+    if (opts?.signal) options.signal = opts.signal;
+    return readStream(rpc, this.channel.serverStream({ ...method, deserialize: typedDeserializer<ResponseOf<S, M>>(method) }, request, options));
   }
 }
 
-async function* readStream<Res>(
-  rpc: string,
-  call: grpc.ClientReadableStream<Res>,
-  cleanup: () => void,
-): AsyncGenerator<Res> {
+async function* readStream<Res>(rpc: string, messages: AsyncGenerator<Res>): AsyncGenerator<Res> {
   try {
-    for await (const message of call) {
-      const typed: Res = message;
-      yield typed;
-    }
+    yield* messages;
   } catch (err) {
     throw toCriError(rpc, err);
-  } finally {
-    cleanup();
-    call.cancel();
   }
-}
-
-/** A stream that fails on its first `next()`, where an opened stream would report its error. */
-async function* failedStream<Res>(err: CriError): AsyncGenerator<Res> {
-  throw err;
 }
 
 async function* mapDefined<T, U>(source: AsyncIterable<T>, map: (item: T) => U | undefined): AsyncGenerator<U> {
