@@ -25,7 +25,6 @@ import type { SyncLoopMachine } from '../kubelet/syncLoop.ts';
 import type { Logger } from '../log.ts';
 import type { PodManager } from '../pod/podManager.ts';
 import { CriClient } from '../runtime/cri/client.ts';
-import { startSimRuntime } from '../runtime/sim/server.ts';
 import type { SimMemory } from '../runtime/sim/engine.ts';
 import { parseQuantity } from '../api/quantity.ts';
 import { openContainerManager } from '../cm/open.ts';
@@ -104,6 +103,8 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
   let kernelLog: KernelLog = hostKernelLog;
   if (endpoint.startsWith('sim://')) {
     // Its own directory under --root-dir is its image filesystem (ImageFsInfo): on nodefs's disk, as a one-disk node's runtime is.
+    // Loaded only for sim://: the simulator, and grpc-js with which it serves, stay out of a node on a real runtime.
+    const { startSimRuntime } = await import('../runtime/sim/server.ts');
     const sim = await startSimRuntime({ socketPath: simSocketPath(config.rootDir), stateDir: path.resolve(config.rootDir, 'sim'), ...simOptionsFromEndpoint(endpoint) });
     simMemory = () => sim.engine.memory();
     kernelLog = { follow: (onLine) => sim.engine.followKernelLog(onLine) };

@@ -21,7 +21,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
-import * as grpc from '@grpc/grpc-js';
+import { GrpcChannel, GrpcStatusError, type GrpcMethod } from '../runtime/cri/channel.ts';
 import type { Container, GRPCAction, HTTPGetAction, Pod, Probe, TCPSocketAction } from '../api/types.ts';
 import { errorText } from '../kuberuntime/images.ts';
 import { resolvePort } from '../kuberuntime/hooks.ts';
@@ -274,38 +274,25 @@ function decodeVarint(buffer: Buffer, start: number): [number, number] {
   return [value, offset];
 }
 
-function grpcProbe(host: string, action: GRPCAction, timeoutMs: number, signal: AbortSignal): Promise<ProbeOutcome> {
-  const address = `${host.includes(':') ? `[${host}]` : host}:${action.port}`;
-  const client = new grpc.Client(address, grpc.credentials.createInsecure());
-  const service = action.service ?? '';
-  return new Promise<ProbeOutcome>((resolve) => {
-    const call = client.makeUnaryRequest<string, number>(
-      '/grpc.health.v1.Health/Check',
-      encodeHealthCheckRequest,
-      decodeHealthCheckResponse,
-      service,
-      new grpc.Metadata(),
-      { deadline: Date.now() + timeoutMs },
-      (err, status) => {
-        signal.removeEventListener('abort', onAbort);
-        client.close();
-        if (signal.aborted) return resolve({ result: 'Unknown', output: 'probe cancelled' });
-        if (err) {
-          if (err.code === grpc.status.UNIMPLEMENTED) {
-            return resolve({ result: 'Failure', output: `this server doesn't implement the grpc health protocol (grpc.health.v1.Health): ${err.details}` });
-          }
-          if (err.code === grpc.status.DEADLINE_EXCEEDED) {
-            return resolve({ result: 'Failure', output: `timeout: health rpc did not complete within ${timeoutMs / 1000}s` });
-          }
-          return resolve({ result: 'Failure', output: `error: health rpc probe failed: ${err.details || err.message}` });
-        }
-        const name = servingStatuses[status ?? 0] ?? String(status);
-        resolve(name === 'SERVING' ? { result: 'Success', output: '' } : { result: 'Failure', output: `service unhealthy (responded with "${name}")` });
-      },
-    );
-    const onAbort = () => call.cancel();
-    signal.addEventListener('abort', onAbort, { once: true });
-  });
+/** grpc.health.v1.Health/Check, its request the service's name. */
+const HEALTH_CHECK: GrpcMethod<number, string> = { path: '/grpc.health.v1.Health/Check', serialize: encodeHealthCheckRequest, deserialize: decodeHealthCheckResponse };
+
+/** A connection of its own per probe, as the kubelet dials one (pkg/probe/grpc/grpc.go Probe). */
+async function grpcProbe(host: string, action: GRPCAction, timeoutMs: number, signal: AbortSignal): Promise<ProbeOutcome> {
+  const channel = new GrpcChannel({ host, port: action.port }, { maxReceiveMessageBytes: 4 * 1024 * 1024 });
+  try {
+    const status = await channel.unary(HEALTH_CHECK, action.service ?? '', { timeoutMs, signal });
+    const name = servingStatuses[status] ?? String(status);
+    return name === 'SERVING' ? { result: 'Success', output: '' } : { result: 'Failure', output: `service unhealthy (responded with "${name}")` };
+  } catch (error) {
+    if (signal.aborted) return { result: 'Unknown', output: 'probe cancelled' };
+    if (!(error instanceof GrpcStatusError)) throw error;
+    if (error.code === 'UNIMPLEMENTED') return { result: 'Failure', output: `this server doesn't implement the grpc health protocol (grpc.health.v1.Health): ${error.details}` };
+    if (error.code === 'DEADLINE_EXCEEDED') return { result: 'Failure', output: `timeout: health rpc did not complete within ${timeoutMs / 1000}s` };
+    return { result: 'Failure', output: `error: health rpc probe failed: ${error.details}` };
+  } finally {
+    channel.close();
+  }
 }
 
 function truncate(text: string): string {

@@ -53,7 +53,7 @@ afterAll(async () => {
 });
 
 function channel(maxReceiveMessageBytes = 1024 * 1024): GrpcChannel {
-  return new GrpcChannel(socketPath, { maxReceiveMessageBytes });
+  return new GrpcChannel({ path: socketPath }, { maxReceiveMessageBytes });
 }
 
 async function failure(promise: Promise<unknown>): Promise<GrpcStatusError> {
@@ -184,11 +184,11 @@ describe('GrpcChannel', () => {
   });
 
   it('fails at once when nothing listens, and after close', async () => {
-    const absent = new GrpcChannel(join(directory, 'absent.sock'), { maxReceiveMessageBytes: 1024 });
+    const absent = new GrpcChannel({ path: join(directory, 'absent.sock') }, { maxReceiveMessageBytes: 1024 });
     const error = await failure(absent.unary(text, {}, { timeoutMs: 5_000 }));
     expect(error.code).toBe('UNAVAILABLE');
     expect(error.details).toContain('ENOENT');
     absent.close();
-    expect(await failure(absent.unary(text, {}, { timeoutMs: 5_000 }))).toMatchObject({ code: 'UNAVAILABLE', details: 'the CRI client was closed' });
+    expect(await failure(absent.unary(text, {}, { timeoutMs: 5_000 }))).toMatchObject({ code: 'UNAVAILABLE', details: 'the channel was closed' });
   });
 });

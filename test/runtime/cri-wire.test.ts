@@ -6,7 +6,7 @@
  */
 import Long from 'long';
 import { describe, expect, it } from 'vitest';
-import { type WireContainer, cachedListSerializer, clientListMethod, clientMethod, enumValue, CONTAINER_STATES, int64ToNumber, msToNs, nsToMs, serviceDefinition } from '../../src/runtime/cri/wire.ts';
+import { type WireContainer, clientListMethod, clientMethod, keptEncodings, messageEncoder, enumValue, CONTAINER_STATES, int64ToNumber, msToNs, nsToMs, serviceDefinition } from '../../src/runtime/cri/wire.ts';
 
 /** The exact answer, by BigInt, for any int64 written as a decimal string. */
 const exactMs = (ns: string) => Number(BigInt(ns) / 1_000_000n);
@@ -82,29 +82,54 @@ describe('a response, written by a server and read by the client', () => {
   });
 });
 
-describe('a list written from its items\' kept encodings (cachedListSerializer)', () => {
+describe('answers written around kept encodings (messageEncoder, keptEncodings)', () => {
   const plain = serviceDefinition('RuntimeService')['ListContainers']!.responseSerialize;
   const read = clientMethod('RuntimeService', 'ListContainers').deserialize;
   interface Item { id: string; state: string; annotations: Record<string, string> }
   const toWire = (item: Item) => ({ id: item.id, state: item.state, annotations: item.annotations, metadata: { name: `name-${item.id}`, attempt: 0 } });
+  const encodeContainer = messageEncoder('Container');
 
-  it('writes the same bytes as the plain serializer, lengths of one byte and of two included', () => {
+  it('writes a list the same as protobuf.js, lengths of one byte and of two included', () => {
     const items: Item[] = [
       { id: 'short', state: 'CONTAINER_RUNNING', annotations: {} },
       { id: 'long', state: 'CONTAINER_EXITED', annotations: { text: 'x'.repeat(300) } }, // over 127 bytes: a two-byte length
     ];
-    const write = cachedListSerializer('RuntimeService', 'ListContainers', toWire);
+    const write = messageEncoder('ListContainersResponse', { containers: keptEncodings((item: Item) => encodeContainer(toWire(item))) });
     const bytes = write({ containers: items });
     expect(bytes.equals(plain({ containers: items.map(toWire) }))).toBe(true);
     expect((read(bytes) as { containers: WireContainer[] }).containers.map((c) => c.id)).toEqual(['short', 'long']);
     expect(write({ containers: [] }).length).toBe(0);
   });
 
-  it('encodes an item once while it is the same object, and a new object again', () => {
+  it('writes parts within parts that read back as protobuf.js\'s whole message does', () => {
+    const stats = messageEncoder('PodSandboxStats', {
+      attributes: messageEncoder('PodSandboxAttributes'),
+      linux: messageEncoder('LinuxPodSandboxStats', { containers: messageEncoder('ContainerStats', { attributes: messageEncoder('ContainerAttributes') }) }),
+    });
+    const value = {
+      attributes: { id: 's1', metadata: { name: 'web', uid: 'u1', namespace: 'ns', attempt: 1 }, labels: { app: 'web' }, annotations: { a: 'b' } },
+      linux: {
+        cpu: { timestamp: msToNs(1_700_000_000_000), usageCoreNanoSeconds: { value: 42 } },
+        process: { timestamp: msToNs(1_700_000_000_000), processCount: { value: 2 } },
+        containers: [
+          { attributes: { id: 'c1', metadata: { name: 'app', attempt: 0 }, labels: {}, annotations: {} }, memory: { timestamp: msToNs(1), workingSetBytes: { value: 4096 } } },
+          { attributes: { id: 'c2', metadata: { name: 'side', attempt: 3 }, labels: { x: 'y' }, annotations: {} } },
+        ],
+      },
+    };
+    const type = clientMethod('RuntimeService', 'PodSandboxStats').deserialize;
+    const whole = serviceDefinition('RuntimeService')['PodSandboxStats']!.responseSerialize({ stats: value });
+    const parts = messageEncoder('PodSandboxStatsResponse', { stats })({ stats: value });
+    expect(JSON.stringify(type(parts))).toBe(JSON.stringify(type(whole)));
+  });
+
+  it('encodes a value once while it is the same object, and a new object again', () => {
     const encoded: string[] = [];
-    const write = cachedListSerializer('RuntimeService', 'ListContainers', (item: Item) => {
-      encoded.push(`${item.id}:${item.state}`);
-      return toWire(item);
+    const write = messageEncoder('ListContainersResponse', {
+      containers: keptEncodings((item: Item) => {
+        encoded.push(`${item.id}:${item.state}`);
+        return encodeContainer(toWire(item));
+      }),
     });
     const a = { id: 'a', state: 'CONTAINER_CREATED', annotations: {} };
     const b = { id: 'b', state: 'CONTAINER_RUNNING', annotations: {} };
@@ -117,8 +142,8 @@ describe('a list written from its items\' kept encodings (cachedListSerializer)'
     expect(states).toEqual(['CONTAINER_RUNNING', 'CONTAINER_RUNNING']);
   });
 
-  it('refuses a call whose answer is not one repeated message', () => {
-    expect(() => cachedListSerializer('RuntimeService', 'Version', toWire)).toThrow(/RuntimeService.Version does not answer with one repeated message field/);
+  it('refuses a part that is not a message field', () => {
+    expect(() => messageEncoder('Container', { id: encodeContainer })).toThrow(/runtime.v1.Container has no message field id/);
   });
 });
 

@@ -1,5 +1,5 @@
 /**
- * gRPC over HTTP/2 on a unix socket, as the CRI client needs it: unary and server-streaming calls
+ * gRPC over HTTP/2, as the CRI client (on a unix socket) and the gRPC probes (over TCP) need it: unary and server-streaming calls
  * laid out as the gRPC protocol over HTTP/2 lays them out (a POST per call, each message framed by
  * a compressed flag and a 4-byte length, the status in the trailers), on one HTTP/2 connection made
  * at the first call and again after it breaks. Nothing else: no name resolution, load balancing,
@@ -43,11 +43,14 @@ export class GrpcStatusError extends Error {
 }
 
 /** What a call needs of its method: its path, and how its request is written and its answer read. */
-export interface GrpcMethod<Response> {
+export interface GrpcMethod<Response, Request = object> {
   path: string;
-  serialize: (request: object) => Buffer;
+  serialize: (request: Request) => Buffer;
   deserialize: (bytes: Buffer) => Response;
 }
+
+/** Where the server listens: a unix socket (a runtime), or a TCP host and port (a pod's gRPC health service). */
+export type GrpcTarget = { path: string } | { host: string; port: number };
 
 export interface GrpcCallOptions {
   /** The call's deadline from now; sent to the server as `grpc-timeout` too. None: no deadline (a stream). */
@@ -82,12 +85,17 @@ export class GrpcChannel {
   private readonly calls = new Set<OpenCall>();
   private closed = false;
 
-  constructor(
-    private readonly socketPath: string,
-    private readonly options: GrpcChannelOptions,
-  ) {}
+  /** The target as messages name it: the socket's path, or host:port. */
+  private readonly address: string;
 
-  unary<Response>(method: GrpcMethod<Response>, request: object, options: GrpcCallOptions): Promise<Response> {
+  constructor(
+    private readonly target: GrpcTarget,
+    private readonly options: GrpcChannelOptions,
+  ) {
+    this.address = 'path' in target ? target.path : `${target.host.includes(':') ? `[${target.host}]` : target.host}:${target.port}`;
+  }
+
+  unary<Response, Request = object>(method: GrpcMethod<Response, Request>, request: Request, options: GrpcCallOptions): Promise<Response> {
     return new Promise<Response>((resolve, reject) => {
       let answer: Buffer | null = null;
       this.open(method.path, method.serialize(request), options, {
@@ -113,7 +121,7 @@ export class GrpcChannel {
    * Opens the stream at once, before the first `next()`: what the server sends meanwhile is held,
    * not missed. Returning from the iteration (or `return()`) cancels the call.
    */
-  serverStream<Response>(method: GrpcMethod<Response>, request: object, options: GrpcCallOptions): AsyncGenerator<Response> {
+  serverStream<Response, Request = object>(method: GrpcMethod<Response, Request>, request: Request, options: GrpcCallOptions): AsyncGenerator<Response> {
     const queue: Response[] = [];
     const state: { ended: { error: GrpcStatusError | null } | null } = { ended: null };
     let wake: (() => void) | null = null;
@@ -188,7 +196,7 @@ export class GrpcChannel {
       resume: () => stream?.resume(),
     };
     if (this.closed) {
-      queueMicrotask(() => finish(new GrpcStatusError('UNAVAILABLE', 'the CRI client was closed')));
+      queueMicrotask(() => finish(new GrpcStatusError('UNAVAILABLE', 'the channel was closed')));
       return call;
     }
     if (signal?.aborted) {
@@ -212,7 +220,7 @@ export class GrpcChannel {
     try {
       stream = this.request(headers);
     } catch (error) {
-      finish(new GrpcStatusError('UNAVAILABLE', `cannot reach the runtime at ${this.socketPath}: ${errorMessage(error)}`));
+      finish(new GrpcStatusError('UNAVAILABLE', `cannot reach ${this.address}: ${errorMessage(error)}`));
       return call;
     }
 
@@ -239,8 +247,8 @@ export class GrpcChannel {
     });
     stream.on('close', () => {
       if (status !== undefined) finish(status);
-      else if (streamError) finish(new GrpcStatusError('UNAVAILABLE', `the runtime at ${this.socketPath} is unreachable: ${streamError.message}`));
-      else if (connection?.closed || connection?.destroyed) finish(new GrpcStatusError('UNAVAILABLE', `the connection to the runtime at ${this.socketPath} was lost`));
+      else if (streamError) finish(new GrpcStatusError('UNAVAILABLE', `cannot reach ${this.address}: ${streamError.message}`));
+      else if (connection?.closed || connection?.destroyed) finish(new GrpcStatusError('UNAVAILABLE', `the connection to ${this.address} was lost`));
       else finish(resetError(stream!.rstCode));
     });
     stream.end(frame(body));
@@ -262,7 +270,7 @@ export class GrpcChannel {
     let session = this.session;
     if (session === null || session.closed || session.destroyed) {
       session = http2.connect('http://localhost', {
-        createConnection: () => net.connect(this.socketPath),
+        createConnection: () => ('path' in this.target ? net.connect(this.target.path) : net.connect(this.target.port, this.target.host)),
         settings: { enablePush: false, initialWindowSize: WINDOW_BYTES },
         maxSessionMemory: 64,
       });

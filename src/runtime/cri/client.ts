@@ -380,7 +380,7 @@ export class CriClient implements RuntimeService, ImageService {
   constructor(endpoint: string, options: CriClientOptions = {}) {
     this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     this.pullTimeoutMs = options.pullTimeoutMs ?? DEFAULT_PULL_TIMEOUT_MS;
-    this.channel = new GrpcChannel(grpcTarget(endpoint).slice('unix://'.length), {
+    this.channel = new GrpcChannel({ path: grpcTarget(endpoint).slice('unix://'.length) }, {
       maxReceiveMessageBytes: options.maxReceiveMessageBytes ?? DEFAULT_MAX_RECEIVE_MESSAGE_BYTES,
     });
   }

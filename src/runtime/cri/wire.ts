@@ -79,43 +79,56 @@ export function serviceDefinition(name: ServiceName, responseSerializers: Readon
   return definition;
 }
 
+/** Writes one message of api.proto from its plain object (or from what its parts were made of). */
+export type MessageEncoder<T = never> = (value: T) => Buffer;
+
 /**
- * How a server writes the answer of a list call whose one field is a repeated message
- * (ListContainers, ListPodSandbox), for `serviceDefinition`: from each item's own encoding, made
- * from `toWire(item)` and kept for as long as the item object lives. A server that answers with
- * the same objects while nothing changed (sim://'s listings) encodes only what did: a node at rest
- * lists the same thousand containers every few seconds.
+ * Writes messages of `runtime.v1.<typeName>` from plain objects in the wire shapes below, with
+ * protobuf.js, except the message fields named in `parts` (one value, or each of a repeated field):
+ * those are written from what their own encoder makes of the value — one that keeps its
+ * encodings (`keptEncodings`), or one with parts of its own. A server's answer is then written
+ * around what it had encoded before: a sandbox's or container's listing or attributes, which do
+ * not change while it lives, are not encoded again in every list and every stats pass.
  */
-export function cachedListSerializer<T extends object>(name: ServiceName, rpc: string, toWire: (item: T) => object): (response: object) => Buffer {
-  const field = repeatedMessageField(name, rpc);
-  const itemType = field.resolvedType as protobuf.Type;
-  const tag = (field.id << 3) | 2; // length-delimited; one byte for a field number below 16
-  const encodings = new WeakMap<T, Uint8Array>();
-  const encodingOf = (item: T): Uint8Array => {
-    let bytes = encodings.get(item);
-    if (bytes === undefined) {
-      // A copy of its own: protobuf.js may hand back a view into a shared pool slab.
-      bytes = new Uint8Array(itemType.encode(itemType.fromObject(toWire(item))).finish());
-      encodings.set(item, bytes);
-    }
-    return bytes;
-  };
+export function messageEncoder<T extends object = object>(typeName: string, parts: Readonly<Record<string, MessageEncoder<never>>> = {}): MessageEncoder<T> {
+  const type = loadApi().lookupType(`runtime.v1.${typeName}`);
+  const own = Object.entries(parts).map(([name, encode]) => {
+    const field = type.fields[name];
+    if (!field || !(field.resolvedType instanceof protobuf.Type)) throw new Error(`runtime.v1.${typeName} has no message field ${name}`);
+    // Each part takes values of its own type, which the message's plain object holds there.
+    return { name, key: (field.id << 3) | 2, repeated: field.repeated, encode: encode as unknown as (value: unknown) => Uint8Array }; // length-delimited
+  });
+  if (own.length === 0) {
+    return (value) => {
+      const bytes = type.encode(type.fromObject(value)).finish();
+      return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    };
+  }
+  const ownNames = new Set(own.map((part) => part.name));
   return (value) => {
-    const items = (value as Record<string, readonly T[]>)[field.name] ?? [];
-    const parts = items.map(encodingOf);
-    let size = 0;
-    for (const bytes of parts) size += 1 + varintLength(bytes.length) + bytes.length;
-    const out = Buffer.allocUnsafe(size);
-    let at = 0;
-    for (const bytes of parts) {
-      out[at++] = tag;
-      for (let length = bytes.length; ; length >>>= 7) {
-        if (length < 0x80) {
-          out[at++] = length;
-          break;
-        }
-        out[at++] = (length & 0x7f) | 0x80;
+    const rest: Record<string, unknown> = {};
+    for (const [name, member] of Object.entries(value)) if (!ownNames.has(name)) rest[name] = member;
+    const head = type.encode(type.fromObject(rest)).finish();
+    const keys: number[] = [];
+    const bodies: Uint8Array[] = [];
+    let size = head.length;
+    for (const part of own) {
+      const member = (value as Record<string, unknown>)[part.name];
+      if (member === null || member === undefined) continue;
+      for (const item of part.repeated ? (member as unknown[]) : [member]) {
+        const bytes = part.encode(item);
+        keys.push(part.key);
+        bodies.push(bytes);
+        size += varintLength(part.key) + varintLength(bytes.length) + bytes.length;
       }
+    }
+    const out = Buffer.allocUnsafe(size);
+    out.set(head, 0);
+    let at = head.length;
+    for (let i = 0; i < bodies.length; i++) {
+      const bytes = bodies[i]!;
+      at = writeVarint(out, at, keys[i]!);
+      at = writeVarint(out, at, bytes.length);
       out.set(bytes, at);
       at += bytes.length;
     }
@@ -123,24 +136,45 @@ export function cachedListSerializer<T extends object>(name: ServiceName, rpc: s
   };
 }
 
-/** The one field of a list call's answer: a repeated message, numbered below 16 (a one-byte tag). */
+/**
+ * `encode`, each value's encoding kept for as long as the value object lives: for values that
+ * stay the same objects while they do not change (sim://'s listings and attributes).
+ */
+export function keptEncodings<T extends object>(encode: (value: T) => Uint8Array): MessageEncoder<T> {
+  const kept = new WeakMap<T, Buffer>();
+  return (value) => {
+    let bytes = kept.get(value);
+    if (bytes === undefined) {
+      // A copy of its own: protobuf.js may hand back a view into a shared pool slab.
+      bytes = Buffer.from(encode(value));
+      kept.set(value, bytes);
+    }
+    return bytes;
+  };
+}
+
+function varintLength(value: number): number {
+  let length = 1;
+  for (; value >= 0x80; value >>>= 7) length++;
+  return length;
+}
+
+function writeVarint(out: Buffer, at: number, value: number): number {
+  for (; value >= 0x80; value >>>= 7) out[at++] = (value & 0x7f) | 0x80;
+  out[at++] = value;
+  return at;
+}
+
+/** The one field of a list call's answer: a repeated message. */
 function repeatedMessageField(name: ServiceName, rpc: string): protobuf.Field {
   const response = service(name).methods[rpc]?.resolvedResponseType;
   const field = response?.fieldsArray[0];
-  if (!response || response.fieldsArray.length !== 1 || !field?.repeated || !(field.resolvedType instanceof protobuf.Type) || field.id > 15) {
+  if (!response || response.fieldsArray.length !== 1 || !field?.repeated || !(field.resolvedType instanceof protobuf.Type)) {
     throw new Error(`${name}.${rpc} does not answer with one repeated message field`);
   }
   return field;
 }
 
-function varintLength(value: number): number {
-  let length = 1;
-  while (value >= 0x80) {
-    value >>>= 7;
-    length++;
-  }
-  return length;
-}
 
 /** What the client needs of one call: its path, how its request is written and its response read. */
 export interface ClientMethod {

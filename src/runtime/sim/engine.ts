@@ -107,6 +107,8 @@ interface SimSandbox {
   cpu: CpuMeter;
   /** What ListPodSandbox shows of it, made again only when its state changes (`sandboxOf`). */
   listing: PodSandbox | null;
+  /** Who it is in its stats, the same object all its life (the server keeps its encoding). */
+  attributes: PodSandboxStats['attributes'];
 }
 
 /** An exec under way: its exit status, and how to end it early. */
@@ -157,6 +159,8 @@ interface SimContainer extends Pick<ContainerStatus, 'id' | 'image' | 'imageRef'
   pid: number;
   /** What ListContainers shows of it, made again only when its state changes (`containerOf`). */
   listing: Container | null;
+  /** Who it is in its stats, the same object all its life (the server keeps its encoding). */
+  attributes: ContainerStats['attributes'];
 }
 
 /**
@@ -367,6 +371,7 @@ export class SimEngine {
       containers: new Set(),
       cpu: new CpuMeter(),
       listing: null,
+      attributes: Object.freeze({ id, metadata: config.metadata, labels: config.labels, annotations: config.annotations }),
     };
     this.reservedNames.add(nameKey);
     this.sandboxes.set(sandbox.id, sandbox);
@@ -461,8 +466,9 @@ export class SimEngine {
     // target it cannot join, fails here, as in containerd.
     const target = this.pidTarget(sandbox, config);
     const identity = identityOf(config.linux?.securityContext, [...config.command, ...config.args], target?.pid1);
+    const containerId = newId();
     const container: SimContainer = {
-      id: newId(),
+      id: containerId,
       sandbox,
       config,
       nameKey,
@@ -492,6 +498,7 @@ export class SimEngine {
       oomKilled: false,
       pid: 0,
       listing: null,
+      attributes: Object.freeze({ id: containerId, metadata: config.metadata, labels: config.labels, annotations: config.annotations }),
     };
     const resolv = resolvConf(sandbox.config.dnsConfig);
     if (resolv) container.fs.write('/etc/resolv.conf', resolv);
@@ -1039,7 +1046,7 @@ export class SimEngine {
     const rss = this.processCount(container) * PROCESS_BASE_BYTES;
     const memory = container.state === 'CONTAINER_RUNNING' ? layer.bytes + rss : 0;
     return {
-      attributes: { id: container.id, metadata: container.config.metadata, labels: container.config.labels, annotations: container.config.annotations },
+      attributes: container.attributes,
       cpu: { timestamp: now, usageCoreNanoSeconds: container.cpu.usageNanoseconds },
       memory: { timestamp: now, workingSetBytes: memory, usageBytes: memory, rssBytes: rss },
       writableLayer: { timestamp: now, usedBytes: layer.bytes, inodesUsed: layer.inodes },
@@ -1056,7 +1063,7 @@ export class SimEngine {
     let processes = pause;
     for (const c of running) processes += this.processCount(c);
     return {
-      attributes: { id: sandbox.id, metadata: sandbox.config.metadata, labels: sandbox.config.labels, annotations: sandbox.config.annotations },
+      attributes: sandbox.attributes,
       linux: {
         cpu: { timestamp: now, usageCoreNanoSeconds: sandbox.cpu.usageNanoseconds },
         memory: { timestamp: now, workingSetBytes: memory, usageBytes: memory, rssBytes: processes * PROCESS_BASE_BYTES },

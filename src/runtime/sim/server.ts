@@ -26,7 +26,8 @@ import {
 import {
   CONTAINER_STATES,
   PROTOCOLS,
-  cachedListSerializer,
+  keptEncodings,
+  messageEncoder,
   SANDBOX_STATES,
   containerUserToWire,
   enumValue,
@@ -97,7 +98,7 @@ export async function startSimRuntime(options: SimRuntimeServerOptions): Promise
   if (engine.stateDir !== undefined) await mkdir(engine.stateDir, { recursive: true });
   const serve = async (): Promise<grpc.Server> => {
     const server = new grpc.Server();
-    server.addService(serviceDefinition('RuntimeService', LIST_SERIALIZERS), runtimeHandlers(engine, eventStreams, intercept));
+    server.addService(serviceDefinition('RuntimeService', RESPONSE_ENCODERS), runtimeHandlers(engine, eventStreams, intercept));
     server.addService(serviceDefinition('ImageService'), imageHandlers(engine, intercept));
     await removeStaleSocket(socketPath);
     await new Promise<void>((resolve, reject) => {
@@ -313,12 +314,25 @@ function wireContainerStatus(status: ContainerStatus): WireContainerStatus {
 }
 
 /**
- * The lists are written from the engine's listings, which stay the same objects while their state
- * does: each sandbox and container is encoded once per state, not at every list (`cachedListSerializer`).
+ * Answers written around what was encoded before (`messageEncoder`): the lists from the engine's
+ * listings, which stay the same objects while their state does, each encoded once per state; the
+ * stats with each sandbox's and container's attributes (ids, names, labels, annotations) encoded
+ * once in its life, its figures afresh.
  */
-const LIST_SERIALIZERS = {
-  ListPodSandbox: cachedListSerializer('RuntimeService', 'ListPodSandbox', wireSandbox),
-  ListContainers: cachedListSerializer('RuntimeService', 'ListContainers', wireContainer),
+const encodeSandbox = messageEncoder('PodSandbox');
+const encodeContainer = messageEncoder('Container');
+const sandboxListing = keptEncodings((sandbox: PodSandbox) => encodeSandbox(wireSandbox(sandbox)));
+const containerListing = keptEncodings((container: Container) => encodeContainer(wireContainer(container)));
+const containerStats = messageEncoder('ContainerStats', { attributes: keptEncodings(messageEncoder('ContainerAttributes')) });
+const podSandboxStats = messageEncoder('PodSandboxStats', {
+  attributes: keptEncodings(messageEncoder('PodSandboxAttributes')),
+  linux: messageEncoder('LinuxPodSandboxStats', { containers: containerStats }),
+});
+const RESPONSE_ENCODERS = {
+  ListPodSandbox: messageEncoder('ListPodSandboxResponse', { items: sandboxListing }),
+  ListContainers: messageEncoder('ListContainersResponse', { containers: containerListing }),
+  ListContainerStats: messageEncoder('ListContainerStatsResponse', { stats: containerStats }),
+  ListPodSandboxStats: messageEncoder('ListPodSandboxStatsResponse', { stats: podSandboxStats }),
 };
 
 function wireImage(image: ImageInfo): WireImage {
@@ -346,7 +360,7 @@ function wireEvent(event: SimContainerEvent): WireContainerEvent {
 // ------------------------------------------------------------------------------------------------
 // Services
 
-/** The unary calls of the runtime service as the handlers answer them: the lists with the engine's listings (`LIST_SERIALIZERS`). */
+/** The unary calls of the runtime service as the handlers answer them: the lists with the engine's listings (`RESPONSE_ENCODERS`). */
 type ServedRuntimeRpcs = Omit<RuntimeServiceRpcs, 'GetContainerEvents' | 'ListPodSandbox' | 'ListContainers'> & {
   ListPodSandbox: Rpc<RuntimeServiceRpcs['ListPodSandbox']['request'], { items: PodSandbox[] }>;
   ListContainers: Rpc<RuntimeServiceRpcs['ListContainers']['request'], { containers: Container[] }>;
