@@ -7,7 +7,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { type ApiError, isForbidden, isGone } from '../../src/client/api.ts';
 import { createKubeClient } from '../../src/client/kubeClient.ts';
 
@@ -166,7 +166,7 @@ describe('the writes of every pod start (its status, its events), sent as plain 
       contexts: [{ name: 'test', cluster: 'test', user: 'node' }],
       currentContext: 'test',
     });
-    return { api: createKubeClient(config, { requestTimeoutMs: 5_000, userAgent: 'statelet-test' }), seen, connections: () => connections };
+    return { api: createKubeClient(config, { requestTimeoutMs: 5_000, userAgent: 'statelet-test' }), seen, connections: () => connections, config };
   }
 
   it('patch a pod\'s status as a strategic merge patch with the node\'s credentials, give back the pod the server answered, and delete it', async () => {
@@ -181,6 +181,24 @@ describe('the writes of every pod start (its status, its events), sent as plain 
     await api.deletePod('ns-1', 'web', { gracePeriodSeconds: 0, uid: 'u1' });
     expect(seen[1]).toMatchObject({ method: 'DELETE', url: '/api/v1/namespaces/ns-1/pods/web' });
     expect(JSON.parse(seen[1]!.body)).toEqual({ apiVersion: 'v1', kind: 'DeleteOptions', gracePeriodSeconds: 0, preconditions: { uid: 'u1' } });
+  });
+
+  it('ask the library for the credentials once for many requests, and again after a 401 (a renewed token)', async () => {
+    let unauthorized = false;
+    const { api, seen, config } = await recordingClient((req) =>
+      unauthorized ? { status: 401, body: JSON.stringify({ kind: 'Status', code: 401, reason: 'Unauthorized', message: 'Unauthorized' }) } : { status: 201, body: req.body },
+    );
+    const asked = vi.spyOn(config, 'applySecurityAuthentication');
+    const event = { apiVersion: 'v1', kind: 'Event', metadata: { name: 'e1', namespace: 'ns-1' }, reason: 'Started', message: 'Started container app' };
+    for (let i = 0; i < 3; i++) await api.createEvent(event as never);
+    expect(asked).toHaveBeenCalledTimes(1);
+    unauthorized = true;
+    await expect(api.createEvent(event as never)).rejects.toMatchObject({ status: 401 });
+    unauthorized = false;
+    (config.getCurrentUser() as { token: string }).token = 'renewed-token';
+    await api.createEvent(event as never);
+    expect(asked).toHaveBeenCalledTimes(2);
+    expect(seen.map((s) => s.headers.authorization)).toEqual(['Bearer node-token', 'Bearer node-token', 'Bearer node-token', 'Bearer node-token', 'Bearer renewed-token']);
   });
 
   it('create and patch events; a refusal is an ApiError with the Status\'s reason; Retry-After is honoured; the connection is shared', async () => {
