@@ -386,7 +386,10 @@ runWorker(async () => {
       await emit({ skipped: 'the control plane cannot be built here (no Go)' });
       return;
     }
-    await exec('ip', ['addr', 'add', `${NODE_IP}/32`, 'dev', 'lo']);
+    // A run killed before its cleanup leaves the address behind: taken over, and removed at the end.
+    await exec('ip', ['addr', 'add', `${NODE_IP}/32`, 'dev', 'lo']).catch((err: unknown) => {
+      if (!String((err as { stderr?: unknown }).stderr).includes('Address already assigned')) throw err;
+    });
     addressAdded = true;
     const containerdPid = Number((await readFile(path.join(containerd.workDir, 'containerd.pid'), 'utf8')).trim());
     const proxy = countCri
