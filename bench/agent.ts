@@ -49,7 +49,7 @@ import { startControlPlane, type ControlPlane } from '../test/support/controlPla
 import { startCriProxy } from '../test/support/criProxy.ts';
 import { unmountUnder } from '../test/support/mounts.ts';
 import { startUpstreamKubelet } from '../test/support/upstreamKubelet.ts';
-import { argValue, emit, IMAGE, LONG_RUNNING, NODE_NAME, progress, round, runWorker, sleep, summarize, tempDir } from './lib.ts';
+import { argValue, emit, IMAGE, LONG_RUNNING, NODE_NAME, processCpuMs, progress, round, runWorker, sleep, summarize, tempDir } from './lib.ts';
 import { type AgentKind, type AgentRun, type CriBurstRun, AGENT_KINDS } from './results.ts';
 
 const n = Number(argValue('n') ?? 100);
@@ -73,13 +73,6 @@ const snapshotCalls = () => new Map(criCalls);
 function callsPerPod(before: Map<string, number>, after: Map<string, number>): Record<string, number> {
   const per = [...after].map(([method, count]) => [method, round((count - (before.get(method) ?? 0)) / n, 2)] as const).filter(([, count]) => count > 0);
   return Object.fromEntries(per.sort((a, b) => b[1] - a[1]));
-}
-
-/** CPU time (user + system, ms) a process has used, from /proc (clock ticks of 10 ms). */
-async function cpuMs(pid: number): Promise<number> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 /** A process's resident memory (MB), from /proc. */
@@ -223,8 +216,8 @@ async function agentRun(kind: AgentKind, setup: Setup, run: number): Promise<Age
     const pods = await followPods(cp, namespace);
     const names = Array.from({ length: n }, (_, i) => `p${i}`);
     const postAt = new Map<string, number>();
-    const agentCpu0 = await cpuMs(pid);
-    const daemonCpu0 = await cpuMs(containerdPid);
+    const agentCpu0 = await processCpuMs(pid);
+    const daemonCpu0 = await processCpuMs(containerdPid);
     const calls0 = snapshotCalls();
     const firstPost = performance.now();
     await Promise.all(
@@ -245,30 +238,30 @@ async function agentRun(kind: AgentKind, setup: Setup, run: number): Promise<Age
       }),
     );
     await until(() => names.every((name) => pods.readyAt.has(name)), `${n} pods Ready (${kind})`);
-    const agentCpu1 = await cpuMs(pid);
-    const daemonCpu1 = await cpuMs(containerdPid);
+    const agentCpu1 = await processCpuMs(pid);
+    const daemonCpu1 = await processCpuMs(containerdPid);
     const calls1 = snapshotCalls();
     const lastReady = Math.max(...names.map((name) => pods.readyAt.get(name)!));
     const createToReady = summarize(names.map((name) => pods.readyAt.get(name)! - postAt.get(name)!));
     progress(`${kind} run ${run}: ${n} Ready in ${round((lastReady - firstPost) / 1000, 2)} s, create→Ready p50 ${createToReady.p50} ms`);
 
     await sleep(settleMs);
-    const idle0 = await cpuMs(pid);
+    const idle0 = await processCpuMs(pid);
     const idleFrom = performance.now();
     const rssSamples: number[] = [];
     while (performance.now() - idleFrom < idleMs) {
       rssSamples.push(await rssMB(pid));
       await sleep(1_000);
     }
-    const idlePercent = round(((await cpuMs(pid)) - idle0) / (performance.now() - idleFrom) * 100, 2);
+    const idlePercent = round(((await processCpuMs(pid)) - idle0) / (performance.now() - idleFrom) * 100, 2);
     const rssAtN = round(rssSamples.reduce((a, b) => a + b, 0) / rssSamples.length);
 
-    const deleteCpu0 = await cpuMs(pid);
+    const deleteCpu0 = await processCpuMs(pid);
     const calls2 = snapshotCalls();
     const deleteAt = performance.now();
     await cp.core.deleteCollectionNamespacedPod({ namespace });
     await until(() => pods.present.size === 0, `${n} pods gone (${kind})`);
-    const deleteCpu1 = await cpuMs(pid);
+    const deleteCpu1 = await processCpuMs(pid);
     const calls3 = snapshotCalls();
     const allGoneMs = round(performance.now() - deleteAt);
     pods.stop();
@@ -305,7 +298,7 @@ async function criRun(setup: Setup, run: number): Promise<CriBurstRun> {
   const cri = new CriClient(setup.endpoint, { requestTimeoutMs: timeoutMs });
   const logs = await tempDir('statelet-bench-cri-');
   try {
-    const daemonCpu0 = await cpuMs(setup.containerdPid);
+    const daemonCpu0 = await processCpuMs(setup.containerdPid);
     const first = performance.now();
     const started = await Promise.all(
       Array.from({ length: n }, async (_, i) => {
@@ -325,7 +318,7 @@ async function criRun(setup: Setup, run: number): Promise<CriBurstRun> {
         return { sandbox, container, ms: performance.now() - at, done: performance.now() };
       }),
     );
-    const daemonCpu1 = await cpuMs(setup.containerdPid);
+    const daemonCpu1 = await processCpuMs(setup.containerdPid);
     const last = Math.max(...started.map((s) => s.done));
     const removeAt = performance.now();
     await Promise.all(

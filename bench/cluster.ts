@@ -18,7 +18,7 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import { startControlPlane } from '../test/support/controlPlane.ts';
-import { argValue, emit, freeLoopbackPort, IMAGE, LONG_RUNNING, memory, NODE_NAME, progress, round, runWorker, sleep, startBenchAgent, stopAndClean, summarize, tempDir } from './lib.ts';
+import { argValue, emit, freeLoopbackPort, IMAGE, LONG_RUNNING, memory, NODE_NAME, processCpuMs, progress, round, runWorker, sleep, startBenchAgent, stopAndClean, summarize, tempDir } from './lib.ts';
 import type { ClusterResult } from './results.ts';
 
 const n = Number(argValue('n') ?? 100);
@@ -117,6 +117,8 @@ runWorker(async () => {
     );
 
     const before = await requestsMade(port);
+    const cpPid = cp.pid();
+    const controlPlaneCpuBefore = cpPid === undefined ? 0 : await processCpuMs(cpPid);
     const cpuBefore = process.cpuUsage();
     const t0 = performance.now();
     await Promise.all(
@@ -144,6 +146,7 @@ runWorker(async () => {
     clearTimeout(timeout);
     const tAll = performance.now();
     const cpu = process.cpuUsage(cpuBefore);
+    const controlPlaneCpuMs = cpPid === undefined ? null : (await processCpuMs(cpPid)) - controlPlaneCpuBefore;
     if (runningAt.size < n) throw new Error(`only ${runningAt.size} of ${n} pods were seen Running within 240 s`);
     const atRunning = await requestsMade(port);
     // The burst's work is done once the agent has nothing queued: the statuses that follow Running
@@ -179,6 +182,7 @@ runWorker(async () => {
         timeToAllRunningMs: round(tAll - t0),
         podsPerSecond: round(n / ((tAll - t0) / 1000)),
         cpuMsPerPod: round((cpu.user + cpu.system) / 1000 / n),
+        controlPlaneCpuMsPerPod: controlPlaneCpuMs === null ? null : round(controlPlaneCpuMs / n),
       },
       requests: {
         untilAllRunning: atRunning.total - before.total,

@@ -4,7 +4,7 @@
  * which run.ts starts in a fresh Node process so that memory figures are not polluted by a
  * previous scenario.
  */
-import { mkdtemp, unlink, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, unlink, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
@@ -117,6 +117,13 @@ export function memory(): { rssMB: number; heapUsedMB: number; heapTotalMB: numb
   const afterGc = gc();
   const m = process.memoryUsage();
   return { rssMB: mb(m.rss), heapUsedMB: mb(m.heapUsed), heapTotalMB: mb(m.heapTotal), externalMB: mb(m.external), afterGc };
+}
+
+/** CPU time (user + system, ms) a process has used, from /proc (clock ticks of 10 ms). */
+export async function processCpuMs(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 /** CPU used by this process over `ms` of wall time, as % of one core. */

@@ -140,7 +140,10 @@ export interface ClusterResult {
     runningInAgentToWatchMs: Summary;
     timeToAllRunningMs: number;
     podsPerSecond: number;
+    /** This process: the agent, the simulator and the bench's client. */
     cpuMsPerPod: number;
+    /** kube-apiserver and etcd (one process), the same window: what the API costs the machine the node shares. */
+    controlPlaneCpuMsPerPod: number | null;
   };
   requests: { untilAllRunning: number; untilSettled: number; perPodStarted: number; byCall: Record<string, number> };
   memory: { atN: { rssMB: number; heapUsedMB: number; afterGc: boolean } };

@@ -211,6 +211,7 @@ function printCluster(r: Run<ClusterResult | Skipped>): void {
     ['agent API requests per pod started', r.requests.perPodStarted],
     ['  of which', Object.entries(r.requests.byCall).map(([k, v]) => `${k} ${v}`).join(', ')],
     ['CPU per pod (ms; agent, sim and this client)', r.start.cpuMsPerPod],
+    ['  kube-apiserver and etcd, the same window (ms per pod)', r.start.controlPlaneCpuMsPerPod ?? '—'],
     ['RSS at N (MB, after GC)', r.memory.atN.rssMB],
     ['idle API requests per minute (node heartbeat)', r.idle.requestsPerMinute],
     ['  of which', Object.entries(r.idle.byCall).map(([k, v]) => `${k} ${v}`).join(', ')],

@@ -31,6 +31,8 @@ import { writeKubeletClientPki } from './kubeletClientPki.ts';
 export interface ControlPlane {
   /** `https://127.0.0.1:<port>` */
   server: string;
+  /** The process of kube-apiserver and etcd (one binary), while it runs: for a bench's CPU figures. */
+  pid(): number | undefined;
   dir: string;
   adminKubeconfig: string;
   /** The kubeconfig of `system:node:<name>` (one of the names given at start). */
@@ -346,6 +348,7 @@ export async function startControlPlane(options: {
   };
   return {
     server,
+    pid: () => child?.pid,
     dir,
     adminKubeconfig,
     nodeKubeconfig: (name) => {
