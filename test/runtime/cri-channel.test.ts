@@ -91,6 +91,26 @@ describe('GrpcChannel', () => {
     }
   });
 
+  it('reads a large answer written a kilobyte at a time, and the message after it in the same stream', async () => {
+    const large = 'x'.repeat(200_000);
+    answers.set('/test/Large', (stream) => {
+      stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+      const bytes = Buffer.concat([framed(large), framed('after')]);
+      for (let at = 0; at < bytes.length; at += 1024) stream.write(bytes.subarray(at, at + 1024));
+      stream.end();
+      stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+    });
+    const grpc = channel();
+    try {
+      const received: string[] = [];
+      for await (const message of grpc.serverStream(method('/test/Large'), {}, {})) received.push(message);
+      expect(received.map((m) => m.length)).toEqual([200_000, 5]);
+      expect(received[0] === large && received[1] === 'after').toBe(true);
+    } finally {
+      grpc.close();
+    }
+  });
+
   it('streams several messages of one DATA frame in order, and a slow reader gets them all', async () => {
     answers.set('/test/Many', (stream) => {
       stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });

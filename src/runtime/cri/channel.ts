@@ -302,23 +302,42 @@ function frame(body: Buffer): Buffer {
 
 /** Splits the DATA of a call into its messages, whichever way the chunks cut them. */
 class FrameReader {
-  private pending: Buffer | null = null;
+  /** What arrived of a message not yet whole, and how many bytes it takes to go on. */
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  private needed = 5;
 
   constructor(private readonly maxBytes: number) {}
 
   push(chunk: Buffer): Buffer[] | GrpcStatusError {
-    let data = this.pending ? Buffer.concat([this.pending, chunk]) : chunk;
-    this.pending = null;
+    // A large answer (a node's list) comes in many DATA frames: its chunks are joined once, when
+    // the whole message is there, not again at each frame.
+    if (this.pendingBytes > 0) {
+      this.pending.push(chunk);
+      this.pendingBytes += chunk.length;
+      if (this.pendingBytes < this.needed) return [];
+      chunk = Buffer.concat(this.pending, this.pendingBytes);
+      this.pending = [];
+      this.pendingBytes = 0;
+    }
+    let data = chunk;
     const messages: Buffer[] = [];
+    this.needed = 5;
     while (data.length >= 5) {
       if (data[0] !== 0) return new GrpcStatusError('INTERNAL', 'the server sent a compressed message, which this client did not offer to read');
       const length = data.readUInt32BE(1);
       if (length > this.maxBytes) return new GrpcStatusError('RESOURCE_EXHAUSTED', `a message of ${length} bytes is over the ${this.maxBytes} accepted`);
-      if (data.length < 5 + length) break;
+      if (data.length < 5 + length) {
+        this.needed = 5 + length;
+        break;
+      }
       messages.push(data.subarray(5, 5 + length));
       data = data.subarray(5 + length);
     }
-    if (data.length > 0) this.pending = data;
+    if (data.length > 0) {
+      this.pending = [data];
+      this.pendingBytes = data.length;
+    }
     return messages;
   }
 }
