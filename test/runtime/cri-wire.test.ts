@@ -6,7 +6,7 @@
  */
 import Long from 'long';
 import { describe, expect, it } from 'vitest';
-import { type WireContainer, clientListMethod, clientMethod, keptEncodings, messageEncoder, enumValue, CONTAINER_STATES, int64ToNumber, msToNs, nsToMs, serviceDefinition } from '../../src/runtime/cri/wire.ts';
+import { type WireContainer, clientMethod, keptEncodings, messageEncoder, enumValue, CONTAINER_STATES, int64ToNumber, msToNs, nsToMs, serviceDefinition } from '../../src/runtime/cri/wire.ts';
 
 /** The exact answer, by BigInt, for any int64 written as a decimal string. */
 const exactMs = (ns: string) => Number(BigInt(ns) / 1_000_000n);
@@ -144,27 +144,5 @@ describe('answers written around kept encodings (messageEncoder, keptEncodings)'
 
   it('refuses a part that is not a message field', () => {
     expect(() => messageEncoder('Container', { id: encodeContainer })).toThrow(/runtime.v1.Container has no message field id/);
-  });
-});
-
-describe('a list read item by item (clientListMethod)', () => {
-  const plain = serviceDefinition('RuntimeService')['ListContainers']!.responseSerialize;
-  const method = clientListMethod('RuntimeService', 'ListContainers');
-  /** One Container's encoding: a list of it without its tag and one-byte length (items under 128 bytes). */
-  const container = (value: object) => plain({ containers: [value] }).subarray(2);
-
-  it('gives each item\'s bytes past a field the proto does not know, its id, and decodes it', () => {
-    const unknownField = Buffer.from([(7 << 3) | 0, 5]); // field 7, a varint: from a newer runtime
-    const bytes = Buffer.concat([unknownField, plain({ containers: [{ id: 'a' }, { id: 'b', metadata: { name: 'app', attempt: 1 } }] })]);
-    const items = method.deserialize(bytes);
-    expect(items.map(method.itemId)).toEqual(['a', 'b']);
-    expect((method.decodeItem(items[1]!) as WireContainer).metadata).toMatchObject({ name: 'app', attempt: 1 });
-  });
-
-  it('finds the id wherever the item has it', () => {
-    // Two encodings of one message, concatenated, are one message: here its metadata comes first.
-    const item = Buffer.concat([container({ metadata: { name: 'app', attempt: 0 } }), container({ id: 'late' })]);
-    expect(method.itemId(item)).toBe('late');
-    expect(method.itemId(container({ metadata: { name: 'app', attempt: 0 } }))).toBe('');
   });
 });

@@ -264,17 +264,10 @@ describe('sim:// over gRPC', () => {
     const [first] = sim.engine.listContainers({ id });
     expect(sim.engine.listContainers({ id })[0]).toBe(first);
     expect(Object.isFrozen(first)).toBe(true);
-    const [listed] = await client.listContainers();
-    const [listedSandbox] = await client.listPodSandbox();
-    expect(listed?.state).toBe('CONTAINER_RUNNING');
-    expect(listedSandbox?.state).toBe('SANDBOX_READY');
-    // The client gives what it read before, byte for byte the same, as the same frozen object.
-    expect((await client.listContainers())[0]).toBe(listed);
-    expect((await client.listContainers({ state: 'CONTAINER_RUNNING' }))[0]).toBe(listed);
-    expect((await client.listPodSandbox())[0]).toBe(listedSandbox);
-    expect(Object.isFrozen(listed) && Object.isFrozen(listed?.labels) && Object.isFrozen(listedSandbox?.metadata)).toBe(true);
+    expect((await client.listContainers()).map((c) => c.state)).toEqual(['CONTAINER_RUNNING']);
+    expect((await client.listPodSandbox()).map((s) => s.state)).toEqual(['SANDBOX_READY']);
 
-    // The server keeps each listing's encoding and the client its reading: what changed is new to both.
+    // The server keeps each listing's encoding: what changed must be written anew.
     await client.stopPodSandbox(sandbox);
     expect(sim.engine.listContainers({ id })[0]).not.toBe(first);
     expect((await client.listContainers()).map((c) => [c.id, c.state])).toEqual([[id, 'CONTAINER_EXITED']]);

@@ -109,7 +109,7 @@ export class GrpcChannel {
             try {
               resolve(method.deserialize(answer));
             } catch (cause) {
-              reject(new GrpcStatusError('INTERNAL', `the answer cannot be read: ${cause instanceof Error ? cause.message : String(cause)}`));
+              reject(new GrpcStatusError('INTERNAL', `the answer cannot be read: ${errorMessage(cause)}`));
             }
           }
         },
@@ -130,7 +130,7 @@ export class GrpcChannel {
         try {
           queue.push(method.deserialize(bytes));
         } catch (cause) {
-          call.cancel(new GrpcStatusError('INTERNAL', `a message cannot be read: ${cause instanceof Error ? cause.message : String(cause)}`));
+          call.cancel(new GrpcStatusError('INTERNAL', `a message cannot be read: ${errorMessage(cause)}`));
           return;
         }
         if (queue.length >= STREAM_HIGH_WATER) call.pause();

@@ -48,9 +48,7 @@ import {
   int64ToNumber,
   namespaceModeFromWire,
   nsToMs,
-  clientListMethod,
   clientMethod,
-  type ClientListMethod,
   type ClientMethod,
   type CriRpcs,
   type Rpc,
@@ -331,51 +329,11 @@ function requireStatus<T>(rpc: string, status: T | null, what = 'status'): T {
 // ------------------------------------------------------------------------------------------------
 // The client
 
-/**
- * What the last unfiltered list of one kind (ListPodSandbox, ListContainers) read, by item id,
- * with the bytes each item came in. A node at rest lists the same sandboxes and containers at every
- * relist, log rotation and stats pass: an item byte for byte the same as then is given as the
- * object made of it then, not decoded and converted again. The objects are frozen, as later lists
- * share them. A filtered list takes what is kept and keeps nothing: it sees only part of the node.
- */
-class ListReader<T extends object> {
-  private kept = new Map<string, { bytes: Buffer; value: T }>();
-
-  constructor(
-    readonly method: ClientListMethod,
-    private readonly fromWire: (wire: never) => T,
-  ) {}
-
-  read(items: readonly Buffer[], keep: boolean): T[] {
-    const next = keep ? new Map<string, { bytes: Buffer; value: T }>() : null;
-    const values = items.map((bytes) => {
-      const id = this.method.itemId(bytes);
-      let entry = this.kept.get(id);
-      if (entry === undefined || !entry.bytes.equals(bytes)) {
-        // A copy of the bytes when kept: the view would hold the whole answer.
-        entry = { bytes: keep ? Buffer.from(bytes) : bytes, value: frozen(this.fromWire(this.method.decodeItem(bytes) as never)) };
-      }
-      next?.set(id, entry);
-      return entry.value;
-    });
-    if (next) this.kept = next;
-    return values;
-  }
-}
-
-/** Freezes an object and the objects it holds (one level down: a listing's metadata, labels, annotations). */
-function frozen<T extends object>(value: T): T {
-  for (const member of Object.values(value)) if (typeof member === 'object' && member !== null) Object.freeze(member);
-  return Object.freeze(value);
-}
-
 export class CriClient implements RuntimeService, ImageService {
   /** One connection to the runtime's socket for both services. */
   private readonly channel: GrpcChannel;
   private readonly requestTimeoutMs: number;
   private readonly pullTimeoutMs: number;
-  private readonly sandboxList = new ListReader(clientListMethod('RuntimeService', 'ListPodSandbox'), sandboxFromWire);
-  private readonly containerList = new ListReader(clientListMethod('RuntimeService', 'ListContainers'), containerFromWire);
 
   constructor(endpoint: string, options: CriClientOptions = {}) {
     this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
@@ -419,7 +377,7 @@ export class CriClient implements RuntimeService, ImageService {
 
   async listPodSandbox(filter?: PodSandboxFilter, opts?: CallOptions): Promise<PodSandbox[]> {
     const request = { filter: filter ? sandboxFilterToWire(filter) : null };
-    return this.list('RuntimeService', 'ListPodSandbox', request, opts, this.sandboxList, request.filter === null);
+    return (await this.unary('RuntimeService', 'ListPodSandbox', request, opts)).items.map(sandboxFromWire);
   }
 
   async createContainer(
@@ -452,7 +410,7 @@ export class CriClient implements RuntimeService, ImageService {
 
   async listContainers(filter?: ContainerFilter, opts?: CallOptions): Promise<Container[]> {
     const request = { filter: filter ? containerFilterToWire(filter) : null };
-    return this.list('RuntimeService', 'ListContainers', request, opts, this.containerList, request.filter === null);
+    return (await this.unary('RuntimeService', 'ListContainers', request, opts)).containers.map(containerFromWire);
   }
 
   async containerStatus(containerId: string, opts?: CallOptions): Promise<ContainerStatus> {
@@ -553,18 +511,6 @@ export class CriClient implements RuntimeService, ImageService {
   ): Promise<ResponseOf<S, M>> {
     const method = lookupMethod(service, rpc);
     return this.call(service, rpc, request, opts, { ...method, deserialize: typedDeserializer<ResponseOf<S, M>>(method) }, defaultTimeoutMs);
-  }
-
-  /** A list call read item by item (`ListReader`): unfiltered, what it reads is kept for the next. */
-  private async list<S extends ServiceName, M extends RpcName<S>, T extends object>(
-    service: S,
-    rpc: M,
-    request: RequestOf<S, M>,
-    opts: CallOptions | undefined,
-    reader: ListReader<T>,
-    unfiltered: boolean,
-  ): Promise<T[]> {
-    return reader.read(await this.call(service, rpc, request, opts, reader.method), unfiltered);
   }
 
   private async call<S extends ServiceName, M extends RpcName<S>, Res>(

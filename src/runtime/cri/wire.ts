@@ -165,15 +165,6 @@ function writeVarint(out: Buffer, at: number, value: number): number {
   return at;
 }
 
-/** The one field of a list call's answer: a repeated message. */
-function repeatedMessageField(name: ServiceName, rpc: string): protobuf.Field {
-  const response = service(name).methods[rpc]?.resolvedResponseType;
-  const field = response?.fieldsArray[0];
-  if (!response || response.fieldsArray.length !== 1 || !field?.repeated || !(field.resolvedType instanceof protobuf.Type)) {
-    throw new Error(`${name}.${rpc} does not answer with one repeated message field`);
-  }
-  return field;
-}
 
 
 /** What the client needs of one call: its path, how its request is written and its response read. */
@@ -187,55 +178,6 @@ export interface ClientMethod {
    * below allow for these forms; `enumValue`, `int64ToNumber` and `nsToMs` read them.
    */
   deserialize: (bytes: Buffer) => unknown;
-}
-
-/**
- * A list call (one repeated message field: ListContainers, ListPodSandbox) read item by item:
- * `deserialize` gives each item's bytes (views into the answer, not copies), `decodeItem` decodes
- * one as `clientMethod`'s deserializer would, and `itemId` reads its id (field 1) alone, so that
- * the client can give an item it read before, byte for byte the same, without decoding it again.
- */
-export interface ClientListMethod extends Omit<ClientMethod, 'deserialize'> {
-  deserialize: (bytes: Buffer) => Buffer[];
-  decodeItem: (bytes: Uint8Array) => unknown;
-  itemId: (bytes: Uint8Array) => string;
-}
-
-export function clientListMethod(name: ServiceName, rpc: string): ClientListMethod {
-  const { path, serialize } = clientMethod(name, rpc);
-  const field = repeatedMessageField(name, rpc);
-  const itemType = field.resolvedType as protobuf.Type;
-  const idField = itemType.fieldsById[1];
-  if (idField?.type !== 'string') throw new Error(`${name}.${rpc}: its items have no string id as field 1`);
-  return {
-    path,
-    serialize,
-    deserialize: (bytes) => {
-      const items: Buffer[] = [];
-      const reader = protobuf.Reader.create(bytes);
-      while (reader.pos < reader.len) {
-        const tag = reader.uint32();
-        if (tag === ((field.id << 3) | 2)) {
-          const length = reader.uint32();
-          items.push(bytes.subarray(reader.pos, reader.pos + length));
-          reader.skip(length);
-        } else {
-          reader.skipType(tag & 7); // a field this proto does not know: left, as decode leaves it
-        }
-      }
-      return items;
-    },
-    decodeItem: (bytes) => itemType.decode(bytes),
-    itemId: (bytes) => {
-      const reader = protobuf.Reader.create(bytes);
-      while (reader.pos < reader.len) {
-        const tag = reader.uint32();
-        if (tag === ((1 << 3) | 2)) return reader.string();
-        reader.skipType(tag & 7);
-      }
-      return '';
-    },
-  };
 }
 
 /** The call `rpc` of `runtime.v1.<service>`, for a client. */
