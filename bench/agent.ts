@@ -38,7 +38,6 @@
  * to statelet's process, to profile it or to try V8's settings.
  */
 import { execFile, execFileSync, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { mkdir, readFile, rm } from 'node:fs/promises';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -50,6 +49,7 @@ import { startCriProxy } from '../test/support/criProxy.ts';
 import { unmountUnder } from '../test/support/mounts.ts';
 import { startUpstreamKubelet } from '../test/support/upstreamKubelet.ts';
 import { argValue, emit, IMAGE, LONG_RUNNING, NODE_NAME, processCpuMs, progress, round, runWorker, sleep, summarize, tempDir } from './lib.ts';
+import { binaryLaunch, STATELET_BIN } from './launch.ts';
 import { type AgentKind, type AgentRun, type CriBurstRun, AGENT_KINDS } from './results.ts';
 
 const n = Number(argValue('n') ?? 100);
@@ -127,25 +127,8 @@ interface Setup {
   kubeletBinary?: string;
 }
 
-/**
- * How the binary's first line (`#!/usr/bin/env -S [NAME=value …] node <flags>`) runs it: the
- * environment it sets and Node's flags, so the agent runs as when run by its name, and Node flags
- * that NODE_OPTIONS refuses (`--cpu-prof`) can still be added.
- */
-function binaryLaunch(bin: string): { env: Record<string, string>; nodeFlags: string[] } {
-  const words = (readFileSync(bin, 'utf8').split('\n', 1)[0] ?? '').split(/\s+/).slice(1);
-  const rest = words[0] === '-S' ? words.slice(1) : words;
-  const env: Record<string, string> = {};
-  let i = 0;
-  for (; i < rest.length && /^[A-Za-z_][A-Za-z0-9_]*=/.test(rest[i]!); i++) {
-    const [name, ...value] = rest[i]!.split('=');
-    env[name!] = value.join('=');
-  }
-  return { env, nodeFlags: rest.slice(i + 1).filter(Boolean) };
-}
-
 function startStatelet(setup: Setup, rootDir: string): NodeAgent {
-  const bin = path.join(repoRoot, 'bin/statelet.js');
+  const bin = STATELET_BIN;
   const launch = binaryLaunch(bin);
   const child = spawn(
     process.execPath,

@@ -17,6 +17,7 @@ import { readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { binaryLaunch, STATELET_BIN } from './launch.ts';
 import { versusMarkdown, versusRows, withVersusSection } from './versus.ts';
 import type { ActorMeasure, ActorsResult, AgentResult, ClusterResult, ExecResult, LogsResult, MetricsResult, TokensResult, ContainerdResult, Failed, Frames, PageResult, SimResult, Skipped } from './results.ts';
 
@@ -48,13 +49,19 @@ type Run<T> = (T | Failed) & { wallS: number };
 const failed = <T extends object>(r: T | Failed): r is Failed => 'error' in r;
 const skipped = <T extends object>(r: T | Skipped): r is Skipped => 'skipped' in r;
 
-/** Runs one worker script in a fresh node process and returns what it wrote to --out. */
+/**
+ * Runs one worker script in a fresh node process and returns what it wrote to --out. The process
+ * runs with the Node flags and environment of the binary's first line (`binaryLaunch`): a worker
+ * that runs the agent in its own process measures it as users run it.
+ */
 async function worker<T>(script: string, args: string[]): Promise<Run<T>> {
   const out = path.join(os.tmpdir(), `statelet-bench-${process.pid}-${Date.now()}.json`);
   const started = performance.now();
+  const launch = binaryLaunch(STATELET_BIN);
   const code = await new Promise<number | null>((resolve, reject) => {
-    const child = spawn(process.execPath, ['--expose-gc', '--import', 'tsx', path.join(benchDir, script), ...args, `--out=${out}`], {
+    const child = spawn(process.execPath, [...launch.nodeFlags, '--expose-gc', '--import', 'tsx', path.join(benchDir, script), ...args, `--out=${out}`], {
       stdio: ['ignore', 'inherit', 'inherit'],
+      env: { ...process.env, ...launch.env },
     });
     child.once('error', reject);
     child.once('exit', resolve);
