@@ -1,9 +1,13 @@
-#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=2
+#!/usr/bin/env -S MALLOC_ARENA_MAX=2 node --max-semi-space-size=2 --single-threaded-gc
 // The young generation's semi-spaces are held to 2 MB each (V8 grows them to 16 MB under a burst of
 // allocation and keeps them): a long-running agent whose pod starts allocate in bursts holds
 // ~13 MB less with 100 pods at the same CPU. glibc's malloc keeps up to two arenas rather than one
 // per thread that allocates (Node's worker threads, libuv's pool): ~6 MB less with 100 pods, at
-// the same CPU (docs/benchmarks.md, the agent bench).
+// the same CPU (docs/benchmarks.md, the agent bench). The collector runs on the agent's own
+// thread (--single-threaded-gc): at rest with 1,000 sim:// pods V8's helper threads, one per
+// core, spent nearly as much CPU as the agent's thread (4.4 and 4.6 % of a core; 6.5 % in all
+// without them, RSS 336 → 252 MB), CPU a node's workloads need, for pauses an agent does not need
+// shorter; a containerd burst of 100 pods costs the same CPU either way.
 // Runs the built agent (dist/: one bundle in chunks, as installed from the package or after
 // `npm run build`; scripts/build.mjs says why a bundle); in a checkout without a build, the
 // TypeScript sources through tsx (a devDependency), registered with its API so it works on every

@@ -1,16 +1,23 @@
 /**
  * The eviction manager's effects over the node's parts (pkg/kubelet/eviction/eviction_manager.go
- * synchronize, localStorageEviction, reclaimNodeLevelResources, evictPod): the node's Summary read
- * as signals, the pods over a local-storage limit in that same Summary, the node-level reclaim of
- * disk (dead containers, then unused images), the ranking of the active pods, the `Evicted` event
- * on each pod chosen, and whether it has been cleaned up.
+ * synchronize, localStorageEviction, reclaimNodeLevelResources, evictPod): the node's own figures
+ * read as signals, the pods over a local-storage limit, the node-level reclaim of disk (dead
+ * containers, then unused images), the ranking of the active pods, the `Evicted` event on each pod
+ * chosen, and whether it has been cleaned up.
+ *
+ * The kubelet reads its whole Summary, every pod's usage included, each round. The signals are the
+ * node's alone, so a round reads the node (StatsProvider.nodeSummary) and the pods only where a
+ * decision needs them: the local-storage check reads the Summary when an active pod has a limit it
+ * could break (`hasLocalStorageLimit`), the ranking when a threshold is met. The same pods are
+ * evicted for the same reasons; a node of 1,000 pods without limits is not listed, its stats not
+ * decoded nor its pods' log and emptyDir directories walked every 10 s.
  *
  * What a disk signal reclaims and what a pod's usage counts depend on whether the image
- * filesystem is dedicated (diskSignals.ts). Each Summary says so, as far as the stats provider
- * could tell; the last answer is kept through a Summary that cannot (the runtime down a moment),
+ * filesystem is dedicated (diskSignals.ts). Each read of the node says so, as far as the stats
+ * provider could tell; the last answer is kept through a read that cannot (the runtime down a moment),
  * and before any answer the node counts as one disk. The kubelet asks HasDedicatedImageFs each
  * round until it has an answer and keeps that one; following each round's answer costs nothing
- * more (the Summary measured it) and follows a runtime restarted onto another disk.
+ * more (the read measured it) and follows a runtime restarted onto another disk.
  */
 import { isCriticalPod, podRef, type Pod } from '../api/types.ts';
 import { type EventRecorder, nodeReference, podReference } from '../eventrecorder/recorder.ts';
@@ -19,14 +26,14 @@ import type { StatsProvider } from '../stats/provider.ts';
 import type { Summary } from '../stats/summary.ts';
 import type { EvictionChoice, EvictionEffects, Reading } from './evictionManager.ts';
 import { diskUsageCountedFor, nodeReclaimsFor } from './diskSignals.ts';
-import { LOCAL_STORAGE_GRACE_PERIOD_SECONDS, localStorageViolations } from './localStorage.ts';
+import { LOCAL_STORAGE_GRACE_PERIOD_SECONDS, hasLocalStorageLimit, localStorageViolations } from './localStorage.ts';
 import { evictionGracePeriodSeconds, evictionMessage, rankForEviction } from './rank.ts';
 import { type Observations, observe } from './synchronize.ts';
 import { SIGNALS, type Threshold } from './thresholds.ts';
 
 export interface EvictionDeps {
   nodeName: string;
-  stats: Pick<StatsProvider, 'summary'>;
+  stats: Pick<StatsProvider, 'summary' | 'nodeSummary'>;
   /** The pods admitted and not terminating (the kubelet's activePods). */
   activePods(): Pod[];
   /** Whether the pod's actor is done with it (stopped and cleaned up), or gone. */
@@ -41,16 +48,14 @@ export interface EvictionDeps {
 }
 
 export function createEvictionEffects(deps: EvictionDeps): EvictionEffects {
-  /** Whether the image filesystem is on a disk of its own, as the last Summary that could tell said. */
+  /** Whether the image filesystem is on a disk of its own, as the last read that could tell said. */
   let dedicatedImageFs = false;
-  const summary = async (): Promise<Summary> => {
-    const read = await deps.stats.summary(false);
+  const remember = <T extends Omit<Summary, 'pods'>>(read: T): T => {
     if (read.dedicatedImageFs !== undefined) dedicatedImageFs = read.dedicatedImageFs;
     return read;
   };
-  const read = async (): Promise<Observations> => observe(await summary());
-  /** The Summary the round's signals came from: the local-storage check reads its pods (the kubelet's statsFunc of the round). */
-  let roundSummary: Summary | undefined;
+  const summary = async (): Promise<Summary> => remember(await deps.stats.summary(false));
+  const read = async (): Promise<Observations> => observe(remember(await deps.stats.nodeSummary()));
   /** Says why the pod goes (its Evicted event), unless it is critical (evictPod); false: it stays. */
   const tell = (pod: Pod, message: string): boolean => {
     if (isCriticalPod(pod)) {
@@ -63,16 +68,16 @@ export function createEvictionEffects(deps: EvictionDeps): EvictionEffects {
   };
   return {
     async observe(): Promise<Reading> {
-      roundSummary = await summary();
-      return { observations: observe(roundSummary), at: deps.now() };
+      return { observations: await read(), at: deps.now() };
     },
 
     async localStorageEviction(): Promise<EvictionChoice[]> {
-      const round = roundSummary ?? (await summary());
-      roundSummary = undefined;
+      const limited = deps.activePods().filter(hasLocalStorageLimit);
+      if (limited.length === 0) return [];
+      const round = await summary();
       const byUid = new Map(round.pods.map((p) => [p.podRef.uid, p]));
       const chosen: EvictionChoice[] = [];
-      for (const { pod, message } of localStorageViolations(deps.activePods(), (p) => byUid.get(p.metadata.uid), dedicatedImageFs)) {
+      for (const { pod, message } of localStorageViolations(limited, (p) => byUid.get(p.metadata.uid), dedicatedImageFs)) {
         if (tell(pod, message)) chosen.push({ uid: pod.metadata.uid, pod: podRef(pod), gracePeriodSeconds: LOCAL_STORAGE_GRACE_PERIOD_SECONDS, message });
       }
       return chosen;

@@ -11,8 +11,8 @@
  *                   NODE.PRESSURE when they change → `enforcingLimits`. A failed read is kept and
  *                   the next one waited for (`waiting`).
  *   `enforcingLimits` `localStorageEviction` names the pods over an emptyDir's sizeLimit or their
- *                   ephemeral-storage limits (localStorage.ts), in the Summary just read, with
- *                   their messages; the machine sends NODE.EVICT_POD for each, without a
+ *                   ephemeral-storage limits (localStorage.ts), reading the pods' usage when one
+ *                   has such a limit, with their messages; the machine sends NODE.EVICT_POD for each, without a
  *                   DisruptionTarget condition, and the round ends there → `awaitingCleanup`.
  *                   None (or a failed check, kept in lastError) → `judging`.
  *   `judging`       → `reclaiming` when a threshold is to be reclaimed, else `waiting`.
@@ -80,8 +80,8 @@ export interface EvictionEffects {
   /** The node's signals now. */
   observe(): Promise<Reading>;
   /**
-   * The pods over a local ephemeral storage limit in the Summary `observe` read, each with its
-   * message and 1 s grace, each told (its Evicted event); critical pods left out. Empty: none.
+   * The pods over a local ephemeral storage limit (their usage read now, when a pod has one), each
+   * with its message and 1 s grace, each told (its Evicted event); critical pods left out. Empty: none.
    */
   localStorageEviction(): Promise<EvictionChoice[]>;
   /**

@@ -208,6 +208,16 @@ function containerViolation(pod: Pod, stats: PodSummary, dedicatedImageFs: boole
 }
 
 /**
+ * Whether any rule can name the pod: an emptyDir with a positive `sizeLimit`, or a container that
+ * names an ephemeral-storage limit (a regular container's own limit counts into the pod's). A pod
+ * without one cannot be over a limit, whatever it uses, so its usage need not be read.
+ */
+export function hasLocalStorageLimit(pod: Pod): boolean {
+  if (podEphemeralStorageLimit(pod) !== undefined) return true;
+  return podVolumes(pod).some((v) => v.emptyDir !== undefined && (quantityOf(v.emptyDir.sizeLimit)?.value ?? 0) > 0);
+}
+
+/**
  * The pods over a local-storage limit, in the order given, each with the first rule it breaks
  * (localStorageEviction): its emptyDirs, then the pod's total, then its containers. A pod without
  * stats is skipped. Whether a pod may be evicted at all (critical pods may not) is the caller's.

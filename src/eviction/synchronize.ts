@@ -49,7 +49,7 @@ export interface RoundOutcome {
 }
 
 /** The signals of the Summary (makeSignalObservations); a figure the Summary lacks leaves its signal unobserved. */
-export function observe(summary: Summary): Observations {
+export function observe(summary: Pick<Summary, 'node'>): Observations {
   const out: Observations = {};
   const { memory, fs, runtime, rlimit } = summary.node;
   if (memory?.availableBytes !== undefined && memory.workingSetBytes !== undefined) {

@@ -128,29 +128,18 @@ export class StatsProvider {
    */
   async summary(cpuAndMemoryOnly: boolean): Promise<Summary> {
     const { runtime, now } = this.source;
-    const [sandboxes, containers, stats, host] = await Promise.all([
+    const [sandboxes, containers, stats, node] = await Promise.all([
       runtime.listPodSandbox(),
       runtime.listContainers(),
       this.podStats(),
-      this.readHost(),
+      cpuAndMemoryOnly ? this.readHost().then((host) => ({ node: nodeSummary(this.source.nodeName, host, now(), this.rates) })) : this.nodeSummary(),
     ]);
     const input: RuntimeStats = { sandboxes, containers, stats };
     const logs = cpuAndMemoryOnly ? new Map<string, FsStats>() : await this.logUsage(containers);
     const time = now();
-    const summary: Summary = {
-      node: nodeSummary(this.source.nodeName, host, time, this.rates),
-      pods: podSummaries(input, this.rates, { onlyCpuAndMemory: cpuAndMemoryOnly, now: time, logs: (c) => logs.get(c.id) }),
-    };
-    if (cpuAndMemoryOnly) return summary;
-    const [fs, rlimit, imageFs] = await Promise.all([this.source.rootDir ? filesystemStats(this.source.rootDir, time) : undefined, readRlimit(time), this.imageFsStats(time)]);
-    if (fs) summary.node.fs = fs;
-    if (rlimit) summary.node.rlimit = rlimit;
-    if (imageFs) {
-      summary.node.runtime = { imageFs: imageFs.stats, containerFs: { ...imageFs.stats } };
-      if (imageFs.dedicated !== undefined) summary.dedicatedImageFs = imageFs.dedicated;
-    }
+    const summary: Summary = { ...node, pods: podSummaries(input, this.rates, { onlyCpuAndMemory: cpuAndMemoryOnly, now: time, logs: (c) => logs.get(c.id) }) };
     const { podsDir } = this.source;
-    if (podsDir) {
+    if (!cpuAndMemoryOnly && podsDir) {
       await Promise.all(
         summary.pods.map(async (pod) => {
           const volumes = await this.emptyDirUsage(path.join(podsDir, pod.podRef.uid, 'volumes', EMPTY_DIR_PLUGIN), time);
@@ -159,6 +148,24 @@ export class StatsProvider {
       );
     }
     return summary;
+  }
+
+  /**
+   * The node's own figures and none of its pods' (what the eviction manager's signals are made of):
+   * memory and CPU from the host, nodefs (--root-dir's filesystem), its processes, and the image
+   * filesystem with whether it is dedicated. No runtime list and no walk of the pods' directories:
+   * a node at rest is read each round for a few files and one ImageFsInfo.
+   */
+  async nodeSummary(): Promise<Omit<Summary, 'pods'>> {
+    const host = await this.readHost();
+    const time = this.source.now();
+    const node = nodeSummary(this.source.nodeName, host, time, this.rates);
+    const [fs, rlimit, imageFs] = await Promise.all([this.source.rootDir ? filesystemStats(this.source.rootDir, time) : undefined, readRlimit(time), this.imageFsStats(time)]);
+    if (fs) node.fs = fs;
+    if (rlimit) node.rlimit = rlimit;
+    if (!imageFs) return { node };
+    node.runtime = { imageFs: imageFs.stats, containerFs: { ...imageFs.stats } };
+    return imageFs.dedicated !== undefined ? { node, dedicatedImageFs: imageFs.dedicated } : { node };
   }
 
   /** Each emptyDir volume of a pod, by what its directory holds. */

@@ -182,9 +182,10 @@ const NODE_KEY = '';
  * own figure when it gives one; otherwise the usage since the previous sample of the same id over
  * the time between them; nothing for a first sample or after a counter reset. Kept per container,
  * per pod sandbox and for the node. The kubelet refreshes its samples from the eviction manager
- * every 10 s; statelet has no eviction manager, so each `/stats/summary` and `/metrics/resource`
- * request takes a sample. A sample no newer than the previous one (two requests in the same
- * instant) gets the previous rate.
+ * every 10 s; statelet's eviction manager reads the pods only when a round needs their figures
+ * (StatsProvider.nodeSummary), so each `/stats/summary` and `/metrics/resource` request takes a
+ * sample, and a rate covers the time since the previous read. A sample no newer than the previous
+ * one (two requests in the same instant) gets the previous rate.
  */
 export class CpuRates {
   private readonly previous = new Map<string, { timestamp: number; usage: number; rate: number | undefined }>();

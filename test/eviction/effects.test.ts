@@ -35,23 +35,26 @@ const podStats = (p: Pod, rootfs: number, cache?: number): PodSummary => ({
 });
 const PODS = [podStats(layers, 900 * Mi), podStats(volumes, 1 * Mi, 500 * Mi)];
 
-/** A node whose Summaries say, in turn, what `dedicated` lists (the last repeats; undefined: cannot tell). */
+/**
+ * A node whose reads (of the node alone or with its pods) say, in turn, what `dedicated` lists
+ * (the last repeats; undefined: cannot tell).
+ */
 function node(dedicated: (boolean | undefined)[], options: { failContainers?: boolean } = {}) {
   let reads = 0;
   const calls: string[] = [];
   const lines: [LogLevel, string, LogFields | undefined][] = [];
   const recorder = new RecordedEvents();
-  const summary = vi.fn(async (): Promise<Summary> => {
+  const nodeSummary = vi.fn(async (): Promise<Omit<Summary, 'pods'>> => {
     const answer = dedicated[Math.min(reads++, dedicated.length - 1)];
     return {
       node: { nodeName: 'n', startTime: T0, fs: { time: T0 + reads, availableBytes: 5 * Gi, capacityBytes: 100 * Gi } },
-      pods: PODS,
       ...(answer !== undefined ? { dedicatedImageFs: answer } : {}),
     };
   });
+  const summary = vi.fn(async (): Promise<Summary> => ({ ...(await nodeSummary()), pods: PODS }));
   const effects = createEvictionEffects({
     nodeName: 'n',
-    stats: { summary },
+    stats: { summary, nodeSummary },
     activePods: () => [volumes, layers],
     podCleanedUp: () => true,
     deleteAllUnusedContainers: async () => {
@@ -65,7 +68,7 @@ function node(dedicated: (boolean | undefined)[], options: { failContainers?: bo
     now: () => T0,
     log: (level, message, fields) => lines.push([level, message, fields]),
   });
-  return { effects, calls, lines, recorder, summary };
+  return { effects, calls, lines, recorder, summary, nodeSummary };
 }
 
 const threshold = (signal: Signal): Threshold => ({ signal, value: { percentage: 0.1 }, gracePeriodMs: 0 });
@@ -91,12 +94,14 @@ describe('eviction effects with or without a dedicated image filesystem', () => 
   });
 
   it('runs the image reclaim after a failed container reclaim, says so, and measures the node again', async () => {
-    const { effects, calls, lines, summary } = node([false], { failContainers: true });
+    const { effects, calls, lines, summary, nodeSummary } = node([false], { failContainers: true });
     await effects.observe();
     const after = await effects.reclaimNodeResources(threshold('nodefs.available'));
     expect(calls).toEqual(['deleteAllUnusedContainers', 'deleteUnusedImages']);
     expect(after?.['nodefs.available']).toMatchObject({ available: 5 * Gi, capacity: 100 * Gi });
-    expect(summary).toHaveBeenCalledTimes(2);
+    // The signals are the node's: neither read lists the pods.
+    expect(nodeSummary).toHaveBeenCalledTimes(2);
+    expect(summary).not.toHaveBeenCalled();
     expect(lines).toContainEqual(['info', 'Eviction manager: unexpected error when attempting to reduce resource pressure', { resourceName: 'ephemeral-storage', err: expect.any(Error) }]);
   });
 

@@ -4,7 +4,8 @@
  * containerEphemeralStorageLimitEviction; component-helpers resource PodLimits; stats/helper.go
  * calcEphemeralStorage; resource.Quantity String): which pods go, with which message, and how the
  * limits and usage are added up and printed; and the effect that evicts them (evictPod: the
- * Evicted event, 1 s, critical pods left alone), on the Summary the round's signals came from.
+ * Evicted event, 1 s, critical pods left alone), reading the pods' usage only when one has a
+ * limit it could break.
  */
 import { describe, expect, it, vi } from 'vitest';
 import type { Container, Pod } from '../../src/api/types.ts';
@@ -12,6 +13,7 @@ import { createEvictionEffects } from '../../src/eviction/effects.ts';
 import {
   type Quantity,
   canonicalQuantity,
+  hasLocalStorageLimit,
   localStorageViolations,
   podEphemeralStorageLimit,
   podEphemeralStorageUsage,
@@ -24,6 +26,7 @@ import { RecordedEvents } from '../support/recordedEvents.ts';
 
 const Ki = 1024;
 const Mi = 1024 * Ki;
+const Gi = 1024 * Mi;
 const T0 = Date.parse('2026-03-01T12:00:00Z');
 
 interface PodOptions {
@@ -287,13 +290,36 @@ describe('localStorageViolations', () => {
   });
 });
 
+describe('hasLocalStorageLimit: whether any rule can name the pod', () => {
+  it.each<[string, PodOptions, boolean]>([
+    ['no limit, an emptyDir without a size limit', { volumes: [{ name: 'cache', emptyDir: {} }] }, false],
+    ['an emptyDir sized 0 (no limit)', { volumes: [{ name: 'cache', emptyDir: { sizeLimit: '0' } }] }, false],
+    ['a memory emptyDir with a size limit', { volumes: [{ name: 'shm', emptyDir: { medium: 'Memory', sizeLimit: '64Mi' } }] }, true],
+    ['a container limit', { containers: [ctr('a'), limited('b', '1Gi')] }, true],
+    ['an init container limit only', { initContainers: [limited('setup', '1Gi')] }, true],
+    ['a sidecar limit only', { initContainers: [sidecar('proxy', { resources: { limits: { 'ephemeral-storage': '1Gi' } } })] }, true],
+    ['a container limit of 0', { containers: [limited('main', '0')] }, true],
+    ['only an overhead', { overhead: { 'ephemeral-storage': '1Gi' } }, false],
+  ])('%s: %s', (_, options, expected) => {
+    expect(hasLocalStorageLimit(pod('p', options))).toBe(expected);
+  });
+
+  it('agrees with the rules: a pod it passes over breaks none, whatever it uses', () => {
+    const unlimited = [pod('free', { volumes: [{ name: 'cache', emptyDir: {} }] }), pod('over', { overhead: { 'ephemeral-storage': '1Ki' } })];
+    const huge = (p: Pod) => stats(p, [{ name: 'main', rootfs: 50 * Gi, logs: 50 * Gi }], { cache: 50 * Gi });
+    expect(unlimited.filter(hasLocalStorageLimit)).toEqual([]);
+    expect(localStorageViolations(unlimited, huge)).toEqual([]);
+  });
+});
+
 describe('localStorageEviction (the effect)', () => {
   function node(pods: Pod[], summaries: PodSummary[]) {
     const recorder = new RecordedEvents();
-    const summary = vi.fn(async (): Promise<Summary> => ({ node: { nodeName: 'n', startTime: T0 }, pods: summaries }));
+    const nodeSummary = vi.fn(async (): Promise<Omit<Summary, 'pods'>> => ({ node: { nodeName: 'n', startTime: T0 } }));
+    const summary = vi.fn(async (): Promise<Summary> => ({ ...(await nodeSummary()), pods: summaries }));
     const effects = createEvictionEffects({
       nodeName: 'n',
-      stats: { summary },
+      stats: { summary, nodeSummary },
       activePods: () => pods,
       podCleanedUp: () => true,
       deleteAllUnusedContainers: async () => {},
@@ -302,10 +328,10 @@ describe('localStorageEviction (the effect)', () => {
       now: () => T0,
       log: () => {},
     });
-    return { effects, recorder, summary };
+    return { effects, recorder, summary, nodeSummary };
   }
 
-  it("evicts each pod over a limit with 1 s and tells it why, on the round's Summary, leaving critical pods alone", async () => {
+  it('evicts each pod over a limit with 1 s and tells it why, from one Summary read for the check, leaving critical pods alone', async () => {
     const over = pod('over', { volumes: [{ name: 'cache', emptyDir: { sizeLimit: '1Mi' } }] });
     const critical = pod('critical', { containers: [limited('main', '1Ki')] });
     critical.spec.priority = 2_000_000_000;
@@ -334,11 +360,21 @@ describe('localStorageEviction (the effect)', () => {
     ]);
   });
 
-  it('reads the Summary itself when no round read one, and evicts nobody when all are within their limits', async () => {
+  it('evicts nobody when all are within their limits', async () => {
     const fine = pod('fine', { containers: [limited('main', '1Gi')] });
     const { effects, recorder, summary } = node([fine], [stats(fine, [{ name: 'main', rootfs: 1 * Mi }])]);
     expect(await effects.localStorageEviction()).toEqual([]);
     expect(summary).toHaveBeenCalledTimes(1);
     expect(recorder.events).toEqual([]);
+  });
+
+  it('reads no pod when no active pod has a limit to break, however much they use', async () => {
+    const free = pod('free', { volumes: [{ name: 'cache', emptyDir: {} }] });
+    const zero = pod('zero', { volumes: [{ name: 'scratch', emptyDir: { sizeLimit: '0' } }] });
+    const { effects, summary, nodeSummary } = node([free, zero], [stats(free, [{ name: 'main', rootfs: 50 * Gi }], { cache: 50 * Gi }), stats(zero, [{ name: 'main', rootfs: 0 }], { scratch: 50 * Gi })]);
+    await effects.observe();
+    expect(await effects.localStorageEviction()).toEqual([]);
+    expect(nodeSummary).toHaveBeenCalledTimes(1);
+    expect(summary).not.toHaveBeenCalled();
   });
 });

@@ -1,8 +1,8 @@
 /**
  * The stats provider (src/stats/provider.ts, served by src/server/statsRoutes.ts) over the simulated runtime on a manual clock:
  * CPU rates between requests, samples forgotten with their containers, the fallback to container
- * stats, log usage, the runtime's errors as the kubelet reports them, and the image filesystem
- * (ImageFsInfo and statfs of its mountpoint, a real directory here).
+ * stats, log usage, the runtime's errors as the kubelet reports them, the image filesystem
+ * (ImageFsInfo and statfs of its mountpoint, a real directory here), and the node read alone.
  */
 import { mkdir, mkdtemp, rm, stat, statfs } from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
@@ -166,6 +166,29 @@ describe('StatsProvider: the image filesystem', () => {
     // CPU and memory only: not asked.
     expect((await stats.summary(true)).node.runtime).toBeUndefined();
     expect(images.imageFsInfo).toHaveBeenCalledTimes(1);
+  });
+
+  it("reads the node alone (the eviction manager's signals): the full summary's node figures, no runtime list", async () => {
+    const mountpoint = path.join(dir, 'images');
+    await mkdir(mountpoint);
+    const { stats } = withImages(async () => onDisk(mountpoint));
+    await runPod({ main: 'sleep 1000' });
+    const lists = ['listPodSandbox', 'listContainers', 'listPodSandboxStats', 'listContainerStats'] as const;
+    const spies = lists.map((name) => vi.spyOn(runtime, name));
+
+    const node = await stats.nodeSummary();
+    expect(node).not.toHaveProperty('pods');
+    for (const spy of spies) expect(spy).not.toHaveBeenCalled();
+
+    const full = await stats.summary(false);
+    expect(spies.some((spy) => spy.mock.calls.length > 0)).toBe(true);
+    expect(full.pods).toHaveLength(1);
+    expect(node.dedicatedImageFs).toBe(false);
+    expect(full.dedicatedImageFs).toBe(false);
+    // The same figures, but for free space and inodes, which move with the host's disks between the reads.
+    const steady = ({ memory, rlimit, runtime: images, fs }: typeof node.node) => ({ memory, maxpid: rlimit?.maxpid, imageFsUsed: images?.imageFs?.usedBytes, fsCapacity: fs?.capacityBytes });
+    expect(steady(node.node)).toEqual(steady(full.node));
+    expect(node.node.fs?.capacityBytes).toBeGreaterThan(0);
   });
 
   it("tells a dedicated image filesystem by its device, another than --root-dir's", async ({ skip }) => {
