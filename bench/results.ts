@@ -35,7 +35,7 @@ export interface SimResult {
     cpuMsPerPod: number;
   };
   memory: { baseline: Memory; atN: Memory };
-  idle: { windowS: number; cpuPercentOfOneCore: number; eventLoopDelayMs: Lag; relists: number; relistDurationMs: Summary | null; criCallsPerSecond: Record<string, number> } | null;
+  idle: { settleS: number; windowS: number; cpuPercentOfOneCore: number; eventLoopDelayMs: Lag; relists: number; relistDurationMs: Summary | null; criCallsPerSecond: Record<string, number> } | null;
   delete: {
     removeToTerminatingMs: Summary;
     terminatingToTerminatedMs: Summary;

@@ -1,6 +1,6 @@
 /**
  * Worker: N static pods on `sim://`, added at once, then deleted at once.
- *   node --expose-gc --import tsx bench/sim.ts --n=1000 --idle-ms=30000 [--out=FILE]
+ *   node --expose-gc --import tsx bench/sim.ts --n=1000 --idle-ms=30000 [--settle-ms=2000] [--out=FILE]
  *   node --expose-gc --import tsx bench/sim.ts --n=1000 --idle-ms=0 --warm-image --visualizer
  * The simulated runtime runs inside this process (startAgent starts it for `sim://`), so every
  * CPU and memory figure here includes the simulator as well as the agent.
@@ -35,6 +35,12 @@ import type { SimResult } from './results.ts';
 
 const n = Number(argValue('n') ?? 100);
 const idleMs = Number(argValue('idle-ms') ?? 30_000);
+/**
+ * How long after the last pod Running memory and idle CPU are measured: the burst's aftermath
+ * (the collector giving back what the burst grew, the first periodic passes over the new pods)
+ * is not rest. The agent bench waits as long (`--settle-ms`) before its idle window.
+ */
+const settleMs = Number(argValue('settle-ms') ?? 2_000);
 const timeoutMs = Number(argValue('timeout-ms') ?? 240_000);
 /**
  * Cold (default, the scenario as specified): the manifests are in the directory when the agent
@@ -147,7 +153,7 @@ async function main() {
     if (sseAtRunning) progress(`${tag}: stream ${sseAtRunning.bytes} bytes, ${sseAtRunning.batches} batches by all Running`);
 
     // Steady state: let in-flight work finish, then measure memory and idle CPU.
-    await sleep(2_000);
+    await sleep(settleMs);
     const atN = memory();
     let idle: SimResult['idle'] = null;
     if (idleMs > 0) {
@@ -163,13 +169,14 @@ async function main() {
       idleLag.disable();
       const relists = timeline.relists.filter((r) => r.at >= idleFrom).map((r) => r.durationMs);
       idle = {
+        settleS: settleMs / 1000,
         ...cpu,
         eventLoopDelayMs: lagSummary(idleLag),
         relists: relists.length,
         relistDurationMs: relists.length ? summarize(relists) : null,
         criCallsPerSecond,
       };
-      progress(`${tag}: idle ${cpu.cpuPercentOfOneCore}% of a core over ${cpu.windowS} s, rss ${atN.rssMB} MB`);
+      progress(`${tag}: idle ${cpu.cpuPercentOfOneCore}% of a core over ${cpu.windowS} s from ${settleMs / 1000} s after all Running, rss ${atN.rssMB} MB`);
     }
 
     // Delete: remove every manifest at once.

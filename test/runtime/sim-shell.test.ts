@@ -139,6 +139,28 @@ describe('lists', () => {
     expect(h.exit()).toBe(0);
   });
 
+  it('continue and break, by one level or several, and the status a loop leaves in $?', () => {
+    const h = sh(`
+      for i in 1 2 3; do
+        for j in a b c; do
+          [ "$j" = b ] && continue
+          [ "$i" = 2 ] && continue 2
+          [ "$i" = 3 ] && break 2
+          echo "$i$j"
+        done
+        echo "end $i"
+      done
+      echo "after $?"
+      for k in x; do false; done; echo "body $?"
+      while true; do break; done; echo "break $?"
+      for k in x; do sleep 1; echo slept; done
+    `);
+    expect(h.stdout.join('')).toBe('1a\n1c\nend 1\nafter 0\nbody 1\nbreak 0\n');
+    h.clock.advance(1000);
+    expect(h.stdout.join('')).toBe('1a\n1c\nend 1\nafter 0\nbody 1\nbreak 0\nslept\n');
+    expect(h.exit()).toBe(0);
+  });
+
   it('a loop that never blocks yields 1 ms of clock at a time instead of hanging', () => {
     const h = sh('while true; do true; done');
     expect(h.exit()).toBeNull();
@@ -199,6 +221,18 @@ describe('signals', () => {
     h.clock.advance(5000);
     h.proc.signal('TERM');
     expect(h.exit()).toBe(0);
+  });
+
+  it("a trap that does not exit cuts a loop's sleep short: 143 is the body's status, and the loop goes on", () => {
+    const h = sh(`trap 'echo trapped; touch /tmp/stop' TERM; while [ ! -e /tmp/stop ]; do sleep 10; done; echo "after $?"; /bin/sleep 2; echo "slept $?"`);
+    h.clock.advance(25_000);
+    expect(h.stdout.join('')).toBe('');
+    h.proc.signal('TERM');
+    expect(h.stdout.join('')).toBe('trapped\nafter 143\n');
+    h.clock.advance(2000);
+    expect(h.stdout.join('')).toBe('trapped\nafter 143\nslept 0\n');
+    expect(h.exit()).toBe(0);
+    expect(h.clock.pendingTimers).toBe(0);
   });
 
   it('sleep & wait: TERM interrupts the wait', () => {

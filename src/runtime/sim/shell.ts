@@ -16,7 +16,7 @@ import type { Clock, TimerHandle } from '../../clock.ts';
 import { HostFsError, SimFs } from './fs.ts';
 import { HOST_NETWORK_ADDRESS, SimNetwork, httpd, nc, type AppletContext, type AppletResult, type IoStart } from './net.ts';
 import { CpuMeter } from './usage.ts';
-import { parse, ShellSyntaxError, type Assignment, type Command, type Redirect, type Word } from './shell-parse.ts';
+import { parse, ShellSyntaxError, type Command, type Redirect, type Word } from './shell-parse.ts';
 
 type ShellSignal = 'TERM' | 'KILL';
 
@@ -133,6 +133,7 @@ type Run<T = number> = Generator<Effect, T, Resume>;
 const CONTINUE: Resume = { interrupted: false };
 /** One loop iteration passed (shared: every iteration of every loop yields it). */
 const TICK: Effect = { kind: 'tick' };
+const WAIT: Effect = { kind: 'wait' };
 const INTERRUPTED: Resume = { interrupted: true };
 
 class ExitRequest {
@@ -144,6 +145,20 @@ class ExitRequest {
 }
 class LoopControl {
   constructor(readonly kind: 'break' | 'continue', public levels: number) {}
+}
+
+/**
+ * What a loop does with an exception from its body: `break`/`continue` for the innermost loop
+ * ends it (true) or goes on to the next iteration (false); `break N`/`continue N` ends this loop
+ * and travels on to the enclosing one; anything else travels on.
+ */
+function loopEnds(error: unknown): boolean {
+  if (!(error instanceof LoopControl)) throw error;
+  if (error.levels > 1) {
+    error.levels--;
+    throw error;
+  }
+  return error.kind === 'break';
 }
 
 type Sink = { kind: 'stdout' } | { kind: 'stderr' } | { kind: 'file'; path: string } | { kind: 'null' };
@@ -173,6 +188,8 @@ interface Thread {
   /** Cancels the pending `io` effect. */
   cancelIo: (() => void) | null;
   ticks: number;
+  /** Its sleep timer's callback, made with the thread: a thread sleeping in a loop sets a timer each iteration. */
+  wake: () => void;
 }
 
 export class ShellProcess {
@@ -227,7 +244,7 @@ export class ShellProcess {
   start(): void {
     if (this.status !== 'new') return;
     this.status = 'running';
-    const thread: Thread = { main: true, run: this.runProgram(), timer: null, blockedOn: null, cancelIo: null, ticks: 0 };
+    const thread = this.thread(true, this.runProgram());
     this.mainThread = thread;
     this.schedule(thread, CONTINUE);
   }
@@ -270,6 +287,23 @@ export class ShellProcess {
   }
 
   // ------------------------------------------------------------------ driver
+
+  private thread(main: boolean, run: Run): Thread {
+    const thread: Thread = {
+      main,
+      run,
+      timer: null,
+      blockedOn: null,
+      cancelIo: null,
+      ticks: 0,
+      wake: () => {
+        thread.timer = null;
+        thread.blockedOn = null;
+        this.schedule(thread, CONTINUE);
+      },
+    };
+    return thread;
+  }
 
   private schedule(thread: Thread, resume: Resume): void {
     this.runQueue.push([thread, resume]);
@@ -319,7 +353,7 @@ export class ShellProcess {
           this.blockOnTimer(thread, 1);
           return;
         case 'spawn': {
-          const job: Thread = { main: false, run: this.runBackground(effect.command), timer: null, blockedOn: null, cancelIo: null, ticks: 0 };
+          const job = this.thread(false, this.runBackground(effect.command));
           this.background.add(job);
           this.runQueue.push([job, CONTINUE]);
           continue;
@@ -358,11 +392,7 @@ export class ShellProcess {
 
   private blockOnTimer(thread: Thread, ms: number): void {
     thread.blockedOn = 'sleep';
-    thread.timer = this.clock.setTimeout(() => {
-      thread.timer = null;
-      thread.blockedOn = null;
-      this.schedule(thread, CONTINUE);
-    }, ms);
+    thread.timer = this.clock.setTimeout(thread.wake, ms);
   }
 
   /** Blocks `thread` on real I/O until it reports a status (→ resumed) or is cancelled. */
@@ -521,12 +551,10 @@ export class ShellProcess {
     return EXIT_TERM;
   }
 
-  /** Yields a blocking effect; when a trapped signal cuts it short, runs the trap and says so. */
-  private *block(effect: Effect): Run<boolean> {
-    const resume = yield effect;
-    if (!resume.interrupted) return false;
+  /** After a trapped signal cut a blocking builtin short: runs the trap, and the builtin's status is 143. */
+  private *trapped(): Run {
     yield* this.runTrap();
-    return true;
+    return EXIT_TERM;
   }
 
   /** Runs the TERM trap after it interrupted a blocking command. */
@@ -544,27 +572,34 @@ export class ShellProcess {
   }
 
   /**
-   * Runs a command. A simple command that cannot block (every builtin but the BLOCKING ones) runs
-   * without a generator of its own: a thousand simulated `while true; do sleep 1; done` loops
-   * run a thousand iterations a second, and each generator is an allocation.
+   * Starts a command: a simple command that cannot block (every builtin but the BLOCKING ones)
+   * runs now and gives its status; any other gives the generator that runs it. The loops call it
+   * directly: a thousand simulated `while true; do sleep 1; done` loops run a thousand iterations
+   * a second, and each generator is an allocation that lives until its command ends.
    */
+  private begin(command: Command): number | Run {
+    if (command.kind !== 'simple') return this.execNode(command);
+    const call = this.prepareSimple(command);
+    if (typeof call === 'number') return call;
+    return BLOCKING.has(call.name) ? this.runBlocking(call) : this.runBuiltin(call);
+  }
+
+  /** Runs a command (`begin`) to its end; its status becomes `$?`. */
   private *exec(command: Command): Run {
-    let status: number;
-    if (command.kind === 'simple') {
-      const call = this.prepareSimple(command.assignments, command.words, command.redirects);
-      status = typeof call === 'number' ? call : BLOCKING.has(call.name) ? yield* this.runBlocking(call) : this.runBuiltin(call);
-    } else {
-      status = yield* this.execNode(command);
-    }
-    this.lastStatus = status;
-    return status;
+    const started = this.begin(command);
+    this.lastStatus = typeof started === 'number' ? started : yield* started;
+    return this.lastStatus;
   }
 
   private *execNode(command: Exclude<Command, { kind: 'simple' }>): Run {
     switch (command.kind) {
       case 'list': {
         let status = 0;
-        for (const item of command.items) status = yield* this.exec(item);
+        for (const item of command.items) {
+          const pause = literalSleep(item);
+          if (pause) status = this.lastStatus = (yield pause).interrupted ? yield* this.trapped() : 0;
+          else status = yield* this.exec(item);
+        }
         return status;
       }
       case 'and': {
@@ -588,11 +623,24 @@ export class ShellProcess {
         let status = 0;
         for (;;) {
           yield TICK;
-          const condition = yield* this.exec(command.condition);
-          if ((condition === 0) === command.until) break;
-          const control = yield* this.loopBody(command.body);
-          status = control.status;
-          if (control.stop) break;
+          const condition = this.begin(command.condition);
+          this.lastStatus = typeof condition === 'number' ? condition : yield* condition;
+          if ((this.lastStatus === 0) === command.until) break;
+          // The body is run here rather than through exec or a helper generator (see begin), and a
+          // body that is a literal `sleep N` is slept by the loop itself (literalSleep): a
+          // sleeping loop then holds nothing per iteration but its timer.
+          try {
+            const pause = literalSleep(command.body);
+            if (pause) {
+              status = this.lastStatus = (yield pause).interrupted ? yield* this.trapped() : 0;
+            } else {
+              const body = this.begin(command.body);
+              status = this.lastStatus = typeof body === 'number' ? body : yield* body;
+            }
+          } catch (error) {
+            status = 0;
+            if (loopEnds(error)) break;
+          }
         }
         return status;
       }
@@ -601,27 +649,16 @@ export class ShellProcess {
         for (const item of this.expandWords(command.items)) {
           yield TICK;
           this.vars.set(command.name, item);
-          const control = yield* this.loopBody(command.body);
-          status = control.status;
-          if (control.stop) break;
+          try {
+            const body = this.begin(command.body);
+            status = this.lastStatus = typeof body === 'number' ? body : yield* body;
+          } catch (error) {
+            status = 0;
+            if (loopEnds(error)) break;
+          }
         }
         return status;
       }
-    }
-  }
-
-  /** Runs a loop body, turning `break`/`continue` into loop control for the innermost loop. */
-  private *loopBody(body: Command): Run<{ status: number; stop: boolean }> {
-    try {
-      return { status: yield* this.exec(body), stop: false };
-    } catch (error) {
-      if (!(error instanceof LoopControl)) throw error;
-      if (error.levels > 1) {
-        // `break N` / `continue N`: this loop ends and the signal travels to the enclosing one.
-        error.levels--;
-        throw error;
-      }
-      return { status: 0, stop: error.kind === 'break' };
     }
   }
 
@@ -716,9 +753,22 @@ export class ShellProcess {
 
   // ------------------------------------------------------------------ commands
 
-  /** A simple command's words, assignments and redirects, applied: its call, or its status when there is nothing to run. */
-  private prepareSimple(assignments: Assignment[], words: Word[], redirects: Redirect[]): CommandCall | number {
+  /**
+   * A simple command's words, assignments and redirects, applied: its call, or its status when
+   * there is nothing to run. A command of literal words alone (`sleep 1`, `true`) is the same call
+   * every time: made once, shared by every shell running the script (`staticCalls`).
+   */
+  private prepareSimple(command: Extract<Command, { kind: 'simple' }>): CommandCall | number {
+    const known = staticCalls.get(command);
+    if (known) return known;
+    const { assignments, words, redirects } = command;
     const argv = this.expandWords(words);
+    if (argv.length > 0 && assignments.length === 0 && redirects.length === 0 && words.every(isLiteral)) {
+      const call = commandCall(argv, STANDARD_STREAMS);
+      Object.freeze(call.args);
+      staticCalls.set(command, Object.freeze(call));
+      return call;
+    }
     // Shell variables only: prefix assignments on a command are applied to the shell too, a
     // simplification (real sh scopes them to that command's environment).
     if (assignments.length > 0) {
@@ -733,19 +783,28 @@ export class ShellProcess {
     return argv.length === 0 ? 0 : commandCall(argv, streams);
   }
 
-  /** The builtins that block (or run other commands that may): each a generator. */
-  private *runBlocking(call: CommandCall): Run {
+  /**
+   * The builtins that block (or run other commands that may): each a generator. `sleep` has a
+   * small one of its own: a generator holds every local of its function while it is suspended,
+   * and a sleeping loop makes one each iteration.
+   */
+  private runBlocking(call: CommandCall): Run {
+    return call.name === 'sleep' ? this.sleep(call) : this.runOtherBlocking(call);
+  }
+
+  private *sleep({ args, io }: CommandCall): Run {
+    const ms = sleepMs(args, this.errorWriter(io));
+    if (ms === null) return 1;
+    if (ms === 0) return 0;
+    return (yield { kind: 'sleep', ms }).interrupted ? yield* this.trapped() : 0;
+  }
+
+  private *runOtherBlocking(call: CommandCall): Run {
     const { name, args, io } = call;
     const err = this.errorWriter(io);
     switch (name) {
-      case 'sleep': {
-        const ms = sleepMs(args, err);
-        if (ms === null) return 1;
-        if (ms === 0) return 0;
-        return (yield* this.block({ kind: 'sleep', ms })) ? EXIT_TERM : 0;
-      }
       case 'wait':
-        return (yield* this.block({ kind: 'wait' })) ? EXIT_TERM : 0;
+        return (yield WAIT).interrupted ? yield* this.trapped() : 0;
       case 'exec': {
         // The command replaces the shell: its status is the shell's, nothing after it runs.
         if (args.length === 0) return 0;
@@ -793,18 +852,8 @@ export class ShellProcess {
           return 2;
         }
         return test(args.slice(0, -1), this.fs, this.cwd, err, '[');
-      case 'touch': {
-        let status = 0;
-        for (const file of args) {
-          const path = SimFs.resolve(file, this.cwd);
-          const touched = this.fs.isReadOnly(path) ? new HostFsError('Read-only file system') : orRefusal(() => this.fs.touch(path));
-          if (touched instanceof HostFsError) {
-            err(`touch: ${file}: ${touched.text}\n`);
-            status = 1;
-          }
-        }
-        return status;
-      }
+      case 'touch':
+        return this.touch(args, err);
       case 'rm':
         return this.rm(args, err);
       case 'mkdir':
@@ -877,6 +926,21 @@ export class ShellProcess {
       }
       if (action === '-') this.traps.delete(signal);
       else this.traps.set(signal, action);
+    }
+    return status;
+  }
+
+  // Each builtin that makes a closure has a method of its own: a closure in runBuiltin would cost
+  // every builtin call, `true` in a loop's condition too, a context object.
+  private touch(args: string[], err: (text: string) => void): number {
+    let status = 0;
+    for (const file of args) {
+      const path = SimFs.resolve(file, this.cwd);
+      const touched = this.fs.isReadOnly(path) ? new HostFsError('Read-only file system') : orRefusal(() => this.fs.touch(path));
+      if (touched instanceof HostFsError) {
+        err(`touch: ${file}: ${touched.text}\n`);
+        status = 1;
+      }
     }
     return status;
   }
@@ -1080,11 +1144,38 @@ function orRefusal<T>(io: () => T): T | HostFsError {
   }
 }
 
+/** The calls of simple commands made of literal words alone, by their parsed command (parses are shared: `parseCached`). */
+const staticCalls = new WeakMap<Command, CommandCall>();
+
+const isLiteral = (word: Word): boolean => word.parts.every((part) => part.kind === 'literal');
+
 function commandCall(argv: string[], io: Streams): CommandCall {
   const [rawName = '', ...args] = argv;
   const name = rawName.includes('/') && BUILTIN_NAMES.has(basename(rawName)) ? basename(rawName) : rawName;
   return { name, rawName, args, io };
 }
+
+/**
+ * The effect of a command that is `sleep` with literal, valid, finite operands and nothing else
+ * (no assignment, no redirection), made once per parsed command: a loop or a list yields it
+ * itself, as the `sleep` builtin would, without a generator of the builtin's; undefined for any
+ * other command.
+ */
+function literalSleep(command: Command): Effect | undefined {
+  let effect = literalSleeps.get(command);
+  if (effect === undefined) {
+    effect = null;
+    if (command.kind === 'simple' && command.assignments.length === 0 && command.redirects.length === 0 && command.words.every(isLiteral)) {
+      const [name, ...args] = command.words.map((word) => word.parts.map((part) => (part.kind === 'literal' ? part.text : '')).join(''));
+      const ms = name !== undefined && basename(name) === 'sleep' && args.length > 0 ? sleepMs(args, () => {}) : null;
+      if (ms !== null && ms > 0 && ms !== Infinity) effect = { kind: 'sleep', ms };
+    }
+    literalSleeps.set(command, effect);
+  }
+  return effect ?? undefined;
+}
+
+const literalSleeps = new WeakMap<Command, Effect | null>();
 
 /** `sleep`'s operands in milliseconds (summed, as busybox does); null after saying what is wrong. */
 function sleepMs(args: string[], err: (text: string) => void): number | null {
@@ -1117,13 +1208,16 @@ function parseExitCode(text: string): number | null {
   return ((Number(text) % 256) + 256) % 256;
 }
 
+const DURATION_UNITS: Readonly<Record<string, number>> = { '': 1, s: 1, m: 60, h: 3600, d: 86400 };
+
 /** `sleep` operands as busybox reads them: seconds with optional fraction and s/m/h/d suffix. */
 function parseDuration(text: string): number | null {
   if (text === 'infinity' || text === 'inf') return Infinity;
+  // Whole seconds, the common case, without a match to allocate.
+  if (/^[0-9]+$/.test(text)) return Number(text) * 1000;
   const match = /^([0-9]*\.?[0-9]+)([smhd]?)$/.exec(text);
   if (!match) return null;
-  const unit = { '': 1, s: 1, m: 60, h: 3600, d: 86400 }[match[2] ?? ''] ?? 1;
-  return Math.round(Number(match[1]) * unit * 1000);
+  return Math.round(Number(match[1]) * (DURATION_UNITS[match[2] ?? ''] ?? 1) * 1000);
 }
 
 const SIGNALS: Record<string, string> = { '0': 'EXIT', '1': 'HUP', '2': 'INT', '3': 'QUIT', '15': 'TERM' };
