@@ -4,7 +4,10 @@
  * pkg/kubelet/allocation/state/state_checkpoint.go): one JSON file each, written whole after each
  * change (a temporary file renamed over the old one, so a crash leaves the old or the new one),
  * read once at start. Saves are written once the current turn of the event loop is over, so a
- * batch of pods admitted together is one write (and on flush, when the agent stops).
+ * batch of pods admitted together is one write (and on flush, when the agent stops). A removal
+ * may wait a second (`lazily`), so that pods finishing one by one share a write: the kubelet writes
+ * at each removal, but a crash before a removal is written only leaves the record of a pod that
+ * is gone, which the next start's orphan removal drops; what is added or changed is never kept waiting.
  * A file that cannot be read or parsed starts empty, as the kubelet starts
  * from an empty state when its checkpoint is corrupt; one that cannot be written is said once and
  * the records are kept in memory.
@@ -12,6 +15,7 @@
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { ResourceRequirements } from '../api/types.ts';
+import { type Clock, type TimerHandle, realClock } from '../clock.ts';
 import type { Logger } from '../log.ts';
 
 /** The records of every pod: UID → container name → resources. */
@@ -19,8 +23,11 @@ export type PodResourceRecords = Record<string, Record<string, ResourceRequireme
 
 export interface CheckpointStore {
   load(): PodResourceRecords;
-  /** Keeps `records` (the caller's object, read again when written). */
-  save(records: PodResourceRecords): void;
+  /**
+   * Keeps `records` (the caller's object, read again when written); `lazily` (a removal): the write
+   * may wait up to LAZY_WRITE_MS, for other removals to share it.
+   */
+  save(records: PodResourceRecords, lazily?: boolean): void;
   /** Writes what `save` was last given now, if it has not been yet. */
   flush?(): void;
 }
@@ -30,12 +37,16 @@ interface CheckpointFile {
   pods: PodResourceRecords;
 }
 
+/** How long a removal may wait to be written. */
+export const LAZY_WRITE_MS = 1_000;
+
 /** A checkpoint in `<dir>/<name>`. */
-export function fileCheckpoint(dir: string, name: string, log: Logger): CheckpointStore {
+export function fileCheckpoint(dir: string, name: string, log: Logger, clock: Clock = realClock): CheckpointStore {
   const file = path.join(dir, name);
   let failed = false;
   let pending: PodResourceRecords | undefined;
   let scheduled = false;
+  let lazyWrite: TimerHandle | undefined;
   return {
     load() {
       let text: string;
@@ -53,9 +64,13 @@ export function fileCheckpoint(dir: string, name: string, log: Logger): Checkpoi
       log('warn', 'Ignoring a checkpoint that cannot be read', { path: file });
       return {};
     },
-    save(records) {
+    save(records, lazily = false) {
       pending = records;
       if (scheduled) return;
+      if (lazily) {
+        lazyWrite ??= clock.setTimeout(write, LAZY_WRITE_MS);
+        return;
+      }
       scheduled = true;
       setImmediate(write);
     },
@@ -64,6 +79,8 @@ export function fileCheckpoint(dir: string, name: string, log: Logger): Checkpoi
 
   function write(): void {
     scheduled = false;
+    if (lazyWrite !== undefined) clock.clearTimeout(lazyWrite);
+    lazyWrite = undefined;
     const records = pending;
     pending = undefined;
     if (!records) return;

@@ -89,8 +89,8 @@ export class AllocationManager {
     this.pendingResizes = this.pendingResizes.filter((u) => u !== uid);
     const hadAllocation = delete this.allocated[uid];
     const hadActuated = delete this.actuatedRecords[uid];
-    if (hadAllocation) this.deps.allocated.save(this.allocated);
-    if (hadActuated) this.deps.actuated.save(this.actuatedRecords);
+    if (hadAllocation) this.deps.allocated.save(this.allocated, true);
+    if (hadActuated) this.deps.actuated.save(this.actuatedRecords, true);
   }
 
   /** RemoveOrphanedPods: the records of every pod `keep` does not name. */

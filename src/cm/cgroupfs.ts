@@ -148,12 +148,16 @@ async function killProcesses(dir: string): Promise<void> {
   }
 }
 
-/** Removes a cgroup directory and its children, deepest first (cgroupfs lets rmdir take a cgroup whose control files remain). */
+/**
+ * Removes a cgroup directory and its children, deepest first (cgroupfs lets rmdir take a cgroup
+ * whose control files remain). As runc's RemovePath (libcontainer/cgroups/utils.go), which the
+ * kubelet's cgroup manager calls: rmdir at once, which takes a cgroup without children (a pod's,
+ * once the runtime has removed its containers'); only when the kernel refuses are its children
+ * looked for — a cgroup directory lists its dozens of control files too.
+ */
 async function removeTree(dir: string, real: boolean): Promise<void> {
   if (!real) return rm(dir, { recursive: true, force: true });
-  const entries = await readdir(dir, { withFileTypes: true }).catch(() => null);
-  if (!entries) return;
-  for (const entry of entries) if (entry.isDirectory()) await removeTree(path.join(dir, entry.name), real);
+  let childrenRemoved = false;
   // A cgroup whose last process is still exiting is busy for a moment: the kubelet tries 5 times.
   for (let attempt = 1; ; attempt++) {
     try {
@@ -163,6 +167,17 @@ async function removeTree(dir: string, real: boolean): Promise<void> {
       const code = (err as NodeJS.ErrnoException).code;
       if (code === 'ENOENT') return;
       if (code !== 'EBUSY' || attempt >= 5) throw err;
+      if (!childrenRemoved) {
+        childrenRemoved = true;
+        const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+        const children = entries.filter((entry) => entry.isDirectory());
+        for (const child of children) await removeTree(path.join(dir, child.name), real);
+        // Busy with children: tried again at once, the attempt not counted.
+        if (children.length > 0) {
+          attempt--;
+          continue;
+        }
+      }
       await killProcesses(dir);
       await new Promise((resolve) => setTimeout(resolve, 20 * attempt));
     }

@@ -210,8 +210,8 @@ export function composeNode(deps: NodeDeps): Node {
   const tokens = cluster ? new TokenManager(cluster.api, now, log) : undefined;
   // What the node allocated to each pod and what the runtime took, checkpointed in the root directory as the kubelet's.
   const allocation = new AllocationManager({
-    allocated: fileCheckpoint(config.rootDir, 'allocated_pods_state', log),
-    actuated: fileCheckpoint(config.rootDir, 'actuated_pods_state', log),
+    allocated: fileCheckpoint(config.rootDir, 'allocated_pods_state', log, clock),
+    actuated: fileCheckpoint(config.rootDir, 'actuated_pods_state', log, clock),
     now,
   });
   const actuated: ActuatedStore = { of: (uid) => allocation.actuatedOf(uid), set: (uid, container, resources) => allocation.setActuated(uid, container, resources) };

@@ -11,10 +11,11 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { NodeInfo } from '../../src/admission/admit.ts';
 import { decideResize, isResizeIncreasingRequests, resizeRequested, resourceInfoForPod, sortPendingResizes, updatePodFromAllocation } from '../../src/allocation/allocation.ts';
-import { fileCheckpoint, memoryCheckpoint } from '../../src/allocation/checkpoint.ts';
+import { LAZY_WRITE_MS, fileCheckpoint, memoryCheckpoint } from '../../src/allocation/checkpoint.ts';
 import { AllocationManager, INITIAL_RETRY_DELAY_MS } from '../../src/allocation/manager.ts';
 import type { Container, Pod } from '../../src/api/types.ts';
 import { silentLogger } from '../../src/log.ts';
+import { ManualClock } from '../support/manualClock.ts';
 import { container, makePod } from '../support/pods.ts';
 
 const node: NodeInfo = { name: 'node-a', maxPods: 110, labels: {}, os: 'linux', allocatable: { cpu: 2000, memory: 4 * 2 ** 30, pods: 110 } };
@@ -128,6 +129,42 @@ describe('AllocationManager', () => {
       writeFileSync(path.join(dir, 'allocated_pods_state'), '{not json');
       const third = new AllocationManager({ allocated: fileCheckpoint(dir, 'allocated_pods_state', silentLogger), actuated: memoryCheckpoint(), now });
       expect(third.has('uid-p')).toBe(false);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('writes an admission at the end of the turn, and lets removals wait to share one write; stopping writes what waits', async () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'statelet-alloc-'));
+    const file = path.join(dir, 'allocated_pods_state');
+    const written = () => Object.keys((JSON.parse(readFileSync(file, 'utf8')) as { pods: object }).pods);
+    const turn = () => new Promise((resolve) => setImmediate(resolve));
+    try {
+      const clock = new ManualClock();
+      const m = new AllocationManager({ allocated: fileCheckpoint(dir, 'allocated_pods_state', silentLogger, clock), actuated: memoryCheckpoint(), now });
+      for (const name of ['a', 'b', 'c']) m.setAllocated(pod(name, { requests: { cpu: '100m' } }));
+      await turn();
+      expect(written()).toEqual(['uid-a', 'uid-b', 'uid-c']);
+
+      m.removePod('uid-a');
+      await turn();
+      clock.advance(LAZY_WRITE_MS - 1);
+      m.removePod('uid-b');
+      expect(written()).toEqual(['uid-a', 'uid-b', 'uid-c']);
+      clock.advance(1);
+      expect(written()).toEqual(['uid-c']);
+
+      // An admission does not wait behind a removal: both go at the end of the turn.
+      m.removePod('uid-c');
+      m.setAllocated(pod('d', {}));
+      await turn();
+      expect(written()).toEqual(['uid-d']);
+      expect(clock.pendingTimers).toBe(0);
+
+      m.removePod('uid-d');
+      m.flush();
+      expect(written()).toEqual([]);
+      expect(clock.pendingTimers).toBe(0);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
