@@ -143,7 +143,7 @@ function printSim(runs: SimRun[]): void {
       ['heapUsed at N (MB, after GC)', ...ok.map((r) => r.memory.atN.heapUsedMB)],
       ['RSS before start (MB)', ...ok.map((r) => r.memory.baseline.rssMB)],
       ['idle CPU (% of one core)', ...ok.map((r) => r.idle?.cpuPercentOfOneCore)],
-      ['idle window (s), after (s)', ...ok.map((r) => (r.idle ? `${r.idle.windowS}, ${r.idle.settleS ?? 2}` : undefined))],
+      ['idle window (s), after (s)', ...ok.map((r) => (r.idle ? `${r.idle.windowS}, ${r.idle.settleS}` : undefined))],
       ['relist p50 / p99 at idle (ms)', ...ok.map((r) => (r.idle?.relistDurationMs ? `${r.idle.relistDurationMs.p50} / ${r.idle.relistDurationMs.p99}` : undefined))],
       ['event-loop delay p99 at idle (ms)', ...ok.map((r) => r.idle?.eventLoopDelayMs?.p99)],
       ['REMOVE→terminating p50 / p99 (ms)', ...ok.map((r) => `${r.delete.removeToTerminatingMs.p50} / ${r.delete.removeToTerminatingMs.p99}`)],

@@ -6,7 +6,7 @@
  * chosen, and whether it has been cleaned up.
  *
  * The kubelet reads its whole Summary, every pod's usage included, each round. The signals are the
- * node's alone, so a round reads the node (StatsProvider.nodeSummary) and the pods only where a
+ * node's alone, so a round reads the node (StatsProvider.readNode) and the pods only where a
  * decision needs them: the local-storage check reads the Summary when an active pod has a limit it
  * could break (`hasLocalStorageLimit`), the ranking when a threshold is met. The same pods are
  * evicted for the same reasons; a node of 1,000 pods without limits is not listed, its stats not
@@ -33,7 +33,7 @@ import { SIGNALS, type Threshold } from './thresholds.ts';
 
 export interface EvictionDeps {
   nodeName: string;
-  stats: Pick<StatsProvider, 'summary' | 'nodeSummary'>;
+  stats: Pick<StatsProvider, 'summary' | 'readNode'>;
   /** The pods admitted and not terminating (the kubelet's activePods). */
   activePods(): Pod[];
   /** Whether the pod's actor is done with it (stopped and cleaned up), or gone. */
@@ -55,7 +55,7 @@ export function createEvictionEffects(deps: EvictionDeps): EvictionEffects {
     return read;
   };
   const summary = async (): Promise<Summary> => remember(await deps.stats.summary(false));
-  const read = async (): Promise<Observations> => observe(remember(await deps.stats.nodeSummary()));
+  const read = async (): Promise<Observations> => observe(remember(await deps.stats.readNode()));
   /** Says why the pod goes (its Evicted event), unless it is critical (evictPod); false: it stays. */
   const tell = (pod: Pod, message: string): boolean => {
     if (isCriticalPod(pod)) {

@@ -132,7 +132,7 @@ export class StatsProvider {
       runtime.listPodSandbox(),
       runtime.listContainers(),
       this.podStats(),
-      cpuAndMemoryOnly ? this.readHost().then((host) => ({ node: nodeSummary(this.source.nodeName, host, now(), this.rates) })) : this.nodeSummary(),
+      cpuAndMemoryOnly ? this.readHost().then((host) => ({ node: nodeSummary(this.source.nodeName, host, now(), this.rates) })) : this.readNode(),
     ]);
     const input: RuntimeStats = { sandboxes, containers, stats };
     const logs = cpuAndMemoryOnly ? new Map<string, FsStats>() : await this.logUsage(containers);
@@ -156,7 +156,7 @@ export class StatsProvider {
    * filesystem with whether it is dedicated. No runtime list and no walk of the pods' directories:
    * a node at rest is read each round for a few files and one ImageFsInfo.
    */
-  async nodeSummary(): Promise<Omit<Summary, 'pods'>> {
+  async readNode(): Promise<Omit<Summary, 'pods'>> {
     const host = await this.readHost();
     const time = this.source.now();
     const node = nodeSummary(this.source.nodeName, host, time, this.rates);

@@ -183,7 +183,7 @@ const NODE_KEY = '';
  * the time between them; nothing for a first sample or after a counter reset. Kept per container,
  * per pod sandbox and for the node. The kubelet refreshes its samples from the eviction manager
  * every 10 s; statelet's eviction manager reads the pods only when a round needs their figures
- * (StatsProvider.nodeSummary), so each `/stats/summary` and `/metrics/resource` request takes a
+ * (StatsProvider.readNode), so each `/stats/summary` and `/metrics/resource` request takes a
  * sample, and a rate covers the time since the previous read. A sample no newer than the previous
  * one (two requests in the same instant) gets the previous rate.
  */

@@ -44,17 +44,17 @@ function node(dedicated: (boolean | undefined)[], options: { failContainers?: bo
   const calls: string[] = [];
   const lines: [LogLevel, string, LogFields | undefined][] = [];
   const recorder = new RecordedEvents();
-  const nodeSummary = vi.fn(async (): Promise<Omit<Summary, 'pods'>> => {
+  const readNode = vi.fn(async (): Promise<Omit<Summary, 'pods'>> => {
     const answer = dedicated[Math.min(reads++, dedicated.length - 1)];
     return {
       node: { nodeName: 'n', startTime: T0, fs: { time: T0 + reads, availableBytes: 5 * Gi, capacityBytes: 100 * Gi } },
       ...(answer !== undefined ? { dedicatedImageFs: answer } : {}),
     };
   });
-  const summary = vi.fn(async (): Promise<Summary> => ({ ...(await nodeSummary()), pods: PODS }));
+  const summary = vi.fn(async (): Promise<Summary> => ({ ...(await readNode()), pods: PODS }));
   const effects = createEvictionEffects({
     nodeName: 'n',
-    stats: { summary, nodeSummary },
+    stats: { summary, readNode },
     activePods: () => [volumes, layers],
     podCleanedUp: () => true,
     deleteAllUnusedContainers: async () => {
@@ -68,7 +68,7 @@ function node(dedicated: (boolean | undefined)[], options: { failContainers?: bo
     now: () => T0,
     log: (level, message, fields) => lines.push([level, message, fields]),
   });
-  return { effects, calls, lines, recorder, summary, nodeSummary };
+  return { effects, calls, lines, recorder, summary, readNode };
 }
 
 const threshold = (signal: Signal): Threshold => ({ signal, value: { percentage: 0.1 }, gracePeriodMs: 0 });
@@ -94,13 +94,13 @@ describe('eviction effects with or without a dedicated image filesystem', () => 
   });
 
   it('runs the image reclaim after a failed container reclaim, says so, and measures the node again', async () => {
-    const { effects, calls, lines, summary, nodeSummary } = node([false], { failContainers: true });
+    const { effects, calls, lines, summary, readNode } = node([false], { failContainers: true });
     await effects.observe();
     const after = await effects.reclaimNodeResources(threshold('nodefs.available'));
     expect(calls).toEqual(['deleteAllUnusedContainers', 'deleteUnusedImages']);
     expect(after?.['nodefs.available']).toMatchObject({ available: 5 * Gi, capacity: 100 * Gi });
     // The signals are the node's: neither read lists the pods.
-    expect(nodeSummary).toHaveBeenCalledTimes(2);
+    expect(readNode).toHaveBeenCalledTimes(2);
     expect(summary).not.toHaveBeenCalled();
     expect(lines).toContainEqual(['info', 'Eviction manager: unexpected error when attempting to reduce resource pressure', { resourceName: 'ephemeral-storage', err: expect.any(Error) }]);
   });

@@ -315,11 +315,11 @@ describe('hasLocalStorageLimit: whether any rule can name the pod', () => {
 describe('localStorageEviction (the effect)', () => {
   function node(pods: Pod[], summaries: PodSummary[]) {
     const recorder = new RecordedEvents();
-    const nodeSummary = vi.fn(async (): Promise<Omit<Summary, 'pods'>> => ({ node: { nodeName: 'n', startTime: T0 } }));
-    const summary = vi.fn(async (): Promise<Summary> => ({ ...(await nodeSummary()), pods: summaries }));
+    const readNode = vi.fn(async (): Promise<Omit<Summary, 'pods'>> => ({ node: { nodeName: 'n', startTime: T0 } }));
+    const summary = vi.fn(async (): Promise<Summary> => ({ ...(await readNode()), pods: summaries }));
     const effects = createEvictionEffects({
       nodeName: 'n',
-      stats: { summary, nodeSummary },
+      stats: { summary, readNode },
       activePods: () => pods,
       podCleanedUp: () => true,
       deleteAllUnusedContainers: async () => {},
@@ -328,7 +328,7 @@ describe('localStorageEviction (the effect)', () => {
       now: () => T0,
       log: () => {},
     });
-    return { effects, recorder, summary, nodeSummary };
+    return { effects, recorder, summary, readNode };
   }
 
   it('evicts each pod over a limit with 1 s and tells it why, from one Summary read for the check, leaving critical pods alone', async () => {
@@ -371,10 +371,10 @@ describe('localStorageEviction (the effect)', () => {
   it('reads no pod when no active pod has a limit to break, however much they use', async () => {
     const free = pod('free', { volumes: [{ name: 'cache', emptyDir: {} }] });
     const zero = pod('zero', { volumes: [{ name: 'scratch', emptyDir: { sizeLimit: '0' } }] });
-    const { effects, summary, nodeSummary } = node([free, zero], [stats(free, [{ name: 'main', rootfs: 50 * Gi }], { cache: 50 * Gi }), stats(zero, [{ name: 'main', rootfs: 0 }], { scratch: 50 * Gi })]);
+    const { effects, summary, readNode } = node([free, zero], [stats(free, [{ name: 'main', rootfs: 50 * Gi }], { cache: 50 * Gi }), stats(zero, [{ name: 'main', rootfs: 0 }], { scratch: 50 * Gi })]);
     await effects.observe();
     expect(await effects.localStorageEviction()).toEqual([]);
-    expect(nodeSummary).toHaveBeenCalledTimes(1);
+    expect(readNode).toHaveBeenCalledTimes(1);
     expect(summary).not.toHaveBeenCalled();
   });
 });

@@ -176,7 +176,7 @@ describe('StatsProvider: the image filesystem', () => {
     const lists = ['listPodSandbox', 'listContainers', 'listPodSandboxStats', 'listContainerStats'] as const;
     const spies = lists.map((name) => vi.spyOn(runtime, name));
 
-    const node = await stats.nodeSummary();
+    const node = await stats.readNode();
     expect(node).not.toHaveProperty('pods');
     for (const spy of spies) expect(spy).not.toHaveBeenCalled();
 
