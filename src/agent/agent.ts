@@ -105,7 +105,14 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     // Its own directory under --root-dir is its image filesystem (ImageFsInfo): on nodefs's disk, as a one-disk node's runtime is.
     // Loaded only for sim://: the simulator, and grpc-js with which it serves, stay out of a node on a real runtime.
     const { startSimRuntime } = await import('../runtime/sim/server.ts');
-    const sim = await startSimRuntime({ socketPath: simSocketPath(config.rootDir), stateDir: path.resolve(config.rootDir, 'sim'), ...simOptionsFromEndpoint(endpoint) });
+    const sim = await startSimRuntime({
+      socketPath: simSocketPath(config.rootDir),
+      stateDir: path.resolve(config.rootDir, 'sim'),
+      log: (level, message, fields) => log(level, message, { runtime: 'sim://', ...fields }),
+      ...simOptionsFromEndpoint(endpoint),
+    });
+    // Pod addresses the API server accepts as endpoints, until the node has a pod CIDR of its own.
+    if (!config.podCidr) await sim.engine.usePodCidr((await import('../runtime/sim/podAddresses.ts')).DEFAULT_POD_CIDR, { removeAtClose: false });
     simMemory = () => sim.engine.memory();
     kernelLog = { follow: (onLine) => sim.engine.followKernelLog(onLine) };
     closers.push(() => sim.close());
@@ -139,6 +146,15 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
   } catch (err) {
     // The agent keeps running: the PLEG retries every period and /healthz reports the failure.
     log('error', 'Container runtime is not reachable; will keep retrying', { endpoint, err });
+  }
+
+  // As the kubelet at start (kubelet.go NewMainKubelet → updatePodCIDR): the runtime learns the
+  // configured pod CIDR; a failure is logged, and the Node's podCIDRs are told later all the same.
+  if (config.podCidr) {
+    await runtime
+      .updateRuntimeConfig(config.podCidr, { timeoutMs: 10_000 })
+      .then(() => log('info', 'Updating Pod CIDR', { originalPodCIDR: '', newPodCIDR: config.podCidr }))
+      .catch((err: unknown) => log('error', 'Pod CIDR update failed', { podCIDR: config.podCidr, err }));
   }
 
   // The one clock of the process: the actors, the sources, the visualizer's batches.

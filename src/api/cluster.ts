@@ -70,7 +70,7 @@ export interface NodeObject {
   apiVersion?: 'v1';
   kind?: 'Node';
   metadata: ObjectMeta & { name: string };
-  spec?: { taints?: Taint[]; unschedulable?: boolean; providerID?: string; podCIDR?: string };
+  spec?: { taints?: Taint[]; unschedulable?: boolean; providerID?: string; podCIDR?: string; podCIDRs?: string[] };
   status?: Partial<NodeStatus>;
 }
 

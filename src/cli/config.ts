@@ -58,6 +58,8 @@ export interface AgentConfig {
   nodeName: string;
   /** --node-ip: one address, or two of different families for dual-stack, comma-separated. */
   nodeIp?: string;
+  /** --pod-cidr / podCIDR: the node's pod CIDR(s), comma-separated, until the Node has spec.podCIDRs. */
+  podCidr?: string;
   /** --root-dir. */
   rootDir: string;
   /** Where pod log directories are created (`<namespace>_<name>_<uid>/<container>/<n>.log`). */
@@ -326,5 +328,6 @@ const OPTIONAL_STRING_KEYS = [
   'imageServiceEndpoint',
   'hostnameOverride',
   'nodeIp',
+  'podCidr',
   'configFile',
 ] as const satisfies readonly (keyof AgentConfig)[];

@@ -610,6 +610,30 @@ const ipListKind: ValueKind<string[]> = {
   display: (value) => value.join(','),
 };
 
+/** --pod-cidr: one CIDR, or an IPv4 and an IPv6 one for a dual-stack node, comma-separated. */
+function podCidrs(text: string): string {
+  if (text === '') return text;
+  const parts = text.split(',').map((part) => part.trim());
+  const families = parts.map((part) => {
+    const [address = '', prefix = ''] = part.split('/');
+    const family = net.isIP(address);
+    if (family === 0 || !/^\d{1,3}$/.test(prefix) || Number(prefix) > (family === 4 ? 32 : 128)) {
+      throw new ValueError(`${JSON.stringify(part)} is not a CIDR such as 10.244.1.0/24`);
+    }
+    return family;
+  });
+  if (parts.length > 2 || (parts.length === 2 && families[0] === families[1])) throw new ValueError('at most one IPv4 and one IPv6 CIDR');
+  return parts.join(',');
+}
+
+const podCidrKind: ValueKind<string> = {
+  placeholder: 'cidr',
+  takesArgument: true,
+  fromText: podCidrs,
+  fromConfig: (value) => podCidrs(expectString(value)),
+  display: (value) => value,
+};
+
 // ---------------------------------------------------------------------------------------------
 // The table
 
@@ -830,6 +854,14 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     flag: 'node-ip',
     group: 'Node',
     help: 'IP address(es) of the node; an IPv4 and an IPv6 address, comma-separated, for dual-stack',
+  }),
+  option({
+    key: 'podCidr',
+    kind: podCidrKind,
+    flag: 'pod-cidr',
+    configField: 'podCIDR',
+    group: 'Node',
+    help: "The pod CIDR(s) the runtime gives pod addresses from, until the Node has spec.podCIDRs (which the controller-manager's node IPAM sets); told to the runtime with CRI UpdateRuntimeConfig",
   }),
   option({
     key: 'clusterDns',

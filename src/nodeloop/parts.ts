@@ -24,6 +24,7 @@ export type NodeConfig = Pick<
   | 'nodeName'
   | 'nodeLabels'
   | 'nodeIp'
+  | 'podCidr'
   | 'maxPods'
   | 'syncFrequencyMs'
   | 'podLogsDir'

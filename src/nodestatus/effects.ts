@@ -39,6 +39,8 @@ interface NodeStatusEffectsDeps {
   log: Logger;
   /** The node's events: NodeReady, NodeNotReady, NodeHasSufficientMemory, … as conditions change. */
   recorder: EventRecorder;
+  /** The pod CIDR(s) the runtime was told at start (--pod-cidr), comma-separated; '' : none. */
+  podCidr: string;
 }
 
 /** Immediate retries of a status write in one round (kubelet_node_status.go nodeStatusUpdateRetry). */
@@ -83,6 +85,28 @@ export function createNodeStatusEffects(deps: NodeStatusEffectsDeps): NodeStatus
     }
   };
 
+  // What the runtime was last told (kubelet runtimeState.podCIDR): the Node's podCIDRs replace it.
+  let podCidr = deps.podCidr;
+  /**
+   * The Node's pod CIDRs to the runtime when they differ from what it was told (kubelet_node_status.go
+   * tryUpdateNodeStatus → kubelet_network.go updatePodCIDR); a failure is logged and tried again
+   * next round, as the kubelet's is.
+   */
+  const forwardPodCidr = async () => {
+    const spec = record.node?.spec;
+    const cidrs = (spec?.podCIDRs?.length ? spec.podCIDRs : spec?.podCIDR ? [spec.podCIDR] : []).join(',');
+    if (cidrs === '' || cidrs === podCidr) return;
+    try {
+      await deps.runtime.updateRuntimeConfig(cidrs, { timeoutMs: 10_000 });
+      log('info', 'Updating Pod CIDR', { originalPodCIDR: podCidr, newPodCIDR: cidrs });
+      podCidr = cidrs;
+    } catch (err) {
+      log('error', 'Error updating pod CIDR', { podCIDR: cidrs, err });
+    }
+  };
+  /** The Node has no pod CIDR yet: until it does, each round reads it (the controller-manager may set it any time). */
+  const awaitingPodCidr = () => !record.node?.spec?.podCIDRs?.length && !record.node?.spec?.podCIDR;
+
   return {
     async register() {
       const wanted = initialNode(await inputs(deps, []), iso(deps.now()));
@@ -106,11 +130,12 @@ export function createNodeStatusEffects(deps: NodeStatusEffectsDeps): NodeStatus
       const current = await inputs(deps, pressure);
       let previous = record.node?.status;
       for (let attempt = 0; ; attempt++) {
-        // The first retry, and a node never read, read the Node from the API server.
-        if (!record.node || attempt > 0) {
+        // The first retry, a node never read, and one without a pod CIDR yet, read the Node from the API server.
+        if (!record.node || attempt > 0 || awaitingPodCidr()) {
           record.node = await api.getNode(settings.name);
           previous = record.node.status;
         }
+        if (attempt === 0) await forwardPodCidr();
         const status = nodeStatus(current, previous, iso(now));
         const ready = isReady(status);
         if (!shouldWriteStatus(statusChanged(previous, status), lastWrittenAt, now, deps.reportFrequencyMs)) return { written: false, ready };

@@ -31,6 +31,7 @@ export const nodeStatusLoop = defineNodeLoop({
       now,
       log,
       recorder,
+      podCidr: config.podCidr ?? '',
     });
     return {
       logic: nodeStatusMachineWith(effects, now),

@@ -53,6 +53,7 @@ export function tracedRuntime(runtime: RuntimeService, trace: CallTrace, known: 
   return {
     version: (opts) => call('Version', '', () => runtime.version(opts)),
     status: (opts) => call('Status', '', () => runtime.status(opts)),
+    updateRuntimeConfig: (podCidr, opts) => call('UpdateRuntimeConfig', '', () => runtime.updateRuntimeConfig(podCidr, opts)),
     runPodSandbox: (config, opts) => call('RunPodSandbox', 'sandbox', () => runtime.runPodSandbox(config, opts)),
     stopPodSandbox: (id, opts) => call('StopPodSandbox', 'sandbox', () => runtime.stopPodSandbox(id, opts)),
     removePodSandbox: (id, opts) => call('RemovePodSandbox', 'sandbox', () => runtime.removePodSandbox(id, opts)),

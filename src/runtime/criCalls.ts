@@ -12,6 +12,7 @@ export type CriMethod = Exclude<keyof RuntimeService, 'containerEvents'> | keyof
 export const CRI_CALLS = {
   version: { service: 'RuntimeService', rpc: 'Version' },
   status: { service: 'RuntimeService', rpc: 'Status' },
+  updateRuntimeConfig: { service: 'RuntimeService', rpc: 'UpdateRuntimeConfig' },
   runPodSandbox: { service: 'RuntimeService', rpc: 'RunPodSandbox' },
   stopPodSandbox: { service: 'RuntimeService', rpc: 'StopPodSandbox' },
   removePodSandbox: { service: 'RuntimeService', rpc: 'RemovePodSandbox' },

@@ -13,6 +13,7 @@ export interface RuntimeOperations {
 const RUNTIME_OPERATIONS = {
   version: 'version',
   status: 'status',
+  updateRuntimeConfig: 'update_runtime_config',
   runPodSandbox: 'run_podsandbox',
   stopPodSandbox: 'stop_podsandbox',
   removePodSandbox: 'remove_podsandbox',

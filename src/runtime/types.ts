@@ -425,6 +425,8 @@ export function definedOnly<T extends object>(value: { [K in keyof T]: T[K] | un
 export interface RuntimeService {
   version(opts?: CallOptions): Promise<VersionInfo>;
   status(opts?: CallOptions & { verbose?: boolean }): Promise<RuntimeStatusInfo>;
+  /** Tells the runtime the node's pod CIDR(s), comma-separated (UpdateRuntimeConfig's network_config.pod_cidr). */
+  updateRuntimeConfig(podCidr: string, opts?: CallOptions): Promise<void>;
   runPodSandbox(config: PodSandboxConfig, opts?: CallOptions): Promise<string>;
   stopPodSandbox(podSandboxId: string, opts?: CallOptions): Promise<void>;
   removePodSandbox(podSandboxId: string, opts?: CallOptions): Promise<void>;

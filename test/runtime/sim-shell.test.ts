@@ -506,6 +506,12 @@ describe('networking applets', () => {
       ['nc 10.0.0.1 80', /only listen mode/],
       ['nc -l', /supports "nc -l -p PORT" only/],
       ['nc -l -p 8080 -e /bin/cat', /-e is not supported/],
+      ['wget', /wget: missing URL/],
+      ['wget http://web/healthz', /wget: bad address 'web'/],
+      ['wget https://10.0.0.1/', /wget: not an http or ftp url: https:\/\/10.0.0.1\//],
+      ['wget -c http://10.0.0.1/', /-c is not supported/],
+      ['wget --post-data=x http://10.0.0.1/', /unrecognized option '--post-data=x'/],
+      ['wget -T soon http://10.0.0.1/', /invalid number 'soon'/],
     ];
     for (const [script, message] of cases) {
       const h = sh(script, { network: new SimNetwork('127.9.9.9') });

@@ -233,6 +233,9 @@ export class FaultyRuntime implements RuntimeService, ImageService {
   status(opts?: CallOptions): Promise<RuntimeStatusInfo> {
     return this.invoke('status', '', opts, () => this.runtime.status(opts));
   }
+  updateRuntimeConfig(podCidr: string, opts?: CallOptions): Promise<void> {
+    return this.invoke('updateRuntimeConfig', podCidr, opts, () => this.runtime.updateRuntimeConfig(podCidr, opts));
+  }
   runPodSandbox(config: PodSandboxConfig, opts?: CallOptions): Promise<string> {
     const { namespace, name, uid, attempt } = config.metadata;
     return this.invoke('runPodSandbox', `${namespace}/${name}/${uid}/${attempt}`, opts, () => this.runtime.runPodSandbox(config, opts));

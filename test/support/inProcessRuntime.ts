@@ -94,6 +94,9 @@ export class InProcessRuntime implements RuntimeService, ImageService {
   updateContainerResources(containerId: string, resources: LinuxContainerResources, opts?: CallOptions): Promise<void> {
     return this.call('UpdateContainerResources', opts, () => this.engine.updateContainerResources(containerId, resources));
   }
+  updateRuntimeConfig(podCidr: string, opts?: CallOptions): Promise<void> {
+    return this.call('UpdateRuntimeConfig', opts, () => this.engine.updateRuntimeConfig(podCidr));
+  }
   reopenContainerLog(containerId: string, opts?: CallOptions): Promise<void> {
     return this.call('ReopenContainerLog', opts, () => this.engine.reopenContainerLog(containerId));
   }

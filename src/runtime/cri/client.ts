@@ -357,6 +357,10 @@ export class CriClient implements RuntimeService, ImageService {
     return runtimeStatusFromWire(await this.unary('RuntimeService', 'Status', { verbose: opts?.verbose ?? false }, opts));
   }
 
+  async updateRuntimeConfig(podCidr: string, opts?: CallOptions): Promise<void> {
+    await this.unary('RuntimeService', 'UpdateRuntimeConfig', { runtimeConfig: { networkConfig: { podCidr } } }, opts);
+  }
+
   async runPodSandbox(config: PodSandboxConfig, opts?: CallOptions): Promise<string> {
     const request = { config: sandboxConfigToWire(config), runtimeHandler: '' };
     return (await this.unary('RuntimeService', 'RunPodSandbox', request, opts)).podSandboxId;

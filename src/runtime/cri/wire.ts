@@ -515,6 +515,7 @@ export interface RuntimeServiceRpcs {
   ContainerStatus: Rpc<{ containerId: string; verbose: boolean }, { status: WireContainerStatus | null; info: KeyValueMap }>;
   UpdateContainerResources: Rpc<{ containerId: string; linux: WireLinuxContainerResources | null; annotations: KeyValueMap }, WireEmpty>;
   ReopenContainerLog: Rpc<{ containerId: string }, Record<string, never>>;
+  UpdateRuntimeConfig: Rpc<{ runtimeConfig: { networkConfig: { podCidr: string } | null } | null }, WireEmpty>;
   ExecSync: Rpc<{ containerId: string; cmd: string[]; timeout: WireInt64 }, WireExecSyncResponse>;
   Exec: Rpc<ExecRequest, { url: string }>;
   Attach: Rpc<AttachRequest, { url: string }>;

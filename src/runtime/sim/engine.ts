@@ -1,6 +1,6 @@
 /**
  * The simulated container runtime's state and behaviour, independent of gRPC: pod sandboxes
- * with loopback IPs, containers whose "process" is a `ShellProcess`, images, logs and the
+ * with addresses the host can bind (podAddresses.ts), containers whose "process" is a `ShellProcess`, images, logs and the
  * container event stream. `server.ts` exposes it as a CRI v1 gRPC service.
  *
  * Scale: everything is looked up through Maps keyed by id, containers are also indexed by
@@ -8,7 +8,7 @@
  * label), and an idle container owns no timer unless its script is in a finite `sleep`.
  */
 
-import { randomBytes, randomInt } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { join } from 'node:path';
 import {
@@ -45,6 +45,8 @@ import { HOST_NETWORK_ADDRESS, SimNetwork } from './net.ts';
 import { ShellProcess, type ShellOutput } from './shell.ts';
 import { CpuMeter, IMAGE_BYTES_PER_INODE, PROCESS_BASE_BYTES } from './usage.ts';
 import { cgroupFiles } from './cgroup.ts';
+import { PodAddresses, cidrRange, ipv4Cidr } from './podAddresses.ts';
+import { makeRangeLocal, removeLocalRange } from './localRange.ts';
 import { identityOf, procStatus } from './identity.ts';
 
 export const POD_UID_LABEL = 'io.kubernetes.pod.uid';
@@ -70,7 +72,12 @@ export interface SimRuntimeOptions {
    * ImageFsInfo names no filesystem.
    */
   stateDir?: string;
+  /** Where the runtime says what its operator should know (a pod CIDR it cannot use). Default: nowhere. */
+  log?: SimLog;
 }
+
+/** A line of the runtime's own log, as containerd writes one to its journal. */
+export type SimLog = (level: 'info' | 'warn', message: string, fields: Record<string, unknown>) => void;
 
 /** The simulated machine's memory as the node reads it (/proc/meminfo's figures). */
 export interface SimMemory {
@@ -163,34 +170,6 @@ interface SimContainer extends Pick<ContainerStatus, 'id' | 'image' | 'imageRef'
   attributes: ContainerStats['attributes'];
 }
 
-/**
- * Allocates 127.b.c.d addresses (b ≥ 1, d in 1..254), unique among live sandboxes. Allocation
- * starts at a random point so that two runtimes on one host (parallel test workers, several
- * simulated nodes) are unlikely to hand out the same address, since pods' servers really bind it.
- */
-class LoopbackIpPool {
-  private static readonly CAPACITY = 255 * 256 * 254;
-  private next = randomInt(LoopbackIpPool.CAPACITY);
-  private readonly inUse = new Set<string>();
-
-  allocate(): string {
-    for (let tries = 0; tries < LoopbackIpPool.CAPACITY; tries++) {
-      const n = this.next;
-      this.next = (this.next + 1) % LoopbackIpPool.CAPACITY;
-      const ip = `127.${1 + Math.floor(n / (256 * 254))}.${Math.floor(n / 254) % 256}.${1 + (n % 254)}`;
-      if (!this.inUse.has(ip)) {
-        this.inUse.add(ip);
-        return ip;
-      }
-    }
-    throw new SimError('RESOURCE_EXHAUSTED', 'no loopback addresses left for pod sandboxes');
-  }
-
-  release(ip: string): void {
-    this.inUse.delete(ip);
-  }
-}
-
 function newId(): string {
   return randomBytes(32).toString('hex');
 }
@@ -224,7 +203,12 @@ export class SimEngine {
   private readonly containersByPodUid = new Map<string, Set<SimContainer>>();
   /** Reserved names, as containerd refuses a second sandbox/container with the same identity. */
   private readonly reservedNames = new Set<string>();
-  private readonly ips = new LoopbackIpPool();
+  private readonly addresses = new PodAddresses();
+  /** Routes this runtime made to make its pod CIDRs local (localRange.ts), removed at close. */
+  private readonly addedRoutes: string[] = [];
+  /** Pod CIDRs already said to be unusable, so that each is said once. */
+  private readonly refusedRanges = new Set<string>();
+  private readonly log: SimLog;
   private readonly listeners = new Set<SimEventListener>();
   private readonly kernelLogListeners = new Set<(line: string) => void>();
   /** The pid the next container's main process gets (as the kernel log names it). */
@@ -250,6 +234,7 @@ export class SimEngine {
     this.logs = new CriLogWriter(options.logFlushIntervalMs ?? 200);
     this.memoryBytes = options.memoryBytes ?? os.totalmem();
     this.stateDir = options.stateDir;
+    this.log = options.log ?? (() => {});
   }
 
   /**
@@ -365,7 +350,7 @@ export class SimEngine {
       runtimeHandler,
       state: 'SANDBOX_READY',
       createdAt: this.clock.now(),
-      ip: networkMode === NamespaceMode.NODE ? '' : this.ips.allocate(),
+      ip: networkMode === NamespaceMode.NODE ? '' : this.allocateAddress(),
       networkMode,
       nameKey,
       containers: new Set(),
@@ -411,7 +396,7 @@ export class SimEngine {
     if (!sandbox) return;
     this.stopPodSandbox(sandbox.id);
     for (const container of [...sandbox.containers]) this.deleteContainer(container);
-    if (sandbox.ip) this.ips.release(sandbox.ip);
+    if (sandbox.ip) this.addresses.release(sandbox.ip);
     this.reservedNames.delete(sandbox.nameKey);
     removeFromIndex(this.sandboxesByPodUid, sandbox.config.labels[POD_UID_LABEL], sandbox);
     this.emit(sandbox.id, 'CONTAINER_DELETED_EVENT', sandbox);
@@ -884,6 +869,64 @@ export class SimEngine {
     return { sandboxes: this.sandboxes.size, containers: this.containers.size };
   }
 
+  /**
+   * CRI UpdateRuntimeConfig: the node's pod CIDR(s), as the kubelet forwards `--pod-cidr` or the
+   * Node's `spec.podCIDRs` (comma-separated). New sandboxes take their addresses from its IPv4
+   * range once the range is local to the host (localRange.ts); sandboxes keep the addresses they
+   * have. Where the range cannot be made local (not root, no `ip` command), or has no IPv4 entry,
+   * pods keep the addresses they would have had, and the runtime says so once per range: the
+   * call itself succeeds, as containerd's does when it has nothing to write the range into.
+   */
+  async updateRuntimeConfig(podCidrs: string): Promise<void> {
+    if (podCidrs.trim() === '') return;
+    const cidr = ipv4Cidr(podCidrs);
+    if (cidr === null) {
+      this.refuseRange(podCidrs, 'sim:// gives pods IPv4 addresses only, and this pod CIDR has no IPv4 range');
+      return;
+    }
+    await this.usePodCidr(cidr, { removeAtClose: true });
+  }
+
+  /**
+   * Makes `cidr` the range new sandboxes' addresses come from, if it can be made local.
+   * `removeAtClose`: the route this makes is removed when the runtime closes (a node's own CIDR);
+   * sim's default range is shared by every sim:// runtime of the host, so its route stays.
+   */
+  async usePodCidr(cidr: string, options: { removeAtClose: boolean }): Promise<void> {
+    const range = cidrRange(cidr);
+    if (range instanceof Error) throw new SimError('INVALID_ARGUMENT', `pod CIDR: ${range.message}`);
+    if (range.name === this.addresses.range.name) return;
+    const result = await makeRangeLocal(range.name, range.address(0));
+    if (!result.local) {
+      this.refuseRange(range.name, `${result.reason}; making a pod CIDR local to the host needs root (CAP_NET_ADMIN)`);
+      return;
+    }
+    if (result.added && options.removeAtClose) this.addedRoutes.push(range.name);
+    this.addresses.use(range);
+    this.log('info', 'Pod sandboxes take their addresses from the pod CIDR', { podCIDR: range.name, routeAdded: result.added });
+  }
+
+  private refuseRange(cidr: string, reason: string): void {
+    if (this.refusedRanges.has(cidr)) return;
+    this.refusedRanges.add(cidr);
+    this.log('warn', 'Pod sandboxes keep their addresses: the pod CIDR cannot be used, and an API server refuses loopback addresses as Service endpoints', {
+      podCIDR: cidr,
+      addresses: this.addresses.range.name,
+      reason,
+    });
+  }
+
+  /** The range new sandboxes' addresses come from: a CIDR, or loopback. */
+  podAddressRange(): string {
+    return this.addresses.range.name;
+  }
+
+  private allocateAddress(): string {
+    const ip = this.addresses.allocate();
+    if (ip === null) throw new SimError('RESOURCE_EXHAUSTED', `no address left for a pod sandbox in ${this.addresses.range.name}`);
+    return ip;
+  }
+
   /** Something that lives as long as the engine (its streaming server) and is closed with it. */
   onClose(hook: () => Promise<void>): void {
     this.closeHooks.push(hook);
@@ -909,6 +952,9 @@ export class SimEngine {
     }
     this.listeners.clear();
     await this.logs.flush();
+    for (const cidr of this.addedRoutes.splice(0)) {
+      await removeLocalRange(cidr).catch((err: unknown) => this.log('warn', 'Could not remove the route of a pod CIDR', { podCIDR: cidr, err: messageOf(err) }));
+    }
   }
 
   // ------------------------------------------------------------------ internals

@@ -410,7 +410,7 @@ function bindAddress(spec: string, defaultPort: number, host: string): { port: n
 }
 
 /** getopt-style parsing: clustered flags (`-lk`), values attached or separate (`-p8080`, `-p 8080`), `--`. */
-function parseOptions(args: string[], flagChars: string, valueChars: string): { flags: Set<string>; values: Map<string, string>; operands: string[] } | { error: string } {
+export function parseOptions(args: string[], flagChars: string, valueChars: string): { flags: Set<string>; values: Map<string, string>; operands: string[] } | { error: string } {
   const flags = new Set<string>();
   const values = new Map<string, string>();
   const operands: string[] = [];

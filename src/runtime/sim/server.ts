@@ -394,6 +394,10 @@ function runtimeHandlers(
         features: features ?? null,
       };
     },
+    UpdateRuntimeConfig: async (req) => {
+      await engine.updateRuntimeConfig(req.runtimeConfig?.networkConfig?.podCidr ?? '');
+      return {};
+    },
     RunPodSandbox: (req) => ({
       podSandboxId: engine.runPodSandbox(sandboxConfig(req.config), req.runtimeHandler),
     }),

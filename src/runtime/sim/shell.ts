@@ -15,6 +15,7 @@ import { idOutput } from './identity.ts';
 import type { Clock, TimerHandle } from '../../clock.ts';
 import { HostFsError, SimFs } from './fs.ts';
 import { HOST_NETWORK_ADDRESS, SimNetwork, httpd, nc, type AppletContext, type AppletResult, type IoStart } from './net.ts';
+import { wget } from './wget.ts';
 import { CpuMeter } from './usage.ts';
 import { parse, ShellSyntaxError, type Command, type Redirect, type Word } from './shell-parse.ts';
 
@@ -817,6 +818,8 @@ export class ShellProcess {
         return yield* this.applet(httpd(args, this.appletContext(this.outputWriter(io), err)));
       case 'nc':
         return yield* this.applet(nc(args, this.appletContext(this.outputWriter(io), err)));
+      case 'wget':
+        return yield* this.applet(wget(args, this.appletContext(this.outputWriter(io), err)));
       default:
         return this.runBuiltin(call);
     }
@@ -1197,7 +1200,7 @@ function sleepMs(args: string[], err: (text: string) => void): number | null {
 
 const BUILTIN_NAMES = new Set(['true', 'false', 'exit', 'echo', 'sleep', 'wait', 'trap', 'test', '[', 'touch', 'rm', 'mkdir', 'cat', 'grep', 'id', 'stat', 'pwd', 'cd', 'exec', 'sh', 'httpd', 'nc']);
 /** The builtins that may block, run by `runBlocking`; the rest run by `runBuiltin`. */
-const BLOCKING = new Set(['sleep', 'wait', 'exec', 'sh', 'httpd', 'nc']);
+const BLOCKING = new Set(['sleep', 'wait', 'exec', 'sh', 'httpd', 'nc', 'wget']);
 
 function basename(path: string): string {
   return path.slice(path.lastIndexOf('/') + 1);
