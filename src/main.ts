@@ -3,9 +3,11 @@
  * or SIGINT (pods keep running, as with the kubelet).
  */
 import { startAgent } from './agent/agent.ts';
+import { startNodes } from './agent/nodes.ts';
 import { ConfigFileError } from './cli/kubeletConfig.ts';
 import { UsageError, parseCommandLine } from './cli/flags.ts';
-import { createLogger } from './log.ts';
+import type { AgentConfig } from './cli/config.ts';
+import { type Logger, createLogger } from './log.ts';
 
 async function main(argv: string[]): Promise<number> {
   let parsed;
@@ -32,6 +34,15 @@ async function main(argv: string[]): Promise<number> {
     process.once('SIGTERM', resolve);
     process.once('SIGINT', resolve);
   });
+  const stop = config.nodes > 1 ? await runNodes(config, log) : await runAgent(config, log);
+  const signal = await stopRequested;
+  log('info', 'Stopping; pods keep running', { signal });
+  await stop();
+  return 0;
+}
+
+/** One node: says where it serves, and returns its stop. */
+async function runAgent(config: AgentConfig, log: Logger): Promise<() => Promise<void>> {
   const agent = await startAgent(config, log);
   log('info', 'statelet is running', {
     node: config.nodeName,
@@ -43,11 +54,17 @@ async function main(argv: string[]): Promise<number> {
   });
   if (agent.readOnlyUrl) process.stdout.write(`statelet: pods at ${agent.readOnlyUrl}/pods\n`);
   if (agent.visualizerUrl) process.stdout.write(`statelet: live statecharts at ${agent.visualizerUrl}/\n`);
+  return () => agent.stop();
+}
 
-  const signal = await stopRequested;
-  log('info', 'Stopping; pods keep running', { signal });
-  await agent.stop();
-  return 0;
+/** --nodes=N simulated nodes in this process (src/agent/nodes.ts). */
+async function runNodes(config: AgentConfig, log: Logger): Promise<() => Promise<void>> {
+  const nodes = await startNodes(config, log);
+  const first = nodes.agents[0]!;
+  log('info', 'statelet is running', { nodes: nodes.agents.length, first: `${config.nodeName}-0`, last: `${config.nodeName}-${config.nodes - 1}`, visualizer: first.visualizerUrl ?? null });
+  if (first.readOnlyUrl) process.stdout.write(`statelet: pods of ${config.nodeName}-0 at ${first.readOnlyUrl}/pods (each next node on the next port)\n`);
+  if (first.visualizerUrl) process.stdout.write(`statelet: live statecharts of ${config.nodeName}-0 at ${first.visualizerUrl}/\n`);
+  return () => nodes.stop();
 }
 
 main(process.argv.slice(2)).then(

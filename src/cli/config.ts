@@ -157,6 +157,8 @@ export interface AgentConfig {
   maxDeadContainers: number;
   /** --visualizer-port (statelet); 0 disables. */
   visualizerPort: number;
+  /** --nodes (statelet): how many simulated nodes this process runs (src/agent/nodes.ts). */
+  nodes: number;
   /** --inspect (statelet). */
   inspect?: 'stately';
   /** --inspect-url (statelet): the WebSocket relay for --inspect=stately; the library's default if unset. */
@@ -254,6 +256,7 @@ export function agentDefaults(profile: DefaultsProfile = 'flags'): AgentDefaults
     maxDeadContainersPerContainer: defaultContainerGcPolicy.maxPerPodContainer,
     maxDeadContainers: defaultContainerGcPolicy.maxContainers,
     visualizerPort: 0,
+    nodes: 1,
     verbosity: 0,
     logFormat: 'text',
   };

@@ -1259,6 +1259,17 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     help: 'Directory of the per-pod container log directories (the kubelet uses /var/log/pods)',
   }),
   option({
+    key: 'nodes',
+    kind: intKind(1, 10_000),
+    flag: 'nodes',
+    group: 'Statelet',
+    help: 'How many simulated nodes this process runs, each with its own Node, Lease, pods and sim:// runtime: named <hostname-override>-0, -1, …; a {node} in --kubeconfig is each node\'s name; ports, --root-dir and --pod-cidr are divided among them',
+    onlyWith: {
+      holds: (settings) => settings.nodes === 1 || settings.containerRuntimeEndpoint.startsWith('sim://'),
+      reason: 'runs simulated nodes, each with a sim:// runtime of its own: it needs --container-runtime-endpoint=sim://',
+    },
+  }),
+  option({
     key: 'visualizerPort',
     kind: portKind,
     flag: 'visualizer-port',

@@ -150,6 +150,8 @@ export async function startControlPlane(options: {
   apiserverArgs?: string[];
   /** Also run kube-scheduler and kube-controller-manager (built on first use: minutes). */
   controllers?: boolean;
+  /** More flags for kube-controller-manager (e.g. `--allocate-node-cidrs`, `--cluster-cidr`). */
+  controllerManagerArgs?: string[];
 }): Promise<ControlPlane | null> {
   const controllers = options.controllers ?? false;
   const bins = await binaries(options.required ?? false, controllers);
@@ -313,6 +315,7 @@ export async function startControlPlane(options: {
                 `--root-ca-file=${await writeRootCa(caFile, path.join(dir, 'root-ca.crt'))}`,
                 // Each controller under its own ServiceAccount (TokenRequest), as upstream's clusters run it.
                 '--use-service-account-credentials=true',
+                ...(options.controllerManagerArgs ?? []),
               ]
             : [];
         const proc = spawn((name === 'kube-scheduler' ? bins.kubeScheduler : bins.kubeControllerManager)!, [...common, ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });

@@ -1,0 +1,92 @@
+/**
+ * `statelet --nodes=N`: N simulated nodes in one process, as kubemark's hollow kubelets and kwok's
+ * fake nodes give a control plane many nodes on few machines, but each one the real agent: its
+ * own Node, Lease, identity, syncLoop, pod actors, sim:// runtime and pod CIDR, sharing the
+ * process, its event loop and its clock. What one node's settings say is divided among them here
+ * (`nodeConfigs`, pure); `startNodes` starts them.
+ */
+import path from 'node:path';
+import type { AgentConfig } from '../cli/config.ts';
+import type { Logger } from '../log.ts';
+import { type Agent, startAgent } from './agent.ts';
+
+/** Where a node's name goes in --kubeconfig, so that each node reads its own credentials. */
+export const NODE_PLACEHOLDER = '{node}';
+
+/** The settings of node `index` of `config.nodes`, or the reason they cannot be divided. */
+export function nodeConfigs(config: AgentConfig): AgentConfig[] | Error {
+  const count = config.nodes;
+  const cidrs = config.podCidr ? splitPodCidr(config.podCidr, count) : null;
+  if (cidrs instanceof Error) return cidrs;
+  const ports: [keyof AgentConfig & ('port' | 'readOnlyPort' | 'healthzPort'), string][] = [['port', '--port'], ['readOnlyPort', '--read-only-port'], ['healthzPort', '--healthz-port']];
+  for (const [key, flag] of ports) {
+    const base = config[key];
+    if (base > 0 && base + count - 1 > 65_535) return new Error(`${flag}=${base}: ${count} nodes take ports ${base} to ${base + count - 1}, past 65535`);
+  }
+  return Array.from({ length: count }, (_, index) => {
+    const nodeName = `${config.nodeName}-${index}`;
+    const node: AgentConfig = {
+      ...config,
+      nodes: 1,
+      nodeName,
+      hostnameOverride: nodeName,
+      rootDir: path.join(config.rootDir, nodeName),
+      podLogsDir: path.join(config.podLogsDir, nodeName),
+      // One visualizer for the process would need a node picker: the first node's is served.
+      visualizerPort: index === 0 ? config.visualizerPort : 0,
+    };
+    for (const [key] of ports) if (config[key] > 0) node[key] = config[key] + index;
+    if (config.kubeconfig) node.kubeconfig = config.kubeconfig.split(NODE_PLACEHOLDER).join(nodeName);
+    if (cidrs) node.podCidr = cidrs[index]!;
+    else delete node.podCidr;
+    return node;
+  });
+}
+
+/**
+ * --pod-cidr divided into `count` equal ranges, one per node, as node IPAM gives each Node a part
+ * of the cluster CIDR: `10.244.0.0/16` for 4 nodes is `10.244.0.0/18`, `10.244.64.0/18`, … Only
+ * one IPv4 range can be divided here; each part must still hold a pod (a /30 or wider).
+ */
+export function splitPodCidr(podCidr: string, count: number): string[] | Error {
+  const match = /^(\d+)\.(\d+)\.(\d+)\.(\d+)\/(\d+)$/.exec(podCidr);
+  if (!match) return new Error(`--pod-cidr=${podCidr}: with --nodes it must be one IPv4 range, which the nodes share out`);
+  const [a, b, c, d, prefix] = match.slice(1).map(Number) as [number, number, number, number, number];
+  const bits = Math.ceil(Math.log2(count));
+  if (prefix + bits > 30) return new Error(`--pod-cidr=${podCidr}: ${count} nodes need a /${Math.max(0, 30 - bits)} or wider, so that each gets a /30 or wider`);
+  const size = 2 ** (32 - prefix - bits);
+  const base = (((a << 24) | (b << 16) | (c << 8) | d) >>> 0) & ~(2 ** (32 - prefix) - 1);
+  return Array.from({ length: count }, (_, i) => {
+    const start = (base >>> 0) + i * size;
+    return `${[start >>> 24, (start >>> 16) & 255, (start >>> 8) & 255, start & 255].join('.')}/${prefix + bits}`;
+  });
+}
+
+export interface Nodes {
+  agents: Agent[];
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts every node, one after another (each registers and settles its runtime before the next,
+ * so that a hundred nodes do not all contend at once); a node that fails to start stops those
+ * already started. Each node's log lines carry its name.
+ */
+export async function startNodes(config: AgentConfig, log: Logger): Promise<Nodes> {
+  const configs = nodeConfigs(config);
+  if (configs instanceof Error) throw configs;
+  const agents: Agent[] = [];
+  const stop = async () => {
+    await Promise.all(agents.splice(0).map((agent) => agent.stop()));
+  };
+  try {
+    for (const node of configs) {
+      const nodeLog: Logger = (level, message, fields) => log(level, message, { node: node.nodeName, ...fields });
+      agents.push(await startAgent(node, nodeLog));
+    }
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { agents, stop };
+}

@@ -1,0 +1,70 @@
+/** `--nodes=N`: one node's settings divided among N simulated nodes (src/agent/nodes.ts), from tables. */
+import { describe, expect, it } from 'vitest';
+import { nodeConfigs, splitPodCidr } from '../../src/agent/nodes.ts';
+import type { AgentConfig } from '../../src/cli/config.ts';
+import { parseCommandLine } from '../../src/cli/flags.ts';
+
+function config(argv: string[]): AgentConfig {
+  const result = parseCommandLine(['--container-runtime-endpoint=sim://', ...argv], { hostname: () => 'box', env: {} });
+  if (result.kind !== 'run') throw new Error(`expected a run result, got ${result.kind}`);
+  return result.config;
+}
+
+describe('the settings of N simulated nodes', () => {
+  it('names the nodes after --hostname-override, each with its own directories, ports and credentials', () => {
+    const nodes = nodeConfigs(
+      config(['--nodes=3', '--hostname-override=hollow', '--root-dir=/var/lib/statelet', '--pod-logs-dir=/var/log/pods', '--kubeconfig=/etc/hollow/{node}.kubeconfig', '--port=20250', '--read-only-port=0', '--healthz-port=20248', '--visualizer-port=10260']),
+    );
+    if (nodes instanceof Error) throw nodes;
+    expect(nodes.map((n) => [n.nodeName, n.hostnameOverride, n.rootDir, n.podLogsDir, n.kubeconfig, n.port, n.readOnlyPort, n.healthzPort, n.visualizerPort, n.nodes])).toEqual([
+      ['hollow-0', 'hollow-0', '/var/lib/statelet/hollow-0', '/var/log/pods/hollow-0', '/etc/hollow/hollow-0.kubeconfig', 20250, 0, 20248, 10260, 1],
+      ['hollow-1', 'hollow-1', '/var/lib/statelet/hollow-1', '/var/log/pods/hollow-1', '/etc/hollow/hollow-1.kubeconfig', 20251, 0, 20249, 0, 1],
+      ['hollow-2', 'hollow-2', '/var/lib/statelet/hollow-2', '/var/log/pods/hollow-2', '/etc/hollow/hollow-2.kubeconfig', 20252, 0, 20250, 0, 1],
+    ]);
+  });
+
+  it('a kubeconfig without {node} is one credential every node uses', () => {
+    const nodes = nodeConfigs(config(['--nodes=2', '--kubeconfig=/etc/admin.kubeconfig']));
+    if (nodes instanceof Error) throw nodes;
+    expect(nodes.map((n) => [n.nodeName, n.kubeconfig])).toEqual([['box-0', '/etc/admin.kubeconfig'], ['box-1', '/etc/admin.kubeconfig']]);
+  });
+
+  it('divides --pod-cidr as node IPAM divides a cluster CIDR; no --pod-cidr stays none', () => {
+    const nodes = nodeConfigs(config(['--nodes=3', '--pod-cidr=10.244.0.0/16']));
+    if (nodes instanceof Error) throw nodes;
+    expect(nodes.map((n) => n.podCidr)).toEqual(['10.244.0.0/18', '10.244.64.0/18', '10.244.128.0/18']);
+    const none = nodeConfigs(config(['--nodes=2']));
+    if (none instanceof Error) throw none;
+    expect(none.map((n) => n.podCidr)).toEqual([undefined, undefined]);
+  });
+
+  it('refuses ports past 65535 and a pod CIDR it cannot divide, naming the flag', () => {
+    expect(String(nodeConfigs(config(['--nodes=10', '--port=65530'])))).toBe('Error: --port=65530: 10 nodes take ports 65530 to 65539, past 65535');
+    expect(String(nodeConfigs(config(['--nodes=2', '--pod-cidr=10.1.0.0/16,fd00::/64'])))).toMatch(/--pod-cidr=10\.1\.0\.0\/16,fd00::\/64: with --nodes it must be one IPv4 range/);
+  });
+});
+
+describe('dividing a pod CIDR', () => {
+  it.each([
+    ['10.244.0.0/16', 1, ['10.244.0.0/16']],
+    ['10.244.0.0/16', 2, ['10.244.0.0/17', '10.244.128.0/17']],
+    ['10.244.7.9/16', 4, ['10.244.0.0/18', '10.244.64.0/18', '10.244.128.0/18', '10.244.192.0/18']],
+    ['10.0.0.0/8', 256, Array.from({ length: 256 }, (_, i) => `10.${i}.0.0/16`)],
+    ['192.168.0.0/24', 64, Array.from({ length: 64 }, (_, i) => `192.168.0.${i * 4}/30`)],
+    ['0.0.0.0/0', 2, ['0.0.0.0/1', '128.0.0.0/1']],
+  ])('%s for %i nodes', (cidr, count, parts) => {
+    expect(splitPodCidr(cidr, count)).toEqual(parts);
+  });
+
+  it('refuses a range too small for the nodes', () => {
+    expect(String(splitPodCidr('192.168.0.0/24', 65))).toBe('Error: --pod-cidr=192.168.0.0/24: 65 nodes need a /23 or wider, so that each gets a /30 or wider');
+  });
+});
+
+describe('the --nodes flag', () => {
+  it('needs sim://', () => {
+    expect(() => parseCommandLine(['--nodes=2', '--container-runtime-endpoint=unix:///run/containerd/containerd.sock'], { hostname: () => 'box', env: {} })).toThrow(
+      '--nodes: runs simulated nodes, each with a sim:// runtime of its own: it needs --container-runtime-endpoint=sim://',
+    );
+  });
+});
