@@ -62,7 +62,7 @@ async function runNodes(config: AgentConfig, log: Logger): Promise<() => Promise
   const nodes = await startNodes(config, log);
   const first = nodes.agents[0]!;
   log('info', 'statelet is running', { nodes: nodes.agents.length, first: `${config.nodeName}-0`, last: `${config.nodeName}-${config.nodes - 1}`, visualizer: first.visualizerUrl ?? null });
-  if (first.readOnlyUrl) process.stdout.write(`statelet: pods of ${config.nodeName}-0 at ${first.readOnlyUrl}/pods (each next node on the next port)\n`);
+  if (first.readOnlyUrl) process.stdout.write(`statelet: pods of ${config.nodeName}-0 at ${first.readOnlyUrl}/pods (each node at the next address)\n`);
   if (first.visualizerUrl) process.stdout.write(`statelet: live statecharts of ${config.nodeName}-0 at ${first.visualizerUrl}/\n`);
   return () => nodes.stop();
 }

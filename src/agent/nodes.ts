@@ -13,35 +13,49 @@ import { type Agent, startAgent } from './agent.ts';
 /** Where a node's name goes in --kubeconfig, so that each node reads its own credentials. */
 export const NODE_PLACEHOLDER = '{node}';
 
-/** The settings of node `index` of `config.nodes`, or the reason they cannot be divided. */
+/** The first node's address when --node-ip is not given: loopback, where sim:// never puts a pod. */
+export const FIRST_NODE_IP = '127.0.1.1';
+
+/**
+ * The settings of each of `config.nodes` nodes, or the reason they cannot be divided. Node i is
+ * `<name>-i`, at the i-th address from --node-ip, where its servers (authenticated API, read-only,
+ * /healthz, visualizer) listen on the ports given, so that the API server reaches each node's logs
+ * and exec at its InternalIP as it reaches a kubelet's.
+ */
 export function nodeConfigs(config: AgentConfig): AgentConfig[] | Error {
   const count = config.nodes;
   const cidrs = config.podCidr ? splitPodCidr(config.podCidr, count) : null;
   if (cidrs instanceof Error) return cidrs;
-  const ports: [keyof AgentConfig & ('port' | 'readOnlyPort' | 'healthzPort'), string][] = [['port', '--port'], ['readOnlyPort', '--read-only-port'], ['healthzPort', '--healthz-port']];
-  for (const [key, flag] of ports) {
-    const base = config[key];
-    if (base > 0 && base + count - 1 > 65_535) return new Error(`${flag}=${base}: ${count} nodes take ports ${base} to ${base + count - 1}, past 65535`);
-  }
+  const first = config.nodeIp ?? FIRST_NODE_IP;
+  const match = /^(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(first);
+  if (!match) return new Error(`--node-ip=${first}: with --nodes it must be one IPv4 address, the first node's (the next nodes take the next addresses)`);
+  const firstIp = match.slice(1).reduce((n, part) => n * 256 + Number(part), 0);
+  if (firstIp + count - 1 > 0xffffffff) return new Error(`--node-ip=${first}: ${count} nodes run past 255.255.255.255`);
   return Array.from({ length: count }, (_, index) => {
     const nodeName = `${config.nodeName}-${index}`;
+    const address = dotted(firstIp + index);
     const node: AgentConfig = {
       ...config,
       nodes: 1,
       nodeName,
       hostnameOverride: nodeName,
+      nodeIp: address,
+      address,
+      readOnlyAddress: address,
+      healthzBindAddress: address,
       rootDir: path.join(config.rootDir, nodeName),
       podLogsDir: path.join(config.podLogsDir, nodeName),
       // One visualizer for the process would need a node picker: the first node's is served.
       visualizerPort: index === 0 ? config.visualizerPort : 0,
     };
-    for (const [key] of ports) if (config[key] > 0) node[key] = config[key] + index;
     if (config.kubeconfig) node.kubeconfig = config.kubeconfig.split(NODE_PLACEHOLDER).join(nodeName);
     if (cidrs) node.podCidr = cidrs[index]!;
     else delete node.podCidr;
     return node;
   });
 }
+
+const dotted = (value: number) => [Math.floor(value / 2 ** 24) % 256, Math.floor(value / 2 ** 16) % 256, Math.floor(value / 256) % 256, value % 256].join('.');
 
 /**
  * --pod-cidr divided into `count` equal ranges, one per node, as node IPAM gives each Node a part
@@ -56,10 +70,7 @@ export function splitPodCidr(podCidr: string, count: number): string[] | Error {
   if (prefix + bits > 30) return new Error(`--pod-cidr=${podCidr}: ${count} nodes need a /${Math.max(0, 30 - bits)} or wider, so that each gets a /30 or wider`);
   const size = 2 ** (32 - prefix - bits);
   const base = (((a << 24) | (b << 16) | (c << 8) | d) >>> 0) & ~(2 ** (32 - prefix) - 1);
-  return Array.from({ length: count }, (_, i) => {
-    const start = (base >>> 0) + i * size;
-    return `${[start >>> 24, (start >>> 16) & 255, (start >>> 8) & 255, start & 255].join('.')}/${prefix + bits}`;
-  });
+  return Array.from({ length: count }, (_, i) => `${dotted((base >>> 0) + i * size)}/${prefix + bits}`);
 }
 
 export interface Nodes {

@@ -68,6 +68,9 @@ export type AnyOptionSpec = OptionSpec<SettingKey>;
 /** Why a setting would be ignored: it needs `what`. */
 const without = (what: string) => `has no effect without ${what}, and statelet does not take a setting it would ignore`;
 
+/** Where a node's servers listen: with --nodes each node's own address (src/agent/nodes.ts) takes its place. */
+const oneNode = { holds: (settings: AgentSettings) => settings.nodes === 1, reason: "is not for --nodes: each node's servers listen on the node's own address (--node-ip, then the next ones)" };
+
 /** Settings of a node in a cluster: they take effect with an API server only. */
 const inCluster = { holds: (settings: AgentSettings) => settings.kubeconfig !== undefined && settings.kubeconfig !== '', reason: without('--kubeconfig') };
 
@@ -1040,6 +1043,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'address',
     group: 'Serving',
     help: 'IP address of the authenticated API (--port)',
+    onlyWith: oneNode,
   }),
   option({
     key: 'port',
@@ -1143,6 +1147,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     flag: 'read-only-address',
     group: 'Serving',
     help: 'IP address of the unauthenticated read-only port (statelet; the kubelet uses --address)',
+    onlyWith: oneNode,
   }),
   option({
     key: 'readOnlyPort',
@@ -1168,6 +1173,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'healthzBindAddress',
     group: 'Serving',
     help: 'IP address for the /healthz endpoint',
+    onlyWith: oneNode,
   }),
 
   option({
@@ -1263,7 +1269,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     kind: intKind(1, 10_000),
     flag: 'nodes',
     group: 'Statelet',
-    help: 'How many simulated nodes this process runs, each with its own Node, Lease, pods and sim:// runtime: named <hostname-override>-0, -1, …; a {node} in --kubeconfig is each node\'s name; ports, --root-dir and --pod-cidr are divided among them',
+    help: 'How many simulated nodes this process runs, each with its own Node, Lease, pods and sim:// runtime: named <hostname-override>-0, -1, …, at --node-ip (default 127.0.1.1) and the next addresses, where each serves on the same ports; a {node} in --kubeconfig is each node\'s name; --root-dir and --pod-cidr are divided among them',
     onlyWith: {
       holds: (settings) => settings.nodes === 1 || settings.containerRuntimeEndpoint.startsWith('sim://'),
       reason: 'runs simulated nodes, each with a sim:// runtime of its own: it needs --container-runtime-endpoint=sim://',

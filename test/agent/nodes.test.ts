@@ -5,22 +5,28 @@ import type { AgentConfig } from '../../src/cli/config.ts';
 import { parseCommandLine } from '../../src/cli/flags.ts';
 
 function config(argv: string[]): AgentConfig {
-  const result = parseCommandLine(['--container-runtime-endpoint=sim://', ...argv], { hostname: () => 'box', env: {} });
+  const result = parseCommandLine(['--container-runtime-endpoint=sim://', ...argv], { hostname: () => 'box' });
   if (result.kind !== 'run') throw new Error(`expected a run result, got ${result.kind}`);
   return result.config;
 }
 
 describe('the settings of N simulated nodes', () => {
-  it('names the nodes after --hostname-override, each with its own directories, ports and credentials', () => {
+  it('names the nodes after --hostname-override, each at its own address with the same ports, its own directories and credentials', () => {
     const nodes = nodeConfigs(
-      config(['--nodes=3', '--hostname-override=hollow', '--root-dir=/var/lib/statelet', '--pod-logs-dir=/var/log/pods', '--kubeconfig=/etc/hollow/{node}.kubeconfig', '--port=20250', '--read-only-port=0', '--healthz-port=20248', '--visualizer-port=10260']),
+      config(['--nodes=3', '--hostname-override=hollow', '--node-ip=127.0.0.254', '--root-dir=/var/lib/statelet', '--pod-logs-dir=/var/log/pods', '--kubeconfig=/etc/hollow/{node}.kubeconfig', '--port=20250', '--read-only-port=0', '--visualizer-port=10260']),
     );
     if (nodes instanceof Error) throw nodes;
-    expect(nodes.map((n) => [n.nodeName, n.hostnameOverride, n.rootDir, n.podLogsDir, n.kubeconfig, n.port, n.readOnlyPort, n.healthzPort, n.visualizerPort, n.nodes])).toEqual([
-      ['hollow-0', 'hollow-0', '/var/lib/statelet/hollow-0', '/var/log/pods/hollow-0', '/etc/hollow/hollow-0.kubeconfig', 20250, 0, 20248, 10260, 1],
-      ['hollow-1', 'hollow-1', '/var/lib/statelet/hollow-1', '/var/log/pods/hollow-1', '/etc/hollow/hollow-1.kubeconfig', 20251, 0, 20249, 0, 1],
-      ['hollow-2', 'hollow-2', '/var/lib/statelet/hollow-2', '/var/log/pods/hollow-2', '/etc/hollow/hollow-2.kubeconfig', 20252, 0, 20250, 0, 1],
+    expect(nodes.map((n) => [n.nodeName, n.hostnameOverride, n.nodeIp, n.address, n.readOnlyAddress, n.healthzBindAddress, n.rootDir, n.podLogsDir, n.kubeconfig, n.port, n.readOnlyPort, n.healthzPort, n.visualizerPort, n.nodes])).toEqual([
+      ['hollow-0', 'hollow-0', '127.0.0.254', '127.0.0.254', '127.0.0.254', '127.0.0.254', '/var/lib/statelet/hollow-0', '/var/log/pods/hollow-0', '/etc/hollow/hollow-0.kubeconfig', 20250, 0, 10248, 10260, 1],
+      ['hollow-1', 'hollow-1', '127.0.0.255', '127.0.0.255', '127.0.0.255', '127.0.0.255', '/var/lib/statelet/hollow-1', '/var/log/pods/hollow-1', '/etc/hollow/hollow-1.kubeconfig', 20250, 0, 10248, 0, 1],
+      ['hollow-2', 'hollow-2', '127.0.1.0', '127.0.1.0', '127.0.1.0', '127.0.1.0', '/var/lib/statelet/hollow-2', '/var/log/pods/hollow-2', '/etc/hollow/hollow-2.kubeconfig', 20250, 0, 10248, 0, 1],
     ]);
+  });
+
+  it('without --node-ip the nodes are at 127.0.1.1 and on', () => {
+    const nodes = nodeConfigs(config(['--nodes=2']));
+    if (nodes instanceof Error) throw nodes;
+    expect(nodes.map((n) => n.nodeIp)).toEqual(['127.0.1.1', '127.0.1.2']);
   });
 
   it('a kubeconfig without {node} is one credential every node uses', () => {
@@ -38,8 +44,9 @@ describe('the settings of N simulated nodes', () => {
     expect(none.map((n) => n.podCidr)).toEqual([undefined, undefined]);
   });
 
-  it('refuses ports past 65535 and a pod CIDR it cannot divide, naming the flag', () => {
-    expect(String(nodeConfigs(config(['--nodes=10', '--port=65530'])))).toBe('Error: --port=65530: 10 nodes take ports 65530 to 65539, past 65535');
+  it('refuses addresses and a pod CIDR it cannot divide, naming the flag', () => {
+    expect(String(nodeConfigs(config(['--nodes=2', '--node-ip=fd00::1'])))).toBe('Error: --node-ip=fd00::1: with --nodes it must be one IPv4 address, the first node\'s (the next nodes take the next addresses)');
+    expect(String(nodeConfigs(config(['--nodes=3', '--node-ip=255.255.255.254'])))).toBe('Error: --node-ip=255.255.255.254: 3 nodes run past 255.255.255.255');
     expect(String(nodeConfigs(config(['--nodes=2', '--pod-cidr=10.1.0.0/16,fd00::/64'])))).toMatch(/--pod-cidr=10\.1\.0\.0\/16,fd00::\/64: with --nodes it must be one IPv4 range/);
   });
 });
@@ -62,8 +69,15 @@ describe('dividing a pod CIDR', () => {
 });
 
 describe('the --nodes flag', () => {
+  it('refuses the servers\' addresses: each node serves on its own', () => {
+    for (const flag of ['--address=0.0.0.0', '--read-only-address=127.0.0.1', '--healthz-bind-address=127.0.0.1']) {
+      expect(() => config(['--nodes=2', flag])).toThrow(`--${flag.slice(2, flag.indexOf('='))}: is not for --nodes: each node's servers listen on the node's own address (--node-ip, then the next ones)`);
+    }
+    expect(config(['--nodes=1', '--address=0.0.0.0']).address).toBe('0.0.0.0');
+  });
+
   it('needs sim://', () => {
-    expect(() => parseCommandLine(['--nodes=2', '--container-runtime-endpoint=unix:///run/containerd/containerd.sock'], { hostname: () => 'box', env: {} })).toThrow(
+    expect(() => parseCommandLine(['--nodes=2', '--container-runtime-endpoint=unix:///run/containerd/containerd.sock'], { hostname: () => 'box' })).toThrow(
       '--nodes: runs simulated nodes, each with a sim:// runtime of its own: it needs --container-runtime-endpoint=sim://',
     );
   });

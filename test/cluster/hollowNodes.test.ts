@@ -1,7 +1,7 @@
 /**
  * `statelet --nodes=3`: three simulated nodes in one process, each with its own credentials
  * (`{node}` in --kubeconfig), Node, Lease, pod CIDR (from the upstream controller-manager's node
- * IPAM) and pods, behind a real kube-apiserver, kube-scheduler and kube-controller-manager. A
+ * IPAM), address (127.0.1.1 and on, where its servers listen) and pods, behind a real kube-apiserver, kube-scheduler and kube-controller-manager. A
  * Deployment spreads over them and every pod turns Ready; one SIGTERM stops them all.
  *
  * Making the pod CIDRs local to the host needs root (CI runs as root); elsewhere the suite skips, loudly.
@@ -38,9 +38,8 @@ beforeAll(async () => {
     '--nodes=3',
     '--hostname-override=hollow',
     `--kubeconfig=${path.join(path.dirname(cp.nodeKubeconfig(NODES[0]!)), '{node}.kubeconfig')}`,
-    '--node-ip=127.0.0.1',
     `--client-ca-file=${cp.kubeletClientCaFile}`,
-  ]);
+  ], { nodeAddresses: true });
 }, 30 * 60_000);
 
 afterAll(async () => {
@@ -95,7 +94,7 @@ describe('statelet --nodes=3', () => {
             metadata: { labels },
             spec: {
               topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchLabels: labels } }],
-              containers: [{ name: 'c', image: 'busybox', command: ['sh', '-c', 'while true; do sleep 1; done'] }],
+              containers: [{ name: 'c', image: 'busybox', command: ['sh', '-c', 'echo "up on $HOSTNAME"; while true; do sleep 1; done'] }],
             },
           },
         },
@@ -118,6 +117,12 @@ describe('statelet --nodes=3', () => {
       expect(pod.status?.podIP?.startsWith(base.slice(0, base.lastIndexOf('.') + 1))).toBe(true);
     }
     expect(Object.fromEntries(perNode)).toEqual({ 'hollow-0': 2, 'hollow-1': 2, 'hollow-2': 2 });
+
+    // The API server reaches each node's own server at its InternalIP: a pod's logs through kubectl.
+    const nodeIps = await Promise.all(NODES.map(async (name) => (await core.readNode({ name })).status?.addresses?.find((a) => a.type === 'InternalIP')?.address));
+    expect(nodeIps).toEqual(['127.0.1.1', '127.0.1.2', '127.0.1.3']);
+    const onLast = pods.find((pod) => pod.spec?.nodeName === 'hollow-2')!;
+    expect(await cp.kubectl(['get', '--raw', `/api/v1/namespaces/${namespace}/pods/${onLast.metadata!.name}/log`])).toBe(`up on ${onLast.metadata!.name}\n`);
 
     agent.child.kill('SIGTERM');
     expect(await agent.waitForExit(30_000)).toBe(0);

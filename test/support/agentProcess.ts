@@ -60,7 +60,11 @@ export interface AgentProcess {
   stop(): Promise<void>;
 }
 
-export async function runStatelet(args: string[], options: { rootDir?: string; command?: StateletCommand } = {}): Promise<AgentProcess> {
+/**
+ * `nodeAddresses`: the agent runs several nodes (--nodes), each serving at its own address, so no
+ * --address is given; the ports given are every node's.
+ */
+export async function runStatelet(args: string[], options: { rootDir?: string; command?: StateletCommand; nodeAddresses?: boolean } = {}): Promise<AgentProcess> {
   const command = options.command ?? sourceCommand;
   const rootDir = options.rootDir ?? (await mkdtemp(path.join(os.tmpdir(), 'statelet-e2e-')));
   // Each agent keeps its cgroups under a root of its own, named after its --root-dir (a restarted
@@ -84,8 +88,7 @@ export async function runStatelet(args: string[], options: { rootDir?: string; c
       String(readOnlyPort),
       '--healthz-port',
       String(healthzPort),
-      '--address',
-      '127.0.0.1',
+      ...(options.nodeAddresses ? [] : ['--address', '127.0.0.1']),
       '--port',
       String(kubeletPort),
       '--hostname-override',
