@@ -222,6 +222,39 @@ export async function conformanceBinaries({ only = Object.keys(CONFORMANCE), log
   return paths;
 }
 
+const kwokModuleDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bench/kwok');
+
+/**
+ * kwok (sigs.k8s.io/kwok) at the release bench/kwok/go.mod pins, for the scale bench: built once
+ * per machine into a directory keyed by that module's go.mod, go.sum and the Go version. Resolves
+ * with the binary's path; rejects when Go is missing or the build fails.
+ */
+export async function kwokBinary(log = (line) => console.error(`[kwok] ${line}`)) {
+  const found = await findGo();
+  if (!found) throw new Error(`Go is not installed (looked for ${GO_CANDIDATES.join(', ')})`);
+  const hash = createHash('sha256');
+  for (const file of ['go.mod', 'go.sum']) hash.update(await readFile(path.join(kwokModuleDir, file)));
+  hash.update(found.version);
+  const dir = path.join(cacheRoot(), `kwok-${hash.digest('hex').slice(0, 16)}`);
+  const file = path.join(dir, 'kwok');
+  if (existsSync(file)) return file;
+  await mkdir(dir, { recursive: true });
+  const lock = path.join(dir, '.kwok.lock');
+  if (!(await waitForLock(lock, file))) return file;
+  try {
+    if (existsSync(file)) return file;
+    log(`building kwok (sigs.k8s.io/kwok/cmd/kwok) — the first build takes minutes; ${found.version}; cache ${dir}`);
+    const tmp = `${file}.tmp-${process.pid}`;
+    await run(found.go, ['build', '-trimpath', '-ldflags', '-s -w', '-o', tmp, 'sigs.k8s.io/kwok/cmd/kwok'], { cwd: kwokModuleDir, env: goEnv, maxBuffer: 64 * 1024 * 1024 }).catch((err) => {
+      throw new Error(`go build sigs.k8s.io/kwok/cmd/kwok failed:\n${err.stderr || err.message}`);
+    });
+    await rename(tmp, file);
+    return file;
+  } finally {
+    await rm(lock, { recursive: true, force: true });
+  }
+}
+
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const flag = process.argv.slice(2).find((arg) => arg === '--conformance' || arg.startsWith('--conformance='));
   if (flag) {
