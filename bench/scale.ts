@@ -199,12 +199,12 @@ runWorker(async () => {
       child = await startStatelet(cp, dir, [`--nodes=${nodeCount}`, `--hostname-override=${PREFIX}`, `--kubeconfig=${path.join(path.dirname(cp.nodeKubeconfig(names[0]!)), '{node}.kubeconfig')}`, `--max-pods=${podsPerNode + 10}`]);
     } else {
       // @ts-expect-error: a plain ESM script without type declarations
-      const { kwokBinary } = (await import('../scripts/controlplane/build.mjs')) as { kwokBinary(): Promise<string> };
+      const { kwokBinary } = (await import('../scripts/controlplane/build.mjs')) as { kwokBinary(): Promise<{ binary: string; stages: string[] }> };
       const kwok = await kwokBinary();
       await createKwokNodes(cp);
       child = spawnLogged(
-        kwok,
-        [`--kubeconfig=${cp.adminKubeconfig}`, '--manage-all-nodes=false', '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake', '--node-lease-duration-seconds=40', '--cidr=10.244.0.1/16', '--node-ip=127.0.1.1', '--server-address=127.0.0.1:0'],
+        kwok.binary,
+        [`--kubeconfig=${cp.adminKubeconfig}`, `--config=${kwok.stages.join(',')}`, '--manage-all-nodes=false', '--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake', '--node-lease-duration-seconds=40', '--cidr=10.244.0.1/16', '--node-ip=127.0.1.1', '--server-address=127.0.0.1:0'],
         process.env,
         path.join(dir, 'kwok.log'),
       );

@@ -225,9 +225,16 @@ export async function conformanceBinaries({ only = Object.keys(CONFORMANCE), log
 const kwokModuleDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bench/kwok');
 
 /**
+ * The stage files kwok's own default setup (kwokctl) gives it, from the module's source: nodes
+ * initialized and kept Ready with a Lease, pods made Ready at once, completed and deleted.
+ */
+const KWOK_STAGES = ['node/fast/node-initialize.yaml', 'node/heartbeat-with-lease/node-heartbeat-with-lease.yaml', 'pod/fast/pod-ready.yaml', 'pod/fast/pod-complete.yaml', 'pod/fast/pod-delete.yaml'];
+
+/**
  * kwok (sigs.k8s.io/kwok) at the release bench/kwok/go.mod pins, for the scale bench: built once
  * per machine into a directory keyed by that module's go.mod, go.sum and the Go version. Resolves
- * with the binary's path; rejects when Go is missing or the build fails.
+ * with `{ binary, stages }` (the stage files to give it with --config); rejects when Go is missing
+ * or the build fails.
  */
 export async function kwokBinary(log = (line) => console.error(`[kwok] ${line}`)) {
   const found = await findGo();
@@ -237,19 +244,21 @@ export async function kwokBinary(log = (line) => console.error(`[kwok] ${line}`)
   hash.update(found.version);
   const dir = path.join(cacheRoot(), `kwok-${hash.digest('hex').slice(0, 16)}`);
   const file = path.join(dir, 'kwok');
-  if (existsSync(file)) return file;
+  const { stdout } = await run(found.go, ['list', '-m', '-f', '{{.Dir}}', 'sigs.k8s.io/kwok'], { cwd: kwokModuleDir, env: goEnv });
+  const built = { binary: file, stages: KWOK_STAGES.map((stage) => path.join(stdout.trim(), 'kustomize/stage', stage)) };
+  if (existsSync(file)) return built;
   await mkdir(dir, { recursive: true });
   const lock = path.join(dir, '.kwok.lock');
-  if (!(await waitForLock(lock, file))) return file;
+  if (!(await waitForLock(lock, file))) return built;
   try {
-    if (existsSync(file)) return file;
+    if (existsSync(file)) return built;
     log(`building kwok (sigs.k8s.io/kwok/cmd/kwok) — the first build takes minutes; ${found.version}; cache ${dir}`);
     const tmp = `${file}.tmp-${process.pid}`;
     await run(found.go, ['build', '-trimpath', '-ldflags', '-s -w', '-o', tmp, 'sigs.k8s.io/kwok/cmd/kwok'], { cwd: kwokModuleDir, env: goEnv, maxBuffer: 64 * 1024 * 1024 }).catch((err) => {
       throw new Error(`go build sigs.k8s.io/kwok/cmd/kwok failed:\n${err.stderr || err.message}`);
     });
     await rename(tmp, file);
-    return file;
+    return built;
   } finally {
     await rm(lock, { recursive: true, force: true });
   }
