@@ -8,6 +8,9 @@
  *   npm run bench -- --only=sim         or actors, containerd, agent, page, cluster, logs, exec, metrics (comma-separated list allowed)
  *   npm run bench -- --only=versus-kubelet   statelet and the upstream kubelet side by side (not part of "everything":
  *                                       it builds the kubelet and takes ~15 min); its table goes to docs/benchmarks.md
+ *   npm run bench -- --only=scale       100 simulated nodes in one statelet process beside kwok faking
+ *                                       them, a Deployment of 3,000 pods (not part of "everything": ~30 min);
+ *                                       its table goes to docs/benchmarks.md
  *   BENCH_QUICK=1 BENCH_ONLY=sim npm run bench
  *
  * See docs/benchmarks.md for what each figure means.
@@ -19,15 +22,16 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { binaryLaunch, STATELET_BIN } from './launch.ts';
 import { versusMarkdown, versusRows, withVersusSection } from './versus.ts';
+import { type ScaleRun, scaleMarkdown, scaleRows, withScaleSection } from './scaleTable.ts';
 import type { ActorMeasure, ActorsResult, AgentResult, ClusterResult, ExecResult, LogsResult, MetricsResult, TokensResult, ContainerdResult, Failed, Frames, PageResult, SimResult, Skipped } from './results.ts';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const resultsFile = path.join(benchDir, 'results.json');
 
-type Scenario = 'sim' | 'actors' | 'containerd' | 'agent' | 'page' | 'cluster' | 'logs' | 'exec' | 'metrics' | 'versus-kubelet';
+type Scenario = 'sim' | 'actors' | 'containerd' | 'agent' | 'page' | 'cluster' | 'logs' | 'exec' | 'metrics' | 'versus-kubelet' | 'scale';
 const allScenarios: Scenario[] = ['sim', 'actors', 'containerd', 'agent', 'page', 'cluster', 'logs', 'exec', 'metrics'];
 /** Run only when asked for by name. */
-const namedScenarios: Scenario[] = ['versus-kubelet'];
+const namedScenarios: Scenario[] = ['versus-kubelet', 'scale'];
 
 const argv = process.argv.slice(2);
 const quick = argv.includes('--quick') || ['1', 'true'].includes(process.env.BENCH_QUICK ?? '');
@@ -438,6 +442,30 @@ async function main(): Promise<void> {
       const about = `${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} CPUs, Node ${process.version}`;
       await writeFile(doc, withVersusSection(await readFile(doc, 'utf8'), versusMarkdown(versus, about)));
       console.error('wrote the versus-kubelet table to docs/benchmarks.md');
+    }
+  }
+  if (only.includes('scale')) {
+    // Alternated, so that the machine's drift over the half hour falls on both alike.
+    const runs: Run<ScaleRun>[] = [];
+    const nodes = quick ? 10 : 100;
+    for (let i = 0; i < (quick ? 1 : 2); i++) {
+      for (const faker of ['statelet', 'kwok'] as const) {
+        console.error(`scale: ${faker}, ${nodes} nodes × 30 pods…`);
+        runs.push(await worker<ScaleRun>('scale.ts', [`--faker=${faker}`, `--nodes=${nodes}`, '--pods-per-node=30', `--settle-ms=${quick ? 5_000 : 30_000}`, `--idle-ms=${quick ? 5_000 : 30_000}`]));
+      }
+    }
+    results.scale = runs;
+    const done = runs.filter((r): r is ScaleRun & { wallS: number } => !failed(r));
+    printed.push(() => {
+      console.log(`\nscale (${nodes} nodes × 30 pods, means)`);
+      for (const r of runs) if (failed(r)) console.log(`  FAILED: ${r.error}`);
+      for (const row of scaleRows(done)) console.log(`  ${row.metric.padEnd(56)} statelet ${String(row.statelet ?? '—').padStart(9)}   kwok ${String(row.kwok ?? '—').padStart(9)}`);
+    });
+    if (done.length > 0) {
+      const doc = path.join(benchDir, '../docs/benchmarks.md');
+      const about = `${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} CPUs, Node ${process.version}`;
+      await writeFile(doc, withScaleSection(await readFile(doc, 'utf8'), scaleMarkdown(done, about)));
+      console.error('wrote the scale table to docs/benchmarks.md');
     }
   }
   if (only.includes('cluster')) {

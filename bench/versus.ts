@@ -60,10 +60,15 @@ export function versusMarkdown(result: AgentResult, about: string): string {
   return lines.join('\n');
 }
 
+/** `doc` with the section between `startMarker` and `endMarker` replaced by `section` (appended when it has none yet). */
+export function withSection(doc: string, startMarker: string, endMarker: string, section: string): string {
+  const start = doc.indexOf(startMarker);
+  const end = doc.indexOf(endMarker);
+  if (start < 0 || end < start) return `${doc.trimEnd()}\n\n${section}\n`;
+  return doc.slice(0, start) + section + doc.slice(end + endMarker.length);
+}
+
 /** `doc` with its versus section replaced by `section` (appended when it has none yet). */
 export function withVersusSection(doc: string, section: string): string {
-  const start = doc.indexOf(VERSUS_START);
-  const end = doc.indexOf(VERSUS_END);
-  if (start < 0 || end < start) return `${doc.trimEnd()}\n\n${section}\n`;
-  return doc.slice(0, start) + section + doc.slice(end + VERSUS_END.length);
+  return withSection(doc, VERSUS_START, VERSUS_END, section);
 }
