@@ -121,6 +121,7 @@ describe('parseCommandLine: defaults and forms', () => {
       nodeLabels: {},
       registerWithTaints: [],
       nodeStatusUpdateFrequencyMs: 10_000,
+      nodes: 1,
       nodeStatusReportFrequencyMs: 300_000,
       nodeLeaseDurationSeconds: 40,
       kubeApiQps: 50,

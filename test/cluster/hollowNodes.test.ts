@@ -122,7 +122,14 @@ describe('statelet --nodes=3', () => {
     const nodeIps = await Promise.all(NODES.map(async (name) => (await core.readNode({ name })).status?.addresses?.find((a) => a.type === 'InternalIP')?.address));
     expect(nodeIps).toEqual(['127.0.1.1', '127.0.1.2', '127.0.1.3']);
     const onLast = pods.find((pod) => pod.spec?.nodeName === 'hollow-2')!;
-    expect(await cp.kubectl(['get', '--raw', `/api/v1/namespaces/${namespace}/pods/${onLast.metadata!.name}/log`])).toBe(`up on ${onLast.metadata!.name}\n`);
+    // The line is in the log once the runtime has flushed it (Ready does not wait for that).
+    let log = '';
+    await eventually(
+      async () => (log = await cp!.kubectl(['get', '--raw', `/api/v1/namespaces/${namespace}/pods/${onLast.metadata!.name}/log`])) !== '',
+      "the pod's log through its node's server",
+      () => log,
+    );
+    expect(log).toBe(`up on ${onLast.metadata!.name}\n`);
 
     agent.child.kill('SIGTERM');
     expect(await agent.waitForExit(30_000)).toBe(0);
