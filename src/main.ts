@@ -61,9 +61,9 @@ async function runAgent(config: AgentConfig, log: Logger): Promise<() => Promise
 async function runNodes(config: AgentConfig, log: Logger): Promise<() => Promise<void>> {
   const nodes = await startNodes(config, log);
   const first = nodes.agents[0]!;
-  log('info', 'statelet is running', { nodes: nodes.agents.length, first: `${config.nodeName}-0`, last: `${config.nodeName}-${config.nodes - 1}`, visualizer: first.visualizerUrl ?? null });
+  log('info', 'statelet is running', { nodes: nodes.agents.length, first: `${config.nodeName}-0`, last: `${config.nodeName}-${config.nodes - 1}`, visualizer: nodes.visualizerUrl ?? null });
   if (first.readOnlyUrl) process.stdout.write(`statelet: pods of ${config.nodeName}-0 at ${first.readOnlyUrl}/pods (each node at the next address)\n`);
-  if (first.visualizerUrl) process.stdout.write(`statelet: live statecharts of ${config.nodeName}-0 at ${first.visualizerUrl}/\n`);
+  if (nodes.visualizerUrl) process.stdout.write(`statelet: live statecharts of all ${config.nodes} nodes at ${nodes.visualizerUrl}/\n`);
   return () => nodes.stop();
 }
 

@@ -44,7 +44,7 @@ import type { DnsConfig } from '../runtime/types.ts';
 import { ApiEventRecorder, type EventRecorder } from '../eventrecorder/recorder.ts';
 import { configuredSources, createConfigSourcesLogic } from '../sources/configSources.ts';
 import type { StatusManager } from '../status/manager.ts';
-import { startVisualizerServer } from '../visualizer/server.ts';
+import { type VisualizedNodes, startVisualizerServer } from '../visualizer/server.ts';
 import { VisualizerHub } from '../visualizer/stream.ts';
 
 export interface Agent {
@@ -67,6 +67,11 @@ export interface Agent {
 interface AgentHooks {
   /** Receives every actor inspection record (the visualizer subscribes here). */
   inspect?: Observer<InspectionEvent>;
+  /**
+   * The visualizer of a process with several nodes (`--nodes`): this node's statecharts are added
+   * to it under the node's name (and taken out at stop) rather than served by a server of its own.
+   */
+  visualizerNodes?: VisualizedNodes;
 }
 
 /** A short socket path for the embedded runtime: unix socket paths are limited to ~107 bytes. */
@@ -169,7 +174,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     ...(config.manifestUrl ? { manifestUrl: config.manifestUrl, manifestUrlHeaders: config.manifestUrlHeaders } : {}),
   };
   // The visualizer sees the actor system from its first record; the server starts further down.
-  const visualizer = config.visualizerPort > 0 ? new VisualizerHub({ clock }) : undefined;
+  const visualizer = config.visualizerPort > 0 || hooks.visualizerNodes ? new VisualizerHub({ clock }) : undefined;
   if (visualizer) closers.push(() => visualizer.close());
   // --inspect=stately: the same records, to Stately's inspector over a WebSocket.
   // The inspector's library is loaded only when asked for.
@@ -302,9 +307,14 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
       agent.healthzUrl = urlOf(config.healthzBindAddress, server);
       closers.push(() => server.close());
     }
-    if (visualizer) {
+    const visualized = visualizer && { hub: visualizer, logs: { pods: view.pods, runtime, now: () => clock.now() } };
+    if (visualized && hooks.visualizerNodes) {
+      const shown = hooks.visualizerNodes;
+      shown.set(config.nodeName, visualized);
+      closers.unshift(() => void shown.delete(config.nodeName));
+    } else if (visualized) {
       // The visualizer, unauthenticated like the read-only port, binds where that does.
-      const server = await startVisualizerServer(visualizer, config.readOnlyAddress, config.visualizerPort, { pods: view.pods, runtime, now: () => clock.now() });
+      const server = await startVisualizerServer(new Map([[config.nodeName, visualized]]), config.readOnlyAddress, config.visualizerPort);
       agent.visualizerUrl = urlOf(config.readOnlyAddress, server);
       closers.push(() => server.close());
     }

@@ -8,6 +8,7 @@
 import path from 'node:path';
 import type { AgentConfig } from '../cli/config.ts';
 import type { Logger } from '../log.ts';
+import { type VisualizedNodes, type VisualizerServer, startVisualizerServer } from '../visualizer/server.ts';
 import { type Agent, startAgent } from './agent.ts';
 
 /** Where a node's name goes in --kubeconfig, so that each node reads its own credentials. */
@@ -45,8 +46,8 @@ export function nodeConfigs(config: AgentConfig): AgentConfig[] | Error {
       healthzBindAddress: address,
       rootDir: path.join(config.rootDir, nodeName),
       podLogsDir: path.join(config.podLogsDir, nodeName),
-      // One visualizer for the process would need a node picker: the first node's is served.
-      visualizerPort: index === 0 ? config.visualizerPort : 0,
+      // One visualizer serves every node (startNodes), on the first node's address.
+      visualizerPort: 0,
     };
     if (config.kubeconfig) node.kubeconfig = config.kubeconfig.split(NODE_PLACEHOLDER).join(nodeName);
     if (cidrs) node.podCidr = cidrs[index]!;
@@ -75,6 +76,8 @@ export function splitPodCidr(podCidr: string, count: number): string[] | Error {
 
 export interface Nodes {
   agents: Agent[];
+  /** The visualizer of every node, with a node picker (--visualizer-port), when enabled. */
+  visualizerUrl?: string;
   stop(): Promise<void>;
 }
 
@@ -87,17 +90,24 @@ export async function startNodes(config: AgentConfig, log: Logger): Promise<Node
   const configs = nodeConfigs(config);
   if (configs instanceof Error) throw configs;
   const agents: Agent[] = [];
+  // The nodes' statecharts, each added as its node starts: the page lists them and picks one.
+  const visualizerNodes: VisualizedNodes | undefined = config.visualizerPort > 0 ? new Map() : undefined;
+  let visualizer: VisualizerServer | undefined;
   const stop = async () => {
+    await visualizer?.close();
     await Promise.all(agents.splice(0).map((agent) => agent.stop()));
   };
   try {
     for (const node of configs) {
       const nodeLog: Logger = (level, message, fields) => log(level, message, { node: node.nodeName, ...fields });
-      agents.push(await startAgent(node, nodeLog));
+      agents.push(await startAgent(node, nodeLog, visualizerNodes ? { visualizerNodes } : {}));
+      // Served from the first node's start on, so that a hundred nodes can be watched as they come.
+      if (visualizerNodes && !visualizer) visualizer = await startVisualizerServer(visualizerNodes, node.readOnlyAddress, config.visualizerPort);
     }
   } catch (err) {
     await stop();
     throw err;
   }
-  return { agents, stop };
+  const address = configs[0]!.readOnlyAddress;
+  return { agents, stop, ...(visualizer ? { visualizerUrl: `http://${address.includes(':') ? `[${address}]` : address}:${visualizer.port}` } : {}) };
 }

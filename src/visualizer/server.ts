@@ -11,7 +11,10 @@
  *                      first): what a page that selects the actor shows of its past;
  *   GET /api/logs?namespace=<ns>&name=<pod>
  *                      the last 100 lines of each of the pod's containers, read as `kubectl
- *                      logs` reads them (src/server/containerLogs.ts), or why there are none.
+ *                      logs` reads them (src/server/containerLogs.ts), or why there are none;
+ *   GET /api/nodes     the names of the nodes it shows (one, or each of `statelet --nodes`).
+ * Each /api/ path takes `node=<name>` to pick one node (the first when absent; 404 for a node it
+ * does not show), so one server serves every node of a process and the page picks.
  * Serializing happens here, once per batch for all clients, never on the agent's path.
  */
 import { readFile } from 'node:fs/promises';
@@ -147,7 +150,16 @@ class SseClients {
 /** Lines of each container the page's log tail shows. */
 const LOG_TAIL_LINES = 100;
 
-function visualizerHandler(hub: VisualizerHub, sse = new SseClients(hub), dir = pageDir, logs?: LogSource): RouteHandler {
+/** A node the visualizer shows: its actors' hub, and where its pods' logs are read. */
+export interface VisualizedNode {
+  hub: VisualizerHub;
+  logs?: LogSource;
+}
+
+/** The nodes shown, by name, in the order the page lists them; nodes may come and go. */
+export type VisualizedNodes = Map<string, VisualizedNode>;
+
+function visualizerHandler(nodes: VisualizedNodes, streams: Map<VisualizerHub, SseClients>, dir = pageDir): RouteHandler {
   return (req, res) => {
     const urlPath = (req.url ?? '/').split('?')[0] ?? '/';
     const page = pageFiles[urlPath];
@@ -155,13 +167,28 @@ function visualizerHandler(hub: VisualizerHub, sse = new SseClients(hub), dir = 
       sendPageFile(res, page, dir);
       return true;
     }
+    if (!urlPath.startsWith('/api/')) return false;
+    if (urlPath === '/api/nodes') {
+      sendText(res, 'application/json', JSON.stringify([...nodes.keys()]));
+      return true;
+    }
+    const wanted = new URL(req.url ?? '/', 'http://localhost').searchParams.get('node');
+    const node = wanted === null ? nodes.values().next().value : nodes.get(wanted);
+    if (!node) {
+      sendStatus(res, 404, wanted === null ? 'no node is shown yet' : `node "${wanted}" is not shown here`);
+      return true;
+    }
+    const { hub, logs } = node;
     switch (urlPath) {
       case '/api/snapshot':
         sendText(res, 'application/json', JSON.stringify(hub.picture()));
         return true;
-      case '/api/stream':
+      case '/api/stream': {
+        let sse = streams.get(hub);
+        if (!sse) streams.set(hub, (sse = new SseClients(hub)));
         sse.add(req, res);
         return true;
+      }
       case '/api/history': {
         const actor = new URL(req.url ?? '/', 'http://localhost').searchParams.get('actor') ?? '';
         sendText(res, 'application/json', JSON.stringify(hub.history(actor)));
@@ -187,14 +214,14 @@ export interface VisualizerServer {
   close(): Promise<void>;
 }
 
-/** Serves the hub on `address:port` (0: any free port). */
-export async function startVisualizerServer(hub: VisualizerHub, address: string, port: number, logs?: LogSource): Promise<VisualizerServer> {
-  const sse = new SseClients(hub);
-  const server: ListeningServer = await listen(address, port, [visualizerHandler(hub, sse, pageDir, logs)]);
+/** Serves the nodes' hubs on `address:port` (0: any free port). */
+export async function startVisualizerServer(nodes: VisualizedNodes, address: string, port: number): Promise<VisualizerServer> {
+  const streams = new Map<VisualizerHub, SseClients>();
+  const server: ListeningServer = await listen(address, port, [visualizerHandler(nodes, streams, pageDir)]);
   return {
     port: server.port,
     close: async () => {
-      sse.close();
+      for (const sse of streams.values()) sse.close();
       await server.close();
     },
   };

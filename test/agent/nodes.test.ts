@@ -11,13 +11,13 @@ function config(argv: string[]): AgentConfig {
 }
 
 describe('the settings of N simulated nodes', () => {
-  it('names the nodes after --hostname-override, each at its own address with the same ports, its own directories and credentials', () => {
+  it('names the nodes after --hostname-override, each at its own address with the same ports, its own directories and credentials; one visualizer for the process', () => {
     const nodes = nodeConfigs(
       config(['--nodes=3', '--hostname-override=hollow', '--node-ip=127.0.0.254', '--root-dir=/var/lib/statelet', '--pod-logs-dir=/var/log/pods', '--kubeconfig=/etc/hollow/{node}.kubeconfig', '--port=20250', '--read-only-port=0', '--visualizer-port=10260']),
     );
     if (nodes instanceof Error) throw nodes;
     expect(nodes.map((n) => [n.nodeName, n.hostnameOverride, n.nodeIp, n.address, n.readOnlyAddress, n.healthzBindAddress, n.rootDir, n.podLogsDir, n.kubeconfig, n.port, n.readOnlyPort, n.healthzPort, n.visualizerPort, n.nodes])).toEqual([
-      ['hollow-0', 'hollow-0', '127.0.0.254', '127.0.0.254', '127.0.0.254', '127.0.0.254', '/var/lib/statelet/hollow-0', '/var/log/pods/hollow-0', '/etc/hollow/hollow-0.kubeconfig', 20250, 0, 10248, 10260, 1],
+      ['hollow-0', 'hollow-0', '127.0.0.254', '127.0.0.254', '127.0.0.254', '127.0.0.254', '/var/lib/statelet/hollow-0', '/var/log/pods/hollow-0', '/etc/hollow/hollow-0.kubeconfig', 20250, 0, 10248, 0, 1],
       ['hollow-1', 'hollow-1', '127.0.0.255', '127.0.0.255', '127.0.0.255', '127.0.0.255', '/var/lib/statelet/hollow-1', '/var/log/pods/hollow-1', '/etc/hollow/hollow-1.kubeconfig', 20250, 0, 10248, 0, 1],
       ['hollow-2', 'hollow-2', '127.0.1.0', '127.0.1.0', '127.0.1.0', '127.0.1.0', '/var/lib/statelet/hollow-2', '/var/log/pods/hollow-2', '/etc/hollow/hollow-2.kubeconfig', 20250, 0, 10248, 0, 1],
     ]);

@@ -218,6 +218,36 @@ describe.skipIf(!haveChromium && !onCi)('visualizer page in chromium', () => {
     proc = undefined;
   });
 
+  it('with --nodes, picks the node to show: the first by default, another from the picker', { timeout: 90_000 }, async () => {
+    const port = await freePort();
+    const manifests = await mkdtemp(path.join(os.tmpdir(), 'statelet-page-nodes-'));
+    let nodes: AgentProcess | undefined;
+    try {
+      await writeFile(path.join(manifests, 'one.yaml'), manifest('one'));
+      nodes = await runStatelet(['--container-runtime-endpoint', 'sim://', '--nodes=2', '--hostname-override=pick', '--pod-manifest-path', manifests, '--visualizer-port', String(port)], { nodeAddresses: true });
+      const page = await (await launch()).newPage();
+      const errors: string[] = [];
+      page.on('pageerror', (e) => errors.push(String(e)));
+      // The visualizer listens on the first node's address (127.0.1.1 when --node-ip is not given).
+      await page.goto(`http://127.0.1.1:${port}/`);
+      const row = (key: string) => page.locator(`#pod-rows [data-pod="${key}"]`);
+      await row('default/one-pick-0').locator('.phase-Running').waitFor({ timeout: 30_000 });
+      const picker = page.locator('#node');
+      await picker.waitFor({ state: 'visible', timeout: 10_000 });
+      expect(await picker.locator('option').allTextContents()).toEqual(['pick-0', 'pick-1']);
+      await picker.selectOption('pick-1');
+      await page.waitForURL(/\?node=pick-1$/);
+      await row('default/one-pick-1').locator('.phase-Running').waitFor({ timeout: 30_000 });
+      expect(await row('default/one-pick-0').count()).toBe(0);
+      expect(await picker.inputValue()).toBe('pick-1');
+      expect(errors).toEqual([]);
+      await page.close();
+    } finally {
+      await nodes?.stop();
+      await rm(manifests, { recursive: true, force: true });
+    }
+  });
+
   it("reconnects by itself when the agent restarts, shows the new agent's pods, and a late page their past", { timeout: 90_000 }, async () => {
     const port = await freePort();
     sim = await startSimAgent('before', ['--visualizer-port', String(port)], { 'one.yaml': manifest('one') });

@@ -67,7 +67,7 @@ async function get(url: string): Promise<{ status: number; contentType: string; 
 describe('visualizer server', () => {
   it('serves the page, the picture and the stream', async () => {
     hub = new VisualizerHub({ flushMs: 20 });
-    server = await startVisualizerServer(hub, '127.0.0.1', 0);
+    server = await startVisualizerServer(new Map([['n1', { hub }]]), '127.0.0.1', 0);
     const base = `http://127.0.0.1:${server.port}`;
     const { actor } = startPodSystem(hub, secretPod());
     await tick();
@@ -115,6 +115,32 @@ describe('visualizer server', () => {
     expect(JSON.parse((await get(`${base}/api/history?actor=x:999`)).body)).toEqual([]);
   });
 
+  it('with several nodes: lists them, serves each one\'s picture and stream by name (the first by default), and 404 for a node it does not show', async () => {
+    hub = new VisualizerHub({ flushMs: 20 });
+    const other = new VisualizerHub({ flushMs: 20 });
+    try {
+      const nodes = new Map([['hollow-0', { hub }], ['hollow-1', { hub: other }]]);
+      server = await startVisualizerServer(nodes, '127.0.0.1', 0);
+      const base = `http://127.0.0.1:${server.port}`;
+      startPodSystem(other, secretPod());
+      await tick();
+      expect(JSON.parse((await get(`${base}/api/nodes`)).body)).toEqual(['hollow-0', 'hollow-1']);
+      const pictureOf = async (query: string) => (JSON.parse((await get(`${base}/api/snapshot${query}`)).body) as WirePicture).actors.map((a) => a.actor.pod?.name);
+      expect(await pictureOf('')).toEqual([]);
+      expect(await pictureOf('?node=hollow-0')).toEqual([]);
+      expect(await pictureOf('?node=hollow-1')).toEqual(['web']);
+      const streamed = await readStream(`${base}/api/stream?node=hollow-1`, (m) => m.some((x) => x.event === 'picture'));
+      expect((streamed.messages[0]?.data as WirePicture).actors[0]?.actor.pod?.name).toBe('web');
+      expect(await get(`${base}/api/snapshot?node=hollow-7`)).toMatchObject({ status: 404, body: 'node "hollow-7" is not shown here' });
+      // A node that stops is taken out; the server goes on with the others.
+      nodes.delete('hollow-0');
+      expect(JSON.parse((await get(`${base}/api/nodes`)).body)).toEqual(['hollow-1']);
+      expect(await pictureOf('')).toEqual(['web']);
+    } finally {
+      other.close();
+    }
+  });
+
   it('serves a pod\'s log tail, each container\'s or why it has none, and 404 for a pod it does not have', async () => {
     hub = new VisualizerHub({ flushMs: 20 });
     const dir = await mkdtemp(path.join(os.tmpdir(), 'statelet-viz-logs-'));
@@ -130,7 +156,7 @@ describe('visualizer server', () => {
           ],
         },
       } as unknown as Pod;
-      server = await startVisualizerServer(hub, '127.0.0.1', 0, { pods: () => [pod], runtime: { containerStatus: async () => ({ logPath: path.join(dir, '0.log'), state: 'CONTAINER_RUNNING' }) as never }, now: Date.now });
+      server = await startVisualizerServer(new Map([['n1', { hub, logs: { pods: () => [pod], runtime: { containerStatus: async () => ({ logPath: path.join(dir, '0.log'), state: 'CONTAINER_RUNNING' }) as never }, now: Date.now } }]]), '127.0.0.1', 0);
       const base = `http://127.0.0.1:${server.port}`;
       const tails = JSON.parse((await get(`${base}/api/logs?namespace=default&name=web`)).body) as { container: string; text?: string; error?: string }[];
       expect(tails.map((t) => t.container)).toEqual(['app', 'side']);

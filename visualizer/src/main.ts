@@ -43,6 +43,30 @@ const logsBodyEl = $('logs-body');
 const chartView = new ChartView($('chart'), $('step-line'));
 const eventLog = new EventLog($<HTMLOListElement>('event-list'), $('event-scroll'));
 
+const nodePicker = $<HTMLSelectElement>('node');
+
+/** The node this page shows (`?node=`; the server's first when absent), for a process with several (`statelet --nodes`). */
+const shownNode = new URLSearchParams(location.search).get('node');
+
+/** An API path of the node shown. */
+function api(pathAndQuery: string): string {
+  if (shownNode === null) return pathAndQuery;
+  return `${pathAndQuery}${pathAndQuery.includes('?') ? '&' : '?'}node=${encodeURIComponent(shownNode)}`;
+}
+
+/** With several nodes, the picker lists them; picking one loads the page for it. */
+async function listNodes(): Promise<void> {
+  const res = await fetch('api/nodes', { cache: 'no-store' });
+  if (!res.ok) return;
+  const names = (await res.json()) as string[];
+  if (names.length < 2) return;
+  nodePicker.replaceChildren(...names.map((name) => new Option(name, name, false, name === (shownNode ?? names[0]))));
+  nodePicker.hidden = false;
+  nodePicker.onchange = () => {
+    location.search = `?node=${encodeURIComponent(nodePicker.value)}`;
+  };
+}
+
 const definitions = new Map<string, WireDefinition>();
 const entries = new Map<string, Entry>();
 /** Pods sorted by key (namespace/name, then actor id), mirroring the rows' order. */
@@ -280,7 +304,7 @@ async function showLogs(pod: { namespace: string; name: string }): Promise<void>
   logsBodyEl.textContent = 'loading…';
   let tails: { container: string; text?: string; error?: string }[];
   try {
-    const res = await fetch(`api/logs?namespace=${encodeURIComponent(pod.namespace)}&name=${encodeURIComponent(pod.name)}`, { cache: 'no-store' });
+    const res = await fetch(api(`api/logs?namespace=${encodeURIComponent(pod.namespace)}&name=${encodeURIComponent(pod.name)}`), { cache: 'no-store' });
     if (!res.ok) throw new Error(await res.text());
     tails = (await res.json()) as typeof tails;
   } catch (err) {
@@ -368,7 +392,7 @@ async function loadHistory(entry: Entry): Promise<void> {
   entry.historyLoaded = true;
   let records: LogRecord[];
   try {
-    const res = await fetch(`api/history?actor=${encodeURIComponent(entry.actor.actorId)}`);
+    const res = await fetch(api(`api/history?actor=${encodeURIComponent(entry.actor.actorId)}`));
     if (!res.ok) return;
     records = (await res.json()) as LogRecord[];
   } catch {
@@ -499,7 +523,7 @@ function setStatus(state: 'connecting' | 'live' | 'reconnecting', text: string):
 }
 
 function connect(): void {
-  const source = new EventSource('api/stream');
+  const source = new EventSource(api('api/stream'));
   source.addEventListener('open', () => setStatus('live', 'live'));
   source.addEventListener('picture', (ev) => applyPicture(JSON.parse((ev as MessageEvent<string>).data) as WirePicture));
   source.addEventListener('batch', (ev) => applyBatch(JSON.parse((ev as MessageEvent<string>).data) as WireRecord[]));
@@ -519,3 +543,4 @@ setInterval(() => {
 
 renderDetail();
 connect();
+void listNodes();
