@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canBind } from '../../src/runtime/sim/localRange.ts';
 import { type AgentProcess, runStatelet } from '../support/agentProcess.ts';
 import { type ControlPlane, leases, startControlPlane, waitFor } from '../support/controlPlane.ts';
+import { readyWithPodCidrs, spreadDeployment } from '../support/simNodes.ts';
 
 const NODES = ['hollow-0', 'hollow-1', 'hollow-2'];
 const root = process.getuid?.() === 0;
@@ -60,18 +61,7 @@ describe('statelet --nodes=3', () => {
     if (!cp || !agent) return skip();
     const core = cp.core;
     const podCidrs = new Map<string, string>();
-    await eventually(
-      async () => {
-        for (const name of NODES) {
-          const node = await core.readNode({ name }).catch(() => null);
-          const ready = node?.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
-          if (ready && node?.spec?.podCIDR) podCidrs.set(name, node.spec.podCIDR);
-        }
-        return podCidrs.size === NODES.length;
-      },
-      'three Nodes Ready with pod CIDRs',
-      () => [...podCidrs],
-    );
+    await eventually(() => readyWithPodCidrs(core, NODES, podCidrs), 'three Nodes Ready with pod CIDRs', () => [...podCidrs]);
     for (const name of NODES) {
       const lease = await cp.waitFor<k8s.V1Lease>(leases, name, (l) => !!l?.spec?.renewTime);
       expect(lease!.spec?.holderIdentity).toBe(name);
@@ -82,23 +72,9 @@ describe('statelet --nodes=3', () => {
     await eventually(async () => NODES.every(told), 'each node to tell its runtime its pod CIDR', () => NODES.map(told));
 
     const namespace = await cp.namespace('hollow');
-    const labels = { app: 'spread' };
     await cp.admin.makeApiClient(k8s.AppsV1Api).createNamespacedDeployment({
       namespace,
-      body: {
-        metadata: { name: 'spread' },
-        spec: {
-          replicas: 6,
-          selector: { matchLabels: labels },
-          template: {
-            metadata: { labels },
-            spec: {
-              topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchLabels: labels } }],
-              containers: [{ name: 'c', image: 'busybox', command: ['sh', '-c', 'echo "up on $HOSTNAME"; while true; do sleep 1; done'] }],
-            },
-          },
-        },
-      },
+      body: spreadDeployment('spread', 6, { containers: [{ name: 'c', image: 'busybox', command: ['sh', '-c', 'echo "up on $HOSTNAME"; while true; do sleep 1; done'] }] }),
     });
     let pods: k8s.V1Pod[] = [];
     await eventually(

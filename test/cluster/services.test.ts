@@ -13,6 +13,7 @@ import * as k8s from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AgentProcess, runStatelet } from '../support/agentProcess.ts';
 import { type ControlPlane, startControlPlane, waitFor } from '../support/controlPlane.ts';
+import { readyWithPodCidrs, spreadDeployment } from '../support/simNodes.ts';
 
 const NODES = ['sim-a', 'sim-b'];
 const root = process.getuid?.() === 0;
@@ -75,18 +76,7 @@ describe('Services on sim:// nodes', () => {
     if (!cp) return skip();
     const core = cp.core;
     const podCidrs = new Map<string, string>();
-    await eventually(
-      async () => {
-        for (const name of NODES) {
-          const node = await core.readNode({ name });
-          const ready = node.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
-          if (ready && node.spec?.podCIDR) podCidrs.set(name, node.spec.podCIDR);
-        }
-        return podCidrs.size === NODES.length;
-      },
-      'both Nodes Ready with a pod CIDR from node IPAM',
-      () => [...podCidrs],
-    );
+    await eventually(() => readyWithPodCidrs(core, NODES, podCidrs), 'both Nodes Ready with a pod CIDR from node IPAM', () => [...podCidrs]);
     for (const cidr of podCidrs.values()) expect(inCidr(cidr.split('/')[0]!, CLUSTER_CIDR)).toBe(true);
     // Each node tells its runtime its range at its next status round (up to 10 s after node IPAM
     // set it, as the kubelet); pods started before that have addresses of sim's default range.
@@ -98,30 +88,19 @@ describe('Services on sim:// nodes', () => {
     const apps = cp.admin.makeApiClient(k8s.AppsV1Api);
     await apps.createNamespacedDeployment({
       namespace,
-      body: {
-        metadata: { name: 'web' },
-        spec: {
-          replicas: 4,
-          selector: { matchLabels: labels },
-          template: {
-            metadata: { labels },
-            spec: {
-              topologySpreadConstraints: [{ maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchLabels: labels } }],
-              // The not-ready taint the node controller adds on registration is tolerated, as a DaemonSet's pods would.
-              tolerations: [{ key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoSchedule' }],
-              containers: [
-                {
-                  name: 'web',
-                  image: 'busybox',
-                  command: ['sh', '-c', 'mkdir -p /www; echo "hello from $HOSTNAME" > /www/index.html; httpd -f -p 8080 -h /www'],
-                  ports: [{ containerPort: 8080 }],
-                  readinessProbe: { httpGet: { path: '/', port: 8080 }, periodSeconds: 1 },
-                },
-              ],
-            },
+      body: spreadDeployment('web', 4, {
+        // The not-ready taint the node controller adds on registration is tolerated, as a DaemonSet's pods would.
+        tolerations: [{ key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoSchedule' }],
+        containers: [
+          {
+            name: 'web',
+            image: 'busybox',
+            command: ['sh', '-c', 'mkdir -p /www; echo "hello from $HOSTNAME" > /www/index.html; httpd -f -p 8080 -h /www'],
+            ports: [{ containerPort: 8080 }],
+            readinessProbe: { httpGet: { path: '/', port: 8080 }, periodSeconds: 1 },
           },
-        },
-      },
+        ],
+      }),
     });
     await core.createNamespacedService({ namespace, body: { metadata: { name: 'web' }, spec: { selector: labels, ports: [{ port: 80, targetPort: 8080 }] } } });
 
