@@ -6,34 +6,23 @@
  *
  * Making the pod CIDRs local to the host needs root (CI runs as root); elsewhere the suite skips, loudly.
  */
-import { randomInt } from 'node:crypto';
 import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { canBind } from '../../src/runtime/sim/localRange.ts';
 import { type AgentProcess, runStatelet } from '../support/agentProcess.ts';
-import { type ControlPlane, leases, startControlPlane, waitFor } from '../support/controlPlane.ts';
-import { readyWithPodCidrs, spreadDeployment } from '../support/simNodes.ts';
+import { type ControlPlane, leases, waitFor } from '../support/controlPlane.ts';
+import { readyWithPodCidrs, spreadDeployment, startIpamControlPlane } from '../support/simNodes.ts';
 
 const NODES = ['hollow-0', 'hollow-1', 'hollow-2'];
-const root = process.getuid?.() === 0;
-const CLUSTER_CIDR = `10.${150 + randomInt(50)}.0.0/16`;
 
 let cp: ControlPlane | null = null;
 let agent: AgentProcess | undefined;
 
 beforeAll(async () => {
-  if (!root) {
-    if (process.env.CI === 'true') throw new Error('the hollow nodes suite needs root on CI (a local route per pod CIDR)');
-    console.warn(`\n${'!'.repeat(78)}\n!! SKIPPING the hollow nodes suite: making a pod CIDR local to the host needs root.\n${'!'.repeat(78)}\n`);
-    return;
-  }
-  cp = await startControlPlane({
-    nodeNames: NODES,
-    controllers: true,
-    controllerManagerArgs: ['--allocate-node-cidrs=true', `--cluster-cidr=${CLUSTER_CIDR}`, '--node-cidr-mask-size=24'],
-  });
-  if (!cp) return;
+  const started = await startIpamControlPlane('hollow nodes', NODES);
+  if (!started) return;
+  cp = started.cp;
   agent = await runStatelet([
     '--container-runtime-endpoint=sim://',
     '--nodes=3',

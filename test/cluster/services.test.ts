@@ -8,33 +8,22 @@
  *
  * The route that makes a range local needs root: CI runs as root; elsewhere the suite skips, loudly.
  */
-import { randomInt } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AgentProcess, runStatelet } from '../support/agentProcess.ts';
-import { type ControlPlane, startControlPlane, waitFor } from '../support/controlPlane.ts';
-import { readyWithPodCidrs, spreadDeployment } from '../support/simNodes.ts';
+import { type ControlPlane, waitFor } from '../support/controlPlane.ts';
+import { readyWithPodCidrs, spreadDeployment, startIpamControlPlane } from '../support/simNodes.ts';
 
 const NODES = ['sim-a', 'sim-b'];
-const root = process.getuid?.() === 0;
-// A cluster CIDR of its own, so that another suite's sim:// ranges on this host never overlap it.
-const CLUSTER_CIDR = `10.${200 + randomInt(50)}.0.0/16`;
+let clusterCidr = '';
 
 let cp: ControlPlane | null = null;
 const agents: AgentProcess[] = [];
 
 beforeAll(async () => {
-  if (!root) {
-    if (process.env.CI === 'true') throw new Error('the Services suite needs root on CI (a local route per pod CIDR)');
-    console.warn(`\n${'!'.repeat(78)}\n!! SKIPPING the Services suite: making a pod CIDR local to the host needs root.\n${'!'.repeat(78)}\n`);
-    return;
-  }
-  cp = await startControlPlane({
-    nodeNames: NODES,
-    controllers: true,
-    controllerManagerArgs: ['--allocate-node-cidrs=true', `--cluster-cidr=${CLUSTER_CIDR}`, '--node-cidr-mask-size=24'],
-  });
-  if (!cp) return;
+  const started = await startIpamControlPlane('Services', NODES);
+  if (!started) return;
+  ({ cp, clusterCidr } = started);
   for (const node of NODES) {
     agents.push(
       await runStatelet([
@@ -77,7 +66,7 @@ describe('Services on sim:// nodes', () => {
     const core = cp.core;
     const podCidrs = new Map<string, string>();
     await eventually(() => readyWithPodCidrs(core, NODES, podCidrs), 'both Nodes Ready with a pod CIDR from node IPAM', () => [...podCidrs]);
-    for (const cidr of podCidrs.values()) expect(inCidr(cidr.split('/')[0]!, CLUSTER_CIDR)).toBe(true);
+    for (const cidr of podCidrs.values()) expect(inCidr(cidr.split('/')[0]!, clusterCidr)).toBe(true);
     // Each node tells its runtime its range at its next status round (up to 10 s after node IPAM
     // set it, as the kubelet); pods started before that have addresses of sim's default range.
     const told = (i: number) => agents[i]!.output().split('\n').some((line) => line.includes('Updating Pod CIDR') && line.includes(podCidrs.get(NODES[i]!)!));
