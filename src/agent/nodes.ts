@@ -9,6 +9,7 @@ import path from 'node:path';
 import type { AgentConfig } from '../cli/config.ts';
 import type { Logger } from '../log.ts';
 import { type VisualizedNodes, type VisualizerServer, startVisualizerServer } from '../visualizer/server.ts';
+import { fromDotted, toDotted } from '../runtime/sim/podAddresses.ts';
 import { type Agent, startAgent } from './agent.ts';
 
 /** Where a node's name goes in --kubeconfig, so that each node reads its own credentials. */
@@ -20,21 +21,20 @@ export const FIRST_NODE_IP = '127.0.1.1';
 /**
  * The settings of each of `config.nodes` nodes, or the reason they cannot be divided. Node i is
  * `<name>-i`, at the i-th address from --node-ip, where its servers (authenticated API, read-only,
- * /healthz, visualizer) listen on the ports given, so that the API server reaches each node's logs
- * and exec at its InternalIP as it reaches a kubelet's.
+ * /healthz) listen on the ports given, so that the API server reaches each node's logs and exec at
+ * its InternalIP as it reaches a kubelet's; the process's one visualizer is startNodes'.
  */
 export function nodeConfigs(config: AgentConfig): AgentConfig[] | Error {
   const count = config.nodes;
   const cidrs = config.podCidr ? splitPodCidr(config.podCidr, count) : null;
   if (cidrs instanceof Error) return cidrs;
   const first = config.nodeIp ?? FIRST_NODE_IP;
-  const match = /^(\d+)\.(\d+)\.(\d+)\.(\d+)$/.exec(first);
-  if (!match) return new Error(`--node-ip=${first}: with --nodes it must be one IPv4 address, the first node's (the next nodes take the next addresses)`);
-  const firstIp = match.slice(1).reduce((n, part) => n * 256 + Number(part), 0);
+  const firstIp = fromDotted(first);
+  if (firstIp === null) return new Error(`--node-ip=${first}: with --nodes it must be one IPv4 address, the first node's (the next nodes take the next addresses)`);
   if (firstIp + count - 1 > 0xffffffff) return new Error(`--node-ip=${first}: ${count} nodes run past 255.255.255.255`);
   return Array.from({ length: count }, (_, index) => {
     const nodeName = `${config.nodeName}-${index}`;
-    const address = dotted(firstIp + index);
+    const address = toDotted(firstIp + index);
     const node: AgentConfig = {
       ...config,
       nodes: 1,
@@ -56,22 +56,22 @@ export function nodeConfigs(config: AgentConfig): AgentConfig[] | Error {
   });
 }
 
-const dotted = (value: number) => [Math.floor(value / 2 ** 24) % 256, Math.floor(value / 2 ** 16) % 256, Math.floor(value / 256) % 256, value % 256].join('.');
-
 /**
  * --pod-cidr divided into `count` equal ranges, one per node, as node IPAM gives each Node a part
  * of the cluster CIDR: `10.244.0.0/16` for 4 nodes is `10.244.0.0/18`, `10.244.64.0/18`, … Only
  * one IPv4 range can be divided here; each part must still hold a pod (a /30 or wider).
  */
 export function splitPodCidr(podCidr: string, count: number): string[] | Error {
-  const match = /^(\d+)\.(\d+)\.(\d+)\.(\d+)\/(\d+)$/.exec(podCidr);
-  if (!match) return new Error(`--pod-cidr=${podCidr}: with --nodes it must be one IPv4 range, which the nodes share out`);
-  const [a, b, c, d, prefix] = match.slice(1).map(Number) as [number, number, number, number, number];
+  const [ip = '', prefixText = ''] = podCidr.split('/');
+  const address = fromDotted(ip);
+  const prefix = Number(prefixText);
+  if (address === null || !/^\d{1,2}$/.test(prefixText) || prefix > 32) return new Error(`--pod-cidr=${podCidr}: with --nodes it must be one IPv4 range, which the nodes share out`);
   const bits = Math.ceil(Math.log2(count));
   if (prefix + bits > 30) return new Error(`--pod-cidr=${podCidr}: ${count} nodes need a /${Math.max(0, 30 - bits)} or wider, so that each gets a /30 or wider`);
-  const size = 2 ** (32 - prefix - bits);
-  const base = (((a << 24) | (b << 16) | (c << 8) | d) >>> 0) & ~(2 ** (32 - prefix) - 1);
-  return Array.from({ length: count }, (_, i) => `${dotted((base >>> 0) + i * size)}/${prefix + bits}`);
+  const whole = 2 ** (32 - prefix);
+  const size = whole / 2 ** bits;
+  const base = Math.floor(address / whole) * whole;
+  return Array.from({ length: count }, (_, i) => `${toDotted(base + i * size)}/${prefix + bits}`);
 }
 
 export interface Nodes {

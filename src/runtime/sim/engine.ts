@@ -1,7 +1,8 @@
 /**
  * The simulated container runtime's state and behaviour, independent of gRPC: pod sandboxes
- * with addresses the host can bind (podAddresses.ts), containers whose "process" is a `ShellProcess`, images, logs and the
- * container event stream. `server.ts` exposes it as a CRI v1 gRPC service.
+ * with addresses the host can bind (podAddresses.ts), containers whose "process" is a
+ * `ShellProcess`, images, logs and the container event stream. `server.ts` exposes it as a CRI v1
+ * gRPC service.
  *
  * Scale: everything is looked up through Maps keyed by id, containers are also indexed by
  * sandbox and by the `io.kubernetes.pod.uid` label (the agent lists a pod's containers by that

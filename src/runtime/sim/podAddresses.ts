@@ -38,11 +38,13 @@ export const LOOPBACK_RANGE: AddressRange = {
  */
 export const DEFAULT_POD_CIDR = '198.18.0.0/15';
 
-const toDotted = (value: number) => [value >>> 24, (value >>> 16) & 255, (value >>> 8) & 255, value & 255].join('.');
+/** An IPv4 address as its dotted text (0 … 2³²−1). */
+export const toDotted = (value: number) => [Math.floor(value / 2 ** 24) % 256, Math.floor(value / 2 ** 16) % 256, Math.floor(value / 256) % 256, value % 256].join('.');
 
-function fromDotted(text: string): number {
-  const [a, b, c, d] = text.split('.').map(Number) as [number, number, number, number];
-  return ((a << 24) | (b << 16) | (c << 8) | d) >>> 0;
+/** A dotted IPv4 address as a number; null for anything else. */
+export function fromDotted(text: string): number | null {
+  if (!net.isIPv4(text)) return null;
+  return text.split('.').reduce((n, part) => n * 256 + Number(part), 0);
 }
 
 /**
@@ -57,10 +59,10 @@ export function cidrRange(cidr: string): AddressRange | Error {
   if (net.isIPv4(ip) === false || !/^\d{1,2}$/.test(prefixText)) return new Error(`"${cidr}" is not an IPv4 CIDR such as 10.244.1.0/24`);
   const prefix = Number(prefixText);
   if (prefix > 30) return new Error(`${cidr} has no address for a pod: a pod CIDR needs a prefix of /30 or shorter`);
-  const mask = prefix === 0 ? 0 : (~0 << (32 - prefix)) >>> 0;
-  const base = (fromDotted(ip) & mask) >>> 0;
+  const size = 2 ** (32 - prefix);
+  const base = Math.floor(fromDotted(ip)! / size) * size;
   const normalized = `${toDotted(base)}/${prefix}`;
-  return { name: normalized, size: 2 ** (32 - prefix) - 3, address: (n) => toDotted(base + 2 + n) };
+  return { name: normalized, size: size - 3, address: (n) => toDotted(base + 2 + n) };
 }
 
 /** The IPv4 entry of a pod CIDR list as the kubelet sends it (`10.244.1.0/24,fd00:1::/64`); null: none. */
