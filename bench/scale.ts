@@ -25,6 +25,8 @@ import https from 'node:https';
 import path from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import { CriClient } from '../src/runtime/cri/client.ts';
+import { FIRST_NODE_IP } from '../src/agent/nodes.ts';
+import { fromDotted, toDotted } from '../src/runtime/sim/podAddresses.ts';
 import type { Pod } from '../src/api/types.ts';
 import { type ControlPlane, startControlPlane } from '../test/support/controlPlane.ts';
 import { notConverged, runtimeViolations } from '../test/chaos/invariants.ts';
@@ -40,11 +42,8 @@ const idleMs = Number(argValue('idle-ms') ?? 30_000);
 const PREFIX = 'hollow';
 const names = Array.from({ length: nodeCount }, (_, i) => `${PREFIX}-${i}`);
 const LONE = 'lone';
-const FIRST_NODE_IP = [127, 0, 1, 1];
-const nodeIp = (i: number) => {
-  const n = FIRST_NODE_IP.reduce((a, b) => a * 256 + b, 0) + i;
-  return [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
-};
+/** Node i's address: statelet --nodes puts its nodes at 127.0.1.1 and on. */
+const nodeIp = (i: number) => toDotted(fromDotted(FIRST_NODE_IP)! + i);
 
 async function rssMB(pid: number): Promise<number> {
   const status = await readFile(`/proc/${pid}/status`, 'utf8');
