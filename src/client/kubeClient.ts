@@ -301,14 +301,14 @@ export function createKubeClient(config: KubeConfig, options: KubeClientOptions)
 
     listPods: async (fieldSelector) => {
       const list = await call<{ items: Pod[]; metadata?: { resourceVersion?: string } }>(`LIST pods ${fieldSelector}`, GET, withQuery('/api/v1/pods', { fieldSelector }));
-      return { items: list.items.map(withKind), resourceVersion: list.metadata?.resourceVersion ?? '' } satisfies PodList;
+      return { items: list.items.map(nodePod), resourceVersion: list.metadata?.resourceVersion ?? '' } satisfies PodList;
     },
     watchPods: (fieldSelector, resourceVersion, handlers) =>
-      limitedWatch('pods', () => watchPath(watch, '/api/v1/pods', { fieldSelector, resourceVersion }, `WATCH pods ${fieldSelector}`, handlers, (o) => withKind(o as Pod))),
-    getPod: (namespace, name) => call<Pod>(`GET pods ${namespace}/${name}`, GET, namespaced(namespace, 'pods', name)).then(withKind),
-    createPod: (pod) => call<Pod>(`POST pods ${pod.metadata.namespace}/${pod.metadata.name}`, POST, namespaced(pod.metadata.namespace, 'pods'), pod).then(withKind),
+      limitedWatch('pods', () => watchPath(watch, '/api/v1/pods', { fieldSelector, resourceVersion }, `WATCH pods ${fieldSelector}`, handlers, (o) => nodePod(o as Pod))),
+    getPod: (namespace, name) => call<Pod>(`GET pods ${namespace}/${name}`, GET, namespaced(namespace, 'pods', name)).then(nodePod),
+    createPod: (pod) => call<Pod>(`POST pods ${pod.metadata.namespace}/${pod.metadata.name}`, POST, namespaced(pod.metadata.namespace, 'pods'), pod).then(nodePod),
     patchPodStatus: (namespace, name, patch) =>
-      call<Pod>(`PATCH pods/status ${namespace}/${name}`, PATCH, `${namespaced(namespace, 'pods', name)}/status`, patch, StrategicMergePatch).then(withKind),
+      call<Pod>(`PATCH pods/status ${namespace}/${name}`, PATCH, `${namespaced(namespace, 'pods', name)}/status`, patch, StrategicMergePatch).then(nodePod),
     deletePod: async (namespace, name, deleteOptions: DeleteOptions) => {
       const body = {
         apiVersion: 'v1',
@@ -374,7 +374,16 @@ export function createKubeClient(config: KubeConfig, options: KubeClientOptions)
 }
 
 /** Lists and reads leave out `kind` on items; the agent's pods always carry it. */
-const withKind = (pod: Pod): Pod => ({ apiVersion: 'v1', kind: 'Pod', ...pod });
+/**
+ * A pod as the node keeps it: with its kind (a watch's and a list's items have none), and without
+ * `metadata.managedFields`, the server-side apply bookkeeping no node reads (client-go's informers
+ * drop it the same way, TransformStripManagedFields): with a Deployment's pod and the node's own
+ * status writes it is the largest part of the metadata, and the node holds every pod it runs.
+ */
+function nodePod(pod: Pod): Pod {
+  const { managedFields: _, ...metadata } = pod.metadata as Pod['metadata'] & { managedFields?: unknown };
+  return { apiVersion: 'v1', kind: 'Pod', ...pod, metadata };
+}
 
 /** One watch of `path` from `resourceVersion`, with bookmarks (passed on as their version alone); an ERROR event ends it with its status. */
 function watchPath<T>(
