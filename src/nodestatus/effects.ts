@@ -90,12 +90,13 @@ export function createNodeStatusEffects(deps: NodeStatusEffectsDeps): NodeStatus
   /**
    * The Node's pod CIDRs to the runtime when they differ from what it was told (kubelet_node_status.go
    * tryUpdateNodeStatus → kubelet_network.go updatePodCIDR); a failure is logged and tried again
-   * next round, as the kubelet's is.
+   * next round, as the kubelet's is. True when the range differed (told or not): the kubelet then
+   * writes the status even if nothing else changed.
    */
-  const forwardPodCidr = async () => {
+  const forwardPodCidr = async (): Promise<boolean> => {
     const spec = record.node?.spec;
     const cidrs = (spec?.podCIDRs?.length ? spec.podCIDRs : spec?.podCIDR ? [spec.podCIDR] : []).join(',');
-    if (cidrs === '' || cidrs === podCidr) return;
+    if (cidrs === '' || cidrs === podCidr) return false;
     try {
       await deps.runtime.updateRuntimeConfig(cidrs, { timeoutMs: 10_000 });
       log('info', 'Updating Pod CIDR', { originalPodCIDR: podCidr, newPodCIDR: cidrs });
@@ -103,6 +104,7 @@ export function createNodeStatusEffects(deps: NodeStatusEffectsDeps): NodeStatus
     } catch (err) {
       log('error', 'Error updating pod CIDR', { podCIDR: cidrs, err });
     }
+    return true;
   };
   /** The Node has no pod CIDR yet: until it does, each round reads it (the controller-manager may set it any time). */
   const awaitingPodCidr = () => !record.node?.spec?.podCIDRs?.length && !record.node?.spec?.podCIDR;
@@ -129,16 +131,17 @@ export function createNodeStatusEffects(deps: NodeStatusEffectsDeps): NodeStatus
       const now = deps.now();
       const current = await inputs(deps, pressure);
       let previous = record.node?.status;
+      let podCidrChanged = false;
       for (let attempt = 0; ; attempt++) {
         // The first retry, a node never read, and one without a pod CIDR yet, read the Node from the API server.
         if (!record.node || attempt > 0 || awaitingPodCidr()) {
           record.node = await api.getNode(settings.name);
           previous = record.node.status;
         }
-        if (attempt === 0) await forwardPodCidr();
+        if (attempt === 0) podCidrChanged = await forwardPodCidr();
         const status = nodeStatus(current, previous, iso(now));
         const ready = isReady(status);
-        if (!shouldWriteStatus(statusChanged(previous, status), lastWrittenAt, now, deps.reportFrequencyMs)) return { written: false, ready };
+        if (!shouldWriteStatus(podCidrChanged || statusChanged(previous, status), lastWrittenAt, now, deps.reportFrequencyMs)) return { written: false, ready };
         try {
           record.node = await api.patchNodeStatus(settings.name, { status });
           recordTransitions(previous, status);

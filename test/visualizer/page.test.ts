@@ -240,6 +240,7 @@ describe.skipIf(!haveChromium && !onCi)('visualizer page in chromium', () => {
       await row('default/one-pick-1').locator('.phase-Running').waitFor({ timeout: 30_000 });
       expect(await row('default/one-pick-0').count()).toBe(0);
       expect(await picker.inputValue()).toBe('pick-1');
+      expect(await page.title()).toBe('pick-1 — statelet visualizer');
       expect(errors).toEqual([]);
       await page.close();
     } finally {

@@ -62,6 +62,8 @@ async function listNodes(): Promise<void> {
   if (names.length < 2) return;
   nodePicker.replaceChildren(...names.map((name) => new Option(name, name, false, name === (shownNode ?? names[0]))));
   nodePicker.hidden = false;
+  // Several tabs, one per node, tell themselves apart by their titles.
+  document.title = `${nodePicker.value} — ${document.title}`;
   nodePicker.onchange = () => {
     location.search = `?node=${encodeURIComponent(nodePicker.value)}`;
   };
