@@ -744,18 +744,20 @@ function defaultContainer<C extends Container>(container: C): C {
 }
 
 /**
- * Returns a copy of `pod` with the API defaults the agent relies on filled in: restart policy,
- * grace period, DNS policy, and per container (ephemeral ones too) pull policy, termination message settings, port
- * protocols, probe timings and requests from limits. The input is not modified.
+ * `pod` with the API defaults the agent relies on filled in: restart policy, grace period, DNS
+ * policy, and per container (ephemeral ones too) pull policy, termination message settings, port
+ * protocols, probe timings and requests from limits. The input is not modified: the spec and its
+ * containers are new objects, the rest (metadata, status, volumes…) is the input's own.
  */
 export function applyPodDefaults(pod: Pod): Pod {
-  const copy = structuredClone(pod);
-  const spec = copy.spec;
-  spec.restartPolicy = spec.restartPolicy ?? 'Always';
-  spec.terminationGracePeriodSeconds = spec.terminationGracePeriodSeconds ?? 30;
-  spec['dnsPolicy'] = spec['dnsPolicy'] ?? 'ClusterFirst';
-  spec.containers = spec.containers.map(defaultContainer);
+  const spec = {
+    ...pod.spec,
+    restartPolicy: pod.spec.restartPolicy ?? 'Always',
+    terminationGracePeriodSeconds: pod.spec.terminationGracePeriodSeconds ?? 30,
+    dnsPolicy: pod.spec['dnsPolicy'] ?? 'ClusterFirst',
+    containers: pod.spec.containers.map(defaultContainer),
+  };
   if (spec.initContainers) spec.initContainers = spec.initContainers.map(defaultContainer);
   if (spec.ephemeralContainers) spec.ephemeralContainers = spec.ephemeralContainers.map(defaultContainer);
-  return copy;
+  return { ...pod, spec };
 }

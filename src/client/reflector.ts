@@ -5,10 +5,13 @@
  * - the watch resumes from the last resourceVersion it saw (bookmarks keep it fresh); a watch the
  *   server closed is reopened at once; a `410 Gone` (the version was compacted away) lists again;
  *   any other failure waits 800 ms, doubling to 30 s, before it lists or watches again;
- * - watch events arriving together are handed over as one change (one merge per burst).
+ * - watch events arriving together are handed over as one change (one merge per burst);
+ * - the store's objects are frozen, and a new version holds the parts that did not change from the
+ *   one it replaces (a pod's spec across its status updates is one object).
  */
 import { type ApiError, isForbidden, isGone, type WatchHandlers } from './api.ts';
 import type { Clock, TimerHandle } from '../clock.ts';
+import { deepFreeze, sharedWith } from '../api/json.ts';
 import type { Logger } from '../log.ts';
 
 const WATCH_BACKOFF = { firstMs: 800, maxMs: 30_000 };
@@ -51,6 +54,11 @@ export function createReflector<T extends Versioned>(options: ReflectorOptions<T
   let watch: { stop(): void } | undefined;
 
   const state = (s: ReflectorState) => options.onState?.(s);
+  /**
+   * Stores `item`, holding one copy of what did not change since `previous` (the version it
+   * replaces), frozen: consumers share the store's objects and none may change them.
+   */
+  const keep = (item: T, previous: T | undefined) => store.set(String(item.metadata?.uid), deepFreeze(sharedWith(previous, item)));
   const flush = () => {
     flushTimer = undefined;
     if (!stopped) options.onChange(store);
@@ -75,8 +83,9 @@ export function createReflector<T extends Versioned>(options: ReflectorOptions<T
     options.list().then(
       (result) => {
         if (stopped) return;
+        const before = new Map(store);
         store.clear();
-        for (const item of result.items) store.set(String(item.metadata?.uid), item);
+        for (const item of result.items) keep(item, before.get(String(item.metadata?.uid)));
         resourceVersion = result.resourceVersion;
         if (flushTimer !== undefined) clock.clearTimeout(flushTimer);
         flush();
@@ -100,7 +109,7 @@ export function createReflector<T extends Versioned>(options: ReflectorOptions<T
         failures = 0;
         if (item.metadata.resourceVersion) resourceVersion = item.metadata.resourceVersion;
         if (type === 'DELETED') store.delete(uid);
-        else store.set(uid, item);
+        else keep(item, store.get(uid));
         flushTimer ??= clock.setTimeout(flush, COALESCE_MS);
       },
       // Only where the next watch resumes: the store and its consumers are not told (reflector.go watchHandler).

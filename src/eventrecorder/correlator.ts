@@ -40,8 +40,16 @@ interface Bucket {
 }
 
 interface Similar {
-  messages: Set<string>;
+  /** The different messages seen, at most AGGREGATE_MAX_EVENTS - 1 (an array: most keys see one). */
+  messages: string[];
   lastMs: number;
+}
+
+/** What a later equal event needs of the one written: its name, count and first time (the rest is the event's own). */
+interface Written {
+  name: string;
+  count: number;
+  firstTimestamp: string;
 }
 
 /** A Map kept in recency order and cut to `max` entries. */
@@ -80,7 +88,7 @@ interface CorrelatorOptions {
 export class EventCorrelator {
   private readonly buckets: Lru<Bucket>;
   private readonly similar: Lru<Similar>;
-  private readonly written: Lru<KubeEvent>;
+  private readonly written: Lru<Written>;
   private sequence = 0;
 
   constructor(private readonly options: CorrelatorOptions) {
@@ -95,11 +103,11 @@ export class EventCorrelator {
     const { event, key } = this.aggregate(input, nowMs);
     const earlier = this.written.get(key);
     if (earlier) {
-      const next: KubeEvent = { ...earlier, count: earlier.count + 1, lastTimestamp: event.lastTimestamp, message: event.message };
-      this.written.set(key, next);
+      earlier.count += 1;
+      const next: KubeEvent = { ...event, metadata: { ...event.metadata, name: earlier.name }, count: earlier.count, firstTimestamp: earlier.firstTimestamp };
       return { action: 'patch', event: next, patch: { count: next.count, lastTimestamp: next.lastTimestamp, message: next.message } };
     }
-    this.written.set(key, event);
+    this.written.set(key, { name: event.metadata.name, count: 1, firstTimestamp: event.firstTimestamp });
     return { action: 'create', event };
   }
 
@@ -128,13 +136,15 @@ export class EventCorrelator {
   private aggregate(input: EventInput, nowMs: number): { event: KubeEvent; key: string } {
     const key = [objectKey(input.object), input.type, input.reason].join('\u0000');
     let similar = this.similar.get(key);
-    if (!similar || nowMs - similar.lastMs > AGGREGATE_INTERVAL_MS) similar = { messages: new Set(), lastMs: nowMs };
+    if (!similar || nowMs - similar.lastMs > AGGREGATE_INTERVAL_MS) similar = { messages: [], lastMs: nowMs };
     similar.lastMs = nowMs;
-    similar.messages.add(input.message);
     this.similar.set(key, similar);
-    if (similar.messages.size < AGGREGATE_MAX_EVENTS) return { event: this.event(input, input.message, nowMs), key: `${key}\u0000${input.message}` };
-    // Keep the set at its cap: the combined event stands for every further message.
-    similar.messages.delete(input.message);
+    if (similar.messages.includes(input.message)) return { event: this.event(input, input.message, nowMs), key: `${key}\u0000${input.message}` };
+    if (similar.messages.length < AGGREGATE_MAX_EVENTS - 1) {
+      similar.messages.push(input.message);
+      return { event: this.event(input, input.message, nowMs), key: `${key}\u0000${input.message}` };
+    }
+    // The set stays at its cap: the combined event stands for every further message.
     return { event: this.event(input, COMBINED_PREFIX + input.message, nowMs), key };
   }
 

@@ -45,6 +45,23 @@ export interface MetricsInput {
   events?: { written: number; dropped: number; queued: number };
 }
 
+let processRegistry: Registry | undefined;
+
+/**
+ * The process's figures, collected once per process: the nodes of `--nodes` share one process, and
+ * each node's /metrics shows its figures (prom-client watches the event loop with a histogram of
+ * its own per collection: one per node would hold ~350 KB each).
+ */
+function processMetrics(): Registry {
+  if (processRegistry) return processRegistry;
+  processRegistry = new Registry();
+  collectDefaultMetrics({ register: processRegistry });
+  // Gauges named like counters, which `promtool check metrics` refuses; the process's open fds
+  // and Node's heap and event-loop figures stay.
+  for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) processRegistry.removeSingleMetric(name);
+  return processRegistry;
+}
+
 /** prometheus ExponentialBuckets(start, factor, count). */
 export const exponentialBuckets = (start: number, factor: number, count: number) => Array.from({ length: count }, (_, i) => start * factor ** i);
 
@@ -125,12 +142,12 @@ export class AgentMetrics implements RuntimeOperations, NodeMetrics {
     'namespace',
   ]);
 
-  /** Adds the process's figures (prom-client's default metrics) to `/metrics`; once, by the process's agent. */
+  /** The process's figures, once `collectProcessMetrics` is called. */
+  private process: Registry | undefined;
+
+  /** Adds the process's figures (prom-client's default metrics) to `/metrics`. */
   collectProcessMetrics(): void {
-    collectDefaultMetrics({ register: this.registry });
-    // Gauges named like counters, which `promtool check metrics` refuses; the process's open fds
-    // and Node's heap and event-loop figures stay.
-    for (const name of ['nodejs_active_handles_total', 'nodejs_active_requests_total', 'nodejs_active_resources_total']) this.registry.removeSingleMetric(name);
+    this.process = processMetrics();
   }
 
   /** What the agent's actors hold, read once per scrape. */
@@ -280,7 +297,8 @@ export class AgentMetrics implements RuntimeOperations, NodeMetrics {
   async render(): Promise<string> {
     this.scrape = undefined;
     try {
-      return await this.registry.metrics();
+      const own = await this.registry.metrics();
+      return this.process ? `${own}\n${await this.process.metrics()}` : own;
     } finally {
       this.scrape = undefined;
     }

@@ -12,6 +12,7 @@
  * field, and left out; the others are unaffected.
  */
 import { ConfigAnnotation, type Pod } from '../api/types.ts';
+import { deepFreeze, sharedWith } from '../api/json.ts';
 import { applyPodDefaults, validatePod } from '../api/validate.ts';
 import type { KubeApi } from '../client/api.ts';
 import { createReflector, type ReflectorState } from '../client/reflector.ts';
@@ -52,8 +53,10 @@ export function createApiSource(options: ApiSourceOptions): ApiSource {
     const checked = validatePod(raw);
     let pod: Pod | null = null;
     if (checked.pod) {
-      pod = applyPodDefaults(checked.pod);
-      pod.metadata.annotations = { ...pod.metadata.annotations, [ConfigAnnotation.source]: 'api' };
+      const defaulted = applyPodDefaults(checked.pod);
+      const annotations = { ...defaulted.metadata.annotations, [ConfigAnnotation.source]: 'api' };
+      // A new version mostly differs from the last in its status: it keeps the last one's other parts.
+      pod = deepFreeze(sharedWith(known?.pod, { ...defaulted, metadata: { ...defaulted.metadata, annotations } }));
     } else {
       const first = checked.errors[0]!;
       options.onError(`${raw.metadata.namespace}/${raw.metadata.name}`, `${first.field ? `${first.field}: ` : ''}${first.message}`, raw);

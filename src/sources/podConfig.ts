@@ -20,13 +20,14 @@
  * empty ones, except that a source's first snapshot that adds, updates and deletes nothing still
  * yields an empty ADD: that is how the consumer learns the source has been seen.
  *
- * Pure: no I/O, no timers; the clock is injected. Stored pods are never mutated (a change stores a
- * new object) and callers get copies, so nothing a consumer does can corrupt the store. A source
+ * Pure: no I/O, no timers; the clock is injected. Stored pods are frozen (a change stores a new
+ * object, holding the parts that did not change) and handed out as they are: every consumer of a
+ * pod shares one object, and none can change it or the store (a write throws). A source
  * never changes a pod object it has handed over (it hands over a new one): the same object in the
  * next snapshot is taken as unchanged without being compared.
  */
 import { ConfigAnnotation, podFullName, type Pod, type SourceName } from '../api/types.ts';
-import { jsonEqual } from '../api/json.ts';
+import { deepFreeze, jsonEqual } from '../api/json.ts';
 import type { ConfigOp } from '../events.ts';
 
 export interface PodUpdate {
@@ -135,7 +136,7 @@ export class PodConfig {
       const uid = pod.metadata.uid;
       const fullName = podFullName(pod);
       if (names.has(fullName) || next.has(uid)) {
-        this.onDuplicate?.(structuredClone(pod), source, names.has(fullName) ? 'name' : 'uid');
+        this.onDuplicate?.(pod, source, names.has(fullName) ? 'name' : 'uid');
         continue;
       }
       names.add(fullName);
@@ -145,24 +146,26 @@ export class PodConfig {
       // A source sends its whole set at each change of any one pod, so most of a snapshot is
       // unchanged: the object handed over last time (the API source keeps one per version) needs
       // no look, another is compared as it came (the source annotation is a local one, which
-      // classify leaves out), and a pod is copied only when it is stored anew.
+      // classify leaves out; a source that shares unchanged parts between versions makes the
+      // comparison of those parts an identity check).
       const change = !existing ? 'added' : givenBefore?.get(uid) === pod ? 'none' : classify(existing, pod);
       if (change === 'none') {
         next.set(uid, existing!);
         continue;
       }
-      const incoming = structuredClone(pod);
-      incoming.metadata.annotations = { ...incoming.metadata.annotations, [ConfigAnnotation.source]: source };
+      const local: Record<string, string> = { [ConfigAnnotation.source]: source };
+      if (!existing) local[ConfigAnnotation.seen] = this.now().toISOString();
+      const incoming: Pod = { ...pod, metadata: { ...pod.metadata, annotations: { ...pod.metadata.annotations, ...local } } };
       if (!existing) {
-        incoming.metadata.annotations[ConfigAnnotation.seen] = this.now().toISOString();
-        next.set(uid, incoming);
-        byOp.ADD.push(incoming);
+        const stored = deepFreeze(incoming);
+        next.set(uid, stored);
+        byOp.ADD.push(stored);
       } else if (change === 'status') {
-        const stored = withStatus(existing, incoming);
+        const stored = deepFreeze(withStatus(existing, incoming));
         next.set(uid, stored);
         byOp.RECONCILE.push(stored);
       } else {
-        const stored = updatedPod(existing, incoming);
+        const stored = deepFreeze(updatedPod(existing, incoming));
         next.set(uid, stored);
         (stored.metadata.deletionTimestamp ? byOp.DELETE : byOp.UPDATE).push(stored);
       }
@@ -177,7 +180,7 @@ export class PodConfig {
     const order: readonly ConfigOp[] = ['REMOVE', 'ADD', 'UPDATE', 'DELETE', 'RECONCILE'];
     return order
       .filter((op) => byOp[op].length > 0 || (op === 'ADD' && signalSeen))
-      .map((op) => ({ op, source, pods: byOp[op].map((pod) => structuredClone(pod)) }));
+      .map((op) => ({ op, source, pods: byOp[op] }));
   }
 
   /** Sources that have delivered at least one snapshot. */
@@ -192,6 +195,6 @@ export class PodConfig {
 
   /** All pods currently known, across sources. */
   pods(): Pod[] {
-    return [...this.bySource.values()].flatMap((pods) => [...pods.values()].map((pod) => structuredClone(pod)));
+    return [...this.bySource.values()].flatMap((pods) => [...pods.values()]);
   }
 }

@@ -200,14 +200,23 @@ describe('PodConfig.merge', () => {
     expect(() => new PodConfig(['file']).merge('http', [])).toThrow(/http/);
   });
 
-  it('hands out copies: changing an emitted pod does not change the store', () => {
+  it('hands out the stored pods frozen: no consumer can change the store', () => {
     const config = new PodConfig(['file']);
     const input = pod('a');
     const [add] = config.merge('file', [input]);
-    add!.pods[0]!.spec.containers[0]!.image = 'mutated';
-    input.spec.containers[0]!.image = 'mutated-input';
+    const emitted = add!.pods[0]!;
+    expect(() => {
+      emitted.spec.containers[0]!.image = 'mutated';
+    }).toThrow(TypeError);
+    expect(() => {
+      emitted.metadata.annotations![ConfigAnnotation.source] = 'api';
+    }).toThrow(TypeError);
+    expect(config.pods()[0]).toBe(emitted);
     expect(config.pods()[0]?.spec.containers[0]?.image).toBe('nginx:1');
+    // The source's own object is not annotated; its spec is the stored one, and frozen with it.
     expect(input.metadata.annotations).toBeUndefined();
+    expect(emitted.spec).toBe(input.spec);
+    expect(Object.isFrozen(input.spec)).toBe(true);
   });
 });
 
