@@ -24,7 +24,7 @@ import path from 'node:path';
 export const NODE_LOOPS = '<node loops>';
 
 export const LAYERS = [
-  ['clock', 'log', 'packageFiles'],
+  ['clock', 'log', 'packageFiles', 'immutable'],
   ['runtime'],
   ['api'],
   ['events'],
@@ -47,6 +47,7 @@ export const LAYERS = [
 /** Pure decisions: data in, data out. */
 export const DECISIONS = [
   'api/json.ts',
+  'immutable.ts',
   'api/downward.ts',
   'client/rateLimit.ts',
   'api/types.ts',

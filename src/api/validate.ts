@@ -651,7 +651,7 @@ function conforms(value: unknown, errs: Errors): value is Pod {
  * kubelet (pkg/kubelet/config/common.go tryDecodeSinglePod); it does here too. The same object when
  * it holds no such member.
  */
-function withoutNullMembers(value: unknown): unknown {
+export function withoutNullMembers(value: unknown): unknown {
   if (Array.isArray(value)) {
     const items = value.map(withoutNullMembers);
     return items.some((item, i) => item !== value[i]) ? items : value;

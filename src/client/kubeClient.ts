@@ -13,6 +13,7 @@ import https from 'node:https';
 import { ApiException, HttpMethod, KubeConfig, PatchStrategy, RequestContext, Watch } from '@kubernetes/client-node';
 import type { KubeEvent, Service } from '../api/cluster.ts';
 import type { Pod } from '../api/types.ts';
+import { withoutNullMembers } from '../api/validate.ts';
 import { type Clock, realClock, sleepOn } from '../clock.ts';
 import { type Bucket, type RateLimit, takeToken } from './rateLimit.ts';
 import { ApiError, type DeleteOptions, type RequestCounts, type KubeApi, type PodList, type WatchEventType, type WatchHandlers } from './api.ts';
@@ -373,16 +374,17 @@ export function createKubeClient(config: KubeConfig, options: KubeClientOptions)
   };
 }
 
-/** Lists and reads leave out `kind` on items; the agent's pods always carry it. */
 /**
  * A pod as the node keeps it: with its kind (a watch's and a list's items have none), and without
  * `metadata.managedFields`, the server-side apply bookkeeping no node reads (client-go's informers
  * drop it the same way, TransformStripManagedFields): with a Deployment's pod and the node's own
  * status writes it is the largest part of the metadata, and the node holds every pod it runs.
+ * Members that are null are left out, as the kubelet's decoder leaves such fields unset
+ * (`lastProbeTime: null` in every condition): a node's copies of the pod then share them.
  */
 function nodePod(pod: Pod): Pod {
   const { managedFields: _, ...metadata } = pod.metadata as Pod['metadata'] & { managedFields?: unknown };
-  return { apiVersion: 'v1', kind: 'Pod', ...pod, metadata };
+  return withoutNullMembers({ apiVersion: 'v1', kind: 'Pod', ...pod, metadata }) as Pod;
 }
 
 /** One watch of `path` from `resourceVersion`, with bookmarks (passed on as their version alone); an ERROR event ends it with its status. */

@@ -7,11 +7,12 @@
  *   any other failure waits 800 ms, doubling to 30 s, before it lists or watches again;
  * - watch events arriving together are handed over as one change (one merge per burst);
  * - the store's objects are frozen, and a new version holds the parts that did not change from the
- *   one it replaces (a pod's spec across its status updates is one object).
+ *   one it replaces (a pod's spec across its status updates is one object), a new object the parts
+ *   it has in common with the one stored before it.
  */
 import { type ApiError, isForbidden, isGone, type WatchHandlers } from './api.ts';
 import type { Clock, TimerHandle } from '../clock.ts';
-import { deepFreeze, sharedWith } from '../api/json.ts';
+import { deepFreeze, sharedWith } from '../immutable.ts';
 import type { Logger } from '../log.ts';
 
 const WATCH_BACKOFF = { firstMs: 800, maxMs: 30_000 };
@@ -54,11 +55,17 @@ export function createReflector<T extends Versioned>(options: ReflectorOptions<T
   let watch: { stop(): void } | undefined;
 
   const state = (s: ReflectorState) => options.onState?.(s);
+  /** The object stored last: a new object's first version shares what it can with it. */
+  let lastKept: T | undefined;
   /**
-   * Stores `item`, holding one copy of what did not change since `previous` (the version it
-   * replaces), frozen: consumers share the store's objects and none may change them.
+   * Stores `item`, frozen: consumers share the store's objects and none may change them. It holds
+   * one copy of what did not change since `previous` (the version it replaces) or, being new, of
+   * what it has in common with the object stored last (the pods of one ReplicaSet have one spec).
    */
-  const keep = (item: T, previous: T | undefined) => store.set(String(item.metadata?.uid), deepFreeze(sharedWith(previous, item)));
+  const keep = (item: T, previous: T | undefined) => {
+    lastKept = deepFreeze(sharedWith(previous ?? lastKept, item));
+    store.set(String(item.metadata?.uid), lastKept);
+  };
   const flush = () => {
     flushTimer = undefined;
     if (!stopped) options.onChange(store);

@@ -12,7 +12,7 @@
  * field, and left out; the others are unaffected.
  */
 import { ConfigAnnotation, type Pod } from '../api/types.ts';
-import { deepFreeze, sharedWith } from '../api/json.ts';
+import { deepFreeze, sharedWith } from '../immutable.ts';
 import { applyPodDefaults, validatePod } from '../api/validate.ts';
 import type { KubeApi } from '../client/api.ts';
 import { createReflector, type ReflectorState } from '../client/reflector.ts';
@@ -43,6 +43,7 @@ export function createApiSource(options: ApiSourceOptions): ApiSource {
   const fieldSelector = `spec.nodeName=${options.nodeName}`;
   /** Each pod version as the agent runs it (null: rejected, and reported once), by UID. */
   const accepted = new Map<string, { version: string; pod: Pod | null }>();
+  let lastAccepted: Pod | undefined;
 
   /** The pod as the agent runs it, or null (reported) when it cannot; computed once per version. */
   const accept = (raw: Pod): Pod | null => {
@@ -55,8 +56,10 @@ export function createApiSource(options: ApiSourceOptions): ApiSource {
     if (checked.pod) {
       const defaulted = applyPodDefaults(checked.pod);
       const annotations = { ...defaulted.metadata.annotations, [ConfigAnnotation.source]: 'api' };
-      // A new version mostly differs from the last in its status: it keeps the last one's other parts.
-      pod = deepFreeze(sharedWith(known?.pod, { ...defaulted, metadata: { ...defaulted.metadata, annotations } }));
+      // A new version mostly differs from the last in its status: it keeps the last one's other
+      // parts; a new pod keeps what it has in common with the pod accepted before it (its defaults).
+      pod = deepFreeze(sharedWith(known?.pod ?? lastAccepted, { ...defaulted, metadata: { ...defaulted.metadata, annotations } }));
+      lastAccepted = pod;
     } else {
       const first = checked.errors[0]!;
       options.onError(`${raw.metadata.namespace}/${raw.metadata.name}`, `${first.field ? `${first.field}: ` : ''}${first.message}`, raw);

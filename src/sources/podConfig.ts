@@ -27,7 +27,8 @@
  * next snapshot is taken as unchanged without being compared.
  */
 import { ConfigAnnotation, podFullName, type Pod, type SourceName } from '../api/types.ts';
-import { deepFreeze, jsonEqual } from '../api/json.ts';
+import { jsonEqual } from '../api/json.ts';
+import { deepFreeze } from '../immutable.ts';
 import type { ConfigOp } from '../events.ts';
 
 export interface PodUpdate {

@@ -59,18 +59,23 @@ const toTime = (ms: number): string | undefined =>
 export const ContainerStatusUnknownMessage =
   'The container could not be located when the pod was deleted.  The container used to be Running';
 
-/** normalizeStatus: each terminated state's message (current and last) cut to the container's share of the pod's 12 KiB. */
-function cutTerminationMessages(statuses: ContainerStatus[], maxBytes: number): void {
+/**
+ * normalizeStatus: each terminated state's message (current and last) cut to the container's share
+ * of the pod's 12 KiB. A status with nothing to cut is kept as it is (it may be the previous
+ * status's own, which is frozen).
+ */
+function cutTerminationMessages(statuses: ContainerStatus[], maxBytes: number): ContainerStatus[] {
   const cut = (state: ContainerState): ContainerState => {
     const message = state.terminated?.message;
     if (!state.terminated || message === undefined) return state;
     const kept = truncateMessage(message, maxBytes);
     return kept === message ? state : { ...state, terminated: { ...state.terminated, message: kept } };
   };
-  for (const s of statuses) {
-    s.state = cut(s.state);
-    s.lastState = cut(s.lastState);
-  }
+  return statuses.map((s) => {
+    const state = cut(s.state);
+    const lastState = cut(s.lastState);
+    return state === s.state && lastState === s.lastState ? s : { ...s, state, lastState };
+  });
 }
 
 export function generatePodStatus(input: StatusInput): PodStatus {
@@ -78,13 +83,18 @@ export function generatePodStatus(input: StatusInput): PodStatus {
   const hasInit = (pod.spec.initContainers ?? []).length > 0;
   const defaultReason = hasInit ? 'PodInitializing' : 'ContainerCreating';
 
-  const initContainerStatuses = (pod.spec.initContainers ?? []).map((c) =>
-    containerStatus(c, input, defaultReason, previous?.initContainerStatuses, true),
+  // Containers that never ran stay waiting here, terminal phase or not: only the end of the pod's
+  // termination reports them terminated, and only once the pod has initialized (terminate.ts).
+  const messageLimit = messageLimitPerContainer(pod);
+  const initContainerStatuses = cutTerminationMessages(
+    (pod.spec.initContainers ?? []).map((c) => containerStatus(c, input, defaultReason, previous?.initContainerStatuses, true)),
+    messageLimit,
   );
-  const containerStatuses = pod.spec.containers
-    .map((c) => containerStatus(c, input, defaultReason, previous?.containerStatuses, false))
-    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  const ephemeralContainerStatuses = ephemeralStatuses(input, defaultReason);
+  const containerStatuses = cutTerminationMessages(
+    pod.spec.containers.map((c) => containerStatus(c, input, defaultReason, previous?.containerStatuses, false)).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
+    messageLimit,
+  );
+  const ephemeralContainerStatuses = cutTerminationMessages(ephemeralStatuses(input, defaultReason), messageLimit);
 
   const podHasInitialized = regularContainerStartedInCurrentSandbox(pod, runtime);
   let phase = computePhase(pod, initContainerStatuses, containerStatuses, input.podIsTerminal, podHasInitialized);
@@ -123,9 +133,6 @@ export function generatePodStatus(input: StatusInput): PodStatus {
     phase = apiPhase as PodPhase;
   }
 
-  // Containers that never ran stay waiting here, terminal phase or not: only the end of the pod's
-  // termination reports them terminated, and only once the pod has initialized (terminate.ts).
-  cutTerminationMessages([...initContainerStatuses, ...containerStatuses, ...ephemeralContainerStatuses], messageLimitPerContainer(pod));
 
   const sandbox = runtime.sandboxes[0];
   const podIP = sandbox?.state === 'SANDBOX_READY' && sandbox.ip ? sandbox.ip : previous?.podIP;

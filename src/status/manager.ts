@@ -1,10 +1,11 @@
 /**
  * The agent's record of each pod's API status, as it would report it to the API server: the
- * latest generated status per UID with a version that grows on every change. `/pods` serves it;
+ * latest generated status per UID, frozen, with a version that grows on every change. `/pods` serves it;
  * the status generator reads the previous entry so that start times, transition times and
  * terminal phases carry over.
  */
 import { type Pod, type PodStatus, isStaticPod } from '../api/types.ts';
+import { deepFreeze, sharedWith } from '../immutable.ts';
 
 interface Entry {
   status: PodStatus;
@@ -16,6 +17,7 @@ type StatusListener = (uid: string, status: PodStatus | undefined) => void;
 export class StatusManager {
   private readonly entries = new Map<string, Entry>();
   private readonly listeners = new Set<StatusListener>();
+  private lastSet: PodStatus | undefined;
 
   /** Calls `listener` after every change (a new status, or `undefined` when one is deleted). */
   subscribe(listener: StatusListener): () => void {
@@ -41,12 +43,18 @@ export class StatusManager {
     return this.entries.get(uid)?.version ?? 0;
   }
 
-  /** Stores `status`; returns false (and keeps the old version) when nothing changed. */
+  /**
+   * Stores `status`, frozen; returns false (and keeps the old version) when nothing changed. It
+   * keeps the unchanged parts of the pod's last status or, for a pod's first, what it has in common
+   * with the status stored last (the conditions of pods started in the same second, their image).
+   */
   set(uid: string, status: PodStatus): boolean {
     const entry = this.entries.get(uid);
-    if (entry && JSON.stringify(entry.status) === JSON.stringify(status)) return false;
-    this.entries.set(uid, { status, version: (entry?.version ?? 0) + 1 });
-    for (const listener of this.listeners) listener(uid, status);
+    const shared = sharedWith(entry?.status ?? this.lastSet, status);
+    if (entry && shared === entry.status) return false;
+    this.lastSet = deepFreeze(shared);
+    this.entries.set(uid, { status: shared, version: (entry?.version ?? 0) + 1 });
+    for (const listener of this.listeners) listener(uid, shared);
     return true;
   }
 

@@ -136,14 +136,20 @@ describe('a watch BOOKMARK', () => {
 });
 
 describe('pods as the node keeps them', () => {
-  it('come from a watch and a list with their kind and without managedFields (the apply bookkeeping no node reads)', async () => {
+  it('come from a watch and a list with their kind, without managedFields (the apply bookkeeping no node reads) and without null members', async () => {
     const managedFields = [{ manager: 'kube-controller-manager', operation: 'Update', apiVersion: 'v1', fieldsType: 'FieldsV1', fieldsV1: { 'f:spec': { 'f:containers': {} } } }];
-    const pod = { metadata: { name: 'web', namespace: 'ns-1', uid: 'u1', resourceVersion: '9', labels: { app: 'web' }, managedFields }, spec: { nodeName: 'n', containers: [] } };
+    const pod = {
+      metadata: { name: 'web', namespace: 'ns-1', uid: 'u1', resourceVersion: '9', labels: { app: 'web' }, managedFields },
+      spec: { nodeName: 'n', containers: [] },
+      status: { conditions: [{ type: 'Ready', status: 'True', lastProbeTime: null, lastTransitionTime: '2026-11-27T10:00:00Z' }] },
+    };
     const api = await clientOf(200, `${JSON.stringify({ type: 'ADDED', object: pod })}\n`);
     const seen: unknown[] = [];
     await new Promise<void>((resolve) => api.watchPods('spec.nodeName=n', '5', { onEvent: (_type, object) => void seen.push(object), onBookmark: () => {}, onEnd: () => resolve() }));
     const { managedFields: _, ...metadata } = pod.metadata;
-    expect(seen).toEqual([{ apiVersion: 'v1', kind: 'Pod', metadata, spec: pod.spec }]);
+    expect(seen).toStrictEqual([
+      { apiVersion: 'v1', kind: 'Pod', metadata, spec: pod.spec, status: { conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: '2026-11-27T10:00:00Z' }] } },
+    ]);
   });
 });
 

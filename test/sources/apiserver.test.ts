@@ -64,6 +64,41 @@ describe('API pod source', () => {
     h.source.stop();
   });
 
+  it('hands over frozen pods: a new version keeps the unchanged parts of the last, a new pod what it shares with the one before it', async () => {
+    const api = new MemoryApi();
+    const clock = new ManualClock();
+    const snapshots: Map<string, Pod>[] = [];
+    const source = createApiSource({
+      api,
+      nodeName: NODE,
+      clock,
+      log: () => undefined,
+      onSnapshot: (pods) => void snapshots.push(new Map(pods.map((p) => [p.metadata.name, p]))),
+      onError: () => undefined,
+    });
+    api.putPod(pod('a', { tolerations: [{ key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute' }] }));
+    source.start();
+    await clock.settle(0);
+    const a1 = snapshots.at(-1)!.get('a')!;
+    expect(Object.isFrozen(a1.spec.containers[0])).toBe(true);
+    expect(() => {
+      a1.spec.containers[0]!.image = 'changed';
+    }).toThrow(TypeError);
+
+    await api.patchPodStatus('default', 'a', { status: { phase: 'Running' } });
+    api.putPod(pod('b', { tolerations: [{ key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute' }] }));
+    await clock.settle(10);
+    const a2 = snapshots.at(-1)!.get('a')!;
+    const b = snapshots.at(-1)!.get('b')!;
+    expect(a2.status?.phase).toBe('Running');
+    expect(a2).not.toBe(a1);
+    expect(a2.spec).toBe(a1.spec);
+    expect(b.metadata.name).toBe('b');
+    expect(b.spec.tolerations).toBe(a1.spec.tolerations);
+    expect(b.spec.containers[0]).toBe(a1.spec.containers[0]);
+    source.stop();
+  });
+
   it('resumes a dropped watch from its last version after a backoff, without listing again', async () => {
     const h = harness();
     h.api.putPod(pod('a'));

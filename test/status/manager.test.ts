@@ -23,3 +23,37 @@ describe('StatusManager.reported', () => {
     expect(statuses.reported(apiPod)).toEqual({ phase: 'Failed' });
   });
 });
+
+describe('StatusManager.set', () => {
+  const running = (startedAt: string, ip: string) => ({
+    phase: 'Running' as const,
+    podIP: ip,
+    conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: '2026-11-27T10:00:00Z' }],
+    containerStatuses: [{ name: 'app', ready: true, restartCount: 0, image: 'busybox', imageID: 'sha256:1', state: { running: { startedAt } }, lastState: {} }],
+  });
+
+  it('bumps the version and tells its listeners only when the status changed', () => {
+    const statuses = new StatusManager();
+    const told: string[] = [];
+    statuses.subscribe((uid, status) => void told.push(`${uid} ${status?.phase}`));
+    expect(statuses.set('p', running('2026-11-27T10:00:00Z', '10.0.0.1'))).toBe(true);
+    expect(statuses.set('p', running('2026-11-27T10:00:00Z', '10.0.0.1'))).toBe(false);
+    expect(statuses.set('p', { ...running('2026-11-27T10:00:00Z', '10.0.0.1'), phase: 'Succeeded' })).toBe(true);
+    expect(statuses.version('p')).toBe(2);
+    expect(told).toEqual(['p Running', 'p Succeeded']);
+  });
+
+  it('keeps statuses frozen, sharing what a new one has in common with the last stored', () => {
+    const statuses = new StatusManager();
+    statuses.set('a', running('2026-11-27T10:00:00Z', '10.0.0.1'));
+    statuses.set('b', running('2026-11-27T10:00:01Z', '10.0.0.2'));
+    const [a, b] = [statuses.get('a')!, statuses.get('b')!];
+    expect(b.podIP).toBe('10.0.0.2');
+    expect(b.containerStatuses![0]!.state).toEqual({ running: { startedAt: '2026-11-27T10:00:01Z' } });
+    expect(b.conditions).toBe(a.conditions);
+    expect(b.containerStatuses![0]!.lastState).toBe(a.containerStatuses![0]!.lastState);
+    expect(() => {
+      b.conditions![0]!.status = 'False';
+    }).toThrow(TypeError);
+  });
+});

@@ -145,8 +145,11 @@ export function keptEncodings<T extends object>(encode: (value: T) => Uint8Array
   return (value) => {
     let bytes = kept.get(value);
     if (bytes === undefined) {
-      // A copy of its own: protobuf.js may hand back a view into a shared pool slab.
-      bytes = Buffer.from(encode(value));
+      // A copy in memory of its own: protobuf.js may hand back a view into a shared pool slab,
+      // and so would Buffer.from (a kept copy of a few bytes would hold a slab of 8 KB).
+      const encoded = encode(value);
+      bytes = Buffer.allocUnsafeSlow(encoded.length);
+      bytes.set(encoded);
       kept.set(value, bytes);
     }
     return bytes;

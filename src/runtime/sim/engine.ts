@@ -38,6 +38,7 @@ import {
   type VersionInfo,
 } from '../types.ts';
 import { type Clock, type TimerHandle, realClock } from '../../clock.ts';
+import { deepFreeze, sharedWith } from '../../immutable.ts';
 import { SimError, messageOf } from './errors.ts';
 import { SimFs } from './fs.ts';
 import { DEFAULT_IMAGES, ImageStore } from './images.ts';
@@ -202,6 +203,9 @@ export class SimEngine {
   private readonly containers = new Map<string, SimContainer>();
   private readonly sandboxesByPodUid = new Map<string, Set<SimSandbox>>();
   private readonly containersByPodUid = new Map<string, Set<SimContainer>>();
+  /** The configs of the sandbox and the container created last, which the next ones share parts with. */
+  private lastSandboxConfig: PodSandboxConfig | undefined;
+  private lastContainerConfig: ContainerConfig | undefined;
   /** Reserved names, as containerd refuses a second sandbox/container with the same identity. */
   private readonly reservedNames = new Set<string>();
   private readonly addresses = new PodAddresses();
@@ -328,8 +332,10 @@ export class SimEngine {
 
   // ------------------------------------------------------------------ sandboxes
 
-  runPodSandbox(config: PodSandboxConfig, runtimeHandler = ''): string {
+  runPodSandbox(given: PodSandboxConfig, runtimeHandler = ''): string {
     this.assertOpen();
+    const config = deepFreeze(sharedWith(this.lastSandboxConfig, given));
+    this.lastSandboxConfig = config;
     const { name, namespace, uid, attempt } = config.metadata;
     const nameKey = `sandbox/${name}_${namespace}_${uid}_${attempt}`;
     if (this.reservedNames.has(nameKey)) {
@@ -432,8 +438,12 @@ export class SimEngine {
 
   // ------------------------------------------------------------------ containers
 
-  createContainer(sandboxId: string, config: ContainerConfig): string {
+  createContainer(sandboxId: string, given: ContainerConfig): string {
     this.assertOpen();
+    // The containers of one pod template differ in little (names, labels): each holds what it has
+    // in common with the container created before it once, frozen.
+    const config = deepFreeze(sharedWith(this.lastContainerConfig, given));
+    this.lastContainerConfig = config;
     const sandbox = this.sandbox(sandboxId);
     if (sandbox.state !== 'SANDBOX_READY') {
       throw new SimError('FAILED_PRECONDITION', `sandbox "${sandbox.id}" is not ready: cannot create container "${config.metadata.name}"`);

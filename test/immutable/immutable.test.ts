@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { deepFreeze, jsonEqual, sharedWith } from '../../src/api/json.ts';
+import { jsonEqual } from '../../src/api/json.ts';
+import { deepFreeze, sharedWith } from '../../src/immutable.ts';
 
 const version1 = () => ({
   metadata: { name: 'web', resourceVersion: '1', labels: { app: 'web' } },
