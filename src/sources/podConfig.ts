@@ -87,12 +87,12 @@ function withStatus(existing: Pod, incoming: Pod): Pod {
   return withoutUndefined({ ...existing, status: incoming.status });
 }
 
-/** Drops members set to `undefined`, so a field a source removed is absent, not `undefined`. */
+/**
+ * `value` without its members set to `undefined`, so a field a source removed is absent, not
+ * `undefined`. A new object (deleting members would leave V8 a dictionary, several times larger).
+ */
 function withoutUndefined<T extends object>(value: T): T {
-  for (const key of Object.keys(value) as (keyof T)[]) {
-    if (value[key] === undefined) delete value[key];
-  }
-  return value;
+  return Object.fromEntries(Object.entries(value).filter(([, member]) => member !== undefined)) as T;
 }
 
 /**

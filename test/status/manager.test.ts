@@ -1,6 +1,6 @@
 /** StatusManager.reported: what `/pods` says of a pod before and after its first generated status. */
 import { describe, expect, it } from 'vitest';
-import type { Pod } from '../../src/api/types.ts';
+import type { Pod, PodStatus } from '../../src/api/types.ts';
 import { StatusManager } from '../../src/status/manager.ts';
 
 const staticPod = { metadata: { name: 'web-node', namespace: 'default', uid: 's1', annotations: { 'kubernetes.io/config.source': 'file' } }, spec: { containers: [] }, status: { phase: 'Pending' } } as unknown as Pod;
@@ -25,8 +25,8 @@ describe('StatusManager.reported', () => {
 });
 
 describe('StatusManager.set', () => {
-  const running = (startedAt: string, ip: string) => ({
-    phase: 'Running' as const,
+  const running = (startedAt: string, ip: string): PodStatus => ({
+    phase: 'Running',
     podIP: ip,
     conditions: [{ type: 'Ready', status: 'True', lastTransitionTime: '2026-11-27T10:00:00Z' }],
     containerStatuses: [{ name: 'app', ready: true, restartCount: 0, image: 'busybox', imageID: 'sha256:1', state: { running: { startedAt } }, lastState: {} }],
