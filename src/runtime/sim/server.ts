@@ -172,11 +172,21 @@ function unaryHandlers<Rpcs extends { [M in keyof Rpcs]: Rpc<unknown, unknown> }
   for (const [name, handler] of Object.entries<(request: unknown) => unknown>(handlers)) {
     result[name] = (call, callback) => {
       const gone = new AbortController();
-      call.on('cancelled', () => gone.abort());
+      // Only a call still being answered is cancelled: the stream's close after an answer is
+      // reported as a cancellation too, and an abort makes an AbortError with its stack trace.
+      const cancel = () => gone.abort();
+      call.once('cancelled', cancel);
+      const answered = () => void call.removeListener('cancelled', cancel);
       intercept(name, call.request, gone.signal, async () => handler(call.request))
         .then(
-          (response) => callback(null, response),
-          (error: unknown) => callback(toServiceError(error)),
+          (response) => {
+            answered();
+            callback(null, response);
+          },
+          (error: unknown) => {
+            answered();
+            callback(toServiceError(error));
+          },
         );
     };
   }
