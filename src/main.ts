@@ -9,10 +9,6 @@ import { UsageError, parseCommandLine } from './cli/flags.ts';
 import type { AgentConfig } from './cli/config.ts';
 import { type Logger, createLogger } from './log.ts';
 
-{ const v8 = await import('node:v8'); const { PerformanceObserver, constants } = await import('node:perf_hooks'); let compacting = false; let last = 0;
-  new PerformanceObserver((list) => { for (const e of list.getEntries()) { if ((e as unknown as { detail: { kind: number } }).detail.kind !== constants.NODE_PERFORMANCE_GC_MAJOR) continue; const h = v8.getHeapStatistics();
-    if (compacting) { v8.setFlagsFromString('--no-compact-on-every-full-gc'); compacting = false; console.error('TMPGC compacted', (h.total_heap_size/1048576).toFixed(1), (h.used_heap_size/1048576).toFixed(1), e.duration.toFixed(1)); last = performance.now(); continue; }
-    const slack = h.total_heap_size - h.used_heap_size; if (process.env.COMPACT && slack > 16 * 1048576 && slack > h.total_heap_size / 4 && performance.now() - last > 60000) { v8.setFlagsFromString('--compact-on-every-full-gc'); compacting = true; console.error('TMPGC compact next', (h.total_heap_size/1048576).toFixed(1), (h.used_heap_size/1048576).toFixed(1)); } } }).observe({ entryTypes: ['gc'] }); }
 async function main(argv: string[]): Promise<number> {
   let parsed;
   try {
