@@ -16,4 +16,3 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
   const keysB = Object.keys(b).filter((key) => b[key] !== undefined && b[key] !== null);
   return keysA.length === keysB.length && keysA.every((key) => b[key] !== undefined && b[key] !== null && jsonEqual(a[key], b[key]));
 }
-

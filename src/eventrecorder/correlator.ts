@@ -45,7 +45,10 @@ interface Similar {
   lastMs: number;
 }
 
-/** What a later equal event needs of the one written: its name, count and first time (the rest is the event's own). */
+/**
+ * What a later equal event needs of the one written: its name, count and first time; the rest is
+ * the later event's own (client-go events_cache.go eventLogger keeps the same, its eventLog).
+ */
 interface Written {
   name: string;
   count: number;

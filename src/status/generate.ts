@@ -133,7 +133,6 @@ export function generatePodStatus(input: StatusInput): PodStatus {
     phase = apiPhase as PodPhase;
   }
 
-
   const sandbox = runtime.sandboxes[0];
   const podIP = sandbox?.state === 'SANDBOX_READY' && sandbox.ip ? sandbox.ip : previous?.podIP;
   const status: PodStatus = {

@@ -137,6 +137,23 @@ describe('AgentMetrics', () => {
     expect(after).toContain('prober_probe_total{probe_type="Liveness",container="app",pod="db",namespace="shop",pod_uid="u2",result="successful"} 1');
   });
 
+  it("shows the process's figures on every node of one process (--nodes), collected once for all", async () => {
+    const nodes = ['hollow-0', 'hollow-1'].map((name) => new AgentMetrics(name, () => ({ pods: [], podActorStates: [], syncLoop })));
+    for (const node of nodes) node.collectProcessMetrics();
+    const [first, second] = await Promise.all(nodes.map((node) => node.render()));
+    for (const [text, name] of [[first!, 'hollow-0'], [second!, 'hollow-1']] as const) {
+      expect(text).toContain(`kubelet_node_name{node="${name}"} 1`);
+      expect(text).toMatch(/^process_resident_memory_bytes \d+$/m);
+      expect(text).toMatch(/^nodejs_eventloop_lag_p99_seconds [\d.e-]+$/m);
+      // Each family once: the process's figures are not registered per node.
+      expect(text.match(/^# TYPE process_resident_memory_bytes /gm)).toHaveLength(1);
+      expect(text).not.toContain('nodejs_active_handles_total');
+    }
+    // A node that does not collect them (a test's) shows its own alone.
+    const own = await new AgentMetrics('n', () => ({ pods: [], podActorStates: [], syncLoop })).render();
+    expect(own).not.toContain('process_resident_memory_bytes');
+  });
+
   it('uses the ExponentialBuckets of the Prometheus client', () => {
     expect(exponentialBuckets(0.005, 2.5, 14).slice(0, 4)).toEqual([0.005, 0.0125, 0.03125, 0.078125]);
     expect(exponentialBuckets(0.005, 2.5, 14)).toHaveLength(14);
