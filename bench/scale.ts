@@ -11,10 +11,11 @@
  * built from Go modules at the version bench/kwok/go.mod pins; scripts/controlplane/build.mjs kwokBinary),
  * with its default stages: nodes kept Ready with Leases, pods marked Running and Ready, nothing run.
  *
- * Measured: time from the process's start to all Nodes Ready; the faker process's RSS and CPU at
- * rest (no pods), the API server's request rate at rest (`apiserver_request_total`, every client:
- * the controllers are idle then); the Deployment's time to all pods Ready, pods/s, the faker's CPU
- * per pod start; RSS and request rate at rest with the pods. For statelet, every node is then
+ * Measured: time from the process's start to all Nodes Ready; the faker process's RSS (the mean of
+ * a reading a second over the rest window) and CPU at rest (no pods), the API server's request
+ * rate at rest (`apiserver_request_total`, every client: the controllers are idle then); the
+ * Deployment's time to all pods Ready, pods/s, the faker's CPU per pod start; RSS and request
+ * rate at rest with the pods. For statelet, every node is then
  * checked as the reliability suite checks one: its runtime (CRI, the node's sim:// socket) against
  * the pods it lists (read-only /pods) and the pods the API server bound to it.
  */
@@ -31,6 +32,7 @@ import type { Pod } from '../src/api/types.ts';
 import { type ControlPlane, startControlPlane } from '../test/support/controlPlane.ts';
 import { notConverged, runtimeViolations } from '../test/chaos/invariants.ts';
 import { STATELET_BIN, binaryLaunch } from './launch.ts';
+import type { AtRest } from './scaleTable.ts';
 import { LONG_RUNNING, argValue, emit, processCpuMs, progress, removeDir, round, runWorker, sleep, tempDir } from './lib.ts';
 
 const faker = argValue('faker') ?? 'statelet';
@@ -69,13 +71,24 @@ async function apiRequests(cp: ControlPlane): Promise<number> {
   return total;
 }
 
-/** The faker's CPU (% of one core) and the API server's request rate over `ms` of rest. */
-async function atRest(cp: ControlPlane, pid: number, ms: number): Promise<{ cpuPercent: number; apiRequestsPerS: number }> {
+/**
+ * The faker's RSS over `ms` of rest, read every second: its mean, least and most. One reading
+ * would depend on its moment: a collected heap's RSS rises with what is allocated until the next
+ * collection (at 100 × 30, by ~100 MB between two).
+ */
+async function rssAtRest(pid: number, ms: number): Promise<NonNullable<AtRest['rss']>> {
+  const readings: number[] = [];
+  for (const end = performance.now() + ms; performance.now() < end; await sleep(1000)) readings.push(await rssMB(pid));
+  return { meanMB: round(readings.reduce((sum, mb) => sum + mb, 0) / readings.length), minMB: Math.min(...readings), maxMB: Math.max(...readings) };
+}
+
+/** The faker's CPU (% of one core), RSS and the API server's request rate over `ms` of rest. */
+async function atRest(cp: ControlPlane, pid: number, ms: number): Promise<Required<AtRest>> {
   const [cpu0, req0, t0] = [await processCpuMs(pid), await apiRequests(cp), performance.now()];
-  await sleep(ms);
+  const rss = await rssAtRest(pid, ms);
   const [cpu1, req1, t1] = [await processCpuMs(pid), await apiRequests(cp), performance.now()];
   // The bench's own metrics read is one request per read: not the nodes'.
-  return { cpuPercent: round(((cpu1 - cpu0) / (t1 - t0)) * 100, 2), apiRequestsPerS: round((req1 - req0 - 1) / ((t1 - t0) / 1000), 2) };
+  return { cpuPercent: round(((cpu1 - cpu0) / (t1 - t0)) * 100, 2), apiRequestsPerS: round((req1 - req0 - 1) / ((t1 - t0) / 1000), 2), rss };
 }
 
 function spawnLogged(file: string, args: string[], env: NodeJS.ProcessEnv, logFile: string): ChildProcess {
@@ -187,7 +200,7 @@ runWorker(async () => {
       const lone = await startStatelet(cp, path.join(dir, LONE), [`--kubeconfig=${cp.nodeKubeconfig(LONE)}`, `--hostname-override=${LONE}`, '--node-ip=127.0.0.2', '--address=127.0.0.2', '--read-only-address=127.0.0.2']);
       await nodesReady(cp, [LONE], 120_000);
       await sleep(settleMs);
-      result.loneNodeRssMB = await rssMB(lone.pid!);
+      result.loneNodeRssMB = (await rssAtRest(lone.pid!, idleMs)).meanMB;
       await stopProcess(lone);
       await cp.core.deleteNode({ name: LONE });
     }
@@ -213,9 +226,10 @@ runWorker(async () => {
     progress(`scale: all ${nodeCount} Nodes Ready after ${result.allNodesReadyS} s; settling ${settleMs / 1000} s`);
     await sleep(settleMs);
     const pid = child.pid!;
-    const idleNodesRssMB = await rssMB(pid);
+    const idleNodes = await atRest(cp, pid, idleMs);
+    const idleNodesRssMB = idleNodes.rss.meanMB;
     result.idleNodesRssMB = idleNodesRssMB;
-    result.idleNodes = await atRest(cp, pid, idleMs);
+    result.idleNodes = idleNodes;
     if (typeof result.loneNodeRssMB === 'number') result.rssPerIdleNodeMB = round((idleNodesRssMB - result.loneNodeRssMB) / (nodeCount - 1), 2);
 
     const namespace = await cp.namespace('scale');
@@ -273,10 +287,10 @@ runWorker(async () => {
     };
     progress(`scale: ${replicas} pods Ready in ${round(burstS)} s; settling ${settleMs / 1000} s`);
     await sleep(settleMs);
-    const withPodsRssMB = await rssMB(pid);
-    result.withPodsRssMB = withPodsRssMB;
-    result.rssPerPodKB = round(((withPodsRssMB - idleNodesRssMB) * 1024) / replicas, 1);
-    result.withPods = await atRest(cp, pid, idleMs);
+    const withPods = await atRest(cp, pid, idleMs);
+    result.withPodsRssMB = withPods.rss.meanMB;
+    result.rssPerPodKB = round(((withPods.rss.meanMB - idleNodesRssMB) * 1024) / replicas, 1);
+    result.withPods = withPods;
     if (faker === 'statelet') {
       const problems = await violations(cp, dir, namespace);
       result.violations = problems.length;

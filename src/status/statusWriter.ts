@@ -20,7 +20,7 @@
  * written again as soon as its actor has stopped them (`podTerminated`, the kubelet's forced
  * update of TerminatePod), and on the next resync if that was missed.
  */
-import { ConfigAnnotation, type Pod, isStaticPod, podRef } from '../api/types.ts';
+import { ConfigAnnotation, type Pod, type PodStatus, isStaticPod, podRef } from '../api/types.ts';
 import { isConflict, isForbidden, isNotFound, type KubeApi } from '../client/api.ts';
 import type { Clock, TimerHandle } from '../clock.ts';
 import type { Logger } from '../log.ts';
@@ -57,6 +57,12 @@ export class StatusWriter {
   private readonly written = new Map<string, number>();
   /** Pods whose last write kept the API's phase in place of their terminal one. */
   private readonly held = new Set<string>();
+  /**
+   * Each pod's last resync check and its answer. The check is a pure function of frozen objects
+   * (the API's status as the watch last showed it, ours), so the same objects give the same answer:
+   * a node at rest, where neither changes, compares nothing.
+   */
+  private readonly checked = new Map<string, { api: PodStatus | undefined; ours: PodStatus; running: boolean; differs: boolean }>();
   private readonly unsubscribe: () => void;
   private timer: TimerHandle | undefined;
   private stopped = false;
@@ -70,6 +76,7 @@ export class StatusWriter {
       else {
         this.written.delete(uid);
         this.held.delete(uid);
+        this.checked.delete(uid);
       }
     });
     this.scheduleResync();
@@ -157,7 +164,12 @@ export class StatusWriter {
     const pod = this.deps.pod(uid);
     const ours = this.deps.statuses.get(uid);
     if (!pod || !ours || isStaticPod(pod) || this.inFlight.has(uid)) return false;
-    return statusToWrite(pod.status, ours, this.couldHaveRunningContainers(uid)).write;
+    const running = this.couldHaveRunningContainers(uid);
+    const last = this.checked.get(uid);
+    if (last && last.api === pod.status && last.ours === ours && last.running === running) return last.differs;
+    const differs = statusToWrite(pod.status, ours, running).write;
+    this.checked.set(uid, { api: pod.status, ours, running, differs });
+    return differs;
   }
 
   private couldHaveRunningContainers(uid: string): boolean {

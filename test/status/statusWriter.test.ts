@@ -3,14 +3,21 @@
  * a write is in flight, a terminal phase is never reverted, a re-created pod of the same name is
  * left alone, failed writes come back on the resync, and a finished pod being deleted is deleted.
  */
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { Pod, PodStatus } from '../../src/api/types.ts';
+import * as apiStatus from '../../src/status/apiStatus.ts';
 import { ApiError } from '../../src/client/api.ts';
 import { silentLogger } from '../../src/log.ts';
 import { StatusManager } from '../../src/status/manager.ts';
 import { STATUS_RESYNC_MS, StatusWriter } from '../../src/status/statusWriter.ts';
 import { ManualClock } from '../support/manualClock.ts';
 import { MemoryApi } from '../support/memoryApi.ts';
+
+// The writer's decision, watched (it still decides): a resync at rest should not make it again.
+vi.mock('../../src/status/apiStatus.ts', async (original) => {
+  const actual = await original<typeof import('../../src/status/apiStatus.ts')>();
+  return { ...actual, statusToWrite: vi.fn(actual.statusToWrite) };
+});
 
 const running = (restarts = 0): PodStatus => ({
   phase: 'Running',
@@ -99,6 +106,28 @@ describe('StatusWriter', () => {
     expect(h.api.pod('default', 'web')?.status?.phase).toBe('Pending');
     await h.clock.settle(STATUS_RESYNC_MS);
     expect(h.api.pod('default', 'web')?.status?.phase).toBe('Running');
+    h.writer.stop();
+  });
+
+  it('decides again on a resync only for a pod whose status changed, in the API or in the agent', async () => {
+    const h = harness();
+    h.statuses.set('uid-web', running());
+    await h.clock.settle(0);
+    h.refresh();
+    await h.clock.settle(STATUS_RESYNC_MS);
+    const decisions = vi.mocked(apiStatus.statusToWrite);
+    decisions.mockClear();
+    await h.clock.settle(STATUS_RESYNC_MS * 3);
+    expect(decisions).not.toHaveBeenCalled();
+    h.statuses.set('uid-web', running(1));
+    await h.clock.settle(0);
+    h.refresh();
+    decisions.mockClear();
+    await h.clock.settle(STATUS_RESYNC_MS);
+    expect(decisions).toHaveBeenCalledTimes(1);
+    await h.clock.settle(STATUS_RESYNC_MS);
+    expect(decisions).toHaveBeenCalledTimes(1);
+    expect(h.api.count('patchPodStatus')).toBe(2);
     h.writer.stop();
   });
 
