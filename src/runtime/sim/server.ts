@@ -97,6 +97,8 @@ export async function startSimRuntime(options: SimRuntimeServerOptions): Promise
   await mkdir(dirname(socketPath), { recursive: true });
   if (engine.stateDir !== undefined) await mkdir(engine.stateDir, { recursive: true });
   const serve = async (): Promise<grpc.Server> => {
+    // Channelz stays on, though nothing reads it: grpc-js's forceShutdown (a restart's) destroys
+    // only the connections its channelz bookkeeping holds.
     const server = new grpc.Server();
     server.addService(serviceDefinition('RuntimeService', RESPONSE_ENCODERS), runtimeHandlers(engine, eventStreams, intercept));
     server.addService(serviceDefinition('ImageService'), imageHandlers(engine, intercept));
@@ -166,31 +168,41 @@ type UnaryHandlers<Rpcs extends { [M in keyof Rpcs]: Rpc<unknown, unknown> }> = 
  */
 function unaryHandlers<Rpcs extends { [M in keyof Rpcs]: Rpc<unknown, unknown> }>(
   handlers: UnaryHandlers<Rpcs>,
-  intercept: CallInterceptor = (_call, _request, _signal, answer) => answer(),
+  intercept?: CallInterceptor,
 ): Record<string, grpc.handleUnaryCall<unknown, unknown>> {
   const result: Record<string, grpc.handleUnaryCall<unknown, unknown>> = {};
   for (const [name, handler] of Object.entries<(request: unknown) => unknown>(handlers)) {
+    const answer = (request: unknown): Promise<unknown> => {
+      try {
+        return Promise.resolve(handler(request));
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    };
+    if (intercept === undefined) {
+      // Nothing stands between the call and its answer, so nothing needs to know the call went:
+      // no signal per call (with its listener, much of what a call cost at rest).
+      result[name] = (call, callback) => respond(answer(call.request), callback);
+      continue;
+    }
     result[name] = (call, callback) => {
       const gone = new AbortController();
       // Only a call still being answered is cancelled: the stream's close after an answer is
       // reported as a cancellation too, and an abort makes an AbortError with its stack trace.
       const cancel = () => gone.abort();
       call.once('cancelled', cancel);
-      const answered = () => void call.removeListener('cancelled', cancel);
-      intercept(name, call.request, gone.signal, async () => handler(call.request))
-        .then(
-          (response) => {
-            answered();
-            callback(null, response);
-          },
-          (error: unknown) => {
-            answered();
-            callback(toServiceError(error));
-          },
-        );
+      const answered = intercept(name, call.request, gone.signal, () => answer(call.request)).finally(() => call.removeListener('cancelled', cancel));
+      respond(answered, callback);
     };
   }
   return result;
+}
+
+function respond(answer: Promise<unknown>, callback: grpc.sendUnaryData<unknown>): void {
+  answer.then(
+    (response) => callback(null, response),
+    (error: unknown) => callback(toServiceError(error)),
+  );
 }
 
 function invalid(message: string): SimError {
