@@ -76,7 +76,7 @@ export function scaleMarkdown(runs: readonly ScaleRun[], about: string): string 
   const counts = (['statelet', 'kwok'] as const).map((faker) => `${runs.filter((r) => r.faker === faker).length} ${faker}`).join(', ');
   return [
     SCALE_START,
-    `${about}: ${first?.nodes ?? 0} nodes, a Deployment of ${first?.burst.pods ?? 0} pods (${first?.podsPerNode ?? 0} per node), rest measured over ${first?.idleS ?? 0} s after ${first?.settleS ?? 0} s; runs: ${counts}, alternated; means of the runs.`,
+    `${about}: ${first?.nodes ?? 0} nodes, a Deployment of ${first?.burst.pods ?? 0} pods (${first?.podsPerNode ?? 0} per node), rest measured over ${first?.idleS ?? 0} s after ${first?.settleS ?? 0} s (RSS: the mean of a reading a second); runs: ${counts}, alternated; means of the runs.`,
     '',
     '| | statelet --nodes | kwok |',
     '|---|---|---|',
