@@ -11,7 +11,7 @@ export const SCALE_END = '<!-- /scale -->';
 export interface AtRest {
   cpuPercent: number;
   apiRequestsPerS: number;
-  /** RSS read every second over the rest window (runs before 2026-11-28 read it once, before the window). */
+  /** RSS read every second over the rest window (runs before this field read it once, before the window). */
   rss?: { meanMB: number; minMB: number; maxMB: number };
 }
 

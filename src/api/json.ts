@@ -14,8 +14,8 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
     return true;
   }
   if (!isRecord(a) || !isRecord(b)) return false;
-  // Counted, not listed: the status writer compares every pod's status every resync, and a list of
-  // keys per object compared was most of what a node at rest allocated.
+  // Counted, not listed: statuses are compared often (the status writer's resync, every pod), and
+  // the lists of keys were the largest single share of what a node at rest allocated.
   let members = 0;
   for (const key in a) {
     if (!present(a[key])) continue;
