@@ -12,6 +12,8 @@ import type { Pod } from '../src/api/types.ts';
 import { podRef } from '../src/api/types.ts';
 import { type PodEffects, podMachineWith } from '../src/pod/pod.ts';
 import { PodManager } from '../src/pod/podManager.ts';
+import { activePods } from '../src/podworkers/activePods.ts';
+import { PodStages } from '../src/podworkers/podStages.ts';
 import { createPodsLogic } from '../src/kubelet/dispatch.ts';
 import { StatusManager } from '../src/status/manager.ts';
 import { silentLogger } from '../src/log.ts';
@@ -81,10 +83,17 @@ function viaCreateActor(n: number): Measure {
 function viaPodWorkers(n: number): Measure {
   const list = pods(n, run++);
   const before = heapUsed();
+  const podManager = new PodManager();
+  const statuses = new StatusManager();
+  const stages = new PodStages();
   const logic = createPodsLogic({
     podMachine,
-    podManager: new PodManager(),
-    statuses: new StatusManager(),
+    podManager,
+    statuses,
+    stages,
+    activePods: () => activePods({ stages, desired: (uid) => podManager.get(uid), status: (uid) => statuses.get(uid), allocated: (pod) => pod }),
+    sourcesReady: () => true,
+    metrics: {},
     node: () => ({ name: 'bench-node', maxPods: n, labels: {}, os: 'linux' }),
     recorder: loggingRecorder(silentLogger),
     runtime: { runningPodUids: () => new Set(), killOrphanPod: async () => {}, collectGarbage: async () => {}, removeOrphanedPodDirs: async () => {} },

@@ -12,6 +12,11 @@
 // line here. In a loop's folder every file but its machine (the file that calls `setup(`),
 // `effects.ts` and `loop.ts` is a decision.
 //
+// Parts of the node never read another actor's state: they are told what they need as catalogue
+// events, or read a part's named capability. So outside the visualizer (whose job is to show every
+// actor) no file looks an actor up in the system (`system.get(`, `system.getAll(`) or reads a
+// snapshot other than its own actor's (`self.getSnapshot()`).
+//
 // Two more rules keep the statecharts and the decisions free of I/O:
 //   - a machine file (one that calls xstate's `setup(`) imports no gRPC, filesystem, network or
 //     Kubernetes client module and no concrete runtime (runtime/cri, runtime/sim);
@@ -102,6 +107,10 @@ const io = [
 ];
 const notInDecisions = [/^xstate/, /\/clock\.ts$/];
 
+/** Units whose job is to read every actor: the visualizer. */
+const SNAPSHOT_READERS = ['visualizer'];
+const snapshotReads = [/\bsystem\.get(?:All)?\(/g, /\b(?!self\b)[\w$.\]?)!]+\.getSnapshot\(\)/g];
+
 const importPattern = /(?:^|\n)\s*(?:import|export)\s[^;]*?from\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g;
 
 function* files(dir) {
@@ -124,7 +133,7 @@ export function nodeLoopUnits(srcDir) {
 const loopShapeFiles = new Set(['effects.ts', 'loop.ts']);
 
 export function lint(srcDir) {
-  const problems = { unranked: [], upward: [], io: [], cycles: [] };
+  const problems = { unranked: [], upward: [], io: [], cycles: [], snapshots: [] };
   const loops = nodeLoopUnits(srcDir);
   const rankOf = new Map(LAYERS.flatMap((units, rank) => (units[0] === NODE_LOOPS ? loops : units).map((unit) => [unit, rank])));
   for (const unit of loops) if (LAYERS.some((units) => units.includes(unit))) problems.unranked.push(`${unit}/loop.ts: "${unit}" holds a node loop and is listed in a layer too`);
@@ -134,6 +143,9 @@ export function lint(srcDir) {
     const text = readFileSync(file, 'utf8');
     const unit = unitOf(rel);
     if (!rankOf.has(unit)) problems.unranked.push(`${rel}: unit "${unit}" is in no layer`);
+    if (!SNAPSHOT_READERS.includes(unit)) {
+      for (const pattern of snapshotReads) for (const match of text.matchAll(pattern)) problems.snapshots.push(`${rel} reads an actor's state: ${match[0]}`);
+    }
     const isMachine = /\bsetup\(\s*\{/.test(text);
     const isDecision = DECISIONS.includes(rel) || (loops.includes(unit) && !isMachine && !loopShapeFiles.has(path.basename(rel)));
     const edges = [];
@@ -201,8 +213,9 @@ if (import.meta.url === `file://${process.argv[1]}`) {
   report('upward imports', problems.upward);
   report('cycles', problems.cycles);
   report('I/O in machines or decisions', problems.io);
+  report("reads of another actor's state", problems.snapshots);
   if (problems.unranked.length) report('units in no layer', problems.unranked);
-  const total = problems.upward.length + problems.cycles.length + problems.io.length + problems.unranked.length;
+  const total = problems.upward.length + problems.cycles.length + problems.io.length + problems.snapshots.length + problems.unranked.length;
   const loops = nodeLoopUnits(srcDir).join(' ');
   console.log(total ? 'lint-layers: FAILED' : `lint-layers: ${LAYERS.map((l) => (l[0] === NODE_LOOPS ? `{${loops}}` : l.join(' '))).join(' < ')}`);
   process.exit(total ? 1 : 0);

@@ -13,7 +13,7 @@
  *   PROBE.*    probe manager → syncLoop → pod workers → pod: a probe's result changed
  *   TICK.*     syncLoop → pod workers / housekeeping: the shared resync and housekeeping ticks
  *   POD.*      pod workers → pod: commands (UPDATE, SYNC, KILL, RELEASE);
- *              pod → pod workers: reports (SYNCED, TERMINATED, FINISHED), and its end (ENDED)
+ *              pod → pod workers: reports (SYNCED, TERMINATING, TERMINATED, FINISHED), and its end (ENDED)
  *   CRI.*      a pod's effect actor → itself: each runtime call it made, for inspectors only
  *   OOM.*      the OOM watcher's kernel log follower → the watcher: a system OOM, the log ended
  *   NODE.*     syncLoop → node status loop: the runtime's health changed (report it now);
@@ -33,11 +33,24 @@ export type ConfigEvent = { type: `CONFIG.${ConfigOp}`; source: SourceName; pods
 
 export type SourceEvent =
   | { type: 'SOURCE.SEEN'; source: SourceName }
-  | { type: 'SOURCE.ERROR'; source: SourceName; message: string }
+  /** Every configured source has been seen (the syncLoop tells it once, config.go SeenAllSources). */
+  | { type: 'SOURCE.ALL_SEEN' }
+  /**
+   * A source could not read or run something; `warning`: the kubelet records an event on the pod
+   * for it (a duplicate name, an API pod the node cannot run), which the node's recorder writes.
+   */
+  | { type: 'SOURCE.ERROR'; source: SourceName; message: string; warning?: SourceWarning }
   /** The mirror pods the API source sees now (never run; matched against the static pods). */
   | { type: 'SOURCE.MIRRORS'; pods: Pod[] }
   /** How a source is doing: the API source `listing`, `watching` (from a version), `backingOff`. */
   | { type: 'SOURCE.STATE'; source: SourceName; phase: string; detail: string };
+
+/** The event a source asks the node to record on a pod it left out. */
+export interface SourceWarning {
+  pod: Pod;
+  reason: string;
+  message: string;
+}
 
 export const configEvent = (op: ConfigOp, source: SourceName, pods: Pod[]): ConfigEvent => ({ type: `CONFIG.${op}`, source, pods });
 
@@ -145,6 +158,8 @@ export type PodReport =
     }
   /** A piece of work failed and will be retried; `pod` is its `namespace/name`. */
   | { type: 'POD.FAILED'; uid: string; pod: string; work: PodWork; error: string }
+  /** Termination began, asked for or on the pod's own (a terminal phase, a deletion seen at start). */
+  | { type: 'POD.TERMINATING'; uid: string }
   | { type: 'POD.TERMINATED'; uid: string }
   | { type: 'POD.FINISHED'; uid: string; restartRequested: boolean };
 
@@ -170,14 +185,23 @@ export type RuntimeCallEvent =
  */
 export type NodeEvent =
   | { type: 'NODE.HEALTH_CHANGED' }
+  /** The runtime's network as its Status said at the last poll (null: ready). */
+  | { type: 'NODE.RUNTIME_NETWORK'; error: string | null }
   | { type: 'NODE.PRESSURE'; conditions: NodePressureCondition[] }
   | { type: 'NODE.EVICT_POD'; uid: string; gracePeriodSeconds: number; status: KillStatus };
 
 /** Inside the OOM watcher: an OOM of the whole machine (its event recorded), or the kernel log that can no longer be read. */
 export type OomWatcherEvent = { type: 'OOM.SYSTEM'; process: string; pid: number } | { type: 'OOM.LOG_ENDED'; error: string };
 
-/** The pod status writer's progress, at most once a second: statuses waiting, written, pods deleted. */
-export type StatusWritesEvent = { type: 'STATUS.WRITES'; queued: number; writes: number; deletes: number };
+/**
+ * The pod status writer's news: a pod's status to write again although it did not change (its
+ * static pod's mirror was created); the writer's own resync tick and its progress (statuses
+ * waiting, written, pods deleted), inside its loop.
+ */
+export type StatusWriterEvent =
+  | { type: 'STATUS.REWRITE'; uid: string }
+  | { type: 'STATUS.RESYNC' }
+  | { type: 'STATUS.PROGRESS'; queued: number; writes: number; deletes: number; error: string | null };
 
 // ---- The whole catalogue ----------------------------------------------------------------------
 
@@ -194,19 +218,24 @@ type AgentEvent =
   | RuntimeCallEvent
   | NodeEvent
   | OomWatcherEvent
-  | StatusWritesEvent;
+  | StatusWriterEvent;
 
 export type AgentEventType = AgentEvent['type'];
 
 /** The event of a type, e.g. `EventOf<'POD.KILL'>`. */
 export type EventOf<T extends AgentEventType> = Extract<AgentEvent, { type: T }>;
 
-/** What the syncLoop passes on to the pod workers as it is: config, container events, probe results. */
+/**
+ * What the syncLoop passes on to the pod workers as it is: config, container events, probe
+ * results, the mirror pods seen, a source's warning about a pod (recorded there), the eviction
+ * manager's news.
+ */
 export const routedToPodWorkers = [
   ...configOps.map((op) => `CONFIG.${op}` as const),
   ...plegContainerEventTypes,
   'PROBE.RESULT',
   'SOURCE.MIRRORS',
+  'SOURCE.ERROR',
   'NODE.PRESSURE',
   'NODE.EVICT_POD',
 ] as const satisfies readonly AgentEventType[];

@@ -23,34 +23,31 @@ import { readMachineInfo } from '../node/machineInfo.ts';
 import type { MachineInfo } from '../node/nodeStatus.ts';
 import type { SyncLoopMachine } from '../kubelet/syncLoop.ts';
 import type { Logger } from '../log.ts';
-import type { PodManager } from '../pod/podManager.ts';
+import type { Node } from '../kubelet/composeNode.ts';
 import { CriClient } from '../runtime/cri/client.ts';
 import type { SimMemory } from '../runtime/sim/engine.ts';
 import { parseQuantity } from '../api/quantity.ts';
-import { openContainerManager } from '../cm/open.ts';
+import { openNodeCgroups } from '../cm/open.ts';
 import { hostHugePageSizes, hostMemoryFeatures, readProcSwaps, simMemoryFeatures, swapOnRefusal } from '../cm/memoryFeatures.ts';
 import type { MemoryFeatures } from '../kuberuntime/resources.ts';
 import { type KernelLog, hostKernelLog } from '../node/kernelLog.ts';
-import type { Pod } from '../api/types.ts';
 import { type AgentView, type ListeningServer, healthzHandler, listen, readOnlyHandler } from '../server/http.ts';
 import { RequestAuth } from '../server/auth.ts';
 import { servingCertificate } from '../server/certificates.ts';
 import { startKubeletServer } from '../server/kubeletServer.ts';
 import { statsHandler } from '../server/statsRoutes.ts';
-import { AgentMetrics, type MetricsInput } from '../server/metrics.ts';
+import { AgentMetrics } from '../server/metrics.ts';
 import { instrumentedImages, instrumentedRuntime } from '../runtime/instrumented.ts';
 import { type NodeDns, parseResolvConf } from '../kuberuntime/dns.ts';
 import type { DnsConfig } from '../runtime/types.ts';
-import { ApiEventRecorder, type EventRecorder } from '../eventrecorder/recorder.ts';
 import { configuredSources, createConfigSourcesLogic } from '../sources/configSources.ts';
-import type { StatusManager } from '../status/manager.ts';
 import { type VisualizedNodes, startVisualizerServer } from '../visualizer/server.ts';
 import { VisualizerHub } from '../visualizer/stream.ts';
 
 export interface Agent {
   syncLoop: Actor<SyncLoopMachine>;
-  podManager: PodManager;
-  statuses: StatusManager;
+  podManager: Node['podManager'];
+  statuses: Node['statuses'];
   view: AgentView;
   /** Where the authenticated API listens (`https://address:port`), when enabled. */
   kubeletUrl?: string;
@@ -131,13 +128,9 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
       : client;
   closers.push(() => client.close());
   if (imageClient !== client) closers.push(() => imageClient.close());
-  // Every CRI call counted and timed for /metrics (kubelet_runtime_operations_*); the rest of
-  // the metrics are read from the node when scraped.
-  // Set once the node is composed, before any server can be scraped.
-  let metricsInput = (): MetricsInput => {
-    throw new Error('metrics are read before the node exists');
-  };
-  const metrics = new AgentMetrics(config.nodeName, () => metricsInput());
+  // Every CRI call counted and timed for /metrics (kubelet_runtime_operations_*), and what the node
+  // tells as it happens; what is read from the node when scraped is added once it is built.
+  const metrics = new AgentMetrics(config.nodeName);
   metrics.collectProcessMetrics();
   const runtime = instrumentedRuntime(client, metrics);
   const images = instrumentedImages(imageClient, metrics);
@@ -200,19 +193,15 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
   const machine = await readMachine(config.rootDir, simMemory);
   const cluster = config.kubeconfig ? clusterDeps(await loadKubeApi(config.kubeconfig, apiRequests, limits), machine) : undefined;
   if (cluster) log('info', 'Joining the cluster', { server: cluster.server, node: config.nodeName });
-  // The node's recorder exists once composeNode has run; the sources report only after their first read.
-  const recorder: EventRecorder = { event: (...args) => node.recorder.event(...args) };
-  const sources = { ...sourceOptions, recorder, ...(cluster ? { api: cluster.deps.api } : {}) };
-  // The node's cgroups (kubepods, QoS, pods), before any pod starts; their pods are the node's once it exists.
-  let activePods = (): Pod[] => [];
+  const sources = { ...sourceOptions, ...(cluster ? { api: cluster.deps.api } : {}) };
   const runtimeConfig = await runtime.status({ verbose: true, timeoutMs: 5_000 }).catch(() => undefined);
-  const podCgroups = await openContainerManager({
+  // The node's cgroup tree (kubepods, QoS), before any pod starts; the node keeps its pods' cgroups under it.
+  const nodeCgroups = await openNodeCgroups({
     config,
     simulated: simMemory !== undefined,
     capacity: await machineCapacity(simMemory),
     hugePageSizes: memoryFeatures.hugePageSizes,
     ...(runtimeConfig?.systemdCgroup !== undefined ? { runtimeSystemdCgroup: runtimeConfig.systemdCgroup } : {}),
-    activePods: () => activePods(),
     log,
   });
   const node = composeNode({
@@ -230,17 +219,13 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     metrics,
     ...(simMemory ? { machineMemory: simMemory } : {}),
     memoryFeatures,
-    ...(podCgroups ? { podCgroups } : {}),
+    ...(nodeCgroups ? { nodeCgroups } : {}),
     kernelLog,
     ...(runtimeConfig ? { runtimeFeatures: { supplementalGroupsPolicy: runtimeConfig.features?.supplementalGroupsPolicy ?? false } } : {}),
     // The network state pods are synced against until the syncLoop's own first Status answers.
     ...(runtimeConfig ? { runtimeConditions: runtimeConfig.conditions } : {}),
   });
-  activePods = node.activePods;
-  closers.unshift(() => node.stop());
-  const { syncLoop, podManager, statuses } = node;
-
-  const { stats } = node;
+  const { syncLoop, podManager, statuses, stats } = node;
   const view: AgentView = {
     pods: () => [...podManager.all()].map((pod) => ({ ...pod, status: statuses.reported(pod) })),
     unhealthyReason: node.unhealthyReason,
@@ -248,14 +233,15 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     metrics: () => metrics.render(),
     probeMetrics: () => metrics.renderProbes(),
   };
-  metricsInput = () => ({
-    pods: view.pods(),
-    podActorStates: Array.from(node.podActors().values(), (actor) => topState(actor.getSnapshot().value)),
-    syncLoop: syncLoop.getSnapshot().context,
+  metrics.addNodeGauges({
+    pods: view.pods,
+    workerStages: () => Array.from(node.stages.entries(), ([, worker]) => worker.stage),
+    relist: () => ({ lastRelistAt: node.facts.health().lastRelistAt, durationMs: node.facts.lastRelistDurationMs() }),
     ...(cluster ? { apiRequests } : {}),
-    ...(node.statusWriter ? { statusWrites: { writes: node.statusWriter.writes, deletes: node.statusWriter.deletes, queued: node.statusWriter.queued() } } : {}),
-    ...(node.recorder instanceof ApiEventRecorder ? { events: node.recorder.stats } : {}),
+    ...(node.recorder.stats ? { events: () => node.recorder.stats! } : {}),
   });
+  node.start();
+  closers.unshift(() => node.stop());
 
   const agent: Agent = {
     syncLoop,
@@ -413,7 +399,3 @@ function urlOf(address: string, server: Pick<ListeningServer, 'port'>): string {
   return `http://${host}:${server.port}`;
 }
 
-/** The top-level state of a statechart value (`{ syncing: … }` → `syncing`). */
-function topState(value: unknown): string {
-  return typeof value === 'string' ? value : Object.keys(value as object)[0] ?? '';
-}

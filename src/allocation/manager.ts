@@ -16,7 +16,10 @@
  * The decisions are in allocation.ts and src/status/resize.ts; this class only keeps their results.
  */
 import type { Pod, PodCondition, ResourceRequirements } from '../api/types.ts';
+import type { Clock } from '../clock.ts';
 import type { ActuatedResources } from '../kuberuntime/podResize.ts';
+import type { ActuatedStore, PodResizeState } from '../kuberuntime/resize.ts';
+import type { Logger } from '../log.ts';
 import {
   type ResizeConditions,
   backfillConditions,
@@ -27,7 +30,7 @@ import {
   setPending,
 } from '../status/resize.ts';
 import { type PodResourceInfo, resourceInfoForPod, updatePodFromAllocation } from './allocation.ts';
-import type { CheckpointStore, PodResourceRecords } from './checkpoint.ts';
+import { type CheckpointStore, type PodResourceRecords, fileCheckpoint } from './checkpoint.ts';
 
 /** The first retry of pending resizes after start, and the period after (allocation_manager.go initialRetryDelay, retryDelay). */
 export const INITIAL_RETRY_DELAY_MS = 30_000;
@@ -43,7 +46,19 @@ interface AllocationManagerDeps {
 /** Seconds-precision RFC 3339, as the API shows condition times. */
 const toTime = (ms: number): string => new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
 
-export class AllocationManager {
+export class AllocationManager implements PodResizeState {
+  /** The node's allocation manager, its records checkpointed in `dir` (the root directory) as the kubelet's files are. */
+  static checkpointed(dir: string, clock: Clock, log: Logger): AllocationManager {
+    return new AllocationManager({
+      allocated: fileCheckpoint(dir, 'allocated_pods_state', log, clock),
+      actuated: fileCheckpoint(dir, 'actuated_pods_state', log, clock),
+      now: () => clock.now(),
+    });
+  }
+
+  /** The actuated records as a store, for the runtime's steps that set them. */
+  readonly actuated: ActuatedStore = { of: (uid) => this.actuatedOf(uid), set: (uid, container, resources) => this.setActuated(uid, container, resources) };
+
   private readonly allocated: PodResourceRecords;
   private readonly actuatedRecords: PodResourceRecords;
   private readonly resizeConditions = new Map<string, ResizeConditions>();

@@ -1,7 +1,8 @@
 /**
  * The node's cgroups (pkg/kubelet/cm: container_manager_linux.go, qos_container_manager_linux.go,
- * pod_container_manager_linux.go, node_container_manager_linux.go): at start the kubepods cgroup
- * with the node's allocatable, and the burstable and besteffort cgroups; for each pod, before its
+ * pod_container_manager_linux.go, node_container_manager_linux.go): at start (createNodeCgroups,
+ * before the node is built) the kubepods cgroup with the node's allocatable, and the burstable and
+ * besteffort cgroups; for each pod, before its
  * sandbox, its own cgroup with its limits (the sandbox's cgroup parent); the pod's cgroup removed
  * once it has terminated, and at housekeeping any pod cgroup no pod owns.
  *
@@ -17,7 +18,8 @@ import type { Cgroups } from './cgroupfs.ts';
 import { BESTEFFORT_CGROUP_CONFIG, POD_RESOURCE_FILES, burstableCgroupConfig, kubepodsCgroup, kubepodsCgroupConfig, podCgroup, parsePodCgroupResources, podCgroupConfig, podResizeConfig, podUidOfCgroup, qosCgroup } from './podResources.ts';
 import type { PodCgroupResources, PodCgroupSettings } from '../kuberuntime/podResize.ts';
 
-export interface ContainerManagerDeps {
+/** The node's cgroup tree and what each pod cgroup gets, as the agent opened them (open.ts). */
+export interface NodeCgroupSettings {
   cgroups: Cgroups;
   /** --cgroup-root: where kubepods goes ('/' by default). */
   cgroupRoot: string;
@@ -30,9 +32,23 @@ export interface ContainerManagerDeps {
   capacity: { milliCpu: number; memoryBytes: number; pids?: number };
   /** --system-reserved and --kube-reserved summed (amounts: millicores, bytes, pids). */
   reserved: ResourceAmounts;
+}
+
+export interface ContainerManagerDeps extends NodeCgroupSettings {
   /** The pods admitted and not terminated, whose requests the burstable cgroup shares. */
   activePods(): Pod[];
   log: Logger;
+}
+
+/**
+ * Makes kubepods and the QoS cgroups (enforceNodeAllocatableCgroups, QOSContainerManager.Start),
+ * before any pod is admitted; rejects with the cgroup filesystem's error.
+ */
+export async function createNodeCgroups(settings: NodeCgroupSettings): Promise<void> {
+  const { cgroups, cgroupRoot } = settings;
+  await cgroups.create(kubepodsCgroup(cgroupRoot), kubepodsCgroupConfig(settings.capacity, settings.reserved, settings.enforcePods));
+  await cgroups.create(qosCgroup(cgroupRoot, 'Burstable'), burstableCgroupConfig([]));
+  await cgroups.create(qosCgroup(cgroupRoot, 'BestEffort'), BESTEFFORT_CGROUP_CONFIG);
 }
 
 /** The error the kubelet's SyncPod reports when the pod cgroup cannot be made; `cause` is the filesystem's. */
@@ -52,38 +68,14 @@ export class ContainerManager {
    * the first time (the kubelet stats every hierarchy at every sync; statelet owns these cgroups).
    */
   private readonly known = new Set<string>();
-  /** The burstable cgroup's shares as last written, so an unchanged value is not written again. */
-  private burstableShares: number | null = null;
+  /** The burstable cgroup's shares as last written (createNodeCgroups wrote those of no pods), so an unchanged value is not written again. */
+  private burstableShares: number | null = burstableCgroupConfig([]).cpuShares ?? null;
   /** The update of the burstable cgroup that has not begun yet, which later requests join, and the pods they add. */
   private nextBurstable: { run: Promise<void>; also: Map<string, Pod> } | null = null;
   /** The update running or last run (settled either way): the next one begins after it. */
   private lastBurstable: Promise<void> = Promise.resolve();
 
   constructor(private readonly deps: ContainerManagerDeps) {}
-
-  get version(): 1 | 2 {
-    return this.deps.cgroups.version;
-  }
-
-  /** kubepods is limited to allocatable (the node records NodeAllocatableEnforced once started). */
-  get enforcesAllocatable(): boolean {
-    return this.deps.enforcePods;
-  }
-
-  /** The kubepods cgroup (`/kubepods` under --cgroup-root). */
-  get kubepods(): string {
-    return kubepodsCgroup(this.deps.cgroupRoot);
-  }
-
-  /** Makes kubepods and the QoS cgroups (enforceNodeAllocatableCgroups, QOSContainerManager.Start); rejects with the cgroup filesystem's error. */
-  async start(): Promise<void> {
-    const { cgroups, cgroupRoot } = this.deps;
-    await cgroups.create(kubepodsCgroup(cgroupRoot), kubepodsCgroupConfig(this.deps.capacity, this.deps.reserved, this.deps.enforcePods));
-    const burstable = burstableCgroupConfig(this.deps.activePods());
-    await cgroups.create(qosCgroup(cgroupRoot, 'Burstable'), burstable);
-    this.burstableShares = burstable.cpuShares ?? null;
-    await cgroups.create(qosCgroup(cgroupRoot, 'BestEffort'), BESTEFFORT_CGROUP_CONFIG);
-  }
 
   /** The pod's cgroup, the sandbox's cgroup_parent. */
   parentOf(pod: Pod): string {

@@ -1,6 +1,7 @@
 /**
- * The node's container manager as the agent starts it (container_manager_linux.go NewContainerManager
- * and Start): with --cgroups-per-qos, the cgroup filesystem of the host (`/sys/fs/cgroup`), or for
+ * The node's cgroups as the agent opens them before it builds the node (container_manager_linux.go
+ * NewContainerManager and Start: kubepods and the QoS cgroups made; the node's ContainerManager
+ * keeps the pods' cgroups under them): with --cgroups-per-qos, the cgroup filesystem of the host (`/sys/fs/cgroup`), or for
  * sim://, whose pods are no processes, a directory tree laid out as cgroup v2 under --root-dir, so
  * the same hierarchy and values can be read there. Where the agent may not make cgroups (not root,
  * a read-only cgroupfs) it says so once and runs without them: it never claims a limit it did not set.
@@ -8,11 +9,11 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { amounts } from '../api/quantity.ts';
-import type { Pod } from '../api/types.ts';
 import type { AgentConfig } from '../cli/config.ts';
 import type { Logger } from '../log.ts';
 import { openCgroups } from './cgroupfs.ts';
-import { ContainerManager } from './containerManager.ts';
+import { kubepodsCgroup } from './podResources.ts';
+import { type NodeCgroupSettings, createNodeCgroups } from './containerManager.ts';
 
 interface OpenOptions {
   config: Pick<AgentConfig, 'cgroupsPerQos' | 'cgroupRoot' | 'enforceNodeAllocatable' | 'podMaxPids' | 'systemReserved' | 'kubeReserved' | 'rootDir'>;
@@ -23,7 +24,6 @@ interface OpenOptions {
   hugePageSizes: readonly string[];
   /** The runtime makes cgroups through systemd (its verbose status says so). */
   runtimeSystemdCgroup?: boolean;
-  activePods(): Pod[];
   log: Logger;
 }
 
@@ -33,7 +33,7 @@ export const SIM_CGROUP_DIR = 'sim-cgroup';
 /** The controllers a simulated v2 root offers. */
 const SIM_CONTROLLERS = 'cpuset cpu io memory hugetlb pids';
 
-export async function openContainerManager(options: OpenOptions): Promise<ContainerManager | undefined> {
+export async function openNodeCgroups(options: OpenOptions): Promise<NodeCgroupSettings | undefined> {
   const { config, log } = options;
   if (!config.cgroupsPerQos) {
     log('info', 'No pod or QoS cgroups (--cgroups-per-qos=false): pods run in the runtime\'s default cgroups, with their containers\' own limits');
@@ -51,7 +51,7 @@ export async function openContainerManager(options: OpenOptions): Promise<Contai
   const reserved = amounts(config.systemReserved);
   for (const [name, value] of Object.entries(amounts(config.kubeReserved))) reserved[name] = (reserved[name] ?? 0) + value;
   try {
-    const manager = new ContainerManager({
+    const settings: NodeCgroupSettings = {
       cgroups: await openCgroups(mount),
       cgroupRoot: config.cgroupRoot || '/',
       podPidsLimit: config.podMaxPids,
@@ -59,12 +59,10 @@ export async function openContainerManager(options: OpenOptions): Promise<Contai
       enforcePods: config.enforceNodeAllocatable.includes('pods'),
       capacity: options.capacity,
       reserved,
-      activePods: options.activePods,
-      log,
-    });
-    await manager.start();
-    log('info', 'Keeping the node\'s cgroups', { mount, version: manager.version, kubepods: manager.kubepods });
-    return manager;
+    };
+    await createNodeCgroups(settings);
+    log('info', 'Keeping the node\'s cgroups', { mount, version: settings.cgroups.version, kubepods: kubepodsCgroup(settings.cgroupRoot) });
+    return settings;
   } catch (err) {
     log('warn', 'Cannot make the node\'s cgroups here: pods run in the runtime\'s default cgroups, with their containers\' own limits only (no kubepods, QoS or pod cgroups)', { mount, err });
     return undefined;

@@ -168,3 +168,9 @@ export class ApiEventRecorder implements EventRecorder {
     }
   }
 }
+
+/** The node's recorder: in a cluster events go to the API too (correlated, rate-limited), and `stop` ends its writes; a standalone node logs them. */
+export function nodeEventRecorder(deps: Omit<ApiRecorderDeps, 'api'> & { api: KubeApi | undefined }): EventRecorder & { stats?: ApiRecorderStats; stop(): void } {
+  if (deps.api) return new ApiEventRecorder({ ...deps, api: deps.api });
+  return { ...loggingRecorder(deps.log), stop: () => {} };
+}

@@ -24,8 +24,9 @@ export const evictionLoop = defineNodeLoop({
     const effects = createEvictionEffects({
       nodeName: config.nodeName,
       stats,
-      activePods: pods.active,
-      podCleanedUp: pods.cleanedUp,
+      // Those already on their way out are not ranked again (a second kill could only shorten their grace).
+      activePods: () => pods.active().filter((pod) => !pods.stages.isTerminationRequested(pod.metadata.uid)),
+      podCleanedUp: (uid) => pods.stages.isFinished(uid),
       // Every dead container of a pod that no longer runs.
       deleteAllUnusedContainers: async () => {
         const running = new Set(pods.active().map((p) => p.metadata.uid));

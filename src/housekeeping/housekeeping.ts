@@ -29,7 +29,8 @@ import { podRef } from '../api/types.ts';
 import type { Logger } from '../log.ts';
 import type { PodManager } from '../pod/podManager.ts';
 import type { PodWorkers } from '../podworkers/podWorkers.ts';
-import type { StatusManager } from '../status/manager.ts';
+import type { PodWorkerStages } from '../podworkers/podStages.ts';
+import type { PodStatusReader, StatusForgetter } from '../status/manager.ts';
 
 /** What housekeeping asks of the runtime (src/kuberuntime implements it). */
 export interface RuntimeCleanup {
@@ -64,8 +65,10 @@ export function orphanedWorkers(workers: Iterable<WorkerView>): string[] {
 
 interface HousekeepingDeps {
   workers: PodWorkers;
+  /** Where each worker stands (the workers record it from their actors' reports). */
+  stages: PodWorkerStages;
   podManager: PodManager;
-  statuses: StatusManager;
+  statuses: PodStatusReader & StatusForgetter;
   runtime: RuntimeCleanup;
   /** Admits and starts pods that are in config but have no actor. */
   readmit(pods: readonly Pod[]): void;
@@ -93,7 +96,7 @@ export class Housekeeping {
     if (!restartRequested) workers.freeStaticName(uid);
     if (!podManager.has(uid)) {
       workers.release(uid);
-      statuses.delete(uid);
+      statuses.forgetPod(uid);
     } else if (restartRequested) {
       // The same UID came back while it was terminating: it starts over with a fresh actor, as
       // soon as the old one has released its systemId.
@@ -113,7 +116,7 @@ export class Housekeeping {
     }
     if (this.restartOnRelease.delete(uid) && pod && !workers.has(uid)) {
       // A new life for the UID: the terminal status of the old one must not end it at once.
-      statuses.delete(uid);
+      statuses.forgetPod(uid);
       workers.start(pod);
       this.deps.podRestarted?.(pod);
     }
@@ -129,13 +132,14 @@ export class Housekeeping {
   }
 
   private async pass(): Promise<void> {
-    const { workers, podManager, statuses, runtime, log } = this.deps;
+    const { workers, stages, podManager, statuses, runtime, log } = this.deps;
     const views: WorkerView[] = [];
-    for (const [uid, actor] of workers.entries()) {
-      const snapshot = actor.getSnapshot();
-      if (snapshot.hasTag('finished')) this.podFinished(uid, snapshot.context.restartRequested);
-      views.push({ uid, desired: podManager.has(uid), terminationRequested: snapshot.status !== 'active' || snapshot.hasTag('terminating') || snapshot.hasTag('terminated') });
+    const finished: [string, boolean][] = [];
+    for (const [uid, worker] of stages.entries()) {
+      if (worker.finished) finished.push([uid, worker.restartRequested]);
+      views.push({ uid, desired: podManager.has(uid), terminationRequested: stages.isTerminationRequested(uid) });
     }
+    for (const [uid, restartRequested] of finished) this.podFinished(uid, restartRequested);
     for (const uid of orphanedWorkers(views)) {
       log('info', 'Pod is no longer in config and still running: terminating it', { podUID: uid });
       workers.send(uid, { type: 'POD.KILL', deleted: true, reason: 'removed from config' });

@@ -20,25 +20,27 @@ import type { Pod } from '../api/types.ts';
 import { podRef } from '../api/types.ts';
 import type { ConfigEvent } from '../events.ts';
 import { type NodeInfo, admitPod } from '../admission/admit.ts';
-import { type WorkerStage, isPodInactive, needsAdmission } from '../admission/active.ts';
+import { needsAdmission } from '../admission/active.ts';
 import { addAmounts, podRequests, sumRequests } from '../admission/resources.ts';
 import type { Logger } from '../log.ts';
 import { type EventRecorder, podReference } from '../eventrecorder/recorder.ts';
 import type { PodManager } from '../pod/podManager.ts';
 import type { PodWorkers } from '../podworkers/podWorkers.ts';
-import type { StatusManager } from '../status/manager.ts';
+import type { PodRejecter, PodStatusReader, StatusForgetter } from '../status/manager.ts';
 import type { AllocationManager } from '../allocation/manager.ts';
 import { type PodResizes, podResizes } from './podResizes.ts';
 
 interface PodHandlerDeps {
   workers: PodWorkers;
   podManager: PodManager;
-  statuses: StatusManager;
+  statuses: PodStatusReader & PodRejecter & StatusForgetter;
   /** The node as admission sees it now (its labels, allocatable and taints once registered). */
   node: () => NodeInfo;
   recorder: EventRecorder;
   /** Every configured source has been seen (config.go SeenAllSources, the syncLoop's `sources.ready`). */
   sourcesReady(): boolean;
+  /** The pods that count against admission (podworkers/activePods.ts), as allocated. */
+  activePods(): Pod[];
   /**
    * What the node allocated to each pod (in-place resize: src/allocation); absent: pods run as
    * their sources describe them and are never resized.
@@ -62,17 +64,7 @@ export function podHandlers(deps: PodHandlerDeps): PodHandlers {
   /** The pod as its worker runs it: with the resources the node allocated (UpdatePodFromAllocation). */
   const allocatedPod = (pod: Pod) => (allocation ? allocation.allocatedPod(pod) : pod);
 
-  /** Pods that count against admission: admitted, not terminal, not known to have terminated. */
-  const activePods = (): Pod[] => {
-    const active: Pod[] = [];
-    for (const [uid, actor] of workers.entries()) {
-      const snapshot = actor.getSnapshot();
-      const stage: WorkerStage = snapshot.hasTag('terminated') ? 'terminated' : snapshot.hasTag('terminating') ? 'terminating' : 'syncing';
-      const pod = podManager.get(uid) ?? snapshot.context.pod;
-      if (!isPodInactive(pod, statuses.get(uid), stage)) active.push(allocatedPod(pod));
-    }
-    return active;
-  };
+  const { activePods } = deps;
   const resizes = allocation
     ? podResizes({
         allocation,
@@ -109,13 +101,7 @@ export function podHandlers(deps: PodHandlerDeps): PodHandlers {
       if (admission && !admission.admit) {
         log('warn', 'Pod rejected', { pod: podRef(pod), reason: admission.reason, message: admission.message });
         deps.recorder.event(podReference(pod), 'Warning', admission.reason, admission.message);
-        statuses.set(uid, {
-          // SetPodStatus gives every status the pod's generation (status_manager.go).
-          ...(pod.metadata.generation ? { observedGeneration: pod.metadata.generation } : {}),
-          phase: 'Failed',
-          reason: admission.reason,
-          message: `Pod was rejected: ${admission.message}`,
-        });
+        statuses.rejectPod(pod, admission.reason, admission.message);
         continue;
       }
       if (admit && allocation) {
@@ -165,7 +151,7 @@ export function podHandlers(deps: PodHandlerDeps): PodHandlers {
       }
       if (workers.send(uid, { type: 'POD.KILL', deleted: true, reason: 'removed from config' })) continue;
       workers.dropWaiting(pod);
-      statuses.delete(uid);
+      statuses.forgetPod(uid);
     }
     // Their room may let a pending resize through.
     resizes?.retry('pods_removed');

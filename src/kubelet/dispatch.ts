@@ -4,34 +4,40 @@
  * (pkg/kubelet/kubelet.go syncLoopIteration):
  *
  *   CONFIG.*            → the config handlers (configHandlers.ts): pod manager, admission, workers;
- *                         in a cluster, a static pod's change reaches its mirror pod (mirrorClient.ts)
+ *                         in a cluster, a static pod's change reaches its mirror pod (mirrorClient.ts;
+ *                         a mirror created is passed up as STATUS.REWRITE, for the status writer)
  *   SOURCE.MIRRORS      → the mirror pods the API shows, to keep them in step with the static pods
+ *   SOURCE.ERROR        → the event a source asks to record on a pod it left out
  *   PLEG.*, PROBE.*     → the pod actor they name
  *   TICK.SYNC           → the work queue: pods due for a resync get POD.SYNC
  *   TICK.HOUSEKEEPING   → a housekeeping pass (src/housekeeping)
- *   POD.SYNCED/TERMINATED (from pod actors) → the work queue; TERMINATED also to the API status
- *                         writer (a terminal phase it held back while containers ran goes out now)
+ *   POD.TERMINATING/TERMINATED/FINISHED (from pod actors) → the workers' record of each pod's stage
+ *   POD.SYNCED/TERMINATED (from pod actors) → the work queue; TERMINATED is also passed up, for the
+ *                         status writer (a terminal phase it held back while containers ran goes out now)
  *   POD.FAILED (from a pod actor) → the log, once per pod and cause (pod_workers.go logs "Error
  *                         syncing pod, skipping" at every retry; a disk full for minutes would
  *                         print a line per pod every few seconds)
- *   POD.FINISHED (from a pod actor), POD.ENDED (a pod actor ended) → housekeeping
+ *   POD.FINISHED (from a pod actor), POD.ENDED (a pod actor ended) → housekeeping; FINISHED is also
+ *                         passed up, for the status writer (a deleted pod's object may go now)
  *   NODE.PRESSURE       → admission: the conditions new pods are admitted under
  *   NODE.EVICT_POD      → the pod actor it names, as POD.KILL with the eviction's status
  *
  * Stopping it lets go of every pod actor; the pods' containers keep running.
  */
-import { fromCallback } from 'xstate';
+import { type EventObject, fromCallback } from 'xstate';
 import type { NodePressureCondition, Pod } from '../api/types.ts';
-import type { ConfigEvent, EventOf, PodEnded, PodReport, PlegEvent, ProbeResultEvent, TickEvent } from '../events.ts';
+import { isStaticPod } from '../api/types.ts';
+import { type ConfigEvent, type EventOf, type PodEnded, type PodReport, type PlegEvent, type ProbeResultEvent, type StatusWriterEvent, type TickEvent, routedToPodWorkers } from '../events.ts';
 import { Housekeeping, type RuntimeCleanup } from '../housekeeping/housekeeping.ts';
 import type { NodeInfo } from '../admission/admit.ts';
-import type { EventRecorder } from '../eventrecorder/recorder.ts';
+import { type EventRecorder, podReference } from '../eventrecorder/recorder.ts';
 import { type Logger, RepeatedFailures } from '../log.ts';
 import type { PodMachine } from '../pod/pod.ts';
-import type { MirrorPodSync } from '../pod/mirrorClient.ts';
+import { type MirrorPodSettings, MirrorPodSync } from '../pod/mirrorClient.ts';
 import type { PodManager } from '../pod/podManager.ts';
 import { PodWorkers } from '../podworkers/podWorkers.ts';
-import type { StatusManager } from '../status/manager.ts';
+import type { PodStages } from '../podworkers/podStages.ts';
+import type { PodRejecter, PodStatusReader, StatusForgetter } from '../status/manager.ts';
 import { podHandlers } from './configHandlers.ts';
 import type { AllocationManager } from '../allocation/manager.ts';
 
@@ -39,6 +45,7 @@ import type { AllocationManager } from '../allocation/manager.ts';
 export type PodsEvent =
   | ConfigEvent
   | EventOf<'SOURCE.MIRRORS'>
+  | EventOf<'SOURCE.ERROR'>
   | PlegEvent
   | ProbeResultEvent
   | TickEvent
@@ -47,26 +54,29 @@ export type PodsEvent =
   | EventOf<'NODE.PRESSURE'>
   | EventOf<'NODE.EVICT_POD'>;
 
+/** What the syncLoop routes here, as opposed to what the pod actors report. */
+const routed = new Set<string>(routedToPodWorkers);
+
 interface PodsDeps {
   podMachine: PodMachine;
+  /** Where the workers record each pod's stage, for the rest of the node to read. */
+  stages: PodStages;
+  /** The pods that count against admission (podworkers/activePods.ts). */
+  activePods(): Pod[];
   podManager: PodManager;
-  statuses: StatusManager;
+  statuses: PodStatusReader & PodRejecter & StatusForgetter;
   node: () => NodeInfo;
   recorder: EventRecorder;
-  /** Every configured source has been seen: before that, a removed pod is not killed (configHandlers.ts); absent: always. */
-  sourcesReady?(): boolean;
+  /** Every configured source has been seen: before that, a removed pod is not killed (configHandlers.ts). */
+  sourcesReady(): boolean;
   runtime: RuntimeCleanup;
   syncFrequencyMs: number;
-  /** In a cluster: keeps the static pods' mirror pods in the API. */
-  mirrorPods?: MirrorPodSync;
-  /** Told when a pod's actor finished (the API status writer deletes a deleted pod's object then). */
-  podFinished?(uid: string): void;
-  /** Told when a pod's actor has stopped every container of it (the API status writer writes its terminal phase then). */
-  podTerminated?(uid: string): void;
+  /** In a cluster: where the static pods' mirror pods are kept in step (mirrorClient.ts). */
+  mirrorPods?: MirrorPodSettings;
   /** What the node allocated to each pod (in-place resize); absent: pods are never resized. */
   allocation?: AllocationManager;
-  /** Told when a UID that came back starts afresh (the restarted-pods metric). */
-  podRestarted?(pod: Pod): void;
+  /** Told of what the metrics count here: a UID that came back starts afresh, an event routed here. */
+  metrics: { podRestarted?(isStatic: boolean): void; eventRouted?(type: string): void };
   /** Delay before retrying a pod whose sync failed. */
   errorBackoffMs: number;
   containerGcPeriodMs: number;
@@ -76,11 +86,23 @@ interface PodsDeps {
 }
 
 export function createPodsLogic(deps: PodsDeps) {
-  return fromCallback<PodsEvent>(({ self, receive }) => {
-    const { podManager, statuses, log } = deps;
+  return fromCallback<PodsEvent>(({ self, receive, sendBack }) => {
+    const { podManager, statuses, log, metrics } = deps;
+    /** Passed up for the node loops (the status writer). */
+    const passUp = (event: EventOf<'POD.TERMINATED'> | EventOf<'POD.FINISHED'> | Extract<StatusWriterEvent, { type: 'STATUS.REWRITE' }>) => sendBack(event satisfies EventObject);
+    const mirrorPods =
+      deps.mirrorPods &&
+      new MirrorPodSync({
+        ...deps.mirrorPods,
+        staticPods: () => [...podManager.all()].filter(isStaticPod),
+        onCreated: (pod) => passUp({ type: 'STATUS.REWRITE', uid: pod.metadata.uid }),
+        log,
+        now: deps.now,
+      });
     const workers = new PodWorkers({
       podMachine: deps.podMachine,
       parent: self,
+      stages: deps.stages,
       desired: (uid) => podManager.get(uid),
       // Told from inside the ending actor: handled on this actor's own turn.
       onEnded: (uid, error) => self.send(error === undefined ? { type: 'POD.ENDED', uid } : { type: 'POD.ENDED', uid, error }),
@@ -100,23 +122,26 @@ export function createPodsLogic(deps: PodsDeps) {
       statuses,
       node,
       recorder: deps.recorder,
-      sourcesReady: deps.sourcesReady ?? (() => true),
+      sourcesReady: deps.sourcesReady,
+      activePods: deps.activePods,
       ...(deps.allocation ? { allocation: deps.allocation, now: deps.now } : {}),
       log,
     });
     const housekeeping = new Housekeeping({
       workers,
+      stages: deps.stages,
       podManager,
       statuses,
       runtime: deps.runtime,
       readmit: handlers.add,
       containerGcPeriodMs: deps.containerGcPeriodMs,
-      ...(deps.podRestarted ? { podRestarted: deps.podRestarted } : {}),
+      ...(metrics.podRestarted ? { podRestarted: (pod: Pod) => metrics.podRestarted?.(isStaticPod(pod)) } : {}),
       now: deps.now,
       log,
     });
 
     receive((event) => {
+      if (routed.has(event.type)) metrics.eventRouted?.(event.type);
       switch (event.type) {
         case 'CONFIG.ADD':
         case 'CONFIG.UPDATE':
@@ -124,10 +149,13 @@ export function createPodsLogic(deps: PodsDeps) {
         case 'CONFIG.DELETE':
         case 'CONFIG.RECONCILE':
           handlers.handle(event);
-          if (event.source !== 'api') deps.mirrorPods?.request();
+          if (event.source !== 'api') mirrorPods?.request();
           return;
         case 'SOURCE.MIRRORS':
-          return deps.mirrorPods?.mirrorsSeen(event.pods);
+          return mirrorPods?.mirrorsSeen(event.pods);
+        case 'SOURCE.ERROR':
+          if (event.warning) deps.recorder.event(podReference(event.warning.pod), 'Warning', event.warning.reason, event.warning.message);
+          return;
         case 'PLEG.CONTAINER_STARTED':
         case 'PLEG.CONTAINER_DIED':
         case 'PLEG.CONTAINER_REMOVED':
@@ -139,7 +167,7 @@ export function createPodsLogic(deps: PodsDeps) {
         case 'TICK.RUNTIME_BACK':
           return workers.syncFailed();
         case 'TICK.HOUSEKEEPING':
-          deps.mirrorPods?.request();
+          mirrorPods?.request();
           // The allocations of pods no source names any more go (HandlePodCleanups, RemoveOrphanedPods); pending resizes are retried when due.
           deps.allocation?.removeOrphans((uid) => podManager.get(uid) !== undefined);
           handlers.resizes?.tick();
@@ -149,18 +177,22 @@ export function createPodsLogic(deps: PodsDeps) {
             log('error', 'Error syncing pod, skipping', { pod: event.pod, podUID: event.uid, work: event.work, err: event.error });
           }
           return;
+        case 'POD.TERMINATING':
+          return workers.reported(event);
         case 'POD.SYNCED':
         case 'POD.TERMINATED':
           if (event.type === 'POD.TERMINATED' || event.ok) failures.resolved(event.uid);
           if (event.type === 'POD.TERMINATED') {
-            deps.podTerminated?.(event.uid);
+            workers.reported(event);
+            passUp(event);
             // A pod that stopped frees its room for a pending resize (HandlePodReconcile).
             if (deps.allocation?.pending().length) handlers.resizes?.retry('pod_terminated');
           }
           return workers.schedule(event);
         case 'POD.FINISHED':
           failures.resolved(event.uid);
-          deps.podFinished?.(event.uid);
+          workers.reported(event);
+          passUp(event);
           return housekeeping.podFinished(event.uid, event.restartRequested);
         case 'POD.ENDED':
           failures.resolved(event.uid);

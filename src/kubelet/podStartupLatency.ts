@@ -16,6 +16,7 @@
  * pull time.
  */
 import { ConfigAnnotation, type Pod, type PodStatus } from '../api/types.ts';
+import type { PodStatusReader } from '../status/manager.ts';
 
 export interface PodStartRecord {
   seenMs: number;
@@ -111,4 +112,20 @@ export class PodStartupLatency {
     const record = this.pods.get(uid);
     if (record) this.pods.set(uid, { ...record, lastPullEndMs: this.now() });
   }
+}
+
+/**
+ * The node's pod start metrics, where its metrics take them: they follow every status change of
+ * `statuses`, the pod's spec read from `desired`. None where nothing would be told.
+ */
+export function followPodStarts(
+  metrics: Partial<PodStartObserver>,
+  statuses: Pick<PodStatusReader, 'subscribe'>,
+  desired: (uid: string) => Pod | undefined,
+  now: () => number,
+): PodStartupLatency | undefined {
+  if (!metrics.podStarted || !metrics.podStartedSli) return undefined;
+  const startup = new PodStartupLatency(now, { podStarted: (seconds) => metrics.podStarted?.(seconds), podStartedSli: (seconds, first) => metrics.podStartedSli?.(seconds, first) });
+  statuses.subscribe((uid, status) => startup.statusChanged(uid, desired(uid), status));
+  return startup;
 }

@@ -4,8 +4,10 @@
  *   - `pods`: the pod workers and the kubelet's handlers and housekeeping (dispatch.ts);
  *   - `pleg`: the pod lifecycle event generator (CRI event stream and relisting); sends PLEG.*;
  *   - `probes`: the probe manager (src/prober/manager.ts); sends PROBE.RESULT when a result changes;
- *   - the node-level loops (nodeLoops.ts: node status, Lease, volume manager, container log
- *     manager), spawned at start, each that starts on this node with the input composeNode gave it.
+ *   - `facts`: the read model of what the syncLoop knows (nodeFacts.ts: runtime health, runtime
+ *     network, sources ready), told as catalogue events; other parts read it, never this snapshot;
+ *   - the node-level loops (nodeLoops.ts), spawned at start, each that starts on this node with
+ *     the input composeNode gave it.
  * and routes between them: config, PLEG and probe events go to the pods, `TICK.SYNC` (every second)
  * lets due pods resync, `TICK.HOUSEKEEPING` (every two seconds) runs cleanups, but only once
  * every configured source has delivered its first snapshot — before that, a pod missing from
@@ -13,15 +15,17 @@
  * those its siblings send here, and NODE.HEALTH_CHANGED when the runtime's health flips.
  *
  * Regions (parallel, all always active):
- *   `sources`  `waiting` → `ready` once every expected source has been seen;
+ *   `sources`  `waiting` → `ready` once every expected source has been seen (told: SOURCE.ALL_SEEN);
  *   `ticker`   emits TICK.SYNC each `syncTickMs`;
  *   `housekeeping` emits TICK.HOUSEKEEPING each `housekeepingMs`, in `ready` only;
- *   `runtime`  `healthy` ⇄ `unhealthy`, following the PLEG's relists (what /healthz reports); back
- *              to healthy, it tells the pods (`TICK.RUNTIME_BACK`) so failed syncs are retried at once.
+ *   `runtime`  `healthy` ⇄ `unhealthy`, following the PLEG's relists (what /healthz reports; each
+ *              relist is told to `facts`); back to healthy, it tells the pods (`TICK.RUNTIME_BACK`)
+ *              so failed syncs are retried at once.
  *   `runtimeStatus`  `checking` ⇄ `waiting`: asks the runtime's Status at start and every
  *              `runtimeStatusPeriodMs` (5 s, the kubelet's updateRuntimeUp) and keeps its network
- *              state in `networkError` (null: ready), which each pod's sync reads: a pod not on
- *              the host's network is not synced while it is set. A Status that fails leaves it as it was.
+ *              state in `networkError` (null: ready), told to `facts` (NODE.RUNTIME_NETWORK), where
+ *              each pod's sync reads it: a pod not on the host's network is not synced while it
+ *              is set. A Status that fails leaves it as it was.
  *
  * Context holds only counters and small facts for health and the visualizer; the pods themselves
  * live in their own actors.
@@ -34,18 +38,23 @@ import {
   type ConfigEvent,
   type NodeEvent,
   type PlegReport,
+  type PodReport,
   type ProbeResultEvent,
   type SourceEvent,
-  type StatusWritesEvent,
+  type StatusWriterEvent,
   type TickEvent,
   routedToPodWorkers,
 } from '../events.ts';
 import { type PlegInput, plegMachine } from '../pleg/pleg.ts';
-import { type NodeLoopName, nodeLoops } from './nodeLoops.ts';
+import { type LoopInputs, type NodeLoopName, nodeLoops } from './nodeLoops.ts';
 import type { PodsEvent } from './dispatch.ts';
+import type { NodeFactEvent } from './nodeFacts.ts';
 
-/** Everything the syncLoop accepts: what its children report. */
-type SyncLoopEvent = ConfigEvent | SourceEvent | PlegReport | ProbeResultEvent | StatusWritesEvent | NodeEvent;
+/**
+ * Everything the syncLoop accepts: what its children report, and what the pods pass up for the
+ * node loops (a pod's end of termination, a mirror pod created).
+ */
+type SyncLoopEvent = ConfigEvent | SourceEvent | PlegReport | ProbeResultEvent | StatusWriterEvent | NodeEvent | PodReport;
 
 interface SyncLoopInput {
   expectedSources: SourceName[];
@@ -68,7 +77,7 @@ export const runtimeStatusPeriodMs = 5_000;
 /** The runtime's conditions, as its Status gives them: what the `runtimeStatus` effect returns. */
 export type RuntimeConditions = RuntimeStatusInfo['conditions'];
 
-export type LoopInputs = Partial<Record<NodeLoopName, unknown>>;
+
 
 export interface SyncLoopContext {
   expectedSources: SourceName[];
@@ -86,8 +95,6 @@ export interface SyncLoopContext {
   routed: Record<string, number>;
   /** Each source's last reported state (SOURCE.STATE), e.g. the API source's `watching from 1234`. */
   sourceStates: Partial<Record<SourceName, string>>;
-  /** In a cluster: the pod status writer's last reported progress. */
-  statusWrites: { queued: number; writes: number; deletes: number } | null;
 }
 
 /** A child the composition did not provide: it does nothing, so the machine can be drawn and tested alone. */
@@ -114,7 +121,7 @@ export const syncLoopMachine = setup({
     context: {} as SyncLoopContext,
     events: {} as SyncLoopEvent,
     input: {} as SyncLoopInput,
-    children: {} as { sources: 'sources'; pods: 'pods'; pleg: 'pleg'; probes: 'probes'; runtimeStatus: 'runtimeStatus' } & { [N in NodeLoopName]: N },
+    children: {} as { sources: 'sources'; pods: 'pods'; pleg: 'pleg'; probes: 'probes'; facts: 'facts'; runtimeStatus: 'runtimeStatus' } & { [N in NodeLoopName]: N },
   },
   actors: {
     /** The config sources and their merge: sends CONFIG.*, SOURCE.SEEN, SOURCE.ERROR. */
@@ -124,6 +131,8 @@ export const syncLoopMachine = setup({
     pleg: plegMachine,
     /** The probe manager: sends PROBE.RESULT when a result changes. */
     probes: idle<EventObject>(),
+    /** The read model of the node's facts (nodeFacts.ts); as drawn it keeps nothing. */
+    facts: idle<NodeFactEvent>(),
     /** The runtime's Status, its conditions; as drawn it never answers (composeNode gives the runtime's). */
     runtimeStatus: fromPromise<RuntimeConditions>(() => new Promise<never>(() => {})),
     ...loopMachines,
@@ -171,11 +180,13 @@ export const syncLoopMachine = setup({
       sourceStates: ({ context, event }) =>
         event.type === 'SOURCE.STATE' ? { ...context.sourceStates, [event.source]: event.detail ? `${event.phase} ${event.detail}` : event.phase } : context.sourceStates,
     }),
-    recordStatusWrites: assign({
-      statusWrites: ({ context, event }) =>
-        event.type === 'STATUS.WRITES' ? { queued: event.queued, writes: event.writes, deletes: event.deletes } : context.statusWrites,
+    tellFacts: sendTo('facts', ({ event }): NodeFactEvent => {
+      assertEvent(event, ['PLEG.RELISTED', 'PLEG.RELIST_FAILED']);
+      return event;
     }),
+    tellSourcesReady: sendTo('facts', { type: 'SOURCE.ALL_SEEN' } satisfies NodeFactEvent),
     recordNetwork: assign((_, conditions: RuntimeConditions) => ({ networkError: runtimeNetworkError(conditions) })),
+    tellNetwork: sendTo('facts', ({ context }): NodeFactEvent => ({ type: 'NODE.RUNTIME_NETWORK', error: context.networkError })),
     recordRuntimeError: assign({
       lastRuntimeError: ({ event }) => (event.type === 'PLEG.RELIST_FAILED' ? event.error : null),
     }),
@@ -195,12 +206,12 @@ export const syncLoopMachine = setup({
     networkError: input.networkError ?? null,
     routed: {},
     sourceStates: {},
-    statusWrites: null,
   }),
   invoke: [
     { id: 'pods', src: 'pods' },
     { id: 'sources', src: 'sources' },
     { id: 'probes', src: 'probes' },
+    { id: 'facts', src: 'facts' },
     { id: 'pleg', src: 'pleg', input: ({ context }: { context: SyncLoopContext }) => context.pleg },
   ],
   entry: 'startNodeLoops',
@@ -220,7 +231,6 @@ export const syncLoopMachine = setup({
     ),
     'SOURCE.SEEN': { actions: 'markSourceSeen' },
     'SOURCE.STATE': { actions: 'recordSourceState' },
-    'STATUS.WRITES': { actions: 'recordStatusWrites' },
   },
   type: 'parallel',
   states: {
@@ -228,7 +238,7 @@ export const syncLoopMachine = setup({
       initial: 'waiting',
       states: {
         waiting: { always: { guard: 'allSourcesSeen', target: 'ready' } },
-        ready: {},
+        ready: { entry: 'tellSourcesReady' },
       },
     },
     ticker: {
@@ -252,20 +262,20 @@ export const syncLoopMachine = setup({
         // told on a flip only, not at every relist.
         healthy: {
           entry: 'notifyNodeHealth',
-          on: { 'PLEG.RELISTED': { actions: 'recordRelist' } },
+          on: { 'PLEG.RELISTED': { actions: ['recordRelist', 'tellFacts'] } },
         },
         unhealthy: {
           entry: 'notifyNodeHealth',
           on: {
             // Back: syncs that failed meanwhile are retried now, not after their error back-off.
-            'PLEG.RELISTED': { target: 'healthy', actions: ['recordRelist', 'tickRuntimeBack'] },
-            'PLEG.RELIST_FAILED': { actions: 'recordRuntimeError' },
+            'PLEG.RELISTED': { target: 'healthy', actions: ['recordRelist', 'tellFacts', 'tickRuntimeBack'] },
+            'PLEG.RELIST_FAILED': { actions: ['recordRuntimeError', 'tellFacts'] },
           },
         },
       },
       on: {
-        'PLEG.RELISTED': { target: '.healthy', actions: 'recordRelist' },
-        'PLEG.RELIST_FAILED': { target: '.unhealthy', actions: 'recordRuntimeError' },
+        'PLEG.RELISTED': { target: '.healthy', actions: ['recordRelist', 'tellFacts'] },
+        'PLEG.RELIST_FAILED': { target: '.unhealthy', actions: ['recordRuntimeError', 'tellFacts'] },
       },
     },
     // The kubelet's updateRuntimeUp: the network state is what the last Status said; a Status that
@@ -277,7 +287,7 @@ export const syncLoopMachine = setup({
           invoke: {
             id: 'runtimeStatus',
             src: 'runtimeStatus',
-            onDone: { target: 'waiting', actions: { type: 'recordNetwork', params: ({ event }) => event.output } },
+            onDone: { target: 'waiting', actions: [{ type: 'recordNetwork', params: ({ event }) => event.output }, 'tellNetwork'] },
             onError: { target: 'waiting' },
           },
         },

@@ -11,63 +11,23 @@ import type { RuntimeContainerStatus, RuntimePodStatus, WaitingReason } from '..
 import { podReference } from '../eventrecorder/recorder.ts';
 import type { CallOptions } from '../runtime/types.ts';
 import { isNotFound } from '../runtime/types.ts';
-import { type PodDataDirs, makePodDataDirs, setUpPodVolumes, tearDownPodVolumes } from '../volumes/setUp.ts';
+import { makePodDataDirs, setUpPodVolumes, tearDownPodVolumes } from '../volumes/setUp.ts';
 import { mkdirAll } from '../volumes/mkdirAll.ts';
-import { type Mounter, diskOnly } from '../volumes/mounter.ts';
-import type { TokenManager } from '../volumes/tokens.ts';
+import { diskOnly } from '../volumes/mounter.ts';
 import type { PodActions } from './computePodActions.ts';
-import type { RuntimePodIds } from './podIds.ts';
+import type { PodWork, StartedContainerType } from './podWork.ts';
 import { sandboxConfig } from './configs.ts';
 import { podDns } from './dns.ts';
 import { hookHost } from './hooks.ts';
 import { errorText } from './images.ts';
 import { type PreStopRuns, killContainer } from './kill.ts';
 import type { ContainerType } from './labels.ts';
-import { type ExecuteResult, type StartContext, type StartDeps, type SyncMemory, startContainer } from './startContainer.ts';
+import { type ExecuteResult, type StartContext, type SyncMemory, startContainer } from './startContainer.ts';
 import { TerminationOrdering } from './terminationOrder.ts';
 import { type PodResizeActions, hasResizeWork, withoutZeros } from './podResize.ts';
-import { type ActuatedStore, type PodResizeCgroups, type PodResizeDeps, executePodResize } from './resize.ts';
+import { type ActuatedStore, type PodResizeDeps, executePodResize } from './resize.ts';
 import { containerResources } from './resources.ts';
 
-/** What carrying out a plan reads of the node: what a container's start reads, and the pod-wide parts. */
-/** The pods' cgroups (src/cm), where the node keeps them (--cgroups-per-qos). */
-export interface PodCgroups {
-  /** The pod's cgroup: its sandbox's cgroup parent. */
-  parentOf(pod: Pod): string;
-  /** Makes the pod's cgroup with its limits if it is missing; rejects with the kubelet's error, its cause in `causeText`. */
-  ensurePod(pod: Pod): Promise<void>;
-  /** Removes the terminated pod's cgroup. */
-  destroyPod(pod: Pod): Promise<void>;
-  /** For an in-place resize (resize.ts): the pod cgroup's settings now, what they should be, and setting them. */
-  podResources?: PodResizeCgroups['podResources'];
-  resizeConfig?: PodResizeCgroups['resizeConfig'];
-  setPodResources?: PodResizeCgroups['setPodResources'];
-}
-
-export interface RuntimeDeps extends StartDeps {
-  /** Where pod log directories go (the kubelet uses /var/log/pods). */
-  podLogsRoot: string;
-  /** The pods whose data directories are made (under `podsDir`); absent: looked for at every sync. */
-  dataDirs?: PodDataDirs;
-  /** The sandbox and container IDs of each pod, kept by the runtime given here (podIds.ts); absent: pods are read by listing. */
-  podIds?: RuntimePodIds;
-  /** Service-account tokens for projected volumes; absent: a node without an API server. */
-  tokens?: TokenManager;
-  /** Puts memory-backed volumes on tmpfs; absent: they are on disk. */
-  mounter?: Mounter;
-  /** The pods' cgroups; absent: the runtime's defaults (no pod or QoS cgroups). */
-  podCgroups?: PodCgroups;
-  /** The resources the runtime last took for each container (in-place resize); absent: pods are not resized. */
-  actuated?: ActuatedStore;
-  /**
-   * Told of every container start attempted (not one held back by its crash-loop backoff), with
-   * the waiting reason it failed with: the kubelet's started-containers metrics.
-   */
-  containerStarted?: (type: StartedContainerType, failure: string | null) => void;
-}
-
-/** The kubelet's `container_type` label of the started-containers metrics. */
-export type StartedContainerType = 'container' | 'init_container' | 'ephemeral_container';
 const STARTED_TYPE: Record<ContainerType, StartedContainerType> = { container: 'container', init: 'init_container', ephemeral: 'ephemeral_container' };
 
 /**
@@ -77,7 +37,7 @@ const STARTED_TYPE: Record<ContainerType, StartedContainerType> = { container: '
  * may not list a container (orphans): its kill settings then come from the container's annotations.
  */
 export async function killPodRuntime(
-  deps: RuntimeDeps,
+  deps: PodWork,
   pod: Pod | undefined,
   status: RuntimePodStatus,
   gracePeriodOverride: number | undefined,
@@ -97,7 +57,7 @@ export async function killPodRuntime(
   for (const sandbox of status.sandboxes) {
     if (sandbox.state !== 'SANDBOX_READY') continue;
     try {
-      await deps.runtime.stopPodSandbox(sandbox.id, opts);
+      await deps.cri.runtime.stopPodSandbox(sandbox.id, opts);
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }
@@ -105,17 +65,17 @@ export async function killPodRuntime(
 }
 
 /** Removes every container and sandbox of the pod (used once a deleted pod has terminated). */
-export async function removePodRuntime(deps: RuntimeDeps, status: RuntimePodStatus, opts: CallOptions): Promise<void> {
+export async function removePodRuntime(deps: PodWork, status: RuntimePodStatus, opts: CallOptions): Promise<void> {
   for (const container of status.containers) {
     try {
-      await deps.runtime.removeContainer(container.id, opts);
+      await deps.cri.runtime.removeContainer(container.id, opts);
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }
   }
   for (const sandbox of status.sandboxes) {
     try {
-      await deps.runtime.removePodSandbox(sandbox.id, opts);
+      await deps.cri.runtime.removePodSandbox(sandbox.id, opts);
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }
@@ -129,42 +89,41 @@ export async function removePodRuntime(deps: RuntimeDeps, status: RuntimePodStat
  * wait in ContainerCreating and the sync is retried: the disk may have room again, the object may
  * appear).
  */
-export async function setUpVolumes(deps: RuntimeDeps, pod: Pod): Promise<string | null> {
-  if (!deps.podsDir) return null;
+export async function setUpVolumes(deps: PodWork, pod: Pod): Promise<string | null> {
+  if (!deps.host.podsDir) return null;
   try {
-    await (deps.dataDirs ? deps.dataDirs.make(pod.metadata.uid) : makePodDataDirs(deps.podsDir, pod.metadata.uid));
+    await (deps.host.dataDirs ? deps.host.dataDirs.make(pod.metadata.uid) : makePodDataDirs(deps.host.podsDir, pod.metadata.uid));
   } catch (err) {
     const message = `error making pod data directories: ${errorText(err)}`;
-    deps.recorder.event(podReference(pod), 'Warning', 'FailedToMakePodDataDirectories', message);
+    deps.observe.recorder.event(podReference(pod), 'Warning', 'FailedToMakePodDataDirectories', message);
     return `FailedToMakePodDataDirectories: ${message}`;
   }
   try {
-    const allocatable = deps.allocatable?.();
+    const allocatable = deps.host.allocatable?.();
     await setUpPodVolumes(
       {
-        podsDir: deps.podsDir,
-        now: deps.now,
-        log: deps.log,
-        mounter: deps.mounter ?? diskOnly,
-        ...(deps.objects ? { objects: deps.objects } : {}),
-        ...(deps.tokens ? { tokens: deps.tokens } : {}),
+        podsDir: deps.host.podsDir,
+        now: deps.host.now,
+        log: deps.observe.log,
+        mounter: deps.host.mounter ?? diskOnly,
+        ...(deps.cluster ? { objects: deps.cluster.objects, tokens: deps.cluster.tokens } : {}),
         ...(allocatable ? { allocatable } : {}),
       },
       pod,
     );
     return null;
   } catch (err) {
-    deps.dataDirs?.forget(pod.metadata.uid);
-    deps.recorder.event(podReference(pod), 'Warning', 'FailedMount', errorText(err));
+    deps.host.dataDirs?.forget(pod.metadata.uid);
+    deps.observe.recorder.event(podReference(pod), 'Warning', 'FailedMount', errorText(err));
     return `FailedMount: ${errorText(err)}`;
   }
 }
 
 /** The pod's volumes torn down once it has terminated; with `removeDir`, its directory removed (its runtime objects are gone already). */
-export async function tearDownVolumes(deps: RuntimeDeps, uid: string, options: { removeDir: boolean }): Promise<void> {
-  if (!deps.podsDir) return;
-  if (options.removeDir) deps.dataDirs?.forget(uid);
-  await tearDownPodVolumes({ podsDir: deps.podsDir, mounter: deps.mounter ?? diskOnly, ...(deps.tokens ? { tokens: deps.tokens } : {}) }, uid, options);
+export async function tearDownVolumes(deps: PodWork, uid: string, options: { removeDir: boolean }): Promise<void> {
+  if (!deps.host.podsDir) return;
+  if (options.removeDir) deps.host.dataDirs?.forget(uid);
+  await tearDownPodVolumes({ podsDir: deps.host.podsDir, mounter: deps.host.mounter ?? diskOnly, ...(deps.cluster ? { tokens: deps.cluster.tokens } : {}) }, uid, options);
 }
 
 /** What carrying out a plan gives: the sync's memory and errors, and a resize's error (the PodResizeInProgress condition's message). */
@@ -173,7 +132,7 @@ export interface PlanResult extends ExecuteResult {
 }
 
 export async function executePlan(
-  deps: RuntimeDeps,
+  deps: PodWork,
   pod: Pod,
   status: RuntimePodStatus,
   actions: PodActions,
@@ -186,7 +145,7 @@ export async function executePlan(
   const result: PlanResult = { backoff: memory.backoff, reasons, errors: [] };
 
   if (actions.createSandbox && actions.sandboxId) {
-    deps.recorder.event(podReference(pod), 'Normal', 'SandboxChanged', 'Pod sandbox changed, it will be killed and re-created.');
+    deps.observe.recorder.event(podReference(pod), 'Normal', 'SandboxChanged', 'Pod sandbox changed, it will be killed and re-created.');
   }
   if (actions.killPod) {
     await killPodRuntime(deps, pod, status, undefined, opts, preStops);
@@ -205,17 +164,17 @@ export async function executePlan(
   await pruneInitContainers(deps, pod, status, opts);
 
   let sandboxId = actions.sandboxId;
-  const dns = deps.dns ? podDns(pod, deps.dns) : undefined;
-  const config = sandboxConfig(pod, actions.attempt, deps.podLogsRoot, dns?.config, deps.podCgroups?.parentOf(pod));
+  const dns = deps.host.dns ? podDns(pod, deps.host.dns) : undefined;
+  const config = sandboxConfig(pod, actions.attempt, deps.host.podLogsRoot, dns?.config, deps.host.podCgroups?.parentOf(pod));
   if (actions.createSandbox) {
-    for (const warning of dns?.warnings ?? []) deps.recorder.event(podReference(pod), 'Warning', warning.reason, warning.message);
+    for (const warning of dns?.warnings ?? []) deps.observe.recorder.event(podReference(pod), 'Warning', warning.reason, warning.message);
     try {
       // The pod's log directory first, for the runtime to write the containers' logs in (kuberuntime_sandbox.go createPodSandbox).
       await mkdirAll(config.logDirectory, 0o755);
-      sandboxId = await deps.runtime.runPodSandbox(config, opts);
+      sandboxId = await deps.cri.runtime.runPodSandbox(config, opts);
     } catch (err) {
       result.errors.push(`CreatePodSandboxError: ${errorText(err)}`);
-      deps.recorder.event(podReference(pod), 'Warning', 'FailedCreatePodSandBox', `Failed to create pod sandbox: ${errorText(err)}`);
+      deps.observe.recorder.event(podReference(pod), 'Warning', 'FailedCreatePodSandBox', `Failed to create pod sandbox: ${errorText(err)}`);
       return result;
     }
   } else if (!sandboxId || actions.killPod) {
@@ -223,8 +182,8 @@ export async function executePlan(
   }
 
   // Step 6 of the kubelet's SyncPod: the running containers and the pod's cgroup resized in place, before anything starts.
-  if (resize && deps.actuated && hasResizeWork(resize)) {
-    const error = await executePodResize(resizeDeps(deps, deps.actuated), pod, status, resize, opts);
+  if (resize && deps.resize && hasResizeWork(resize)) {
+    const error = await executePodResize(resizeDeps(deps, deps.resize.actuated), pod, status, resize, opts);
     if (error !== null) {
       result.resizeError = error;
       result.errors.push(`ResizePodInPlace: ${error}`);
@@ -235,9 +194,9 @@ export async function executePlan(
   const start = async (container: Container, type: ContainerType): Promise<boolean> => {
     const outcome = await startContainer(deps, pod, container, type, context);
     // Counted as the kubelet counts (kuberuntime_manager.go startContainer): every attempt past the backoff, and each failure by its reason.
-    if (outcome === true || outcome.reason !== 'CrashLoopBackOff') deps.containerStarted?.(STARTED_TYPE[type], outcome === true ? null : outcome.reason);
+    if (outcome === true || outcome.reason !== 'CrashLoopBackOff') deps.observe.containerStarted?.(STARTED_TYPE[type], outcome === true ? null : outcome.reason);
     // A created container runs with its spec's resources: they are the actuated ones now (kuberuntime_container.go startContainer).
-    if (outcome === true && type !== 'ephemeral') deps.actuated?.set(pod.metadata.uid, container.name, withoutZeros(container.resources ?? {}));
+    if (outcome === true && type !== 'ephemeral') deps.resize?.actuated.set(pod.metadata.uid, container.name, withoutZeros(container.resources ?? {}));
     if (outcome === true) delete reasons[container.name];
     else reasons[container.name] = outcome;
     return outcome === true;
@@ -264,22 +223,22 @@ export async function executePlan(
 }
 
 /** What a resize reads of the node: the runtime, the pod's cgroup where there is one, and the containers' CRI values. */
-function resizeDeps(deps: RuntimeDeps, actuated: ActuatedStore): PodResizeDeps {
-  const cgroups = deps.podCgroups;
+function resizeDeps(deps: PodWork, actuated: ActuatedStore): PodResizeDeps {
+  const cgroups = deps.host.podCgroups;
   return {
-    runtime: deps.runtime,
+    runtime: deps.cri.runtime,
     actuated,
-    containerResources: (pod, container) => containerResources(pod, container, { memoryCapacityBytes: deps.memoryCapacityBytes, ...deps.memoryFeatures }),
+    containerResources: (pod, container) => containerResources(pod, container, { memoryCapacityBytes: deps.host.memoryCapacityBytes, ...deps.host.memoryFeatures }),
     ...(cgroups?.podResources && cgroups.resizeConfig && cgroups.setPodResources
       ? { cgroups: { podResources: cgroups.podResources.bind(cgroups), resizeConfig: cgroups.resizeConfig.bind(cgroups), setPodResources: cgroups.setPodResources.bind(cgroups) } }
       : {}),
   };
 }
 
-async function removeContainers(deps: RuntimeDeps, containers: RuntimeContainerStatus[], opts: CallOptions): Promise<void> {
+async function removeContainers(deps: PodWork, containers: RuntimeContainerStatus[], opts: CallOptions): Promise<void> {
   for (const c of containers) {
     try {
-      await deps.runtime.removeContainer(c.id, opts);
+      await deps.cri.runtime.removeContainer(c.id, opts);
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }
@@ -287,7 +246,7 @@ async function removeContainers(deps: RuntimeDeps, containers: RuntimeContainerS
 }
 
 /** Keeps only the newest exited instance of each init container, so dead ones do not pile up. */
-async function pruneInitContainers(deps: RuntimeDeps, pod: Pod, status: RuntimePodStatus, opts: CallOptions): Promise<void> {
+async function pruneInitContainers(deps: PodWork, pod: Pod, status: RuntimePodStatus, opts: CallOptions): Promise<void> {
   const surplus: RuntimeContainerStatus[] = [];
   for (const init of pod.spec.initContainers ?? []) {
     const exited = status.containers.filter((c) => c.name === init.name && c.state === 'CONTAINER_EXITED');
@@ -297,12 +256,12 @@ async function pruneInitContainers(deps: RuntimeDeps, pod: Pod, status: RuntimeP
 }
 
 /** The address of `sandboxId`, read once and only if a hook asks: a new sandbox is not in `status`. */
-function sandboxAddress(deps: RuntimeDeps, pod: Pod, status: RuntimePodStatus, sandboxId: string, opts: CallOptions): () => Promise<string> {
+function sandboxAddress(deps: PodWork, pod: Pod, status: RuntimePodStatus, sandboxId: string, opts: CallOptions): () => Promise<string> {
   let address: Promise<string> | undefined;
   return () => {
     const newest = status.sandboxes[0];
     if (newest?.id === sandboxId) return Promise.resolve(hookHost(pod, newest));
-    address ??= deps.runtime
+    address ??= deps.cri.runtime
       .podSandboxStatus(sandboxId, opts)
       .then((s) => hookHost(pod, { state: s.state, ip: s.network?.ip ?? '', networkMode: s.networkMode }));
     return address;

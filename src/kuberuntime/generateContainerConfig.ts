@@ -10,58 +10,33 @@
  * checked) and its log
  * directory, made for the runtime to open the log in. A spec the node cannot satisfy throws
  * ContainerConfigError, which the start reports as CreateContainerConfigError. What it reads of the
- * node is ContainerConfigDeps, and nothing else.
+ * node is ContainerConfigWork, and nothing else.
  */
 import { chmod, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Service } from '../api/cluster.ts';
-import type { ResourceAmounts } from '../api/quantity.ts';
 import { type Container, type Pod, podRef } from '../api/types.ts';
-import type { Logger } from '../log.ts';
-import type { ObjectReader } from '../client/objects.ts';
 import type { ContainerConfig, ImageInfo, LinuxContainerSecurityContext, Mount } from '../runtime/types.ts';
 import { mkdirAll } from '../volumes/mkdirAll.ts';
 import { containerMounts } from '../volumes/plan.ts';
 import { resolveSubPaths } from '../volumes/subPath.ts';
 import { ContainerConfigError, containerConfig, expandVars } from './configs.ts';
-import type { NodeDns } from './dns.ts';
 import { makeEnvironment, readReferencedObjects } from './envVars.ts';
 import { ETC_HOSTS, managedHostsContent, mountsManagedHosts, podHostnameAndDomain } from './hosts.ts';
 import { errorText } from './images.ts';
 import type { ContainerType } from './labels.ts';
-import { type MemoryFeatures, containerResources } from './resources.ts';
+import { containerResources } from './resources.ts';
+import type { PodWork } from './podWork.ts';
 import { terminationMessageMount } from './terminationMessage.ts';
 import {
   type ImageUser,
-  type SecuritySettings,
   SecurityContextError,
   containerSecurityContext,
   effectiveSecurityContext,
   runAsNonRootViolation,
 } from './securityContext.ts';
 
-export interface ContainerConfigDeps {
-  /** --seccomp-default and where Localhost seccomp profiles are. */
-  security: SecuritySettings;
-  /** The machine's memory: a Burstable container's OOM score is its request's share of it. */
-  memoryCapacityBytes: number;
-  /** The node's cgroup version, swap controller and huge page sizes: each container's HugeTLB and swap settings. */
-  memoryFeatures: MemoryFeatures;
-  /** The node's addresses (--node-ip), first the primary: `status.hostIP(s)` in environments. */
-  hostIPs?: string[];
-  /** The node's allocatable amounts once known: the limit a container leaves unset (resourceFieldRef). */
-  allocatable?: () => ResourceAmounts | undefined;
-  /** Reads the ConfigMaps and Secrets environments refer to; absent: a node without an API server. */
-  objects?: ObjectReader;
-  /** The node's DNS settings (--cluster-dns, --cluster-domain, --resolv-conf): each sandbox's DNSConfig. */
-  dns?: NodeDns;
-  /** The cluster's Services as last listed (null: not yet); absent: a node without an API server. */
-  services?: () => readonly Service[] | null;
-  /** `<root-dir>/pods`: each pod's directory (its managed /etc/hosts, its volumes, its termination message files); absent: no files for pods. */
-  podsDir?: string;
-  /** Where a termination message file that could not be made is reported. */
-  log: Logger;
-}
+/** What a container's config reads of the node. */
+export type ContainerConfigWork = Pick<PodWork, 'host' | 'cluster' | 'observe'>;
 
 /** The container to configure, and what its start knows of it. */
 export interface ContainerToConfigure {
@@ -111,35 +86,35 @@ async function hostsMount(podsDir: string, pod: Pod, podIPs: readonly string[], 
  * The container's security context for the runtime, or ContainerConfigError with the reason it
  * may not run: a user that breaks runAsNonRoot, a profile the kubelet refuses.
  */
-function securityContextFor(deps: ContainerConfigDeps, { pod, container, imageUser, pidTarget }: ContainerToConfigure): LinuxContainerSecurityContext {
+function securityContextFor(deps: ContainerConfigWork, { pod, container, imageUser, pidTarget }: ContainerToConfigure): LinuxContainerSecurityContext {
   const violation = runAsNonRootViolation(pod, container, effectiveSecurityContext(pod, container), imageUser);
   if (violation) throw new ContainerConfigError(violation);
   try {
-    return containerSecurityContext(pod, container, imageUser, deps.security, pidTarget);
+    return containerSecurityContext(pod, container, imageUser, deps.host.security, pidTarget);
   } catch (err) {
     if (err instanceof SecurityContextError) throw new ContainerConfigError(err.message);
     throw err;
   }
 }
 
-export async function generateContainerConfig(deps: ContainerConfigDeps, target: ContainerToConfigure): Promise<ContainerConfig> {
+export async function generateContainerConfig(deps: ContainerConfigWork, target: ContainerToConfigure): Promise<ContainerConfig> {
   const { pod, container } = target;
-  const objects = await readReferencedObjects(deps.objects, pod, container);
-  const hostIPs = deps.hostIPs ?? [];
+  const objects = await readReferencedObjects(deps.cluster?.objects, pod, container);
+  const hostIPs = deps.host.hostIPs ?? [];
   const podIPs = pod.spec.hostNetwork ? hostIPs : [await target.podIP()].filter(Boolean);
-  const allocatable = deps.allocatable?.();
-  const services = deps.services ? deps.services() : [];
+  const allocatable = deps.host.allocatable?.();
+  const services = deps.cluster ? deps.cluster.services() : [];
   const envs = makeEnvironment({ pod, container, podIPs, hostIPs, services, ...objects, ...(allocatable ? { allocatable } : {}) });
   const env = new Map(envs.map((e) => [e.key, e.value]));
-  const volumeMounts = deps.podsDir ? containerMounts(deps.podsDir, pod, container, (text) => expandVars(text, env)) : { mounts: [] };
+  const volumeMounts = deps.host.podsDir ? containerMounts(deps.host.podsDir, pod, container, (text) => expandVars(text, env)) : { mounts: [] };
   if ('error' in volumeMounts) throw new ContainerConfigError(volumeMounts.error);
   const resolved = await resolveSubPaths(volumeMounts.mounts, container.name);
   if ('error' in resolved) throw new ContainerConfigError(resolved.error);
   const mounts: Mount[] = [...resolved.mounts];
-  if (deps.podsDir && mountsManagedHosts(pod, container, podIPs)) mounts.push(await hostsMount(deps.podsDir, pod, podIPs, deps.dns?.clusterDomain ?? ''));
-  if (deps.podsDir) {
-    const terminationLog = await terminationMessageMount(deps.podsDir, pod, container, (err) =>
-      deps.log('error', 'Error on creating termination-log file', { pod: podRef(pod), container: container.name, err: errorText(err) }),
+  if (deps.host.podsDir && mountsManagedHosts(pod, container, podIPs)) mounts.push(await hostsMount(deps.host.podsDir, pod, podIPs, deps.host.dns?.clusterDomain ?? ''));
+  if (deps.host.podsDir) {
+    const terminationLog = await terminationMessageMount(deps.host.podsDir, pod, container, (err) =>
+      deps.observe.log('error', 'Error on creating termination-log file', { pod: podRef(pod), container: container.name, err: errorText(err) }),
     );
     if (terminationLog) mounts.push(terminationLog);
   }
@@ -149,6 +124,6 @@ export async function generateContainerConfig(deps: ContainerConfigDeps, target:
   await mkdirAll(path.join(target.podLogDirectory, container.name), 0o755).catch((err: unknown) => {
     throw new ContainerConfigError(`create container log directory for container ${container.name} failed: ${errorText(err)}`);
   });
-  const resources = containerResources(pod, container, { memoryCapacityBytes: deps.memoryCapacityBytes, ...deps.memoryFeatures });
+  const resources = containerResources(pod, container, { memoryCapacityBytes: deps.host.memoryCapacityBytes, ...deps.host.memoryFeatures });
   return containerConfig(pod, container, target.type, target.restartCount, target.image, envs, mounts, { resources, securityContext });
 }

@@ -25,28 +25,21 @@
 import type { Container, LifecycleHandler, Pod } from '../api/types.ts';
 import { containerSpecOf, podRef } from '../api/types.ts';
 import type { KillReason } from './computePodActions.ts';
-import type { CallOptions, ContainerStatus, KeyValueMap, RuntimeService } from '../runtime/types.ts';
+import type { CallOptions, ContainerStatus, KeyValueMap } from '../runtime/types.ts';
 import { isNotFound } from '../runtime/types.ts';
 import { settlesWithin } from './deadline.ts';
-import { type HookIO, realHookIO, runLifecycleHandler } from './hooks.ts';
+import { realHookIO, runLifecycleHandler } from './hooks.ts';
 import { errorText } from './images.ts';
 import { Annotation, Label } from './labels.ts';
-import type { Logger } from '../log.ts';
-import { type EventRecorder, podReference } from '../eventrecorder/recorder.ts';
+import { podReference } from '../eventrecorder/recorder.ts';
+import type { PodWork } from './podWork.ts';
 import type { TerminationOrdering } from './terminationOrder.ts';
 
 /** The minimum StopContainer timeout the kubelet ever asks for, so containers can shut down. */
 const minimumGracePeriodSeconds = 2;
 
-export interface KillDeps {
-  runtime: RuntimeService;
-  /** The hooks' network and sleep (tests drive them); Node's own when absent. */
-  hookIO?: HookIO;
-  now(): number;
-  log: Logger;
-  /** The pods' and containers' events (Killing, Created, Started, BackOff, …). */
-  recorder: EventRecorder;
-}
+/** What a kill reads of the node. */
+export type KillWork = Pick<PodWork, 'cri' | 'host' | 'observe'>;
 
 /** A preStop hook under way or finished, for a container not yet stopped. */
 interface PreStopRun {
@@ -127,15 +120,15 @@ function specOf(pod: Pod | undefined, name: string): Container | undefined {
   return pod ? containerSpecOf(pod, name) : undefined;
 }
 
-export async function killContainer(deps: KillDeps, request: KillRequest, opts: CallOptions): Promise<void> {
+export async function killContainer(deps: KillWork, request: KillRequest, opts: CallOptions): Promise<void> {
   const { target } = request;
-  const io = deps.hookIO ?? realHookIO;
+  const io = deps.host.hookIO ?? realHookIO;
   const signal = opts.signal ?? new AbortController().signal;
   let pod = request.pod;
   let container = specOf(pod, target.name);
   if (!pod || !container) {
     try {
-      ({ pod, container } = restoreKillSpec(await deps.runtime.containerStatus(target.id, opts)));
+      ({ pod, container } = restoreKillSpec(await deps.cri.runtime.containerStatus(target.id, opts)));
     } catch (err) {
       if (isNotFound(err)) return;
       throw err;
@@ -143,7 +136,7 @@ export async function killContainer(deps: KillDeps, request: KillRequest, opts: 
   }
   let grace = killGracePeriod(pod, container, request.reason, request.gracePeriodOverride);
   const fields = { pod: podRef(pod), container: target.name, containerId: target.id };
-  deps.recorder.event(podReference(pod, target.name), 'Normal', 'Killing', request.message ?? `Stopping container ${target.name}`);
+  deps.observe.recorder.event(podReference(pod, target.name), 'Normal', 'Killing', request.message ?? `Stopping container ${target.name}`);
 
   let run: PreStopRun | undefined;
   try {
@@ -151,20 +144,20 @@ export async function killContainer(deps: KillDeps, request: KillRequest, opts: 
     if (preStop && grace > 0) {
       run = request.preStops?.get(target.id) ?? startPreStop(deps, request, pod, container, preStop, grace);
       request.preStops?.set(target.id, run);
-      const completed = await settlesWithin(run.done, grace * 1000 - (deps.now() - run.startedAt), io.sleep, signal);
-      if (!completed) deps.log('info', 'PreStop hook not completed in grace period', { ...fields, gracePeriodSeconds: grace });
-      grace -= Math.floor((deps.now() - run.startedAt) / 1000);
+      const completed = await settlesWithin(run.done, grace * 1000 - (deps.host.now() - run.startedAt), io.sleep, signal);
+      if (!completed) deps.observe.log('info', 'PreStop hook not completed in grace period', { ...fields, gracePeriodSeconds: grace });
+      grace -= Math.floor((deps.host.now() - run.startedAt) / 1000);
     }
     if (request.ordering && grace > 0) {
-      const waited = await request.ordering.waitForTurn(target.name, grace, { now: deps.now, sleep: io.sleep }, signal);
+      const waited = await request.ordering.waitForTurn(target.name, grace, { now: deps.host.now, sleep: io.sleep }, signal);
       grace -= Math.floor(waited);
     }
     grace = Math.max(grace, minimumGracePeriodSeconds);
-    deps.log('info', 'Killing container with a grace period', { ...fields, gracePeriodSeconds: grace });
+    deps.observe.log('info', 'Killing container with a grace period', { ...fields, gracePeriodSeconds: grace });
     try {
       // Its deadline is the runtime request timeout on top of the grace period it asks the runtime
       // to wait, as the CRI client gives it (pkg/kubelet/cri/remote/remote_runtime.go StopContainer).
-      await deps.runtime.stopContainer(target.id, grace, opts);
+      await deps.cri.runtime.stopContainer(target.id, grace, opts);
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }
@@ -179,7 +172,7 @@ export async function killContainer(deps: KillDeps, request: KillRequest, opts: 
 }
 
 function startPreStop(
-  deps: KillDeps,
+  deps: KillWork,
   request: KillRequest,
   pod: Pod,
   container: Container,
@@ -187,14 +180,14 @@ function startPreStop(
   grace: number,
 ): PreStopRun {
   const cancel = new AbortController();
-  const startedAt = deps.now();
-  const target = { runtime: deps.runtime, pod, container, containerId: request.target.id, podIP: request.podIP };
-  const done = runLifecycleHandler(deps.hookIO ?? realHookIO, target, preStop, { signal: cancel.signal, timeoutSeconds: grace }).catch((err: unknown) => {
+  const startedAt = deps.host.now();
+  const target = { runtime: deps.cri.runtime, pod, container, containerId: request.target.id, podIP: request.podIP };
+  const done = runLifecycleHandler(deps.host.hookIO ?? realHookIO, target, preStop, { signal: cancel.signal, timeoutSeconds: grace }).catch((err: unknown) => {
     // The kubelet records event FailedPreStopHook ("PreStopHook failed") and kills the container anyway.
     if (!cancel.signal.aborted) {
       // The event's message leaves out the hook's output, which may hold secrets; the log has it.
-      deps.log('warn', 'PreStop hook failed', { pod: podRef(pod), container: container.name, err: errorText(err) });
-      deps.recorder.event(podReference(pod, container.name), 'Warning', 'FailedPreStopHook', 'PreStopHook failed');
+      deps.observe.log('warn', 'PreStop hook failed', { pod: podRef(pod), container: container.name, err: errorText(err) });
+      deps.observe.recorder.event(podReference(pod, container.name), 'Warning', 'FailedPreStopHook', 'PreStopHook failed');
     }
   });
   return { done, startedAt, cancel };

@@ -5,14 +5,15 @@
  * the pod is gone (kill.ts restoreKillSpec), then the sandboxes; then all of it is removed.
  */
 import { readdir } from 'node:fs/promises';
-import { type RuntimeDeps, killPodRuntime, removePodRuntime, tearDownVolumes } from './execute.ts';
+import { killPodRuntime, removePodRuntime, tearDownVolumes } from './execute.ts';
+import type { PodWork } from './podWork.ts';
 import { readPodStatus } from './podStatus.ts';
 
 const orphanGracePeriodSeconds = 1;
 
-export async function killOrphanPod(deps: RuntimeDeps, uid: string): Promise<void> {
-  await killPodRuntime(deps, undefined, await readPodStatus(deps.runtime, uid, undefined, undefined, deps.podIds), orphanGracePeriodSeconds, {});
-  await removePodRuntime(deps, await readPodStatus(deps.runtime, uid, undefined, undefined, deps.podIds), {});
+export async function killOrphanPod(deps: PodWork, uid: string): Promise<void> {
+  await killPodRuntime(deps, undefined, await readPodStatus(deps.cri.runtime, uid, undefined, undefined, deps.cri.podIds), orphanGracePeriodSeconds, {});
+  await removePodRuntime(deps, await readPodStatus(deps.cri.runtime, uid, undefined, undefined, deps.cri.podIds), {});
 }
 
 /**
@@ -20,11 +21,30 @@ export async function killOrphanPod(deps: RuntimeDeps, uid: string): Promise<voi
  * (pkg/kubelet/kubelet_volumes.go cleanupOrphanedPodDirs; the kubelet waits for its volume
  * manager to unmount them, statelet unmounts them here, as it mounted them).
  */
-export async function removeOrphanedPodDirs(deps: RuntimeDeps, isOrphan: (uid: string) => boolean): Promise<void> {
-  if (!deps.podsDir) return;
-  const entries = await readdir(deps.podsDir).catch(() => [] as string[]);
+export async function removeOrphanedPodDirs(deps: PodWork, isOrphan: (uid: string) => boolean): Promise<void> {
+  if (!deps.host.podsDir) return;
+  const entries = await readdir(deps.host.podsDir).catch(() => [] as string[]);
   for (const uid of entries.filter(isOrphan)) {
     await tearDownVolumes(deps, uid, { removeDir: true });
-    deps.log('info', 'Removed the directory of a pod nobody owns', { podUID: uid });
+    deps.observe.log('info', 'Removed the directory of a pod nobody owns', { podUID: uid });
   }
+}
+
+/** What housekeeping asks of the runtime about pods nobody owns, over the node's pod work. */
+export function orphanCleanup(
+  work: PodWork,
+  /** The UIDs of pods the runtime still runs something for (the PLEG's last relist). */
+  running: () => Promise<Set<string>> | Set<string>,
+  /** The node's pod cgroups; absent: none are kept. */
+  cgroups?: { removeOrphans(isOrphan: (uid: string) => boolean): Promise<unknown> },
+) {
+  return {
+    runningPodUids: running,
+    killOrphanPod: (uid: string) => killOrphanPod(work, uid),
+    removeOrphanedPodDirs: async (isOrphan: (uid: string) => boolean) => {
+      await removeOrphanedPodDirs(work, isOrphan);
+      // And their cgroups (kubelet_pods.go cleanupOrphanedPodCgroups).
+      await cgroups?.removeOrphans(isOrphan);
+    },
+  };
 }

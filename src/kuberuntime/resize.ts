@@ -15,7 +15,7 @@
  * pod-level values, is not sent: containerd 1.6 does not have it and sim:// keeps no pod-level
  * settings of its own.
  */
-import type { Container, Pod, ResourceRequirements } from '../api/types.ts';
+import type { Container, Pod, PodCondition, ResourceRequirements } from '../api/types.ts';
 import type { RuntimePodStatus } from '../api/runtimeView.ts';
 import type { CallOptions, LinuxContainerResources, RuntimeService } from '../runtime/types.ts';
 import { errorText } from './images.ts';
@@ -51,6 +51,23 @@ export interface ActuatedStore {
   /** The pod's record by container name; empty when there is none. */
   of(uid: string): ActuatedResources;
   set(uid: string, container: string, resources: ResourceRequirements): void;
+}
+
+/**
+ * What a pod's effects read and write of the node's in-place resize records (the kubelet's status
+ * manager's resize conditions and its runtime manager's actuated state): the allocation manager
+ * keeps them (src/allocation/manager.ts).
+ */
+export interface PodResizeState {
+  actuated: ActuatedStore;
+  /** InitializeActuatedPod: a pod without a record starts with its allocated resources as actuated. */
+  initializeActuated(pod: Pod): void;
+  /** The pod's PodResizePending and PodResizeInProgress conditions. */
+  conditions(uid: string): PodCondition[];
+  setInProgress(uid: string, reason: string, message: string, generation: number): { changed: boolean; generation: number };
+  /** The generation of the in-progress condition cleared, or null when there was none. */
+  clearInProgress(uid: string): number | null;
+  clearConditions(uid: string): void;
 }
 
 export interface PodResizeDeps {

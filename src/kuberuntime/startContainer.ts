@@ -4,30 +4,25 @@
  * (generateContainerConfig.ts), CreateContainer and StartContainer, each failure turned into the
  * container's waiting reason with the kubelet's event; then its postStart hook, which the sync
  * waits for and whose failure kills the container (PostStartHookError). What it reads of the node
- * is StartDeps.
+ * is StartWork.
  */
 import type { Container, EphemeralContainer, LifecycleHandler, Pod } from '../api/types.ts';
 import { podRef } from '../api/types.ts';
 import { type RuntimePodStatus, type WaitingReason, newestContainer } from '../api/runtimeView.ts';
 import { podReference } from '../eventrecorder/recorder.ts';
-import type { ImagePulls } from '../runtime/callTrace.ts';
-import type { CallOptions, ImageService, PodSandboxConfig } from '../runtime/types.ts';
-import { type BackoffPolicy, type BackoffTable, backoffRemainingMs, nextBackoff } from './backoff.ts';
+import type { CallOptions, PodSandboxConfig } from '../runtime/types.ts';
+import { type BackoffTable, backoffRemainingMs, nextBackoff } from './backoff.ts';
 import { ContainerConfigError } from './configs.ts';
-import { type ContainerConfigDeps, generateContainerConfig, imageUserOf } from './generateContainerConfig.ts';
+import { generateContainerConfig, imageUserOf } from './generateContainerConfig.ts';
 import { containerHash } from './hash.ts';
 import { HookError, type HookTarget, realHookIO, runLifecycleHandler } from './hooks.ts';
 import { ensureImage, errorText } from './images.ts';
-import { type KillDeps, type PreStopRuns, killContainer } from './kill.ts';
+import { type PreStopRuns, killContainer } from './kill.ts';
+import type { PodWork } from './podWork.ts';
 import type { ContainerType } from './labels.ts';
 
-export interface StartDeps extends KillDeps, ContainerConfigDeps {
-  images: ImageService;
-  puller: ImagePulls;
-  crashLoop: BackoffPolicy;
-  /** Told when an image pull for a pod starts and when it succeeds: the pod startup SLI leaves pulls out. */
-  imagePull?: (podUid: string, stage: 'started' | 'finished') => void;
-}
+/** What a container's start reads of the node. */
+export type StartWork = Pick<PodWork, 'cri' | 'host' | 'cluster' | 'observe'>;
 
 /** What a sync keeps between runs: backoff tables and the last start failure of each container. */
 export interface SyncMemory {
@@ -87,7 +82,7 @@ export interface StartContext {
 
 /** Starts one container; returns true, or the waiting reason that explains why it did not start. */
 export async function startContainer(
-  deps: StartDeps,
+  deps: StartWork,
   pod: Pod,
   container: Container,
   type: ContainerType,
@@ -95,36 +90,36 @@ export async function startContainer(
 ): Promise<true | WaitingReason> {
   const { status, sandboxId, sandbox, result, opts } = context;
   const containerRef = podReference(pod, container.name);
-  const record = (type: 'Normal' | 'Warning', reason: string, message: string) => deps.recorder.event(containerRef, type, reason, message);
+  const record = (type: 'Normal' | 'Warning', reason: string, message: string) => deps.observe.recorder.event(containerRef, type, reason, message);
   const previous = newestContainer(status, container.name);
-  const now = deps.now();
+  const now = deps.host.now();
   if (previous?.state === 'CONTAINER_EXITED') {
     const key = crashLoopKey(pod, container);
-    const remaining = backoffRemainingMs(result.backoff, key, previous.finishedAt, now, deps.crashLoop);
+    const remaining = backoffRemainingMs(result.backoff, key, previous.finishedAt, now, deps.host.crashLoop);
     if (remaining > 0) {
       noteRetry(result, remaining);
       const delay = result.backoff[key]?.delayMs ?? remaining;
       const { name, namespace, uid } = pod.metadata;
-      deps.recorder.event(containerRef, 'Warning', 'BackOff', `Back-off restarting failed container ${container.name} in pod ${name}_${namespace}(${uid})`);
+      deps.observe.recorder.event(containerRef, 'Warning', 'BackOff', `Back-off restarting failed container ${container.name} in pod ${name}_${namespace}(${uid})`);
       return {
         reason: 'CrashLoopBackOff',
         message: `back-off ${goDuration(delay)} restarting failed container=${container.name} pod=${name}_${namespace}(${uid})`,
       };
     }
-    result.backoff = nextBackoff(result.backoff, key, previous.finishedAt, now, deps.crashLoop);
+    result.backoff = nextBackoff(result.backoff, key, previous.finishedAt, now, deps.host.crashLoop);
   }
 
   const image = await ensureImage({
-    images: deps.images,
-    puller: deps.puller,
+    images: deps.cri.images,
+    puller: deps.cri.puller,
     podUid: pod.metadata.uid,
     container,
     backoff: result.backoff,
     nowMs: now,
-    now: deps.now,
+    now: deps.host.now,
     record,
     opts,
-    ...(deps.imagePull ? { pulling: (stage: 'started' | 'finished') => deps.imagePull!(pod.metadata.uid, stage) } : {}),
+    ...(deps.observe.imagePull ? { pulling: (stage: 'started' | 'finished') => deps.observe.imagePull!(pod.metadata.uid, stage) } : {}),
   });
   result.backoff = image.backoff;
   if (!image.ok) {
@@ -162,7 +157,7 @@ export async function startContainer(
   }
   let containerId: string;
   try {
-    containerId = await deps.runtime.createContainer(sandboxId, config, sandbox, opts);
+    containerId = await deps.cri.runtime.createContainer(sandboxId, config, sandbox, opts);
   } catch (err) {
     record('Warning', 'Failed', `Error: ${errorText(err)}`);
     result.errors.push(`CreateContainerError: ${errorText(err)}`);
@@ -170,17 +165,17 @@ export async function startContainer(
   }
   record('Normal', 'Created', `Created container: ${container.name}`);
   try {
-    await deps.runtime.startContainer(containerId, opts);
+    await deps.cri.runtime.startContainer(containerId, opts);
   } catch (err) {
     record('Warning', 'Failed', `Error: ${errorText(err)}`);
     result.errors.push(`RunContainerError: ${errorText(err)}`);
     return { reason: 'RunContainerError', message: errorText(err) };
   }
   record('Normal', 'Started', `Started container ${container.name}`);
-  deps.log('debug', 'Started container', { pod: podRef(pod), container: container.name, restartCount });
+  deps.observe.log('debug', 'Started container', { pod: podRef(pod), container: container.name, restartCount });
   const postStart = container.lifecycle?.postStart;
   if (postStart) {
-    const failure = await runPostStart(deps, { runtime: deps.runtime, pod, container, containerId, podIP: context.podIP }, postStart, context);
+    const failure = await runPostStart(deps, { runtime: deps.cri.runtime, pod, container, containerId, podIP: context.podIP }, postStart, context);
     if (failure) {
       result.errors.push(`PostStartHookError: ${failure.message}`);
       return failure;
@@ -195,28 +190,28 @@ export async function startContainer(
  * running. A sync cancelled meanwhile just ends: nothing is killed.
  */
 async function runPostStart(
-  deps: StartDeps,
+  deps: StartWork,
   target: HookTarget,
   postStart: LifecycleHandler,
   context: StartContext,
 ): Promise<WaitingReason | undefined> {
   const signal = context.opts.signal ?? new AbortController().signal;
   try {
-    await runLifecycleHandler(deps.hookIO ?? realHookIO, target, postStart, { signal });
+    await runLifecycleHandler(deps.host.hookIO ?? realHookIO, target, postStart, { signal });
     return undefined;
   } catch (err) {
     if (signal.aborted || !(err instanceof HookError)) throw err;
     const fields = { pod: podRef(target.pod), container: target.container.name, containerId: target.containerId };
     // The kubelet's event says only "PostStartHook failed" (the message may hold secrets); the log has it.
-    deps.log('warn', 'PostStart hook failed', { ...fields, err: err.message });
-    deps.recorder.event(podReference(target.pod, target.container.name), 'Warning', 'FailedPostStartHook', 'PostStartHook failed');
+    deps.observe.log('warn', 'PostStart hook failed', { ...fields, err: err.message });
+    deps.observe.recorder.event(podReference(target.pod, target.container.name), 'Warning', 'FailedPostStartHook', 'PostStartHook failed');
     try {
       const { pod, podIP } = target;
       const killed = { id: target.containerId, name: target.container.name };
       await killContainer(deps, { pod, target: killed, message: 'FailedPostStartHook', podIP, preStops: context.preStops }, context.opts);
     } catch (killErr) {
       if (signal.aborted) throw killErr;
-      deps.log('error', 'Failed to kill container', { ...fields, err: errorText(killErr) });
+      deps.observe.log('error', 'Failed to kill container', { ...fields, err: errorText(killErr) });
     }
     return { reason: 'PostStartHookError', message: err.message };
   }

@@ -13,8 +13,10 @@ import type { KernelLog } from '../node/kernelLog.ts';
 import type { MachineInfo } from '../node/nodeStatus.ts';
 import type { NodeRecord } from '../node/record.ts';
 import type { EventRecorder } from '../eventrecorder/recorder.ts';
+import type { PodWorkerStages } from '../podworkers/podStages.ts';
 import type { ImageService, RuntimeService } from '../runtime/types.ts';
 import type { StatsProvider } from '../stats/provider.ts';
+import type { PodStatusReader } from '../status/manager.ts';
 import type { Mounter } from '../volumes/mounter.ts';
 import type { TokenManager } from '../volumes/tokens.ts';
 
@@ -94,11 +96,17 @@ export interface NodeParts {
   tokens?: TokenManager;
   /** The machine's kernel log (the host's, or sim://'s simulated machine's); absent: none to follow. */
   kernelLog?: KernelLog;
-  /** The pods as their actors stand (the kubelet's pod workers, asked by its managers). */
+  /** The pods: as their sources want them, and as their workers stand (the kubelet's pod manager and pod workers, asked by its managers). */
   pods: {
-    /** Admitted and neither terminating nor terminated (the kubelet's activePods, less those already going). */
+    /** The desired pod of a UID (the pod manager). */
+    desired(uid: string): Pod | undefined;
+    /** Where each pod's worker stands (podworkers/podStages.ts). */
+    stages: PodWorkerStages;
+    /** The active pods, as allocated (podworkers/activePods.ts). */
     active(): Pod[];
-    /** The pod's actor has stopped its containers and torn down its volumes, or it has no actor. */
-    cleanedUp(uid: string): boolean;
   };
+  /** The pods' statuses as the agent would report them. */
+  statuses: PodStatusReader;
+  /** Told what the node's metrics count of a loop's work. */
+  observe: { statusWrites?(progress: { queued: number; writes: number; deletes: number }): void };
 }

@@ -11,11 +11,14 @@ import { isAlreadyExists, isForbidden, isNotFound, type KubeApi } from '../clien
 import type { Logger } from '../log.ts';
 import { planMirrors } from './mirrorPods.ts';
 
-interface MirrorPodSyncDeps {
+/** Where mirror pods go: the API, the node's name, and its Node as their owner once its UID is known. */
+export interface MirrorPodSettings {
   api: KubeApi;
   nodeName: string;
-  /** The Node as owner, once its UID is known. */
   owner(): OwnerReference | null;
+}
+
+interface MirrorPodSyncDeps extends MirrorPodSettings {
   staticPods(): Pod[];
   log: Logger;
   /** A static pod's mirror was created: its status can be written now. */

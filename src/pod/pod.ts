@@ -39,7 +39,8 @@
  *   and the status; terminating: readiness is recorded; ignored after).
  *
  * Reports to the supervisor
- *   POD.SYNCED after each sync (ok or not, and when a backoff ends), POD.TERMINATED, POD.FINISHED;
+ *   POD.SYNCED after each sync (ok or not, and when a backoff ends), POD.TERMINATING (on entering
+ *   `terminating`, whatever led there), POD.TERMINATED, POD.FINISHED;
  *   POD.FAILED whenever a sync, a termination or a cleanup fails, with its error (the supervisor
  *   logs it: pod_workers.go "Error syncing pod, skipping"), before the work is retried.
  *
@@ -327,6 +328,7 @@ export const podMachine = setup({
     }),
     markDeleted: assign({ deleted: true }),
     requestRestart: assign({ restartRequested: true }),
+    reportTerminating: sendParent(({ context }): PodReport => ({ type: 'POD.TERMINATING', uid: context.uid })),
     reportTerminated: sendParent(({ context }): PodReport => ({ type: 'POD.TERMINATED', uid: context.uid })),
     reportFinished: sendParent(({ context }): PodReport => ({
       type: 'POD.FINISHED',
@@ -473,6 +475,7 @@ export const podMachine = setup({
     },
     terminating: {
       tags: ['terminating'],
+      entry: 'reportTerminating',
       initial: 'killing',
       on: {
         'POD.KILL': [

@@ -5,9 +5,10 @@
  */
 import { rm } from 'node:fs/promises';
 import { podReference } from '../eventrecorder/recorder.ts';
-import { type Pod, type PodCondition, type PodStatus, isStaticPod, podRef, type ProbeResult } from '../api/types.ts';
+import { type Pod, type PodStatus, isStaticPod, podRef, type ProbeResult } from '../api/types.ts';
 import { podLogDirectory } from '../kuberuntime/configs.ts';
-import { type RuntimeDeps, executePlan, killPodRuntime, removePodRuntime, setUpVolumes, tearDownVolumes } from '../kuberuntime/execute.ts';
+import { executePlan, killPodRuntime, removePodRuntime, setUpVolumes, tearDownVolumes } from '../kuberuntime/execute.ts';
+import type { PodCri, PodWork } from '../kuberuntime/podWork.ts';
 import type { PreStopRuns } from '../kuberuntime/kill.ts';
 import { type CallTrace, allOf, tracedImages, tracedPulls, tracedRuntime } from '../runtime/callTrace.ts';
 import type { CallsInFlight } from '../runtime/callsInFlight.ts';
@@ -23,20 +24,18 @@ import type { PodEffects, PodMemory, PodProbeResults, SyncOutcome } from './pod.
 import type { KillStatus } from '../events.ts';
 import { generatePodStatus, isTerminalPhase } from '../status/generate.ts';
 import { type PodResizeActions, hasResizeWork, isPodResizeInProgress, noResize, planPodResize } from '../kuberuntime/podResize.ts';
-import type { ActuatedStore } from '../kuberuntime/resize.ts';
 import { resizeEventMessage } from '../status/resize.ts';
-import { terminatedPodStatus } from '../status/terminate.ts';
-import type { StatusManager } from '../status/manager.ts';
+import type { PodStatusPublisher } from '../status/manager.ts';
 
-interface PodEffectsDeps extends RuntimeDeps {
-  statuses: StatusManager;
+interface PodEffectsDeps {
+  /** What the work uses of the node, by concern (kuberuntime/podWork.ts). */
+  work: PodWork;
+  statuses: PodStatusPublisher;
   /** The runtime's name, for `containerID: <runtime>://<id>`. */
   runtimeName: string;
   hostIP?: string;
   /** The node's register of calls under way, which names the ones that hang. */
   callsInFlight?: CallsInFlight;
-  /** The node's in-place resize records (src/allocation); absent: pods are not resized. */
-  resize?: PodResizeState;
   /**
    * The runtime's network error as the node last polled its Status (the kubelet's
    * runtimeState.networkErrors), null while it is ready; absent: always ready.
@@ -44,23 +43,9 @@ interface PodEffectsDeps extends RuntimeDeps {
   networkError?: () => string | null;
 }
 
-/**
- * What a pod's effects read and write of the node's resize records (the kubelet's status manager
- * resize conditions and its runtime manager's actuated state): kept by the allocation manager.
- */
-export interface PodResizeState {
-  actuated: ActuatedStore;
-  /** InitializeActuatedPod: a pod without a record starts with its allocated resources as actuated. */
-  initializeActuated(pod: Pod): void;
-  /** The pod's PodResizePending and PodResizeInProgress conditions. */
-  conditions(uid: string): PodCondition[];
-  setInProgress(uid: string, reason: string, message: string, generation: number): { changed: boolean; generation: number };
-  /** The generation of the in-progress condition cleared, or null when there was none. */
-  clearInProgress(uid: string): number | null;
-  clearConditions(uid: string): void;
-}
-
 export function createPodEffects(deps: PodEffectsDeps): PodEffects {
+  const { work } = deps;
+  const { host, observe, resize: resizeRecords } = work;
   /**
    * The preStop hooks under way, per pod UID. A shorter kill aborts the termination in flight and
    * starts another; this is how the second one finds (and waits for) the hooks the first started
@@ -88,7 +73,7 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
     if (!messages) messagesByPod.set(uid, (messages = new TerminationMessages()));
     return messages;
   };
-  const read = (io: PodEffectsDeps, pod: Pod, opts: CallOptions) => readPodStatus(io.runtime, pod.metadata.uid, opts, messagesOf(pod.metadata.uid), deps.podIds);
+  const read = (io: PodWork, pod: Pod, opts: CallOptions) => readPodStatus(io.cri.runtime, pod.metadata.uid, opts, messagesOf(pod.metadata.uid), io.cri.podIds);
 
   /**
    * The pod's status now: the status last published, or before there is one (the agent's first
@@ -106,15 +91,15 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
       previous: deps.statuses.get(pod.metadata.uid) ?? (isStaticPod(pod) ? undefined : pod.status),
       reasons: memory.reasons,
       podIsTerminal,
-      ...(deps.resize ? { actuated: deps.resize.actuated.of(pod.metadata.uid), resizeConditions: podIsTerminal ? [] : deps.resize.conditions(pod.metadata.uid) } : {}),
-      nowMs: deps.now(),
+      ...(resizeRecords ? { actuated: resizeRecords.actuated.of(pod.metadata.uid), resizeConditions: podIsTerminal ? [] : resizeRecords.conditions(pod.metadata.uid) } : {}),
+      nowMs: host.now(),
       runtimeName: deps.runtimeName,
       ...(deps.hostIP ? { hostIP: deps.hostIP } : {}),
     });
 
   const publish = (pod: Pod, runtime: RuntimePodStatus, memory: PodMemory, podIsTerminal: boolean, probes?: PodProbeResults, killStatus?: KillStatus | null): PodStatus => {
     const status = generate(pod, runtime, memory, podIsTerminal, probes, killStatus);
-    deps.statuses.set(pod.metadata.uid, status);
+    deps.statuses.setPodStatus(pod.metadata.uid, status);
     return status;
   };
 
@@ -128,20 +113,21 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
       errors: [],
       ...extra,
     };
-    const deadline = untilActiveDeadlineMs(pod, status, deps.now());
+    const deadline = untilActiveDeadlineMs(pod, status, host.now());
     if (deadline !== undefined) result.retryAfterMs = Math.min(result.retryAfterMs ?? Infinity, deadline);
     return result;
   };
 
-  /** The runtime as one effect run for `pod` sees it: every call it makes reported to `calls` (and the node's register). */
-  const tracedDeps = (pod: Pod, actorCalls: CallTrace, known?: RuntimePodStatus): PodEffectsDeps => {
+  /** The node as one effect run for `pod` sees it: the same groups, the runtime reporting every call it makes to `calls` (and the node's register). */
+  const tracedDeps = (pod: Pod, actorCalls: CallTrace, known?: RuntimePodStatus): PodWork => {
     const calls = deps.callsInFlight ? allOf(actorCalls, deps.callsInFlight.forPod(podRef(pod))) : actorCalls;
-    return {
-      ...deps,
-      runtime: tracedRuntime(deps.runtime, calls, known?.containers.map((c) => [c.id, c.name])),
-      images: tracedImages(deps.images, calls),
-      puller: tracedPulls(deps.puller, calls),
+    const cri: PodCri = {
+      ...work.cri,
+      runtime: tracedRuntime(work.cri.runtime, calls, known?.containers.map((c) => [c.id, c.name])),
+      images: tracedImages(work.cri.images, calls),
+      puller: tracedPulls(work.cri.puller, calls),
     };
+    return { ...work, cri };
   };
 
   /**
@@ -151,7 +137,7 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
    * resize done in one sync shows done at its end.
    */
   const trackResize = (pod: Pod, runtime: RuntimePodStatus): void => {
-    const resize = deps.resize;
+    const resize = resizeRecords;
     if (!resize) return;
     const uid = pod.metadata.uid;
     if (isPodResizeInProgress(pod, runtime, resize.actuated.of(uid))) {
@@ -159,13 +145,13 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
       return;
     }
     const cleared = resize.clearInProgress(uid);
-    if (cleared !== null) deps.recorder.event(podReference(pod), 'Normal', 'ResizeCompleted', resizeEventMessage('Pod resize completed', pod, cleared));
+    if (cleared !== null) observe.recorder.event(podReference(pod), 'Normal', 'ResizeCompleted', resizeEventMessage('Pod resize completed', pod, cleared));
   };
 
   /** A resize that failed: PodResizeInProgress with reason Error and a `ResizeError` event, once per change (kubelet.go SyncPod). */
   const resizeFailed = (pod: Pod, error: string): void => {
-    const update = deps.resize?.setInProgress(pod.metadata.uid, 'Error', error, pod.metadata.generation ?? 0);
-    if (update?.changed) deps.recorder.event(podReference(pod), 'Warning', 'ResizeError', resizeEventMessage('Pod resize error', pod, update.generation, error));
+    const update = resizeRecords?.setInProgress(pod.metadata.uid, 'Error', error, pod.metadata.generation ?? 0);
+    if (update?.changed) observe.recorder.event(podReference(pod), 'Warning', 'ResizeError', resizeEventMessage('Pod resize error', pod, update.generation, error));
   };
 
   /** Each terminated pod's runtime as its kill last read it, until its cleanup takes it. */
@@ -174,7 +160,7 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
   /** The sync's plan for the pod as `status` shows it: computePodActions, and the resize part over it (computePodResizeAction). */
   const plan = (pod: Pod, status: RuntimePodStatus, probes: PodProbeResults | undefined) => {
     const computed = computePodActions(pod, status, probes ?? noProbeResults);
-    return deps.resize ? planPodResize(pod, status, computed, deps.resize.actuated.of(pod.metadata.uid)) : { actions: computed, resize: noResize() };
+    return resizeRecords ? planPodResize(pod, status, computed, resizeRecords.actuated.of(pod.metadata.uid)) : { actions: computed, resize: noResize() };
   };
   const isPlanEmpty = (actions: PodActions, resize: PodResizeActions) => isEmptyPlan(actions) && !hasResizeWork(resize);
 
@@ -185,7 +171,7 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
       const before = await read(io, pod, opts);
       // The actuated record starts from the allocation (the kubelet does it once the volumes are up;
       // here before anything is compared, so a pod adopted without a record is not taken as resizing).
-      deps.resize?.initializeActuated(pod);
+      resizeRecords?.initializeActuated(pod);
       trackResize(pod, before);
       const current = publish(pod, before, memory, false, probes);
       if (isTerminalPhase(current.phase)) return outcome(pod, before, memory, current);
@@ -193,14 +179,14 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
       // others wait with the status just published, and are retried at the transient period.
       const networkError = podNetworkError(pod, deps.networkError?.() ?? null);
       if (networkError) {
-        deps.recorder.event(podReference(pod), 'Warning', 'NetworkNotReady', networkError);
+        observe.recorder.event(podReference(pod), 'Warning', 'NetworkNotReady', networkError);
         return outcome(pod, before, memory, current, { errors: [networkError] });
       }
       // The pod's cgroup before anything of it starts (kubelet.go SyncPod, pcm.EnsureExists).
-      const cgroupError = await deps.podCgroups?.ensurePod(pod).then(() => null, (err: unknown) => (err instanceof Error ? err : new Error(String(err))));
+      const cgroupError = await host.podCgroups?.ensurePod(pod).then(() => null, (err: unknown) => (err instanceof Error ? err : new Error(String(err))));
       if (cgroupError) {
         const cause = (cgroupError as Error & { causeText?: string }).causeText ?? cgroupError.message;
-        deps.recorder.event(podReference(pod), 'Warning', 'FailedToCreatePodContainer', `unable to ensure pod container exists: ${cause}`);
+        observe.recorder.event(podReference(pod), 'Warning', 'FailedToCreatePodContainer', `unable to ensure pod container exists: ${cause}`);
         return outcome(pod, before, memory, current, { errors: [cgroupError.message] });
       }
       const volumeError = await setUpVolumes(io, pod);
@@ -208,7 +194,7 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
       const { actions, resize } = plan(pod, before, probes);
       if (isPlanEmpty(actions, resize)) return outcome(pod, before, memory, current, { seen: runtimeSeen(before) });
 
-      const executed = await executePlan(io, pod, before, actions, memory, opts, preStopsOf(pod.metadata.uid), deps.resize ? resize : undefined);
+      const executed = await executePlan(io, pod, before, actions, memory, opts, preStopsOf(pod.metadata.uid), resizeRecords ? resize : undefined);
       if (executed.resizeError !== undefined) resizeFailed(pod, executed.resizeError);
       const next: PodMemory = { backoff: executed.backoff, reasons: executed.reasons };
       const after = await read(io, pod, opts);
@@ -229,10 +215,10 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
       const io = tracedDeps(pod, calls);
       const before = await read(io, pod, opts);
       // A pod on its way out shows no resize (determinePodResizeStatus).
-      deps.resize?.clearConditions(pod.metadata.uid);
+      resizeRecords?.clearConditions(pod.metadata.uid);
       // An eviction's Failed status is the pod's from the moment its termination starts (syncTerminatingPod applies the kill's PodStatusFunc first).
       if (killStatus) publish(pod, before, memory, true, undefined, killStatus);
-      deps.log('info', 'Killing pod', { pod: podRef(pod), gracePeriodSeconds });
+      observe.log('info', 'Killing pod', { pod: podRef(pod), gracePeriodSeconds });
       await killPodRuntime(io, pod, before, gracePeriodSeconds, opts, preStopsOf(pod.metadata.uid));
       const after = await read(io, pod, opts);
       const stillRunning = after.containers.filter((c) => c.state === 'CONTAINER_RUNNING');
@@ -251,24 +237,24 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
       terminatedViews.delete(pod.metadata.uid);
       const io = tracedDeps(pod, calls, terminated);
       forgetPreStops(pod.metadata.uid);
-      deps.resize?.clearConditions(pod.metadata.uid);
+      resizeRecords?.clearConditions(pod.metadata.uid);
       const status = terminated ?? (await read(io, pod, opts));
       messagesByPod.delete(pod.metadata.uid);
       // The final status: the kubelet's SyncTerminatedPod generates it once more, then TerminatePod.
-      deps.statuses.set(pod.metadata.uid, terminatedPodStatus(pod, generate(pod, status, memory, true)));
+      deps.statuses.terminatePod(pod, generate(pod, status, memory, true));
       if (!removeRuntime) {
         // Terminated but still desired (a finished Job's pod): its volumes come off, its directory stays.
         await tearDownVolumes(io, pod.metadata.uid, { removeDir: false });
-        await deps.podCgroups?.destroyPod(pod);
+        await host.podCgroups?.destroyPod(pod);
         return;
       }
       await removePodRuntime(io, status, opts);
-      await rm(podLogDirectory(deps.podLogsRoot, pod), { recursive: true, force: true });
+      await rm(podLogDirectory(host.podLogsRoot, pod), { recursive: true, force: true });
       // The pod's volumes and directory (its managed /etc/hosts) go with it (the volume manager's teardown, cleanupOrphanedPodDirs).
       await tearDownVolumes(io, pod.metadata.uid, { removeDir: true });
       // Its cgroup once nothing of it runs (kubelet.go SyncTerminatedPod, pcm.Destroy).
-      await deps.podCgroups?.destroyPod(pod);
-      deps.log('info', 'Removed pod from runtime', { pod: podRef(pod) });
+      await host.podCgroups?.destroyPod(pod);
+      observe.log('info', 'Removed pod from runtime', { pod: podRef(pod) });
     },
   };
 }

@@ -5,6 +5,9 @@
  */
 import type { Pod } from '../api/types.ts';
 
+/** What anyone but the config handlers may do with the desired pods: read them. */
+export type DesiredPods = Pick<PodManager, 'get' | 'has' | 'all' | 'size'>;
+
 export class PodManager {
   private readonly pods = new Map<string, Pod>();
 

@@ -21,14 +21,18 @@
  * backoff ends; `syncDue`, driven by one shared tick, sends `POD.SYNC` to the pods that are due.
  * No pod has a timer of its own.
  *
+ * Stages (podStages.ts): what the workers send and what their actors report is recorded as each
+ * pod's stage, which the rest of the node reads; nobody reads a pod actor's snapshot.
+ *
  * Invariants: at most one live actor per UID; an actor stays registered until released, so a
  * terminated UID never syncs again in it.
  */
 import { type ActorRefFrom, type AnyActorRef, createActor } from 'xstate';
 import type { Pod } from '../api/types.ts';
 import { isStaticPod, podFullName } from '../api/types.ts';
-import type { EventOf, PodEvent } from '../events.ts';
+import type { EventOf, PodEvent, PodReport } from '../events.ts';
 import type { PodMachine } from '../pod/pod.ts';
+import type { PodStages } from './podStages.ts';
 import { requeueDelayMs } from './requeue.ts';
 import { StaticPodNames } from './staticPodNames.ts';
 
@@ -41,6 +45,8 @@ interface PodWorkersOptions {
   podMachine: PodMachine;
   /** The actor that receives the pod actors' reports (POD.SYNCED, POD.TERMINATED, POD.FINISHED). */
   parent: AnyActorRef;
+  /** Where each worker's stage is recorded for the rest of the node (written here only). */
+  stages: PodStages;
   /** The desired pod of a UID (the pod manager), for a static pod whose turn has come. */
   desired(uid: string): Pod | undefined;
   /**
@@ -72,11 +78,6 @@ export class PodWorkers {
     return this.actors.has(uid);
   }
 
-  /** The registered actors, by UID. */
-  entries(): IterableIterator<[string, PodActor]> {
-    return this.actors.entries();
-  }
-
   /**
    * Starts an actor for `pod`, unless a static pod of the same full name still holds it (then the
    * pod waits its turn). Returns whether it started.
@@ -91,6 +92,7 @@ export class PodWorkers {
       input: { pod },
     });
     this.actors.set(uid, actor);
+    this.options.stages.started(pod);
     actor.subscribe({
       complete: () => this.ended(uid, actor),
       error: (error) => this.ended(uid, actor, error),
@@ -107,8 +109,20 @@ export class PodWorkers {
   /** Sends `event` to the pod's actor, if it has one. Returns whether it has. */
   send(uid: string, event: PodEvent): boolean {
     const actor = this.actors.get(uid);
-    actor?.send(event);
-    return actor !== undefined;
+    if (!actor) return false;
+    if (event.type === 'POD.UPDATE') this.options.stages.received(event.pod);
+    else if (event.type === 'POD.KILL') this.options.stages.terminating(uid);
+    actor.send(event);
+    return true;
+  }
+
+  /** Takes a pod actor's report of where it stands into the stages. */
+  reported(report: Extract<PodReport, { type: 'POD.TERMINATING' | 'POD.TERMINATED' | 'POD.FINISHED' }>): void {
+    const { stages } = this.options;
+    if (!this.actors.has(report.uid)) return;
+    if (report.type === 'POD.TERMINATING') stages.terminating(report.uid);
+    else if (report.type === 'POD.TERMINATED') stages.terminated(report.uid);
+    else stages.finished(report.uid, report.restartRequested);
   }
 
   /** A pod that never got an actor left config: it stops waiting for its static name. */
@@ -121,7 +135,7 @@ export class PodWorkers {
    * static pod frees its full name, and the next pod waiting for it starts.
    */
   freeStaticName(uid: string): void {
-    const pod = this.actors.get(uid)?.getSnapshot().context.pod;
+    const pod = this.options.stages.pod(uid);
     if (!pod || !isStaticPod(pod)) return;
     const next = this.staticNames.release(podFullName(pod), uid, (u) => this.options.desired(u) !== undefined);
     const nextPod = next === undefined ? undefined : this.options.desired(next);
@@ -134,6 +148,7 @@ export class PodWorkers {
     this.actors.delete(uid);
     this.due.delete(uid);
     this.failed.delete(uid);
+    this.options.stages.released(uid);
     actor?.send({ type: 'POD.RELEASE' });
   }
 
@@ -184,6 +199,7 @@ export class PodWorkers {
       this.actors.delete(uid);
       this.due.delete(uid);
       this.failed.delete(uid);
+      this.options.stages.released(uid);
     }
     if (!this.closed) this.options.onEnded(uid, error);
   }

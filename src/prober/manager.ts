@@ -28,8 +28,7 @@ import type { Logger } from '../log.ts';
 import type { ProbeResultEvent } from '../events.ts';
 import type { PodManager } from '../pod/podManager.ts';
 import type { RuntimeService } from '../runtime/types.ts';
-import { withContainerReadiness } from '../status/generate.ts';
-import type { StatusManager } from '../status/manager.ts';
+import type { PodStatusReader, ReadinessSetter } from '../status/manager.ts';
 import {
   type ProbeSettings,
   type PublishedResult,
@@ -47,7 +46,7 @@ import { type ProbeOutcome, type ProbeTarget, runProbe } from './handlers.ts';
 import { type SchedulerOptions, createProbeScheduler } from './scheduler.ts';
 
 interface ProbeManagerDeps {
-  statuses: StatusManager;
+  statuses: PodStatusReader & ReadinessSetter;
   podManager: Pick<PodManager, 'get'>;
   runtime: RuntimeService;
   scheduler: SchedulerOptions;
@@ -150,10 +149,9 @@ export function createProbeManagerLogic(deps: ProbeManagerDeps) {
       };
       sendBack(event);
       if (worker.kind === 'readiness') {
-        const status = deps.statuses.get(worker.uid);
         // The pod as its sources have it now (status_manager.go SetContainerReadiness reads the pod manager): its generation goes on Ready.
         const pod = deps.podManager.get(worker.uid) ?? worker.pod;
-        if (status) deps.statuses.set(worker.uid, withContainerReadiness(pod, status, worker.container.name, result === 'Success', deps.now()));
+        deps.statuses.setContainerReadiness(pod, worker.container.name, result === 'Success', deps.now());
       }
     };
 

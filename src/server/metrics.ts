@@ -24,25 +24,32 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Pod } from '../api/types.ts';
 import type { RequestCounts } from '../client/api.ts';
-import type { SyncLoopContext } from '../kubelet/syncLoop.ts';
 import type { RuntimeOperations } from '../runtime/instrumented.ts';
 import type { NodeMetrics } from '../kubelet/composeNode.ts';
-import type { StartedContainerType } from '../kuberuntime/execute.ts';
+import type { StartedContainerType } from '../kuberuntime/podWork.ts';
 import type { PodWorkType } from '../podworkers/workDuration.ts';
 import type { ProbeMetricResult } from '../prober/decide.ts';
 import type { ProbeLabels } from '../prober/manager.ts';
 
-export interface MetricsInput {
-  pods: Pod[];
-  /** The top-level state of each pod actor (syncing, terminating, terminated). */
-  podActorStates: string[];
-  syncLoop: SyncLoopContext;
+/** What the metrics read of the node when they are collected. */
+export interface NodeMetricsView {
+  /** The pods with the statuses the agent reports. */
+  pods(): Pod[];
+  /** The stage of each pod's worker (syncing, terminating, terminated). */
+  workerStages(): Iterable<string>;
+  /** When the last relist started and how long it took (ms); null before the first. */
+  relist(): { lastRelistAt: number | null; durationMs: number | null };
   /** In a cluster: the requests made to the API server. */
   apiRequests?: RequestCounts;
-  /** In a cluster: the pod status writer's work. */
-  statusWrites?: { writes: number; deletes: number; queued: number };
   /** In a cluster: events written to the API, and dropped (spam filter, refusals, overflow). */
-  events?: { written: number; dropped: number; queued: number };
+  events?(): { written: number; dropped: number; queued: number };
+}
+
+/** What the status writer last reported of its work. */
+interface StatusWrites {
+  writes: number;
+  deletes: number;
+  queued: number;
 }
 
 let processRegistry: Registry | undefined;
@@ -76,6 +83,18 @@ const PROBE_RESULTS: readonly ProbeMetricResult[] = ['successful', 'failed'];
 /** A histogram (with its labels) in `registry`. */
 function histogram<L extends string>(registry: Registry, name: string, help: string, buckets: number[], labelNames: L[] = []) {
   return new Histogram<L>({ name, help, labelNames, buckets, registers: [registry] });
+}
+
+/** A collect function that sets a gauge (or a counter, from 0) to one figure of what `read` gives; to none when it gives nothing. */
+function figureOf<T extends object>(read: () => T | undefined, field: { [K in keyof T]: T[K] extends number ? K : never }[keyof T]) {
+  return function collect(this: Gauge | Counter) {
+    this.reset();
+    const values = read();
+    if (values === undefined) return;
+    const value = values[field] as number;
+    if (this instanceof Gauge) this.set(value);
+    else this.inc(value);
+  };
 }
 
 /** A counter (with its labels) in `registry`. */
@@ -150,20 +169,33 @@ export class AgentMetrics implements RuntimeOperations, NodeMetrics {
     this.process = processMetrics();
   }
 
-  /** What the agent's actors hold, read once per scrape. */
-  private scrape: MetricsInput | undefined;
+  private readonly routedEvents = counter(this.registry, 'statelet_syncloop_routed_events_total', 'Events the syncLoop routed, by type', ['type']);
+  /** The status writer's work as it last told it; none outside a cluster. */
+  private statusWritesNow: StatusWrites | undefined;
+  /** The node's pods with their statuses, read once per scrape. */
+  private scrapedPods: Pod[] | undefined;
 
   constructor(
     nodeName: string,
-    private readonly input: () => MetricsInput,
     /** When the process started (ms since the epoch): process_start_time_seconds. */
     startedAtMs = Date.now() - process.uptime() * 1000,
   ) {
     new Gauge({ name: 'process_start_time_seconds', help: 'Start time of the process since unix epoch in seconds.', registers: [this.probeRegistry] }).set(startedAtMs / 1000);
+    new Gauge({ name: 'kubelet_node_name', help: "The node's name. The count is always 1.", labelNames: ['node'], registers: [this.registry] }).set({ node: nodeName }, 1);
     const registers = [this.registry];
-    new Gauge({ name: 'kubelet_node_name', help: "The node's name. The count is always 1.", labelNames: ['node'], registers }).set({ node: nodeName }, 1);
-    // Everything below is read from the agent when collected.
-    const now = () => (this.scrape ??= this.input());
+    const writes = () => this.statusWritesNow;
+    new Counter({ name: 'statelet_pod_status_writes_total', help: 'Pod statuses written to the API server', registers, collect: figureOf(writes, 'writes') });
+    new Counter({ name: 'statelet_pod_deletes_total', help: 'Terminated pods deleted from the API server', registers, collect: figureOf(writes, 'deletes') });
+    new Gauge({ name: 'statelet_pod_status_queued', help: 'Pods whose status is waiting to be written or being written', registers, collect: figureOf(writes, 'queued') });
+  }
+
+  /**
+   * Registers what is read from the node when the metrics are collected: built after the node,
+   * which is itself told what the metrics count (this object) as it is built.
+   */
+  addNodeGauges(view: NodeMetricsView): void {
+    const registers = [this.registry];
+    const now = () => ({ pods: (this.scrapedPods ??= view.pods()) });
     new Gauge({
       name: 'kubelet_running_pods',
       help: 'Number of pods that have a running pod sandbox',
@@ -190,48 +222,28 @@ export class AgentMetrics implements RuntimeOperations, NodeMetrics {
       collect() {
         this.reset();
         const counts = new Map<string, number>();
-        for (const state of now().podActorStates) counts.set(state, (counts.get(state) ?? 0) + 1);
+        for (const state of view.workerStages()) counts.set(state, (counts.get(state) ?? 0) + 1);
         for (const [state, count] of counts) this.set({ state }, count);
       },
     });
-    /** A gauge in seconds of a value the syncLoop keeps in ms; absent until it has one. */
-    const secondsOf = (name: string, help: string, readMs: (loop: SyncLoopContext) => number | null) =>
+    /** A gauge in seconds of a value the node keeps in ms; absent until it has one. */
+    const secondsOf = (name: string, help: string, readMs: () => number | null) =>
       new Gauge({
         name,
         help,
         registers,
         collect() {
-          const ms = readMs(now().syncLoop);
+          const ms = readMs();
           if (ms === null) this.reset();
           else this.set(ms / 1000);
         },
       });
-    secondsOf('kubelet_pleg_last_seen_seconds', 'Timestamp in seconds when PLEG was last seen active.', (loop) => loop.lastRelistAt);
-    secondsOf('statelet_pleg_last_relist_duration_seconds', 'Duration of the last PLEG relist', (loop) => loop.lastRelistDurationMs);
-    new Counter({
-      name: 'statelet_syncloop_routed_events_total',
-      help: 'Events the syncLoop routed, by type',
-      labelNames: ['type'],
-      registers,
-      collect() {
-        this.reset();
-        for (const [type, count] of Object.entries(now().syncLoop.routed)) this.inc({ type }, count);
-      },
-    });
-    const fromInput = <K extends 'statusWrites' | 'events'>(key: K, field: keyof NonNullable<MetricsInput[K]>) =>
-      function collect(this: Gauge | Counter) {
-        this.reset();
-        const values = now()[key] as Record<string, number> | undefined;
-        if (!values) return;
-        if (this instanceof Gauge) this.set(values[field as string] ?? 0);
-        else this.inc(values[field as string] ?? 0);
-      };
-    new Counter({ name: 'statelet_pod_status_writes_total', help: 'Pod statuses written to the API server', registers, collect: fromInput('statusWrites', 'writes') });
-    new Counter({ name: 'statelet_pod_deletes_total', help: 'Terminated pods deleted from the API server', registers, collect: fromInput('statusWrites', 'deletes') });
-    new Gauge({ name: 'statelet_pod_status_queued', help: 'Pods whose status is waiting to be written or being written', registers, collect: fromInput('statusWrites', 'queued') });
-    new Counter({ name: 'statelet_events_written_total', help: 'Events written to the API server (new or counted)', registers, collect: fromInput('events', 'written') });
-    new Counter({ name: 'statelet_events_dropped_total', help: 'Events not written: rate-limited, refused or overflowing the queue', registers, collect: fromInput('events', 'dropped') });
-    new Gauge({ name: 'statelet_events_queued', help: 'Events waiting to be written', registers, collect: fromInput('events', 'queued') });
+    secondsOf('kubelet_pleg_last_seen_seconds', 'Timestamp in seconds when PLEG was last seen active.', () => view.relist().lastRelistAt);
+    secondsOf('statelet_pleg_last_relist_duration_seconds', 'Duration of the last PLEG relist', () => view.relist().durationMs);
+    const events = () => view.events?.();
+    new Counter({ name: 'statelet_events_written_total', help: 'Events written to the API server (new or counted)', registers, collect: figureOf(events, 'written') });
+    new Counter({ name: 'statelet_events_dropped_total', help: 'Events not written: rate-limited, refused or overflowing the queue', registers, collect: figureOf(events, 'dropped') });
+    new Gauge({ name: 'statelet_events_queued', help: 'Events waiting to be written', registers, collect: figureOf(events, 'queued') });
     new Counter({
       name: 'rest_client_requests_total',
       help: 'Number of HTTP requests, partitioned by status code, method, and host.',
@@ -239,9 +251,17 @@ export class AgentMetrics implements RuntimeOperations, NodeMetrics {
       registers,
       collect() {
         this.reset();
-        for (const { method, resource, code, count } of now().apiRequests?.entries() ?? []) this.inc({ method, resource, code: String(code) }, count);
+        for (const { method, resource, code, count } of view.apiRequests?.entries() ?? []) this.inc({ method, resource, code: String(code) }, count);
       },
     });
+  }
+
+  eventRouted(type: string): void {
+    this.routedEvents.inc({ type });
+  }
+
+  statusWrites(progress: StatusWrites): void {
+    this.statusWritesNow = progress;
   }
 
   containerStarted(type: StartedContainerType, failure: string | null): void {
@@ -295,12 +315,12 @@ export class AgentMetrics implements RuntimeOperations, NodeMetrics {
 
   /** The Prometheus text exposition. */
   async render(): Promise<string> {
-    this.scrape = undefined;
+    this.scrapedPods = undefined;
     try {
       const own = await this.registry.metrics();
       return this.process ? `${own}\n${await this.process.metrics()}` : own;
     } finally {
-      this.scrape = undefined;
+      this.scrapedPods = undefined;
     }
   }
 }

@@ -4,8 +4,9 @@
  * the resulting CONFIG.* events, then SOURCE.SEEN, to the syncLoop, in that order, so that a
  * source counts as seen only once its pods are known.
  * A broken manifest is logged with its file (or URL) and field; it never stops the source. A pod
- * left out because another of its source has its name gets the kubelet's FailedValidation event
- * (pkg/kubelet/config/config.go filterInvalidPods).
+ * left out because another of its source has its name, or an API pod the node cannot run, is sent
+ * as a SOURCE.ERROR carrying the kubelet's FailedValidation event (pkg/kubelet/config/config.go
+ * filterInvalidPods), which the node's recorder writes.
  */
 import { type EventObject, fromCallback } from 'xstate';
 import type { Pod, SourceName } from '../api/types.ts';
@@ -15,7 +16,6 @@ import { type ConfigEvent, type SourceEvent, configEvent } from '../events.ts';
 import type { Logger } from '../log.ts';
 import type { KubeApi } from '../client/api.ts';
 import { createApiSource } from './apiserver.ts';
-import { type EventRecorder, podReference } from '../eventrecorder/recorder.ts';
 import { createFileSource } from './file.ts';
 import { createHttpSource } from './http.ts';
 import { PodConfig, duplicatePodEvent } from './podConfig.ts';
@@ -34,8 +34,6 @@ interface ConfigSourcesOptions {
   fileCheckFrequencyMs: number;
   clock: Clock;
   log: Logger;
-  /** Where a pod the agent cannot run is reported as an event on that pod (a duplicate name, an API pod it cannot run). */
-  recorder?: EventRecorder;
 }
 
 /**
@@ -55,8 +53,8 @@ export function createConfigSourcesLogic(options: ConfigSourcesOptions) {
   return fromCallback<EventObject>(({ sendBack }) => {
     const send = (event: ConfigEvent | SourceEvent) => sendBack(event);
     const duplicate = (pod: Pod, source: SourceName) => {
-      const event = duplicatePodEvent(pod, source);
-      options.recorder?.event(podReference(pod), 'Warning', event.reason, event.message);
+      const warning = { pod, ...duplicatePodEvent(pod, source) };
+      send({ type: 'SOURCE.ERROR', source, message: warning.message, warning });
     };
     const config = new PodConfig(configuredSources(options), {
       onDuplicate: (pod, source, by) => {
@@ -88,8 +86,7 @@ export function createConfigSourcesLogic(options: ConfigSourcesOptions) {
             err: err.message,
           });
           // Left out by the file source itself, which knows both files: the kubelet's event all the same.
-          if (err.duplicate) duplicate(err.duplicate, 'file');
-          send({ type: 'SOURCE.ERROR', source: 'file', message: err.message });
+          send({ type: 'SOURCE.ERROR', source: 'file', message: err.message, ...(err.duplicate ? { warning: { pod: err.duplicate, ...duplicatePodEvent(err.duplicate, 'file') } } : {}) });
         },
       });
       file.start().catch((err: unknown) => options.log('error', 'File source failed to start', { err }));
@@ -135,8 +132,12 @@ export function createConfigSourcesLogic(options: ConfigSourcesOptions) {
           }),
         onError: (pod, message, object) => {
           options.log('error', 'Skipping a pod from the API server that the agent cannot run', { pod, err: message });
-          if (object) options.recorder?.event(podReference(object), 'Warning', 'FailedValidation', `The node cannot run this pod: ${message}`);
-          send({ type: 'SOURCE.ERROR', source: 'api', message: `${pod}: ${message}` });
+          send({
+            type: 'SOURCE.ERROR',
+            source: 'api',
+            message: `${pod}: ${message}`,
+            ...(object ? { warning: { pod: object, reason: 'FailedValidation', message: `The node cannot run this pod: ${message}` } } : {}),
+          });
         },
       });
       api.start();

@@ -98,7 +98,6 @@ interface SyncLoopLikeContext {
   routed?: Record<string, number>;
   seenSources?: string[];
   sourceStates?: Record<string, string>;
-  statusWrites?: { queued?: unknown; writes?: unknown; deletes?: unknown } | null;
   lastRelistAt?: number | null;
   lastRelistDurationMs?: number | null;
   lastRuntimeError?: string | null;
@@ -189,9 +188,6 @@ function syncLoopState(c: SyncLoopLikeContext): WireSyncLoopState {
     lastRelistDurationMs: numberOrNull(c.lastRelistDurationMs),
     lastRuntimeError: typeof c.lastRuntimeError === 'string' ? str(c.lastRuntimeError) : null,
     sourceStates: Object.fromEntries(Object.entries(c.sourceStates ?? {}).map(([k, v]) => [str(k), str(String(v))])),
-    statusWrites: c.statusWrites
-      ? { queued: Number(c.statusWrites.queued) || 0, writes: Number(c.statusWrites.writes) || 0, deletes: Number(c.statusWrites.deletes) || 0 }
-      : null,
   };
 }
 
@@ -223,6 +219,7 @@ const scalarFieldsByType = {
   'POD.SYNCED': ['uid', 'ok', 'retryAfterMs'],
   // Not `error`: a sync's error may name what the spec refers to (a Secret's name); the log has it.
   'POD.FAILED': ['uid', 'pod', 'work'],
+  'POD.TERMINATING': ['uid'],
   'POD.TERMINATED': ['uid'],
   'POD.FINISHED': ['uid', 'restartRequested'],
   'PLEG.CONTAINER_STARTED': ['podUid', 'containerId'],
@@ -237,7 +234,12 @@ const scalarFieldsByType = {
   // Not `message`: a manifest's parse error may quote the manifest.
   'SOURCE.ERROR': ['source'],
   'SOURCE.STATE': ['source', 'phase', 'detail'],
-  'STATUS.WRITES': ['queued', 'writes', 'deletes'],
+  'STATUS.REWRITE': ['uid'],
+  'STATUS.RESYNC': [],
+  // Not `error`: an API server's refusal may quote the status.
+  'STATUS.PROGRESS': ['queued', 'writes', 'deletes'],
+  'SOURCE.ALL_SEEN': [],
+  'NODE.RUNTIME_NETWORK': ['error'],
   'NODE.PRESSURE': [],
   'NODE.EVICT_POD': ['uid', 'gracePeriodSeconds'],
   'OOM.SYSTEM': ['process', 'pid'],

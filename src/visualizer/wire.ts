@@ -103,8 +103,6 @@ export interface WireSyncLoopState {
   lastRuntimeError: string | null;
   /** Each source's last reported state: the API source `watching from 1234`, `backingOff …`. */
   sourceStates: Record<string, string>;
-  /** In a cluster: the pod status writer's progress. */
-  statusWrites: { queued: number; writes: number; deletes: number } | null;
 }
 
 export interface WireSnapshot {

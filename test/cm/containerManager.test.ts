@@ -11,8 +11,8 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Container, Pod } from '../../src/api/types.ts';
 import { type Cgroups, openCgroups } from '../../src/cm/cgroupfs.ts';
-import { ContainerManager, type ContainerManagerDeps, PodCgroupError } from '../../src/cm/containerManager.ts';
-import { SIM_CGROUP_DIR, openContainerManager } from '../../src/cm/open.ts';
+import { ContainerManager, type ContainerManagerDeps, PodCgroupError, createNodeCgroups } from '../../src/cm/containerManager.ts';
+import { SIM_CGROUP_DIR, openNodeCgroups } from '../../src/cm/open.ts';
 import type { LogFields, LogLevel, Logger } from '../../src/log.ts';
 import { container, makePod } from '../support/pods.ts';
 
@@ -69,7 +69,7 @@ async function setUp(overrides: Partial<ContainerManagerDeps> & { active?: Pod[]
   const cgroups = overrides.cgroups ?? (await openCgroups(root));
   const active: Pod[] = overrides.active ?? [];
   const { lines, log } = recordingLog();
-  const manager = new ContainerManager({
+  const deps: ContainerManagerDeps = {
     cgroups,
     cgroupRoot: '/',
     podPidsLimit: 100,
@@ -80,20 +80,23 @@ async function setUp(overrides: Partial<ContainerManagerDeps> & { active?: Pod[]
     activePods: () => active,
     log,
     ...overrides,
-  });
-  return { root, cgroups, active, manager, lines };
+  };
+  const manager = new ContainerManager(deps);
+  /** What the agent does before it builds the node (open.ts): kubepods and the QoS cgroups. */
+  const start = () => createNodeCgroups(deps);
+  return { root, cgroups, active, manager, lines, start };
 }
 
-describe('ContainerManager.start: kubepods and the QoS cgroups', () => {
-  it('kubepods gets the allocatable (3500m → 3584 shares, weight 137; 7Gi), burstable the Burstable pods\' requests, besteffort the minimum', async () => {
-    const { root, manager } = await setUp({ active: [burstable1, burstable2, guaranteed, bestEffort] });
-    await manager.start();
-    expect(manager.version).toBe(2);
-    expect(manager.kubepods).toBe('/kubepods');
-    expect(manager.enforcesAllocatable).toBe(true);
+describe('createNodeCgroups: kubepods and the QoS cgroups', () => {
+  it('kubepods gets the allocatable (3500m → 3584 shares, weight 137; 7Gi), burstable the Burstable pods\' requests once one starts, besteffort the minimum', async () => {
+    const { root, manager, start } = await setUp({ active: [burstable1, burstable2, guaranteed, bestEffort] });
+    await start();
     expect(await read(root, 'kubepods', 'cpu.weight')).toBe('137');
     expect(await read(root, 'kubepods', 'memory.max')).toBe(String(7 * Gi));
     expect(await read(root, 'kubepods', 'cpu.max')).toBe('max 100000');
+    // Made before any pod is admitted: no Burstable pod, 2 shares → weight 1.
+    expect(await read(root, 'kubepods', 'burstable', 'cpu.weight')).toBe('1');
+    await manager.ensurePod(burstable1);
     // 250m + 500m = 750m → 768 shares → weight 30; the Guaranteed and BestEffort pods do not count.
     expect(await read(root, 'kubepods', 'burstable', 'cpu.weight')).toBe('30');
     expect(await read(root, 'kubepods', 'burstable', 'memory.max')).toBe('max');
@@ -104,18 +107,16 @@ describe('ContainerManager.start: kubepods and the QoS cgroups', () => {
   });
 
   it('not enforcing pods: kubepods gets the capacity (4096 shares, weight 157; 8Gi); no Burstable pods: burstable weight 1', async () => {
-    const { root, manager } = await setUp({ enforcePods: false });
-    await manager.start();
-    expect(manager.enforcesAllocatable).toBe(false);
+    const { root, start } = await setUp({ enforcePods: false });
+    await start();
     expect(await read(root, 'kubepods', 'cpu.weight')).toBe('157');
     expect(await read(root, 'kubepods', 'memory.max')).toBe(String(8 * Gi));
     expect(await read(root, 'kubepods', 'burstable', 'cpu.weight')).toBe('1');
   });
 
   it('--cgroup-root /statelet: the hierarchy under it', async () => {
-    const { root, manager } = await setUp({ cgroupRoot: '/statelet' });
-    await manager.start();
-    expect(manager.kubepods).toBe('/statelet/kubepods');
+    const { root, manager, start } = await setUp({ cgroupRoot: '/statelet' });
+    await start();
     expect(existsSync(path.join(root, 'statelet', 'kubepods', 'burstable'))).toBe(true);
     expect(existsSync(path.join(root, 'statelet', 'kubepods', 'besteffort'))).toBe(true);
     expect(manager.parentOf(burstable1)).toBe(`/statelet/kubepods/burstable/pod${B1}`);
@@ -125,8 +126,9 @@ describe('ContainerManager.start: kubepods and the QoS cgroups', () => {
 
 describe('ContainerManager.ensurePod', () => {
   it('makes a Burstable pod\'s cgroup under burstable with its settings, the burstable shares counting it', async () => {
-    const { root, manager, active } = await setUp({ active: [burstable1] });
-    await manager.start();
+    const { root, manager, active, start } = await setUp({ active: [burstable1] });
+    await start();
+    await manager.ensurePod(burstable1);
     // 250m → 256 shares → weight 10.
     expect(await read(root, 'kubepods', 'burstable', 'cpu.weight')).toBe('10');
     await manager.ensurePod(burstable2);
@@ -145,8 +147,8 @@ describe('ContainerManager.ensurePod', () => {
   it('a burst of pod starts reads the active pods once or twice, not once per pod; the shares count every pod of the burst', async () => {
     let reads = 0;
     const active: Pod[] = [];
-    const { root, manager } = await setUp({ activePods: () => (reads++, active) });
-    await manager.start();
+    const { root, manager, start } = await setUp({ activePods: () => (reads++, active) });
+    await start();
     // The pods are active (admitted, being synced) when their cgroups are made, as in the agent.
     const burst = Array.from({ length: 20 }, (_, i) => podWith(`b3b3b3b3-0000-4000-8000-0000000000${String(i).padStart(2, '0')}`, { requests: { cpu: '100m' } }));
     active.push(...burst);
@@ -164,8 +166,8 @@ describe('ContainerManager.ensurePod', () => {
   });
 
   it('a Guaranteed pod right under kubepods (204 shares → weight 8, cpu.max 20000 100000, 128Mi); a BestEffort pod under besteffort (weight 1, no limits)', async () => {
-    const { root, manager } = await setUp();
-    await manager.start();
+    const { root, manager, start } = await setUp();
+    await start();
     await manager.ensurePod(guaranteed);
     await manager.ensurePod(bestEffort);
     const g = path.join(root, 'kubepods', `pod${G1}`);
@@ -183,8 +185,8 @@ describe('ContainerManager.ensurePod', () => {
   });
 
   it('each pod cgroup limits huge pages: its requests of a size, 0 for the sizes it does not ask for (hugetlb offered)', async () => {
-    const { root, manager } = await setUp();
-    await manager.start();
+    const { root, manager, start } = await setUp();
+    await start();
     const huge = podWith('a1a1a1a1-0000-4000-8000-000000000005', {
       requests: { cpu: '100m', memory: '64Mi', 'hugepages-2Mi': '16Mi' },
       limits: { cpu: '100m', memory: '64Mi', 'hugepages-2Mi': '16Mi' },
@@ -199,8 +201,8 @@ describe('ContainerManager.ensurePod', () => {
   });
 
   it('an existing pod cgroup is left as it is', async () => {
-    const { root, manager } = await setUp({ active: [burstable2] });
-    await manager.start();
+    const { root, manager, start } = await setUp({ active: [burstable2] });
+    await start();
     await manager.ensurePod(burstable2);
     const weight = path.join(root, 'kubepods', 'burstable', `pod${B2}`, 'cpu.weight');
     await writeFile(weight, '77');
@@ -209,8 +211,8 @@ describe('ContainerManager.ensurePod', () => {
   });
 
   it('a cgroup that cannot be made: PodCgroupError with the kubelet\'s message and the filesystem\'s cause', async () => {
-    const { root, manager } = await setUp();
-    await manager.start();
+    const { root, manager, start } = await setUp();
+    await start();
     // The burstable cgroup replaced by a file: nothing can be made or written under it.
     await rm(path.join(root, 'kubepods', 'burstable'), { recursive: true });
     await writeFile(path.join(root, 'kubepods', 'burstable'), 'not a cgroup');
@@ -238,22 +240,23 @@ describe('ContainerManager.ensurePod', () => {
     };
     const { manager } = await setUp({ cgroups: failing });
     await expect(manager.ensurePod(guaranteed)).rejects.toThrow(new PodCgroupError(G1, 'EROFS: read-only file system'));
-    expect(calls).toEqual(['update /kubepods/burstable', `create /kubepods/pod${G1}`]);
+    // No Burstable pod: the burstable shares stay as createNodeCgroups made them, not written again.
+    expect(calls).toEqual([`create /kubepods/pod${G1}`]);
   });
 
-  it('start rejects with the filesystem\'s error', async () => {
+  it('createNodeCgroups rejects with the filesystem\'s error', async () => {
     const root = await tempDir();
     await writeFile(path.join(root, 'cgroup.controllers'), 'cpu memory pids\n');
     await writeFile(path.join(root, 'kubepods'), 'in the way');
-    const { manager } = await setUp({ cgroups: await openCgroups(root) });
-    await expect(manager.start()).rejects.toThrow(/EEXIST|ENOTDIR/);
+    const { start } = await setUp({ cgroups: await openCgroups(root) });
+    await expect(start()).rejects.toThrow(/EEXIST|ENOTDIR/);
   });
 });
 
 describe('ContainerManager.destroyPod', () => {
   it('removes the pod cgroup and recomputes the burstable shares from the pods still active', async () => {
-    const { root, manager, active } = await setUp({ active: [burstable1, burstable2] });
-    await manager.start();
+    const { root, manager, active, start } = await setUp({ active: [burstable1, burstable2] });
+    await start();
     await manager.ensurePod(burstable1);
     await manager.ensurePod(burstable2);
     expect(await read(root, 'kubepods', 'burstable', 'cpu.weight')).toBe('30');
@@ -266,8 +269,8 @@ describe('ContainerManager.destroyPod', () => {
   });
 
   it('a pod cgroup already gone is fine', async () => {
-    const { root, manager } = await setUp();
-    await manager.start();
+    const { root, manager, start } = await setUp();
+    await start();
     await expect(manager.destroyPod(guaranteed)).resolves.toBeUndefined();
     expect(await read(root, 'kubepods', 'burstable', 'cpu.weight')).toBe('1');
   });
@@ -275,8 +278,8 @@ describe('ContainerManager.destroyPod', () => {
 
 describe('ContainerManager.removeOrphans', () => {
   it('removes the pod<uid> cgroups of orphans in all three QoS levels, and nothing else', async () => {
-    const { root, cgroups, manager, lines } = await setUp();
-    await manager.start();
+    const { root, cgroups, manager, lines, start } = await setUp();
+    await start();
     const keepG = 'aaaa0000-0000-4000-8000-00000000000a';
     const goneG = 'aaaa0000-0000-4000-8000-00000000000b';
     const keepB = 'bbbb0000-0000-4000-8000-00000000000a';
@@ -303,8 +306,8 @@ describe('ContainerManager.removeOrphans', () => {
   });
 
   it('no orphans: 0, nothing removed', async () => {
-    const { cgroups, manager } = await setUp();
-    await manager.start();
+    const { cgroups, manager, start } = await setUp();
+    await start();
     await manager.ensurePod(burstable1);
     expect(await manager.removeOrphans(() => false)).toBe(0);
     expect(await cgroups.exists(manager.parentOf(burstable1))).toBe(true);
@@ -337,7 +340,7 @@ describe('ContainerManager.removeOrphans', () => {
   });
 });
 
-describe('openContainerManager (open.ts)', () => {
+describe('openNodeCgroups (open.ts)', () => {
   const baseConfig = (rootDir: string) => ({
     cgroupsPerQos: true,
     cgroupRoot: '',
@@ -349,11 +352,11 @@ describe('openContainerManager (open.ts)', () => {
   });
   const capacity = { milliCpu: 4000, memoryBytes: 8 * Gi };
 
-  it('--cgroups-per-qos=false: no manager, said once', async () => {
+  it('--cgroups-per-qos=false: no cgroups, said once', async () => {
     const { lines, log } = recordingLog();
     const rootDir = await tempDir();
-    const manager = await openContainerManager({ config: { ...baseConfig(rootDir), cgroupsPerQos: false }, simulated: true, capacity, hugePageSizes: HOST_SIZES, activePods: () => [], log });
-    expect(manager).toBeUndefined();
+    const settings = await openNodeCgroups({ config: { ...baseConfig(rootDir), cgroupsPerQos: false }, simulated: true, capacity, hugePageSizes: HOST_SIZES, log });
+    expect(settings).toBeUndefined();
     expect(existsSync(path.join(rootDir, SIM_CGROUP_DIR))).toBe(false);
     expect(lines).toHaveLength(1);
     expect(lines[0]!.message).toMatch(/--cgroups-per-qos=false/);
@@ -362,34 +365,34 @@ describe('openContainerManager (open.ts)', () => {
   it('a runtime making cgroups through systemd: refused, naming SystemdCgroup', async () => {
     const { log } = recordingLog();
     const rootDir = await tempDir();
-    await expect(openContainerManager({ config: baseConfig(rootDir), simulated: false, runtimeSystemdCgroup: true, capacity, hugePageSizes: HOST_SIZES, activePods: () => [], log })).rejects.toThrow(/SystemdCgroup/);
+    await expect(openNodeCgroups({ config: baseConfig(rootDir), simulated: false, runtimeSystemdCgroup: true, capacity, hugePageSizes: HOST_SIZES, log })).rejects.toThrow(/SystemdCgroup/);
   });
 
   it('simulated: a v2 tree under <root-dir>/sim-cgroup, kubepods and the QoS cgroups made with the reserves of both flags taken off', async () => {
     const { lines, log } = recordingLog();
     const rootDir = await tempDir();
-    const manager = await openContainerManager({
+    const settings = await openNodeCgroups({
       config: { ...baseConfig(rootDir), systemReserved: { cpu: '500m', memory: '1Gi' }, kubeReserved: { cpu: '500m', memory: '512Mi' }, podMaxPids: 64 },
       simulated: true,
       capacity,
       hugePageSizes: HOST_SIZES,
-      activePods: () => [burstable1],
       log,
     });
-    expect(manager).toBeInstanceOf(ContainerManager);
     const mount = path.join(rootDir, SIM_CGROUP_DIR);
     expect(await read(mount, 'cgroup.controllers')).toBe('cpuset cpu io memory hugetlb pids');
-    expect(manager!.version).toBe(2);
-    expect(manager!.kubepods).toBe('/kubepods');
+    expect(settings!.cgroups.version).toBe(2);
+    expect(settings!.cgroupRoot).toBe('/');
     // 4000m − 1000m = 3000m → 3072 shares → weight 118; 8Gi − 1.5Gi.
     expect(await read(mount, 'kubepods', 'cpu.weight')).toBe('118');
     expect(await read(mount, 'kubepods', 'memory.max')).toBe(String(8 * Gi - 1.5 * Gi));
-    expect(await read(mount, 'kubepods', 'burstable', 'cpu.weight')).toBe('10');
+    expect(await read(mount, 'kubepods', 'burstable', 'cpu.weight')).toBe('1');
     expect(await read(mount, 'kubepods', 'besteffort', 'cpu.weight')).toBe('1');
-    expect(lines.some((l) => l.level === 'info' && l.fields?.['mount'] === mount && l.fields?.['version'] === 2)).toBe(true);
+    expect(lines.some((l) => l.level === 'info' && l.fields?.['mount'] === mount && l.fields?.['version'] === 2 && l.fields?.['kubepods'] === '/kubepods')).toBe(true);
 
-    // --pod-max-pids and the huge page sizes reach the pod cgroups.
-    await manager!.ensurePod(guaranteed);
+    // The node's manager over it: --pod-max-pids and the huge page sizes reach the pod cgroups.
+    const manager = new ContainerManager({ ...settings!, activePods: () => [burstable1], log });
+    await manager.ensurePod(guaranteed);
+    expect(await read(mount, 'kubepods', 'burstable', 'cpu.weight')).toBe('10');
     expect(await read(mount, 'kubepods', `pod${G1}`, 'pids.max')).toBe('64');
     // The simulated root offers hugetlb: the host's page sizes, none asked, each denied.
     expect([await read(mount, 'kubepods', `pod${G1}`, 'hugetlb.1GB.max'), await read(mount, 'kubepods', `pod${G1}`, 'hugetlb.2MB.max')]).toEqual(['0', '0']);
@@ -398,8 +401,8 @@ describe('openContainerManager (open.ts)', () => {
   it('simulated, --enforce-node-allocatable without pods: kubepods gets the capacity', async () => {
     const { log } = recordingLog();
     const rootDir = await tempDir();
-    const manager = await openContainerManager({ config: { ...baseConfig(rootDir), enforceNodeAllocatable: [], systemReserved: { cpu: '500m', memory: '1Gi' } }, simulated: true, capacity, hugePageSizes: HOST_SIZES, activePods: () => [], log });
-    expect(manager!.enforcesAllocatable).toBe(false);
+    const settings = await openNodeCgroups({ config: { ...baseConfig(rootDir), enforceNodeAllocatable: [], systemReserved: { cpu: '500m', memory: '1Gi' } }, simulated: true, capacity, hugePageSizes: HOST_SIZES, log });
+    expect(settings!.enforcePods).toBe(false);
     expect(await read(rootDir, SIM_CGROUP_DIR, 'kubepods', 'memory.max')).toBe(String(8 * Gi));
     expect(await read(rootDir, SIM_CGROUP_DIR, 'kubepods', 'cpu.weight')).toBe('157');
   });
@@ -407,20 +410,20 @@ describe('openContainerManager (open.ts)', () => {
   it('simulated with --cgroup-root /statelet: kubepods under it', async () => {
     const { log } = recordingLog();
     const rootDir = await tempDir();
-    const manager = await openContainerManager({ config: { ...baseConfig(rootDir), cgroupRoot: '/statelet' }, simulated: true, capacity, hugePageSizes: HOST_SIZES, activePods: () => [], log });
-    expect(manager!.kubepods).toBe('/statelet/kubepods');
+    const settings = await openNodeCgroups({ config: { ...baseConfig(rootDir), cgroupRoot: '/statelet' }, simulated: true, capacity, hugePageSizes: HOST_SIZES, log });
+    expect(settings!.cgroupRoot).toBe('/statelet');
     expect(existsSync(path.join(rootDir, SIM_CGROUP_DIR, 'statelet', 'kubepods', 'besteffort'))).toBe(true);
   });
 
-  it('cgroups that cannot be made: a warning, and no manager (it never claims a limit it did not set)', async () => {
+  it('cgroups that cannot be made: a warning, and none kept (it never claims a limit it did not set)', async () => {
     const { lines, log } = recordingLog();
     const rootDir = await tempDir();
     // kubepods taken by a file: the tree cannot be made.
     const mount = path.join(rootDir, SIM_CGROUP_DIR);
     await mkdir(mount, { recursive: true });
     await writeFile(path.join(mount, 'kubepods'), 'in the way');
-    const manager = await openContainerManager({ config: baseConfig(rootDir), simulated: true, capacity, hugePageSizes: HOST_SIZES, activePods: () => [], log });
-    expect(manager).toBeUndefined();
+    const settings = await openNodeCgroups({ config: baseConfig(rootDir), simulated: true, capacity, hugePageSizes: HOST_SIZES, log });
+    expect(settings).toBeUndefined();
     const warnings = lines.filter((l) => l.level === 'warn');
     expect(warnings).toHaveLength(1);
     expect(warnings[0]!.message).toMatch(/Cannot make the node's cgroups/);

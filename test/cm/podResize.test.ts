@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Container, Pod } from '../../src/api/types.ts';
 import { openCgroups } from '../../src/cm/cgroupfs.ts';
-import { ContainerManager } from '../../src/cm/containerManager.ts';
+import { ContainerManager, createNodeCgroups } from '../../src/cm/containerManager.ts';
 import { parsePodCgroupResources, podResizeConfig, weightToShares } from '../../src/cm/podResources.ts';
 import { silentLogger } from '../../src/log.ts';
 import { container, makePod } from '../support/pods.ts';
@@ -68,7 +68,7 @@ describe('ContainerManager: a pod cgroup resized in place (cgroup v2 tree)', () 
     dirs.push(root);
     await writeFile(path.join(root, 'cgroup.controllers'), 'cpuset cpu io memory hugetlb pids\n');
     const pod = podWith(exact('250m', '64Mi'));
-    const manager = new ContainerManager({
+    const settings = {
       cgroups: await openCgroups(root),
       cgroupRoot: '/',
       podPidsLimit: -1,
@@ -76,10 +76,9 @@ describe('ContainerManager: a pod cgroup resized in place (cgroup v2 tree)', () 
       enforcePods: true,
       capacity: { milliCpu: 4000, memoryBytes: 8 * 2 ** 30 },
       reserved: {},
-      activePods: () => [pod],
-      log: silentLogger,
-    });
-    await manager.start();
+    };
+    await createNodeCgroups(settings);
+    const manager = new ContainerManager({ ...settings, activePods: () => [pod], log: silentLogger });
     await manager.ensurePod(pod);
     expect(await manager.podResources(pod)).toEqual({ cpuShares: weightToShares(10), cpuQuota: 25_000, cpuPeriod: 100_000, memoryLimitBytes: 64 * Mi });
 

@@ -17,8 +17,8 @@ import { lifecycleRig } from './support.ts';
 function rigWithIds(wrap: (runtime: RuntimeService) => RuntimeService = (r) => r) {
   const rig = lifecycleRig();
   const ids = new RuntimePodIds();
-  const runtime = recordingPodIds(wrap(rig.deps.runtime), ids);
-  rig.deps = { ...rig.deps, runtime, podIds: ids };
+  const runtime = recordingPodIds(wrap(rig.deps.cri.runtime), ids);
+  rig.deps = { ...rig.deps, cri: { ...rig.deps.cri, runtime, podIds: ids } };
   const read = (pod: Pod) => readPodStatus(runtime, pod.metadata.uid, undefined, undefined, ids);
   const sync = async (pod: Pod) => {
     const status = await read(pod);

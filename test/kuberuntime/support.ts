@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { SimulatedClock } from 'xstate';
 import { type Sleep, sleepOn } from '../../src/clock.ts';
 import type { Pod } from '../../src/api/types.ts';
-import { type RuntimeDeps, executePlan } from '../../src/kuberuntime/execute.ts';
+import { executePlan } from '../../src/kuberuntime/execute.ts';
+import type { PodWork } from '../../src/kuberuntime/podWork.ts';
 import type { ExecuteResult } from '../../src/kuberuntime/startContainer.ts';
 import { type HookIO, nodeHttpGet } from '../../src/kuberuntime/hooks.ts';
 import type { RuntimeContainerStatus } from '../../src/api/runtimeView.ts';
@@ -12,7 +13,7 @@ import { readPodStatus } from '../../src/kuberuntime/podStatus.ts';
 import { computePodActions } from '../../src/kuberuntime/computePodActions.ts';
 import { TestRuntime } from '../support/testRuntime.ts';
 import type { CallOptions } from '../../src/runtime/types.ts';
-import { IMAGE, fakeRuntimeDeps, testClock } from '../support/pods.ts';
+import { IMAGE, fakePodWork, testClock } from '../support/pods.ts';
 import { RecordedEvents } from '../support/recordedEvents.ts';
 
 /** The node's sleep on the SimulatedClock; `pending` counts sleeps not yet over. */
@@ -36,7 +37,7 @@ export interface LifecycleRig {
   runtime: TestRuntime;
   sleeps: ReturnType<typeof clockSleep>;
   hookIO: HookIO;
-  deps: RuntimeDeps;
+  deps: PodWork;
   logs: { level: string; message: string; fields: Record<string, unknown> }[];
   events: RecordedEvents;
 }
@@ -51,7 +52,8 @@ export function lifecycleRig(): LifecycleRig {
   const hookIO: HookIO = { sleep: sleeps.sleep, httpGet: nodeHttpGet };
   const logs: LifecycleRig['logs'] = [];
   const events = new RecordedEvents();
-  const deps: RuntimeDeps = { ...fakeRuntimeDeps(runtime, now, (level, message, fields) => logs.push({ level, message, fields: fields ?? {} }), events), hookIO };
+  const work = fakePodWork(runtime, now, (level, message, fields) => logs.push({ level, message, fields: fields ?? {} }), events);
+  const deps: PodWork = { ...work, host: { ...work.host, hookIO } };
   return { clock, runtime, sleeps, hookIO, deps, logs, events };
 }
 

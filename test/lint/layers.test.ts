@@ -102,7 +102,26 @@ describe('lint-layers', () => {
     expect(out).not.toContain('in no layer');
   });
 
+  it("fails on a part that reads another actor's state, and passes an actor reading its own and the visualizer reading them all", async () => {
+    const reader = await tree({
+      'kubelet/compose.ts': "export const health = (loop: { getSnapshot(): unknown }) => loop.getSnapshot();\n",
+      'kubelet/lookup.ts': "export const pod = (system: { get(id: string): unknown }) => system.get('pod/1');\n",
+    });
+    const result = lint(reader);
+    expect(result.status).toBe(1);
+    expect(result.out).toContain("reads of another actor's state: 2");
+    expect(result.out).toContain('kubelet/compose.ts reads an actor\'s state: loop.getSnapshot()');
+    expect(result.out).toContain("kubelet/lookup.ts reads an actor's state: system.get(");
+    const allowed = await tree({
+      'pod/pod.ts': 'export const alive = (self: { getSnapshot(): { status: string } }) => self.getSnapshot().status;\n',
+      'visualizer/stream.ts': "export const all = (system: { getAll(): object }) => system.getAll();\n",
+    });
+    expect(lint(allowed)).toMatchObject({ status: 0 });
+  });
+
   it('passes the real src/', () => {
-    expect(execFileSync(process.execPath, [script], { encoding: 'utf8' })).toContain('upward imports: 0');
+    const out = execFileSync(process.execPath, [script], { encoding: 'utf8' });
+    expect(out).toContain('upward imports: 0');
+    expect(out).toContain("reads of another actor's state: 0");
   });
 });

@@ -34,7 +34,7 @@ function recordingTrace() {
 function effectsRig() {
   const rig = lifecycleRig();
   const statuses = new StatusManager();
-  const effects = createPodEffects({ ...rig.deps, statuses, runtimeName: 'fake' });
+  const effects = createPodEffects({ work: rig.deps, statuses, runtimeName: 'fake' });
   const recorder = createRecorder();
   const parent = createActor(recorder.logic, { clock: rig.clock });
   parent.start();
@@ -203,7 +203,7 @@ describe("the pod's cgroup", () => {
       return runPodSandbox(config, opts);
     };
     const { calls, podCgroups } = cgroups();
-    const effects = createPodEffects({ ...rig.deps, podCgroups, statuses: new StatusManager(), runtimeName: 'fake' });
+    const effects = createPodEffects({ work: { ...rig.deps, host: { ...rig.deps.host, podCgroups } }, statuses: new StatusManager(), runtimeName: 'fake' });
     const pod = makePod('p');
     await effects.syncPod({ pod, memory: noMemory }, new AbortController().signal, noTrace);
     expect(calls).toEqual(['ensure p']);
@@ -216,7 +216,7 @@ describe("the pod's cgroup", () => {
   it('that cannot be made holds the pod back: a sync error with the kubelet\'s message, a FailedToCreatePodContainer event, nothing created', async () => {
     const rig = lifecycleRig();
     const { podCgroups } = cgroups('EROFS: read-only file system');
-    const effects = createPodEffects({ ...rig.deps, podCgroups, statuses: new StatusManager(), runtimeName: 'fake' });
+    const effects = createPodEffects({ work: { ...rig.deps, host: { ...rig.deps.host, podCgroups } }, statuses: new StatusManager(), runtimeName: 'fake' });
     const pod = makePod('p');
     const outcome = await effects.syncPod({ pod, memory: noMemory }, new AbortController().signal, noTrace);
     expect(outcome.errors).toEqual([`failed to ensure that the pod: ${pod.metadata.uid} cgroups exist and are correctly applied: EROFS: read-only file system`]);

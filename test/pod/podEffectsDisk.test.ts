@@ -23,8 +23,8 @@ const withEmptyDir = (name: string): Pod =>
 
 function rig(root: string) {
   const base = lifecycleRig();
-  const deps = { ...base.deps, podsDir: path.join(root, 'pods'), podLogsRoot: path.join(root, 'logs') };
-  const effects = createPodEffects({ ...deps, statuses: new StatusManager(), runtimeName: 'fake' });
+  const deps = { ...base.deps, host: { ...base.deps.host, podsDir: path.join(root, 'pods'), podLogsRoot: path.join(root, 'logs') } };
+  const effects = createPodEffects({ work: deps, statuses: new StatusManager(), runtimeName: 'fake' });
   const sync = (pod: Pod) => effects.syncPod({ pod, memory: noMemory }, new AbortController().signal, noTrace);
   const running = async (pod: Pod) => (await base.runtime.listContainers({ state: 'CONTAINER_RUNNING' })).filter((c) => c.labels['io.kubernetes.pod.uid'] === pod.metadata.uid).map((c) => c.id);
   return { ...base, deps, sync, running };
@@ -59,7 +59,7 @@ describe.skipIf(!rootOrSkip('the pod effects on a full or read-only disk'))('a p
 
   it('a new pod: no directory can be made, the sync fails naming the pod and the directory, and the pod starts once there is room', async () => {
     const r = rig(fs.dir);
-    await mkdir(r.deps.podsDir);
+    await mkdir(r.deps.host.podsDir);
     await fs.fill();
     const pod = withEmptyDir('new');
     const outcome = await r.sync(pod);

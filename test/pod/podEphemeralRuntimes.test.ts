@@ -46,17 +46,18 @@ async function rig(endpoint: string, runtimeName: string): Promise<Rig> {
   const cri = new CriClient(endpoint, { requestTimeoutMs: 60_000 });
   const statuses = new StatusManager();
   const effects = createPodEffects({
-    runtime: cri,
-    images: cri,
-    puller: new ImagePuller(cri, 1),
-    podLogsRoot: logs,
-    security: { seccompDefault: false, seccompProfileRoot: '/var/lib/statelet/seccomp' },
-    memoryCapacityBytes: 8 * 2 ** 30,
-    memoryFeatures: NO_MEMORY_FEATURES,
-    crashLoop: crashLoopPolicy,
-    now: () => Date.now(),
-    log: silentLogger,
-    recorder: new RecordedEvents(),
+    work: {
+      cri: { runtime: cri, images: cri, puller: new ImagePuller(cri, 1) },
+      host: {
+        now: () => Date.now(),
+        podLogsRoot: logs,
+        security: { seccompDefault: false, seccompProfileRoot: '/var/lib/statelet/seccomp' },
+        memoryCapacityBytes: 8 * 2 ** 30,
+        memoryFeatures: NO_MEMORY_FEATURES,
+        crashLoop: crashLoopPolicy,
+      },
+      observe: { log: silentLogger, recorder: new RecordedEvents() },
+    },
     statuses,
     runtimeName,
   });

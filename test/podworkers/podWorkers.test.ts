@@ -3,11 +3,12 @@ import { type EventObject, createActor, fromCallback } from 'xstate';
 import type { EventOf } from '../../src/events.ts';
 import { createPodEffects } from '../../src/pod/podEffects.ts';
 import { podMachineWith } from '../../src/pod/pod.ts';
+import { PodStages } from '../../src/podworkers/podStages.ts';
 import { PodWorkers } from '../../src/podworkers/podWorkers.ts';
 import { StatusManager } from '../../src/status/manager.ts';
 import type { CriErrorCode } from '../../src/runtime/types.ts';
 import { ManualClock } from '../support/manualClock.ts';
-import { IMAGE, fakeRuntimeDeps, makePod } from '../support/pods.ts';
+import { IMAGE, fakePodWork, makePod } from '../support/pods.ts';
 import { TestRuntime } from '../support/testRuntime.ts';
 
 const isSynced = (event: EventObject): event is EventOf<'POD.SYNCED'> => event.type === 'POD.SYNCED';
@@ -21,7 +22,7 @@ function workersOnManualClock(random: number) {
   const now = () => clock.now();
   const runtime = new TestRuntime({ clock });
   runtime.addImage(IMAGE);
-  const effects = createPodEffects({ ...fakeRuntimeDeps(runtime, now), statuses: new StatusManager(), runtimeName: 'fake' });
+  const effects = createPodEffects({ work: fakePodWork(runtime, now), statuses: new StatusManager(), runtimeName: 'fake' });
   const reports: EventObject[] = [];
   let workers: PodWorkers | undefined;
   // The supervisor (src/kubelet/dispatch.ts, reduced): each sync report goes to the work queue.
@@ -38,6 +39,7 @@ function workersOnManualClock(random: number) {
   workers = new PodWorkers({
     podMachine: podMachineWith(effects),
     parent,
+    stages: new PodStages(),
     desired: () => undefined,
     onEnded: () => {},
     syncFrequencyMs: 60_000,

@@ -63,7 +63,7 @@ function harness(pod: Pod) {
       imageID: 'i',
       containerID: `fake://${id}`,
     };
-    statuses.set(pod.metadata.uid, { phase, podIP: '10.1.2.3', containerStatuses: [cs] });
+    statuses.setPodStatus(pod.metadata.uid, { phase, podIP: '10.1.2.3', containerStatuses: [cs] });
   };
   const results = () => events.map((e) => `${e['kind']}:${e['containerId']}:${e['result']}`);
   return { fake, statuses, podManager, answers, calls, events, counted, took, results, setContainer, stop: () => parent.stop() };
@@ -83,7 +83,7 @@ describe('probe manager', () => {
       'Liveness default/p/app uid-p successful 0.25',
       'Readiness default/p/app uid-p successful 0.25',
     ]);
-    h.statuses.delete('uid-p');
+    h.statuses.forgetPod('uid-p');
     expect(h.counted.slice(3).sort()).toEqual(['removed Liveness', 'removed Readiness']);
     h.stop();
   });
@@ -134,7 +134,7 @@ describe('probe manager', () => {
     const slow = { ...fast, periodSeconds: 20 };
     const h = harness(makePod('p', { containers: [container('app', { readinessProbe: slow })] }));
     // The pod's first status: no container yet. The worker's first tick finds nothing to probe.
-    h.statuses.set('uid-p', { phase: 'Pending', containerStatuses: [] });
+    h.statuses.setPodStatus('uid-p', { phase: 'Pending', containerStatuses: [] });
     await h.fake.settle(20_000 + 1);
     const before = h.calls.length;
     h.setContainer('c1');
@@ -180,7 +180,7 @@ describe('probe manager', () => {
     const h = harness(makePod('p', { containers: [container('app', { readinessProbe: fast })] }));
     h.setContainer('c1');
     await h.fake.settle(2_000);
-    h.statuses.delete('uid-p');
+    h.statuses.forgetPod('uid-p');
     const before = h.calls.length;
     await h.fake.settle(5_000);
     expect(h.calls.length).toBe(before);

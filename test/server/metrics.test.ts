@@ -1,7 +1,6 @@
 /** /metrics through prom-client (metrics.ts) and the instrumented runtime (instrumented.ts): the kubelet's names, labels and buckets. */
 import { describe, expect, it } from 'vitest';
 import { RequestCounts } from '../../src/client/api.ts';
-import type { SyncLoopContext } from '../../src/kubelet/syncLoop.ts';
 import { instrumentedImages, instrumentedRuntime } from '../../src/runtime/instrumented.ts';
 import { CriError, type ImageService, type RuntimeService } from '../../src/runtime/types.ts';
 import { AgentMetrics, POD_STARTUP_BUCKETS, exponentialBuckets } from '../../src/server/metrics.ts';
@@ -11,14 +10,20 @@ const runningPod = (name: string) =>
   ({ metadata: { name, namespace: 'default', uid: name }, spec: { containers: [{ name: 'app', image: 'busybox' }] }, status: { phase: 'Running', containerStatuses: [{ name: 'app', state: { running: {} } }] } }) as unknown as Pod;
 
 describe('AgentMetrics', () => {
-  const syncLoop = { routed: { 'PLEG.CONTAINER_STARTED': 3 }, lastRelistAt: 1_700_000_000_000, lastRelistDurationMs: 12 } as unknown as SyncLoopContext;
-
-  it('exposes the node, pods, PLEG and API figures read from the agent at scrape time', async () => {
+  it('exposes the node, pods, PLEG and API figures read from the node at scrape time, and what the node told it', async () => {
     const requests = new RequestCounts();
     requests.add('PUT', 'leases', 200);
     requests.add('PUT', 'leases', 200);
     let pods: Pod[] = [runningPod('web')];
-    const metrics = new AgentMetrics('node-a', () => ({ pods, podActorStates: ['syncing', 'syncing', 'terminating'], syncLoop, apiRequests: requests, events: { written: 5, dropped: 1, queued: 0 } }));
+    const metrics = new AgentMetrics('node-a');
+    metrics.addNodeGauges({
+      pods: () => pods,
+      workerStages: () => ['syncing', 'syncing', 'terminating'],
+      relist: () => ({ lastRelistAt: 1_700_000_000_000, durationMs: 12 }),
+      apiRequests: requests,
+      events: () => ({ written: 5, dropped: 1, queued: 0 }),
+    });
+    for (let i = 0; i < 3; i++) metrics.eventRouted('PLEG.CONTAINER_STARTED');
     const text = await metrics.render();
     expect(text).toContain('kubelet_node_name{node="node-a"} 1');
     expect(text).toContain('kubelet_running_pods 1');
@@ -29,13 +34,19 @@ describe('AgentMetrics', () => {
     expect(text).toContain('statelet_events_written_total 5');
     expect(text).toContain('statelet_pod_actors{state="syncing"} 2');
     expect(text).toContain('statelet_pod_actors{state="terminating"} 1');
+    expect(text).toContain('statelet_pleg_last_relist_duration_seconds 0.012');
     expect(text).not.toContain('statelet_pod_status_writes_total 0\n# ');
+    metrics.statusWrites({ writes: 7, deletes: 2, queued: 1 });
     pods = [];
-    expect(await metrics.render()).toContain('kubelet_running_pods 0');
+    const later = await metrics.render();
+    expect(later).toContain('kubelet_running_pods 0');
+    expect(later).toContain('statelet_pod_status_writes_total 7');
+    expect(later).toContain('statelet_pod_deletes_total 2');
+    expect(later).toContain('statelet_pod_status_queued 1');
   });
 
   it('counts, times and counts the failures of runtime calls under the kubelet\'s operation names and buckets', async () => {
-    const metrics = new AgentMetrics('node-a', () => ({ pods: [], podActorStates: [], syncLoop }));
+    const metrics = new AgentMetrics('node-a');
     let t = 0;
     const clock = () => t;
     const runtime = instrumentedRuntime(
@@ -64,7 +75,7 @@ describe('AgentMetrics', () => {
   });
 
   it('counts container starts and their failures by type and reason, and times relists and their intervals', async () => {
-    const metrics = new AgentMetrics('node-a', () => ({ pods: [], podActorStates: [], syncLoop }));
+    const metrics = new AgentMetrics('node-a');
     metrics.containerStarted('container', null);
     metrics.containerStarted('init_container', 'ErrImagePull');
     metrics.relisted(12, null);
@@ -79,7 +90,7 @@ describe('AgentMetrics', () => {
   });
 
   it('observes pod starts, the SLI by first_with_network, pod worker runs by type and restarted pods by static, with the kubelet\'s buckets', async () => {
-    const metrics = new AgentMetrics('node-a', () => ({ pods: [], podActorStates: [], syncLoop }));
+    const metrics = new AgentMetrics('node-a');
     metrics.podStarted(3.2);
     metrics.podStartedSli(1.2, true);
     metrics.podStartedSli(7, false);
@@ -112,7 +123,7 @@ describe('AgentMetrics', () => {
   });
 
   it('serves the prober metrics apart, times successful probes only, and drops a removed worker\'s series', async () => {
-    const metrics = new AgentMetrics('node-a', () => ({ pods: [], podActorStates: [], syncLoop }), Date.UTC(2026, 0, 1));
+    const metrics = new AgentMetrics('node-a', Date.UTC(2026, 0, 1));
     const web = { probe_type: 'Readiness', container: 'app', pod: 'web', namespace: 'shop', pod_uid: 'u1' };
     const db = { ...web, probe_type: 'Liveness', pod: 'db', pod_uid: 'u2' };
     metrics.probed(web, 'successful', 0.02);
@@ -138,7 +149,7 @@ describe('AgentMetrics', () => {
   });
 
   it("shows the process's figures on every node of one process (--nodes), collected once for all", async () => {
-    const nodes = ['hollow-0', 'hollow-1'].map((name) => new AgentMetrics(name, () => ({ pods: [], podActorStates: [], syncLoop })));
+    const nodes = ['hollow-0', 'hollow-1'].map((name) => new AgentMetrics(name));
     for (const node of nodes) node.collectProcessMetrics();
     const [first, second] = await Promise.all(nodes.map((node) => node.render()));
     for (const [text, name] of [[first!, 'hollow-0'], [second!, 'hollow-1']] as const) {
@@ -150,7 +161,7 @@ describe('AgentMetrics', () => {
       expect(text).not.toContain('nodejs_active_handles_total');
     }
     // A node that does not collect them (a test's) shows its own alone.
-    const own = await new AgentMetrics('n', () => ({ pods: [], podActorStates: [], syncLoop })).render();
+    const own = await new AgentMetrics('n').render();
     expect(own).not.toContain('process_resident_memory_bytes');
   });
 

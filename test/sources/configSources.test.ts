@@ -11,13 +11,12 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type AnyEventObject, createActor, setup } from 'xstate';
 import type { Pod } from '../../src/api/types.ts';
-import type { ConfigEvent } from '../../src/events.ts';
+import type { ConfigEvent, SourceWarning } from '../../src/events.ts';
 import { configuredSources, createConfigSourcesLogic } from '../../src/sources/configSources.ts';
 import { parseManifest } from '../../src/sources/file.ts';
 import { parsePodsBody } from '../../src/sources/http.ts';
 import { duplicatePodEvent } from '../../src/sources/podConfig.ts';
 import { ManualClock } from '../support/manualClock.ts';
-import { RecordedEvents } from '../support/recordedEvents.ts';
 
 const NODE = 'node-1';
 const HOUR = 3_600_000;
@@ -50,14 +49,12 @@ async function serve(): Promise<string> {
 /** Runs the sources under a parent that keeps every event they send. */
 function run(options: { podManifestPath?: string; manifestUrl?: string; manifestUrlHeaders?: Record<string, string[]> }) {
   const events: AnyEventObject[] = [];
-  const recorder = new RecordedEvents();
   const logic = createConfigSourcesLogic({
     nodeName: NODE,
     fileCheckFrequencyMs: HOUR,
     httpCheckFrequencyMs: HOUR,
     clock: new ManualClock(),
     log: () => {},
-    recorder,
     ...options,
   });
   const parent = createActor(
@@ -70,7 +67,10 @@ function run(options: { podManifestPath?: string; manifestUrl?: string; manifest
   stops.push(() => parent.stop());
   const seen = (source: string) => events.some((e) => e.type === 'SOURCE.SEEN' && e.source === source);
   const added = (source: string) => events.filter((e): e is ConfigEvent => e.type === 'CONFIG.ADD' && e.source === source).flatMap((e) => e.pods);
-  return { events, recorder, seen, added };
+  /** The events the sources asked to be recorded (SOURCE.ERROR with a warning), as `reason: message`. */
+  const warnings = () => events.flatMap((e) => (e.type === 'SOURCE.ERROR' && e.warning ? [`${e.warning.reason}: ${e.warning.message}`] : []));
+  const warnedPods = () => events.flatMap((e) => (e.type === 'SOURCE.ERROR' && e.warning ? [(e.warning as SourceWarning).pod.metadata.uid] : []));
+  return { events, seen, added, warnings, warnedPods };
 }
 
 describe('configuredSources (kubelet.go makePodSourceConfig)', () => {
@@ -121,7 +121,7 @@ describe('the HTTP source among the sources', () => {
   });
 });
 
-describe('a duplicate static pod name: the kubelet records FailedValidation on the pod left out', () => {
+describe("a duplicate static pod name: the kubelet's FailedValidation on the pod left out, for the node to record", () => {
   it('from the file source, which leaves out the later file', async () => {
     await writeFile(join(dir, 'a.yaml'), yamlPod('web'));
     await writeFile(join(dir, 'b.yaml'), yamlPod('web', 'nginx:1.26'));
@@ -129,14 +129,8 @@ describe('a duplicate static pod name: the kubelet records FailedValidation on t
     await vi.waitFor(() => expect(s.seen('file')).toBe(true));
     const left = parseManifest(yamlPod('web', 'nginx:1.26'), join(dir, 'b.yaml'), NODE).pod!;
     expect(s.added('file').map((p) => p.spec.containers[0]!.image)).toEqual(['nginx:1.25']);
-    expect(s.recorder.events).toEqual([
-      {
-        object: expect.objectContaining({ kind: 'Pod', name: 'web-node-1', namespace: 'default', uid: left.metadata.uid }),
-        type: 'Warning',
-        reason: 'FailedValidation',
-        message: `Error validating pod web-node-1_default(${left.metadata.uid}) from file due to duplicate pod name "web-node-1", ignoring`,
-      },
-    ]);
+    expect(s.warnings()).toEqual([`FailedValidation: Error validating pod web-node-1_default(${left.metadata.uid}) from file due to duplicate pod name "web-node-1", ignoring`]);
+    expect(s.warnedPods()).toEqual([left.metadata.uid]);
   });
 
   it('from a PodList at the URL, left out by the merge', async () => {
@@ -146,7 +140,7 @@ describe('a duplicate static pod name: the kubelet records FailedValidation on t
     await vi.waitFor(() => expect(s.seen('http')).toBe(true));
     const [, second] = (parsePodsBody(body, url, NODE) as { pods: Pod[] }).pods;
     expect(s.added('http')).toHaveLength(1);
-    expect(s.recorder.lines()).toEqual([`FailedValidation: ${duplicatePodEvent(second!, 'http').message}`]);
-    expect(s.recorder.lines()[0]).toBe(`FailedValidation: Error validating pod web-node-1_default(${second!.metadata.uid}) from http due to duplicate pod name "web-node-1", ignoring`);
+    expect(s.warnings()).toEqual([`FailedValidation: ${duplicatePodEvent(second!, 'http').message}`]);
+    expect(s.warnings()[0]).toBe(`FailedValidation: Error validating pod web-node-1_default(${second!.metadata.uid}) from http due to duplicate pod name "web-node-1", ignoring`);
   });
 });

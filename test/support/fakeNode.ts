@@ -19,6 +19,7 @@ import { type Logger, silentLogger } from '../../src/log.ts';
 import { TestRuntime } from './testRuntime.ts';
 import { IMAGE, NO_MEMORY_FEATURES, testClock } from './pods.ts';
 import { diskOnly } from '../../src/volumes/mounter.ts';
+import { type PodActor, actorId } from '../../src/podworkers/podWorkers.ts';
 
 export interface FakeNodeOptions {
   /** Node settings that differ from the agent's defaults. */
@@ -47,7 +48,15 @@ afterAll(() => {
   nodesDir = undefined;
 });
 
+/** The node built and started, as the agent has it once it runs. */
 export function startFakeNode(options: FakeNodeOptions = {}) {
+  const node = buildFakeNode(options);
+  node.start();
+  return node;
+}
+
+/** The node built and not started (composeNode builds; `start()` starts). */
+export function buildFakeNode(options: FakeNodeOptions = {}) {
   const clock = testClock();
   const now = () => clock.now();
   const runtime = new TestRuntime({ clock });
@@ -85,5 +94,7 @@ export function startFakeNode(options: FakeNodeOptions = {}) {
     node.stop();
     rmSync(rootDir, { recursive: true, force: true });
   };
-  return { ...node, stop, clock, now, runtime, rootDir };
+  /** The actor of a pod UID, while it has one (tests look at it; the node's parts never do). */
+  const podActor = (uid: string) => node.syncLoop.system.get(actorId(uid)) as PodActor | undefined;
+  return { ...node, stop, podActor, clock, now, runtime, rootDir };
 }

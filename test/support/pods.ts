@@ -2,7 +2,7 @@
 import { type AnyActorRef, type EventObject, SimulatedClock, createActor, fromCallback, waitFor } from 'xstate';
 import type { Container, Pod } from '../../src/api/types.ts';
 import { createPodEffects } from '../../src/pod/podEffects.ts';
-import type { RuntimeDeps } from '../../src/kuberuntime/execute.ts';
+import type { PodWork } from '../../src/kuberuntime/podWork.ts';
 import { ImagePuller } from '../../src/kuberuntime/images.ts';
 import { crashLoopPolicy } from '../../src/kuberuntime/backoff.ts';
 import type { MemoryFeatures } from '../../src/kuberuntime/resources.ts';
@@ -17,20 +17,19 @@ export const IMAGE = 'statelet.local/busybox:1';
 /** A machine on cgroup v1 without swap accounting or huge pages: containers get CPU and memory settings only. */
 export const NO_MEMORY_FEATURES: MemoryFeatures = { cgroupVersion: 1, swapController: false, hugePageSizes: [] };
 
-/** Runtime deps over a TestRuntime (it is its own image service), with the default crash-loop policy. */
-export function fakeRuntimeDeps(runtime: TestRuntime, now: () => number, log: Logger = silentLogger, recorder = new RecordedEvents()): RuntimeDeps {
+/** A pod's work over a TestRuntime (it is its own image service), with the default crash-loop policy and no files, cgroups or cluster. */
+export function fakePodWork(runtime: TestRuntime, now: () => number, log: Logger = silentLogger, recorder = new RecordedEvents()): PodWork {
   return {
-    runtime,
-    images: runtime,
-    puller: new ImagePuller(runtime, 1),
-    podLogsRoot: '/tmp/statelet-test-logs',
-    security: { seccompDefault: false, seccompProfileRoot: '/var/lib/statelet/seccomp' },
-    memoryCapacityBytes: 8 * 2 ** 30,
-    memoryFeatures: NO_MEMORY_FEATURES,
-    crashLoop: crashLoopPolicy,
-    now,
-    log,
-    recorder,
+    cri: { runtime, images: runtime, puller: new ImagePuller(runtime, 1) },
+    host: {
+      now,
+      podLogsRoot: '/tmp/statelet-test-logs',
+      security: { seccompDefault: false, seccompProfileRoot: '/var/lib/statelet/seccomp' },
+      memoryCapacityBytes: 8 * 2 ** 30,
+      memoryFeatures: NO_MEMORY_FEATURES,
+      crashLoop: crashLoopPolicy,
+    },
+    observe: { log, recorder },
   };
 }
 
@@ -79,7 +78,7 @@ export function podHarness(): PodHarness {
   const runtime = new TestRuntime({ clock });
   runtime.addImage(IMAGE);
   const statuses = new StatusManager();
-  const effects = createPodEffects({ ...fakeRuntimeDeps(runtime, now), statuses, runtimeName: 'fake' });
+  const effects = createPodEffects({ work: fakePodWork(runtime, now), statuses, runtimeName: 'fake' });
   const machine = podMachineWith(effects);
   const recorder = createRecorder();
   const parent = createActor(recorder.logic, { clock });

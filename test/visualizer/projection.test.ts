@@ -71,7 +71,7 @@ describe('projectDefinition', () => {
     const def = projectDefinition(syncLoopMachine);
     expect(def.machineId).toBe('syncLoop');
     expect(def.root.type).toBe('parallel');
-    expect(def.root.invoke?.map((i) => i.id)).toEqual(['pods', 'sources', 'probes', 'pleg']);
+    expect(def.root.invoke?.map((i) => i.id)).toEqual(['pods', 'sources', 'probes', 'facts', 'pleg']);
     expect(def.root.entry).toEqual(['startNodeLoops']);
     expect(def.root.transitions).toContainEqual({ event: 'CONFIG.ADD', targets: [], actions: ['routeToPods', 'countRouted'] });
     const waiting = find(def.root, 'syncLoop.ticker.waiting')!;
@@ -138,7 +138,6 @@ describe('projectActor / projectSnapshot', () => {
     actor.send({ type: 'PLEG.RELIST_FAILED', error: 'CRI ListContainers failed (UNAVAILABLE): connection refused' });
     actor.send({ type: 'SOURCE.STATE', source: 'api', phase: 'backingOff', detail: '800 ms: connection refused' });
     actor.send({ type: 'SOURCE.STATE', source: 'api', phase: 'watching', detail: 'from 1234' });
-    actor.send({ type: 'STATUS.WRITES', queued: 2, writes: 140, deletes: 1 });
     const snap = projectSnapshot(actor, actor.getSnapshot(), 7);
     expect(snap.syncLoop).toEqual({
       routed: { 'CONFIG.ADD': 2, 'PLEG.CONTAINER_DIED': 1 },
@@ -147,7 +146,6 @@ describe('projectActor / projectSnapshot', () => {
       lastRelistDurationMs: null,
       lastRuntimeError: 'CRI ListContainers failed (UNAVAILABLE): connection refused',
       sourceStates: { api: 'watching from 1234' },
-      statusWrites: { queued: 2, writes: 140, deletes: 1 },
     });
     expect(snap.value).toMatchObject({ sources: 'ready', runtime: 'unhealthy' });
     expect(snap.pod).toBeUndefined();

@@ -179,15 +179,10 @@ function totalRouted(s: WireSnapshot | undefined): number {
   return Object.values(s?.syncLoop?.routed ?? {}).reduce((a, b) => a + b, 0);
 }
 
-/**
- * `1,234 routed · api: watching from 5678 · statuses: 2 queued, 140 written`: what the syncLoop
- * routed, how its sources are doing and, in a cluster, the pod status writer.
- */
+/** `1,234 routed · api: watching from 5678`: what the syncLoop routed, and how its sources are doing. */
 function syncLoopSummary(s: WireSnapshot): string {
   const sources = Object.entries(s.syncLoop?.sourceStates ?? {}).map(([source, state]) => `${source}: ${state}`);
-  const w = s.syncLoop?.statusWrites;
-  const writes = w ? [`statuses: ${w.queued} queued, ${w.writes.toLocaleString()} written, ${w.deletes} deleted`] : [];
-  return [`${totalRouted(s).toLocaleString()} routed`, ...sources, ...writes].join(' · ');
+  return [`${totalRouted(s).toLocaleString()} routed`, ...sources].join(' · ');
 }
 
 function renderRow(entry: Entry): void {

@@ -2,8 +2,8 @@
  * A pod's terminal phase reaches the API only once its containers have stopped (the kubelet's
  * mergePodStatus with CouldHaveRunningContainers, then TerminatePod's forced update): the real pod
  * actor and its effects on the TestRuntime, the StatusWriter on the in-memory API, wired as
- * composeNode wires them (the actor's state answers "could it still have running containers",
- * POD.TERMINATED tells the writer).
+ * composeNode wires them (the pod workers' stages, learned from the actor's reports, answer "could it
+ * still have running containers"; POD.TERMINATED tells the writer).
  */
 import { describe, expect, it, vi } from 'vitest';
 import { createActor, fromCallback, waitFor, type EventObject } from 'xstate';
@@ -12,7 +12,8 @@ import { silentLogger } from '../../src/log.ts';
 import { podMachineWith } from '../../src/pod/pod.ts';
 import { createPodEffects } from '../../src/pod/podEffects.ts';
 import { StatusManager } from '../../src/status/manager.ts';
-import { STATUS_RESYNC_MS, StatusWriter } from '../../src/status/statusWriter.ts';
+import { StatusWriter } from '../../src/statuswriter/effects.ts';
+import { PodStages } from '../../src/podworkers/podStages.ts';
 import { lifecycleRig } from '../kuberuntime/support.ts';
 import { ManualClock } from '../support/manualClock.ts';
 import { MemoryApi } from '../support/memoryApi.ts';
@@ -22,9 +23,9 @@ function rig(spec: Partial<Pod['spec']>, options: { podTerminated?: boolean } = 
   const runtime = lifecycleRig();
   const api = new MemoryApi();
   const statuses = new StatusManager();
-  const effects = createPodEffects({ ...runtime.deps, statuses, runtimeName: 'fake' });
+  const effects = createPodEffects({ work: runtime.deps, statuses, runtimeName: 'fake' });
+  const stages = new PodStages();
   const created = api.putPod({ ...makePod('deadline', spec), metadata: { ...makePod('deadline').metadata, annotations: { 'kubernetes.io/config.source': 'api' } }, status: { phase: 'Pending' } });
-  let actor: ReturnType<typeof createActor<ReturnType<typeof podMachineWith>>> | undefined;
   const writer = new StatusWriter({
     api,
     statuses,
@@ -33,24 +34,24 @@ function rig(spec: Partial<Pod['spec']>, options: { podTerminated?: boolean } = 
       const current = api.pod('default', 'deadline');
       return current?.metadata.uid === uid ? current : undefined;
     },
-    finished: () => actor?.getSnapshot().hasTag('finished') ?? true,
-    couldHaveRunningContainers: () => {
-      const snapshot = actor?.getSnapshot();
-      return snapshot !== undefined && snapshot.status === 'active' && !snapshot.hasTag('terminated');
-    },
-    clock: runtime.clock,
+    stages,
     log: silentLogger,
   });
+  // The pod workers' part (src/podworkers/podWorkers.ts reported): each report recorded as the pod's stage.
   const parent = createActor(
     fromCallback<EventObject>(({ receive }) => {
       receive((event) => {
-        if (event.type === 'POD.TERMINATED' && options.podTerminated !== false) writer.podTerminated(created.metadata.uid);
+        const uid = created.metadata.uid;
+        if (event.type === 'POD.TERMINATING') stages.terminating(uid);
+        if (event.type === 'POD.TERMINATED') stages.terminated(uid);
+        if (event.type === 'POD.TERMINATED' && options.podTerminated !== false) writer.podTerminated(uid);
       });
     }),
     { clock: runtime.clock },
   );
   parent.start();
-  actor = createActor(podMachineWith(effects), { parent, input: { pod: created }, clock: runtime.clock });
+  stages.started(created);
+  const actor = createActor(podMachineWith(effects), { parent, input: { pod: created }, clock: runtime.clock });
   actor.start();
   const apiStatus = (): PodStatus => api.pod('default', 'deadline')?.status ?? {};
   return { ...runtime, api, statuses, writer, actor, apiStatus };
@@ -101,12 +102,10 @@ describe('the terminal phase in the API waits for the containers to stop', () =>
         api,
         statuses,
         pod: () => api.pod('default', 'p'),
-        finished: () => false,
-        couldHaveRunningContainers: () => running,
-        clock,
+        stages: { isFinished: () => false, couldHaveRunningContainers: () => running },
         log: silentLogger,
       });
-      statuses.set('uid-p', { phase: 'Failed', reason: 'DeadlineExceeded', conditions: [{ type: 'Ready', status: 'False', reason: 'PodFailed' }] });
+      statuses.setPodStatus('uid-p', { phase: 'Failed', reason: 'DeadlineExceeded', conditions: [{ type: 'Ready', status: 'False', reason: 'PodFailed' }] });
       await clock.settle(0);
       expect(api.pod('default', 'p')?.status).toMatchObject({ phase: 'Running', conditions: [{ type: 'Ready', status: 'False' }] });
       expect(api.pod('default', 'p')?.status?.reason).toBeUndefined();
@@ -114,7 +113,8 @@ describe('the terminal phase in the API waits for the containers to stop', () =>
       if (told) writer.podTerminated('uid-p');
       await clock.settle(0);
       expect(api.pod('default', 'p')?.status?.phase, told ? 'told' : 'not told').toBe(told ? 'Failed' : 'Running');
-      await clock.settle(STATUS_RESYNC_MS);
+      writer.resync();
+      await clock.settle(0);
       expect(api.pod('default', 'p')?.status).toMatchObject({ phase: 'Failed', reason: 'DeadlineExceeded' });
       expect(api.count('patchPodStatus')).toBe(2);
       writer.stop();

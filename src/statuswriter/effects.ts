@@ -1,10 +1,11 @@
 /**
- * Writes the agent's pod statuses to the API server (pkg/kubelet/status/status_manager.go syncPod,
- * syncBatch): every change the StatusManager records marks its pod dirty; a few writers drain the
- * dirty set, so a pod that changes ten times while a write is in flight is written once more, with
- * its newest status (the newest wins). Every `resyncMs` all known pods are checked again, which
- * catches a write that failed, and a status in the API (as the watch shows it) that is not the one
- * written: a write made over a view the watch had not yet updated, or a change behind the agent.
+ * The status writer's effect: writes the agent's pod statuses to the API server
+ * (pkg/kubelet/status/status_manager.go syncPod, syncBatch). Every change the StatusManager records
+ * marks its pod dirty; a few writers drain the dirty set, so a pod that changes ten times while a
+ * write is in flight is written once more, with its newest status (the newest wins). At every
+ * resync (the loop's timer, `resync()`) all known pods are checked again, which catches a write
+ * that failed, and a status in the API (as the watch shows it) that is not the one written: a write
+ * made over a view the watch had not yet updated, or a change behind the agent.
  *
  * One pod's sync: take the pod's API object as the watch last showed it (a static pod's mirror is
  * read from the API); skip it when the UID differs (a new pod of the same name) or, for a static
@@ -20,35 +21,41 @@
  * written again as soon as its actor has stopped them (`podTerminated`, the kubelet's forced
  * update of TerminatePod), and on the next resync if that was missed.
  */
+import { fromCallback } from 'xstate';
 import { ConfigAnnotation, type Pod, type PodStatus, isStaticPod, podRef } from '../api/types.ts';
 import { isConflict, isForbidden, isNotFound, type KubeApi } from '../client/api.ts';
 import type { Clock, TimerHandle } from '../clock.ts';
+import type { EventOf, StatusWriterEvent } from '../events.ts';
 import type { Logger } from '../log.ts';
-import { holdsTerminalPhase, statusPatch, statusToWrite } from './apiStatus.ts';
-import type { StatusManager } from './manager.ts';
+import type { PodWorkerStages } from '../podworkers/podStages.ts';
+import { holdsTerminalPhase, statusPatch, statusToWrite } from '../status/apiStatus.ts';
+import type { PodStatusReader } from '../status/manager.ts';
 
-interface StatusWriterDeps {
-  api: KubeApi;
-  statuses: StatusManager;
-  /** The pod as the agent knows it (its sources' version), by UID. */
-  pod(uid: string): Pod | undefined;
-  /** The pod's actor has finished: containers stopped, resources released. */
-  finished(uid: string): boolean;
-  /**
-   * The pod's actor has not yet stopped every container of the pod (pod_workers.go
-   * CouldHaveRunningContainers): not yet terminated. None: false.
-   */
-  couldHaveRunningContainers?(uid: string): boolean;
-  clock: Clock;
-  log: Logger;
-  /** Called whenever the queue or the counts change (the composition throttles it for the visualizer). */
-  onProgress?(): void;
-  /** Writes in flight at once (the kubelet's client is limited to 50 QPS, burst 100). */
-  concurrency?: number;
-  resyncMs?: number;
+/** What the writer has done: statuses waiting or being written, written, pods deleted, and the last failure. */
+export interface StatusWriterProgress {
+  queued: number;
+  writes: number;
+  deletes: number;
+  error: string | null;
 }
 
-export const STATUS_RESYNC_MS = 10_000;
+export interface StatusWriterDeps {
+  api: KubeApi;
+  statuses: PodStatusReader;
+  /** The pod as the agent knows it (its sources' version), by UID. */
+  pod(uid: string): Pod | undefined;
+  /**
+   * Where each pod's worker stands: a deleted pod's object goes once its worker has finished, and
+   * a terminal phase waits while it could still have running containers (pod_workers.go
+   * CouldHaveRunningContainers).
+   */
+  stages: Pick<PodWorkerStages, 'isFinished' | 'couldHaveRunningContainers'>;
+  log: Logger;
+  /** Told whenever the queue or the counts change. */
+  onProgress?(progress: StatusWriterProgress): void;
+  /** Writes in flight at once (the kubelet's client is limited to 50 QPS, burst 100). */
+  concurrency?: number;
+}
 
 export class StatusWriter {
   private readonly dirty = new Set<string>();
@@ -64,11 +71,10 @@ export class StatusWriter {
    */
   private readonly checked = new Map<string, { api: PodStatus | undefined; ours: PodStatus; running: boolean; differs: boolean }>();
   private readonly unsubscribe: () => void;
-  private timer: TimerHandle | undefined;
   private stopped = false;
-  /** Writes done, for the visualizer and the benchmarks. */
-  writes = 0;
-  deletes = 0;
+  private writes = 0;
+  private deletes = 0;
+  private lastError: string | null = null;
 
   constructor(private readonly deps: StatusWriterDeps) {
     this.unsubscribe = deps.statuses.subscribe((uid, status) => {
@@ -79,15 +85,14 @@ export class StatusWriter {
         this.checked.delete(uid);
       }
     });
-    this.scheduleResync();
   }
 
-  /** Queues a sync of one pod (a status change, or its actor finished). */
+  /** Queues a sync of one pod (a status change, or its worker finished). */
   request(uid: string): void {
     if (this.stopped) return;
     this.dirty.add(uid);
     this.pump();
-    this.deps.onProgress?.();
+    this.reportProgress();
   }
 
   /** Writes the pod's status again even if it did not change (its API object is new: a re-created mirror). */
@@ -101,35 +106,33 @@ export class StatusWriter {
     if (this.held.has(uid)) this.rewrite(uid);
   }
 
-  queued(): number {
-    return this.dirty.size + this.inFlight.size;
-  }
-
-  progress(): { queued: number; writes: number; deletes: number } {
-    return { queued: this.queued(), writes: this.writes, deletes: this.deletes };
+  progress(): StatusWriterProgress {
+    return { queued: this.dirty.size + this.inFlight.size, writes: this.writes, deletes: this.deletes, error: this.lastError };
   }
 
   stop(): void {
     this.stopped = true;
     this.unsubscribe();
-    if (this.timer !== undefined) this.deps.clock.clearTimeout(this.timer);
   }
 
-  private scheduleResync(): void {
-    this.timer = this.deps.clock.setTimeout(() => {
-      if (this.stopped) return;
-      for (const uid of this.deps.statuses.uids()) {
-        if (this.held.has(uid) && !this.couldHaveRunningContainers(uid)) this.written.delete(uid);
-        if (this.written.has(uid) && this.differsInApi(uid)) {
-          // The kubelet says so at V(3) (status_manager.go needsReconcile): a watch a little behind is enough.
-          this.deps.log('debug', 'Pod status is inconsistent with the status written; writing it again', { pod: podRef(this.deps.pod(uid)!) });
-          this.written.delete(uid);
-        }
-        if (this.deps.statuses.version(uid) !== this.written.get(uid) || this.deletable(uid)) this.dirty.add(uid);
+  /** Checks every known pod again (status_manager.go syncBatch, every 10 s). */
+  resync(): void {
+    if (this.stopped) return;
+    for (const uid of this.deps.statuses.uids()) {
+      if (this.held.has(uid) && !this.couldHaveRunningContainers(uid)) this.written.delete(uid);
+      if (this.written.has(uid) && this.differsInApi(uid)) {
+        // The kubelet says so at V(3) (status_manager.go needsReconcile): a watch a little behind is enough.
+        this.deps.log('debug', 'Pod status is inconsistent with the status written; writing it again', { pod: podRef(this.deps.pod(uid)!) });
+        this.written.delete(uid);
       }
-      this.pump();
-      this.scheduleResync();
-    }, this.deps.resyncMs ?? STATUS_RESYNC_MS);
+      if (this.deps.statuses.version(uid) !== this.written.get(uid) || this.deletable(uid)) this.dirty.add(uid);
+    }
+    this.pump();
+    this.reportProgress();
+  }
+
+  private reportProgress(): void {
+    this.deps.onProgress?.(this.progress());
   }
 
   private pump(): void {
@@ -140,17 +143,18 @@ export class StatusWriter {
       this.dirty.delete(uid);
       this.inFlight.add(uid);
       this.sync(uid)
-        .catch((err: unknown) => {
-          const pod = this.deps.pod(uid);
-          this.deps.log(isConflict(err) ? 'info' : 'warn', 'Failed to update pod status in the API; will retry', {
-            pod: pod ? podRef(pod) : uid,
-            err: err instanceof Error ? err.message : String(err),
-          });
-        })
+        .then(
+          () => void (this.lastError = null),
+          (err: unknown) => {
+            const pod = this.deps.pod(uid);
+            this.lastError = err instanceof Error ? err.message : String(err);
+            this.deps.log(isConflict(err) ? 'info' : 'warn', 'Failed to update pod status in the API; will retry', { pod: pod ? podRef(pod) : uid, err: this.lastError });
+          },
+        )
         .finally(() => {
           this.inFlight.delete(uid);
           this.pump();
-          this.deps.onProgress?.();
+          this.reportProgress();
         });
     }
   }
@@ -173,12 +177,12 @@ export class StatusWriter {
   }
 
   private couldHaveRunningContainers(uid: string): boolean {
-    return this.deps.couldHaveRunningContainers?.(uid) ?? false;
+    return this.deps.stages.couldHaveRunningContainers(uid);
   }
 
   private deletable(uid: string): boolean {
     const pod = this.deps.pod(uid);
-    return !!pod && pod.metadata.deletionTimestamp !== undefined && !isStaticPod(pod) && this.deps.finished(uid);
+    return !!pod && pod.metadata.deletionTimestamp !== undefined && !isStaticPod(pod) && this.deps.stages.isFinished(uid);
   }
 
   private async sync(uid: string): Promise<void> {
@@ -256,4 +260,48 @@ export class StatusWriter {
     const mirrorOf = current.metadata.annotations?.[ConfigAnnotation.mirror];
     return mirrorOf !== undefined && mirrorOf === pod.metadata.annotations?.[ConfigAnnotation.hash] ? current.metadata.uid : null;
   }
+}
+
+/** What the writer is told: the pods' news, passed on by its loop, and the loop's resync tick. */
+export type WriterNews = EventOf<'POD.TERMINATED'> | EventOf<'POD.FINISHED'> | EventOf<'STATUS.REWRITE'> | EventOf<'STATUS.RESYNC'>;
+
+/** How often the writer's progress reaches its loop (and so the visualizer) at most. */
+const PROGRESS_REPORT_MS = 1_000;
+
+/**
+ * The status writer loop's `writer` child: the writer over the node's parts, told the pods' news
+ * (POD.TERMINATED: a terminal phase held back goes out now; POD.FINISHED: a deleted pod's object
+ * may go; STATUS.REWRITE: a re-created mirror) and the loop's resync tick; it reports its progress
+ * to the loop at most once a second, and each change to `metrics` at once.
+ */
+export function statusWriterActor(deps: Omit<StatusWriterDeps, 'onProgress'> & { clock: Clock; metrics?: (progress: StatusWriterProgress) => void }) {
+  return fromCallback<WriterNews>(({ sendBack, receive }) => {
+    let due: TimerHandle | undefined;
+    const writer = new StatusWriter({
+      ...deps,
+      onProgress: (progress) => {
+        deps.metrics?.(progress);
+        due ??= deps.clock.setTimeout(() => {
+          due = undefined;
+          sendBack({ type: 'STATUS.PROGRESS', ...writer.progress() } satisfies StatusWriterEvent);
+        }, PROGRESS_REPORT_MS);
+      },
+    });
+    receive((event) => {
+      switch (event.type) {
+        case 'POD.TERMINATED':
+          return writer.podTerminated(event.uid);
+        case 'POD.FINISHED':
+          return writer.request(event.uid);
+        case 'STATUS.REWRITE':
+          return writer.rewrite(event.uid);
+        case 'STATUS.RESYNC':
+          return writer.resync();
+      }
+    });
+    return () => {
+      writer.stop();
+      if (due !== undefined) deps.clock.clearTimeout(due);
+    };
+  });
 }

@@ -9,7 +9,7 @@ import * as apiStatus from '../../src/status/apiStatus.ts';
 import { ApiError } from '../../src/client/api.ts';
 import { silentLogger } from '../../src/log.ts';
 import { StatusManager } from '../../src/status/manager.ts';
-import { STATUS_RESYNC_MS, StatusWriter } from '../../src/status/statusWriter.ts';
+import { StatusWriter } from '../../src/statuswriter/effects.ts';
 import { ManualClock } from '../support/manualClock.ts';
 import { MemoryApi } from '../support/memoryApi.ts';
 
@@ -45,20 +45,28 @@ function harness() {
     const current = api.pod('default', 'web');
     if (current && current.metadata.uid === 'uid-web') known.set('uid-web', current);
   };
-  const writer = new StatusWriter({ api, statuses, pod: (uid) => known.get(uid), finished: (uid) => finished.has(uid), clock, log: silentLogger });
-  return { api, clock, statuses, finished, known, writer, refresh };
+  const stages = { isFinished: (uid: string) => finished.has(uid), couldHaveRunningContainers: () => false };
+  const writer = new StatusWriter({ api, statuses, pod: (uid) => known.get(uid), stages, log: silentLogger });
+  /** The loop's resync tick (statusWriter.ts), and the writes it starts. */
+  const resync = async (times = 1) => {
+    for (let i = 0; i < times; i++) {
+      writer.resync();
+      await clock.settle(0);
+    }
+  };
+  return { api, clock, statuses, finished, known, writer, refresh, resync };
 }
 
 describe('StatusWriter', () => {
   it('writes a changed status with the UID as precondition, and nothing when it did not change', async () => {
     const h = harness();
-    h.statuses.set('uid-web', running());
+    h.statuses.setPodStatus('uid-web', running());
     await h.clock.settle(0);
     expect(h.api.pod('default', 'web')?.status?.phase).toBe('Running');
     expect(h.api.count('patchPodStatus')).toBe(1);
     expect(h.api.count('getPod')).toBe(0);
     h.refresh();
-    await h.clock.settle(STATUS_RESYNC_MS);
+    await h.resync();
     expect(h.api.count('patchPodStatus')).toBe(1);
     h.writer.stop();
   });
@@ -66,9 +74,9 @@ describe('StatusWriter', () => {
   it('writes once more with the newest status when it changed while a write was in flight', async () => {
     const h = harness();
     const held = h.api.hold('patchPodStatus');
-    h.statuses.set('uid-web', running(0));
+    h.statuses.setPodStatus('uid-web', running(0));
     await h.clock.settle(0);
-    for (let i = 1; i <= 10; i++) h.statuses.set('uid-web', running(i));
+    for (let i = 1; i <= 10; i++) h.statuses.setPodStatus('uid-web', running(i));
     held.release();
     await h.clock.settle(0);
     await h.clock.settle(0);
@@ -81,7 +89,7 @@ describe('StatusWriter', () => {
     const h = harness();
     await h.api.patchPodStatus('default', 'web', { status: { phase: 'Failed', reason: 'DeadlineExceeded' } });
     h.refresh();
-    h.statuses.set('uid-web', running());
+    h.statuses.setPodStatus('uid-web', running());
     await h.clock.settle(0);
     expect(h.api.pod('default', 'web')?.status).toMatchObject({ phase: 'Failed', reason: 'DeadlineExceeded' });
     h.writer.stop();
@@ -91,7 +99,7 @@ describe('StatusWriter', () => {
     const h = harness();
     h.api.removePod('default', 'web');
     h.api.putPod({ ...h.known.get('uid-web')!, metadata: { ...h.known.get('uid-web')!.metadata, uid: 'uid-other' }, status: { phase: 'Pending' } });
-    h.statuses.set('uid-web', running());
+    h.statuses.setPodStatus('uid-web', running());
     await h.clock.settle(0);
     expect(h.api.count('getPod')).toBe(1);
     expect(h.api.pod('default', 'web')?.status?.phase).toBe('Pending');
@@ -101,31 +109,31 @@ describe('StatusWriter', () => {
   it('writes again on the resync after a failed write', async () => {
     const h = harness();
     h.api.failNext('patchPodStatus', new ApiError(0, '', 'connection refused', 'PATCH pods/status default/web'));
-    h.statuses.set('uid-web', running());
+    h.statuses.setPodStatus('uid-web', running());
     await h.clock.settle(0);
     expect(h.api.pod('default', 'web')?.status?.phase).toBe('Pending');
-    await h.clock.settle(STATUS_RESYNC_MS);
+    await h.resync();
     expect(h.api.pod('default', 'web')?.status?.phase).toBe('Running');
     h.writer.stop();
   });
 
   it('decides again on a resync only for a pod whose status changed, in the API or in the agent', async () => {
     const h = harness();
-    h.statuses.set('uid-web', running());
+    h.statuses.setPodStatus('uid-web', running());
     await h.clock.settle(0);
     h.refresh();
-    await h.clock.settle(STATUS_RESYNC_MS);
+    await h.resync();
     const decisions = vi.mocked(apiStatus.statusToWrite);
     decisions.mockClear();
-    await h.clock.settle(STATUS_RESYNC_MS * 3);
+    await h.resync(3);
     expect(decisions).not.toHaveBeenCalled();
-    h.statuses.set('uid-web', running(1));
+    h.statuses.setPodStatus('uid-web', running(1));
     await h.clock.settle(0);
     h.refresh();
     decisions.mockClear();
-    await h.clock.settle(STATUS_RESYNC_MS);
+    await h.resync();
     expect(decisions).toHaveBeenCalledTimes(1);
-    await h.clock.settle(STATUS_RESYNC_MS);
+    await h.resync();
     expect(decisions).toHaveBeenCalledTimes(1);
     expect(h.api.count('patchPodStatus')).toBe(2);
     h.writer.stop();
@@ -133,18 +141,18 @@ describe('StatusWriter', () => {
 
   it('writes again on the resync when the API shows another status than the one written, and not while it shows that one', async () => {
     const h = harness();
-    h.statuses.set('uid-web', running());
+    h.statuses.setPodStatus('uid-web', running());
     await h.clock.settle(0);
     h.refresh();
     // Changed behind the agent (or a write made over a view the watch had not yet updated).
     await h.api.patchPodStatus('default', 'web', { status: { conditions: [{ type: 'Ready', status: 'False', reason: 'Other' }] } });
     h.refresh();
     expect(h.api.count('patchPodStatus')).toBe(2);
-    await h.clock.settle(STATUS_RESYNC_MS);
+    await h.resync();
     expect(h.api.count('patchPodStatus')).toBe(3);
     expect(h.api.pod('default', 'web')?.status?.conditions).toEqual([{ type: 'Ready', status: 'True' }]);
     h.refresh();
-    await h.clock.settle(STATUS_RESYNC_MS);
+    await h.resync();
     expect(h.api.count('patchPodStatus')).toBe(3);
     h.writer.stop();
   });
@@ -155,10 +163,10 @@ describe('StatusWriter', () => {
   it('replaces the pod IPs when its sandbox was re-created with a new IP, and its host IPs alike', async () => {
     const h = harness();
     const ips = (pod: string, host: string): PodStatus => ({ ...running(), podIP: pod, podIPs: [{ ip: pod }], hostIP: host, hostIPs: [{ ip: host }] });
-    h.statuses.set('uid-web', ips('10.0.0.5', '192.168.0.1'));
+    h.statuses.setPodStatus('uid-web', ips('10.0.0.5', '192.168.0.1'));
     await h.clock.settle(0);
     h.refresh();
-    h.statuses.set('uid-web', { ...ips('10.0.0.9', '192.168.0.2'), containerStatuses: running(1).containerStatuses });
+    h.statuses.setPodStatus('uid-web', { ...ips('10.0.0.9', '192.168.0.2'), containerStatuses: running(1).containerStatuses });
     await h.clock.settle(0);
     expect(h.api.pod('default', 'web')?.status).toMatchObject({ podIP: '10.0.0.9', podIPs: [{ ip: '10.0.0.9' }], hostIPs: [{ ip: '192.168.0.2' }], containerStatuses: [{ restartCount: 1 }] });
     h.writer.stop();
@@ -166,19 +174,19 @@ describe('StatusWriter', () => {
 
   it('deletes a pod being deleted once it has finished, with grace 0 and the UID', async () => {
     const h = harness();
-    h.statuses.set('uid-web', running());
+    h.statuses.setPodStatus('uid-web', running());
     await h.clock.settle(0);
     h.refresh();
     const marked = { ...h.known.get('uid-web')!, metadata: { ...h.known.get('uid-web')!.metadata, deletionTimestamp: new Date().toISOString(), deletionGracePeriodSeconds: 30 } };
     h.known.set('uid-web', marked);
-    h.statuses.set('uid-web', { ...running(), phase: 'Succeeded' });
+    h.statuses.setPodStatus('uid-web', { ...running(), phase: 'Succeeded' });
     await h.clock.settle(0);
     expect(h.api.pod('default', 'web')).toBeDefined();
     h.finished.add('uid-web');
     h.writer.request('uid-web');
     await h.clock.settle(0);
     expect(h.api.pod('default', 'web')).toBeUndefined();
-    expect(h.writer.deletes).toBe(1);
+    expect(h.writer.progress()).toMatchObject({ deletes: 1, queued: 0 });
     h.writer.stop();
   });
 });

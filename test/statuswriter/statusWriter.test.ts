@@ -1,0 +1,66 @@
+/**
+ * The status writer loop: the pods' news it is passed reach its writer, its resync tick comes every
+ * period on the actor system's clock, and the writer's progress shows in its context (its summary
+ * on the visualizer) at most once a second.
+ */
+import { SimulatedClock, createActor, fromCallback } from 'xstate';
+import { describe, expect, it, vi } from 'vitest';
+import type { WriterNews } from '../../src/statuswriter/effects.ts';
+import { statusWriterActor } from '../../src/statuswriter/effects.ts';
+import { statusWriterLoop } from '../../src/statuswriter/loop.ts';
+import { statusWriterMachineWith } from '../../src/statuswriter/statusWriter.ts';
+import { StatusManager } from '../../src/status/manager.ts';
+import { silentLogger } from '../../src/log.ts';
+import type { Pod } from '../../src/api/types.ts';
+import { MemoryApi } from '../support/memoryApi.ts';
+
+describe('statusWriter loop', () => {
+  it('passes the pods\' news to its writer and tells it to resync every period', () => {
+    const clock = new SimulatedClock();
+    const told: string[] = [];
+    const writer = fromCallback<WriterNews>(({ receive }) => receive((event) => void told.push('uid' in event ? `${event.type} ${event.uid}` : event.type)));
+    const actor = createActor(statusWriterMachineWith(writer), { clock, input: { resyncMs: 10_000 } }).start();
+    actor.send({ type: 'POD.TERMINATED', uid: 'a' });
+    actor.send({ type: 'POD.FINISHED', uid: 'a', restartRequested: false });
+    actor.send({ type: 'STATUS.REWRITE', uid: 'b' });
+    clock.increment(9_999);
+    expect(told).toEqual(['POD.TERMINATED a', 'POD.FINISHED a', 'STATUS.REWRITE b']);
+    clock.increment(1);
+    clock.increment(10_000);
+    expect(told.slice(3)).toEqual(['STATUS.RESYNC', 'STATUS.RESYNC']);
+    actor.stop();
+  });
+
+  it('shows what its writer did, told at most once a second, and the metrics each change', async () => {
+    const clock = new SimulatedClock();
+    const api = new MemoryApi();
+    const pod = api.putPod({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'web', namespace: 'default', uid: 'uid-web', annotations: { 'kubernetes.io/config.source': 'api' } },
+      spec: { nodeName: 'node-a', containers: [{ name: 'app', image: 'busybox:1' }] },
+      status: { phase: 'Pending' },
+    } as Pod);
+    const statuses = new StatusManager();
+    const metrics: number[] = [];
+    const writer = statusWriterActor({
+      api,
+      statuses,
+      pod: (uid) => (uid === 'uid-web' ? pod : undefined),
+      stages: { isFinished: () => false, couldHaveRunningContainers: () => true },
+      clock,
+      log: silentLogger,
+      metrics: (progress) => void metrics.push(progress.writes),
+    });
+    const actor = createActor(statusWriterMachineWith(writer), { clock, input: { resyncMs: 10_000 } }).start();
+    statuses.setPodStatus('uid-web', { phase: 'Running' });
+    await vi.waitFor(() => expect(metrics.at(-1)).toBe(1));
+    // Written, and not yet told to the loop: its report waits for the second to end.
+    expect(api.count('patchPodStatus')).toBe(1);
+    expect(actor.getSnapshot().context.writes).toBe(0);
+    clock.increment(1_000);
+    expect(actor.getSnapshot().context).toMatchObject({ writes: 1, queued: 0, lastError: null });
+    expect(statusWriterLoop.summary(actor.getSnapshot().context)).toBe('1 written · 0 deleted · 0 queued');
+    actor.stop();
+  });
+});
