@@ -12,11 +12,10 @@
  * actor's snapshot. `startAgent` (src/agent) and every test harness build the node here, so what the
  * tests run is what the agent runs. Everything that reads the time or waits takes `deps.clock`.
  */
-import { type Actor, type AnyActorLogic, type InspectionEvent, type Observer, createActor, fromPromise } from 'xstate';
+import { type AnyActorLogic, type InspectionEvent, type Observer, createActor, fromPromise } from 'xstate';
 import type { SourceName } from '../api/types.ts';
 import type { Clock } from '../clock.ts';
 import { serviceLister } from '../client/services.ts';
-import { OBJECT_CACHE_TTL_MS, apiObjectReader } from '../client/objects.ts';
 import { nodeEventRecorder, nodeReference } from '../eventrecorder/recorder.ts';
 import type { NodeDns } from '../kuberuntime/dns.ts';
 import { orphanCleanup } from '../kuberuntime/orphans.ts';
@@ -38,24 +37,23 @@ import { createRelister } from '../pleg/relister.ts';
 import { podMachineWith } from '../pod/pod.ts';
 import { createPodEffects } from '../pod/podEffects.ts';
 import { type DesiredPods, PodManager } from '../pod/podManager.ts';
-import { podCri, podHost, podObserve, podsDirOf } from '../pod/podWork.ts';
+import { podCluster, podCri, podHost, podObserve, podsDirOf } from '../pod/podWork.ts';
 import { activePods } from '../podworkers/activePods.ts';
 import { type PodWorkerStages, PodStages } from '../podworkers/podStages.ts';
 import { type PodWorkType, timedPodEffects } from '../podworkers/workDuration.ts';
 import { type ProbeMetrics, createProbeManagerLogic } from '../prober/manager.ts';
 import { CallsInFlight, describeHanging, hangingCallThresholdMs } from '../runtime/callsInFlight.ts';
-import type { ImageService, RuntimeService, RuntimeStatusInfo } from '../runtime/types.ts';
+import { type ImageService, type RuntimeService, type RuntimeStatusInfo, definedOnly } from '../runtime/types.ts';
 import { StatsProvider } from '../stats/provider.ts';
 import { type PodStatusReader, StatusManager } from '../status/manager.ts';
 import { systemMounter } from '../volumes/mounter.ts';
-import { TokenManager } from '../volumes/tokens.ts';
 import { AllocationManager } from '../allocation/manager.ts';
 import { ContainerManager, type NodeCgroupSettings } from '../cm/containerManager.ts';
 import { createPodsLogic } from './dispatch.ts';
 import { NodeFacts, type NodeFactsView, nodeFactsWriter } from './nodeFacts.ts';
-import { nodeLoopsOn } from './nodeLoops.ts';
+import { type LoopInputs, nodeLoopsOn } from './nodeLoops.ts';
 import { type PodStartObserver, followPodStarts } from './podStartupLatency.ts';
-import { type SyncLoopMachine, syncLoopMachine } from './syncLoop.ts';
+import { type RuntimeConditions, syncLoopMachine } from './syncLoop.ts';
 
 interface NodeDeps {
   config: NodeConfig;
@@ -135,46 +133,55 @@ const syncTickMs = 1_000;
 const housekeepingMs = 2_000;
 /** Delay before retrying a pod whose sync failed (pkg/kubelet/pod_workers.go backOffPeriod). */
 const errorBackoffMs = 10_000;
-/** Probes running at once, node-wide (the rest wait their turn in due order). */
-const maxConcurrentProbes = 32;
 
 export function composeNode(deps: NodeDeps) {
-  const { config, clock, log, cluster } = deps;
+  const { config, clock, log, cluster, metrics = {} } = deps;
   const now = () => clock.now();
-  const metrics = deps.metrics ?? {};
-  const random = deps.random ?? Math.random;
   const recorder = nodeEventRecorder({ api: cluster?.api, nodeName: config.nodeName, clock, log });
-  const facts = new NodeFacts({ sourcesReady: !deps.sources?.expected.length, networkError: deps.runtimeConditions && runtimeNetworkError(deps.runtimeConditions) });
+  const facts = NodeFacts.atStart(deps.runtimeConditions, deps.sources?.expected ?? []);
   const podManager = new PodManager();
   const statuses = new StatusManager();
   const stages = new PodStages();
   const allocation = AllocationManager.checkpointed(config.rootDir, clock, log);
   const active = () => activePods({ stages, desired: (uid) => podManager.get(uid), status: (uid) => statuses.get(uid), allocated: (pod) => allocation.allocatedPod(pod) });
+  const pods = { desired: (uid: string) => podManager.get(uid), stages, active };
   const nodeRecord = new NodeRecord();
-  const admission = admissionView({ config, inCluster: cluster !== undefined, record: nodeRecord, ...(deps.machine ? { machine: deps.machine } : {}), ...(deps.runtimeFeatures ? { runtimeFeatures: deps.runtimeFeatures } : {}) });
+  const admission = admissionView({ config, inCluster: cluster !== undefined, record: nodeRecord, ...definedOnly({ machine: deps.machine, runtimeFeatures: deps.runtimeFeatures }) });
   const services = cluster && serviceLister(cluster.api, clock, log);
-  const podCluster = cluster && services && { objects: apiObjectReader(cluster.api, { ttlMs: OBJECT_CACHE_TTL_MS, now }), services: services.services, tokens: new TokenManager(cluster.api, now, log) };
+  const podClusterParts = cluster && services && podCluster(cluster.api, services, clock, log);
   const cgroups = deps.nodeCgroups && new ContainerManager({ ...deps.nodeCgroups, activePods: active, log });
   const mounter = deps.mounter ?? systemMounter(podsDirOf(config.rootDir), log);
   const cri = podCri(deps.runtime, deps.images, config);
-  const host = podHost(config, { clock, mounter, memoryFeatures: deps.memoryFeatures, allocatable: () => admission().allocatable, ...(cgroups ? { podCgroups: cgroups } : {}), ...(deps.dns ? { dns: deps.dns } : {}), ...(deps.machineMemory ? { machineMemory: deps.machineMemory } : {}) });
-  const startup = followPodStarts(metrics, statuses, (uid) => podManager.get(uid), now);
-  const work = { cri, host, observe: podObserve(recorder, log, metrics, startup), resize: allocation, ...(podCluster ? { cluster: podCluster } : {}) };
+  const host = podHost(config, { clock, mounter, memoryFeatures: deps.memoryFeatures, allocatable: () => admission().allocatable, ...definedOnly({ podCgroups: cgroups, dns: deps.dns, machineMemory: deps.machineMemory }) });
+  const startup = followPodStarts(metrics, statuses, pods.desired, now);
+  const work = { cri, host, observe: podObserve(recorder, log, metrics, startup), resize: allocation, ...definedOnly({ cluster: podClusterParts }) };
   const callsInFlight = new CallsInFlight(now, log, hangingCallThresholdMs(config.runtimeRequestTimeoutMs));
-  const effects = createPodEffects({ work, statuses, callsInFlight, runtimeName: deps.runtimeName, networkError: () => facts.networkError(), ...(config.nodeIp ? { hostIP: config.nodeIp.split(',')[0] } : {}) });
-  const relister = createRelister(cri.runtime, now, log, metrics.relisted?.bind(metrics));
-  const stats = new StatsProvider({ nodeName: config.nodeName, runtime: cri.runtime, images: deps.images, podLogsDir: config.podLogsDir, rootDir: config.rootDir, podsDir: podsDirOf(config.rootDir), now, log, ...(deps.machineMemory ? { machineMemory: deps.machineMemory } : {}) });
-  const pods = { desired: (uid: string) => podManager.get(uid), stages, active };
-  const loops = nodeLoopsOn({ config, runtime: cri.runtime, images: deps.images, clock, log, recorder, nodeRecord, health: () => facts.health(), stats, mounter, pods, statuses, observe: metrics, ...(cluster ? { cluster, tokens: podCluster?.tokens } : {}), ...(deps.kernelLog ? { kernelLog: deps.kernelLog } : {}) });
-  const cleanup = { ...orphanCleanup(work, () => relister.runningPodUids(), cgroups), collectGarbage: async (isPodDeleted: (uid: string) => boolean) => void (await collectContainerGarbage({ runtime: cri.runtime, now, log }, containerGcPolicy(config), isPodDeleted, true)) };
+  const hostIP = config.nodeIp?.split(',')[0];
+  const effects = createPodEffects({ work, statuses, callsInFlight, runtimeName: deps.runtimeName, networkError: () => facts.networkError(), ...definedOnly({ hostIP }) });
   const podMachine = podMachineWith(metrics.podWorked ? timedPodEffects(effects, now, metrics.podWorked.bind(metrics)) : effects);
-  const podWorkers = createPodsLogic({ podMachine, podManager, statuses, stages, activePods: active, node: admission, recorder, allocation, sourcesReady: () => facts.sourcesReady(), runtime: cleanup, syncFrequencyMs: config.syncFrequencyMs, errorBackoffMs, containerGcPeriodMs: config.containerGcPeriodMs, now, random, log, metrics, ...(cluster ? { mirrorPods: { api: cluster.api, nodeName: config.nodeName, owner: () => (nodeRecord.uid ? nodeOwner({ name: config.nodeName, uid: nodeRecord.uid }) : null) } } : {}) });
-  const probes = createProbeManagerLogic({ statuses, podManager, runtime: cri.runtime, scheduler: { clock, random, maxConcurrent: maxConcurrentProbes, onError: (worker, err) => log('error', 'Probe worker failed', { worker, err }) }, now, log, recorder, ...(metrics.probed && metrics.probeRemoved ? { metrics: { probed: metrics.probed.bind(metrics), probeRemoved: metrics.probeRemoved.bind(metrics) } } : {}) });
+  const relister = createRelister(cri.runtime, now, log, metrics.relisted?.bind(metrics));
+  const stats = new StatsProvider({ nodeName: config.nodeName, runtime: cri.runtime, images: deps.images, podLogsDir: config.podLogsDir, rootDir: config.rootDir, podsDir: podsDirOf(config.rootDir), now, log, ...definedOnly({ machineMemory: deps.machineMemory }) });
+  const loops = nodeLoopsOn({
+    ...{ config, runtime: cri.runtime, images: deps.images, clock, log, recorder, nodeRecord, stats, mounter, pods, statuses, observe: metrics },
+    health: () => facts.health(),
+    ...definedOnly({ cluster, tokens: podClusterParts?.tokens, kernelLog: deps.kernelLog }),
+  });
+  const runtimeCleanup = {
+    ...orphanCleanup(work, () => relister.runningPodUids(), cgroups),
+    collectGarbage: async (isPodDeleted: (uid: string) => boolean) => void (await collectContainerGarbage({ runtime: cri.runtime, now, log }, containerGcPolicy(config), isPodDeleted, true)),
+  };
+  const mirrorPods = cluster && { api: cluster.api, nodeName: config.nodeName, owner: () => (nodeRecord.uid ? nodeOwner({ name: config.nodeName, uid: nodeRecord.uid }) : null) };
+  const podWorkers = createPodsLogic({
+    ...{ podMachine, podManager, statuses, stages, activePods: active, node: admission, recorder, allocation, runtime: runtimeCleanup, metrics, now, log },
+    ...{ sourcesReady: () => facts.sourcesReady(), syncFrequencyMs: config.syncFrequencyMs, errorBackoffMs, containerGcPeriodMs: config.containerGcPeriodMs },
+    random: deps.random ?? Math.random,
+    ...definedOnly({ mirrorPods }),
+  });
+  const probes = createProbeManagerLogic({ statuses, podManager, runtime: cri.runtime, clock, random: deps.random ?? Math.random, log, recorder, metrics });
   const readRuntimeStatus = runtimeStatusReader(cri.runtime, config.runtimeRequestTimeoutMs, log);
-  const machine = syncLoopMachine.provide({ actors: { ...(deps.sources ? { sources: deps.sources.logic } : {}), ...loops.logic, pods: podWorkers, pleg: plegMachineWith(relister), probes, facts: nodeFactsWriter(facts), runtimeStatus: fromPromise(({ signal }) => readRuntimeStatus(signal)) } });
-  const pleg = { periodMs: config.plegRelistPeriodMs, ...(config.eventedPleg ? { evented: { relistPeriodMs: config.eventedPlegRelistPeriodMs } } : {}) };
-  const networkError = deps.runtimeConditions ? { networkError: runtimeNetworkError(deps.runtimeConditions) } : {};
-  const syncLoop: Actor<SyncLoopMachine> = createActor(machine, { systemId: 'syncLoop', clock, input: { expectedSources: deps.sources?.expected ?? [], syncTickMs, housekeepingMs, pleg, loops: loops.inputs, ...networkError }, ...(deps.inspect ? { inspect: deps.inspect } : {}) });
+  const runtimeStatus = fromPromise<RuntimeConditions>(({ signal }) => readRuntimeStatus(signal));
+  const actors = { ...loops.logic, pods: podWorkers, pleg: plegMachineWith(relister), probes, facts: nodeFactsWriter(facts), runtimeStatus, ...definedOnly({ sources: deps.sources?.logic }) };
+  const syncLoop = createActor(syncLoopMachine.provide({ actors }), { systemId: 'syncLoop', clock, input: syncLoopInput(deps, loops.inputs), ...definedOnly({ inspect: deps.inspect }) });
   return {
     syncLoop,
     podManager: podManager as DesiredPods,
@@ -201,5 +208,18 @@ export function composeNode(deps: NodeDeps) {
       syncLoop.stop();
       allocation.flush();
     },
+  };
+}
+
+/** The syncLoop's settings: its ticks, the PLEG's periods (evented where the runtime streams events, containerd 1.7+), the loops' inputs. */
+function syncLoopInput(deps: NodeDeps, loops: LoopInputs) {
+  const { config } = deps;
+  return {
+    expectedSources: deps.sources?.expected ?? [],
+    syncTickMs,
+    housekeepingMs,
+    pleg: { periodMs: config.plegRelistPeriodMs, ...(config.eventedPleg ? { evented: { relistPeriodMs: config.eventedPlegRelistPeriodMs } } : {}) },
+    loops,
+    ...(deps.runtimeConditions ? { networkError: runtimeNetworkError(deps.runtimeConditions) } : {}),
   };
 }

@@ -9,7 +9,8 @@
  */
 import { fromCallback } from 'xstate';
 import type { EventOf } from '../events.ts';
-import type { RelistHealth } from '../node/health.ts';
+import { type RelistHealth, runtimeNetworkError } from '../node/health.ts';
+import type { RuntimeStatusInfo } from '../runtime/types.ts';
 
 /** The events the syncLoop tells its facts child. */
 export type NodeFactEvent = EventOf<'PLEG.RELISTED'> | EventOf<'PLEG.RELIST_FAILED'> | EventOf<'NODE.RUNTIME_NETWORK'> | EventOf<'SOURCE.ALL_SEEN'>;
@@ -38,6 +39,14 @@ export class NodeFacts implements NodeFactsView {
   constructor(initial: { networkError?: string | null; sourcesReady: boolean }) {
     this.network = initial.networkError ?? null;
     this.allSourcesSeen = initial.sourcesReady;
+  }
+
+  /**
+   * The facts a node starts from: the runtime's network as its Status at the agent's start found it
+   * (none: not read, taken as ready until the first poll), and sources ready when none is expected.
+   */
+  static atStart(runtimeConditions: RuntimeStatusInfo['conditions'] | undefined, expectedSources: readonly string[]): NodeFacts {
+    return new NodeFacts({ sourcesReady: expectedSources.length === 0, ...(runtimeConditions ? { networkError: runtimeNetworkError(runtimeConditions) } : {}) });
   }
 
   record(event: NodeFactEvent): void {

@@ -22,7 +22,7 @@ import type { ImagePulls } from '../runtime/callTrace.ts';
 import type { ImageService, RuntimeService } from '../runtime/types.ts';
 import type { Mounter } from '../volumes/mounter.ts';
 import type { PodDataDirs } from '../volumes/setUp.ts';
-import type { TokenSource } from '../volumes/tokens.ts';
+import type { TokenManager } from '../volumes/tokens.ts';
 import type { BackoffPolicy } from './backoff.ts';
 import type { NodeDns } from './dns.ts';
 import type { HookIO } from './hooks.ts';
@@ -90,7 +90,7 @@ export interface PodCluster {
   /** The cluster's Services as last listed (null: not yet). */
   services(): readonly Service[] | null;
   /** Service-account tokens for projected volumes. */
-  tokens: TokenSource & { forgetPod(uid: string): void };
+  tokens: TokenManager;
 }
 
 export interface PodObserve {

@@ -10,7 +10,11 @@ import type { Clock } from '../clock.ts';
 import { hookIOOn } from '../kuberuntime/hooks.ts';
 import { ImagePuller } from '../kuberuntime/images.ts';
 import { RuntimePodIds, recordingPodIds } from '../kuberuntime/podIds.ts';
-import type { PodCgroups, PodCri, PodHost, PodObserve } from '../kuberuntime/podWork.ts';
+import type { PodCgroups, PodCluster, PodCri, PodHost, PodObserve } from '../kuberuntime/podWork.ts';
+import type { KubeApi } from '../client/api.ts';
+import { OBJECT_CACHE_TTL_MS, apiObjectReader } from '../client/objects.ts';
+import type { ServiceLister } from '../client/services.ts';
+import { TokenManager } from '../volumes/tokens.ts';
 import type { EventRecorder } from '../eventrecorder/recorder.ts';
 import type { Logger } from '../log.ts';
 import type { NodeDns } from '../kuberuntime/dns.ts';
@@ -90,4 +94,10 @@ export function podObserve(
     ...(metrics.containerStarted ? { containerStarted: (type, failure) => metrics.containerStarted?.(type, failure) } : {}),
     ...(pulls ? { imagePull: (uid: string, stage: 'started' | 'finished') => (stage === 'started' ? pulls.pullStarted(uid) : pulls.pullFinished(uid)) } : {}),
   };
+}
+
+/** The API objects the node's pods refer to: ConfigMaps and Secrets (cached a minute), the Services, service-account tokens. */
+export function podCluster(api: KubeApi, services: Pick<ServiceLister, 'services'>, clock: Clock, log: Logger): PodCluster {
+  const now = () => clock.now();
+  return { objects: apiObjectReader(api, { ttlMs: OBJECT_CACHE_TTL_MS, now }), services: () => services.services(), tokens: new TokenManager(api, now, log) };
 }

@@ -43,19 +43,25 @@ import {
   recordOutcome,
 } from './decide.ts';
 import { type ProbeOutcome, type ProbeTarget, runProbe } from './handlers.ts';
-import { type SchedulerOptions, createProbeScheduler } from './scheduler.ts';
+import { createProbeScheduler } from './scheduler.ts';
+import type { Clock } from '../clock.ts';
+
+/** Probes running at once, node-wide (the rest wait their turn in due order). */
+const MAX_CONCURRENT_PROBES = 32;
 
 interface ProbeManagerDeps {
   statuses: PodStatusReader & ReadinessSetter;
   podManager: Pick<PodManager, 'get'>;
   runtime: RuntimeService;
-  scheduler: SchedulerOptions;
-  now(): number;
+  /** The node's clock: the probes' periods and timeouts, their times. */
+  clock: Clock;
+  /** The jitter of each worker's first probe. */
+  random(): number;
   log: Logger;
   /** Unhealthy and ProbeWarning events (prober.go recordContainerEvent). */
   recorder: EventRecorder;
-  /** Told of each probe run and of each worker removed (the prober metrics). */
-  metrics?: ProbeMetrics;
+  /** Told of each probe run and of each worker removed (the prober metrics), as its methods. */
+  metrics?: Partial<ProbeMetrics>;
   /** The probe handlers (tests replace them). */
   runProbe?: (probe: Probe, target: ProbeTarget, signal: AbortSignal) => Promise<ProbeOutcome>;
 }
@@ -118,7 +124,13 @@ function containerStatusOf(status: PodStatus, name: string): ContainerStatus | u
 export function createProbeManagerLogic(deps: ProbeManagerDeps) {
   const probeOnce = deps.runProbe ?? runProbe;
   return fromCallback<EventObject>(({ sendBack }) => {
-    const scheduler = createProbeScheduler(deps.scheduler);
+    const scheduler = createProbeScheduler({
+      clock: deps.clock,
+      random: deps.random,
+      maxConcurrent: MAX_CONCURRENT_PROBES,
+      onError: (worker, err) => deps.log('error', 'Probe worker failed', { worker, err }),
+    });
+    const now = () => deps.clock.now();
     const cancel = new AbortController();
     // Every probe in flight (up to the scheduler's concurrency bound) listens on this one signal;
     // each removes its listener when it ends, so more than Node's default of 10 is not a leak.
@@ -151,7 +163,7 @@ export function createProbeManagerLogic(deps: ProbeManagerDeps) {
       if (worker.kind === 'readiness') {
         // The pod as its sources have it now (status_manager.go SetContainerReadiness reads the pod manager): its generation goes on Ready.
         const pod = deps.podManager.get(worker.uid) ?? worker.pod;
-        deps.statuses.setContainerReadiness(pod, worker.container.name, result === 'Success', deps.now());
+        deps.statuses.setContainerReadiness(pod, worker.container.name, result === 'Success', now());
       }
     };
 
@@ -165,7 +177,7 @@ export function createProbeManagerLogic(deps: ProbeManagerDeps) {
         podDeleting: spec === undefined || spec.metadata.deletionTimestamp !== undefined,
         restartPolicy: worker.pod.spec.restartPolicy ?? 'Always',
         started: false,
-        nowMs: deps.now(),
+        nowMs: now(),
       };
       const cs = status ? containerStatusOf(status, worker.container.name) : undefined;
       const id = runtimeContainerId(cs?.containerID);
@@ -189,7 +201,7 @@ export function createProbeManagerLogic(deps: ProbeManagerDeps) {
       if (plan.publish !== undefined) send(worker, plan.publish);
       if (plan.action !== 'probe') return plan.action === 'wait';
       const containerId = worker.state.containerId ?? '';
-      const startedAt = deps.now();
+      const startedAt = now();
       const outcome = await probeOnce(
         worker.probe,
         {
@@ -204,7 +216,7 @@ export function createProbeManagerLogic(deps: ProbeManagerDeps) {
       // Removed, or the container changed, while the probe ran: the outcome is stale.
       if (workers.get(worker.id) !== worker || worker.state.containerId !== containerId) return workers.get(worker.id) === worker;
       const counted = probeMetricResult(outcome.result);
-      if (counted !== null) deps.metrics?.probed(worker.labels, counted, (deps.now() - startedAt) / 1000);
+      if (counted !== null) deps.metrics?.probed?.(worker.labels, counted, (now() - startedAt) / 1000);
       const ref = podReference(worker.pod, worker.container.name);
       const kind = capitalized[worker.kind];
       if (outcome.result === 'Failure') {
@@ -240,7 +252,7 @@ export function createProbeManagerLogic(deps: ProbeManagerDeps) {
     const removePod = (uid: string) => {
       for (const id of podsSeen.get(uid) ?? []) {
         const worker = workers.get(id);
-        if (worker) deps.metrics?.probeRemoved(worker.labels);
+        if (worker) deps.metrics?.probeRemoved?.(worker.labels);
         workers.delete(id);
         scheduler.remove(id);
       }

@@ -31,8 +31,8 @@ function harness(pod: Pod) {
       statuses,
       podManager,
       runtime: new TestRuntime(),
-      scheduler: { clock: fake, random: () => 0, maxConcurrent: 32 },
-      now: () => fake.now(),
+      clock: fake,
+      random: () => 0,
       log: silentLogger,
       recorder: new RecordedEvents(),
       metrics: {
