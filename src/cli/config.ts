@@ -8,6 +8,7 @@ import path from 'node:path';
 import { type BackoffPolicy, crashLoopPolicy } from '../kuberuntime/backoff.ts';
 import type { Taint } from '../api/cluster.ts';
 import { type ContainerGcPolicy, defaultContainerGcPolicy } from '../kuberuntime/containerGC.ts';
+import type { ImageGcPolicy } from '../kuberuntime/imageGC.ts';
 import { formatDuration } from './duration.ts';
 
 export interface AgentConfig {
@@ -281,6 +282,18 @@ export function containerGcPolicy(
   config: Pick<AgentConfig, 'minimumContainerTtlMs' | 'maxDeadContainersPerContainer' | 'maxDeadContainers'>,
 ): ContainerGcPolicy {
   return { minAgeMs: config.minimumContainerTtlMs, maxPerPodContainer: config.maxDeadContainersPerContainer, maxContainers: config.maxDeadContainers };
+}
+
+/** The image GC policy the settings ask for. */
+export function imageGcPolicy(
+  config: Pick<AgentConfig, 'imageGcHighThresholdPercent' | 'imageGcLowThresholdPercent' | 'imageMinimumGcAgeMs' | 'imageMaximumGcAgeMs'>,
+): ImageGcPolicy {
+  return {
+    highThresholdPercent: config.imageGcHighThresholdPercent,
+    lowThresholdPercent: config.imageGcLowThresholdPercent,
+    minAgeMs: config.imageMinimumGcAgeMs,
+    maxAgeMs: config.imageMaximumGcAgeMs,
+  };
 }
 
 /**

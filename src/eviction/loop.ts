@@ -6,7 +6,6 @@
  */
 import { containerGcPolicy } from '../cli/config.ts';
 import { collectContainerGarbage } from '../kuberuntime/gc.ts';
-import { removeUnusedImages } from '../kuberuntime/imageGC.ts';
 import { defineNodeLoop } from '../nodeloop/nodeLoop.ts';
 import { createEvictionEffects } from './effects.ts';
 import { evictionManagerMachine, evictionManagerWith } from './evictionManager.ts';
@@ -18,7 +17,7 @@ const MONITORING_INTERVAL_MS = 10_000;
 export const evictionLoop = defineNodeLoop({
   name: 'evictionManager',
   machine: evictionManagerMachine,
-  start: ({ config, runtime, images, stats, pods, recorder, clock, log }) => {
+  start: ({ config, runtime, imageGc, stats, pods, recorder, clock, log }) => {
     const thresholds = parseThresholds(config);
     const now = () => clock.now();
     const effects = createEvictionEffects({
@@ -31,8 +30,9 @@ export const evictionLoop = defineNodeLoop({
         const running = new Set(pods.active().map((p) => p.metadata.uid));
         await collectContainerGarbage({ runtime, now, log }, containerGcPolicy(config), (uid) => !running.has(uid), true);
       },
+      // The node's image GC, whose records say which images are old enough to go.
       deleteUnusedImages: async () => {
-        await removeUnusedImages(runtime, images, log);
+        await imageGc.deleteUnusedImages();
       },
       recorder,
       now,

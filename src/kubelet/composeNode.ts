@@ -14,11 +14,12 @@ import os from 'node:os';
 import path from 'node:path';
 import { type Actor, type AnyActorLogic, type AnyStateMachine, type InspectionEvent, type Observer, createActor, fromPromise } from 'xstate';
 import type { Pod, SourceName } from '../api/types.ts';
-import { containerGcPolicy, crashLoopBackOffPolicy } from '../cli/config.ts';
+import { containerGcPolicy, crashLoopBackOffPolicy, imageGcPolicy } from '../cli/config.ts';
 import type { Clock } from '../clock.ts';
 import type { RuntimeDeps, StartedContainerType } from '../kuberuntime/execute.ts';
 import { collectContainerGarbage } from '../kuberuntime/gc.ts';
 import { hookIOOn } from '../kuberuntime/hooks.ts';
+import { ImageGcManager } from '../kuberuntime/imageGC.ts';
 import { ImagePuller } from '../kuberuntime/images.ts';
 import { killOrphanPod, removeOrphanedPodDirs } from '../kuberuntime/orphans.ts';
 import { RuntimePodIds, recordingPodIds } from '../kuberuntime/podIds.ts';
@@ -215,11 +216,12 @@ export function composeNode(deps: NodeDeps): Node {
     now,
   });
   const actuated: ActuatedStore = { of: (uid) => allocation.actuatedOf(uid), set: (uid, container, resources) => allocation.setActuated(uid, container, resources) };
+  const puller = new ImagePuller(deps.images, config.serializeImagePulls ? 1 : (config.maxParallelImagePulls ?? Infinity));
   const runtimeDeps: RuntimeDeps = {
     runtime,
     podIds,
     images: deps.images,
-    puller: new ImagePuller(deps.images, config.serializeImagePulls ? 1 : (config.maxParallelImagePulls ?? Infinity)),
+    puller,
     podLogsRoot: config.podLogsDir,
     security: { seccompDefault: config.seccompDefault, seccompProfileRoot: path.join(config.rootDir, 'seccomp') },
     memoryCapacityBytes: deps.machineMemory?.().totalBytes ?? os.totalmem(),
@@ -304,7 +306,18 @@ export function composeNode(deps: NodeDeps): Node {
     log,
     ...(deps.machineMemory ? { machineMemory: deps.machineMemory } : {}),
   });
+  // ---- The garbage collection parts, in their simplest correct form until the node's garbage
+  // collection is wired here (this block is to be replaced).
+  const garbageCollection: Pick<NodeParts, 'imageGc' | 'containerGc'> = {
+    imageGc: new ImageGcManager({ runtime, images: deps.images, imageFs: () => stats.imageFs(), pulling: () => puller.pulling(), policy: imageGcPolicy(config), now, log, recorder, node: nodeReference(config.nodeName) }),
+    containerGc: {
+      // As housekeeping's: a pod is deleted once neither config nor a worker has it.
+      collect: () => collectContainerGarbage({ runtime, now, log }, containerGcPolicy(config), (uid) => !podManager.has(uid) && !podActor(uid), syncLoopRef?.getSnapshot().matches({ sources: 'ready' }) ?? false),
+    },
+  };
+  // ---- End of the garbage collection parts.
   const parts: NodeParts = {
+    ...garbageCollection,
     config,
     ...(cluster ? { cluster } : {}),
     runtime,

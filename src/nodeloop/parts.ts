@@ -13,6 +13,7 @@ import type { KernelLog } from '../node/kernelLog.ts';
 import type { MachineInfo } from '../node/nodeStatus.ts';
 import type { NodeRecord } from '../node/record.ts';
 import type { EventRecorder } from '../eventrecorder/recorder.ts';
+import type { ImageGcManager } from '../kuberuntime/imageGC.ts';
 import type { ImageService, RuntimeService } from '../runtime/types.ts';
 import type { StatsProvider } from '../stats/provider.ts';
 import type { Mounter } from '../volumes/mounter.ts';
@@ -40,6 +41,10 @@ export type NodeConfig = Pick<
   | 'minimumContainerTtlMs'
   | 'maxDeadContainersPerContainer'
   | 'maxDeadContainers'
+  | 'imageGcHighThresholdPercent'
+  | 'imageGcLowThresholdPercent'
+  | 'imageMinimumGcAgeMs'
+  | 'imageMaximumGcAgeMs'
   | 'containerLogMaxSize'
   | 'containerLogMaxFiles'
   | 'containerLogMonitorIntervalMs'
@@ -94,6 +99,13 @@ export interface NodeParts {
   tokens?: TokenManager;
   /** The machine's kernel log (the host's, or sim://'s simulated machine's); absent: none to follow. */
   kernelLog?: KernelLog;
+  /**
+   * The node's image garbage collection (pkg/kubelet/images ImageGCManager): one record of the
+   * images, which the periodic round and the eviction manager's reclaim both read and update.
+   */
+  imageGc: ImageGcManager;
+  /** The node's container garbage collection (the kubelet's containerGC): one pass over its dead containers and sandboxes. */
+  containerGc: { collect(): Promise<unknown> };
   /** The pods as their actors stand (the kubelet's pod workers, asked by its managers). */
   pods: {
     /** Admitted and neither terminating nor terminated (the kubelet's activePods, less those already going). */

@@ -168,6 +168,14 @@ export class StatsProvider {
     return imageFs.dedicated !== undefined ? { node, dedicatedImageFs: imageFs.dedicated } : { node };
   }
 
+  /**
+   * The image filesystem alone (the kubelet's ImageFsStats, which its image GC reads each round):
+   * its size, free space and what the runtime uses of it; undefined when it cannot be measured.
+   */
+  async imageFs(): Promise<FsStats | undefined> {
+    return (await this.imageFsStats(this.source.now()))?.stats;
+  }
+
   /** Each emptyDir volume of a pod, by what its directory holds. */
   private async emptyDirUsage(dir: string, time: number): Promise<VolumeStats[]> {
     const names = await readdir(dir).catch(() => [] as string[]);

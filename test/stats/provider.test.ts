@@ -137,7 +137,16 @@ describe('StatsProvider: the image filesystem', () => {
   function withImages(imageFsInfo: () => Promise<ImageFsInfo>, rootDir = dir) {
     const lines: [LogLevel, string, LogFields | undefined][] = [];
     const images = { imageFsInfo: vi.fn(imageFsInfo) };
-    const stats = new StatsProvider({ nodeName: 'node-a', runtime, images, rootDir, podLogsDir: dir, now: () => clock.now(), log: (level, message, fields) => lines.push([level, message, fields]), readHost: async () => HOST });
+    const stats = new StatsProvider({
+      nodeName: 'node-a',
+      runtime,
+      images,
+      rootDir,
+      podLogsDir: dir,
+      now: () => clock.now(),
+      log: (level, message, fields) => lines.push([level, message, fields]),
+      readHost: async () => HOST,
+    });
     return { stats, images, lines };
   }
 
@@ -204,6 +213,15 @@ describe('StatsProvider: the image filesystem', () => {
     } finally {
       await rm(mountpoint, { recursive: true, force: true });
     }
+  });
+
+  it('gives the image filesystem alone, as image GC reads it: the figures of the summary', async () => {
+    const mountpoint = path.join(dir, 'images');
+    await mkdir(mountpoint);
+    const { stats } = withImages(async () => onDisk(mountpoint));
+    const disk = await statfs(mountpoint);
+    expect(await stats.imageFs()).toMatchObject({ time: T, usedBytes: 5_000_000, inodesUsed: 300, capacityBytes: disk.blocks * disk.bsize, inodes: disk.files });
+    expect(await withImages(async () => ({ imageFilesystems: [], containerFilesystems: [] })).stats.imageFs()).toBeUndefined();
   });
 
   it('cannot tell dedicated or not without --root-dir, and still reports the filesystem', async () => {
