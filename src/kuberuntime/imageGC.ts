@@ -64,6 +64,14 @@ export interface ImageRecord {
 // Decisions
 
 /**
+ * Whether the periodic image GC is off (kubelet.go StartGarbageCollection): a high threshold of
+ * 100 and no maximum age, the documented way to turn it off. The eviction manager's reclaim stays.
+ */
+export function imageGcOff(policy: Pick<ImageGcPolicy, 'highThresholdPercent' | 'maxAgeMs'>): boolean {
+  return policy.highThresholdPercent === 100 && policy.maxAgeMs === 0;
+}
+
+/**
  * The ids of the images in use: those a reference held names, by id, tag or digest. The
  * references are the images and image refs of the containers the runtime lists, and the images
  * kept besides (the sandbox image, those being pulled).

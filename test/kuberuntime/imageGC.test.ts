@@ -15,6 +15,7 @@ import {
   evictionOrder,
   formatSize,
   imageFsUsage,
+  imageGcOff,
   imagesInUse,
   imagesTooOld,
   imagesToFree,
@@ -33,6 +34,17 @@ function image(id: string, repoTags: string[] = [], repoDigests: string[] = [], 
 
 const busybox = image('sha256:b0b', ['docker.io/library/busybox:1.36'], ['docker.io/library/busybox@sha256:b1b']);
 const use = (image: string, imageRef: string) => ({ image, imageRef });
+
+describe('imageGcOff (StartGarbageCollection)', () => {
+  it.each([
+    [85, 0, false],
+    [100, 0, true],
+    [100, 60 * MIN, false],
+    [99, 0, false],
+  ])('high threshold %d %%, maximum age %d ms: off %s', (highThresholdPercent, maxAgeMs, off) => {
+    expect(imageGcOff({ highThresholdPercent, maxAgeMs })).toBe(off);
+  });
+});
 
 describe('imagesInUse', () => {
   it.each<[string, ImageInfo, { image: string; imageRef: string }[], boolean]>([
