@@ -217,13 +217,14 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     machine,
     dns: await nodeDns(config, log),
     metrics,
-    ...(simMemory ? { machineMemory: simMemory } : {}),
+    ...(simMemory ? { machineMemory: simMemory, imageFsSimulated: true } : {}),
     memoryFeatures,
     ...(nodeCgroups ? { nodeCgroups } : {}),
     kernelLog,
     ...(runtimeConfig ? { runtimeFeatures: { supplementalGroupsPolicy: runtimeConfig.features?.supplementalGroupsPolicy ?? false } } : {}),
     // The network state pods are synced against until the syncLoop's own first Status answers.
     ...(runtimeConfig ? { runtimeConditions: runtimeConfig.conditions } : {}),
+    ...(runtimeConfig?.sandboxImage ? { sandboxImage: runtimeConfig.sandboxImage } : {}),
   });
   const { syncLoop, podManager, statuses, stats } = node;
   const view: AgentView = {

@@ -8,6 +8,8 @@ import path from 'node:path';
 import { type BackoffPolicy, crashLoopPolicy } from '../kuberuntime/backoff.ts';
 import type { Taint } from '../api/cluster.ts';
 import { type ContainerGcPolicy, defaultContainerGcPolicy } from '../kuberuntime/containerGC.ts';
+import type { ImageGcPolicy } from '../kuberuntime/imageGC.ts';
+import { formatDuration } from './duration.ts';
 
 export interface AgentConfig {
   /** --pod-manifest-path / staticPodPath: directory (or file) of static pod manifests. */
@@ -155,6 +157,14 @@ export interface AgentConfig {
   maxDeadContainersPerContainer: number;
   /** --maximum-dead-containers: finished containers kept in total (-1: no limit). */
   maxDeadContainers: number;
+  /** --image-gc-high-threshold / imageGCHighThresholdPercent: the image filesystem's usage at which image GC frees space. */
+  imageGcHighThresholdPercent: number;
+  /** --image-gc-low-threshold / imageGCLowThresholdPercent: the usage it frees down to. */
+  imageGcLowThresholdPercent: number;
+  /** --minimum-image-ttl-duration / imageMinimumGCAge: how long after its first detection an unused image is kept. */
+  imageMinimumGcAgeMs: number;
+  /** imageMaximumGCAge (config file only, as in the kubelet): an image unused for longer is removed; 0: never. */
+  imageMaximumGcAgeMs: number;
   /** --visualizer-port (statelet); 0 disables. */
   visualizerPort: number;
   /** --nodes (statelet): how many simulated nodes this process runs (src/agent/nodes.ts). */
@@ -255,6 +265,11 @@ export function agentDefaults(profile: DefaultsProfile = 'flags'): AgentDefaults
     minimumContainerTtlMs: defaultContainerGcPolicy.minAgeMs,
     maxDeadContainersPerContainer: defaultContainerGcPolicy.maxPerPodContainer,
     maxDeadContainers: defaultContainerGcPolicy.maxContainers,
+    // pkg/kubelet/apis/config/v1beta1/defaults.go SetDefaults_KubeletConfiguration.
+    imageGcHighThresholdPercent: 85,
+    imageGcLowThresholdPercent: 80,
+    imageMinimumGcAgeMs: 2 * 60_000,
+    imageMaximumGcAgeMs: 0,
     visualizerPort: 0,
     nodes: 1,
     verbosity: 0,
@@ -267,6 +282,42 @@ export function containerGcPolicy(
   config: Pick<AgentConfig, 'minimumContainerTtlMs' | 'maxDeadContainersPerContainer' | 'maxDeadContainers'>,
 ): ContainerGcPolicy {
   return { minAgeMs: config.minimumContainerTtlMs, maxPerPodContainer: config.maxDeadContainersPerContainer, maxContainers: config.maxDeadContainers };
+}
+
+/** The image GC policy the settings ask for. */
+export function imageGcPolicy(
+  config: Pick<AgentConfig, 'imageGcHighThresholdPercent' | 'imageGcLowThresholdPercent' | 'imageMinimumGcAgeMs' | 'imageMaximumGcAgeMs'>,
+): ImageGcPolicy {
+  return {
+    highThresholdPercent: config.imageGcHighThresholdPercent,
+    lowThresholdPercent: config.imageGcLowThresholdPercent,
+    minAgeMs: config.imageMinimumGcAgeMs,
+    maxAgeMs: config.imageMaximumGcAgeMs,
+  };
+}
+
+/**
+ * What is wrong with the image GC settings, in the kubelet's words and order
+ * (pkg/kubelet/apis/config/validation/validation.go ValidateKubeletConfiguration). The
+ * ImageMaximumGCAge feature gate it also checks is locked on since 1.35.
+ */
+export function imageGcSettingsErrors(
+  settings: Pick<AgentSettings, 'imageGcHighThresholdPercent' | 'imageGcLowThresholdPercent' | 'imageMinimumGcAgeMs' | 'imageMaximumGcAgeMs'>,
+): string[] {
+  const high = settings.imageGcHighThresholdPercent;
+  const low = settings.imageGcLowThresholdPercent;
+  const minAge = settings.imageMinimumGcAgeMs;
+  const maxAge = settings.imageMaximumGcAgeMs;
+  const errors: string[] = [];
+  if (high < 0 || high > 100) errors.push(`invalid configuration: imageGCHighThresholdPercent (--image-gc-high-threshold) ${high} must be between 0 and 100, inclusive`);
+  if (low < 0 || low > 100) errors.push(`invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) ${low} must be between 0 and 100, inclusive`);
+  if (low >= high) {
+    errors.push(`invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) ${low} must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) ${high}`);
+  }
+  if (minAge < 0) errors.push(`invalid configuration: imageMinimumGCAge ${formatDuration(minAge)} must not be negative`);
+  if (maxAge < 0) errors.push(`invalid configuration: imageMaximumGCAge ${formatDuration(maxAge)} must not be negative`);
+  if (maxAge > 0 && maxAge <= minAge) errors.push(`invalid configuration: imageMaximumGCAge ${formatDuration(maxAge)} must be greater than imageMinimumGCAge ${formatDuration(minAge)}`);
+  return errors;
 }
 
 /**

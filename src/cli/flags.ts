@@ -9,7 +9,7 @@
 import fs from 'node:fs';
 import os from 'node:os';
 import { packageFile } from '../packageFiles.ts';
-import { agentDefaults, finalizeAgentConfig, type AgentConfig, type AgentSettings } from './config.ts';
+import { agentDefaults, finalizeAgentConfig, imageGcSettingsErrors, type AgentConfig, type AgentSettings } from './config.ts';
 import { readKubeletConfigFile } from './kubeletConfig.ts';
 import { OPTION_GROUPS, OPTIONS, ValueError, boolKind, ignoredSettings, type AnyOptionSpec, type OptionGroup, type SettingKey } from './options.ts';
 
@@ -164,8 +164,14 @@ function applyOccurrence<K extends SettingKey>(
   settings[spec.key] = earlier !== undefined && spec.kind.combine !== undefined ? spec.kind.combine(earlier, value) : value;
 }
 
-/** Rules spanning two settings, checked after layering because either may come from either source. */
+/**
+ * Rules spanning two settings, checked after layering because either may come from either source,
+ * and the image GC settings, which the kubelet checks there too, with their messages.
+ */
 function checkCombinations(settings: AgentSettings): void {
+  const imageGcErrors = imageGcSettingsErrors(settings);
+  // Several at once as the kubelet's aggregated error prints them.
+  if (imageGcErrors.length > 0) throw new UsageError(imageGcErrors.length === 1 ? imageGcErrors[0]! : `[${imageGcErrors.join(', ')}]`);
   const parallel = settings.maxParallelImagePulls;
   if (parallel !== undefined && parallel > 1 && settings.serializeImagePulls) {
     throw new UsageError(

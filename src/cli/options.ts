@@ -292,6 +292,30 @@ function durationKind(allowZero: boolean): ValueKind<number> {
 
 const periodKind = durationKind(false);
 
+/**
+ * A duration taken even when negative, for the settings the kubelet reads as given and then
+ * refuses in its own words (config.ts imageGcSettingsErrors).
+ */
+function signedDuration(text: string): number {
+  try {
+    return parseDuration(text, { allowNegative: true });
+  } catch (error) {
+    throw new ValueError(error instanceof DurationError ? error.reason : String(error));
+  }
+}
+
+const signedDurationKind: ValueKind<number> = {
+  ...durationKind(true),
+  fromText: signedDuration,
+  fromConfig(value) {
+    if (typeof value !== 'string') throw new ValueError('expected a duration string such as "20s"');
+    return signedDuration(value);
+  },
+};
+
+/** A percentage of the image GC's: any integer here, its range checked with the kubelet's message (config.ts imageGcSettingsErrors). */
+const imageGcPercentKind = intKind(Number.MIN_SAFE_INTEGER);
+
 /** A period between `minMs` and `maxMs` (inclusive); `why` says where the bound comes from. */
 function boundedPeriodKind(minMs: number, maxMs: number, why: string): ValueKind<number> {
   const check = (ms: number): number => {
@@ -1256,6 +1280,37 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     flag: 'maximum-dead-containers',
     group: 'Garbage collection',
     help: 'Finished containers to keep in total (-1: no limit)',
+  }),
+  option({
+    key: 'imageGcHighThresholdPercent',
+    kind: imageGcPercentKind,
+    flag: 'image-gc-high-threshold',
+    configField: 'imageGCHighThresholdPercent',
+    group: 'Garbage collection',
+    help: 'Usage of the image filesystem (percent, 0 to 100) at or above which unused images are removed; 100 turns image GC off unless imageMaximumGCAge is set',
+  }),
+  option({
+    key: 'imageGcLowThresholdPercent',
+    kind: imageGcPercentKind,
+    flag: 'image-gc-low-threshold',
+    configField: 'imageGCLowThresholdPercent',
+    group: 'Garbage collection',
+    help: 'Usage of the image filesystem (percent) image GC frees down to; less than --image-gc-high-threshold',
+  }),
+  option({
+    key: 'imageMinimumGcAgeMs',
+    kind: signedDurationKind,
+    flag: 'minimum-image-ttl-duration',
+    configField: 'imageMinimumGCAge',
+    group: 'Garbage collection',
+    help: 'How long after it is first seen an unused image is kept',
+  }),
+  option({
+    key: 'imageMaximumGcAgeMs',
+    kind: signedDurationKind,
+    configField: 'imageMaximumGCAge',
+    group: 'Garbage collection',
+    help: 'An image unused for longer is removed whatever the disk usage (0: never); more than imageMinimumGCAge',
   }),
   option({
     key: 'podLogsDir',

@@ -4,9 +4,6 @@
  * the four eviction settings, checked here with the kubelet's messages, so a wrong one stops the
  * agent at start.
  */
-import { containerGcPolicy } from '../cli/config.ts';
-import { collectContainerGarbage } from '../kuberuntime/gc.ts';
-import { removeUnusedImages } from '../kuberuntime/imageGC.ts';
 import { defineNodeLoop } from '../nodeloop/nodeLoop.ts';
 import { createEvictionEffects } from './effects.ts';
 import { evictionManagerMachine, evictionManagerWith } from './evictionManager.ts';
@@ -18,7 +15,7 @@ const MONITORING_INTERVAL_MS = 10_000;
 export const evictionLoop = defineNodeLoop({
   name: 'evictionManager',
   machine: evictionManagerMachine,
-  start: ({ config, runtime, images, stats, pods, recorder, clock, log }) => {
+  start: ({ config, containerGc, imageGc, stats, pods, recorder, clock, log }) => {
     const thresholds = parseThresholds(config);
     const now = () => clock.now();
     const effects = createEvictionEffects({
@@ -27,13 +24,11 @@ export const evictionLoop = defineNodeLoop({
       // Those already on their way out are not ranked again (a second kill could only shorten their grace).
       activePods: () => pods.active().filter((pod) => !pods.stages.isTerminationRequested(pod.metadata.uid)),
       podCleanedUp: (uid) => pods.stages.isFinished(uid),
-      // Every dead container of a pod that no longer runs.
-      deleteAllUnusedContainers: async () => {
-        const running = new Set(pods.active().map((p) => p.metadata.uid));
-        await collectContainerGarbage({ runtime, now, log }, containerGcPolicy(config), (uid) => !running.has(uid), true);
-      },
+      // The node's container GC (ContainerGC.DeleteAllUnusedContainers).
+      deleteAllUnusedContainers: async () => void (await containerGc.deleteAllUnusedContainers()),
+      // The node's image GC, whose records say which images are old enough to go.
       deleteUnusedImages: async () => {
-        await removeUnusedImages(runtime, images, log);
+        await imageGc.deleteUnusedImages();
       },
       recorder,
       now,

@@ -16,8 +16,6 @@
  *     the actor reports POD.FINISHED (`podFinished`); the pass catches what that missed;
  *   - pods in config without an actor (a failed actor, a static pod whose turn came late) go
  *     through admission again, unless they were rejected;
- *   - every `containerGcPeriodMs` (1 m, the kubelet's fixed period), the container GC
- *     (src/kuberuntime/gc.ts) with "deleted" meaning: not in config, no actor, not being stopped;
  *   - runtime pods nobody owns (left by an earlier agent, whose manifest went away meanwhile) are
  *     stopped and removed, as HandlePodCleanups kills the running runtime pods no pod worker knows;
  *   - the directories of pods nobody owns and nothing runs for are removed (cleanupOrphanedPodDirs).
@@ -38,8 +36,6 @@ export interface RuntimeCleanup {
   runningPodUids(): Promise<Set<string>> | Set<string>;
   /** Stops and removes every container and sandbox of a pod nobody owns. */
   killOrphanPod(uid: string): Promise<void>;
-  /** Removes dead containers and sandboxes the GC policy lets go (`isPodDeleted`: nobody owns the pod). */
-  collectGarbage(isPodDeleted: (uid: string) => boolean): Promise<void>;
   /** Removes the directories of pods `isOrphan` says nobody owns (their files under <root-dir>/pods). */
   removeOrphanedPodDirs(isOrphan: (uid: string) => boolean): Promise<void>;
 }
@@ -74,16 +70,11 @@ interface HousekeepingDeps {
   readmit(pods: readonly Pod[]): void;
   /** Told when a UID that came back starts afresh (kubelet_pods.go HandlePodCleanups counts RestartedPodTotal). */
   podRestarted?(pod: Pod): void;
-  /** How often the container GC runs (the kubelet: every minute). */
-  containerGcPeriodMs: number;
-  now(): number;
   log: Logger;
 }
 
 export class Housekeeping {
   private running = false;
-  private collecting = false;
-  private lastGcAt = -Infinity;
   private readonly orphansInFlight = new Set<string>();
   /** UIDs whose old actor is being released so that a fresh one can start. */
   private readonly restartOnRelease = new Set<string>();
@@ -146,16 +137,6 @@ export class Housekeeping {
     }
     const unowned = [...podManager.all()].filter((pod) => !workers.has(pod.metadata.uid) && statuses.get(pod.metadata.uid)?.phase !== 'Failed');
     for (const pod of unowned) this.deps.readmit([pod]);
-    if (!this.collecting && this.deps.now() - this.lastGcAt >= this.deps.containerGcPeriodMs) {
-      this.collecting = true;
-      this.lastGcAt = this.deps.now();
-      // A pod is deleted once nothing owns it: not in config, no worker, not being stopped as an orphan.
-      const isPodDeleted = (uid: string) => !workers.has(uid) && !podManager.has(uid) && !this.orphansInFlight.has(uid);
-      runtime
-        .collectGarbage(isPodDeleted)
-        .catch((err: unknown) => log('error', 'Container garbage collection failed', { err }))
-        .finally(() => (this.collecting = false));
-    }
     const running = await runtime.runningPodUids();
     for (const uid of running) {
       if (workers.has(uid) || this.orphansInFlight.has(uid)) continue;

@@ -21,8 +21,9 @@ import type { NodeDns } from '../kuberuntime/dns.ts';
 import { orphanCleanup } from '../kuberuntime/orphans.ts';
 import type { StartedContainerType } from '../kuberuntime/podWork.ts';
 import type { MemoryFeatures } from '../kuberuntime/resources.ts';
-import { collectContainerGarbage } from '../kuberuntime/gc.ts';
-import { containerGcPolicy } from '../cli/config.ts';
+import { ContainerGc } from '../kuberuntime/gc.ts';
+import { ImageGcManager } from '../kuberuntime/imageGC.ts';
+import { containerGcPolicy, imageGcPolicy } from '../cli/config.ts';
 import type { Logger } from '../log.ts';
 import { admissionView } from '../node/admissionView.ts';
 import { runtimeNetworkError, unhealthyReason } from '../node/health.ts';
@@ -89,6 +90,8 @@ interface NodeDeps {
   metrics?: Partial<NodeMetrics>;
   /** The machine's memory when it is not the host's (sim:// simulates its machine's): total and free. */
   machineMemory?: () => { totalBytes: number; freeBytes: number };
+  /** The runtime's image filesystem holds files it only counts (sim://'s): its usage is taken from the disk's free space (stats/provider.ts). */
+  imageFsSimulated?: boolean;
   /** The machine's cgroup version, swap controller and huge page sizes (src/cm/memoryFeatures.ts): each container's HugeTLB and swap settings. */
   memoryFeatures: MemoryFeatures;
   /** The machine's kernel log, for the OOM watcher; absent: not followed. */
@@ -100,6 +103,8 @@ interface NodeDeps {
    * it did not answer then, and admission does not check what depends on it.
    */
   runtimeFeatures?: { supplementalGroupsPolicy: boolean };
+  /** The runtime's sandbox image as its verbose Status named it at start (the image GC keeps it); absent: not said. */
+  sandboxImage?: string;
   /**
    * The runtime's conditions as its Status answered at start: the network state pods are synced
    * against until the syncLoop's first poll answers; absent: taken as ready until then.
@@ -160,20 +165,27 @@ export function composeNode(deps: NodeDeps) {
   const effects = createPodEffects({ work, statuses, callsInFlight, runtimeName: deps.runtimeName, networkError: () => facts.networkError(), ...definedOnly({ hostIP }) });
   const podMachine = podMachineWith(metrics.podWorked ? timedPodEffects(effects, now, metrics.podWorked.bind(metrics)) : effects);
   const relister = createRelister(cri.runtime, now, log, metrics.relisted?.bind(metrics));
-  const stats = new StatsProvider({ nodeName: config.nodeName, runtime: cri.runtime, images: deps.images, podLogsDir: config.podLogsDir, rootDir: config.rootDir, podsDir: podsDirOf(config.rootDir), now, log, ...definedOnly({ machineMemory: deps.machineMemory }) });
+  const stats = new StatsProvider({
+    ...{ nodeName: config.nodeName, runtime: cri.runtime, images: deps.images, podLogsDir: config.podLogsDir, rootDir: config.rootDir, podsDir: podsDirOf(config.rootDir), now, log },
+    ...definedOnly({ machineMemory: deps.machineMemory, imageFsSimulated: deps.imageFsSimulated }),
+  });
+  const imageGc = new ImageGcManager({
+    ...{ runtime: cri.runtime, images: deps.images, imageFs: () => stats.imageFs(), pulling: () => cri.puller.pulling(), policy: imageGcPolicy(config), now, log, recorder },
+    ...{ node: nodeReference(config.nodeName), ...definedOnly({ sandboxImage: deps.sandboxImage }) },
+  });
+  const activeUids = () => new Set(active().map((pod) => pod.metadata.uid));
+  const isPodDeleted = (uid: string) => !podManager.has(uid) && !stages.has(uid);
+  const containerGc = new ContainerGc({ runtime: cri.runtime, now, log, policy: containerGcPolicy(config), isPodDeleted, activePodUids: activeUids, sourcesReady: () => facts.sourcesReady() });
   const loops = nodeLoopsOn({
-    ...{ config, runtime: cri.runtime, images: deps.images, clock, log, recorder, nodeRecord, stats, mounter, pods, statuses, observe: metrics },
+    ...{ config, runtime: cri.runtime, images: deps.images, clock, log, recorder, nodeRecord, stats, mounter, pods, statuses, observe: metrics, imageGc, containerGc },
     health: () => facts.health(),
     ...definedOnly({ cluster, tokens: podClusterParts?.tokens, kernelLog: deps.kernelLog }),
   });
-  const runtimeCleanup = {
-    ...orphanCleanup(work, () => relister.runningPodUids(), cgroups),
-    collectGarbage: async (isPodDeleted: (uid: string) => boolean) => void (await collectContainerGarbage({ runtime: cri.runtime, now, log }, containerGcPolicy(config), isPodDeleted, true)),
-  };
+  const runtimeCleanup = orphanCleanup(work, () => relister.runningPodUids(), cgroups);
   const mirrorPods = cluster && { api: cluster.api, nodeName: config.nodeName, owner: () => (nodeRecord.uid ? nodeOwner({ name: config.nodeName, uid: nodeRecord.uid }) : null) };
   const podWorkers = createPodsLogic({
     ...{ podMachine, podManager, statuses, stages, activePods: active, node: admission, recorder, allocation, runtime: runtimeCleanup, metrics, now, log },
-    ...{ sourcesReady: () => facts.sourcesReady(), syncFrequencyMs: config.syncFrequencyMs, errorBackoffMs, containerGcPeriodMs: config.containerGcPeriodMs },
+    ...{ sourcesReady: () => facts.sourcesReady(), syncFrequencyMs: config.syncFrequencyMs, errorBackoffMs },
     random: deps.random ?? Math.random,
     ...definedOnly({ mirrorPods }),
   });

@@ -79,7 +79,6 @@ interface PodsDeps {
   metrics: { podRestarted?(isStatic: boolean): void; eventRouted?(type: string): void };
   /** Delay before retrying a pod whose sync failed. */
   errorBackoffMs: number;
-  containerGcPeriodMs: number;
   now(): number;
   random(): number;
   log: Logger;
@@ -134,9 +133,7 @@ export function createPodsLogic(deps: PodsDeps) {
       statuses,
       runtime: deps.runtime,
       readmit: handlers.add,
-      containerGcPeriodMs: deps.containerGcPeriodMs,
       ...(metrics.podRestarted ? { podRestarted: (pod: Pod) => metrics.podRestarted?.(isStaticPod(pod)) } : {}),
-      now: deps.now,
       log,
     });
 

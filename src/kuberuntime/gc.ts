@@ -3,6 +3,10 @@
  * (those carrying the pod UID label; anything else on the runtime is not ours), decide with
  * `planContainerGc`, then remove. One failed removal is logged and the rest go on; something
  * already gone counts as removed.
+ *
+ * `ContainerGc` is the node's container GC with the kubelet's two capabilities
+ * (pkg/kubelet/kuberuntime/kuberuntime_gc.go GarbageCollect, and the container GC's
+ * DeleteAllUnusedContainers that the eviction manager calls under disk pressure).
  */
 import { type ContainerGcPolicy, type GcContainer, type GcSandbox, planContainerGc } from './containerGC.ts';
 import type { Logger } from '../log.ts';
@@ -75,4 +79,29 @@ export async function collectContainerGarbage(
     log('info', 'Container garbage collection', { ...result });
   }
   return result;
+}
+
+interface ContainerGcParts extends ContainerGcDeps {
+  policy: ContainerGcPolicy;
+  /** Nothing owns the pod any more: neither config nor a worker (ShouldPodContentBeRemoved). */
+  isPodDeleted(uid: string): boolean;
+  /** The UIDs of the active pods: every other pod runs nothing that must stay (ShouldPodRuntimeBeRemoved), for the eviction's reclaim. */
+  activePodUids(): ReadonlySet<string>;
+  /** Every configured source has been seen: before that a pod missing from config may just not have been read. */
+  sourcesReady(): boolean;
+}
+
+export class ContainerGc {
+  constructor(private readonly parts: ContainerGcParts) {}
+
+  /** The periodic pass (kubelet.go StartGarbageCollection, every minute): the policy's limits, deleted pods' containers. */
+  collect(): Promise<ContainerGcResult> {
+    return collectContainerGarbage(this.parts, this.parts.policy, (uid) => this.parts.isPodDeleted(uid), this.parts.sourcesReady());
+  }
+
+  /** The eviction manager's reclaim (DeleteAllUnusedContainers): also every dead container of a pod that runs nothing that must stay. */
+  deleteAllUnusedContainers(): Promise<ContainerGcResult> {
+    const active = this.parts.activePodUids();
+    return collectContainerGarbage(this.parts, this.parts.policy, (uid) => !active.has(uid), true);
+  }
 }

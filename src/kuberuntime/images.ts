@@ -47,6 +47,14 @@ export class ImagePuller implements ImagePulls {
     private readonly maxParallel: number,
   ) {}
 
+  /**
+   * The images being pulled or waiting their turn, as the pods asked for them (`busybox:latest`):
+   * image garbage collection keeps them (imageGC.ts).
+   */
+  pulling(): string[] {
+    return [...this.inFlight.keys()];
+  }
+
   pull(image: string, opts?: CallOptions): Promise<string> {
     let pull = this.inFlight.get(image);
     if (!pull) {
@@ -151,13 +159,14 @@ export function classifyPullError(image: string, text: string): { reason: string
   return { reason: 'ErrImagePull', message: text };
 }
 
-/** Go's time.Duration String for a pull's duration: "850ms", "1.2s", "2m3.5s". */
-function pullDuration(ms: number): string {
+/** Go's time.Duration String, to the millisecond: "850ms", "1.2s", "2m3.5s", "1h0m0s". */
+export function goDuration(ms: number): string {
   if (ms < 1000) return `${Math.round(ms)}ms`;
   const seconds = ms / 1000;
   if (seconds < 60) return `${Number(seconds.toFixed(3))}s`;
-  const minutes = Math.floor(seconds / 60);
-  return `${minutes}m${Number((seconds - minutes * 60).toFixed(3))}s`;
+  const hours = Math.floor(seconds / 3600);
+  const minutes = Math.floor((seconds - hours * 3600) / 60);
+  return `${hours > 0 ? `${hours}h` : ''}${minutes}m${Number((seconds - hours * 3600 - minutes * 60).toFixed(3))}s`;
 }
 
 /**
@@ -208,7 +217,7 @@ export async function ensureImage(input: EnsureImageInput): Promise<EnsureImageR
   try {
     const imageRef = await puller.pull(image, input.opts);
     input.pulling?.('finished');
-    const took = pullDuration(clock() - startedAt);
+    const took = goDuration(clock() - startedAt);
     const info = await images.imageStatus(image, input.opts).catch(() => null);
     const size = info?.size;
     record('Normal', 'Pulled', `Successfully pulled image "${raw}" in ${took} (${took} including waiting).${size ? ` Image size: ${size} bytes.` : ''}`);

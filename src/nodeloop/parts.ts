@@ -13,6 +13,8 @@ import type { KernelLog } from '../node/kernelLog.ts';
 import type { MachineInfo } from '../node/nodeStatus.ts';
 import type { NodeRecord } from '../node/record.ts';
 import type { EventRecorder } from '../eventrecorder/recorder.ts';
+import type { ContainerGc } from '../kuberuntime/gc.ts';
+import type { ImageGcManager } from '../kuberuntime/imageGC.ts';
 import type { PodWorkerStages } from '../podworkers/podStages.ts';
 import type { ImageService, RuntimeService } from '../runtime/types.ts';
 import type { StatsProvider } from '../stats/provider.ts';
@@ -42,6 +44,10 @@ export type NodeConfig = Pick<
   | 'minimumContainerTtlMs'
   | 'maxDeadContainersPerContainer'
   | 'maxDeadContainers'
+  | 'imageGcHighThresholdPercent'
+  | 'imageGcLowThresholdPercent'
+  | 'imageMinimumGcAgeMs'
+  | 'imageMaximumGcAgeMs'
   | 'containerLogMaxSize'
   | 'containerLogMaxFiles'
   | 'containerLogMonitorIntervalMs'
@@ -96,6 +102,13 @@ export interface NodeParts {
   tokens?: TokenManager;
   /** The machine's kernel log (the host's, or sim://'s simulated machine's); absent: none to follow. */
   kernelLog?: KernelLog;
+  /**
+   * The node's image garbage collection (pkg/kubelet/images ImageGCManager): one record of the
+   * images, which the periodic round and the eviction manager's reclaim both read and update.
+   */
+  imageGc: ImageGcManager;
+  /** The node's container garbage collection (the kubelet's containerGC): the periodic pass, and the eviction manager's reclaim. */
+  containerGc: Pick<ContainerGc, 'collect' | 'deleteAllUnusedContainers'>;
   /** The pods: as their sources want them, and as their workers stand (the kubelet's pod manager and pod workers, asked by its managers). */
   pods: {
     /** The desired pod of a UID (the pod manager). */

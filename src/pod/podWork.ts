@@ -37,7 +37,7 @@ export const podsDirOf = (rootDir: string) => path.join(rootDir, 'pods');
  * is recorded by pod, so that a pod's status is read by asking about those IDs without listing
  * (podIds.ts); and the node's one image puller (--serialize-image-pulls, --max-parallel-image-pulls).
  */
-export function podCri(runtime: RuntimeService, images: ImageService, config: PodSettings): PodCri {
+export function podCri(runtime: RuntimeService, images: ImageService, config: PodSettings): PodCri & { puller: ImagePuller } {
   const podIds = new RuntimePodIds();
   return {
     runtime: recordingPodIds(runtime, podIds),

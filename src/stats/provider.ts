@@ -43,6 +43,13 @@ interface StatsSource {
   podsDir?: string;
   /** The runtime's image service: its ImageFsInfo names the image filesystem (imagefs) of the full summary. */
   images?: Pick<ImageService, 'imageFsInfo'>;
+  /**
+   * What the runtime counts on its image filesystem is simulated, not written there (sim://, whose
+   * images have a size and no files, and whose writable layers are in memory): its used bytes and
+   * inodes are taken from what statfs finds free, as if written. A real runtime's are on the disk
+   * already, and already out of statfs's figures.
+   */
+  imageFsSimulated?: boolean;
 }
 
 /** The directory of a pod's emptyDir volumes (the volume plugin's, `kubernetes.io/empty-dir`). */
@@ -168,6 +175,14 @@ export class StatsProvider {
     return imageFs.dedicated !== undefined ? { node, dedicatedImageFs: imageFs.dedicated } : { node };
   }
 
+  /**
+   * The image filesystem alone (the kubelet's ImageFsStats, which its image GC reads each round):
+   * its size, free space and what the runtime uses of it; undefined when it cannot be measured.
+   */
+  async imageFs(): Promise<FsStats | undefined> {
+    return (await this.imageFsStats(this.source.now()))?.stats;
+  }
+
   /** Each emptyDir volume of a pod, by what its directory holds. */
   private async emptyDirUsage(dir: string, time: number): Promise<VolumeStats[]> {
     const names = await readdir(dir).catch(() => [] as string[]);
@@ -227,7 +242,8 @@ export class StatsProvider {
    * names, its used bytes and inodes as the runtime counts them, its capacity, free space and
    * inodes from statfs of its mountpoint (the kubelet asks cadvisor's GetDirFsInfo); and whether
    * it is on another device than --root-dir (provider.go HasDedicatedImageFs, comparing the two
-   * filesystems' devices), unknown without --root-dir. The kubelet fails the whole summary when the
+   * filesystems' devices), unknown without --root-dir. A simulating runtime's usage is taken from
+   * the free figures (`imageFsSimulated`). The kubelet fails the whole summary when the
    * runtime names no image filesystem; here it is left out, said once until it is back, and the
    * imagefs signals go unobserved for as long: the rest of the node's figures still count.
    */
@@ -254,12 +270,13 @@ export class StatsProvider {
     ]);
     if (!disk) return unavailable("The runtime's image filesystem cannot be measured; imagefs signals are not observed (ImageFsInfo, statfs)", { mountpoint });
     this.imageFsFailureTold = false;
+    const unwritten = (free: number | undefined, used: number | undefined) => (free !== undefined && this.source.imageFsSimulated ? Math.max(0, free - (used ?? 0)) : free);
     const stats = definedOnly<FsStats>({
       time: usage.timestamp,
-      availableBytes: disk.availableBytes,
+      availableBytes: unwritten(disk.availableBytes, usage.usedBytes),
       capacityBytes: disk.capacityBytes,
       usedBytes: usage.usedBytes,
-      inodesFree: disk.inodesFree,
+      inodesFree: unwritten(disk.inodesFree, usage.inodesUsed),
       inodes: disk.inodes,
       inodesUsed: usage.inodesUsed,
     });

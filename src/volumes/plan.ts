@@ -161,7 +161,7 @@ export function containerMounts(podsDir: string, pod: Pod, container: Container,
 export type Payload = { files: { path: string; content: Buffer; mode: number }[] } | { error: string };
 
 /** Several errors as one message, as Go's utilerrors.NewAggregate prints them (`[a, b]`; one alone as is). */
-function aggregateErrors(errors: readonly string[]): string {
+export function aggregateErrors(errors: readonly string[]): string {
   const unique = [...new Set(errors)];
   return unique.length === 1 ? unique[0]! : `[${unique.join(', ')}]`;
 }

@@ -178,6 +178,10 @@ describe('parseCommandLine: defaults and forms', () => {
       minimumContainerTtlMs: 0,
       maxDeadContainersPerContainer: 1,
       maxDeadContainers: -1,
+      imageGcHighThresholdPercent: 85,
+      imageGcLowThresholdPercent: 80,
+      imageMinimumGcAgeMs: 120_000,
+      imageMaximumGcAgeMs: 0,
       visualizerPort: 0,
       verbosity: 0,
       logFormat: 'text',
@@ -251,6 +255,43 @@ describe('parseCommandLine: defaults and forms', () => {
     expect(run(['--container-gc-period=5s']).config.containerGcPeriodMs).toBe(5_000);
     expect(usageError(['--container-gc-period', '0s'])).toBe('invalid value "0s" for flag --container-gc-period: must be greater than 0');
     expect(usageError(['--maximum-dead-containers', '-2'])).toBe('invalid value "-2" for flag --maximum-dead-containers: must be at least -1');
+  });
+
+  it("reads the image GC flags and fields, the kubelet's names and defaults (imageMaximumGCAge has no flag)", () => {
+    expect(run(['--image-gc-high-threshold=90', '--image-gc-low-threshold', '70', '--minimum-image-ttl-duration=5m']).config).toMatchObject({
+      imageGcHighThresholdPercent: 90,
+      imageGcLowThresholdPercent: 70,
+      imageMinimumGcAgeMs: 300_000,
+      imageMaximumGcAgeMs: 0,
+    });
+    const file = writeConfig(`${HEADER}imageGCHighThresholdPercent: 100\nimageGCLowThresholdPercent: 0\nimageMinimumGCAge: 0s\nimageMaximumGCAge: 168h\n`);
+    expect(run(['--config', file]).config).toMatchObject({ imageGcHighThresholdPercent: 100, imageGcLowThresholdPercent: 0, imageMinimumGcAgeMs: 0, imageMaximumGcAgeMs: 168 * 3_600_000 });
+    expect(usageError(['--image-maximum-gc-age=1h'])).toBe('unknown flag: --image-maximum-gc-age');
+  });
+
+  it.each([
+    [['--image-gc-high-threshold=101'], 'invalid configuration: imageGCHighThresholdPercent (--image-gc-high-threshold) 101 must be between 0 and 100, inclusive'],
+    [['--image-gc-low-threshold=-1'], 'invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) -1 must be between 0 and 100, inclusive'],
+    [['--image-gc-low-threshold=85'], 'invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) 85 must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) 85'],
+    [['--image-gc-high-threshold=70'], 'invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) 80 must be less than imageGCHighThresholdPercent (--image-gc-high-threshold) 70'],
+    [['--minimum-image-ttl-duration=-1m'], 'invalid configuration: imageMinimumGCAge -1m0s must not be negative'],
+    [
+      ['--image-gc-high-threshold=120', '--image-gc-low-threshold=-5'],
+      '[invalid configuration: imageGCHighThresholdPercent (--image-gc-high-threshold) 120 must be between 0 and 100, inclusive, ' +
+        'invalid configuration: imageGCLowThresholdPercent (--image-gc-low-threshold) -5 must be between 0 and 100, inclusive]',
+    ],
+    [['--image-gc-high-threshold=high'], 'invalid value "high" for flag --image-gc-high-threshold: not an integer'],
+    [['--minimum-image-ttl-duration=2'], 'invalid value "2" for flag --minimum-image-ttl-duration: missing unit (expected one of ns, us, µs, ms, s, m, h)'],
+  ])("refuses the image GC settings %j with the kubelet's message", (argv, message) => {
+    expect(usageError(argv)).toBe(message);
+  });
+
+  it.each([
+    ['imageMaximumGCAge: -1h\n', 'invalid configuration: imageMaximumGCAge -1h0m0s must not be negative'],
+    ['imageMaximumGCAge: 1m\n', 'invalid configuration: imageMaximumGCAge 1m0s must be greater than imageMinimumGCAge 2m0s'],
+    ['imageMaximumGCAge: 5m\nimageMinimumGCAge: 5m\n', 'invalid configuration: imageMaximumGCAge 5m0s must be greater than imageMinimumGCAge 5m0s'],
+  ])("refuses the config file's %j with the kubelet's message", (fields, message) => {
+    expect(usageError(['--config', writeConfig(HEADER + fields)])).toBe(message);
   });
 
   it.each([

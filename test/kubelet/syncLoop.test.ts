@@ -13,7 +13,7 @@ import { startFakeNode } from '../support/fakeNode.ts';
 import { IMAGE, makePod } from '../support/pods.ts';
 
 function syncLoopHarness(options: { maxPods?: number; expectedSources?: ('file' | 'http' | 'api')[] } = {}) {
-  // What housekeeping did, as the agent logs it: the orphans it stopped, each container GC's result.
+  // What housekeeping and the garbage collector did, as the agent logs them: the orphans stopped, each container GC's result.
   const orphanKills: string[] = [];
   const gcRuns: ContainerGcResult[] = [];
   const log: Logger = (_level, message, fields = {}) => {
@@ -215,7 +215,7 @@ describe('syncLoop and pod workers', () => {
     expect(existsSync(path.join(podsDir, 'uid-kept', 'etc-hosts'))).toBe(true);
   });
 
-  it('garbage-collects dead containers every minute: one kept per container, none of pods nobody owns', async () => {
+  it('garbage-collects dead containers every minute (the garbage collector loop): one kept per container, none of pods nobody owns', async () => {
     const h = syncLoopHarness();
     h.add(makePod('crashy'));
     await h.waitPod('uid-crashy', idle);
@@ -227,8 +227,8 @@ describe('syncLoop and pod workers', () => {
       podSandboxConfig('stale'),
     );
     await h.runtime.stopPodSandbox(stale);
-    // The first housekeeping (2 s) runs the first collection: nothing is dead yet but the stale pod.
-    h.clock.increment(2_000);
+    // The first collection ran at start, before any of it; the next, a minute later, finds the stale pod.
+    h.clock.increment(60_000);
     await vi.waitFor(() => expect(h.gcRuns).toHaveLength(1));
     expect(h.gcRuns[0]).toEqual({ containersRemoved: 1, sandboxesRemoved: 1, failures: 0 });
     expect(h.runtime.getContainer(staleContainer)).toBeUndefined();
@@ -246,8 +246,8 @@ describe('syncLoop and pod workers', () => {
     expect(await dead()).toHaveLength(2);
     const newestDead = (await dead()).sort((a, b) => b.metadata.attempt - a.metadata.attempt)[0]!;
 
-    // A minute after the first collection, the next one keeps only the newest dead instance.
-    h.clock.increment(60_000 - (h.clock.now() - Date.parse('2026-01-01T00:00:00Z')) + 2_000);
+    // A minute after that collection, the next one keeps only the newest dead instance.
+    h.clock.increment(120_000 - (h.clock.now() - Date.parse('2026-01-01T00:00:00Z')) + 1_000);
     await vi.waitFor(() => expect(h.gcRuns).toHaveLength(2));
     expect(h.gcRuns[1]).toMatchObject({ containersRemoved: 1, failures: 0 });
     expect((await dead()).map((c) => c.id)).toEqual([newestDead.id]);

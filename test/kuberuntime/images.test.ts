@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ImagePuller, classifyPullError, effectivePullPolicy, ensureImage, normalizeImage, pullErrorText } from '../../src/kuberuntime/images.ts';
+import { ImagePuller, classifyPullError, effectivePullPolicy, ensureImage, goDuration, normalizeImage, pullErrorText } from '../../src/kuberuntime/images.ts';
 import { CriError, type CriErrorCode } from '../../src/runtime/types.ts';
 import { TestRuntime } from '../support/testRuntime.ts';
 import { type SimOverGrpc, simOverGrpc } from '../runtime/support.ts';
@@ -250,4 +250,32 @@ describe('ImagePuller', () => {
     await b;
     expect(runtime.callLog('pullImage')).toEqual(['pullImage(a:1)', 'pullImage(b:1)']);
   });
+
+  it('says which images are being pulled or wait their turn, until each is done (for image GC)', async () => {
+    const runtime = new TestRuntime();
+    const hold = runtime.holdCalls('pullImage');
+    const puller = new ImagePuller(runtime, 1);
+    const a = puller.pull('a:1');
+    const b = puller.pull('b:1');
+    await hold.whenPending(1);
+    expect(puller.pulling()).toEqual(['a:1', 'b:1']);
+    hold.releaseNext();
+    await a;
+    expect(puller.pulling()).toEqual(['b:1']);
+    await hold.whenPending(1);
+    hold.releaseAll();
+    await b;
+    expect(puller.pulling()).toEqual([]);
+  });
+});
+
+describe('goDuration', () => {
+  it.each([
+    [850, '850ms'],
+    [1_200, '1.2s'],
+    [123_500, '2m3.5s'],
+    [3_600_000, '1h0m0s'],
+    [3_723_004, '1h2m3.004s'],
+    [7 * 86_400_000, '168h0m0s'],
+  ])('%d ms is %s, as Go prints a Duration', (ms, text) => expect(goDuration(ms)).toBe(text));
 });

@@ -130,6 +130,28 @@ describe('sim:// stats', () => {
 });
 
 describe('sim:// ImageFsInfo', () => {
+  it('counts an image of the size its tag declares, a test filling the image filesystem, and gives it back when removed', async () => {
+    const own = await simOverGrpc('statelet-sim-imagefs-', { ownDir: true });
+    try {
+      const used = async () => (await own.client.imageFsInfo()).imageFilesystems[0]!;
+      const before = await used();
+      const filler = await own.client.imageStatus(await own.client.pullImage('sim.example/filler:3Gi'));
+      expect(filler?.size).toBe(3 * 2 ** 30);
+      expect(filler?.repoTags).toEqual(['sim.example/filler:3Gi']);
+      // Any other tag declares nothing: a size of 1 to 10 MB, stable for the name.
+      const nginx = await own.client.imageStatus(await own.client.pullImage('nginx:1.25'));
+      expect(nginx!.size).toBeGreaterThanOrEqual(1_000_000);
+      expect(nginx!.size).toBeLessThan(10_000_000);
+      expect((await used()).usedBytes).toBe(before.usedBytes! + 3 * 2 ** 30 + nginx!.size);
+      expect((await used()).inodesUsed).toBe(before.inodesUsed! + (3 * 2 ** 30) / IMAGE_BYTES_PER_INODE + Math.ceil(nginx!.size / IMAGE_BYTES_PER_INODE));
+
+      await own.client.removeImage(filler!.id);
+      expect((await used()).usedBytes).toBe(before.usedBytes! + nginx!.size);
+    } finally {
+      await own.close();
+    }
+  });
+
   it('names no filesystem without a directory of its own: it keeps nothing on a disk', async () => {
     expect(await client.imageFsInfo()).toEqual({ imageFilesystems: [], containerFilesystems: [] });
   });

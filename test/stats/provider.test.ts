@@ -134,10 +134,20 @@ describe('StatsProvider: the image filesystem', () => {
   /** What the runtime says of its image filesystem: one at `mountpoint`, 5 MB and 300 inodes used. */
   const onDisk = (mountpoint: string): ImageFsInfo => ({ imageFilesystems: [{ timestamp: T, mountpoint, usedBytes: 5_000_000, inodesUsed: 300 }], containerFilesystems: [] });
 
-  function withImages(imageFsInfo: () => Promise<ImageFsInfo>, rootDir = dir) {
+  function withImages(imageFsInfo: () => Promise<ImageFsInfo>, rootDir = dir, imageFsSimulated = false) {
     const lines: [LogLevel, string, LogFields | undefined][] = [];
     const images = { imageFsInfo: vi.fn(imageFsInfo) };
-    const stats = new StatsProvider({ nodeName: 'node-a', runtime, images, rootDir, podLogsDir: dir, now: () => clock.now(), log: (level, message, fields) => lines.push([level, message, fields]), readHost: async () => HOST });
+    const stats = new StatsProvider({
+      nodeName: 'node-a',
+      runtime,
+      images,
+      rootDir,
+      podLogsDir: dir,
+      now: () => clock.now(),
+      log: (level, message, fields) => lines.push([level, message, fields]),
+      readHost: async () => HOST,
+      imageFsSimulated,
+    });
     return { stats, images, lines };
   }
 
@@ -204,6 +214,29 @@ describe('StatsProvider: the image filesystem', () => {
     } finally {
       await rm(mountpoint, { recursive: true, force: true });
     }
+  });
+
+  it('gives the image filesystem alone, as image GC reads it: the figures of the summary', async () => {
+    const mountpoint = path.join(dir, 'images');
+    await mkdir(mountpoint);
+    const { stats } = withImages(async () => onDisk(mountpoint));
+    const disk = await statfs(mountpoint);
+    expect(await stats.imageFs()).toMatchObject({ time: T, usedBytes: 5_000_000, inodesUsed: 300, capacityBytes: disk.blocks * disk.bsize, inodes: disk.files });
+    expect(await withImages(async () => ({ imageFilesystems: [], containerFilesystems: [] })).stats.imageFs()).toBeUndefined();
+  });
+
+  it("takes a simulating runtime's usage (sim://) from the disk's free bytes and inodes, as if written there", async () => {
+    const mountpoint = path.join(dir, 'images');
+    await mkdir(mountpoint);
+    const disk = await statfs(mountpoint);
+    const beyond = { usedBytes: disk.blocks * disk.bsize + 1, inodesUsed: disk.files + 1 };
+    const simulated = (usage: { usedBytes: number; inodesUsed: number }) => async (): Promise<ImageFsInfo> => ({ imageFilesystems: [{ timestamp: T, mountpoint, ...usage }], containerFilesystems: [] });
+    // More than the disk has free: nothing left.
+    expect(await withImages(simulated(beyond), dir, true).stats.imageFs()).toMatchObject({ availableBytes: 0, inodesFree: 0, capacityBytes: disk.blocks * disk.bsize, usedBytes: beyond.usedBytes });
+    // A real runtime's usage is on the disk already: statfs's figures as they are.
+    const real = await withImages(simulated(beyond)).stats.imageFs();
+    expect(real?.availableBytes).toBeGreaterThan(0);
+    expect(real?.inodesFree).toBeGreaterThan(0);
   });
 
   it('cannot tell dedicated or not without --root-dir, and still reports the filesystem', async () => {

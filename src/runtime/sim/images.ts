@@ -6,6 +6,8 @@
  * - the registry host ends in `.invalid` (RFC 2606 reserves the TLD), e.g. `sim.invalid/app:1`, or
  * - the normalised name is listed in `missingImages`.
  *
+ * Their sizes are simulated: stable and plausible, or the one a tag declares (`:3Gi`).
+ *
  * Names are normalised the way containerd resolves them (`busybox` ⇒
  * `docker.io/library/busybox:latest`), so `ImageStatus("busybox")` finds a pulled
  * `docker.io/library/busybox:latest`.
@@ -32,6 +34,18 @@ function normalizeImageRef(reference: string): string {
   const lastComponent = ref.slice(ref.lastIndexOf('/') + 1);
   if (!lastComponent.includes(':') && !ref.includes('@')) ref = `${ref}:latest`;
   return ref;
+}
+
+const BINARY_UNITS: Readonly<Record<string, number>> = { Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40 };
+
+/**
+ * The size a tag declares: a tag that is a binary quantity (`sim.example/filler:3Gi`) makes an
+ * image of that many bytes, so that a test can fill the image filesystem to the usage it needs
+ * (nothing is written: see README.md, "Stats"). Any other tag declares none.
+ */
+function declaredSize(normalized: string): number | undefined {
+  const tag = /:(\d+)(Ki|Mi|Gi|Ti)$/.exec(normalized.slice(normalized.lastIndexOf('/') + 1));
+  return tag ? Number(tag[1]) * BINARY_UNITS[tag[2]!]! : undefined;
 }
 
 function registryHost(normalized: string): string {
@@ -156,8 +170,8 @@ export class ImageStore {
       id: `sha256:${digest}`,
       repoTags: at >= 0 ? [] : [name],
       repoDigests: at >= 0 ? [name] : [`${repository}@sha256:${digest}`],
-      // A plausible, stable size so image accounting has something to add up.
-      size: 1_000_000 + (parseInt(digest.slice(0, 6), 16) % 9_000_000),
+      // The tag's, or a plausible, stable size so image accounting has something to add up.
+      size: declaredSize(name) ?? 1_000_000 + (parseInt(digest.slice(0, 6), 16) % 9_000_000),
       // The sandbox image is pinned, as containerd pins its sandbox_image.
       ...(name === SANDBOX_IMAGE ? { pinned: true } : {}),
     };
