@@ -669,12 +669,12 @@ export function withoutNullMembers(value: unknown): unknown {
 
 /**
  * Checks that `value` is a v1 Pod the agent can run. Optional fields are checked only when set, so
- * the same rules apply before and after `applyPodDefaults`. Members set to null count as not set.
+ * the same rules apply before and after `applyPodDefaults`. Its input is decoded: members set to
+ * null already dropped (`withoutNullMembers`, as the client and the manifest sources decode).
  * `create`: the pod is being created, as a static pod is each time its manifest is read (the
  * kubelet's file and HTTP sources use ValidatePodCreate): it may not have ephemeral containers.
  */
-export function validatePod(input: unknown, options: { create?: boolean } = {}): PodValidation {
-  const value = withoutNullMembers(input);
+export function validatePod(value: unknown, options: { create?: boolean } = {}): PodValidation {
   const errs = new Errors();
   if (!isRecord(value)) {
     errs.invalid('', value === null ? null : typeof value, 'a Pod must be an object');

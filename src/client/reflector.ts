@@ -8,7 +8,8 @@
  * - watch events arriving together are handed over as one change (one merge per burst);
  * - the store's objects are frozen, and a new version holds the parts that did not change from the
  *   one it replaces (a pod's spec across its status updates is one object), a new object the parts
- *   it has in common with the one stored before it.
+ *   it has in common with the one stored before it; or, with `normalize`, what that gives (the pod
+ *   source's normalization, which shares and freezes likewise), an object it refuses left out.
  */
 import { type ApiError, isForbidden, isGone, type WatchHandlers } from './api.ts';
 import type { Clock, TimerHandle } from '../clock.ts';
@@ -34,6 +35,11 @@ interface ReflectorOptions<T extends Versioned> {
   log: Logger;
   /** The store after the list and after each burst of watch events, by UID. */
   onChange(store: ReadonlyMap<string, T>): void;
+  /**
+   * The object as the store keeps it, from what the API sent and the version it replaces; null
+   * leaves it out of the store (the normalizer reports why). Absent: shared and frozen as it came.
+   */
+  normalize?(item: T, previous: T | undefined): T | null;
   /** A watch event whose object has no name or UID (it is left out). */
   onMalformed?(message: string): void;
   onState?(state: ReflectorState): void;
@@ -63,8 +69,10 @@ export function createReflector<T extends Versioned>(options: ReflectorOptions<T
    * what it has in common with the object stored last (the pods of one ReplicaSet have one spec).
    */
   const keep = (item: T, previous: T | undefined) => {
-    lastKept = deepFreeze(sharedWith(previous ?? lastKept, item));
-    store.set(String(item.metadata?.uid), lastKept);
+    const uid = String(item.metadata?.uid);
+    const kept = options.normalize ? options.normalize(item, previous) : deepFreeze(sharedWith(previous ?? lastKept, item));
+    if (kept === null) store.delete(uid);
+    else store.set(uid, (lastKept = kept));
   };
   const flush = () => {
     flushTimer = undefined;

@@ -6,6 +6,8 @@
  * CONFIG.* events. The first snapshot comes after the first list, so the source counts as seen
  * only then.
  *
+ * Each pod is normalized once, as the reflector stores it: the client decoded it, this source
+ * validates, defaults and keeps it (sourcePods.ts: stamped, shared with its last version, frozen).
  * Mirror pods (annotation `kubernetes.io/config.mirror`) are never run: they go to
  * `onMirrorPods`, for the agent to match against its static pods. A pod the agent cannot run
  * (it fails validation) is reported once per version through `onError`, naming the pod and the
@@ -13,6 +15,7 @@
  */
 import { ConfigAnnotation, type Pod } from '../api/types.ts';
 import { deepFreeze, sharedWith } from '../immutable.ts';
+import { SourcePods } from './sourcePods.ts';
 import { applyPodDefaults, validatePod } from '../api/validate.ts';
 import type { KubeApi } from '../client/api.ts';
 import { createReflector, type ReflectorState } from '../client/reflector.ts';
@@ -41,47 +44,48 @@ interface ApiSource {
 
 export function createApiSource(options: ApiSourceOptions): ApiSource {
   const fieldSelector = `spec.nodeName=${options.nodeName}`;
-  /** Each pod version as the agent runs it (null: rejected, and reported once), by UID. */
-  const accepted = new Map<string, { version: string; pod: Pod | null }>();
-  let lastAccepted: Pod | undefined;
+  const pods = new SourcePods('api', () => options.clock.now());
+  /** The version of each pod the agent cannot run, reported once. */
+  const rejected = new Map<string, string>();
 
-  /** The pod as the agent runs it, or null (reported) when it cannot; computed once per version. */
-  const accept = (raw: Pod): Pod | null => {
+  /**
+   * The pod as the agent runs it, or null (reported once per version) when it cannot: validated,
+   * defaulted and kept (sourcePods.ts) as the reflector stores it. The client decoded it (null
+   * members dropped, managedFields left out). A mirror pod is not run: kept as it came.
+   */
+  const normalize = (raw: Pod, previous: Pod | undefined): Pod | null => {
+    if (isMirror(raw)) return deepFreeze(sharedWith(previous, raw));
     const uid = raw.metadata.uid;
     const version = raw.metadata.resourceVersion ?? '';
-    const known = accepted.get(uid);
-    if (known && known.version === version && version !== '') return known.pod;
+    if (version !== '' && rejected.get(uid) === version) return null;
     const checked = validatePod(raw);
-    let pod: Pod | null = null;
     if (checked.pod) {
-      const defaulted = applyPodDefaults(checked.pod);
-      const annotations = { ...defaulted.metadata.annotations, [ConfigAnnotation.source]: 'api' };
-      // A new version mostly differs from the last in its status: it keeps the last one's other
-      // parts; a new pod keeps what it has in common with the pod accepted before it (its defaults).
-      pod = deepFreeze(sharedWith(known?.pod ?? lastAccepted, { ...defaulted, metadata: { ...defaulted.metadata, annotations } }));
-      lastAccepted = pod;
-    } else {
-      const first = checked.errors[0]!;
-      options.onError(`${raw.metadata.namespace}/${raw.metadata.name}`, `${first.field ? `${first.field}: ` : ''}${first.message}`, raw);
+      rejected.delete(uid);
+      return pods.keep(applyPodDefaults(checked.pod));
     }
-    accepted.set(uid, { version, pod });
-    return pod;
+    rejected.set(uid, version);
+    const first = checked.errors[0]!;
+    options.onError(`${raw.metadata.namespace}/${raw.metadata.name}`, `${first.field ? `${first.field}: ` : ''}${first.message}`, raw);
+    return null;
   };
 
-  const isMirror = (pod: Pod) => pod.metadata.annotations?.[ConfigAnnotation.mirror] !== undefined;
   return createReflector<Pod>({
     kind: 'Pod',
     list: () => options.api.listPods(fieldSelector),
     watch: (resourceVersion, handlers) => options.api.watchPods(fieldSelector, resourceVersion, handlers),
     clock: options.clock,
     log: options.log,
+    normalize,
     onChange: (store) => {
       const all = [...store.values()];
       options.onMirrorPods?.(all.filter(isMirror));
-      for (const uid of accepted.keys()) if (!store.has(uid)) accepted.delete(uid);
-      options.onSnapshot(all.filter((pod) => !isMirror(pod)).map(accept).filter((pod): pod is Pod => pod !== null));
+      for (const uid of rejected.keys()) if (!store.has(uid)) rejected.delete(uid);
+      pods.retain(new Set(store.keys()));
+      options.onSnapshot(all.filter((pod) => !isMirror(pod)));
     },
     onMalformed: (message) => options.onError('(unnamed)', message),
     ...(options.onState ? { onState: options.onState } : {}),
   });
 }
+
+const isMirror = (pod: Pod) => pod.metadata.annotations?.[ConfigAnnotation.mirror] !== undefined;

@@ -31,6 +31,7 @@ import { basename, dirname, join } from 'node:path';
 import { podFullName, type Pod } from '../api/types.ts';
 import { type Clock, type TimerHandle, realClock } from '../clock.ts';
 import { MAX_MANIFEST_BYTES, MAX_MANIFEST_DEPTH, type ManifestProblem, decodeManifest, describeProblem } from './manifest.ts';
+import { SourcePods } from './sourcePods.ts';
 import { defaultStaticPod } from './static.ts';
 
 export interface ManifestError {
@@ -149,7 +150,7 @@ interface CachedFile {
 type Target = { kind: 'dir'; dir: string } | { kind: 'file'; dir: string; name: string };
 
 export function createFileSource(options: FileSourceOptions): FileSource {
-  const { path, nodeName, onSnapshot, onError } = options;
+  const { path, nodeName, onError } = options;
   const checkFrequencyMs = options.checkFrequencyMs ?? DEFAULT_FILE_CHECK_FREQUENCY_MS;
   const debounceMs = options.debounceMs ?? DEFAULT_DEBOUNCE_MS;
 
@@ -167,6 +168,9 @@ export function createFileSource(options: FileSourceOptions): FileSource {
   let watcher: FSWatcher | undefined;
   let watchedKey = '';
   const clock = options.clock ?? realClock;
+  // Each pod as the node keeps it, stamped, shared with its last version and frozen (sourcePods.ts).
+  const kept = new SourcePods('file', () => clock.now());
+  const onSnapshot = (pods: Pod[]) => options.onSnapshot(kept.snapshot(pods));
   let debounce: TimerHandle | undefined;
   /** The next safety-net rescan. */
   let periodic: TimerHandle | undefined;

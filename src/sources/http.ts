@@ -29,6 +29,7 @@ import type { Pod } from '../api/types.ts';
 import { isRecord } from '../api/validate.ts';
 import type { Clock, TimerHandle } from '../clock.ts';
 import { type ManifestProblem, decodeManifest, describeProblem } from './manifest.ts';
+import { SourcePods } from './sourcePods.ts';
 import { defaultStaticPod } from './static.ts';
 
 /** The largest body read (pkg/kubelet/config/common.go maxConfigLength). */
@@ -192,6 +193,8 @@ async function readAtMost(response: Response, limit: number): Promise<Uint8Array
 
 export function createHttpSource(options: HttpSourceOptions): HttpSource {
   const { url, nodeName, clock } = options;
+  // Each pod as the node keeps it, stamped, shared with its last version and frozen (sourcePods.ts).
+  const kept = new SourcePods('http', () => clock.now());
   const fetchUrl = options.fetch ?? fetch;
   const headers = new Headers();
   for (const [name, values] of Object.entries(options.headers)) for (const value of values) headers.append(name, value);
@@ -230,7 +233,7 @@ export function createHttpSource(options: HttpSourceOptions): HttpSource {
     }
     if (stopped) return;
     if (outcome.last) last = outcome.last;
-    if (outcome.snapshot) options.onSnapshot(outcome.snapshot);
+    if (outcome.snapshot) options.onSnapshot(kept.snapshot(outcome.snapshot));
     settle(outcome.problem);
   }
 

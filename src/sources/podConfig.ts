@@ -4,7 +4,7 @@
  *
  * State: per source, a map UID → the pod as last stored. A snapshot replaces its source's map:
  *
- * - unknown UID ⇒ ADD (the pod gets `kubernetes.io/config.seen`, the time of first sighting);
+ * - unknown UID ⇒ ADD;
  * - known UID, semantically different (spec, labels, deletionTimestamp, deletionGracePeriodSeconds,
  *   or annotations other than the kubelet-local source/mirror/seen keys) ⇒ DELETE when the new
  *   version carries a deletionTimestamp, UPDATE otherwise;
@@ -12,23 +12,22 @@
  * - known UID, nothing different ⇒ nothing;
  * - a UID of the previous snapshot that is missing now ⇒ REMOVE.
  *
- * Every stored pod is annotated `kubernetes.io/config.source`; the `seen` time of a UID never
- * changes while it stays in its source. Within one snapshot, a second pod with an already used
- * full name (`name_namespace`) — or UID — is dropped and reported through `onDuplicate`.
+ * The pods come normalized by their source (sourcePods.ts: stamped with their source and first
+ * sighting, frozen) and are stored and handed on as they are: the merge decides, it does not
+ * reshape. Within one snapshot, a second pod with an already used full name (`name_namespace`) —
+ * or UID — is dropped and reported through `onDuplicate`.
  *
  * A merge returns its updates in the order REMOVE, ADD, UPDATE, DELETE, RECONCILE, leaving out
  * empty ones, except that a source's first snapshot that adds, updates and deletes nothing still
  * yields an empty ADD: that is how the consumer learns the source has been seen.
  *
- * Pure: no I/O, no timers; the clock is injected. Stored pods are frozen (a change stores a new
- * object, holding the parts that did not change) and handed out as they are: every consumer of a
- * pod shares one object, and none can change it or the store (a write throws). A source
- * never changes a pod object it has handed over (it hands over a new one): the same object in the
- * next snapshot is taken as unchanged without being compared.
+ * Pure: no I/O, no timers. Every consumer of a pod shares the source's one object, frozen, and
+ * none can change it or the store (a write throws). A source never changes a pod object it has
+ * handed over (it hands over a new one): the same object in the next snapshot is taken as
+ * unchanged without being compared.
  */
 import { ConfigAnnotation, podFullName, type Pod, type SourceName } from '../api/types.ts';
 import { jsonEqual } from '../api/json.ts';
-import { deepFreeze } from '../immutable.ts';
 import type { ConfigOp } from '../events.ts';
 
 export interface PodUpdate {
@@ -38,8 +37,6 @@ export interface PodUpdate {
 }
 
 interface PodConfigOptions {
-  /** Clock for the `seen` annotation; defaults to the wall clock. */
-  now?: () => Date;
   /** Called for each pod dropped because its full name (or UID) repeats within one snapshot; `by` says which. */
   onDuplicate?: (pod: Pod, source: SourceName, by: 'name' | 'uid') => void;
 }
@@ -69,33 +66,6 @@ function classify(existing: Pod, incoming: Pod): Change {
 }
 
 /**
- * The stored pod after a semantic change: what a source may change is taken from `incoming`; the
- * rest of the metadata (e.g. resourceVersion) and the local annotations stay as first stored.
- */
-function updatedPod(existing: Pod, incoming: Pod): Pod {
-  const annotations: Record<string, string> = { ...incoming.metadata.annotations };
-  for (const key of LOCAL_ANNOTATIONS) {
-    const kept = existing.metadata.annotations?.[key];
-    if (kept !== undefined) annotations[key] = kept;
-  }
-  const { labels, deletionTimestamp, deletionGracePeriodSeconds, generation } = incoming.metadata;
-  const metadata = withoutUndefined({ ...existing.metadata, labels, deletionTimestamp, deletionGracePeriodSeconds, generation, annotations });
-  return withoutUndefined({ ...existing, metadata, spec: incoming.spec, status: incoming.status });
-}
-
-function withStatus(existing: Pod, incoming: Pod): Pod {
-  return withoutUndefined({ ...existing, status: incoming.status });
-}
-
-/**
- * `value` without its members set to `undefined`, so a field a source removed is absent, not
- * `undefined`. A new object (deleting members would leave V8 a dictionary, several times larger).
- */
-function withoutUndefined<T extends object>(value: T): T {
-  return Object.fromEntries(Object.entries(value).filter(([, member]) => member !== undefined)) as T;
-}
-
-/**
  * The event the kubelet records on a pod it leaves out because an earlier pod of its source has
  * its full name (pkg/kubelet/config/config.go filterInvalidPods: Warning FailedValidation, the
  * dropped pod as `name_namespace(uid)` and the name they share).
@@ -109,14 +79,10 @@ export class PodConfig {
   private readonly expected: ReadonlySet<SourceName>;
   private readonly seen = new Set<SourceName>();
   private readonly bySource = new Map<SourceName, Map<string, Pod>>();
-  /** The objects each source handed over last, by UID: the same object again is the same pod. */
-  private readonly given = new Map<SourceName, Map<string, Pod>>();
-  private readonly now: () => Date;
   private readonly onDuplicate: PodConfigOptions['onDuplicate'];
 
   constructor(expectedSources: readonly SourceName[], options: PodConfigOptions = {}) {
     this.expected = new Set(expectedSources);
-    this.now = options.now ?? (() => new Date());
     this.onDuplicate = options.onDuplicate;
   }
 
@@ -127,8 +93,6 @@ export class PodConfig {
     this.seen.add(source);
 
     const previous = this.bySource.get(source) ?? new Map<string, Pod>();
-    const givenBefore = this.given.get(source);
-    const given = new Map<string, Pod>();
     const next = new Map<string, Pod>();
     const byOp: Record<ConfigOp, Pod[]> = { REMOVE: [], ADD: [], UPDATE: [], DELETE: [], RECONCILE: [] };
     const names = new Set<string>();
@@ -141,41 +105,23 @@ export class PodConfig {
         continue;
       }
       names.add(fullName);
-      given.set(uid, pod);
 
       const existing = previous.get(uid);
+      next.set(uid, pod);
       // A source sends its whole set at each change of any one pod, so most of a snapshot is
-      // unchanged: the object handed over last time (the API source keeps one per version) needs
-      // no look, another is compared as it came (the source annotation is a local one, which
-      // classify leaves out; a source that shares unchanged parts between versions makes the
-      // comparison of those parts an identity check).
-      const change = !existing ? 'added' : givenBefore?.get(uid) === pod ? 'none' : classify(existing, pod);
-      if (change === 'none') {
-        next.set(uid, existing!);
-        continue;
-      }
-      const local: Record<string, string> = { [ConfigAnnotation.source]: source };
-      if (!existing) local[ConfigAnnotation.seen] = this.now().toISOString();
-      const incoming: Pod = { ...pod, metadata: { ...pod.metadata, annotations: { ...pod.metadata.annotations, ...local } } };
-      if (!existing) {
-        const stored = deepFreeze(incoming);
-        next.set(uid, stored);
-        byOp.ADD.push(stored);
-      } else if (change === 'status') {
-        const stored = deepFreeze(withStatus(existing, incoming));
-        next.set(uid, stored);
-        byOp.RECONCILE.push(stored);
-      } else {
-        const stored = deepFreeze(updatedPod(existing, incoming));
-        next.set(uid, stored);
-        (stored.metadata.deletionTimestamp ? byOp.DELETE : byOp.UPDATE).push(stored);
-      }
+      // unchanged: the object stored last time (a source keeps one per version) needs no look,
+      // another is compared (its source shares the parts that did not change with its last
+      // version, which makes comparing them an identity check).
+      const change = !existing ? 'added' : existing === pod ? 'none' : classify(existing, pod);
+      if (change === 'none') continue;
+      if (change === 'added') byOp.ADD.push(pod);
+      else if (change === 'status') byOp.RECONCILE.push(pod);
+      else (pod.metadata.deletionTimestamp ? byOp.DELETE : byOp.UPDATE).push(pod);
     }
     for (const [uid, pod] of previous) {
       if (!next.has(uid)) byOp.REMOVE.push(pod);
     }
     this.bySource.set(source, next);
-    this.given.set(source, given);
 
     const signalSeen = firstSnapshot && byOp.ADD.length === 0 && byOp.UPDATE.length === 0 && byOp.DELETE.length === 0;
     const order: readonly ConfigOp[] = ['REMOVE', 'ADD', 'UPDATE', 'DELETE', 'RECONCILE'];

@@ -14,7 +14,7 @@
  */
 import { createHash } from 'node:crypto';
 import { ConfigAnnotation, type Pod } from '../api/types.ts';
-import { applyPodDefaults, isRecord, validatePod, type PodValidation } from '../api/validate.ts';
+import { applyPodDefaults, isRecord, validatePod, type PodValidation, withoutNullMembers } from '../api/validate.ts';
 
 export type ManifestOrigin = { kind: 'file'; path: string } | { kind: 'url'; url: string };
 
@@ -112,7 +112,7 @@ function withStaticDefaults(manifest: Record<string, unknown>, origin: ManifestO
 export function defaultStaticPod(manifest: unknown, origin: ManifestOrigin, nodeName: string): PodValidation {
   if (!isRecord(manifest)) return validatePod(manifest);
   // Created afresh at each read, as the kubelet validates it (ValidatePodCreate): no ephemeral containers.
-  const checked = validatePod(withStaticDefaults(manifest, origin, nodeName), { create: true });
+  const checked = validatePod(withoutNullMembers(withStaticDefaults(manifest, origin, nodeName)), { create: true });
   if (!checked.pod) return checked;
   const pod: Pod = applyPodDefaults(checked.pod);
   return { pod, errors: [] };
