@@ -31,6 +31,7 @@
  * evicted for local storage, evicts a static, mirror or system-critical pod.
  */
 import { type ErrorActorEvent, assign, enqueueActions, fromPromise, setup } from 'xstate';
+import { notProvided } from '../notProvided.ts';
 import type { NodeEvent } from '../events.ts';
 import { type EvictionMemory, NO_MEMORY, type Observations, evaluate, metThresholds } from './synchronize.ts';
 import type { PressureCondition, Threshold } from './thresholds.ts';
@@ -74,7 +75,6 @@ interface EvictionContext extends EvictionInput {
 const CLEANUP = { pollMs: 1_000, timeoutMs: 30_000 };
 
 const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
-const notProvided = () => Promise.reject(new Error('not provided: give the eviction manager its effects with evictionManagerWith(effects)'));
 
 export interface EvictionEffects {
   /** The node's signals now. */
@@ -103,11 +103,11 @@ export const evictionManagerMachine = setup({
     events: {} as NodeEvent,
   },
   actors: {
-    observe: fromPromise<Reading>(notProvided),
-    localStorageEviction: fromPromise<EvictionChoice[]>(notProvided),
-    reclaimNodeResources: fromPromise<Observations | null, { threshold: Threshold }>(notProvided),
-    selectPod: fromPromise<EvictionChoice | null, { threshold: Threshold; observations: Observations; maxPodGracePeriodSeconds: number }>(notProvided),
-    podCleanedUp: fromPromise<boolean, { uids: string[] }>(notProvided),
+    observe: fromPromise<Reading>(notProvided('evictionManager', 'observe')),
+    localStorageEviction: fromPromise<EvictionChoice[]>(notProvided('evictionManager', 'localStorageEviction')),
+    reclaimNodeResources: fromPromise<Observations | null, { threshold: Threshold }>(notProvided('evictionManager', 'reclaimNodeResources')),
+    selectPod: fromPromise<EvictionChoice | null, { threshold: Threshold; observations: Observations; maxPodGracePeriodSeconds: number }>(notProvided('evictionManager', 'selectPod')),
+    podCleanedUp: fromPromise<boolean, { uids: string[] }>(notProvided('evictionManager', 'podCleanedUp')),
   },
   delays: {
     monitoringInterval: ({ context }) => context.monitoringIntervalMs,
@@ -244,7 +244,7 @@ function sameConditions(a: readonly PressureCondition[], b: readonly PressureCon
   return a.length === b.length && a.every((c, i) => c === b[i]);
 }
 
-export function evictionManagerWith(effects: EvictionEffects) {
+export function evictionManagerMachineWith(effects: EvictionEffects) {
   return evictionManagerMachine.provide({
     actors: {
       observe: fromPromise(() => effects.observe()),

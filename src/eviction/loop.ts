@@ -6,13 +6,13 @@
  */
 import { defineNodeLoop } from '../nodeloop/nodeLoop.ts';
 import { createEvictionEffects } from './effects.ts';
-import { evictionManagerMachine, evictionManagerWith } from './evictionManager.ts';
+import { evictionManagerMachine, evictionManagerMachineWith } from './evictionManager.ts';
 import { formatThresholdValue, parseThresholds, readableAmount } from './thresholds.ts';
 
 /** How often the signals are read (evictionMonitoringPeriod in kubelet.go). */
 const MONITORING_INTERVAL_MS = 10_000;
 
-export const evictionLoop = defineNodeLoop({
+export const evictionManagerLoop = defineNodeLoop({
   name: 'evictionManager',
   machine: evictionManagerMachine,
   start: ({ config, containerGc, imageGc, stats, pods, recorder, clock, log }) => {
@@ -35,7 +35,7 @@ export const evictionLoop = defineNodeLoop({
       log,
     });
     return {
-      logic: evictionManagerWith(effects),
+      logic: evictionManagerMachineWith(effects),
       input: {
         thresholds,
         monitoringIntervalMs: MONITORING_INTERVAL_MS,

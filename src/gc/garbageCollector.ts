@@ -20,6 +20,7 @@
  * and logs of a failed round are its effects' (effects.ts), and it never stops of itself.
  */
 import { assign, fromPromise, setup } from 'xstate';
+import { notProvided } from '../notProvided.ts';
 import type { GarbageCollectorEffects, TimedImageGcRound } from './effects.ts';
 
 /** The kubelet's ImageGCPeriod. */
@@ -47,7 +48,6 @@ interface GarbageCollectorContext extends GarbageCollectorInput {
   containerFailure: string | null;
 }
 
-const notProvided = (effect: string) => () => Promise.reject(new Error(`${effect} is not provided: give the garbage collector its effects with garbageCollectorWith(effects)`));
 
 const failureText = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
@@ -57,9 +57,9 @@ export const garbageCollectorMachine = setup({
     input: {} as GarbageCollectorInput,
   },
   actors: {
-    collectImages: fromPromise<TimedImageGcRound>(notProvided('collectImages')),
-    detectImages: fromPromise<void>(notProvided('detectImages')),
-    collectContainers: fromPromise<void>(notProvided('collectContainers')),
+    collectImages: fromPromise<TimedImageGcRound>(notProvided('garbageCollector', 'collectImages')),
+    detectImages: fromPromise<void>(notProvided('garbageCollector', 'detectImages')),
+    collectContainers: fromPromise<void>(notProvided('garbageCollector', 'collectContainers')),
   },
   delays: {
     imageGcPeriod: IMAGE_GC_PERIOD_MS,
@@ -129,7 +129,7 @@ export const garbageCollectorMachine = setup({
   },
 });
 
-export function garbageCollectorWith(effects: GarbageCollectorEffects) {
+export function garbageCollectorMachineWith(effects: GarbageCollectorEffects) {
   return garbageCollectorMachine.provide({
     actors: {
       collectImages: fromPromise(() => effects.collectImages()),

@@ -7,7 +7,7 @@ import { imageGcPolicy } from '../cli/config.ts';
 import { formatSize, imageGcOff } from '../kuberuntime/imageGC.ts';
 import { defineNodeLoop } from '../nodeloop/nodeLoop.ts';
 import { createGarbageCollectorEffects } from './effects.ts';
-import { garbageCollectorMachine, garbageCollectorWith } from './garbageCollector.ts';
+import { garbageCollectorMachine, garbageCollectorMachineWith } from './garbageCollector.ts';
 
 /** `14:02`, in UTC as the other loops' lines. */
 const clockTime = (ms: number) => new Date(ms).toISOString().slice(11, 16);
@@ -18,7 +18,7 @@ export const garbageCollectorLoop = defineNodeLoop({
   start: ({ config, imageGc, containerGc, recorder, clock, log }) => {
     const policy = imageGcPolicy(config);
     return {
-      logic: garbageCollectorWith(createGarbageCollectorEffects({ imageGc, containerGc, nodeName: config.nodeName, recorder, now: () => clock.now(), log })),
+      logic: garbageCollectorMachineWith(createGarbageCollectorEffects({ imageGc, containerGc, nodeName: config.nodeName, recorder, now: () => clock.now(), log })),
       input: {
         containerGcPeriodMs: config.containerGcPeriodMs,
         imageGcOn: !imageGcOff(policy),

@@ -4,9 +4,9 @@
  * parts; the visualizer takes their summaries from here.
  */
 import type { AnyStateMachine } from 'xstate';
-import { evictionLoop } from '../eviction/loop.ts';
+import { evictionManagerLoop } from '../eviction/loop.ts';
 import { garbageCollectorLoop } from '../gc/loop.ts';
-import { containerLogLoop } from '../logs/loop.ts';
+import { containerLogManagerLoop } from '../logs/loop.ts';
 import { nodeLeaseLoop } from '../nodelease/loop.ts';
 import type { NodeParts } from '../nodeloop/parts.ts';
 import { nodeStatusLoop } from '../nodestatus/loop.ts';
@@ -14,7 +14,7 @@ import { oomWatcherLoop } from '../oomwatcher/loop.ts';
 import { statusWriterLoop } from '../statuswriter/loop.ts';
 import { volumeManagerLoop } from '../volumemanager/loop.ts';
 
-export const nodeLoops = [nodeStatusLoop, nodeLeaseLoop, statusWriterLoop, volumeManagerLoop, containerLogLoop, garbageCollectorLoop, evictionLoop, oomWatcherLoop] as const;
+export const nodeLoops = [nodeStatusLoop, nodeLeaseLoop, statusWriterLoop, volumeManagerLoop, containerLogManagerLoop, garbageCollectorLoop, evictionManagerLoop, oomWatcherLoop] as const;
 
 export type NodeLoopName = (typeof nodeLoops)[number]['name'];
 

@@ -11,6 +11,7 @@
  * Context: passes, files rotated, the last failures (for the visualizer).
  */
 import { assign, fromPromise, setup } from 'xstate';
+import { notProvided } from '../notProvided.ts';
 import type { LogPassResult } from './effects.ts';
 
 interface ContainerLogContext {
@@ -20,15 +21,14 @@ interface ContainerLogContext {
   lastFailures: string[];
 }
 
-const notProvided = () => Promise.reject(new Error('rotate is not provided: give the log manager its effect with containerLogMachineWith(rotate)'));
 
-export const containerLogMachine = setup({
+export const containerLogManagerMachine = setup({
   types: {
     context: {} as ContainerLogContext,
     input: {} as { monitorIntervalMs: number },
   },
   actors: {
-    rotate: fromPromise<LogPassResult>(notProvided),
+    rotate: fromPromise<LogPassResult>(notProvided('containerLogManager', 'rotate')),
   },
   delays: {
     monitorInterval: ({ context }) => context.monitorIntervalMs,
@@ -59,6 +59,11 @@ export const containerLogMachine = setup({
   },
 });
 
-export function containerLogMachineWith(rotate: () => Promise<LogPassResult>) {
-  return containerLogMachine.provide({ actors: { rotate: fromPromise(() => rotate()) } });
+/** What the container log manager does: one rotation pass over the running containers' logs. */
+export interface ContainerLogManagerEffects {
+  rotate(): Promise<LogPassResult>;
+}
+
+export function containerLogManagerMachineWith(effects: ContainerLogManagerEffects) {
+  return containerLogManagerMachine.provide({ actors: { rotate: fromPromise(() => effects.rotate()) } });
 }

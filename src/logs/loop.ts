@@ -5,19 +5,21 @@
 import { RepeatedFailures } from '../log.ts';
 import { defineNodeLoop } from '../nodeloop/nodeLoop.ts';
 import { logRotationFailures, rotateContainerLogs } from './effects.ts';
-import { containerLogMachine, containerLogMachineWith } from './containerLogManager.ts';
+import { containerLogManagerMachine, containerLogManagerMachineWith } from './containerLogManager.ts';
 
-export const containerLogLoop = defineNodeLoop({
+export const containerLogManagerLoop = defineNodeLoop({
   name: 'containerLogManager',
-  machine: containerLogMachine,
+  machine: containerLogManagerMachine,
   start: ({ config, runtime, clock, log }) => {
     const failures = new RepeatedFailures();
     const policy = { maxSizeBytes: config.containerLogMaxSize, maxFiles: config.containerLogMaxFiles };
     return {
-      logic: containerLogMachineWith(async () => {
+      logic: containerLogManagerMachineWith({
+        rotate: async () => {
         const pass = await rotateContainerLogs(runtime, config.podLogsDir, policy, () => new Date(clock.now()));
         logRotationFailures(pass, failures, log);
         return pass;
+        },
       }),
       input: { monitorIntervalMs: config.containerLogMonitorIntervalMs },
     };

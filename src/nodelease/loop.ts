@@ -4,15 +4,15 @@
  */
 import { defineNodeLoop } from '../nodeloop/nodeLoop.ts';
 import { createLeaseEffects } from './effects.ts';
-import { leaseMachine, leaseMachineWith } from './nodeLease.ts';
+import { nodeLeaseMachine, nodeLeaseMachineWith } from './nodeLease.ts';
 
 export const nodeLeaseLoop = defineNodeLoop({
   name: 'nodeLease',
-  machine: leaseMachine,
+  machine: nodeLeaseMachine,
   start: ({ config, cluster, nodeRecord, clock, log }) =>
     cluster
       ? {
-          logic: leaseMachineWith(
+          logic: nodeLeaseMachineWith(
             createLeaseEffects({ api: cluster.api, record: nodeRecord, nodeName: config.nodeName, leaseDurationSeconds: config.nodeLeaseDurationSeconds, now: () => clock.now(), log }),
           ),
           input: { leaseDurationSeconds: config.nodeLeaseDurationSeconds },

@@ -14,6 +14,7 @@
  * effects use their own request deadline).
  */
 import { assign, fromPromise, setup } from 'xstate';
+import { notProvided } from '../notProvided.ts';
 import type { Lease } from '../api/cluster.ts';
 import { leaseBackoffMs, renewIntervalMs } from '../node/lease.ts';
 
@@ -35,15 +36,14 @@ interface LeaseContext {
   lastError: string | null;
 }
 
-const notProvided = () => Promise.reject(new Error('renew is not provided: give the lease its effects with leaseMachineWith(effects)'));
 
-export const leaseMachine = setup({
+export const nodeLeaseMachine = setup({
   types: {
     context: {} as LeaseContext,
     input: {} as LeaseInput,
   },
   actors: {
-    renew: fromPromise<Lease, { latest: Lease | null }>(notProvided),
+    renew: fromPromise<Lease, { latest: Lease | null }>(notProvided('nodeLease', 'renew')),
   },
   delays: {
     renewInterval: ({ context }) => context.renewIntervalMs,
@@ -90,10 +90,10 @@ export const leaseMachine = setup({
   },
 });
 
-type LeaseMachine = typeof leaseMachine;
+type NodeLeaseMachine = typeof nodeLeaseMachine;
 
-export function leaseMachineWith(effects: LeaseEffects): LeaseMachine {
-  return leaseMachine.provide({
+export function nodeLeaseMachineWith(effects: LeaseEffects): NodeLeaseMachine {
+  return nodeLeaseMachine.provide({
     actors: { renew: fromPromise<Lease, { latest: Lease | null }>(({ input, signal }) => effects.renew(input.latest, signal)) },
   });
 }

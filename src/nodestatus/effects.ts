@@ -110,6 +110,7 @@ export function createNodeStatusEffects(deps: NodeStatusEffectsDeps): NodeStatus
   const awaitingPodCidr = () => !record.node?.spec?.podCIDRs?.length && !record.node?.spec?.podCIDR;
 
   return {
+    now: deps.now,
     async register() {
       const wanted = initialNode(await inputs(deps, []), iso(deps.now()));
       // The kubelet's initial status announces every condition, on each start (setters.go via initialNode).

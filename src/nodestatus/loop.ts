@@ -34,7 +34,7 @@ export const nodeStatusLoop = defineNodeLoop({
       podCidr: config.podCidr ?? '',
     });
     return {
-      logic: nodeStatusMachineWith(effects, now),
+      logic: nodeStatusMachineWith(effects),
       input: { registerNode: config.registerNode, updateFrequencyMs: config.nodeStatusUpdateFrequencyMs },
     };
   },

@@ -16,6 +16,7 @@
  * Never: writes anything but its own Node and `nodes/<name>/status`.
  */
 import { assign, fromPromise, setup } from 'xstate';
+import { notProvided } from '../notProvided.ts';
 import type { NodePressureCondition } from '../api/types.ts';
 import type { NodeEvent } from '../events.ts';
 
@@ -25,6 +26,8 @@ interface StatusUpdateOutcome {
 }
 
 export interface NodeStatusEffects {
+  /** When an update starts (its `at`), on the node's clock. */
+  now(): number;
   register(signal: AbortSignal): Promise<void>;
   /** `lastWrittenAt`: when the status was last written (ms), null: not yet; `pressure`: the conditions the eviction manager reports True. */
   update(input: UpdateInput, signal: AbortSignal): Promise<StatusUpdateOutcome>;
@@ -55,7 +58,6 @@ interface NodeStatusContext {
 const REGISTER_BACKOFF = { firstMs: 100, maxMs: 7_000 };
 
 const message = (error: unknown) => (error instanceof Error ? error.message : String(error));
-const notProvided = () => Promise.reject(new Error('not provided: give the node status loop its effects with nodeStatusMachineWith(effects)'));
 
 export const nodeStatusMachine = setup({
   types: {
@@ -64,8 +66,8 @@ export const nodeStatusMachine = setup({
     events: {} as NodeEvent,
   },
   actors: {
-    register: fromPromise<void>(notProvided),
-    update: fromPromise<StatusUpdateOutcome & { at: number }, UpdateInput>(notProvided),
+    register: fromPromise<void>(notProvided('nodeStatus', 'register')),
+    update: fromPromise<StatusUpdateOutcome & { at: number }, UpdateInput>(notProvided('nodeStatus', 'update')),
   },
   delays: {
     updatePeriod: ({ context }) => context.updateFrequencyMs,
@@ -134,12 +136,12 @@ export const nodeStatusMachine = setup({
 
 type NodeStatusMachine = typeof nodeStatusMachine;
 
-export function nodeStatusMachineWith(effects: NodeStatusEffects, now: () => number): NodeStatusMachine {
+export function nodeStatusMachineWith(effects: NodeStatusEffects): NodeStatusMachine {
   return nodeStatusMachine.provide({
     actors: {
       register: fromPromise<void>(({ signal }) => effects.register(signal)),
       update: fromPromise<StatusUpdateOutcome & { at: number }, UpdateInput>(async ({ input, signal }) => {
-        const at = now();
+        const at = effects.now();
         return { ...(await effects.update(input, signal)), at };
       }),
     },

@@ -10,7 +10,7 @@ import { oomWatcherMachine, oomWatcherMachineWith } from './oomWatcher.ts';
 export const oomWatcherLoop = defineNodeLoop({
   name: 'oomWatcher',
   machine: oomWatcherMachine,
-  start: ({ config, kernelLog, recorder, log }) => (kernelLog ? { logic: oomWatcherMachineWith(followKernelLog({ kernelLog, nodeName: config.nodeName, recorder, log })), input: undefined } : null),
+  start: ({ config, kernelLog, recorder, log }) => (kernelLog ? { logic: oomWatcherMachineWith({ followKernelLog: followKernelLog({ kernelLog, nodeName: config.nodeName, recorder, log }) }), input: undefined } : null),
   accepts: [],
   /** `2 system OOMs, last dd (pid 4242)`, or why the kernel log is not read. */
   summary: (c) => {

@@ -27,7 +27,7 @@ export const oomWatcherMachine = setup({
   actors: {
     /** Follows the kernel log from now on; sends OOM.SYSTEM per system OOM (its event recorded), OOM.LOG_ENDED when it cannot go on. */
     followKernelLog: fromCallback<OomWatcherEvent>(({ sendBack }) => {
-      sendBack({ type: 'OOM.LOG_ENDED', error: 'followKernelLog is not provided: give the OOM watcher its effect with oomWatcherMachineWith(follow)' });
+      sendBack({ type: 'OOM.LOG_ENDED', error: 'followKernelLog is not provided: give the oomWatcher machine its effects with oomWatcherMachineWith(effects)' });
     }),
   },
 }).createMachine({
@@ -51,6 +51,11 @@ export const oomWatcherMachine = setup({
   },
 });
 
-export function oomWatcherMachineWith(follow: Parameters<typeof fromCallback<OomWatcherEvent>>[0]) {
-  return oomWatcherMachine.provide({ actors: { followKernelLog: fromCallback<OomWatcherEvent>(follow) } });
+/** What the OOM watcher does: follows the kernel log from now on, as a callback actor's body (effects.ts followKernelLog). */
+export interface OomWatcherEffects {
+  followKernelLog: Parameters<typeof fromCallback<OomWatcherEvent>>[0];
+}
+
+export function oomWatcherMachineWith(effects: OomWatcherEffects) {
+  return oomWatcherMachine.provide({ actors: { followKernelLog: fromCallback<OomWatcherEvent>(effects.followKernelLog) } });
 }

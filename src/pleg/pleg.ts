@@ -56,6 +56,7 @@ import {
   setup,
   stateIn,
 } from 'xstate';
+import { notProvided } from '../notProvided.ts';
 import type { PlegEvent, PlegInternalEvent, PlegReport, StreamEnd, StreamUpdate } from '../events.ts';
 
 export interface RelistOutcome {
@@ -115,7 +116,6 @@ const defaultStreamBackoffMs = 60_000;
 
 const streaming = stateIn({ events: { watching: 'streaming' } });
 
-const notProvided = () => Promise.reject(new Error('relist is not provided: give the PLEG its effects with plegMachineWith(effects)'));
 
 /** The PLEG as it is drawn; `plegMachineWith` gives it the relist and the event stream. */
 export const plegMachine = setup({
@@ -125,7 +125,7 @@ export const plegMachine = setup({
     events: {} as PlegInternalEvent,
   },
   actors: {
-    relist: fromPromise<RelistOutcome>(notProvided),
+    relist: fromPromise<RelistOutcome>(notProvided('pleg', 'relist')),
     containerEvents: fromCallback<PlegInternalEvent>(() => {}),
   },
   delays: {

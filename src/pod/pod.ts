@@ -55,6 +55,7 @@ import { type Pod, type PodPhase, podRef, type ProbeKind, type ProbeResult } fro
 import type { BackoffTable } from '../kuberuntime/backoff.ts';
 import type { ProbeResults } from '../kuberuntime/computePodActions.ts';
 import { nextGracePeriod } from './gracePeriod.ts';
+import { notProvided } from '../notProvided.ts';
 import type { InitStep, PodProgress } from './progress.ts';
 import { type RuntimeSeen, isSeen } from './runtimeSeen.ts';
 import type { CallTrace } from '../runtime/callTrace.ts';
@@ -204,10 +205,6 @@ export interface PodInput {
 const initialMemory: PodMemory = { backoff: {}, reasons: {} };
 const killRetryMs = 1_000;
 
-/** An effect the composition did not provide: the machine as drawn runs no I/O. */
-const notProvided = (name: string) => () =>
-  Promise.reject(new Error(`${name} is not provided: give the pod machine its effects with podMachineWith(effects)`));
-
 /**
  * The pod machine as it is drawn (the model tests and the visualizer use this definition); its
  * effect actors only fail until `podMachineWith` provides the real ones.
@@ -220,9 +217,9 @@ export const podMachine = setup({
     output: {} as PodOutput,
   },
   actors: {
-    syncPod: fromPromise<SyncOutcome, SyncRequest>(notProvided('syncPod')),
-    terminatePod: fromPromise<void, TerminateRequest>(notProvided('terminatePod')),
-    cleanupPod: fromPromise<void, CleanupRequest>(notProvided('cleanupPod')),
+    syncPod: fromPromise<SyncOutcome, SyncRequest>(notProvided('pod', 'syncPod')),
+    terminatePod: fromPromise<void, TerminateRequest>(notProvided('pod', 'terminatePod')),
+    cleanupPod: fromPromise<void, CleanupRequest>(notProvided('pod', 'cleanupPod')),
   },
   delays: {
     killRetry: killRetryMs,

@@ -21,15 +21,15 @@
  * written again as soon as its actor has stopped them (`podTerminated`, the kubelet's forced
  * update of TerminatePod), and on the next resync if that was missed.
  */
-import { fromCallback } from 'xstate';
 import { ConfigAnnotation, type Pod, type PodStatus, isStaticPod, podRef } from '../api/types.ts';
 import { isConflict, isForbidden, isNotFound, type KubeApi } from '../client/api.ts';
 import type { Clock, TimerHandle } from '../clock.ts';
-import type { EventOf, StatusWriterEvent } from '../events.ts';
+import type { StatusWriterEvent } from '../events.ts';
 import type { Logger } from '../log.ts';
 import type { PodWorkerStages } from '../podworkers/podStages.ts';
 import { holdsTerminalPhase, statusPatch, statusToWrite } from '../status/apiStatus.ts';
 import type { PodStatusReader } from '../status/manager.ts';
+import type { StatusWriterEffects } from './statusWriter.ts';
 
 /** What the writer has done: statuses waiting or being written, written, pods deleted, and the last failure. */
 export interface StatusWriterProgress {
@@ -262,20 +262,17 @@ export class StatusWriter {
   }
 }
 
-/** What the writer is told: the pods' news, passed on by its loop, and the loop's resync tick. */
-export type WriterNews = EventOf<'POD.TERMINATED'> | EventOf<'POD.FINISHED'> | EventOf<'STATUS.REWRITE'> | EventOf<'STATUS.RESYNC'>;
-
 /** How often the writer's progress reaches its loop (and so the visualizer) at most. */
 const PROGRESS_REPORT_MS = 1_000;
 
 /**
- * The status writer loop's `writer` child: the writer over the node's parts, told the pods' news
+ * The status writer loop's `writer` child, as its callback actor's body: the writer over the node's parts, told the pods' news
  * (POD.TERMINATED: a terminal phase held back goes out now; POD.FINISHED: a deleted pod's object
  * may go; STATUS.REWRITE: a re-created mirror) and the loop's resync tick; it reports its progress
  * to the loop at most once a second, and each change to `metrics` at once.
  */
-export function statusWriterActor(deps: Omit<StatusWriterDeps, 'onProgress'> & { clock: Clock; metrics?: (progress: StatusWriterProgress) => void }) {
-  return fromCallback<WriterNews>(({ sendBack, receive }) => {
+export function statusWriter(deps: Omit<StatusWriterDeps, 'onProgress'> & { clock: Clock; metrics?: (progress: StatusWriterProgress) => void }): StatusWriterEffects['writer'] {
+  return ({ sendBack, receive }) => {
     let due: TimerHandle | undefined;
     const writer = new StatusWriter({
       ...deps,
@@ -303,5 +300,5 @@ export function statusWriterActor(deps: Omit<StatusWriterDeps, 'onProgress'> & {
       writer.stop();
       if (due !== undefined) deps.clock.clearTimeout(due);
     };
-  });
+  };
 }

@@ -3,7 +3,7 @@
  * with the node), it writes pod statuses to the API server; the syncLoop passes it the pods' news.
  */
 import { defineNodeLoop } from '../nodeloop/nodeLoop.ts';
-import { statusWriterActor } from './effects.ts';
+import { statusWriter } from './effects.ts';
 import { statusWriterMachine, statusWriterMachineWith } from './statusWriter.ts';
 
 /** status_manager.go syncPeriod. */
@@ -15,8 +15,8 @@ export const statusWriterLoop = defineNodeLoop({
   start: ({ cluster, statuses, pods, clock, log, observe }) =>
     cluster
       ? {
-          logic: statusWriterMachineWith(
-            statusWriterActor({
+          logic: statusWriterMachineWith({
+            writer: statusWriter({
               api: cluster.api,
               statuses,
               pod: pods.desired,
@@ -25,7 +25,7 @@ export const statusWriterLoop = defineNodeLoop({
               log,
               ...(observe.statusWrites ? { metrics: (progress) => observe.statusWrites?.(progress) } : {}),
             }),
-          ),
+          }),
           input: { resyncMs: STATUS_RESYNC_MS },
         }
       : null,

@@ -16,7 +16,9 @@
  */
 import { assign, fromCallback, sendTo, setup } from 'xstate';
 import type { EventOf } from '../events.ts';
-import type { WriterNews } from './effects.ts';
+
+/** What the writer is told: the pods' news, passed on by its loop, and the loop's resync tick. */
+export type WriterNews = EventOf<'POD.TERMINATED'> | EventOf<'POD.FINISHED'> | EventOf<'STATUS.REWRITE'> | EventOf<'STATUS.RESYNC'>;
 
 interface StatusWriterContext {
   resyncMs: number;
@@ -65,7 +67,11 @@ export const statusWriterMachine = setup({
   },
 });
 
-/** The writer loop with its writer (effects.ts statusWriterActor). */
-export function statusWriterMachineWith(writer: ReturnType<typeof fromCallback<WriterNews>>) {
-  return statusWriterMachine.provide({ actors: { writer } });
+/** What the status writer loop runs: its writer, a callback actor's body (effects.ts statusWriter). */
+export interface StatusWriterEffects {
+  writer: Parameters<typeof fromCallback<WriterNews>>[0];
+}
+
+export function statusWriterMachineWith(effects: StatusWriterEffects) {
+  return statusWriterMachine.provide({ actors: { writer: fromCallback<WriterNews>(effects.writer) } });
 }

@@ -4,13 +4,13 @@
  * service-account tokens each minute.
  */
 import { defineNodeLoop } from '../nodeloop/nodeLoop.ts';
-import { volumeManagerMachine, volumeManagerWith } from './volumeManager.ts';
+import { volumeManagerMachine, volumeManagerMachineWith } from './volumeManager.ts';
 
 export const volumeManagerLoop = defineNodeLoop({
   name: 'volumeManager',
   machine: volumeManagerMachine,
   start: ({ mounter, tokens }) => ({
-    logic: volumeManagerWith({
+    logic: volumeManagerMachineWith({
       adopt: async () => {
         await mounter.adopt?.();
         return { mounts: mounter.mounted, tokens: tokens?.size ?? 0 };

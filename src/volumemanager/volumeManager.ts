@@ -15,6 +15,7 @@
  * step is logged in the context and retried at the next minute; it never stops the node.
  */
 import { assign, fromPromise, setup } from 'xstate';
+import { notProvided } from '../notProvided.ts';
 
 interface VolumeCounts {
   /** tmpfs mounts under the pods directory. */
@@ -38,7 +39,6 @@ interface VolumeManagerContext extends VolumeCounts {
 /** The token manager's cleanup period (pkg/kubelet/token/token_manager.go gcPeriod). */
 export const COLLECT_PERIOD_MS = 60_000;
 
-const notProvided = () => Promise.reject(new Error('volume effects are not provided: give the volume manager its effects with volumeManagerWith(effects)'));
 const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
 export const volumeManagerMachine = setup({
@@ -46,8 +46,8 @@ export const volumeManagerMachine = setup({
     context: {} as VolumeManagerContext,
   },
   actors: {
-    adopt: fromPromise<VolumeCounts>(notProvided),
-    collect: fromPromise<VolumeCounts & { dropped: number }>(notProvided),
+    adopt: fromPromise<VolumeCounts>(notProvided('volumeManager', 'adopt')),
+    collect: fromPromise<VolumeCounts & { dropped: number }>(notProvided('volumeManager', 'collect')),
   },
   delays: {
     collectPeriod: COLLECT_PERIOD_MS,
@@ -85,7 +85,7 @@ export const volumeManagerMachine = setup({
   },
 });
 
-export function volumeManagerWith(effects: VolumeManagerEffects) {
+export function volumeManagerMachineWith(effects: VolumeManagerEffects) {
   return volumeManagerMachine.provide({
     actors: {
       adopt: fromPromise(() => effects.adopt()),

@@ -8,7 +8,7 @@
  */
 import { describe, expect, it, vi } from 'vitest';
 import { type EventObject, SimulatedClock, createActor, setup } from 'xstate';
-import { type EvictionChoice, type EvictionEffects, type EvictionInput, type Reading, evictionManagerWith } from '../../src/eviction/evictionManager.ts';
+import { type EvictionChoice, type EvictionEffects, type EvictionInput, type Reading, evictionManagerMachineWith } from '../../src/eviction/evictionManager.ts';
 import type { Observations } from '../../src/eviction/synchronize.ts';
 import type { Threshold } from '../../src/eviction/thresholds.ts';
 
@@ -82,7 +82,7 @@ function harness(options: HarnessOptions) {
   };
   /** Stands in for the syncLoop: runs the eviction manager and records what it is sent, and when. */
   const reports: { at: number; event: EventObject }[] = [];
-  const parentMachine = setup({ types: { children: {} as { evictionManager: 'evictionManager' } }, actors: { evictionManager: evictionManagerWith(effects) } }).createMachine({
+  const parentMachine = setup({ types: { children: {} as { evictionManager: 'evictionManager' } }, actors: { evictionManager: evictionManagerMachineWith(effects) } }).createMachine({
     invoke: { id: 'evictionManager', src: 'evictionManager', input },
     on: { '*': { actions: ({ event }) => reports.push({ at: clock.now(), event }) } },
   });

@@ -9,7 +9,7 @@
 import { describe, expect, it, vi } from 'vitest';
 import { type EventObject, SimulatedClock, createActor, setup } from 'xstate';
 import { createGarbageCollectorEffects, type GarbageCollectorEffects, type TimedImageGcRound } from '../../src/gc/effects.ts';
-import { IMAGE_GC_PERIOD_MS, type GarbageCollectorInput, garbageCollectorMachine, garbageCollectorWith } from '../../src/gc/garbageCollector.ts';
+import { IMAGE_GC_PERIOD_MS, type GarbageCollectorInput, garbageCollectorMachine, garbageCollectorMachineWith } from '../../src/gc/garbageCollector.ts';
 import { garbageCollectorLoop } from '../../src/gc/loop.ts';
 import type { ImageGcRound } from '../../src/kuberuntime/imageGC.ts';
 import { CriError } from '../../src/runtime/types.ts';
@@ -49,7 +49,7 @@ function harness(options: { input?: Partial<GarbageCollectorInput>; images?: (Im
   } satisfies GarbageCollectorEffects;
   const input: GarbageCollectorInput = { containerGcPeriodMs: MIN, imageGcOn: true, highThresholdPercent: 85, lowThresholdPercent: 80, ...options.input };
   const sent: EventObject[] = [];
-  const parentMachine = setup({ types: { children: {} as { garbageCollector: 'garbageCollector' } }, actors: { garbageCollector: garbageCollectorWith(effects) } }).createMachine({
+  const parentMachine = setup({ types: { children: {} as { garbageCollector: 'garbageCollector' } }, actors: { garbageCollector: garbageCollectorMachineWith(effects) } }).createMachine({
     invoke: { id: 'garbageCollector', src: 'garbageCollector', input },
     on: { '*': { actions: ({ event }) => sent.push(event) } },
   });

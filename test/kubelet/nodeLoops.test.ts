@@ -7,10 +7,10 @@ import { describe, expect, it } from 'vitest';
 import { type AnyActorRef, SimulatedClock, assign, createActor, setup } from 'xstate';
 import { nodeLoops } from '../../src/kubelet/nodeLoops.ts';
 import { syncLoopMachine } from '../../src/kubelet/syncLoop.ts';
-import { evictionLoop } from '../../src/eviction/loop.ts';
+import { evictionManagerLoop } from '../../src/eviction/loop.ts';
 import { NO_MEMORY } from '../../src/eviction/synchronize.ts';
 import { oomWatcherLoop } from '../../src/oomwatcher/loop.ts';
-import { containerLogLoop } from '../../src/logs/loop.ts';
+import { containerLogManagerLoop } from '../../src/logs/loop.ts';
 import { defineNodeLoop } from '../../src/nodeloop/nodeLoop.ts';
 import { nodeLeaseLoop } from '../../src/nodelease/loop.ts';
 import { nodeStatusLoop } from '../../src/nodestatus/loop.ts';
@@ -31,7 +31,7 @@ describe('node loops', () => {
     const names = nodeLoops.map((loop) => loop.name);
     expect(new Set(names).size).toBe(names.length);
     for (const loop of nodeLoops) expect(loop.machine.id).toBe(loop.name);
-    expect(() => defineNodeLoop({ ...containerLogLoop, name: 'logs' })).toThrow(/node loop "logs": its machine's id is "containerLogManager"/);
+    expect(() => defineNodeLoop({ ...containerLogManagerLoop, name: 'logs' })).toThrow(/node loop "logs": its machine's id is "containerLogManager"/);
   });
 
   it('are spawned by the syncLoop when they start on the node, and told the events they accept', () => {
@@ -85,11 +85,11 @@ describe("each loop's line on the visualizer", () => {
     ['Lease, failing', nodeLeaseLoop.summary({ renewIntervalMs: 10_000, latest: null, renewals: 0, failures: 3, lastRenewTime: null, lastError: 'PUT leases: 0 timeout' }), 'not renewed yet · 0 renewals · 3 failures: PUT leases: 0 timeout'],
     ['volumes', volumeManagerLoop.summary({ mounts: 3, tokens: 12, dropped: 2, lastError: null }), '3 tmpfs mounts · 12 tokens (2 expired dropped)'],
     ['volumes, failing', volumeManagerLoop.summary({ mounts: 0, tokens: 0, dropped: 0, lastError: 'reading the mount table: EACCES' }), '0 tmpfs mounts · 0 tokens · reading the mount table: EACCES'],
-    ['logs', containerLogLoop.summary({ monitorIntervalMs: 10_000, passes: 12, rotated: 3, lastFailures: [] }), '12 passes · 3 logs rotated'],
-    ['logs, failing', containerLogLoop.summary({ monitorIntervalMs: 10_000, passes: 1, rotated: 0, lastFailures: ['container app (c1): EACCES'] }), '1 passes · 0 logs rotated · 1 failed: container app (c1): EACCES'],
+    ['logs', containerLogManagerLoop.summary({ monitorIntervalMs: 10_000, passes: 12, rotated: 3, lastFailures: [] }), '12 passes · 3 logs rotated'],
+    ['logs, failing', containerLogManagerLoop.summary({ monitorIntervalMs: 10_000, passes: 1, rotated: 0, lastFailures: ['container app (c1): EACCES'] }), '1 passes · 0 logs rotated · 1 failed: container app (c1): EACCES'],
     [
       'eviction, under pressure',
-      evictionLoop.summary({
+      evictionManagerLoop.summary({
         thresholds: [
           { signal: 'memory.available', value: { quantity: 500 * 2 ** 20 }, gracePeriodMs: 0 },
           { signal: 'nodefs.inodesFree', value: { percentage: 0.05 }, gracePeriodMs: 60_000 },

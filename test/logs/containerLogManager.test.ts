@@ -1,7 +1,7 @@
 /** The container log manager's machine: a pass each interval, failures kept, never stopping. */
 import { SimulatedClock, createActor, waitFor } from 'xstate';
 import { describe, expect, it } from 'vitest';
-import { containerLogMachineWith } from '../../src/logs/containerLogManager.ts';
+import { containerLogManagerMachineWith } from '../../src/logs/containerLogManager.ts';
 
 describe('containerLogManager', () => {
   it('runs a rotation pass every interval, counting rotations and keeping the last failures', async () => {
@@ -12,7 +12,7 @@ describe('containerLogManager', () => {
       async () => ({ checked: 2, rotated: 2, failures: [{ pod: 'shop/web', container: 'app', path: '/logs/shop_web_u1/app/0.log', error: 'EACCES: permission denied', cause: 'EACCES open' }] }),
     ];
     let i = 0;
-    const actor = createActor(containerLogMachineWith(() => passes[i++]!()), { clock, input: { monitorIntervalMs: 10_000 } }).start();
+    const actor = createActor(containerLogManagerMachineWith({ rotate: () => passes[i++]!() }), { clock, input: { monitorIntervalMs: 10_000 } }).start();
     clock.increment(9_999);
     expect(actor.getSnapshot().context.passes).toBe(0);
     clock.increment(1);

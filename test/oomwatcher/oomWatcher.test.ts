@@ -25,7 +25,7 @@ function start() {
   const kernel = fakeKernelLog();
   const events: [string, string, string][] = [];
   const recorder = { event: (object: { name?: string }, type: string, reason: string, message: string) => void events.push([`${object.name}`, `${type} ${reason}`, message]) };
-  const actor = createActor(oomWatcherMachineWith(followKernelLog({ kernelLog: kernel.log, nodeName: 'node-a', recorder, log: silentLogger })));
+  const actor = createActor(oomWatcherMachineWith({ followKernelLog: followKernelLog({ kernelLog: kernel.log, nodeName: 'node-a', recorder, log: silentLogger }) }));
   actor.start();
   return { actor, kernel, events };
 }

@@ -3,10 +3,10 @@
  * period on the actor system's clock, and the writer's progress shows in its context (its summary
  * on the visualizer) at most once a second.
  */
-import { SimulatedClock, createActor, fromCallback } from 'xstate';
+import { SimulatedClock, createActor } from 'xstate';
 import { describe, expect, it, vi } from 'vitest';
-import type { WriterNews } from '../../src/statuswriter/effects.ts';
-import { statusWriterActor } from '../../src/statuswriter/effects.ts';
+import type { WriterNews } from '../../src/statuswriter/statusWriter.ts';
+import { statusWriter } from '../../src/statuswriter/effects.ts';
 import { statusWriterLoop } from '../../src/statuswriter/loop.ts';
 import { statusWriterMachineWith } from '../../src/statuswriter/statusWriter.ts';
 import { StatusManager } from '../../src/status/manager.ts';
@@ -18,8 +18,8 @@ describe('statusWriter loop', () => {
   it('passes the pods\' news to its writer and tells it to resync every period', () => {
     const clock = new SimulatedClock();
     const told: string[] = [];
-    const writer = fromCallback<WriterNews>(({ receive }) => receive((event) => void told.push('uid' in event ? `${event.type} ${event.uid}` : event.type)));
-    const actor = createActor(statusWriterMachineWith(writer), { clock, input: { resyncMs: 10_000 } }).start();
+    const writer = ({ receive }: { receive: (listener: (event: WriterNews) => void) => void }) => receive((event) => void told.push('uid' in event ? `${event.type} ${event.uid}` : event.type));
+    const actor = createActor(statusWriterMachineWith({ writer }), { clock, input: { resyncMs: 10_000 } }).start();
     actor.send({ type: 'POD.TERMINATED', uid: 'a' });
     actor.send({ type: 'POD.FINISHED', uid: 'a', restartRequested: false });
     actor.send({ type: 'STATUS.REWRITE', uid: 'b' });
@@ -43,7 +43,7 @@ describe('statusWriter loop', () => {
     } as Pod);
     const statuses = new StatusManager();
     const metrics: number[] = [];
-    const writer = statusWriterActor({
+    const writer = statusWriter({
       api,
       statuses,
       pod: (uid) => (uid === 'uid-web' ? pod : undefined),
@@ -52,7 +52,7 @@ describe('statusWriter loop', () => {
       log: silentLogger,
       metrics: (progress) => void metrics.push(progress.writes),
     });
-    const actor = createActor(statusWriterMachineWith(writer), { clock, input: { resyncMs: 10_000 } }).start();
+    const actor = createActor(statusWriterMachineWith({ writer }), { clock, input: { resyncMs: 10_000 } }).start();
     statuses.setPodStatus('uid-web', { phase: 'Running' });
     await vi.waitFor(() => expect(metrics.at(-1)).toBe(1));
     // Written, and not yet told to the loop: its report waits for the second to end.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type AnyActorRef, SimulatedClock, createActor, waitFor } from 'xstate';
-import { containerLogMachineWith } from '../../src/logs/containerLogManager.ts';
+import { containerLogManagerMachineWith } from '../../src/logs/containerLogManager.ts';
 import { podMachineWith } from '../../src/pod/pod.ts';
 import { syncLoopMachine } from '../../src/kubelet/syncLoop.ts';
 import { fromCallback } from 'xstate';
@@ -155,7 +155,7 @@ describe('projectActor / projectSnapshot', () => {
 
   it("projects a node loop's snapshot with the line its registration writes", async () => {
     const clock = new SimulatedClock();
-    const failing = containerLogMachineWith(() => Promise.reject(new Error('ListContainers: UNAVAILABLE')));
+    const failing = containerLogManagerMachineWith({ rotate: () => Promise.reject(new Error('ListContainers: UNAVAILABLE')) });
     const actor = createActor(failing, { clock, input: { monitorIntervalMs: 1_000 } }).start();
     clock.increment(1_000);
     await waitFor(actor, (s) => s.context.passes === 1 && s.matches('waiting'));

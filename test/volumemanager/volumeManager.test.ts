@@ -1,7 +1,7 @@
 /** The node's volume manager machine: adoption at start, token collection each minute, failures kept for the visualizer. */
 import { SimulatedClock, createActor, waitFor } from 'xstate';
 import { describe, expect, it } from 'vitest';
-import { COLLECT_PERIOD_MS, volumeManagerWith } from '../../src/volumemanager/volumeManager.ts';
+import { COLLECT_PERIOD_MS, volumeManagerMachineWith } from '../../src/volumemanager/volumeManager.ts';
 
 describe('volumeManager', () => {
   it('adopts the mounts of an earlier run, then collects expired tokens every minute', async () => {
@@ -9,7 +9,7 @@ describe('volumeManager', () => {
     let tokens = 5;
     const collected: number[] = [];
     const actor = createActor(
-      volumeManagerWith({
+      volumeManagerMachineWith({
         adopt: async () => ({ mounts: 3, tokens: 0 }),
         collect: async () => {
           collected.push(clock.now());
@@ -35,7 +35,7 @@ describe('volumeManager', () => {
     const clock = new SimulatedClock();
     let fail = true;
     const actor = createActor(
-      volumeManagerWith({
+      volumeManagerMachineWith({
         adopt: async () => {
           throw new Error('EACCES: /proc/self/mountinfo');
         },
