@@ -20,7 +20,7 @@ import { type KubeApi, RequestCounts } from '../client/api.ts';
 import { composeNode } from '../kubelet/composeNode.ts';
 import type { ClusterDeps } from '../nodeloop/parts.ts';
 import { readMachineInfo } from '../node/machineInfo.ts';
-import type { MachineInfo } from '../node/nodeStatus.ts';
+import type { MachineInfo } from '../node/nodeObject.ts';
 import type { SyncLoopMachine } from '../kubelet/syncLoop.ts';
 import type { Logger } from '../log.ts';
 import type { Node } from '../kubelet/composeNode.ts';

@@ -12,7 +12,7 @@ import type { AgentConfig } from '../cli/config.ts';
 import { kubeletVersion } from '../cli/flags.ts';
 import { goArch, nodeLabels } from './labels.ts';
 import { hostAppArmorEnabled } from './machineInfo.ts';
-import { type MachineInfo, initialNode, nodeSettings } from './nodeStatus.ts';
+import { type MachineInfo, initialNode, nodeSettings } from './nodeObject.ts';
 import type { NodeRecord } from './record.ts';
 
 interface AdmissionViewInputs {

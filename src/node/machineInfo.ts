@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { readFile, readdir, statfs } from 'node:fs/promises';
 import os from 'node:os';
 import { goArch } from './labels.ts';
-import type { MachineInfo } from './nodeStatus.ts';
+import type { MachineInfo } from './nodeObject.ts';
 
 async function readTrimmed(file: string): Promise<string> {
   try {

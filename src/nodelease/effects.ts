@@ -6,7 +6,7 @@
 import type { Lease } from '../api/cluster.ts';
 import { isConflict, isNotFound, type KubeApi } from '../client/api.ts';
 import type { Logger } from '../log.ts';
-import { LEASE_NAMESPACE, nodeOwner, renewedLease } from '../node/lease.ts';
+import { LEASE_NAMESPACE, nodeOwner, renewedLease } from './lease.ts';
 import type { NodeRecord } from '../node/record.ts';
 import type { LeaseEffects } from './nodeLease.ts';
 

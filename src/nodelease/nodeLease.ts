@@ -16,7 +16,7 @@
 import { assign, fromPromise, setup } from 'xstate';
 import { notProvided } from '../notProvided.ts';
 import type { Lease } from '../api/cluster.ts';
-import { leaseBackoffMs, renewIntervalMs } from '../node/lease.ts';
+import { leaseBackoffMs, renewIntervalMs } from './lease.ts';
 
 export interface LeaseEffects {
   /** Writes the renewed lease, starting from `latest` (null: read it first, create it if missing). */

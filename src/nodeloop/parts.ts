@@ -10,7 +10,7 @@ import type { Clock } from '../clock.ts';
 import type { Logger } from '../log.ts';
 import type { RelistHealth } from '../node/health.ts';
 import type { KernelLog } from '../node/kernelLog.ts';
-import type { MachineInfo } from '../node/nodeStatus.ts';
+import type { MachineInfo } from '../node/nodeObject.ts';
 import type { NodeRecord } from '../node/record.ts';
 import type { EventRecorder } from '../eventrecorder/recorder.ts';
 import type { ContainerGc } from '../kuberuntime/gc.ts';

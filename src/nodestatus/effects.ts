@@ -1,7 +1,7 @@
 /**
  * The node status loop's effects, over the API client and the runtime: register the Node
  * (reconciling one that exists), compute its status and write it when it changed or is due. The
- * decisions (what the Node and its status are, when to write) are in src/node/nodeStatus.ts; here
+ * decisions (what the Node and its status are, when to write) are in src/node/nodeObject.ts; here
  * are the calls.
  */
 import type { NodeStatus } from '../api/cluster.ts';
@@ -22,7 +22,7 @@ import {
   reconcilePatch,
   shouldWriteStatus,
   statusChanged,
-} from '../node/nodeStatus.ts';
+} from '../node/nodeObject.ts';
 import type { NodeStatusEffects } from './nodeStatus.ts';
 
 interface NodeStatusEffectsDeps {

@@ -5,7 +5,7 @@
  */
 import { defineNodeLoop } from '../nodeloop/nodeLoop.ts';
 import { notReadyReasons } from '../node/health.ts';
-import { type MachineInfo, nodeSettings } from '../node/nodeStatus.ts';
+import { type MachineInfo, nodeSettings } from '../node/nodeObject.ts';
 import { kubeletVersion } from '../cli/flags.ts';
 import { createNodeStatusEffects } from './effects.ts';
 import { nodeStatusMachine, nodeStatusMachineWith } from './nodeStatus.ts';

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ContainerPort, NodeSelectorTerm, Pod, Toleration } from '../../src/api/types.ts';
 import { type NodeInfo, admitPod, nodeForAdmission } from '../../src/admission/admit.ts';
-import { initialNode, nodeSettings } from '../../src/node/nodeStatus.ts';
+import { initialNode, nodeSettings } from '../../src/node/nodeObject.ts';
 import { testMachine } from '../support/machine.ts';
 import { agentDefaults } from '../../src/cli/config.ts';
 import { podRequests } from '../../src/admission/resources.ts';

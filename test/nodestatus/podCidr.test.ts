@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import type { NodeObject } from '../../src/api/cluster.ts';
 import { NodeRecord } from '../../src/node/record.ts';
-import { nodeSettings } from '../../src/node/nodeStatus.ts';
+import { nodeSettings } from '../../src/node/nodeObject.ts';
 import { createNodeStatusEffects } from '../../src/nodestatus/effects.ts';
 import type { ImageService, RuntimeService } from '../../src/runtime/types.ts';
 import { testMachine } from '../support/machine.ts';

@@ -13,7 +13,7 @@ import type { SourceName } from '../../src/api/types.ts';
 import { agentDefaults } from '../../src/cli/config.ts';
 import { type NodeMetrics, composeNode } from '../../src/kubelet/composeNode.ts';
 import type { NodeConfig } from '../../src/nodeloop/parts.ts';
-import type { MachineInfo } from '../../src/node/nodeStatus.ts';
+import type { MachineInfo } from '../../src/node/nodeObject.ts';
 import type { RuntimeStatusInfo } from '../../src/runtime/types.ts';
 import { type Logger, silentLogger } from '../../src/log.ts';
 import { TestRuntime } from './testRuntime.ts';

@@ -1,5 +1,5 @@
 /** A machine as the node reads it (node/machineInfo.ts), for tests: 4 cores, 8 GiB, 100 GiB of disk unless told otherwise. */
-import type { MachineInfo } from '../../src/node/nodeStatus.ts';
+import type { MachineInfo } from '../../src/node/nodeObject.ts';
 
 export function testMachine(overrides: Partial<MachineInfo> = {}): MachineInfo {
   return {

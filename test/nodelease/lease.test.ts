@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { leaseBackoffMs, microTime, nodeOwner, renewIntervalMs, renewedLease } from '../../src/node/lease.ts';
+import { leaseBackoffMs, microTime, nodeOwner, renewIntervalMs, renewedLease } from '../../src/nodelease/lease.ts';
 
 describe('the node Lease', () => {
   it('is renewed every quarter of its duration', () => {

@@ -17,7 +17,7 @@ import {
   reconcilePatch,
   shouldWriteStatus,
   statusChanged,
-} from '../../src/node/nodeStatus.ts';
+} from '../../src/node/nodeObject.ts';
 
 const machine: MachineInfo = testMachine({ hugepages: { 'hugepages-2Mi': 0 } });
 const settings: NodeSettings = {
