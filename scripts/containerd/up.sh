@@ -4,7 +4,8 @@
 #
 #   WORKDIR/config.toml          `containerd config default` with every path moved under WORKDIR
 #   WORKDIR/containerd.sock      gRPC (containerd API and CRI); WORKDIR/containerd.sock.ttrpc
-#   WORKDIR/root, WORKDIR/state  containerd's root and state; the CRI plugin derives its own
+#   WORKDIR/root, WORKDIR/state  containerd's root (a tmpfs of STATELET_CONTAINERD_ROOT_SIZE, when
+#                                set) and state; the CRI plugin derives its own
 #                                root/state dirs (and, with netns_mounts_under_state_dir, the
 #                                pods' network namespaces) from them
 #   WORKDIR/runc                 runc's state root (the default /run/containerd/runc is shared)
@@ -61,6 +62,12 @@ fi
 
 t0=$(ms)
 mkdir -p "$wd"/{root,state,runc,opt,cni,cni-ipam,images}
+# STATELET_CONTAINERD_ROOT_SIZE (a tmpfs size such as 128m): containerd's root, where its images
+# and their snapshots are, on a filesystem of that size (the image GC tests fill it); down.sh
+# unmounts it with every other mount under WORKDIR.
+if [[ -n ${STATELET_CONTAINERD_ROOT_SIZE:-} ]]; then
+  mount -t tmpfs -o "size=$STATELET_CONTAINERD_ROOT_SIZE,mode=0711" statelet-containerd-root "$wd/root"
+fi
 # down.sh only ever deletes a directory that carries this marker.
 echo "statelet private containerd; stop with $here/down.sh $wd" >"$wd/.statelet-containerd"
 

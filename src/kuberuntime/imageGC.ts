@@ -356,7 +356,9 @@ export class ImageGcManager {
   }
 
   private async candidates(freeTime: number): Promise<ImageRecord[]> {
-    return evictionOrder(this.records.values(), await this.look(freeTime));
+    // The records as this look leaves them: the images it found for the first time are candidates too.
+    const inUse = await this.look(freeTime);
+    return evictionOrder(this.records.values(), inUse);
   }
 
   /** Frees `bytesToFree` from `candidates` (freeSpace): past a failed removal, on to the next image. */

@@ -29,12 +29,20 @@ export interface ContainerdInstance {
   stop(): Promise<void>;
   /** Kills the daemon (SIGKILL) and starts it again `downSeconds` later; containers run on under their shims. */
   restart(downSeconds: number): Promise<void>;
+  /** Imports an image nothing uses, of one layer of `bytes` random bytes (filler-image.sh). */
+  importFillerImage(name: string, bytes: number): Promise<void>;
+}
+
+export interface ContainerdOptions {
+  /** containerd's root (its images and snapshots) on a tmpfs of this size (`128m`); the host's disk by default. */
+  rootSize?: string;
 }
 
 const scriptsDir = fileURLToPath(new URL('../../scripts/containerd/', import.meta.url));
 const UP = join(scriptsDir, 'up.sh');
 const DOWN = join(scriptsDir, 'down.sh');
 const RESTART = join(scriptsDir, 'restart.sh');
+const FILLER = join(scriptsDir, 'filler-image.sh');
 /** Startup is about 2 s on the 2-vCPU VMs; the margin is for a loaded CI machine. */
 const UP_TIMEOUT_MS = 180_000;
 const DOWN_TIMEOUT_MS = 180_000;
@@ -71,17 +79,17 @@ export function containerdUnavailableReason(): string | null {
 }
 
 /** The scripts' PATH: node's may lack the sbin dirs where runc and iptables live. */
-function scriptEnv(): NodeJS.ProcessEnv {
+function scriptEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const path = `/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin:${process.env.PATH ?? ''}`;
-  return { ...process.env, PATH: path };
+  return { ...process.env, PATH: path, ...extra };
 }
 
-function run(script: string, argv: string[], timeoutMs: number): Promise<{ stdout: string; stderr: string }> {
+function run(script: string, argv: string[], timeoutMs: number, env: NodeJS.ProcessEnv = {}): Promise<{ stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
     execFile(
       script,
       argv,
-      { env: scriptEnv(), timeout: timeoutMs, killSignal: 'SIGTERM', maxBuffer: 16 * 1024 * 1024 },
+      { env: scriptEnv(env), timeout: timeoutMs, killSignal: 'SIGTERM', maxBuffer: 16 * 1024 * 1024 },
       (err, stdout, stderr) => {
         if (err) {
           reject(new Error(`${script} ${argv.join(' ')} failed: ${err.message}\n--- stderr ---\n${stderr}`));
@@ -98,7 +106,7 @@ function run(script: string, argv: string[], timeoutMs: number): Promise<{ stdou
  * (`CI=true`) it throws instead of returning null. A failing up.sh always throws: when the
  * prerequisites are there, a containerd that does not come up is a bug to see, not to skip.
  */
-export async function startContainerd(): Promise<ContainerdInstance | null> {
+export async function startContainerd(options: ContainerdOptions = {}): Promise<ContainerdInstance | null> {
   const reason = containerdUnavailableReason();
   if (reason !== null) {
     if (process.env.CI === 'true') {
@@ -114,7 +122,7 @@ export async function startContainerd(): Promise<ContainerdInstance | null> {
   const startedAt = Date.now();
   let up: { stdout: string; stderr: string };
   try {
-    up = await run(UP, [workDir], UP_TIMEOUT_MS);
+    up = await run(UP, [workDir], UP_TIMEOUT_MS, options.rootSize ? { STATELET_CONTAINERD_ROOT_SIZE: options.rootSize } : {});
   } catch (err) {
     // up.sh undoes itself on failure; the dir is left only if it never got going.
     rmSync(workDir, { recursive: true, force: true });
@@ -153,6 +161,9 @@ export async function startContainerd(): Promise<ContainerdInstance | null> {
     },
     async restart(downSeconds: number): Promise<void> {
       await run(RESTART, [workDir, String(downSeconds)], UP_TIMEOUT_MS);
+    },
+    async importFillerImage(name: string, bytes: number): Promise<void> {
+      await run(FILLER, [workDir, name, String(bytes)], UP_TIMEOUT_MS);
     },
   };
 }

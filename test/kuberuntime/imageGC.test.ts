@@ -259,6 +259,12 @@ describe('ImageGcManager.garbageCollect (GarbageCollect)', () => {
     expect(state.events).toEqual([]);
   });
 
+  it('frees, in its very first round, images that round detects for the first time, where the minimum age is 0', async () => {
+    const { manager, state } = node({ images: [big('a', 5 * Gi), big('b', 5 * Gi)], policy: { minAgeMs: 0 } });
+    state.fs = { capacityBytes: 100 * Gi, availableBytes: 10 * Gi };
+    expect((await manager.garbageCollect(0)).removed.map((r) => r.id)).toEqual(['sha256:a', 'sha256:b']);
+  });
+
   it("records FreeDiskSpaceFailed on the Node when what it may free is not enough, in the kubelet's words", async () => {
     const { manager, state, at } = node({ images: [big('a', 1 * Gi), big('b', 1 * Gi)], containers: [use('docker.io/library/b:1', 'sha256:b')] });
     await manager.detectImages();
