@@ -39,7 +39,7 @@ import { podMachineWith } from '../pod/pod.ts';
 import { createPodEffects } from '../pod/podEffects.ts';
 import { type DesiredPods, PodManager } from '../pod/podManager.ts';
 import { podCluster, podCri, podHost, podObserve, podsDirOf } from '../pod/podWork.ts';
-import { activePods } from '../podworkers/activePods.ts';
+import { nodePods } from '../podworkers/activePods.ts';
 import { type PodWorkerStages, PodStages } from '../podworkers/podStages.ts';
 import { type PodWorkType, timedPodEffects } from '../podworkers/workDuration.ts';
 import { type ProbeMetrics, createProbeManagerLogic } from '../prober/manager.ts';
@@ -148,13 +148,12 @@ export function composeNode(deps: NodeDeps) {
   const statuses = new StatusManager();
   const stages = new PodStages();
   const allocation = AllocationManager.checkpointed(config.rootDir, clock, log);
-  const active = () => activePods({ stages, desired: (uid) => podManager.get(uid), status: (uid) => statuses.get(uid), allocated: (pod) => allocation.allocatedPod(pod) });
-  const pods = { desired: (uid: string) => podManager.get(uid), stages, active };
+  const pods = nodePods({ stages, desired: (uid) => podManager.get(uid), desiredHas: (uid) => podManager.has(uid), status: (uid) => statuses.get(uid), allocated: (pod) => allocation.allocatedPod(pod) });
   const nodeRecord = new NodeRecord();
   const admission = admissionView({ config, inCluster: cluster !== undefined, record: nodeRecord, ...definedOnly({ machine: deps.machine, runtimeFeatures: deps.runtimeFeatures }) });
   const services = cluster && serviceLister(cluster.api, clock, log);
   const podClusterParts = cluster && services && podCluster(cluster.api, services, clock, log);
-  const cgroups = deps.nodeCgroups && new ContainerManager({ ...deps.nodeCgroups, activePods: active, log });
+  const cgroups = deps.nodeCgroups && new ContainerManager({ ...deps.nodeCgroups, activePods: pods.active, log });
   const mounter = deps.mounter ?? systemMounter(podsDirOf(config.rootDir), log);
   const cri = podCri(deps.runtime, deps.images, config);
   const host = podHost(config, { clock, mounter, memoryFeatures: deps.memoryFeatures, allocatable: () => admission().allocatable, ...definedOnly({ podCgroups: cgroups, dns: deps.dns, machineMemory: deps.machineMemory }) });
@@ -173,9 +172,7 @@ export function composeNode(deps: NodeDeps) {
     ...{ runtime: cri.runtime, images: deps.images, imageFs: () => stats.imageFs(), pulling: () => cri.puller.pulling(), policy: imageGcPolicy(config), now, log, recorder },
     ...{ node: nodeReference(config.nodeName), ...definedOnly({ sandboxImage: deps.sandboxImage }) },
   });
-  const activeUids = () => new Set(active().map((pod) => pod.metadata.uid));
-  const isPodDeleted = (uid: string) => !podManager.has(uid) && !stages.has(uid);
-  const containerGc = new ContainerGc({ runtime: cri.runtime, now, log, policy: containerGcPolicy(config), isPodDeleted, activePodUids: activeUids, sourcesReady: () => facts.sourcesReady() });
+  const containerGc = new ContainerGc({ runtime: cri.runtime, now, log, policy: containerGcPolicy(config), pods, sourcesReady: () => facts.sourcesReady() });
   const loops = nodeLoopsOn({
     ...{ config, runtime: cri.runtime, images: deps.images, clock, log, recorder, nodeRecord, stats, mounter, pods, statuses, observe: metrics, imageGc, containerGc },
     health: () => facts.health(),
@@ -184,7 +181,7 @@ export function composeNode(deps: NodeDeps) {
   const runtimeCleanup = orphanCleanup(work, () => relister.runningPodUids(), cgroups);
   const mirrorPods = cluster && { api: cluster.api, nodeName: config.nodeName, owner: () => (nodeRecord.uid ? nodeOwner({ name: config.nodeName, uid: nodeRecord.uid }) : null) };
   const podWorkers = createPodsLogic({
-    ...{ podMachine, podManager, statuses, stages, activePods: active, node: admission, recorder, allocation, runtime: runtimeCleanup, metrics, now, log },
+    ...{ podMachine, podManager, statuses, stages, activePods: pods.active, node: admission, recorder, allocation, runtime: runtimeCleanup, metrics, now, log },
     ...{ sourcesReady: () => facts.sourcesReady(), syncFrequencyMs: config.syncFrequencyMs, errorBackoffMs },
     random: deps.random ?? Math.random,
     ...definedOnly({ mirrorPods }),

@@ -83,10 +83,12 @@ export async function collectContainerGarbage(
 
 interface ContainerGcParts extends ContainerGcDeps {
   policy: ContainerGcPolicy;
-  /** Nothing owns the pod any more: neither config nor a worker (ShouldPodContentBeRemoved). */
-  isPodDeleted(uid: string): boolean;
-  /** The UIDs of the active pods: every other pod runs nothing that must stay (ShouldPodRuntimeBeRemoved), for the eviction's reclaim. */
-  activePodUids(): ReadonlySet<string>;
+  pods: {
+    /** Nothing owns the pod any more: neither config nor a worker (ShouldPodContentBeRemoved). */
+    isDeleted(uid: string): boolean;
+    /** The UIDs of the active pods: every other pod runs nothing that must stay (ShouldPodRuntimeBeRemoved), for the eviction's reclaim. */
+    activeUids(): ReadonlySet<string>;
+  };
   /** Every configured source has been seen: before that a pod missing from config may just not have been read. */
   sourcesReady(): boolean;
 }
@@ -96,12 +98,12 @@ export class ContainerGc {
 
   /** The periodic pass (kubelet.go StartGarbageCollection, every minute): the policy's limits, deleted pods' containers. */
   collect(): Promise<ContainerGcResult> {
-    return collectContainerGarbage(this.parts, this.parts.policy, (uid) => this.parts.isPodDeleted(uid), this.parts.sourcesReady());
+    return collectContainerGarbage(this.parts, this.parts.policy, (uid) => this.parts.pods.isDeleted(uid), this.parts.sourcesReady());
   }
 
   /** The eviction manager's reclaim (DeleteAllUnusedContainers): also every dead container of a pod that runs nothing that must stay. */
   deleteAllUnusedContainers(): Promise<ContainerGcResult> {
-    const active = this.parts.activePodUids();
+    const active = this.parts.pods.activeUids();
     return collectContainerGarbage(this.parts, this.parts.policy, (uid) => !active.has(uid), true);
   }
 }

@@ -3,7 +3,6 @@
  * loops: each loop's `start` takes the parts it needs and nothing else, the way kubelet.go hands
  * its Dependencies to each manager it builds.
  */
-import type { Pod } from '../api/types.ts';
 import type { AgentConfig } from '../cli/config.ts';
 import type { KubeApi } from '../client/api.ts';
 import type { Clock } from '../clock.ts';
@@ -15,7 +14,7 @@ import type { NodeRecord } from '../node/record.ts';
 import type { EventRecorder } from '../eventrecorder/recorder.ts';
 import type { ContainerGc } from '../kuberuntime/gc.ts';
 import type { ImageGcManager } from '../kuberuntime/imageGC.ts';
-import type { PodWorkerStages } from '../podworkers/podStages.ts';
+import type { NodePods } from '../podworkers/activePods.ts';
 import type { ImageService, RuntimeService } from '../runtime/types.ts';
 import type { StatsProvider } from '../stats/provider.ts';
 import type { PodStatusReader } from '../status/manager.ts';
@@ -110,14 +109,7 @@ export interface NodeParts {
   /** The node's container garbage collection (the kubelet's containerGC): the periodic pass, and the eviction manager's reclaim. */
   containerGc: Pick<ContainerGc, 'collect' | 'deleteAllUnusedContainers'>;
   /** The pods: as their sources want them, and as their workers stand (the kubelet's pod manager and pod workers, asked by its managers). */
-  pods: {
-    /** The desired pod of a UID (the pod manager). */
-    desired(uid: string): Pod | undefined;
-    /** Where each pod's worker stands (podworkers/podStages.ts). */
-    stages: PodWorkerStages;
-    /** The active pods, as allocated (podworkers/activePods.ts). */
-    active(): Pod[];
-  };
+  pods: NodePods;
   /** The pods' statuses as the agent would report them. */
   statuses: PodStatusReader;
   /** Told what the node's metrics count of a loop's work. */

@@ -29,3 +29,26 @@ export function activePods({ stages, desired, status, allocated }: ActivePodsSou
   }
   return active;
 }
+
+/** The pods as the rest of the node asks about them: desired, where their workers stand, active, deleted. */
+export interface NodePods {
+  /** The desired pod of a UID (the pod manager). */
+  desired(uid: string): Pod | undefined;
+  stages: PodWorkerStages;
+  /** The active pods, as allocated (`activePods`). */
+  active(): Pod[];
+  activeUids(): ReadonlySet<string>;
+  /** Nothing owns the pod any more: neither config nor a worker (ShouldPodContentBeRemoved). */
+  isDeleted(uid: string): boolean;
+}
+
+export function nodePods(sources: ActivePodsSources & { desiredHas(uid: string): boolean }): NodePods {
+  const active = () => activePods(sources);
+  return {
+    desired: sources.desired,
+    stages: sources.stages,
+    active,
+    activeUids: () => new Set(active().map((pod) => pod.metadata.uid)),
+    isDeleted: (uid) => !sources.desiredHas(uid) && !sources.stages.has(uid),
+  };
+}
