@@ -201,19 +201,8 @@ describe('garbageCollector: effects', () => {
 });
 
 describe("the garbage collector's line on the visualizer", () => {
-  const base = {
-    containerGcPeriodMs: MIN,
-    imageGcOn: true,
-    highThresholdPercent: 85,
-    lowThresholdPercent: 80,
-    imageRounds: 0,
-    imagesRemoved: 0,
-    bytesFreed: 0,
-    lastImageRound: null,
-    imageFailure: null,
-    containerRounds: 0,
-    containerFailure: null,
-  };
+  // The machine's own context before any round (its actor never started).
+  const base = createActor(garbageCollectorMachine, { input: { containerGcPeriodMs: MIN, imageGcOn: true, highThresholdPercent: 85, lowThresholdPercent: 80 } }).getSnapshot().context;
   const at = Date.parse('2026-11-25T14:02:11Z');
   it.each([
     ['before any round', base, '0 images removed (0 B) · 85 % high, 80 % low'],

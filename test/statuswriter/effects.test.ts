@@ -12,6 +12,7 @@ import { StatusManager } from '../../src/status/manager.ts';
 import { StatusWriter } from '../../src/statuswriter/effects.ts';
 import { ManualClock } from '../support/manualClock.ts';
 import { MemoryApi } from '../support/memoryApi.ts';
+import { apiPod } from '../support/pods.ts';
 
 // The writer's decision, watched (it still decides): a resync at rest should not make it again.
 vi.mock('../../src/status/apiStatus.ts', async (original) => {
@@ -32,13 +33,7 @@ function harness() {
   const statuses = new StatusManager();
   const finished = new Set<string>();
   const known = new Map<string, Pod>();
-  const created = api.putPod({
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name: 'web', namespace: 'default', uid: 'uid-web', annotations: { 'kubernetes.io/config.source': 'api' } },
-    spec: { nodeName: 'node-a', containers: [{ name: 'app', image: 'busybox:1' }] },
-    status: { phase: 'Pending' },
-  });
+  const created = api.putPod(apiPod('web'));
   known.set('uid-web', created);
   // The agent's copy follows the API, as the watch keeps it.
   const refresh = () => {

@@ -11,8 +11,8 @@ import { statusWriterLoop } from '../../src/statuswriter/loop.ts';
 import { statusWriterMachineWith } from '../../src/statuswriter/statusWriter.ts';
 import { StatusManager } from '../../src/status/manager.ts';
 import { silentLogger } from '../../src/log.ts';
-import type { Pod } from '../../src/api/types.ts';
 import { MemoryApi } from '../support/memoryApi.ts';
+import { apiPod } from '../support/pods.ts';
 
 describe('statusWriter loop', () => {
   it('passes the pods\' news to its writer and tells it to resync every period', () => {
@@ -34,13 +34,7 @@ describe('statusWriter loop', () => {
   it('shows what its writer did, told at most once a second, and the metrics each change', async () => {
     const clock = new SimulatedClock();
     const api = new MemoryApi();
-    const pod = api.putPod({
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: { name: 'web', namespace: 'default', uid: 'uid-web', annotations: { 'kubernetes.io/config.source': 'api' } },
-      spec: { nodeName: 'node-a', containers: [{ name: 'app', image: 'busybox:1' }] },
-      status: { phase: 'Pending' },
-    } as Pod);
+    const pod = api.putPod(apiPod('web'));
     const statuses = new StatusManager();
     const metrics: number[] = [];
     const writer = statusWriter({

@@ -40,6 +40,17 @@ export function testClock(): SimulatedClock {
   return clock;
 }
 
+/** A pod of the API server bound to `nodeName`, as the status writer finds it before writing: Pending, UID `uid-<name>`. */
+export function apiPod(name: string, nodeName = 'node-a'): Pod {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: 'default', uid: `uid-${name}`, annotations: { 'kubernetes.io/config.source': 'api' } },
+    spec: { nodeName, containers: [{ name: 'app', image: 'busybox:1' }] },
+    status: { phase: 'Pending' },
+  };
+}
+
 export function container(name: string, extra: Partial<Container> = {}): Container {
   return { name, image: IMAGE, imagePullPolicy: 'IfNotPresent', ...extra };
 }
