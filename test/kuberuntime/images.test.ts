@@ -235,7 +235,7 @@ describe('ImagePuller', () => {
     expect(runtime.callLog('pullImage')).toHaveLength(1);
   });
 
-  it('pulls different images one at a time by default', async () => {
+  it('pulls different images one at a time by default, and says which are being pulled or wait their turn until each is done (for image GC)', async () => {
     const runtime = new TestRuntime();
     const hold = runtime.holdCalls('pullImage');
     const puller = new ImagePuller(runtime, 1);
@@ -243,21 +243,6 @@ describe('ImagePuller', () => {
     const b = puller.pull('b:1');
     await hold.whenPending(1);
     expect(hold.pending).toBe(1);
-    hold.releaseNext();
-    await a;
-    await hold.whenPending(1);
-    hold.releaseAll();
-    await b;
-    expect(runtime.callLog('pullImage')).toEqual(['pullImage(a:1)', 'pullImage(b:1)']);
-  });
-
-  it('says which images are being pulled or wait their turn, until each is done (for image GC)', async () => {
-    const runtime = new TestRuntime();
-    const hold = runtime.holdCalls('pullImage');
-    const puller = new ImagePuller(runtime, 1);
-    const a = puller.pull('a:1');
-    const b = puller.pull('b:1');
-    await hold.whenPending(1);
     expect(puller.pulling()).toEqual(['a:1', 'b:1']);
     hold.releaseNext();
     await a;
@@ -266,6 +251,7 @@ describe('ImagePuller', () => {
     hold.releaseAll();
     await b;
     expect(puller.pulling()).toEqual([]);
+    expect(runtime.callLog('pullImage')).toEqual(['pullImage(a:1)', 'pullImage(b:1)']);
   });
 });
 
