@@ -58,20 +58,6 @@ export function formatBytes(bytes: number): string {
   return String(Math.max(0, Math.floor(bytes)));
 }
 
-/** `cpu=100m,memory=1Gi` (the --system-reserved form) as values, or an Error naming the bad entry. */
-export function parseResourceList(text: string): Record<string, number> | Error {
-  const out: Record<string, number> = {};
-  for (const entry of text.split(',').map((s) => s.trim()).filter(Boolean)) {
-    const eq = entry.indexOf('=');
-    if (eq <= 0) return new Error(`"${entry}" is not name=quantity`);
-    const value = parseQuantity(entry.slice(eq + 1));
-    if (value instanceof Error) return new Error(`${entry.slice(0, eq)}: ${value.message}`);
-    if (value < 0) return new Error(`${entry.slice(0, eq)}: must not be negative`);
-    out[entry.slice(0, eq)] = value;
-  }
-  return out;
-}
-
 /**
  * Resource amounts as admission and the kubelet's messages use them: whole numbers, millicores for
  * `cpu`, bytes for memory and storage, units for the rest (each rounded up, as resource.Quantity does).

@@ -160,8 +160,3 @@ export function readableAmount(signal: Signal, value: number): string {
   }
   return String(Math.round(value));
 }
-
-/** The hard thresholds of memory and nodefs that allocatable is computed against (GetNodeAllocatableAbsolute). */
-export function hardThresholdFor(thresholds: readonly Threshold[], signal: Signal): ThresholdValue | undefined {
-  return thresholds.find((t) => t.signal === signal && isHard(t))?.value;
-}

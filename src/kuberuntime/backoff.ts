@@ -54,12 +54,3 @@ export function backoffRemainingMs(
   if (!entry || expired(entry, eventMs, policy)) return 0;
   return Math.max(0, entry.delayMs - (nowMs - eventMs));
 }
-
-/** Drops entries idle for longer than twice the maximum delay. */
-export function collectBackoff(table: BackoffTable, nowMs: number, policy: BackoffPolicy): BackoffTable {
-  const kept: Record<string, BackoffEntry> = {};
-  for (const [key, entry] of Object.entries(table)) {
-    if (!expired(entry, nowMs, policy)) kept[key] = entry;
-  }
-  return kept;
-}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatCpu, formatKi, parseQuantity, parseResourceList } from '../../src/api/quantity.ts';
+import { formatCpu, formatKi, parseQuantity } from '../../src/api/quantity.ts';
 
 describe('quantities', () => {
   it.each([
@@ -31,11 +31,5 @@ describe('quantities', () => {
   it('writes memory in Ki, rounded down and never negative', () => {
     expect(formatKi(2 ** 30 + 1000)).toBe('1048576Ki');
     expect(formatKi(-5)).toBe('0Ki');
-  });
-
-  it('reads a resource list and names the bad entry', () => {
-    expect(parseResourceList('cpu=100m, memory=1Gi')).toEqual({ cpu: 0.1, memory: 2 ** 30 });
-    expect(String(parseResourceList('cpu=100m,memory'))).toBe('Error: "memory" is not name=quantity');
-    expect(String(parseResourceList('memory=-1'))).toBe('Error: memory: must not be negative');
   });
 });
