@@ -1,8 +1,11 @@
 /**
  * The cgroupfs driver (cm/cgroupfs.ts) over plain directory trees laid out as cgroup v1 (one
  * hierarchy per controller) and v2 (one unified tree), and, as root on a cgroup v1 host, once
- * against the real cgroup filesystem. Values follow KUBELET_RESOURCES.md R5 (file names, the v2
- * weight 1 + (shares−2)·9999/262142) and R10 (what the kernel shows).
+ * against the real cgroup filesystem. File names as pkg/kubelet/cm/cgroup_v1_manager_linux.go and
+ * cgroup_v2_manager_linux.go read and write them; the v2 weight as pkg/kubelet/cm/cgroup_manager_linux.go
+ * getCPUWeight converts shares, 1 + (shares−2)·9999/262142; what a new cgroup shows as the kernel
+ * gives it (Documentation/admin-guide/cgroup-v2.rst: `max`, weight 100; on v1 an unlimited
+ * memory.limit_in_bytes is include/linux/page_counter.h PAGE_COUNTER_MAX pages, 9223372036854771712).
  */
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';

@@ -1,8 +1,8 @@
 /**
  * The node's cgroups (cm/containerManager.ts, cm/open.ts) over a plain tree laid out as cgroup v2:
  * kubepods with allocatable, the QoS cgroups, each pod's own cgroup before its sandbox, removal of
- * a terminated pod's and of orphans' cgroups, and how the agent opens it. Values per
- * KUBELET_RESOURCES.md R5: weight = 1 + (shares−2)·9999/262142.
+ * a terminated pod's and of orphans' cgroups, and how the agent opens it. Weights as
+ * pkg/kubelet/cm/cgroup_manager_linux.go getCPUWeight converts shares: 1 + (shares−2)·9999/262142.
  */
 import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';

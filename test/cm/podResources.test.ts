@@ -1,8 +1,10 @@
 /**
  * The kubelet's cgroup hierarchy and each level's settings (cm/podResources.ts), from tables whose
- * values are worked out from the upstream rules (KUBELET_RESOURCES.md R5, R10):
- * MilliCPUToShares = floor(milli·1024/1000) (min 2), MilliCPUToQuota = floor(milli·100000/1000),
- * ResourceConfigForPod over PodRequests/PodLimits, setCPUCgroupConfig, enforceNodeAllocatableCgroups.
+ * values are worked out from the upstream rules: pkg/kubelet/cm/helpers_linux.go MilliCPUToShares
+ * = floor(milli·1024/1000) (min 2), MilliCPUToQuota = floor(milli·100000/1000), ResourceConfigForPod
+ * over PodRequests/PodLimits (k8s.io/component-helpers/resource/helpers.go);
+ * pkg/kubelet/cm/qos_container_manager_linux.go setCPUCgroupConfig;
+ * pkg/kubelet/cm/node_container_manager_linux.go enforceNodeAllocatableCgroups.
  */
 import { describe, expect, it } from 'vitest';
 import type { Container, Pod } from '../../src/api/types.ts';

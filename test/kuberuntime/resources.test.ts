@@ -1,6 +1,9 @@
 /**
  * A container's CPU, memory, huge page and swap settings for the runtime (resources.ts), from
- * tables worked out from kuberuntime_container_linux.go (KUBELET_RESOURCES.md R4).
+ * tables worked out from pkg/kubelet/kuberuntime/kuberuntime_container_linux.go
+ * generateLinuxContainerResources, calculateLinuxResources and GetHugepageLimitsFromResources,
+ * pkg/kubelet/cm/helpers_linux.go MilliCPUToShares and MilliCPUToQuota, and
+ * pkg/kubelet/qos/policy.go GetContainerOOMScoreAdjust.
  */
 import { describe, expect, it } from 'vitest';
 import type { Container, Pod } from '../../src/api/types.ts';
