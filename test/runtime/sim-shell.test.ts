@@ -161,6 +161,26 @@ describe('lists', () => {
     expect(h.exit()).toBe(0);
   });
 
+  it('break and continue as busybox ash\'s (breakcmd): N loops out at most, nothing outside a loop, a count that is not a positive number ends the shell with 2', () => {
+    const cases: [script: string, stdout: string, stderr: string, status: number][] = [
+      [':; echo "colon $?"', 'colon 0\n', '', 0],
+      ['break; echo "after $?"', 'after 0\n', '', 0],
+      ['continue; echo after', 'after\n', '', 0],
+      ['while true; do break 5; done; echo out', 'out\n', '', 0],
+      ['for i in 1 2; do while true; do continue 9; done; echo never; done; echo out', 'out\n', '', 0],
+      ['until false; do break; done; echo "until $?"', 'until 0\n', '', 0],
+      ['while break; do echo never; done; echo "condition $?"', 'condition 0\n', '', 0],
+      ['for i in 1 2; do sh -c "break; echo nested $i"; done', 'nested 1\nnested 2\n', '', 0],
+      ['while true; do break x; done; echo never', '', 'sh: break: Illegal number: x\n', 2],
+      ['for i in 1; do continue 0; done; echo never', '', 'sh: continue: Illegal number: 0\n', 2],
+      ['while true; do break -1; done', '', 'sh: break: Illegal number: -1\n', 2],
+    ];
+    for (const [script, stdout, stderr, status] of cases) {
+      const h = sh(script);
+      expect([script, h.stdout.join(''), h.stderr.join(''), h.exit()]).toEqual([script, stdout, stderr, status]);
+    }
+  });
+
   it('a loop that never blocks yields 1 ms of clock at a time instead of hanging', () => {
     const h = sh('while true; do true; done');
     expect(h.exit()).toBeNull();
@@ -490,6 +510,53 @@ describe('commands', () => {
     h.clock.advance(1000);
     expect(h.stdout.join('')).toBe('hi\n');
     expect(h.exit()).toBe(0);
+  });
+
+  it('a busybox applet by its path as by its name; the shell\'s own builtins have no path', () => {
+    const cases: [argv: string[], stderr: RegExp, status: number][] = [
+      [['/usr/bin/wget'], /^wget: missing URL\n/, 1],
+      [['sh', '-c', '/usr/bin/wget -q -O- http://web/'], /^wget: bad address 'web'\n$/, 1],
+      [['/bin/dd', 'if=/dev/zero', 'of=/dev/null', 'count=1'], /^1\+0 records in\n/, 0],
+      [['/bin/true'], /^$/, 0],
+      [['/bin/:'], /^sh: \/bin\/:: not found\n$/, 127],
+      [['sh', '-c', 'for i in 1; do /bin/break; done'], /^sh: \/bin\/break: not found\n$/, 127],
+      [['sh', '-c', '/bin/exit 3'], /^sh: \/bin\/exit: not found\n$/, 127],
+    ];
+    for (const [argv, stderr, status] of cases) {
+      const h = start(argv, { network: new SimNetwork('127.9.9.9') });
+      expect([argv, h.exit()]).toEqual([argv, status]);
+      expect(h.stderr.join('')).toMatch(stderr);
+    }
+  });
+
+  it('dd as busybox\'s: what it writes to the simulated filesystem, its report, and what the sim refuses', () => {
+    const report = (records: string, bytes: number) => `${records} records in\n${records} records out\n${bytes} bytes copied\n`;
+    const cases: [script: string, written: number | undefined, stderr: string, status: number][] = [
+      ['dd if=/dev/zero of=/tmp/f bs=1M count=2', 2 * 2 ** 20, report('2+0', 2 * 2 ** 20), 0],
+      ['dd if=/dev/zero of=/tmp/f count=2', 1024, report('2+0', 1024), 0],
+      ['dd if=/dev/zero of=/tmp/f bs=1kB count=3', 3000, report('3+0', 3000), 0],
+      ['dd if=/dev/zero of=/tmp/f bs=2kD count=1', 2000, report('1+0', 2000), 0],
+      ['dd if=/dev/zero of=/tmp/f bs=1k count=3 status=noxfer', 3072, '3+0 records in\n3+0 records out\n', 0],
+      ['dd if=/dev/zero of=/tmp/f bs=1k count=3 status=none', 3072, '', 0],
+      ['dd if=/dev/zero of=/dev/null bs=1M count=1', undefined, report('1+0', 2 ** 20), 0],
+      ['echo hello > /tmp/in; dd if=/tmp/in of=/tmp/f bs=4', 6, report('1+1', 6), 0],
+      ['echo hello > /tmp/in; dd if=/tmp/in of=/tmp/f bs=4 count=1', 4, report('1+0', 4), 0],
+      ['dd of=/tmp/f', 0, report('0+0', 0), 0],
+      ['dd if=/nope of=/tmp/f', undefined, "dd: can't open '/nope': No such file or directory\n", 1],
+      ['dd if=/dev/zero of=/tmp/f bs=0 count=1', undefined, 'dd: number 0 is not in 1..9223372036854775807 range\n', 1],
+      ['dd if=/dev/zero of=/tmp/f bs=1Q count=1', undefined, "dd: invalid number '1Q'\n", 1],
+      ['dd if=/dev/zero of=/tmp/f count=many', undefined, "dd: invalid number 'many'\n", 1],
+      ['dd of=/tmp/f status=progress', undefined, "dd: invalid argument 'progress' to 'status'\n", 1],
+      ['dd if=/dev/zero of=/tmp/f size=1', undefined, 'Usage: dd [if=FILE] [of=FILE] [ibs=N obs=N/bs=N] [count=N] [skip=N] [seek=N]\n', 1],
+      ['dd if=/dev/zero of=/tmp/f bs=1k count=1 seek=4', undefined, 'dd: seek= is not supported by the sim\n', 1],
+      ['dd if=/dev/zero of=/tmp/f bs=1k count=1 conv=notrunc', undefined, 'dd: conv= is not supported by the sim\n', 1],
+      ['dd if=/dev/zero bs=1k count=1', undefined, 'dd: writing to stdout is not supported by the sim: give of=FILE or of=/dev/null\n', 1],
+      ['dd if=/dev/zero of=/tmp/f', undefined, 'dd: if=/dev/zero without count= is not supported by the sim\n', 1],
+    ];
+    for (const [script, written, stderr, status] of cases) {
+      const h = sh(script);
+      expect([script, h.fs.size('/tmp/f'), h.stderr.join(''), h.exit()]).toEqual([script, written, stderr, status]);
+    }
   });
 });
 

@@ -15,6 +15,7 @@ import { idOutput } from './identity.ts';
 import type { Clock, TimerHandle } from '../../clock.ts';
 import { HostFsError, SimFs } from './fs.ts';
 import { HOST_NETWORK_ADDRESS, SimNetwork, httpd, nc, type AppletContext, type AppletResult, type IoStart } from './net.ts';
+import { ddOperands, ddReport } from './dd.ts';
 import { wget } from './wget.ts';
 import { CpuMeter } from './usage.ts';
 import { parse, ShellSyntaxError, type Command, type Redirect, type Word } from './shell-parse.ts';
@@ -22,14 +23,6 @@ import { parse, ShellSyntaxError, type Command, type Redirect, type Word } from 
 type ShellSignal = 'TERM' | 'KILL';
 
 /** Exit statuses a signal produces: 128 + signal number. */
-/** A dd size (`bs=1M`, `count=600`), with busybox's suffixes; null when it is not one. */
-function ddSize(text: string): number | null {
-  const match = /^(\d+)(c|w|b|kB|KB|k|K|MB|M|GB|G)?$/.exec(text);
-  if (!match) return null;
-  const unit = { c: 1, w: 2, b: 512, kB: 1000, KB: 1000, k: 1024, K: 1024, MB: 1e6, M: 2 ** 20, GB: 1e9, G: 2 ** 30 }[match[2] ?? 'c']!;
-  return Number(match[1]) * unit;
-}
-
 export const EXIT_TERM = 143;
 export const EXIT_KILL = 137;
 
@@ -151,7 +144,8 @@ class LoopControl {
 /**
  * What a loop does with an exception from its body: `break`/`continue` for the innermost loop
  * ends it (true) or goes on to the next iteration (false); `break N`/`continue N` ends this loop
- * and travels on to the enclosing one; anything else travels on.
+ * and travels on to the enclosing one (N is never more than the loops there are: `loopControl`);
+ * anything else travels on.
  */
 function loopEnds(error: unknown): boolean {
   if (!(error instanceof LoopControl)) throw error;
@@ -189,6 +183,8 @@ interface Thread {
   /** Cancels the pending `io` effect. */
   cancelIo: (() => void) | null;
   ticks: number;
+  /** How many loops enclose what the thread runs now: what `break N` and `continue N` may leave. */
+  loops: number;
   /** Its sleep timer's callback, made with the thread: a thread sleeping in a loop sets a timer each iteration. */
   wake: () => void;
 }
@@ -208,6 +204,8 @@ export class ShellProcess {
   private inTrap = false;
   private termPending = false;
   private mainThread: Thread | null = null;
+  /** The thread being stepped: threads take turns, one step at a time. */
+  private current: Thread | null = null;
   private readonly background = new Set<Thread>();
   private readonly runQueue: [Thread, Resume][] = [];
   private pumping = false;
@@ -297,6 +295,7 @@ export class ShellProcess {
       blockedOn: null,
       cancelIo: null,
       ticks: 0,
+      loops: 0,
       wake: () => {
         thread.timer = null;
         thread.blockedOn = null;
@@ -331,6 +330,7 @@ export class ShellProcess {
 
   /** Runs `thread` until it blocks or ends. */
   private step(thread: Thread, initial: Resume): void {
+    this.current = thread;
     let input = initial;
     for (;;) {
       if (this.status !== 'running') return;
@@ -501,7 +501,6 @@ export class ShellProcess {
       status = yield* this.exec(command);
     } catch (error) {
       if (error instanceof ExitRequest) ({ status, replaced } = error);
-      else if (error instanceof LoopControl) status = 0;
       else throw error;
     }
     const exitTrap = replaced ? undefined : this.traps.get('EXIT');
@@ -512,7 +511,7 @@ export class ShellProcess {
         yield* this.runSource(exitTrap);
       } catch (error) {
         if (error instanceof ExitRequest) status = error.status;
-        else if (!(error instanceof LoopControl)) throw error;
+        else throw error;
       }
     }
     return status;
@@ -523,7 +522,6 @@ export class ShellProcess {
       return yield* this.exec(command);
     } catch (error) {
       if (error instanceof ExitRequest) return error.status;
-      if (error instanceof LoopControl) return 0;
       throw error;
     }
   }
@@ -620,47 +618,51 @@ export class ShellProcess {
         if ((yield* this.exec(command.condition)) === 0) return yield* this.exec(command.then);
         return command.otherwise ? yield* this.exec(command.otherwise) : 0;
       }
-      case 'loop': {
-        let status = 0;
-        for (;;) {
-          yield TICK;
-          const condition = this.begin(command.condition);
-          this.lastStatus = typeof condition === 'number' ? condition : yield* condition;
-          if ((this.lastStatus === 0) === command.until) break;
-          // The body is run here rather than through exec or a helper generator (see begin), and a
-          // body that is a literal `sleep N` is slept by the loop itself (literalSleep): a
-          // sleeping loop then holds nothing per iteration but its timer.
-          try {
-            const pause = literalSleep(command.body);
-            if (pause) {
-              status = this.lastStatus = (yield pause).interrupted ? yield* this.trapped() : 0;
-            } else {
-              const body = this.begin(command.body);
-              status = this.lastStatus = typeof body === 'number' ? body : yield* body;
-            }
-          } catch (error) {
-            status = 0;
-            if (loopEnds(error)) break;
-          }
-        }
-        return status;
-      }
+      case 'loop':
       case 'for': {
+        const thread = this.enterLoop();
+        const items = command.kind === 'for' ? this.expandWords(command.items) : [];
         let status = 0;
-        for (const item of this.expandWords(command.items)) {
-          yield TICK;
-          this.vars.set(command.name, item);
-          try {
-            const body = this.begin(command.body);
-            status = this.lastStatus = typeof body === 'number' ? body : yield* body;
-          } catch (error) {
-            status = 0;
-            if (loopEnds(error)) break;
+        try {
+          for (let next = 0; command.kind === 'loop' || next < items.length; next++) {
+            yield TICK;
+            // The body is run here rather than through exec or a helper generator (see begin), and
+            // a body that is a literal `sleep N` is slept by the loop itself (literalSleep): a
+            // sleeping loop then holds nothing per iteration but its timer. A `break` or
+            // `continue` in a while loop's condition is this loop's too.
+            try {
+              if (command.kind === 'for') {
+                this.vars.set(command.name, items[next]!);
+              } else {
+                const condition = this.begin(command.condition);
+                this.lastStatus = typeof condition === 'number' ? condition : yield* condition;
+                if ((this.lastStatus === 0) === command.until) break;
+              }
+              const pause = literalSleep(command.body);
+              if (pause) {
+                status = this.lastStatus = (yield pause).interrupted ? yield* this.trapped() : 0;
+              } else {
+                const body = this.begin(command.body);
+                status = this.lastStatus = typeof body === 'number' ? body : yield* body;
+              }
+            } catch (error) {
+              status = 0;
+              if (loopEnds(error)) break;
+            }
           }
+        } finally {
+          thread.loops--;
         }
         return status;
       }
     }
+  }
+
+  /** The running thread, one loop deeper: a loop's entry (its exit takes the loop off again). */
+  private enterLoop(): Thread {
+    const thread = this.current!;
+    thread.loops++;
+    return thread;
   }
 
   // ------------------------------------------------------------------ expansion and I/O
@@ -884,14 +886,28 @@ export class ShellProcess {
         return 0;
       }
       case 'break':
-      case 'continue': {
-        const levels = args[0] === undefined ? 1 : Number(args[0]);
-        throw new LoopControl(name, Number.isInteger(levels) && levels > 0 ? levels : 1);
-      }
+      case 'continue':
+        return this.loopControl(name, args[0], err);
       default:
         err(`sh: ${rawName}: not found\n`);
         return 127;
     }
+  }
+
+  /**
+   * `break [N]` / `continue [N]` as busybox's ash (shell/ash.c breakcmd, dash's): N loops out,
+   * at most as many as enclose it; outside a loop it does nothing (status 0); an N that is not a
+   * positive number is an error that ends the shell with 2.
+   */
+  private loopControl(kind: 'break' | 'continue', count: string | undefined, err: (text: string) => void): number {
+    const levels = count === undefined ? 1 : /^[0-9]+$/.test(count) ? Number(count) : 0;
+    if (levels === 0) {
+      err(`sh: ${kind}: Illegal number: ${count}\n`);
+      throw new ExitRequest(2);
+    }
+    const loops = this.current!.loops;
+    if (loops === 0) return 0;
+    throw new LoopControl(kind, Math.min(levels, loops));
   }
 
   private appletContext(out: (text: string) => void, err: (text: string) => void): AppletContext {
@@ -908,11 +924,17 @@ export class ShellProcess {
       err('sh: only "sh -c SCRIPT" is supported by the sim\n');
       return 2;
     }
+    // A new shell is a new process: the loops of this one are not its own to leave.
+    const thread = this.current!;
+    const loops = thread.loops;
+    thread.loops = 0;
     try {
       return yield* this.runSource(args[1]);
     } catch (error) {
       if (error instanceof ExitRequest) return error.status;
       throw error;
+    } finally {
+      thread.loops = loops;
     }
   }
 
@@ -1041,47 +1063,27 @@ export class ShellProcess {
   }
 
   /**
-   * `dd if=SRC of=DEST bs=SIZE count=N` as busybox runs it, for what tests fill memory and disk
-   * with: SRC is /dev/zero or a file, DEST /dev/null or a file (truncated); SIZE takes busybox's
-   * suffixes (k, M, G binary; kB, MB, GB decimal). Its block buffer is the process's own memory
+   * `dd if=SRC of=DEST bs=SIZE count=N` as busybox runs it (its operands and report: `dd.ts`), for
+   * what tests fill memory and disk with: SRC is /dev/zero, a file, or none (the container's empty
+   * stdin); DEST /dev/null or a file (truncated). Its block buffer is the process's own memory
    * while it copies: over the container's memory limit, the container is OOM-killed (137).
    */
   private dd(args: string[], err: (text: string) => void): number {
-    const operands = new Map<string, string>();
-    for (const arg of args) {
-      const eq = arg.indexOf('=');
-      if (eq <= 0) {
-        err(`dd: invalid argument '${arg}'\n`);
-        return 1;
-      }
-      operands.set(arg.slice(0, eq), arg.slice(eq + 1));
-    }
-    const blockSize = ddSize(operands.get('bs') ?? '512');
-    const count = operands.has('count') ? ddSize(operands.get('count')!) : undefined;
-    const source = operands.get('if') ?? '/dev/stdin';
-    const dest = operands.get('of');
-    if (blockSize === null || count === null || (count !== undefined && !Number.isInteger(count))) {
-      err(`dd: invalid number '${operands.get('bs') ?? operands.get('count')}'\n`);
+    const operands = ddOperands(args);
+    if ('error' in operands) {
+      err(operands.error);
       return 1;
     }
-    if (dest === undefined) {
-      err('dd: sim:// needs of= (a file or /dev/null)\n');
-      return 1;
-    }
-    let bytes: number;
-    if (source === '/dev/zero') {
-      if (count === undefined) {
-        err('dd: sim:// needs count= with if=/dev/zero\n');
-        return 1;
-      }
-      bytes = blockSize * count;
-    } else {
+    const { source, dest, blockSize, count } = operands;
+    let bytes = 0;
+    if (source === '/dev/zero') bytes = blockSize * (count ?? 0);
+    else if (source !== null) {
       const size = this.fs.size(SimFs.resolve(source, this.cwd));
       if (size === undefined) {
         err(`dd: can't open '${source}': No such file or directory\n`);
         return 1;
       }
-      bytes = count === undefined ? size : Math.min(size, blockSize * count);
+      bytes = count === null ? size : Math.min(size, blockSize * count);
     }
     if (!this.allocate(blockSize)) return EXIT_KILL;
     if (dest !== '/dev/null') {
@@ -1090,16 +1092,15 @@ export class ShellProcess {
         err(`dd: can't open '${dest}': Read-only file system\n`);
         return 1;
       }
-      const written = orRefusal(() => (source === '/dev/zero' ? this.fs.writeZeros(path, bytes) : this.fs.write(path, (this.fs.read(SimFs.resolve(source, this.cwd)) ?? '').slice(0, bytes))));
+      const written = orRefusal(() =>
+        source === '/dev/zero' ? this.fs.writeZeros(path, bytes) : this.fs.write(path, source === null ? '' : (this.fs.read(SimFs.resolve(source, this.cwd)) ?? '').slice(0, bytes)),
+      );
       if (written instanceof HostFsError) {
         err(`dd: error writing '${dest}': ${written.text}\n`);
         return 1;
       }
     }
-    const blocks = Math.ceil(bytes / blockSize);
-    const whole = Math.floor(bytes / blockSize);
-    const records = `${whole}+${blocks - whole}`;
-    err(`${records} records in\n${records} records out\n${bytes} bytes copied\n`);
+    err(ddReport(bytes, operands));
     return 0;
   }
 
@@ -1154,7 +1155,7 @@ const isLiteral = (word: Word): boolean => word.parts.every((part) => part.kind 
 
 function commandCall(argv: string[], io: Streams): CommandCall {
   const [rawName = '', ...args] = argv;
-  const name = rawName.includes('/') && BUILTIN_NAMES.has(basename(rawName)) ? basename(rawName) : rawName;
+  const name = rawName.includes('/') && APPLETS.has(basename(rawName)) ? basename(rawName) : rawName;
   return { name, rawName, args, io };
 }
 
@@ -1198,7 +1199,12 @@ function sleepMs(args: string[], err: (text: string) => void): number | null {
   return ms;
 }
 
-const BUILTIN_NAMES = new Set(['true', 'false', 'exit', 'echo', 'sleep', 'wait', 'trap', 'test', '[', 'touch', 'rm', 'mkdir', 'cat', 'grep', 'id', 'stat', 'pwd', 'cd', 'exec', 'sh', 'httpd', 'nc']);
+/**
+ * The commands that are busybox applets, files of the image (`/bin/sleep`, `/usr/bin/wget`):
+ * named by a path too. The shell's own builtins (`:`, `break`, `continue`, `cd`, `exec`, `exit`,
+ * `trap`, `wait`) are no file, so a path to one is not found, as in busybox.
+ */
+const APPLETS = new Set(['true', 'false', 'echo', 'sleep', 'test', '[', 'touch', 'rm', 'mkdir', 'cat', 'dd', 'grep', 'id', 'stat', 'pwd', 'sh', 'httpd', 'nc', 'wget']);
 /** The builtins that may block, run by `runBlocking`; the rest run by `runBuiltin`. */
 const BLOCKING = new Set(['sleep', 'wait', 'exec', 'sh', 'httpd', 'nc', 'wget']);
 
