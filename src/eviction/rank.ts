@@ -19,7 +19,7 @@ import type { PodSummary } from '../stats/summary.ts';
 import { podVolumes } from '../volumes/plan.ts';
 import { ALL_DISK_USAGE, type DiskUsagePart } from './diskSignals.ts';
 import type { Observations } from './synchronize.ts';
-import { SIGNALS, type Signal, type StarvedResource, type Threshold, formatQuantity, thresholdQuantity } from './thresholds.ts';
+import { SIGNALS, type Signal, type StarvedResource, type Threshold, formatQuantity, isHard, thresholdQuantity } from './thresholds.ts';
 
 type StatsOf = (pod: Pod) => PodSummary | undefined;
 
@@ -137,7 +137,7 @@ export function evictionMessage(resource: StarvedResource, threshold: Threshold,
  * the pod's own terminationGracePeriodSeconds.
  */
 export function evictionGracePeriodSeconds(threshold: Threshold, pod: Pod, maxPodGracePeriodSeconds: number): number {
-  if (threshold.gracePeriodMs === 0) return 1;
+  if (isHard(threshold)) return 1;
   const own = pod.spec.terminationGracePeriodSeconds;
   return own !== undefined ? Math.min(maxPodGracePeriodSeconds, own) : maxPodGracePeriodSeconds;
 }

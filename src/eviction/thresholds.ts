@@ -123,6 +123,7 @@ export function parseThresholds(settings: EvictionSettings): Threshold[] {
   return thresholds;
 }
 
+/** A threshold without a grace period evicts as soon as it is met (helpers.go isHardEvictionThreshold). */
 export function isHard(threshold: Threshold): boolean {
   return threshold.gracePeriodMs === 0;
 }
