@@ -1,19 +1,42 @@
 /**
  * CRI sandbox and container configs built from a pod spec, as the kubelet builds them: metadata,
  * the kubelet's labels and annotations (pkg/kubelet/kuberuntime/labels.go newContainerLabels,
- * newContainerAnnotations), log paths under the pod's log directory, host-port mappings,
- * and `$(VAR)` expansion in command, args and env.
+ * newContainerAnnotations), log paths under the pod's log directory (and a running container's
+ * log found again from its labels), host-port mappings, and `$(VAR)` expansion in command, args
+ * and env.
  */
 import path from 'node:path';
 import type { Container, Pod } from '../api/types.ts';
-import type { ContainerConfig, DnsConfig, Mount, PodSandboxConfig, PortMapping } from '../runtime/types.ts';
+import type { Container as RuntimeContainer, ContainerConfig, DnsConfig, Mount, PodSandboxConfig, PortMapping } from '../runtime/types.ts';
 import { sandboxSecurityContext } from './securityContext.ts';
 import { podHostnameAndDomain } from './hosts.ts';
-import { type ContainerType, containerAnnotations, containerLabels, sandboxLabels } from './labels.ts';
+import { Annotation, type ContainerType, Label, containerAnnotations, containerLabels, sandboxLabels } from './labels.ts';
+
+/** `<namespace>_<name>_<uid>`, a pod's log directory under the logs root (pkg/kubelet/kuberuntime/helpers.go BuildPodLogsDirectory). */
+const podLogDirectoryName = (namespace: string, name: string, uid: string): string => `${namespace}_${name}_${uid}`;
+
+/** `<container>/<restarts>.log`, a container's log in its pod's directory (pkg/kubelet/kuberuntime/helpers.go buildContainerLogsPath). */
+const containerLogName = (container: string, restartCount: number | string): string => path.join(container, `${restartCount}.log`);
 
 /** `<logsRoot>/<namespace>_<name>_<uid>`, the kubelet's per-pod log directory. */
 export function podLogDirectory(logsRoot: string, pod: Pod): string {
-  return path.join(logsRoot, `${pod.metadata.namespace}_${pod.metadata.name}_${pod.metadata.uid}`);
+  return path.join(logsRoot, podLogDirectoryName(pod.metadata.namespace, pod.metadata.name, pod.metadata.uid));
+}
+
+/**
+ * A running container's log file, where the agent put it, from the container's labels and
+ * annotations: the log manager and the stats provider find it without a ContainerStatus call
+ * (the kubelet asks the runtime for its LogPath). Null for a container the agent did not label.
+ */
+export function containerLogPath(podLogsDir: string, container: Pick<RuntimeContainer, 'labels' | 'annotations'>): string | null {
+  const { labels, annotations } = container;
+  const ns = labels[Label.podNamespace];
+  const pod = labels[Label.podName];
+  const uid = labels[Label.podUid];
+  const name = labels[Label.containerName];
+  const restarts = annotations[Annotation.restartCount] ?? '0';
+  if (!ns || !pod || !uid || !name || !/^\d+$/.test(restarts)) return null;
+  return path.join(podLogsDir, podLogDirectoryName(ns, pod, uid), containerLogName(name, restarts));
 }
 
 function portMappings(pod: Pod): PortMapping[] {
@@ -98,7 +121,7 @@ export function containerConfig(
     mounts,
     labels: containerLabels(pod, container),
     annotations: containerAnnotations(pod, container, restartCount, type),
-    logPath: path.join(container.name, `${restartCount}.log`),
+    logPath: containerLogName(container.name, restartCount),
     stdin: container.stdin ?? false,
     tty: container.tty ?? false,
     ...(linux ? { linux } : {}),

@@ -24,7 +24,7 @@ import type { Container, Pod } from '../api/types.ts';
 import type { ContainerStatus, Mount } from '../runtime/types.ts';
 import { mkdirAll } from '../volumes/mkdirAll.ts';
 import { Annotation } from './labels.ts';
-import { readContainerLog } from './logReader.ts';
+import { readContainerLog } from './logs/reader.ts';
 
 /** kubecontainer.MaxContainerTerminationMessageLength: what is read of the file, from its end. */
 export const MAX_MESSAGE_FILE_BYTES = 4096;

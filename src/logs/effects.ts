@@ -2,7 +2,7 @@
  * Rotating the logs of running containers (pkg/kubelet/logs/container_log_manager.go): each pass
  * looks at every running container's log (where the agent put it, from the container's labels:
  * no runtime call per container), and one that reached `maxSizeBytes` is rotated by the plan of
- * logRotation.ts: leftovers and excess files removed, older rotated files gzipped (through a
+ * rotationPlan.ts: leftovers and excess files removed, older rotated files gzipped (through a
  * `.tmp` file, so a crash leaves nothing half-written under the final name), the live file
  * renamed and the runtime told to reopen it (ReopenContainerLog); if that fails the rename is
  * undone. A missing live file is reopened too. One container's failure does not stop the others;
@@ -18,7 +18,8 @@ import { createGzip } from 'node:zlib';
 import type { Logger, RepeatedFailures } from '../log.ts';
 import type { RuntimeService } from '../runtime/types.ts';
 import { Label } from '../kuberuntime/labels.ts';
-import { containerLogPath, rotationPlan } from '../kuberuntime/logRotation.ts';
+import { containerLogPath } from '../kuberuntime/configs.ts';
+import { rotationPlan } from './rotationPlan.ts';
 
 interface LogRotationPolicy {
   maxSizeBytes: number;

@@ -1,15 +1,15 @@
 /**
  * Serving a container's log (pkg/kubelet/server/server.go getContainerLogs): the query decoded and
- * validated (logQuery.ts), the pod found among the agent's, the instance chosen (logTarget.ts),
- * its file found through CRI ContainerStatus and read (logReader.ts) — streamed to an HTTP
+ * validated (logQuery.ts), the pod found among the agent's, the instance chosen (kuberuntime/logs/target.ts),
+ * its file found through CRI ContainerStatus and read (kuberuntime/logs/reader.ts) — streamed to an HTTP
  * response for the authenticated API, or collected as a tail for the visualizer's page, the same
  * reader either way.
  */
 import type { ServerResponse } from 'node:http';
 import type { Pod } from '../api/types.ts';
-import type { LogOptions } from '../kuberuntime/logFormat.ts';
-import { readContainerLog } from '../kuberuntime/logReader.ts';
-import { logTarget } from '../kuberuntime/logTarget.ts';
+import type { LogOptions } from '../kuberuntime/logs/format.ts';
+import { readContainerLog } from '../kuberuntime/logs/reader.ts';
+import { logTarget } from '../kuberuntime/logs/target.ts';
 import type { RuntimeService } from '../runtime/types.ts';
 import { parseLogQuery } from './logQuery.ts';
 import { TEXT_PLAIN, send } from './http.ts';

@@ -6,7 +6,7 @@
  *   `/healthz`, `/pods` (the PodList of `/pods` on the read-only port), `/metrics`, `/metrics/probes`,
  *   `/runningpods/` (the pods the runtime runs), `/configz` (the configuration in effect),
  *   `/stats/summary` and `/metrics/resource` (the node stats provider, src/stats: CPU and memory from CRI stats), and
- *   `/containerLogs/{namespace}/{pod}/{container}` (logQuery.ts, logTarget.ts, logReader.ts): the
+ *   `/containerLogs/{namespace}/{pod}/{container}` (logQuery.ts, kuberuntime/logs/target.ts and reader.ts): the
  *   container's log as text, streamed while `follow` lasts; a client that goes away ends the read.
  */
 import { type IncomingMessage, type ServerResponse } from 'node:http';

@@ -5,7 +5,7 @@
  * `limitBytes`. A value that does not decode is 400 `Unable to decode query.`; options that do
  * not validate (a negative tail, a byte limit under 1, both since forms) are 422 `Invalid request.`.
  */
-import type { LogOptions } from '../kuberuntime/logFormat.ts';
+import type { LogOptions } from '../kuberuntime/logs/format.ts';
 
 type LogQuery = { options: LogOptions; previous: boolean } | { status: 400 | 422; body: string };
 

@@ -9,7 +9,7 @@ import { readFile, readdir, stat, statfs } from 'node:fs/promises';
 import path from 'node:path';
 import type { Logger } from '../log.ts';
 import { type Container, type FilesystemUsage, type ImageService, type RuntimeService, definedOnly } from '../runtime/types.ts';
-import { containerLogPath } from '../kuberuntime/logRotation.ts';
+import { containerLogPath } from '../kuberuntime/configs.ts';
 import {
   type FsStats,
   type HostUsage,

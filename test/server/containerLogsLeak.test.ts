@@ -1,6 +1,6 @@
 /**
  * A client that goes away in the middle of `GET /containerLogs/…?follow=true` frees what its
- * follow held (src/server/containerLogs.ts, src/kuberuntime/logReader.ts): after 1,000 of them on
+ * follow held (src/server/containerLogs.ts, src/kuberuntime/logs/reader.ts): after 1,000 of them on
  * the authenticated API, the process has the file descriptors, fs watchers, timers and sockets it
  * had before, and the server no connection.
  */

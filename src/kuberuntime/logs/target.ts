@@ -5,7 +5,7 @@
  * messages when there is none: a container not in the pod is 404, one that has no instance to read
  * is 400.
  */
-import { containerSpecOf, type Pod, type PodStatus } from '../api/types.ts';
+import { containerSpecOf, type Pod, type PodStatus } from '../../api/types.ts';
 
 type LogTarget = { containerId: string } | { status: 400 | 404; message: string };
 

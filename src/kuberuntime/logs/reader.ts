@@ -1,6 +1,6 @@
 /**
  * Reading a container's log file for `kubectl logs` (k8s.io/cri-client pkg/logs ReadLogs): the
- * last `tailLines` lines or all, each kept or left out and rendered by logFormat.ts, and with
+ * last `tailLines` lines or all, each kept or left out and rendered by format.ts, and with
  * `follow`, what is appended afterwards until the container stops. Following waits on a watch of
  * the file's directory (and looks again every second, as a watch can miss events); when the
  * runtime's log rotation puts a new file at the path, the rest of the old one is read and the new
@@ -9,7 +9,7 @@
 import { type FileHandle, open, realpath, stat } from 'node:fs/promises';
 import { watch } from 'node:fs';
 import path from 'node:path';
-import { type LogLine, type LogOptions, type LogStream, LogFilter, parserFor, tailOffset } from './logFormat.ts';
+import { type LogLine, type LogOptions, type LogStream, LogFilter, parserFor, tailOffset } from './format.ts';
 
 interface LogReadDeps {
   /** Whether the container still runs (following ends at the end of the file once it does not). */

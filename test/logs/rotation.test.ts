@@ -1,12 +1,12 @@
-/** Log rotation (logRotation.ts decisions, containerLogManager.ts on a temporary directory). */
+/** Log rotation: the loop's decision (rotationPlan.ts) and its effects (effects.ts) on a temporary directory. */
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { gunzipSync } from 'node:zlib';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { logRotationFailures, rotateContainerLogs, rotateLog } from '../../src/logs/effects.ts';
 import { type Logger, RepeatedFailures } from '../../src/log.ts';
-import { containerLogPath, rotationPlan } from '../../src/kuberuntime/logRotation.ts';
+import { rotationPlan } from '../../src/logs/rotationPlan.ts';
 
 const NOW = new Date('2026-11-25T10:20:30Z');
 
@@ -31,30 +31,21 @@ describe('rotationPlan', () => {
     const plan = rotationPlan('0.log', siblings, maxFiles, NOW);
     expect({ ...plan, remove: [...plan.remove].sort() }).toEqual(expected);
   });
-
-  it('finds a running container\'s log from its labels', () => {
-    const labels = { 'io.kubernetes.pod.namespace': 'shop', 'io.kubernetes.pod.name': 'web', 'io.kubernetes.pod.uid': 'u1', 'io.kubernetes.container.name': 'app' };
-    expect(containerLogPath('/var/log/pods', { labels, annotations: { 'io.kubernetes.container.restartCount': '3' } })).toBe('/var/log/pods/shop_web_u1/app/3.log');
-    expect(containerLogPath('/var/log/pods', { labels: {}, annotations: {} })).toBeNull();
-  });
 });
 
 describe('rotating a log', () => {
-  const dirs: string[] = [];
-  afterEach(async () => {
-    for (const dir of dirs.splice(0)) await rm(dir, { recursive: true, force: true });
-  });
-  const logDir = async () => {
-    const root = await mkdtemp(path.join(os.tmpdir(), 'statelet-rotate-'));
-    dirs.push(root);
-    const dir = path.join(root, 'shop_web_u1', 'app');
+  // Each test's pod logs root, holding the log directory of one container (shop/web, app).
+  let root = '';
+  let dir = '';
+  beforeEach(async () => {
+    root = await mkdtemp(path.join(os.tmpdir(), 'statelet-rotate-'));
+    dir = path.join(root, 'shop_web_u1', 'app');
     await mkdir(dir, { recursive: true });
-    return { root, dir };
-  };
+  });
+  afterEach(() => rm(root, { recursive: true, force: true }));
   const container = { id: 'c1', metadata: { name: 'app', attempt: 0 }, labels: { 'io.kubernetes.pod.namespace': 'shop', 'io.kubernetes.pod.name': 'web', 'io.kubernetes.pod.uid': 'u1', 'io.kubernetes.container.name': 'app' }, annotations: { 'io.kubernetes.container.restartCount': '0' } };
 
   it('renames the live file, asks the runtime to reopen it, and compresses the previous one at the next rotation', async () => {
-    const { dir } = await logDir();
     const reopened: string[] = [];
     const runtime = { reopenContainerLog: async (id: string) => void (reopened.push(id), await writeFile(path.join(dir, '0.log'), '')) };
     await writeFile(path.join(dir, '0.log'), 'first\n');
@@ -68,7 +59,6 @@ describe('rotating a log', () => {
   });
 
   it('undoes the rename when the runtime cannot reopen', async () => {
-    const { dir } = await logDir();
     await writeFile(path.join(dir, '0.log'), 'kept\n');
     const runtime = { reopenContainerLog: async () => Promise.reject(new Error('container is not running')) };
     await expect(rotateLog(runtime, 'c1', path.join(dir, '0.log'), 3, NOW)).rejects.toThrow('container is not running');
@@ -76,7 +66,6 @@ describe('rotating a log', () => {
   });
 
   it('rotates only the running containers\' logs that reached the size, and reopens a missing one', async () => {
-    const { root, dir } = await logDir();
     await writeFile(path.join(dir, '0.log'), 'x'.repeat(2048));
     const other = { ...container, id: 'c2', labels: { ...container.labels, 'io.kubernetes.container.name': 'side' } };
     const reopened: string[] = [];
@@ -90,7 +79,6 @@ describe('rotating a log', () => {
   });
 
   it('names the pod, the container and the file of a rotation that fails, with a cause the next failing pass repeats', async () => {
-    const { root, dir } = await logDir();
     await writeFile(path.join(dir, '0.log'), 'x'.repeat(2048));
     const runtime = {
       listContainers: async () => [container] as never,

@@ -1,7 +1,7 @@
-/** Which instance `kubectl logs` reads (logTarget.ts), table-tested against the kubelet's messages. */
+/** Which instance `kubectl logs` reads (target.ts), table-tested against the kubelet's messages. */
 import { describe, expect, it } from 'vitest';
-import type { ContainerStatus, Pod, PodStatus } from '../../src/api/types.ts';
-import { logTarget } from '../../src/kuberuntime/logTarget.ts';
+import type { ContainerStatus, Pod, PodStatus } from '../../../src/api/types.ts';
+import { logTarget } from '../../../src/kuberuntime/logs/target.ts';
 
 const pod = { metadata: { name: 'web', namespace: 'shop', uid: 'u1' }, spec: { containers: [{ name: 'app', image: 'busybox' }] } } as unknown as Pod;
 const status = (c: Partial<ContainerStatus>): PodStatus => ({ phase: 'Running', containerStatuses: [{ name: 'app', ready: false, restartCount: 0, image: '', imageID: '', state: {}, lastState: {}, ...c }] }) as PodStatus;

@@ -1,6 +1,6 @@
-/** The CRI log format and the reader's options (logFormat.ts), table-tested. */
+/** The CRI log format and the reader's options (format.ts), table-tested. */
 import { describe, expect, it } from 'vitest';
-import { LogFilter, fixedTimestamp, parseCriLine, parseJsonLine, parserFor, tailOffset } from '../../src/kuberuntime/logFormat.ts';
+import { LogFilter, fixedTimestamp, parseCriLine, parseJsonLine, parserFor, tailOffset } from '../../../src/kuberuntime/logs/format.ts';
 
 const b = (s: string) => Buffer.from(s);
 

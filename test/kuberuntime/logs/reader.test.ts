@@ -1,10 +1,10 @@
-/** Reading a log file (logReader.ts): tail, follow to the container's end, rotation, a client going away. */
+/** Reading a log file (reader.ts): tail, follow to the container's end, rotation, a client going away. */
 import { appendFile, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { LogOptions } from '../../src/kuberuntime/logFormat.ts';
-import { readContainerLog } from '../../src/kuberuntime/logReader.ts';
+import type { LogOptions } from '../../../src/kuberuntime/logs/format.ts';
+import { readContainerLog } from '../../../src/kuberuntime/logs/reader.ts';
 
 const dirs: string[] = [];
 afterEach(async () => {
