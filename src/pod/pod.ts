@@ -52,25 +52,19 @@
  */
 import { type AnyActorRef, type ErrorActorEvent, and, assign, enqueueActions, fromPromise, not, sendParent, setup } from 'xstate';
 import { type Pod, type PodPhase, podRef, type ProbeKind, type ProbeResult } from '../api/types.ts';
-import type { BackoffTable } from '../kuberuntime/backoff.ts';
+import type { SyncMemory } from '../kuberuntime/startContainer.ts';
 import type { ProbeResults } from '../kuberuntime/computePodActions.ts';
 import { nextGracePeriod } from './gracePeriod.ts';
 import { notProvided } from '../notProvided.ts';
 import type { InitStep, PodProgress } from './progress.ts';
 import { type RuntimeSeen, isSeen } from './runtimeSeen.ts';
 import type { CallTrace } from '../runtime/callTrace.ts';
-import type { WaitingReason } from '../api/runtimeView.ts';
 import { type KillStatus, type PlegEvent, type PodEvent, type PodReport, type PodWork, type ProbeResultEvent, type RuntimeCallEvent, isPlegEvent } from '../events.ts';
 
-/** What a sync remembers from one run to the next (plain data). */
-export interface PodMemory {
-  backoff: BackoffTable;
-  reasons: Readonly<Record<string, WaitingReason>>;
-}
 
 interface SyncRequest {
   pod: Pod;
-  memory: PodMemory;
+  memory: SyncMemory;
   /** The probe results of the pod's containers, by container ID (absent: none yet). */
   probes?: PodProbeResults;
 }
@@ -102,7 +96,7 @@ function probeResultsById(probes: PodProbes): PodProbeResults {
 }
 
 export interface SyncOutcome {
-  memory: PodMemory;
+  memory: SyncMemory;
   progress: PodProgress;
   phase: PodPhase;
   /** The pod reached Succeeded or Failed: it terminates on its own. */
@@ -120,7 +114,7 @@ export interface SyncOutcome {
 interface TerminateRequest {
   pod: Pod;
   gracePeriodSeconds: number;
-  memory: PodMemory;
+  memory: SyncMemory;
   /** The terminal status the kill gives the pod (an eviction), published before its containers stop. */
   killStatus?: KillStatus | null;
 }
@@ -129,7 +123,7 @@ interface CleanupRequest {
   pod: Pod;
   /** The pod is gone from config: remove its containers and sandboxes. */
   removeRuntime: boolean;
-  memory: PodMemory;
+  memory: SyncMemory;
 }
 
 /**
@@ -176,7 +170,7 @@ export interface PodContext {
   seen: RuntimeSeen | null;
   progress: PodProgress;
   phase: PodPhase;
-  memory: PodMemory;
+  memory: SyncMemory;
   lastError: string | null;
   /** Set once termination is requested; only ever shrinks. */
   gracePeriodSeconds: number | null;
@@ -202,7 +196,7 @@ export interface PodInput {
   pod: Pod;
 }
 
-const initialMemory: PodMemory = { backoff: {}, reasons: {} };
+const initialMemory: SyncMemory = { backoff: {}, reasons: {} };
 const killRetryMs = 1_000;
 
 /**

@@ -20,7 +20,8 @@ import { type PodActions, computePodActions, isEmptyPlan, noProbeResults } from 
 import { podNetworkError } from './network.ts';
 import { podProgress } from './progress.ts';
 import { runtimeSeen } from './runtimeSeen.ts';
-import type { PodEffects, PodMemory, PodProbeResults, SyncOutcome } from './pod.ts';
+import type { PodEffects, PodProbeResults, SyncOutcome } from './pod.ts';
+import type { SyncMemory } from '../kuberuntime/startContainer.ts';
 import type { KillStatus } from '../events.ts';
 import { generatePodStatus, isTerminalPhase } from '../status/generate.ts';
 import { type PodResizeActions, hasResizeWork, isPodResizeInProgress, noResize, planPodResize } from '../kuberuntime/podResize.ts';
@@ -82,7 +83,7 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
    * the terminal phase and the container states it had, even where the runtime has lost them. A
    * static pod's own status is only its source's default, not something seen: it has none.
    */
-  const generate = (pod: Pod, runtime: RuntimePodStatus, memory: PodMemory, podIsTerminal: boolean, probes?: PodProbeResults, killStatus?: KillStatus | null): PodStatus =>
+  const generate = (pod: Pod, runtime: RuntimePodStatus, memory: SyncMemory, podIsTerminal: boolean, probes?: PodProbeResults, killStatus?: KillStatus | null): PodStatus =>
     generatePodStatus({
       ...(probes ? { readiness: successes(probes.readiness), started: successes(probes.startup) } : {}),
       ...(killStatus ? { killStatus } : {}),
@@ -97,13 +98,13 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
       ...(deps.hostIP ? { hostIP: deps.hostIP } : {}),
     });
 
-  const publish = (pod: Pod, runtime: RuntimePodStatus, memory: PodMemory, podIsTerminal: boolean, probes?: PodProbeResults, killStatus?: KillStatus | null): PodStatus => {
+  const publish = (pod: Pod, runtime: RuntimePodStatus, memory: SyncMemory, podIsTerminal: boolean, probes?: PodProbeResults, killStatus?: KillStatus | null): PodStatus => {
     const status = generate(pod, runtime, memory, podIsTerminal, probes, killStatus);
     deps.statuses.setPodStatus(pod.metadata.uid, status);
     return status;
   };
 
-  const outcome = (pod: Pod, runtime: RuntimePodStatus, memory: PodMemory, status: PodStatus, extra: Partial<SyncOutcome> = {}): SyncOutcome => {
+  const outcome = (pod: Pod, runtime: RuntimePodStatus, memory: SyncMemory, status: PodStatus, extra: Partial<SyncOutcome> = {}): SyncOutcome => {
     const result: SyncOutcome = {
       memory,
       progress: podProgress(pod, runtime),
@@ -196,7 +197,7 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
 
       const executed = await executePlan(io, pod, before, actions, memory, opts, preStopsOf(pod.metadata.uid), resizeRecords ? resize : undefined);
       if (executed.resizeError !== undefined) resizeFailed(pod, executed.resizeError);
-      const next: PodMemory = { backoff: executed.backoff, reasons: executed.reasons };
+      const next: SyncMemory = { backoff: executed.backoff, reasons: executed.reasons };
       const after = await read(io, pod, opts);
       trackResize(pod, after);
       const status = publish(pod, after, next, false, probes);
