@@ -45,7 +45,7 @@ function aroundCall<M extends CriMethod>(service: CriAnswers, call: CriCall<M>, 
 }
 
 /** The service's answer as a promise: one it fails at once rejects, as a call does. */
-function answer<M extends CriMethod>(service: CriAnswers, method: M, args: CriArgs<M>): Promise<CriResult<M>> {
+export function answer<M extends CriMethod>(service: CriAnswers, method: M, args: CriArgs<M>): Promise<CriResult<M>> {
   try {
     return Promise.resolve(service[method](...args));
   } catch (error) {
