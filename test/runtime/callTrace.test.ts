@@ -7,45 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { CRI_CALLS, type CriArgs, type CriMethod } from '../../src/runtime/criCalls.ts';
 import { type CallTrace, type TracedCall, tracedImages, tracedPulls, tracedRuntime } from '../../src/runtime/callTrace.ts';
 import type { Container, ContainerStatus, ImageService, RuntimeService } from '../../src/runtime/types.ts';
-import { containerConfig, podSandboxConfig } from './support.ts';
-
-const SANDBOX = 'sandbox0123456789';
-const CONTAINER = 'abcdef0123456789abcdef';
-const pod = podSandboxConfig('web');
-const app = containerConfig('app');
-
-/** Each call with arguments as the agent passes them. */
-const ARGS: { [M in CriMethod]: CriArgs<M> } = {
-  version: [],
-  status: [{ verbose: true }],
-  updateRuntimeConfig: ['10.0.0.0/24'],
-  runPodSandbox: [pod],
-  stopPodSandbox: [SANDBOX],
-  removePodSandbox: [SANDBOX],
-  podSandboxStatus: [SANDBOX],
-  listPodSandbox: [{ state: 'SANDBOX_READY' }],
-  createContainer: [SANDBOX, app, pod],
-  startContainer: [CONTAINER],
-  stopContainer: [CONTAINER, 30],
-  removeContainer: [CONTAINER],
-  listContainers: [{ podSandboxId: SANDBOX }],
-  containerStatus: [CONTAINER],
-  updateContainerResources: [CONTAINER, { cpuPeriod: 100_000, cpuQuota: 0, cpuShares: 2, memoryLimitInBytes: 0, oomScoreAdj: 0 }],
-  execSync: [CONTAINER, ['true'], 5],
-  exec: [{ containerId: CONTAINER, cmd: ['sh'], tty: false, stdin: false, stdout: true, stderr: true }],
-  attach: [{ containerId: CONTAINER, tty: false, stdin: false, stdout: true, stderr: true }],
-  portForward: [{ podSandboxId: SANDBOX, port: [80] }],
-  reopenContainerLog: [CONTAINER],
-  containerStats: [CONTAINER],
-  listContainerStats: [{}],
-  podSandboxStats: [SANDBOX],
-  listPodSandboxStats: [{}],
-  pullImage: ['busybox:1', pod],
-  imageStatus: ['busybox:1'],
-  listImages: [],
-  removeImage: ['busybox:1'],
-  imageFsInfo: [],
-};
+import { CALL_ARGS as ARGS, CONTAINER, SANDBOX, containerConfig, podSandboxConfig } from './support.ts';
 
 /** What each is reported as, a container the trace has not seen by its ID's first 13 characters. */
 const REPORTED: { [M in CriMethod]: Omit<TracedCall, 'id'> } = {
@@ -79,6 +41,9 @@ const REPORTED: { [M in CriMethod]: Omit<TracedCall, 'id'> } = {
   removeImage: { call: 'RemoveImage', target: 'busybox:1' },
   imageFsInfo: { call: 'ImageFsInfo', target: '' },
 };
+
+const pod = podSandboxConfig('web');
+const app = containerConfig('app');
 
 /** What the runtime answers: the few answers the trace reads names from, nothing otherwise. */
 const answers: Partial<Record<CriMethod, unknown>> = { createContainer: 'new-container-id', listContainers: [], containerStatus: { metadata: { name: 'app', attempt: 0 } } };

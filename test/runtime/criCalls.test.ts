@@ -1,23 +1,44 @@
 /**
  * The one list of CRI calls (src/runtime/criCalls.ts) against what implements them: every call is
- * an RPC of its service in api.proto, a method of the gRPC client and of sim:// in-process, with an
- * operation name of its own; and the table's argument positions are checked by the compiler.
+ * an RPC of its service in api.proto, a row of the table of wire calls, a method of the gRPC client
+ * and of sim://'s engine, and answered by sim://'s server over gRPC; each has an operation name of
+ * its own; and the table's argument positions are checked by the compiler.
  */
-import { describe, expect, it } from 'vitest';
-import { CRI_CALLS, type CriCallEntry, type CriMethod, criMethodOf, isCriMethod } from '../../src/runtime/criCalls.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CRI_CALLS, type CriArgs, type CriCallEntry, type CriMethod, criMethodOf, isCriMethod } from '../../src/runtime/criCalls.ts';
 import { CriClient } from '../../src/runtime/cri/client.ts';
+import { WIRE_CALLS } from '../../src/runtime/cri/wireCalls.ts';
 import { serviceDefinition } from '../../src/runtime/cri/wire.ts';
-import { InProcessRuntime } from '../support/inProcessRuntime.ts';
+import { SimEngine } from '../../src/runtime/sim/engine.ts';
+import { CriError } from '../../src/runtime/types.ts';
+import { CALL_ARGS, type SimOverGrpc, simOverGrpc } from './support.ts';
 
 const calls = Object.entries(CRI_CALLS) as [CriMethod, (typeof CRI_CALLS)[CriMethod]][];
 
+let sim: SimOverGrpc;
+beforeAll(async () => {
+  sim = await simOverGrpc('statelet-cri-calls-');
+});
+afterAll(() => sim.close());
+
 describe('the CRI calls', () => {
-  it.each(calls)('%s is an RPC of its service in api.proto, and of the gRPC client and sim:// in-process', (method, { service, rpc }) => {
+  it.each(calls)('%s is an RPC of its service in api.proto, a wire call, and a method of the gRPC client and of sim://’s engine', (method, { service, rpc }) => {
     expect(serviceDefinition(service)[rpc], `${service}.${rpc} in api.proto`).toBeDefined();
+    expect(WIRE_CALLS[method]).toBeDefined();
     expect(typeof (CriClient.prototype as unknown as Record<string, unknown>)[method]).toBe('function');
-    expect(typeof (InProcessRuntime.prototype as unknown as Record<string, unknown>)[method]).toBe('function');
+    expect(typeof (SimEngine.prototype as unknown as Record<string, unknown>)[method]).toBe('function');
     expect(criMethodOf(rpc)).toBe(method);
     expect(isCriMethod(method)).toBe(true);
+  });
+
+  it.each(calls)('%s is answered by sim://’s server over gRPC (or refused by the engine, never unknown or unreadable)', async (method) => {
+    try {
+      await (sim.client as unknown as Record<CriMethod, (...args: CriArgs<CriMethod>) => Promise<unknown>>)[method](...CALL_ARGS[method]);
+    } catch (error) {
+      // The sample arguments name a sandbox and a container the runtime does not have.
+      expect(error).toBeInstanceOf(CriError);
+      expect((error as CriError).code).toBe('NOT_FOUND');
+    }
   });
 
   it('gives each call an operation name of its own, in the kubelet’s form', () => {
