@@ -372,9 +372,9 @@ runWorker(async () => {
       ? await startCriProxy({
           socketPath: path.join(containerd.workDir, 'counting-proxy.sock'),
           target: containerd.endpoint,
-          intercept: (call, _request, _signal, answer) => {
-            criCalls.set(call, (criCalls.get(call) ?? 0) + 1);
-            return answer();
+          intercept: (call, _args, proceed) => {
+            criCalls.set(call.rpc, (criCalls.get(call.rpc) ?? 0) + 1);
+            return proceed();
           },
         })
       : undefined;

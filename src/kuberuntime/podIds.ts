@@ -15,6 +15,8 @@
  * So the set is always a superset of what the runtime holds for the pod, and each read still asks
  * the runtime for the state of every one of them: a sync never acts on an older picture.
  */
+import { containerIdOf, podUidOf, sandboxIdOf } from '../runtime/criCalls.ts';
+import { decorate } from '../runtime/decorate.ts';
 import { type RuntimeService, isNotFound } from '../runtime/types.ts';
 
 export interface KnownPodIds {
@@ -99,47 +101,34 @@ export class RuntimePodIds {
 }
 
 /**
- * The runtime, with every sandbox and container created or removed through it recorded in `ids`.
- * Everything else goes straight to `runtime`.
+ * The runtime, with every sandbox and container created or removed through it recorded in `ids`
+ * (the calls the table of CRI calls says create or remove one). Everything else goes straight to
+ * `runtime`.
  */
 export function recordingPodIds(runtime: RuntimeService, ids: RuntimePodIds): RuntimeService {
-  const recorded = async <T>(uid: string, create: () => Promise<T>, record: (result: T) => void): Promise<T> => {
+  return decorate(runtime, async (call, args, proceed) => {
+    if (call.creates) {
+      const uid = podUidOf(call, args)!;
+      try {
+        const created = await proceed();
+        // What a creating call answers is the new ID (criCalls.ts: `creates` is for calls that answer one).
+        if (call.creates === 'sandbox') ids.sandboxCreated(uid, created as string);
+        else ids.containerCreated(uid, created as string, sandboxIdOf(call, args)!);
+        return created;
+      } catch (err) {
+        ids.creationUncertain(uid);
+        throw err;
+      }
+    }
+    const removed = call.removes ? (sandboxIdOf(call, args) ?? containerIdOf(call, args)) : undefined;
+    if (removed === undefined) return proceed();
     try {
-      const result = await create();
-      record(result);
+      const result = await proceed();
+      ids.gone(removed);
       return result;
     } catch (err) {
-      ids.creationUncertain(uid);
+      if (isNotFound(err)) ids.gone(removed);
       throw err;
     }
-  };
-  const removal = async (id: string, remove: () => Promise<void>): Promise<void> => {
-    try {
-      await remove();
-    } catch (err) {
-      if (isNotFound(err)) ids.gone(id);
-      throw err;
-    }
-    ids.gone(id);
-  };
-  const overrides: Partial<RuntimeService> = {
-    runPodSandbox: (config, opts) => recorded(config.metadata.uid, () => runtime.runPodSandbox(config, opts), (id) => ids.sandboxCreated(config.metadata.uid, id)),
-    createContainer: (sandboxId, config, sandboxConfig, opts) =>
-      recorded(sandboxConfig.metadata.uid, () => runtime.createContainer(sandboxId, config, sandboxConfig, opts), (id) => ids.containerCreated(sandboxConfig.metadata.uid, id, sandboxId)),
-    removeContainer: (id, opts) => removal(id, () => runtime.removeContainer(id, opts)),
-    removePodSandbox: (id, opts) => removal(id, () => runtime.removePodSandbox(id, opts)),
-  };
-  // The runtime's own methods, bound once (it may be a class instance).
-  const bound = new Map<PropertyKey, unknown>();
-  return new Proxy(runtime, {
-    get(target, property) {
-      const override = overrides[property as keyof RuntimeService];
-      if (override) return override;
-      if (bound.has(property)) return bound.get(property);
-      const value: unknown = Reflect.get(target, property, target);
-      const result = typeof value === 'function' ? value.bind(target) : value;
-      if (typeof value === 'function') bound.set(property, result);
-      return result;
-    },
   });
 }

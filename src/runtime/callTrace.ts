@@ -9,8 +9,9 @@
  * decorator saw come back (CreateContainer, ListContainers, ContainerStatus) or was given; an ID
  * it never saw shows as its first 13 characters. Nothing else of a request (commands, env, mounts) is reported.
  */
-import type { CriRpc } from './criCalls.ts';
-import type { CallOptions, ImageService, RuntimeService } from './types.ts';
+import { type CriCall, type CriRpc, allowanceSecondsOf, containerIdOf, containerNameOf, imageOf, podUidOf, sandboxIdOf } from './criCalls.ts';
+import { decorate } from './decorate.ts';
+import type { CallOptions, Container, ContainerStatus, ImageService, RuntimeService } from './types.ts';
 
 /** One runtime call: `id` tells apart calls with the same method and target under way together. */
 export interface TracedCall {
@@ -45,67 +46,41 @@ async function traceCall<T>(trace: CallTrace, call: CriRpc, target: string, run:
 
 const shortId = (id: string) => id.slice(0, 13);
 
-/** The RuntimeService, each call reported to `trace`; `known`: container IDs and names seen before. Streams (containerEvents) pass through. */
+/**
+ * The RuntimeService, each call reported to `trace`; `known`: container IDs and names seen before.
+ * Streams (containerEvents) pass through.
+ */
 export function tracedRuntime(runtime: RuntimeService, trace: CallTrace, known: Iterable<[string, string]> = []): RuntimeService {
   const names = new Map<string, string>(known);
-  const containerName = (id: string) => names.get(id) ?? shortId(id);
-  const call = <T>(method: CriRpc, target: string, run: () => Promise<T>, allowanceMs?: number) => traceCall(trace, method, target, run, allowanceMs);
-  return {
-    version: (opts) => call('Version', '', () => runtime.version(opts)),
-    status: (opts) => call('Status', '', () => runtime.status(opts)),
-    updateRuntimeConfig: (podCidr, opts) => call('UpdateRuntimeConfig', '', () => runtime.updateRuntimeConfig(podCidr, opts)),
-    runPodSandbox: (config, opts) => call('RunPodSandbox', 'sandbox', () => runtime.runPodSandbox(config, opts)),
-    stopPodSandbox: (id, opts) => call('StopPodSandbox', 'sandbox', () => runtime.stopPodSandbox(id, opts)),
-    removePodSandbox: (id, opts) => call('RemovePodSandbox', 'sandbox', () => runtime.removePodSandbox(id, opts)),
-    podSandboxStatus: (id, opts) => call('PodSandboxStatus', 'sandbox', () => runtime.podSandboxStatus(id, opts)),
-    listPodSandbox: (filter, opts) => call('ListPodSandbox', '', () => runtime.listPodSandbox(filter, opts)),
-    createContainer: (sandboxId, config, sandboxConfig, opts) =>
-      call('CreateContainer', config.metadata.name, async () => {
-        const id = await runtime.createContainer(sandboxId, config, sandboxConfig, opts);
-        names.set(id, config.metadata.name);
-        return id;
-      }),
-    startContainer: (id, opts) => call('StartContainer', containerName(id), () => runtime.startContainer(id, opts)),
-    stopContainer: (id, timeoutSeconds, opts) =>
-      call('StopContainer', containerName(id), () => runtime.stopContainer(id, timeoutSeconds, opts), timeoutSeconds * 1000),
-    removeContainer: (id, opts) => call('RemoveContainer', containerName(id), () => runtime.removeContainer(id, opts)),
-    listContainers: (filter, opts) =>
-      call('ListContainers', '', async () => {
-        const containers = await runtime.listContainers(filter, opts);
-        for (const c of containers) names.set(c.id, c.metadata.name);
-        return containers;
-      }),
-    containerStatus: (id, opts) =>
-      call('ContainerStatus', containerName(id), async () => {
-        const status = await runtime.containerStatus(id, opts);
-        names.set(id, status.metadata.name);
-        return status;
-      }),
-    updateContainerResources: (id, resources, opts) => call('UpdateContainerResources', containerName(id), () => runtime.updateContainerResources(id, resources, opts)),
-    reopenContainerLog: (id, opts) => call('ReopenContainerLog', containerName(id), () => runtime.reopenContainerLog(id, opts)),
-    containerStats: (id, opts) => call('ContainerStats', containerName(id), () => runtime.containerStats(id, opts)),
-    listContainerStats: (filter, opts) => call('ListContainerStats', '', () => runtime.listContainerStats(filter, opts)),
-    podSandboxStats: (id, opts) => call('PodSandboxStats', 'sandbox', () => runtime.podSandboxStats(id, opts)),
-    listPodSandboxStats: (filter, opts) => call('ListPodSandboxStats', '', () => runtime.listPodSandboxStats(filter, opts)),
-    execSync: (id, cmd, timeoutSeconds, opts) =>
-      call('ExecSync', containerName(id), () => runtime.execSync(id, cmd, timeoutSeconds, opts), timeoutSeconds * 1000),
-    exec: (request, opts) => call('Exec', containerName(request.containerId), () => runtime.exec(request, opts)),
-    attach: (request, opts) => call('Attach', containerName(request.containerId), () => runtime.attach(request, opts)),
-    portForward: (request, opts) => call('PortForward', 'sandbox', () => runtime.portForward(request, opts)),
-    containerEvents: (opts) => runtime.containerEvents(opts),
-  };
+  return decorate(runtime, (call, args, proceed) => {
+    const containerId = containerIdOf(call, args);
+    const allowanceSeconds = allowanceSecondsOf(call, args);
+    const learning = async () => {
+      const result = await proceed();
+      // The names the runtime hands back: a container made, a listing, a status.
+      if (call.creates === 'container') names.set(result as string, containerNameOf(call, args)!);
+      else if (call.method === 'listContainers') for (const c of result as Container[]) names.set(c.id, c.metadata.name);
+      else if (call.method === 'containerStatus') names.set(containerId!, (result as ContainerStatus).metadata.name);
+      return result;
+    };
+    const target = containerId !== undefined ? (names.get(containerId) ?? shortId(containerId)) : targetOf(call, args);
+    return traceCall(trace, call.rpc, target, learning, allowanceSeconds === undefined ? undefined : allowanceSeconds * 1000);
+  });
+}
+
+/**
+ * What a call that names no container is about: the container it makes, the image (PullImage's
+ * before its pod), `sandbox` for a sandbox or a pod's config, nothing for a node-wide call.
+ */
+function targetOf(call: CriCall, args: readonly unknown[]): string {
+  const named = containerNameOf(call, args) ?? imageOf(call, args);
+  if (named !== undefined) return named;
+  return sandboxIdOf(call, args) !== undefined || podUidOf(call, args) !== undefined ? 'sandbox' : '';
 }
 
 /** The ImageService, each call reported to `trace`. */
 export function tracedImages(images: ImageService, trace: CallTrace): ImageService {
-  const call = <T>(method: CriRpc, image: string, run: () => Promise<T>) => traceCall(trace, method, image, run);
-  return {
-    pullImage: (image, sandboxConfig, opts) => call('PullImage', image, () => images.pullImage(image, sandboxConfig, opts)),
-    imageStatus: (image, opts) => call('ImageStatus', image, () => images.imageStatus(image, opts)),
-    listImages: (opts) => call('ListImages', '', () => images.listImages(opts)),
-    removeImage: (image, opts) => call('RemoveImage', image, () => images.removeImage(image, opts)),
-    imageFsInfo: (opts) => call('ImageFsInfo', '', () => images.imageFsInfo(opts)),
-  };
+  return decorate(images, (call, args, proceed) => traceCall(trace, call.rpc, targetOf(call, args), proceed));
 }
 
 /** Every call reported to each of `traces`. */

@@ -3,7 +3,8 @@
  * TypeScript shapes. Field names follow the CRI proto (camelCase); timestamps are converted from
  * the proto's nanoseconds to milliseconds since the epoch so that the rest of the agent works in
  * one unit. Two implementations exist: the gRPC client (`cri/client.ts`, used for containerd and
- * for the embedded `sim://` runtime alike) and `InProcessRuntime` (the simulated engine without gRPC).
+ * for the embedded `sim://` runtime alike) and the simulated engine itself (`sim/engine.ts`, which
+ * the test kit calls without gRPC).
  */
 
 /** Options every runtime call accepts: a cancellation signal and a deadline. */

@@ -12,7 +12,7 @@ import path from 'node:path';
 import type { Pod } from '../../src/api/types.ts';
 import { CriClient } from '../../src/runtime/cri/client.ts';
 import { type CriProxy, startCriProxy } from '../support/criProxy.ts';
-import type { CallInterceptor } from '../../src/runtime/sim/server.ts';
+import type { Around } from '../../src/runtime/decorate.ts';
 import { startSimRuntime, type SimRuntime } from '../../src/runtime/sim/server.ts';
 import { type AgentProcess, type StateletCommand, runStatelet } from '../support/agentProcess.ts';
 import { PodHistory, type Violation, notConverged, runtimeViolations } from './invariants.ts';
@@ -64,7 +64,7 @@ export interface ChaosNodeOptions {
    * What every runtime call passes through (a FaultInjector's `intercept`): where sim:// in this
    * process serves it, or a CRI proxy in front of `endpoint`.
    */
-  intercept?: CallInterceptor;
+  intercept?: Around;
   /** More flags for the agent. */
   agentArgs?: string[];
   /** The agent's --root-dir (and --pod-logs-dir under it), when the episode brings its own filesystem; in the node's directory otherwise. */

@@ -71,7 +71,7 @@ export async function runHang(options: HangOptions): Promise<HangReport> {
     if ((await node.converge(timeout)) === null) throw new Error(`seed ${options.seed}: the node did not start: ${node.notConverged.join('; ')}`);
 
     const stuck = (await node.pod('stuck'))!;
-    const hang = faults.add({ methods: [call], podUid: stuck.metadata.uid, action: { kind: 'hang' } });
+    const hang = faults.holdCalls({ methods: [call], podUid: stuck.metadata.uid });
     node.faults.push(`hang ${call}`);
     node.lagging.add(stuck.metadata.uid);
     await node.remove('stuck');
@@ -104,7 +104,7 @@ export async function runHang(options: HangOptions): Promise<HangReport> {
       report.convergeMs.push(ms);
     }
     report.heldCalls = hang.hits;
-    hang.remove();
+    hang.releaseAll();
     node.faults.push('released');
     node.lagging.delete(stuck.metadata.uid);
     report.releasedConvergeMs = await node.converge(timeout);

@@ -10,7 +10,7 @@
  */
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
-import type { CallInterceptor } from '../../src/runtime/sim/server.ts';
+import type { Around } from '../../src/runtime/decorate.ts';
 import { seededRandom } from '../support/faults.ts';
 import { ChaosNode, type Kind } from './chaosNode.ts';
 import { Inspector } from './inspector.ts';
@@ -80,10 +80,10 @@ export async function runSoak(options: SoakOptions): Promise<SoakReport> {
   const random = seededRandom(options.seed);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
   let callsInFlight = 0;
-  const counting: CallInterceptor = async (_call, _request, _signal, answer) => {
+  const counting: Around = async (_call, _args, proceed) => {
     callsInFlight++;
     try {
-      return await answer();
+      return await proceed();
     } finally {
       callsInFlight--;
     }

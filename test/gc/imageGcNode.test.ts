@@ -31,7 +31,7 @@ import { StatsProvider } from '../../src/stats/provider.ts';
 import { diskOnly } from '../../src/volumes/mounter.ts';
 import { BUSYBOX_IMAGE, startContainerd } from '../containerd/harness.ts';
 import { containerConfig, networkNamespace, podSandboxConfig } from '../runtime/support.ts';
-import { InProcessRuntime } from '../support/inProcessRuntime.ts';
+import { inProcessRuntime } from '../support/inProcessRuntime.ts';
 import { NO_MEMORY_FEATURES } from '../support/pods.ts';
 import { type SmallFilesystem, mountSmallFilesystem, rootOrSkip } from '../support/smallFilesystem.ts';
 
@@ -139,7 +139,7 @@ describe('image GC on sim://', () => {
     const rootDir = await mkdtemp(path.join(os.tmpdir(), 'statelet-gc-sim-'));
     const small: SmallFilesystem = await mountSmallFilesystem(path.join(rootDir, 'sim'), { sizeMiB: 256, inodes: 65_536 });
     const engine = new SimEngine({ pullDelayMs: 0, stateDir: small.dir });
-    const runtime = new InProcessRuntime(engine);
+    const runtime = inProcessRuntime(engine);
     // As the containerd of the other story holds them: the busybox the container uses and the sandbox image.
     engine.images.remove('docker.io/library/busybox:latest');
     engine.images.load('statelet.local/busybox:1');

@@ -167,9 +167,9 @@ describe('a failed pull, as the runtime words it over gRPC', () => {
   let failure = { code: 'UNKNOWN' as CriErrorCode, desc: '' };
   beforeAll(async () => {
     grpc = await simOverGrpc('statelet-pull-errors-', {
-      intercept: async (call, _request, _signal, answer) => {
-        if (call === 'PullImage') throw new CriError(call, failure.code, failure.desc);
-        return answer();
+      intercept: async (call, _args, proceed) => {
+        if (call.method === 'pullImage') throw new CriError(call.rpc, failure.code, failure.desc);
+        return proceed();
       },
     });
   });

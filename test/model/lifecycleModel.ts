@@ -18,7 +18,7 @@
  */
 import { type SnapshotFrom, setup, waitFor } from 'xstate';
 import { Label } from '../../src/kuberuntime/labels.ts';
-import type { HoldController } from '../support/faultyRuntime.ts';
+import type { HoldController } from '../support/faults.ts';
 import type { ContainerStatus } from '../../src/runtime/types.ts';
 import { type PodHarness, container, makePod, podHarness } from '../support/pods.ts';
 

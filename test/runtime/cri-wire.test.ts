@@ -6,6 +6,9 @@
  */
 import Long from 'long';
 import { describe, expect, it } from 'vitest';
+import { WIRE_CALLS } from '../../src/runtime/cri/wireCalls.ts';
+import { SimEngine } from '../../src/runtime/sim/engine.ts';
+import { containerConfig, podSandboxConfig } from './support.ts';
 import { type WireContainer, clientMethod, keptEncodings, messageEncoder, enumValue, CONTAINER_STATES, int64ToNumber, msToNs, nsToMs, serviceDefinition } from '../../src/runtime/cri/wire.ts';
 
 /** The exact answer, by BigInt, for any int64 written as a decimal string. */
@@ -144,5 +147,30 @@ describe('answers written around kept encodings (messageEncoder, keptEncodings)'
 
   it('refuses a part that is not a message field', () => {
     expect(() => messageEncoder('Container', { id: encodeContainer })).toThrow(/runtime.v1.Container has no message field id/);
+  });
+});
+
+describe("the table of wire calls' lists (wireCalls.ts)", () => {
+  /** `items` behind proxies that count how often a field of theirs is read. */
+  const watched = <T extends object>(items: T[], reads: { count: number }) =>
+    items.map((item) => new Proxy(item, { get: (target, key) => (reads.count++, Reflect.get(target, key)) }));
+
+  it('write each listing of the engine once while it is the same object, and read back as the client reads them', async () => {
+    const engine = new SimEngine({ pullDelayMs: 0 });
+    const config = podSandboxConfig('web');
+    const sandbox = engine.runPodSandbox(config);
+    engine.createContainer(sandbox, containerConfig('app'));
+    const listContainers = WIRE_CALLS.listContainers;
+    if (!('encode' in listContainers)) throw new Error('ListContainers is written around kept encodings');
+    const reads = { count: 0 };
+    const containers = watched(engine.listContainers(), reads);
+    const first = listContainers.encode(containers);
+    expect(reads.count).toBeGreaterThan(0);
+    const afterFirst = reads.count;
+    expect(listContainers.encode(containers)).toEqual(first);
+    expect(reads.count).toBe(afterFirst);
+    const readBack = WIRE_CALLS.listContainers.result(clientMethod('RuntimeService', 'ListContainers').deserialize(first) as never);
+    expect(readBack).toEqual(engine.listContainers());
+    await engine.close();
   });
 });

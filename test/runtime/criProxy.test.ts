@@ -1,6 +1,6 @@
 /**
- * The CRI proxy of the test kit (src/runtime/cri/proxy.ts) in front of sim:// over gRPC: calls and
- * the event stream pass through unchanged, and a FaultInjector's rules apply to the calls it
+ * The CRI proxy of the test kit (test/support/criProxy.ts) in front of sim:// over gRPC: calls and
+ * the event stream pass through unchanged, and a FaultInjector's faults apply to the calls it
  * relays — a failure with its code, a hang held until the caller's deadline, other pods untouched.
  */
 import path from 'node:path';
@@ -52,10 +52,9 @@ describe('startCriProxy', () => {
     const configC = podSandboxConfig('c');
     const b = await client.runPodSandbox(configB);
     const c = await client.runPodSandbox(configC);
-    const failing = faults.add({ methods: ['stopPodSandbox'], count: 1, action: { kind: 'fail', code: 'UNAVAILABLE', message: 'injected' } });
+    faults.failNext('stopPodSandbox', 'UNAVAILABLE', 'injected');
     expect(await rejection(client.stopPodSandbox(c))).toMatchObject({ code: 'UNAVAILABLE', detail: 'injected' });
-    failing.remove();
-    faults.add({ methods: ['stopPodSandbox'], podUid: 'uid-b', action: { kind: 'hang' } });
+    faults.holdCalls({ methods: ['stopPodSandbox'], podUid: 'uid-b' });
     const held = rejection(client.stopPodSandbox(b, { timeoutMs: 300 }));
     await client.stopPodSandbox(c);
     expect((await sim.client.podSandboxStatus(c)).state).toBe('SANDBOX_NOTREADY');

@@ -14,12 +14,12 @@ it('loses a sandbox as containerd loses a pause container: NOTREADY, told as sto
 
     engine.loseSandbox(sandbox);
     expect(engine.podSandboxStatus(sandbox).state).toBe('SANDBOX_NOTREADY');
-    expect(engine.containerStatus(container).state).toBe('CONTAINER_RUNNING');
+    expect(engine.containerStatusNow(container).state).toBe('CONTAINER_RUNNING');
     expect(events).toEqual(['sandbox CONTAINER_STOPPED_EVENT']);
     expect(() => engine.loseSandbox(sandbox)).toThrow(/is not ready/);
 
     engine.crashContainer(container, 137);
-    expect(engine.containerStatus(container)).toMatchObject({ state: 'CONTAINER_EXITED', exitCode: 137 });
+    expect(engine.containerStatusNow(container)).toMatchObject({ state: 'CONTAINER_EXITED', exitCode: 137 });
     expect(() => engine.crashContainer(container, 1)).toThrow(/is not running/);
   } finally {
     await engine.close();

@@ -299,7 +299,8 @@ describe('sim:// over gRPC', () => {
   it('missing images can be configured through the constructor', async () => {
     const engine = new SimEngine({ clock, pullDelayMs: 0, missingImages: ['private/app:2'] });
     await expect(engine.pullImage('docker.io/private/app:2')).rejects.toThrow(/not found/);
-    await expect(engine.pullImage('private/app:3')).resolves.toMatchObject({ repoTags: ['docker.io/private/app:3'] });
+    const ref = await engine.pullImage('private/app:3');
+    expect(engine.imageStatus('private/app:3')).toMatchObject({ id: ref, repoTags: ['docker.io/private/app:3'] });
     await engine.close();
   });
 

@@ -105,10 +105,10 @@ function exited(id: string): Promise<number> {
     const unsubscribe = sim.engine.subscribe((event) => {
       if (event.containerId !== id || event.type !== 'CONTAINER_STOPPED_EVENT') return;
       unsubscribe();
-      resolve(sim.engine.containerStatus(id).exitCode);
+      resolve(sim.engine.containerStatusNow(id).exitCode);
     });
     try {
-      const status = sim.engine.containerStatus(id);
+      const status = sim.engine.containerStatusNow(id);
       if (status.state === 'CONTAINER_EXITED') {
         unsubscribe();
         resolve(status.exitCode);

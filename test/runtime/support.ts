@@ -3,6 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CriClient } from '../../src/runtime/cri/client.ts';
+import type { CriArgs, CriMethod } from '../../src/runtime/criCalls.ts';
 import { startSimRuntime, type SimRuntime, type SimRuntimeServerOptions } from '../../src/runtime/sim/server.ts';
 import { ManualClock } from '../support/manualClock.ts';
 import {
@@ -105,3 +106,41 @@ export async function simOverGrpc(prefix: string, options: Pick<SimRuntimeServer
     },
   };
 }
+
+export const SANDBOX = 'sandbox0123456789';
+export const CONTAINER = 'abcdef0123456789abcdef';
+const pod = podSandboxConfig('web');
+const app = containerConfig('app');
+
+/** Each CRI call with arguments as the agent passes them, about sandbox `SANDBOX`, container `CONTAINER`, pod `web` and image `busybox:1`. */
+export const CALL_ARGS: { [M in CriMethod]: CriArgs<M> } = {
+  version: [],
+  status: [{ verbose: true }],
+  updateRuntimeConfig: ['10.0.0.0/24'],
+  runPodSandbox: [pod],
+  stopPodSandbox: [SANDBOX],
+  removePodSandbox: [SANDBOX],
+  podSandboxStatus: [SANDBOX],
+  listPodSandbox: [{ state: 'SANDBOX_READY' }],
+  createContainer: [SANDBOX, app, pod],
+  startContainer: [CONTAINER],
+  stopContainer: [CONTAINER, 30],
+  removeContainer: [CONTAINER],
+  listContainers: [{ podSandboxId: SANDBOX }],
+  containerStatus: [CONTAINER],
+  updateContainerResources: [CONTAINER, { cpuPeriod: 100_000, cpuQuota: 0, cpuShares: 2, memoryLimitInBytes: 0, oomScoreAdj: 0 }],
+  execSync: [CONTAINER, ['true'], 5],
+  exec: [{ containerId: CONTAINER, cmd: ['sh'], tty: false, stdin: false, stdout: true, stderr: true }],
+  attach: [{ containerId: CONTAINER, tty: false, stdin: false, stdout: true, stderr: true }],
+  portForward: [{ podSandboxId: SANDBOX, port: [80] }],
+  reopenContainerLog: [CONTAINER],
+  containerStats: [CONTAINER],
+  listContainerStats: [{}],
+  podSandboxStats: [SANDBOX],
+  listPodSandboxStats: [{}],
+  pullImage: ['busybox:1', pod],
+  imageStatus: ['busybox:1'],
+  listImages: [],
+  removeImage: ['busybox:1'],
+  imageFsInfo: [],
+};

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { ContainerEvent } from '../../src/runtime/types.ts';
 import { SimEngine } from '../../src/runtime/sim/engine.ts';
-import { InProcessRuntime } from '../support/inProcessRuntime.ts';
+import { inProcessRuntime } from '../support/inProcessRuntime.ts';
 import { ManualClock } from '../support/manualClock.ts';
 import { TestRuntime } from '../support/testRuntime.ts';
 import { NamespaceMode, type ContainerConfig, type PodSandboxConfig } from '../../src/runtime/types.ts';
@@ -438,7 +438,7 @@ describe('the in-process simulated runtime: events, through the decorator', () =
 
 describe('the in-process adapter itself', () => {
   it('fails a call whose signal has fired with CANCELLED, naming the call, and maps engine errors to CriError', async () => {
-    const runtime = new InProcessRuntime(new SimEngine({ clock: new ManualClock(0), pullDelayMs: 0 }));
+    const runtime = inProcessRuntime(new SimEngine({ clock: new ManualClock(0), pullDelayMs: 0 }));
     const controller = new AbortController();
     controller.abort();
     expect(await rejection(runtime.listContainers({}, { signal: controller.signal }))).toMatchObject({ call: 'ListContainers', code: 'CANCELLED' });

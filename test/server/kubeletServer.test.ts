@@ -15,7 +15,7 @@ import type { ListeningServer } from '../../src/server/http.ts';
 import { startKubeletServer } from '../../src/server/kubeletServer.ts';
 import { StatsProvider } from '../../src/stats/provider.ts';
 import { SimEngine } from '../../src/runtime/sim/engine.ts';
-import { InProcessRuntime } from '../support/inProcessRuntime.ts';
+import { inProcessRuntime } from '../support/inProcessRuntime.ts';
 import { containerConfig, podSandboxConfig } from '../runtime/support.ts';
 import { type KubeletClientPki, writeKubeletClientPki } from '../support/kubeletClientPki.ts';
 import { noStreaming } from '../support/noStreaming.ts';
@@ -53,7 +53,7 @@ beforeAll(async () => {
       ...noStreaming,
     },
     configz: () => configz(agentDefaults() as never),
-    stats: new StatsProvider({ nodeName: 'node-a', runtime: new InProcessRuntime(engine), podLogsDir: dir, now: Date.now, log: silentLogger, readHost: async () => HOST }),
+    stats: new StatsProvider({ nodeName: 'node-a', runtime: inProcessRuntime(engine), podLogsDir: dir, now: Date.now, log: silentLogger, readHost: async () => HOST }),
     auth: new RequestAuth({ anonymous: false, nodeName: 'node-a', now: Date.now }),
     tls: await servingCertificate({ certDir: path.join(dir, 'pki'), nodeName: 'node-a', addresses: ['127.0.0.1'], now: new Date() }),
     clientCA: await readFile(pki.caFile, 'utf8'),

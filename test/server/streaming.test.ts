@@ -10,7 +10,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Pod } from '../../src/api/types.ts';
 import { SimEngine } from '../../src/runtime/sim/engine.ts';
-import { InProcessRuntime } from '../support/inProcessRuntime.ts';
+import { inProcessRuntime } from '../support/inProcessRuntime.ts';
 import { SimStreaming } from '../../src/runtime/sim/streaming.ts';
 import { parseStreamingPath } from '../../src/server/streaming.ts';
 import { freePort } from '../support/agentProcess.ts';
@@ -23,7 +23,7 @@ let dir: string;
 let agent: TestKubeletServer;
 let port: number;
 const engine = new SimEngine({ pullDelayMs: 0 });
-const runtime = new InProcessRuntime(engine);
+const runtime = inProcessRuntime(engine);
 
 const pod = listedPod('shop', 'web', 'u1');
 

@@ -1,53 +1,82 @@
 /**
- * Faults on demand, for the reliability suite (part of the test kit, not of the package): a
- * decorator over any `RuntimeService`/`ImageService` (sim://, the in-process runtime, the gRPC
- * client to containerd) that makes chosen calls fail, wait, or hang, by method, by pod, with a
- * probability and a count, drawn from a seeded generator so that a run can be replayed.
+ * Faults on demand and a record of every call, for the whole test kit (not part of the package):
+ * one injector standing around the CRI calls (`decorate`'s `around`), wherever they are answered:
  *
- * A hanging call behaves as a gRPC call to a runtime that does not answer: it ends when the rule
- * is released (the call then proceeds), when its caller aborts (CANCELLED), or at its deadline
- * (`timeoutMs`: DEADLINE_EXCEEDED). Calls are tied to pods by what they carry: a sandbox config's
- * UID, or an id the injector saw the runtime hand out or list for that pod. The event stream
- * (`containerEvents`) passes through untouched.
+ * - over a runtime in the test's process (`runtime`, `images`: sim:// in process, the gRPC client
+ *   to sim:// or to containerd), where it also stands around the event stream. `TestRuntime`
+ *   (testRuntime.ts) is one over the in-process engine, for the unit tests;
+ * - where a runtime serves the calls (`intercept`: sim:// served from the test's process, or a CRI
+ *   proxy in front of containerd, criProxy.ts), for an agent in another process (the reliability
+ *   suite, test/chaos).
  *
- * The same rules apply on a runtime's serving side (`intercept`, for sim:// served from a test's
- * process): there the agent in another process makes the calls, and a held call is one its gRPC
- * client waits on.
+ * It records every call with what it is about (`calls`, `callLog`), and makes chosen calls fail
+ * (`failNext`, `failAlways`), wait (`delayCalls`) or hang until the test lets them go (`holdCalls`),
+ * chosen by method, by pod and by chance: a draw from a seeded generator, so that a run can be
+ * replayed. Over a runtime it can also answer ExecSync itself (`setExecHandler`), refuse the event
+ * stream (UNIMPLEMENTED, as containerd 1.6 does) or break the streams that are open (as a runtime
+ * restart would). Nothing else changes what the runtime underneath does.
+ *
+ * A held call behaves as a gRPC call to a runtime that does not answer: it ends when the test
+ * releases it (the call then proceeds) or fails it, when its caller aborts (CANCELLED), or at its
+ * deadline (`timeoutMs`: DEADLINE_EXCEEDED). Calls are tied to pods by what they carry: a sandbox
+ * config's UID, or an ID the injector saw the runtime hand out or list for that pod.
  */
-import { type CallOptions, CriError, type CriErrorCode, type ImageService, type RuntimeService } from '../../src/runtime/types.ts';
-import type { CallInterceptor } from '../../src/runtime/sim/server.ts';
-import { CRI_CALLS, type CriMethod, criMethodOf, isCriMethod } from '../../src/runtime/criCalls.ts';
+import {
+  CRI_CALLS,
+  type CriArgs,
+  type CriCall,
+  type CriMethod,
+  type CriResult,
+  allowanceSecondsOf,
+  containerIdOf,
+  containerNameOf,
+  imageOf,
+  optionsOf,
+  podConfigOf,
+  podUidOf,
+  sandboxIdOf,
+} from '../../src/runtime/criCalls.ts';
+import { type Around, type AroundEvents, decorate } from '../../src/runtime/decorate.ts';
+import { type CallOptions, type ContainerEvent, CriError, type CriErrorCode, type ExecResult, type ImageService, type RuntimeService } from '../../src/runtime/types.ts';
 
+/** A runtime call, by its method name on the TypeScript interfaces: a CRI call or the event stream. */
+export type RuntimeMethod = CriMethod | 'containerEvents';
 
-export type FaultAction = { kind: 'fail'; code: CriErrorCode; message?: string } | { kind: 'delay'; ms: number } | { kind: 'hang' };
+/** The calls a fault applies to: every call of a method, or the calls of some methods (all when absent), of one pod, each hit with a probability. */
+export type CallMatch = RuntimeMethod | { methods?: readonly RuntimeMethod[]; podUid?: string; probability?: number };
 
-export interface FaultRule {
-  /** The calls it applies to; all when absent. */
-  methods?: readonly CriMethod[];
-  /** Only calls about this pod. */
-  podUid?: string;
-  /** Chance that a matching call is hit (1 when absent), drawn from the injector's seed. */
-  probability?: number;
-  /** How many calls it hits at most (no limit when absent). */
-  count?: number;
-  action: FaultAction;
+/** One entry of the call log: the method and the ID, name or image it was about. */
+export interface RecordedCall {
+  method: RuntimeMethod;
+  target: string;
+  /** The timeout argument of `stopContainer` and `execSync`, in seconds. */
+  timeoutSeconds?: number;
 }
 
-/** A rule once added: how to take it back, and (for hangs) let the calls it holds go on. */
-export interface ActiveFault {
-  readonly rule: FaultRule;
-  /** Calls it has hit so far. */
+/** Controls calls held by `holdCalls`. */
+export interface HoldController {
+  /** Number of calls currently waiting. */
+  readonly pending: number;
+  /** Calls it has held so far (a call retried after its deadline counts again). */
   readonly hits: number;
-  /** Removes the rule; calls it holds proceed. */
-  remove(): void;
+  /** Resolves once at least `count` calls are waiting. */
+  whenPending(count?: number): Promise<void>;
+  /** Lets the oldest waiting call proceed; later calls keep being held. Returns false if none waited. */
+  releaseNext(): boolean;
+  /** Lets every waiting call proceed and stops holding: later calls run straight through. */
+  releaseAll(): void;
+  /** Fails every waiting call with this error and stops holding. */
+  failAll(code: CriErrorCode, message?: string): void;
 }
 
-/** A call held by a hang rule, for the suite's reports and assertions. */
+/** A call held right now, for the suite's reports and assertions. */
 export interface HeldCall {
   method: CriMethod;
   podUid: string | undefined;
   since: number;
 }
+
+export type ExecHandler = (containerId: string, cmd: string[]) => ExecResult;
 
 /** mulberry32: a small, fast, seedable generator with a 2^32 period, enough for fault draws. */
 export function seededRandom(seed: number): () => number {
@@ -63,181 +92,358 @@ export function seededRandom(seed: number): () => number {
 
 const POD_UID_LABEL = 'io.kubernetes.pod.uid';
 
-interface Rule extends ActiveFault {
-  hits: number;
-  removed: boolean;
-  /** Resumes the calls this rule holds. */
-  held: Set<() => void>;
+/** The RPC that names a method's errors, as the gRPC client names them. */
+const rpcOf = (method: RuntimeMethod): string => (method === 'containerEvents' ? 'GetContainerEvents' : CRI_CALLS[method].rpc);
+
+type Fault = { kind: 'fail'; code: CriErrorCode; message: string } | { kind: 'delay'; ms: number } | { kind: 'hold'; hold: CallHold };
+
+interface Rule {
+  match: Exclude<CallMatch, RuntimeMethod>;
+  /** Calls it may still hit. */
+  remaining: number;
+  fault: Fault;
+}
+
+interface WaitingCall extends HeldCall {
+  release(): void;
+  fail(err: CriError): void;
+}
+
+class CallHold implements HoldController {
+  private readonly waiting: WaitingCall[] = [];
+  private readonly watchers: { count: number; resolve: () => void }[] = [];
+  hits = 0;
+  active = true;
+
+  constructor(private readonly onEnd: (hold: CallHold) => void) {}
+
+  get pending(): number {
+    return this.waiting.length;
+  }
+
+  get held(): readonly HeldCall[] {
+    return this.waiting;
+  }
+
+  /** Holds one call until it is let go, failed, aborted by its caller or past its deadline. */
+  wait(method: CriMethod, podUid: string | undefined, opts: CallOptions | undefined): Promise<void> {
+    this.hits++;
+    const signal = opts?.signal;
+    return new Promise<void>((resolve, reject) => {
+      const done = () => {
+        const at = this.waiting.indexOf(held);
+        if (at >= 0) this.waiting.splice(at, 1);
+        signal?.removeEventListener('abort', cancelled);
+        if (deadline) clearTimeout(deadline);
+      };
+      const cancelled = () => held.fail(new CriError(rpcOf(method), 'CANCELLED', 'aborted while the call was held'));
+      const held: WaitingCall = {
+        method,
+        podUid,
+        since: Date.now(),
+        release: () => {
+          done();
+          resolve();
+        },
+        fail: (err) => {
+          done();
+          reject(err);
+        },
+      };
+      const deadline = opts?.timeoutMs
+        ? setTimeout(() => held.fail(new CriError(rpcOf(method), 'DEADLINE_EXCEEDED', `no answer within ${opts.timeoutMs} ms (held)`)), opts.timeoutMs)
+        : undefined;
+      if (signal?.aborted) return cancelled();
+      signal?.addEventListener('abort', cancelled, { once: true });
+      this.waiting.push(held);
+      for (const watcher of [...this.watchers]) {
+        if (this.waiting.length < watcher.count) continue;
+        this.watchers.splice(this.watchers.indexOf(watcher), 1);
+        watcher.resolve();
+      }
+    });
+  }
+
+  whenPending(count = 1): Promise<void> {
+    if (this.waiting.length >= count) return Promise.resolve();
+    return new Promise((resolve) => this.watchers.push({ count, resolve }));
+  }
+
+  releaseNext(): boolean {
+    const held = this.waiting[0];
+    held?.release();
+    return held !== undefined;
+  }
+
+  releaseAll(): void {
+    this.end();
+    for (const held of [...this.waiting]) held.release();
+  }
+
+  failAll(code: CriErrorCode, message = 'failed while held'): void {
+    this.end();
+    for (const held of [...this.waiting]) held.fail(new CriError(rpcOf(held.method), code, message));
+  }
+
+  private end(): void {
+    if (!this.active) return;
+    this.active = false;
+    this.onEnd(this);
+  }
 }
 
 export class FaultInjector {
-  private readonly rules: Rule[] = [];
+  private rules: Rule[] = [];
   private readonly random: () => number;
-  /** Sandbox and container ids seen, to the UID of their pod. */
+  /** Holds by the method given to `holdCalls`, so that holding a held method again returns the same controller. */
+  private readonly holdsByMethod = new Map<RuntimeMethod, CallHold>();
+  /** Sandbox and container IDs seen, to the UID of their pod. */
   private readonly podOf = new Map<string, string>();
-  private readonly holding = new Set<HeldCall>();
+  private readonly log: RecordedCall[] = [];
+  /** The open event streams, each with how to break it. */
+  private readonly streams = new Set<(err: CriError) => void>();
+  private execHandler: ExecHandler | undefined;
+  private eventsUnimplemented = false;
   /** Faults injected so far, by kind. */
   readonly injected = { fail: 0, delay: 0, hang: 0 };
 
-  constructor(private readonly options: { seed: number; now?: () => number }) {
-    this.random = seededRandom(options.seed);
+  /** `seed`: what the draws of rules with a probability start from (0 when absent). */
+  constructor(options: { seed?: number } = {}) {
+    this.random = seededRandom(options.seed ?? 0);
   }
 
-  add(rule: FaultRule): ActiveFault {
-    const entry: Rule = {
-      rule,
-      hits: 0,
-      removed: false,
-      held: new Set(),
-      remove: () => {
-        if (entry.removed) return;
-        entry.removed = true;
-        this.rules.splice(this.rules.indexOf(entry), 1);
-        for (const resume of [...entry.held]) resume();
-      },
-    };
-    this.rules.push(entry);
-    return entry;
-  }
+  // ---------------------------------------------------------------- where it stands
 
-  /** Removes every rule; held calls proceed. */
-  clear(): void {
-    for (const rule of [...this.rules]) rule.remove();
-  }
-
-  /** The calls hanging right now. */
-  get held(): HeldCall[] {
-    return [...this.holding];
-  }
-
+  /** `inner` with the faults applied to its calls, ExecSync's handler and the event stream's faults with them. */
+  runtime(inner: RuntimeService & ImageService): RuntimeService & ImageService;
+  runtime(inner: RuntimeService): RuntimeService;
   runtime(inner: RuntimeService): RuntimeService {
-    return this.decorate(inner, (method) => method === 'containerEvents');
+    return decorate(inner, this.around(inner), this.aroundEvents);
   }
 
   images(inner: ImageService): ImageService {
-    return this.decorate(inner, () => false);
+    return decorate(inner, this.around(undefined));
   }
 
-  /** The rules as a runtime's server applies them to the calls it serves (sim://'s `intercept`). */
-  readonly intercept: CallInterceptor = async (call, request, signal, answer) => {
-    const method = criMethodOf(call);
-    if (!method) return answer();
-    const podUid = this.podFor([request]);
-    await this.interfere(method, podUid, [request, { signal }]);
-    const response = await answer();
-    this.learn(response, podUid);
-    return response;
-  };
+  /** The faults as a runtime's server applies them to the calls it serves (sim://'s `intercept`, the CRI proxy's). */
+  readonly intercept: Around = this.around(undefined);
 
-  private decorate<T extends object>(inner: T, passThrough: (method: string) => boolean): T {
-    return new Proxy(inner, {
-      get: (target, property, receiver) => {
-        const value: unknown = Reflect.get(target, property, receiver);
-        if (typeof value !== 'function' || typeof property !== 'string' || passThrough(property)) return typeof value === 'function' ? value.bind(target) : value;
-        if (!isCriMethod(property)) return value.bind(target);
-        const method = property;
-        return async (...args: unknown[]) => {
-          const podUid = this.podFor(args);
-          await this.interfere(method, podUid, args);
-          const result: unknown = await (value as (...a: unknown[]) => Promise<unknown>).apply(target, args);
-          this.learn(result, podUid);
-          return result;
-        };
-      },
+  // ---------------------------------------------------------------- scripting
+
+  /** Makes the next `times` matching calls fail with this error (after any failures already scripted for them). */
+  failNext(calls: CallMatch, code: CriErrorCode, message = 'scripted failure', times = 1): void {
+    this.rules.push({ match: matchOf(calls), remaining: times, fault: { kind: 'fail', code, message } });
+  }
+
+  /** Makes every matching call fail until `clearFailures`. */
+  failAlways(calls: CallMatch, code: CriErrorCode, message = 'scripted failure'): void {
+    this.failNext(calls, code, message, Number.POSITIVE_INFINITY);
+  }
+
+  /** Takes back the failures scripted for `method` (for every method when absent). */
+  clearFailures(method?: RuntimeMethod): void {
+    this.rules = this.rules.filter((rule) => rule.fault.kind !== 'fail' || (method !== undefined && !appliesTo(rule.match, method)));
+  }
+
+  /** Makes the next `times` matching calls wait `ms` before they reach the runtime (an aborted caller still ends one). */
+  delayCalls(calls: CallMatch, ms: number, times = Number.POSITIVE_INFINITY): void {
+    this.rules.push({ match: matchOf(calls), remaining: times, fault: { kind: 'delay', ms } });
+  }
+
+  /**
+   * Holds every matching call before it reaches the runtime until the test lets it go (the call
+   * then proceeds) or fails it; its caller's abort or deadline still ends it. Holding an already
+   * held method returns the same controller.
+   */
+  holdCalls(calls: CallMatch): HoldController {
+    const existing = typeof calls === 'string' ? this.holdsByMethod.get(calls) : undefined;
+    if (existing?.active) return existing;
+    const hold = new CallHold((ended) => {
+      this.rules = this.rules.filter((rule) => rule.fault.kind !== 'hold' || rule.fault.hold !== ended);
+      if (typeof calls === 'string' && this.holdsByMethod.get(calls) === ended) this.holdsByMethod.delete(calls);
     });
+    this.rules.push({ match: matchOf(calls), remaining: Number.POSITIVE_INFINITY, fault: { kind: 'hold', hold } });
+    if (typeof calls === 'string') this.holdsByMethod.set(calls, hold);
+    return hold;
   }
 
-  private async interfere(method: CriMethod, podUid: string | undefined, args: unknown[]): Promise<void> {
+  /** Takes back every fault: failures and delays cleared, held calls let go, nothing held from now on. */
+  clear(): void {
+    for (const rule of [...this.rules]) if (rule.fault.kind === 'hold') rule.fault.hold.releaseAll();
+    this.rules = [];
+  }
+
+  /** Answers ExecSync with `handler` instead of running the command (the container must exist and run). */
+  setExecHandler(handler: ExecHandler): void {
+    this.execHandler = handler;
+  }
+
+  /** Makes GetContainerEvents answer UNIMPLEMENTED, as containerd 1.6 does. */
+  setEventsUnimplemented(unimplemented = true): void {
+    this.eventsUnimplemented = unimplemented;
+  }
+
+  /** Ends every open event stream with this error, as a runtime restart would. */
+  breakEventStreams(code: CriErrorCode = 'UNAVAILABLE', message = 'event stream broken'): void {
+    for (const fail of [...this.streams]) fail(new CriError('GetContainerEvents', code, message));
+  }
+
+  // ---------------------------------------------------------------- inspection
+
+  get calls(): readonly RecordedCall[] {
+    return this.log;
+  }
+
+  /** The call log rendered as `method(target)` strings, convenient for `toEqual`. */
+  callLog(method?: RuntimeMethod): string[] {
+    return this.log.filter((c) => method === undefined || c.method === method).map((c) => `${c.method}(${c.target})`);
+  }
+
+  clearCalls(): void {
+    this.log.length = 0;
+  }
+
+  get openEventStreams(): number {
+    return this.streams.size;
+  }
+
+  /** The calls held right now. */
+  get held(): HeldCall[] {
+    return this.rules.flatMap((rule) => (rule.fault.kind === 'hold' ? rule.fault.hold.held.map(({ method, podUid, since }) => ({ method, podUid, since })) : []));
+  }
+
+  // ---------------------------------------------------------------- the calls
+
+  /** What stands around each call; `inner`, the runtime ExecSync's handler checks the container with (none where the calls are served). */
+  private around(inner: RuntimeService | undefined): Around {
+    return (call, args, proceed) => this.answer(inner, call, args, proceed);
+  }
+
+  private async answer<M extends CriMethod>(inner: RuntimeService | undefined, call: CriCall<M>, args: CriArgs<M>, proceed: () => Promise<CriResult<M>>): Promise<CriResult<M>> {
+    const opts = optionsOf(call, args);
+    const timeoutSeconds = allowanceSecondsOf(call, args);
+    this.log.push({ method: call.method, target: targetOf(call, args), ...(timeoutSeconds === undefined ? {} : { timeoutSeconds }) });
+    if (opts?.signal?.aborted) throw new CriError(call.rpc, 'CANCELLED', 'aborted before the call was made');
+    const podUid = podUidOf(call, args) ?? this.podOf.get(containerIdOf(call, args) ?? sandboxIdOf(call, args) ?? '');
+    await this.wait(call, podUid, opts);
+    const failure = this.failure(call.method, podUid);
+    if (failure) throw failure;
+    const handler = this.execHandler;
+    // The handler answers ExecSync (its arguments and result are ExecSync's).
+    const result = inner && handler && call.method === 'execSync' ? ((await this.execAnswered(inner, handler, args as CriArgs<'execSync'>)) as CriResult<M>) : await proceed();
+    this.learn(call, podUid, result);
+    return result;
+  }
+
+  /** Holds and delays that apply to the call, one after the other. */
+  private async wait(call: CriCall, podUid: string | undefined, opts: CallOptions | undefined): Promise<void> {
     for (const rule of [...this.rules]) {
-      const { methods, podUid: onlyPod, probability = 1, count = Infinity, action } = rule.rule;
-      if (rule.removed || rule.hits >= count) continue;
-      if (methods && !methods.includes(method)) continue;
-      if (onlyPod !== undefined && onlyPod !== podUid) continue;
-      if (probability < 1 && this.random() >= probability) continue;
-      rule.hits++;
-      this.injected[action.kind]++;
-      const opts = callOptions(args);
-      if (action.kind === 'fail') throw new CriError(CRI_CALLS[method].rpc, action.code, action.message ?? `injected fault (${action.code})`);
-      if (action.kind === 'delay') await pause(action.ms, opts, method);
-      else await this.hang(rule, method, podUid, opts);
+      const { fault } = rule;
+      if (fault.kind === 'fail' || !this.hits(rule, call.method, podUid)) continue;
+      if (fault.kind === 'hold') {
+        this.injected.hang++;
+        await fault.hold.wait(call.method, podUid, opts);
+      } else {
+        this.injected.delay++;
+        await pause(fault.ms, opts, call.rpc);
+      }
     }
   }
 
-  private hang(rule: Rule, method: CriMethod, podUid: string | undefined, opts: CallOptions | undefined): Promise<void> {
-    const call: HeldCall = { method, podUid, since: (this.options.now ?? Date.now)() };
-    this.holding.add(call);
-    return new Promise<void>((resolve, reject) => {
-      const done = () => {
-        this.holding.delete(call);
-        rule.held.delete(resume);
-        if (deadline) clearTimeout(deadline);
-        opts?.signal?.removeEventListener('abort', cancelled);
-      };
-      const resume = () => {
-        done();
-        resolve();
-      };
-      const cancelled = () => {
-        done();
-        reject(new CriError(CRI_CALLS[method].rpc, 'CANCELLED', 'call cancelled'));
-      };
-      const deadline = opts?.timeoutMs
-        ? setTimeout(() => {
-            done();
-            reject(new CriError(CRI_CALLS[method].rpc, 'DEADLINE_EXCEEDED', `no answer within ${opts.timeoutMs} ms (injected hang)`));
-          }, opts.timeoutMs)
-        : null;
-      rule.held.add(resume);
-      if (opts?.signal?.aborted) return cancelled();
-      opts?.signal?.addEventListener('abort', cancelled, { once: true });
-    });
-  }
-
-  /** The pod a call is about: a sandbox config's UID, or an id handed out or listed for it. */
-  private podFor(args: unknown[]): string | undefined {
-    for (const arg of args) {
-      if (typeof arg === 'string') {
-        const uid = this.podOf.get(arg);
-        if (uid) return uid;
-      } else if (arg && typeof arg === 'object') {
-        // A sandbox config, or a request that carries one (RunPodSandbox's, CreateContainer's on the wire).
-        const record = arg as { metadata?: { uid?: string }; config?: { metadata?: { uid?: string } }; sandboxConfig?: { metadata?: { uid?: string } }; containerId?: string; podSandboxId?: string };
-        const uid = record.metadata?.uid || record.config?.metadata?.uid || record.sandboxConfig?.metadata?.uid;
-        if (uid) return uid;
-        const id = record.containerId ?? record.podSandboxId;
-        if (id && this.podOf.has(id)) return this.podOf.get(id);
-      }
+  /** The failure scripted for the call, if one is: the first rule that hits it. */
+  private failure(method: RuntimeMethod, podUid: string | undefined): CriError | undefined {
+    for (const rule of this.rules) {
+      if (rule.fault.kind !== 'fail' || !this.hits(rule, method, podUid)) continue;
+      this.injected.fail++;
+      return new CriError(rpcOf(method), rule.fault.code, rule.fault.message);
     }
     return undefined;
   }
 
-  /**
-   * Ids in a result: a new sandbox's or container's (for the call's pod; on the wire, the
-   * response's `podSandboxId` or `containerId`), or listed ones with their pod label.
-   */
-  private learn(result: unknown, podUid: string | undefined): void {
-    if (typeof result === 'string' && podUid) this.podOf.set(result, podUid);
-    if (result && typeof result === 'object' && !Array.isArray(result)) {
-      const response = result as { podSandboxId?: unknown; containerId?: unknown; items?: unknown; containers?: unknown };
-      const created = response.podSandboxId ?? response.containerId;
-      if (typeof created === 'string' && podUid) this.podOf.set(created, podUid);
-      result = response.items ?? response.containers;
-    }
+  /** Whether the rule applies to this call and its draw hits it; a hit is counted, and a rule used up goes. */
+  private hits(rule: Rule, method: RuntimeMethod, podUid: string | undefined): boolean {
+    const { podUid: onlyPod, probability = 1 } = rule.match;
+    if (rule.remaining <= 0 || !appliesTo(rule.match, method)) return false;
+    if (onlyPod !== undefined && onlyPod !== podUid) return false;
+    if (probability < 1 && this.random() >= probability) return false;
+    if (--rule.remaining <= 0) this.rules = this.rules.filter((kept) => kept !== rule);
+    return true;
+  }
+
+  private async execAnswered(inner: RuntimeService, handler: ExecHandler, [id, cmd, , opts]: CriArgs<'execSync'>): Promise<ExecResult> {
+    const status = await inner.containerStatus(id, opts);
+    if (status.state !== 'CONTAINER_RUNNING') throw new CriError('ExecSync', 'FAILED_PRECONDITION', `container ${id} is not running`);
+    return handler(id, [...cmd]);
+  }
+
+  /** IDs in a result: a new sandbox's or container's, for the call's pod, or listed ones with their pod label. */
+  private learn(call: CriCall, podUid: string | undefined, result: unknown): void {
+    if (call.creates && podUid) this.podOf.set(result as string, podUid);
     if (!Array.isArray(result)) return;
     for (const item of result as { id?: string; labels?: Record<string, string> }[]) {
-      const uid = item?.labels?.[POD_UID_LABEL];
-      if (item?.id && uid) this.podOf.set(item.id, uid);
+      const uid = item.labels?.[POD_UID_LABEL];
+      if (item.id && uid) this.podOf.set(item.id, uid);
     }
   }
+
+  /** The event stream: recorded, opened at once (failures apply; holds do not), and breakable by the test. */
+  private readonly aroundEvents: AroundEvents = (opts, open) => {
+    this.log.push({ method: 'containerEvents', target: '' });
+    const opening = opts?.signal?.aborted
+      ? new CriError('GetContainerEvents', 'CANCELLED', 'aborted before the call was made')
+      : (this.failure('containerEvents', undefined) ??
+        (this.eventsUnimplemented ? new CriError('GetContainerEvents', 'UNIMPLEMENTED', 'unknown method GetContainerEvents for service runtime.v1.RuntimeService') : undefined));
+    if (opening) return failing(opening);
+    const inner = new AbortController();
+    const onAbort = () => inner.abort();
+    opts?.signal?.addEventListener('abort', onAbort, { once: true });
+    let broken: CriError | undefined;
+    const brk = (err: CriError) => {
+      broken = err;
+      this.streams.delete(brk);
+      inner.abort();
+    };
+    this.streams.add(brk);
+    const source = open({ ...opts, signal: inner.signal });
+    const streams = this.streams;
+    return (async function* () {
+      try {
+        for await (const event of source) yield event;
+      } catch (err) {
+        throw broken ?? err;
+      } finally {
+        streams.delete(brk);
+        opts?.signal?.removeEventListener('abort', onAbort);
+      }
+    })();
+  };
 }
 
-function callOptions(args: unknown[]): CallOptions | undefined {
-  const last = args.at(-1);
-  return last && typeof last === 'object' && ('signal' in last || 'timeoutMs' in last) ? (last as CallOptions) : undefined;
+function matchOf(calls: CallMatch): Exclude<CallMatch, RuntimeMethod> {
+  return typeof calls === 'string' ? { methods: [calls] } : calls;
 }
 
+function appliesTo(match: Exclude<CallMatch, RuntimeMethod>, method: RuntimeMethod): boolean {
+  return match.methods === undefined || match.methods.includes(method);
+}
 
-function pause(ms: number, opts: CallOptions | undefined, method: CriMethod): Promise<void> {
+/**
+ * What the call log names a call by: the container's ID, `sandbox/name` of a container made, the
+ * sandbox's ID, the image, `namespace/name/uid/attempt` of a sandbox made; nothing for a node-wide call.
+ */
+function targetOf(call: CriCall, args: readonly unknown[]): string {
+  const containerId = containerIdOf(call, args);
+  if (containerId !== undefined) return containerId;
+  const sandboxId = sandboxIdOf(call, args);
+  const containerName = containerNameOf(call, args);
+  if (containerName !== undefined) return `${sandboxId}/${containerName}`;
+  const named = sandboxId ?? imageOf(call, args);
+  if (named !== undefined) return named;
+  const pod = podConfigOf(call, args)?.metadata;
+  return pod ? `${pod.namespace}/${pod.name}/${pod.uid}/${pod.attempt}` : '';
+}
+
+function pause(ms: number, opts: CallOptions | undefined, rpc: string): Promise<void> {
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => {
       opts?.signal?.removeEventListener('abort', cancelled);
@@ -245,8 +451,13 @@ function pause(ms: number, opts: CallOptions | undefined, method: CriMethod): Pr
     }, ms);
     const cancelled = () => {
       clearTimeout(timer);
-      reject(new CriError(CRI_CALLS[method].rpc, 'CANCELLED', 'call cancelled'));
+      reject(new CriError(rpc, 'CANCELLED', 'call cancelled'));
     };
     opts?.signal?.addEventListener('abort', cancelled, { once: true });
   });
+}
+
+/** A stream that fails on its first `next()`, where an opened stream would report its error. */
+async function* failing(err: CriError): AsyncGenerator<ContainerEvent> {
+  throw err;
 }

@@ -8,7 +8,7 @@ import { readFile } from 'node:fs/promises';
 import type { Pod } from '../../src/api/types.ts';
 import { silentLogger } from '../../src/log.ts';
 import { SimEngine } from '../../src/runtime/sim/engine.ts';
-import { InProcessRuntime } from './inProcessRuntime.ts';
+import { inProcessRuntime } from './inProcessRuntime.ts';
 import { RequestAuth } from '../../src/server/auth.ts';
 import { selfSigned } from '../../src/server/certificates.ts';
 import type { ListeningServer } from '../../src/server/http.ts';
@@ -31,7 +31,7 @@ export async function startTestKubeletServer(
 ): Promise<TestKubeletServer> {
   const pki = await writeKubeletClientPki(dir);
   const statsEngine = deps.stats ? null : new SimEngine();
-  const stats = deps.stats ?? new StatsProvider({ nodeName: 'node-a', runtime: new InProcessRuntime(statsEngine!), podLogsDir: dir, now: Date.now, log: silentLogger });
+  const stats = deps.stats ?? new StatsProvider({ nodeName: 'node-a', runtime: inProcessRuntime(statsEngine!), podLogsDir: dir, now: Date.now, log: silentLogger });
   const server = await startKubeletServer('127.0.0.1', 0, {
     view: { pods: deps.pods, unhealthyReason: () => null, hangingCalls: () => [], metrics: async () => '', probeMetrics: async () => '' },
     configz: () => ({}),

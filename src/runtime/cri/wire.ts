@@ -136,6 +136,13 @@ export function messageEncoder<T extends object = object>(typeName: string, part
   };
 }
 
+/** Writes the response of the call `rpc` of `runtime.v1.<service>` from its plain object. */
+export function responseEncoder<T extends object = object>(name: ServiceName, rpc: string): MessageEncoder<T> {
+  const method = service(name).methods[rpc];
+  if (method === undefined) throw new Error(`api.proto declares no RPC ${name}.${rpc}`);
+  return messageEncoder(method.resolvedResponseType!.name);
+}
+
 /**
  * `encode`, each value's encoding kept for as long as the value object lives: for values that
  * stay the same objects while they do not change (sim://'s listings and attributes).

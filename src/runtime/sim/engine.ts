@@ -13,15 +13,20 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { join } from 'node:path';
 import {
+  CriError,
   NamespaceMode,
+  type AttachRequest,
+  type CallOptions,
   type Container,
   type ContainerConfig,
+  type ContainerEvent,
   type ContainerEventType,
   type ContainerFilter,
   type ContainerStats,
   type ContainerStatsFilter,
   type ContainerStatus,
   type ContainerUser,
+  type ExecRequest,
   type ExecResult,
   type ImageFsInfo,
   type ImageInfo,
@@ -33,6 +38,8 @@ import {
   type PodSandboxStats,
   type PodSandboxStatsFilter,
   type PodSandboxStatus,
+  type PortForwardRequest,
+  type RuntimeService,
   type RuntimeStatusInfo,
   type SandboxState,
   type VersionInfo,
@@ -41,7 +48,7 @@ import { type Clock, type TimerHandle, realClock } from '../../clock.ts';
 import { deepFreeze, sharedWith } from '../../immutable.ts';
 import { SimError, messageOf } from './errors.ts';
 import { SimFs } from './fs.ts';
-import { DEFAULT_IMAGES, ImageStore } from './images.ts';
+import { DEFAULT_IMAGES, ImageStore, SANDBOX_IMAGE } from './images.ts';
 import { ContainerLog, CriLogWriter } from './logs.ts';
 import { HOST_NETWORK_ADDRESS, SimNetwork } from './net.ts';
 import { ShellProcess, type ShellOutput } from './shell.ts';
@@ -50,6 +57,8 @@ import { cgroupFiles } from './cgroup.ts';
 import { PodAddresses, cidrRange, ipv4Cidr } from './podAddresses.ts';
 import { makeRangeLocal, removeLocalRange } from './localRange.ts';
 import { identityOf, procStatus } from './identity.ts';
+import { SimStreaming } from './streaming.ts';
+import type { CriAnswers } from '../decorate.ts';
 
 export const POD_UID_LABEL = 'io.kubernetes.pod.uid';
 const SIM_RUNTIME_NAME = 'statelet-sim';
@@ -104,7 +113,6 @@ type SimEventListener = (event: SimContainerEvent) => void;
 interface SimSandbox {
   id: string;
   config: PodSandboxConfig;
-  runtimeHandler: string;
   state: SandboxState;
   createdAt: number;
   /** '' for host-network sandboxes. */
@@ -195,7 +203,11 @@ function lookup<T>(map: Map<string, T>, id: string): T | undefined {
   return found;
 }
 
-export class SimEngine {
+/**
+ * The simulated runtime: every CRI call of both services (answered at once where a runtime would
+ * not wait), the event stream, and the handles its tests and servers reach for.
+ */
+export class SimEngine implements CriAnswers, Pick<RuntimeService, 'containerEvents'> {
   readonly clock: Clock;
   readonly images: ImageStore;
   private readonly logs: CriLogWriter;
@@ -307,7 +319,8 @@ export class SimEngine {
     this.network = ready ? { status: true, reason: '', message: '' } : { status: false, reason, message };
   }
 
-  status(): RuntimeStatusInfo {
+  /** Verbose, it names its sandbox image, as containerd's config does. */
+  status(opts?: { verbose?: boolean }): RuntimeStatusInfo {
     return {
       conditions: [
         { type: 'RuntimeReady', status: true, reason: '', message: '' },
@@ -316,6 +329,7 @@ export class SimEngine {
       // Strict is applied (identity.ts: a process has only the groups it is given) and each
       // container's ContainerStatus.user is reported.
       features: { supplementalGroupsPolicy: true },
+      ...(opts?.verbose ? { sandboxImage: SANDBOX_IMAGE } : {}),
     };
   }
 
@@ -325,6 +339,42 @@ export class SimEngine {
     return () => this.listeners.delete(listener);
   }
 
+  /**
+   * The CRI event stream (GetContainerEvents) in the agent's shapes, subscribed at once, as
+   * opening the gRPC stream does: events before the first `next()` are kept. It ends with
+   * CANCELLED when the caller's signal fires. (sim://'s server writes `subscribe`'s events, which
+   * carry the statuses the wire message has room for.)
+   */
+  containerEvents(opts?: CallOptions): AsyncIterable<ContainerEvent> {
+    const signal = opts?.signal;
+    const queue: ContainerEvent[] = [];
+    let wake: (() => void) | null = null;
+    const unsubscribe = this.subscribe((event) => {
+      queue.push({ containerId: event.containerId, type: event.type, createdAt: event.createdAt, podSandboxMetadata: { ...event.podSandboxStatus.metadata } });
+      wake?.();
+    });
+    const onAbort = () => wake?.();
+    signal?.addEventListener('abort', onAbort);
+    async function* events(): AsyncGenerator<ContainerEvent> {
+      try {
+        for (;;) {
+          if (signal?.aborted) throw new CriError('GetContainerEvents', 'CANCELLED', 'call cancelled');
+          const next = queue.shift();
+          if (next) {
+            yield next;
+            continue;
+          }
+          await new Promise<void>((resolve) => (wake = resolve));
+          wake = null;
+        }
+      } finally {
+        unsubscribe();
+        signal?.removeEventListener('abort', onAbort);
+      }
+    }
+    return events();
+  }
+
   /** How many event subscribers there are (lets tests wait for a stream to be open). */
   get subscriberCount(): number {
     return this.listeners.size;
@@ -332,7 +382,7 @@ export class SimEngine {
 
   // ------------------------------------------------------------------ sandboxes
 
-  runPodSandbox(given: PodSandboxConfig, runtimeHandler = ''): string {
+  runPodSandbox(given: PodSandboxConfig): string {
     this.assertOpen();
     const config = deepFreeze(sharedWith(this.lastSandboxConfig, given));
     this.lastSandboxConfig = config;
@@ -354,7 +404,6 @@ export class SimEngine {
     const sandbox: SimSandbox = {
       id,
       config,
-      runtimeHandler,
       state: 'SANDBOX_READY',
       createdAt: this.clock.now(),
       ip: networkMode === NamespaceMode.NODE ? '' : this.allocateAddress(),
@@ -681,14 +730,15 @@ export class SimEngine {
     for (const [path, content] of Object.entries(cgroupFiles(resources))) container.fs.write(path, content);
   }
 
-  containerStatus(id: string): ContainerStatus {
+  /** The container's status as it is this moment, without waiting for its output to reach its log. */
+  containerStatusNow(id: string): ContainerStatus {
     return this.containerStatusOf(this.container(id));
   }
 
-  /** ContainerStatus once the container's output is in its log file (the CRI server's answer): an exited container's log is complete. */
-  async containerStatusWithLog(id: string): Promise<ContainerStatus> {
+  /** ContainerStatus once the container's output is in its log file: an exited container's log is complete, as containerd's exit waits for it. */
+  async containerStatus(id: string): Promise<ContainerStatus> {
     await this.container(id).logDrained;
-    return this.containerStatus(id);
+    return this.containerStatusNow(id);
   }
 
   /**
@@ -756,13 +806,26 @@ export class SimEngine {
    * The container's output from now on, as `attach` streams it, until it exits (`exited`) or the
    * caller detaches. The simulated processes read no input, so there is nothing to attach stdin to.
    */
-  attach(id: string, output: ShellOutput): { exited: Promise<void>; detach(): void } {
+  attachOutput(id: string, output: ShellOutput): { exited: Promise<void>; detach(): void } {
     const container = this.container(id);
     if (container.state !== 'CONTAINER_RUNNING') throw new SimError('FAILED_PRECONDITION', `container "${container.id}" is not running (${container.state})`);
     let attachment!: Attachment;
     const exited = new Promise<void>((resolve) => (attachment = { output, exited: resolve }));
     container.attached.add(attachment);
     return { exited, detach: () => container.attached.delete(attachment) };
+  }
+
+  /** Exec, Attach and PortForward answer with a URL on the runtime's streaming server (streaming.ts), as containerd's do. */
+  exec(request: ExecRequest): Promise<string> {
+    return SimStreaming.of(this).getExec(request);
+  }
+
+  attach(request: AttachRequest): Promise<string> {
+    return SimStreaming.of(this).getAttach(request);
+  }
+
+  portForward(request: PortForwardRequest): Promise<string> {
+    return SimStreaming.of(this).getPortForward(request);
   }
 
   /** Exec'd processes still running in a container (the fault suite and leak tests count them). */
@@ -827,9 +890,10 @@ export class SimEngine {
 
   // ------------------------------------------------------------------ images
 
-  pullImage(image: string): Promise<ImageInfo> {
+  /** Answers the pulled image's ID, as a runtime's image reference. */
+  async pullImage(image: string): Promise<string> {
     this.assertOpen();
-    return this.images.pull(image);
+    return (await this.images.pull(image)).id;
   }
 
   imageStatus(image: string): ImageInfo | null {
@@ -1059,7 +1123,7 @@ export class SimEngine {
         createdAt: sandbox.createdAt,
         labels: sandbox.config.labels,
         annotations: sandbox.config.annotations,
-        runtimeHandler: sandbox.runtimeHandler,
+        runtimeHandler: '',
       });
     }
     return sandbox.listing;

@@ -9,18 +9,25 @@ import type { Duplex } from 'node:stream';
 import type { AttachRequest, ExecRequest, PortForwardRequest } from '../types.ts';
 import { type CommandIO, ExitCodeError } from '../streaming/remoteCommand.ts';
 import { StreamingServer, type StreamingRuntime } from '../streaming/server.ts';
-import type { SimEngine } from './engine.ts';
 import type { ShellOutput } from './shell.ts';
 
-const byEngine = new WeakMap<SimEngine, SimStreaming>();
+/** What the streaming server asks of the engine (engine.ts): its processes, its output, its sandboxes' addresses. */
+export interface StreamedEngine {
+  startExec(id: string, cmd: readonly string[], output: ShellOutput): { exited: Promise<number>; kill(): void };
+  attachOutput(id: string, output: ShellOutput): { exited: Promise<void>; detach(): void };
+  sandboxAddress(id: string): string;
+  onClose(hook: () => Promise<void>): void;
+}
+
+const byEngine = new WeakMap<StreamedEngine, SimStreaming>();
 
 export class SimStreaming implements StreamingRuntime {
   private server: Promise<StreamingServer> | null = null;
 
-  private constructor(private readonly engine: SimEngine) {}
+  private constructor(private readonly engine: StreamedEngine) {}
 
   /** The engine's streaming, shared by its gRPC server and its in-process runtime, closed with it. */
-  static of(engine: SimEngine): SimStreaming {
+  static of(engine: StreamedEngine): SimStreaming {
     let streaming = byEngine.get(engine);
     if (!streaming) {
       const created = new SimStreaming(engine);
@@ -66,7 +73,7 @@ export class SimStreaming implements StreamingRuntime {
   }
 
   async attach(containerId: string, io: CommandIO): Promise<void> {
-    const attached = this.engine.attach(containerId, outputTo(io));
+    const attached = this.engine.attachOutput(containerId, outputTo(io));
     io.stdin?.resume();
     const left = new Promise<void>((resolve) => io.signal.addEventListener('abort', () => resolve(), { once: true }));
     await Promise.race([attached.exited, left]);
