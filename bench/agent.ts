@@ -46,6 +46,7 @@ import { CriClient } from '../src/runtime/cri/client.ts';
 import { startContainerd } from '../test/containerd/harness.ts';
 import { startControlPlane, type ControlPlane } from '../test/support/controlPlane.ts';
 import { startCriProxy } from '../test/support/criProxy.ts';
+import { addLoopbackAddress } from '../test/support/loopbackAddress.ts';
 import { unmountUnder } from '../test/support/mounts.ts';
 import { startUpstreamKubelet } from '../test/support/upstreamKubelet.ts';
 import { argValue, emit, IMAGE, LONG_RUNNING, NODE_NAME, processCpuMs, progress, round, runWorker, sleep, summarize, tempDir } from './lib.ts';
@@ -351,7 +352,7 @@ runWorker(async () => {
     await emit({ skipped: 'startContainerd() returned null (needs root and containerd; see stderr)' });
     return;
   }
-  let addressAdded = false;
+  let removeAddress: (() => Promise<void>) | undefined;
   let closeProxy: (() => Promise<void>) | undefined;
   const cp = await startControlPlane({ nodeNames: [NODE_NAME], required: true }).catch(async (err: unknown) => {
     await containerd.stop();
@@ -362,11 +363,7 @@ runWorker(async () => {
       await emit({ skipped: 'the control plane cannot be built here (no Go)' });
       return;
     }
-    // A run killed before its cleanup leaves the address behind: taken over, and removed at the end.
-    await exec('ip', ['addr', 'add', `${NODE_IP}/32`, 'dev', 'lo']).catch((err: unknown) => {
-      if (!String((err as { stderr?: unknown }).stderr).includes('Address already assigned')) throw err;
-    });
-    addressAdded = true;
+    removeAddress = await addLoopbackAddress(NODE_IP);
     const containerdPid = Number((await readFile(path.join(containerd.workDir, 'containerd.pid'), 'utf8')).trim());
     const proxy = countCri
       ? await startCriProxy({
@@ -398,7 +395,7 @@ runWorker(async () => {
     const kubelet = kubeletBinary ? (await exec(kubeletBinary, ['--version'])).stdout.trim().replace(/^Kubernetes /, '') : undefined;
     await emit({ scenario: 'agent', apiServer: version, ...(kubelet ? { kubelet } : {}), runs: agentRuns, ...(criRuns.length ? { cri: criRuns } : {}) });
   } finally {
-    if (addressAdded) await exec('ip', ['addr', 'del', `${NODE_IP}/32`, 'dev', 'lo']).catch(() => {});
+    await removeAddress?.();
     await closeProxy?.();
     await cp?.close();
     await containerd.stop();

@@ -37,6 +37,7 @@ import { promisify } from 'node:util';
 import { importConformanceImages } from '../../test/containerd/conformanceImages.ts';
 import { startContainerd } from '../../test/containerd/harness.ts';
 import { startControlPlane } from '../../test/support/controlPlane.ts';
+import { addLoopbackAddress } from '../../test/support/loopbackAddress.ts';
 import { startUpstreamKubelet } from '../../test/support/upstreamKubelet.ts';
 import { unmountUnder } from '../../test/support/mounts.ts';
 import { type Baseline, baselineText, behindBaseline, compare, parseBaseline, parseExpected, runFacts, specResults, summary, tally } from './report.ts';
@@ -95,13 +96,12 @@ async function main(): Promise<number> {
   if (!containerd) throw new Error('a private containerd cannot start here (see the message above)');
   let agent: ChildProcess | undefined;
   let stopAgent: (() => Promise<void>) | undefined;
-  let addressAdded = false;
+  let removeAddress: (() => Promise<void>) | undefined;
   const cp = await startControlPlane({ nodeNames: [NODE], required: true, controllers: true });
   try {
     if (!cp) throw new Error('the control plane cannot be built here (no Go)');
     await importConformanceImages(containerd.endpoint);
-    await run('ip', ['addr', 'add', `${NODE_IP}/32`, 'dev', 'lo']);
-    addressAdded = true;
+    removeAddress = await addLoopbackAddress(NODE_IP);
 
     const rootDir = path.join(work, 'root');
     let agentLog = '';
@@ -220,7 +220,7 @@ async function main(): Promise<number> {
       agent.kill('SIGTERM');
       await new Promise((resolve) => agent!.once('exit', resolve));
     }
-    if (addressAdded) await run('ip', ['addr', 'del', `${NODE_IP}/32`, 'dev', 'lo']).catch(() => undefined);
+    await removeAddress?.();
     await cp?.close();
     await containerd.stop();
     // Both agents leave their pods' volume mounts when they stop (the pods would keep running), and
