@@ -3,7 +3,8 @@
  * temp dir and hands back the CRI endpoint; `stop()` runs `down.sh`, which stops exactly that
  * instance (by PID and by its socket, never by name) and removes the dir. The instance has the
  * images `statelet.local/busybox:1` (BUSYBOX_IMAGE) and `statelet.local/pause:1` (the sandbox
- * image) already imported and visible to CRI, and a CNI bridge network of its own.
+ * image) already imported and visible to CRI, and a CNI bridge network of its own. It reaches no
+ * registry until a test names one with `trustRegistry()` (the registry of test/support/registry.ts).
  *
  * A containerd needs root and the Debian packages that `.ci/run` installs. Where they are missing
  * the harness returns null after saying so loudly, so that a developer's `npm test` still runs
