@@ -2,13 +2,18 @@
  * The test registry (test/support/registry.ts) behind the private containerd (harness.ts): the
  * ground the private-image tests stand on. containerd is told the registry's CA through a
  * hosts.toml added while it runs, never its credentials, so that:
+ *   - without that file containerd does not reach it over TLS; with it, a running containerd does;
  *   - an anonymous CRI PullImage is refused with the registry's answer;
  *   - a PullImage whose AuthConfig has the user and password pulls, and the image then lists in
  *     CRI ListImages under its name.
+ * And the registry's login as a Docker config.json (what a dockerconfigjson Secret holds) is
+ * accepted by a registry client, crane, whose anonymous request is refused.
  * The authenticated pull is a PullImage request of our own over gRPC with the proto's `auth`
  * field (src/runtime/cri/api.proto), so this file tests the infrastructure, not the agent's
  * credential handling.
  */
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import grpc from '@grpc/grpc-js';
@@ -80,6 +85,18 @@ function suite(containerd: ContainerdInstance, registry: Registry): void {
   it('takes the pushed image', async () => {
     pushed = await registry.pushBusybox();
     expect(pushed).toMatch(new RegExp(`^${registry.host.replace(/\./g, '\\.')}/private/busybox@sha256:[0-9a-f]{64}$`));
+  });
+
+  it('gives its login as a Docker config.json that a registry client accepts, and serves nothing without it', async () => {
+    const config = await mkdtemp(path.join(tmpdir(), 'statelet-docker-config-'));
+    try {
+      await expect(registry.crane(['digest', image], config)).rejects.toThrow(/UNAUTHORIZED/);
+      await writeFile(path.join(config, 'config.json'), registry.dockerConfigJson());
+      const digest = (await registry.crane(['digest', image], config)).trim();
+      expect(pushed).toBe(`${registry.host}/private/busybox@${digest}`);
+    } finally {
+      await rm(config, { recursive: true, force: true });
+    }
   });
 
   it('is reached over HTTPS by a running containerd once its hosts.toml is written, without a restart', async () => {

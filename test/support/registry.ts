@@ -38,6 +38,13 @@ export interface Registry {
   push(image: string, ref: string): Promise<string>;
   /** Pushes busybox (build-images.sh's private-busybox.tar, an image ID of its own) as `<host>/<ref>`. */
   pushBusybox(ref?: string): Promise<string>;
+  /**
+   * `{"auths":{"<host>":{"username","password","auth"}}}`: the registry's login as a Docker
+   * config.json, the `.dockerconfigjson` of a `kubernetes.io/dockerconfigjson` Secret.
+   */
+  dockerConfigJson(): string;
+  /** Runs crane with `args`, logged in through `dockerConfig` (a DOCKER_CONFIG directory; the registry's own unless given); resolves with its stdout. */
+  crane(args: string[], dockerConfig?: string): Promise<string>;
   /** The registry's log so far (for failure messages). */
   output(): string;
   /** Stops the registry and removes its directory. Safe to call more than once. */
@@ -223,6 +230,8 @@ export async function startRegistry(options: { username?: string; password?: str
           await rm(images, { recursive: true, force: true });
         }
       },
+      dockerConfigJson: () => dockerConfigJson(host, username, password),
+      crane: (args, config = dockerConfig) => exec(bins.crane, args, { env: { ...craneEnv, DOCKER_CONFIG: config } }),
       output: () => output,
       stop(): Promise<void> {
         stopping ??= (async () => {
@@ -244,6 +253,12 @@ export async function startRegistry(options: { username?: string; password?: str
     await rm(dir, { recursive: true, force: true });
     throw err;
   }
+}
+
+/** A Docker config.json with one login; `auth` is base64 of `user:password`, as `docker login` writes it. */
+function dockerConfigJson(host: string, username: string, password: string): string {
+  const auth = Buffer.from(`${username}:${password}`).toString('base64');
+  return JSON.stringify({ auths: { [host]: { username, password, auth } } });
 }
 
 async function isDirectory(file: string): Promise<boolean> {
