@@ -173,7 +173,9 @@ export async function startRegistry(options: { username?: string; password?: str
     const dockerConfig = path.join(dir, 'docker');
     await mkdir(dockerConfig);
 
-    const proc = spawn(bins.registry, ['serve', path.join(dir, 'config.yml')], { stdio: ['ignore', 'pipe', 'pipe'] });
+    // Its OpenTelemetry tracing (distribution's tracing/tracing.go, autoexport) would send spans to
+    // an OTLP collector at localhost:4318 by default: none here.
+    const proc = spawn(bins.registry, ['serve', path.join(dir, 'config.yml')], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, OTEL_TRACES_EXPORTER: 'none' } });
     child = proc;
     process.once('exit', onExit);
     const keep = (chunk: Buffer): void => {
