@@ -9,7 +9,7 @@ import { type BackoffPolicy, crashLoopPolicy } from '../kuberuntime/backoff.ts';
 import type { Taint } from '../api/cluster.ts';
 import { type ContainerGcPolicy, defaultContainerGcPolicy } from '../kuberuntime/containerGC.ts';
 import type { ImageGcPolicy } from '../kuberuntime/imageGC.ts';
-import { formatDuration } from './duration.ts';
+import { formatDuration } from '../duration.ts';
 
 export interface AgentConfig {
   /** --pod-manifest-path / staticPodPath: directory (or file) of static pod manifests. */

@@ -7,7 +7,7 @@
 
 import { unsafeSysctlPatternProblem } from '../api/sysctls.ts';
 import net from 'node:net';
-import { DurationError, formatDuration, parseDuration } from './duration.ts';
+import { DurationError, formatDuration, parseDuration } from '../duration.ts';
 import { normalizeRuntimeEndpoint, type AgentSettings } from './config.ts';
 import { crashLoopPolicy } from '../kuberuntime/backoff.ts';
 import type { Taint } from '../api/cluster.ts';

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { agentDefaults, crashLoopBackOffPolicy, type AgentConfig } from '../../src/cli/config.ts';
-import { DurationError, formatDuration, parseDuration } from '../../src/cli/duration.ts';
+import { DurationError, formatDuration, parseDuration } from '../../src/duration.ts';
 import { UsageError, helpText, parseCommandLine } from '../../src/cli/flags.ts';
 import { ConfigFileError, parseKubeletConfig, readKubeletConfigFile } from '../../src/cli/kubeletConfig.ts';
 import { OPTIONS, configz } from '../../src/cli/options.ts';
