@@ -7,6 +7,7 @@
  * Stopping the agent stops its actors and servers but leaves pods running, as the kubelet does:
  * on the next start, the same static pods get the same UIDs and their containers are adopted.
  */
+import { type CredentialProviderPlugins, registerCredentialProviderPlugins } from '../credentialprovider/plugins.ts';
 import { mkdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -58,6 +59,8 @@ export interface Agent {
   visualizerUrl?: string;
   /** The CRI endpoint in use (the embedded runtime's socket for `sim://`). */
   runtimeEndpoint: string;
+  /** The image credential provider plugins (`--image-credential-provider-config`), when given. */
+  credentialProviders?: CredentialProviderPlugins;
   stop(): Promise<void>;
 }
 
@@ -95,6 +98,7 @@ export function simOptionsFromEndpoint(endpoint: string): { memoryBytes?: number
 
 export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentHooks = {}): Promise<Agent> {
   await mkdir(config.rootDir, { recursive: true });
+  const credentialProviders = await credentialProviderPlugins(config, log);
   const memoryFeatures = await machineMemoryFeatures(config, log);
   const closers: (() => Promise<void> | void)[] = [];
 
@@ -250,6 +254,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     statuses,
     view,
     runtimeEndpoint: endpoint,
+    ...(credentialProviders ? { credentialProviders } : {}),
     stop: async () => {
       for (const close of closers) await close();
     },
@@ -360,6 +365,23 @@ function clusterDeps(client: { api: KubeApi; server: string }, machine: MachineI
 }
 
 /** The node's DNS settings, with the host resolver file read once (a missing file: no host resolver). */
+/**
+ * The credential provider plugins, registered before anything starts as the kubelet registers
+ * them while building its runtime manager (kuberuntime_manager.go NewKubeGenericRuntimeManager):
+ * a setup that does not register stops the start with the kubelet's message.
+ */
+async function credentialProviderPlugins(config: AgentConfig, log: Logger): Promise<CredentialProviderPlugins | undefined> {
+  const { imageCredentialProviderConfig: configPath, imageCredentialProviderBinDir: binDir } = config;
+  if (configPath === undefined && binDir === undefined) return undefined;
+  try {
+    const plugins = await registerCredentialProviderPlugins(configPath ?? '', binDir ?? '', { log });
+    log('info', 'Registered credential provider plugins', { providers: plugins.providers.map((provider) => provider.config.name) });
+    return plugins;
+  } catch (err) {
+    throw new Error(`Failed to register CRI auth plugins: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
 async function nodeDns(config: AgentConfig, log: Logger): Promise<NodeDns> {
   let host: DnsConfig | null = null;
   if (config.resolvConf !== '') {
