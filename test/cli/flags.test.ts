@@ -630,6 +630,18 @@ describe('--config precedence', () => {
     expect(run(['--config', file, '--serialize-image-pulls=false']).config.maxParallelImagePulls).toBe(3);
   });
 
+  it('takes the credential provider plugin flags together, never one alone', () => {
+    const both = ['--image-credential-provider-config', '/etc/kubernetes/credential-providers.yaml', '--image-credential-provider-bin-dir=/usr/libexec/credential-providers'];
+    expect(run(both).config).toMatchObject({ imageCredentialProviderConfig: '/etc/kubernetes/credential-providers.yaml', imageCredentialProviderBinDir: '/usr/libexec/credential-providers' });
+    const neither = run([]).config;
+    expect(neither.imageCredentialProviderConfig).toBeUndefined();
+    expect(neither.imageCredentialProviderBinDir).toBeUndefined();
+    const together = '--image-credential-provider-config and --image-credential-provider-bin-dir go together: give both or neither';
+    expect(usageError(both.slice(0, 2))).toBe(together);
+    expect(usageError(both.slice(2))).toBe(together);
+    expect(usageError([...both.slice(2), '--image-credential-provider-config='])).toBe(together);
+  });
+
   it('fails for a missing config file, naming it', () => {
     const missing = path.join(dir, 'nope.yaml');
     expect(() => run(['--config', missing])).toThrow(ConfigFileError);

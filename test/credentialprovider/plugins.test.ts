@@ -19,8 +19,9 @@ const V1 = 'credentialprovider.kubelet.k8s.io/v1';
 const MIN = 60_000;
 
 /**
- * The test's plugin: records each request (with its args, one config env var and one inherited
- * inherited one, one both set) in $CALLS, then acts as $MODE says: answer $RESPONSE, fail with stderr, print garbage, or hang.
+ * The test's plugin: records each request in $CALLS with its args, a variable from the config's
+ * env, one inherited from the agent and one both set; then acts as $MODE says: answer $RESPONSE,
+ * fail with stderr, print garbage, or hang.
  */
 const PLUGIN = `#!${process.execPath}
 const fs = require('node:fs');
