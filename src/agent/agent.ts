@@ -59,8 +59,6 @@ export interface Agent {
   visualizerUrl?: string;
   /** The CRI endpoint in use (the embedded runtime's socket for `sim://`). */
   runtimeEndpoint: string;
-  /** The image credential provider plugins (`--image-credential-provider-config`), when given. */
-  credentialProviders?: CredentialProviderPlugins;
   stop(): Promise<void>;
 }
 
@@ -99,6 +97,14 @@ export function simOptionsFromEndpoint(endpoint: string): { memoryBytes?: number
 export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentHooks = {}): Promise<Agent> {
   await mkdir(config.rootDir, { recursive: true });
   const credentialProviders = await credentialProviderPlugins(config, log);
+  // Registered and checked, but nothing gives their credentials to pulls yet (the keyring and the
+  // CRI AuthConfig are still to come): refused rather than run with plugins no pull consults.
+  if (credentialProviders !== undefined) {
+    throw new Error(
+      '--image-credential-provider-config: the credential provider plugins registered, but statelet does not pass pull ' +
+        'credentials to the runtime yet, so no pull would use them; refusing to start rather than ignore them',
+    );
+  }
   const memoryFeatures = await machineMemoryFeatures(config, log);
   const closers: (() => Promise<void> | void)[] = [];
 
@@ -254,7 +260,6 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     statuses,
     view,
     runtimeEndpoint: endpoint,
-    ...(credentialProviders ? { credentialProviders } : {}),
     stop: async () => {
       for (const close of closers) await close();
     },

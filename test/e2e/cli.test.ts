@@ -43,6 +43,12 @@ describe('statelet command line', () => {
       const noProviders = await runStateletOnce(args);
       expect(noProviders.code).toBe(1);
       expect(noProviders.output).toContain('statelet: Failed to register CRI auth plugins: failed to validate credential provider config: providers: Required value: at least 1 item in plugins is required');
+      // Plugins that register are still refused while no pull would use their credentials.
+      await writeFile(config, 'apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n  - {name: p, matchImages: [registry.io], defaultCacheDuration: 1m, apiVersion: credentialprovider.kubelet.k8s.io/v1}\n');
+      await writeFile(path.join(binDir, 'p'), '#!/bin/sh\n', { mode: 0o755 });
+      const registered = await runStateletOnce(args);
+      expect(registered.code).toBe(1);
+      expect(registered.output).toContain('statelet does not pass pull credentials to the runtime yet');
     } finally {
       await rm(dir, { recursive: true, force: true });
     }
