@@ -88,7 +88,7 @@ export function decodeCredentialProviderConfig(text: string): CredentialProvider
   if (kind !== CONFIG_KIND || group !== CONFIG_GROUP || !CONFIG_VERSIONS.includes(version!)) {
     throw new ConfigDecodeError(`no kind ${JSON.stringify(kind)} is registered for version ${JSON.stringify(apiVersion)}`);
   }
-  const providers = root.list('providers', (item, path) => decodeProvider(new Fields(item, path, 'CredentialProvider')));
+  const providers = root.list('providers', '[]CredentialProvider', (item, path) => decodeProvider(new Fields(item, path, 'CredentialProvider')));
   root.refuseUnknown();
   return { providers };
 }
@@ -101,7 +101,7 @@ function decodeProvider(fields: Fields): CredentialProvider {
     defaultCacheDurationMs: duration === null ? null : decodeDuration(duration),
     apiVersion: fields.string('apiVersion'),
     args: fields.strings('args'),
-    env: fields.list('env', (item, path) => {
+    env: fields.list('env', '[]ExecEnvVar', (item, path) => {
       const variable = new Fields(item, path, 'ExecEnvVar');
       const env = { name: variable.string('name'), value: variable.string('value') };
       variable.refuseUnknown();
@@ -184,16 +184,17 @@ export class Fields {
   }
 
   strings(name: string): string[] {
-    return this.list(name, (item) => {
+    return this.list(name, '[]string', (item) => {
       if (typeof item !== 'string') throw this.typeError(name, item, 'string');
       return item;
     });
   }
 
-  list<T>(name: string, decode: (item: unknown, path: string) => T): T[] {
+  /** A list field; `goType` names the Go slice type for a type error (`[]ExecEnvVar`). */
+  list<T>(name: string, goType: string, decode: (item: unknown, path: string) => T): T[] {
     const value = this.take(name);
     if (value === undefined || value === null) return [];
-    if (!Array.isArray(value)) throw this.typeError(name, value, '[]');
+    if (!Array.isArray(value)) throw this.typeError(name, value, goType);
     return value.map((item, i) => decode(item, `${this.childPath(name)}[${i}]`));
   }
 

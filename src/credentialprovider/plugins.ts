@@ -177,11 +177,7 @@ export async function readCredentialProviderConfig(configPath: string): Promise<
       throw error;
     }
   }
-  try {
-    return mergeCredentialProviderConfigs(configs);
-  } catch (error) {
-    throw new Error(error instanceof Error ? error.message : String(error));
-  }
+  return mergeCredentialProviderConfigs(configs);
 }
 
 async function configFilesIn(dir: string): Promise<string[]> {

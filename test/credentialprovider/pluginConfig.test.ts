@@ -73,7 +73,7 @@ describe('decodeCredentialProviderConfig', () => {
     ['another group', yamlConfig('example.com/v1'), 'no kind "CredentialProviderConfig" is registered for version "example.com/v1"'],
     ['no kind', 'apiVersion: kubelet.config.k8s.io/v1\nproviders: []\n', "Object 'Kind' is missing"],
     ['a number for a name', yamlConfig('kubelet.config.k8s.io/v1').replace('name: ecr-credential-provider', 'name: 7'), 'json: cannot unmarshal number into Go struct field CredentialProvider.providers.name of type string'],
-    ['a string for matchImages', yamlConfig('kubelet.config.k8s.io/v1').replace('matchImages:\n      - "*.dkr.ecr.*.amazonaws.com"', 'matchImages: gcr.io'), 'json: cannot unmarshal string into Go struct field CredentialProvider.providers.matchImages of type []'],
+    ['a string for matchImages', yamlConfig('kubelet.config.k8s.io/v1').replace('matchImages:\n      - "*.dkr.ecr.*.amazonaws.com"', 'matchImages: gcr.io'), 'json: cannot unmarshal string into Go struct field CredentialProvider.providers.matchImages of type []string'],
     ['a bad duration', yamlConfig('kubelet.config.k8s.io/v1').replace('12h', '12 hours'), 'time: invalid duration "12 hours"'],
     ['a list', '- a\n', 'json: cannot unmarshal array into Go value of type CredentialProviderConfig'],
   ])('refuses %s', (_what, text, message) => {

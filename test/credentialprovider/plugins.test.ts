@@ -208,21 +208,14 @@ describe('the cache', () => {
     expect(h.calls().map((call) => call.request.image)).toEqual([first, ...asked]);
   });
 
-  it('asks again once cacheDuration has passed', async () => {
-    const h = await setup([{ response: response({ cacheDuration: '5m' }) }]);
+  it.each<[string, ProviderSetup, number]>([
+    // the provider's defaultCacheDuration is 10m unless set
+    ["the response's cacheDuration", { response: response({ cacheDuration: '5m' }) }, 5 * MIN],
+    ["the provider's defaultCacheDuration when the response has none", { defaultCacheDuration: '2m' }, 2 * MIN],
+  ])('asks again once %s has passed', async (_what, provider, durationMs) => {
+    const h = await setup([provider]);
     await h.plugins.credentialsFor('registry.io/app');
-    h.clock.increment(5 * MIN);
-    await h.plugins.credentialsFor('registry.io/app');
-    expect(h.calls()).toHaveLength(1);
-    h.clock.increment(1);
-    await h.plugins.credentialsFor('registry.io/app');
-    expect(h.calls()).toHaveLength(2);
-  });
-
-  it('uses defaultCacheDuration when the response has no cacheDuration', async () => {
-    const h = await setup([{ defaultCacheDuration: '2m' }]);
-    await h.plugins.credentialsFor('registry.io/app');
-    h.clock.increment(2 * MIN);
+    h.clock.increment(durationMs);
     await h.plugins.credentialsFor('registry.io/app');
     expect(h.calls()).toHaveLength(1);
     h.clock.increment(1);
