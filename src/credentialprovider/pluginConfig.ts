@@ -256,8 +256,8 @@ const notSupported = (field: string, value: string, supported: readonly string[]
 
 /**
  * config.go validateCredentialProviderConfig with the KubeletServiceAccountTokenForCredentialProviders
- * gate on (beta and on by default from 1.34, pkg/features/kube_features.go): the errors in the kubelet's order and words, field paths as it
- * builds them (`providers.name`, without an index).
+ * gate on (beta and on by default from 1.34, pkg/features/kube_features.go): the errors in the
+ * kubelet's order and words, field paths as it builds them (`providers.name`, without an index).
  */
 export function validateCredentialProviderConfig(config: CredentialProviderConfig): string[] {
   const errors: string[] = [];
