@@ -73,6 +73,8 @@ interface Harness {
   /** The requests each provider's plugin was run with, in order. */
   calls(name?: string): { request: Record<string, unknown>; args: string[]; fromConfig: string; inherited: string; overridden: string }[];
   logs: { level: LogLevel; message: string; fields?: LogFields }[];
+  /** Where a provider's executable is. */
+  binary(name: string): string;
 }
 
 /** Writes the plugins and their config, and registers them on a simulated clock. */
@@ -117,6 +119,7 @@ async function setup(providers: ProviderSetup[], options: { timeoutMs?: number }
     plugins,
     clock,
     logs,
+    binary: (name) => path.join(binDir, name),
     calls: (name = 'test-provider') => {
       const file = path.join(dir, `${name}.calls`);
       if (!existsSync(file)) return [];
@@ -174,6 +177,13 @@ describe('the exec protocol', () => {
       { level: 'error', message: 'Failed getting credential from external registry credential provider', fields: { provider: 'test-provider', image: 'registry.io/app', err: message } },
     ]);
     expect(JSON.stringify(h.logs)).not.toContain('hunter2');
+  });
+
+  it('gives no credentials when the executable went away after registration', async () => {
+    const h = await setup([{}]);
+    rmSync(h.binary('test-provider'));
+    expect(await h.plugins.credentialsFor('registry.io/app')).toEqual([]);
+    expect(h.logs[0]?.fields?.err).toBe(`error execing credential provider plugin test-provider for image registry.io/app: fork/exec ${h.binary('test-provider')}: no such file or directory: `);
   });
 
   it('kills a plugin that does not answer by its deadline (one minute), and gives no credentials', async () => {
