@@ -8,6 +8,7 @@
  */
 
 import { parse as parseYaml } from 'yaml';
+import { labelProblem } from '../api/validate.ts';
 import { DurationError, formatDuration, parseDuration } from '../duration.ts';
 import { parseSchemelessUrl } from './urlGlob.ts';
 
@@ -290,7 +291,7 @@ export function validateCredentialProviderConfig(config: CredentialProviderConfi
   return errors;
 }
 
-/** The tokenAttributes part of validateCredentialProviderConfig, annotation-key syntax aside. */
+/** The tokenAttributes part of validateCredentialProviderConfig. */
 function tokenAttributesErrors(attributes: TokenAttributes, apiVersion: string): string[] {
   const errors: string[] = [];
   const path = 'providers.tokenAttributes';
@@ -300,12 +301,30 @@ function tokenAttributesErrors(attributes: TokenAttributes, apiVersion: string):
   if (attributes.requireServiceAccount === false && attributes.requiredServiceAccountAnnotationKeys.length > 0) {
     errors.push(forbidden(`${path}.requiredServiceAccountAnnotationKeys`, 'requireServiceAccount cannot be false when requiredServiceAccountAnnotationKeys is set'));
   }
+  errors.push(...annotationKeyErrors(`${path}.requiredServiceAccountAnnotationKeys`, attributes.requiredServiceAccountAnnotationKeys));
+  errors.push(...annotationKeyErrors(`${path}.optionalServiceAccountAnnotationKeys`, attributes.optionalServiceAccountAnnotationKeys));
   const both = [...new Set(attributes.requiredServiceAccountAnnotationKeys)].filter((key) => attributes.optionalServiceAccountAnnotationKeys.includes(key)).sort();
   if (both.length > 0) errors.push(invalid(path, `[]string{${both.map((key) => JSON.stringify(key)).join(', ')}}`, 'annotation keys cannot be both required and optional'));
   if (attributes.cacheType === '') {
     errors.push(required(`${path}.cacheType`, `cacheType is required to be set when tokenAttributes is specified. Supported values are: ${TOKEN_CACHE_TYPES.join(', ')}`));
   } else if (!TOKEN_CACHE_TYPES.includes(attributes.cacheType)) {
     errors.push(notSupported(`${path}.cacheType`, attributes.cacheType, TOKEN_CACHE_TYPES));
+  }
+  return errors;
+}
+
+/**
+ * config.go validateServiceAccountAnnotationKeys: each key a qualified name, whatever its case
+ * (the rule of annotation keys; the reason in statelet's words), and none twice.
+ */
+function annotationKeyErrors(field: string, keys: readonly string[]): string[] {
+  const errors: string[] = [];
+  const seen = new Set<string>();
+  for (const key of keys) {
+    const problem = labelProblem(key.toLowerCase(), '');
+    if (problem !== null) errors.push(invalid(field, JSON.stringify(key), problem));
+    if (seen.has(key)) errors.push(`${field}: Duplicate value: ${JSON.stringify(key)}`);
+    seen.add(key);
   }
   return errors;
 }

@@ -131,6 +131,10 @@ describe('validateCredentialProviderConfig', () => {
     ['required annotation keys without requireServiceAccount', { tokenAttributes: { ...tokens, requireServiceAccount: false, requiredServiceAccountAnnotationKeys: ['a'] } }, [
       'providers.tokenAttributes.requiredServiceAccountAnnotationKeys: Forbidden: requireServiceAccount cannot be false when requiredServiceAccountAnnotationKeys is set',
     ]],
+    ['an annotation key that is not a qualified name, and one given twice', { tokenAttributes: { ...tokens, optionalServiceAccountAnnotationKeys: ['Example.com/Role', 'bad key', 'x', 'x'] } }, [
+      'providers.tokenAttributes.optionalServiceAccountAnnotationKeys: Invalid value: "bad key": name part must be 1-63 alphanumeric characters, \'-\', \'_\' or \'.\', starting and ending with an alphanumeric character',
+      'providers.tokenAttributes.optionalServiceAccountAnnotationKeys: Duplicate value: "x"',
+    ]],
     ['keys both required and optional', { tokenAttributes: { ...tokens, requiredServiceAccountAnnotationKeys: ['b', 'a'], optionalServiceAccountAnnotationKeys: ['a', 'b'] } }, [
       'providers.tokenAttributes: Invalid value: []string{"a", "b"}: annotation keys cannot be both required and optional',
     ]],
