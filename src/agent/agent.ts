@@ -7,7 +7,6 @@
  * Stopping the agent stops its actors and servers but leaves pods running, as the kubelet does:
  * on the next start, the same static pods get the same UIDs and their containers are adopted.
  */
-import { type CredentialProviderPlugins, registerCredentialProviderPlugins } from '../credentialprovider/plugins.ts';
 import { mkdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -40,6 +39,7 @@ import { statsHandler } from '../server/statsRoutes.ts';
 import { AgentMetrics } from '../server/metrics.ts';
 import { instrumentedImages, instrumentedRuntime } from '../runtime/instrumented.ts';
 import { type NodeDns, parseResolvConf } from '../kuberuntime/dns.ts';
+import { type CredentialProviderPlugins, registerCredentialProviderPlugins } from '../credentialprovider/plugins.ts';
 import type { DnsConfig } from '../runtime/types.ts';
 import { configuredSources, createConfigSourcesLogic } from '../sources/configSources.ts';
 import { type VisualizedNodes, startVisualizerServer } from '../visualizer/server.ts';
@@ -369,7 +369,6 @@ function clusterDeps(client: { api: KubeApi; server: string }, machine: MachineI
   return { server: client.server, deps: { api: client.api, machine: () => Promise.resolve(machine) } };
 }
 
-/** The node's DNS settings, with the host resolver file read once (a missing file: no host resolver). */
 /**
  * The credential provider plugins, registered before anything starts as the kubelet registers
  * them while building its runtime manager (kuberuntime_manager.go NewKubeGenericRuntimeManager):
@@ -387,6 +386,7 @@ async function credentialProviderPlugins(config: AgentConfig, log: Logger): Prom
   }
 }
 
+/** The node's DNS settings, with the host resolver file read once (a missing file: no host resolver). */
 async function nodeDns(config: AgentConfig, log: Logger): Promise<NodeDns> {
   let host: DnsConfig | null = null;
   if (config.resolvConf !== '') {
