@@ -29,13 +29,14 @@ import path from 'node:path';
 export const NODE_LOOPS = '<node loops>';
 
 export const LAYERS = [
-  ['clock', 'log', 'packageFiles', 'immutable', 'notProvided'],
+  ['clock', 'log', 'packageFiles', 'immutable', 'notProvided', 'duration'],
   ['runtime'],
   ['api'],
   ['events'],
   ['client'],
   ['eventrecorder'],
   ['volumes'],
+  ['credentialprovider'],
   ['kuberuntime'],
   ['status', 'sources', 'admission', 'cli', 'stats'],
   ['pod', 'pleg', 'node', 'cm', 'allocation'],
@@ -94,6 +95,9 @@ export const DECISIONS = [
   'status/resize.ts',
   'kuberuntime/podResize.ts',
   'allocation/allocation.ts',
+  'credentialprovider/urlGlob.ts',
+  'credentialprovider/pluginConfig.ts',
+  'credentialprovider/pluginProtocol.ts',
 ];
 
 const io = [

@@ -9,7 +9,7 @@ import { type BackoffPolicy, crashLoopPolicy } from '../kuberuntime/backoff.ts';
 import type { Taint } from '../api/cluster.ts';
 import { type ContainerGcPolicy, defaultContainerGcPolicy } from '../kuberuntime/containerGC.ts';
 import type { ImageGcPolicy } from '../kuberuntime/imageGC.ts';
-import { formatDuration } from './duration.ts';
+import { formatDuration } from '../duration.ts';
 
 export interface AgentConfig {
   /** --pod-manifest-path / staticPodPath: directory (or file) of static pod manifests. */
@@ -139,6 +139,10 @@ export interface AgentConfig {
   serializeImagePulls: boolean;
   /** maxParallelImagePulls (config file only, as in the kubelet). */
   maxParallelImagePulls?: number;
+  /** --image-credential-provider-config: the CredentialProviderConfig file, or a directory of them. */
+  imageCredentialProviderConfig?: string;
+  /** --image-credential-provider-bin-dir: the directory of the credential provider plugins' executables. */
+  imageCredentialProviderBinDir?: string;
   /** --pleg-relist-period (statelet). */
   plegRelistPeriodMs: number;
   /** --evented-pleg (statelet): use the runtime's container event stream where it has one. */
@@ -384,4 +388,6 @@ const OPTIONAL_STRING_KEYS = [
   'nodeIp',
   'podCidr',
   'configFile',
+  'imageCredentialProviderConfig',
+  'imageCredentialProviderBinDir',
 ] as const satisfies readonly (keyof AgentConfig)[];
