@@ -12,6 +12,7 @@ import { appArmorRequired } from '../kuberuntime/securityContext.ts';
 import { matchesNodeAffinity, toleratesTaint, untoleratedNoExecuteTaint } from './nodeAffinity.ts';
 import { amounts, type ResourceAmounts } from '../api/quantity.ts';
 import { podRequests, sumRequests } from './resources.ts';
+import { unsupportedField } from './podFields.ts';
 
 export interface NodeInfo {
   name: string;
@@ -167,6 +168,13 @@ export function admitPod(pod: Pod, active: readonly Pod[], node: NodeInfo, used:
   // The AppArmor admit handler follows the predicates (kubelet.go NewMainKubelet; apparmor/validate.go).
   if (node.appArmorEnabled === false && appArmorRequired(pod)) {
     return { admit: false, reason: 'AppArmor', message: 'Cannot enforce AppArmor: AppArmor is not enabled on the host' };
+  }
+  // A field this node does not implement (podFields.ts), last, where the kubelet checks the pod's
+  // features against the node's (kubelet.go NewMainKubelet; lifecycle/handlers.go
+  // declaredFeaturesAdmitHandler, whose reason and wording these are).
+  const unsupported = unsupportedField(pod.spec);
+  if (unsupported) {
+    return { admit: false, reason: 'PodFeatureUnsupported', message: `Pod requires node features that are not available: ${unsupported.field} (${unsupported.why})` };
   }
   return { admit: true };
 }
