@@ -113,7 +113,7 @@ export const POD_FIELDS: Readonly<Record<string, TypeFields>> = {
     priorityClassName: implemented('src/api/types.ts isCriticalPod'),
     readinessGates: implemented('src/status/generate.ts'),
     resourceClaims: DRA,
-    resources: implemented('src/cm/podResources.ts, src/admission/resources.ts'),
+    resources: implemented('src/cm/podResources.ts, src/admission/resources.ts, src/api/qos.ts'),
     restartPolicy: implemented('src/kuberuntime/computePodActions.ts'),
     runtimeClassName: implemented('src/kuberuntime (RuntimeClass: the sandbox\'s runtime handler)'),
     schedulerName: SCHEDULER,
