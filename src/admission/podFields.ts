@@ -101,7 +101,7 @@ export const POD_FIELDS: Readonly<Record<string, TypeFields>> = {
     hostPID: implemented(SECURITY),
     hostUsers: implemented('src/kuberuntime (user namespaces: the sandbox\'s namespace options)'),
     hostname: implemented('src/kuberuntime/hosts.ts'),
-    hostnameOverride: refused('hostnameOverride is not implemented'),
+    hostnameOverride: implemented('src/kuberuntime/hosts.ts (the sandbox\'s hostname and /etc/hosts), src/api/validate.ts'),
     imagePullSecrets: implemented('src/kuberuntime (the pull credentials keyring)'),
     initContainers: implemented('src/kuberuntime/computePodActions.ts'),
     nodeName: implemented('src/admission/admit.ts'),

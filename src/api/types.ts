@@ -236,6 +236,8 @@ interface PodSpec {
   shareProcessNamespace?: boolean;
   securityContext?: PodSecurityContext;
   hostname?: string;
+  /** The pod's hostname in place of hostname and subdomain (HostnameOverride). */
+  hostnameOverride?: string;
   subdomain?: string;
   tolerations?: Toleration[];
   affinity?: { nodeAffinity?: { requiredDuringSchedulingIgnoredDuringExecution?: { nodeSelectorTerms?: NodeSelectorTerm[] } } };

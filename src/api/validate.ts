@@ -312,6 +312,7 @@ const SPEC_FIELDS: Fields = {
   shareProcessNamespace: 'boolean',
   securityContext: POD_SECURITY_CONTEXT,
   hostname: 'string',
+  hostnameOverride: 'string',
   subdomain: 'string',
   tolerations: {
     list: { object: { key: 'string', operator: 'string', value: 'string', effect: 'string', tolerationSeconds: 'integer' } },
@@ -637,7 +638,19 @@ function checkSpec(errs: Errors, spec: unknown, create: boolean): void {
   if (spec['shareProcessNamespace'] === true && spec['hostPID'] === true) {
     errs.add('spec.securityContext.shareProcessNamespace', 'Invalid value: true: ShareProcessNamespace and HostPID cannot both be enabled');
   }
+  checkHostnameOverride(errs, spec);
   checkFields(errs, 'spec', spec, SPEC_FIELDS);
+}
+
+/** validation.go validatePodHostName: an RFC 1123 subdomain of at most 64 characters, off the host network, not with setHostnameAsFQDN. */
+function checkHostnameOverride(errs: Errors, spec: Record<string, unknown>): void {
+  const override = spec['hostnameOverride'];
+  if (typeof override !== 'string') return; // absent, or its type is checked with the other fields
+  const field = 'spec.hostnameOverride';
+  if (spec['setHostnameAsFQDN'] === true) errs.add(field, 'Forbidden: may not be specified when setHostnameAsFQDN is true');
+  if (spec['hostNetwork'] === true) errs.add(field, 'Forbidden: may not be specified when hostNetwork is true');
+  if (override.length > 64) errs.add(field, 'Too long: may not be more than 64 bytes');
+  if (!isDnsSubdomain(override) || override === '') errs.invalid(field, override, "a lowercase RFC 1123 subdomain: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit");
 }
 
 /** Narrowing happens by checking every field the `Pod` type promises; this is that claim. */

@@ -10,9 +10,19 @@ import type { Container, Pod } from '../api/types.ts';
 
 export const ETC_HOSTS = '/etc/hosts';
 
-/** `spec.hostname` or the pod name, cut to 63 characters; the domain when `spec.subdomain` is set. */
+/** A hostname cut to the kernel's 63 characters, without a trailing '-' or '.' (truncatePodHostnameIfNeeded). */
+function truncated(hostname: string): string {
+  return hostname.length <= 63 ? hostname : hostname.slice(0, 63).replace(/[-.]+$/, '');
+}
+
+/**
+ * `spec.hostnameOverride` alone, with no domain, when set (HostnameOverride, GA in v1.37); else
+ * `spec.hostname` or the pod name, with the domain when `spec.subdomain` is set; cut to 63
+ * characters (GeneratePodHostNameAndDomain).
+ */
 export function podHostnameAndDomain(pod: Pod, clusterDomain: string): { hostname: string; domain: string } {
-  const hostname = (pod.spec.hostname || pod.metadata.name).slice(0, 63).replace(/[-.]+$/, '');
+  if (pod.spec.hostnameOverride) return { hostname: truncated(pod.spec.hostnameOverride), domain: '' };
+  const hostname = truncated(pod.spec.hostname || pod.metadata.name);
   const domain = pod.spec.subdomain ? `${pod.spec.subdomain}.${pod.metadata.namespace}.svc.${clusterDomain}` : '';
   return { hostname, domain };
 }

@@ -12,6 +12,8 @@ describe('podHostnameAndDomain', () => {
     ['spec.hostname', { hostname: 'db-0' }, 'web', { hostname: 'db-0', domain: '' }],
     ['a subdomain', { hostname: 'db-0', subdomain: 'db' }, 'web', { hostname: 'db-0', domain: 'db.shop.svc.cluster.local' }],
     ['a long name cut to 63 without a trailing dash', {}, `${'a'.repeat(62)}-b`, { hostname: 'a'.repeat(62), domain: '' }],
+    ['spec.hostnameOverride, over hostname and subdomain, with no domain', { hostnameOverride: 'my.host', hostname: 'db-0', subdomain: 'db' }, 'web', { hostname: 'my.host', domain: '' }],
+    ['a 64-character hostnameOverride cut to 63 without a trailing dot', { hostnameOverride: `${'a'.repeat(62)}.b` }, 'web', { hostname: 'a'.repeat(62), domain: '' }],
   ])('%s', (_, spec, name, expected) => {
     expect(podHostnameAndDomain(pod(spec, name), 'cluster.local')).toEqual(expected);
   });
