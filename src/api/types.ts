@@ -21,6 +21,12 @@ export interface ObjectMeta {
 export type RestartPolicy = 'Always' | 'OnFailure' | 'Never';
 export type PullPolicy = 'Always' | 'IfNotPresent' | 'Never';
 
+/** A container restart rule (ContainerRestartRule): an action for the exit codes it matches. */
+export interface ContainerRestartRule {
+  action: 'Restart' | 'RestartAllContainers';
+  exitCodes?: { operator: 'In' | 'NotIn'; values?: number[] };
+}
+
 export interface EnvVar {
   name: string;
   value?: string;
@@ -117,8 +123,13 @@ export interface Container {
   volumeMounts?: VolumeMount[];
   ports?: ContainerPort[];
   imagePullPolicy?: PullPolicy;
-  /** Only on init containers: `Always` makes it a sidecar. */
-  restartPolicy?: 'Always';
+  /**
+   * On an init container, `Always` makes it a sidecar; on a regular one, its own policy over the
+   * pod's (ContainerRestartRules; containerRestart.ts).
+   */
+  restartPolicy?: 'Always' | 'OnFailure' | 'Never';
+  /** Regular containers with a restartPolicy: rules by exit code, the first matching one acting. */
+  restartPolicyRules?: ContainerRestartRule[];
   livenessProbe?: Probe;
   readinessProbe?: Probe;
   startupProbe?: Probe;
