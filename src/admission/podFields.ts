@@ -301,7 +301,7 @@ export const POD_FIELDS: Readonly<Record<string, TypeFields>> = {
     vsphereVolume: noPlugin('vsphereVolume'),
   },
   EmptyDirVolumeSource: {
-    medium: refused('emptyDir media other than the node\'s disk and Memory (tmpfs) are not implemented', ['', 'Memory']),
+    medium: implemented('the node\'s disk, tmpfs for Memory, hugetlbfs for HugePages[-<size>]: src/volumes/setUp.ts, src/volumes/hugePages.ts, src/volumes/mounter.ts'),
     mode: refused('the emptyDir mode (EmptyDirVolumeMode) is not implemented: the directory is 0777'),
     sizeLimit: implemented('src/eviction/localStorage.ts, src/volumes/mounter.ts'),
   },

@@ -84,17 +84,17 @@ describe('refused fields', () => {
 
   it('admits the values a refused field accepts, and unset ones', () => {
     expect(unsupportedField({ containers: [{ name: 'c', volumeMounts: [{ name: 'v', readOnly: true, recursiveReadOnly: 'Disabled' }] }] })).toBeUndefined();
-    expect(unsupportedField({ volumes: [{ name: 'v', emptyDir: { medium: 'Memory' } }, { name: 'w', emptyDir: { medium: '' } }] })).toBeUndefined();
+    expect(unsupportedField({ volumes: [{ name: 'v', emptyDir: { medium: 'Memory' } }, { name: 'w', emptyDir: { medium: 'HugePages-2Mi' } }] })).toBeUndefined();
     expect(unsupportedField({ containers: [{ name: 'c', stdinOnce: false, restartPolicyRules: [] }], resourceClaims: [], setHostnameAsFQDN: false })).toBeUndefined();
     expect(unsupportedField({ securityContext: { seLinuxChangePolicy: 'Recursive' } })).toBeUndefined();
   });
 
   it('names the first refused field in the pod\'s order, with the index of each list', () => {
     const spec = {
-      volumes: [{ name: 'a', emptyDir: {} }, { name: 'b', emptyDir: { medium: 'HugePages' } }],
+      volumes: [{ name: 'a', emptyDir: {} }, { name: 'b', emptyDir: { medium: 'HugePages', mode: 0o755 } }],
       initContainers: [{ name: 'i', env: [{ name: 'X' }, { name: 'Y', valueFrom: { fileKeyRef: { path: 'f', key: 'k', volumeName: 'a' } } }] }],
     };
-    expect(unsupportedField(spec)).toEqual({ field: 'spec.volumes[1].emptyDir.medium', why: expect.stringContaining('Memory (tmpfs)') });
+    expect(unsupportedField(spec)).toEqual({ field: 'spec.volumes[1].emptyDir.mode', why: expect.stringContaining('EmptyDirVolumeMode') });
     expect(unsupportedField({ initContainers: spec.initContainers })).toEqual({ field: 'spec.initContainers[0].env[1].valueFrom.fileKeyRef', why: expect.stringContaining('EnvFiles') });
   });
 
