@@ -122,7 +122,7 @@ export const POD_FIELDS: Readonly<Record<string, TypeFields>> = {
     securityContext: implemented(SECURITY),
     serviceAccount: controlPlane('the API server (the deprecated alias of serviceAccountName)'),
     serviceAccountName: implemented('src/volumes/tokens.ts'),
-    setHostnameAsFQDN: refused('setHostnameAsFQDN is not implemented'),
+    setHostnameAsFQDN: implemented('src/kuberuntime/hosts.ts sandboxHostname'),
     shareProcessNamespace: implemented(SECURITY),
     subdomain: implemented('src/kuberuntime/hosts.ts'),
     terminationGracePeriodSeconds: implemented('src/pod/gracePeriod.ts'),

@@ -249,6 +249,8 @@ interface PodSpec {
   hostname?: string;
   /** The pod's hostname in place of hostname and subdomain (HostnameOverride). */
   hostnameOverride?: string;
+  /** The sandbox's hostname is the fully qualified name (with a subdomain). */
+  setHostnameAsFQDN?: boolean;
   subdomain?: string;
   tolerations?: Toleration[];
   affinity?: { nodeAffinity?: { requiredDuringSchedulingIgnoredDuringExecution?: { nodeSelectorTerms?: NodeSelectorTerm[] } } };

@@ -165,7 +165,15 @@ export async function executePlan(
 
   let sandboxId = actions.sandboxId;
   const dns = deps.host.dns ? podDns(pod, deps.host.dns) : undefined;
-  const config = sandboxConfig(pod, actions.attempt, deps.host.podLogsRoot, dns?.config, deps.host.podCgroups?.parentOf(pod));
+  let config: ReturnType<typeof sandboxConfig>;
+  try {
+    config = sandboxConfig(pod, actions.attempt, deps.host.podLogsRoot, dns?.config, deps.host.podCgroups?.parentOf(pod), deps.host.dns?.clusterDomain);
+  } catch (err) {
+    // generatePodSandboxConfig failed: nothing is created or started (kuberuntime_manager.go SyncPod).
+    result.errors.push(`CreatePodSandboxError: ${errorText(err)}`);
+    if (actions.createSandbox) deps.observe.recorder.event(podReference(pod), 'Warning', 'FailedCreatePodSandBox', `Failed to create pod sandbox: ${errorText(err)}`);
+    return result;
+  }
   if (actions.createSandbox) {
     for (const warning of dns?.warnings ?? []) deps.observe.recorder.event(podReference(pod), 'Warning', warning.reason, warning.message);
     try {

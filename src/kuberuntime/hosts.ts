@@ -27,6 +27,24 @@ export function podHostnameAndDomain(pod: Pod, clusterDomain: string): { hostnam
   return { hostname, domain };
 }
 
+/** The Linux nodename holds 64 characters (util.go GetNodenameForKernel). */
+const FQDN_MAX = 64;
+
+/**
+ * The sandbox's hostname (kuberuntime_sandbox.go generatePodSandboxConfig, util.go
+ * GetNodenameForKernel): the pod's hostname, or with `setHostnameAsFQDN` and a domain the fully
+ * qualified name, which must fit the kernel's 64 characters.
+ */
+export function sandboxHostname(pod: Pod, clusterDomain: string): string | Error {
+  const { hostname, domain } = podHostnameAndDomain(pod, clusterDomain);
+  if (!domain || pod.spec.setHostnameAsFQDN !== true) return hostname;
+  const fqdn = `${hostname}.${domain}`;
+  if (fqdn.length > FQDN_MAX) {
+    return new Error(`failed to construct FQDN from pod hostname and cluster domain, FQDN ${fqdn} is too long (${FQDN_MAX} characters is the max, ${fqdn.length} characters requested)`);
+  }
+  return fqdn;
+}
+
 /**
  * Whether the container gets the managed file: the pod has an IP or is on the host network (whose
  * sandbox reports none), and the container mounts nothing there (kubelet_pods.go shouldMountHostsFile).
