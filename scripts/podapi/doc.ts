@@ -31,6 +31,7 @@ function describe(handling: FieldHandling): [string, string] {
   if ('implemented' in handling) return ['implemented', handling.implemented];
   if ('controlPlane' in handling) return ['control plane', `not the node's business: ${handling.controlPlane}`];
   if (handling.at === 'mount') return ['refused at mount', `${handling.refused}; the pod waits in ContainerCreating, \`FailedMount\` "no volume plugin matched"`];
+  if (handling.at === 'sandbox') return ['refused at pod start', `${handling.refused}; the pod stays Pending with no sandbox, \`FailedPrepareDynamicResources\` "Failed to prepare dynamic resources: …"`];
   const allowed = handling.allowed ? ` (accepted: ${handling.allowed.map((v) => (v === '' ? '""' : `\`${String(v)}\``)).join(', ')})` : '';
   return ['refused at admission', `${handling.refused}${allowed}`];
 }
@@ -52,6 +53,8 @@ export function renderDoc(): string {
     '  otherwise run the pod without what it asked for. What is under such a field is not listed.',
     '- **refused at mount**: a volume plugin this node does not have; as on a kubelet without the plugin, the pod',
     '  waits in `ContainerCreating` with a `FailedMount` event naming the volume.',
+    '- **refused at pod start**: dynamic resource claims; as on a kubelet without the DRA driver, the pod gets no',
+    '  sandbox and stays `Pending`, with a Warning `FailedPrepareDynamicResources` at each try.',
     '',
     'The pod\'s metadata and status are not in this table: the node reads the metadata it needs and writes the status.',
   ];

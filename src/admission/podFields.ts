@@ -12,6 +12,9 @@
  * - `refused` `at: 'mount'`: a volume plugin this node lacks; as with the kubelet, which finds no
  *   plugin for it (pkg/volume/plugins.go FindPluginBySpec), the pod waits in ContainerCreating
  *   with a FailedMount event (src/volumes/plan.ts unsupportedVolume).
+ * - `refused` `at: 'sandbox'`: dynamic resource claims, which need a DRA driver this node does
+ *   not have; as on a kubelet without the driver, the pod gets no sandbox and stays Pending with
+ *   FailedPrepareDynamicResources events (src/kuberuntime/dynamicResources.ts).
  *
  * Nothing under a field that is not `implemented` needs an entry. test/admission/podFields.test.ts
  * fails on a field of the pinned release with no entry, and on an entry for no field.
@@ -22,7 +25,8 @@ export type FieldHandling =
   | { implemented: string }
   | { controlPlane: string }
   | { refused: string; at: 'admission'; allowed?: readonly unknown[] }
-  | { refused: string; at: 'mount' };
+  | { refused: string; at: 'mount' }
+  | { refused: string; at: 'sandbox' };
 
 type TypeFields = Readonly<Record<string, FieldHandling>>;
 
@@ -33,7 +37,7 @@ const noPlugin = (plugin: string): FieldHandling => ({ refused: `no volume plugi
 
 const SCHEDULER = controlPlane('the scheduler');
 const FILE_OWNER = refused('the owner UID of written files (AtomicWriteVolumeUserFields) is not implemented: files are owned by the node\'s user, or fsGroup');
-const DRA = refused('dynamic resource allocation: this node has no DRA driver, so no claim can be prepared');
+const DRA: FieldHandling = { refused: 'dynamic resource allocation: this node has no DRA driver, so no claim can be prepared', at: 'sandbox' };
 const WINDOWS = refused('Windows options: this is a Linux node');
 
 const SECURITY = 'src/kuberuntime/securityContext.ts';

@@ -251,6 +251,8 @@ interface PodSpec {
   hostnameOverride?: string;
   /** The sandbox's hostname is the fully qualified name (with a subdomain). */
   setHostnameAsFQDN?: boolean;
+  /** Dynamic resource allocation claims (PodResourceClaim): this node prepares none (kuberuntime/dynamicResources.ts). */
+  resourceClaims?: { name: string; resourceClaimName?: string; resourceClaimTemplateName?: string }[];
   subdomain?: string;
   tolerations?: Toleration[];
   affinity?: { nodeAffinity?: { requiredDuringSchedulingIgnoredDuringExecution?: { nodeSelectorTerms?: NodeSelectorTerm[] } } };
@@ -336,6 +338,8 @@ export interface PodStatus {
   initContainerStatuses?: ContainerStatus[];
   containerStatuses?: ContainerStatus[];
   ephemeralContainerStatuses?: ContainerStatus[];
+  /** The claims the resource claim controller made from the pod's templates. */
+  resourceClaimStatuses?: { name: string; resourceClaimName?: string }[];
 }
 
 export interface Pod {

@@ -98,15 +98,10 @@ describe('refused fields', () => {
     expect(unsupportedField({ initContainers: spec.initContainers })).toEqual({ field: 'spec.initContainers[0].env[1].valueFrom.fileKeyRef', why: expect.stringContaining('EnvFiles') });
   });
 
-  it('refuses resourceClaims for want of a DRA driver, and a container\'s claims', () => {
-    const claims = admitPod(pod({ resourceClaims: [{ name: 'gpu', resourceClaimTemplateName: 'gpu' }] }), [], node);
-    expect(claims).toEqual({ admit: false, reason: 'PodFeatureUnsupported', message: 'Pod requires node features that are not available: spec.resourceClaims (dynamic resource allocation: this node has no DRA driver, so no claim can be prepared)' });
-    const container = admitPod(pod({ containers: [{ name: 'c', image: 'busybox', resources: { claims: [{ name: 'gpu' }] } }] }), [], node);
-    expect(container).toMatchObject({ admit: false, message: expect.stringContaining('spec.containers[0].resources.claims') });
-  });
-
-  it('leaves volume plugins the node lacks to the mount, and control-plane fields alone', () => {
+  it('leaves volume plugins the node lacks to the mount, resource claims to the pod\'s start, and control-plane fields alone', () => {
     expect(unsupportedField({ volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'data' } }] })).toBeUndefined();
+    const claims = { resourceClaims: [{ name: 'gpu', resourceClaimTemplateName: 'gpu' }], containers: [{ name: 'c', image: 'busybox', resources: { claims: [{ name: 'gpu' }] } }] };
+    expect(admitPod(pod(claims), [], node)).toEqual({ admit: true });
     expect(unsupportedField({ topologySpreadConstraints: [{ maxSkew: 1 }], schedulingGates: [{ name: 'g' }], schedulerName: 'other' })).toBeUndefined();
   });
 });
