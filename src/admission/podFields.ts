@@ -66,7 +66,7 @@ const CONTAINER: TypeFields = {
   securityContext: implemented(SECURITY),
   startupProbe: implemented('src/prober'),
   stdin: implemented(CONTAINER_CONFIG),
-  stdinOnce: refused('stdinOnce is not passed to the runtime: stdin would stay open after the first attach ends'),
+  stdinOnce: implemented('src/kuberuntime/configs.ts (CRI stdin_once); sim:// containers read no input'),
   terminationMessagePath: implemented('src/kuberuntime/terminationMessage.ts'),
   terminationMessagePolicy: implemented('src/kuberuntime/terminationMessage.ts'),
   tty: implemented(CONTAINER_CONFIG),

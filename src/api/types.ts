@@ -143,6 +143,7 @@ export interface Container {
   terminationMessagePath?: string;
   terminationMessagePolicy?: 'File' | 'FallbackToLogsOnError';
   stdin?: boolean;
+  stdinOnce?: boolean;
   tty?: boolean;
   securityContext?: SecurityContext;
 }

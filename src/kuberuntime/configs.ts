@@ -128,6 +128,7 @@ export function containerConfig(
     annotations: containerAnnotations(pod, container, restartCount, type),
     logPath: containerLogName(container.name, restartCount),
     stdin: container.stdin ?? false,
+    ...(container.stdinOnce ? { stdinOnce: true } : {}),
     tty: container.tty ?? false,
     ...(linux ? { linux } : {}),
   };
