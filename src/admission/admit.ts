@@ -12,6 +12,7 @@ import { appArmorRequired } from '../kuberuntime/securityContext.ts';
 import { matchesNodeAffinity, toleratesTaint, untoleratedNoExecuteTaint } from './nodeAffinity.ts';
 import { amounts, type ResourceAmounts } from '../api/quantity.ts';
 import { podRequests, sumRequests } from './resources.ts';
+import { unsupportedField } from './podFields.ts';
 
 export interface NodeInfo {
   name: string;
@@ -75,22 +76,21 @@ function portsConflict(a: string, b: string): boolean {
 /** The resources checked by name, in the scheduler's order; others follow in the pod's order. */
 const NAMED_RESOURCES = ['cpu', 'memory', 'ephemeral-storage'];
 
-/**
- * An extended resource (`example.com/gpu`) the node does not advertise is ignored: it may be a
- * cluster-level resource (removeMissingExtendedResources). Native ones (`hugepages-2Mi`) count.
- */
-function isExtended(name: string): boolean {
-  return name.includes('/') && !name.startsWith('kubernetes.io/') && !name.includes('.kubernetes.io/');
-}
 
-/** The first resource the pod asks more of than the node has left (noderesources fitsRequest). */
+/**
+ * The first resource the pod asks more of than the node has left (noderesources fitsRequest).
+ * An extended resource (`example.com/gpu`) the node does not advertise counts as none left: the
+ * kubelet drops such requests before the check, to admit cluster-level resources
+ * (predicate.go removeMissingExtendedResources), and says itself that a pod bound straight to a
+ * node then runs without the device it needs (predicate.go predicateAdmitHandler.Admit). This
+ * node has no device plugins and no DRA, so it refuses: `OutOf<resource>`, capacity 0.
+ */
 function insufficientResource(pod: Pod, used: ResourceAmounts, allocatable: ResourceAmounts): Admission | undefined {
   const requested = podRequests(pod);
   const names = [...NAMED_RESOURCES, ...Object.keys(requested).filter((n) => !NAMED_RESOURCES.includes(n) && n !== 'pods')];
   for (const name of names) {
     const want = requested[name] ?? 0;
     if (want <= 0) continue;
-    if (isExtended(name) && allocatable[name] === undefined) continue;
     const capacity = allocatable[name] ?? 0;
     const inUse = used[name] ?? 0;
     if (want > capacity - inUse) {
@@ -167,6 +167,13 @@ export function admitPod(pod: Pod, active: readonly Pod[], node: NodeInfo, used:
   // The AppArmor admit handler follows the predicates (kubelet.go NewMainKubelet; apparmor/validate.go).
   if (node.appArmorEnabled === false && appArmorRequired(pod)) {
     return { admit: false, reason: 'AppArmor', message: 'Cannot enforce AppArmor: AppArmor is not enabled on the host' };
+  }
+  // A field this node does not implement (podFields.ts), last, where the kubelet checks the pod's
+  // features against the node's (kubelet.go NewMainKubelet; lifecycle/handlers.go
+  // declaredFeaturesAdmitHandler, whose reason and wording these are).
+  const unsupported = unsupportedField(pod.spec);
+  if (unsupported) {
+    return { admit: false, reason: 'PodFeatureUnsupported', message: `Pod requires node features that are not available: ${unsupported.field} (${unsupported.why})` };
   }
   return { admit: true };
 }

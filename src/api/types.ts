@@ -21,6 +21,12 @@ export interface ObjectMeta {
 export type RestartPolicy = 'Always' | 'OnFailure' | 'Never';
 export type PullPolicy = 'Always' | 'IfNotPresent' | 'Never';
 
+/** A container restart rule (ContainerRestartRule): an action for the exit codes it matches. */
+export interface ContainerRestartRule {
+  action: 'Restart' | 'RestartAllContainers';
+  exitCodes?: { operator: 'In' | 'NotIn'; values?: number[] };
+}
+
 export interface EnvVar {
   name: string;
   value?: string;
@@ -117,8 +123,13 @@ export interface Container {
   volumeMounts?: VolumeMount[];
   ports?: ContainerPort[];
   imagePullPolicy?: PullPolicy;
-  /** Only on init containers: `Always` makes it a sidecar. */
-  restartPolicy?: 'Always';
+  /**
+   * On an init container, `Always` makes it a sidecar; on a regular one, its own policy over the
+   * pod's (ContainerRestartRules; containerRestart.ts).
+   */
+  restartPolicy?: 'Always' | 'OnFailure' | 'Never';
+  /** Regular containers with a restartPolicy: rules by exit code, the first matching one acting. */
+  restartPolicyRules?: ContainerRestartRule[];
   livenessProbe?: Probe;
   readinessProbe?: Probe;
   startupProbe?: Probe;
@@ -132,6 +143,7 @@ export interface Container {
   terminationMessagePath?: string;
   terminationMessagePolicy?: 'File' | 'FallbackToLogsOnError';
   stdin?: boolean;
+  stdinOnce?: boolean;
   tty?: boolean;
   securityContext?: SecurityContext;
 }
@@ -236,6 +248,12 @@ interface PodSpec {
   shareProcessNamespace?: boolean;
   securityContext?: PodSecurityContext;
   hostname?: string;
+  /** The pod's hostname in place of hostname and subdomain (HostnameOverride). */
+  hostnameOverride?: string;
+  /** The sandbox's hostname is the fully qualified name (with a subdomain). */
+  setHostnameAsFQDN?: boolean;
+  /** Dynamic resource allocation claims (PodResourceClaim): this node prepares none (kuberuntime/dynamicResources.ts). */
+  resourceClaims?: { name: string; resourceClaimName?: string; resourceClaimTemplateName?: string }[];
   subdomain?: string;
   tolerations?: Toleration[];
   affinity?: { nodeAffinity?: { requiredDuringSchedulingIgnoredDuringExecution?: { nodeSelectorTerms?: NodeSelectorTerm[] } } };
@@ -321,6 +339,8 @@ export interface PodStatus {
   initContainerStatuses?: ContainerStatus[];
   containerStatuses?: ContainerStatus[];
   ephemeralContainerStatuses?: ContainerStatus[];
+  /** The claims the resource claim controller made from the pod's templates. */
+  resourceClaimStatuses?: { name: string; resourceClaimName?: string }[];
 }
 
 export interface Pod {

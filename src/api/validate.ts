@@ -34,6 +34,8 @@ const PORT_MAX = 65535;
 const ACTIVE_DEADLINE_MAX = 2 ** 32 - 1;
 
 const RESTART_POLICIES = ['Always', 'OnFailure', 'Never'] as const;
+const RESTART_RULE_ACTIONS = ['Restart', 'RestartAllContainers'] as const;
+const RESTART_RULE_OPERATORS = ['In', 'NotIn'] as const;
 const PULL_POLICIES = ['Always', 'IfNotPresent', 'Never'] as const;
 const PROTOCOLS = ['TCP', 'UDP', 'SCTP'] as const;
 const PROBE_HANDLERS = ['exec', 'httpGet', 'tcpSocket', 'grpc'] as const;
@@ -268,6 +270,7 @@ const CONTAINER_FIELDS: Fields = {
   stdinOnce: 'boolean',
   tty: 'boolean',
   securityContext: SECURITY_CONTEXT,
+  restartPolicyRules: { list: { object: { action: 'string', exitCodes: { object: { operator: 'string', values: { list: 'integer' } } } } } },
 };
 
 const ENV_VAR_FIELDS: Fields = {
@@ -312,6 +315,7 @@ const SPEC_FIELDS: Fields = {
   shareProcessNamespace: 'boolean',
   securityContext: POD_SECURITY_CONTEXT,
   hostname: 'string',
+  hostnameOverride: 'string',
   subdomain: 'string',
   tolerations: {
     list: { object: { key: 'string', operator: 'string', value: 'string', effect: 'string', tolerationSeconds: 'integer' } },
@@ -489,6 +493,54 @@ function checkSecurityContext(errs: Errors, field: string, context: unknown): vo
   if (Array.isArray(add) && add.includes('CAP_SYS_ADMIN')) errs.add(field, 'Invalid value: cannot set `allowPrivilegeEscalation` to false and `capabilities.Add` CAP_SYS_ADMIN');
 }
 
+const RESTART_RULES_MAX = 20;
+const RESTART_RULE_CODES_MAX = 255;
+
+/**
+ * A regular container's own restart policy and rules (validation.go validateContainerRestartPolicy,
+ * ContainerRestartRules): rules need a policy; at most 20 rules, each an action and `exitCodes`
+ * with an operator and at most 255 values.
+ */
+function checkContainerRestartPolicy(errs: Errors, field: string, container: Record<string, unknown>): void {
+  const policy = container['restartPolicy'];
+  const rules = container['restartPolicyRules'];
+  if (policy === undefined) {
+    if (Array.isArray(rules) && rules.length > 0) errs.add(`${field}.restartPolicy`, 'Required value: must specify restartPolicy when restart rules are used');
+  } else if (!isOneOf(policy, RESTART_POLICIES)) errs.unsupported(`${field}.restartPolicy`, policy, RESTART_POLICIES);
+  if (!Array.isArray(rules)) return; // absent, or its shape is checked with the other fields
+  if (rules.length > RESTART_RULES_MAX) errs.add(`${field}.restartPolicyRules`, `Too many: ${rules.length}: must have at most ${RESTART_RULES_MAX} items`);
+  rules.forEach((rule: unknown, i) => {
+    if (!isRecord(rule)) return;
+    const at = `${field}.restartPolicyRules[${i}]`;
+    if (!isOneOf(rule['action'], RESTART_RULE_ACTIONS)) errs.unsupported(`${at}.action`, rule['action'], RESTART_RULE_ACTIONS);
+    const codes = rule['exitCodes'];
+    if (!isRecord(codes)) {
+      errs.add(`${at}.exitCodes`, 'Required value: must be specified');
+      return;
+    }
+    if (!isOneOf(codes['operator'], RESTART_RULE_OPERATORS)) errs.unsupported(`${at}.exitCodes.operator`, codes['operator'], RESTART_RULE_OPERATORS);
+    const values = codes['values'];
+    if (Array.isArray(values) && values.length > RESTART_RULE_CODES_MAX) errs.add(`${at}.exitCodes.values`, `Too many: ${values.length}: must have at most ${RESTART_RULE_CODES_MAX} items`);
+  });
+}
+
+/**
+ * An init container's restart policy (validation.go validateInitContainerRestartPolicy): `Always`
+ * makes it a sidecar. Rules need a policy. This node runs other init policies and init containers'
+ * rules not at all, so it takes neither.
+ */
+function checkInitRestartPolicy(errs: Errors, field: string, container: Record<string, unknown>): void {
+  const policy = container['restartPolicy'];
+  const rules = container['restartPolicyRules'];
+  const ruled = Array.isArray(rules) && rules.length > 0;
+  if (policy === undefined) {
+    if (ruled) errs.add(`${field}.restartPolicy`, 'Required value: must specify restartPolicy when restart rules are used');
+    return;
+  }
+  if (policy !== 'Always') errs.unsupported(`${field}.restartPolicy`, policy, ['Always']);
+  else if (ruled) errs.add(`${field}.restartPolicyRules`, 'Forbidden: restartPolicyRules are not allowed for init containers with restart policy Always');
+}
+
 function checkContainer(errs: Errors, field: string, container: Record<string, unknown>, isInit: boolean): void {
   const name = container['name'];
   if (checkRequiredString(errs, `${field}.name`, name) && !isDnsLabel(name)) {
@@ -506,12 +558,8 @@ function checkContainer(errs: Errors, field: string, container: Record<string, u
   const pull = container['imagePullPolicy'];
   if (pull !== undefined && !isOneOf(pull, PULL_POLICIES)) errs.unsupported(`${field}.imagePullPolicy`, pull, PULL_POLICIES);
 
-  // Only init containers may set a restart policy, and only `Always` (which makes them sidecars).
-  const restart = container['restartPolicy'];
-  if (restart !== undefined) {
-    if (!isInit) errs.add(`${field}.restartPolicy`, 'Forbidden: may not be set for non-init containers');
-    else if (restart !== 'Always') errs.unsupported(`${field}.restartPolicy`, restart, ['Always']);
-  }
+  if (isInit) checkInitRestartPolicy(errs, field, container);
+  else checkContainerRestartPolicy(errs, field, container);
 
   checkSecurityContext(errs, `${field}.securityContext`, container['securityContext']);
   checkProbe(errs, `${field}.livenessProbe`, container['livenessProbe'], 'liveness');
@@ -547,8 +595,8 @@ function checkContainerList(errs: Errors, spec: Record<string, unknown>, key: 'i
   });
 }
 
-/** Members an ephemeral container may not set (validation.go allowedEphemeralContainerFields; `restartPolicy` is checked with the container). */
-const NOT_FOR_EPHEMERAL = ['ports', 'resources', 'livenessProbe', 'readinessProbe', 'startupProbe', 'lifecycle'] as const;
+/** Members an ephemeral container may not set (validation.go allowedEphemeralContainerFields). */
+const NOT_FOR_EPHEMERAL = ['ports', 'resources', 'livenessProbe', 'readinessProbe', 'startupProbe', 'lifecycle', 'restartPolicy', 'restartPolicyRules'] as const;
 
 /**
  * Whether a member holds more than its Go zero value, as validateFieldAllowList compares: the API
@@ -637,7 +685,19 @@ function checkSpec(errs: Errors, spec: unknown, create: boolean): void {
   if (spec['shareProcessNamespace'] === true && spec['hostPID'] === true) {
     errs.add('spec.securityContext.shareProcessNamespace', 'Invalid value: true: ShareProcessNamespace and HostPID cannot both be enabled');
   }
+  checkHostnameOverride(errs, spec);
   checkFields(errs, 'spec', spec, SPEC_FIELDS);
+}
+
+/** validation.go validatePodHostName: an RFC 1123 subdomain of at most 64 characters, off the host network, not with setHostnameAsFQDN. */
+function checkHostnameOverride(errs: Errors, spec: Record<string, unknown>): void {
+  const override = spec['hostnameOverride'];
+  if (typeof override !== 'string') return; // absent, or its type is checked with the other fields
+  const field = 'spec.hostnameOverride';
+  if (spec['setHostnameAsFQDN'] === true) errs.add(field, 'Forbidden: may not be specified when setHostnameAsFQDN is true');
+  if (spec['hostNetwork'] === true) errs.add(field, 'Forbidden: may not be specified when hostNetwork is true');
+  if (override.length > 64) errs.add(field, 'Too long: may not be more than 64 bytes');
+  if (!isDnsSubdomain(override) || override === '') errs.invalid(field, override, "a lowercase RFC 1123 subdomain: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit");
 }
 
 /** Narrowing happens by checking every field the `Pod` type promises; this is that claim. */

@@ -105,6 +105,14 @@ export interface AgentConfig {
   cgroupRoot: string;
   /** --cgroup-driver / cgroupDriver: cgroupfs only. */
   cgroupDriver: 'cgroupfs';
+  /**
+   * --cpu-manager-policy / cpuManagerPolicy, --memory-manager-policy / memoryManagerPolicy,
+   * --topology-manager-policy / topologyManagerPolicy: the default policies only; the others
+   * (exclusive CPUs, NUMA-pinned memory, topology alignment) are refused at start.
+   */
+  cpuManagerPolicy: 'none';
+  memoryManagerPolicy: 'None';
+  topologyManagerPolicy: 'none';
   /** --enforce-node-allocatable / enforceNodeAllocatable: ['pods'], or [] for none. */
   enforceNodeAllocatable: string[];
   /** --pod-max-pids / podPidsLimit; -1: none. */
@@ -242,6 +250,9 @@ export function agentDefaults(profile: DefaultsProfile = 'flags'): AgentDefaults
     cgroupsPerQos: true,
     cgroupRoot: '',
     cgroupDriver: 'cgroupfs',
+    cpuManagerPolicy: 'none',
+    memoryManagerPolicy: 'None',
+    topologyManagerPolicy: 'none',
     enforceNodeAllocatable: ['pods'],
     podMaxPids: -1,
     failSwapOn: true,

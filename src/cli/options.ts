@@ -529,6 +529,59 @@ function cgroupDriver(text: string): 'cgroupfs' {
 }
 
 /**
+ * A resource manager's policy of which statelet implements the default only. The kubelet's other
+ * policies are refused by name rather than run as the default: a node that says `static` but
+ * gives Guaranteed pods shared CPUs would break what its users rely on. A value the kubelet does
+ * not know either gets the kubelet's own message (`unknown` says how it words it).
+ */
+function defaultPolicyOnlyKind<T extends string>(policy: {
+  implemented: T;
+  refused: readonly string[];
+  what: string;
+  unknown: (text: string) => string;
+}): ValueKind<T> {
+  const read = (text: string): T => {
+    if (text === policy.implemented) return policy.implemented;
+    if (policy.refused.includes(text)) {
+      throw new ValueError(`statelet does not implement the ${JSON.stringify(text)} policy (${policy.what}): only ${JSON.stringify(policy.implemented)}`);
+    }
+    throw new ValueError(policy.unknown(text));
+  };
+  return {
+    placeholder: 'string',
+    takesArgument: true,
+    fromText: read,
+    fromConfig: (value) => read(expectString(value)),
+    display: (value) => value,
+  };
+}
+
+// pkg/kubelet/cm/cpumanager/cpu_manager.go NewManager: "unknown policy".
+const cpuManagerPolicyKind = defaultPolicyOnlyKind({
+  implemented: 'none',
+  refused: ['static'],
+  what: 'exclusive CPUs for Guaranteed pods with integer CPU requests',
+  unknown: (text) => `unknown policy: ${JSON.stringify(text)}`,
+});
+
+// pkg/kubelet/cm/memorymanager/memory_manager.go NewManager: "unknown policy".
+const memoryManagerPolicyKind = defaultPolicyOnlyKind({
+  implemented: 'None',
+  refused: ['Static'],
+  what: 'NUMA-pinned memory for Guaranteed pods',
+  unknown: (text) => `unknown policy: ${JSON.stringify(text)}`,
+});
+
+// pkg/kubelet/apis/config/validation/validation.go ValidateKubeletConfiguration.
+const TOPOLOGY_MANAGER_POLICIES = ['none', 'best-effort', 'restricted', 'single-numa-node'];
+const topologyManagerPolicyKind = defaultPolicyOnlyKind({
+  implemented: 'none',
+  refused: TOPOLOGY_MANAGER_POLICIES.slice(1),
+  what: 'NUMA alignment of CPUs, memory and devices',
+  unknown: (text) => `${JSON.stringify(text)} must be one of: [${TOPOLOGY_MANAGER_POLICIES.map((p) => JSON.stringify(p)).join(' ')}]`,
+});
+
+/**
  * memorySwap (config file only, as in the kubelet): `{ swapBehavior: NoSwap }` or an empty
  * swapBehavior, which means the same. LimitedSwap is refused rather than taken and ignored:
  * statelet gives every container NoSwap.
@@ -1003,6 +1056,30 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'cgroupDriver',
     group: 'Node',
     help: 'How cgroups are made: cgroupfs (systemd is refused)',
+  }),
+  option({
+    key: 'cpuManagerPolicy',
+    kind: cpuManagerPolicyKind,
+    flag: 'cpu-manager-policy',
+    configField: 'cpuManagerPolicy',
+    group: 'Node',
+    help: 'CPU Manager policy: none (static is refused)',
+  }),
+  option({
+    key: 'memoryManagerPolicy',
+    kind: memoryManagerPolicyKind,
+    flag: 'memory-manager-policy',
+    configField: 'memoryManagerPolicy',
+    group: 'Node',
+    help: 'Memory Manager policy: None (Static is refused)',
+  }),
+  option({
+    key: 'topologyManagerPolicy',
+    kind: topologyManagerPolicyKind,
+    flag: 'topology-manager-policy',
+    configField: 'topologyManagerPolicy',
+    group: 'Node',
+    help: 'Topology Manager policy: none (best-effort, restricted and single-numa-node are refused)',
   }),
   option({
     key: 'enforceNodeAllocatable',

@@ -17,6 +17,7 @@
  *     The executor starts them first and starts nothing in a sandbox a `killPod` plan stops.
  */
 import { isDeleting, isSidecar, restartPolicyOf, type ProbeResult, type Container, type Pod } from '../api/types.ts';
+import { containerShouldRestart, restartsAfterKill, runsUntilSuccess } from '../api/containerRestart.ts';
 import { containerHash } from './hash.ts';
 import { type RuntimeContainerStatus, type RuntimePodStatus, newestContainer } from '../api/runtimeView.ts';
 import { NamespaceMode } from '../runtime/types.ts';
@@ -90,16 +91,17 @@ export function sandboxChange(pod: Pod, status: RuntimePodStatus): SandboxChange
   return { create: false, attempt: newest.attempt, sandboxId: newest.id };
 }
 
-/** Whether an absent or stopped regular container should run again. */
-export function shouldRestart(pod: Pod, status: RuntimeContainerStatus | undefined): boolean {
+/**
+ * Whether an absent or stopped regular container should run again (container/helpers.go
+ * ShouldContainerBeRestarted): an exited one as its restart rules and policies say
+ * (containerShouldRestart).
+ */
+export function shouldRestart(pod: Pod, container: Container, status: RuntimeContainerStatus | undefined): boolean {
   if (isDeleting(pod)) return false;
   if (!status) return true;
   if (status.state === 'CONTAINER_RUNNING') return false;
   if (status.state === 'CONTAINER_UNKNOWN' || status.state === 'CONTAINER_CREATED') return true;
-  const policy = restartPolicyOf(pod);
-  if (policy === 'Never') return false;
-  if (policy === 'OnFailure' && status.exitCode === 0) return false;
-  return true;
+  return containerShouldRestart(container, pod, status.exitCode);
 }
 
 function kill(status: RuntimeContainerStatus, reason: KillReason, message: string): ContainerToKill {
@@ -132,7 +134,7 @@ export function computePodActions(
   for (const [index, container] of pod.spec.containers.entries()) {
     const current = newestContainer(status, container.name);
     if (!isRunning(current)) {
-      if (shouldRestart(pod, current)) {
+      if (shouldRestart(pod, container, current)) {
         if (current?.state === 'CONTAINER_UNKNOWN') {
           actions.containersToKill.push(kill(current, 'Unknown', `Container ${container.name} is in unknown state, will be killed and restarted`));
         }
@@ -141,7 +143,7 @@ export function computePodActions(
       continue;
     }
     const running = current as RuntimeContainerStatus;
-    const restartAfterKill = restartPolicyOf(pod) !== 'Never';
+    const restartAfterKill = restartsAfterKill(container, pod);
     if (running.hash !== containerHash(container)) {
       actions.containersToKill.push(kill(running, 'SpecChanged', `Container ${container.name} definition changed, will be restarted`));
       actions.containersToStart.push(index);
@@ -188,7 +190,7 @@ function planFreshSandbox(pod: Pod, status: RuntimePodStatus, actions: PodAction
   const candidates: number[] = [];
   for (const [index, container] of pod.spec.containers.entries()) {
     const current = newestContainer(status, container.name);
-    if (policy === 'OnFailure' && current?.state === 'CONTAINER_EXITED' && current.exitCode === 0) continue;
+    if (runsUntilSuccess(container, pod) && current?.state === 'CONTAINER_EXITED' && current.exitCode === 0) continue;
     candidates.push(index);
   }
   const anyRegularStatus = pod.spec.containers.some((c) => newestContainer(status, c.name) !== undefined);

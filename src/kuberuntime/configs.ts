@@ -9,7 +9,7 @@ import path from 'node:path';
 import type { Container, Pod } from '../api/types.ts';
 import type { Container as RuntimeContainer, ContainerConfig, DnsConfig, Mount, PodSandboxConfig, PortMapping } from '../runtime/types.ts';
 import { sandboxSecurityContext } from './securityContext.ts';
-import { podHostnameAndDomain } from './hosts.ts';
+import { sandboxHostname } from './hosts.ts';
 import { Annotation, type ContainerType, Label, containerAnnotations, containerLabels, sandboxLabels } from './labels.ts';
 
 /** `<namespace>_<name>_<uid>`, a pod's log directory under the logs root (pkg/kubelet/kuberuntime/helpers.go BuildPodLogsDirectory). */
@@ -55,10 +55,15 @@ function portMappings(pod: Pod): PortMapping[] {
   return mappings;
 }
 
-export function sandboxConfig(pod: Pod, attempt: number, logsRoot: string, dns?: DnsConfig, cgroupParent?: string): PodSandboxConfig {
+/**
+ * The pod's sandbox config; throws where it cannot be made (a fully qualified hostname longer than
+ * the kernel takes), as generatePodSandboxConfig fails.
+ */
+export function sandboxConfig(pod: Pod, attempt: number, logsRoot: string, dns?: DnsConfig, cgroupParent?: string, clusterDomain = ''): PodSandboxConfig {
   // A host-network pod has the node's hostname: the runtime leaves it in the node's UTS namespace
   // and refuses to set one there (kuberuntime_sandbox.go generatePodSandboxConfig).
-  const hostname = pod.spec.hostNetwork ? '' : podHostnameAndDomain(pod, '').hostname;
+  const hostname = pod.spec.hostNetwork ? '' : sandboxHostname(pod, clusterDomain);
+  if (hostname instanceof Error) throw hostname;
   return {
     metadata: {
       name: pod.metadata.name,
@@ -123,6 +128,7 @@ export function containerConfig(
     annotations: containerAnnotations(pod, container, restartCount, type),
     logPath: containerLogName(container.name, restartCount),
     stdin: container.stdin ?? false,
+    ...(container.stdinOnce ? { stdinOnce: true } : {}),
     tty: container.tty ?? false,
     ...(linux ? { linux } : {}),
   };

@@ -20,6 +20,7 @@ import { sandboxConfig } from './configs.ts';
 import { podDns } from './dns.ts';
 import { hookHost } from './hooks.ts';
 import { errorText } from './images.ts';
+import { dynamicResourcesError } from './dynamicResources.ts';
 import { type PreStopRuns, killContainer } from './kill.ts';
 import type { ContainerType } from './labels.ts';
 import { type ExecuteResult, type StartContext, type SyncMemory, startContainer } from './startContainer.ts';
@@ -165,8 +166,23 @@ export async function executePlan(
 
   let sandboxId = actions.sandboxId;
   const dns = deps.host.dns ? podDns(pod, deps.host.dns) : undefined;
-  const config = sandboxConfig(pod, actions.attempt, deps.host.podLogsRoot, dns?.config, deps.host.podCgroups?.parentOf(pod));
+  let config: ReturnType<typeof sandboxConfig>;
+  try {
+    config = sandboxConfig(pod, actions.attempt, deps.host.podLogsRoot, dns?.config, deps.host.podCgroups?.parentOf(pod), deps.host.dns?.clusterDomain);
+  } catch (err) {
+    // generatePodSandboxConfig failed: nothing is created or started (kuberuntime_manager.go SyncPod).
+    result.errors.push(`CreatePodSandboxError: ${errorText(err)}`);
+    if (actions.createSandbox) deps.observe.recorder.event(podReference(pod), 'Warning', 'FailedCreatePodSandBox', `Failed to create pod sandbox: ${errorText(err)}`);
+    return result;
+  }
   if (actions.createSandbox) {
+    // The pod's dynamic resources are prepared before its sandbox (kuberuntime_manager.go SyncPod).
+    const unprepared = dynamicResourcesError(pod);
+    if (unprepared) {
+      result.errors.push(`FailedPrepareDynamicResources: ${unprepared}`);
+      deps.observe.recorder.event(podReference(pod), 'Warning', 'FailedPrepareDynamicResources', `Failed to prepare dynamic resources: ${unprepared}`);
+      return result;
+    }
     for (const warning of dns?.warnings ?? []) deps.observe.recorder.event(podReference(pod), 'Warning', warning.reason, warning.message);
     try {
       // The pod's log directory first, for the runtime to write the containers' logs in (kuberuntime_sandbox.go createPodSandbox).

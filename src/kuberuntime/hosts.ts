@@ -10,11 +10,39 @@ import type { Container, Pod } from '../api/types.ts';
 
 export const ETC_HOSTS = '/etc/hosts';
 
-/** `spec.hostname` or the pod name, cut to 63 characters; the domain when `spec.subdomain` is set. */
+/** A hostname cut to the kernel's 63 characters, without a trailing '-' or '.' (truncatePodHostnameIfNeeded). */
+function truncated(hostname: string): string {
+  return hostname.length <= 63 ? hostname : hostname.slice(0, 63).replace(/[-.]+$/, '');
+}
+
+/**
+ * `spec.hostnameOverride` alone, with no domain, when set (HostnameOverride, GA in v1.37); else
+ * `spec.hostname` or the pod name, with the domain when `spec.subdomain` is set; cut to 63
+ * characters (GeneratePodHostNameAndDomain).
+ */
 export function podHostnameAndDomain(pod: Pod, clusterDomain: string): { hostname: string; domain: string } {
-  const hostname = (pod.spec.hostname || pod.metadata.name).slice(0, 63).replace(/[-.]+$/, '');
+  if (pod.spec.hostnameOverride) return { hostname: truncated(pod.spec.hostnameOverride), domain: '' };
+  const hostname = truncated(pod.spec.hostname || pod.metadata.name);
   const domain = pod.spec.subdomain ? `${pod.spec.subdomain}.${pod.metadata.namespace}.svc.${clusterDomain}` : '';
   return { hostname, domain };
+}
+
+/** The Linux nodename holds 64 characters (util.go GetNodenameForKernel). */
+const FQDN_MAX = 64;
+
+/**
+ * The sandbox's hostname (kuberuntime_sandbox.go generatePodSandboxConfig, util.go
+ * GetNodenameForKernel): the pod's hostname, or with `setHostnameAsFQDN` and a domain the fully
+ * qualified name, which must fit the kernel's 64 characters.
+ */
+export function sandboxHostname(pod: Pod, clusterDomain: string): string | Error {
+  const { hostname, domain } = podHostnameAndDomain(pod, clusterDomain);
+  if (!domain || pod.spec.setHostnameAsFQDN !== true) return hostname;
+  const fqdn = `${hostname}.${domain}`;
+  if (fqdn.length > FQDN_MAX) {
+    return new Error(`failed to construct FQDN from pod hostname and cluster domain, FQDN ${fqdn} is too long (${FQDN_MAX} characters is the max, ${fqdn.length} characters requested)`);
+  }
+  return fqdn;
 }
 
 /**

@@ -7,7 +7,7 @@
  *     no status ⇒ wait; pod terminal ⇒ stop; container (or its ID) unknown ⇒ wait;
  *     a new container ID ⇒ result reset to the initial one (readiness Failure, liveness Success,
  *     startup Unknown), hold cleared, counting restarted; on hold ⇒ wait;
- *     not running ⇒ publish Failure, stop if it terminated under restartPolicy Never;
+ *     not running ⇒ publish Failure, stop if it terminated and will not run again (worker.go doProbe, ContainerShouldRestart);
  *     pod deleting and liveness/startup ⇒ publish Success, stop;
  *     within initialDelaySeconds of the container's start ⇒ wait;
  *     startup probes run only until the container has started, the others only after ⇒ else wait;
@@ -22,7 +22,7 @@
  * `published` is the worker's current result for `containerId` (what the results manager holds);
  * the caller tells the pod only when it changes.
  */
-import type { ProbeKind, Probe, RestartPolicy } from '../api/types.ts';
+import type { ProbeKind, Probe } from '../api/types.ts';
 import type { ProbeOutcomeResult } from './handlers.ts';
 
 type ProbeResultValue = 'Success' | 'Failure';
@@ -72,12 +72,13 @@ export interface TickObservation {
   podTerminal: boolean;
   /** The pod is being deleted (deletionTimestamp set, or gone from config). */
   podDeleting: boolean;
-  restartPolicy: RestartPolicy;
   /** The container's newest instance, as the pod status reports it. */
   container?: {
     id: string;
     running: boolean;
     terminated: boolean;
+    /** Terminated, it runs again (its restart rules and policies: api/containerRestart.ts). */
+    restarts: boolean;
     /** When it started running (ms since the epoch). */
     startedAtMs: number;
   };
@@ -111,7 +112,7 @@ export function planTick(state: WorkerState, settings: ProbeSettings, o: TickObs
   if (!c.running) {
     next = { ...next, published: 'Failure' };
     publish = 'Failure';
-    const stop = c.terminated && o.restartPolicy === 'Never';
+    const stop = c.terminated && !c.restarts;
     return withPublish({ state: next, action: stop ? 'stop' : 'wait' });
   }
   if (o.podDeleting && (o.kind === 'liveness' || o.kind === 'startup')) {

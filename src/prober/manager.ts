@@ -23,6 +23,7 @@
 import { setMaxListeners } from 'node:events';
 import { type EventObject, fromCallback } from 'xstate';
 import type { Container, ContainerStatus, Pod, PodStatus, Probe, ProbeKind } from '../api/types.ts';
+import { containerShouldRestart } from '../api/containerRestart.ts';
 import { type EventRecorder, podReference } from '../eventrecorder/recorder.ts';
 import type { Logger } from '../log.ts';
 import type { ProbeResultEvent } from '../events.ts';
@@ -175,7 +176,6 @@ export function createProbeManagerLogic(deps: ProbeManagerDeps) {
         hasStatus: status !== undefined,
         podTerminal: status?.phase === 'Succeeded' || status?.phase === 'Failed',
         podDeleting: spec === undefined || spec.metadata.deletionTimestamp !== undefined,
-        restartPolicy: worker.pod.spec.restartPolicy ?? 'Always',
         started: false,
         nowMs: now(),
       };
@@ -187,6 +187,7 @@ export function createProbeManagerLogic(deps: ProbeManagerDeps) {
           id,
           running: cs.state.running !== undefined,
           terminated: cs.state.terminated !== undefined,
+          restarts: cs.state.terminated !== undefined && containerShouldRestart(worker.container, worker.pod, cs.state.terminated.exitCode),
           startedAtMs: startedAt ? Date.parse(startedAt) : 0,
         };
         observation.started = isStarted(worker.uid, worker.container.name, id);

@@ -229,6 +229,8 @@ export interface ContainerConfig {
   /** Relative to the sandbox's logDirectory. */
   logPath: string;
   stdin: boolean;
+  /** Close stdin after the first attach ends (CRI `stdin_once`); absent: false. */
+  stdinOnce?: boolean;
   tty: boolean;
   linux?: { resources?: LinuxContainerResources; securityContext?: LinuxContainerSecurityContext };
 }

@@ -16,6 +16,7 @@ import type {
   PodStatus,
 } from '../api/types.ts';
 import { isStaticPod, isSidecar, restartPolicyOf } from '../api/types.ts';
+import { containerShouldRestart } from '../api/containerRestart.ts';
 import { sandboxChange, shouldRestart } from '../kuberuntime/computePodActions.ts';
 import { messageLimitPerContainer, truncateMessage } from '../kuberuntime/terminationMessage.ts';
 import type { RuntimeContainerStatus, RuntimePodStatus, WaitingReason } from '../api/runtimeView.ts';
@@ -279,7 +280,7 @@ function containerStatus(
   if (requests && Object.keys(requests).length) status.allocatedResources = { ...requests };
   status.resources = containerStatusResources(container, newest, reportedResources(newest.resources, input.actuated?.[container.name]), previous, runtimeName);
   const waiting = input.reasons[container.name];
-  const restartable = isInit && !isSidecar(container) ? initShouldRestart(pod, newest) : shouldRestart(pod, newest);
+  const restartable = isInit && !isSidecar(container) ? initShouldRestart(pod, newest) : shouldRestart(pod, container, newest);
   if (waiting && !running && restartable && !input.podIsTerminal) {
     status.lastState = status.state.terminated ? { terminated: status.state.terminated } : status.lastState;
     status.state = { waiting: { reason: waiting.reason, message: waiting.message } };
@@ -352,6 +353,7 @@ export function computePhase(
   let running = 0;
   let waiting = 0;
   let stopped = 0;
+  let stoppedNotRestartable = 0;
   let succeeded = 0;
   const inits = pod.spec.initContainers ?? [];
   for (const container of inits) {
@@ -387,10 +389,14 @@ export function computePhase(
     else if (s.state.running) running++;
     else if (s.state.terminated) {
       stopped++;
+      if (!containerShouldRestart(container, pod, s.state.terminated.exitCode)) stoppedNotRestartable++;
       if (s.state.terminated.exitCode === 0) succeeded++;
     } else if (s.state.waiting) {
-      if (hasLastTermination(s)) stopped++;
-      else waiting++;
+      const last = s.lastState.terminated;
+      if (last) {
+        stopped++;
+        if (!containerShouldRestart(container, pod, last.exitCode)) stoppedNotRestartable++;
+      } else waiting++;
     } else unknown++;
   }
   const policy = restartPolicyOf(pod);
@@ -400,10 +406,10 @@ export function computePhase(
   if (running === 0 && stopped > 0 && unknown === 0) {
     // Static pods never get a terminal phase from podIsTerminal (kubelet TODO #116484).
     if (podIsTerminal && !isStaticPod(pod)) return stopped === succeeded ? 'Succeeded' : 'Failed';
-    if (policy === 'Always') return 'Running';
-    if (stopped === succeeded) return 'Succeeded';
-    if (policy === 'Never') return 'Failed';
-    return 'Running';
+    // With ContainerRestartRules (on since v1.35) each container's own answer counts: one that
+    // will run again keeps the pod Running.
+    if (stopped !== stoppedNotRestartable) return 'Running';
+    return stopped === succeeded ? 'Succeeded' : 'Failed';
   }
   return 'Pending';
 }

@@ -1,7 +1,7 @@
 /**
  * Memory-backed volumes (emptyDir `medium: Memory`, secret, downwardAPI, projected) on tmpfs, as
- * the kubelet wraps them (pkg/volume/emptydir/empty_dir.go setupTmpfs), and their unmounting at
- * teardown. The agent mounts with the system's `mount`/`umount`; where it may not (not root), it
+ * the kubelet wraps them (pkg/volume/emptydir/empty_dir.go setupTmpfs), emptyDirs on huge pages on
+ * hugetlbfs (setupHugepages), and their unmounting at teardown. The agent mounts with the system's `mount`/`umount`; where it may not (not root), it
  * says so once and keeps those volumes on disk under the pod's directory (mode 0750), which is the
  * one difference a container can see. What is mounted is learnt from /proc/self/mountinfo once,
  * before the first mount (an agent restarted over running pods knows their mounts), and kept in
@@ -16,6 +16,12 @@ import { promisify } from 'node:util';
 export interface Mounter {
   /** Mounts a tmpfs at `dir` (made already) unless one is there; false: this node cannot mount. */
   mountTmpfs(dir: string, sizeBytes: number | undefined): Promise<boolean>;
+  /**
+   * Mounts a hugetlbfs of `pageSize` pages (`2Mi`) at `dir` (made already) unless one is there
+   * (empty_dir.go setupHugepages); rejects with the mount's error: a volume on huge pages is never
+   * put on disk instead.
+   */
+  mountHugetlbfs(dir: string, pageSize: string): Promise<void>;
   /** Unmounts every mount at or under `dir`, deepest first; returns their paths. */
   unmountUnder(dir: string): Promise<string[]>;
   /** The tmpfs mounts the agent knows under its pods directory. */
@@ -90,6 +96,19 @@ export function systemMounter(podsDir: string, log: Log, exec: Run = run, mounti
       known.add(dir);
       return true;
     },
+    async mountHugetlbfs(dir, pageSize) {
+      await adopt();
+      if (known.has(dir)) return;
+      const args = ['-t', 'hugetlbfs', '-o', `pagesize=${pageSize}`, 'nodev', dir];
+      try {
+        await exec('mount', args);
+      } catch (err) {
+        // The kubelet's mounter words a failed mount so (mount-utils mount_linux.go doMount).
+        const message = err instanceof Error ? err.message : String(err);
+        throw new Error(`mount failed: ${message.trim()}\nMounting command: mount\nMounting arguments: ${args.join(' ')}`);
+      }
+      known.add(dir);
+    },
     // The mounts under the pods directory are the ones found at start and the ones made since:
     // nothing else mounts there, so a pod's teardown does not read the mount table again (with a
     // mount per pod, the table grows with the node and reading it was a tenth of a deletion).
@@ -110,5 +129,8 @@ export function systemMounter(podsDir: string, log: Log, exec: Run = run, mounti
 export const diskOnly: Mounter = {
   mounted: 0,
   mountTmpfs: async () => false,
+  mountHugetlbfs: async (dir, pageSize) => {
+    throw new Error(`mount failed: this node mounts nothing (hugetlbfs with pagesize=${pageSize} at ${dir})`);
+  },
   unmountUnder: async () => [],
 };

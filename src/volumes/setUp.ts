@@ -5,7 +5,8 @@
  * - the pod's directories first, 0750, for every pod at every sync (pkg/kubelet/kubelet_pods.go
  *   makePodDataDirs; ones already there are not touched, mkdirAll.ts);
  * - emptyDir (pkg/volume/emptydir/empty_dir.go): the directory, mode exactly 0777 whatever the
- *   umask, on tmpfs for `medium: Memory` (mounter.ts), then the `ready` marker under
+ *   umask, on tmpfs for `medium: Memory`, on hugetlbfs for `HugePages[-<size>]` (hugePages.ts,
+ *   mounter.ts), then the `ready` marker under
  *   `plugins/kubernetes.io~empty-dir/<name>`; once that marker is there, later syncs write
  *   nothing (SetUpAt returns early), so a full or read-only disk does not fail a running pod;
  * - configMap (on disk), secret, downwardAPI and projected (on tmpfs, as their plugins wrap a
@@ -29,6 +30,7 @@ import type { Logger } from '../log.ts';
 import { writeAtomically } from './atomicWriter.ts';
 import { mkdirAll } from './mkdirAll.ts';
 import { type Mounter, tmpfsSizeBytes } from './mounter.ts';
+import { hugePageSize, isHugePageMedium } from './hugePages.ts';
 import {
   PLUGIN_DIRS,
   type Payload,
@@ -187,7 +189,15 @@ async function giveToFsGroup(deps: VolumeDeps, pod: Pod, volume: PodVolume, dir:
 
 async function setUpEmptyDir(deps: VolumeDeps, pod: Pod, volume: PodVolume): Promise<void> {
   const dir = volumeDir(deps.podsDir, pod, volume);
-  await prepareDir(deps, pod, volume, dir, volume.emptyDir?.medium === 'Memory');
+  const medium = volume.emptyDir?.medium;
+  if (isHugePageMedium(medium)) {
+    // Its page size first: a pod asking for no huge pages gets the kubelet's error, and no mount.
+    const size = hugePageSize(medium!, pod);
+    if ('error' in size) throw new Error(size.error);
+    await mkdirAll(dir, 0o750);
+    await deps.mounter.mountHugetlbfs(dir, size.pageSize);
+  } else if (medium === undefined || medium === '' || medium === 'Memory') await prepareDir(deps, pod, volume, dir, medium === 'Memory');
+  else throw new Error(`unknown storage medium ${JSON.stringify(medium)}`); // empty_dir.go SetUpAt
   const marker = path.join(deps.podsDir, pod.metadata.uid, 'plugins', PLUGIN_DIRS.emptyDir, volume.name);
   if (await lstat(path.join(marker, 'ready')).catch(() => null)) return;
   await chmod(dir, 0o777);

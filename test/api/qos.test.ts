@@ -25,6 +25,23 @@ describe('podQos', () => {
     const pod = basePod({ initContainers: [ctr('init', { resources: { requests: { cpu: '1' } } })] });
     expect(podQos(pod)).toBe('Burstable');
   });
+
+  describe('with pod-level resources (PodLevelResources), which alone decide', () => {
+    const podLevel = (resources: Record<string, unknown>, ...containers: NonNullable<Parameters<typeof ctr>[1]>['resources'][]) =>
+      basePod({ resources, containers: containers.map((r, i) => ctr(`c${i}`, r ? { resources: r } : {})) } as Parameters<typeof basePod>[0]);
+
+    it.each([
+      ['pod limits only (requests default to them), containers asking nothing', podLevel({ limits: { cpu: '1', memory: '1Gi' } }, undefined), 'Guaranteed'],
+      ['pod requests equal to pod limits, a container asking less', podLevel({ requests: { cpu: '1', memory: '1Gi' }, limits: { cpu: '1', memory: '1Gi' } }, { requests: { cpu: '100m' } }), 'Guaranteed'],
+      ['pod requests only', podLevel({ requests: { cpu: '1', memory: '1Gi' } }, undefined), 'Burstable'],
+      ['pod limits, a container requesting less of cpu (the pod request defaults to the containers\' sum)', podLevel({ limits: { cpu: '1', memory: '1Gi' } }, { requests: { cpu: '200m' } }), 'Burstable'],
+      ['pod memory limit only', podLevel({ limits: { memory: '1Gi' } }, { limits: { cpu: '1', memory: '1Gi' } }), 'Burstable'],
+      ['pod-level resources naming neither cpu, memory nor hugepages: the containers decide', podLevel({ limits: { 'ephemeral-storage': '1Gi' } }, { limits: { cpu: '1', memory: '1Gi' } }), 'Guaranteed'],
+      ['empty pod-level resources: the containers decide', podLevel({}, undefined), 'BestEffort'],
+    ] as const)('%s ⇒ %s', (_name, pod, want) => {
+      expect(podQos(pod)).toBe(want);
+    });
+  });
 });
 
 describe('podLimitsLine', () => {

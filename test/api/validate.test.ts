@@ -71,12 +71,20 @@ describe('validatePod', () => {
       'spec.initContainers[0].restartPolicy',
       'Unsupported value',
     ],
+    ['a regular container\'s restartPolicy unknown', (p) => (container(p)['restartPolicy'] = 'Sometimes'), 'spec.containers[0].restartPolicy', 'Unsupported value'],
     [
-      'restartPolicy on a regular container',
-      (p) => (container(p)['restartPolicy'] = 'Always'),
+      'restart rules without a container restartPolicy',
+      (p) => (container(p)['restartPolicyRules'] = [{ action: 'Restart', exitCodes: { operator: 'In', values: [1] } }]),
       'spec.containers[0].restartPolicy',
-      'Forbidden',
+      'Required value: must specify restartPolicy when restart rules are used',
     ],
+    ['a restart rule without exitCodes', (p) => Object.assign(container(p), { restartPolicy: 'Never', restartPolicyRules: [{ action: 'Restart' }] }), 'spec.containers[0].restartPolicyRules[0].exitCodes', 'Required value'],
+    ['a restart rule action unknown', (p) => Object.assign(container(p), { restartPolicy: 'Never', restartPolicyRules: [{ action: 'Ignore', exitCodes: { operator: 'In', values: [1] } }] }), 'spec.containers[0].restartPolicyRules[0].action', 'Unsupported value'],
+    ['a restart rule operator unknown', (p) => Object.assign(container(p), { restartPolicy: 'Never', restartPolicyRules: [{ action: 'Restart', exitCodes: { operator: 'Is', values: [1] } }] }), 'spec.containers[0].restartPolicyRules[0].exitCodes.operator', 'Unsupported value'],
+    ['21 restart rules', (p) => Object.assign(container(p), { restartPolicy: 'Never', restartPolicyRules: Array.from({ length: 21 }, () => ({ action: 'Restart', exitCodes: { operator: 'In', values: [1] } })) }), 'spec.containers[0].restartPolicyRules', 'Too many: 21'],
+    ['256 exit codes', (p) => Object.assign(container(p), { restartPolicy: 'Never', restartPolicyRules: [{ action: 'Restart', exitCodes: { operator: 'In', values: Array.from({ length: 256 }, (_, i) => i) } }] }), 'spec.containers[0].restartPolicyRules[0].exitCodes.values', 'Too many: 256'],
+    ['exit codes not integers', (p) => Object.assign(container(p), { restartPolicy: 'Never', restartPolicyRules: [{ action: 'Restart', exitCodes: { operator: 'In', values: ['1'] } }] }), 'spec.containers[0].restartPolicyRules[0].exitCodes.values[0]', 'must be an integer'],
+    ['rules on a sidecar', (p) => (p.spec['initContainers'] = [{ name: 'proxy', image: 'b', restartPolicy: 'Always', restartPolicyRules: [{ action: 'Restart', exitCodes: { operator: 'In', values: [1] } }] }]), 'spec.initContainers[0].restartPolicyRules', 'Forbidden'],
     ['bad imagePullPolicy', (p) => (container(p)['imagePullPolicy'] = 'Sometimes'), 'spec.containers[0].imagePullPolicy', 'Unsupported value'],
     ['port 0', (p) => (container(p)['ports'] = [{ containerPort: 0 }]), 'spec.containers[0].ports[0].containerPort', 'Invalid value'],
     ['port 65536', (p) => (container(p)['ports'] = [{ containerPort: 65536 }]), 'spec.containers[0].ports[0].containerPort', 'Invalid value'],
@@ -112,6 +120,10 @@ describe('validatePod', () => {
     ['tty a string', (p) => (container(p)['tty'] = 'yes'), 'spec.containers[0].tty', 'must be a boolean'],
     ['terminationMessagePolicy unknown', (p) => (container(p)['terminationMessagePolicy'] = 'Always'), 'spec.containers[0].terminationMessagePolicy', 'Unsupported value'],
     ['hostname a number (pod stuck creating)', (p) => (p.spec['hostname'] = 5), 'spec.hostname', 'must be a string'],
+    ['hostnameOverride not a DNS subdomain', (p) => (p.spec['hostnameOverride'] = 'My_Host'), 'spec.hostnameOverride', 'Invalid value'],
+    ['hostnameOverride longer than 64', (p) => (p.spec['hostnameOverride'] = 'a'.repeat(65)), 'spec.hostnameOverride', 'Too long: may not be more than 64 bytes'],
+    ['hostnameOverride on the host network', (p) => Object.assign(p.spec, { hostnameOverride: 'h', hostNetwork: true }), 'spec.hostnameOverride', 'Forbidden: may not be specified when hostNetwork is true'],
+    ['hostnameOverride with setHostnameAsFQDN', (p) => Object.assign(p.spec, { hostnameOverride: 'h', setHostnameAsFQDN: true }), 'spec.hostnameOverride', 'Forbidden: may not be specified when setHostnameAsFQDN is true'],
     ['hostAliases a string (pod stuck creating)', (p) => (p.spec['hostAliases'] = 'x'), 'spec.hostAliases', 'must be a list'],
     ['hostNetwork a string', (p) => (p.spec['hostNetwork'] = 'yes'), 'spec.hostNetwork', 'must be a boolean'],
     ['a volume of the wrong shape', (p) => (p.spec['volumes'] = [{ name: 5, emptyDir: 'x' }]), 'spec.volumes[0].emptyDir', 'must be an object'],
@@ -150,6 +162,12 @@ describe('validatePod', () => {
       { name: 'a', image: 'y' },
     ];
     expect(validatePod(pod).errors.map((e) => e.field)).toEqual(['spec.containers[1].name']);
+  });
+
+  it('accepts a regular container\'s own restart policy and rules (ContainerRestartRules)', () => {
+    const pod = basePod();
+    Object.assign(container(pod), { restartPolicy: 'Never', restartPolicyRules: [{ action: 'Restart', exitCodes: { operator: 'NotIn', values: [0, 1] } }] });
+    expect(validatePod(pod).errors).toEqual([]);
   });
 
   it('accepts a sidecar (init restartPolicy Always) and a missing apiVersion/kind', () => {

@@ -153,6 +153,9 @@ describe('parseCommandLine: defaults and forms', () => {
       cgroupsPerQos: true,
       cgroupRoot: '',
       cgroupDriver: 'cgroupfs',
+      cpuManagerPolicy: 'none',
+      memoryManagerPolicy: 'None',
+      topologyManagerPolicy: 'none',
       enforceNodeAllocatable: ['pods'],
       podMaxPids: -1,
       failSwapOn: true,
@@ -616,10 +619,10 @@ describe('--config precedence', () => {
   });
 
   it('returns warnings for fields statelet ignores', () => {
-    const file = writeConfig(`${HEADER}maxPods: 3\nclusterDNS: [10.96.0.10]\nclusterDomain: cluster.local\ncpuManagerPolicy: static\nevictionHard:\n  memory.available: 100Mi\n`);
+    const file = writeConfig(`${HEADER}maxPods: 3\nclusterDNS: [10.96.0.10]\nclusterDomain: cluster.local\ncpuManagerReconcilePeriod: 10s\nevictionHard:\n  memory.available: 100Mi\n`);
     const { config, warnings } = run(['--config', file]);
     expect(config).toMatchObject({ maxPods: 3, clusterDns: ['10.96.0.10'], clusterDomain: 'cluster.local', evictionHard: { 'memory.available': '100Mi' } });
-    expect(warnings).toEqual([`${file}: ignoring field "cpuManagerPolicy", which statelet does not support`]);
+    expect(warnings).toEqual([`${file}: ignoring field "cpuManagerReconcilePeriod", which statelet does not support`]);
     expect(run(['--cluster-dns', '10.96.0.10,fd00::a', '--resolv-conf=']).config).toMatchObject({ clusterDns: ['10.96.0.10', 'fd00::a'], resolvConf: '' });
     expect(usageError(['--cluster-dns', 'dns.example'])).toMatch(/^invalid value "dns.example" for flag --cluster-dns: not an IP address/);
   });
@@ -741,12 +744,36 @@ describe('KubeletConfiguration file', () => {
   });
 
   it('returns a warning per unknown field and still maps the known ones', () => {
-    const result = parseKubeletConfig(`${HEADER}maxPods: 4\nfeatureGates: {Foo: true}\ncpuManagerPolicy: static\n`, 'k.yaml');
+    const result = parseKubeletConfig(`${HEADER}maxPods: 4\nfeatureGates: {Foo: true}\nreservedMemory: []\n`, 'k.yaml');
     expect(result.settings).toEqual({ maxPods: 4 });
     expect(result.warnings).toEqual([
       'k.yaml: ignoring field "featureGates", which statelet does not support',
-      'k.yaml: ignoring field "cpuManagerPolicy", which statelet does not support',
+      'k.yaml: ignoring field "reservedMemory", which statelet does not support',
     ]);
+  });
+
+  it.each([
+    ['cpuManagerPolicy', 'none', 'static', /^k\.yaml: cpuManagerPolicy: statelet does not implement the "static" policy \(exclusive CPUs/, 'unknown policy: "dynamic"'],
+    ['memoryManagerPolicy', 'None', 'Static', /^k\.yaml: memoryManagerPolicy: statelet does not implement the "Static" policy \(NUMA-pinned memory/, 'unknown policy: "dynamic"'],
+    ['topologyManagerPolicy', 'none', 'single-numa-node', /^k\.yaml: topologyManagerPolicy: statelet does not implement the "single-numa-node" policy/, '"dynamic" must be one of: ["none" "best-effort" "restricted" "single-numa-node"]'],
+  ])('refuses a %s other than its default at start, naming the field', (field, implemented, refused, refusal, unknown) => {
+    expect(parseKubeletConfig(`${HEADER}${field}: ${implemented}\n`, 'k.yaml')).toEqual({ settings: { [field]: implemented }, warnings: [] });
+    expect(() => parseKubeletConfig(`${HEADER}${field}: ${refused}\n`, 'k.yaml')).toThrow(refusal);
+    expect(() => parseKubeletConfig(`${HEADER}${field}: dynamic\n`, 'k.yaml')).toThrow(`k.yaml: ${field}: ${unknown}`);
+  });
+
+  it('refuses the manager policy flags other than their defaults, naming the flag', () => {
+    expect(run(['--cpu-manager-policy=none', '--memory-manager-policy=None', '--topology-manager-policy=none']).config).toMatchObject({
+      cpuManagerPolicy: 'none',
+      memoryManagerPolicy: 'None',
+      topologyManagerPolicy: 'none',
+    });
+    expect(usageError(['--cpu-manager-policy=static'])).toMatch(/^invalid value "static" for flag --cpu-manager-policy: statelet does not implement the "static" policy/);
+    expect(usageError(['--memory-manager-policy', 'Static'])).toMatch(/^invalid value "Static" for flag --memory-manager-policy: statelet does not implement/);
+    expect(usageError(['--topology-manager-policy=best-effort'])).toMatch(/^invalid value "best-effort" for flag --topology-manager-policy: statelet does not implement/);
+    // A flag still overrides the file, as every other setting: the file's refusal is its own.
+    const file = writeConfig(`${HEADER}topologyManagerPolicy: none\n`);
+    expect(usageError(['--config', file, '--topology-manager-policy=restricted'])).toMatch(/--topology-manager-policy: statelet does not implement the "restricted" policy/);
   });
 
   it('refuses the systemd cgroup driver, and takes cgroupfs', () => {

@@ -73,6 +73,12 @@ describe('the cgroup paths (cgroupfs driver names)', () => {
   ])('cgroup root %j: the pod cgroup %s (a Guaranteed pod right under kubepods)', (root, p, cgroup) => {
     expect(podCgroup(root, p)).toBe(cgroup);
   });
+
+  it('places a pod by its pod-level resources: Guaranteed ones under kubepods, whatever its containers ask', () => {
+    const podLevel = (resources: Resources) => pod({ resources, containers: [container('app')] } as Partial<Pod['spec']>);
+    expect(podCgroup('/', podLevel({ limits: { cpu: '1', memory: '1Gi' } }))).toBe(`/kubepods/pod${UID}`);
+    expect(podCgroup('/', podLevel({ requests: { cpu: '1', memory: '1Gi' } }))).toBe(`/kubepods/burstable/pod${UID}`);
+  });
 });
 
 describe('podUidOfCgroup: pod<uid> directories (GetAllPodsFromCgroups)', () => {

@@ -81,6 +81,35 @@ spec:
     - { name: custom, image: ${image}, terminationMessagePath: /dev/custom-log, command: ["sh", "-c", "echo -n DONE > /dev/custom-log; exit 0"] }
     - { name: logs, image: ${image}, terminationMessagePolicy: FallbackToLogsOnError, command: ["sh", "-c", "echo -n DONE; exit 1"] }
 `,
+    // A container restart rule (ContainerRestartRules): exit code 42 restarts it, under a pod and a
+    // container that say Never; its second run exits 1, which no rule matches: the pod fails.
+    'restart-rule.yaml': `
+apiVersion: v1
+kind: Pod
+metadata: { name: restart-rule }
+spec:
+  restartPolicy: Never
+  volumes: [{ name: state, emptyDir: {} }]
+  containers:
+    - name: retried
+      image: ${image}
+      restartPolicy: Never
+      restartPolicyRules: [{ action: Restart, exitCodes: { operator: In, values: [42] } }]
+      volumeMounts: [{ name: state, mountPath: /state }]
+      command: ["sh", "-c", "test -e /state/ran && exit 1; touch /state/ran; exit 42"]
+`,
+    'hostname-override.yaml': `
+apiVersion: v1
+kind: Pod
+metadata: { name: hostname-override }
+spec:
+  restartPolicy: Never
+  hostname: ignored
+  subdomain: ignored-too
+  hostnameOverride: my-host.example
+  containers:
+    - { name: hostname, image: ${image}, command: ["sh", "-c", "echo -n $HOSTNAME > /dev/termination-log"] }
+`,
     // The node's network and hostname, the node's hosts file under the kubelet's header (the
     // conformance spec KubeletManagedEtcHosts runs one such pod).
     'host-network.yaml': `
@@ -165,6 +194,19 @@ export function defineLifecycleScenarios(runtime: ScenarioRuntime): void {
       expect(containerStatus(pod, 'file')?.state.terminated).toMatchObject({ exitCode: 0, message: 'DONE' });
       expect(containerStatus(pod, 'custom')?.state.terminated).toMatchObject({ exitCode: 0, message: 'DONE' });
       expect(containerStatus(pod, 'logs')?.state.terminated).toMatchObject({ exitCode: 1, message: 'DONE' });
+    }, 60_000);
+
+    it('restarts a container on the exit code its restart rule names, and not on another', async () => {
+      const pod = await fixture.agent.waitForPod('restart-rule', (p) => p.status?.phase === 'Failed', 45_000);
+      const retried = containerStatus(pod, 'retried');
+      expect(retried?.restartCount).toBe(1);
+      expect(retried?.state.terminated?.exitCode).toBe(1);
+      expect(retried?.lastState.terminated?.exitCode).toBe(42);
+    }, 60_000);
+
+    it('names the pod by its hostnameOverride, over hostname and subdomain', async () => {
+      const pod = await fixture.agent.waitForPod('hostname-override', (p) => p.status?.phase === 'Succeeded', 45_000);
+      expect(containerStatus(pod, 'hostname')?.state.terminated).toMatchObject({ exitCode: 0, message: 'my-host.example' });
     }, 60_000);
 
     it("runs a host-network pod under the node's hostname, with the node's hosts file", async () => {

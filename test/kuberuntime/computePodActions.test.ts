@@ -555,13 +555,33 @@ describe('shouldRestart', () => {
     ['exited 0 under OnFailure', 'OnFailure', exited(c, 0), false],
     ['exited 1 under Never', 'Never', exited(c, 1), false],
   ] as const)('%s (%s) ⇒ %s', (_name, policy, status, want) => {
-    expect(shouldRestart({ ...pod, spec: { ...pod.spec, restartPolicy: policy } }, status)).toBe(want);
+    expect(shouldRestart({ ...pod, spec: { ...pod.spec, restartPolicy: policy } }, c, status)).toBe(want);
   });
 
   it('never restarts anything of a deleting pod', () => {
     const deleting = { ...pod, metadata: { ...pod.metadata, deletionTimestamp: '2026-01-01T00:00:00Z' } };
-    expect(shouldRestart(deleting, undefined)).toBe(false);
-    expect(shouldRestart(deleting, rc(c, { state: 'CONTAINER_UNKNOWN' }))).toBe(false);
+    expect(shouldRestart(deleting, c, undefined)).toBe(false);
+    expect(shouldRestart(deleting, c, rc(c, { state: 'CONTAINER_UNKNOWN' }))).toBe(false);
+  });
+
+  // ContainerRestartRules (pkg/api/v1/pod/util.go ContainerShouldRestart): the first matching
+  // rule acts, else the container's own policy, else the pod's.
+  const retryOn42: Partial<Container> = { restartPolicy: 'Never', restartPolicyRules: [{ action: 'Restart', exitCodes: { operator: 'In', values: [42] } }] };
+  it.each<[string, 'Always' | 'OnFailure' | 'Never', Partial<Container>, number, boolean]>([
+    ['a rule matching its code (In)', 'Never', retryOn42, 42, true],
+    ['a rule not matching: its own Never', 'Always', retryOn42, 1, false],
+    ['NotIn: any code but those listed', 'Never', { restartPolicy: 'Never', restartPolicyRules: [{ action: 'Restart', exitCodes: { operator: 'NotIn', values: [0, 3] } }] }, 7, true],
+    ['NotIn: a listed code falls to the policy', 'Never', { restartPolicy: 'Never', restartPolicyRules: [{ action: 'Restart', exitCodes: { operator: 'NotIn', values: [0, 3] } }] }, 3, false],
+    ['its own OnFailure over the pod\'s Never, on a failure', 'Never', { restartPolicy: 'OnFailure' }, 1, true],
+    ['its own OnFailure, on success', 'Always', { restartPolicy: 'OnFailure' }, 0, false],
+    ['its own Always over the pod\'s Never', 'Never', { restartPolicy: 'Always' }, 0, true],
+    ['its own Never over the pod\'s Always', 'Always', { restartPolicy: 'Never' }, 1, false],
+    ['rules without a container policy are not read: the pod\'s policy', 'Never', { restartPolicyRules: retryOn42.restartPolicyRules! }, 42, false],
+    ['the first matching rule wins', 'Never', { restartPolicy: 'Always', restartPolicyRules: [{ action: 'RestartAllContainers', exitCodes: { operator: 'In', values: [5] } }, { action: 'Restart', exitCodes: { operator: 'In', values: [5] } }] }, 5, true],
+  ])('%s (pod %s) ⇒ %s', (_name, podPolicy, own, code, want) => {
+    const container = { ...c, ...own };
+    const p = { ...pod, spec: { ...pod.spec, restartPolicy: podPolicy, containers: [container] } };
+    expect(shouldRestart(p, container, exited(container, code))).toBe(want);
   });
 });
 

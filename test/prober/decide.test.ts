@@ -11,13 +11,12 @@ import {
 } from '../../src/prober/decide.ts';
 
 const settings = probeSettings({ initialDelaySeconds: 5, failureThreshold: 3, successThreshold: 2 }, 'readiness');
-const running = { id: 'c1', running: true, terminated: false, startedAtMs: 0 };
+const running = { id: 'c1', running: true, terminated: false, restarts: true, startedAtMs: 0 };
 const base: TickObservation = {
   kind: 'readiness',
   hasStatus: true,
   podTerminal: false,
   podDeleting: false,
-  restartPolicy: 'Always',
   container: running,
   started: true,
   nowMs: 10_000,
@@ -43,7 +42,8 @@ describe('planTick', () => {
     { name: 'on hold', state: { ...known, onHold: true }, o: {}, action: 'wait' },
     { name: 'on hold, new container ID clears the hold', state: { ...known, onHold: true }, o: { container: { ...running, id: 'c2' } }, action: 'probe', publish: 'Failure' },
     { name: 'not running ⇒ Failure, keeps going', state: known, o: { container: { ...running, running: false } }, action: 'wait', publish: 'Failure' },
-    { name: 'terminated under Never ⇒ Failure and stop', state: known, o: { restartPolicy: 'Never', container: { ...running, running: false, terminated: true } }, action: 'stop', publish: 'Failure' },
+    { name: 'terminated, not to run again ⇒ Failure and stop', state: known, o: { container: { ...running, running: false, terminated: true, restarts: false } }, action: 'stop', publish: 'Failure' },
+    { name: 'terminated, to run again ⇒ Failure, keeps going', state: known, o: { container: { ...running, running: false, terminated: true, restarts: true } }, action: 'wait', publish: 'Failure' },
     { name: 'deleting: liveness ⇒ Success and stop', state: known, o: { kind: 'liveness', podDeleting: true }, action: 'stop', publish: 'Success' },
     { name: 'deleting: startup ⇒ Success and stop', state: known, o: { kind: 'startup', podDeleting: true, started: false }, action: 'stop', publish: 'Success' },
     { name: 'deleting: readiness keeps probing', state: known, o: { podDeleting: true }, action: 'probe' },

@@ -50,6 +50,7 @@ const withPolicy = (policy: 'Always' | 'OnFailure' | 'Never', spec: Partial<Pod[
   basePod({ restartPolicy: policy, ...spec });
 
 describe('computePhase (getPhase)', () => {
+  const retryOn42 = { restartPolicy: 'Never' as const, restartPolicyRules: [{ action: 'Restart' as const, exitCodes: { operator: 'In' as const, values: [42] } }] };
   const twoRegular = { containers: [ctr('a'), ctr('b')] };
   const withInit = { initContainers: [ctr('init')], containers: [ctr('a')] };
   const withSidecar = { initContainers: [sidecar('sc')], containers: [ctr('a')] };
@@ -88,6 +89,11 @@ describe('computePhase (getPhase)', () => {
     ['terminal pod, all succeeded under Always ⇒ Succeeded', withPolicy('Always', twoRegular), [], [apiTerminated('a', 0), apiTerminated('b', 0)], true, true, 'Succeeded'],
     ['terminal pod, one failed under Always ⇒ Failed', withPolicy('Always', twoRegular), [], [apiTerminated('a', 0), apiTerminated('b', 143)], true, true, 'Failed'],
     ['terminal pod, one failed under OnFailure ⇒ Failed', withPolicy('OnFailure', twoRegular), [], [apiTerminated('a', 0), apiTerminated('b', 1)], true, true, 'Failed'],
+    // ContainerRestartRules: each container's own answer (ContainerShouldRestart) decides.
+    ['a container\'s own Always under the pod\'s Never ⇒ Running', withPolicy('Never', { containers: [ctr('a', { restartPolicy: 'Always' }), ctr('b')] }), [], [apiTerminated('a', 0), apiTerminated('b', 0)], false, true, 'Running'],
+    ['a rule that restarts exit code 42, under Never ⇒ Running', withPolicy('Never', { containers: [ctr('a', retryOn42)] }), [], [apiWaiting('a', 42)], false, true, 'Running'],
+    ['a rule not matching exit code 1, under Never ⇒ Failed', withPolicy('Never', { containers: [ctr('a', retryOn42)] }), [], [apiTerminated('a', 1)], false, true, 'Failed'],
+    ['a container\'s own Never under the pod\'s Always, failed ⇒ Failed', withPolicy('Always', { containers: [ctr('a', { restartPolicy: 'Never' })] }), [], [apiTerminated('a', 1)], false, true, 'Failed'],
   ];
   it.each(rows)('%s', (_name, pod, init, regular, podIsTerminal, podHasInitialized, want) => {
     expect(computePhase(pod, init, regular, podIsTerminal, podHasInitialized)).toBe(want);

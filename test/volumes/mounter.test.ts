@@ -90,4 +90,22 @@ describe('systemMounter', () => {
     const { mounter } = setUp('mount: /x: wrong fs type');
     await expect(mounter.mountTmpfs('/var/lib/statelet/pods/u3/volumes/a', undefined)).rejects.toThrow('mount tmpfs at /var/lib/statelet/pods/u3/volumes/a: mount: /x: wrong fs type');
   });
+
+  it('mounts a hugetlbfs of the page size once, and unmounts it with the pod', async () => {
+    const { mounter, runs } = setUp();
+    const dir = '/var/lib/statelet/pods/u4/volumes/kubernetes.io~empty-dir/pages';
+    await mounter.mountHugetlbfs(dir, '2Mi');
+    await mounter.mountHugetlbfs(dir, '2Mi');
+    expect(runs).toEqual([`mount -t hugetlbfs -o pagesize=2Mi nodev ${dir}`]);
+    expect(await mounter.unmountUnder('/var/lib/statelet/pods/u4')).toEqual([dir]);
+  });
+
+  it('fails a hugetlbfs mount with the mount\'s error, even where it would keep tmpfs on disk: huge pages have no stand-in', async () => {
+    const { mounter } = setUp('mount: only root can use "--options" option');
+    const dir = '/var/lib/statelet/pods/u5/volumes/kubernetes.io~empty-dir/pages';
+    await expect(mounter.mountHugetlbfs(dir, '1Gi')).rejects.toThrow(
+      `mount failed: mount: only root can use "--options" option\nMounting command: mount\nMounting arguments: -t hugetlbfs -o pagesize=1Gi nodev ${dir}`,
+    );
+    expect(await mounter.unmountUnder('/var/lib/statelet/pods/u5')).toEqual([]);
+  });
 });

@@ -18,12 +18,17 @@ afterEach(async () => {
 });
 
 /** Records what would go on tmpfs, mounting nothing. */
-function recordingMounter(): Mounter & { tmpfs: Map<string, number | undefined>; unmounted: string[] } {
+function recordingMounter(): Mounter & { tmpfs: Map<string, number | undefined>; hugetlbfs: Map<string, string>; unmounted: string[] } {
   const tmpfs = new Map<string, number | undefined>();
+  const hugetlbfs = new Map<string, string>();
   const unmounted: string[] = [];
   return {
     tmpfs,
+    hugetlbfs,
     unmounted,
+    mountHugetlbfs: async (dir, pageSize) => {
+      hugetlbfs.set(dir, pageSize);
+    },
     get mounted() {
       return tmpfs.size;
     },
@@ -115,6 +120,22 @@ describe('setUpPodVolumes', () => {
     for (const [plugin, name] of [['configmap', 'cfg'], ['secret', 'creds'], ['downward-api', 'info'], ['empty-dir', 'fast']]) {
       expect((await stat(volumeDir(plugin!, name!))).mode & 0o777, `${plugin}/${name}`).toBe(0o777);
     }
+  });
+
+  it('puts an emptyDir on huge pages on a hugetlbfs of the page size the pod requests, and fails one whose pod requests none', async () => {
+    const { deps, mounter, volumeDir } = await setUp();
+    const hugePod = (medium: string, requests: Record<string, string>) => {
+      const p = pod([{ name: 'pages', emptyDir: { medium } }], ['pages']);
+      p.spec.containers[0]!.resources = { requests, limits: requests };
+      return p;
+    };
+    await setUpPodVolumes(deps, hugePod('HugePages', { memory: '64Mi', 'hugepages-2Mi': '4Mi' }));
+    expect(mounter.hugetlbfs.get(volumeDir('empty-dir', 'pages'))).toBe('2Mi');
+    expect(mounter.tmpfs.has(volumeDir('empty-dir', 'pages'))).toBe(false);
+    await expect(setUpPodVolumes(deps, hugePod('HugePages-1Gi', { memory: '64Mi', 'hugepages-2Mi': '4Mi' }))).rejects.toThrow(
+      'MountVolume.SetUp failed for volume "pages" : medium HugePages-1Gi: hugePages storage requested, but there is no resource request for huge pages',
+    );
+    await expect(setUpPodVolumes(deps, hugePod('Tape', {}))).rejects.toThrow('MountVolume.SetUp failed for volume "pages" : unknown storage medium "Tape"');
   });
 
   it('fails the setup of a pod mounting a volume of a plugin this node lacks, naming the volume', async () => {

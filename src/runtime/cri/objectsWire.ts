@@ -112,6 +112,7 @@ export function containerConfigToWire(config: ContainerConfig): WireContainerCon
     annotations: config.annotations,
     logPath: config.logPath,
     stdin: config.stdin,
+    stdinOnce: config.stdinOnce ?? false,
     tty: config.tty,
     linux: config.linux ? { resources: resourcesToWire(config.linux.resources), securityContext: containerSecurityToWire(config.linux.securityContext) } : null,
   };
@@ -298,6 +299,7 @@ export function containerConfigFromRequest(wire: WireContainerConfig | null): Co
     annotations: { ...wire.annotations },
     logPath: wire.logPath,
     stdin: wire.stdin,
+    ...(wire.stdinOnce ? { stdinOnce: true } : {}),
     tty: wire.tty,
     ...(wire.linux ? { linux: definedOnly({ resources: resourcesFromWire(wire.linux.resources), securityContext: containerSecurityFromWire(wire.linux.securityContext) }) } : {}),
   };

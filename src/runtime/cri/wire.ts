@@ -308,6 +308,7 @@ export interface WireContainerConfig {
   annotations: KeyValueMap;
   logPath: string;
   stdin: boolean;
+  stdinOnce: boolean;
   tty: boolean;
   linux: { resources: WireLinuxContainerResources | null; securityContext: WireLinuxContainerSecurityContext | null } | null;
 }
