@@ -79,13 +79,22 @@ function simSocketPath(rootDir: string): string {
 
 /**
  * The simulated machine's settings from the endpoint's query: `sim://?memory=2Gi` gives it 2 GiB
- * of memory (for a test to fill). Anything else in the query is refused, named.
+ * of memory (for a test to fill); `handlers=runc,kata` the runtime handlers it has, its default
+ * first (as containerd's configured runtimes). Anything else in the query is refused, named.
  */
-export function simOptionsFromEndpoint(endpoint: string): { memoryBytes?: number } {
+export function simOptionsFromEndpoint(endpoint: string): { memoryBytes?: number; runtimeHandlers?: string[] } {
   const query = endpoint.includes('?') ? endpoint.slice(endpoint.indexOf('?') + 1) : '';
-  const options: { memoryBytes?: number } = {};
+  const options: { memoryBytes?: number; runtimeHandlers?: string[] } = {};
   for (const [key, value] of new URLSearchParams(query)) {
-    if (key !== 'memory') throw new Error(`${endpoint}: unknown setting "${key}" (sim:// takes memory=<quantity>)`);
+    if (key === 'handlers') {
+      const names = value.split(',');
+      // A handler is a DNS label (RuntimeClass validation, ValidateRuntimeClassName).
+      const bad = names.find((name) => !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(name));
+      if (bad !== undefined) throw new Error(`${endpoint}: handlers must be DNS labels separated by commas, not "${bad}"`);
+      options.runtimeHandlers = names;
+      continue;
+    }
+    if (key !== 'memory') throw new Error(`${endpoint}: unknown setting "${key}" (sim:// takes memory=<quantity> and handlers=<name>,…)`);
     const bytes = parseQuantity(value);
     if (bytes instanceof Error || bytes <= 0) throw new Error(`${endpoint}: memory must be a positive quantity such as 2Gi, not "${value}"`);
     options.memoryBytes = Math.floor(bytes);
