@@ -35,13 +35,8 @@ export function userNamespaceRefusal(handlers: readonly RuntimeHandler[] | null,
   return found.features.userNamespaces ? null : `RuntimeClass handler ${JSON.stringify(handler)} does not support user namespaces`;
 }
 
-/**
- * Why the node cannot give its pods blocks of IDs, or null (userns_manager.go MakeUserNsManager):
- * each of `maxPods` pods needs one.
- */
-export function capacityRefusal(maxPods: number): string | null {
-  return ID_COUNT / IDS_PER_POD < maxPods ? `kubelet user assigned IDs are not enough to support ${maxPods} pods` : null;
-}
+/** The most pods the kubelet's IDs have a block each for (userns_manager.go MakeUserNsManager: more, and it does not start). */
+export const MAX_USERNS_PODS = ID_COUNT / IDS_PER_POD;
 
 /** The first host ID of the lowest block no pod holds (userns_manager.go allocateOne), or null when all are taken. */
 export function firstFreeBlock(taken: ReadonlySet<number>): number | null {
