@@ -72,7 +72,7 @@ interface AgentHooks {
 }
 
 /** A short socket path for the embedded runtime: unix socket paths are limited to ~107 bytes. */
-function simSocketPath(rootDir: string): string {
+export function simSocketPath(rootDir: string): string {
   const preferred = path.resolve(rootDir, 'sim.sock');
   return preferred.length < 100 ? preferred : path.join(os.tmpdir(), `statelet-sim-${process.pid}.sock`);
 }
