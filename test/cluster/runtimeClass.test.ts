@@ -4,7 +4,7 @@
  * `test-handler`, scripts/containerd/up.sh):
  *   - a pod whose RuntimeClass names `test-handler` runs, its sandbox on that handler (the
  *     runtime's PodSandboxStatus says so);
- *   - a pod whose class does not exist waits in ContainerCreating with the kubelet's
+ *   - a pod whose class does not exist gets no sandbox, with the kubelet's
  *     FailedCreatePodSandBox event (`runtimeclass.node.k8s.io "…" not found`). The API server's
  *     RuntimeClass admission refuses such a pod, so it is a static pod here, as it reaches a
  *     kubelet: its mirror pod is refused, and the event names the pod all the same;
@@ -86,7 +86,7 @@ function defineRuntimeClassScenarios(runtime: Runtime, cluster: ReturnType<typeo
       await cp.kubectl(['delete', '-f', manifest]);
     });
 
-    it('keeps a pod whose RuntimeClass does not exist in ContainerCreating, with the kubelet event', { timeout: 120_000 }, async ({ skip }) => {
+    it('does not start a static pod whose RuntimeClass does not exist: the kubelet event, again at each sync', { timeout: 120_000 }, async ({ skip }) => {
       const cp = cluster.cp;
       if (!cp) return skip();
       const message = `Failed to create pod sandbox: runtimeclass.node.k8s.io "${MISSING_CLASS}" not found`;
