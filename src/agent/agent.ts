@@ -231,8 +231,8 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     ...(nodeCgroups ? { nodeCgroups } : {}),
     kernelLog,
     ...(runtimeConfig ? { runtimeFeatures: { supplementalGroupsPolicy: runtimeConfig.features?.supplementalGroupsPolicy ?? false } } : {}),
-    // The network state pods are synced against until the syncLoop's own first Status answers.
-    ...(runtimeConfig ? { runtimeConditions: runtimeConfig.conditions } : {}),
+    // The network state and the handlers pods are synced against until the syncLoop's own first Status answers.
+    ...(runtimeConfig ? { runtimeConditions: runtimeConfig.conditions, runtimeHandlers: runtimeConfig.runtimeHandlers ?? [] } : {}),
     ...(runtimeConfig?.sandboxImage ? { sandboxImage: runtimeConfig.sandboxImage } : {}),
   });
   const { syncLoop, podManager, statuses, stats } = node;

@@ -111,6 +111,11 @@ interface NodeDeps {
    * against until the syncLoop's first poll answers; absent: taken as ready until then.
    */
   runtimeConditions?: RuntimeStatusInfo['conditions'];
+  /**
+   * The runtime's handlers as its Status answered at start (none reported: empty): a pod synced
+   * before the syncLoop's first poll is checked against them; absent: not known until then.
+   */
+  runtimeHandlers?: readonly RuntimeHandler[];
 }
 
 /**
@@ -156,7 +161,7 @@ export function composeNode(deps: NodeDeps) {
   const runtimeClasses = cluster && runtimeClassLister(cluster.api, clock, log);
   const podClusterParts = cluster && services && runtimeClasses && podCluster(cluster.api, { services, runtimeClasses }, clock, log);
   // The handlers the runtime's Status reported last: null until it first answers (the kubelet's runtimeState).
-  let runtimeHandlers: readonly RuntimeHandler[] | null = null;
+  let runtimeHandlers: readonly RuntimeHandler[] | null = deps.runtimeHandlers ?? null;
   const cgroups = deps.nodeCgroups && new ContainerManager({ ...deps.nodeCgroups, activePods: pods.active, log });
   const mounter = deps.mounter ?? systemMounter(podsDirOf(config.rootDir), log);
   const cri = podCri(deps.runtime, deps.images, config);
