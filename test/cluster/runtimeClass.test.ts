@@ -4,6 +4,8 @@
  * `test-handler`, scripts/containerd/up.sh):
  *   - a pod whose RuntimeClass names `test-handler` runs, its sandbox on that handler (the
  *     runtime's PodSandboxStatus says so);
+ *   - a pod whose class names a handler the runtime does not have stays Pending with the
+ *     runtime's error in the same event;
  *   - a pod whose class does not exist gets no sandbox, with the kubelet's
  *     FailedCreatePodSandBox event (`runtimeclass.node.k8s.io "…" not found`). The API server's
  *     RuntimeClass admission refuses such a pod, so it is a static pod here, as it reaches a
@@ -83,6 +85,26 @@ function defineRuntimeClassScenarios(runtime: Runtime, cluster: ReturnType<typeo
       } finally {
         cri.close();
       }
+      await cp.kubectl(['delete', '-f', manifest]);
+    });
+
+    it("keeps a pod whose class names a handler the runtime lacks Pending, with the runtime's error in the event", { timeout: 120_000 }, async ({ skip }) => {
+      const cp = cluster.cp;
+      if (!cp) return skip();
+      const className = `unconfigured-${runtime.node}`;
+      const manifest = path.join(mkdtempSync(path.join(os.tmpdir(), 'statelet-runtimeclass-')), 'class.yaml');
+      writeFileSync(manifest, `apiVersion: node.k8s.io/v1\nkind: RuntimeClass\nmetadata: {name: ${className}}\nhandler: not-configured\n`);
+      await cp.kubectl(['apply', '-f', manifest]);
+      const namespace = await cp.namespace('unconfigured');
+      await cp.core.createNamespacedPod({ namespace, body: pod('web', { runtimeClassName: className }) });
+      await waitFor(
+        async () => (await events(cp, namespace)).some((e) => e.reason === 'FailedCreatePodSandBox' && /^Failed to create pod sandbox: .*failed to get sandbox runtime: no runtime for "not-configured" is configured/.test(e.message ?? '')),
+        'the FailedCreatePodSandBox event',
+        90_000,
+      );
+      const stuck = await cp.core.readNamespacedPod({ namespace, name: 'web' });
+      expect(stuck.status?.phase).toBe('Pending');
+      expect(waiting(stuck)).toBe('ContainerCreating');
       await cp.kubectl(['delete', '-f', manifest]);
     });
 
