@@ -35,7 +35,7 @@ export const LAYERS = [
   ['events'],
   ['client'],
   ['eventrecorder'],
-  ['volumes'],
+  ['volumes', 'userns'],
   ['credentialprovider'],
   ['kuberuntime'],
   ['status', 'sources', 'admission', 'cli', 'stats'],
@@ -53,6 +53,7 @@ export const LAYERS = [
 /** Pure decisions: data in, data out. */
 export const DECISIONS = [
   'api/json.ts',
+  'userns/rules.ts',
   'immutable.ts',
   'api/downward.ts',
   'client/rateLimit.ts',

@@ -2,7 +2,8 @@
 # Brings up a private containerd (CRI v1) for tests, entirely under WORKDIR, next to whatever
 # else runs on the machine (the system containerd, another test run's instance):
 #
-#   WORKDIR/config.toml          `containerd config default` with every path moved under WORKDIR
+#   WORKDIR/config.toml          `containerd config default` with every path moved under WORKDIR,
+#                                plus a second runtime handler, `test-handler` (runc)
 #   WORKDIR/containerd.sock      gRPC (containerd API and CRI); WORKDIR/containerd.sock.ttrpc
 #   WORKDIR/root, WORKDIR/state  containerd's root (a tmpfs of STATELET_CONTAINERD_ROOT_SIZE, when
 #                                set) and state; the CRI plugin derives its own
@@ -207,6 +208,19 @@ containerd config default | awk -v spec="$(printf '%s\n' "${overrides[@]}")" '
     for (k in want) if (!(k in done)) { print "up.sh: config key not found: " k > "/dev/stderr"; bad = 1 }
     exit bad
   }' >"$wd/config.toml.tmp"
+# A second runtime handler for RuntimeClass tests: runc again, under the name upstream's e2e
+# RuntimeClass specs expect on a node (test/e2e/framework/node/runtimeclass.go
+# PreconfiguredRuntimeClassHandler). containerd 1.6 reports no handlers in its Status; a sandbox
+# on it shows the handler in PodSandboxStatus.
+cat >>"$wd/config.toml.tmp" <<EOF
+
+[plugins."io.containerd.grpc.v1.cri".containerd.runtimes.test-handler]
+  runtime_type = "io.containerd.runc.v2"
+  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.test-handler.options]
+    BinaryName = "$(command -v runc)"
+    Root = "$wd/runc"
+    SystemdCgroup = false
+EOF
 mv "$wd/config.toml.tmp" "$wd/config.toml"
 
 # ---------------------------------------------------------------- start

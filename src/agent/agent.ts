@@ -73,20 +73,29 @@ interface AgentHooks {
 }
 
 /** A short socket path for the embedded runtime: unix socket paths are limited to ~107 bytes. */
-function simSocketPath(rootDir: string): string {
+export function simSocketPath(rootDir: string): string {
   const preferred = path.resolve(rootDir, 'sim.sock');
   return preferred.length < 100 ? preferred : path.join(os.tmpdir(), `statelet-sim-${process.pid}.sock`);
 }
 
 /**
  * The simulated machine's settings from the endpoint's query: `sim://?memory=2Gi` gives it 2 GiB
- * of memory (for a test to fill). Anything else in the query is refused, named.
+ * of memory (for a test to fill); `handlers=runc,kata` the runtime handlers it has, its default
+ * first (as containerd's configured runtimes). Anything else in the query is refused, named.
  */
-export function simOptionsFromEndpoint(endpoint: string): { memoryBytes?: number } {
+export function simOptionsFromEndpoint(endpoint: string): { memoryBytes?: number; runtimeHandlers?: string[] } {
   const query = endpoint.includes('?') ? endpoint.slice(endpoint.indexOf('?') + 1) : '';
-  const options: { memoryBytes?: number } = {};
+  const options: { memoryBytes?: number; runtimeHandlers?: string[] } = {};
   for (const [key, value] of new URLSearchParams(query)) {
-    if (key !== 'memory') throw new Error(`${endpoint}: unknown setting "${key}" (sim:// takes memory=<quantity>)`);
+    if (key === 'handlers') {
+      const names = value.split(',');
+      // A handler is a DNS label (RuntimeClass validation, ValidateRuntimeClassName).
+      const bad = names.find((name) => !/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(name));
+      if (bad !== undefined) throw new Error(`${endpoint}: handlers must be DNS labels separated by commas, not "${bad}"`);
+      options.runtimeHandlers = names;
+      continue;
+    }
+    if (key !== 'memory') throw new Error(`${endpoint}: unknown setting "${key}" (sim:// takes memory=<quantity> and handlers=<name>,…)`);
     const bytes = parseQuantity(value);
     if (bytes instanceof Error || bytes <= 0) throw new Error(`${endpoint}: memory must be a positive quantity such as 2Gi, not "${value}"`);
     options.memoryBytes = Math.floor(bytes);
@@ -232,8 +241,8 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     ...(nodeCgroups ? { nodeCgroups } : {}),
     kernelLog,
     ...(runtimeConfig ? { runtimeFeatures: { supplementalGroupsPolicy: runtimeConfig.features?.supplementalGroupsPolicy ?? false } } : {}),
-    // The network state pods are synced against until the syncLoop's own first Status answers.
-    ...(runtimeConfig ? { runtimeConditions: runtimeConfig.conditions } : {}),
+    // The network state and the handlers pods are synced against until the syncLoop's own first Status answers.
+    ...(runtimeConfig ? { runtimeConditions: runtimeConfig.conditions, runtimeHandlers: runtimeConfig.runtimeHandlers ?? [] } : {}),
     ...(runtimeConfig?.sandboxImage ? { sandboxImage: runtimeConfig.sandboxImage } : {}),
   });
   const { syncLoop, podManager, statuses, stats } = node;

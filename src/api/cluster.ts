@@ -64,6 +64,8 @@ export interface NodeStatus {
   images: ContainerImage[];
   /** What the runtime implements (NodeFeatures); absent when the runtime does not say. */
   features?: { supplementalGroupsPolicy?: boolean };
+  /** The runtime's handlers and what each supports (NodeRuntimeHandler); absent when it reports none. */
+  runtimeHandlers?: { name: string; features: { recursiveReadOnlyMounts: boolean; userNamespaces: boolean } }[];
 }
 
 export interface NodeObject {
@@ -90,6 +92,12 @@ export interface Lease {
 export interface Service {
   metadata: { name: string; namespace: string; uid: string; resourceVersion?: string };
   spec: { clusterIP?: string; ports?: { name?: string; port: number; protocol?: string }[] };
+}
+
+/** A node.k8s.io/v1 RuntimeClass: cluster-scoped, naming the CRI runtime handler its pods run on. */
+export interface RuntimeClass {
+  metadata: { name: string; uid: string; resourceVersion?: string };
+  handler: string;
 }
 
 export interface ObjectReference {

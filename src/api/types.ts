@@ -257,6 +257,10 @@ interface PodSpec {
   subdomain?: string;
   tolerations?: Toleration[];
   affinity?: { nodeAffinity?: { requiredDuringSchedulingIgnoredDuringExecution?: { nodeSelectorTerms?: NodeSelectorTerm[] } } };
+  /** The cluster-scoped RuntimeClass whose handler runs the pod (unset or '': the runtime's default). */
+  runtimeClassName?: string;
+  /** false: the pod runs in a user namespace of its own (unset or true: the node's). */
+  hostUsers?: boolean;
   /** The runtime class's per-pod cost, added to the containers' requests. */
   overhead?: Record<string, string | number>;
   /** Pod-level requests and limits (PodLevelResources): when set, they replace the containers' sum. */

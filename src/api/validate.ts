@@ -331,6 +331,8 @@ const SPEC_FIELDS: Fields = {
       },
     },
   },
+  runtimeClassName: 'string',
+  hostUsers: 'boolean',
   overhead: QUANTITIES,
   resources: RESOURCES,
   priority: 'integer',

@@ -11,6 +11,7 @@ import path from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import type { AgentSettings } from './config.ts';
 import { OPTIONS, ValueError, type AnyOptionSpec, type SettingKey } from './options.ts';
+import { IDS_PER_POD } from '../userns/rules.ts';
 
 const KUBELET_CONFIG_API_VERSION = 'kubelet.config.k8s.io/v1beta1';
 const KUBELET_CONFIG_KIND = 'KubeletConfiguration';
@@ -83,6 +84,11 @@ export function parseKubeletConfig(text: string, file: string): KubeletConfigRes
   const warnings: string[] = [];
   for (const [field, value] of Object.entries(fields)) {
     if (TYPE_META_FIELDS.has(field)) continue;
+    if (field === 'userNamespaces') {
+      const problem = userNamespacesProblem(value);
+      if (problem) throw new ConfigFileError(file, problem);
+      continue;
+    }
     const spec = OPTIONS_BY_FIELD.get(field);
     if (spec === undefined) {
       warnings.push(`${file}: ignoring field "${field}", which statelet does not support`);
@@ -99,6 +105,20 @@ export function parseKubeletConfig(text: string, file: string): KubeletConfigRes
     if (spec.configRelativePath === true) resolveRelativePath(settings, spec.key, path.dirname(file));
   }
   return { settings, warnings };
+}
+
+/**
+ * `userNamespaces` (KubeletConfiguration UserNamespaces): statelet gives each pod of its own user
+ * namespace 65536 IDs, the default of `idsPerPod`; another count is refused rather than run as 65536.
+ */
+function userNamespacesProblem(value: unknown): string | null {
+  if (value === null) return null;
+  if (typeof value !== 'object' || Array.isArray(value)) return 'userNamespaces: expected an object';
+  for (const [key, setting] of Object.entries(value)) {
+    if (key !== 'idsPerPod') return `userNamespaces: unknown field "${key}"`;
+    if (setting !== null && setting !== IDS_PER_POD) return `userNamespaces.idsPerPod: statelet gives each pod ${IDS_PER_POD} IDs (the default); ${JSON.stringify(setting)} is not supported`;
+  }
+  return null;
 }
 
 function setSetting<K extends SettingKey>(target: Partial<AgentSettings>, key: K, value: AgentSettings[K]): void {

@@ -13,6 +13,7 @@ import { crashLoopPolicy } from '../kuberuntime/backoff.ts';
 import type { Taint } from '../api/cluster.ts';
 import { parseQuantity } from '../api/quantity.ts';
 import { labelProblem } from '../api/validate.ts';
+import { MAX_USERNS_PODS } from '../userns/rules.ts';
 
 /** A value was rejected; `message` is the reason only, and the caller names the flag or field. */
 export class ValueError extends Error {
@@ -970,7 +971,9 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
   }),
   option({
     key: 'maxPods',
-    kind: intKind(0),
+    // Each pod may need a block of IDs for a user namespace of its own: the kubelet refuses to start
+    // with more pods than blocks (userns_manager.go MakeUserNsManager).
+    kind: intKind(0, MAX_USERNS_PODS),
     flag: 'max-pods',
     configField: 'maxPods',
     group: 'Node',

@@ -7,7 +7,7 @@
  * Every failure is an `ApiError` carrying the HTTP status (0: no answer: connection refused,
  * reset, timed out), so callers decide on the status, never on a message.
  */
-import type { KubeEvent, Lease, NodeObject, Service } from '../api/cluster.ts';
+import type { KubeEvent, Lease, NodeObject, RuntimeClass, Service } from '../api/cluster.ts';
 import type { Pod } from '../api/types.ts';
 
 export class ApiError extends Error {
@@ -116,6 +116,10 @@ export interface KubeApi {
   /** Every Service of the cluster (the service link variables of pods' environments). */
   listServices(): Promise<{ items: Service[]; resourceVersion: string }>;
   watchServices(resourceVersion: string, handlers: WatchHandlers<Service>): { stop(): void };
+
+  /** Every RuntimeClass of the cluster (node.k8s.io/v1): the handlers pods name. */
+  listRuntimeClasses(): Promise<{ items: RuntimeClass[]; resourceVersion: string }>;
+  watchRuntimeClasses(resourceVersion: string, handlers: WatchHandlers<RuntimeClass>): { stop(): void };
 
   /** A ConfigMap's `data` (string values). */
   getConfigMap(namespace: string, name: string): Promise<{ data?: Record<string, string>; binaryData?: Record<string, string> }>;

@@ -11,7 +11,10 @@
 import http from 'node:http';
 import https from 'node:https';
 import { ApiException, HttpMethod, KubeConfig, PatchStrategy, RequestContext, Watch } from '@kubernetes/client-node';
-import type { KubeEvent, Service } from '../api/cluster.ts';
+import type { KubeEvent, RuntimeClass, Service } from '../api/cluster.ts';
+
+/** The cluster's RuntimeClasses (cluster-scoped; the Node authorizer lets a node get, list and watch them). */
+const RUNTIME_CLASSES_PATH = '/apis/node.k8s.io/v1/runtimeclasses';
 import type { Pod } from '../api/types.ts';
 import { withoutNullMembers } from '../api/validate.ts';
 import { type Clock, realClock, sleepOn } from '../clock.ts';
@@ -326,6 +329,12 @@ export function createKubeClient(config: KubeConfig, options: KubeClientOptions)
     },
     watchServices: (resourceVersion, handlers) =>
       limitedWatch('services', () => watchPath(watch, '/api/v1/services', { resourceVersion }, 'WATCH services', handlers, (o) => o as Service)),
+    listRuntimeClasses: async () => {
+      const list = await call<{ items: RuntimeClass[]; metadata?: { resourceVersion?: string } }>('LIST runtimeclasses', GET, RUNTIME_CLASSES_PATH);
+      return { items: list.items, resourceVersion: list.metadata?.resourceVersion ?? '' };
+    },
+    watchRuntimeClasses: (resourceVersion, handlers) =>
+      limitedWatch('runtimeclasses', () => watchPath(watch, RUNTIME_CLASSES_PATH, { resourceVersion }, 'WATCH runtimeclasses', handlers, (o) => o as RuntimeClass)),
     getConfigMap: (namespace, name) => call(`GET configmaps ${namespace}/${name}`, GET, namespaced(namespace, 'configmaps', name)),
     getSecret: (namespace, name) => call(`GET secrets ${namespace}/${name}`, GET, namespaced(namespace, 'secrets', name)),
     createServiceAccountToken: async (namespace, serviceAccount, spec) => {

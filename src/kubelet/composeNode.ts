@@ -15,6 +15,7 @@
 import { type AnyActorLogic, type InspectionEvent, type Observer, createActor, fromPromise } from 'xstate';
 import type { SourceName } from '../api/types.ts';
 import type { Clock } from '../clock.ts';
+import { runtimeClassLister } from '../client/runtimeClasses.ts';
 import { serviceLister } from '../client/services.ts';
 import { nodeEventRecorder, nodeReference } from '../eventrecorder/recorder.ts';
 import type { NodeDns } from '../kuberuntime/dns.ts';
@@ -44,7 +45,7 @@ import { type PodWorkerStages, PodStages } from '../podworkers/podStages.ts';
 import { type PodWorkType, timedPodEffects } from '../podworkers/workDuration.ts';
 import { type ProbeMetrics, createProbeManagerLogic } from '../prober/manager.ts';
 import { CallsInFlight, describeHanging, hangingCallThresholdMs } from '../runtime/callsInFlight.ts';
-import { type ImageService, type RuntimeService, type RuntimeStatusInfo, definedOnly } from '../runtime/types.ts';
+import { type ImageService, type RuntimeHandler, type RuntimeService, type RuntimeStatusInfo, definedOnly } from '../runtime/types.ts';
 import { StatsProvider } from '../stats/provider.ts';
 import { type PodStatusReader, StatusManager } from '../status/manager.ts';
 import { systemMounter } from '../volumes/mounter.ts';
@@ -110,6 +111,11 @@ interface NodeDeps {
    * against until the syncLoop's first poll answers; absent: taken as ready until then.
    */
   runtimeConditions?: RuntimeStatusInfo['conditions'];
+  /**
+   * The runtime's handlers as its Status answered at start (none reported: empty): a pod synced
+   * before the syncLoop's first poll is checked against them; absent: not known until then.
+   */
+  runtimeHandlers?: readonly RuntimeHandler[];
 }
 
 /**
@@ -152,11 +158,17 @@ export function composeNode(deps: NodeDeps) {
   const nodeRecord = new NodeRecord();
   const admission = admissionView({ config, inCluster: cluster !== undefined, record: nodeRecord, ...definedOnly({ machine: deps.machine, runtimeFeatures: deps.runtimeFeatures }) });
   const services = cluster && serviceLister(cluster.api, clock, log);
-  const podClusterParts = cluster && services && podCluster(cluster.api, services, clock, log);
+  const runtimeClasses = cluster && runtimeClassLister(cluster.api, clock, log);
+  const podClusterParts = cluster && services && runtimeClasses && podCluster(cluster.api, { services, runtimeClasses }, clock, log);
+  // The handlers the runtime's Status reported last: null until it first answers (the kubelet's runtimeState).
+  let runtimeHandlers: readonly RuntimeHandler[] | null = deps.runtimeHandlers ?? null;
   const cgroups = deps.nodeCgroups && new ContainerManager({ ...deps.nodeCgroups, activePods: pods.active, log });
   const mounter = deps.mounter ?? systemMounter(podsDirOf(config.rootDir), log);
   const cri = podCri(deps.runtime, deps.images, config);
-  const host = podHost(config, { clock, mounter, memoryFeatures: deps.memoryFeatures, allocatable: () => admission().allocatable, ...definedOnly({ podCgroups: cgroups, dns: deps.dns, machineMemory: deps.machineMemory }) });
+  const host = podHost(config, {
+    ...{ clock, log, mounter, memoryFeatures: deps.memoryFeatures, allocatable: () => admission().allocatable, runtimeHandlers: () => runtimeHandlers },
+    ...definedOnly({ podCgroups: cgroups, dns: deps.dns, machineMemory: deps.machineMemory }),
+  });
   const startup = followPodStarts(metrics, statuses, pods.desired, now);
   const work = { cri, host, observe: podObserve(recorder, log, metrics, startup), resize: allocation, ...definedOnly({ cluster: podClusterParts }) };
   const callsInFlight = new CallsInFlight(now, log, hangingCallThresholdMs(config.runtimeRequestTimeoutMs));
@@ -187,7 +199,7 @@ export function composeNode(deps: NodeDeps) {
     ...definedOnly({ mirrorPods }),
   });
   const probes = createProbeManagerLogic({ statuses, podManager, runtime: cri.runtime, clock, random: deps.random ?? Math.random, log, recorder, metrics });
-  const readRuntimeStatus = runtimeStatusReader(cri.runtime, config.runtimeRequestTimeoutMs, log);
+  const readRuntimeStatus = runtimeStatusReader(cri.runtime, config.runtimeRequestTimeoutMs, log, (handlers) => void (runtimeHandlers = handlers));
   const runtimeStatus = fromPromise<RuntimeConditions>(({ signal }) => readRuntimeStatus(signal));
   const actors = { ...loops.logic, pods: podWorkers, pleg: plegMachineWith(relister), probes, facts: nodeFactsWriter(facts), runtimeStatus, ...definedOnly({ sources: deps.sources?.logic }) };
   const syncLoop = createActor(syncLoopMachine.provide({ actors }), { systemId: 'syncLoop', clock, input: syncLoopInput(deps, loops.inputs), ...definedOnly({ inspect: deps.inspect }) });
@@ -205,6 +217,7 @@ export function composeNode(deps: NodeDeps) {
     /** Starts the node: the Service watch, then the syncLoop and all it runs. */
     start() {
       services?.start();
+      runtimeClasses?.start();
       syncLoop.subscribe({ error: (err) => log('error', 'syncLoop failed', { err }) });
       syncLoop.start();
       recorder.event(nodeReference(config.nodeName), 'Normal', 'Starting', 'Starting kubelet.');
@@ -213,6 +226,7 @@ export function composeNode(deps: NodeDeps) {
     /** Stops the actors; the pods' containers keep running. */
     stop() {
       services?.stop();
+      runtimeClasses?.stop();
       recorder.stop();
       syncLoop.stop();
       allocation.flush();

@@ -7,7 +7,7 @@
  */
 import path from 'node:path';
 import type { Container, Pod } from '../api/types.ts';
-import type { Container as RuntimeContainer, ContainerConfig, DnsConfig, Mount, PodSandboxConfig, PortMapping } from '../runtime/types.ts';
+import type { Container as RuntimeContainer, ContainerConfig, DnsConfig, Mount, PodSandboxConfig, PortMapping, UserNamespace } from '../runtime/types.ts';
 import { sandboxSecurityContext } from './securityContext.ts';
 import { sandboxHostname } from './hosts.ts';
 import { Annotation, type ContainerType, Label, containerAnnotations, containerLabels, sandboxLabels } from './labels.ts';
@@ -55,11 +55,19 @@ function portMappings(pod: Pod): PortMapping[] {
   return mappings;
 }
 
+/** What a sandbox's config takes from the node: its DNS, its cgroup, its user namespace (absent: none sent), its cluster domain. */
+interface SandboxSettings {
+  dns?: DnsConfig | undefined;
+  cgroupParent?: string | undefined;
+  userns?: UserNamespace | undefined;
+  clusterDomain?: string | undefined;
+}
+
 /**
  * The pod's sandbox config; throws where it cannot be made (a fully qualified hostname longer than
  * the kernel takes), as generatePodSandboxConfig fails.
  */
-export function sandboxConfig(pod: Pod, attempt: number, logsRoot: string, dns?: DnsConfig, cgroupParent?: string, clusterDomain = ''): PodSandboxConfig {
+export function sandboxConfig(pod: Pod, attempt: number, logsRoot: string, { dns, cgroupParent, userns, clusterDomain = '' }: SandboxSettings = {}): PodSandboxConfig {
   // A host-network pod has the node's hostname: the runtime leaves it in the node's UTS namespace
   // and refuses to set one there (kuberuntime_sandbox.go generatePodSandboxConfig).
   const hostname = pod.spec.hostNetwork ? '' : sandboxHostname(pod, clusterDomain);
@@ -80,7 +88,7 @@ export function sandboxConfig(pod: Pod, attempt: number, logsRoot: string, dns?:
     linux: {
       // The pod's own cgroup, where the node keeps one: the runtime puts the sandbox and the containers under it.
       ...(cgroupParent ? { cgroupParent } : {}),
-      securityContext: sandboxSecurityContext(pod),
+      securityContext: sandboxSecurityContext(pod, userns),
       // Admitted against the node's allowlist already; passed as written.
       sysctls: Object.fromEntries((pod.spec.securityContext?.sysctls ?? []).map(({ name, value }) => [name, value])),
     },

@@ -9,7 +9,7 @@
 import { type Container, type Pod, isSidecar } from '../api/types.ts';
 import type { RuntimeContainerStatus, RuntimePodStatus, WaitingReason } from '../api/runtimeView.ts';
 import { podReference } from '../eventrecorder/recorder.ts';
-import type { CallOptions } from '../runtime/types.ts';
+import type { CallOptions, PodSandboxConfig } from '../runtime/types.ts';
 import { isNotFound } from '../runtime/types.ts';
 import { makePodDataDirs, setUpPodVolumes, tearDownPodVolumes } from '../volumes/setUp.ts';
 import { mkdirAll } from '../volumes/mkdirAll.ts';
@@ -17,6 +17,7 @@ import { diskOnly } from '../volumes/mounter.ts';
 import type { PodActions } from './computePodActions.ts';
 import type { PodWork, StartedContainerType } from './podWork.ts';
 import { sandboxConfig } from './configs.ts';
+import { sandboxRuntime } from './sandboxRuntime.ts';
 import { podDns } from './dns.ts';
 import { hookHost } from './hooks.ts';
 import { errorText } from './images.ts';
@@ -125,6 +126,8 @@ export async function tearDownVolumes(deps: PodWork, uid: string, options: { rem
   if (!deps.host.podsDir) return;
   if (options.removeDir) deps.host.dataDirs?.forget(uid);
   await tearDownPodVolumes({ podsDir: deps.host.podsDir, mounter: deps.host.mounter ?? diskOnly, ...(deps.cluster ? { tokens: deps.cluster.tokens } : {}) }, uid, options);
+  // Its user namespace's block is free once its directory, which records it, is gone (userns_manager.go CleanupOrphanedPodUsernsAllocations).
+  if (options.removeDir) await deps.host.userNamespaces.release(uid);
 }
 
 /** What carrying out a plan gives: the sync's memory and errors, and a resize's error (the PodResizeInProgress condition's message). */
@@ -165,16 +168,8 @@ export async function executePlan(
   await pruneInitContainers(deps, pod, status, opts);
 
   let sandboxId = actions.sandboxId;
+  if (!actions.createSandbox && (!sandboxId || actions.killPod)) return result;
   const dns = deps.host.dns ? podDns(pod, deps.host.dns) : undefined;
-  let config: ReturnType<typeof sandboxConfig>;
-  try {
-    config = sandboxConfig(pod, actions.attempt, deps.host.podLogsRoot, dns?.config, deps.host.podCgroups?.parentOf(pod), deps.host.dns?.clusterDomain);
-  } catch (err) {
-    // generatePodSandboxConfig failed: nothing is created or started (kuberuntime_manager.go SyncPod).
-    result.errors.push(`CreatePodSandboxError: ${errorText(err)}`);
-    if (actions.createSandbox) deps.observe.recorder.event(podReference(pod), 'Warning', 'FailedCreatePodSandBox', `Failed to create pod sandbox: ${errorText(err)}`);
-    return result;
-  }
   if (actions.createSandbox) {
     // The pod's dynamic resources are prepared before its sandbox (kuberuntime_manager.go SyncPod).
     const unprepared = dynamicResourcesError(pod);
@@ -183,19 +178,35 @@ export async function executePlan(
       deps.observe.recorder.event(podReference(pod), 'Warning', 'FailedPrepareDynamicResources', `Failed to prepare dynamic resources: ${unprepared}`);
       return result;
     }
-    for (const warning of dns?.warnings ?? []) deps.observe.recorder.event(podReference(pod), 'Warning', warning.reason, warning.message);
-    try {
+  }
+  let config: PodSandboxConfig;
+  try {
+    // The handler and the user namespace are settled with the config, at each sync: the containers' configs carry the namespace too
+    // (kuberuntime_manager.go SyncPod generatePodSandboxConfig; kuberuntime_container_linux.go generateLinuxContainerConfig).
+    const runtime = await sandboxRuntime(deps, pod);
+    config = sandboxConfig(pod, actions.attempt, deps.host.podLogsRoot, {
+      dns: dns?.config,
+      cgroupParent: deps.host.podCgroups?.parentOf(pod),
+      userns: runtime.userns,
+      clusterDomain: deps.host.dns?.clusterDomain,
+    });
+    if (actions.createSandbox) {
+      for (const warning of dns?.warnings ?? []) deps.observe.recorder.event(podReference(pod), 'Warning', warning.reason, warning.message);
       // The pod's log directory first, for the runtime to write the containers' logs in (kuberuntime_sandbox.go createPodSandbox).
       await mkdirAll(config.logDirectory, 0o755);
-      sandboxId = await deps.cri.runtime.runPodSandbox(config, opts);
-    } catch (err) {
-      result.errors.push(`CreatePodSandboxError: ${errorText(err)}`);
-      deps.observe.recorder.event(podReference(pod), 'Warning', 'FailedCreatePodSandBox', `Failed to create pod sandbox: ${errorText(err)}`);
+      sandboxId = await deps.cri.runtime.runPodSandbox(config, runtime.runtimeHandler, opts);
+    }
+  } catch (err) {
+    if (!actions.createSandbox) {
+      // No event: the sandbox runs, its new containers wait (SyncPod's ConfigPodSandbox result).
+      result.errors.push(`ConfigPodSandboxError: ${errorText(err)}`);
       return result;
     }
-  } else if (!sandboxId || actions.killPod) {
+    result.errors.push(`CreatePodSandboxError: ${errorText(err)}`);
+    deps.observe.recorder.event(podReference(pod), 'Warning', 'FailedCreatePodSandBox', `Failed to create pod sandbox: ${errorText(err)}`);
     return result;
   }
+  if (!sandboxId) return result;
 
   // Step 6 of the kubelet's SyncPod: the running containers and the pod's cgroup resized in place, before anything starts.
   if (resize && deps.resize && hasResizeWork(resize)) {

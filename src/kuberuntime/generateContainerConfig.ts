@@ -15,7 +15,7 @@
 import { chmod, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { type Container, type Pod, podRef } from '../api/types.ts';
-import type { ContainerConfig, ImageInfo, LinuxContainerSecurityContext, Mount } from '../runtime/types.ts';
+import type { ContainerConfig, ImageInfo, LinuxContainerSecurityContext, Mount, UserNamespace } from '../runtime/types.ts';
 import { mkdirAll } from '../volumes/mkdirAll.ts';
 import { containerMounts } from '../volumes/plan.ts';
 import { resolveSubPaths } from '../volumes/subPath.ts';
@@ -54,6 +54,8 @@ export interface ContainerToConfigure {
   podLogDirectory: string;
   /** An ephemeral container's target: the id of the container whose pid namespace it joins (startContainer.ts namespaceTarget). */
   pidTarget?: string;
+  /** The pod's user namespace (the sandbox config's): its containers are in it too. */
+  userns?: UserNamespace;
 }
 
 /** The user an image runs as, from its ImageStatus (helpers.go getImageUser): a uid, else a name, else root. */
@@ -86,11 +88,11 @@ async function hostsMount(podsDir: string, pod: Pod, podIPs: readonly string[], 
  * The container's security context for the runtime, or ContainerConfigError with the reason it
  * may not run: a user that breaks runAsNonRoot, a profile the kubelet refuses.
  */
-function securityContextFor(deps: ContainerConfigWork, { pod, container, imageUser, pidTarget }: ContainerToConfigure): LinuxContainerSecurityContext {
+function securityContextFor(deps: ContainerConfigWork, { pod, container, imageUser, pidTarget, userns }: ContainerToConfigure): LinuxContainerSecurityContext {
   const violation = runAsNonRootViolation(pod, container, effectiveSecurityContext(pod, container), imageUser);
   if (violation) throw new ContainerConfigError(violation);
   try {
-    return containerSecurityContext(pod, container, imageUser, deps.host.security, pidTarget);
+    return containerSecurityContext(pod, container, imageUser, deps.host.security, pidTarget, userns);
   } catch (err) {
     if (err instanceof SecurityContextError) throw new ContainerConfigError(err.message);
     throw err;

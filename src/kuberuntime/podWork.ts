@@ -5,9 +5,10 @@
  * work shares them all but `cri`, which it wraps to trace its own calls.
  *
  *   cri       the runtime and image services, the shared image puller, the pods' runtime IDs
- *   host      the machine the pod runs on: its clock, directories, mounts, cgroups, memory and
- *             addresses, and the node's settings for pods (seccomp, DNS, crash-loop back-off)
- *   cluster   the API objects a pod refers to (ConfigMaps, Secrets, Services, tokens); absent on a
+ *   host      the machine the pod runs on: its clock, directories, mounts, cgroups, memory,
+ *             addresses and user namespaces, and the node's settings for pods (seccomp, DNS,
+ *             crash-loop back-off)
+ *   cluster   the API objects a pod refers to (ConfigMaps, Secrets, Services, tokens, RuntimeClasses); absent on a
  *             standalone node
  *   observe   what the work tells: its events, its log lines, what the metrics count
  *   resize    the node's in-place resize records (the allocation manager); absent: never resized
@@ -19,7 +20,7 @@ import type { ObjectReader } from '../client/objects.ts';
 import type { EventRecorder } from '../eventrecorder/recorder.ts';
 import type { Logger } from '../log.ts';
 import type { ImagePulls } from '../runtime/callTrace.ts';
-import type { ImageService, RuntimeService } from '../runtime/types.ts';
+import type { ImageService, RuntimeService, UserNamespace } from '../runtime/types.ts';
 import type { Mounter } from '../volumes/mounter.ts';
 import type { PodDataDirs } from '../volumes/setUp.ts';
 import type { TokenManager } from '../volumes/tokens.ts';
@@ -82,6 +83,16 @@ export interface PodHost {
   crashLoop: BackoffPolicy;
   /** The hooks' network and sleep (tests drive them); Node's own when absent. */
   hookIO?: HookIO;
+  /** The pods' user namespaces (src/userns). */
+  userNamespaces: PodUserNamespaces;
+}
+
+/** The pods' user namespaces as a pod's work uses them (src/userns/manager.ts). */
+export interface PodUserNamespaces {
+  /** The pod's namespace options on `handler`: the node's, or a block of IDs of its own (`hostUsers: false`); rejects with the kubelet's reason. */
+  mappingsFor(pod: Pod, handler: string): Promise<UserNamespace>;
+  /** The pod's directory is gone: its block is free. */
+  release(uid: string): Promise<void>;
 }
 
 export interface PodCluster {
@@ -91,6 +102,8 @@ export interface PodCluster {
   services(): readonly Service[] | null;
   /** Service-account tokens for projected volumes. */
   tokens: TokenManager;
+  /** The handler of the RuntimeClass named, as last listed; null: the node knows no such class. */
+  runtimeClassHandler(name: string): string | null;
 }
 
 export interface PodObserve {

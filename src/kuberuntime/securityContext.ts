@@ -14,6 +14,7 @@ import {
   type LinuxContainerSecurityContext,
   type LinuxSandboxSecurityContext,
   type NamespaceOptions,
+  type UserNamespace,
   type SELinuxOption,
   type SecurityProfile,
   NamespaceMode,
@@ -92,13 +93,17 @@ export function withPidTarget(namespaces: NamespaceOptions, targetId: string | u
   return { ...namespaces, pid: NamespaceMode.TARGET, targetId };
 }
 
-/** The pid, ipc and network namespaces of the pod's sandbox and containers. */
-export function namespacesForPod(pod: Pod): NamespaceOptions {
+/**
+ * The pid, ipc and network namespaces of the pod's sandbox and containers, and its user namespace
+ * as the user namespace manager gave it (kuberuntime/util NamespacesForPod).
+ */
+export function namespacesForPod(pod: Pod, userns?: UserNamespace): NamespaceOptions {
   const { hostNetwork, hostIPC, hostPID, shareProcessNamespace } = pod.spec;
   return {
     network: hostNetwork ? NamespaceMode.NODE : NamespaceMode.POD,
     ipc: hostIPC ? NamespaceMode.NODE : NamespaceMode.POD,
     pid: hostPID ? NamespaceMode.NODE : shareProcessNamespace ? NamespaceMode.POD : NamespaceMode.CONTAINER,
+    ...(userns ? { usernsOptions: userns } : {}),
   };
 }
 
@@ -198,7 +203,14 @@ function supplementalGroups(pod: Pod): number[] {
  * and read-only paths (none with `procMount: Unmasked`), the profiles. `pidTarget` is an ephemeral
  * container's target (withPidTarget). Throws SecurityContextError for a profile the kubelet refuses.
  */
-export function containerSecurityContext(pod: Pod, container: Container, image: ImageUser, settings: SecuritySettings, pidTarget?: string): LinuxContainerSecurityContext {
+export function containerSecurityContext(
+  pod: Pod,
+  container: Container,
+  image: ImageUser,
+  settings: SecuritySettings,
+  pidTarget?: string,
+  userns?: UserNamespace,
+): LinuxContainerSecurityContext {
   const context = effectiveSecurityContext(pod, container);
   const unmasked = context.procMount === 'Unmasked';
   const appArmor = appArmorFor(pod, container);
@@ -215,7 +227,7 @@ export function containerSecurityContext(pod: Pod, container: Container, image: 
   return {
     ...(context.capabilities ? { capabilities: { add: [...(context.capabilities.add ?? [])], drop: [...(context.capabilities.drop ?? [])] } } : {}),
     privileged: context.privileged === true,
-    namespaceOptions: withPidTarget(namespacesForPod(pod), pidTarget),
+    namespaceOptions: withPidTarget(namespacesForPod(pod, userns), pidTarget),
     ...(selinuxOptions ? { selinuxOptions } : {}),
     ...user,
     ...(context.runAsGroup !== undefined ? { runAsGroup: context.runAsGroup } : {}),
@@ -240,11 +252,11 @@ function hasPrivilegedContainer(pod: Pod): boolean {
  * supplemental groups, privileged when a container is, and always the runtime's default seccomp
  * profile (its pause process needs no more).
  */
-export function sandboxSecurityContext(pod: Pod): LinuxSandboxSecurityContext {
+export function sandboxSecurityContext(pod: Pod, userns?: UserNamespace): LinuxSandboxSecurityContext {
   const context = pod.spec.securityContext;
   const selinuxOptions = selinux(context?.seLinuxOptions);
   return {
-    namespaceOptions: namespacesForPod(pod),
+    namespaceOptions: namespacesForPod(pod, userns),
     ...(selinuxOptions ? { selinuxOptions } : {}),
     ...(context?.runAsUser !== undefined ? { runAsUser: context.runAsUser } : {}),
     ...(context?.runAsGroup !== undefined ? { runAsGroup: context.runAsGroup } : {}),

@@ -10,7 +10,7 @@ import type { Container, EphemeralContainer, LifecycleHandler, Pod } from '../ap
 import { podRef } from '../api/types.ts';
 import { type RuntimePodStatus, type WaitingReason, newestContainer } from '../api/runtimeView.ts';
 import { podReference } from '../eventrecorder/recorder.ts';
-import type { CallOptions, PodSandboxConfig } from '../runtime/types.ts';
+import { type CallOptions, type PodSandboxConfig, definedOnly } from '../runtime/types.ts';
 import { type BackoffTable, backoffRemainingMs, nextBackoff } from './backoff.ts';
 import { ContainerConfigError } from './configs.ts';
 import { generateContainerConfig, imageUserOf } from './generateContainerConfig.ts';
@@ -147,6 +147,7 @@ export async function startContainer(
       podIP: context.podIP,
       podLogDirectory: sandbox.logDirectory,
       ...(target.id ? { pidTarget: target.id } : {}),
+      ...definedOnly({ userns: sandbox.linux?.securityContext?.namespaceOptions?.usernsOptions }),
     });
   } catch (err) {
     if (!(err instanceof ContainerConfigError)) throw err;

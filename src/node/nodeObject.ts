@@ -15,6 +15,7 @@ import { nodeLabels } from './labels.ts';
 import { formatBytes, formatCpu, formatKi, quantityValue } from '../api/quantity.ts';
 import type { AgentConfig } from '../cli/config.ts';
 import type { NodePressureCondition } from '../api/types.ts';
+import type { RuntimeHandler } from '../runtime/types.ts';
 
 /** What the machine is, as the agent read it at start. */
 export interface MachineInfo {
@@ -99,6 +100,8 @@ export interface NodeHealth {
   pressure: readonly NodePressureCondition[];
   /** The features the runtime's Status reported; absent when it reports none (containerd 1.6). */
   runtimeFeatures?: { supplementalGroupsPolicy: boolean };
+  /** The runtime handlers the runtime's Status reported; absent or empty when it reports none (containerd 1.6, 1.7). */
+  runtimeHandlers?: readonly RuntimeHandler[];
 }
 
 /** The images the node reports at most (--node-status-max-images). */
@@ -251,6 +254,10 @@ export function nodeStatus(inputs: NodeStatusInputs, previous: Partial<NodeStatu
     images: nodeImages(inputs.images),
     // setters.go NodeFeatures: only what the runtime said; nothing when it said nothing.
     ...(health.runtimeFeatures ? { features: { supplementalGroupsPolicy: health.runtimeFeatures.supplementalGroupsPolicy } } : {}),
+    // setters.go RuntimeHandlers: each handler with both of its features; an empty list is left out of the object.
+    ...(health.runtimeHandlers?.length
+      ? { runtimeHandlers: health.runtimeHandlers.map(({ name, features }) => ({ name, features: { recursiveReadOnlyMounts: features.recursiveReadOnlyMounts, userNamespaces: features.userNamespaces } })) }
+      : {}),
   };
 }
 

@@ -6,19 +6,25 @@
  * kubelet logs each poll; at 5 s that is a line every 5 s per cause here for as long as it lasts).
  */
 import type { Logger } from '../log.ts';
-import type { RuntimeService, RuntimeStatusInfo } from '../runtime/types.ts';
+import type { RuntimeHandler, RuntimeService, RuntimeStatusInfo } from '../runtime/types.ts';
 import { runtimeNetworkError } from './health.ts';
 
 /** Reads the runtime's conditions once; rejects when the Status call fails. */
 export type RuntimeStatusReader = (signal: AbortSignal) => Promise<RuntimeStatusInfo['conditions']>;
 
-export function runtimeStatusReader(runtime: RuntimeService, timeoutMs: number, log: Logger): RuntimeStatusReader {
+/**
+ * `onHandlers` is told the runtime handlers each answer reports, none being an empty list (the
+ * kubelet's runtimeState.setRuntimeHandlers in updateRuntimeUp, from toKubeRuntimeStatus).
+ */
+export function runtimeStatusReader(runtime: RuntimeService, timeoutMs: number, log: Logger, onHandlers: (handlers: readonly RuntimeHandler[]) => void = () => {}): RuntimeStatusReader {
   let failing = false;
   let networkError: string | null = null;
   return async (signal) => {
     let conditions: RuntimeStatusInfo['conditions'];
     try {
-      conditions = (await runtime.status({ signal, timeoutMs })).conditions;
+      const status = await runtime.status({ signal, timeoutMs });
+      conditions = status.conditions;
+      onHandlers(status.runtimeHandlers ?? []);
     } catch (err) {
       // Aborted: the syncLoop stopped, nothing failed.
       if (!failing && !signal.aborted) log('error', 'Container runtime sanity check failed', { err });

@@ -10,7 +10,7 @@ import { ApiError, isAlreadyExists, type KubeApi } from '../client/api.ts';
 import type { Logger } from '../log.ts';
 import type { NodeRecord } from '../node/record.ts';
 import { type EventRecorder, nodeReference } from '../eventrecorder/recorder.ts';
-import type { ImageService, RuntimeService } from '../runtime/types.ts';
+import { type ImageService, type RuntimeService, definedOnly } from '../runtime/types.ts';
 import {
   conditionEvents,
   type MachineInfo,
@@ -52,11 +52,13 @@ async function health(deps: NodeStatusEffectsDeps, pressure: readonly NodePressu
   const notReady = [...deps.notReady()];
   let runtimeVersion = '';
   let runtimeFeatures: NodeHealth['runtimeFeatures'];
+  let runtimeHandlers: NodeHealth['runtimeHandlers'];
   try {
     const version = await deps.runtime.version({ timeoutMs: 5_000 });
     runtimeVersion = `${version.runtimeName}://${version.runtimeVersion}`;
     const status = await deps.runtime.status({ timeoutMs: 5_000 });
     runtimeFeatures = status.features;
+    runtimeHandlers = status.runtimeHandlers;
     const network = status.conditions.find((c) => c.type === 'NetworkReady');
     if (network && !network.status) {
       notReady.push(`container runtime network not ready: NetworkReady=false reason:${network.reason} message:${network.message}`);
@@ -64,7 +66,7 @@ async function health(deps: NodeStatusEffectsDeps, pressure: readonly NodePressu
   } catch {
     if (!notReady.some((m) => m.startsWith('container runtime is down'))) notReady.unshift('container runtime is down');
   }
-  return { runtimeVersion, notReady, pressure, ...(runtimeFeatures ? { runtimeFeatures } : {}) };
+  return { runtimeVersion, notReady, pressure, ...definedOnly({ runtimeFeatures, runtimeHandlers }) };
 }
 
 async function inputs(deps: NodeStatusEffectsDeps, pressure: readonly NodePressureCondition[]): Promise<NodeStatusInputs> {

@@ -13,14 +13,16 @@ import { RuntimePodIds, recordingPodIds } from '../kuberuntime/podIds.ts';
 import type { PodCgroups, PodCluster, PodCri, PodHost, PodObserve } from '../kuberuntime/podWork.ts';
 import type { KubeApi } from '../client/api.ts';
 import { OBJECT_CACHE_TTL_MS, apiObjectReader } from '../client/objects.ts';
+import type { RuntimeClassLister } from '../client/runtimeClasses.ts';
 import type { ServiceLister } from '../client/services.ts';
+import { UserNamespaceManager } from '../userns/manager.ts';
 import { TokenManager } from '../volumes/tokens.ts';
 import type { EventRecorder } from '../eventrecorder/recorder.ts';
 import type { Logger } from '../log.ts';
 import type { NodeDns } from '../kuberuntime/dns.ts';
 import type { MemoryFeatures } from '../kuberuntime/resources.ts';
 import type { ResourceAmounts } from '../api/quantity.ts';
-import type { ImageService, RuntimeService } from '../runtime/types.ts';
+import type { ImageService, RuntimeHandler, RuntimeService } from '../runtime/types.ts';
 import type { Mounter } from '../volumes/mounter.ts';
 import { PodDataDirs } from '../volumes/setUp.ts';
 
@@ -57,6 +59,9 @@ interface HostParts {
   dns?: NodeDns;
   /** The node's allocatable amounts once known (the admission view's). */
   allocatable(): ResourceAmounts | undefined;
+  /** The runtime handlers its Status reported last; null before it answered (the user namespaces' check). */
+  runtimeHandlers(): readonly RuntimeHandler[] | null;
+  log: Logger;
 }
 
 /** The machine the node's pods run on, and the node's settings for them. */
@@ -77,6 +82,7 @@ export function podHost(config: PodSettings, parts: HostParts): PodHost {
     allocatable: parts.allocatable,
     crashLoop: crashLoopBackOffPolicy(config),
     hookIO: hookIOOn(parts.clock),
+    userNamespaces: new UserNamespaceManager(podsDir, () => parts.runtimeHandlers(), parts.log),
   };
 }
 
@@ -96,8 +102,18 @@ export function podObserve(
   };
 }
 
-/** The API objects the node's pods refer to: ConfigMaps and Secrets (cached a minute), the Services, service-account tokens. */
-export function podCluster(api: KubeApi, services: Pick<ServiceLister, 'services'>, clock: Clock, log: Logger): PodCluster {
+/** The API objects the node's pods refer to: ConfigMaps and Secrets (cached a minute), the Services, service-account tokens, the RuntimeClasses. */
+export function podCluster(
+  api: KubeApi,
+  listers: { services: Pick<ServiceLister, 'services'>; runtimeClasses: Pick<RuntimeClassLister, 'handlerOf'> },
+  clock: Clock,
+  log: Logger,
+): PodCluster {
   const now = () => clock.now();
-  return { objects: apiObjectReader(api, { ttlMs: OBJECT_CACHE_TTL_MS, now }), services: () => services.services(), tokens: new TokenManager(api, now, log) };
+  return {
+    objects: apiObjectReader(api, { ttlMs: OBJECT_CACHE_TTL_MS, now }),
+    services: () => listers.services.services(),
+    tokens: new TokenManager(api, now, log),
+    runtimeClassHandler: (name) => listers.runtimeClasses.handlerOf(name),
+  };
 }

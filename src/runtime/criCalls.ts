@@ -65,7 +65,7 @@ export const CRI_CALLS = {
   version: { service: 'RuntimeService', rpc: 'Version', operation: 'version', options: 0 },
   status: { service: 'RuntimeService', rpc: 'Status', operation: 'status', options: 0 },
   updateRuntimeConfig: { service: 'RuntimeService', rpc: 'UpdateRuntimeConfig', operation: 'update_runtime_config', options: 1 },
-  runPodSandbox: { service: 'RuntimeService', rpc: 'RunPodSandbox', operation: 'run_podsandbox', options: 1, about: { pod: 0 }, creates: 'sandbox' },
+  runPodSandbox: { service: 'RuntimeService', rpc: 'RunPodSandbox', operation: 'run_podsandbox', options: 2, about: { pod: 0 }, creates: 'sandbox' },
   stopPodSandbox: { service: 'RuntimeService', rpc: 'StopPodSandbox', operation: 'stop_podsandbox', options: 1, about: { sandbox: 0 } },
   removePodSandbox: { service: 'RuntimeService', rpc: 'RemovePodSandbox', operation: 'remove_podsandbox', options: 1, about: { sandbox: 0 }, removes: true },
   podSandboxStatus: { service: 'RuntimeService', rpc: 'PodSandboxStatus', operation: 'podsandbox_status', options: 1, about: { sandbox: 0 } },

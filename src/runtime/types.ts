@@ -36,10 +36,24 @@ export interface RuntimeFeatures {
   supplementalGroupsPolicy: boolean;
 }
 
+/** CRI RuntimeHandlerFeatures: what one runtime handler supports. */
+export interface RuntimeHandlerFeatures {
+  recursiveReadOnlyMounts: boolean;
+  userNamespaces: boolean;
+}
+
+/** CRI RuntimeHandler: a handler a RuntimeClass may name; '' is the runtime's default one. */
+export interface RuntimeHandler {
+  name: string;
+  features: RuntimeHandlerFeatures;
+}
+
 export interface RuntimeStatusInfo {
   conditions: RuntimeCondition[];
   /** StatusResponse.features; absent: the runtime sends none (containerd 1.6 does not know the field). */
   features?: RuntimeFeatures;
+  /** StatusResponse.runtime_handlers; empty or absent: the runtime reports none (containerd 1.6 and 1.7 do not know the field). */
+  runtimeHandlers?: RuntimeHandler[];
   /**
    * With `verbose`: the image the runtime runs its sandboxes from (containerd's sandbox_image, in
    * its verbose status's config), which image garbage collection must keep: containerd 1.6 does
@@ -61,6 +75,20 @@ export interface PodSandboxMetadata {
 export type NamespaceMode = 0 | 1 | 2 | 3;
 export const NamespaceMode = { POD: 0, CONTAINER: 1, NODE: 2, TARGET: 3 } as const;
 
+/** CRI IDMapping: `length` IDs from `containerId` inside the namespace are `hostId`… on the host. */
+export interface IdMapping {
+  hostId: number;
+  containerId: number;
+  length: number;
+}
+
+/** CRI UserNamespace: the node's user namespace (NODE) or one of the pod's own with these mappings (POD). */
+export interface UserNamespace {
+  mode: NamespaceMode;
+  uids: IdMapping[];
+  gids: IdMapping[];
+}
+
 /** CRI NamespaceOption: which of the pod's or the node's namespaces a sandbox or container joins. */
 export interface NamespaceOptions {
   network?: NamespaceMode;
@@ -68,6 +96,8 @@ export interface NamespaceOptions {
   ipc?: NamespaceMode;
   /** With pid TARGET: the container whose namespace it joins. */
   targetId?: string;
+  /** Absent: none sent (the runtime assumes the node's). */
+  usernsOptions?: UserNamespace;
 }
 
 /** CRI SecurityProfile: a seccomp or AppArmor profile. */
@@ -430,7 +460,8 @@ export interface RuntimeService {
   status(opts?: CallOptions & { verbose?: boolean }): Promise<RuntimeStatusInfo>;
   /** Tells the runtime the node's pod CIDR(s), comma-separated (UpdateRuntimeConfig's network_config.pod_cidr). */
   updateRuntimeConfig(podCidr: string, opts?: CallOptions): Promise<void>;
-  runPodSandbox(config: PodSandboxConfig, opts?: CallOptions): Promise<string>;
+  /** `runtimeHandler`: the RuntimeClass's handler ('' or absent: the runtime's default). */
+  runPodSandbox(config: PodSandboxConfig, runtimeHandler?: string, opts?: CallOptions): Promise<string>;
   stopPodSandbox(podSandboxId: string, opts?: CallOptions): Promise<void>;
   removePodSandbox(podSandboxId: string, opts?: CallOptions): Promise<void>;
   podSandboxStatus(podSandboxId: string, opts?: CallOptions): Promise<PodSandboxStatus>;

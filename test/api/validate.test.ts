@@ -145,6 +145,8 @@ describe('validatePod', () => {
     ['supplementalGroups of strings', (p) => (p.spec['securityContext'] = { supplementalGroups: ['a'] }), 'spec.securityContext.supplementalGroups[0]', 'must be an integer'],
     ['a pid namespace shared and the host one', (p) => Object.assign(p.spec, { shareProcessNamespace: true, hostPID: true }), 'spec.securityContext.shareProcessNamespace', 'ShareProcessNamespace and HostPID cannot both be enabled'],
     ['hostPID a string', (p) => (p.spec['hostPID'] = 'yes'), 'spec.hostPID', 'must be a boolean'],
+    ['hostUsers a string', (p) => (p.spec['hostUsers'] = 'false'), 'spec.hostUsers', 'must be a boolean'],
+    ['runtimeClassName a number', (p) => (p.spec['runtimeClassName'] = 1), 'spec.runtimeClassName', 'must be a string'],
   ];
 
   it.each(failures)('rejects %s', (_name, mutate, field, message) => {

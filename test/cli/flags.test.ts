@@ -455,7 +455,9 @@ describe('parseCommandLine: errors', () => {
     [['-v'], 'flag needs an argument: -v'],
     [['--max-pods', 'abc'], 'invalid value "abc" for flag --max-pods: not an integer'],
     [['--max-pods=1.5'], 'invalid value "1.5" for flag --max-pods: not an integer'],
-    [['--max-pods=-1'], 'invalid value "-1" for flag --max-pods: must be at least 0'],
+    [['--max-pods=-1'], 'invalid value "-1" for flag --max-pods: must be between 0 and 65535'],
+    // A block of 65536 user namespace IDs each: the kubelet does not start with more pods than blocks (userns_manager.go MakeUserNsManager).
+    [['--max-pods=65536'], 'invalid value "65536" for flag --max-pods: must be between 0 and 65535'],
     [['--port', '65536'], 'invalid value "65536" for flag --port: must be between 0 and 65535'],
     [['--healthz-port=-1'], 'invalid value "-1" for flag --healthz-port: must be between 0 and 65535'],
     [['--read-only-port=http'], 'invalid value "http" for flag --read-only-port: not an integer'],
@@ -724,7 +726,7 @@ describe('KubeletConfiguration file', () => {
     ['   \n', 'config.yaml: kubelet config file is empty'],
     [`${HEADER}maxPods: "110"\n`, 'config.yaml: maxPods: expected an integer'],
     [`${HEADER}maxPods: 1.5\n`, 'config.yaml: maxPods: expected an integer'],
-    [`${HEADER}maxPods: -1\n`, 'config.yaml: maxPods: must be at least 0'],
+    [`${HEADER}maxPods: -1\n`, 'config.yaml: maxPods: must be between 0 and 65535'],
     [`${HEADER}port: 70000\n`, 'config.yaml: port: must be between 0 and 65535'],
     [`${HEADER}serializeImagePulls: "false"\n`, 'config.yaml: serializeImagePulls: expected a boolean'],
     [`${HEADER}syncFrequency: 60\n`, 'config.yaml: syncFrequency: expected a duration string such as "20s"'],
@@ -734,9 +736,16 @@ describe('KubeletConfiguration file', () => {
     [`${HEADER}staticPodURLHeader: {a: b}\n`, 'config.yaml: staticPodURLHeader: header "a": expected a list of strings'],
     [`${HEADER}staticPodURLHeader: [a]\n`, 'config.yaml: staticPodURLHeader: expected a map of header name to a list of values'],
     [`${HEADER}maxParallelImagePulls: 0\n`, 'config.yaml: maxParallelImagePulls: must be at least 1'],
+    [`${HEADER}userNamespaces: {idsPerPod: 131072}\n`, 'config.yaml: userNamespaces.idsPerPod: statelet gives each pod 65536 IDs (the default); 131072 is not supported'],
+    [`${HEADER}userNamespaces: {idsPerPods: 65536}\n`, 'config.yaml: userNamespaces: unknown field "idsPerPods"'],
+    [`${HEADER}userNamespaces: 65536\n`, 'config.yaml: userNamespaces: expected an object'],
   ])('rejects %j', (text, message) => {
     expect(() => parseKubeletConfig(text, 'config.yaml')).toThrow(ConfigFileError);
     expect(() => parseKubeletConfig(text, 'config.yaml')).toThrow(message);
+  });
+
+  it('takes userNamespaces with the default idsPerPod, which is what statelet gives each pod', () => {
+    expect(parseKubeletConfig(`${HEADER}userNamespaces: {idsPerPod: 65536}\n`, 'k.yaml')).toEqual({ settings: {}, warnings: [] });
   });
 
   it('names the file for YAML syntax errors', () => {

@@ -21,6 +21,8 @@ import { agentCgroupRoots, removeCgroupTree } from '../support/agentProcess.ts';
 
 export const BUSYBOX_IMAGE = 'statelet.local/busybox:1';
 export const PAUSE_IMAGE = 'statelet.local/pause:1';
+/** The second runtime handler up.sh configures (runc again), under the name upstream's e2e RuntimeClass specs expect. */
+export const TEST_RUNTIME_HANDLER = 'test-handler';
 
 export interface ContainerdInstance {
   /** `unix:///…/containerd.sock`, for `new CriClient(endpoint)`. */

@@ -165,6 +165,19 @@ describe('features', () => {
   });
 });
 
+describe('runtime handlers (setters.go RuntimeHandlers)', () => {
+  const handler = (name: string, userNamespaces: boolean) => ({ name, features: { recursiveReadOnlyMounts: false, userNamespaces } });
+  it.each([
+    ['a runtime that reports none (containerd 1.6)', undefined, undefined],
+    ['an empty list', [], undefined],
+    ['handlers (sim://, containerd 2)', [handler('', true), handler('kata', false)], [handler('', true), handler('kata', false)]],
+  ])('reports in status.runtimeHandlers what %s says', (_name, runtimeHandlers, reported) => {
+    const status = nodeStatus({ machine, settings, health: { ...healthy, ...(runtimeHandlers ? { runtimeHandlers } : {}) }, images: [] }, undefined, T1);
+    expect(status.runtimeHandlers).toEqual(reported);
+    expect('runtimeHandlers' in status).toBe(reported !== undefined);
+  });
+});
+
 describe('when to write', () => {
   const inputs = { machine, settings, health: healthy, images: [] };
   it('ignores heartbeat times but not anything else', () => {

@@ -198,9 +198,9 @@ describe("the pod's cgroup", () => {
     const rig = lifecycleRig();
     const sandboxes: PodSandboxConfig[] = [];
     const runPodSandbox = rig.runtime.runPodSandbox.bind(rig.runtime);
-    rig.runtime.runPodSandbox = (config, opts) => {
+    rig.runtime.runPodSandbox = (config, handler, opts) => {
       sandboxes.push(config);
-      return runPodSandbox(config, opts);
+      return runPodSandbox(config, handler, opts);
     };
     const { calls, podCgroups } = cgroups();
     const effects = createPodEffects({ work: { ...rig.deps, host: { ...rig.deps.host, podCgroups } }, statuses: new StatusManager(), runtimeName: 'fake' });

@@ -17,6 +17,7 @@ import { type Actor, createActor, waitFor } from 'xstate';
 import type { EphemeralContainer, Pod } from '../../src/api/types.ts';
 import { crashLoopPolicy } from '../../src/kuberuntime/backoff.ts';
 import { ImagePuller } from '../../src/kuberuntime/images.ts';
+import { UserNamespaceManager } from '../../src/userns/manager.ts';
 import { Label } from '../../src/kuberuntime/labels.ts';
 import { silentLogger } from '../../src/log.ts';
 import { createPodEffects } from '../../src/pod/podEffects.ts';
@@ -55,6 +56,7 @@ async function rig(endpoint: string, runtimeName: string): Promise<Rig> {
         memoryCapacityBytes: 8 * 2 ** 30,
         memoryFeatures: NO_MEMORY_FEATURES,
         crashLoop: crashLoopPolicy,
+        userNamespaces: new UserNamespaceManager('/nonexistent/statelet-test-pods', () => null, silentLogger),
       },
       observe: { log: silentLogger, recorder: new RecordedEvents() },
     },

@@ -88,7 +88,7 @@ export interface SimOverGrpc {
  * sim:// on a manual clock, without pull delays, and the agent's CriClient talking to it;
  * `ownDir`: with a directory of its own (`<dir>/sim`), its image filesystem.
  */
-export async function simOverGrpc(prefix: string, options: Pick<SimRuntimeServerOptions, 'intercept'> & { ownDir?: boolean } = {}): Promise<SimOverGrpc> {
+export async function simOverGrpc(prefix: string, options: Pick<SimRuntimeServerOptions, 'intercept' | 'runtimeHandlers'> & { ownDir?: boolean } = {}): Promise<SimOverGrpc> {
   const dir = await mkdtemp(join(tmpdir(), prefix));
   const clock = new ManualClock();
   const { ownDir, ...rest } = options;

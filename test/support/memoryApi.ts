@@ -6,7 +6,7 @@
  * what the cluster suite runs against; this double only makes the sources' and writers' edge
  * cases quick and deterministic to reach.
  */
-import type { KubeEvent, Lease, NodeObject, Service } from '../../src/api/cluster.ts';
+import type { KubeEvent, Lease, NodeObject, RuntimeClass, Service } from '../../src/api/cluster.ts';
 import type { Pod } from '../../src/api/types.ts';
 import { type AccessReview, ApiError, type IssuedToken, type ReviewedToken, type UserInfo, type KubeApi, type PodList, type TokenRequestSpec, type WatchEventType, type WatchHandlers } from '../../src/client/api.ts';
 
@@ -36,6 +36,8 @@ export class MemoryApi implements KubeApi {
   readonly secrets = new Map<string, { data?: Record<string, string> }>();
   /** Services, listed as they are (their watch never reports a change). */
   readonly services: Service[] = [];
+  /** Listed once by the node's RuntimeClass lister (its watch sends nothing). */
+  readonly runtimeClasses: RuntimeClass[] = [];
   /** TokenRequests as asked (namespace, service account, spec); each issued token is `token-<n>`. */
   readonly tokenRequests: { namespace: string; serviceAccount: string; spec: TokenRequestSpec }[] = [];
   /** The clock the issued tokens' expiry is counted from. */
@@ -231,6 +233,16 @@ export class MemoryApi implements KubeApi {
 
   watchServices(): { stop(): void } {
     this.calls.push('watchServices');
+    return { stop: () => {} };
+  }
+
+  async listRuntimeClasses(): Promise<{ items: RuntimeClass[]; resourceVersion: string }> {
+    await this.enter('listRuntimeClasses');
+    return { items: clone(this.runtimeClasses), resourceVersion: String(this.rv) };
+  }
+
+  watchRuntimeClasses(): { stop(): void } {
+    this.calls.push('watchRuntimeClasses');
     return { stop: () => {} };
   }
 

@@ -4,6 +4,7 @@ import type { Container, Pod } from '../../src/api/types.ts';
 import { createPodEffects } from '../../src/pod/podEffects.ts';
 import type { PodWork } from '../../src/kuberuntime/podWork.ts';
 import { ImagePuller } from '../../src/kuberuntime/images.ts';
+import { UserNamespaceManager } from '../../src/userns/manager.ts';
 import { crashLoopPolicy } from '../../src/kuberuntime/backoff.ts';
 import type { MemoryFeatures } from '../../src/kuberuntime/resources.ts';
 import { type PodMachine, podMachineWith } from '../../src/pod/pod.ts';
@@ -28,6 +29,8 @@ export function fakePodWork(runtime: TestRuntime, now: () => number, log: Logger
       memoryCapacityBytes: 8 * 2 ** 30,
       memoryFeatures: NO_MEMORY_FEATURES,
       crashLoop: crashLoopPolicy,
+      // No pod directories and no runtime Status read: a pod asking for a user namespace of its own is refused.
+      userNamespaces: new UserNamespaceManager('/nonexistent/statelet-test-pods', () => null, log),
     },
     observe: { log, recorder },
   };

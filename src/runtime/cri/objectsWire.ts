@@ -146,6 +146,12 @@ export function runtimeStatusFromWire(res: WireStatusResponse): RuntimeStatusInf
   if (typeof config?.sandboxImage === 'string' && config.sandboxImage) info.sandboxImage = config.sandboxImage;
   if (typeof config?.systemdCgroup === 'boolean') info.systemdCgroup = config.systemdCgroup;
   if (res.features) info.features = { supplementalGroupsPolicy: res.features.supplementalGroupsPolicy };
+  // A handler without features supports none of them (kuberuntime_manager.go toKubeRuntimeStatus).
+  const handlers = (res.runtimeHandlers ?? []).map(({ name, features }) => ({
+    name,
+    features: { recursiveReadOnlyMounts: features?.recursiveReadOnlyMounts ?? false, userNamespaces: features?.userNamespaces ?? false },
+  }));
+  if (handlers.length > 0) info.runtimeHandlers = handlers;
   return info;
 }
 
@@ -344,6 +350,7 @@ export function runtimeStatusToWire(status: RuntimeStatusInfo): WireStatusRespon
     status: { conditions: status.conditions },
     info: Object.keys(config).length > 0 ? { config: JSON.stringify(config) } : {},
     features: status.features ?? null,
+    runtimeHandlers: status.runtimeHandlers ?? [],
   };
 }
 

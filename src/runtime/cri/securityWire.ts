@@ -6,6 +6,8 @@
  * wire, so the runtime sees "not set" rather than a zero.
  */
 import {
+  type IdMapping,
+  type UserNamespace,
   type LinuxContainerResources,
   type LinuxContainerSecurityContext,
   type LinuxSandboxSecurityContext,
@@ -24,6 +26,8 @@ import {
   type WireLinuxSandboxSecurityContext,
   type WireSELinuxOption,
   type WireSecurityProfile,
+  type WireIdMapping,
+  type WireUserNamespace,
   enumValue,
   int64ToNumber,
   namespaceModeFromWire,
@@ -35,19 +39,32 @@ const GROUPS_POLICIES = ['Merge', 'Strict'] as const;
 
 type WireNamespaces = NonNullable<WireLinuxContainerSecurityContext['namespaceOptions']>;
 
+const usernsToWire = (userns: UserNamespace): WireUserNamespace => ({ mode: namespaceModeToWire(userns.mode), uids: userns.uids, gids: userns.gids });
+
 export function namespacesToWire(options: NamespaceOptions | undefined): WireNamespaces {
   return {
     network: namespaceModeToWire(options?.network),
     pid: namespaceModeToWire(options?.pid),
     ipc: namespaceModeToWire(options?.ipc),
     targetId: options?.targetId ?? '',
+    usernsOptions: options?.usernsOptions ? usernsToWire(options.usernsOptions) : null,
   };
 }
+
+const mappingsFromWire = (mappings: readonly WireIdMapping[] | undefined): IdMapping[] =>
+  (mappings ?? []).map(({ hostId, containerId, length }) => ({ hostId, containerId, length }));
 
 export function namespacesFromWire(wire: WireNamespaces | null): NamespaceOptions {
   const mode = (value: WireEnum) => namespaceModeFromWire(value) ?? NamespaceMode.POD;
   if (!wire) return { network: NamespaceMode.POD, pid: NamespaceMode.POD, ipc: NamespaceMode.POD };
-  return { network: mode(wire.network), pid: mode(wire.pid), ipc: mode(wire.ipc), ...(wire.targetId ? { targetId: wire.targetId } : {}) };
+  const userns = wire.usernsOptions;
+  return {
+    network: mode(wire.network),
+    pid: mode(wire.pid),
+    ipc: mode(wire.ipc),
+    ...(wire.targetId ? { targetId: wire.targetId } : {}),
+    ...(userns ? { usernsOptions: { mode: mode(userns.mode), uids: mappingsFromWire(userns.uids), gids: mappingsFromWire(userns.gids) } } : {}),
+  };
 }
 
 const profileToWire = (profile: SecurityProfile | undefined): WireSecurityProfile | null =>

@@ -234,11 +234,25 @@ export interface WireImageSpec {
   image: string;
 }
 
+export interface WireIdMapping {
+  hostId: number;
+  containerId: number;
+  length: number;
+}
+
+export interface WireUserNamespace {
+  mode: WireEnum;
+  uids: WireIdMapping[];
+  gids: WireIdMapping[];
+}
+
 interface WireNamespaceOption {
   network: WireEnum;
   pid: WireEnum;
   ipc: WireEnum;
   targetId: string;
+  /** Null: not sent (a kubelet before user namespaces). */
+  usernsOptions: WireUserNamespace | null;
 }
 
 export interface WireSecurityProfile {
@@ -348,6 +362,8 @@ export interface WireStatusResponse {
   info: KeyValueMap;
   /** Null from a runtime that does not send it (containerd 1.6). */
   features: { supplementalGroupsPolicy: boolean } | null;
+  /** Empty from a runtime that does not send them (containerd 1.6, 1.7). */
+  runtimeHandlers: { name: string; features: { recursiveReadOnlyMounts: boolean; userNamespaces: boolean } | null }[];
 }
 
 export interface WirePodSandbox {

@@ -134,9 +134,9 @@ export const WIRE_CALLS: { [M in CriMethod]: WireCall<M> } = {
     response: emptyResponse,
   },
   runPodSandbox: {
-    request: (config) => ({ config: sandboxConfigToWire(config), runtimeHandler: '' }),
+    request: (config, runtimeHandler) => ({ config: sandboxConfigToWire(config), runtimeHandler: runtimeHandler ?? '' }),
     result: (response) => response.podSandboxId,
-    args: (request, opts) => [sandboxConfigFromRequest(request.config), opts],
+    args: (request, opts) => [sandboxConfigFromRequest(request.config), request.runtimeHandler, opts],
     response: (podSandboxId) => ({ podSandboxId }),
   },
   stopPodSandbox: bySandboxId,

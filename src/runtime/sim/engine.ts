@@ -49,6 +49,7 @@ import { deepFreeze, sharedWith } from '../../immutable.ts';
 import { SimError, messageOf } from './errors.ts';
 import { SimFs } from './fs.ts';
 import { DEFAULT_IMAGES, ImageStore, SANDBOX_IMAGE } from './images.ts';
+import { DEFAULT_RUNTIME_HANDLERS, idMapFiles, reportedHandlers, sandboxRuntime } from './handlers.ts';
 import { ContainerLog, CriLogWriter } from './logs.ts';
 import { HOST_NETWORK_ADDRESS, SimNetwork } from './net.ts';
 import { ShellProcess, type ShellOutput } from './shell.ts';
@@ -85,6 +86,8 @@ export interface SimRuntimeOptions {
   stateDir?: string;
   /** Where the runtime says what its operator should know (a pod CIDR it cannot use). Default: nowhere. */
   log?: SimLog;
+  /** The runtime handlers it has, its default first (handlers.ts). Default: runc and test-handler. */
+  runtimeHandlers?: readonly string[];
 }
 
 /** A line of the runtime's own log, as containerd writes one to its journal. */
@@ -118,6 +121,8 @@ interface SimSandbox {
   /** '' for host-network sandboxes. */
   ip: string;
   networkMode: NamespaceMode;
+  /** The handler RunPodSandbox named ('' for the default), as PodSandboxStatus gives it back. */
+  runtimeHandler: string;
   nameKey: string;
   containers: Set<SimContainer>;
   /** The pod's CPU: charged with all its containers' time, including those that have exited. */
@@ -226,6 +231,7 @@ export class SimEngine implements CriAnswers, Pick<RuntimeService, 'containerEve
   /** Pod CIDRs already said to be unusable, so that each is said once. */
   private readonly refusedRanges = new Set<string>();
   private readonly log: SimLog;
+  private readonly runtimeHandlers: readonly string[];
   private readonly listeners = new Set<SimEventListener>();
   private readonly kernelLogListeners = new Set<(line: string) => void>();
   /** The pid the next container's main process gets (as the kernel log names it). */
@@ -252,6 +258,7 @@ export class SimEngine implements CriAnswers, Pick<RuntimeService, 'containerEve
     this.memoryBytes = options.memoryBytes ?? os.totalmem();
     this.stateDir = options.stateDir;
     this.log = options.log ?? (() => {});
+    this.runtimeHandlers = options.runtimeHandlers ?? DEFAULT_RUNTIME_HANDLERS;
   }
 
   /**
@@ -329,6 +336,7 @@ export class SimEngine implements CriAnswers, Pick<RuntimeService, 'containerEve
       // Strict is applied (identity.ts: a process has only the groups it is given) and each
       // container's ContainerStatus.user is reported.
       features: { supplementalGroupsPolicy: true },
+      runtimeHandlers: reportedHandlers(this.runtimeHandlers),
       ...(opts?.verbose ? { sandboxImage: SANDBOX_IMAGE } : {}),
     };
   }
@@ -382,8 +390,9 @@ export class SimEngine implements CriAnswers, Pick<RuntimeService, 'containerEve
 
   // ------------------------------------------------------------------ sandboxes
 
-  runPodSandbox(given: PodSandboxConfig): string {
+  runPodSandbox(given: PodSandboxConfig, runtimeHandler = ''): string {
     this.assertOpen();
+    sandboxRuntime(this.runtimeHandlers, runtimeHandler);
     const config = deepFreeze(sharedWith(this.lastSandboxConfig, given));
     this.lastSandboxConfig = config;
     const { name, namespace, uid, attempt } = config.metadata;
@@ -408,6 +417,7 @@ export class SimEngine implements CriAnswers, Pick<RuntimeService, 'containerEve
       createdAt: this.clock.now(),
       ip: networkMode === NamespaceMode.NODE ? '' : this.allocateAddress(),
       networkMode,
+      runtimeHandler,
       nameKey,
       containers: new Set(),
       cpu: new CpuMeter(),
@@ -549,6 +559,7 @@ export class SimEngine implements CriAnswers, Pick<RuntimeService, 'containerEve
     if (resolv) container.fs.write('/etc/resolv.conf', resolv);
     container.fs.write('/proc/self/status', procStatus(identity));
     container.fs.write('/proc/1/cmdline', identity.pid1.map((arg) => `${arg}\0`).join(''));
+    for (const [path, content] of Object.entries(idMapFiles(sandbox.config.linux?.securityContext?.namespaceOptions?.usernsOptions))) container.fs.write(path, content);
     for (const [path, content] of Object.entries(cgroupFiles(config.linux?.resources))) container.fs.write(path, content);
     // The sandbox's sysctls, where a script reads them on Linux (`net.ipv4.tcp_syncookies` → /proc/sys/net/ipv4/tcp_syncookies).
     for (const [name, value] of Object.entries(sandbox.config.linux?.sysctls ?? {})) container.fs.write(`/proc/sys/${name.replaceAll('.', '/')}`, `${value}\n`);
@@ -1123,7 +1134,7 @@ export class SimEngine implements CriAnswers, Pick<RuntimeService, 'containerEve
         createdAt: sandbox.createdAt,
         labels: sandbox.config.labels,
         annotations: sandbox.config.annotations,
-        runtimeHandler: '',
+        runtimeHandler: sandbox.runtimeHandler,
       });
     }
     return sandbox.listing;
