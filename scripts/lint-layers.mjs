@@ -63,6 +63,7 @@ export const DECISIONS = [
   'api/validate.ts',
   'credentialprovider/keyring.ts',
   'kuberuntime/backoff.ts',
+  'kuberuntime/pullPolicy.ts',
   'kuberuntime/computePodActions.ts',
   'kuberuntime/containerGC.ts',
   'kuberuntime/dns.ts',

@@ -172,6 +172,10 @@ function checkCombinations(settings: AgentSettings): void {
   const imageGcErrors = imageGcSettingsErrors(settings);
   // Several at once as the kubelet's aggregated error prints them.
   if (imageGcErrors.length > 0) throw new UsageError(imageGcErrors.length === 1 ? imageGcErrors[0]! : `[${imageGcErrors.join(', ')}]`);
+  // pkg/kubelet/apis/config/validation ValidateKubeletConfiguration.
+  if (settings.preloadedImagesVerificationAllowlist.length > 0 && settings.imagePullCredentialsVerificationPolicy !== 'NeverVerifyAllowlistedImages') {
+    throw new UsageError('invalid configuration: can\'t set `preloadedImagesVerificationAllowlist` if `imagePullCredentialsVerificationPolicy` is not "NeverVerifyAllowlistedImages"');
+  }
   const parallel = settings.maxParallelImagePulls;
   if (parallel !== undefined && parallel > 1 && settings.serializeImagePulls) {
     throw new UsageError(

@@ -325,6 +325,19 @@ export function repositoryOf(image: string): string {
 export type CredentialSource = (repository: string) => Promise<readonly { username: string; password: string }[]>;
 
 /** A node-wide credential (no Secret behind it), hashed as the kubelet hashes it. */
-export function nodeCredential(credential: { username: string; password: string }): PullCredential {
+function nodeCredential(credential: { username: string; password: string }): PullCredential {
   return { username: credential.username, password: credential.password, hash: credentialHash(credential), source: null };
+}
+
+/**
+ * The credentials to try for an image, in order (image_manager.go makeLookupPullCredentialsFunc:
+ * MakeDockerKeyring(pullSecrets, UnionDockerKeyring{node keyring, plugins})): the pod's pull
+ * secrets' that match, then those `node` has for the image's repository. Throws PullSecretError
+ * for a pull secret that cannot be read.
+ */
+export async function credentialsFor(secrets: readonly PullSecret[], image: string, node?: CredentialSource): Promise<PullCredential[]> {
+  const repository = repositoryOf(image);
+  const fromSecrets = lookup(keyringOfSecrets(secrets), repository);
+  const fromNode = node ? (await node(repository)).map(nodeCredential) : [];
+  return [...fromSecrets, ...fromNode];
 }

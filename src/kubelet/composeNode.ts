@@ -155,7 +155,7 @@ export function composeNode(deps: NodeDeps) {
   const podClusterParts = cluster && services && podCluster(cluster.api, services, clock, log);
   const cgroups = deps.nodeCgroups && new ContainerManager({ ...deps.nodeCgroups, activePods: pods.active, log });
   const mounter = deps.mounter ?? systemMounter(podsDirOf(config.rootDir), log);
-  const cri = podCri(deps.runtime, deps.images, config);
+  const cri = podCri(deps.runtime, deps.images, config, log);
   const host = podHost(config, { clock, mounter, memoryFeatures: deps.memoryFeatures, allocatable: () => admission().allocatable, ...definedOnly({ podCgroups: cgroups, dns: deps.dns, machineMemory: deps.machineMemory }) });
   const startup = followPodStarts(metrics, statuses, pods.desired, now);
   const work = { cri, host, observe: podObserve(recorder, log, metrics, startup), resize: allocation, ...definedOnly({ cluster: podClusterParts }) };

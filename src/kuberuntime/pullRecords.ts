@@ -51,6 +51,8 @@ interface PullRecordsOptions {
   policy: VerificationPolicy;
   allowlist: Allowlist;
   log: Logger;
+  /** The runtime's images, for the intents a previous run left (initialize). */
+  listImages: () => Promise<ImageInfo[]>;
   now?: () => number;
 }
 
@@ -61,10 +63,13 @@ export class FilePullRecords implements ImagePullRecords {
   private readonly intents = new Map<string, number>();
   /** Writes of one record in turn (PullManager's pulledAccessors lock). */
   private writes = Promise.resolve();
+  /** The start's work (initialize): every use waits for it. */
+  private readonly ready: Promise<void>;
 
   constructor(private readonly options: PullRecordsOptions) {
     this.pullingDir = path.join(options.rootDir, 'image_manager', 'pulling');
     this.pulledDir = path.join(options.rootDir, 'image_manager', 'pulled');
+    this.ready = this.initialize(options.listImages).catch((err: unknown) => options.log('error', 'Unable to read the records of image pulls', { err }));
   }
 
   /**
@@ -72,7 +77,7 @@ export class FilePullRecords implements ImagePullRecords {
    * images the runtime has (PullManager.initialize): such an image was pulled by the kubelet with
    * credentials it no longer knows, so its record names none and every pod must verify.
    */
-  async initialize(listImages: () => Promise<ImageInfo[]>): Promise<void> {
+  private async initialize(listImages: () => Promise<ImageInfo[]>): Promise<void> {
     await mkdir(this.pullingDir, { recursive: true, mode: 0o700 });
     await mkdir(this.pulledDir, { recursive: true, mode: 0o700 });
     const intents = await this.readAll(this.pullingDir, (json) => (json.kind === 'ImagePullIntent' && typeof json.image === 'string' ? json.image : null));
@@ -93,6 +98,7 @@ export class FilePullRecords implements ImagePullRecords {
 
   async mustAttemptPull(image: string, imageRef: string, podSecrets: PodSecrets): Promise<boolean> {
     if (!imageRef) return true;
+    await this.ready;
     let record: PulledRecord | null;
     let pulledByKubelet: boolean;
     try {
@@ -109,6 +115,7 @@ export class FilePullRecords implements ImagePullRecords {
   }
 
   async recordPullIntent(image: string): Promise<void> {
+    await this.ready;
     await this.writeFile(this.pullingDir, fileName(image), { kind: 'ImagePullIntent', apiVersion: API_VERSION, image });
     this.intents.set(image, (this.intents.get(image) ?? 0) + 1);
   }
