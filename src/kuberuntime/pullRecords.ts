@@ -63,6 +63,8 @@ export class FilePullRecords implements ImagePullRecords {
   private readonly intents = new Map<string, number>();
   /** Writes of one record in turn (PullManager's pulledAccessors lock). */
   private writes = Promise.resolve();
+  /** The last write of each file, for the next to wait on. */
+  private readonly fileWrites = new Map<string, Promise<void>>();
   /** The start's work (initialize): every use waits for it. */
   private readonly ready: Promise<void>;
 
@@ -184,18 +186,29 @@ export class FilePullRecords implements ImagePullRecords {
     }
   }
 
-  /** fs_pullrecords.go writeFile: a temporary file, 0600, renamed into place. */
-  private async writeFile(dir: string, name: string, content: object): Promise<void> {
-    await mkdir(dir, { recursive: true, mode: 0o700 });
+  /**
+   * fs_pullrecords.go writeFile: a temporary file, 0600, renamed into place. Writes of one file
+   * go in turn (the kubelet's per-image locks): two pods pulling one image write one intent.
+   */
+  private writeFile(dir: string, name: string, content: object): Promise<void> {
     const target = path.join(dir, name);
-    const tmp = target + TMP_SUFFIX;
-    try {
-      await writeFile(tmp, JSON.stringify(content), { mode: 0o600 });
-      await rename(tmp, target);
-    } catch (err) {
-      await rm(tmp, { force: true });
-      throw err;
-    }
+    const write = (this.fileWrites.get(target) ?? Promise.resolve()).then(async () => {
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+      const tmp = target + TMP_SUFFIX;
+      try {
+        await writeFile(tmp, JSON.stringify(content), { mode: 0o600 });
+        await rename(tmp, target);
+      } catch (err) {
+        await rm(tmp, { force: true });
+        throw err;
+      }
+    });
+    const settled = write.catch(() => {});
+    this.fileWrites.set(target, settled);
+    void settled.then(() => {
+      if (this.fileWrites.get(target) === settled) this.fileWrites.delete(target);
+    });
+    return write;
   }
 
   /** The files of a directory this module wrote (no `.tmp`), each read by `read`; unreadable ones logged and skipped. */
