@@ -60,7 +60,7 @@ export function parseAllowlist(patterns: readonly string[]): Allowlist | string 
       prefixes.push(trimmed);
       continue;
     }
-    if (!/^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)+(?::[\w][\w.-]{0,127})?(?:@[a-z0-9]+:[a-f0-9]{32,})?$/.test(trimmed)) {
+    if (!/^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?(?:\/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[\w][\w.-]{0,127})?(?:@[a-z0-9]+:[a-f0-9]{32,})?$/.test(trimmed)) {
       return `failed to parse as an image name: ${pattern}`;
     }
     if (!isNormalizedRepository(trimmed)) return `neither tag nor digest is accepted in an image reference: ${pattern}`;
@@ -71,8 +71,8 @@ export function parseAllowlist(patterns: readonly string[]): Allowlist | string 
 
 /** Whether a name is a repository as distribution/reference normalizes it: a host first, no tag, no digest. */
 function isNormalizedRepository(name: string): boolean {
-  if (name.includes('@')) return false;
   const slash = name.indexOf('/');
+  if (name.includes('@') || slash < 0) return false;
   const first = name.slice(0, slash);
   if (!(/[.:]/.test(first) || first === 'localhost')) return false;
   if (name.slice(slash + 1).includes(':')) return false;
