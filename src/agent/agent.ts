@@ -7,6 +7,7 @@
  * Stopping the agent stops its actors and servers but leaves pods running, as the kubelet does:
  * on the next start, the same static pods get the same UIDs and their containers are adopted.
  */
+import { readFileSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -26,6 +27,7 @@ import type { Logger } from '../log.ts';
 import type { Node } from '../kubelet/composeNode.ts';
 import { CriClient } from '../runtime/cri/client.ts';
 import type { SimMemory } from '../runtime/sim/engine.ts';
+import type { RegistryCredential } from '../runtime/sim/images.ts';
 import { parseQuantity } from '../api/quantity.ts';
 import { openNodeCgroups } from '../cm/open.ts';
 import { hostHugePageSizes, hostMemoryFeatures, readProcSwaps, simMemoryFeatures, swapOnRefusal } from '../cm/memoryFeatures.ts';
@@ -79,18 +81,45 @@ function simSocketPath(rootDir: string): string {
 
 /**
  * The simulated machine's settings from the endpoint's query: `sim://?memory=2Gi` gives it 2 GiB
- * of memory (for a test to fill). Anything else in the query is refused, named.
+ * of memory (for a test to fill); `sim://?registryAuth=/path/registries.json` makes the registries
+ * that file names private, each taking the username and password it gives
+ * (`{"registry.example.com": {"username": "…", "password": "…"}}`): the passwords stay in the
+ * file, out of the endpoint that logs and /configz show. Anything else in the query is refused, named.
  */
-export function simOptionsFromEndpoint(endpoint: string): { memoryBytes?: number } {
+export function simOptionsFromEndpoint(endpoint: string): { memoryBytes?: number; registryAuth?: Record<string, RegistryCredential> } {
   const query = endpoint.includes('?') ? endpoint.slice(endpoint.indexOf('?') + 1) : '';
-  const options: { memoryBytes?: number } = {};
+  const options: { memoryBytes?: number; registryAuth?: Record<string, RegistryCredential> } = {};
   for (const [key, value] of new URLSearchParams(query)) {
-    if (key !== 'memory') throw new Error(`${endpoint}: unknown setting "${key}" (sim:// takes memory=<quantity>)`);
+    if (key === 'registryAuth') {
+      options.registryAuth = registryAuthFile(endpoint, value);
+      continue;
+    }
+    if (key !== 'memory') throw new Error(`${endpoint}: unknown setting "${key}" (sim:// takes memory=<quantity> and registryAuth=<file>)`);
     const bytes = parseQuantity(value);
     if (bytes instanceof Error || bytes <= 0) throw new Error(`${endpoint}: memory must be a positive quantity such as 2Gi, not "${value}"`);
     options.memoryBytes = Math.floor(bytes);
   }
   return options;
+}
+
+/** The private registries a `registryAuth` file names; a file that is not such a map is refused, named (never its contents). */
+function registryAuthFile(endpoint: string, file: string): Record<string, RegistryCredential> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new Error(`${endpoint}: cannot read registryAuth file ${file}: ${err instanceof SyntaxError ? 'not valid JSON' : ((err as NodeJS.ErrnoException).code ?? String(err))}`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error(`${endpoint}: registryAuth file ${file} must be a JSON object of registry host to {"username", "password"}`);
+  const registries: Record<string, RegistryCredential> = {};
+  for (const [host, entry] of Object.entries(parsed)) {
+    const { username, password } = (typeof entry === 'object' && entry !== null ? entry : {}) as { username?: unknown; password?: unknown };
+    if (typeof username !== 'string' || typeof password !== 'string' || !username || !password) {
+      throw new Error(`${endpoint}: registryAuth file ${file}: the entry for "${host}" needs a username and a password (strings)`);
+    }
+    registries[host] = { username, password };
+  }
+  return registries;
 }
 
 export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentHooks = {}): Promise<Agent> {
