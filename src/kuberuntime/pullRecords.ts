@@ -63,6 +63,12 @@ export class FilePullRecords implements ImagePullRecords {
   private readonly intents = new Map<string, number>();
   /** Writes of one record in turn (PullManager's pulledAccessors lock). */
   private writes = Promise.resolve();
+  /**
+   * What the files say, as last read or written: this process is their only writer, so a present
+   * image's check reads each file once, not at every container start.
+   */
+  private readonly recordCache = new Map<string, PulledRecord | null>();
+  private readonly intentCache = new Map<string, boolean>();
   /** The last write of each file, for the next to wait on. */
   private readonly fileWrites = new Map<string, Promise<void>>();
   /** The start's work (initialize): every use waits for it. */
@@ -94,6 +100,7 @@ export class FilePullRecords implements ImagePullRecords {
         if (!left.has(name)) continue;
         await this.writeRecord(name, image.id, null);
         await rm(path.join(this.pullingDir, fileName(name)), { force: true });
+        this.intentCache.set(name, false);
       }
     }
   }
@@ -112,13 +119,16 @@ export class FilePullRecords implements ImagePullRecords {
     }
     if (!requiresVerification(this.options.policy, this.options.allowlist, image, pulledByKubelet)) return false;
     const decision = mustAttemptPull(record, repositoryOf(image), podSecrets);
-    if (decision.remember) await this.writeRecord(image, imageRef, { kubernetesSecrets: [decision.remember] });
+    if (decision.remember) {
+      await this.writeRecord(image, imageRef, { kubernetesSecrets: [decision.remember] }).catch((err: unknown) => this.options.log('error', 'failed to write an image pulled record', { image, imageRef, err }));
+    }
     return decision.pull;
   }
 
   async recordPullIntent(image: string): Promise<void> {
     await this.ready;
     await this.writeFile(this.pullingDir, fileName(image), { kind: 'ImagePullIntent', apiVersion: API_VERSION, image });
+    this.intentCache.set(image, true);
     this.intents.set(image, (this.intents.get(image) ?? 0) + 1);
   }
 
@@ -145,6 +155,7 @@ export class FilePullRecords implements ImagePullRecords {
     }
     try {
       await rm(path.join(this.pullingDir, fileName(image)), { force: true });
+      this.intentCache.set(image, false);
       this.intents.delete(image);
     } catch (err) {
       this.options.log('error', 'failed to remove image pull intent', { image, err });
@@ -156,34 +167,47 @@ export class FilePullRecords implements ImagePullRecords {
       const existing = await this.readRecord(imageRef).catch(() => null);
       const now = new Date(this.options.now?.() ?? Date.now()).toISOString().replace(/\.\d+Z$/, 'Z');
       const merged = mergeIntoRecord(existing, imageRef, repositoryOf(image), credentials, now);
-      if (merged) await this.writeFile(this.pulledDir, fileName(imageRef), { kind: 'ImagePulledRecord', apiVersion: API_VERSION, ...merged });
+      if (!merged) return;
+      // A failed write leaves the cache to read the file again.
+      this.recordCache.delete(imageRef);
+      await this.writeFile(this.pulledDir, fileName(imageRef), { kind: 'ImagePulledRecord', apiVersion: API_VERSION, ...merged });
+      this.recordCache.set(imageRef, merged);
     });
     this.writes = write.catch(() => {});
     return write;
   }
 
   private async readRecord(imageRef: string): Promise<PulledRecord | null> {
+    const cached = this.recordCache.get(imageRef);
+    if (cached !== undefined) return cached;
     let text: string;
     try {
       text = await readFile(path.join(this.pulledDir, fileName(imageRef)), 'utf8');
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
-      throw err;
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      this.recordCache.set(imageRef, null);
+      return null;
     }
     const json = JSON.parse(text) as Partial<PulledRecord> & { kind?: string };
     if (json.kind !== 'ImagePulledRecord') throw new Error(`${fileName(imageRef)}: not an ImagePulledRecord`);
-    if (json.imageRef !== imageRef) return null;
-    return { lastUpdatedTime: json.lastUpdatedTime ?? '', imageRef, credentialMapping: json.credentialMapping ?? {} };
+    const record = json.imageRef === imageRef ? { lastUpdatedTime: json.lastUpdatedTime ?? '', imageRef, credentialMapping: json.credentialMapping ?? {} } : null;
+    this.recordCache.set(imageRef, record);
+    return record;
   }
 
   private async intentExists(image: string): Promise<boolean> {
+    const cached = this.intentCache.get(image);
+    if (cached !== undefined) return cached;
+    let exists: boolean;
     try {
       const json = JSON.parse(await readFile(path.join(this.pullingDir, fileName(image)), 'utf8')) as { image?: string };
-      return json.image === image;
+      exists = json.image === image;
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
-      throw err;
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+      exists = false;
     }
+    this.intentCache.set(image, exists);
+    return exists;
   }
 
   /**
