@@ -29,7 +29,7 @@ import path from 'node:path';
 export const NODE_LOOPS = '<node loops>';
 
 export const LAYERS = [
-  ['clock', 'log', 'packageFiles', 'immutable', 'notProvided'],
+  ['clock', 'log', 'packageFiles', 'immutable', 'notProvided', 'duration'],
   ['runtime'],
   ['api'],
   ['events'],
@@ -97,6 +97,9 @@ export const DECISIONS = [
   'status/resize.ts',
   'kuberuntime/podResize.ts',
   'allocation/allocation.ts',
+  'credentialprovider/urlGlob.ts',
+  'credentialprovider/pluginConfig.ts',
+  'credentialprovider/pluginProtocol.ts',
 ];
 
 const io = [

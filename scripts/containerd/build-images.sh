@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
-# Builds the two images the containerd tests use, as OCI image-layout tarballs, from the host's
+# Builds the images the containerd tests use, as OCI image-layout tarballs, from the host's
 # static busybox. Nothing can be pulled on the test machines (no registry access), so the images
 # are made by hand:
 #
 #   OUTDIR/busybox.tar  statelet.local/busybox:1  rootfs = /bin/busybox + every applet, Cmd ["sh"]
 #   OUTDIR/pause.tar    statelet.local/pause:1    same layer, Entrypoint busybox `sleep infinity`
+#   OUTDIR/private-busybox.tar                    busybox with a label of its own, so another image
+#                                                 ID: what the tests push to their registry
+#                                                 (test/support/registry.ts), up.sh does not import it
 #
-# Both tarballs are deterministic (sorted entries, mtime 0, owner 0:0, fixed modes, JSON written
+# The tarballs are deterministic (sorted entries, mtime 0, owner 0:0, fixed modes, JSON written
 # byte for byte here), so the same busybox binary always gives the same digests and containerd
 # stores the shared layer once.
 #
@@ -124,3 +127,6 @@ make_image() {
 
 make_image statelet.local/busybox:1 '"Cmd":["sh"]' busybox.tar
 make_image statelet.local/pause:1 '"Entrypoint":["/bin/busybox","sleep","infinity"]' pause.tar
+# A pulled image that shared busybox's ID would be one CRI image with both names: removing it
+# would remove statelet.local/busybox:1 too.
+make_image statelet.local/private-busybox:1 '"Cmd":["sh"],"Labels":{"statelet.test/image":"private"}' private-busybox.tar

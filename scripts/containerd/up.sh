@@ -12,6 +12,10 @@
 #   WORKDIR/cni/                 the CNI conflist; WORKDIR/cni-ipam the host-local leases
 #   WORKDIR/containerd.log|.pid  the daemon's output and PID
 #   WORKDIR/images/              the busybox and pause images, imported into namespace k8s.io
+#   WORKDIR/certs.d/             the CRI plugin's registry `config_path`, empty: a test that runs a
+#                                registry adds `certs.d/<host:port>/hosts.toml` (server, CA), which
+#                                containerd reads at each pull. Never credentials: a pull must
+#                                bring its own (CRI PullImage's auth)
 #
 # Each instance claims its own pod subnet and bridge (10.88.<4n>.0/22 on bridge `statelet<n>`,
 # CNI network `statelet-<n>`) under /run/statelet-containerd, so two instances never share a
@@ -61,7 +65,7 @@ if [[ -d $wd && -n $(ls -A "$wd") ]]; then
 fi
 
 t0=$(ms)
-mkdir -p "$wd"/{root,state,runc,opt,cni,cni-ipam,images}
+mkdir -p "$wd"/{root,state,runc,opt,cni,cni-ipam,images,certs.d}
 # STATELET_CONTAINERD_ROOT_SIZE (a tmpfs size such as 128m): containerd's root, where its images
 # and their snapshots are, on a filesystem of that size (the image GC tests fill it); down.sh
 # unmounts it with every other mount under WORKDIR.
@@ -156,6 +160,10 @@ overrides=(
   "plugins.\"io.containerd.grpc.v1.cri\"|netns_mounts_under_state_dir|true"
   "plugins.\"io.containerd.grpc.v1.cri\"|sandbox_image|\"statelet.local/pause:1\""
   "plugins.\"io.containerd.grpc.v1.cri\"|systemd_cgroup|false"
+  # Registries through hosts.toml files (the default config's registry.mirrors and .configs stay
+  # empty: the CRI plugin refuses to load when they are set beside config_path, ValidatePluginConfig
+  # in pkg/cri/config/config.go).
+  "plugins.\"io.containerd.grpc.v1.cri\".registry|config_path|\"$wd/certs.d\""
   "plugins.\"io.containerd.grpc.v1.cri\".cni|bin_dir|\"/usr/lib/cni\""
   "plugins.\"io.containerd.grpc.v1.cri\".cni|conf_dir|\"$wd/cni\""
   "plugins.\"io.containerd.grpc.v1.cri\".containerd|snapshotter|\"overlayfs\""

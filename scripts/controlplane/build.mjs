@@ -16,6 +16,16 @@
  * second set, which only the node conformance suite and the controllers tests need, so it is
  * built on demand, one binary at a time, into its own directory (keyed by go.mod, go.sum and the
  * Go version: it does not involve main.go), never as part of the first.
+ *
+ *   node scripts/controlplane/build.mjs --registry
+ *                                              builds the test registry (test/registry: the CNCF
+ *                                              Distribution registry with htpasswd and filesystem
+ *                                              storage only) and go-containerregistry's crane, and
+ *                                              prints `NAME PATH` lines
+ *
+ * `registryBinaries()` returns those paths for test/support/registry.ts. The conformance
+ * binaries, the registry's and kwok's share one way of building (`cachedBuilds`): a directory
+ * per module keyed by its files and the Go version, one lock per binary.
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -86,11 +96,15 @@ async function ldflags() {
   ].join(' ');
 }
 
-/** `go build` (or, with `test`, `go test -c`) of `pkg` into `out`. */
-async function goBuild(go, pkg, out, { test = false } = {}) {
+/**
+ * `go build` (or, with `test`, `go test -c`) of `pkg` into `out`, in `cwd` (the control plane's
+ * module unless given), with `tags` and `ldflags` (the Kubernetes release's by default).
+ */
+async function goBuild(go, pkg, out, { test = false, cwd = moduleDir, tags = TAGS, flags } = {}) {
   const args = test ? ['test', '-c'] : ['build'];
-  await run(go, [...args, '-trimpath', '-tags', TAGS, '-ldflags', await ldflags(), '-o', out, pkg], {
-    cwd: moduleDir,
+  const ld = flags ?? (await ldflags());
+  await run(go, [...args, '-trimpath', ...(tags ? ['-tags', tags] : []), '-ldflags', ld, '-o', out, pkg], {
+    cwd,
     env: goEnv,
     maxBuffer: 64 * 1024 * 1024,
   }).catch((err) => {
@@ -172,12 +186,43 @@ export const CONFORMANCE = {
   ginkgo: { key: 'ginkgo', pkg: 'github.com/onsi/ginkgo/v2/ginkgo' },
 };
 
-async function conformanceKey(goVersion) {
+/**
+ * Builds programs of one Go module once per machine into `cacheRoot()/<prefix><hash>`, the hash of
+ * `salt`, the module's `keyFiles` and the Go version, and resolves with that directory. Each
+ * program is a file named after it, built by `build(name, tmpFile)` under its own mkdir lock, so
+ * concurrent builders (vitest workers, other checkouts) build it once and a test needing one
+ * program does not wait for another.
+ */
+async function cachedBuilds({ prefix, salt = '', moduleDir: dirOfModule, keyFiles, goVersion, names, describe, build, log }) {
   const hash = createHash('sha256');
-  hash.update('conformance\0');
-  for (const file of ['go.mod', 'go.sum']) hash.update(await readFile(path.join(moduleDir, file)));
+  hash.update(salt);
+  for (const file of keyFiles) hash.update(await readFile(path.join(dirOfModule, file)));
   hash.update(goVersion);
-  return hash.digest('hex').slice(0, 16);
+  const dir = path.join(cacheRoot(), `${prefix}${hash.digest('hex').slice(0, 16)}`);
+  for (const name of names) {
+    const file = path.join(dir, name);
+    if (existsSync(file)) continue;
+    await mkdir(dir, { recursive: true });
+    const lock = path.join(dir, `.${name}.lock`);
+    if (!(await waitForLock(lock, file))) continue;
+    try {
+      if (existsSync(file)) continue;
+      const tmp = `${file}.tmp-${process.pid}`;
+      log(`building ${name} (${describe(name)}) — the first build takes minutes; ${goVersion}; cache ${dir}`);
+      const started = Date.now();
+      try {
+        await build(name, tmp);
+        await rename(tmp, file);
+      } catch (err) {
+        await rm(tmp, { force: true });
+        throw err;
+      }
+      log(`built ${name} in ${Math.round((Date.now() - started) / 1000)} s`);
+    } finally {
+      await rm(lock, { recursive: true, force: true });
+    }
+  }
+  return dir;
 }
 
 /**
@@ -192,33 +237,51 @@ export async function conformanceBinaries({ only = Object.keys(CONFORMANCE), log
   for (const name of only) if (!(name in CONFORMANCE)) throw new Error(`unknown conformance binary ${name} (known: ${Object.keys(CONFORMANCE).join(', ')})`);
   const found = await findGo();
   if (!found) return { skip: `Go is not installed (looked for ${GO_CANDIDATES.join(', ')})` };
-  const dir = path.join(cacheRoot(), `conformance-${await conformanceKey(found.version)}`);
+  const dir = await cachedBuilds({
+    prefix: 'conformance-',
+    salt: 'conformance\0',
+    moduleDir,
+    keyFiles: ['go.mod', 'go.sum'],
+    goVersion: found.version,
+    names: only,
+    describe: (name) => `${CONFORMANCE[name].test ? 'go test -c ' : ''}${CONFORMANCE[name].pkg}`,
+    build: (name, out) => goBuild(found.go, CONFORMANCE[name].pkg, out, { test: CONFORMANCE[name].test }),
+    log,
+  });
   const paths = { dir };
-  for (const name of only) {
-    const file = path.join(dir, name);
-    paths[CONFORMANCE[name].key] = file;
-    if (existsSync(file)) continue;
-    await mkdir(dir, { recursive: true });
-    const lock = path.join(dir, `.${name}.lock`);
-    if (!(await waitForLock(lock, file))) continue;
-    try {
-      if (existsSync(file)) continue;
-      const tmp = `${file}.tmp-${process.pid}`;
-      const { pkg, test } = CONFORMANCE[name];
-      log(`building ${name} (${test ? 'go test -c ' : ''}${pkg}) — the first build takes minutes; ${found.version}; cache ${dir}`);
-      const started = Date.now();
-      try {
-        await goBuild(found.go, pkg, tmp, { test });
-        await rename(tmp, file);
-      } catch (err) {
-        await rm(tmp, { force: true });
-        throw err;
-      }
-      log(`built ${name} in ${Math.round((Date.now() - started) / 1000)} s`);
-    } finally {
-      await rm(lock, { recursive: true, force: true });
-    }
-  }
+  for (const name of only) paths[CONFORMANCE[name].key] = path.join(dir, name);
+  return paths;
+}
+
+const registryModuleDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../test/registry');
+
+/** The test registry's programs: test/registry's main, and crane from the same module graph. */
+export const REGISTRY = {
+  registry: { key: 'registry', pkg: '.' },
+  crane: { key: 'crane', pkg: 'github.com/google/go-containerregistry/cmd/crane' },
+};
+
+/**
+ * The registry (test/registry: `registry serve CONFIG`, `registry htpasswd USER`) and crane at
+ * the versions test/registry/go.mod pins, built once per machine into a directory keyed by that
+ * module's go.mod, go.sum, main.go and the Go version. Resolves with `{ dir, registry, crane }`,
+ * or `{ skip: reason }` when Go is not installed; a failing build rejects.
+ */
+export async function registryBinaries(log = (line) => console.error(`[registry] ${line}`)) {
+  const found = await findGo();
+  if (!found) return { skip: `Go is not installed (looked for ${GO_CANDIDATES.join(', ')})` };
+  const dir = await cachedBuilds({
+    prefix: 'registry-',
+    moduleDir: registryModuleDir,
+    keyFiles: ['go.mod', 'go.sum', 'main.go'],
+    goVersion: found.version,
+    names: Object.keys(REGISTRY),
+    describe: (name) => REGISTRY[name].pkg,
+    build: (name, out) => goBuild(found.go, REGISTRY[name].pkg, out, { cwd: registryModuleDir, tags: '', flags: '-s -w' }),
+    log,
+  });
+  const paths = { dir };
+  for (const [name, { key }] of Object.entries(REGISTRY)) paths[key] = path.join(dir, name);
   return paths;
 }
 
@@ -239,34 +302,31 @@ const KWOK_STAGES = ['node/fast/node-initialize.yaml', 'node/heartbeat-with-leas
 export async function kwokBinary(log = (line) => console.error(`[kwok] ${line}`)) {
   const found = await findGo();
   if (!found) throw new Error(`Go is not installed (looked for ${GO_CANDIDATES.join(', ')})`);
-  const hash = createHash('sha256');
-  for (const file of ['go.mod', 'go.sum']) hash.update(await readFile(path.join(kwokModuleDir, file)));
-  hash.update(found.version);
-  const dir = path.join(cacheRoot(), `kwok-${hash.digest('hex').slice(0, 16)}`);
-  const file = path.join(dir, 'kwok');
+  const pkg = 'sigs.k8s.io/kwok/cmd/kwok';
+  const dir = await cachedBuilds({
+    prefix: 'kwok-',
+    moduleDir: kwokModuleDir,
+    keyFiles: ['go.mod', 'go.sum'],
+    goVersion: found.version,
+    names: ['kwok'],
+    describe: () => pkg,
+    build: (_name, out) => goBuild(found.go, pkg, out, { cwd: kwokModuleDir, tags: '', flags: '-s -w' }),
+    log,
+  });
   const { stdout } = await run(found.go, ['list', '-m', '-f', '{{.Dir}}', 'sigs.k8s.io/kwok'], { cwd: kwokModuleDir, env: goEnv });
-  const built = { binary: file, stages: KWOK_STAGES.map((stage) => path.join(stdout.trim(), 'kustomize/stage', stage)) };
-  if (existsSync(file)) return built;
-  await mkdir(dir, { recursive: true });
-  const lock = path.join(dir, '.kwok.lock');
-  if (!(await waitForLock(lock, file))) return built;
-  try {
-    if (existsSync(file)) return built;
-    log(`building kwok (sigs.k8s.io/kwok/cmd/kwok) — the first build takes minutes; ${found.version}; cache ${dir}`);
-    const tmp = `${file}.tmp-${process.pid}`;
-    await run(found.go, ['build', '-trimpath', '-ldflags', '-s -w', '-o', tmp, 'sigs.k8s.io/kwok/cmd/kwok'], { cwd: kwokModuleDir, env: goEnv, maxBuffer: 64 * 1024 * 1024 }).catch((err) => {
-      throw new Error(`go build sigs.k8s.io/kwok/cmd/kwok failed:\n${err.stderr || err.message}`);
-    });
-    await rename(tmp, file);
-    return built;
-  } finally {
-    await rm(lock, { recursive: true, force: true });
-  }
+  return { binary: path.join(dir, 'kwok'), stages: KWOK_STAGES.map((stage) => path.join(stdout.trim(), 'kustomize/stage', stage)) };
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const flag = process.argv.slice(2).find((arg) => arg === '--conformance' || arg.startsWith('--conformance='));
-  if (flag) {
+  if (process.argv.includes('--registry')) {
+    const result = await registryBinaries();
+    if ('skip' in result) {
+      console.error(`cannot build the test registry: ${result.skip}`);
+      process.exit(1);
+    }
+    for (const [name, { key }] of Object.entries(REGISTRY)) console.log(`${name} ${result[key]}`);
+  } else if (flag) {
     const only = flag.includes('=') ? flag.slice(flag.indexOf('=') + 1).split(',').filter(Boolean) : undefined;
     const result = await conformanceBinaries({ only });
     if ('skip' in result) {

@@ -41,6 +41,7 @@ import { statsHandler } from '../server/statsRoutes.ts';
 import { AgentMetrics } from '../server/metrics.ts';
 import { instrumentedImages, instrumentedRuntime } from '../runtime/instrumented.ts';
 import { type NodeDns, parseResolvConf } from '../kuberuntime/dns.ts';
+import { type CredentialProviderPlugins, registerCredentialProviderPlugins } from '../credentialprovider/plugins.ts';
 import type { DnsConfig } from '../runtime/types.ts';
 import { configuredSources, createConfigSourcesLogic } from '../sources/configSources.ts';
 import { type VisualizedNodes, startVisualizerServer } from '../visualizer/server.ts';
@@ -124,6 +125,15 @@ function registryAuthFile(endpoint: string, file: string): Record<string, Regist
 
 export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentHooks = {}): Promise<Agent> {
   await mkdir(config.rootDir, { recursive: true });
+  const credentialProviders = await credentialProviderPlugins(config, log);
+  // Registered and checked, but nothing gives their credentials to pulls yet (the keyring and the
+  // CRI AuthConfig are still to come): refused rather than run with plugins no pull consults.
+  if (credentialProviders !== undefined) {
+    throw new Error(
+      '--image-credential-provider-config: the credential provider plugins registered, but statelet does not pass pull ' +
+        'credentials to the runtime yet, so no pull would use them; refusing to start rather than ignore them',
+    );
+  }
   const memoryFeatures = await machineMemoryFeatures(config, log);
   const closers: (() => Promise<void> | void)[] = [];
 
@@ -386,6 +396,23 @@ async function readMachine(rootDir: string, simMemory?: () => SimMemory): Promis
 
 function clusterDeps(client: { api: KubeApi; server: string }, machine: MachineInfo): { deps: ClusterDeps; server: string } {
   return { server: client.server, deps: { api: client.api, machine: () => Promise.resolve(machine) } };
+}
+
+/**
+ * The credential provider plugins, registered before anything starts as the kubelet registers
+ * them while building its runtime manager (kuberuntime_manager.go NewKubeGenericRuntimeManager):
+ * a setup that does not register stops the start with the kubelet's message.
+ */
+async function credentialProviderPlugins(config: AgentConfig, log: Logger): Promise<CredentialProviderPlugins | undefined> {
+  const { imageCredentialProviderConfig: configPath, imageCredentialProviderBinDir: binDir } = config;
+  if (configPath === undefined && binDir === undefined) return undefined;
+  try {
+    const plugins = await registerCredentialProviderPlugins(configPath ?? '', binDir ?? '', { log });
+    log('info', 'Registered credential provider plugins', { providers: plugins.providers.map((provider) => provider.config.name) });
+    return plugins;
+  } catch (err) {
+    throw new Error(`Failed to register CRI auth plugins: ${err instanceof Error ? err.message : String(err)}`);
+  }
 }
 
 /** The node's DNS settings, with the host resolver file read once (a missing file: no host resolver). */

@@ -10,7 +10,7 @@ import type { Taint } from '../api/cluster.ts';
 import { type ContainerGcPolicy, defaultContainerGcPolicy } from '../kuberuntime/containerGC.ts';
 import type { ImageGcPolicy } from '../kuberuntime/imageGC.ts';
 import { DEFAULT_VERIFICATION_POLICY, type VerificationPolicy } from '../kuberuntime/pullPolicy.ts';
-import { formatDuration } from './duration.ts';
+import { formatDuration } from '../duration.ts';
 
 export interface AgentConfig {
   /** --pod-manifest-path / staticPodPath: directory (or file) of static pod manifests. */
@@ -147,6 +147,10 @@ export interface AgentConfig {
   imagePullCredentialsVerificationPolicy: VerificationPolicy;
   /** preloadedImagesVerificationAllowlist (config file only): repositories NeverVerifyAllowlistedImages lets any pod use. */
   preloadedImagesVerificationAllowlist: string[];
+  /** --image-credential-provider-config: the CredentialProviderConfig file, or a directory of them. */
+  imageCredentialProviderConfig?: string;
+  /** --image-credential-provider-bin-dir: the directory of the credential provider plugins' executables. */
+  imageCredentialProviderBinDir?: string;
   /** --pleg-relist-period (statelet). */
   plegRelistPeriodMs: number;
   /** --evented-pleg (statelet): use the runtime's container event stream where it has one. */
@@ -394,4 +398,6 @@ const OPTIONAL_STRING_KEYS = [
   'nodeIp',
   'podCidr',
   'configFile',
+  'imageCredentialProviderConfig',
+  'imageCredentialProviderBinDir',
 ] as const satisfies readonly (keyof AgentConfig)[];

@@ -176,6 +176,13 @@ function checkCombinations(settings: AgentSettings): void {
   if (settings.preloadedImagesVerificationAllowlist.length > 0 && settings.imagePullCredentialsVerificationPolicy !== 'NeverVerifyAllowlistedImages') {
     throw new UsageError('invalid configuration: can\'t set `preloadedImagesVerificationAllowlist` if `imagePullCredentialsVerificationPolicy` is not "NeverVerifyAllowlistedImages"');
   }
+  // The kubelet registers credential provider plugins when either flag is given
+  // (kuberuntime_manager.go NewKubeGenericRuntimeManager) and then fails on the missing one with a
+  // message about an empty path; statelet says what is missing instead.
+  const pluginFlags = [settings.imageCredentialProviderConfig, settings.imageCredentialProviderBinDir].filter((value) => value !== undefined && value !== '');
+  if (pluginFlags.length === 1) {
+    throw new UsageError('--image-credential-provider-config and --image-credential-provider-bin-dir go together: give both or neither');
+  }
   const parallel = settings.maxParallelImagePulls;
   if (parallel !== undefined && parallel > 1 && settings.serializeImagePulls) {
     throw new UsageError(

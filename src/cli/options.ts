@@ -7,7 +7,7 @@
 
 import { unsafeSysctlPatternProblem } from '../api/sysctls.ts';
 import net from 'node:net';
-import { DurationError, formatDuration, parseDuration } from './duration.ts';
+import { DurationError, formatDuration, parseDuration } from '../duration.ts';
 import { normalizeRuntimeEndpoint, type AgentSettings } from './config.ts';
 import { crashLoopPolicy } from '../kuberuntime/backoff.ts';
 import { VERIFICATION_POLICIES, parseAllowlist } from '../kuberuntime/pullPolicy.ts';
@@ -1244,6 +1244,20 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'preloadedImagesVerificationAllowlist',
     group: 'Image pulls',
     help: 'Repositories (registry.example.com/team/app, or a prefix ending in /*) any pod may use without credentials under NeverVerifyAllowlistedImages',
+  }),
+  option({
+    key: 'imageCredentialProviderConfig',
+    kind: stringKind,
+    flag: 'image-credential-provider-config',
+    group: 'Image pulls',
+    help: 'CredentialProviderConfig file (YAML or JSON), or a directory of them, naming the credential provider plugins to run for image pull credentials; with --image-credential-provider-bin-dir',
+  }),
+  option({
+    key: 'imageCredentialProviderBinDir',
+    kind: stringKind,
+    flag: 'image-credential-provider-bin-dir',
+    group: 'Image pulls',
+    help: 'Directory of the credential provider plugins\' executables; with --image-credential-provider-config',
   }),
 
   option({

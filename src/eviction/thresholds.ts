@@ -6,7 +6,7 @@
  * than its value (the only operator there is); it is hard when it has no grace period.
  */
 import { parseQuantity } from '../api/quantity.ts';
-import { parseDuration } from '../cli/duration.ts';
+import { parseDuration } from '../duration.ts';
 
 /** The signals statelet observes, with the node condition each raises and the resource it starves. */
 export const SIGNALS = {

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { agentDefaults, crashLoopBackOffPolicy, type AgentConfig } from '../../src/cli/config.ts';
-import { DurationError, formatDuration, parseDuration } from '../../src/cli/duration.ts';
+import { DurationError, formatDuration, parseDuration } from '../../src/duration.ts';
 import { UsageError, helpText, parseCommandLine } from '../../src/cli/flags.ts';
 import { ConfigFileError, parseKubeletConfig, readKubeletConfigFile } from '../../src/cli/kubeletConfig.ts';
 import { OPTIONS, configz } from '../../src/cli/options.ts';
@@ -642,6 +642,18 @@ describe('--config precedence', () => {
     expect(() => run(['--config', tagged])).toThrow(/preloadedImagesVerificationAllowlist: neither tag nor digest is accepted in an image reference: registry.example.com\/app:1/);
     const unused = writeConfig(`${HEADER}preloadedImagesVerificationAllowlist: [registry.example.com/*]\n`);
     expect(usageError(['--config', unused])).toMatch(/can't set `preloadedImagesVerificationAllowlist` if `imagePullCredentialsVerificationPolicy` is not "NeverVerifyAllowlistedImages"/);
+  });
+
+  it('takes the credential provider plugin flags together, never one alone', () => {
+    const both = ['--image-credential-provider-config', '/etc/kubernetes/credential-providers.yaml', '--image-credential-provider-bin-dir=/usr/libexec/credential-providers'];
+    expect(run(both).config).toMatchObject({ imageCredentialProviderConfig: '/etc/kubernetes/credential-providers.yaml', imageCredentialProviderBinDir: '/usr/libexec/credential-providers' });
+    const neither = run([]).config;
+    expect(neither.imageCredentialProviderConfig).toBeUndefined();
+    expect(neither.imageCredentialProviderBinDir).toBeUndefined();
+    const together = '--image-credential-provider-config and --image-credential-provider-bin-dir go together: give both or neither';
+    expect(usageError(both.slice(0, 2))).toBe(together);
+    expect(usageError(both.slice(2))).toBe(together);
+    expect(usageError([...both.slice(2), '--image-credential-provider-config='])).toBe(together);
   });
 
   it('fails for a missing config file, naming it', () => {

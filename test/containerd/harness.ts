@@ -3,7 +3,8 @@
  * temp dir and hands back the CRI endpoint; `stop()` runs `down.sh`, which stops exactly that
  * instance (by PID and by its socket, never by name) and removes the dir. The instance has the
  * images `statelet.local/busybox:1` (BUSYBOX_IMAGE) and `statelet.local/pause:1` (the sandbox
- * image) already imported and visible to CRI, and a CNI bridge network of its own.
+ * image) already imported and visible to CRI, and a CNI bridge network of its own. It reaches no
+ * registry until a test names one with `trustRegistry()` (the registry of test/support/registry.ts).
  *
  * A containerd needs root and the Debian packages that `.ci/run` installs. Where they are missing
  * the harness returns null after saying so loudly, so that a developer's `npm test` still runs
@@ -12,6 +13,7 @@
  */
 import { execFile, execFileSync } from 'node:child_process';
 import { accessSync, constants, mkdtempSync, rmSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -31,6 +33,12 @@ export interface ContainerdInstance {
   restart(downSeconds: number): Promise<void>;
   /** Imports an image nothing uses, of one layer of `bytes` random bytes (filler-image.sh). */
   importFillerImage(name: string, bytes: number): Promise<void>;
+  /**
+   * Makes the instance pull `host` (`127.0.0.1:<port>`) over HTTPS trusting `caFile`: a
+   * `hosts.toml` in its registry `config_path` (up.sh), which containerd reads at each pull, so a
+   * running instance needs no restart. It holds no credentials: each pull must bring its own.
+   */
+  trustRegistry(host: string, caFile: string): Promise<void>;
 }
 
 export interface ContainerdOptions {
@@ -165,7 +173,22 @@ export async function startContainerd(options: ContainerdOptions = {}): Promise<
     async importFillerImage(name: string, bytes: number): Promise<void> {
       await run(FILLER, [workDir, name, String(bytes)], UP_TIMEOUT_MS);
     },
+    async trustRegistry(host: string, caFile: string): Promise<void> {
+      const dir = join(workDir, 'certs.d', host);
+      await mkdir(dir, { recursive: true });
+      await writeFile(join(dir, 'hosts.toml'), registryHostsToml(host, caFile));
+    },
   };
+}
+
+/**
+ * A registry's hosts.toml for containerd's `config_path` (containerd 1.6 docs/hosts.md; parsed by
+ * remotes/docker/config/hosts.go): the registry itself as the only host, pull and resolve, over
+ * HTTPS with its own CA. Deliberately no `[header]` with credentials.
+ */
+export function registryHostsToml(host: string, caFile: string): string {
+  if (!/^[A-Za-z0-9.-]+(:\d+)?$/.test(host)) throw new Error(`trustRegistry: ${JSON.stringify(host)} is not a host[:port]`);
+  return [`server = "https://${host}"`, '', `[host."https://${host}"]`, '  capabilities = ["pull", "resolve"]', `  ca = ${JSON.stringify(caFile)}`, ''].join('\n');
 }
 
 /** Removes the cgroup trees the agents of this test file kept (see runStatelet), now empty. */

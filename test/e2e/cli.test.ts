@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -27,6 +27,31 @@ describe('statelet command line', () => {
     const { code, output } = await runStateletOnce(['--allowed-unsafe-sysctls', 'net.core.somaxconn,vm.swappiness']);
     expect(code).toBe(2);
     expect(output).toContain('the sysctl "vm.swappiness" are not known to be namespaced');
+  });
+
+  it('does not start when the credential provider plugins do not register, with the kubelet\'s message', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'statelet-credprov-'));
+    try {
+      const config = path.join(dir, 'credential-providers.yaml');
+      await writeFile(config, 'apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders: []\n');
+      const binDir = path.join(dir, 'bin');
+      const args = ['--container-runtime-endpoint', 'sim://', '--root-dir', path.join(dir, 'root'), '--image-credential-provider-config', config, '--image-credential-provider-bin-dir', binDir];
+      const missingDir = await runStateletOnce(args);
+      expect(missingDir.code).toBe(1);
+      expect(missingDir.output).toContain(`statelet: Failed to register CRI auth plugins: plugin binary directory ${binDir} did not exist`);
+      await mkdir(binDir);
+      const noProviders = await runStateletOnce(args);
+      expect(noProviders.code).toBe(1);
+      expect(noProviders.output).toContain('statelet: Failed to register CRI auth plugins: failed to validate credential provider config: providers: Required value: at least 1 item in plugins is required');
+      // Plugins that register are still refused while no pull would use their credentials.
+      await writeFile(config, 'apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n  - {name: p, matchImages: [registry.io], defaultCacheDuration: 1m, apiVersion: credentialprovider.kubelet.k8s.io/v1}\n');
+      await writeFile(path.join(binDir, 'p'), '#!/bin/sh\n', { mode: 0o755 });
+      const registered = await runStateletOnce(args);
+      expect(registered.code).toBe(1);
+      expect(registered.output).toContain('statelet does not pass pull credentials to the runtime yet');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 
   it('prints help with the kubelet flag names', async () => {

@@ -4,10 +4,10 @@
  * it for `kube-apiserver-kubelet-client` in group `system:masters` (what kubeadm gives the API
  * server). Agents are started with `--client-ca-file` = that CA.
  */
-import { generateKeyPairSync } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import forge from 'node-forge';
+import { CA_EXTENSIONS, certificate, keyPair } from './testPki.ts';
 
 export interface KubeletClientPki {
   caFile: string;
@@ -15,28 +15,10 @@ export interface KubeletClientPki {
   keyFile: string;
 }
 
-function keyPair() {
-  const { publicKey, privateKey } = generateKeyPairSync('rsa', { modulusLength: 2048, publicKeyEncoding: { type: 'spki', format: 'pem' }, privateKeyEncoding: { type: 'pkcs8', format: 'pem' } });
-  return { publicKey: forge.pki.publicKeyFromPem(publicKey), privateKey: forge.pki.privateKeyFromPem(privateKey) as forge.pki.rsa.PrivateKey, privatePem: privateKey };
-}
-
-function certificate(subject: forge.pki.CertificateField[], issuer: forge.pki.CertificateField[], publicKey: forge.pki.PublicKey, signer: forge.pki.rsa.PrivateKey, serial: string, extensions: object[]): forge.pki.Certificate {
-  const cert = forge.pki.createCertificate();
-  cert.publicKey = publicKey;
-  cert.serialNumber = serial;
-  cert.validity.notBefore = new Date(Date.now() - 60_000);
-  cert.validity.notAfter = new Date(Date.now() + 7 * 24 * 3_600_000);
-  cert.setSubject(subject);
-  cert.setIssuer(issuer);
-  cert.setExtensions(extensions);
-  cert.sign(signer, forge.md.sha256.create());
-  return cert;
-}
-
 export async function writeKubeletClientPki(dir: string): Promise<KubeletClientPki> {
   const ca = keyPair();
   const caName = [{ name: 'commonName', value: 'statelet-test-kubelet-client-ca' }];
-  const caCert = certificate(caName, caName, ca.publicKey, ca.privateKey, '01', [{ name: 'basicConstraints', cA: true }, { name: 'keyUsage', keyCertSign: true, digitalSignature: true }]);
+  const caCert = certificate(caName, caName, ca.publicKey, ca.privateKey, '01', CA_EXTENSIONS);
   const client = keyPair();
   const clientName = [
     { name: 'commonName', value: 'kube-apiserver-kubelet-client' },
