@@ -125,15 +125,8 @@ function registryAuthFile(endpoint: string, file: string): Record<string, Regist
 
 export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentHooks = {}): Promise<Agent> {
   await mkdir(config.rootDir, { recursive: true });
+  // Registered and checked before anything starts; their credentials are tried after a pod's pull secrets'.
   const credentialProviders = await credentialProviderPlugins(config, log);
-  // Registered and checked, but nothing gives their credentials to pulls yet (the keyring and the
-  // CRI AuthConfig are still to come): refused rather than run with plugins no pull consults.
-  if (credentialProviders !== undefined) {
-    throw new Error(
-      '--image-credential-provider-config: the credential provider plugins registered, but statelet does not pass pull ' +
-        'credentials to the runtime yet, so no pull would use them; refusing to start rather than ignore them',
-    );
-  }
   const memoryFeatures = await machineMemoryFeatures(config, log);
   const closers: (() => Promise<void> | void)[] = [];
 
@@ -264,6 +257,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     // The network state pods are synced against until the syncLoop's own first Status answers.
     ...(runtimeConfig ? { runtimeConditions: runtimeConfig.conditions } : {}),
     ...(runtimeConfig?.sandboxImage ? { sandboxImage: runtimeConfig.sandboxImage } : {}),
+    ...(credentialProviders ? { nodeCredentials: (repository: string) => credentialProviders.credentialsFor(repository) } : {}),
   });
   const { syncLoop, podManager, statuses, stats } = node;
   const view: AgentView = {

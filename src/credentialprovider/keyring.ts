@@ -7,6 +7,7 @@
  * keep the source and hash of the one that worked.
  */
 import { createHash } from 'node:crypto';
+import { parseSchemelessUrl, urlsMatchStr } from './urlGlob.ts';
 
 /** A credential for one registry, with where it came from. */
 export interface PullCredential {
@@ -162,8 +163,9 @@ function addToKeyring(keyring: Keyring, config: Map<string, DockerConfigEntry>, 
   const creds = new Map(keyring.creds);
   const index = [...keyring.index];
   for (const [location, entry] of config) {
+    // Add parses the key as `https://<key>` unless it has a scheme; one Go's url.Parse refuses is skipped.
     const url = parseSchemelessUrl(location.replace(/^https?:\/\//, ''));
-    if (!url) continue;
+    if (typeof url === 'string') continue;
     let path = url.path;
     if (path.startsWith('/v2/') || path.startsWith('/v1/')) path = path.slice(3);
     const key = path.length > 0 && path !== '/' ? url.host + path : url.host;
@@ -190,87 +192,6 @@ export function credentialHash(entry: { username: string; password: string; emai
   return createHash('sha256').update(json).digest('hex');
 }
 
-/** A URL without its scheme: host (with its port) and path (keyring.go ParseSchemelessURL); null when it is not one. */
-function parseSchemelessUrl(schemeless: string): { host: string; path: string } | null {
-  const end = schemeless.search(/[/?#]/);
-  const host = end < 0 ? schemeless : schemeless.slice(0, end);
-  const rest = end < 0 ? '' : schemeless.slice(end);
-  const path = rest.startsWith('/') ? rest.replace(/[?#].*$/, '') : '';
-  // Go's url.Parse refuses spaces and control characters in a host, and a bad port.
-  if (/[\s\x00-\x1f\x7f]/.test(host) || !/^(?:\[[^\]]*\]|[^:]*)(?::\d*)?$/.test(host)) return null;
-  return { host, path };
-}
-
-/** Host parts and port (keyring.go SplitURL): `a.b.c:5000` ⇒ [a, b, c], `5000`. */
-function splitHost(host: string): { parts: string[]; port: string } {
-  const bracketed = /^\[([^\]]*)\]:(\d*)$/.exec(host);
-  if (bracketed) return { parts: bracketed[1]!.split('.'), port: bracketed[2]! };
-  const colon = host.lastIndexOf(':');
-  // net.SplitHostPort fails on a host with more than one colon and no brackets: then no port.
-  if (colon >= 0 && host.indexOf(':') === colon) return { parts: host.slice(0, colon).split('.'), port: host.slice(colon + 1) };
-  return { parts: host.split('.'), port: '' };
-}
-
-/**
- * Whether a keyring key (a glob) matches an image's repository (keyring.go URLsMatch): the same
- * port (`127.0.0.1` does not match `127.0.0.1:5000`), as many dot-separated host parts, each
- * matching its glob part (`*.example.com`, `reg*.io`), and the key's path a prefix of the image's.
- */
-export function urlsMatch(glob: string, target: string): boolean {
-  const globUrl = parseSchemelessUrl(glob);
-  const targetUrl = parseSchemelessUrl(target);
-  if (!globUrl || !targetUrl) return false;
-  const g = splitHost(globUrl.host);
-  const t = splitHost(targetUrl.host);
-  if (g.port !== t.port || g.parts.length !== t.parts.length) return false;
-  if (!targetUrl.path.startsWith(globUrl.path)) return false;
-  return g.parts.every((part, i) => pathMatch(part, t.parts[i]!));
-}
-
-/**
- * Go's filepath.Match for one host part (no separators in it): `*` any run, `?` one character,
- * `[…]` a class (ranges, `^` negation), `\` escapes. A malformed pattern matches nothing, as the
- * keyring drops filepath.Match's ErrBadPattern.
- */
-export function pathMatch(pattern: string, name: string): boolean {
-  let source = '';
-  for (let i = 0; i < pattern.length; i++) {
-    const c = pattern[i]!;
-    if (c === '*') source += '[^/]*';
-    else if (c === '?') source += '[^/]';
-    else if (c === '\\') {
-      if (i + 1 >= pattern.length) return false;
-      source += escapeRegex(pattern[++i]!);
-    } else if (c === '[') {
-      const close = classEnd(pattern, i + 1);
-      if (close < 0) return false;
-      let body = pattern.slice(i + 1, close);
-      const negated = body.startsWith('^');
-      if (negated) body = body.slice(1);
-      if (body.length === 0) return false;
-      const items = body.replace(/\\(.)/g, '$1');
-      source += `[${negated ? '^' : ''}${items.replace(/[\]\\^]/g, '\\$&')}]`;
-      i = close;
-    } else source += escapeRegex(c);
-  }
-  try {
-    return new RegExp(`^${source}$`, 's').test(name);
-  } catch {
-    return false;
-  }
-}
-
-/** Where a `[` class that starts at `from` ends (its `]`), -1 when it does not. */
-function classEnd(pattern: string, from: number): number {
-  for (let i = from; i < pattern.length; i++) {
-    if (pattern[i] === '\\') i++;
-    else if (pattern[i] === ']' && i > from && !(i === from + 1 && pattern[from] === '^')) return i;
-  }
-  return -1;
-}
-
-const escapeRegex = (c: string): string => c.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&');
-
 /**
  * Whether an image pulls from Docker Hub (keyring.go isDefaultRegistryMatch): a single name, a
  * first part of `docker.io` or `index.docker.io`, or one that is not a host (no `.` nor `:`).
@@ -290,7 +211,7 @@ function isDefaultRegistryMatch(image: string): boolean {
  * image from Docker Hub.
  */
 export function lookup(keyring: Keyring, repository: string): PullCredential[] {
-  const found = keyring.index.filter((key) => urlsMatch(key, repository)).flatMap((key) => keyring.creds.get(key) ?? []);
+  const found = keyring.index.filter((key) => urlsMatchStr(key, repository)).flatMap((key) => keyring.creds.get(key) ?? []);
   if (found.length > 0) return found;
   return isDefaultRegistryMatch(repository) ? (keyring.creds.get('index.docker.io') ?? []) : [];
 }
@@ -317,17 +238,14 @@ export function repositoryOf(image: string): string {
 }
 
 /**
- * Where credentials come from after the pod's secrets (the kubelet's node keyring and credential
- * provider plugins, image_manager.go makeLookupPullCredentialsFunc): given an image's repository,
- * the credentials they have for it, in order. Credentials from these sources are the node's
- * (`source: null`): an image pulled with them is free to every pod (image_manager.go trackedToImagePullCreds).
+ * Where credentials come from after the pod's secrets (the kubelet's credential provider plugins,
+ * image_manager.go makeLookupPullCredentialsFunc): given an image's repository, the credentials
+ * they give, each under the registry key it is for (`*.registry.io`, `registry.io/team`); the
+ * keyring matches the keys against the repository (plugins.go externalCredentialProviderKeyring
+ * adds them to a BasicDockerKeyring). They are the node's (`source: null`): an image pulled with
+ * one is free to every pod (image_manager.go trackedToImagePullCreds).
  */
-export type CredentialSource = (repository: string) => Promise<readonly { username: string; password: string }[]>;
-
-/** A node-wide credential (no Secret behind it), hashed as the kubelet hashes it. */
-function nodeCredential(credential: { username: string; password: string }): PullCredential {
-  return { username: credential.username, password: credential.password, hash: credentialHash(credential), source: null };
-}
+export type CredentialSource = (repository: string) => Promise<readonly { matchKey: string; username: string; password: string }[]>;
 
 /**
  * The credentials to try for an image, in order (image_manager.go makeLookupPullCredentialsFunc:
@@ -338,6 +256,9 @@ function nodeCredential(credential: { username: string; password: string }): Pul
 export async function credentialsFor(secrets: readonly PullSecret[], image: string, node?: CredentialSource): Promise<PullCredential[]> {
   const repository = repositoryOf(image);
   const fromSecrets = lookup(keyringOfSecrets(secrets), repository);
-  const fromNode = node ? (await node(repository)).map(nodeCredential) : [];
-  return [...fromSecrets, ...fromNode];
+  if (!node) return fromSecrets;
+  const entries = new Map<string, DockerConfigEntry>();
+  // Go's map keeps one entry per key: a key given twice keeps the later answer.
+  for (const entry of await node(repository)) entries.set(entry.matchKey, { username: entry.username, password: entry.password, email: '' });
+  return [...fromSecrets, ...lookup(addToKeyring({ index: [], creds: new Map() }, entries, null), repository)];
 }

@@ -44,8 +44,8 @@ export interface PodCri {
    */
   pullRecords?: ImagePullRecords;
   /**
-   * Credentials for an image beyond the pod's pull secrets, tried after them: the node's (its
-   * credential provider plugins). Absent: none.
+   * Credentials for an image beyond the pod's pull secrets, tried after them: the node's credential
+   * provider plugins' (src/credentialprovider/plugins.ts). Absent: none.
    */
   nodeCredentials?: CredentialSource;
   /** The sandbox and container IDs of each pod, kept by the runtime given here (podIds.ts); absent: pods are read by listing. */

@@ -22,6 +22,7 @@ import type { Logger } from '../log.ts';
 import type { NodeDns } from '../kuberuntime/dns.ts';
 import type { MemoryFeatures } from '../kuberuntime/resources.ts';
 import type { ResourceAmounts } from '../api/quantity.ts';
+import type { CredentialSource } from '../credentialprovider/keyring.ts';
 import type { ImageService, RuntimeService } from '../runtime/types.ts';
 import type { Mounter } from '../volumes/mounter.ts';
 import { PodDataDirs } from '../volumes/setUp.ts';
@@ -48,7 +49,7 @@ export const podsDirOf = (rootDir: string) => path.join(rootDir, 'pods');
  * is recorded by pod, so that a pod's status is read by asking about those IDs without listing
  * (podIds.ts); and the node's one image puller (--serialize-image-pulls, --max-parallel-image-pulls).
  */
-export function podCri(runtime: RuntimeService, images: ImageService, config: PodSettings, log: Logger): PodCri & { puller: ImagePuller } {
+export function podCri(runtime: RuntimeService, images: ImageService, config: PodSettings, log: Logger, nodeCredentials?: CredentialSource): PodCri & { puller: ImagePuller } {
   const podIds = new RuntimePodIds();
   const allowlist = parseAllowlist(config.preloadedImagesVerificationAllowlist);
   // The allowlist was checked when the settings were read (cli/options.ts); this is the same check.
@@ -65,6 +66,7 @@ export function podCri(runtime: RuntimeService, images: ImageService, config: Po
       listImages: () => images.listImages({ timeoutMs: 10_000 }),
     }),
     podIds,
+    ...(nodeCredentials ? { nodeCredentials } : {}),
   };
 }
 

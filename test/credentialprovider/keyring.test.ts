@@ -3,13 +3,13 @@ import {
   type PullSecret,
   PullSecretError,
   credentialHash,
+  credentialsFor,
   decodeAuthField,
   keyringOfSecrets,
   lookup,
-  pathMatch,
   repositoryOf,
-  urlsMatch,
 } from '../../src/credentialprovider/keyring.ts';
+import { urlsMatchStr } from '../../src/credentialprovider/urlGlob.ts';
 
 const b64 = (text: string) => Buffer.from(text).toString('base64');
 
@@ -37,7 +37,7 @@ describe('repositoryOf (pkg/util/parsers ParseImageName)', () => {
   });
 });
 
-describe('urlsMatch (keyring.go URLsMatch)', () => {
+describe('keys against repositories (keyring.go URLsMatchStr, as the keyring calls it)', () => {
   it.each([
     ['registry.example.com', 'registry.example.com/app', true],
     ['*.example.com', 'registry.example.com/app', true],
@@ -58,20 +58,7 @@ describe('urlsMatch (keyring.go URLsMatch)', () => {
     // A string prefix, as the kubelet compares paths.
     ['registry.example.com/team', 'registry.example.com/teamwork/app', true],
   ])('%s vs %s ⇒ %s', (glob, target, matches) => {
-    expect(urlsMatch(glob, target)).toBe(matches);
-  });
-});
-
-describe('pathMatch (filepath.Match)', () => {
-  it.each([
-    ['*', 'anything', true],
-    ['a\\*b', 'a*b', true],
-    ['a\\*b', 'axb', false],
-    ['[a-c]x', 'bx', true],
-    ['[]x', ']x', false],
-    ['a\\', 'a', false],
-  ])('%s vs %s ⇒ %s', (pattern, name, matches) => {
-    expect(pathMatch(pattern, name)).toBe(matches);
+    expect(urlsMatchStr(glob, target)).toBe(matches);
   });
 });
 
@@ -151,5 +138,19 @@ describe('keyringOfSecrets and lookup (secrets.go, keyring.go BasicDockerKeyring
     expect(credentialHash({ username: 'alice', password: 's3cret' })).toBe('84e602bef66066d26999b4f32a2afb963a80f8384d3cdf9145038d3c3da62d2b');
     expect(credentialHash({ username: 'alice', password: 's3cret', email: '' })).toBe('84e602bef66066d26999b4f32a2afb963a80f8384d3cdf9145038d3c3da62d2b');
     expect(credentialHash({ username: 'a', password: '<&>', email: 'e@x' })).toBe('d2fc465c16f41efc33121659d70057eda25f87ab2331456cc7d807ff25f45079');
+  });
+
+  it('tries the pod’s secrets first, then the node’s (plugins’) credentials whose keys match, hashed and open to the node', async () => {
+    const pod = jsonSecret('pull', { 'registry.example.com': { username: 'pod', password: 'p' } });
+    const node = async () => [
+      { matchKey: '*.example.com', username: 'plugin', password: 'q' },
+      { matchKey: 'other.io', username: 'unused', password: 'r' },
+    ];
+    const credentials = await credentialsFor([pod], 'registry.example.com/app:1', node);
+    expect(credentials.map((c) => [c.username, c.source?.name ?? null])).toEqual([
+      ['pod', 'pull'],
+      ['plugin', null],
+    ]);
+    expect(credentials[1]!.hash).toBe(credentialHash({ username: 'plugin', password: 'q' }));
   });
 });

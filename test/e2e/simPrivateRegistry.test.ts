@@ -2,9 +2,10 @@
  * The agent on `sim://?registryAuth=<file>`: the registries the file names are private. A pod with
  * no credentials for one waits with ErrImagePull in containerd 1.6's words, then ImagePullBackOff,
  * while a pod on a public registry runs; the node keeps its pulled-image records under
- * `<root-dir>/image_manager`. (A pod's pull secrets need the API server: test/kuberuntime/podPullSecrets.test.ts.)
+ * `<root-dir>/image_manager`; with a credential provider plugin that gives the registry's
+ * credentials, the pod runs. (A pod's pull secrets need the API server: test/kuberuntime/podPullSecrets.test.ts.)
  */
-import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -58,6 +59,38 @@ describe('sim:// with a private registry, through the agent', () => {
     );
     const rootDir = path.join(path.dirname(sim.manifests), 'root');
     expect(await readdir(path.join(rootDir, 'image_manager', 'pulled'))).toHaveLength(1);
+  });
+});
+
+describe('credentials from a credential provider plugin', () => {
+  it('a static pod on the private registry runs with the plugin’s credentials', async () => {
+    const pluginDir = path.join(dir, 'plugin');
+    const binDir = path.join(pluginDir, 'bin');
+    await mkdir(binDir, { recursive: true });
+    const response = JSON.stringify({
+      apiVersion: 'credentialprovider.kubelet.k8s.io/v1',
+      kind: 'CredentialProviderResponse',
+      cacheKeyType: 'Registry',
+      auth: { 'private.example.com': { username: 'reader', password: 's3cret' } },
+    });
+    await writeFile(path.join(binDir, 'sim-registry-login'), `#!/bin/sh\ncat >/dev/null\necho '${response}'\n`, { mode: 0o755 });
+    const config = path.join(pluginDir, 'providers.yaml');
+    await writeFile(
+      config,
+      'apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n  - {name: sim-registry-login, matchImages: ["*.example.com"], defaultCacheDuration: 1m, apiVersion: credentialprovider.kubelet.k8s.io/v1}\n',
+    );
+    const registries = path.join(dir, 'registries.json');
+    const withPlugin = await startSimAgent(
+      'plugin',
+      ['--container-runtime-endpoint', `sim://?registryAuth=${registries}`, '--image-credential-provider-config', config, '--image-credential-provider-bin-dir', binDir],
+      { 'private.yaml': manifest('private', 'private.example.com/team/app:1') },
+    );
+    try {
+      const phase = () => withPlugin.agent.view.pods().find((p) => p.metadata.name === 'private-plugin')?.status?.phase;
+      await vi.waitFor(() => expect(phase()).toBe('Running'), { timeout: 20_000, interval: 50 });
+    } finally {
+      await withPlugin.stop();
+    }
   });
 });
 
