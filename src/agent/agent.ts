@@ -7,6 +7,7 @@
  * Stopping the agent stops its actors and servers but leaves pods running, as the kubelet does:
  * on the next start, the same static pods get the same UIDs and their containers are adopted.
  */
+import { readFileSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -26,6 +27,7 @@ import type { Logger } from '../log.ts';
 import type { Node } from '../kubelet/composeNode.ts';
 import { CriClient } from '../runtime/cri/client.ts';
 import type { SimMemory } from '../runtime/sim/engine.ts';
+import type { RegistryCredential } from '../runtime/sim/images.ts';
 import { parseQuantity } from '../api/quantity.ts';
 import { openNodeCgroups } from '../cm/open.ts';
 import { hostHugePageSizes, hostMemoryFeatures, readProcSwaps, simMemoryFeatures, swapOnRefusal } from '../cm/memoryFeatures.ts';
@@ -78,14 +80,24 @@ export function simSocketPath(rootDir: string): string {
   return preferred.length < 100 ? preferred : path.join(os.tmpdir(), `statelet-sim-${process.pid}.sock`);
 }
 
+/** What sim:// takes in its endpoint's query. */
+interface SimOptions {
+  memoryBytes?: number;
+  runtimeHandlers?: string[];
+  registryAuth?: Record<string, RegistryCredential>;
+}
+
 /**
  * The simulated machine's settings from the endpoint's query: `sim://?memory=2Gi` gives it 2 GiB
  * of memory (for a test to fill); `handlers=runc,kata` the runtime handlers it has, its default
- * first (as containerd's configured runtimes). Anything else in the query is refused, named.
+ * first (as containerd's configured runtimes); `registryAuth=/path/registries.json` makes the
+ * registries that file names private, each taking the username and password it gives
+ * (`{"registry.example.com": {"username": "…", "password": "…"}}`): the passwords stay in the
+ * file, out of the endpoint that logs and /configz show. Anything else in the query is refused, named.
  */
-export function simOptionsFromEndpoint(endpoint: string): { memoryBytes?: number; runtimeHandlers?: string[] } {
+export function simOptionsFromEndpoint(endpoint: string): SimOptions {
   const query = endpoint.includes('?') ? endpoint.slice(endpoint.indexOf('?') + 1) : '';
-  const options: { memoryBytes?: number; runtimeHandlers?: string[] } = {};
+  const options: SimOptions = {};
   for (const [key, value] of new URLSearchParams(query)) {
     if (key === 'handlers') {
       const names = value.split(',');
@@ -95,7 +107,11 @@ export function simOptionsFromEndpoint(endpoint: string): { memoryBytes?: number
       options.runtimeHandlers = names;
       continue;
     }
-    if (key !== 'memory') throw new Error(`${endpoint}: unknown setting "${key}" (sim:// takes memory=<quantity> and handlers=<name>,…)`);
+    if (key === 'registryAuth') {
+      options.registryAuth = registryAuthFile(endpoint, value);
+      continue;
+    }
+    if (key !== 'memory') throw new Error(`${endpoint}: unknown setting "${key}" (sim:// takes memory=<quantity>, handlers=<name>,… and registryAuth=<file>)`);
     const bytes = parseQuantity(value);
     if (bytes instanceof Error || bytes <= 0) throw new Error(`${endpoint}: memory must be a positive quantity such as 2Gi, not "${value}"`);
     options.memoryBytes = Math.floor(bytes);
@@ -103,17 +119,30 @@ export function simOptionsFromEndpoint(endpoint: string): { memoryBytes?: number
   return options;
 }
 
+/** The private registries a `registryAuth` file names; a file that is not such a map is refused, named (never its contents). */
+function registryAuthFile(endpoint: string, file: string): Record<string, RegistryCredential> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new Error(`${endpoint}: cannot read registryAuth file ${file}: ${err instanceof SyntaxError ? 'not valid JSON' : ((err as NodeJS.ErrnoException).code ?? String(err))}`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error(`${endpoint}: registryAuth file ${file} must be a JSON object of registry host to {"username", "password"}`);
+  const registries: Record<string, RegistryCredential> = {};
+  for (const [host, entry] of Object.entries(parsed)) {
+    const { username, password } = (typeof entry === 'object' && entry !== null ? entry : {}) as { username?: unknown; password?: unknown };
+    if (typeof username !== 'string' || typeof password !== 'string' || !username || !password) {
+      throw new Error(`${endpoint}: registryAuth file ${file}: the entry for "${host}" needs a username and a password (strings)`);
+    }
+    registries[host] = { username, password };
+  }
+  return registries;
+}
+
 export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentHooks = {}): Promise<Agent> {
   await mkdir(config.rootDir, { recursive: true });
+  // Registered and checked before anything starts; their credentials are tried after a pod's pull secrets'.
   const credentialProviders = await credentialProviderPlugins(config, log);
-  // Registered and checked, but nothing gives their credentials to pulls yet (the keyring and the
-  // CRI AuthConfig are still to come): refused rather than run with plugins no pull consults.
-  if (credentialProviders !== undefined) {
-    throw new Error(
-      '--image-credential-provider-config: the credential provider plugins registered, but statelet does not pass pull ' +
-        'credentials to the runtime yet, so no pull would use them; refusing to start rather than ignore them',
-    );
-  }
   const memoryFeatures = await machineMemoryFeatures(config, log);
   const closers: (() => Promise<void> | void)[] = [];
 
@@ -244,6 +273,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     // The network state and the handlers pods are synced against until the syncLoop's own first Status answers.
     ...(runtimeConfig ? { runtimeConditions: runtimeConfig.conditions, runtimeHandlers: runtimeConfig.runtimeHandlers ?? [] } : {}),
     ...(runtimeConfig?.sandboxImage ? { sandboxImage: runtimeConfig.sandboxImage } : {}),
+    ...(credentialProviders ? { nodeCredentials: (repository: string) => credentialProviders.credentialsFor(repository) } : {}),
   });
   const { syncLoop, podManager, statuses, stats } = node;
   const view: AgentView = {

@@ -233,6 +233,8 @@ export interface NodeSelectorTerm {
 }
 
 interface PodSpec {
+  /** Secrets with registry credentials for the pod's images (LocalObjectReference). */
+  imagePullSecrets?: { name?: string }[];
   containers: Container[];
   initContainers?: Container[];
   /** Added to a running API pod through `pods/ephemeralcontainers`; a static pod has none. */

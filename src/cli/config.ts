@@ -9,6 +9,7 @@ import { type BackoffPolicy, crashLoopPolicy } from '../kuberuntime/backoff.ts';
 import type { Taint } from '../api/cluster.ts';
 import { type ContainerGcPolicy, defaultContainerGcPolicy } from '../kuberuntime/containerGC.ts';
 import type { ImageGcPolicy } from '../kuberuntime/imageGC.ts';
+import { DEFAULT_VERIFICATION_POLICY, type VerificationPolicy } from '../kuberuntime/pullPolicy.ts';
 import { formatDuration } from '../duration.ts';
 
 export interface AgentConfig {
@@ -147,6 +148,13 @@ export interface AgentConfig {
   serializeImagePulls: boolean;
   /** maxParallelImagePulls (config file only, as in the kubelet). */
   maxParallelImagePulls?: number;
+  /**
+   * imagePullCredentialsVerificationPolicy (config file only): when a pod must show credentials
+   * for an image already on the node (KubeletEnsureSecretPulledImages, kuberuntime/pullPolicy.ts).
+   */
+  imagePullCredentialsVerificationPolicy: VerificationPolicy;
+  /** preloadedImagesVerificationAllowlist (config file only): repositories NeverVerifyAllowlistedImages lets any pod use. */
+  preloadedImagesVerificationAllowlist: string[];
   /** --image-credential-provider-config: the CredentialProviderConfig file, or a directory of them. */
   imageCredentialProviderConfig?: string;
   /** --image-credential-provider-bin-dir: the directory of the credential provider plugins' executables. */
@@ -270,6 +278,8 @@ export function agentDefaults(profile: DefaultsProfile = 'flags'): AgentDefaults
     healthzBindAddress: '127.0.0.1',
     maxPods: 110,
     serializeImagePulls: true,
+    imagePullCredentialsVerificationPolicy: DEFAULT_VERIFICATION_POLICY,
+    preloadedImagesVerificationAllowlist: [],
     plegRelistPeriodMs: 1_000,
     eventedPleg: true,
     // The kubelet's evented PLEG relists every 300 s; statelet every 10 s (docs/architecture.md).

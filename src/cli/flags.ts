@@ -172,6 +172,10 @@ function checkCombinations(settings: AgentSettings): void {
   const imageGcErrors = imageGcSettingsErrors(settings);
   // Several at once as the kubelet's aggregated error prints them.
   if (imageGcErrors.length > 0) throw new UsageError(imageGcErrors.length === 1 ? imageGcErrors[0]! : `[${imageGcErrors.join(', ')}]`);
+  // pkg/kubelet/apis/config/validation ValidateKubeletConfiguration.
+  if (settings.preloadedImagesVerificationAllowlist.length > 0 && settings.imagePullCredentialsVerificationPolicy !== 'NeverVerifyAllowlistedImages') {
+    throw new UsageError('invalid configuration: can\'t set `preloadedImagesVerificationAllowlist` if `imagePullCredentialsVerificationPolicy` is not "NeverVerifyAllowlistedImages"');
+  }
   // The kubelet registers credential provider plugins when either flag is given
   // (kuberuntime_manager.go NewKubeGenericRuntimeManager) and then fails on the missing one with a
   // message about an empty path; statelet says what is missing instead.

@@ -10,6 +10,7 @@ import net from 'node:net';
 import { DurationError, formatDuration, parseDuration } from '../duration.ts';
 import { normalizeRuntimeEndpoint, type AgentSettings } from './config.ts';
 import { crashLoopPolicy } from '../kuberuntime/backoff.ts';
+import { VERIFICATION_POLICIES, parseAllowlist } from '../kuberuntime/pullPolicy.ts';
 import type { Taint } from '../api/cluster.ts';
 import { parseQuantity } from '../api/quantity.ts';
 import { labelProblem } from '../api/validate.ts';
@@ -679,6 +680,21 @@ function sysctlPattern(pattern: string): string {
   return pattern;
 }
 
+/** preloadedImagesVerificationAllowlist: repositories or `/*` prefixes, checked as the kubelet checks them (pullPolicy.ts parseAllowlist). */
+const allowlistKind: ValueKind<string[]> = {
+  placeholder: 'repository,prefix/*,...',
+  takesArgument: true,
+  fromText: (text) => allowlistKind.fromConfig(text.split(',').filter(Boolean)),
+  fromConfig(value) {
+    if (!Array.isArray(value)) throw new ValueError('expected a list of image repositories or prefixes ending in /*');
+    const patterns = value.map(expectString);
+    const parsed = parseAllowlist(patterns);
+    if (typeof parsed === 'string') throw new ValueError(parsed);
+    return patterns;
+  },
+  display: (value) => value.join(','),
+};
+
 /** --cluster-dns: IP addresses, comma-separated (clusterDNS: a list). */
 const ipListKind: ValueKind<string[]> = {
   placeholder: 'ip,...',
@@ -1294,6 +1310,20 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'maxParallelImagePulls',
     group: 'Image pulls',
     help: 'Maximum concurrent image pulls when serializeImagePulls is false',
+  }),
+  option({
+    key: 'imagePullCredentialsVerificationPolicy',
+    kind: enumKind(VERIFICATION_POLICIES),
+    configField: 'imagePullCredentialsVerificationPolicy',
+    group: 'Image pulls',
+    help: 'When a pod must have the credentials of an image already on the node: NeverVerify, NeverVerifyPreloadedImages (images the node did not pull are free), NeverVerifyAllowlistedImages, AlwaysVerify',
+  }),
+  option({
+    key: 'preloadedImagesVerificationAllowlist',
+    kind: allowlistKind,
+    configField: 'preloadedImagesVerificationAllowlist',
+    group: 'Image pulls',
+    help: 'Repositories (registry.example.com/team/app, or a prefix ending in /*) any pod may use without credentials under NeverVerifyAllowlistedImages',
   }),
   option({
     key: 'imageCredentialProviderConfig',

@@ -124,7 +124,7 @@ export interface KubeApi {
   /** A ConfigMap's `data` (string values). */
   getConfigMap(namespace: string, name: string): Promise<{ data?: Record<string, string>; binaryData?: Record<string, string> }>;
   /** A Secret's `data` (base64 values, as the API returns them). */
-  getSecret(namespace: string, name: string): Promise<{ data?: Record<string, string> }>;
+  getSecret(namespace: string, name: string): Promise<{ metadata?: { uid?: string }; type?: string; data?: Record<string, string> }>;
 
   /**
    * A token of `serviceAccount` bound to a pod (the TokenRequest API,

@@ -25,6 +25,15 @@ export interface ObjectReader {
   /** `maxAgeMs`: how old a cached copy may be (default: the reader's TTL; 0: read now). */
   configMap(namespace: string, name: string, maxAgeMs?: number): Promise<ConfigMapData | null>;
   secret(namespace: string, name: string, maxAgeMs?: number): Promise<Record<string, Buffer> | null>;
+  /** A Secret with its uid and type, as image pull secrets are read (the keyring needs both). */
+  pullSecret(namespace: string, name: string, maxAgeMs?: number): Promise<TypedSecret | null>;
+}
+
+/** A Secret's uid, type and values (decoded to bytes). */
+export interface TypedSecret {
+  uid: string;
+  type: string;
+  data: Record<string, Buffer>;
 }
 
 /** The kubelet's default TTL of its cache-based ConfigMap and Secret managers. */
@@ -93,6 +102,10 @@ export function apiObjectReader(api: KubeApi, options: CacheOptions = { ttlMs: O
     secret: cached(async (namespace, name) => {
       const found = await orNull(() => api.getSecret(namespace, name));
       return found ? bytes(found.data) : null;
+    }, options),
+    pullSecret: cached(async (namespace, name) => {
+      const found = await orNull(() => api.getSecret(namespace, name));
+      return found ? { uid: found.metadata?.uid ?? '', type: found.type ?? 'Opaque', data: bytes(found.data) } : null;
     }, options),
   };
 }

@@ -53,6 +53,7 @@ import { AllocationManager } from '../allocation/manager.ts';
 import { ContainerManager, type NodeCgroupSettings } from '../cm/containerManager.ts';
 import { createPodsLogic } from './dispatch.ts';
 import { NodeFacts, type NodeFactsView, nodeFactsWriter } from './nodeFacts.ts';
+import type { CredentialSource } from '../credentialprovider/keyring.ts';
 import { type LoopInputs, nodeLoopsOn } from './nodeLoops.ts';
 import { type PodStartObserver, followPodStarts } from './podStartupLatency.ts';
 import { type RuntimeConditions, syncLoopMachine } from './syncLoop.ts';
@@ -106,6 +107,8 @@ interface NodeDeps {
   runtimeFeatures?: { supplementalGroupsPolicy: boolean };
   /** The runtime's sandbox image as its verbose Status named it at start (the image GC keeps it); absent: not said. */
   sandboxImage?: string;
+  /** Credentials for images beyond the pods' pull secrets: the credential provider plugins'; absent: none. */
+  nodeCredentials?: CredentialSource;
   /**
    * The runtime's conditions as its Status answered at start: the network state pods are synced
    * against until the syncLoop's first poll answers; absent: taken as ready until then.
@@ -164,7 +167,7 @@ export function composeNode(deps: NodeDeps) {
   let runtimeHandlers: readonly RuntimeHandler[] | null = deps.runtimeHandlers ?? null;
   const cgroups = deps.nodeCgroups && new ContainerManager({ ...deps.nodeCgroups, activePods: pods.active, log });
   const mounter = deps.mounter ?? systemMounter(podsDirOf(config.rootDir), log);
-  const cri = podCri(deps.runtime, deps.images, config);
+  const cri = podCri(deps.runtime, deps.images, config, log, deps.nodeCredentials);
   const host = podHost(config, {
     ...{ clock, log, mounter, memoryFeatures: deps.memoryFeatures, allocatable: () => admission().allocatable, runtimeHandlers: () => runtimeHandlers },
     ...definedOnly({ podCgroups: cgroups, dns: deps.dns, machineMemory: deps.machineMemory }),

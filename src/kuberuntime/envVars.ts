@@ -48,7 +48,7 @@ export interface EnvInputs {
  * container's config with the read's message (the sync retries).
  */
 export async function readReferencedObjects(
-  reader: ObjectReader | undefined,
+  reader: Pick<ObjectReader, 'configMap' | 'secret'> | undefined,
   pod: Pod,
   container: Container,
 ): Promise<Pick<EnvInputs, 'configMaps' | 'secrets'>> {

@@ -24,6 +24,7 @@ import { errorText } from './images.ts';
 import { dynamicResourcesError } from './dynamicResources.ts';
 import { type PreStopRuns, killContainer } from './kill.ts';
 import type { ContainerType } from './labels.ts';
+import { podPullSecrets } from './pullSecrets.ts';
 import { type ExecuteResult, type StartContext, type SyncMemory, startContainer } from './startContainer.ts';
 import { TerminationOrdering } from './terminationOrder.ts';
 import { type PodResizeActions, hasResizeWork, withoutZeros } from './podResize.ts';
@@ -147,6 +148,8 @@ export async function executePlan(
 ): Promise<PlanResult> {
   const reasons: Record<string, WaitingReason> = { ...memory.reasons };
   const result: PlanResult = { backoff: memory.backoff, reasons, errors: [] };
+  // Read at every sync, as the kubelet's SyncPod reads them before the runtime's (kubelet.go SyncPod).
+  const pullSecrets = await podPullSecrets(pod, deps.cluster, deps.observe);
 
   if (actions.createSandbox && actions.sandboxId) {
     deps.observe.recorder.event(podReference(pod), 'Normal', 'SandboxChanged', 'Pod sandbox changed, it will be killed and re-created.');
@@ -217,7 +220,7 @@ export async function executePlan(
     }
   }
   const podIP = sandboxAddress(deps, pod, status, sandboxId, opts);
-  const context: StartContext = { status, sandboxId, sandbox: config, result, opts, podIP, preStops };
+  const context: StartContext = { status, sandboxId, sandbox: config, result, opts, podIP, preStops, pullSecrets };
   const start = async (container: Container, type: ContainerType): Promise<boolean> => {
     const outcome = await startContainer(deps, pod, container, type, context);
     // Counted as the kubelet counts (kuberuntime_manager.go startContainer): every attempt past the backoff, and each failure by its reason.

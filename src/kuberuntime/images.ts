@@ -2,12 +2,18 @@
  * Making sure a container's image is present before it is created (the kubelet's image manager,
  * pkg/kubelet/images/image_manager.go EnsureImageExists): default tag, pull policy, image-pull backoff per (pod, image), and a
  * puller that serializes pulls by default so that a burst of new pods does not saturate the
- * runtime.
+ * runtime. A pull tries the pod's credentials for the image in order (the keyring,
+ * credentialprovider/keyring.ts); a present image is re-authorised for the pod against the
+ * records of earlier pulls (pullRecords.ts, KubeletEnsureSecretPulledImages).
  */
+import { createHash } from 'node:crypto';
 import type { Container } from '../api/types.ts';
-import type { ImagePulls } from '../runtime/callTrace.ts';
-import { type CallOptions, CriError, type CriErrorCode, type ImageInfo, type ImageService } from '../runtime/types.ts';
+import type { PullCredential } from '../credentialprovider/keyring.ts';
+import type { ImagePulls, PulledImage } from '../runtime/callTrace.ts';
+import { type AuthConfig, type CallOptions, CriError, type CriErrorCode, type ImageInfo, type ImageService } from '../runtime/types.ts';
 import { type BackoffPolicy, type BackoffTable, backoffRemainingMs, nextBackoff } from './backoff.ts';
+import type { RecordedCredentials } from './pullPolicy.ts';
+import type { ImagePullRecords } from './pullRecords.ts';
 
 export const imagePullPolicy: BackoffPolicy = { initialMs: 10_000, maxMs: 300_000 };
 
@@ -32,14 +38,38 @@ type EnsureImageResult =
   | { ok: false; reason: string; message: string; backoff: BackoffTable; retryAfterMs?: number };
 
 /**
+ * The errors of a pull tried with each of several credentials, read as the kubelet's
+ * utilerrors.NewAggregate reads (k8s.io/apimachinery pkg/util/errors aggregate.Error): one error
+ * is its own text; more are `[a, b]`, a text met twice written once.
+ */
+export class PullAttemptsError extends Error {
+  override readonly name = 'PullAttemptsError';
+  constructor(readonly attempts: readonly unknown[]) {
+    super(aggregateText(attempts.map(pullErrorText)));
+  }
+}
+
+function aggregateText(texts: readonly string[]): string {
+  const seen = [...new Set(texts)];
+  return seen.length === 1 ? seen[0]! : `[${seen.join(', ')}]`;
+}
+
+/** Who shares a pull: the same image with the same credentials (hashed: no credential is kept as a key). */
+function shareKey(image: string, auths: readonly AuthConfig[]): string {
+  if (auths.length === 0) return image;
+  return `${image}\u0000${createHash('sha256').update(JSON.stringify(auths)).digest('hex')}`;
+}
+
+/**
  * Runs image pulls one at a time (or up to a bound), in arrival order. Pods that need the same
- * image share one pull: a burst of new pods on a missing image makes one registry round trip, not
- * one per pod.
+ * image with the same credentials share one pull: a burst of new pods on a missing image makes one
+ * registry round trip, not one per pod. A pod with other credentials (or none) never waits on
+ * another's pull: its own credentials must be the ones that reach the registry.
  */
 export class ImagePuller implements ImagePulls {
   private running = 0;
   private readonly queue: (() => void)[] = [];
-  private readonly inFlight = new Map<string, Promise<string>>();
+  private readonly inFlight = new Map<string, { image: string; pull: Promise<PulledImage> }>();
 
   constructor(
     private readonly images: ImageService,
@@ -52,29 +82,47 @@ export class ImagePuller implements ImagePulls {
    * image garbage collection keeps them (imageGC.ts).
    */
   pulling(): string[] {
-    return [...this.inFlight.keys()];
+    return [...new Set([...this.inFlight.values()].map((entry) => entry.image))];
   }
 
-  pull(image: string, opts?: CallOptions): Promise<string> {
-    let pull = this.inFlight.get(image);
-    if (!pull) {
-      pull = this.pullInTurn(image, opts).finally(() => this.inFlight.delete(image));
-      this.inFlight.set(image, pull);
+  pull(image: string, auths: readonly AuthConfig[], opts?: CallOptions): Promise<PulledImage> {
+    const key = shareKey(image, auths);
+    let entry = this.inFlight.get(key);
+    if (!entry) {
+      entry = { image, pull: this.pullInTurn(image, auths, opts).finally(() => this.inFlight.delete(key)) };
+      this.inFlight.set(key, entry);
     }
-    return pull;
+    return entry.pull;
   }
 
-  private async pullInTurn(image: string, opts?: CallOptions): Promise<string> {
+  private async pullInTurn(image: string, auths: readonly AuthConfig[], opts?: CallOptions): Promise<PulledImage> {
     if (this.running >= this.maxParallel) {
       await new Promise<void>((resolve) => this.queue.push(resolve));
     }
     this.running++;
     try {
-      return await this.images.pullImage(image, undefined, opts);
+      return await this.pullWithEach(image, auths, opts);
     } finally {
       this.running--;
       this.queue.shift()?.();
     }
+  }
+
+  /**
+   * kuberuntime_image.go PullImage: no credentials, one pull without; else one pull per
+   * credential, in order, until one succeeds; all failing, their errors aggregated.
+   */
+  private async pullWithEach(image: string, auths: readonly AuthConfig[], opts?: CallOptions): Promise<PulledImage> {
+    if (auths.length === 0) return { imageRef: await this.images.pullImage(image, undefined, undefined, opts), authIndex: -1 };
+    const failures: unknown[] = [];
+    for (const [authIndex, auth] of auths.entries()) {
+      try {
+        return { imageRef: await this.images.pullImage(image, auth, undefined, opts), authIndex };
+      } catch (err) {
+        failures.push(err);
+      }
+    }
+    throw failures.length === 1 ? failures[0] : new PullAttemptsError(failures);
   }
 }
 
@@ -92,6 +140,18 @@ interface EnsureImageInput {
   /** Reads the clock again to time the pull (Pulled says how long it took). */
   now?: () => number;
   opts?: CallOptions;
+  /**
+   * The pod's credentials for an image, in the order to try them (the keyring: its pull secrets',
+   * then the node's); asked at most once, and only when needed. Throws when a pull secret cannot be
+   * read (PullSecretError): the pull fails with its message. Absent: none.
+   */
+  credentials?: (image: string) => Promise<readonly PullCredential[]>;
+  /**
+   * The records of earlier pulls (KubeletEnsureSecretPulledImages): a present image is used only
+   * when the verification policy and the records allow this pod. Absent: as with the feature off,
+   * a present image is used as it is.
+   */
+  records?: ImagePullRecords;
 }
 
 /**
@@ -128,6 +188,7 @@ const GO_STATUS_PREFIX = /^rpc error: code = (\w+) desc = /s;
  * behind a proxy written in Go), which is read the same way.
  */
 export function pullErrorText(err: unknown): string {
+  if (err instanceof PullAttemptsError) return err.message;
   if (err instanceof CriError) return err.code === 'UNKNOWN' ? err.detail : `rpc error: code = ${GO_CODE_NAMES[err.code]} desc = ${err.detail}`;
   const text = errorText(err);
   const status = GO_STATUS_PREFIX.exec(text);
@@ -169,12 +230,21 @@ export function goDuration(ms: number): string {
   return `${hours > 0 ? `${hours}h` : ''}${minutes}m${Number((seconds - hours * 3600 - minutes * 60).toFixed(3))}s`;
 }
 
+/** Who may use an image pulled with this credential (image_manager.go trackedToImagePullCreds): a secret's, or every pod. */
+function recordedCredentials(used: PullCredential | null): RecordedCredentials {
+  if (!used?.source) return { nodePodsAccessible: true };
+  const { uid, namespace, name } = used.source;
+  return { kubernetesSecrets: [{ uid, namespace, name, credentialHash: used.hash }] };
+}
+
+const authOf = (credential: PullCredential): AuthConfig => ({ username: credential.username, password: credential.password });
+
 /**
  * EnsureImageExists. Messages and events name the image as the spec writes it (`busybox`, not
  * `busybox:latest`); the runtime is asked for the normalized name.
  */
 export async function ensureImage(input: EnsureImageInput): Promise<EnsureImageResult> {
-  const { images, puller, container, nowMs } = input;
+  const { images, container, records } = input;
   const record = input.record ?? (() => {});
   const raw = container.image ?? '';
   const image = normalizeImage(raw);
@@ -193,15 +263,73 @@ export async function ensureImage(input: EnsureImageInput): Promise<EnsureImageR
     record('Warning', 'InspectFailed', message);
     return { ok: false, reason: 'ImageInspectError', message, backoff };
   }
+  // The pod's credentials for the image, looked up once and no earlier than needed
+  // (image_manager.go makeLookupPullCredentialsFunc).
+  let lookedUp: Promise<readonly PullCredential[]> | undefined;
+  const credentials = () => (lookedUp ??= input.credentials ? input.credentials(image) : Promise.resolve([]));
+  // A credential that cannot be read fails the image as the kubelet returns the keyring's error:
+  // its text is the waiting reason and message (kuberuntime_manager.go SyncPod's result).
+  const unreadable = (err: unknown): EnsureImageResult => {
+    const message = errorText(err);
+    return { ok: false, reason: message, message, backoff };
+  };
   if (present && policy !== 'Always') {
-    record('Normal', 'Pulled', `Container image "${raw}" already present on machine`);
-    return { ok: true, image, imageRef: present.id, info: present, backoff };
+    if (!records) {
+      record('Normal', 'Pulled', `Container image "${raw}" already present on machine`);
+      return { ok: true, image, imageRef: present.id, info: present, backoff };
+    }
+    let podSecrets;
+    try {
+      const pods = (await credentials()).filter((c) => c.source !== null);
+      podSecrets = pods.map((c) => ({ ...c.source!, credentialHash: c.hash }));
+    } catch (err) {
+      return unreadable(err);
+    }
+    if (!(await records.mustAttemptPull(raw, present.id, () => podSecrets))) {
+      record('Normal', 'Pulled', `Container image "${raw}" already present on machine and can be accessed by the pod`);
+      return { ok: true, image, imageRef: present.id, info: present, backoff };
+    }
   }
+  // Under Never, a present image the pod may not use is reported as absent: its presence is not
+  // revealed (image_manager.go imageNotPresentOnNeverPolicyError).
   if (policy === 'Never') {
     const message = `Container image "${raw}" is not present with pull policy of Never`;
     record('Warning', 'ErrImageNeverPull', message);
     return { ok: false, reason: 'ErrImageNeverPull', message, backoff };
   }
+  let pullCredentials: readonly PullCredential[];
+  try {
+    pullCredentials = await credentials();
+  } catch (err) {
+    return unreadable(err);
+  }
+  if (records) {
+    try {
+      await records.recordPullIntent(raw);
+    } catch (err) {
+      const message = `Failed to record image pull intent for container image "${raw}": ${errorText(err)}`;
+      return { ok: false, reason: message, message, backoff };
+    }
+  }
+  const pulled = await pullImage(input, raw, image, pullCredentials, backoff);
+  if (records) {
+    if (pulled.ok) await records.recordImagePulled(raw, pulled.imageRef, recordedCredentials(pulled.used ?? null));
+    else await records.recordPullFailed(raw);
+  }
+  return pulled;
+}
+
+/** image_manager.go pullImage: the back-off, the pull with each credential, its events. */
+async function pullImage(
+  input: EnsureImageInput,
+  raw: string,
+  image: string,
+  credentials: readonly PullCredential[],
+  initialBackoff: BackoffTable,
+): Promise<EnsureImageResult & { used?: PullCredential | null }> {
+  const { images, puller, nowMs } = input;
+  const record = input.record ?? (() => {});
+  let backoff = initialBackoff;
   const key = `${input.podUid}_${raw}`;
   const waitMs = backoffRemainingMs(backoff, key, backoff[key]?.lastUpdateMs ?? nowMs, nowMs, imagePullPolicy);
   if (waitMs > 0) {
@@ -215,13 +343,13 @@ export async function ensureImage(input: EnsureImageInput): Promise<EnsureImageR
   const clock = input.now ?? (() => nowMs);
   const startedAt = clock();
   try {
-    const imageRef = await puller.pull(image, input.opts);
+    const { imageRef, authIndex } = await puller.pull(image, credentials.map(authOf), input.opts);
     input.pulling?.('finished');
     const took = goDuration(clock() - startedAt);
     const info = await images.imageStatus(image, input.opts).catch(() => null);
     const size = info?.size;
     record('Normal', 'Pulled', `Successfully pulled image "${raw}" in ${took} (${took} including waiting).${size ? ` Image size: ${size} bytes.` : ''}`);
-    return { ok: true, image, imageRef, info, backoff };
+    return { ok: true, image, imageRef, info, backoff, used: credentials[authIndex] ?? null };
   } catch (err) {
     const text = pullErrorText(err);
     record('Warning', 'Failed', `Failed to pull image "${raw}": ${text}`);

@@ -19,6 +19,7 @@ import type { Pod } from '../api/types.ts';
 import type { ObjectReader } from '../client/objects.ts';
 import type { EventRecorder } from '../eventrecorder/recorder.ts';
 import type { Logger } from '../log.ts';
+import type { CredentialSource } from '../credentialprovider/keyring.ts';
 import type { ImagePulls } from '../runtime/callTrace.ts';
 import type { ImageService, RuntimeService, UserNamespace } from '../runtime/types.ts';
 import type { Mounter } from '../volumes/mounter.ts';
@@ -28,6 +29,7 @@ import type { BackoffPolicy } from './backoff.ts';
 import type { NodeDns } from './dns.ts';
 import type { HookIO } from './hooks.ts';
 import type { RuntimePodIds } from './podIds.ts';
+import type { ImagePullRecords } from './pullRecords.ts';
 import type { PodResizeCgroups, PodResizeState } from './resize.ts';
 import type { MemoryFeatures } from './resources.ts';
 import type { SecuritySettings } from './securityContext.ts';
@@ -37,6 +39,16 @@ export interface PodCri {
   images: ImageService;
   /** The node's puller: one pull per image at a time, however many pods wait for it. */
   puller: ImagePulls;
+  /**
+   * The records of the images the node pulled and with which credentials
+   * (KubeletEnsureSecretPulledImages, pullRecords.ts); absent: a present image is used as it is.
+   */
+  pullRecords?: ImagePullRecords;
+  /**
+   * Credentials for an image beyond the pod's pull secrets, tried after them: the node's credential
+   * provider plugins' (src/credentialprovider/plugins.ts). Absent: none.
+   */
+  nodeCredentials?: CredentialSource;
   /** The sandbox and container IDs of each pod, kept by the runtime given here (podIds.ts); absent: pods are read by listing. */
   podIds?: RuntimePodIds;
 }

@@ -10,6 +10,7 @@ import type { Container, EphemeralContainer, LifecycleHandler, Pod } from '../ap
 import { podRef } from '../api/types.ts';
 import { type RuntimePodStatus, type WaitingReason, newestContainer } from '../api/runtimeView.ts';
 import { podReference } from '../eventrecorder/recorder.ts';
+import { type PullSecret, credentialsFor } from '../credentialprovider/keyring.ts';
 import { type CallOptions, type PodSandboxConfig, definedOnly } from '../runtime/types.ts';
 import { type BackoffTable, backoffRemainingMs, nextBackoff } from './backoff.ts';
 import { ContainerConfigError } from './configs.ts';
@@ -77,6 +78,8 @@ export interface StartContext {
   opts: CallOptions;
   /** The address of the sandbox the containers start in, for httpGet hooks. */
   podIP(): Promise<string>;
+  /** The pod's image pull secrets as this sync read them (pullSecrets.ts). */
+  pullSecrets: readonly PullSecret[];
   preStops: PreStopRuns | undefined;
 }
 
@@ -119,6 +122,8 @@ export async function startContainer(
     now: deps.host.now,
     record,
     opts,
+    credentials: (image: string) => credentialsFor(context.pullSecrets, image, deps.cri.nodeCredentials),
+    ...(deps.cri.pullRecords ? { records: deps.cri.pullRecords } : {}),
     ...(deps.observe.imagePull ? { pulling: (stage: 'started' | 'finished') => deps.observe.imagePull!(pod.metadata.uid, stage) } : {}),
   });
   result.backoff = image.backoff;

@@ -34,6 +34,8 @@ export type NodeConfig = Pick<
   | 'rootDir'
   | 'serializeImagePulls'
   | 'maxParallelImagePulls'
+  | 'imagePullCredentialsVerificationPolicy'
+  | 'preloadedImagesVerificationAllowlist'
   | 'plegRelistPeriodMs'
   | 'eventedPleg'
   | 'eventedPlegRelistPeriodMs'

@@ -10,6 +10,8 @@ import type { Clock } from '../clock.ts';
 import { hookIOOn } from '../kuberuntime/hooks.ts';
 import { ImagePuller } from '../kuberuntime/images.ts';
 import { RuntimePodIds, recordingPodIds } from '../kuberuntime/podIds.ts';
+import { parseAllowlist } from '../kuberuntime/pullPolicy.ts';
+import { FilePullRecords } from '../kuberuntime/pullRecords.ts';
 import type { PodCgroups, PodCluster, PodCri, PodHost, PodObserve } from '../kuberuntime/podWork.ts';
 import type { KubeApi } from '../client/api.ts';
 import { OBJECT_CACHE_TTL_MS, apiObjectReader } from '../client/objects.ts';
@@ -22,13 +24,23 @@ import type { Logger } from '../log.ts';
 import type { NodeDns } from '../kuberuntime/dns.ts';
 import type { MemoryFeatures } from '../kuberuntime/resources.ts';
 import type { ResourceAmounts } from '../api/quantity.ts';
+import type { CredentialSource } from '../credentialprovider/keyring.ts';
 import type { ImageService, RuntimeHandler, RuntimeService } from '../runtime/types.ts';
 import type { Mounter } from '../volumes/mounter.ts';
 import { PodDataDirs } from '../volumes/setUp.ts';
 
 type PodSettings = Pick<
   AgentConfig,
-  'rootDir' | 'podLogsDir' | 'nodeIp' | 'seccompDefault' | 'serializeImagePulls' | 'maxParallelImagePulls' | 'crashLoopBackOffInitialMs' | 'crashLoopBackOffMaxMs'
+  | 'rootDir'
+  | 'podLogsDir'
+  | 'nodeIp'
+  | 'seccompDefault'
+  | 'serializeImagePulls'
+  | 'maxParallelImagePulls'
+  | 'crashLoopBackOffInitialMs'
+  | 'crashLoopBackOffMaxMs'
+  | 'imagePullCredentialsVerificationPolicy'
+  | 'preloadedImagesVerificationAllowlist'
 >;
 
 /** `<root-dir>/pods`, where each pod's directory is. */
@@ -39,13 +51,24 @@ export const podsDirOf = (rootDir: string) => path.join(rootDir, 'pods');
  * is recorded by pod, so that a pod's status is read by asking about those IDs without listing
  * (podIds.ts); and the node's one image puller (--serialize-image-pulls, --max-parallel-image-pulls).
  */
-export function podCri(runtime: RuntimeService, images: ImageService, config: PodSettings): PodCri & { puller: ImagePuller } {
+export function podCri(runtime: RuntimeService, images: ImageService, config: PodSettings, log: Logger, nodeCredentials?: CredentialSource): PodCri & { puller: ImagePuller } {
   const podIds = new RuntimePodIds();
+  const allowlist = parseAllowlist(config.preloadedImagesVerificationAllowlist);
+  // The allowlist was checked when the settings were read (cli/options.ts); this is the same check.
+  if (typeof allowlist === 'string') throw new Error(`preloadedImagesVerificationAllowlist: ${allowlist}`);
   return {
     runtime: recordingPodIds(runtime, podIds),
     images,
     puller: new ImagePuller(images, config.serializeImagePulls ? 1 : (config.maxParallelImagePulls ?? Infinity)),
+    pullRecords: new FilePullRecords({
+      rootDir: config.rootDir,
+      policy: config.imagePullCredentialsVerificationPolicy,
+      allowlist,
+      log,
+      listImages: () => images.listImages({ timeoutMs: 10_000 }),
+    }),
     podIds,
+    ...(nodeCredentials ? { nodeCredentials } : {}),
   };
 }
 

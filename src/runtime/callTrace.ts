@@ -11,7 +11,7 @@
  */
 import { type CriCall, type CriRpc, allowanceSecondsOf, containerIdOf, containerNameOf, imageOf, podUidOf, sandboxIdOf } from './criCalls.ts';
 import { decorate } from './decorate.ts';
-import type { CallOptions, Container, ContainerStatus, ImageService, RuntimeService } from './types.ts';
+import type { AuthConfig, CallOptions, Container, ContainerStatus, ImageService, RuntimeService } from './types.ts';
 
 /** One runtime call: `id` tells apart calls with the same method and target under way together. */
 export interface TracedCall {
@@ -91,12 +91,19 @@ export function allOf(...traces: CallTrace[]): CallTrace {
   };
 }
 
+/** An image pulled: its reference, and which of the credentials given pulled it (-1: pulled without any). */
+export interface PulledImage {
+  imageRef: string;
+  authIndex: number;
+}
+
 /** Anything that pulls images for a pod (the agent's shared, de-duplicating puller). */
 export interface ImagePulls {
-  pull(image: string, opts?: CallOptions): Promise<string>;
+  /** Pulls with each credential in turn until one succeeds; with none, once without credentials. */
+  pull(image: string, auths: readonly AuthConfig[], opts?: CallOptions): Promise<PulledImage>;
 }
 
 /** A pod's view of the shared puller: its wait for an image, reported as one `PullImage`. */
 export function tracedPulls(puller: ImagePulls, trace: CallTrace): ImagePulls {
-  return { pull: (image, opts) => traceCall(trace, 'PullImage', image, () => puller.pull(image, opts)) };
+  return { pull: (image, auths, opts) => traceCall(trace, 'PullImage', image, () => puller.pull(image, auths, opts)) };
 }

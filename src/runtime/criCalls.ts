@@ -93,7 +93,7 @@ export const CRI_CALLS = {
   listContainerStats: { service: 'RuntimeService', rpc: 'ListContainerStats', operation: 'list_container_stats', options: 1 },
   podSandboxStats: { service: 'RuntimeService', rpc: 'PodSandboxStats', operation: 'podsandbox_stats', options: 1, about: { sandbox: 0 } },
   listPodSandboxStats: { service: 'RuntimeService', rpc: 'ListPodSandboxStats', operation: 'list_podsandbox_stats', options: 1 },
-  pullImage: { service: 'ImageService', rpc: 'PullImage', operation: 'pull_image', options: 2, about: { image: 0, pod: 1 } },
+  pullImage: { service: 'ImageService', rpc: 'PullImage', operation: 'pull_image', options: 3, about: { image: 0, pod: 2 } },
   imageStatus: { service: 'ImageService', rpc: 'ImageStatus', operation: 'image_status', options: 1, about: { image: 0 } },
   listImages: { service: 'ImageService', rpc: 'ListImages', operation: 'list_images', options: 0 },
   removeImage: { service: 'ImageService', rpc: 'RemoveImage', operation: 'remove_image', options: 1, about: { image: 0 }, removes: true },

@@ -526,9 +526,25 @@ export interface ImageInfo {
 }
 
 /** The ImageService calls the agent uses. */
+/**
+ * The credentials of one PullImage (CRI AuthConfig). The kubelet fills `username` and `password`
+ * from its keyring (kuberuntime_image.go PullImage); the runtime uses the others as it finds them.
+ * Never logged: decorators name the image, not its credentials.
+ */
+export interface AuthConfig {
+  username?: string;
+  password?: string;
+  /** base64 of `username:password`. */
+  auth?: string;
+  /** The registry the credentials are for; containerd drops credentials naming another host. */
+  serverAddress?: string;
+  identityToken?: string;
+  registryToken?: string;
+}
+
 export interface ImageService {
-  /** Returns the image reference (digest or id) of the pulled image. */
-  pullImage(image: string, sandboxConfig?: PodSandboxConfig, opts?: CallOptions): Promise<string>;
+  /** Returns the image reference (digest or id) of the pulled image; `auth` absent: pulled without credentials. */
+  pullImage(image: string, auth?: AuthConfig, sandboxConfig?: PodSandboxConfig, opts?: CallOptions): Promise<string>;
   /** Returns null when the image is not present. */
   imageStatus(image: string, opts?: CallOptions): Promise<ImageInfo | null>;
   listImages(opts?: CallOptions): Promise<ImageInfo[]>;

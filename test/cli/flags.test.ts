@@ -172,6 +172,8 @@ describe('parseCommandLine: defaults and forms', () => {
       healthzBindAddress: '127.0.0.1',
       maxPods: 110,
       serializeImagePulls: true,
+      imagePullCredentialsVerificationPolicy: 'NeverVerifyPreloadedImages',
+      preloadedImagesVerificationAllowlist: [],
       plegRelistPeriodMs: 1_000,
       eventedPleg: true,
       eventedPlegRelistPeriodMs: 10_000,
@@ -633,6 +635,18 @@ describe('--config precedence', () => {
     const file = writeConfig(`${HEADER}maxParallelImagePulls: 3\n`);
     expect(usageError(['--config', file])).toMatch(/maxParallelImagePulls \(3\) cannot be larger than 1/);
     expect(run(['--config', file, '--serialize-image-pulls=false']).config.maxParallelImagePulls).toBe(3);
+  });
+
+  it('reads imagePullCredentialsVerificationPolicy and its allowlist, refusing what the kubelet refuses', () => {
+    expect(run([]).config).toMatchObject({ imagePullCredentialsVerificationPolicy: 'NeverVerifyPreloadedImages', preloadedImagesVerificationAllowlist: [] });
+    const allowlisted = writeConfig(`${HEADER}imagePullCredentialsVerificationPolicy: NeverVerifyAllowlistedImages\npreloadedImagesVerificationAllowlist: [registry.example.com/team/*]\n`);
+    expect(run(['--config', allowlisted]).config).toMatchObject({ imagePullCredentialsVerificationPolicy: 'NeverVerifyAllowlistedImages', preloadedImagesVerificationAllowlist: ['registry.example.com/team/*'] });
+    const unknown = writeConfig(`${HEADER}imagePullCredentialsVerificationPolicy: Sometimes\n`);
+    expect(() => run(['--config', unknown])).toThrow(/imagePullCredentialsVerificationPolicy: expected one of: NeverVerify, NeverVerifyPreloadedImages, NeverVerifyAllowlistedImages, AlwaysVerify/);
+    const tagged = writeConfig(`${HEADER}imagePullCredentialsVerificationPolicy: NeverVerifyAllowlistedImages\npreloadedImagesVerificationAllowlist: [registry.example.com/app:1]\n`);
+    expect(() => run(['--config', tagged])).toThrow(/preloadedImagesVerificationAllowlist: neither tag nor digest is accepted in an image reference: registry.example.com\/app:1/);
+    const unused = writeConfig(`${HEADER}preloadedImagesVerificationAllowlist: [registry.example.com/*]\n`);
+    expect(usageError(['--config', unused])).toMatch(/can't set `preloadedImagesVerificationAllowlist` if `imagePullCredentialsVerificationPolicy` is not "NeverVerifyAllowlistedImages"/);
   });
 
   it('takes the credential provider plugin flags together, never one alone', () => {

@@ -29,7 +29,7 @@ describe('statelet command line', () => {
     expect(output).toContain('the sysctl "vm.swappiness" are not known to be namespaced');
   });
 
-  it('does not start when the credential provider plugins do not register, with the kubelet\'s message', async () => {
+  it('does not start when the credential provider plugins do not register, with the kubelet\'s message, and runs when they do', async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'statelet-credprov-'));
     try {
       const config = path.join(dir, 'credential-providers.yaml');
@@ -43,12 +43,16 @@ describe('statelet command line', () => {
       const noProviders = await runStateletOnce(args);
       expect(noProviders.code).toBe(1);
       expect(noProviders.output).toContain('statelet: Failed to register CRI auth plugins: failed to validate credential provider config: providers: Required value: at least 1 item in plugins is required');
-      // Plugins that register are still refused while no pull would use their credentials.
+      // Plugins that register: the agent runs, their credentials tried after a pod's pull secrets'.
       await writeFile(config, 'apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n  - {name: p, matchImages: [registry.io], defaultCacheDuration: 1m, apiVersion: credentialprovider.kubelet.k8s.io/v1}\n');
       await writeFile(path.join(binDir, 'p'), '#!/bin/sh\n', { mode: 0o755 });
-      const registered = await runStateletOnce(args);
-      expect(registered.code).toBe(1);
-      expect(registered.output).toContain('statelet does not pass pull credentials to the runtime yet');
+      const registered = await runStatelet(['--container-runtime-endpoint', 'sim://', '--image-credential-provider-config', config, '--image-credential-provider-bin-dir', binDir]);
+      try {
+        expect(await registered.waitForLog(/Registered credential provider plugins/)).toContain('p');
+        expect(registered.child.exitCode).toBeNull();
+      } finally {
+        await registered.stop();
+      }
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -227,7 +227,7 @@ describe('ImagePuller', () => {
     const runtime = new TestRuntime();
     const hold = runtime.holdCalls('pullImage');
     const puller = new ImagePuller(runtime, 1);
-    const pulls = [puller.pull('app:1'), puller.pull('app:1'), puller.pull('app:1')];
+    const pulls = [puller.pull('app:1', []), puller.pull('app:1', []), puller.pull('app:1', [])];
     await hold.whenPending(1);
     hold.releaseAll();
     const refs = await Promise.all(pulls);
@@ -239,8 +239,8 @@ describe('ImagePuller', () => {
     const runtime = new TestRuntime();
     const hold = runtime.holdCalls('pullImage');
     const puller = new ImagePuller(runtime, 1);
-    const a = puller.pull('a:1');
-    const b = puller.pull('b:1');
+    const a = puller.pull('a:1', []);
+    const b = puller.pull('b:1', []);
     await hold.whenPending(1);
     expect(hold.pending).toBe(1);
     expect(puller.pulling()).toEqual(['a:1', 'b:1']);

@@ -102,7 +102,7 @@ describe('the call trace', () => {
 
   it("reports a pod's wait for the shared puller as one PullImage", async () => {
     const { trace, started } = recording();
-    await tracedPulls({ pull: async () => 'sha256:1' }, trace).pull('busybox:1');
+    await tracedPulls({ pull: async () => ({ imageRef: 'sha256:1', authIndex: -1 }) }, trace).pull('busybox:1', []);
     expect(started).toEqual([{ id: expect.any(Number), call: 'PullImage', target: 'busybox:1' }]);
   });
 });

@@ -138,7 +138,7 @@ export const CALL_ARGS: { [M in CriMethod]: CriArgs<M> } = {
   listContainerStats: [{}],
   podSandboxStats: [SANDBOX],
   listPodSandboxStats: [{}],
-  pullImage: ['busybox:1', pod],
+  pullImage: ['busybox:1', { username: 'reader', password: 's3cret' }, pod],
   imageStatus: ['busybox:1'],
   listImages: [],
   removeImage: ['busybox:1'],

@@ -33,7 +33,7 @@ export class MemoryApi implements KubeApi {
   readonly events = new Map<string, KubeEvent>();
   /** ConfigMaps and Secrets by `namespace/name` (Secret values base64, as the API has them). */
   readonly configMaps = new Map<string, { data?: Record<string, string> }>();
-  readonly secrets = new Map<string, { data?: Record<string, string> }>();
+  readonly secrets = new Map<string, { metadata?: { uid?: string }; type?: string; data?: Record<string, string> }>();
   /** Services, listed as they are (their watch never reports a change). */
   readonly services: Service[] = [];
   /** Listed once by the node's RuntimeClass lister (its watch sends nothing). */
@@ -253,7 +253,7 @@ export class MemoryApi implements KubeApi {
     return clone(found);
   }
 
-  async getSecret(namespace: string, name: string): Promise<{ data?: Record<string, string> }> {
+  async getSecret(namespace: string, name: string): Promise<{ metadata?: { uid?: string }; type?: string; data?: Record<string, string> }> {
     await this.enter('getSecret');
     const found = this.secrets.get(key(namespace, name));
     if (!found) throw new ApiError(404, 'NotFound', `secrets "${name}" not found`, `GET secrets ${namespace}/${name}`);

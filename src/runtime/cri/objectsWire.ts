@@ -7,6 +7,7 @@
  */
 import { containerSecurityFromWire, containerSecurityToWire, resourcesFromWire, resourcesToWire, sandboxSecurityFromWire, sandboxSecurityToWire } from './securityWire.ts';
 import {
+  type AuthConfig,
   CriError,
   definedOnly,
   type Container,
@@ -38,6 +39,7 @@ import {
   namespaceModeFromWire,
   namespaceModeToWire,
   nsToMs,
+  type WireAuthConfig,
   type WireContainer,
   type WireContainerConfig,
   type WireContainerFilter,
@@ -338,6 +340,30 @@ export function containerFilterFromRequest(wire: WireContainerFilter | null): Co
 export function imageFromRequest(wire: WireImageSpec | null): string {
   if (!wire || !wire.image) throw new InvalidRequest('image spec is required');
   return wire.image;
+}
+
+/** A PullImage's credentials on the wire: every field, unset ones empty. */
+export function authConfigToWire(auth: AuthConfig): WireAuthConfig {
+  return {
+    username: auth.username ?? '',
+    password: auth.password ?? '',
+    auth: auth.auth ?? '',
+    serverAddress: auth.serverAddress ?? '',
+    identityToken: auth.identityToken ?? '',
+    registryToken: auth.registryToken ?? '',
+  };
+}
+
+/** A received PullImage's credentials: the fields that were set. */
+export function authConfigFromWire(wire: WireAuthConfig): AuthConfig {
+  return definedOnly({
+    username: wire.username || undefined,
+    password: wire.password || undefined,
+    auth: wire.auth || undefined,
+    serverAddress: wire.serverAddress || undefined,
+    identityToken: wire.identityToken || undefined,
+    registryToken: wire.registryToken || undefined,
+  });
 }
 
 // ------------------------------------------------------------------------------------------------

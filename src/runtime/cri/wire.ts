@@ -246,6 +246,16 @@ export interface WireUserNamespace {
   gids: WireIdMapping[];
 }
 
+/** AuthConfig (api.proto fields 1–6); a field the caller leaves unset is sent empty. */
+export interface WireAuthConfig {
+  username: string;
+  password: string;
+  auth: string;
+  serverAddress: string;
+  identityToken: string;
+  registryToken: string;
+}
+
 interface WireNamespaceOption {
   network: WireEnum;
   pid: WireEnum;
@@ -558,7 +568,7 @@ export interface RuntimeServiceRpcs {
 export interface ImageServiceRpcs {
   ListImages: Rpc<{ filter: { image: WireImageSpec | null } | null }, { images: WireImage[] }>;
   ImageStatus: Rpc<{ image: WireImageSpec | null; verbose: boolean }, { image: WireImage | null; info: KeyValueMap }>;
-  PullImage: Rpc<{ image: WireImageSpec | null; sandboxConfig: WirePodSandboxConfig | null }, { imageRef: string }>;
+  PullImage: Rpc<{ image: WireImageSpec | null; auth: WireAuthConfig | null; sandboxConfig: WirePodSandboxConfig | null }, { imageRef: string }>;
   RemoveImage: Rpc<{ image: WireImageSpec | null }, WireEmpty>;
   ImageFsInfo: Rpc<WireEmpty, WireImageFsInfoResponse>;
 }

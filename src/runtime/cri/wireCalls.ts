@@ -28,6 +28,8 @@ import {
   podSandboxStatsToWire,
 } from './statsWire.ts';
 import {
+  authConfigFromWire,
+  authConfigToWire,
   containerConfigFromRequest,
   containerConfigToWire,
   containerFilterFromRequest,
@@ -236,9 +238,14 @@ export const WIRE_CALLS: { [M in CriMethod]: WireCall<M> } = {
     encode: (stats: PodSandboxStats[]) => listPodSandboxStatsResponse({ stats: stats.map(podSandboxStatsToWire) }),
   },
   pullImage: {
-    request: (image, sandboxConfig) => ({ image: { image }, sandboxConfig: sandboxConfig ? sandboxConfigToWire(sandboxConfig) : null }),
+    request: (image, auth, sandboxConfig) => ({ image: { image }, auth: auth ? authConfigToWire(auth) : null, sandboxConfig: sandboxConfig ? sandboxConfigToWire(sandboxConfig) : null }),
     result: (response) => response.imageRef,
-    args: (request, opts) => [imageFromRequest(request.image), request.sandboxConfig ? sandboxConfigFromRequest(request.sandboxConfig) : undefined, opts],
+    args: (request, opts) => [
+      imageFromRequest(request.image),
+      request.auth ? authConfigFromWire(request.auth) : undefined,
+      request.sandboxConfig ? sandboxConfigFromRequest(request.sandboxConfig) : undefined,
+      opts,
+    ],
     response: (imageRef) => ({ imageRef }),
   },
   imageStatus: {

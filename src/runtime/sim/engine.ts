@@ -14,6 +14,7 @@ import os from 'node:os';
 import { join } from 'node:path';
 import {
   CriError,
+  type AuthConfig,
   NamespaceMode,
   type AttachRequest,
   type CallOptions,
@@ -48,7 +49,7 @@ import { type Clock, type TimerHandle, realClock } from '../../clock.ts';
 import { deepFreeze, sharedWith } from '../../immutable.ts';
 import { SimError, messageOf } from './errors.ts';
 import { SimFs } from './fs.ts';
-import { DEFAULT_IMAGES, ImageStore, SANDBOX_IMAGE } from './images.ts';
+import { DEFAULT_IMAGES, ImageStore, type RegistryCredential, SANDBOX_IMAGE } from './images.ts';
 import { DEFAULT_RUNTIME_HANDLERS, idMapFiles, reportedHandlers, sandboxRuntime } from './handlers.ts';
 import { ContainerLog, CriLogWriter } from './logs.ts';
 import { HOST_NETWORK_ADDRESS, SimNetwork } from './net.ts';
@@ -74,6 +75,11 @@ export interface SimRuntimeOptions {
   images?: readonly string[];
   /** Images the simulated registry does not have, in addition to the naming convention. */
   missingImages?: readonly string[];
+  /**
+   * Private registries by host, each with the username and password it takes (images.ts): a pull
+   * from one without them is refused as containerd refuses it. Default: every registry is public.
+   */
+  registryAuth?: Readonly<Record<string, RegistryCredential>>;
   /** How often buffered container log lines are appended to their files. Default 200 ms. */
   logFlushIntervalMs?: number;
   /** The simulated machine's memory, in bytes (`sim://?memory=2Gi`). Default: the host's. */
@@ -253,6 +259,7 @@ export class SimEngine implements CriAnswers, Pick<RuntimeService, 'containerEve
       pullDelayMs: options.pullDelayMs ?? 50,
       initialImages: options.images ?? DEFAULT_IMAGES,
       missingImages: options.missingImages ?? [],
+      registryAuth: options.registryAuth ?? {},
     });
     this.logs = new CriLogWriter(options.logFlushIntervalMs ?? 200);
     this.memoryBytes = options.memoryBytes ?? os.totalmem();
@@ -902,9 +909,14 @@ export class SimEngine implements CriAnswers, Pick<RuntimeService, 'containerEve
   // ------------------------------------------------------------------ images
 
   /** Answers the pulled image's ID, as a runtime's image reference. */
-  async pullImage(image: string): Promise<string> {
+  async pullImage(image: string, auth?: AuthConfig): Promise<string> {
     this.assertOpen();
-    return (await this.images.pull(image)).id;
+    return (await this.images.pull(image, auth)).id;
+  }
+
+  /** Makes a registry private, taking only this username and password (null: public again). */
+  requireRegistryCredentials(host: string, credential: RegistryCredential | null): void {
+    this.images.requireCredentials(host, credential);
   }
 
   imageStatus(image: string): ImageInfo | null {

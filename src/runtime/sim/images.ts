@@ -6,6 +6,12 @@
  * - the registry host ends in `.invalid` (RFC 2606 reserves the TLD), e.g. `sim.invalid/app:1`, or
  * - the normalised name is listed in `missingImages`.
  *
+ * A registry may be private (`registryAuth`, or `requireCredentials`): it serves its images only to
+ * a pull with its username and password, and refuses others as containerd 1.6 reports a registry's
+ * 401 with basic auth (remotes/docker resolver.go and authorizer.go): without credentials
+ * `pull access denied, … no basic auth credentials`, with wrong ones `unexpected status … 401
+ * Unauthorized`.
+ *
  * Their sizes are simulated: stable and plausible, or the one a tag declares (`:3Gi`).
  *
  * Names are normalised the way containerd resolves them (`busybox` ⇒
@@ -14,7 +20,7 @@
  */
 
 import { createHash } from 'node:crypto';
-import type { ImageInfo } from '../types.ts';
+import type { AuthConfig, ImageInfo } from '../types.ts';
 import type { Clock, TimerHandle } from '../../clock.ts';
 import { SimError } from './errors.ts';
 
@@ -58,22 +64,55 @@ interface StoredImage {
   name: string;
 }
 
+/** The username and password a private registry takes. */
+export interface RegistryCredential {
+  username: string;
+  password: string;
+}
+
 interface ImageStoreOptions {
   clock: Clock;
   pullDelayMs: number;
   initialImages: readonly string[];
   missingImages: readonly string[];
+  /** Private registries by host (`registry.example.com`, `127.0.0.1:5000`, `docker.io`). */
+  registryAuth: Readonly<Record<string, RegistryCredential>>;
+}
+
+/** The username and password a pull presents (containerd pkg/cri/server/image_pull.go ParseAuth): `auth` when no username. */
+function presented(auth: AuthConfig | undefined): { username: string; password: string } {
+  if (!auth) return { username: '', password: '' };
+  if (auth.username) return { username: auth.username, password: auth.password ?? '' };
+  if (auth.auth) {
+    const decoded = Buffer.from(auth.auth, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon >= 0) return { username: decoded.slice(0, colon), password: decoded.slice(colon + 1) };
+  }
+  return { username: '', password: '' };
+}
+
+/** The URL containerd asks a registry for a reference's manifest at (Docker Hub's is registry-1.docker.io). */
+function manifestUrl(normalized: string): string {
+  const host = registryHost(normalized);
+  const at = normalized.indexOf('@');
+  const colon = normalized.lastIndexOf(':');
+  const split = at >= 0 ? at : colon;
+  const repository = normalized.slice(host.length + 1, split);
+  const reference = normalized.slice(split + 1);
+  return `https://${host === 'docker.io' ? 'registry-1.docker.io' : host}/v2/${repository}/manifests/${reference}`;
 }
 
 export class ImageStore {
   private readonly byName = new Map<string, StoredImage>();
   private readonly byId = new Map<string, StoredImage>();
   private readonly missing: Set<string>;
+  private readonly registryAuth: Map<string, RegistryCredential>;
   /** Pulls in flight, shared by concurrent callers for the same image. */
   private readonly pulls = new Map<string, { promise: Promise<ImageInfo>; timer: TimerHandle; reject(error: Error): void }>();
 
   constructor(private readonly options: ImageStoreOptions) {
     this.missing = new Set(options.missingImages.map(normalizeImageRef));
+    this.registryAuth = new Map(Object.entries(options.registryAuth));
     for (const image of options.initialImages) this.add(normalizeImageRef(image));
   }
 
@@ -90,22 +129,51 @@ export class ImageStore {
     else this.missing.delete(name);
   }
 
+  /** Makes a registry private, taking only this username and password (null: public again). */
+  requireCredentials(host: string, credential: RegistryCredential | null): void {
+    if (credential) this.registryAuth.set(host, { ...credential });
+    else this.registryAuth.delete(host);
+  }
+
+  /** Why the registry refuses this pull, in containerd's words; null when it serves it. */
+  private refusal(name: string, auth: AuthConfig | undefined): string | null {
+    const required = this.registryAuth.get(registryHost(name));
+    if (!required) return null;
+    const { username, password } = presented(auth);
+    const prefix = `failed to pull and unpack image "${name}": failed to resolve reference "${name}": `;
+    if (!username || !password) return `${prefix}pull access denied, repository does not exist or may require authorization: authorization failed: no basic auth credentials`;
+    if (username !== required.username || password !== required.password) return `${prefix}unexpected status from HEAD request to ${manifestUrl(name)}: 401 Unauthorized`;
+    return null;
+  }
+
   existsInRegistry(reference: string): boolean {
     const name = normalizeImageRef(reference);
     return !(name.includes('doesnotexist') || registryHost(name).endsWith('.invalid') || this.missing.has(name));
   }
 
-  /** Resolves with the pulled image; rejects with NOT_FOUND (as containerd does) for absent images. */
-  pull(reference: string): Promise<ImageInfo> {
+  /**
+   * Resolves with the pulled image; rejects with NOT_FOUND (as containerd does) for absent images,
+   * and with UNKNOWN (containerd's code for a registry's refusal) when the registry is private and
+   * `auth` does not carry its credentials. Concurrent pulls of one image with the same credentials
+   * share one.
+   */
+  pull(reference: string, auth?: AuthConfig): Promise<ImageInfo> {
     const name = normalizeImageRef(reference);
-    const inFlight = this.pulls.get(name);
+    const { username, password } = presented(auth);
+    const key = `${name}\u0000${username}\u0000${password}`;
+    const inFlight = this.pulls.get(key);
     if (inFlight) return inFlight.promise;
     let settle!: { resolve(info: ImageInfo): void; reject(error: Error): void };
     const promise = new Promise<ImageInfo>((resolve, reject) => {
       settle = { resolve, reject };
     });
     const complete = (): void => {
-      this.pulls.delete(name);
+      this.pulls.delete(key);
+      const refused = this.refusal(name, auth);
+      if (refused) {
+        settle.reject(new SimError('UNKNOWN', refused));
+        return;
+      }
       if (!this.existsInRegistry(name)) {
         settle.reject(
           new SimError(
@@ -123,7 +191,7 @@ export class ImageStore {
       return promise;
     }
     const timer = this.options.clock.setTimeout(complete, this.options.pullDelayMs);
-    this.pulls.set(name, { promise, timer, reject: settle.reject });
+    this.pulls.set(key, { promise, timer, reject: settle.reject });
     return promise;
   }
 
