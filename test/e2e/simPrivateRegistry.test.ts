@@ -52,7 +52,7 @@ describe('sim:// with a private registry, through the agent', () => {
         const waiting = pod('private')?.status?.containerStatuses?.[0]?.state.waiting;
         expect(['ErrImagePull', 'ImagePullBackOff']).toContain(waiting?.reason);
         expect(waiting?.message).toContain(
-          'failed to resolve reference "private.example.com/team/app:1": pull access denied, repository does not exist or may require authorization: authorization failed: no basic auth credentials',
+          'failed to resolve reference "private.example.com/team/app:1": pulling from host private.example.com failed with status code [manifests 1]: 401 Unauthorized',
         );
       },
       { timeout: 20_000, interval: 50 },

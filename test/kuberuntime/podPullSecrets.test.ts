@@ -59,7 +59,7 @@ describe("a pod's image pull secrets", () => {
     const rig = rigWithApi();
     putPullSecret(rig.api, 'regcred', 's3cret');
     const result = await syncOnce(rig, privatePod([]));
-    expect(result.reasons.app).toMatchObject({ reason: 'ErrImagePull', message: expect.stringContaining('pull access denied') });
+    expect(result.reasons.app).toMatchObject({ reason: 'ErrImagePull', message: expect.stringContaining('401 Unauthorized') });
     // A pod that names the secret pulls; nothing it tells carries the password.
     await syncOnce(rig, { ...privatePod(['regcred']), metadata: { ...privatePod([]).metadata, uid: 'uid-other' } });
     expect(JSON.stringify(rig.events.events)).not.toContain('s3cret');

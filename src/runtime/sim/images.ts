@@ -7,10 +7,10 @@
  * - the normalised name is listed in `missingImages`.
  *
  * A registry may be private (`registryAuth`, or `requireCredentials`): it serves its images only to
- * a pull with its username and password, and refuses others as containerd 1.6 reports a registry's
- * 401 with basic auth (remotes/docker resolver.go and authorizer.go): without credentials
- * `pull access denied, … no basic auth credentials`, with wrong ones `unexpected status … 401
- * Unauthorized`.
+ * a pull with its username and password, and refuses others as containerd 1.6 reports a registry
+ * that answers 401 to a basic-auth login (remotes/docker/resolver.go Resolve: the manifest's
+ * request and its status), the same words without credentials and with wrong ones:
+ * `pulling from host <host> failed with status code [manifests <tag>]: 401 Unauthorized`.
  *
  * Their sizes are simulated: stable and plausible, or the one a tag declares (`:3Gi`).
  *
@@ -92,14 +92,11 @@ function presented(auth: AuthConfig | undefined): { username: string; password: 
 }
 
 /** The URL containerd asks a registry for a reference's manifest at (Docker Hub's is registry-1.docker.io). */
-function manifestUrl(normalized: string): string {
+/** The registry host and the manifest reference (tag or digest) of a normalized name. */
+function manifestOf(normalized: string): { host: string; reference: string } {
   const host = registryHost(normalized);
   const at = normalized.indexOf('@');
-  const colon = normalized.lastIndexOf(':');
-  const split = at >= 0 ? at : colon;
-  const repository = normalized.slice(host.length + 1, split);
-  const reference = normalized.slice(split + 1);
-  return `https://${host === 'docker.io' ? 'registry-1.docker.io' : host}/v2/${repository}/manifests/${reference}`;
+  return { host, reference: normalized.slice((at >= 0 ? at : normalized.lastIndexOf(':')) + 1) };
 }
 
 export class ImageStore {
@@ -140,10 +137,9 @@ export class ImageStore {
     const required = this.registryAuth.get(registryHost(name));
     if (!required) return null;
     const { username, password } = presented(auth);
-    const prefix = `failed to pull and unpack image "${name}": failed to resolve reference "${name}": `;
-    if (!username || !password) return `${prefix}pull access denied, repository does not exist or may require authorization: authorization failed: no basic auth credentials`;
-    if (username !== required.username || password !== required.password) return `${prefix}unexpected status from HEAD request to ${manifestUrl(name)}: 401 Unauthorized`;
-    return null;
+    if (username === required.username && password === required.password) return null;
+    const { host, reference } = manifestOf(name);
+    return `failed to pull and unpack image "${name}": failed to resolve reference "${name}": pulling from host ${host} failed with status code [manifests ${reference}]: 401 Unauthorized`;
   }
 
   existsInRegistry(reference: string): boolean {
