@@ -107,8 +107,8 @@ interface NodeDeps {
   runtimeFeatures?: { supplementalGroupsPolicy: boolean };
   /** The runtime's sandbox image as its verbose Status named it at start (the image GC keeps it); absent: not said. */
   sandboxImage?: string;
-  /** Credentials for images beyond the pods' pull secrets: the credential provider plugins'; absent: none. */
-  nodeCredentials?: CredentialSource;
+  /** The node's keyrings, asked in order after the pods' pull secrets: its docker config files, its credential provider plugins; absent: none. */
+  nodeCredentials?: readonly CredentialSource[];
   /**
    * The runtime's conditions as its Status answered at start: the network state pods are synced
    * against until the syncLoop's first poll answers; absent: taken as ready until then.
