@@ -4,11 +4,12 @@
  * works, and the pulled-image records deciding whether a pod may use an image already present
  * (KubeletEnsureSecretPulledImages, image_pull_manager.go MustAttemptImagePull), across a restart.
  */
-import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { type PullSecret, credentialsFor } from '../../src/credentialprovider/keyring.ts';
+import { type CredentialSource, type PullSecret, credentialsFor } from '../../src/credentialprovider/keyring.ts';
+import { dockerConfigCandidates, nodeDockerConfigSource } from '../../src/credentialprovider/nodeDockerConfig.ts';
 import { ImagePuller, ensureImage } from '../../src/kuberuntime/images.ts';
 import { type VerificationPolicy, parseAllowlist } from '../../src/kuberuntime/pullPolicy.ts';
 import { FilePullRecords } from '../../src/kuberuntime/pullRecords.ts';
@@ -32,7 +33,7 @@ afterEach(async () => {
   await rm(rootDir, { recursive: true, force: true });
 });
 
-function node(runtime = new TestRuntime(), policy: VerificationPolicy = 'NeverVerifyPreloadedImages', allow: string[] = []) {
+function node(runtime = new TestRuntime(), policy: VerificationPolicy = 'NeverVerifyPreloadedImages', allow: string[] = [], nodeKeyrings: CredentialSource[] = []) {
   runtime.engine.requireRegistryCredentials(REGISTRY, GOOD);
   const allowlist = parseAllowlist(allow);
   if (typeof allowlist === 'string') throw new Error(allowlist);
@@ -48,7 +49,7 @@ function node(runtime = new TestRuntime(), policy: VerificationPolicy = 'NeverVe
       backoff,
       nowMs: 1_000,
       record: (_type, reason, message) => void events.push(`${reason}: ${message}`),
-      credentials: (normalized) => credentialsFor(secrets, normalized),
+      credentials: (normalized) => credentialsFor(secrets, normalized, nodeKeyrings),
       records,
     });
   return { runtime, records, ensure, events };
@@ -182,5 +183,34 @@ describe('a present image re-authorised per pod (imagePullCredentialsVerificatio
     const restarted = node(first.runtime);
     expect(await restarted.ensure('pod-b', [], PRIVATE, 'IfNotPresent')).toMatchObject({ ok: false, reason: 'ErrImagePull' });
     expect(await restarted.ensure('pod-c', [secret('pull', GOOD)], PRIVATE, 'Never')).toMatchObject({ ok: true });
+  });
+});
+
+describe('the node’s own docker config (config.go ReadDockerConfigFile)', () => {
+  /** The node's config.json in its root dir; only the root dir is searched, so the machine's own files play no part. */
+  async function nodeConfig(credential: { username: string; password: string }): Promise<CredentialSource> {
+    await writeFile(path.join(rootDir, 'config.json'), JSON.stringify({ auths: { [REGISTRY]: credential } }));
+    const candidates = dockerConfigCandidates({ rootDir, workingDir: rootDir, homeDir: rootDir }).filter((c) => c.file.startsWith(rootDir));
+    return nodeDockerConfigSource({ candidates, now: () => 0, log: silentLogger });
+  }
+
+  it('opens the private registry to a pod without secrets, and the image pulled with it to every pod (nodePodsAccessible)', async () => {
+    const { runtime, ensure } = node(new TestRuntime(), 'NeverVerifyPreloadedImages', [], [await nodeConfig(GOOD)]);
+    expect(await ensure('pod-a', [], PRIVATE, 'IfNotPresent')).toMatchObject({ ok: true });
+    expect(runtime.callLog('pullImage')).toHaveLength(1);
+    const [file] = await readdir(path.join(rootDir, 'image_manager', 'pulled'));
+    const record = await readFile(path.join(rootDir, 'image_manager', 'pulled', file!), 'utf8');
+    expect(JSON.parse(record)).toMatchObject({ credentialMapping: { [`${REGISTRY}/team/app`]: { nodePodsAccessible: true } } });
+    expect(record).not.toContain(GOOD.password);
+    expect(await ensure('pod-b', [], PRIVATE, 'Never')).toMatchObject({ ok: true });
+    expect(runtime.callLog('pullImage')).toHaveLength(1);
+  });
+
+  it('comes after the pod’s secrets: a pod’s working secret pulls first, and its record names the secret', async () => {
+    const { runtime, ensure } = node(new TestRuntime(), 'NeverVerifyPreloadedImages', [], [await nodeConfig({ username: 'reader', password: 'wrong' })]);
+    expect(await ensure('pod-a', [secret('pull', GOOD)], PRIVATE, 'IfNotPresent')).toMatchObject({ ok: true });
+    expect(runtime.callLog('pullImage')).toHaveLength(1);
+    // Pulled with the secret, not the node's: a pod without it must pull, and the node's wrong credential fails.
+    expect(await ensure('pod-b', [], PRIVATE, 'IfNotPresent')).toMatchObject({ ok: false, reason: 'ErrImagePull' });
   });
 });
