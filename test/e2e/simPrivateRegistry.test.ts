@@ -3,7 +3,8 @@
  * no credentials for one waits with ErrImagePull in containerd 1.6's words, then ImagePullBackOff,
  * while a pod on a public registry runs; the node keeps its pulled-image records under
  * `<root-dir>/image_manager`; with a credential provider plugin that gives the registry's
- * credentials, the pod runs, and so it does with a `config.json` in the root dir. (A pod's pull secrets need the API server: test/kuberuntime/podPullSecrets.test.ts.)
+ * credentials, the pod runs, and so it does with a `config.json` in the root dir. (A pod's pull
+ * secrets need the API server: test/kuberuntime/podPullSecrets.test.ts.)
  */
 import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -95,7 +96,7 @@ describe('credentials from a credential provider plugin', () => {
 });
 
 describe('credentials from the node’s docker config (config.go ReadDockerConfigFile)', () => {
-  it('a static pod on the private registry runs with the config.json in its root dir; the image is recorded as open to the node'"'"'s pods', async () => {
+  it('a static pod on the private registry runs with the config.json in its root dir; the image is recorded as open to the node’s pods', async () => {
     const rootDir = path.join(dir, 'node-config-root');
     await mkdir(rootDir, { recursive: true });
     await writeFile(path.join(rootDir, 'config.json'), JSON.stringify({ auths: { 'https://private.example.com': { auth: Buffer.from('reader:s3cret').toString('base64') } } }));
