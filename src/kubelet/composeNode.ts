@@ -186,6 +186,7 @@ export function composeNode(deps: NodeDeps) {
   const imageGc = new ImageGcManager({
     ...{ runtime: cri.runtime, images: deps.images, imageFs: () => stats.imageFs(), pulling: () => cri.puller.pulling(), policy: imageGcPolicy(config), now, log, recorder },
     ...{ node: nodeReference(config.nodeName), ...definedOnly({ sandboxImage: deps.sandboxImage }) },
+    ...(cri.pullRecords ? { afterFreeingSpace: cri.pullRecords.pruneUnknownRecords.bind(cri.pullRecords) } : {}),
   });
   const containerGc = new ContainerGc({ runtime: cri.runtime, now, log, policy: containerGcPolicy(config), pods, sourcesReady: () => facts.sourcesReady() });
   const loops = nodeLoopsOn({
