@@ -33,11 +33,11 @@ afterEach(async () => {
   await rm(rootDir, { recursive: true, force: true });
 });
 
-function node(runtime = new TestRuntime(), policy: VerificationPolicy = 'NeverVerifyPreloadedImages', allow: string[] = [], nodeKeyrings: CredentialSource[] = []) {
+function node(runtime = new TestRuntime(), policy: VerificationPolicy = 'NeverVerifyPreloadedImages', allow: string[] = [], nodeKeyrings: CredentialSource[] = [], now?: () => number) {
   runtime.engine.requireRegistryCredentials(REGISTRY, GOOD);
   const allowlist = parseAllowlist(allow);
   if (typeof allowlist === 'string') throw new Error(allowlist);
-  const records = new FilePullRecords({ rootDir, policy, allowlist, log: silentLogger, listImages: () => runtime.listImages() });
+  const records = new FilePullRecords({ rootDir, policy, allowlist, log: silentLogger, listImages: () => runtime.listImages(), ...(now ? { now } : {}) });
   const puller = new ImagePuller(runtime, 1);
   const events: string[] = [];
   const ensure = (podUid: string, secrets: PullSecret[], image = PRIVATE, imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never', backoff = {}) =>
@@ -212,5 +212,26 @@ describe('the node’s own docker config (config.go ReadDockerConfigFile)', () =
     expect(runtime.callLog('pullImage')).toHaveLength(1);
     // Pulled with the secret, not the node's: a pod without it must pull, and the node's wrong credential fails.
     expect(await ensure('pod-b', [], PRIVATE, 'IfNotPresent')).toMatchObject({ ok: false, reason: 'ErrImagePull' });
+  });
+});
+
+describe('pruning the records of images gone (PruneUnknownRecords)', () => {
+  it('removes the record of an image the runtime no longer has, keeps those of present images and those written since the round began', async () => {
+    const { runtime, records, ensure } = node(new TestRuntime(), 'NeverVerifyPreloadedImages', [], [], () => Date.parse('2026-01-01T00:00:10Z'));
+    expect(await ensure('pod-a', [secret('pull', GOOD)], PRIVATE, 'IfNotPresent')).toMatchObject({ ok: true });
+    expect(await ensure('pod-a', [], 'public.example.com/app:1', 'IfNotPresent')).toMatchObject({ ok: true });
+    const dir = path.join(rootDir, 'image_manager', 'pulled');
+    expect(await readdir(dir)).toHaveLength(2);
+    const gone = (await runtime.imageStatus(PRIVATE))!.id;
+    const kept = (await runtime.imageStatus('public.example.com/app:1'))!.id;
+    await runtime.removeImage(gone);
+
+    // A round that began before the records were written keeps them all.
+    await records.pruneUnknownRecords([kept], Date.parse('2026-01-01T00:00:10Z'));
+    expect(await readdir(dir)).toHaveLength(2);
+    await records.pruneUnknownRecords([kept], Date.parse('2026-01-01T00:05:00Z'));
+    const left = await readdir(dir);
+    expect(left).toHaveLength(1);
+    expect(JSON.parse(await readFile(path.join(dir, left[0]!), 'utf8'))).toMatchObject({ imageRef: kept });
   });
 });
