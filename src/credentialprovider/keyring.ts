@@ -255,9 +255,10 @@ export function repositoryOf(image: string): string {
  * A keyring of the node's, asked after the pod's secrets: given an image's repository, the
  * credentials it has, each under the registry key it is for (`*.registry.io`, `registry.io/team`).
  * The keyring matches the keys against the repository, as the kubelet's providers' keyrings do
- * (plugins.go providersDockerKeyring and plugin/plugins.go externalCredentialProviderKeyring add
- * them to a BasicDockerKeyring). They are the node's (`source: null`): an image pulled with one is
- * free to every pod (image_manager.go trackedToImagePullCreds).
+ * (keyring.go providersDockerKeyring, the default keyring of the registered providers, and
+ * plugin/plugins.go externalCredentialProviderKeyring add them to a BasicDockerKeyring). They are
+ * the node's (`source: null`): an image pulled with one is free to every pod (image_manager.go
+ * trackedToImagePullCreds).
  */
 export type CredentialSource = (repository: string) => Promise<readonly { matchKey: string; username: string; password: string; email?: string }[]>;
 
