@@ -7,6 +7,7 @@
  * Stopping the agent stops its actors and servers but leaves pods running, as the kubelet does:
  * on the next start, the same static pods get the same UIDs and their containers are adopted.
  */
+import { dockerConfigCandidates, nodeDockerConfigSource, processDockerConfigDirs } from '../credentialprovider/nodeDockerConfig.ts';
 import { readFileSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
@@ -273,7 +274,11 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     // The network state and the handlers pods are synced against until the syncLoop's own first Status answers.
     ...(runtimeConfig ? { runtimeConditions: runtimeConfig.conditions, runtimeHandlers: runtimeConfig.runtimeHandlers ?? [] } : {}),
     ...(runtimeConfig?.sandboxImage ? { sandboxImage: runtimeConfig.sandboxImage } : {}),
-    ...(credentialProviders ? { nodeCredentials: (repository: string) => credentialProviders.credentialsFor(repository) } : {}),
+    // The node's keyrings after the pods' secrets, in the kubelet's order: its docker config files, then its plugins.
+    nodeCredentials: [
+      nodeDockerConfigSource({ candidates: dockerConfigCandidates(processDockerConfigDirs(config.rootDir)), now: () => clock.now(), log }),
+      ...(credentialProviders ? [(repository: string) => credentialProviders.credentialsFor(repository)] : []),
+    ],
   });
   const { syncLoop, podManager, statuses, stats } = node;
   const view: AgentView = {

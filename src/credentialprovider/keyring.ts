@@ -36,7 +36,7 @@ export interface PullSecret extends SecretCoordinates {
 }
 
 /** One entry of a docker config: `username`, `password`, `email` (DockerConfigEntry). */
-interface DockerConfigEntry {
+export interface DockerConfigEntry {
   username: string;
   password: string;
   email: string;
@@ -78,14 +78,10 @@ export function keyringOfSecrets(secrets: readonly PullSecret[]): Keyring {
 function dockerConfigOf(secret: PullSecret): Map<string, DockerConfigEntry> | null {
   const json = secret.data[DOCKER_CONFIG_JSON_KEY];
   if (secret.type === DOCKER_CONFIG_JSON_TYPE && json && json.length > 0) {
-    const parsed = parseJson(secret, DOCKER_CONFIG_JSON_KEY, json);
-    if (!isObject(parsed)) throw secretError(secret, DOCKER_CONFIG_JSON_KEY, 'not a JSON object');
-    const auths = field(parsed, 'auths');
-    if (auths === undefined || auths === null) return new Map();
-    return entriesOf(secret, DOCKER_CONFIG_JSON_KEY, auths);
+    return parseDockerConfigJson(json, (why) => secretError(secret, DOCKER_CONFIG_JSON_KEY, why));
   }
   const cfg = secret.data[DOCKERCFG_KEY];
-  if (secret.type === DOCKERCFG_TYPE && cfg && cfg.length > 0) return entriesOf(secret, DOCKERCFG_KEY, parseJson(secret, DOCKERCFG_KEY, cfg));
+  if (secret.type === DOCKERCFG_TYPE && cfg && cfg.length > 0) return parseDockercfg(cfg, (why) => secretError(secret, DOCKERCFG_KEY, why));
   return null;
 }
 
@@ -93,11 +89,29 @@ function secretError(secret: PullSecret, key: string, why: string): PullSecretEr
   return new PullSecretError(`invalid image pull secret "${secret.namespace}/${secret.name}": ${key}: ${why}`);
 }
 
-function parseJson(secret: PullSecret, key: string, bytes: Buffer): unknown {
+/** Makes the error for a docker config that cannot be read, saying why (never with its content). */
+export type ConfigError = (why: string) => Error;
+
+/** A `config.json`'s bytes (`{"auths": {…}}`, config.go DockerConfigJSON): its entries by registry key. */
+export function parseDockerConfigJson(bytes: Buffer, fail: ConfigError): Map<string, DockerConfigEntry> {
+  const parsed = parseJson(bytes, fail);
+  if (!isObject(parsed)) throw fail('not a JSON object');
+  const auths = field(parsed, 'auths');
+  if (auths === undefined || auths === null) return new Map();
+  return entriesOf(auths, fail);
+}
+
+/** A legacy `.dockercfg`'s bytes (the bare map of registries, config.go ReadDockerConfigFileFromBytes). */
+export function parseDockercfg(bytes: Buffer, fail: ConfigError): Map<string, DockerConfigEntry> {
+  return entriesOf(parseJson(bytes, fail), fail);
+}
+
+function parseJson(bytes: Buffer, fail: ConfigError): unknown {
   try {
     return JSON.parse(bytes.toString('utf8'));
-  } catch (err) {
-    throw secretError(secret, key, `not valid JSON (${err instanceof Error ? err.message : String(err)})`);
+  } catch {
+    // V8's own message quotes the text around the fault, which may be a password: not repeated.
+    throw fail('not valid JSON');
   }
 }
 
@@ -111,27 +125,27 @@ function field(object: Record<string, unknown>, name: string): unknown {
 }
 
 /** A docker config's entries (config.go DockerConfigEntry.UnmarshalJSON): `auth`, when set, overrides username and password. */
-function entriesOf(secret: PullSecret, key: string, value: unknown): Map<string, DockerConfigEntry> {
+function entriesOf(value: unknown, fail: ConfigError): Map<string, DockerConfigEntry> {
   if (value === null) return new Map();
-  if (!isObject(value)) throw secretError(secret, key, 'not a JSON object of registries');
+  if (!isObject(value)) throw fail('not a JSON object of registries');
   const entries = new Map<string, DockerConfigEntry>();
   for (const [registry, raw] of Object.entries(value)) {
     if (raw === null) {
       entries.set(registry, { username: '', password: '', email: '' });
       continue;
     }
-    if (!isObject(raw)) throw secretError(secret, key, `the entry for "${registry}" is not a JSON object`);
+    if (!isObject(raw)) throw fail(`the entry for "${registry}" is not a JSON object`);
     const text = (name: string): string => {
       const found = field(raw, name);
       if (found === undefined || found === null) return '';
-      if (typeof found !== 'string') throw secretError(secret, key, `the entry for "${registry}": ${name} is not a string`);
+      if (typeof found !== 'string') throw fail(`the entry for "${registry}": ${name} is not a string`);
       return found;
     };
     const entry = { username: text('username'), password: text('password'), email: text('email') };
     const auth = text('auth');
     if (auth.length > 0) {
       const decoded = decodeAuthField(auth);
-      if (decoded instanceof Error) throw secretError(secret, key, `the entry for "${registry}": ${decoded.message}`);
+      if (decoded instanceof Error) throw fail(`the entry for "${registry}": ${decoded.message}`);
       Object.assign(entry, decoded);
     }
     entries.set(registry, entry);
@@ -238,27 +252,31 @@ export function repositoryOf(image: string): string {
 }
 
 /**
- * Where credentials come from after the pod's secrets (the kubelet's credential provider plugins,
- * image_manager.go makeLookupPullCredentialsFunc): given an image's repository, the credentials
- * they give, each under the registry key it is for (`*.registry.io`, `registry.io/team`); the
- * keyring matches the keys against the repository (plugins.go externalCredentialProviderKeyring
- * adds them to a BasicDockerKeyring). They are the node's (`source: null`): an image pulled with
- * one is free to every pod (image_manager.go trackedToImagePullCreds).
+ * A keyring of the node's, asked after the pod's secrets: given an image's repository, the
+ * credentials it has, each under the registry key it is for (`*.registry.io`, `registry.io/team`).
+ * The keyring matches the keys against the repository, as the kubelet's providers' keyrings do
+ * (keyring.go providersDockerKeyring, the default keyring of the registered providers, and
+ * plugin/plugins.go externalCredentialProviderKeyring add them to a BasicDockerKeyring). They are
+ * the node's (`source: null`): an image pulled with one is free to every pod (image_manager.go
+ * trackedToImagePullCreds).
  */
-export type CredentialSource = (repository: string) => Promise<readonly { matchKey: string; username: string; password: string }[]>;
+export type CredentialSource = (repository: string) => Promise<readonly { matchKey: string; username: string; password: string; email?: string }[]>;
 
 /**
  * The credentials to try for an image, in order (image_manager.go makeLookupPullCredentialsFunc:
  * MakeDockerKeyring(pullSecrets, UnionDockerKeyring{node keyring, plugins})): the pod's pull
- * secrets' that match, then those `node` has for the image's repository. Throws PullSecretError
- * for a pull secret that cannot be read.
+ * secrets' that match, then each of the node's keyrings' in turn (keyring.go
+ * UnionDockerKeyring.Lookup: each looked up on its own, the answers joined). Throws
+ * PullSecretError for a pull secret that cannot be read.
  */
-export async function credentialsFor(secrets: readonly PullSecret[], image: string, node?: CredentialSource): Promise<PullCredential[]> {
+export async function credentialsFor(secrets: readonly PullSecret[], image: string, node: readonly CredentialSource[] = []): Promise<PullCredential[]> {
   const repository = repositoryOf(image);
-  const fromSecrets = lookup(keyringOfSecrets(secrets), repository);
-  if (!node) return fromSecrets;
-  const entries = new Map<string, DockerConfigEntry>();
-  // Go's map keeps one entry per key: a key given twice keeps the later answer.
-  for (const entry of await node(repository)) entries.set(entry.matchKey, { username: entry.username, password: entry.password, email: '' });
-  return [...fromSecrets, ...lookup(addToKeyring({ index: [], creds: new Map() }, entries, null), repository)];
+  const found = [...lookup(keyringOfSecrets(secrets), repository)];
+  for (const source of node) {
+    const entries = new Map<string, DockerConfigEntry>();
+    // Go's map keeps one entry per key: a key given twice keeps the later answer.
+    for (const entry of await source(repository)) entries.set(entry.matchKey, { username: entry.username, password: entry.password, email: entry.email ?? '' });
+    found.push(...lookup(addToKeyring({ index: [], creds: new Map() }, entries, null), repository));
+  }
+  return found;
 }

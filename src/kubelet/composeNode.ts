@@ -107,8 +107,8 @@ interface NodeDeps {
   runtimeFeatures?: { supplementalGroupsPolicy: boolean };
   /** The runtime's sandbox image as its verbose Status named it at start (the image GC keeps it); absent: not said. */
   sandboxImage?: string;
-  /** Credentials for images beyond the pods' pull secrets: the credential provider plugins'; absent: none. */
-  nodeCredentials?: CredentialSource;
+  /** The node's keyrings, asked in order after the pods' pull secrets: its docker config files, its credential provider plugins; absent: none. */
+  nodeCredentials?: readonly CredentialSource[];
   /**
    * The runtime's conditions as its Status answered at start: the network state pods are synced
    * against until the syncLoop's first poll answers; absent: taken as ready until then.
@@ -186,6 +186,7 @@ export function composeNode(deps: NodeDeps) {
   const imageGc = new ImageGcManager({
     ...{ runtime: cri.runtime, images: deps.images, imageFs: () => stats.imageFs(), pulling: () => cri.puller.pulling(), policy: imageGcPolicy(config), now, log, recorder },
     ...{ node: nodeReference(config.nodeName), ...definedOnly({ sandboxImage: deps.sandboxImage }) },
+    ...(cri.pullRecords ? { afterFreeingSpace: cri.pullRecords.pruneUnknownRecords.bind(cri.pullRecords) } : {}),
   });
   const containerGc = new ContainerGc({ runtime: cri.runtime, now, log, policy: containerGcPolicy(config), pods, sourcesReady: () => facts.sourcesReady() });
   const loops = nodeLoopsOn({

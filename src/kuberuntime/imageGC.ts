@@ -215,6 +215,12 @@ export interface ImageGcDeps {
   recorder: EventRecorder;
   /** The Node, as its events name it (nodeReference). */
   node: ObjectReference;
+  /**
+   * Told after a round that freed space, with the ids of the images left and when the round began
+   * (image_gc_manager.go runPostGCHooks: the kubelet's one hook prunes the pulled-image records,
+   * image_pull_manager.go PruneUnknownRecords). Absent: nothing told.
+   */
+  afterFreeingSpace?: (remainingImageIds: readonly string[], gcStart: number) => Promise<void>;
 }
 
 /** An image a round removed, and why: unused too long (`age`), or to free space (`space`), as the kubelet's metric labels them. */
@@ -302,6 +308,9 @@ export class ImageGcManager {
       const freed = bytesOf(forSpace.removed);
       // Failed to delete images, eg due to a read-only filesystem.
       if (forSpace.errors.length > 0) return fail(freeSpaceError(amountToFree, freed, forSpace.errors));
+      // The records now hold every image this round's look listed, less those it removed.
+      // A hook returns nothing in the kubelet: its failure is logged, the round's outcome stays.
+      await this.deps.afterFreeingSpace?.([...this.records.keys()], freeTime).catch((err: unknown) => log('error', 'post image GC hook failed', { err }));
       if (freed < amountToFree) {
         // Usually a disk full of something else than images (logs, volumes), or of images in use.
         const message =

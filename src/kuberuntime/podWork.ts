@@ -45,10 +45,11 @@ export interface PodCri {
    */
   pullRecords?: ImagePullRecords;
   /**
-   * Credentials for an image beyond the pod's pull secrets, tried after them: the node's credential
-   * provider plugins' (src/credentialprovider/plugins.ts). Absent: none.
+   * The node's keyrings, asked in order after the pod's pull secrets: its docker config files
+   * (src/credentialprovider/nodeDockerConfig.ts), then its credential provider plugins
+   * (src/credentialprovider/plugins.ts). Absent: none.
    */
-  nodeCredentials?: CredentialSource;
+  nodeCredentials?: readonly CredentialSource[];
   /** The sandbox and container IDs of each pod, kept by the runtime given here (podIds.ts); absent: pods are read by listing. */
   podIds?: RuntimePodIds;
 }

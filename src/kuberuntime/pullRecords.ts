@@ -44,6 +44,13 @@ export interface ImagePullRecords {
   /** After a successful pull, with who may use it; null credentials: pulled under unknown circumstances. */
   recordImagePulled(image: string, imageRef: string, credentials: RecordedCredentials | null): Promise<void>;
   recordPullFailed(image: string): Promise<void>;
+  /**
+   * Forgets the records of images the runtime no longer has (PruneUnknownRecords): those whose
+   * image reference is not in `presentImageIds`, last updated before `until` (when the listing
+   * began, so a record written since is kept). The image GC calls it after a round that freed
+   * space (image_gc_manager.go GarbageCollect, its post-GC hooks).
+   */
+  pruneUnknownRecords(presentImageIds: readonly string[], until: number): Promise<void>;
 }
 
 interface PullRecordsOptions {
@@ -145,6 +152,33 @@ export class FilePullRecords implements ImagePullRecords {
 
   async recordPullFailed(image: string): Promise<void> {
     await this.decrementIntent(image);
+  }
+
+  /**
+   * image_pull_manager.go PruneUnknownRecords, under the records' write lock (its GlobalLock): a
+   * record that cannot be read is logged and kept; a removal that fails is logged and the next
+   * record tried.
+   */
+  async pruneUnknownRecords(presentImageIds: readonly string[], until: number): Promise<void> {
+    await this.ready;
+    const present = new Set(presentImageIds);
+    const prune = this.writes.then(async () => {
+      const records = await this.readAll(this.pulledDir, (json) =>
+        json.kind === 'ImagePulledRecord' && typeof json.imageRef === 'string' ? { imageRef: json.imageRef, updated: Date.parse(String(json.lastUpdatedTime ?? '')) } : null,
+      );
+      for (const { imageRef, updated } of records) {
+        // A record updated since the listing began is kept (`!LastUpdatedTime.Before(until)`); one with no time is as old as can be.
+        if ((Number.isFinite(updated) && updated >= until) || present.has(imageRef)) continue;
+        try {
+          await rm(path.join(this.pulledDir, fileName(imageRef)), { force: true });
+          this.recordCache.set(imageRef, null);
+        } catch (err) {
+          this.options.log('error', 'failed to remove an ImagePulledRecord', { imageRef, err });
+        }
+      }
+    });
+    this.writes = prune.catch(() => {});
+    return prune;
   }
 
   private async decrementIntent(image: string): Promise<void> {

@@ -51,7 +51,7 @@ export const podsDirOf = (rootDir: string) => path.join(rootDir, 'pods');
  * is recorded by pod, so that a pod's status is read by asking about those IDs without listing
  * (podIds.ts); and the node's one image puller (--serialize-image-pulls, --max-parallel-image-pulls).
  */
-export function podCri(runtime: RuntimeService, images: ImageService, config: PodSettings, log: Logger, nodeCredentials?: CredentialSource): PodCri & { puller: ImagePuller } {
+export function podCri(runtime: RuntimeService, images: ImageService, config: PodSettings, log: Logger, nodeCredentials?: readonly CredentialSource[]): PodCri & { puller: ImagePuller } {
   const podIds = new RuntimePodIds();
   const allowlist = parseAllowlist(config.preloadedImagesVerificationAllowlist);
   // The allowlist was checked when the settings were read (cli/options.ts); this is the same check.

@@ -146,7 +146,7 @@ describe('keyringOfSecrets and lookup (secrets.go, keyring.go BasicDockerKeyring
       { matchKey: '*.example.com', username: 'plugin', password: 'q' },
       { matchKey: 'other.io', username: 'unused', password: 'r' },
     ];
-    const credentials = await credentialsFor([pod], 'registry.example.com/app:1', node);
+    const credentials = await credentialsFor([pod], 'registry.example.com/app:1', [node]);
     expect(credentials.map((c) => [c.username, c.source?.name ?? null])).toEqual([
       ['pod', 'pull'],
       ['plugin', null],

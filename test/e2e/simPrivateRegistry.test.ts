@@ -3,9 +3,10 @@
  * no credentials for one waits with ErrImagePull in containerd 1.6's words, then ImagePullBackOff,
  * while a pod on a public registry runs; the node keeps its pulled-image records under
  * `<root-dir>/image_manager`; with a credential provider plugin that gives the registry's
- * credentials, the pod runs. (A pod's pull secrets need the API server: test/kuberuntime/podPullSecrets.test.ts.)
+ * credentials, the pod runs, and so it does with a `config.json` in the root dir. (A pod's pull
+ * secrets need the API server: test/kuberuntime/podPullSecrets.test.ts.)
  */
-import { mkdir, mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -90,6 +91,28 @@ describe('credentials from a credential provider plugin', () => {
       await vi.waitFor(() => expect(phase()).toBe('Running'), { timeout: 20_000, interval: 50 });
     } finally {
       await withPlugin.stop();
+    }
+  });
+});
+
+describe('credentials from the node’s docker config (config.go ReadDockerConfigFile)', () => {
+  it('a static pod on the private registry runs with the config.json in its root dir; the image is recorded as open to the node’s pods', async () => {
+    const rootDir = path.join(dir, 'node-config-root');
+    await mkdir(rootDir, { recursive: true });
+    await writeFile(path.join(rootDir, 'config.json'), JSON.stringify({ auths: { 'https://private.example.com': { auth: Buffer.from('reader:s3cret').toString('base64') } } }));
+    const registries = path.join(dir, 'registries.json');
+    const withConfig = await startSimAgent('nodecfg', ['--container-runtime-endpoint', `sim://?registryAuth=${registries}`, '--root-dir', rootDir], {
+      'private.yaml': manifest('private', 'private.example.com/team/app:1'),
+    });
+    try {
+      const phase = () => withConfig.agent.view.pods().find((p) => p.metadata.name === 'private-nodecfg')?.status?.phase;
+      await vi.waitFor(() => expect(phase()).toBe('Running'), { timeout: 20_000, interval: 50 });
+      const [record] = await readdir(path.join(rootDir, 'image_manager', 'pulled'));
+      expect(JSON.parse(await readFile(path.join(rootDir, 'image_manager', 'pulled', record!), 'utf8'))).toMatchObject({
+        credentialMapping: { 'private.example.com/team/app': { nodePodsAccessible: true } },
+      });
+    } finally {
+      await withConfig.stop();
     }
   });
 });

@@ -4,11 +4,12 @@
  * works, and the pulled-image records deciding whether a pod may use an image already present
  * (KubeletEnsureSecretPulledImages, image_pull_manager.go MustAttemptImagePull), across a restart.
  */
-import { mkdtemp, readFile, readdir, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readFile, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { type PullSecret, credentialsFor } from '../../src/credentialprovider/keyring.ts';
+import { type CredentialSource, type PullSecret, credentialsFor } from '../../src/credentialprovider/keyring.ts';
+import { dockerConfigCandidates, nodeDockerConfigSource } from '../../src/credentialprovider/nodeDockerConfig.ts';
 import { ImagePuller, ensureImage } from '../../src/kuberuntime/images.ts';
 import { type VerificationPolicy, parseAllowlist } from '../../src/kuberuntime/pullPolicy.ts';
 import { FilePullRecords } from '../../src/kuberuntime/pullRecords.ts';
@@ -32,11 +33,11 @@ afterEach(async () => {
   await rm(rootDir, { recursive: true, force: true });
 });
 
-function node(runtime = new TestRuntime(), policy: VerificationPolicy = 'NeverVerifyPreloadedImages', allow: string[] = []) {
+function node(runtime = new TestRuntime(), policy: VerificationPolicy = 'NeverVerifyPreloadedImages', allow: string[] = [], nodeKeyrings: CredentialSource[] = [], now?: () => number) {
   runtime.engine.requireRegistryCredentials(REGISTRY, GOOD);
   const allowlist = parseAllowlist(allow);
   if (typeof allowlist === 'string') throw new Error(allowlist);
-  const records = new FilePullRecords({ rootDir, policy, allowlist, log: silentLogger, listImages: () => runtime.listImages() });
+  const records = new FilePullRecords({ rootDir, policy, allowlist, log: silentLogger, listImages: () => runtime.listImages(), ...(now ? { now } : {}) });
   const puller = new ImagePuller(runtime, 1);
   const events: string[] = [];
   const ensure = (podUid: string, secrets: PullSecret[], image = PRIVATE, imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never', backoff = {}) =>
@@ -48,7 +49,7 @@ function node(runtime = new TestRuntime(), policy: VerificationPolicy = 'NeverVe
       backoff,
       nowMs: 1_000,
       record: (_type, reason, message) => void events.push(`${reason}: ${message}`),
-      credentials: (normalized) => credentialsFor(secrets, normalized),
+      credentials: (normalized) => credentialsFor(secrets, normalized, nodeKeyrings),
       records,
     });
   return { runtime, records, ensure, events };
@@ -182,5 +183,55 @@ describe('a present image re-authorised per pod (imagePullCredentialsVerificatio
     const restarted = node(first.runtime);
     expect(await restarted.ensure('pod-b', [], PRIVATE, 'IfNotPresent')).toMatchObject({ ok: false, reason: 'ErrImagePull' });
     expect(await restarted.ensure('pod-c', [secret('pull', GOOD)], PRIVATE, 'Never')).toMatchObject({ ok: true });
+  });
+});
+
+describe('the node’s own docker config (config.go ReadDockerConfigFile)', () => {
+  /** The node's config.json in its root dir; only the root dir is searched, so the machine's own files play no part. */
+  async function nodeConfig(credential: { username: string; password: string }): Promise<CredentialSource> {
+    await writeFile(path.join(rootDir, 'config.json'), JSON.stringify({ auths: { [REGISTRY]: credential } }));
+    const candidates = dockerConfigCandidates({ rootDir, workingDir: rootDir, homeDir: rootDir }).filter((c) => c.file.startsWith(rootDir));
+    return nodeDockerConfigSource({ candidates, now: () => 0, log: silentLogger });
+  }
+
+  it('opens the private registry to a pod without secrets, and the image pulled with it to every pod (nodePodsAccessible)', async () => {
+    const { runtime, ensure } = node(new TestRuntime(), 'NeverVerifyPreloadedImages', [], [await nodeConfig(GOOD)]);
+    expect(await ensure('pod-a', [], PRIVATE, 'IfNotPresent')).toMatchObject({ ok: true });
+    expect(runtime.callLog('pullImage')).toHaveLength(1);
+    const [file] = await readdir(path.join(rootDir, 'image_manager', 'pulled'));
+    const record = await readFile(path.join(rootDir, 'image_manager', 'pulled', file!), 'utf8');
+    expect(JSON.parse(record)).toMatchObject({ credentialMapping: { [`${REGISTRY}/team/app`]: { nodePodsAccessible: true } } });
+    expect(record).not.toContain(GOOD.password);
+    expect(await ensure('pod-b', [], PRIVATE, 'Never')).toMatchObject({ ok: true });
+    expect(runtime.callLog('pullImage')).toHaveLength(1);
+  });
+
+  it('comes after the pod’s secrets: a pod’s working secret pulls first, and its record names the secret', async () => {
+    const { runtime, ensure } = node(new TestRuntime(), 'NeverVerifyPreloadedImages', [], [await nodeConfig({ username: 'reader', password: 'wrong' })]);
+    expect(await ensure('pod-a', [secret('pull', GOOD)], PRIVATE, 'IfNotPresent')).toMatchObject({ ok: true });
+    expect(runtime.callLog('pullImage')).toHaveLength(1);
+    // Pulled with the secret, not the node's: a pod without it must pull, and the node's wrong credential fails.
+    expect(await ensure('pod-b', [], PRIVATE, 'IfNotPresent')).toMatchObject({ ok: false, reason: 'ErrImagePull' });
+  });
+});
+
+describe('pruning the records of images gone (PruneUnknownRecords)', () => {
+  it('removes the record of an image the runtime no longer has, keeps those of present images and those written since the round began', async () => {
+    const { runtime, records, ensure } = node(new TestRuntime(), 'NeverVerifyPreloadedImages', [], [], () => Date.parse('2026-01-01T00:00:10Z'));
+    expect(await ensure('pod-a', [secret('pull', GOOD)], PRIVATE, 'IfNotPresent')).toMatchObject({ ok: true });
+    expect(await ensure('pod-a', [], 'public.example.com/app:1', 'IfNotPresent')).toMatchObject({ ok: true });
+    const dir = path.join(rootDir, 'image_manager', 'pulled');
+    expect(await readdir(dir)).toHaveLength(2);
+    const gone = (await runtime.imageStatus(PRIVATE))!.id;
+    const kept = (await runtime.imageStatus('public.example.com/app:1'))!.id;
+    await runtime.removeImage(gone);
+
+    // A round that began before the records were written keeps them all.
+    await records.pruneUnknownRecords([kept], Date.parse('2026-01-01T00:00:10Z'));
+    expect(await readdir(dir)).toHaveLength(2);
+    await records.pruneUnknownRecords([kept], Date.parse('2026-01-01T00:05:00Z'));
+    const left = await readdir(dir);
+    expect(left).toHaveLength(1);
+    expect(JSON.parse(await readFile(path.join(dir, left[0]!), 'utf8'))).toMatchObject({ imageRef: kept });
   });
 });

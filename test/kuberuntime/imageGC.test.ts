@@ -186,6 +186,8 @@ function node(options: { images: ImageInfo[]; containers?: Pick<Container, 'imag
     removed: [] as string[],
     events: [] as string[],
     logs: [] as string[],
+    /** What each post-GC call was told: the images left, and when the round began. */
+    afterFreeing: [] as { remaining: string[]; gcStart: number }[],
   };
   const deps: ImageGcDeps = {
     runtime: { listContainers: async () => state.containers as Container[] },
@@ -213,6 +215,7 @@ function node(options: { images: ImageInfo[]; containers?: Pick<Container, 'imag
     log: (_level, message, fields) => void state.logs.push(`${message}${fields?.['imageID'] ? ` ${String(fields['imageID'])}` : ''}`),
     recorder: { event: (object, type, reason, message) => void state.events.push(`${object.kind}/${object.name} ${type} ${reason}: ${message}`) },
     node: nodeReference('node-a'),
+    afterFreeingSpace: async (remaining, gcStart) => void state.afterFreeing.push({ remaining: [...remaining].sort(), gcStart }),
   };
   return { manager: new ImageGcManager(deps), state, at: (ms: number) => void (now = ms) };
 }
@@ -343,6 +346,28 @@ describe('ImageGcManager.garbageCollect (GarbageCollect)', () => {
     const { manager, state } = node({ images: [] });
     state.listFailure = new CriError('ListImages', 'UNAVAILABLE', 'connection refused');
     expect(await manager.garbageCollect(0)).toEqual({ removed: [], usagePercent: null, amountToFree: null, failure: 'CRI ListImages failed (UNAVAILABLE): connection refused' });
+  });
+});
+
+describe('after a round that freed space (runPostGCHooks: the pulled-image records pruned)', () => {
+  it('tells the images left, those in use included, and when the round began; not below the high threshold', async () => {
+    const images = [big('a', 10 * Gi), big('b', 10 * Gi), big('used', 10 * Gi)];
+    const { manager, state, at } = node({ images, containers: [use('docker.io/library/used:1', 'sha256:used')], policy: { minAgeMs: 0 } });
+    state.fs = { capacityBytes: 100 * Gi, availableBytes: 16 * Gi };
+    await manager.garbageCollect(0);
+    expect(state.afterFreeing).toEqual([]);
+    at(7 * MIN);
+    state.fs = { capacityBytes: 100 * Gi, availableBytes: 10 * Gi };
+    expect((await manager.garbageCollect(0)).removed.map((r) => r.id)).toEqual(['sha256:a']);
+    expect(state.afterFreeing).toEqual([{ remaining: ['sha256:b', 'sha256:used'], gcStart: 7 * MIN }]);
+  });
+
+  it('is not told after a round whose removals failed, as the kubelet returns first', async () => {
+    const { manager, state } = node({ images: [big('a', 30 * Gi)], policy: { minAgeMs: 0 } });
+    state.failing.set('sha256:a', new Error('image is in use by a container'));
+    state.fs = { capacityBytes: 100 * Gi, availableBytes: 10 * Gi };
+    expect((await manager.garbageCollect(0)).failure).toMatch(/image is in use/);
+    expect(state.afterFreeing).toEqual([]);
   });
 });
 
