@@ -1,10 +1,13 @@
 /**
- * Whether a regular container that exited runs again (pkg/api/v1/pod/util.go ContainerShouldRestart,
- * FindMatchingContainerRestartRule; ContainerRestartRules, beta and on since v1.35), pure. A
- * container with its own `restartPolicy` may carry `restartPolicyRules`: the first rule whose
+ * Whether a regular or init container that exited runs again (pkg/api/v1/pod/util.go
+ * ContainerShouldRestart, FindMatchingContainerRestartRule; ContainerRestartRules, beta and on
+ * since v1.35), pure. A container with its own `restartPolicy` may carry `restartPolicyRules`: the first rule whose
  * `exitCodes` match (`In` the values, or `NotIn` them) acts; `Restart` restarts it. No rule
- * matching, its own policy decides; a container without one follows the pod's. Sidecars (init
- * containers with `restartPolicy: Always`) always restart and take no rules.
+ * matching, its own policy decides; a container without one follows the pod's. An init container
+ * with `OnFailure` under a `Never` pod is retried; one with `Never` under an `Always` pod fails
+ * the pod (kuberuntime_container.go computeInitContainerActions). Sidecars (init containers with
+ * `restartPolicy: Always`) always restart: the kubelet asks them nothing here, and their rules'
+ * only action, `Restart`, changes nothing.
  */
 import type { Container, ContainerRestartRule, Pod } from './types.ts';
 
@@ -33,9 +36,10 @@ export function containerShouldRestart(container: Container, pod: Pod, exitCode:
 }
 
 /**
- * Whether a running container killed for a failed probe is started again: its own policy when it
- * has one (its rules are not asked, it did not exit), else the pod's (kuberuntime_manager.go
- * computePodActions).
+ * Whether a container that ended without an exit code to match rules against — a running one
+ * killed for a failed probe, an init container lost to an unknown state — is started again: its
+ * own policy when it has one, else the pod's (kuberuntime_manager.go computePodActions,
+ * kuberuntime_container.go computeInitContainerActions).
  */
 export function restartsAfterKill(container: Container, pod: Pod): boolean {
   return (container.restartPolicy ?? pod.spec.restartPolicy ?? 'Always') !== 'Never';

@@ -34,6 +34,8 @@ const PORT_MAX = 65535;
 const ACTIVE_DEADLINE_MAX = 2 ** 32 - 1;
 
 const RESTART_POLICIES = ['Always', 'OnFailure', 'Never'] as const;
+/** A container's policies in the API server's message order (validation.go supportedContainerRestartPolicies, a sorted set). */
+const CONTAINER_RESTART_POLICIES = ['Always', 'Never', 'OnFailure'] as const;
 const RESTART_RULE_ACTIONS = ['Restart', 'RestartAllContainers'] as const;
 const RESTART_RULE_OPERATORS = ['In', 'NotIn'] as const;
 const PULL_POLICIES = ['Always', 'IfNotPresent', 'Never'] as const;
@@ -499,7 +501,7 @@ const RESTART_RULES_MAX = 20;
 const RESTART_RULE_CODES_MAX = 255;
 
 /**
- * A regular container's own restart policy and rules (validation.go validateContainerRestartPolicy,
+ * A container's own restart policy and rules (validation.go validateContainerRestartPolicy,
  * ContainerRestartRules): rules need a policy; at most 20 rules, each an action and `exitCodes`
  * with an operator and at most 255 values.
  */
@@ -508,7 +510,7 @@ function checkContainerRestartPolicy(errs: Errors, field: string, container: Rec
   const rules = container['restartPolicyRules'];
   if (policy === undefined) {
     if (Array.isArray(rules) && rules.length > 0) errs.add(`${field}.restartPolicy`, 'Required value: must specify restartPolicy when restart rules are used');
-  } else if (!isOneOf(policy, RESTART_POLICIES)) errs.unsupported(`${field}.restartPolicy`, policy, RESTART_POLICIES);
+  } else if (!isOneOf(policy, CONTAINER_RESTART_POLICIES)) errs.unsupported(`${field}.restartPolicy`, policy, CONTAINER_RESTART_POLICIES);
   if (!Array.isArray(rules)) return; // absent, or its shape is checked with the other fields
   if (rules.length > RESTART_RULES_MAX) errs.add(`${field}.restartPolicyRules`, `Too many: ${rules.length}: must have at most ${RESTART_RULES_MAX} items`);
   rules.forEach((rule: unknown, i) => {
@@ -527,20 +529,19 @@ function checkContainerRestartPolicy(errs: Errors, field: string, container: Rec
 }
 
 /**
- * An init container's restart policy (validation.go validateInitContainerRestartPolicy): `Always`
- * makes it a sidecar. Rules need a policy. This node runs other init policies and init containers'
- * rules not at all, so it takes neither.
+ * An init container's restart policy (validation.go validateInitContainerRestartPolicy): rules need
+ * a policy, and that alone is reported when one is missing. With ContainerRestartRules and
+ * RestartAllContainersOnContainerExits (both on in v1.37, the latter allowing rules on sidecars),
+ * any policy — `Always`, which makes a sidecar, `OnFailure` or `Never` — and its rules are checked
+ * as a regular container's (validateContainerRestartPolicy).
  */
 function checkInitRestartPolicy(errs: Errors, field: string, container: Record<string, unknown>): void {
-  const policy = container['restartPolicy'];
-  const rules = container['restartPolicyRules'];
-  const ruled = Array.isArray(rules) && rules.length > 0;
-  if (policy === undefined) {
-    if (ruled) errs.add(`${field}.restartPolicy`, 'Required value: must specify restartPolicy when restart rules are used');
+  if (container['restartPolicy'] !== undefined) {
+    checkContainerRestartPolicy(errs, field, container);
     return;
   }
-  if (policy !== 'Always') errs.unsupported(`${field}.restartPolicy`, policy, ['Always']);
-  else if (ruled) errs.add(`${field}.restartPolicyRules`, 'Forbidden: restartPolicyRules are not allowed for init containers with restart policy Always');
+  const rules = container['restartPolicyRules'];
+  if (Array.isArray(rules) && rules.length > 0) errs.add(`${field}.restartPolicy`, 'Required value: must specify restartPolicy when restart rules are used');
 }
 
 function checkContainer(errs: Errors, field: string, container: Record<string, unknown>, isInit: boolean): void {

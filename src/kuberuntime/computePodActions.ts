@@ -7,7 +7,8 @@
  *  A. a missing or broken sandbox means kill everything and start over (with the `Never` and
  *     "nothing left to run" exceptions); no ephemeral container starts in a new sandbox;
  *  B. init containers run one at a time, in order; sidecars (init containers with
- *     `restartPolicy: Always`) are started in order and kept running;
+ *     `restartPolicy: Always`) are started in order and kept running; a failed init container
+ *     runs again as its own restart rules and policy say, else as the pod's, or fails the pod;
  *  C. regular containers start only once initialization is done; exited ones restart per the pod's
  *     restart policy, running ones restart when their hash changes or a liveness/startup probe fails;
  *  D. a pod with nothing left to keep and nothing to start is killed (its sandbox stopped);
@@ -92,7 +93,7 @@ export function sandboxChange(pod: Pod, status: RuntimePodStatus): SandboxChange
 }
 
 /**
- * Whether an absent or stopped regular container should run again (container/helpers.go
+ * Whether an absent or stopped container should run again (container/helpers.go
  * ShouldContainerBeRestarted): an exited one as its restart rules and policies say
  * (containerShouldRestart).
  */
@@ -270,7 +271,9 @@ function planInitContainers(
         if (sidecar) {
           toStart.push(i);
         } else if (isInitContainerFailed(current)) {
-          if (restartPolicyOf(pod) === 'Never') return failInit(actions);
+          // Its own policy and rules, else the pod's (kuberuntime_container.go
+          // computeInitContainerActions, ShouldContainerBeRestarted with ContainerRestartRules).
+          if (!shouldRestart(pod, container, current)) return failInit(actions);
           toStart.push(i);
         } else if (i === last) {
           initialized = true;
@@ -279,7 +282,9 @@ function planInitContainers(
         }
         break;
       case 'CONTAINER_UNKNOWN':
-        if (!sidecar && restartPolicyOf(pod) === 'Never') return failInit(actions);
+        // No exit code to match rules against: its own policy, else the pod's, decides
+        // (computeInitContainerActions, the unknown state).
+        if (!sidecar && !restartsAfterKill(container, pod)) return failInit(actions);
         actions.containersToKill.push(kill(current, 'Unknown', `Init container ${container.name} is in unknown state`));
         toStart.push(i);
         break;

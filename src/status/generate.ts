@@ -15,7 +15,7 @@ import type {
   PodPhase,
   PodStatus,
 } from '../api/types.ts';
-import { isStaticPod, isSidecar, restartPolicyOf } from '../api/types.ts';
+import { isStaticPod, isSidecar } from '../api/types.ts';
 import { containerShouldRestart } from '../api/containerRestart.ts';
 import { sandboxChange, shouldRestart } from '../kuberuntime/computePodActions.ts';
 import { messageLimitPerContainer, truncateMessage } from '../kuberuntime/terminationMessage.ts';
@@ -280,7 +280,7 @@ function containerStatus(
   if (requests && Object.keys(requests).length) status.allocatedResources = { ...requests };
   status.resources = containerStatusResources(container, newest, reportedResources(newest.resources, input.actuated?.[container.name]), previous, runtimeName);
   const waiting = input.reasons[container.name];
-  const restartable = isInit && !isSidecar(container) ? initShouldRestart(pod, newest) : shouldRestart(pod, container, newest);
+  const restartable = isInit && !isSidecar(container) ? initShouldRestart(pod, container, newest) : shouldRestart(pod, container, newest);
   if (waiting && !running && restartable && !input.podIsTerminal) {
     status.lastState = status.state.terminated ? { terminated: status.state.terminated } : status.lastState;
     status.state = { waiting: { reason: waiting.reason, message: waiting.message } };
@@ -324,9 +324,10 @@ export function apiContainerUser(user: RuntimeContainerUser | undefined): Contai
   return { linux: { uid, gid, ...(supplementalGroups.length ? { supplementalGroups: [...supplementalGroups] } : {}) } };
 }
 
-function initShouldRestart(pod: Pod, status: RuntimeContainerStatus): boolean {
+/** Whether a non-sidecar init container runs again: a failed one as its own rules and policy, else the pod's, say (ShouldContainerBeRestarted). */
+function initShouldRestart(pod: Pod, container: Container, status: RuntimeContainerStatus): boolean {
   if (status.state !== 'CONTAINER_EXITED') return true;
-  return status.exitCode !== 0 && restartPolicyOf(pod) !== 'Never';
+  return status.exitCode !== 0 && containerShouldRestart(container, pod, status.exitCode);
 }
 
 function regularContainerStartedInCurrentSandbox(pod: Pod, runtime: RuntimePodStatus): boolean {
@@ -347,7 +348,7 @@ export function computePhase(
   podHasInitialized: boolean,
 ): PodPhase {
   let pendingInit = 0;
-  let failedInit = 0;
+  let failedInitNotRestartable = 0;
   let pendingSidecar = 0;
   let unknown = 0;
   let running = 0;
@@ -375,12 +376,12 @@ export function computePhase(
       continue;
     }
     if (!s || s.state.running) pendingInit++;
-    else if (s.state.terminated) {
-      if (s.state.terminated.exitCode !== 0) failedInit++;
-    } else if (s.state.waiting) {
-      const last = s.lastState.terminated;
+    else if (s.state.terminated || s.state.waiting) {
+      // With ContainerRestartRules a failed init container fails the pod only when its own rules
+      // and policy, else the pod's, say it does not run again.
+      const last = s.state.terminated ?? s.lastState.terminated;
       if (!last) pendingInit++;
-      else if (last.exitCode !== 0) failedInit++;
+      else if (last.exitCode !== 0 && !containerShouldRestart(container, pod, last.exitCode)) failedInitNotRestartable++;
     }
   }
   for (const container of pod.spec.containers) {
@@ -399,8 +400,7 @@ export function computePhase(
       } else waiting++;
     } else unknown++;
   }
-  const policy = restartPolicyOf(pod);
-  if (failedInit > 0 && policy === 'Never') return 'Failed';
+  if (failedInitNotRestartable > 0) return 'Failed';
   if (pendingInit > 0 || (pendingSidecar > 0 && !podHasInitialized) || waiting > 0) return 'Pending';
   if (running > 0 && unknown === 0) return 'Running';
   if (running === 0 && stopped > 0 && unknown === 0) {

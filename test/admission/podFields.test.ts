@@ -89,6 +89,15 @@ describe('refused fields', () => {
     expect(unsupportedField({ securityContext: { seLinuxChangePolicy: 'Recursive' } })).toBeUndefined();
   });
 
+  it('admits an init container\'s own restart policy and Restart rules, and refuses the RestartAllContainers action on one', () => {
+    const rule = (action: string) => [{ action, exitCodes: { operator: 'In', values: [42] } }];
+    expect(unsupportedField({ initContainers: [{ name: 'i', restartPolicy: 'Never', restartPolicyRules: rule('Restart') }, { name: 's', restartPolicy: 'Always', restartPolicyRules: rule('Restart') }] })).toBeUndefined();
+    expect(unsupportedField({ initContainers: [{ name: 'i', restartPolicy: 'OnFailure', restartPolicyRules: rule('RestartAllContainers') }] })).toEqual({
+      field: 'spec.initContainers[0].restartPolicyRules[0].action',
+      why: expect.stringContaining('RestartAllContainers'),
+    });
+  });
+
   it('names the first refused field in the pod\'s order, with the index of each list', () => {
     const spec = {
       volumes: [{ name: 'a', emptyDir: {} }, { name: 'b', emptyDir: { medium: 'HugePages', mode: 0o755 } }],

@@ -66,11 +66,19 @@ describe('validatePod', () => {
     ],
     ['bad restartPolicy', (p) => (p.spec['restartPolicy'] = 'Sometimes'), 'spec.restartPolicy', 'Unsupported value'],
     [
-      'init restartPolicy not Always',
-      (p) => (p.spec['initContainers'] = [{ name: 'setup', image: 'b', restartPolicy: 'Never' }]),
+      'init restartPolicy unknown',
+      (p) => (p.spec['initContainers'] = [{ name: 'setup', image: 'b', restartPolicy: 'Sometimes' }]),
       'spec.initContainers[0].restartPolicy',
-      'Unsupported value',
+      'Unsupported value: "Sometimes": supported values: "Always", "Never", "OnFailure"',
     ],
+    [
+      'init restart rules without a restartPolicy',
+      (p) => (p.spec['initContainers'] = [{ name: 'setup', image: 'b', restartPolicyRules: [{ action: 'Restart', exitCodes: { operator: 'In', values: [1] } }] }]),
+      'spec.initContainers[0].restartPolicy',
+      'Required value: must specify restartPolicy when restart rules are used',
+    ],
+    ['an init restart rule operator unknown', (p) => (p.spec['initContainers'] = [{ name: 'setup', image: 'b', restartPolicy: 'Never', restartPolicyRules: [{ action: 'Restart', exitCodes: { operator: 'Is', values: [1] } }] }]), 'spec.initContainers[0].restartPolicyRules[0].exitCodes.operator', 'Unsupported value'],
+    ['a sidecar\'s restart rule without exitCodes', (p) => (p.spec['initContainers'] = [{ name: 'proxy', image: 'b', restartPolicy: 'Always', restartPolicyRules: [{ action: 'Restart' }] }]), 'spec.initContainers[0].restartPolicyRules[0].exitCodes', 'Required value'],
     ['a regular container\'s restartPolicy unknown', (p) => (container(p)['restartPolicy'] = 'Sometimes'), 'spec.containers[0].restartPolicy', 'Unsupported value'],
     [
       'restart rules without a container restartPolicy',
@@ -84,7 +92,6 @@ describe('validatePod', () => {
     ['21 restart rules', (p) => Object.assign(container(p), { restartPolicy: 'Never', restartPolicyRules: Array.from({ length: 21 }, () => ({ action: 'Restart', exitCodes: { operator: 'In', values: [1] } })) }), 'spec.containers[0].restartPolicyRules', 'Too many: 21'],
     ['256 exit codes', (p) => Object.assign(container(p), { restartPolicy: 'Never', restartPolicyRules: [{ action: 'Restart', exitCodes: { operator: 'In', values: Array.from({ length: 256 }, (_, i) => i) } }] }), 'spec.containers[0].restartPolicyRules[0].exitCodes.values', 'Too many: 256'],
     ['exit codes not integers', (p) => Object.assign(container(p), { restartPolicy: 'Never', restartPolicyRules: [{ action: 'Restart', exitCodes: { operator: 'In', values: ['1'] } }] }), 'spec.containers[0].restartPolicyRules[0].exitCodes.values[0]', 'must be an integer'],
-    ['rules on a sidecar', (p) => (p.spec['initContainers'] = [{ name: 'proxy', image: 'b', restartPolicy: 'Always', restartPolicyRules: [{ action: 'Restart', exitCodes: { operator: 'In', values: [1] } }] }]), 'spec.initContainers[0].restartPolicyRules', 'Forbidden'],
     ['bad imagePullPolicy', (p) => (container(p)['imagePullPolicy'] = 'Sometimes'), 'spec.containers[0].imagePullPolicy', 'Unsupported value'],
     ['port 0', (p) => (container(p)['ports'] = [{ containerPort: 0 }]), 'spec.containers[0].ports[0].containerPort', 'Invalid value'],
     ['port 65536', (p) => (container(p)['ports'] = [{ containerPort: 65536 }]), 'spec.containers[0].ports[0].containerPort', 'Invalid value'],
@@ -169,6 +176,17 @@ describe('validatePod', () => {
   it('accepts a regular container\'s own restart policy and rules (ContainerRestartRules)', () => {
     const pod = basePod();
     Object.assign(container(pod), { restartPolicy: 'Never', restartPolicyRules: [{ action: 'Restart', exitCodes: { operator: 'NotIn', values: [0, 1] } }] });
+    expect(validatePod(pod).errors).toEqual([]);
+  });
+
+  it('accepts an init container\'s own OnFailure or Never with rules, and rules on a sidecar (validateInitContainerRestartPolicy with RestartAllContainersOnContainerExits on)', () => {
+    const pod = basePod();
+    const rules = [{ action: 'Restart', exitCodes: { operator: 'In', values: [42] } }];
+    pod.spec['initContainers'] = [
+      { name: 'retry', image: 'b', restartPolicy: 'OnFailure' },
+      { name: 'ruled', image: 'b', restartPolicy: 'Never', restartPolicyRules: rules },
+      { name: 'proxy', image: 'b', restartPolicy: 'Always', restartPolicyRules: rules },
+    ];
     expect(validatePod(pod).errors).toEqual([]);
   });
 

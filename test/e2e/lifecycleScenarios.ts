@@ -98,6 +98,57 @@ spec:
       volumeMounts: [{ name: state, mountPath: /state }]
       command: ["sh", "-c", "test -e /state/ran && exit 1; touch /state/ran; exit 42"]
 `,
+    // An init container's own restartPolicy over the pod's (ContainerRestartRules): OnFailure
+    // retries it under a Never pod; its second run succeeds and the app runs.
+    'init-retried.yaml': `
+apiVersion: v1
+kind: Pod
+metadata: { name: init-retried }
+spec:
+  restartPolicy: Never
+  volumes: [{ name: state, emptyDir: {} }]
+  initContainers:
+    - name: setup
+      image: ${image}
+      restartPolicy: OnFailure
+      volumeMounts: [{ name: state, mountPath: /state }]
+      command: ["sh", "-c", "test -e /state/ran && exit 0; touch /state/ran; exit 3"]
+  containers:
+    - { name: app, image: ${image}, command: ["sh", "-c", "exit 0"] }
+`,
+    // An init container's restart rule: exit code 42 runs it again; its second run exits 1, which
+    // no rule matches, and its own Never (over the pod's OnFailure) fails the pod.
+    'init-restart-rule.yaml': `
+apiVersion: v1
+kind: Pod
+metadata: { name: init-restart-rule }
+spec:
+  restartPolicy: OnFailure
+  volumes: [{ name: state, emptyDir: {} }]
+  initContainers:
+    - name: setup
+      image: ${image}
+      restartPolicy: Never
+      restartPolicyRules: [{ action: Restart, exitCodes: { operator: In, values: [42] } }]
+      volumeMounts: [{ name: state, mountPath: /state }]
+      command: ["sh", "-c", "test -e /state/ran && exit 1; touch /state/ran; exit 42"]
+  containers:
+    - { name: app, image: ${image}, command: ["sh", "-c", "sleep 3600"] }
+`,
+    // An emptyDir on memory is a tmpfs the container's mount table shows (sim:// reads the host's).
+    'memory-volume.yaml': `
+apiVersion: v1
+kind: Pod
+metadata: { name: memory-volume }
+spec:
+  restartPolicy: Never
+  volumes: [{ name: cache, emptyDir: { medium: Memory } }]
+  containers:
+    - name: mounts
+      image: ${image}
+      volumeMounts: [{ name: cache, mountPath: /cache }]
+      command: ["sh", "-c", "grep -F ' /cache ' /proc/mounts > /dev/termination-log"]
+`,
     'hostname-override.yaml': `
 apiVersion: v1
 kind: Pod
@@ -202,6 +253,35 @@ export function defineLifecycleScenarios(runtime: ScenarioRuntime): void {
       expect(retried?.restartCount).toBe(1);
       expect(retried?.state.terminated?.exitCode).toBe(1);
       expect(retried?.lastState.terminated?.exitCode).toBe(42);
+    }, 60_000);
+
+    it("retries an init container whose own restartPolicy OnFailure overrides the pod's Never", async () => {
+      const pod = await fixture.agent.waitForPod('init-retried', (p) => p.status?.phase === 'Succeeded', 45_000);
+      const setup = containerStatus(pod, 'setup');
+      expect(setup?.restartCount).toBe(1);
+      // Its first run (exit 3) is pruned before the next start (pruneInitContainersBeforeStart),
+      // so no lastState: the restart count and the app's run tell that it was retried.
+      expect(setup?.state.terminated?.exitCode).toBe(0);
+      expect(containerStatus(pod, 'app')?.state.terminated?.exitCode).toBe(0);
+    }, 60_000);
+
+    it('runs an init container again on the exit code its restart rule names, and fails the pod on another', async () => {
+      const pod = await fixture.agent.waitForPod('init-restart-rule', (p) => p.status?.phase === 'Failed', 45_000);
+      const setup = containerStatus(pod, 'setup');
+      expect(setup?.restartCount).toBe(1);
+      expect(setup?.state.terminated?.exitCode).toBe(1);
+      expect(setup?.lastState.terminated?.exitCode).toBe(42);
+      expect(containerStatus(pod, 'app')?.state.running).toBeUndefined();
+      const containers = await containersOf(pod.metadata.uid);
+      expect(containers.map((c) => c.metadata.name).sort()).toEqual(['setup', 'setup']);
+    }, 60_000);
+
+    // Only root mounts the tmpfs (mounter.ts); elsewhere the volume stays on disk, as the agent logs.
+    const mounts = process.getuid?.() === 0;
+    if (!mounts) console.warn(`SKIPPED on ${runtime.name}: the tmpfs /proc/mounts scenario needs root (run as root, as CI does)`);
+    it.skipIf(!mounts)("shows an emptyDir on memory as a tmpfs in the container's /proc/mounts", async () => {
+      const pod = await fixture.agent.waitForPod('memory-volume', (p) => p.status?.phase === 'Succeeded', 45_000);
+      expect(containerStatus(pod, 'mounts')?.state.terminated?.message).toMatch(/^tmpfs \/cache tmpfs rw,\S*size=\d+k/);
     }, 60_000);
 
     it('names the pod by its hostnameOverride, over hostname and subdomain', async () => {

@@ -424,6 +424,84 @@ describe('computePodActions: init containers', () => {
   ]);
 });
 
+/**
+ * An init container's own restartPolicy and restartPolicyRules over the pod's (ContainerRestartRules;
+ * kuberuntime_container.go computeInitContainerActions asks ShouldContainerBeRestarted for an
+ * exited one, the container's policy alone for one in an unknown state).
+ */
+const ownPolicy = (podPolicy: 'Always' | 'OnFailure' | 'Never', own: Partial<Container>) => (pod: Pod) => {
+  pod.spec.restartPolicy = podPolicy;
+  Object.assign(pod.spec.initContainers?.[0] as Container, own);
+};
+const retryInitOn42: Partial<Container> = { restartPolicy: 'Never', restartPolicyRules: [{ action: 'Restart', exitCodes: { operator: 'In', values: [42] } }] };
+
+describe('computePodActions: an init container\'s own restart policy and rules', () => {
+  run(initPod, noContainersYet, [
+    {
+      name: 'own OnFailure under a Never pod, failed: run it again',
+      pod: ownPolicy('Never', { restartPolicy: 'OnFailure' }),
+      runtime: initExited('init1', 1),
+      want: { init: [0] },
+    },
+    {
+      name: 'own OnFailure under a Never pod, succeeded: the next one',
+      pod: ownPolicy('Never', { restartPolicy: 'OnFailure' }),
+      runtime: initExited('init1', 0),
+      want: { init: [1] },
+    },
+    {
+      name: 'own Never under an Always pod, failed: kill the pod',
+      pod: ownPolicy('Always', { restartPolicy: 'Never' }),
+      runtime: initExited('init1', 1),
+      want: { killPod: true },
+    },
+    {
+      name: 'a rule matching the exit code under a Never pod: run it again',
+      pod: ownPolicy('Never', retryInitOn42),
+      runtime: initExited('init1', 42),
+      want: { init: [0] },
+    },
+    {
+      name: 'a rule not matching the exit code: its own Never kills the pod',
+      pod: ownPolicy('Never', retryInitOn42),
+      runtime: initExited('init1', 3),
+      want: { killPod: true },
+    },
+    {
+      name: 'a rule not matching under an Always pod: still its own Never',
+      pod: ownPolicy('Always', retryInitOn42),
+      runtime: initExited('init1', 1),
+      want: { killPod: true },
+    },
+    {
+      name: 'rules are not read for a success: the next one',
+      pod: ownPolicy('Never', { restartPolicy: 'Never', restartPolicyRules: [{ action: 'Restart', exitCodes: { operator: 'In', values: [0] } }] }),
+      runtime: initExited('init1', 0),
+      want: { init: [1] },
+    },
+    {
+      name: 'unknown state, own OnFailure under a Never pod: kill and restart it (no exit code for the rules)',
+      pod: ownPolicy('Never', { restartPolicy: 'OnFailure' }),
+      runtime: init('init1', { state: 'CONTAINER_UNKNOWN' }),
+      want: { init: [0], kill: ['init1-id:Unknown'] },
+    },
+    {
+      name: 'unknown state, own Never with a rule under an Always pod: kill the pod',
+      pod: ownPolicy('Always', { restartPolicy: 'Never', restartPolicyRules: [{ action: 'Restart', exitCodes: { operator: 'NotIn', values: [] } }] }),
+      runtime: init('init1', { state: 'CONTAINER_UNKNOWN' }),
+      want: { killPod: true },
+    },
+    {
+      name: 'a failed init container of a deleting pod is not run again: kill the pod',
+      pod: (p) => {
+        p.metadata.deletionTimestamp = '2026-01-01T00:00:00Z';
+      },
+      runtime: initExited('init1', 1),
+      want: { killPod: true },
+    },
+  ]);
+});
+
 const sidecarPod = () =>
   basePod({
     initContainers: [sidecar('sc1'), ctr('init2')],

@@ -94,6 +94,12 @@ describe('computePhase (getPhase)', () => {
     ['a rule that restarts exit code 42, under Never ⇒ Running', withPolicy('Never', { containers: [ctr('a', retryOn42)] }), [], [apiWaiting('a', 42)], false, true, 'Running'],
     ['a rule not matching exit code 1, under Never ⇒ Failed', withPolicy('Never', { containers: [ctr('a', retryOn42)] }), [], [apiTerminated('a', 1)], false, true, 'Failed'],
     ['a container\'s own Never under the pod\'s Always, failed ⇒ Failed', withPolicy('Always', { containers: [ctr('a', { restartPolicy: 'Never' })] }), [], [apiTerminated('a', 1)], false, true, 'Failed'],
+    // An init container's own policy and rules over the pod's (getPhase, failedInitializationNotRestartable).
+    ['an init container\'s own OnFailure under Never, failed ⇒ Pending', withPolicy('Never', { initContainers: [ctr('init', { restartPolicy: 'OnFailure' })], containers: [ctr('a')] }), [apiTerminated('init', 1)], [apiWaiting('a')], false, false, 'Pending'],
+    ['an init container\'s own OnFailure under Never, crash-looping ⇒ Pending', withPolicy('Never', { initContainers: [ctr('init', { restartPolicy: 'OnFailure' })], containers: [ctr('a')] }), [apiWaiting('init', 1)], [apiWaiting('a')], false, false, 'Pending'],
+    ['an init container\'s own Never under Always, failed ⇒ Failed', withPolicy('Always', { initContainers: [ctr('init', { restartPolicy: 'Never' })], containers: [ctr('a')] }), [apiTerminated('init', 1)], [apiWaiting('a')], false, false, 'Failed'],
+    ['an init container\'s rule matching exit code 42, under Never ⇒ Pending', withPolicy('Never', { initContainers: [ctr('init', retryOn42)], containers: [ctr('a')] }), [apiWaiting('init', 42)], [apiWaiting('a')], false, false, 'Pending'],
+    ['an init container\'s rule not matching exit code 3 ⇒ Failed', withPolicy('Always', { initContainers: [ctr('init', retryOn42)], containers: [ctr('a')] }), [apiTerminated('init', 3)], [apiWaiting('a')], false, false, 'Failed'],
   ];
   it.each(rows)('%s', (_name, pod, init, regular, podIsTerminal, podHasInitialized, want) => {
     expect(computePhase(pod, init, regular, podIsTerminal, podHasInitialized)).toBe(want);

@@ -9,7 +9,8 @@
  * file at the same place under its `hostPath` (read and written through, as a bind mount), so the
  * files the agent prepares for a container (its /etc/hosts, volumes) are what its script sees.
  * The host may refuse (its disk full, read-only): that is a `HostFsError` the shell reports as sh
- * does, and the container goes on.
+ * does, and the container goes on. `/proc/mounts` lists those mounts on the host's filesystems
+ * (procMounts.ts): a tmpfs or hugetlbfs volume shows as one.
  *
  * The agent's own process does the writing, so the host would let it write wherever the agent may.
  * A container process that is not root is held, under a mount, to the host file's permission bits
@@ -21,6 +22,7 @@
  * ACLs) is checked.
  */
 import { type Stats, appendFileSync, lstatSync, mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { procMounts } from './procMounts.ts';
 
 /** Directories every image is assumed to have. They cannot be removed. */
 const BASE_DIRS: ReadonlySet<string> = new Set([
@@ -30,6 +32,8 @@ const BASE_DIRS: ReadonlySet<string> = new Set([
 
 /** The one device file scripts commonly name; reads are empty and writes vanish. */
 const DEV_NULL = '/dev/null';
+/** The kernel's mount table of the container, read from the host's when a process reads it (procMounts.ts). */
+const PROC_MOUNTS = new Set(['/proc/mounts', '/proc/self/mounts']);
 
 /**
  * A file of `zeros` NUL bytes (what `dd if=/dev/zero` writes), held by its size only: a container
@@ -195,7 +199,7 @@ export class SimFs {
   isFile(path: string): boolean {
     const m = this.mounted(path);
     if (m) return hostStat(m.host)?.isFile() ?? false;
-    return path === DEV_NULL || this.files.has(path);
+    return path === DEV_NULL || PROC_MOUNTS.has(path) || this.files.has(path);
   }
 
   isDir(path: string): boolean {
@@ -211,6 +215,7 @@ export class SimFs {
   /** The file's content, or undefined when there is no such file. */
   read(path: string): string | undefined {
     if (path === DEV_NULL) return '';
+    if (PROC_MOUNTS.has(path)) return procMounts([...this.mounts].reverse(), hostCall(() => readFileSync('/proc/self/mountinfo', 'utf8')));
     const m = this.mounted(path);
     if (m) return this.isFile(path) ? readFileSync(m.host, 'utf8') : undefined;
     const content = this.files.get(path);
