@@ -269,9 +269,11 @@ export function projectedPayload(pod: Pod, volume: PodVolume, inputs: Projection
       const token = inputs.tokens.get(index);
       part = token === undefined || token instanceof Error ? { error: token?.message ?? 'no token' } : { files: [{ path: source.serviceAccountToken.path, content: Buffer.from(token), mode: defaultMode }] };
     } else if (source.clusterTrustBundle) {
-      // An optional source that found nothing still writes its (empty) file (collectData).
+      // An optional source that found nothing still writes its (empty) file; with an fsGroup the
+      // file is 0600 before the group is given its share (collectData).
       const anchors = inputs.trustAnchors?.get(index);
-      part = anchors === undefined || anchors instanceof Error ? { error: anchors?.message ?? 'no trust anchors' } : { files: [{ path: source.clusterTrustBundle.path, content: anchors, mode: defaultMode }] };
+      const mode = pod.spec.securityContext?.fsGroup === undefined ? defaultMode : 0o600;
+      part = anchors === undefined || anchors instanceof Error ? { error: anchors?.message ?? 'no trust anchors' } : { files: [{ path: source.clusterTrustBundle.path, content: anchors, mode }] };
     } else {
       return;
     }
