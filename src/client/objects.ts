@@ -11,6 +11,10 @@
  * sees the objects as they are now, as the kubelet refetches an object a new pod refers to). An
  * object found missing is not cached: the pod waiting for it starts as soon as it exists. Reads of
  * one object under way at the same time share one request.
+ *
+ * ClusterTrustBundles (projected volumes' clusterTrustBundle sources) are listed whole through the
+ * same cache: the node's identity may get, list and watch them all (the system:node rules the Node
+ * authorizer applies, plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go NodeRules).
  */
 import type { ClusterTrustBundle } from '../api/cluster.ts';
 import { isNotFound, type KubeApi } from './api.ts';
@@ -39,7 +43,7 @@ export interface ObjectReader {
  * The versions the kubelet looks for ClusterTrustBundles in, in its order
  * (pkg/kubelet/clustertrustbundle/clustertrustbundle_manager.go LazyInformerManager.ensureManagerSet).
  */
-export const TRUST_BUNDLE_VERSIONS = ['certificates.k8s.io/v1', 'certificates.k8s.io/v1beta1', 'certificates.k8s.io/v1alpha1'];
+const TRUST_BUNDLE_VERSIONS = ['certificates.k8s.io/v1', 'certificates.k8s.io/v1beta1', 'certificates.k8s.io/v1alpha1'];
 
 /** The kubelet's NoopManager error: no API server, or one serving no version of the API. */
 export const NO_TRUST_BUNDLE_API = 'ClusterTrustBundle projection is not supported in static kubelet mode';
