@@ -44,6 +44,7 @@ const SECURITY = 'src/kuberuntime/securityContext.ts';
 const ENV = 'src/kuberuntime/envVars.ts';
 const DOWNWARD = 'src/api/downward.ts';
 const PLAN = 'src/volumes/plan.ts';
+const TRUST_ANCHORS = 'ClusterTrustBundles read through the API server (certificates.k8s.io v1, v1beta1 or v1alpha1): src/volumes/trustAnchors.ts, src/client/objects.ts';
 const HOOKS_PROBES = 'src/kuberuntime/hooks.ts, src/prober/handlers.ts';
 const CONTAINER_CONFIG = 'src/kuberuntime/generateContainerConfig.ts';
 
@@ -317,7 +318,7 @@ export const POD_FIELDS: Readonly<Record<string, TypeFields>> = {
   DownwardAPIVolumeFile: { fieldRef: implemented(DOWNWARD), mode: implemented(PLAN), path: implemented(PLAN), resourceFieldRef: implemented(DOWNWARD), user: FILE_OWNER },
   ProjectedVolumeSource: { defaultMode: implemented(PLAN), defaultUser: FILE_OWNER, sources: implemented(PLAN) },
   VolumeProjection: {
-    clusterTrustBundle: refused('the clusterTrustBundle projection is not implemented'),
+    clusterTrustBundle: implemented(TRUST_ANCHORS),
     configMap: implemented(PLAN),
     downwardAPI: implemented(PLAN),
     podCertificate: refused('the podCertificate projection (pod certificates) is not implemented'),
@@ -327,6 +328,14 @@ export const POD_FIELDS: Readonly<Record<string, TypeFields>> = {
   ConfigMapProjection: PROJECTION,
   SecretProjection: PROJECTION,
   DownwardAPIProjection: { items: implemented(PLAN) },
+  ClusterTrustBundleProjection: {
+    labelSelector: implemented(TRUST_ANCHORS),
+    name: implemented(TRUST_ANCHORS),
+    optional: implemented(TRUST_ANCHORS),
+    path: implemented(PLAN),
+    signerName: implemented(TRUST_ANCHORS),
+    user: FILE_OWNER,
+  },
   ServiceAccountTokenProjection: {
     audience: implemented('src/volumes/tokens.ts'),
     expirationSeconds: implemented('src/volumes/tokens.ts'),

@@ -100,6 +100,12 @@ export interface RuntimeClass {
   handler: string;
 }
 
+/** A certificates.k8s.io ClusterTrustBundle (v1, v1beta1 and v1alpha1 have this shape): a signer's trust anchors as PEM. */
+export interface ClusterTrustBundle {
+  metadata: { name: string; labels?: Record<string, string> };
+  spec: { signerName?: string; trustBundle: string };
+}
+
 export interface ObjectReference {
   apiVersion?: string;
   kind: string;

@@ -7,7 +7,7 @@
  * Every failure is an `ApiError` carrying the HTTP status (0: no answer: connection refused,
  * reset, timed out), so callers decide on the status, never on a message.
  */
-import type { KubeEvent, Lease, NodeObject, RuntimeClass, Service } from '../api/cluster.ts';
+import type { ClusterTrustBundle, KubeEvent, Lease, NodeObject, RuntimeClass, Service } from '../api/cluster.ts';
 import type { Pod } from '../api/types.ts';
 
 export class ApiError extends Error {
@@ -125,6 +125,11 @@ export interface KubeApi {
   getConfigMap(namespace: string, name: string): Promise<{ data?: Record<string, string>; binaryData?: Record<string, string> }>;
   /** A Secret's `data` (base64 values, as the API returns them). */
   getSecret(namespace: string, name: string): Promise<{ metadata?: { uid?: string }; type?: string; data?: Record<string, string> }>;
+
+  /** The resources an API group version serves (discovery, `GET /apis/<groupVersion>`); not served: a 404. */
+  apiResources(groupVersion: string): Promise<string[]>;
+  /** Every ClusterTrustBundle, read through `groupVersion` (certificates.k8s.io/v1, v1beta1 or v1alpha1). */
+  listClusterTrustBundles(groupVersion: string): Promise<ClusterTrustBundle[]>;
 
   /**
    * A token of `serviceAccount` bound to a pod (the TokenRequest API,

@@ -11,7 +11,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { ApiException, HttpMethod, KubeConfig, PatchStrategy, RequestContext, Watch } from '@kubernetes/client-node';
-import type { KubeEvent, RuntimeClass, Service } from '../api/cluster.ts';
+import type { ClusterTrustBundle, KubeEvent, RuntimeClass, Service } from '../api/cluster.ts';
 
 /** The cluster's RuntimeClasses (cluster-scoped; the Node authorizer lets a node get, list and watch them). */
 const RUNTIME_CLASSES_PATH = '/apis/node.k8s.io/v1/runtimeclasses';
@@ -337,6 +337,12 @@ export function createKubeClient(config: KubeConfig, options: KubeClientOptions)
       limitedWatch('runtimeclasses', () => watchPath(watch, RUNTIME_CLASSES_PATH, { resourceVersion }, 'WATCH runtimeclasses', handlers, (o) => o as RuntimeClass)),
     getConfigMap: (namespace, name) => call(`GET configmaps ${namespace}/${name}`, GET, namespaced(namespace, 'configmaps', name)),
     getSecret: (namespace, name) => call(`GET secrets ${namespace}/${name}`, GET, namespaced(namespace, 'secrets', name)),
+    apiResources: async (groupVersion) => {
+      const list = await call<{ resources?: { name: string }[] }>(`GET discovery ${groupVersion}`, GET, `/apis/${groupVersion}`);
+      return (list.resources ?? []).map((resource) => resource.name);
+    },
+    listClusterTrustBundles: async (groupVersion) =>
+      (await call<{ items: ClusterTrustBundle[] }>('LIST clustertrustbundles', GET, `/apis/${groupVersion}/clustertrustbundles`)).items,
     createServiceAccountToken: async (namespace, serviceAccount, spec) => {
       const issued = await call<{ spec: { expirationSeconds?: number }; status?: { token?: string; expirationTimestamp?: string } }>(
         `POST serviceaccounts/token ${namespace}/${serviceAccount}`,

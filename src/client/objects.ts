@@ -11,7 +11,12 @@
  * sees the objects as they are now, as the kubelet refetches an object a new pod refers to). An
  * object found missing is not cached: the pod waiting for it starts as soon as it exists. Reads of
  * one object under way at the same time share one request.
+ *
+ * ClusterTrustBundles (projected volumes' clusterTrustBundle sources) are listed whole through the
+ * same cache: the node's identity may get, list and watch them all (the system:node rules the Node
+ * authorizer applies, plugin/pkg/auth/authorizer/rbac/bootstrappolicy/policy.go NodeRules).
  */
+import type { ClusterTrustBundle } from '../api/cluster.ts';
 import { isNotFound, type KubeApi } from './api.ts';
 
 /** A ConfigMap's `data` (text) and `binaryData` (bytes). */
@@ -27,6 +32,40 @@ export interface ObjectReader {
   secret(namespace: string, name: string, maxAgeMs?: number): Promise<Record<string, Buffer> | null>;
   /** A Secret with its uid and type, as image pull secrets are read (the keyring needs both). */
   pullSecret(namespace: string, name: string, maxAgeMs?: number): Promise<TypedSecret | null>;
+  /**
+   * Every ClusterTrustBundle, through the newest certificates.k8s.io version the API server serves
+   * them in; throws the kubelet's error when it serves none.
+   */
+  clusterTrustBundles(maxAgeMs?: number): Promise<ClusterTrustBundle[]>;
+}
+
+/**
+ * The versions the kubelet looks for ClusterTrustBundles in, in its order
+ * (pkg/kubelet/clustertrustbundle/clustertrustbundle_manager.go LazyInformerManager.ensureManagerSet).
+ */
+const TRUST_BUNDLE_VERSIONS = ['certificates.k8s.io/v1', 'certificates.k8s.io/v1beta1', 'certificates.k8s.io/v1alpha1'];
+
+/** The kubelet's NoopManager error: no API server, or one serving no version of the API. */
+export const NO_TRUST_BUNDLE_API = 'ClusterTrustBundle projection is not supported in static kubelet mode';
+
+/**
+ * The first version serving `clustertrustbundles`, or null when none does
+ * (clustertrustbundle_manager.go clusterTrustBundlesAvailable: a version not found is skipped,
+ * any other discovery failure is the caller's error and the choice is made again next time).
+ */
+async function trustBundleVersion(api: KubeApi): Promise<string | null> {
+  for (const groupVersion of TRUST_BUNDLE_VERSIONS) {
+    let resources: string[];
+    try {
+      resources = await api.apiResources(groupVersion);
+    } catch (err) {
+      if (isNotFound(err)) continue;
+      const message = err instanceof Error ? err.message : String(err);
+      throw new Error(`failed to ensure informer manager for ClusterTrustBundles: failed to determine which informer manager to choose: ${message}`);
+    }
+    if (resources.includes('clustertrustbundles')) return groupVersion;
+  }
+  return null;
 }
 
 /** A Secret's uid, type and values (decoded to bytes). */
@@ -94,6 +133,18 @@ function cached<T>(read: (namespace: string, name: string) => Promise<T | null>,
 }
 
 export function apiObjectReader(api: KubeApi, options: CacheOptions = { ttlMs: OBJECT_CACHE_TTL_MS, now: Date.now }): ObjectReader {
+  // Chosen once, like the kubelet's manager: a server serving no version stays without one until
+  // the agent restarts (ensureManagerSet keeps its NoopManager).
+  let version: Promise<string | null> | undefined;
+  const bundles = cached(async () => {
+    version ??= trustBundleVersion(api).catch((err: unknown) => {
+      version = undefined;
+      throw err;
+    });
+    const groupVersion = await version;
+    if (groupVersion === null) throw new Error(NO_TRUST_BUNDLE_API);
+    return api.listClusterTrustBundles(groupVersion);
+  }, options);
   return {
     configMap: cached(async (namespace, name) => {
       const found = await orNull(() => api.getConfigMap(namespace, name));
@@ -107,5 +158,7 @@ export function apiObjectReader(api: KubeApi, options: CacheOptions = { ttlMs: O
       const found = await orNull(() => api.getSecret(namespace, name));
       return found ? { uid: found.metadata?.uid ?? '', type: found.type ?? 'Opaque', data: bytes(found.data) } : null;
     }, options),
+    // Cluster-scoped and listed whole, as the kubelet's informer holds them all.
+    clusterTrustBundles: async (maxAgeMs) => (await bundles('', '', maxAgeMs)) ?? [],
   };
 }

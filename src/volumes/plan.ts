@@ -17,6 +17,7 @@ import type { Container, EnvVarSource, Pod } from '../api/types.ts';
 import { containerResourceValue, formatMap, podFieldValue } from '../api/downward.ts';
 import type { ResourceAmounts } from '../api/quantity.ts';
 import type { MountPropagation } from '../runtime/types.ts';
+import type { ClusterTrustBundleProjection } from './trustAnchors.ts';
 
 interface KeyToPath {
   key: string;
@@ -41,6 +42,7 @@ interface ProjectionSource {
   secret?: { name?: string; items?: KeyToPath[]; optional?: boolean };
   downwardAPI?: { items?: DownwardItem[] };
   serviceAccountToken?: { path: string; audience?: string; expirationSeconds?: number };
+  clusterTrustBundle?: ClusterTrustBundleProjection;
   [source: string]: unknown;
 }
 
@@ -241,6 +243,8 @@ interface ProjectionInputs {
   objects: ReadonlyMap<number, Readonly<Record<string, Buffer>> | null>;
   /** A service-account token, or why there is none. */
   tokens: ReadonlyMap<number, string | Error>;
+  /** A clusterTrustBundle source's PEM trust anchors (trustAnchors.ts), or the manager's error. */
+  trustAnchors?: ReadonlyMap<number, Buffer | Error>;
 }
 
 /**
@@ -264,6 +268,12 @@ export function projectedPayload(pod: Pod, volume: PodVolume, inputs: Projection
     } else if (source.serviceAccountToken) {
       const token = inputs.tokens.get(index);
       part = token === undefined || token instanceof Error ? { error: token?.message ?? 'no token' } : { files: [{ path: source.serviceAccountToken.path, content: Buffer.from(token), mode: defaultMode }] };
+    } else if (source.clusterTrustBundle) {
+      // An optional source that found nothing still writes its (empty) file; with an fsGroup the
+      // file is 0600 before the group is given its share (collectData).
+      const anchors = inputs.trustAnchors?.get(index);
+      const mode = pod.spec.securityContext?.fsGroup === undefined ? defaultMode : 0o600;
+      part = anchors === undefined || anchors instanceof Error ? { error: anchors?.message ?? 'no trust anchors' } : { files: [{ path: source.clusterTrustBundle.path, content: anchors, mode }] };
     } else {
       return;
     }

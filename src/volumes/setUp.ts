@@ -12,8 +12,9 @@
  * - configMap (on disk), secret, downwardAPI and projected (on tmpfs, as their plugins wrap a
  *   memory-backed emptyDir): their files written with the atomic writer (atomicWriter.ts), from
  *   the objects read with the node's identity (as they are now at a volume's first setup, then
- *   at most the object reader's TTL old), the pod's own fields, and service-account tokens asked
- *   of the TokenRequest API (tokens.ts);
+ *   at most the object reader's TTL old), the pod's own fields, service-account tokens asked
+ *   of the TokenRequest API (tokens.ts), and ClusterTrustBundles' trust anchors (trustAnchors.ts,
+ *   listed through the same reader, so a changed bundle reaches the file at a later sync);
  * - hostPath (pkg/volume/hostpath): the node's path itself, checked (and created, for the
  *   `…OrCreate` types) by its `type`.
  * With the pod's `securityContext.fsGroup`, each volume but hostPath is given to that group
@@ -25,7 +26,7 @@ import { chmod, lstat, mkdir, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Pod } from '../api/types.ts';
 import { amount, type ResourceAmounts } from '../api/quantity.ts';
-import type { ObjectReader } from '../client/objects.ts';
+import { NO_TRUST_BUNDLE_API, type ObjectReader } from '../client/objects.ts';
 import type { Logger } from '../log.ts';
 import { writeAtomically } from './atomicWriter.ts';
 import { mkdirAll } from './mkdirAll.ts';
@@ -45,6 +46,7 @@ import {
   volumeDir,
 } from './plan.ts';
 import type { TokenSource } from './tokens.ts';
+import { type ClusterTrustBundleProjection, trustAnchorsFor } from './trustAnchors.ts';
 import { fileModeWithFsGroup } from './ownership.ts';
 import { type OwnershipFs, setVolumeOwnership } from './volumeOwnership.ts';
 
@@ -243,6 +245,7 @@ async function payloadOf(deps: VolumeDeps, pod: Pod, volume: PodVolume, maxAgeMs
 async function projectionInputs(deps: VolumeDeps, pod: Pod, volume: PodVolume, maxAgeMs: number | undefined) {
   const objects = new Map<number, Readonly<Record<string, Buffer>> | null>();
   const tokens = new Map<number, string | Error>();
+  const trustAnchors = new Map<number, Buffer | Error>();
   const errors: string[] = [];
   const ns = pod.metadata.namespace;
   await Promise.all(
@@ -251,13 +254,24 @@ async function projectionInputs(deps: VolumeDeps, pod: Pod, volume: PodVolume, m
         if (source.configMap) objects.set(index, await configMapValues(deps, ns, source.configMap.name ?? '', maxAgeMs));
         else if (source.secret) objects.set(index, await secretValues(deps, ns, source.secret.name ?? '', maxAgeMs));
         else if (source.serviceAccountToken) tokens.set(index, await serviceAccountToken(deps, pod, source.serviceAccountToken));
+        else if (source.clusterTrustBundle) trustAnchors.set(index, await clusterTrustBundleAnchors(deps, source.clusterTrustBundle, maxAgeMs));
       } catch (err) {
         errors.push(err instanceof Error ? err.message : String(err));
       }
     }),
   );
   if (errors.length) throw new Error(errors.join('; '));
-  return { objects, tokens };
+  return { objects, tokens, trustAnchors };
+}
+
+/** A clusterTrustBundle source's anchors; without an API server, the kubelet's static-mode error (kubelet.go NewMainKubelet: NoopManager). */
+async function clusterTrustBundleAnchors(deps: VolumeDeps, source: ClusterTrustBundleProjection, maxAgeMs: number | undefined): Promise<Buffer | Error> {
+  if (!deps.objects) return new Error(NO_TRUST_BUNDLE_API);
+  try {
+    return trustAnchorsFor(source, await deps.objects.clusterTrustBundles(maxAgeMs));
+  } catch (err) {
+    return err instanceof Error ? err : new Error(String(err));
+  }
 }
 
 async function serviceAccountToken(deps: VolumeDeps, pod: Pod, source: { audience?: string; expirationSeconds?: number }): Promise<string | Error> {

@@ -1,7 +1,7 @@
 /** Reading ConfigMaps and Secrets over the in-memory API. */
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/client/api.ts';
-import { apiObjectReader } from '../../src/client/objects.ts';
+import { NO_TRUST_BUNDLE_API, apiObjectReader } from '../../src/client/objects.ts';
 import { MemoryApi } from '../support/memoryApi.ts';
 
 describe('apiObjectReader', () => {
@@ -62,5 +62,60 @@ describe('apiObjectReader', () => {
     const api = new MemoryApi();
     api.failNext('getSecret', new ApiError(403, 'Forbidden', 'secrets "creds" is forbidden', 'GET secrets shop/creds'));
     await expect(apiObjectReader(api).secret('shop', 'creds')).rejects.toThrow(/403 Forbidden/);
+  });
+
+  describe('clusterTrustBundles', () => {
+    const bundle = { metadata: { name: 'ca' }, spec: { signerName: 'example.com/s', trustBundle: 'PEM' } };
+
+    it.each([
+      [['certificates.k8s.io/v1', 'certificates.k8s.io/v1beta1', 'certificates.k8s.io/v1alpha1'], 'certificates.k8s.io/v1'],
+      [['certificates.k8s.io/v1beta1', 'certificates.k8s.io/v1alpha1'], 'certificates.k8s.io/v1beta1'],
+      [['certificates.k8s.io/v1alpha1'], 'certificates.k8s.io/v1alpha1'],
+    ])('served in %j: listed through %s, the version chosen once', async (served, listedIn) => {
+      const api = new MemoryApi();
+      api.trustBundleVersions = served;
+      api.clusterTrustBundles.push(bundle);
+      const reader = apiObjectReader(api);
+      expect(await reader.clusterTrustBundles(0)).toEqual([bundle]);
+      const discoveries = api.count('apiResources');
+      expect(await reader.clusterTrustBundles(0)).toEqual([bundle]);
+      expect(api.count('apiResources')).toBe(discoveries);
+      expect(api.trustBundleListings).toEqual([listedIn, listedIn]);
+    });
+
+    it('fails with the kubelet\'s error when no version is served, and does not look again', async () => {
+      const api = new MemoryApi();
+      api.trustBundleVersions = [];
+      const reader = apiObjectReader(api);
+      await expect(reader.clusterTrustBundles(0)).rejects.toThrow(NO_TRUST_BUNDLE_API);
+      api.trustBundleVersions = ['certificates.k8s.io/v1'];
+      await expect(reader.clusterTrustBundles(0)).rejects.toThrow(NO_TRUST_BUNDLE_API);
+      expect(api.count('apiResources')).toBe(3);
+      expect(api.trustBundleListings).toEqual([]);
+    });
+
+    it('fails a discovery that errors with its cause, and discovers again next time', async () => {
+      const api = new MemoryApi();
+      api.clusterTrustBundles.push(bundle);
+      api.failNext('apiResources', new ApiError(503, 'ServiceUnavailable', 'etcd is down', 'GET discovery certificates.k8s.io/v1'));
+      const reader = apiObjectReader(api);
+      await expect(reader.clusterTrustBundles(0)).rejects.toThrow(
+        'failed to ensure informer manager for ClusterTrustBundles: failed to determine which informer manager to choose: GET discovery certificates.k8s.io/v1: 503 ServiceUnavailable: etcd is down',
+      );
+      expect(await reader.clusterTrustBundles(0)).toEqual([bundle]);
+    });
+
+    it('serves a refresh from a copy up to the TTL old', async () => {
+      const api = new MemoryApi();
+      let now = 0;
+      const reader = apiObjectReader(api, { ttlMs: 60_000, now: () => now });
+      api.clusterTrustBundles.push(bundle);
+      await reader.clusterTrustBundles(0);
+      api.clusterTrustBundles.length = 0;
+      now = 60_000;
+      expect(await reader.clusterTrustBundles()).toEqual([bundle]);
+      now = 60_001;
+      expect(await reader.clusterTrustBundles()).toEqual([]);
+    });
   });
 });

@@ -6,7 +6,7 @@
  * what the cluster suite runs against; this double only makes the sources' and writers' edge
  * cases quick and deterministic to reach.
  */
-import type { KubeEvent, Lease, NodeObject, RuntimeClass, Service } from '../../src/api/cluster.ts';
+import type { ClusterTrustBundle, KubeEvent, Lease, NodeObject, RuntimeClass, Service } from '../../src/api/cluster.ts';
 import type { Pod } from '../../src/api/types.ts';
 import { type AccessReview, ApiError, type IssuedToken, type ReviewedToken, type UserInfo, type KubeApi, type PodList, type TokenRequestSpec, type WatchEventType, type WatchHandlers } from '../../src/client/api.ts';
 
@@ -38,6 +38,11 @@ export class MemoryApi implements KubeApi {
   readonly services: Service[] = [];
   /** Listed once by the node's RuntimeClass lister (its watch sends nothing). */
   readonly runtimeClasses: RuntimeClass[] = [];
+  /** ClusterTrustBundles, served under `trustBundleVersions` (the first is the one listed). */
+  readonly clusterTrustBundles: ClusterTrustBundle[] = [];
+  trustBundleVersions: string[] = ['certificates.k8s.io/v1'];
+  /** The group version of each ClusterTrustBundle listing. */
+  readonly trustBundleListings: string[] = [];
   /** TokenRequests as asked (namespace, service account, spec); each issued token is `token-<n>`. */
   readonly tokenRequests: { namespace: string; serviceAccount: string; spec: TokenRequestSpec }[] = [];
   /** The clock the issued tokens' expiry is counted from. */
@@ -258,6 +263,19 @@ export class MemoryApi implements KubeApi {
     const found = this.secrets.get(key(namespace, name));
     if (!found) throw new ApiError(404, 'NotFound', `secrets "${name}" not found`, `GET secrets ${namespace}/${name}`);
     return clone(found);
+  }
+
+  async apiResources(groupVersion: string): Promise<string[]> {
+    await this.enter('apiResources');
+    if (!this.trustBundleVersions.includes(groupVersion)) throw new ApiError(404, 'NotFound', 'the server could not find the requested resource', `GET discovery ${groupVersion}`);
+    return ['clustertrustbundles'];
+  }
+
+  async listClusterTrustBundles(groupVersion: string): Promise<ClusterTrustBundle[]> {
+    await this.enter('listClusterTrustBundles');
+    this.trustBundleListings.push(groupVersion);
+    if (!this.trustBundleVersions.includes(groupVersion)) throw new ApiError(404, 'NotFound', 'the server could not find the requested resource', 'LIST clustertrustbundles');
+    return clone(this.clusterTrustBundles);
   }
 
   async createServiceAccountToken(namespace: string, serviceAccount: string, spec: TokenRequestSpec): Promise<IssuedToken> {

@@ -184,4 +184,20 @@ describe('projectedPayload', () => {
       '[configmap "gone" not found, references non-existent secret key: k, failed to fetch token: 403 Forbidden]',
     );
   });
+
+  it("writes a clusterTrustBundle source's anchors at its path with the defaultMode, 0600 under an fsGroup, and its error with the others", () => {
+    const sources = [{ clusterTrustBundle: { name: 'ca', path: 'ca.pem' } }, { clusterTrustBundle: { signerName: 'example.com/x', path: 'x.pem', optional: true } }];
+    const anchors = new Map<number, Buffer | Error>([
+      [0, Buffer.from('PEM')],
+      [1, Buffer.alloc(0)],
+    ]);
+    const files = (pod: Pod) => {
+      const r = projectedPayload(pod, volume(sources, 0o644), { objects: new Map(), tokens: new Map(), trustAnchors: anchors }, undefined);
+      return 'error' in r ? r.error : r.files.map((f) => `${f.path}=${f.content.toString()}:${f.mode.toString(8)}`).sort();
+    };
+    expect(files(p)).toEqual(['ca.pem=PEM:644', 'x.pem=:644']);
+    expect(files({ ...p, spec: { ...p.spec, securityContext: { fsGroup: 2000 } } } as Pod)).toEqual(['ca.pem=PEM:600', 'x.pem=:600']);
+    anchors.set(0, new Error('combination of signerName and labelSelector matched zero ClusterTrustBundles'));
+    expect(files(p)).toBe('combination of signerName and labelSelector matched zero ClusterTrustBundles');
+  });
 });

@@ -157,6 +157,53 @@ describe('setUpPodVolumes', () => {
   });
 });
 
+describe('setUpPodVolumes with clusterTrustBundle sources', () => {
+  const pem = (der: string) => `-----BEGIN CERTIFICATE-----\n${Buffer.from(der).toString('base64')}\n-----END CERTIFICATE-----\n`;
+  const ca = (name: string, ders: string[]) => ({ metadata: { name, labels: { team: 'a' } }, spec: { signerName: 'example.com/ca', trustBundle: ders.map(pem).join('') } });
+  const anchorsIn = (text: string) => [...text.matchAll(/BEGIN CERTIFICATE-----\n(.*)\n/g)].map(([, body]) => Buffer.from(body!, 'base64').toString()).sort();
+
+  it('writes the anchors of the bundles it selects, and the new anchors once a bundle changes and the copy is old', async () => {
+    const { api, deps, volumeDir } = await setUp();
+    let now = 0;
+    const refreshing = { ...deps, objects: apiObjectReader(api, { ttlMs: 60_000, now: () => now }) };
+    api.clusterTrustBundles.push(ca('one', ['r1', 'r2']), ca('two', ['r2', 'r3']));
+    const trust = {
+      name: 'trust',
+      projected: { sources: [{ clusterTrustBundle: { signerName: 'example.com/ca', labelSelector: { matchLabels: { team: 'a' } }, path: 'ca/bundle.pem' } }, { clusterTrustBundle: { name: 'one', path: 'one.pem' } }] },
+    };
+    await setUpPodVolumes(refreshing, pod([trust], ['trust']));
+    const dir = volumeDir('projected', 'trust');
+    expect(anchorsIn(await readFile(path.join(dir, 'ca/bundle.pem'), 'utf8'))).toEqual(['r1', 'r2', 'r3']);
+    expect(anchorsIn(await readFile(path.join(dir, 'one.pem'), 'utf8'))).toEqual(['r1', 'r2']);
+    api.clusterTrustBundles.splice(0, 1, ca('one', ['r4']));
+    now = 60_001;
+    await setUpPodVolumes(refreshing, pod([trust], ['trust']));
+    expect(anchorsIn(await readFile(path.join(dir, 'ca/bundle.pem'), 'utf8'))).toEqual(['r2', 'r3', 'r4']);
+    expect(anchorsIn(await readFile(path.join(dir, 'one.pem'), 'utf8'))).toEqual(['r4']);
+  });
+
+  it('fails the volume for a missing bundle, and writes an empty file for a missing optional one', async () => {
+    const { deps, volumeDir } = await setUp();
+    const missing = { name: 'trust', projected: { sources: [{ clusterTrustBundle: { name: 'gone', path: 'ca.pem' } }] } };
+    await expect(setUpPodVolumes(deps, pod([missing], ['trust']))).rejects.toThrow(
+      'MountVolume.SetUp failed for volume "trust" : while getting ClusterTrustBundle: clustertrustbundle.certificates.k8s.io "gone" not found',
+    );
+    const optional = { name: 'trust', projected: { sources: [{ clusterTrustBundle: { name: 'gone', path: 'ca.pem', optional: true } }] } };
+    await setUpPodVolumes(deps, pod([optional], ['trust']));
+    expect(await readFile(path.join(volumeDir('projected', 'trust'), 'ca.pem'), 'utf8')).toBe('');
+  });
+
+  it('fails the volume with the kubelet\'s error where the API server serves no ClusterTrustBundles, or there is none', async () => {
+    const { api, deps } = await setUp();
+    api.trustBundleVersions = [];
+    const trust = { name: 'trust', projected: { sources: [{ clusterTrustBundle: { name: 'one', path: 'ca.pem', optional: true } }] } };
+    const expected = 'MountVolume.SetUp failed for volume "trust" : ClusterTrustBundle projection is not supported in static kubelet mode';
+    await expect(setUpPodVolumes(deps, pod([trust], ['trust']))).rejects.toThrow(expected);
+    const { objects: _, ...withoutApi } = deps;
+    await expect(setUpPodVolumes(withoutApi, pod([trust], ['trust']))).rejects.toThrow(expected);
+  });
+});
+
 describe('tearDownPodVolumes', () => {
   it("unmounts the pod's tmpfs and forgets its tokens once it has terminated, and removes its directory once it is gone", async () => {
     const { deps, mounter, tokens, podsDir } = await setUp();
