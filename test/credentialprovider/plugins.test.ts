@@ -164,17 +164,17 @@ describe('the exec protocol', () => {
   });
 
   it.each<[string, ProviderSetup, string]>([
-    ['a response of another apiVersion', { response: response({ apiVersion: 'credentialprovider.kubelet.k8s.io/v1beta1' }) }, `apiVersion from credential plugin response did not match expected apiVersion:${V1}, actual apiVersion:credentialprovider.kubelet.k8s.io/v1beta1`],
-    ['malformed JSON', { mode: 'garbage' }, 'error reading GVK from response: not valid JSON'],
-    ['a response with an unknown field', { response: response({ extra: true }) }, 'error decoding credential provider plugin response from stdout'],
-    ['a response of another kind', { response: response({ kind: 'CredentialProviderRequest' }) }, 'error decoding credential provider plugin response from stdout'],
+    ['a response of another apiVersion', { response: response({ apiVersion: 'credentialprovider.kubelet.k8s.io/v1beta1' }) }, `failed to get credential from external registry credential provider: apiVersion from credential plugin response did not match expected apiVersion:${V1}, actual apiVersion:credentialprovider.kubelet.k8s.io/v1beta1`],
+    ['malformed JSON', { mode: 'garbage' }, 'failed to get credential from external registry credential provider: error reading GVK from response: not valid JSON'],
+    ['a response with an unknown field', { response: response({ extra: true }) }, 'failed to get credential from external registry credential provider: error decoding credential provider plugin response from stdout'],
+    ['a response of another kind', { response: response({ kind: 'CredentialProviderRequest' }) }, 'failed to get credential from external registry credential provider: error decoding credential provider plugin response from stdout'],
     ['an invalid cacheKeyType', { response: response({ cacheKeyType: 'Pod' }) }, 'credential provider plugin did not return a valid cacheKeyType: "Pod"'],
-    ['a failing plugin', { mode: 'fail' }, 'error execing credential provider plugin test-provider for image registry.io/app: exit status 3: registry said no'],
+    ['a failing plugin', { mode: 'fail' }, 'failed to get credential from external registry credential provider: error execing credential provider plugin test-provider for image registry.io/app: exit status 3: registry said no'],
   ])('gives no credentials for %s, and logs why with the provider and image but no credentials', async (_what, provider, message) => {
     const h = await setup([provider]);
     expect(await h.plugins.credentialsFor('registry.io/app')).toEqual([]);
     expect(h.logs).toEqual([
-      { level: 'error', message: 'Failed getting credential from external registry credential provider', fields: { provider: 'test-provider', image: 'registry.io/app', err: message } },
+      { level: 'error', message: 'Failed to provide credentials for image', fields: { provider: 'test-provider', image: 'registry.io/app', err: message } },
     ]);
     expect(JSON.stringify(h.logs)).not.toContain('hunter2');
   });
@@ -183,7 +183,7 @@ describe('the exec protocol', () => {
     const h = await setup([{}]);
     rmSync(h.binary('test-provider'));
     expect(await h.plugins.credentialsFor('registry.io/app')).toEqual([]);
-    expect(h.logs[0]?.fields?.err).toBe(`error execing credential provider plugin test-provider for image registry.io/app: fork/exec ${h.binary('test-provider')}: no such file or directory: `);
+    expect(h.logs[0]?.fields?.err).toBe(`failed to get credential from external registry credential provider: error execing credential provider plugin test-provider for image registry.io/app: fork/exec ${h.binary('test-provider')}: no such file or directory: `);
   });
 
   it('kills a plugin that does not answer by its deadline (one minute), and gives no credentials', async () => {
