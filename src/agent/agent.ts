@@ -42,7 +42,7 @@ import { statsHandler } from '../server/statsRoutes.ts';
 import { AgentMetrics } from '../server/metrics.ts';
 import { instrumentedImages, instrumentedRuntime } from '../runtime/instrumented.ts';
 import { type NodeDns, parseResolvConf } from '../kuberuntime/dns.ts';
-import { type CredentialProviderPlugins, registerCredentialProviderPlugins } from '../credentialprovider/plugins.ts';
+import { type CredentialProviderPlugins, type PodPullContext, registerCredentialProviderPlugins } from '../credentialprovider/plugins.ts';
 import type { DnsConfig } from '../runtime/types.ts';
 import { configuredSources, createConfigSourcesLogic } from '../sources/configSources.ts';
 import { type VisualizedNodes, startVisualizerServer } from '../visualizer/server.ts';
@@ -277,7 +277,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     // The node's keyrings after the pods' secrets, in the kubelet's order: its docker config files, then its plugins.
     nodeCredentials: [
       nodeDockerConfigSource({ candidates: dockerConfigCandidates(processDockerConfigDirs(config.rootDir)), now: () => clock.now(), log }),
-      ...(credentialProviders ? [(repository: string) => credentialProviders.credentialsFor(repository)] : []),
+      ...(credentialProviders ? [(repository: string, pod?: PodPullContext) => credentialProviders.credentialsFor(repository, pod)] : []),
     ],
   });
   const { syncLoop, podManager, statuses, stats } = node;

@@ -125,6 +125,8 @@ export interface KubeApi {
   getConfigMap(namespace: string, name: string): Promise<{ data?: Record<string, string>; binaryData?: Record<string, string> }>;
   /** A Secret's `data` (base64 values, as the API returns them). */
   getSecret(namespace: string, name: string): Promise<{ metadata?: { uid?: string }; type?: string; data?: Record<string, string> }>;
+  /** A ServiceAccount's uid and annotations (what credential provider plugins in token mode need). */
+  getServiceAccount(namespace: string, name: string): Promise<{ metadata?: { uid?: string; annotations?: Record<string, string> } }>;
 
   /** The resources an API group version serves (discovery, `GET /apis/<groupVersion>`); not served: a 404. */
   apiResources(groupVersion: string): Promise<string[]>;

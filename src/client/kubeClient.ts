@@ -337,6 +337,7 @@ export function createKubeClient(config: KubeConfig, options: KubeClientOptions)
       limitedWatch('runtimeclasses', () => watchPath(watch, RUNTIME_CLASSES_PATH, { resourceVersion }, 'WATCH runtimeclasses', handlers, (o) => o as RuntimeClass)),
     getConfigMap: (namespace, name) => call(`GET configmaps ${namespace}/${name}`, GET, namespaced(namespace, 'configmaps', name)),
     getSecret: (namespace, name) => call(`GET secrets ${namespace}/${name}`, GET, namespaced(namespace, 'secrets', name)),
+    getServiceAccount: (namespace, name) => call(`GET serviceaccounts ${namespace}/${name}`, GET, namespaced(namespace, 'serviceaccounts', name)),
     apiResources: async (groupVersion) => {
       const list = await call<{ resources?: { name: string }[] }>(`GET discovery ${groupVersion}`, GET, `/apis/${groupVersion}`);
       return (list.resources ?? []).map((resource) => resource.name);

@@ -32,6 +32,8 @@ export interface ObjectReader {
   secret(namespace: string, name: string, maxAgeMs?: number): Promise<Record<string, Buffer> | null>;
   /** A Secret with its uid and type, as image pull secrets are read (the keyring needs both). */
   pullSecret(namespace: string, name: string, maxAgeMs?: number): Promise<TypedSecret | null>;
+  /** A ServiceAccount's uid and annotations, as credential provider plugins in token mode read it. */
+  serviceAccount(namespace: string, name: string, maxAgeMs?: number): Promise<ServiceAccountData | null>;
   /**
    * Every ClusterTrustBundle, through the newest certificates.k8s.io version the API server serves
    * them in; throws the kubelet's error when it serves none.
@@ -69,6 +71,11 @@ async function trustBundleVersion(api: KubeApi): Promise<string | null> {
 }
 
 /** A Secret's uid, type and values (decoded to bytes). */
+export interface ServiceAccountData {
+  uid: string;
+  annotations: Readonly<Record<string, string>>;
+}
+
 export interface TypedSecret {
   uid: string;
   type: string;
@@ -157,6 +164,10 @@ export function apiObjectReader(api: KubeApi, options: CacheOptions = { ttlMs: O
     pullSecret: cached(async (namespace, name) => {
       const found = await orNull(() => api.getSecret(namespace, name));
       return found ? { uid: found.metadata?.uid ?? '', type: found.type ?? 'Opaque', data: bytes(found.data) } : null;
+    }, options),
+    serviceAccount: cached(async (namespace, name) => {
+      const found = await orNull(() => api.getServiceAccount(namespace, name));
+      return found ? { uid: found.metadata?.uid ?? '', annotations: found.metadata?.annotations ?? {} } : null;
     }, options),
     // Cluster-scoped and listed whole, as the kubelet's informer holds them all.
     clusterTrustBundles: async (maxAgeMs) => (await bundles('', '', maxAgeMs)) ?? [],

@@ -7,6 +7,7 @@
  * keep the source and hash of the one that worked.
  */
 import { createHash } from 'node:crypto';
+import type { PodPullContext, ServiceAccountCoordinates } from './pluginServiceAccount.ts';
 import { parseSchemelessUrl, urlsMatchStr } from './urlGlob.ts';
 
 /** A credential for one registry, with where it came from. */
@@ -20,6 +21,12 @@ export interface PullCredential {
   hash: string;
   /** The Secret it came from; null for one the whole node has (a credential provider plugin's). */
   source: SecretCoordinates | null;
+  /**
+   * The pod's service account a plugin in service-account token mode gave it for
+   * (credentialprovider.CredentialSource.ServiceAccount): an image pulled with it is free to the
+   * pods of that account only.
+   */
+  serviceAccount?: ServiceAccountCoordinates;
 }
 
 /** Names a Secret (credentialprovider.SecretCoordinates). */
@@ -173,7 +180,7 @@ export function decodeAuthField(field: string): { username: string; password: st
  * `index.docker.io`); a key that is not a URL is skipped. The index is then deduplicated and
  * reverse-sorted, so that `quay.io/coreos` comes before `quay.io`.
  */
-function addToKeyring(keyring: Keyring, config: Map<string, DockerConfigEntry>, source: SecretCoordinates | null): Keyring {
+function addToKeyring(keyring: Keyring, config: Map<string, DockerConfigEntry>, source: SecretCoordinates | null, serviceAccount?: ServiceAccountCoordinates): Keyring {
   const creds = new Map(keyring.creds);
   const index = [...keyring.index];
   for (const [location, entry] of config) {
@@ -183,7 +190,7 @@ function addToKeyring(keyring: Keyring, config: Map<string, DockerConfigEntry>, 
     let path = url.path;
     if (path.startsWith('/v2/') || path.startsWith('/v1/')) path = path.slice(3);
     const key = path.length > 0 && path !== '/' ? url.host + path : url.host;
-    const credential: PullCredential = { username: entry.username, password: entry.password, hash: credentialHash(entry), source };
+    const credential: PullCredential = { username: entry.username, password: entry.password, hash: credentialHash(entry), source, ...(serviceAccount ? { serviceAccount } : {}) };
     creds.set(key, [...(creds.get(key) ?? []), credential]);
     index.push(key);
   }
@@ -258,9 +265,14 @@ export function repositoryOf(image: string): string {
  * (keyring.go providersDockerKeyring, the default keyring of the registered providers, and
  * plugin/plugins.go externalCredentialProviderKeyring add them to a BasicDockerKeyring). They are
  * the node's (`source: null`): an image pulled with one is free to every pod (image_manager.go
- * trackedToImagePullCreds).
+ * trackedToImagePullCreds), unless a plugin in service-account token mode gave it for the pod's
+ * service account (`serviceAccount`, plugins.go externalCredentialProviderKeyring.Lookup). `pod`
+ * is the pod the image is for, which such plugins need.
  */
-export type CredentialSource = (repository: string) => Promise<readonly { matchKey: string; username: string; password: string; email?: string }[]>;
+export type CredentialSource = (
+  repository: string,
+  pod?: PodPullContext,
+) => Promise<readonly { matchKey: string; username: string; password: string; email?: string; serviceAccount?: ServiceAccountCoordinates }[]>;
 
 /**
  * The credentials to try for an image, in order (image_manager.go makeLookupPullCredentialsFunc:
@@ -269,14 +281,18 @@ export type CredentialSource = (repository: string) => Promise<readonly { matchK
  * UnionDockerKeyring.Lookup: each looked up on its own, the answers joined). Throws
  * PullSecretError for a pull secret that cannot be read.
  */
-export async function credentialsFor(secrets: readonly PullSecret[], image: string, node: readonly CredentialSource[] = []): Promise<PullCredential[]> {
+export async function credentialsFor(secrets: readonly PullSecret[], image: string, node: readonly CredentialSource[] = [], pod?: PodPullContext): Promise<PullCredential[]> {
   const repository = repositoryOf(image);
   const found = [...lookup(keyringOfSecrets(secrets), repository)];
   for (const source of node) {
-    const entries = new Map<string, DockerConfigEntry>();
+    const entries = new Map<string, { entry: DockerConfigEntry; serviceAccount: ServiceAccountCoordinates | undefined }>();
     // Go's map keeps one entry per key: a key given twice keeps the later answer.
-    for (const entry of await source(repository)) entries.set(entry.matchKey, { username: entry.username, password: entry.password, email: entry.email ?? '' });
-    found.push(...lookup(addToKeyring({ index: [], creds: new Map() }, entries, null), repository));
+    for (const entry of await source(repository, pod)) {
+      entries.set(entry.matchKey, { entry: { username: entry.username, password: entry.password, email: entry.email ?? '' }, serviceAccount: entry.serviceAccount });
+    }
+    let keyring: Keyring = { index: [], creds: new Map() };
+    for (const [key, { entry, serviceAccount }] of entries) keyring = addToKeyring(keyring, new Map([[key, entry]]), null, serviceAccount);
+    found.push(...lookup(keyring, repository));
   }
   return found;
 }

@@ -29,6 +29,14 @@ export function cacheKeyFor(cacheKeyType: CacheKeyType, image: string): string {
   return GLOBAL_CACHE_KEY;
 }
 
+/**
+ * A cache key joined with a provider's service-account key (plugin.go generateCacheKey): a pod's
+ * credentials are not another service account's. Without one, the key is unchanged.
+ */
+export function withServiceAccountKey(key: string, serviceAccountKey: string): string {
+  return serviceAccountKey === '' ? key : JSON.stringify([key, serviceAccountKey]);
+}
+
 export class CredentialCache {
   private readonly entries = new Map<string, { credentials: AuthEntry[]; expiresAt: number }>();
   private lastPurge: number;
@@ -37,14 +45,18 @@ export class CredentialCache {
     this.lastPurge = now();
   }
 
-  /** The cached credentials for `image`: under the image, else its registry, else the global key. */
-  lookup(image: string): AuthEntry[] | undefined {
+  /**
+   * The cached credentials for `image`: under the image, else its registry, else the global key,
+   * each joined with the service-account key of a provider in token mode (plugin.go
+   * getCachedCredentials, lookupCredentialsInCache).
+   */
+  lookup(image: string, serviceAccountKey = ''): AuthEntry[] | undefined {
     const now = this.now();
     if (now > this.lastPurge + CACHE_PURGE_INTERVAL_MS) {
       for (const [key, entry] of this.entries) if (now > entry.expiresAt) this.entries.delete(key);
       this.lastPurge = now;
     }
-    for (const key of [image, registryOf(image), GLOBAL_CACHE_KEY]) {
+    for (const key of [image, registryOf(image), GLOBAL_CACHE_KEY].map((base) => withServiceAccountKey(base, serviceAccountKey))) {
       const entry = this.entries.get(key);
       if (entry === undefined) continue;
       // cacheExpirationPolicy.IsExpired: expired strictly after expiresAt.

@@ -328,19 +328,3 @@ function annotationKeyErrors(field: string, keys: readonly string[]): string[] {
   }
   return errors;
 }
-
-/**
- * What statelet does not implement of a valid config, refused rather than run without: the
- * service-account token mode, which needs a pod-bound token requested for each pull.
- */
-export function unsupportedProviderSettings(config: CredentialProviderConfig): string[] {
-  return config.providers
-    .filter((provider) => provider.tokenAttributes !== null)
-    .map((provider) =>
-      forbidden(
-        'providers.tokenAttributes',
-        `provider ${JSON.stringify(provider.name)}: statelet does not implement service-account token mode ` +
-          '(KubeletServiceAccountTokenForCredentialProviders); remove tokenAttributes or use a provider that needs no pod token',
-      ),
-    );
-}

@@ -9,7 +9,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import type { Clock } from '../clock.ts';
 import type { ExecEnvVar } from './pluginConfig.ts';
-import { type CredentialProviderResponse, decodeResponse, encodeRequest } from './pluginProtocol.ts';
+import { type CredentialProviderResponse, type ServiceAccountRequestFields, decodeResponse, encodeRequest } from './pluginProtocol.ts';
 
 /** plugin.go ExecPlugin's catch-all timeout for every exec plugin. */
 export const PLUGIN_TIMEOUT_MS = 60_000;
@@ -30,7 +30,7 @@ export interface ExecOptions {
 }
 
 /** Starts the plugin now (synchronously, so its deadline is on the clock when this returns). */
-export function execPlugin(command: PluginCommand, image: string, options: ExecOptions): Promise<CredentialProviderResponse> {
+export function execPlugin(command: PluginCommand, image: string, options: ExecOptions, serviceAccount?: ServiceAccountRequestFields): Promise<CredentialProviderResponse> {
   const failure = (reason: string, stderr: string) =>
     new Error(`error execing credential provider plugin ${command.name} for image ${image}: ${reason}: ${stderr}`);
   const env: NodeJS.ProcessEnv = { ...options.environ };
@@ -52,7 +52,7 @@ export function execPlugin(command: PluginCommand, image: string, options: ExecO
     child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
     // A plugin may exit without reading its request; the broken pipe is not the error to report.
     child.stdin.on('error', () => {});
-    child.stdin.end(encodeRequest(command.apiVersion, image));
+    child.stdin.end(encodeRequest(command.apiVersion, image, serviceAccount));
     child.on('error', (error: NodeJS.ErrnoException) => {
       startError = error;
     });

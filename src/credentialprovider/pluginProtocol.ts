@@ -20,6 +20,8 @@ export interface AuthEntry {
   matchKey: string;
   username: string;
   password: string;
+  /** Set for a provider in service-account token mode: the account they were given for. */
+  serviceAccount?: { uid: string; namespace: string; name: string };
 }
 
 export interface CredentialProviderResponse {
@@ -38,9 +40,19 @@ export class PluginResponseError extends Error {
   }
 }
 
-/** The request the plugin reads, in its JSON form (the service-account fields are omitted when empty). */
-export function encodeRequest(apiVersion: string, image: string): string {
-  return JSON.stringify({ kind: 'CredentialProviderRequest', apiVersion, image });
+/** What a provider in service-account token mode adds to its request: the pod's token and the account's annotations it asked for. */
+export interface ServiceAccountRequestFields {
+  token: string;
+  annotations: Readonly<Record<string, string>>;
+}
+
+/**
+ * The request the plugin reads, in its JSON form: `serviceAccountToken` and
+ * `serviceAccountAnnotations` are omitted when empty (types.go CredentialProviderRequest, omitempty).
+ */
+export function encodeRequest(apiVersion: string, image: string, serviceAccount?: ServiceAccountRequestFields): string {
+  const annotations = serviceAccount && Object.keys(serviceAccount.annotations).length > 0 ? { serviceAccountAnnotations: serviceAccount.annotations } : {};
+  return JSON.stringify({ kind: 'CredentialProviderRequest', apiVersion, image, ...(serviceAccount?.token ? { serviceAccountToken: serviceAccount.token } : {}), ...annotations });
 }
 
 /**

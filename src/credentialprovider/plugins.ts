@@ -17,21 +17,29 @@ import path from 'node:path';
 import { type Clock, realClock } from '../clock.ts';
 import { type Logger, silentLogger } from '../log.ts';
 import { aggregateErrors } from '../volumes/plan.ts';
-import { CredentialCache, cacheExpiry, cacheKeyFor } from './pluginCache.ts';
+import { CredentialCache, cacheExpiry, cacheKeyFor, withServiceAccountKey } from './pluginCache.ts';
 import {
   type CredentialProvider,
   type CredentialProviderConfig,
   ConfigDecodeError,
   decodeCredentialProviderConfig,
   mergeCredentialProviderConfigs,
-  unsupportedProviderSettings,
   validateCredentialProviderConfig,
 } from './pluginConfig.ts';
 import { PLUGIN_TIMEOUT_MS, execPlugin } from './pluginExec.ts';
 import { type AuthEntry, type CredentialProviderResponse, cacheKeyTypeOf } from './pluginProtocol.ts';
+import {
+  type PodPullContext,
+  type ServiceAccountCoordinates,
+  RequiredAnnotationNotFoundError,
+  requestAnnotations,
+  serviceAccountCacheKey,
+  singleFlightKey,
+} from './pluginServiceAccount.ts';
 import { urlsMatchStr } from './urlGlob.ts';
 
 export type { AuthEntry } from './pluginProtocol.ts';
+export type { PodPullContext, ServiceAccountCoordinates } from './pluginServiceAccount.ts';
 
 export interface PluginOptions {
   /** Reads the time for the cache and runs each exec's deadline. */
@@ -63,54 +71,117 @@ export class PluginProvider {
 
   /**
    * The credentials this provider gives for `image`: none unless a matchImages entry matches it;
-   * else cached ones, else its plugin's (none when the plugin fails: the error is logged). Starts
-   * the plugin before returning, so its deadline is already on the clock.
+   * else cached ones, else its plugin's (none when the plugin fails: the error is logged). A
+   * provider in service-account token mode reads the pod's ServiceAccount and requests its token
+   * first (plugin.go pluginProvider.provide); its credentials carry the account's coordinates.
    */
-  provide(image: string): Promise<AuthEntry[]> {
+  provide(image: string, pod?: PodPullContext): Promise<AuthEntry[]> {
     if (!this.config.matchImages.some((matchImage) => urlsMatchStr(matchImage, image))) return Promise.resolve([]);
-    const cached = this.cache.lookup(image);
-    if (cached !== undefined) return Promise.resolve(cached);
+    // Without token mode the plugin starts before this returns, so its deadline is already on the clock.
+    const answer = this.config.tokenAttributes === null ? this.credentials(image, null) : this.credentialsForPod(image, pod);
+    return answer.catch((error: unknown) => this.failed(image, error, pod));
+  }
 
-    let flight = this.inFlight.get(image);
+  private async credentialsForPod(image: string, pod: PodPullContext | undefined): Promise<AuthEntry[]> {
+    const account = await this.serviceAccountRequest(pod);
+    if (account === 'skip') return [];
+    const auth = await this.credentials(image, account);
+    return account === null ? auth : auth.map((entry) => ({ ...entry, serviceAccount: account.coordinates }));
+  }
+
+  /**
+   * What token mode adds for this pod (plugin.go provide, before the cache): null when the provider
+   * is not in token mode, or the pod has no service account and the provider runs without one;
+   * 'skip' when it requires one the pod lacks, or the account lacks a required annotation.
+   */
+  private async serviceAccountRequest(pod: PodPullContext | undefined): Promise<ServiceAccountRequest | null | 'skip'> {
+    const attributes = this.config.tokenAttributes;
+    if (attributes === null) return null;
+    const name = pod?.serviceAccountName ?? '';
+    if (pod === undefined || name === '') return attributes.requireServiceAccount === true ? 'skip' : null;
+    const account = await pod.serviceAccount(pod.namespace, name);
+    if (account === null) throw new Error(`failed to get service account: serviceaccounts ${JSON.stringify(name)} not found`);
+    let annotations: Record<string, string>;
+    try {
+      annotations = requestAnnotations(attributes, account.annotations);
+    } catch (error) {
+      // A required annotation is how a workload opts in: without it the plugin is not run, quietly.
+      if (error instanceof RequiredAnnotationNotFoundError) return 'skip';
+      throw error;
+    }
+    let token: string;
+    try {
+      token = await pod.token({ namespace: pod.namespace, serviceAccount: name, audience: attributes.serviceAccountTokenAudience, podName: pod.name, podUid: pod.uid });
+    } catch (error) {
+      throw new Error(`failed to get service account token: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    }
+    const coordinates = { uid: account.uid, namespace: pod.namespace, name };
+    return { coordinates, token, annotations, cacheKey: serviceAccountCacheKey(attributes.cacheType, coordinates, annotations, token) };
+  }
+
+  /** From the cache, else from the plugin: one exec at a time per image (and token and annotations). */
+  private async credentials(image: string, account: ServiceAccountRequest | null): Promise<AuthEntry[]> {
+    const serviceAccountKey = account?.cacheKey ?? '';
+    const cached = this.cache.lookup(image, serviceAccountKey);
+    if (cached !== undefined) return cached;
+    const flightKey = account === null ? image : singleFlightKey(image, account.token, account.annotations);
+    let flight = this.inFlight.get(flightKey);
     if (flight === undefined) {
       const started = execPlugin(
         { name: this.config.name, binDir: this.binDir, apiVersion: this.config.apiVersion, args: this.config.args, env: this.config.env },
         image,
         { clock: this.clock, timeoutMs: this.options.timeoutMs ?? PLUGIN_TIMEOUT_MS, environ: this.options.environ ?? process.env },
+        account === null ? undefined : { token: account.token, annotations: account.annotations },
       );
       flight = started;
-      this.inFlight.set(image, started);
-      const done = () => this.inFlight.delete(image);
+      this.inFlight.set(flightKey, started);
+      const done = () => this.inFlight.delete(flightKey);
       started.then(done, done);
     }
-    return flight.then(
-      (response) => this.accept(image, response),
-      (error: unknown) => this.failed(image, error),
-    );
+    let response: CredentialProviderResponse;
+    try {
+      response = await flight;
+    } catch (error) {
+      throw new Error(`failed to get credential from external registry credential provider: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    }
+    return this.accept(image, response, account);
   }
 
   /** A response's credentials, cached as it says (plugin.go provide after the exec). */
-  private accept(image: string, response: CredentialProviderResponse): AuthEntry[] {
-    let key: string;
-    try {
-      key = cacheKeyFor(cacheKeyTypeOf(response), image);
-    } catch (error) {
-      return this.failed(image, error);
+  private accept(image: string, response: CredentialProviderResponse, account: ServiceAccountRequest | null): AuthEntry[] {
+    if (account !== null && account.token !== '' && this.config.tokenAttributes?.cacheType !== 'Token' && response.auth.some((entry) => entry.password === account.token)) {
+      throw new Error("credential provider plugin returned the service account token as the password which is not allowed when service account cache type is not set to 'Token'");
     }
+    const key = withServiceAccountKey(cacheKeyFor(cacheKeyTypeOf(response), image), account?.cacheKey ?? '');
     const expiresAt = cacheExpiry(response, this.config.defaultCacheDurationMs ?? 0, this.clock.now());
     if (expiresAt !== null) this.cache.store(key, response.auth, expiresAt);
     return response.auth;
   }
 
-  /** No credentials; the reason logged with the provider and the image, never a response's content. */
-  private failed(image: string, error: unknown): AuthEntry[] {
-    this.log('error', 'Failed getting credential from external registry credential provider', {
+  /**
+   * No credentials; the reason logged with the provider and the image (and the pod, in token
+   * mode), never a token or a response's content (plugin.go perPodPluginProvider.provideWithCoordinates).
+   */
+  private failed(image: string, error: unknown, pod: PodPullContext | undefined): AuthEntry[] {
+    const podFields = this.config.tokenAttributes !== null && pod !== undefined
+      ? { pod: `${pod.namespace}/${pod.name}`, podUID: pod.uid, serviceAccount: `${pod.namespace}/${pod.serviceAccountName}` }
+      : {};
+    this.log('error', 'Failed to provide credentials for image', {
       provider: this.config.name,
       image,
+      ...podFields,
       err: error instanceof Error ? error.message : String(error),
     });
     return [];
   }
+}
+
+/** What a provider in token mode sends and caches under for one pod. */
+interface ServiceAccountRequest {
+  coordinates: ServiceAccountCoordinates;
+  token: string;
+  annotations: Record<string, string>;
+  cacheKey: string;
 }
 
 /** The registered providers, asked in their config order. */
@@ -121,8 +192,8 @@ export class CredentialProviderPlugins {
    * Every provider's credentials for `image` (the normalized repository the keyring looks up,
    * e.g. `docker.io/library/busybox`), in config order, each with the key the plugin gave it under.
    */
-  async credentialsFor(image: string): Promise<AuthEntry[]> {
-    const answers = await Promise.all(this.providers.map((provider) => provider.provide(image)));
+  async credentialsFor(image: string, pod?: PodPullContext): Promise<AuthEntry[]> {
+    const answers = await Promise.all(this.providers.map((provider) => provider.provide(image, pod)));
     return answers.flat();
   }
 }
@@ -142,8 +213,6 @@ export async function registerCredentialProviderPlugins(configPath: string, binD
   const config = await readCredentialProviderConfig(configPath);
   const errors = validateCredentialProviderConfig(config);
   if (errors.length > 0) throw new Error(`failed to validate credential provider config: ${aggregateErrors(errors)}`);
-  const unsupported = unsupportedProviderSettings(config);
-  if (unsupported.length > 0) throw new Error(`statelet cannot run this credential provider config: ${aggregateErrors(unsupported)}`);
 
   for (const provider of config.providers) await checkExecutable(path.join(binDir, provider.name));
   return new CredentialProviderPlugins(config.providers.map((provider) => new PluginProvider(provider, binDir, options)));

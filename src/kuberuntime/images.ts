@@ -230,8 +230,12 @@ export function goDuration(ms: number): string {
   return `${hours > 0 ? `${hours}h` : ''}${minutes}m${Number((seconds - hours * 3600 - minutes * 60).toFixed(3))}s`;
 }
 
-/** Who may use an image pulled with this credential (image_manager.go trackedToImagePullCreds): a secret's, or every pod. */
+/**
+ * Who may use an image pulled with this credential (image_manager.go trackedToImagePullCreds): a
+ * secret's pods, a service account's (a plugin in token mode gave it), or every pod.
+ */
 function recordedCredentials(used: PullCredential | null): RecordedCredentials {
+  if (used?.serviceAccount) return { kubernetesServiceAccounts: [used.serviceAccount] };
   if (!used?.source) return { nodePodsAccessible: true };
   const { uid, namespace, name } = used.source;
   return { kubernetesSecrets: [{ uid, namespace, name, credentialHash: used.hash }] };
@@ -279,13 +283,16 @@ export async function ensureImage(input: EnsureImageInput): Promise<EnsureImageR
       return { ok: true, image, imageRef: present.id, info: present, backoff };
     }
     let podSecrets;
+    let podServiceAccount;
     try {
-      const pods = (await credentials()).filter((c) => c.source !== null);
-      podSecrets = pods.map((c) => ({ ...c.source!, credentialHash: c.hash }));
+      const found = await credentials();
+      podSecrets = found.filter((c) => c.source !== null).map((c) => ({ ...c.source!, credentialHash: c.hash }));
+      // The first credential a plugin gave for the pod's service account (image_manager.go getPodCredentials).
+      podServiceAccount = found.find((c) => c.serviceAccount)?.serviceAccount ?? null;
     } catch (err) {
       return unreadable(err);
     }
-    if (!(await records.mustAttemptPull(raw, present.id, () => podSecrets))) {
+    if (!(await records.mustAttemptPull(raw, present.id, () => podSecrets, () => podServiceAccount))) {
       record('Normal', 'Pulled', `Container image "${raw}" already present on machine and can be accessed by the pod`);
       return { ok: true, image, imageRef: present.id, info: present, backoff };
     }

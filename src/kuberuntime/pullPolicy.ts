@@ -19,9 +19,17 @@ export interface RecordedSecret {
   credentialHash: string;
 }
 
+/** A service account a pull's credentials were given for, by a plugin in token mode (ImagePullServiceAccount). */
+export interface RecordedServiceAccount {
+  uid: string;
+  namespace: string;
+  name: string;
+}
+
 /** Who may use an image pulled for one repository (ImagePullCredentials). */
 export interface RecordedCredentials {
   kubernetesSecrets?: RecordedSecret[];
+  kubernetesServiceAccounts?: RecordedServiceAccount[];
   /** Every pod on the node: the pull needed no credentials, or the node's own. */
   nodePodsAccessible?: boolean;
 }
@@ -99,21 +107,33 @@ export function requiresVerification(policy: VerificationPolicy, allowlist: Allo
 
 /** The pod's pull secrets for the repository, each with its credential's hash. */
 export type PodSecrets = () => RecordedSecret[];
+/**
+ * The pod's service account, when a plugin in token mode gave credentials for it; only the first
+ * such credential counts, whatever its audience (image_manager.go getPodCredentials).
+ */
+export type PodServiceAccount = () => RecordedServiceAccount | null;
 
 /**
  * The decision on a present image once the policy wants it verified (MustAttemptImagePull): no
  * record, or none for this repository, or one naming no credentials ⇒ pull; a record open to the
  * node's pods ⇒ use it; else the pod may use it when one of its secrets has a hash the record
- * keeps, or the coordinates (uid, namespace, name) of one it keeps. Answers whether to pull, and a
- * secret to add to the record (the kubelet writes down a matching secret it did not yet list).
+ * keeps, or the coordinates (uid, namespace, name) of one it keeps, or its service account (same
+ * uid, namespace and name) is one the record keeps. Answers whether to pull, and a secret to add
+ * to the record (the kubelet writes down a matching secret it did not yet list).
  */
-export function mustAttemptPull(record: PulledRecord | null, repository: string, podSecrets: PodSecrets): { pull: boolean; remember?: RecordedSecret } {
+export function mustAttemptPull(
+  record: PulledRecord | null,
+  repository: string,
+  podSecrets: PodSecrets,
+  podServiceAccount: PodServiceAccount = () => null,
+): { pull: boolean; remember?: RecordedSecret } {
   if (!record) return { pull: true };
   const cached = record.credentialMapping[repository];
   if (!cached) return { pull: true };
   if (cached.nodePodsAccessible) return { pull: false };
   const kept = cached.kubernetesSecrets ?? [];
-  if (kept.length === 0) return { pull: true };
+  const accounts = cached.kubernetesServiceAccounts ?? [];
+  if (kept.length === 0 && accounts.length === 0) return { pull: true };
   for (const secret of podSecrets()) {
     for (const known of kept) {
       const hashesMatch = known.credentialHash.length > 0 && secret.credentialHash === known.credentialHash;
@@ -122,6 +142,8 @@ export function mustAttemptPull(record: PulledRecord | null, repository: string,
       if (sameSecret) return kept.length >= WRITE_WHILE_MATCHING_LIMIT ? { pull: false } : { pull: false, remember: secret };
     }
   }
+  const account = podServiceAccount();
+  if (account && accounts.some((known) => coordinates(known) === coordinates(account))) return { pull: false };
   return { pull: true };
 }
 
@@ -139,12 +161,21 @@ export function mergeIntoRecord(record: PulledRecord | null, imageRef: string, r
   }
   if (!credentials) return null;
   const newSecrets = credentials.kubernetesSecrets ?? [];
-  if (!credentials.nodePodsAccessible && newSecrets.length === 0) return null;
+  const newAccounts = credentials.kubernetesServiceAccounts ?? [];
+  if (!credentials.nodePodsAccessible && newSecrets.length === 0 && newAccounts.length === 0) return null;
   const selected = record.credentialMapping[repository];
   const updated = (entry: RecordedCredentials): PulledRecord => ({ lastUpdatedTime: now, imageRef: record.imageRef, credentialMapping: { ...record.credentialMapping, [repository]: entry } });
   if (!selected) return updated(credentials);
   if (selected.nodePodsAccessible) return null;
   if (credentials.nodePodsAccessible) return updated({ nodePodsAccessible: true });
+  if (newSecrets.length === 0) {
+    // mergePullServiceAccounts: a set by uid, namespace and name, sorted by namespace, name, uid.
+    const known = selected.kubernetesServiceAccounts ?? [];
+    const added = newAccounts.filter((account) => !known.some((k) => coordinates(k) === coordinates(account)));
+    if (added.length === 0) return null;
+    const merged = [...known, ...new Map(added.map((a) => [coordinates(a), a])).values()].sort(inCoordinateOrder);
+    return updated({ ...selected, kubernetesServiceAccounts: merged });
+  }
   const byCoordinates = new Map((selected.kubernetesSecrets ?? []).map((s) => [coordinates(s), s]));
   let changed = false;
   for (const secret of newSecrets) {
@@ -154,9 +185,10 @@ export function mergeIntoRecord(record: PulledRecord | null, imageRef: string, r
     }
   }
   if (!changed) return null;
-  const merged = [...byCoordinates.values()].sort((a, b) => compare(a.namespace, b.namespace) || compare(a.name, b.name) || compare(a.uid, b.uid));
+  const merged = [...byCoordinates.values()].sort(inCoordinateOrder);
   return updated({ ...selected, kubernetesSecrets: merged });
 }
 
-const coordinates = (s: RecordedSecret) => `${s.namespace}\u0000${s.name}\u0000${s.uid}`;
+const coordinates = (s: RecordedServiceAccount) => `${s.namespace}\u0000${s.name}\u0000${s.uid}`;
+const inCoordinateOrder = (a: RecordedServiceAccount, b: RecordedServiceAccount) => compare(a.namespace, b.namespace) || compare(a.name, b.name) || compare(a.uid, b.uid);
 const compare = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);

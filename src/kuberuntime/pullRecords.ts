@@ -20,6 +20,7 @@ import { repositoryOf } from '../credentialprovider/keyring.ts';
 import {
   type Allowlist,
   type PodSecrets,
+  type PodServiceAccount,
   type PulledRecord,
   type RecordedCredentials,
   type VerificationPolicy,
@@ -38,7 +39,7 @@ const fileName = (key: string) => `${FILE_PREFIX}${createHash('sha256').update(k
 /** What the image manager asks of the records (pullmanager.ImagePullManager). */
 export interface ImagePullRecords {
   /** Whether a present image needs a pull before this pod may use it. */
-  mustAttemptPull(image: string, imageRef: string, podSecrets: PodSecrets): Promise<boolean>;
+  mustAttemptPull(image: string, imageRef: string, podSecrets: PodSecrets, podServiceAccount?: PodServiceAccount): Promise<boolean>;
   /** Before a pull: the intent, so a pull the agent does not see end still counts as the kubelet's. */
   recordPullIntent(image: string): Promise<void>;
   /** After a successful pull, with who may use it; null credentials: pulled under unknown circumstances. */
@@ -112,7 +113,7 @@ export class FilePullRecords implements ImagePullRecords {
     }
   }
 
-  async mustAttemptPull(image: string, imageRef: string, podSecrets: PodSecrets): Promise<boolean> {
+  async mustAttemptPull(image: string, imageRef: string, podSecrets: PodSecrets, podServiceAccount?: PodServiceAccount): Promise<boolean> {
     if (!imageRef) return true;
     await this.ready;
     let record: PulledRecord | null;
@@ -125,7 +126,7 @@ export class FilePullRecords implements ImagePullRecords {
       return true;
     }
     if (!requiresVerification(this.options.policy, this.options.allowlist, image, pulledByKubelet)) return false;
-    const decision = mustAttemptPull(record, repositoryOf(image), podSecrets);
+    const decision = mustAttemptPull(record, repositoryOf(image), podSecrets, podServiceAccount);
     if (decision.remember) {
       await this.writeRecord(image, imageRef, { kubernetesSecrets: [decision.remember] }).catch((err: unknown) => this.options.log('error', 'failed to write an image pulled record', { image, imageRef, err }));
     }

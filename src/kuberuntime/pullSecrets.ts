@@ -7,6 +7,7 @@
  */
 import type { Pod } from '../api/types.ts';
 import type { PullSecret } from '../credentialprovider/keyring.ts';
+import type { PodPullContext } from '../credentialprovider/plugins.ts';
 import { podReference } from '../eventrecorder/recorder.ts';
 import type { PodCluster, PodObserve } from './podWork.ts';
 
@@ -36,4 +37,39 @@ export async function podPullSecrets(pod: Pod, cluster: PodCluster | undefined, 
     );
   }
   return found;
+}
+
+/**
+ * The TokenRequest's lifetime when none is asked: the API server's default of one hour
+ * (pkg/apis/authentication/v1 defaults.go SetDefaults_TokenRequestSpec), which the kubelet relies
+ * on for credential provider tokens (plugin.go serviceAccountProvider.getServiceAccountToken sets none).
+ */
+const PROVIDER_TOKEN_SECONDS = 3600;
+
+/**
+ * The pod an image is pulled for, as credential provider plugins in service-account token mode
+ * see it (image_manager.go makeLookupPullCredentialsFunc: the sandbox's namespace, name and uid,
+ * and `spec.serviceAccountName`): its ServiceAccount read through the node's object reader (the
+ * kubelet's service account manager), its token from the node's token manager, bound to the pod.
+ * Without an API server there is no account to read and no token to get.
+ */
+export function podPullContext(pod: Pod, cluster: PodCluster | undefined): PodPullContext {
+  const { namespace, name, uid } = pod.metadata;
+  return {
+    namespace,
+    name,
+    uid,
+    serviceAccountName: typeof pod.spec['serviceAccountName'] === 'string' ? pod.spec['serviceAccountName'] : '',
+    serviceAccount: (accountNamespace, accountName) => (cluster ? cluster.objects.serviceAccount(accountNamespace, accountName) : Promise.resolve(null)),
+    token: (request) => {
+      if (!cluster) return Promise.reject(new Error('no API server to request a service account token from'));
+      return cluster.tokens.token({
+        namespace: request.namespace,
+        serviceAccount: request.serviceAccount,
+        audience: request.audience,
+        expirationSeconds: PROVIDER_TOKEN_SECONDS,
+        pod: { name: request.podName, uid: request.podUid },
+      });
+    },
+  };
 }

@@ -19,6 +19,7 @@ import { containerHash } from './hash.ts';
 import { HookError, type HookTarget, realHookIO, runLifecycleHandler } from './hooks.ts';
 import { ensureImage, errorText } from './images.ts';
 import { type PreStopRuns, killContainer } from './kill.ts';
+import { podPullContext } from './pullSecrets.ts';
 import type { PodWork } from './podWork.ts';
 import type { ContainerType } from './labels.ts';
 
@@ -122,7 +123,7 @@ export async function startContainer(
     now: deps.host.now,
     record,
     opts,
-    credentials: (image: string) => credentialsFor(context.pullSecrets, image, deps.cri.nodeCredentials),
+    credentials: (image: string) => credentialsFor(context.pullSecrets, image, deps.cri.nodeCredentials, podPullContext(pod, deps.cluster)),
     ...(deps.cri.pullRecords ? { records: deps.cri.pullRecords } : {}),
     ...(deps.observe.imagePull ? { pulling: (stage: 'started' | 'finished') => deps.observe.imagePull!(pod.metadata.uid, stage) } : {}),
   });

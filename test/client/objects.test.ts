@@ -15,6 +15,16 @@ describe('apiObjectReader', () => {
     expect(await reader.configMap('shop', 'nope')).toBeNull();
   });
 
+  it('reads a ServiceAccount\'s uid and annotations (for token-mode credential providers); a missing one is null', async () => {
+    const api = new MemoryApi();
+    api.serviceAccounts.set('shop/builder', { metadata: { uid: 'sa-1', annotations: { 'registry.io/role': 'puller' } } });
+    api.serviceAccounts.set('shop/plain', { metadata: { uid: 'sa-2' } });
+    const reader = apiObjectReader(api);
+    expect(await reader.serviceAccount('shop', 'builder')).toEqual({ uid: 'sa-1', annotations: { 'registry.io/role': 'puller' } });
+    expect(await reader.serviceAccount('shop', 'plain')).toEqual({ uid: 'sa-2', annotations: {} });
+    expect(await reader.serviceAccount('shop', 'ghost')).toBeNull();
+  });
+
   it('lets starts asking for the same object at once share one read', async () => {
     const api = new MemoryApi();
     api.configMaps.set('shop/cfg', { data: { MODE: 'fast' } });

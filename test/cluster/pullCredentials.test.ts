@@ -18,7 +18,7 @@
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { CoreV1Event, V1Pod } from '@kubernetes/client-node';
+import { type CoreV1Event, RbacAuthorizationV1Api, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startContainerd } from '../containerd/harness.ts';
 import { clusterNode } from '../support/clusterNode.ts';
@@ -29,6 +29,17 @@ const longRunning = "trap 'exit 0' TERM; while true; do sleep 1; done";
 /** The plugin's cache duration: long enough for two pods' pulls, short enough to wait out. */
 const PLUGIN_CACHE_SECONDS = 10;
 
+/** The audience the token-mode plugin asks for, and the annotation a ServiceAccount opts in with. */
+const TOKEN_AUDIENCE = 'registry.statelet.test';
+const TOKEN_ROLE_ANNOTATION = 'registry.statelet.test/role';
+
+/** What the token-mode plugin was sent: the image, the token's claims, the annotations. */
+interface TokenExec {
+  image: string;
+  claims: { aud: string | string[]; sub: string; 'kubernetes.io'?: { namespace: string; pod?: { name: string } } } | null;
+  annotations: Record<string, string> | null;
+}
+
 interface PrivateRegistry {
   /** `<host>` of the image references. */
   host: string;
@@ -38,6 +49,8 @@ interface PrivateRegistry {
   image: string;
   /** The private image the plugin's credentials open (`<host>/viaplugin/busybox:1`). */
   pluginImage: string;
+  /** The private image the token-mode plugin's credentials open (`<host>/viasa/busybox:1`). */
+  tokenImage: string;
 }
 
 interface Runtime {
@@ -53,17 +66,21 @@ interface Runtime {
  * with the registry's login for its `viaplugin` path, and appends the image it was asked about to
  * a log, one line per exec.
  */
-function credentialProvider(registry: () => PrivateRegistry): { config: string; binDir: string; execs(): string[] } {
+function credentialProvider(registry: () => PrivateRegistry): { config: string; binDir: string; execs(): string[]; tokenExecs(): TokenExec[] } {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'statelet-credprovider-'));
   const binDir = path.join(dir, 'bin');
   mkdirSync(binDir);
   const log = path.join(dir, 'execs.log');
   writeFileSync(log, '');
   const plugin = path.join(binDir, 'test-credential-provider');
+  const tokenLog = path.join(dir, 'token-execs.log');
+  writeFileSync(tokenLog, '');
+  const tokenPlugin = path.join(binDir, 'token-credential-provider');
   const config = path.join(dir, 'config.yaml');
   return {
     binDir,
     execs: () => readFileSync(log, 'utf8').split('\n').filter(Boolean),
+    tokenExecs: () => readFileSync(tokenLog, 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line) as TokenExec),
     // Written when the agent starts: the registry's address is known by then.
     get config() {
       const r = registry();
@@ -82,9 +99,30 @@ process.stdout.write(JSON.stringify({
 `;
       writeFileSync(plugin, script);
       chmodSync(plugin, 0o755);
+      // The token-mode plugin gives the login only for a token of its audience; it logs the
+      // token's claims (never the token) and the annotations it was sent.
+      const tokenKey = `${r.host}/viasa`;
+      const tokenScript = `#!${process.execPath}
+const fs = require('node:fs');
+const request = JSON.parse(fs.readFileSync(0, 'utf8'));
+const claims = request.serviceAccountToken ? JSON.parse(Buffer.from(request.serviceAccountToken.split('.')[1], 'base64url').toString()) : null;
+fs.appendFileSync(${JSON.stringify(tokenLog)}, JSON.stringify({ image: request.image, claims, annotations: request.serviceAccountAnnotations ?? null }) + '\\n');
+const allowed = claims !== null && [].concat(claims.aud).includes(${JSON.stringify(TOKEN_AUDIENCE)});
+process.stdout.write(JSON.stringify({
+  apiVersion: 'credentialprovider.kubelet.k8s.io/v1',
+  kind: 'CredentialProviderResponse',
+  cacheKeyType: 'Image',
+  cacheDuration: '0s',
+  auth: allowed ? { ${JSON.stringify(tokenKey)}: { username: ${JSON.stringify(r.username)}, password: ${JSON.stringify(r.password)} } } : {},
+}));
+`;
+      writeFileSync(tokenPlugin, tokenScript);
+      chmodSync(tokenPlugin, 0o755);
       writeFileSync(
         config,
-        `apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n- name: test-credential-provider\n  apiVersion: credentialprovider.kubelet.k8s.io/v1\n  matchImages: [${JSON.stringify(key)}]\n  defaultCacheDuration: 1m\n`,
+        `apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n- name: test-credential-provider\n  apiVersion: credentialprovider.kubelet.k8s.io/v1\n  matchImages: [${JSON.stringify(key)}]\n  defaultCacheDuration: 1m\n` +
+          `- name: token-credential-provider\n  apiVersion: credentialprovider.kubelet.k8s.io/v1\n  matchImages: [${JSON.stringify(tokenKey)}]\n  defaultCacheDuration: 1m\n` +
+          `  tokenAttributes:\n    serviceAccountTokenAudience: ${TOKEN_AUDIENCE}\n    cacheType: ServiceAccount\n    requireServiceAccount: true\n    requiredServiceAccountAnnotationKeys: [${TOKEN_ROLE_ANNOTATION}]\n`,
       );
       return config;
     },
@@ -182,6 +220,44 @@ function definePullCredentialScenarios(runtime: Runtime, cluster: ReturnType<typ
       await cp.waitFor<V1Pod>(pods(namespace), 'third', running, 120_000);
       expect(asked()).toBe(before + 1);
     });
+
+    it('pulls with a token-mode plugin: it gets a token of the pod’s service account for its audience and the account’s annotations; an account without the annotation gets nothing', { timeout: 180_000 }, async ({ skip }) => {
+      const cp = cluster.cp;
+      if (!cp) return skip();
+      const { tokenImage } = runtime.registry();
+      const namespace = await cp.namespace('credtoken');
+      await cp.core.createNamespacedServiceAccount({ namespace, body: { metadata: { name: 'builder', annotations: { [TOKEN_ROLE_ANNOTATION]: 'puller' } } } });
+      // NodeRestriction lets a node request a token for another audience only when RBAC allows it
+      // (plugin/pkg/admission/noderestriction/admission.go validateNodeServiceAccountAudience).
+      const rbac = cp.admin.makeApiClient(RbacAuthorizationV1Api);
+      await rbac.createNamespacedRole({
+        namespace,
+        body: { metadata: { name: 'registry-audience' }, rules: [{ apiGroups: [''], resources: [TOKEN_AUDIENCE], verbs: ['request-serviceaccounts-token-audience'], resourceNames: ['builder'] }] },
+      });
+      await rbac.createNamespacedRoleBinding({
+        namespace,
+        body: {
+          metadata: { name: 'registry-audience' },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'registry-audience' },
+          subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: `system:node:${runtime.node}` }],
+        },
+      });
+      await cp.core.createNamespacedPod({ namespace, body: pod('with-account', tokenImage, { serviceAccountName: 'builder' }, 'Always') });
+      await cp.waitFor<V1Pod>(pods(namespace), 'with-account', running, 120_000);
+      const repository = tokenImage.slice(0, tokenImage.lastIndexOf(':'));
+      const sent = plugin.tokenExecs().filter((exec) => exec.image === repository && exec.claims?.['kubernetes.io']?.namespace === namespace);
+      expect(sent).toHaveLength(1);
+      expect([sent[0]!.claims!.aud].flat()).toEqual([TOKEN_AUDIENCE]);
+      expect(sent[0]!.claims!.sub).toBe(`system:serviceaccount:${namespace}:builder`);
+      expect(sent[0]!.claims!['kubernetes.io']?.pod?.name).toBe('with-account');
+      expect(sent[0]!.annotations).toEqual({ [TOKEN_ROLE_ANNOTATION]: 'puller' });
+
+      // The namespace's default account lacks the required annotation: the plugin is not run, and the pull has no login.
+      const execs = plugin.tokenExecs().length;
+      await cp.core.createNamespacedPod({ namespace, body: pod('without-annotation', tokenImage, {}, 'Always') });
+      await cp.waitFor<V1Pod>(pods(namespace), 'without-annotation', (p) => waiting(p)?.reason === 'ErrImagePull', 90_000);
+      expect(plugin.tokenExecs()).toHaveLength(execs);
+    });
   });
 }
 
@@ -193,6 +269,7 @@ describe('private images on sim://', () => {
     password: 'sim-s3cret',
     image: 'private.example.com/private/busybox:1',
     pluginImage: 'private.example.com/viaplugin/busybox:1',
+    tokenImage: 'private.example.com/viasa/busybox:1',
   };
   const registries = path.join(mkdtempSync(path.join(os.tmpdir(), 'statelet-pullcreds-sim-')), 'registries.json');
   writeFileSync(registries, JSON.stringify({ [simRegistry.host]: { username: simRegistry.username, password: simRegistry.password } }));
@@ -218,12 +295,14 @@ if (!containerd || !registry) {
   await containerd.trustRegistry(registry.host, registry.caFile);
   await registry.pushBusybox('private/busybox:1');
   await registry.pushBusybox('viaplugin/busybox:1');
+  await registry.pushBusybox('viasa/busybox:1');
   const real: PrivateRegistry = {
     host: registry.host,
     username: registry.username,
     password: registry.password,
     image: `${registry.host}/private/busybox:1`,
     pluginImage: `${registry.host}/viaplugin/busybox:1`,
+    tokenImage: `${registry.host}/viasa/busybox:1`,
   };
   describe('private images on containerd', () => {
     const plugin = credentialProvider(() => real);

@@ -8,7 +8,6 @@ import {
   ConfigDecodeError,
   decodeCredentialProviderConfig,
   mergeCredentialProviderConfigs,
-  unsupportedProviderSettings,
   validateCredentialProviderConfig,
 } from '../../src/credentialprovider/pluginConfig.ts';
 
@@ -140,15 +139,5 @@ describe('validateCredentialProviderConfig', () => {
     ]],
   ])('refuses %s', (_what, change, errors) => {
     expect(validateCredentialProviderConfig({ providers: [{ ...ecr, ...change }] })).toEqual(errors);
-  });
-});
-
-describe('unsupportedProviderSettings', () => {
-  it('refuses service-account token mode, naming the provider', () => {
-    const tokens = { serviceAccountTokenAudience: 'aud', cacheType: 'Token', requireServiceAccount: true, requiredServiceAccountAnnotationKeys: [], optionalServiceAccountAnnotationKeys: [] };
-    expect(unsupportedProviderSettings({ providers: [ecr] })).toEqual([]);
-    const [refusal, ...rest] = unsupportedProviderSettings({ providers: [ecr, { ...ecr, name: 'tokens', tokenAttributes: tokens }] });
-    expect(rest).toEqual([]);
-    expect(refusal).toMatch(/^providers\.tokenAttributes: Forbidden: provider "tokens": statelet does not implement service-account token mode/);
   });
 });

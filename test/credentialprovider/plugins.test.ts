@@ -14,6 +14,13 @@ import { PLUGIN_TIMEOUT_MS } from '../../src/credentialprovider/pluginExec.ts';
 import { CACHE_PURGE_INTERVAL_MS, CredentialCache } from '../../src/credentialprovider/pluginCache.ts';
 import { type CredentialProviderPlugins, registerCredentialProviderPlugins } from '../../src/credentialprovider/plugins.ts';
 import type { LogFields, LogLevel } from '../../src/log.ts';
+import { ApiError } from '../../src/client/api.ts';
+import { apiObjectReader } from '../../src/client/objects.ts';
+import { TokenManager } from '../../src/volumes/tokens.ts';
+import type { PodPullContext } from '../../src/credentialprovider/plugins.ts';
+import type { Pod } from '../../src/api/types.ts';
+import { podPullContext } from '../../src/kuberuntime/pullSecrets.ts';
+import { MemoryApi } from '../support/memoryApi.ts';
 
 const V1 = 'credentialprovider.kubelet.k8s.io/v1';
 const MIN = 60_000;
@@ -44,6 +51,8 @@ interface ProviderSetup {
   defaultCacheDuration?: string;
   mode?: 'answer' | 'fail' | 'garbage' | 'hang';
   response?: Record<string, unknown>;
+  /** Service-account token mode. */
+  tokenAttributes?: Record<string, unknown>;
 }
 
 function response(fields: Record<string, unknown> = {}): Record<string, unknown> {
@@ -94,6 +103,7 @@ async function setup(providers: ProviderSetup[], options: { timeoutMs?: number }
         defaultCacheDuration: provider.defaultCacheDuration ?? '10m',
         apiVersion: V1,
         args: ['get-credentials', '--verbose'],
+        ...(provider.tokenAttributes ? { tokenAttributes: provider.tokenAttributes } : {}),
         env: [
           { name: 'CALLS', value: path.join(dir, `${name}.calls`) },
           { name: 'MODE', value: provider.mode ?? 'answer' },
@@ -164,17 +174,17 @@ describe('the exec protocol', () => {
   });
 
   it.each<[string, ProviderSetup, string]>([
-    ['a response of another apiVersion', { response: response({ apiVersion: 'credentialprovider.kubelet.k8s.io/v1beta1' }) }, `apiVersion from credential plugin response did not match expected apiVersion:${V1}, actual apiVersion:credentialprovider.kubelet.k8s.io/v1beta1`],
-    ['malformed JSON', { mode: 'garbage' }, 'error reading GVK from response: not valid JSON'],
-    ['a response with an unknown field', { response: response({ extra: true }) }, 'error decoding credential provider plugin response from stdout'],
-    ['a response of another kind', { response: response({ kind: 'CredentialProviderRequest' }) }, 'error decoding credential provider plugin response from stdout'],
+    ['a response of another apiVersion', { response: response({ apiVersion: 'credentialprovider.kubelet.k8s.io/v1beta1' }) }, `failed to get credential from external registry credential provider: apiVersion from credential plugin response did not match expected apiVersion:${V1}, actual apiVersion:credentialprovider.kubelet.k8s.io/v1beta1`],
+    ['malformed JSON', { mode: 'garbage' }, 'failed to get credential from external registry credential provider: error reading GVK from response: not valid JSON'],
+    ['a response with an unknown field', { response: response({ extra: true }) }, 'failed to get credential from external registry credential provider: error decoding credential provider plugin response from stdout'],
+    ['a response of another kind', { response: response({ kind: 'CredentialProviderRequest' }) }, 'failed to get credential from external registry credential provider: error decoding credential provider plugin response from stdout'],
     ['an invalid cacheKeyType', { response: response({ cacheKeyType: 'Pod' }) }, 'credential provider plugin did not return a valid cacheKeyType: "Pod"'],
-    ['a failing plugin', { mode: 'fail' }, 'error execing credential provider plugin test-provider for image registry.io/app: exit status 3: registry said no'],
+    ['a failing plugin', { mode: 'fail' }, 'failed to get credential from external registry credential provider: error execing credential provider plugin test-provider for image registry.io/app: exit status 3: registry said no'],
   ])('gives no credentials for %s, and logs why with the provider and image but no credentials', async (_what, provider, message) => {
     const h = await setup([provider]);
     expect(await h.plugins.credentialsFor('registry.io/app')).toEqual([]);
     expect(h.logs).toEqual([
-      { level: 'error', message: 'Failed getting credential from external registry credential provider', fields: { provider: 'test-provider', image: 'registry.io/app', err: message } },
+      { level: 'error', message: 'Failed to provide credentials for image', fields: { provider: 'test-provider', image: 'registry.io/app', err: message } },
     ]);
     expect(JSON.stringify(h.logs)).not.toContain('hunter2');
   });
@@ -183,7 +193,7 @@ describe('the exec protocol', () => {
     const h = await setup([{}]);
     rmSync(h.binary('test-provider'));
     expect(await h.plugins.credentialsFor('registry.io/app')).toEqual([]);
-    expect(h.logs[0]?.fields?.err).toBe(`error execing credential provider plugin test-provider for image registry.io/app: fork/exec ${h.binary('test-provider')}: no such file or directory: `);
+    expect(h.logs[0]?.fields?.err).toBe(`failed to get credential from external registry credential provider: error execing credential provider plugin test-provider for image registry.io/app: fork/exec ${h.binary('test-provider')}: no such file or directory: `);
   });
 
   it('kills a plugin that does not answer by its deadline (one minute), and gives no credentials', async () => {
@@ -191,7 +201,7 @@ describe('the exec protocol', () => {
     const answer = h.plugins.credentialsFor('registry.io/app');
     h.clock.increment(PLUGIN_TIMEOUT_MS);
     expect(await answer).toEqual([]);
-    expect(h.logs[0]?.fields?.err).toBe('error execing credential provider plugin test-provider for image registry.io/app: context deadline exceeded: ');
+    expect(h.logs[0]?.fields?.err).toBe('failed to get credential from external registry credential provider: error execing credential provider plugin test-provider for image registry.io/app: context deadline exceeded: ');
   });
 
   it('takes a shorter deadline when given one', async () => {
@@ -328,16 +338,6 @@ describe('registration', () => {
     );
   });
 
-  it('refuses service-account token mode, which statelet does not implement', async () => {
-    const config = JSON.stringify({
-      apiVersion: 'kubelet.config.k8s.io/v1',
-      kind: 'CredentialProviderConfig',
-      providers: [{ name: 'test-provider', matchImages: ['registry.io'], defaultCacheDuration: '1m', apiVersion: V1, tokenAttributes: { serviceAccountTokenAudience: 'aud', cacheType: 'Token', requireServiceAccount: true } }],
-    });
-    const { configPath, binDir } = files({ binary: 0o755, config });
-    await expect(registerCredentialProviderPlugins(configPath, binDir)).rejects.toThrow(/^statelet cannot run this credential provider config: providers\.tokenAttributes: Forbidden: provider "test-provider": statelet does not implement service-account token mode/);
-  });
-
   it('reads a directory of configs in name order, and refuses a provider named twice', async () => {
     const { configPath, binDir } = files({ binary: 0o755 });
     writeFileSync(path.join(binDir, 'another'), PLUGIN, { mode: 0o755 });
@@ -358,5 +358,131 @@ describe('registration', () => {
     const empty = path.join(path.dirname(configPath), 'empty.d');
     mkdirSync(empty);
     await expect(registerCredentialProviderPlugins(empty, binDir)).rejects.toThrow(`no configuration files found in directory "${empty}"`);
+  });
+});
+
+/**
+ * Service-account token mode (plugin.go serviceAccountProvider, pluginProvider.provide): the pod's
+ * ServiceAccount read from the in-memory API, its token requested through the node's token
+ * manager, both handed to the plugin.
+ */
+describe('service-account token mode', () => {
+  const tokens = (fields: Record<string, unknown> = {}) => ({
+    serviceAccountTokenAudience: 'registry.io/audience',
+    cacheType: 'ServiceAccount',
+    requireServiceAccount: true,
+    requiredServiceAccountAnnotationKeys: ['registry.io/role'],
+    optionalServiceAccountAnnotationKeys: ['registry.io/team', 'registry.io/absent'],
+    ...fields,
+  });
+
+  /** The cluster of the test: ServiceAccounts `builder` (uid sa-1) and `other` (uid sa-2) in `team`. */
+  function cluster(clock: SimulatedClock) {
+    const api = new MemoryApi();
+    api.tokenClock = () => clock.now();
+    const annotations = { 'registry.io/role': 'puller', 'registry.io/team': 'blue', 'unrelated.io/key': 'x' };
+    api.serviceAccounts.set('team/builder', { metadata: { uid: 'sa-1', annotations } });
+    api.serviceAccounts.set('team/other', { metadata: { uid: 'sa-2', annotations: { 'registry.io/role': 'other' } } });
+    api.serviceAccounts.set('team/optedout', { metadata: { uid: 'sa-3', annotations: { 'registry.io/team': 'blue' } } });
+    const objects = apiObjectReader(api, { ttlMs: 0, now: () => clock.now() });
+    const tokenManager = new TokenManager(api, () => clock.now(), () => {}, () => 0);
+    const podOf = (name: string, serviceAccountName: string | undefined, uid = `uid-${name}`): PodPullContext =>
+      podPullContext({ metadata: { namespace: 'team', name, uid }, spec: { containers: [], ...(serviceAccountName === undefined ? {} : { serviceAccountName }) } } as Pod, {
+        objects,
+        tokens: tokenManager,
+        services: () => null,
+        runtimeClassHandler: () => null,
+      });
+    return { api, podOf };
+  }
+
+  it('sends the pod-bound token for the audience and the annotations asked for, and marks the credentials with the service account', async () => {
+    const h = await setup([{ tokenAttributes: tokens() }]);
+    const { api, podOf } = cluster(h.clock);
+    const answer = await h.plugins.credentialsFor('registry.io/app', podOf('web', 'builder'));
+    expect(answer).toEqual([{ ...robot, serviceAccount: { uid: 'sa-1', namespace: 'team', name: 'builder' } }]);
+    expect(api.tokenRequests).toEqual([
+      { namespace: 'team', serviceAccount: 'builder', spec: { audiences: ['registry.io/audience'], expirationSeconds: 3600, boundObjectRef: { apiVersion: 'v1', kind: 'Pod', name: 'web', uid: 'uid-web' } } },
+    ]);
+    expect(h.calls().map((call) => call.request)).toEqual([
+      {
+        kind: 'CredentialProviderRequest',
+        apiVersion: V1,
+        image: 'registry.io/app',
+        serviceAccountToken: 'token-1',
+        serviceAccountAnnotations: { 'registry.io/role': 'puller', 'registry.io/team': 'blue' },
+      },
+    ]);
+  });
+
+  it('caches by service account for cacheType ServiceAccount: another pod of the account is served from the cache, another account asks again', async () => {
+    const h = await setup([{ tokenAttributes: tokens({ requiredServiceAccountAnnotationKeys: [] }) }]);
+    const { podOf } = cluster(h.clock);
+    await h.plugins.credentialsFor('registry.io/app', podOf('web-1', 'builder'));
+    await h.plugins.credentialsFor('registry.io/app', podOf('web-2', 'builder'));
+    expect(h.calls()).toHaveLength(1);
+    expect(await h.plugins.credentialsFor('registry.io/app', podOf('job', 'other'))).toEqual([{ ...robot, serviceAccount: { uid: 'sa-2', namespace: 'team', name: 'other' } }]);
+    expect(h.calls().map((call) => call.request.serviceAccountToken)).toEqual(['token-1', 'token-3']);
+  });
+
+  it('caches by token for cacheType Token: a pod with a new token asks the plugin again, the same token does not', async () => {
+    const h = await setup([{ tokenAttributes: tokens({ cacheType: 'Token' }) }]);
+    const { podOf } = cluster(h.clock);
+    await h.plugins.credentialsFor('registry.io/app', podOf('web-1', 'builder'));
+    await h.plugins.credentialsFor('registry.io/app', podOf('web-1', 'builder'));
+    expect(h.calls()).toHaveLength(1);
+    await h.plugins.credentialsFor('registry.io/app', podOf('web-2', 'builder'));
+    expect(h.calls().map((call) => call.request.serviceAccountToken)).toEqual(['token-1', 'token-2']);
+  });
+
+  it('refuses credentials whose password is the token unless cacheType is Token, and logs it without the token', async () => {
+    const echo = response({ auth: { 'registry.io': { username: 'robot', password: 'token-1' } } });
+    const h = await setup([{ tokenAttributes: tokens(), response: echo }]);
+    const { podOf } = cluster(h.clock);
+    expect(await h.plugins.credentialsFor('registry.io/app', podOf('web', 'builder'))).toEqual([]);
+    expect(h.logs.map((log) => log.fields?.err)).toEqual([
+      "credential provider plugin returned the service account token as the password which is not allowed when service account cache type is not set to 'Token'",
+    ]);
+    expect(h.logs[0]?.fields).toMatchObject({ pod: 'team/web', podUID: 'uid-web', serviceAccount: 'team/builder' });
+
+    const t = await setup([{ tokenAttributes: tokens({ cacheType: 'Token' }), response: echo }]);
+    expect(await t.plugins.credentialsFor('registry.io/app', cluster(t.clock).podOf('web', 'builder'))).toEqual([
+      { matchKey: 'registry.io', username: 'robot', password: 'token-1', serviceAccount: { uid: 'sa-1', namespace: 'team', name: 'builder' } },
+    ]);
+  });
+
+  it('with requireServiceAccount, runs no plugin for a pod without a service account; without it, runs the plugin with no token', async () => {
+    const required = await setup([{ tokenAttributes: tokens() }]);
+    expect(await required.plugins.credentialsFor('registry.io/app', cluster(required.clock).podOf('static', undefined))).toEqual([]);
+    expect(required.calls()).toEqual([]);
+    expect(required.logs).toEqual([]);
+
+    const optional = await setup([{ tokenAttributes: tokens({ requireServiceAccount: false, requiredServiceAccountAnnotationKeys: [] }) }]);
+    const { api, podOf } = cluster(optional.clock);
+    expect(await optional.plugins.credentialsFor('registry.io/app', podOf('static', undefined))).toEqual([robot]);
+    expect(optional.calls().map((call) => call.request)).toEqual([{ kind: 'CredentialProviderRequest', apiVersion: V1, image: 'registry.io/app' }]);
+    expect(api.tokenRequests).toEqual([]);
+  });
+
+  it('runs no plugin, quietly, for an account without a required annotation', async () => {
+    const h = await setup([{ tokenAttributes: tokens() }]);
+    const { api, podOf } = cluster(h.clock);
+    expect(await h.plugins.credentialsFor('registry.io/app', podOf('web', 'optedout'))).toEqual([]);
+    expect(h.calls()).toEqual([]);
+    expect(api.tokenRequests).toEqual([]);
+    expect(h.logs).toEqual([]);
+  });
+
+  it('gives no credentials for a missing service account or a refused token, logging the kubelet\'s reason', async () => {
+    const h = await setup([{ tokenAttributes: tokens() }]);
+    const { api, podOf } = cluster(h.clock);
+    expect(await h.plugins.credentialsFor('registry.io/app', podOf('web', 'ghost'))).toEqual([]);
+    api.failNext('createServiceAccountToken', new ApiError(403, 'Forbidden', 'serviceaccounts "builder" is forbidden', 'POST serviceaccounts/token team/builder'));
+    expect(await h.plugins.credentialsFor('registry.io/app', podOf('web', 'builder'))).toEqual([]);
+    expect(h.calls()).toEqual([]);
+    expect(h.logs.map((log) => [log.message, log.fields?.err])).toEqual([
+      ['Failed to provide credentials for image', 'failed to get service account: serviceaccounts "ghost" not found'],
+      ['Failed to provide credentials for image', 'failed to get service account token: failed to fetch token: POST serviceaccounts/token team/builder: 403 Forbidden: serviceaccounts "builder" is forbidden'],
+    ]);
   });
 });

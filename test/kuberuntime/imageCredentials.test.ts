@@ -9,6 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { type CredentialSource, type PullSecret, credentialsFor } from '../../src/credentialprovider/keyring.ts';
+import type { PodPullContext } from '../../src/credentialprovider/plugins.ts';
 import { dockerConfigCandidates, nodeDockerConfigSource } from '../../src/credentialprovider/nodeDockerConfig.ts';
 import { ImagePuller, ensureImage } from '../../src/kuberuntime/images.ts';
 import { type VerificationPolicy, parseAllowlist } from '../../src/kuberuntime/pullPolicy.ts';
@@ -40,7 +41,7 @@ function node(runtime = new TestRuntime(), policy: VerificationPolicy = 'NeverVe
   const records = new FilePullRecords({ rootDir, policy, allowlist, log: silentLogger, listImages: () => runtime.listImages(), ...(now ? { now } : {}) });
   const puller = new ImagePuller(runtime, 1);
   const events: string[] = [];
-  const ensure = (podUid: string, secrets: PullSecret[], image = PRIVATE, imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never', backoff = {}) =>
+  const ensure = (podUid: string, secrets: PullSecret[], image = PRIVATE, imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never', backoff = {}, pod?: PodPullContext) =>
     ensureImage({
       images: runtime,
       puller,
@@ -49,7 +50,7 @@ function node(runtime = new TestRuntime(), policy: VerificationPolicy = 'NeverVe
       backoff,
       nowMs: 1_000,
       record: (_type, reason, message) => void events.push(`${reason}: ${message}`),
-      credentials: (normalized) => credentialsFor(secrets, normalized, nodeKeyrings),
+      credentials: (normalized) => credentialsFor(secrets, normalized, nodeKeyrings, pod),
       records,
     });
   return { runtime, records, ensure, events };
@@ -212,6 +213,35 @@ describe('the node’s own docker config (config.go ReadDockerConfigFile)', () =
     expect(runtime.callLog('pullImage')).toHaveLength(1);
     // Pulled with the secret, not the node's: a pod without it must pull, and the node's wrong credential fails.
     expect(await ensure('pod-b', [], PRIVATE, 'IfNotPresent')).toMatchObject({ ok: false, reason: 'ErrImagePull' });
+  });
+});
+
+describe('credentials a plugin gave for the pod\'s service account (image_manager.go trackedToImagePullCreds)', () => {
+  /** A pod of `account` (uid `sa-<account>`) in `shop`; the cluster reads are not used by the stand-in plugin below. */
+  const podOf = (name: string, account: string): PodPullContext => ({
+    namespace: 'shop',
+    name,
+    uid: `uid-${name}`,
+    serviceAccountName: account,
+    serviceAccount: () => Promise.resolve(null),
+    token: () => Promise.reject(new Error('not asked')),
+  });
+  /** Stands in for a token-mode plugin: the registry's credential for the pods of `builder`, marked with the account. */
+  const tokenModePlugin: CredentialSource = (_repository, pod) =>
+    Promise.resolve(pod?.serviceAccountName === 'builder' ? [{ matchKey: REGISTRY, ...GOOD, serviceAccount: { uid: 'sa-builder', namespace: pod.namespace, name: 'builder' } }] : []);
+
+  it('records the service account; another pod of it uses the image without a pull, a pod of another account must pull', async () => {
+    const { runtime, ensure } = node(new TestRuntime(), 'NeverVerifyPreloadedImages', [], [tokenModePlugin]);
+    expect(await ensure('pod-a', [], PRIVATE, 'IfNotPresent', {}, podOf('pod-a', 'builder'))).toMatchObject({ ok: true });
+    const [file] = await readdir(path.join(rootDir, 'image_manager', 'pulled'));
+    const record = await readFile(path.join(rootDir, 'image_manager', 'pulled', file!), 'utf8');
+    expect(JSON.parse(record).credentialMapping).toEqual({ [`${REGISTRY}/team/app`]: { kubernetesServiceAccounts: [{ uid: 'sa-builder', namespace: 'shop', name: 'builder' }] } });
+    expect(record).not.toContain(GOOD.password);
+
+    expect(await ensure('pod-b', [], PRIVATE, 'Never', {}, podOf('pod-b', 'builder'))).toMatchObject({ ok: true });
+    expect(runtime.callLog('pullImage')).toHaveLength(1);
+    expect(await ensure('pod-c', [], PRIVATE, 'Never', {}, podOf('pod-c', 'other'))).toMatchObject({ ok: false, reason: 'ErrImageNeverPull' });
+    expect(await ensure('pod-c', [], PRIVATE, 'IfNotPresent', {}, podOf('pod-c', 'other'))).toMatchObject({ ok: false, reason: 'ErrImagePull' });
   });
 });
 

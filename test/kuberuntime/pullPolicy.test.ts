@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type PulledRecord, type RecordedSecret, mergeIntoRecord, mustAttemptPull, parseAllowlist, requiresVerification } from '../../src/kuberuntime/pullPolicy.ts';
+import { type PulledRecord, type RecordedSecret, type RecordedServiceAccount, mergeIntoRecord, mustAttemptPull, parseAllowlist, requiresVerification } from '../../src/kuberuntime/pullPolicy.ts';
 
 const REPO = 'registry.example.com/team/app';
 const secretA: RecordedSecret = { uid: 'ua', namespace: 'shop', name: 'a', credentialHash: 'hash-a' };
@@ -57,7 +57,32 @@ describe('mustAttemptPull (image_pull_manager.go MustAttemptImagePull)', () => {
   });
 });
 
+describe('mustAttemptPull with service accounts (a token-mode plugin\'s credentials)', () => {
+  const builder: RecordedServiceAccount = { uid: 'sa-1', namespace: 'shop', name: 'builder' };
+  it.each([
+    ['the same service account', record({ kubernetesServiceAccounts: [builder] }), builder, { pull: false }],
+    ['another service account', record({ kubernetesServiceAccounts: [builder] }), { uid: 'sa-2', namespace: 'shop', name: 'other' }, { pull: true }],
+    ['an account of the same name recreated (another uid)', record({ kubernetesServiceAccounts: [builder] }), { ...builder, uid: 'sa-9' }, { pull: true }],
+    ['an account of the same name in another namespace', record({ kubernetesServiceAccounts: [builder] }), { ...builder, namespace: 'other' }, { pull: true }],
+    ['no service account credentials', record({ kubernetesServiceAccounts: [builder] }), null, { pull: true }],
+    ['a record of secrets only', record({ kubernetesSecrets: [secretA] }), builder, { pull: true }],
+  ] as const)('%s', (_name, existing, account, expected) => {
+    expect(mustAttemptPull(existing, REPO, () => [], () => account)).toEqual(expected);
+  });
+});
+
 describe('mergeIntoRecord (pulledRecordMergeNewCreds)', () => {
+  it('adds service accounts as a set sorted by namespace, name, uid; a known one is no change; secrets are kept', () => {
+    const builder = { uid: 'sa-1', namespace: 'shop', name: 'builder' };
+    const alpha = { uid: 'sa-2', namespace: 'alpha', name: 'z' };
+    expect(mergeIntoRecord(record({ kubernetesSecrets: [secretA], kubernetesServiceAccounts: [builder] }), 'sha256:1', REPO, { kubernetesServiceAccounts: [alpha] }, 't1')?.credentialMapping[REPO]).toEqual({
+      kubernetesSecrets: [secretA],
+      kubernetesServiceAccounts: [alpha, builder],
+    });
+    expect(mergeIntoRecord(record({ kubernetesServiceAccounts: [builder] }), 'sha256:1', REPO, { kubernetesServiceAccounts: [builder] }, 't1')).toBeNull();
+    expect(mergeIntoRecord(record({ nodePodsAccessible: true }), 'sha256:1', REPO, { kubernetesServiceAccounts: [builder] }, 't1')).toBeNull();
+  });
+
   it('a first record keeps what it is given, and none when pulled under unknown circumstances', () => {
     expect(mergeIntoRecord(null, 'sha256:1', REPO, { kubernetesSecrets: [secretA] }, 't1')).toEqual({ lastUpdatedTime: 't1', imageRef: 'sha256:1', credentialMapping: { [REPO]: { kubernetesSecrets: [secretA] } } });
     expect(mergeIntoRecord(null, 'sha256:1', REPO, null, 't1')).toEqual({ lastUpdatedTime: 't1', imageRef: 'sha256:1', credentialMapping: {} });

@@ -34,6 +34,8 @@ export class MemoryApi implements KubeApi {
   /** ConfigMaps and Secrets by `namespace/name` (Secret values base64, as the API has them). */
   readonly configMaps = new Map<string, { data?: Record<string, string> }>();
   readonly secrets = new Map<string, { metadata?: { uid?: string }; type?: string; data?: Record<string, string> }>();
+  /** ServiceAccounts by `namespace/name`. */
+  readonly serviceAccounts = new Map<string, { metadata?: { uid?: string; annotations?: Record<string, string> } }>();
   /** Services, listed as they are (their watch never reports a change). */
   readonly services: Service[] = [];
   /** Listed once by the node's RuntimeClass lister (its watch sends nothing). */
@@ -262,6 +264,13 @@ export class MemoryApi implements KubeApi {
     await this.enter('getSecret');
     const found = this.secrets.get(key(namespace, name));
     if (!found) throw new ApiError(404, 'NotFound', `secrets "${name}" not found`, `GET secrets ${namespace}/${name}`);
+    return clone(found);
+  }
+
+  async getServiceAccount(namespace: string, name: string): Promise<{ metadata?: { uid?: string; annotations?: Record<string, string> } }> {
+    await this.enter('getServiceAccount');
+    const found = this.serviceAccounts.get(key(namespace, name));
+    if (!found) throw new ApiError(404, 'NotFound', `serviceaccounts "${name}" not found`, `GET serviceaccounts ${namespace}/${name}`);
     return clone(found);
   }
 
