@@ -48,8 +48,12 @@ const NODE = 'conformance-node';
 /** An address of a private range, added to `lo` for the run: the kubelet refuses a loopback node IP, and the suite's specs use the node's address. */
 const NODE_IP = '10.89.252.1';
 
-/** The specs this project runs: sig-node's conformance specs and the node's volume ones, without the serial, disruptive and slow ones. */
-export const FOCUS = String.raw`\[sig-node\].*\[Conformance\]|\[sig-storage\].*(ConfigMap|Secrets|Projected|Downward API|EmptyDir|HostPath).*\[Conformance\]`;
+/**
+ * The specs this project runs: sig-node's conformance specs and the node's volume ones, the
+ * RuntimeClass specs that need a runtime handler (the private containerd has `test-handler`) and
+ * the user-namespace specs, without the serial, disruptive and slow ones.
+ */
+export const FOCUS = String.raw`\[sig-node\].*\[Conformance\]|\[sig-storage\].*(ConfigMap|Secrets|Projected|Downward API|EmptyDir|HostPath).*\[Conformance\]|\[sig-node\] RuntimeClass .*\[Feature:RuntimeHandler\]|\[sig-node\] Security Context When creating a pod with HostUsers`;
 export const SKIP = String.raw`\[Serial\]|\[Disruptive\]|\[Slow\]`;
 
 const argv = process.argv.slice(2);
