@@ -77,6 +77,8 @@ export class FilePullRecords implements ImagePullRecords {
    */
   private readonly recordCache = new Map<string, PulledRecord | null>();
   private readonly intentCache = new Map<string, boolean>();
+  /** The write of each image's intent file while pulls of it are counted. */
+  private readonly intentWrites = new Map<string, Promise<void>>();
   /** The last write of each file, for the next to wait on. */
   private readonly fileWrites = new Map<string, Promise<void>>();
   /** The start's work (initialize): every use waits for it. */
@@ -133,11 +135,29 @@ export class FilePullRecords implements ImagePullRecords {
     return decision.pull;
   }
 
+  /**
+   * Counts a pull of `image` about to start; the first of a run of them writes the intent file
+   * (its content is the image alone), the others wait for that write. A pod that joins another's
+   * pull so joins at once, instead of writing the same file again after the pull it could have
+   * shared has ended.
+   */
   async recordPullIntent(image: string): Promise<void> {
     await this.ready;
-    await this.writeFile(this.pullingDir, fileName(image), { kind: 'ImagePullIntent', apiVersion: API_VERSION, image });
+    const count = this.intents.get(image) ?? 0;
+    this.intents.set(image, count + 1);
+    let write = this.intentWrites.get(image);
+    if (count === 0 || !write) {
+      write = this.writeFile(this.pullingDir, fileName(image), { kind: 'ImagePullIntent', apiVersion: API_VERSION, image });
+      this.intentWrites.set(image, write);
+    }
+    try {
+      await write;
+    } catch (err) {
+      if (this.intentWrites.get(image) === write) this.intentWrites.delete(image);
+      await this.decrementIntent(image);
+      throw err;
+    }
     this.intentCache.set(image, true);
-    this.intents.set(image, (this.intents.get(image) ?? 0) + 1);
   }
 
   async recordImagePulled(image: string, imageRef: string, credentials: RecordedCredentials | null): Promise<void> {
@@ -188,14 +208,17 @@ export class FilePullRecords implements ImagePullRecords {
       this.intents.set(image, count - 1);
       return;
     }
+    // Uncounted at once: a pull that starts now writes its own intent, after this removal (one chain per file).
+    this.intents.delete(image);
+    this.intentWrites.delete(image);
     try {
-      await rm(path.join(this.pullingDir, fileName(image)), { force: true });
-      this.intentCache.set(image, false);
-      this.intents.delete(image);
+      await this.onFile(path.join(this.pullingDir, fileName(image)), (target) => rm(target, { force: true }));
+      if (!this.intents.has(image)) this.intentCache.set(image, false);
     } catch (err) {
       this.options.log('error', 'failed to remove image pull intent', { image, err });
     }
   }
+
 
   private writeRecord(image: string, imageRef: string, credentials: RecordedCredentials | null): Promise<void> {
     const write = this.writes.then(async () => {
@@ -250,8 +273,7 @@ export class FilePullRecords implements ImagePullRecords {
    * go in turn (the kubelet's per-image locks): two pods pulling one image write one intent.
    */
   private writeFile(dir: string, name: string, content: object): Promise<void> {
-    const target = path.join(dir, name);
-    const write = (this.fileWrites.get(target) ?? Promise.resolve()).then(async () => {
+    return this.onFile(path.join(dir, name), async (target) => {
       await mkdir(dir, { recursive: true, mode: 0o700 });
       const tmp = target + TMP_SUFFIX;
       try {
@@ -262,12 +284,17 @@ export class FilePullRecords implements ImagePullRecords {
         throw err;
       }
     });
-    const settled = write.catch(() => {});
+  }
+
+  /** Runs `op` on `target` after the operations on it already under way, one at a time. */
+  private onFile(target: string, op: (target: string) => Promise<void>): Promise<void> {
+    const run = (this.fileWrites.get(target) ?? Promise.resolve()).then(() => op(target));
+    const settled = run.catch(() => {});
     this.fileWrites.set(target, settled);
     void settled.then(() => {
       if (this.fileWrites.get(target) === settled) this.fileWrites.delete(target);
     });
-    return write;
+    return run;
   }
 
   /** The files of a directory this module wrote (no `.tmp`), each read by `read`; unreadable ones logged and skipped. */

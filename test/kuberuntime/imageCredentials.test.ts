@@ -109,6 +109,22 @@ describe('pulling with the pod’s credentials', () => {
     expect(await without).toMatchObject({ ok: false, reason: 'ErrImagePull' });
     expect(runtime.callLog('pullImage')).toHaveLength(2);
   });
+  it('a burst of pods on a missing image makes one pull and one intent file: those that come during the pull join it', async () => {
+    const { runtime, ensure } = node();
+    const hold = runtime.holdCalls('pullImage');
+    const first = ensure('pod-0', [secret('pull', GOOD)], PRIVATE, 'IfNotPresent');
+    await hold.whenPending(1);
+    // The others arrive while the first pod's pull is held: each writes no intent of its own and waits for that pull.
+    const others = Array.from({ length: 20 }, (_, i) => ensure(`pod-${i + 1}`, [secret('pull', GOOD)], PRIVATE, 'IfNotPresent'));
+    await vi.waitFor(async () => expect(await readdir(path.join(rootDir, 'image_manager', 'pulling'))).toHaveLength(1));
+    hold.releaseNext();
+    const results = await Promise.all([first, ...others]);
+    expect(results.every((r) => r.ok)).toBe(true);
+    expect(runtime.callLog('pullImage')).toHaveLength(1);
+    // The intent is gone with the last pull it counted; the record stays.
+    expect(await readdir(path.join(rootDir, 'image_manager', 'pulling'))).toEqual([]);
+    expect(await readdir(path.join(rootDir, 'image_manager', 'pulled'))).toHaveLength(1);
+  });
 });
 
 describe('a present image re-authorised per pod (imagePullCredentialsVerificationPolicy)', () => {
