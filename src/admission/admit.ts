@@ -76,21 +76,22 @@ function portsConflict(a: string, b: string): boolean {
 /** The resources checked by name, in the scheduler's order; others follow in the pod's order. */
 const NAMED_RESOURCES = ['cpu', 'memory', 'ephemeral-storage'];
 
-
 /**
- * The first resource the pod asks more of than the node has left (noderesources fitsRequest).
- * An extended resource (`example.com/gpu`) the node does not advertise counts as none left: the
- * kubelet drops such requests before the check, to admit cluster-level resources
- * (predicate.go removeMissingExtendedResources), and says itself that a pod bound straight to a
- * node then runs without the device it needs (predicate.go predicateAdmitHandler.Admit). This
- * node has no device plugins and no DRA, so it refuses: `OutOf<resource>`, capacity 0.
+ * An extended resource (`example.com/gpu`) the node does not advertise is ignored: it may be a
+ * cluster-level resource (removeMissingExtendedResources). Native ones (`hugepages-2Mi`) count.
  */
+function isExtended(name: string): boolean {
+  return name.includes('/') && !name.startsWith('kubernetes.io/') && !name.includes('.kubernetes.io/');
+}
+
+/** The first resource the pod asks more of than the node has left (noderesources fitsRequest). */
 function insufficientResource(pod: Pod, used: ResourceAmounts, allocatable: ResourceAmounts): Admission | undefined {
   const requested = podRequests(pod);
   const names = [...NAMED_RESOURCES, ...Object.keys(requested).filter((n) => !NAMED_RESOURCES.includes(n) && n !== 'pods')];
   for (const name of names) {
     const want = requested[name] ?? 0;
     if (want <= 0) continue;
+    if (isExtended(name) && allocatable[name] === undefined) continue;
     const capacity = allocatable[name] ?? 0;
     const inUse = used[name] ?? 0;
     if (want > capacity - inUse) {

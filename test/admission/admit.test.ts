@@ -218,13 +218,8 @@ describe('admitPod', () => {
       expect(admitPod(asking('a', { cpu: '1' }), [], sized, { cpu: 300 })).toMatchObject({ admit: false, reason: 'OutOfcpu' });
     });
 
-    it('refuses an extended resource the node does not advertise, as none left, and counts one it does', () => {
-      expect(admitPod(asking('a', { 'example.com/gpu': 1 }), [], sized)).toEqual({
-        admit: false,
-        reason: 'OutOfexample.com/gpu',
-        message: "Node didn't have enough resource: example.com/gpu, requested: 1, used: 0, capacity: 0",
-      });
-      expect(reason(asking('a', { 'example.com/gpu': 1 }), [], { ...sized, allocatable: { ...sized.allocatable, 'example.com/gpu': 1 } })).toBe('admit');
+    it('ignores an extended resource the node does not have, but not hugepages', () => {
+      expect(reason(asking('a', { 'example.com/gpu': 1 }), [], sized)).toBe('admit');
       expect(reason(asking('b', { 'example.com/gpu': 2 }), [], { ...sized, allocatable: { ...sized.allocatable, 'example.com/gpu': 1 } })).toBe('OutOfexample.com/gpu');
       expect(reason(asking('c', { 'hugepages-2Mi': '4Mi' }), [], sized)).toBe('OutOfhugepages-2Mi');
     });
