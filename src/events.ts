@@ -22,6 +22,7 @@
  *              a pod (POD.KILL with the terminal status the eviction gives it)
  */
 import type { NodePressureCondition, ProbeKind, ProbeResult, Pod, SourceName } from './api/types.ts';
+import type { RuntimeHandler } from './runtime/types.ts';
 
 // ---- CONFIG.* and SOURCE.* -------------------------------------------------------------------
 
@@ -187,6 +188,7 @@ export type NodeEvent =
   | { type: 'NODE.HEALTH_CHANGED' }
   /** The runtime's network as its Status said at the last poll (null: ready). */
   | { type: 'NODE.RUNTIME_NETWORK'; error: string | null }
+  | { type: 'NODE.RUNTIME_HANDLERS'; handlers: readonly RuntimeHandler[] }
   | { type: 'NODE.PRESSURE'; conditions: NodePressureCondition[] }
   | { type: 'NODE.EVICT_POD'; uid: string; gracePeriodSeconds: number; status: KillStatus };
 

@@ -152,7 +152,7 @@ export function composeNode(deps: NodeDeps) {
   const { config, clock, log, cluster, metrics = {} } = deps;
   const now = () => clock.now();
   const recorder = nodeEventRecorder({ api: cluster?.api, nodeName: config.nodeName, clock, log });
-  const facts = NodeFacts.atStart(deps.runtimeConditions, deps.sources?.expected ?? []);
+  const facts = NodeFacts.atStart({ conditions: deps.runtimeConditions, handlers: deps.runtimeHandlers }, deps.sources?.expected ?? []);
   const podManager = new PodManager();
   const statuses = new StatusManager();
   const stages = new PodStages();
@@ -163,13 +163,11 @@ export function composeNode(deps: NodeDeps) {
   const services = cluster && serviceLister(cluster.api, clock, log);
   const runtimeClasses = cluster && runtimeClassLister(cluster.api, clock, log);
   const podClusterParts = cluster && services && runtimeClasses && podCluster(cluster.api, { services, runtimeClasses }, clock, log);
-  // The handlers the runtime's Status reported last: null until it first answers (the kubelet's runtimeState).
-  let runtimeHandlers: readonly RuntimeHandler[] | null = deps.runtimeHandlers ?? null;
   const cgroups = deps.nodeCgroups && new ContainerManager({ ...deps.nodeCgroups, activePods: pods.active, log });
   const mounter = deps.mounter ?? systemMounter(podsDirOf(config.rootDir), log);
   const cri = podCri(deps.runtime, deps.images, config, log, deps.nodeCredentials);
   const host = podHost(config, {
-    ...{ clock, log, mounter, memoryFeatures: deps.memoryFeatures, allocatable: () => admission().allocatable, runtimeHandlers: () => runtimeHandlers },
+    ...{ clock, log, mounter, memoryFeatures: deps.memoryFeatures, allocatable: () => admission().allocatable, runtimeHandlers: () => facts.runtimeHandlers() },
     ...definedOnly({ podCgroups: cgroups, dns: deps.dns, machineMemory: deps.machineMemory }),
   });
   const startup = followPodStarts(metrics, statuses, pods.desired, now);
@@ -203,7 +201,7 @@ export function composeNode(deps: NodeDeps) {
     ...definedOnly({ mirrorPods }),
   });
   const probes = createProbeManagerLogic({ statuses, podManager, runtime: cri.runtime, clock, random: deps.random ?? Math.random, log, recorder, metrics });
-  const readRuntimeStatus = runtimeStatusReader(cri.runtime, config.runtimeRequestTimeoutMs, log, (handlers) => void (runtimeHandlers = handlers));
+  const readRuntimeStatus = runtimeStatusReader(cri.runtime, config.runtimeRequestTimeoutMs, log);
   const runtimeStatus = fromPromise<RuntimeConditions>(({ signal }) => readRuntimeStatus(signal));
   const actors = { ...loops.logic, pods: podWorkers, pleg: plegMachineWith(relister), probes, facts: nodeFactsWriter(facts), runtimeStatus, ...definedOnly({ sources: deps.sources?.logic }) };
   const syncLoop = createActor(syncLoopMachine.provide({ actors }), { systemId: 'syncLoop', clock, input: syncLoopInput(deps, loops.inputs), ...definedOnly({ inspect: deps.inspect }) });

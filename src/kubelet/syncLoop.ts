@@ -33,7 +33,7 @@
 import { type AnyStateMachine, type EventObject, assertEvent, assign, enqueueActions, fromCallback, fromPromise, raise, sendTo, setup } from 'xstate';
 import type { SourceName } from '../api/types.ts';
 import { runtimeNetworkError } from '../node/health.ts';
-import type { RuntimeStatusInfo } from '../runtime/types.ts';
+import type { RuntimeHandler, RuntimeStatusInfo } from '../runtime/types.ts';
 import {
   type ConfigEvent,
   type NodeEvent,
@@ -74,8 +74,8 @@ interface SyncLoopInput {
 /** How often the runtime's Status is asked (kubelet.go Run: `wait.Until(kl.updateRuntimeUp, 5*time.Second)`). */
 export const runtimeStatusPeriodMs = 5_000;
 
-/** The runtime's conditions, as its Status gives them: what the `runtimeStatus` effect returns. */
-export type RuntimeConditions = RuntimeStatusInfo['conditions'];
+/** What the `runtimeStatus` effect returns: the Status's conditions and its runtime handlers (src/node/runtimeStatus.ts). */
+export type RuntimeConditions = { conditions: RuntimeStatusInfo['conditions']; handlers: readonly RuntimeHandler[] };
 
 
 
@@ -185,8 +185,9 @@ export const syncLoopMachine = setup({
       return event;
     }),
     tellSourcesReady: sendTo('facts', { type: 'SOURCE.ALL_SEEN' } satisfies NodeFactEvent),
-    recordNetwork: assign((_, conditions: RuntimeConditions) => ({ networkError: runtimeNetworkError(conditions) })),
+    recordNetwork: assign((_, status: RuntimeConditions) => ({ networkError: runtimeNetworkError(status.conditions) })),
     tellNetwork: sendTo('facts', ({ context }): NodeFactEvent => ({ type: 'NODE.RUNTIME_NETWORK', error: context.networkError })),
+    tellHandlers: sendTo('facts', (_, status: RuntimeConditions): NodeFactEvent => ({ type: 'NODE.RUNTIME_HANDLERS', handlers: status.handlers })),
     recordRuntimeError: assign({
       lastRuntimeError: ({ event }) => (event.type === 'PLEG.RELIST_FAILED' ? event.error : null),
     }),
@@ -287,7 +288,10 @@ export const syncLoopMachine = setup({
           invoke: {
             id: 'runtimeStatus',
             src: 'runtimeStatus',
-            onDone: { target: 'waiting', actions: [{ type: 'recordNetwork', params: ({ event }) => event.output }, 'tellNetwork'] },
+            onDone: {
+              target: 'waiting',
+              actions: [{ type: 'recordNetwork', params: ({ event }) => event.output }, 'tellNetwork', { type: 'tellHandlers', params: ({ event }) => event.output }],
+            },
             onError: { target: 'waiting' },
           },
         },

@@ -240,6 +240,7 @@ const scalarFieldsByType = {
   'STATUS.PROGRESS': ['queued', 'writes', 'deletes'],
   'SOURCE.ALL_SEEN': [],
   'NODE.RUNTIME_NETWORK': ['error'],
+  'NODE.RUNTIME_HANDLERS': ['handlers'],
   'NODE.PRESSURE': [],
   'NODE.EVICT_POD': ['uid', 'gracePeriodSeconds'],
   'OOM.SYSTEM': ['process', 'pid'],

@@ -6,33 +6,30 @@
 import { describe, expect, it } from 'vitest';
 import { silentLogger } from '../../src/log.ts';
 import { runtimeStatusReader } from '../../src/node/runtimeStatus.ts';
-import type { RuntimeHandler } from '../../src/runtime/types.ts';
 import { TestRuntime } from '../support/testRuntime.ts';
 
 describe('the runtime status reader', () => {
-  it("hands on each answer's runtime handlers, and nothing when the Status fails", async () => {
+  it("answers with the Status's runtime handlers beside its conditions, and rejects when the Status fails", async () => {
     const runtime = new TestRuntime();
-    const seen: (readonly RuntimeHandler[])[] = [];
-    const read = runtimeStatusReader(runtime, 1_000, silentLogger, (handlers) => void seen.push(handlers));
-    await read(new AbortController().signal);
-    expect(seen.map((handlers) => handlers.map((h) => h.name))).toEqual([['', 'runc', 'test-handler']]);
+    const read = runtimeStatusReader(runtime, 1_000, silentLogger);
+    const answer = await read(new AbortController().signal);
+    expect(answer.handlers.map((h) => h.name)).toEqual(['', 'runc', 'test-handler']);
+    expect(answer.conditions.map((c) => c.type)).toContain('NetworkReady');
 
     runtime.failNext('status', 'UNAVAILABLE', 'connection refused');
     await expect(read(new AbortController().signal)).rejects.toThrow();
-    expect(seen).toHaveLength(1);
     await runtime.close();
   });
 
-  it('hands on an empty list from a runtime that reports no handlers (containerd 1.6)', async () => {
+  it('answers with an empty list of handlers from a runtime that reports none (containerd 1.6)', async () => {
     const runtime = new TestRuntime();
     const status = runtime.status.bind(runtime);
     runtime.status = async (opts) => {
       const { runtimeHandlers: _none, ...rest } = await status(opts);
       return rest;
     };
-    const seen: (readonly RuntimeHandler[])[] = [];
-    await runtimeStatusReader(runtime, 1_000, silentLogger, (handlers) => void seen.push(handlers))(new AbortController().signal);
-    expect(seen).toEqual([[]]);
+    const answer = await runtimeStatusReader(runtime, 1_000, silentLogger)(new AbortController().signal);
+    expect(answer.handlers).toEqual([]);
     await runtime.close();
   });
 });
