@@ -14,7 +14,7 @@
  */
 import { type AnyActorLogic, type InspectionEvent, type Observer, createActor, fromPromise } from 'xstate';
 import type { SourceName } from '../api/types.ts';
-import type { Clock } from '../clock.ts';
+import { type Clock, sleepOn } from '../clock.ts';
 import { runtimeClassLister } from '../client/runtimeClasses.ts';
 import { serviceLister } from '../client/services.ts';
 import { nodeEventRecorder, nodeReference } from '../eventrecorder/recorder.ts';
@@ -49,6 +49,10 @@ import { type ImageService, type RuntimeHandler, type RuntimeService, type Runti
 import { StatsProvider } from '../stats/provider.ts';
 import { type PodStatusReader, StatusManager } from '../status/manager.ts';
 import { systemMounter } from '../volumes/mounter.ts';
+import { CsiDrivers } from '../volumes/csi/drivers.ts';
+import { type NodeInfoSource, csiPlugin } from '../volumes/csi/registration.ts';
+import { PLUGIN_TYPES } from '../pluginregistration/registration.ts';
+import type { PluginHandler } from '../pluginregistration/handler.ts';
 import { AllocationManager } from '../allocation/manager.ts';
 import { ContainerManager, type NodeCgroupSettings } from '../cm/containerManager.ts';
 import { createPodsLogic } from './dispatch.ts';
@@ -119,6 +123,11 @@ interface NodeDeps {
    * before the syncLoop's first poll is checked against them; absent: not known until then.
    */
   runtimeHandlers?: readonly RuntimeHandler[];
+  /**
+   * NodeGetInfo over the CSI client, for the CSI drivers that register (csi_plugin.go RegisterPlugin);
+   * absent: a CSI driver's registration fails saying so.
+   */
+  csiNodeInfo?: NodeInfoSource;
 }
 
 /**
@@ -187,9 +196,16 @@ export function composeNode(deps: NodeDeps) {
     ...(cri.pullRecords ? { afterFreeingSpace: cri.pullRecords.pruneUnknownRecords.bind(cri.pullRecords) } : {}),
   });
   const containerGc = new ContainerGc({ runtime: cri.runtime, now, log, policy: containerGcPolicy(config), pods, sourcesReady: () => facts.sourcesReady() });
+  // The CSI volume plugin, in a cluster (its registration writes the Node and the CSINode); the plugin
+  // manager's handlers by type (kubelet.go: pluginManager.AddHandler(CSIPlugin, csi.PluginHandler)).
+  const csiDrivers = new CsiDrivers();
+  const csi = cluster && csiPlugin({ api: cluster.api, nodeName: config.nodeName, drivers: csiDrivers, nodeInfo: deps.csiNodeInfo ?? csiClientMissing, sleep: sleepOn(clock), log });
+  const pluginHandlers = new Map<string, PluginHandler>(csi ? [[PLUGIN_TYPES.csi, csi.handler]] : []);
   const loops = nodeLoopsOn({
     ...{ config, runtime: cri.runtime, images: deps.images, clock, log, recorder, nodeRecord, stats, mounter, pods, statuses, observe: metrics, imageGc, containerGc },
     health: () => facts.health(),
+    pluginHandlers,
+    storageError: () => csi?.storageError() ?? null,
     ...definedOnly({ cluster, tokens: podClusterParts?.tokens, kernelLog: deps.kernelLog }),
   });
   const runtimeCleanup = orphanCleanup(work, () => relister.runningPodUids(), cgroups);
@@ -214,6 +230,8 @@ export function composeNode(deps: NodeDeps) {
     recorder,
     allocation,
     stats,
+    /** The CSI drivers registered on the node, by name: where the CSI client finds each one's endpoint. */
+    csiDrivers,
     unhealthyReason: () => unhealthyReason(facts.health(), now()),
     hangingCalls: () => describeHanging(callsInFlight.hanging(), now()),
     /** Starts the node: the Service watch, then the syncLoop and all it runs. */
@@ -235,6 +253,9 @@ export function composeNode(deps: NodeDeps) {
     },
   };
 }
+
+/** NodeGetInfo where the node was given no CSI client: the driver's registration fails, saying why. */
+const csiClientMissing: NodeInfoSource = () => Promise.reject(new Error('NodeGetInfo cannot be called: this node was composed without a CSI client (csiNodeInfo)'));
 
 /** The syncLoop's settings: its ticks, the PLEG's periods (evented where the runtime streams events, containerd 1.7+), the loops' inputs. */
 function syncLoopInput(deps: NodeDeps, loops: LoopInputs) {

@@ -245,6 +245,15 @@ const scalarFieldsByType = {
   'NODE.EVICT_POD': ['uid', 'gracePeriodSeconds'],
   'OOM.SYSTEM': ['process', 'pid'],
   'OOM.LOG_ENDED': ['error'],
+  'PLUGINS.SOCKET_CREATED': ['path'],
+  'PLUGINS.SOCKET_REMOVED': ['path'],
+  'PLUGINS.WATCH_FAILED': ['error'],
+  'PLUGINS.OPERATE': [],
+  'PLUGINS.ADDED': [],
+  'PLUGINS.REMOVED': ['path'],
+  // Not `error` here either: a plugin's answer is the plugin's text.
+  'PLUGINS.OPERATION_ENDED': ['path', 'operation', 'retryAfterMs'],
+  'PLUGINS.HANDLER_STARTED': ['pluginType'],
 } as const satisfies { [T in AgentEventType]: readonly (keyof EventOf<T> & string)[] };
 
 const scalarFields: Readonly<Partial<Record<string, readonly string[]>>> = scalarFieldsByType;
