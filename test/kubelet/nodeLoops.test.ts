@@ -59,10 +59,10 @@ describe('node loops', () => {
     actor.stop();
   });
 
-  it('are composed from the node: a standalone node runs the volume, log, garbage and eviction managers, no node status, Lease or status writer', () => {
+  it('are composed from the node: a standalone node runs the volume, log, garbage, eviction and plugin managers, no node status, Lease or status writer', () => {
     const node = startFakeNode();
     const children = node.syncLoop.getSnapshot().children as Record<string, AnyActorRef | undefined>;
-    expect(Object.keys(node.syncLoop.getSnapshot().context.loops).sort()).toEqual(['containerLogManager', 'evictionManager', 'garbageCollector', 'volumeManager']);
+    expect(Object.keys(node.syncLoop.getSnapshot().context.loops).sort()).toEqual(['containerLogManager', 'evictionManager', 'garbageCollector', 'pluginManager', 'volumeManager']);
     expect(children['containerLogManager']?.getSnapshot().value).toBe('waiting');
     expect(children['volumeManager']).toBeDefined();
     expect(children['nodeStatus']).toBeUndefined();

@@ -210,7 +210,13 @@ export class MemoryApi implements KubeApi {
   async patchNodeStatus(name: string, patch: object): Promise<NodeObject> {
     await this.enter('patchNodeStatus');
     const node = await this.getNode(name);
-    const merged = { ...node, status: { ...node.status, ...(patch as { status?: object }).status } } as NodeObject;
+    const { status, metadata } = patch as { status?: object; metadata?: { labels?: Record<string, string | null>; annotations?: Record<string, string | null> } };
+    // A strategic merge patch of the labels and annotations: a null value removes the key.
+    const mergeMap = (current: Record<string, string> | undefined, change: Record<string, string | null> | undefined) =>
+      change ? Object.fromEntries(Object.entries({ ...current, ...change }).filter((entry): entry is [string, string] => entry[1] !== null)) : current;
+    const labels = mergeMap(node.metadata.labels, metadata?.labels);
+    const annotations = mergeMap(node.metadata.annotations, metadata?.annotations);
+    const merged = { ...node, metadata: { ...node.metadata, ...(labels ? { labels } : {}), ...(annotations ? { annotations } : {}) }, status: { ...node.status, ...status } } as NodeObject;
     this.nodes.set(name, merged);
     return clone(merged);
   }
