@@ -209,7 +209,7 @@ describe("the plugin manager's back-off", () => {
         clock,
         input: { reconcilePeriodMs: 1_000, startingHandlers: [] },
         inspect: (record) => {
-          if (record.type === '@xstate.event' && record.event.type === 'PLUGINS.OPERATION_ENDED') ended.push((record.event as { retryAfterMs: number }).retryAfterMs);
+          if (record.type === '@xstate.event' && record.event.type === 'PLUGINS.OPERATION_ENDED') ended.push((record.event as unknown as { retryAfterMs: number }).retryAfterMs);
         },
       },
     ).start();
