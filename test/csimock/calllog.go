@@ -19,7 +19,8 @@ import (
 //
 //	{"time": RFC 3339 with ns,
 //	 "method": "/csi.v1.Node/NodeStageVolume" (the gRPC method),
-//	 "request": the request in protojson with csi.proto's field names (int64 as strings, maps as objects),
+//	 "request": the request in protojson with the proto's field names (int64 as strings, maps as
+//	            objects, fields at their default value — "", 0, false, empty — left out),
 //	 "response": the answer, likewise (absent on error),
 //	 "error": {"code": 5, "name": "NotFound", "message": "…", "injected": true (from the fail file)} (absent on success),
 //	 "bindMount": {"source", "target", "mounted", "skipped"} (--bind-mounts, publish and unpublish),

@@ -47,7 +47,7 @@ export interface CsiMockCall {
   method: string;
   /** Its last part, `NodeStageVolume`. */
   rpc: string;
-  /** protojson with csi.proto's field names: int64 as strings, absent fields left out. */
+  /** protojson with the proto's field names: int64 as strings, fields at their default ("", 0, false, empty) left out. */
   request: Record<string, unknown>;
   response?: Record<string, unknown>;
   error?: { code: number; name: string; message: string; injected?: boolean };
