@@ -7,6 +7,7 @@
  * sockets removed on SIGTERM and left on SIGKILL, and its bind-mount mode.
  */
 import { existsSync } from 'node:fs';
+import net from 'node:net';
 import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -16,7 +17,7 @@ import { GrpcChannel, type GrpcMethod } from '../../src/runtime/cri/channel.ts';
 import { CsiNodeClient } from '../../src/volumes/csi/client.ts';
 import { CsiError } from '../../src/volumes/csi/errors.ts';
 import { publishTargetPath, stagingTargetPath } from '../../src/volumes/csi/paths.ts';
-import { type CsiMock, type CsiMockCall, startCsiMock } from '../support/csiMock.ts';
+import { type CsiMock, type CsiMockCall, type CsiMockFault, startCsiMock } from '../support/csiMock.ts';
 import { rootOrSkip } from '../support/smallFilesystem.ts';
 
 const GIB_100 = String(100 * 1024 ** 3);
@@ -208,6 +209,16 @@ describe('CsiNodeClient against the CSI mock driver', () => {
     await client.nodeUnstageVolume('1', staging);
   });
 
+  it('fails every call, saying why, while its fail file holds a rule it does not understand', async ({ skip }) => {
+    if (!mock) return skip();
+    await mock.fail([{ method: 'NodeGetInfo', code: 14, delayMs: 5 } as CsiMockFault]);
+    const broken = await rejection(client.nodeGetCapabilities());
+    expect(broken).toMatchObject({ code: 'INTERNAL', final: true });
+    expect(broken.detail).toMatch(/csimock fail file .*fail\.json: json: unknown field "delayMs"/);
+    await mock.fail([]);
+    expect((await client.nodeGetInfo()).nodeId).toBe('node-a');
+  });
+
   it('refuses arguments the kubelet refuses before any call, as final', async ({ skip }) => {
     if (!mock) return skip();
     const since = (await mock.calls()).length;
@@ -261,6 +272,54 @@ describe('CsiNodeClient and a driver that goes away', () => {
     } finally {
       await mock.stop();
     }
+  });
+});
+
+describe('CsiNodeClient and a misbehaving socket', () => {
+  /** A unix socket whose every connection gets `answer` (nothing: left hanging). */
+  async function serveSocket(answer: (socket: net.Socket) => void): Promise<{ path: string; close(): Promise<void> }> {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'statelet-csisock-'));
+    const socketPath = path.join(dir, 'csi.sock');
+    const sockets = new Set<net.Socket>();
+    const server = net.createServer((socket) => {
+      sockets.add(socket);
+      socket.on('error', () => {});
+      answer(socket);
+    });
+    await new Promise<void>((resolve) => server.listen(socketPath, resolve));
+    return {
+      path: socketPath,
+      close: async () => {
+        for (const socket of sockets) socket.destroy();
+        await new Promise((resolve) => server.close(resolve));
+        await rm(dir, { recursive: true, force: true });
+      },
+    };
+  }
+
+  it('gives up on a driver that never answers at the deadline: DEADLINE_EXCEEDED, uncertain', async () => {
+    const socket = await serveSocket(() => {});
+    try {
+      const client = new CsiNodeClient(socket.path, { timeoutMs: 50 });
+      expect(await rejection(client.nodeGetInfo())).toMatchObject({ rpc: 'NodeGetInfo', code: 'DEADLINE_EXCEEDED', final: false });
+      expect(await rejection(client.nodeUnpublishVolume('1', '/t', { timeoutMs: 30 }))).toMatchObject({ code: 'DEADLINE_EXCEEDED' });
+    } finally {
+      await socket.close();
+    }
+  });
+
+  it('reports a socket that answers garbage as UNAVAILABLE, uncertain, without throwing elsewhere', async () => {
+    const socket = await serveSocket((conn) => conn.end('HTTP/1.1 400 Bad Request\r\n\r\nnot gRPC'));
+    try {
+      const client = new CsiNodeClient(socket.path);
+      expect(await rejection(client.nodeGetInfo())).toMatchObject({ rpc: 'NodeGetInfo', code: 'UNAVAILABLE', final: false });
+    } finally {
+      await socket.close();
+    }
+  });
+
+  it('refuses an endpoint that is not a unix socket path', () => {
+    expect(() => new CsiNodeClient('tcp://127.0.0.1:9000')).toThrow('unsupported CSI endpoint "tcp://127.0.0.1:9000": want an absolute unix socket path');
   });
 });
 
@@ -361,6 +420,14 @@ describe('the mock in bind-mount mode', () => {
       expect(stats.usedBytes + stats.availableBytes).toBeLessThanOrEqual(stats.capacityBytes);
       expect(stats.inodes).toBeGreaterThan(0);
       expect(stats.inodesUsed + stats.inodesFree).toBe(stats.inodes);
+
+      // A second pod's read-only publish of the same volume sees the file and cannot write.
+      const readOnlyTarget = publishTargetPath(mock.rootDir, 'pod-uid-10', 'pv-1');
+      await mkdir(path.dirname(readOnlyTarget), { recursive: true });
+      await client.nodePublishVolume({ volumeId: '1', stagingTargetPath: staging, targetPath: readOnlyTarget, readOnly: true, accessMode: 'ReadOnlyMany', fsType: '' });
+      expect(await readFile(path.join(readOnlyTarget, 'data.txt'), 'utf8')).toBe('written by the pod');
+      await expect(writeFile(path.join(readOnlyTarget, 'other.txt'), 'x')).rejects.toMatchObject({ code: 'EROFS' });
+      await client.nodeUnpublishVolume('1', readOnlyTarget);
 
       await client.nodeUnpublishVolume('1', target);
       expect(await readFile('/proc/self/mountinfo', 'utf8')).not.toContain(` ${target} `);

@@ -106,6 +106,47 @@ export interface NodeExpandVolumeArgs extends VolumeShape {
   secrets?: Readonly<Record<string, string>>;
 }
 
+/**
+ * A CSI driver's Node service as the kubelet calls it, one method per csiClient call of
+ * csi_client.go. What the registration handler and the volume manager depend on; `CsiNodeClient`
+ * is the real one, a test may give a double.
+ */
+export interface CsiNode {
+  /** NodeGetInfo: the driver's node ID, volume limit and topology (the registration handler's first call). */
+  nodeGetInfo(options?: CsiCallOptions): Promise<CsiNodeInfo>;
+
+  /** NodeGetCapabilities: the node capabilities the driver names; entries of other kinds or types are skipped. */
+  nodeGetCapabilities(options?: CsiCallOptions): Promise<NodeCapability[]>;
+
+  /** Whether the driver has `capability`: one NodeGetCapabilities (csi_client.go nodeSupportsCapability). */
+  supports(capability: NodeCapability, options?: CsiCallOptions): Promise<boolean>;
+
+  /** NodeStageVolume, after NodeGetCapabilities for the access-mode table (csi_client.go NodeStageVolume). */
+  nodeStageVolume(args: NodeStageVolumeArgs, options?: CsiCallOptions): Promise<void>;
+
+  /** NodeUnstageVolume (csi_client.go NodeUnstageVolume). */
+  nodeUnstageVolume(volumeId: string, stagingTargetPath: string, options?: CsiCallOptions): Promise<void>;
+
+  /** NodePublishVolume, after NodeGetCapabilities for the access-mode table (csi_client.go NodePublishVolume). */
+  nodePublishVolume(args: NodePublishVolumeArgs, options?: CsiCallOptions): Promise<void>;
+
+  /** NodeUnpublishVolume (csi_client.go NodeUnpublishVolume). */
+  nodeUnpublishVolume(volumeId: string, targetPath: string, options?: CsiCallOptions): Promise<void>;
+
+  /**
+   * NodeGetVolumeStats of a published volume at `targetPath` (csi_client.go NodeGetVolumeStats;
+   * the caller first checks GET_VOLUME_STATS, as csi_metrics.go does). An answer without usage
+   * is an error, as upstream.
+   */
+  nodeGetVolumeStats(volumeId: string, targetPath: string, options?: CsiCallOptions): Promise<CsiVolumeMetrics>;
+
+  /**
+   * NodeExpandVolume, after NodeGetCapabilities for the access-mode table (csi_client.go
+   * NodeExpandVolume); resolves with the capacity the driver reports (capacity_bytes).
+   */
+  nodeExpandVolume(args: NodeExpandVolumeArgs, options?: CsiCallOptions): Promise<number>;
+}
+
 /** Largest answer read (grpc-go's default receive limit, which the kubelet's client keeps). */
 const MAX_RECEIVE_MESSAGE_BYTES = 4 * 1024 * 1024;
 const DEFAULT_TIMEOUT_MS = 2 * 60_000;
@@ -123,7 +164,7 @@ interface Operation {
   signal: AbortSignal | undefined;
 }
 
-export class CsiNodeClient {
+export class CsiNodeClient implements CsiNode {
   private readonly socket: string;
   private readonly timeoutMs: number;
 
@@ -133,7 +174,6 @@ export class CsiNodeClient {
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   }
 
-  /** NodeGetInfo: the driver's node ID, volume limit and topology (the registration handler's first call). */
   async nodeGetInfo(options?: CsiCallOptions): Promise<CsiNodeInfo> {
     const response = await this.call('NodeGetInfo', {}, this.operation(options));
     return {
@@ -143,17 +183,14 @@ export class CsiNodeClient {
     };
   }
 
-  /** NodeGetCapabilities: the node capabilities the driver names; entries of other kinds or types are skipped. */
   async nodeGetCapabilities(options?: CsiCallOptions): Promise<NodeCapability[]> {
     return this.capabilities(this.operation(options));
   }
 
-  /** Whether the driver has `capability`: one NodeGetCapabilities (csi_client.go nodeSupportsCapability). */
   async supports(capability: NodeCapability, options?: CsiCallOptions): Promise<boolean> {
     return (await this.capabilities(this.operation(options))).includes(capability);
   }
 
-  /** NodeStageVolume, after NodeGetCapabilities for the access-mode table (csi_client.go NodeStageVolume). */
   async nodeStageVolume(args: NodeStageVolumeArgs, options?: CsiCallOptions): Promise<void> {
     if (args.volumeId === '') throw CsiError.notMade('NodeStageVolume', 'missing volume id');
     if (args.stagingTargetPath === '') throw CsiError.notMade('NodeStageVolume', 'missing staging target path');
@@ -173,14 +210,12 @@ export class CsiNodeClient {
     );
   }
 
-  /** NodeUnstageVolume (csi_client.go NodeUnstageVolume). */
   async nodeUnstageVolume(volumeId: string, stagingTargetPath: string, options?: CsiCallOptions): Promise<void> {
     if (volumeId === '') throw CsiError.notMade('NodeUnstageVolume', 'missing volume id');
     if (stagingTargetPath === '') throw CsiError.notMade('NodeUnstageVolume', 'missing staging target path');
     await this.call('NodeUnstageVolume', { volumeId, stagingTargetPath }, this.operation(options));
   }
 
-  /** NodePublishVolume, after NodeGetCapabilities for the access-mode table (csi_client.go NodePublishVolume). */
   async nodePublishVolume(args: NodePublishVolumeArgs, options?: CsiCallOptions): Promise<void> {
     if (args.volumeId === '') throw CsiError.notMade('NodePublishVolume', 'missing volume id');
     if (args.targetPath === '') throw CsiError.notMade('NodePublishVolume', 'missing target path');
@@ -202,18 +237,12 @@ export class CsiNodeClient {
     );
   }
 
-  /** NodeUnpublishVolume (csi_client.go NodeUnpublishVolume). */
   async nodeUnpublishVolume(volumeId: string, targetPath: string, options?: CsiCallOptions): Promise<void> {
     if (volumeId === '') throw CsiError.notMade('NodeUnpublishVolume', 'missing volume id');
     if (targetPath === '') throw CsiError.notMade('NodeUnpublishVolume', 'missing target path');
     await this.call('NodeUnpublishVolume', { volumeId, targetPath }, this.operation(options));
   }
 
-  /**
-   * NodeGetVolumeStats of a published volume at `targetPath` (csi_client.go NodeGetVolumeStats;
-   * the caller first checks GET_VOLUME_STATS, as csi_metrics.go does). An answer without usage
-   * is an error, as upstream.
-   */
   async nodeGetVolumeStats(volumeId: string, targetPath: string, options?: CsiCallOptions): Promise<CsiVolumeMetrics> {
     if (volumeId === '') throw CsiError.notMade('NodeGetVolumeStats', 'missing volume id');
     if (targetPath === '') throw CsiError.notMade('NodeGetVolumeStats', 'missing target path');
@@ -228,10 +257,6 @@ export class CsiNodeClient {
     return metrics;
   }
 
-  /**
-   * NodeExpandVolume, after NodeGetCapabilities for the access-mode table (csi_client.go
-   * NodeExpandVolume); resolves with the capacity the driver reports (capacity_bytes).
-   */
   async nodeExpandVolume(args: NodeExpandVolumeArgs, options?: CsiCallOptions): Promise<number> {
     if (args.volumeId === '') throw CsiError.notMade('NodeExpandVolume', 'missing volume id');
     if (args.volumePath === '') throw CsiError.notMade('NodeExpandVolume', 'missing volume path');

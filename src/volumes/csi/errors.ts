@@ -5,7 +5,7 @@
  * in progress on the driver's side, so the kubelet keeps its directories and state, retries, and
  * still unpublishes/unstages if the pod goes away.
  */
-import type { CriErrorCode } from '../../runtime/types.ts';
+import { type CriErrorCode, goStatusText } from '../../runtime/types.ts';
 
 /** A gRPC status code other than OK, by its name in the gRPC spec (`DEADLINE_EXCEEDED`). */
 export type GrpcCode = CriErrorCode;
@@ -31,26 +31,6 @@ export function isFinalError(code: GrpcCode | null): boolean {
   }
 }
 
-/** The codes as grpc-go's codes.Code String() names them, which the kubelet's messages carry. */
-const GO_CODE_NAMES: Record<GrpcCode, string> = {
-  CANCELLED: 'Canceled',
-  UNKNOWN: 'Unknown',
-  INVALID_ARGUMENT: 'InvalidArgument',
-  DEADLINE_EXCEEDED: 'DeadlineExceeded',
-  NOT_FOUND: 'NotFound',
-  ALREADY_EXISTS: 'AlreadyExists',
-  PERMISSION_DENIED: 'PermissionDenied',
-  RESOURCE_EXHAUSTED: 'ResourceExhausted',
-  FAILED_PRECONDITION: 'FailedPrecondition',
-  ABORTED: 'Aborted',
-  OUT_OF_RANGE: 'OutOfRange',
-  UNIMPLEMENTED: 'Unimplemented',
-  INTERNAL: 'Internal',
-  UNAVAILABLE: 'Unavailable',
-  DATA_LOSS: 'DataLoss',
-  UNAUTHENTICATED: 'Unauthenticated',
-};
-
 /**
  * A CSI call that failed. `message` is the text the kubelet's events and logs carry: a gRPC
  * status reads `rpc error: code = NotFound desc = <the driver's message>` (grpc-go's status
@@ -69,7 +49,7 @@ export class CsiError extends Error {
     /** False: the operation may still be in progress on the driver's side (uncertain). */
     readonly final: boolean,
   ) {
-    super(code === null ? detail : `rpc error: code = ${GO_CODE_NAMES[code]} desc = ${detail}`);
+    super(code === null ? detail : goStatusText(code, detail));
   }
 
   /** The call ended with a gRPC status: final or uncertain by `isFinalError`. */
