@@ -52,6 +52,10 @@ func (b *bindMounter) publish(volumeID, target string, readOnly bool) (bindNote,
 	if err := os.Chmod(source, 0o777); err != nil {
 		return note, err
 	}
+	// The upstream service makes the target of a persistent volume, not of an inline one.
+	if err := os.Mkdir(target, 0o750); err != nil && !os.IsExist(err) {
+		return note, err
+	}
 	if !b.canMount {
 		note.Skipped = "not root: the target path is a plain directory"
 		return note, nil

@@ -134,11 +134,16 @@ func (r *callRecord) finish(response any, err error, injected bool) {
 	r.log.write(&r.line)
 }
 
-// intercept logs each call and injects the fail file's errors.
+// intercept logs each call and injects the fail file's errors. It runs one call at a time on
+// both sockets: mockNode and the upstream service share state (service.MockVolumes) that the
+// service's own lock does not cover for us, and a mock needs no concurrency.
 func intercept(log *callLog, faults *faults) grpc.UnaryServerInterceptor {
+	var serial sync.Mutex
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		record := &callRecord{log: log, line: logLine{Method: info.FullMethod, Request: messageJSON(req)}}
 		ctx = context.WithValue(ctx, recordKey{}, record)
+		serial.Lock()
+		defer serial.Unlock()
 		fault, err := faults.take(info.FullMethod)
 		if err != nil {
 			record.finish(nil, err, false)

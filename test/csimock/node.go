@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"maps"
 	"strings"
-	"sync"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
 	"google.golang.org/grpc/codes"
@@ -68,8 +67,8 @@ type mockNode struct {
 	topology map[string]string
 	caps     map[csi.NodeServiceCapability_RPC_Type]bool
 	bind     *bindMounter // nil without --bind-mounts
-
-	mu     sync.Mutex
+	// What NodeStageVolume staged. The interceptor runs one call at a time (calllog.go), so
+	// neither this nor the upstream service's package-level MockVolumes needs a lock of ours.
 	staged map[stagedKey]bool
 }
 
@@ -121,9 +120,7 @@ func (n *mockNode) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolume
 	}
 	resp, err := n.Service.NodeStageVolume(ctx, req)
 	if err == nil {
-		n.mu.Lock()
 		n.staged[stagedKey{req.VolumeId, req.StagingTargetPath}] = true
-		n.mu.Unlock()
 	}
 	return resp, err
 }
@@ -134,24 +131,23 @@ func (n *mockNode) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVo
 	}
 	resp, err := n.Service.NodeUnstageVolume(ctx, req)
 	if err == nil {
-		n.mu.Lock()
 		delete(n.staged, stagedKey{req.VolumeId, req.StagingTargetPath})
-		n.mu.Unlock()
 	}
 	return resp, err
 }
 
 func (n *mockNode) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
 	ephemeral := req.GetVolumeContext()["csi.storage.k8s.io/ephemeral"] == "true"
-	if n.caps[csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME] && !ephemeral {
-		n.mu.Lock()
-		staged := n.staged[stagedKey{req.VolumeId, req.StagingTargetPath}]
-		n.mu.Unlock()
-		if !staged {
-			return nil, status.Errorf(codes.FailedPrecondition, "volume %q must be staged at staging_target_path %q before publishing", req.VolumeId, req.StagingTargetPath)
-		}
+	if n.caps[csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME] && !ephemeral && !n.staged[stagedKey{req.VolumeId, req.StagingTargetPath}] {
+		return nil, status.Errorf(codes.FailedPrecondition, "volume %q must be staged at staging_target_path %q before publishing", req.VolumeId, req.StagingTargetPath)
 	}
-	resp, err := n.Service.NodePublishVolume(ctx, req)
+	var resp *csi.NodePublishVolumeResponse
+	var err error
+	if ephemeral && !n.holds(ctx, req.VolumeId) {
+		resp, err = publishInline(req)
+	} else {
+		resp, err = n.Service.NodePublishVolume(ctx, req)
+	}
 	if err != nil || n.bind == nil {
 		return resp, err
 	}
@@ -161,6 +157,29 @@ func (n *mockNode) NodePublishVolume(ctx context.Context, req *csi.NodePublishVo
 		return nil, status.Errorf(codes.Internal, "bind-mounting volume %q at %q: %v", req.VolumeId, req.TargetPath, err)
 	}
 	return resp, nil
+}
+
+// holds says whether the service has the volume (ControllerGetVolume answers NotFound otherwise).
+func (n *mockNode) holds(ctx context.Context, volumeID string) bool {
+	_, err := n.Service.ControllerGetVolume(ctx, &csi.ControllerGetVolumeRequest{VolumeId: volumeID})
+	return status.Code(err) != codes.NotFound
+}
+
+// publishInline publishes an inline (ephemeral) volume the service does not hold, as upstream's
+// NodePublishVolume means to: in v1.37.2 (service/node.go) it dereferences the nil volume it
+// found for such a volume and takes the process down. Same checks and messages, then the record
+// its NodeUnpublishVolume reads (MockVolumes); like upstream, the target path is not made.
+func publishInline(req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
+	switch {
+	case req.GetVolumeId() == "":
+		return nil, status.Error(codes.InvalidArgument, "Volume ID cannot be empty")
+	case req.GetTargetPath() == "":
+		return nil, status.Error(codes.InvalidArgument, "Target Path cannot be empty")
+	case req.GetVolumeCapability() == nil:
+		return nil, status.Error(codes.InvalidArgument, "Volume Capability cannot be empty")
+	}
+	service.MockVolumes[req.VolumeId] = service.Volume{ISEphemeral: true}
+	return &csi.NodePublishVolumeResponse{}, nil
 }
 
 func (n *mockNode) NodeUnpublishVolume(ctx context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {

@@ -144,6 +144,27 @@ describe('CsiNodeClient against the CSI mock driver', () => {
     expect(byRpc('NodeUnstageVolume').request).toEqual({ volume_id: '4', staging_target_path: staging });
   });
 
+  it('publishes and unpublishes an inline volume the driver does not hold, without a stage', async ({ skip }) => {
+    if (!mock) return skip();
+    const target = publishTargetPath(root, 'pod-uid-4', 'scratch');
+    await mkdir(path.dirname(target), { recursive: true });
+    const since = (await mock.calls()).length;
+    const inline = { volumeId: 'csi-inline-a', targetPath: target, readOnly: false, accessMode: 'ReadWriteOnce', fsType: '', volumeContext: { 'csi.storage.k8s.io/ephemeral': 'true', size: '1Gi' } };
+    await client.nodePublishVolume(inline);
+    await client.nodeUnpublishVolume('csi-inline-a', target);
+    // A volume the driver holds cannot be published as inline.
+    expect(await rejection(client.nodePublishVolume({ ...inline, volumeId: '3' }))).toMatchObject({ code: 'ALREADY_EXISTS', final: true });
+    const calls = await rpcsSince(mock, since);
+    expect(calls.map((call) => [call.rpc, call.error?.name ?? null])).toEqual([
+      ['NodeGetCapabilities', null],
+      ['NodePublishVolume', null],
+      ['NodeUnpublishVolume', null],
+      ['NodeGetCapabilities', null],
+      ['NodePublishVolume', 'AlreadyExists'],
+    ]);
+    expect(calls[1]!.request).toMatchObject({ volume_id: 'csi-inline-a', target_path: target, volume_context: { 'csi.storage.k8s.io/ephemeral': 'true', size: '1Gi' } });
+  });
+
   it('asks for a raw block volume with fsType "block"', async ({ skip }) => {
     if (!mock) return skip();
     const staging = stagingTargetPath(root, mock.driverName, '5');
@@ -436,6 +457,16 @@ describe('the mock in bind-mount mode', () => {
       const publish = (await mock.calls()).find((call) => call.rpc === 'NodePublishVolume')!;
       expect(publish.bindMount).toEqual({ source: path.join(mock.stateDir!, '1'), target, mounted: true });
       await client.nodeUnstageVolume('1', staging);
+
+      // An inline volume: not staged, its target made by the driver.
+      const inlineTarget = publishTargetPath(mock.rootDir, 'pod-uid-11', 'scratch');
+      await mkdir(path.dirname(inlineTarget), { recursive: true });
+      const inline = { volumeId: 'csi-inline-1', targetPath: inlineTarget, readOnly: false, accessMode: 'ReadWriteOnce', fsType: '', volumeContext: { 'csi.storage.k8s.io/ephemeral': 'true' } };
+      await client.nodePublishVolume(inline);
+      await writeFile(path.join(inlineTarget, 'scratch.txt'), 'inline');
+      expect(await readFile(path.join(mock.stateDir!, 'csi-inline-1', 'scratch.txt'), 'utf8')).toBe('inline');
+      await client.nodeUnpublishVolume('csi-inline-1', inlineTarget);
+      expect(await readFile('/proc/self/mountinfo', 'utf8')).not.toContain(` ${inlineTarget} `);
     } finally {
       await mock.stop();
     }
