@@ -344,6 +344,25 @@ describe('CsiNodeClient and a misbehaving socket', () => {
   });
 });
 
+describe('the mock with attach (PUBLISH_UNPUBLISH_VOLUME)', () => {
+  it("wants the VolumeAttachment's device in the publish context of a stage", async ({ skip }) => {
+    const mock = await startCsiMock({ attach: true });
+    if (!mock) return skip();
+    try {
+      const client = new CsiNodeClient(mock.csiSocket);
+      const staging = stagingTargetPath(mock.rootDir, mock.driverName, '1');
+      await mkdir(staging, { recursive: true });
+      const stage = { volumeId: '1', stagingTargetPath: staging, accessMode: 'ReadWriteOnce', fsType: 'ext4' };
+      expect(await rejection(client.nodeStageVolume(stage))).toMatchObject({ code: 'INVALID_ARGUMENT', final: true, detail: "stage volume info 'device' key required" });
+      await client.nodeStageVolume({ ...stage, publishContext: { device: '/dev/mock-1' } });
+      const stages = (await mock.calls()).filter((call) => call.rpc === 'NodeStageVolume');
+      expect(stages[1]!.request.publish_context).toEqual({ device: '/dev/mock-1' });
+    } finally {
+      await mock.stop();
+    }
+  });
+});
+
 // The registration protocol (k8s.io/kubelet/pkg/apis/pluginregistration/v1 api.proto), for the
 // mock's registration socket; the kubelet side is the plugin manager's.
 const REGISTRATION = protobuf.parse(`
