@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"slices"
+	"sort"
 	"strings"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -59,8 +61,8 @@ type stagedKey struct{ volumeID, stagingPath string }
 // capability switched off answers Unimplemented, as the upstream service does for
 // ControllerPublishVolume without attach (service/controller.go), so a caller that ignores the
 // capabilities is caught. With STAGE_UNSTAGE_VOLUME, NodePublishVolume of a persistent volume
-// wants it staged at the staging_target_path it names (as csi-driver-host-path's NodePublishVolume
-// does; the upstream mock does not check it).
+// wants it staged at the staging_target_path it names (checkStaged; the upstream mock does not
+// check it).
 type mockNode struct {
 	service.Service
 	nodeID   string
@@ -138,8 +140,10 @@ func (n *mockNode) NodeUnstageVolume(ctx context.Context, req *csi.NodeUnstageVo
 
 func (n *mockNode) NodePublishVolume(ctx context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
 	ephemeral := req.GetVolumeContext()["csi.storage.k8s.io/ephemeral"] == "true"
-	if n.caps[csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME] && !ephemeral && !n.staged[stagedKey{req.VolumeId, req.StagingTargetPath}] {
-		return nil, status.Errorf(codes.FailedPrecondition, "volume %q must be staged at staging_target_path %q before publishing", req.VolumeId, req.StagingTargetPath)
+	if n.caps[csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME] && !ephemeral {
+		if err := n.checkStaged(req.VolumeId, req.StagingTargetPath); err != nil {
+			return nil, err
+		}
 	}
 	var resp *csi.NodePublishVolumeResponse
 	var err error
@@ -157,6 +161,25 @@ func (n *mockNode) NodePublishVolume(ctx context.Context, req *csi.NodePublishVo
 		return nil, status.Errorf(codes.Internal, "bind-mounting volume %q at %q: %v", req.VolumeId, req.TargetPath, err)
 	}
 	return resp, nil
+}
+
+// checkStaged refuses a publish of a volume not staged at the staging_target_path it names, with
+// csi-driver-host-path's codes and words (pkg/hostpath/nodeserver.go NodePublishVolume).
+func (n *mockNode) checkStaged(volumeID, stagingPath string) error {
+	var paths []string
+	for key := range n.staged {
+		if key.volumeID == volumeID {
+			paths = append(paths, key.stagingPath)
+		}
+	}
+	sort.Strings(paths)
+	switch {
+	case len(paths) == 0:
+		return status.Errorf(codes.FailedPrecondition, "volume %q must be staged before publishing", volumeID)
+	case !slices.Contains(paths, stagingPath):
+		return status.Errorf(codes.InvalidArgument, "volume %q was staged at %v, not %q", volumeID, paths, stagingPath)
+	}
+	return nil
 }
 
 // holds says whether the service has the volume (ControllerGetVolume answers NotFound otherwise).

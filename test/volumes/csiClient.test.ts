@@ -183,7 +183,13 @@ describe('CsiNodeClient against the CSI mock driver', () => {
     // Not staged: the mock refuses a publish of a volume it has not staged there.
     const notStaged = await rejection(client.nodePublishVolume({ volumeId: '3', stagingTargetPath: '/nowhere', targetPath: target, readOnly: false, accessMode: 'ReadWriteOnce', fsType: '' }));
     expect(notStaged).toMatchObject({ rpc: 'NodePublishVolume', code: 'FAILED_PRECONDITION', final: true });
-    expect(notStaged.message).toBe('rpc error: code = FailedPrecondition desc = volume "3" must be staged at staging_target_path "/nowhere" before publishing');
+    expect(notStaged.message).toBe('rpc error: code = FailedPrecondition desc = volume "3" must be staged before publishing');
+    const staging = stagingTargetPath(root, mock.driverName, '3');
+    await mkdir(staging, { recursive: true });
+    await client.nodeStageVolume({ volumeId: '3', stagingTargetPath: staging, accessMode: 'ReadWriteOnce', fsType: '' });
+    const elsewhere = await rejection(client.nodePublishVolume({ volumeId: '3', stagingTargetPath: '/nowhere', targetPath: target, readOnly: false, accessMode: 'ReadWriteOnce', fsType: '' }));
+    expect(elsewhere).toMatchObject({ code: 'INVALID_ARGUMENT', final: true, detail: `volume "3" was staged at [${staging}], not "/nowhere"` });
+    await client.nodeUnstageVolume('3', staging);
     const unknown = await rejection(client.nodeUnstageVolume('no-such-volume', '/nowhere'));
     expect(unknown).toMatchObject({ code: 'NOT_FOUND', final: true, message: 'rpc error: code = NotFound desc = no-such-volume' });
   });
