@@ -11,10 +11,12 @@
  *
  * Where Go is missing the tests skip, loudly, outside CI; on CI (`CI=true`) they fail instead.
  */
-import { type ChildProcess, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
+import { mountPointsUnder } from '../../src/volumes/mounter.ts';
 
 /** The upstream mock's name (service.Name), the driver's unless a test names it. */
 export const MOCK_DRIVER_NAME = 'io.kubernetes.storage.mock';
@@ -36,7 +38,11 @@ export interface CsiMockOptions {
   topology?: Readonly<Record<string, string>>;
   /** The driver holds volumes "1" to N (at least the upstream's 3). */
   volumes?: number;
-  /** NodePublishVolume bind-mounts a directory of the mock's own (kept until `stop()`) onto the target path. */
+  /**
+   * NodePublishVolume bind-mounts a directory of the mock's own (kept until `stop()`) onto the
+   * target path. `stop()` unmounts what is still mounted under its temporary directory (the
+   * default `rootDir`), not under a `rootDir` given.
+   */
   bindMounts?: boolean;
 }
 
@@ -172,6 +178,11 @@ export async function startCsiMock(options: CsiMockOptions = {}): Promise<CsiMoc
 
     const removeOwn = async (): Promise<void> => {
       process.removeListener('exit', onExit);
+      // A bind mount a test left (it failed before unpublishing) would make the removal fail.
+      if (stateDir) {
+        const points = mountPointsUnder(await readFile('/proc/self/mountinfo', 'utf8'), own);
+        for (const point of points.sort().reverse()) await promisify(execFile)('umount', [point]);
+      }
       await rm(own, { recursive: true, force: true });
     };
     const end = async (signal: NodeJS.Signals): Promise<void> => {
