@@ -49,6 +49,7 @@ import { type ImageService, type RuntimeHandler, type RuntimeService, type Runti
 import { StatsProvider } from '../stats/provider.ts';
 import { type PodStatusReader, StatusManager } from '../status/manager.ts';
 import { systemMounter } from '../volumes/mounter.ts';
+import { CsiNodeClient } from '../volumes/csi/client.ts';
 import { CsiDrivers } from '../volumes/csi/drivers.ts';
 import { type NodeInfoSource, csiPlugin } from '../volumes/csi/registration.ts';
 import { PLUGIN_TYPES } from '../pluginregistration/registration.ts';
@@ -123,11 +124,6 @@ interface NodeDeps {
    * before the syncLoop's first poll is checked against them; absent: not known until then.
    */
   runtimeHandlers?: readonly RuntimeHandler[];
-  /**
-   * NodeGetInfo over the CSI client, for the CSI drivers that register (csi_plugin.go RegisterPlugin);
-   * absent: a CSI driver's registration fails saying so.
-   */
-  csiNodeInfo?: NodeInfoSource;
 }
 
 /**
@@ -199,7 +195,7 @@ export function composeNode(deps: NodeDeps) {
   // The CSI volume plugin, in a cluster (its registration writes the Node and the CSINode); the plugin
   // manager's handlers by type (kubelet.go: pluginManager.AddHandler(CSIPlugin, csi.PluginHandler)).
   const csiDrivers = new CsiDrivers();
-  const csi = cluster && csiPlugin({ api: cluster.api, nodeName: config.nodeName, drivers: csiDrivers, nodeInfo: deps.csiNodeInfo ?? csiClientMissing, sleep: sleepOn(clock), log });
+  const csi = cluster && csiPlugin({ api: cluster.api, nodeName: config.nodeName, drivers: csiDrivers, nodeInfo: csiNodeInfo, sleep: sleepOn(clock), log });
   const pluginHandlers = new Map<string, PluginHandler>(csi ? [[PLUGIN_TYPES.csi, csi.handler]] : []);
   const loops = nodeLoopsOn({
     ...{ config, runtime: cri.runtime, images: deps.images, clock, log, recorder, nodeRecord, stats, mounter, pods, statuses, observe: metrics, imageGc, containerGc },
@@ -254,8 +250,8 @@ export function composeNode(deps: NodeDeps) {
   };
 }
 
-/** NodeGetInfo where the node was given no CSI client: the driver's registration fails, saying why. */
-const csiClientMissing: NodeInfoSource = () => Promise.reject(new Error('NodeGetInfo cannot be called: this node was composed without a CSI client (csiNodeInfo)'));
+/** A registering driver's NodeGetInfo, over the CSI client on the endpoint it registered (csi_plugin.go RegisterPlugin). */
+const csiNodeInfo: NodeInfoSource = (endpoint, signal) => new CsiNodeClient(endpoint).nodeGetInfo({ signal });
 
 /** The syncLoop's settings: its ticks, the PLEG's periods (evented where the runtime streams events, containerd 1.7+), the loops' inputs. */
 function syncLoopInput(deps: NodeDeps, loops: LoopInputs) {

@@ -22,7 +22,8 @@ import { nodeSettings } from '../../src/node/nodeObject.ts';
 import { createNodeStatusEffects } from '../../src/nodestatus/effects.ts';
 import type { ImageService, RuntimeService } from '../../src/runtime/types.ts';
 import { CsiDrivers } from '../../src/volumes/csi/drivers.ts';
-import { type CsiNodeInfo, csiPlugin } from '../../src/volumes/csi/registration.ts';
+import type { CsiNodeInfo } from '../../src/volumes/csi/client.ts';
+import { csiPlugin } from '../../src/volumes/csi/registration.ts';
 import { type ControlPlane, startControlPlane } from '../support/controlPlane.ts';
 import { testMachine } from '../support/machine.ts';
 

@@ -17,7 +17,8 @@ import { pluginManagerMachineWith } from '../../src/pluginmanager/pluginManager.
 import type { PluginHandler } from '../../src/pluginregistration/handler.ts';
 import { dialRegistration } from '../../src/pluginregistration/registration.ts';
 import { CsiDrivers } from '../../src/volumes/csi/drivers.ts';
-import { type CsiNodeInfo, csiPlugin } from '../../src/volumes/csi/registration.ts';
+import type { CsiNodeInfo } from '../../src/volumes/csi/client.ts';
+import { csiPlugin } from '../../src/volumes/csi/registration.ts';
 import { MemoryApi } from '../support/memoryApi.ts';
 import { type PluginRegistrar, startPluginRegistrar } from '../support/pluginRegistrar.ts';
 

@@ -16,21 +16,13 @@ import type { KubeApi } from '../../client/api.ts';
 import { isNotFound } from '../../client/api.ts';
 import type { Logger } from '../../log.ts';
 import type { PluginHandler } from '../../pluginregistration/handler.ts';
+import type { CsiNodeInfo } from './client.ts';
 import { type CsiDrivers, type CsiVersion, highestSupportedVersion, versionLessThan, versionString } from './drivers.ts';
 import { NodeInfoManager } from './nodeInfoManager.ts';
 
-/** What a driver's NodeGetInfo answers (csi_client.go NodeGetInfo). */
-export interface CsiNodeInfo {
-  nodeId: string;
-  /** max_volumes_per_node; 0: no limit. */
-  maxVolumesPerNode: number;
-  /** accessible_topology.segments; empty: none. */
-  accessibleTopology: Record<string, string>;
-}
-
 /**
- * NodeGetInfo of the driver serving at `endpoint` (a unix socket path), with the kubelet's 2 min
- * deadline (csi_plugin.go csiTimeout) and `signal`: the CSI client's, given by the node.
+ * NodeGetInfo of the driver serving at `endpoint` (the socket it registered), with `signal`: the
+ * CSI client's (client.ts CsiNodeClient.nodeGetInfo, its 2 min deadline: csi_plugin.go csiTimeout).
  */
 export type NodeInfoSource = (endpoint: string, signal: AbortSignal) => Promise<CsiNodeInfo>;
 
@@ -112,7 +104,7 @@ export function csiPlugin(deps: CsiPluginDeps): CsiPlugin {
       drivers.set(name, { endpoint, highestSupportedVersion: highest });
       try {
         const info = await deps.nodeInfo(endpoint, signal);
-        await nim.installCsiDriver(name, info.nodeId, info.maxVolumesPerNode, info.accessibleTopology);
+        await nim.installCsiDriver(name, info.nodeId, info.maxVolumesPerNode, info.accessibleTopology ?? {});
       } catch (err) {
         await unregisterDriver(name).catch((unregisterError) =>
           log('error', csiMessage(`registrationHandler.RegisterPlugin failed to unregister plugin due to previous error: ${message(unregisterError)}`)),
