@@ -192,16 +192,17 @@ export function composeNode(deps: NodeDeps) {
     ...(cri.pullRecords ? { afterFreeingSpace: cri.pullRecords.pruneUnknownRecords.bind(cri.pullRecords) } : {}),
   });
   const containerGc = new ContainerGc({ runtime: cri.runtime, now, log, policy: containerGcPolicy(config), pods, sourcesReady: () => facts.sourcesReady() });
-  // The CSI volume plugin, in a cluster (its registration writes the Node and the CSINode); the plugin
-  // manager's handlers by type (kubelet.go: pluginManager.AddHandler(CSIPlugin, csi.PluginHandler)).
+  // The CSI volume plugin (its registration writes the Node and the CSINode, so on a standalone node it
+  // fails as the kubelet's does); the plugin manager's handlers by type (kubelet.go:
+  // pluginManager.AddHandler(CSIPlugin, csi.PluginHandler)).
   const csiDrivers = new CsiDrivers();
-  const csi = cluster && csiPlugin({ api: cluster.api, nodeName: config.nodeName, drivers: csiDrivers, nodeInfo: csiNodeInfo, sleep: sleepOn(clock), log });
-  const pluginHandlers = new Map<string, PluginHandler>(csi ? [[PLUGIN_TYPES.csi, csi.handler]] : []);
+  const csi = csiPlugin({ api: cluster?.api, nodeName: config.nodeName, drivers: csiDrivers, nodeInfo: csiNodeInfo, sleep: sleepOn(clock), log });
+  const pluginHandlers = new Map<string, PluginHandler>([[PLUGIN_TYPES.csi, csi.handler]]);
   const loops = nodeLoopsOn({
     ...{ config, runtime: cri.runtime, images: deps.images, clock, log, recorder, nodeRecord, stats, mounter, pods, statuses, observe: metrics, imageGc, containerGc },
     health: () => facts.health(),
     pluginHandlers,
-    storageError: () => csi?.storageError() ?? null,
+    storageError: () => csi.storageError(),
     ...definedOnly({ cluster, tokens: podClusterParts?.tokens, kernelLog: deps.kernelLog }),
   });
   const runtimeCleanup = orphanCleanup(work, () => relister.runningPodUids(), cgroups);

@@ -5,6 +5,7 @@
  * API server in test/cluster/csiRegistration.test.ts).
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
@@ -51,14 +52,14 @@ afterEach(async () => {
   rmSync(root, { recursive: true, force: true });
 });
 
-function handlers(): Map<string, PluginHandler> {
-  const csi = csiPlugin({ api, nodeName: NODE, drivers, nodeInfo: (endpoint) => nodeInfo(endpoint), sleep: sleepOn(realClock), log: silentLogger });
+function handlers(options: { standalone?: boolean } = {}): Map<string, PluginHandler> {
+  const csi = csiPlugin({ api: options.standalone ? undefined : api, nodeName: NODE, drivers, nodeInfo: (endpoint) => nodeInfo(endpoint), sleep: sleepOn(realClock), log: silentLogger });
   return new Map([['CSIPlugin', csi.handler]]);
 }
 
 /** The plugin manager on the real clock, reconciling every 20 ms (the kubelet's 1 s, shortened: nothing here depends on it). */
-function startManager() {
-  const pluginHandlers = handlers();
+function startManager(options: { standalone?: boolean } = {}) {
+  const pluginHandlers = handlers(options);
   const actor = createActor(
     pluginManagerMachineWith({
       watcher: watchPluginDir({ dir: registry, log: silentLogger }),
@@ -180,6 +181,38 @@ describe('the plugin manager', () => {
     expect(plugin.statuses[0]?.error).toBe(
       'RegisterPlugin error -- plugin registration failed with err: error updating Node object with CSI driver node info: error updating node: timed out waiting for the condition; ' +
         'caused by: detected topology value collision: driver reported "topology.test/zone":"z1" but existing label is "topology.test/zone":"other"',
+    );
+    expect(drivers.get(DRIVER)).toBeUndefined();
+  });
+});
+
+describe('the plugin manager and misbehaving sockets', () => {
+  it('keeps registering other plugins while a socket that answers garbage fails its dial, with the kubelet words', { timeout: 30_000 }, async () => {
+    mkdirSync(registry, { recursive: true });
+    const garbagePath = path.join(registry, 'garbage.sock');
+    const garbage = net.createServer((socket) => socket.end('this is not HTTP/2\n'));
+    await new Promise<void>((resolve) => garbage.listen(garbagePath, resolve));
+    try {
+      const { summary } = startManager();
+      const good = await registrar('test-reg.sock');
+      await vi.waitFor(() => expect(good.statuses).toEqual([{ pluginRegistered: true, error: '' }]));
+      // grpc.WithBlock with the kubelet's 10 s dial timeout: the garbage socket fails only then.
+      await vi.waitFor(() => expect(summary()).toBe(`CSIPlugin ${DRIVER} · last failure: RegisterPlugin error -- dial failed at socket ${garbagePath}, err: failed to dial socket ${garbagePath}, err: context deadline exceeded`), {
+        timeout: 20_000,
+      });
+    } finally {
+      garbage.close();
+    }
+  });
+
+  it('refuses a CSI driver on a node without an API server, as a kubelet without a kubeconfig does', async () => {
+    const plugin = await registrar('test-reg.sock');
+    startManager({ standalone: true });
+    await vi.waitFor(() =>
+      expect(plugin.statuses[0]).toEqual({
+        pluginRegistered: false,
+        error: 'RegisterPlugin error -- plugin registration failed with err: error updating Node object with CSI driver node info: error updating node: timed out waiting for the condition; caused by: error getting kube client',
+      }),
     );
     expect(drivers.get(DRIVER)).toBeUndefined();
   });

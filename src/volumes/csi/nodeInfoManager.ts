@@ -23,7 +23,8 @@ function aggregate(errors: readonly string[]): string {
 }
 
 interface NodeInfoManagerDeps {
-  api: KubeApi;
+  /** None: a standalone node, whose every update fails as the kubelet's does without a client. */
+  api: KubeApi | undefined;
   nodeName: string;
   sleep: Sleep;
   log: Logger;
@@ -36,6 +37,12 @@ export class NodeInfoManager {
   private queue: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly deps: NodeInfoManagerDeps) {}
+
+  /** The API client; none: `error getting kube client` (nodeinfomanager.go, a kubelet without a kubeconfig). */
+  private get api(): KubeApi {
+    if (!this.deps.api) throw new Error('error getting kube client');
+    return this.deps.api;
+  }
 
   /**
    * wait.ExponentialBackoff over updateBackoff: the try until it succeeds; after the last, the
@@ -63,7 +70,7 @@ export class NodeInfoManager {
   }
 
   private async readNode(): Promise<NodeObject> {
-    const node = await this.deps.api.getNode(this.deps.nodeName);
+    const node = await this.api.getNode(this.deps.nodeName);
     this.nodeUid = node.metadata.uid ?? '';
     return node;
   }
@@ -71,7 +78,7 @@ export class NodeInfoManager {
   /** tryUpdateNode: GET the Node, the change from it, PATCH its status subresource when there is one. */
   private async patchNode(change: (node: NodeObject) => NodeMetadataPatch | null): Promise<void> {
     const patch = change(await this.readNode());
-    if (patch) await this.deps.api.patchNodeStatus(this.deps.nodeName, { metadata: patch });
+    if (patch) await this.api.patchNodeStatus(this.deps.nodeName, { metadata: patch });
   }
 
   /** ensureNodeOwnsCSINode: a CSINode of another Node of this name (an earlier one, deleted) is deleted, and this try fails. */
@@ -80,7 +87,7 @@ export class NodeInfoManager {
     if (owned) return;
     this.deps.log('info', 'The existing CSINode is owned by a different node, cleaning up', { csiNode: csiNode.metadata.name, oldNodeID: ownerUid, newNodeID: this.nodeUid });
     try {
-      await this.deps.api.deleteCSINode(this.deps.nodeName);
+      await this.api.deleteCSINode(this.deps.nodeName);
     } catch (err) {
       throw new Error(`error deleting existing CSINode "${csiNode.metadata.name}": ${message(err)}`);
     }
@@ -90,12 +97,12 @@ export class NodeInfoManager {
   /** The CSINode, created when there is none (CreateCSINode). */
   private async csiNode(): Promise<CSINode> {
     try {
-      return await this.deps.api.getCSINode(this.deps.nodeName);
+      return await this.api.getCSINode(this.deps.nodeName);
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }
     if (!this.nodeUid) await this.readNode();
-    return this.deps.api.createCSINode(newCsiNode(this.deps.nodeName, this.nodeUid));
+    return this.api.createCSINode(newCsiNode(this.deps.nodeName, this.nodeUid));
   }
 
   /**
@@ -109,15 +116,15 @@ export class NodeInfoManager {
         await this.readNode();
         let csiNode: CSINode;
         try {
-          csiNode = await this.deps.api.getCSINode(this.deps.nodeName);
+          csiNode = await this.api.getCSINode(this.deps.nodeName);
         } catch (err) {
           if (!isNotFound(err)) throw err;
-          await this.deps.api.createCSINode(newCsiNode(this.deps.nodeName, this.nodeUid));
+          await this.api.createCSINode(newCsiNode(this.deps.nodeName, this.nodeUid));
           return;
         }
         await this.ensureOwned(csiNode);
         const annotated = csiNodeInitialized(csiNode);
-        if (annotated) await this.deps.api.updateCSINode(annotated);
+        if (annotated) await this.api.updateCSINode(annotated);
       },
       'last',
     );
@@ -136,7 +143,7 @@ export class NodeInfoManager {
         const csiNode = await this.csiNode();
         await this.ensureOwned(csiNode);
         const updated = csiNodeWithDriver(csiNode, driverName, driverNodeId, maxVolumes, topology);
-        if (updated) await this.deps.api.updateCSINode(updated);
+        if (updated) await this.api.updateCSINode(updated);
       });
     } catch (err) {
       throw new Error(`error updating CSINode object with CSI driver node info: ${message(err)}`);
@@ -149,13 +156,13 @@ export class NodeInfoManager {
       await this.retried('CSINode', async () => {
         let csiNode: CSINode;
         try {
-          csiNode = await this.deps.api.getCSINode(this.deps.nodeName);
+          csiNode = await this.api.getCSINode(this.deps.nodeName);
         } catch (err) {
           if (isNotFound(err)) return;
           throw err;
         }
         const updated = csiNodeWithoutDriver(csiNode, driverName);
-        if (updated) await this.deps.api.updateCSINode(updated);
+        if (updated) await this.api.updateCSINode(updated);
       });
     } catch (err) {
       throw new Error(`error uninstalling CSI driver from CSINode object ${message(err)}`);

@@ -27,7 +27,8 @@ import { NodeInfoManager } from './nodeInfoManager.ts';
 export type NodeInfoSource = (endpoint: string, signal: AbortSignal) => Promise<CsiNodeInfo>;
 
 interface CsiPluginDeps {
-  api: KubeApi;
+  /** None: a standalone node; a driver's registration then fails as the kubelet's does without a client. */
+  api: KubeApi | undefined;
   nodeName: string;
   drivers: CsiDrivers;
   nodeInfo: NodeInfoSource;
@@ -75,8 +76,10 @@ function validateVersions(drivers: CsiDrivers, caller: string, name: string, ver
 export function csiPlugin(deps: CsiPluginDeps): CsiPlugin {
   const { drivers, log } = deps;
   const nim = new NodeInfoManager({ api: deps.api, nodeName: deps.nodeName, sleep: deps.sleep, log });
-  // Set as the plugin is made (csi_plugin.go Init), so the Node is never reported Ready before the CSINode exists.
-  let storageError: string | null = CSINODE_NOT_INITIALIZED;
+  // Set as the plugin is made (csi_plugin.go Init), so the Node is never reported Ready before the
+  // CSINode exists; a standalone node has neither (initializeCSINode skips).
+  let storageError: string | null = deps.api ? CSINODE_NOT_INITIALIZED : null;
+  const api = deps.api;
 
   /** unregisterDriver: out of the table, then out of the CSINode and the Node. */
   const unregisterDriver = async (name: string) => {
@@ -125,9 +128,10 @@ export function csiPlugin(deps: CsiPluginDeps): CsiPlugin {
      * the error on its Ready condition and tries again at the longest interval.
      */
     async start(signal) {
+      if (!api) return;
       for (;;) {
         try {
-          await deps.api.getCSINode(deps.nodeName);
+          await api.getCSINode(deps.nodeName);
           break;
         } catch (err) {
           if (isNotFound(err)) break;
