@@ -15,13 +15,16 @@
  *               here) and PLUGINS.OPERATION_ENDED with each outcome.
  *   `handlers`  (invoked) the handlers' start-up work (the CSI handler initializes the CSINode);
  *               PLUGINS.HANDLER_STARTED as each is done.
- *   `reconciling` every period (the kubelet's reconciler loops every second), the operations the
- *               two states call for (reconcile.ts) go to the executor.
+ *   `settled`   the two states agree: nothing to do, no timer (an idle node does not wake up for it).
+ *   `unsettled` they differ: every period (the kubelet's reconciler loops every second) the
+ *               operations they call for (reconcile.ts) go to the executor, until they agree —
+ *               a socket failing and backing off keeps it here, retried at the ticks its back-off
+ *               allows.
  *
  * Never: dials a socket or calls a handler itself (the executor does), forgets a plugin it
  * registered while its socket is there.
  */
-import { assign, enqueueActions, fromCallback, setup } from 'xstate';
+import { assign, enqueueActions, fromCallback, not, setup } from 'xstate';
 import type { EventOf, PluginManagerEvent, PluginRecord } from '../events.ts';
 import { reconcileOperations } from './reconcile.ts';
 
@@ -48,6 +51,11 @@ interface PluginManagerContext {
   watchError: string | null;
 }
 
+const hasOperations = ({ desired, actual }: Pick<PluginManagerContext, 'desired' | 'actual'>) => {
+  const operations = reconcileOperations(desired, actual);
+  return operations.unregister.length > 0 || operations.register.length > 0;
+};
+
 export const pluginManagerMachine = setup({
   types: {
     context: {} as PluginManagerContext,
@@ -68,10 +76,12 @@ export const pluginManagerMachine = setup({
   delays: {
     reconcilePeriod: ({ context }) => context.reconcilePeriodMs,
   },
+  guards: {
+    statesDiffer: ({ context }) => hasOperations(context),
+  },
   actions: {
     reconcile: enqueueActions(({ context, enqueue }) => {
-      const operations = reconcileOperations(context.desired, context.actual);
-      if (operations.unregister.length || operations.register.length) enqueue.sendTo('executor', { type: 'PLUGINS.OPERATE', ...operations } satisfies ExecutorCommand);
+      if (hasOperations(context)) enqueue.sendTo('executor', { type: 'PLUGINS.OPERATE', ...reconcileOperations(context.desired, context.actual) } satisfies ExecutorCommand);
     }),
   },
 }).createMachine({
@@ -122,10 +132,14 @@ export const pluginManagerMachine = setup({
       actions: assign({ startingHandlers: ({ context, event }) => context.startingHandlers.filter((type) => type !== event.pluginType) }),
     },
   },
-  initial: 'reconciling',
+  initial: 'settled',
   states: {
-    reconciling: {
-      after: { reconcilePeriod: { target: 'reconciling', reenter: true, actions: 'reconcile' } },
+    settled: {
+      always: { guard: 'statesDiffer', target: 'unsettled' },
+    },
+    unsettled: {
+      always: { guard: not('statesDiffer'), target: 'settled' },
+      after: { reconcilePeriod: { target: 'unsettled', reenter: true, actions: 'reconcile' } },
     },
   },
 });

@@ -84,8 +84,10 @@ const nodeIds = async () => JSON.parse((await api.getNode(NODE)).metadata.annota
 describe('the plugin manager', () => {
   it('registers a CSI driver found at start: notified true, the Node annotated and labelled, the CSINode listing it', async () => {
     const plugin = await registrar('test-reg.sock');
-    const { summary } = startManager();
+    const { actor, summary } = startManager();
     await vi.waitFor(() => expect(plugin.statuses).toEqual([{ pluginRegistered: true, error: '' }]));
+    // The states agree: the reconciler has no timer running until a socket changes.
+    expect(actor.getSnapshot().value).toBe('settled');
     expect(await nodeIds()).toEqual({ [DRIVER]: 'id-1' });
     expect((await api.getNode(NODE)).metadata.labels).toEqual({ 'kubernetes.io/hostname': NODE, 'topology.test/zone': 'z1' });
     const csiNode = await api.getCSINode(NODE);
