@@ -49,7 +49,8 @@ export function watchPluginDir(deps: { dir: string; log: Logger }): PluginManage
     const follow = (dir: string) => {
       if (stopped || watchers.has(dir)) return;
       const watcher = watch(dir, (_kind, name) => {
-        if (name) void examine(path.join(dir, name.toString()));
+        // A subdirectory that cannot be watched (the inotify limit) is logged, as the kubelet logs it; the watcher goes on.
+        if (name) examine(path.join(dir, name.toString())).catch((err) => deps.log('error', 'Error when handling create event', { path: path.join(dir, name.toString()), err }));
       });
       watcher.on('error', (err) => deps.log('warn', 'Plugin watcher error', { path: dir, err }));
       watchers.set(dir, watcher);
