@@ -124,32 +124,35 @@ export function csiPlugin(deps: CsiPluginDeps): CsiPlugin {
     /**
      * initializeCSINode: waits for the API server (a GET of the CSINode answering, found or not,
      * every second), then initializes the CSINode, 6 tries over ≈140 s, the storage error saying
-     * why meanwhile. The kubelet exits after the last try to be restarted; statelet stays up with
-     * the error on its Ready condition and tries again at the longest interval.
+     * why meanwhile. Where the kubelet then exits to be restarted and begin again, statelet stays
+     * up and begins again itself, the error on its Ready condition.
      */
     async start(signal) {
       if (!api) return;
       for (;;) {
-        try {
-          await api.getCSINode(deps.nodeName);
-          break;
-        } catch (err) {
-          if (isNotFound(err)) break;
-          log('info', 'Failed to contact API server when waiting for CSINode publishing', { err: message(err) });
+        for (;;) {
+          try {
+            await api.getCSINode(deps.nodeName);
+            break;
+          } catch (err) {
+            if (isNotFound(err)) break;
+            log('info', 'Failed to contact API server when waiting for CSINode publishing', { err: message(err) });
+          }
+          await deps.sleep(API_SERVER_POLL_MS, signal);
         }
-        await deps.sleep(API_SERVER_POLL_MS, signal);
-      }
-      for (let attempt = 0; ; attempt++) {
-        try {
-          await nim.initializeCsiNode();
-          storageError = null;
-          log('info', 'Initialized the CSINode', { node: deps.nodeName });
-          return;
-        } catch (err) {
-          storageError = `failed to initialize CSINode: ${message(err)}`;
-          log('error', `Failed to initialize CSINode: ${message(err)}`);
+        for (let attempt = 0; attempt < INIT_BACKOFF.steps; attempt++) {
+          if (attempt > 0) await deps.sleep(INIT_BACKOFF.firstMs * INIT_BACKOFF.factor ** (attempt - 1), signal);
+          try {
+            await nim.initializeCsiNode();
+            storageError = null;
+            log('info', 'Initialized the CSINode', { node: deps.nodeName });
+            return;
+          } catch (err) {
+            storageError = `failed to initialize CSINode: ${message(err)}`;
+            log('error', `Failed to initialize CSINode: ${message(err)}`);
+          }
         }
-        await deps.sleep(INIT_BACKOFF.firstMs * INIT_BACKOFF.factor ** Math.min(attempt, INIT_BACKOFF.steps - 2), signal);
+        log('error', 'Failed to initialize CSINode after retrying: beginning again (the kubelet exits here to be restarted)');
       }
     },
   };
