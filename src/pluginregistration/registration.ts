@@ -2,13 +2,14 @@
  * The plugin registration API on the wire (k8s.io/kubelet/pkg/apis/pluginregistration/v1): the
  * proto beside this file loaded once with protobufjs, the `pluginregistration.Registration`
  * service as a grpc-js definition (a plugin's side serves it: tests, sim://), and the kubelet's
- * side of a registration, a client dialled on the plugin's unix socket with the kubelet's
+ * side of a registration: a grpc-js client dialled on the plugin's unix socket with the kubelet's
  * deadlines (pkg/kubelet/pluginmanager/operationexecutor/operation_generator.go: dial 10 s,
- * GetInfo 1 s, NotifyRegistrationStatus 5 s). Errors read as Go's gRPC errors read, since the
- * kubelet's messages embed them (`rpc error: code = DeadlineExceeded desc = …`).
+ * GetInfo 1 s, NotifyRegistrationStatus 5 s). grpc-js is loaded at the first dial, so a node
+ * without plugins never loads it (the CRI client does without it). Errors read as Go's gRPC errors
+ * read, since the kubelet's messages embed them (`rpc error: code = DeadlineExceeded desc = …`).
  */
 import { fileURLToPath } from 'node:url';
-import * as grpc from '@grpc/grpc-js';
+import type * as grpc from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
 
 /** The plugin types of pluginregistration/v1 constants.go. */
@@ -106,6 +107,7 @@ export interface RegistrationClient {
  * dial does, `failed to dial socket <path>, err: …`.
  */
 export async function dialRegistration(socketPath: string, signal?: AbortSignal): Promise<RegistrationClient> {
+  const grpc = await import('@grpc/grpc-js');
   const Client = grpc.makeGenericClientConstructor(registrationServiceDefinition(), 'Registration');
   // The socket's path as it is: `unix:` takes an absolute path (`unix:///…` would too).
   const client = new Client(`unix:${socketPath}`, grpc.credentials.createInsecure());
