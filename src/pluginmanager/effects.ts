@@ -7,6 +7,7 @@ import { type FSWatcher, watch } from 'node:fs';
 import { lstat, mkdir, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import type { Clock } from '../clock.ts';
+import { formatDuration } from '../duration.ts';
 import type { PluginManagerEvent, PluginRecord } from '../events.ts';
 import type { Logger } from '../log.ts';
 import type { PluginHandlers } from '../pluginregistration/handler.ts';
@@ -190,7 +191,7 @@ export function operationExecutor(deps: ExecutorDeps): PluginManagerEffects['exe
           const next = afterFailure(backoff.get(socketPath), deps.clock.now());
           backoff.set(socketPath, next);
           if (stop.signal.aborted) return;
-          deps.log('warn', `Operation for "${socketPath}" failed. No retries permitted until ${new Date(next.lastErrorAt + next.durationBeforeRetryMs).toISOString()} (durationBeforeRetry ${next.durationBeforeRetryMs}ms)`, {
+          deps.log('warn', `Operation for "${socketPath}" failed. No retries permitted until ${new Date(next.lastErrorAt + next.durationBeforeRetryMs).toISOString()} (durationBeforeRetry ${formatDuration(next.durationBeforeRetryMs)})`, {
             operation,
             err: message(err),
           });
