@@ -106,27 +106,21 @@ async function registerPlugin(socketPath: string, uuid: string, deps: ExecutorDe
   } catch (err) {
     throw new Error(`RegisterPlugin error -- dial failed at socket ${socketPath}, err: ${message(err)}`);
   }
-  /** notifyPlugin: tells the plugin; a refusal is thrown as its text (with the call's error when the call failed too). */
-  const notify = async (registered: boolean, error: string): Promise<void> => {
+  /**
+   * notifyPlugin: tells the plugin, and returns as an error the text it told (null: none), with the
+   * call's own error when telling failed. So a refusal always comes back as an error, even told.
+   */
+  const notify = async (registered: boolean, error: string): Promise<string | null> => {
     try {
       await client.notifyRegistrationStatus({ pluginRegistered: registered, error });
     } catch (err) {
-      throw new Error(`${error}: ${message(err)}`);
+      return `${error}: ${message(err)}`;
     }
-    if (error) throw new Error(error);
+    return error || null;
   };
-  /**
-   * A refusal, told to the plugin. The kubelet's notifyPlugin returns the refusal's text as an error
-   * even when telling succeeded, so its caller always returns `failed to send error at socket …`
-   * with that text (or with the call's error too); the operation fails with the same words here.
-   */
+  /** A refusal told to the plugin: the kubelet's caller then fails with `failed to send error …` whatever notifyPlugin returned. */
   const refuse = async (error: string): Promise<never> => {
-    try {
-      await notify(false, error);
-    } catch (err) {
-      throw new Error(`RegisterPlugin error -- failed to send error at socket ${socketPath}, err: ${message(err)}`);
-    }
-    throw new Error(error);
+    throw new Error(`RegisterPlugin error -- failed to send error at socket ${socketPath}, err: ${await notify(false, error)}`);
   };
   try {
     let info;
@@ -152,13 +146,11 @@ async function registerPlugin(socketPath: string, uuid: string, deps: ExecutorDe
     try {
       await handler.registerPlugin(info.name, endpoint, info.supportedVersions, signal);
     } catch (err) {
-      return await notify(false, `RegisterPlugin error -- plugin registration failed with err: ${message(err)}`);
+      throw new Error((await notify(false, `RegisterPlugin error -- plugin registration failed with err: ${message(err)}`)) ?? '');
     }
-    try {
-      await notify(true, '');
-    } catch (err) {
-      throw new Error(`RegisterPlugin error -- failed to send registration status at socket ${socketPath}, err: ${message(err)}`);
-    }
+    // Told after RegisterPlugin, so that a plugin validated is always registered even if telling it fails.
+    const notified = await notify(true, '');
+    if (notified !== null) throw new Error(`RegisterPlugin error -- failed to send registration status at socket ${socketPath}, err: ${notified}`);
     deps.log('info', 'Registered plugin', { type: info.type, name: info.name, endpoint, socket: socketPath });
   } finally {
     client.close();
