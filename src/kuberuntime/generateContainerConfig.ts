@@ -108,7 +108,9 @@ export async function generateContainerConfig(deps: ContainerConfigWork, target:
   const services = deps.cluster ? deps.cluster.services() : [];
   const envs = makeEnvironment({ pod, container, podIPs, hostIPs, services, ...objects, ...(allocatable ? { allocatable } : {}) });
   const env = new Map(envs.map((e) => [e.key, e.value]));
-  const volumeMounts = deps.host.podsDir ? containerMounts(deps.host.podsDir, pod, container, (text) => expandVars(text, env)) : { mounts: [] };
+  const volumeMounts = deps.host.podsDir
+    ? containerMounts(deps.host.podsDir, pod, container, (text) => expandVars(text, env), deps.host.volumes.mountedVolumes(pod.metadata.uid))
+    : { mounts: [] };
   if ('error' in volumeMounts) throw new ContainerConfigError(volumeMounts.error);
   const resolved = await resolveSubPaths(volumeMounts.mounts, container.name);
   if ('error' in resolved) throw new ContainerConfigError(resolved.error);

@@ -245,6 +245,10 @@ const scalarFieldsByType = {
   'NODE.EVICT_POD': ['uid', 'gracePeriodSeconds'],
   'OOM.SYSTEM': ['process', 'pid'],
   'OOM.LOG_ENDED': ['error'],
+  // The volumes' ids name pods and volumes, no contents.
+  'VOLUMES.CHANGED': [],
+  'VOLUME.REMOUNT': [],
+  'VOLUME.UNMOUNT': [],
 } as const satisfies { [T in AgentEventType]: readonly (keyof EventOf<T> & string)[] };
 
 const scalarFields: Readonly<Partial<Record<string, readonly string[]>>> = scalarFieldsByType;
