@@ -116,6 +116,16 @@ function refOf(context: PodVolumeContext): PodVolumeRef {
   return { id, uid, pod, outerName, uniqueName, specName, kind };
 }
 
+/**
+ * Its line on the visualizer: the pod, the volume and what it is backed by, and why it is not
+ * mounted when it is not (`shop/web-0 · data (pv-1) · backing off after 3 failures: MountVolume.SetUp failed …`).
+ */
+export function podVolumeSummary(state: unknown, c: PodVolumeContext): string {
+  const volume = c.specName === c.outerName ? c.outerName : `${c.outerName} (${c.specName})`;
+  const trouble = c.lastError ? ` · ${c.failures > 0 ? `${state === 'backingOff' || state === 'unmountBackingOff' ? 'backing off after ' : ''}${c.failures} failure${c.failures === 1 ? '' : 's'}: ` : ''}${c.lastError}` : '';
+  return `${c.pod} · ${volume}${trouble}`;
+}
+
 export interface PodVolumeEffects {
   /** Sets the volume up and records it in the actual state; rejects with its FailedMount message (the event recorded). */
   mount(ref: PodVolumeRef): Promise<void>;
