@@ -23,14 +23,20 @@
  *                                              storage only) and go-containerregistry's crane, and
  *                                              prints `NAME PATH` lines
  *
- * `registryBinaries()` returns those paths for test/support/registry.ts. The conformance
- * binaries, the registry's and kwok's share one way of building (`cachedBuilds`): a directory
- * per module keyed by its files and the Go version, one lock per binary.
+ *   node scripts/controlplane/build.mjs --csi-mock
+ *                                              builds the CSI mock driver (test/csimock: Kubernetes'
+ *                                              own mock CSI driver with a registration socket) and
+ *                                              prints `csimock PATH`
+ *
+ * `registryBinaries()` returns those paths for test/support/registry.ts, `csiMockBinaries()` the
+ * mock's for test/support/csiMock.ts. The conformance binaries, the registry's, the CSI mock's and
+ * kwok's share one way of building (`cachedBuilds`): a directory per module keyed by its files
+ * and the Go version, one lock per binary.
  */
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rename, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -285,6 +291,32 @@ export async function registryBinaries(log = (line) => console.error(`[registry]
   return paths;
 }
 
+const csiMockModuleDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../test/csimock');
+
+/**
+ * The CSI mock driver (test/csimock: k8s.io/kubernetes' test/e2e/storage/drivers/csi-test/mock
+ * at the release test/csimock/go.mod pins, with a main that serves it and a registration socket),
+ * built once per machine into a directory keyed by that module's go.mod, go.sum, its Go files and
+ * the Go version. Resolves with `{ dir, csimock }`, or `{ skip: reason }` when Go is not
+ * installed; a failing build rejects.
+ */
+export async function csiMockBinaries(log = (line) => console.error(`[csimock] ${line}`)) {
+  const found = await findGo();
+  if (!found) return { skip: `Go is not installed (looked for ${GO_CANDIDATES.join(', ')})` };
+  const goFiles = (await readdir(csiMockModuleDir)).filter((name) => name.endsWith('.go')).sort();
+  const dir = await cachedBuilds({
+    prefix: 'csimock-',
+    moduleDir: csiMockModuleDir,
+    keyFiles: ['go.mod', 'go.sum', ...goFiles],
+    goVersion: found.version,
+    names: ['csimock'],
+    describe: () => 'test/csimock',
+    build: (_name, out) => goBuild(found.go, '.', out, { cwd: csiMockModuleDir, tags: '', flags: '-s -w' }),
+    log,
+  });
+  return { dir, csimock: path.join(dir, 'csimock') };
+}
+
 const kwokModuleDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bench/kwok');
 
 /**
@@ -319,7 +351,14 @@ export async function kwokBinary(log = (line) => console.error(`[kwok] ${line}`)
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const flag = process.argv.slice(2).find((arg) => arg === '--conformance' || arg.startsWith('--conformance='));
-  if (process.argv.includes('--registry')) {
+  if (process.argv.includes('--csi-mock')) {
+    const result = await csiMockBinaries();
+    if ('skip' in result) {
+      console.error(`cannot build the CSI mock driver: ${result.skip}`);
+      process.exit(1);
+    }
+    console.log(`csimock ${result.csimock}`);
+  } else if (process.argv.includes('--registry')) {
     const result = await registryBinaries();
     if ('skip' in result) {
       console.error(`cannot build the test registry: ${result.skip}`);

@@ -10,7 +10,7 @@ import { createHash } from 'node:crypto';
 import type { Container } from '../api/types.ts';
 import type { PullCredential } from '../credentialprovider/keyring.ts';
 import type { ImagePulls, PulledImage } from '../runtime/callTrace.ts';
-import { type AuthConfig, type CallOptions, CriError, type CriErrorCode, type ImageInfo, type ImageService } from '../runtime/types.ts';
+import { type AuthConfig, type CallOptions, CriError, type ImageInfo, type ImageService, goStatusText } from '../runtime/types.ts';
 import { type BackoffPolicy, type BackoffTable, backoffRemainingMs, nextBackoff } from './backoff.ts';
 import type { RecordedCredentials } from './pullPolicy.ts';
 import type { ImagePullRecords } from './pullRecords.ts';
@@ -154,29 +154,6 @@ interface EnsureImageInput {
   records?: ImagePullRecords;
 }
 
-/**
- * The gRPC status codes by the names Go gives them (google.golang.org/grpc/codes, Code.String):
- * a runtime's error reads in the kubelet as `rpc error: code = NotFound desc = …`.
- */
-const GO_CODE_NAMES = {
-  CANCELLED: 'Canceled',
-  UNKNOWN: 'Unknown',
-  INVALID_ARGUMENT: 'InvalidArgument',
-  DEADLINE_EXCEEDED: 'DeadlineExceeded',
-  NOT_FOUND: 'NotFound',
-  ALREADY_EXISTS: 'AlreadyExists',
-  PERMISSION_DENIED: 'PermissionDenied',
-  RESOURCE_EXHAUSTED: 'ResourceExhausted',
-  FAILED_PRECONDITION: 'FailedPrecondition',
-  ABORTED: 'Aborted',
-  OUT_OF_RANGE: 'OutOfRange',
-  UNIMPLEMENTED: 'Unimplemented',
-  INTERNAL: 'Internal',
-  UNAVAILABLE: 'Unavailable',
-  DATA_LOSS: 'DataLoss',
-  UNAUTHENTICATED: 'Unauthenticated',
-} satisfies Record<CriErrorCode, string>;
-
 const GO_STATUS_PREFIX = /^rpc error: code = (\w+) desc = /s;
 
 /**
@@ -189,7 +166,7 @@ const GO_STATUS_PREFIX = /^rpc error: code = (\w+) desc = /s;
  */
 export function pullErrorText(err: unknown): string {
   if (err instanceof PullAttemptsError) return err.message;
-  if (err instanceof CriError) return err.code === 'UNKNOWN' ? err.detail : `rpc error: code = ${GO_CODE_NAMES[err.code]} desc = ${err.detail}`;
+  if (err instanceof CriError) return err.code === 'UNKNOWN' ? err.detail : goStatusText(err.code, err.detail);
   const text = errorText(err);
   const status = GO_STATUS_PREFIX.exec(text);
   return status?.[1] === 'Unknown' ? text.slice(status[0].length) : text;

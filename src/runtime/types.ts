@@ -572,6 +572,34 @@ export type CriErrorCode =
   | 'DATA_LOSS'
   | 'UNAUTHENTICATED';
 
+/**
+ * The gRPC status codes by the names Go gives them (google.golang.org/grpc/codes, Code.String):
+ * a runtime's or a CSI driver's error reads in the kubelet as `rpc error: code = NotFound desc = …`.
+ */
+const GO_CODE_NAMES = {
+  CANCELLED: 'Canceled',
+  UNKNOWN: 'Unknown',
+  INVALID_ARGUMENT: 'InvalidArgument',
+  DEADLINE_EXCEEDED: 'DeadlineExceeded',
+  NOT_FOUND: 'NotFound',
+  ALREADY_EXISTS: 'AlreadyExists',
+  PERMISSION_DENIED: 'PermissionDenied',
+  RESOURCE_EXHAUSTED: 'ResourceExhausted',
+  FAILED_PRECONDITION: 'FailedPrecondition',
+  ABORTED: 'Aborted',
+  OUT_OF_RANGE: 'OutOfRange',
+  UNIMPLEMENTED: 'Unimplemented',
+  INTERNAL: 'Internal',
+  UNAVAILABLE: 'Unavailable',
+  DATA_LOSS: 'DataLoss',
+  UNAUTHENTICATED: 'Unauthenticated',
+} satisfies Record<CriErrorCode, string>;
+
+/** grpc-go's text of a status error, which the kubelet's messages and events carry: `rpc error: code = NotFound desc = <detail>`. */
+export function goStatusText(code: CriErrorCode, detail: string): string {
+  return `rpc error: code = ${GO_CODE_NAMES[code]} desc = ${detail}`;
+}
+
 /** A failed runtime call: names the CRI call and carries the gRPC status code. */
 export class CriError extends Error {
   override readonly name = 'CriError';
