@@ -18,6 +18,8 @@
  *   OOM.*      the OOM watcher's kernel log follower → the watcher: a system OOM, the log ended
  *   PLUGINS.*  inside the plugin manager: its watcher's sockets created and removed, the
  *              operations its reconciler asks its executor for, and how they went
+ *   VOLUMES.*  the volume world → the volume manager's loop: pods' volumes to set up, refresh, tear down
+ *   VOLUME.*   the volume manager's loop → one pod volume's actor: refresh it, tear it down
  *   NODE.*     syncLoop → node status loop: the runtime's health changed (report it now);
  *              eviction manager → syncLoop → node status loop and pod workers: the node's
  *              pressure conditions changed; eviction manager → syncLoop → pod workers → pod: evict
@@ -235,6 +237,34 @@ export type StatusWriterEvent =
   | { type: 'STATUS.RESYNC' }
   | { type: 'STATUS.PROGRESS'; queued: number; writes: number; deletes: number; error: string | null };
 
+// ---- VOLUMES.* and VOLUME.* ------------------------------------------------------------------
+
+/** One volume of one pod, as the volume manager runs an actor for it (its id: `<pod uid>/<volume name>`). */
+export interface PodVolumeRef {
+  id: string;
+  uid: string;
+  /** `namespace/name`. */
+  pod: string;
+  /** The pod's name for the volume. */
+  outerName: string;
+  /** The node's name for it (`kubernetes.io/local-volume/pv-1`). */
+  uniqueName: string;
+  /** The name its operations report it by: the PersistentVolume's for a claim, else the pod's volume name. */
+  specName: string;
+  /** The plugin that serves it. */
+  kind: 'emptyDir' | 'configMap' | 'secret' | 'downwardAPI' | 'projected' | 'hostPath' | 'hostPathPV' | 'localPV';
+}
+
+/**
+ * The volume manager's work: the pods' desired volumes changed (volumes to set up, to set up again
+ * to refresh their files, to tear down), told by the volume world to the volume manager's loop;
+ * the loop's commands to one pod volume's actor.
+ */
+export type VolumeEvent =
+  | { type: 'VOLUMES.CHANGED'; mount: PodVolumeRef[]; remount: string[]; unmount: string[] }
+  | { type: 'VOLUME.REMOUNT' }
+  | { type: 'VOLUME.UNMOUNT' };
+
 // ---- The whole catalogue ----------------------------------------------------------------------
 
 type AgentEvent =
@@ -251,7 +281,8 @@ type AgentEvent =
   | NodeEvent
   | OomWatcherEvent
   | PluginManagerEvent
-  | StatusWriterEvent;
+  | StatusWriterEvent
+  | VolumeEvent;
 
 export type AgentEventType = AgentEvent['type'];
 

@@ -7,6 +7,7 @@
  * Every failure is an `ApiError` carrying the HTTP status (0: no answer: connection refused,
  * reset, timed out), so callers decide on the status, never on a message.
  */
+import type { PersistentVolume, PersistentVolumeClaim } from '../api/storage.ts';
 import type { ClusterTrustBundle, CSINode, KubeEvent, Lease, NodeObject, RuntimeClass, Service } from '../api/cluster.ts';
 import type { Pod } from '../api/types.ts';
 
@@ -16,14 +17,18 @@ export class ApiError extends Error {
     readonly status: number,
     /** The Status object's reason (`NotFound`, `Conflict`, `Expired`, …), when it had one. */
     readonly reason: string,
-    message: string,
+    /** The Status object's message: what client-go's error prints (`persistentvolumeclaims "data" not found`). */
+    readonly statusMessage: string,
     /** The call, for messages: `PATCH pods/status default/web`. */
     readonly call: string,
   ) {
-    super(`${call}: ${status ? `${status} ${reason ? `${reason}: ` : ''}` : ''}${message}`);
+    super(`${call}: ${status ? `${status} ${reason ? `${reason}: ` : ''}` : ''}${statusMessage}`);
     this.name = 'ApiError';
   }
 }
+
+/** An error as the kubelet would print it: an API server's refusal is its Status message, as client-go's StatusError prints it. */
+export const apiErrorText = (err: unknown) => (err instanceof ApiError ? err.statusMessage : err instanceof Error ? err.message : String(err));
 
 export const isNotFound = (err: unknown) => err instanceof ApiError && err.status === 404;
 export const isConflict = (err: unknown) => err instanceof ApiError && err.status === 409;
@@ -134,6 +139,11 @@ export interface KubeApi {
   getSecret(namespace: string, name: string): Promise<{ metadata?: { uid?: string }; type?: string; data?: Record<string, string> }>;
   /** A ServiceAccount's uid and annotations (what credential provider plugins in token mode need). */
   getServiceAccount(namespace: string, name: string): Promise<{ metadata?: { uid?: string; annotations?: Record<string, string> } }>;
+
+  /** A PersistentVolumeClaim, read live each time a pod's volumes are processed (the volume manager's populator). */
+  getPersistentVolumeClaim(namespace: string, name: string): Promise<PersistentVolumeClaim>;
+  /** A PersistentVolume, read live as its claim is. */
+  getPersistentVolume(name: string): Promise<PersistentVolume>;
 
   /** The resources an API group version serves (discovery, `GET /apis/<groupVersion>`); not served: a 404. */
   apiResources(groupVersion: string): Promise<string[]>;

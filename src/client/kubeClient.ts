@@ -349,6 +349,9 @@ export function createKubeClient(config: KubeConfig, options: KubeClientOptions)
     getConfigMap: (namespace, name) => call(`GET configmaps ${namespace}/${name}`, GET, namespaced(namespace, 'configmaps', name)),
     getSecret: (namespace, name) => call(`GET secrets ${namespace}/${name}`, GET, namespaced(namespace, 'secrets', name)),
     getServiceAccount: (namespace, name) => call(`GET serviceaccounts ${namespace}/${name}`, GET, namespaced(namespace, 'serviceaccounts', name)),
+    getPersistentVolumeClaim: (namespace, name) =>
+      call(`GET persistentvolumeclaims ${namespace}/${name}`, GET, namespaced(namespace, 'persistentvolumeclaims', name)),
+    getPersistentVolume: (name) => call(`GET persistentvolumes ${name}`, GET, `/api/v1/persistentvolumes/${segment(name)}`),
     apiResources: async (groupVersion) => {
       const list = await call<{ resources?: { name: string }[] }>(`GET discovery ${groupVersion}`, GET, `/apis/${groupVersion}`);
       return (list.resources ?? []).map((resource) => resource.name);

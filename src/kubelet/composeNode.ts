@@ -20,7 +20,7 @@ import { serviceLister } from '../client/services.ts';
 import { nodeEventRecorder, nodeReference } from '../eventrecorder/recorder.ts';
 import type { NodeDns } from '../kuberuntime/dns.ts';
 import { orphanCleanup } from '../kuberuntime/orphans.ts';
-import type { StartedContainerType } from '../kuberuntime/podWork.ts';
+import type { PodCluster, PodHost, StartedContainerType } from '../kuberuntime/podWork.ts';
 import type { MemoryFeatures } from '../kuberuntime/resources.ts';
 import { ContainerGc } from '../kuberuntime/gc.ts';
 import { ImageGcManager } from '../kuberuntime/imageGC.ts';
@@ -48,7 +48,9 @@ import { CallsInFlight, describeHanging, hangingCallThresholdMs } from '../runti
 import { type ImageService, type RuntimeHandler, type RuntimeService, type RuntimeStatusInfo, definedOnly } from '../runtime/types.ts';
 import { StatsProvider } from '../stats/provider.ts';
 import { type PodStatusReader, StatusManager } from '../status/manager.ts';
-import { systemMounter } from '../volumes/mounter.ts';
+import { diskOnly, systemMounter } from '../volumes/mounter.ts';
+import type { VolumeDeps } from '../volumes/setUp.ts';
+import { VolumeWorld } from '../volumes/world.ts';
 import { CsiNodeClient } from '../volumes/csi/client.ts';
 import { CsiDrivers } from '../volumes/csi/drivers.ts';
 import { type NodeInfoSource, csiPlugin } from '../volumes/csi/registration.ts';
@@ -146,6 +148,19 @@ export interface NodeMetrics extends PodStartObserver, ProbeMetrics {
 
 export type Node = ReturnType<typeof composeNode>;
 
+/** What the volume plugins need of the node, as its pods' work has it now (the allocatable memory may change). */
+function podVolumeDeps(host: PodHost, cluster: PodCluster | undefined, log: Logger): VolumeDeps {
+  const allocatable = host.allocatable?.();
+  return {
+    podsDir: host.podsDir!,
+    now: host.now,
+    log,
+    mounter: host.mounter ?? diskOnly,
+    ...(cluster ? { objects: cluster.objects, tokens: cluster.tokens } : {}),
+    ...(allocatable ? { allocatable } : {}),
+  };
+}
+
 /** The shared tick of the work queue: pods due for a resync are synced within this. */
 const syncTickMs = 1_000;
 /** How often housekeeping runs (pkg/kubelet/kubelet.go housekeepingPeriod). */
@@ -171,8 +186,11 @@ export function composeNode(deps: NodeDeps) {
   const cgroups = deps.nodeCgroups && new ContainerManager({ ...deps.nodeCgroups, activePods: pods.active, log });
   const mounter = deps.mounter ?? systemMounter(podsDirOf(config.rootDir), log);
   const cri = podCri(deps.runtime, deps.images, config, log, deps.nodeCredentials);
+  // Claims and their volumes are read live, as the kubelet's populator reads them.
+  const claims = cluster && { claim: cluster.api.getPersistentVolumeClaim.bind(cluster.api), volume: cluster.api.getPersistentVolume.bind(cluster.api) };
+  const volumeWorld = new VolumeWorld({ clock, ...definedOnly({ claims }) });
   const host = podHost(config, {
-    ...{ clock, log, mounter, memoryFeatures: deps.memoryFeatures, allocatable: () => admission().allocatable, runtimeHandlers: () => facts.runtimeHandlers() },
+    ...{ clock, log, mounter, memoryFeatures: deps.memoryFeatures, allocatable: () => admission().allocatable, runtimeHandlers: () => facts.runtimeHandlers(), volumes: volumeWorld },
     ...definedOnly({ podCgroups: cgroups, dns: deps.dns, machineMemory: deps.machineMemory }),
   });
   const startup = followPodStarts(metrics, statuses, pods.desired, now);
@@ -203,6 +221,7 @@ export function composeNode(deps: NodeDeps) {
     health: () => facts.health(),
     pluginHandlers,
     storageError: () => csi.storageError(),
+    volumes: { world: volumeWorld, deps: () => podVolumeDeps(host, podClusterParts, log) },
     ...definedOnly({ cluster, tokens: podClusterParts?.tokens, kernelLog: deps.kernelLog }),
   });
   const runtimeCleanup = orphanCleanup(work, () => relister.runningPodUids(), cgroups);

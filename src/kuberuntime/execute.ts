@@ -11,7 +11,8 @@ import type { RuntimeContainerStatus, RuntimePodStatus, WaitingReason } from '..
 import { podReference } from '../eventrecorder/recorder.ts';
 import type { CallOptions, PodSandboxConfig } from '../runtime/types.ts';
 import { isNotFound } from '../runtime/types.ts';
-import { makePodDataDirs, setUpPodVolumes, tearDownPodVolumes } from '../volumes/setUp.ts';
+import { makePodDataDirs, tearDownPodVolumes } from '../volumes/setUp.ts';
+import { VolumeWaitError } from '../volumes/world.ts';
 import { mkdirAll } from '../volumes/mkdirAll.ts';
 import { diskOnly } from '../volumes/mounter.ts';
 import type { PodActions } from './computePodActions.ts';
@@ -86,13 +87,13 @@ export async function removePodRuntime(deps: PodWork, status: RuntimePodStatus, 
 }
 
 /**
- * The pod's directories and the volume step of SyncPod (makePodDataDirs, WaitForAttachAndMount),
- * at every sync so that ConfigMap and Secret changes reach the files: the pod's volumes set up, or
- * the reason they are not (a FailedToMakePodDataDirectories or FailedMount event; the containers
- * wait in ContainerCreating and the sync is retried: the disk may have room again, the object may
- * appear).
+ * The pod's directories and the volume step of SyncPod (makePodDataDirs, WaitForAttachAndMount):
+ * the pod's volumes set up by the volume manager, or the reason they are not. A FailedMount event
+ * (`Unable to attach or mount volumes: …`) when the pod's volumes could not be processed (a claim
+ * not bound); none when the wait ran out, as the kubelet's (the volumes' own FailedMount events say
+ * why). The containers wait in ContainerCreating and the sync is retried.
  */
-export async function setUpVolumes(deps: PodWork, pod: Pod): Promise<string | null> {
+export async function setUpVolumes(deps: PodWork, pod: Pod, signal?: AbortSignal): Promise<string | null> {
   if (!deps.host.podsDir) return null;
   try {
     await (deps.host.dataDirs ? deps.host.dataDirs.make(pod.metadata.uid) : makePodDataDirs(deps.host.podsDir, pod.metadata.uid));
@@ -102,29 +103,29 @@ export async function setUpVolumes(deps: PodWork, pod: Pod): Promise<string | nu
     return `FailedToMakePodDataDirectories: ${message}`;
   }
   try {
-    const allocatable = deps.host.allocatable?.();
-    await setUpPodVolumes(
-      {
-        podsDir: deps.host.podsDir,
-        now: deps.host.now,
-        log: deps.observe.log,
-        mounter: deps.host.mounter ?? diskOnly,
-        ...(deps.cluster ? { objects: deps.cluster.objects, tokens: deps.cluster.tokens } : {}),
-        ...(allocatable ? { allocatable } : {}),
-      },
-      pod,
-    );
+    await deps.host.volumes.waitForAttachAndMount(pod, signal);
     return null;
   } catch (err) {
+    if (signal?.aborted) throw err;
+    // Its directories may be what is missing: looked at again at the next sync.
     deps.host.dataDirs?.forget(pod.metadata.uid);
-    deps.observe.recorder.event(podReference(pod), 'Warning', 'FailedMount', errorText(err));
+    if (err instanceof VolumeWaitError && err.timedOut) {
+      deps.observe.log('warn', 'Unable to attach or mount volumes for pod; skipping pod', { pod: `${pod.metadata.namespace}/${pod.metadata.name}`, err: err.message });
+    } else {
+      deps.observe.recorder.event(podReference(pod), 'Warning', 'FailedMount', `Unable to attach or mount volumes: ${errorText(err)}`);
+    }
     return `FailedMount: ${errorText(err)}`;
   }
 }
 
-/** The pod's volumes torn down once it has terminated; with `removeDir`, its directory removed (its runtime objects are gone already). */
+/**
+ * The pod's volumes torn down by the volume manager once it has terminated (WaitForUnmount); with
+ * `removeDir`, its directory removed too (its runtime objects are gone already). Whatever is still
+ * mounted under its directory (an earlier run's) is unmounted before anything is removed.
+ */
 export async function tearDownVolumes(deps: PodWork, uid: string, options: { removeDir: boolean }): Promise<void> {
   if (!deps.host.podsDir) return;
+  await deps.host.volumes.unmountPod(uid);
   if (options.removeDir) deps.host.dataDirs?.forget(uid);
   await tearDownPodVolumes({ podsDir: deps.host.podsDir, mounter: deps.host.mounter ?? diskOnly, ...(deps.cluster ? { tokens: deps.cluster.tokens } : {}) }, uid, options);
   // Its user namespace's block is free once its directory, which records it, is gone (userns_manager.go CleanupOrphanedPodUsernsAllocations).
@@ -192,6 +193,7 @@ export async function executePlan(
       cgroupParent: deps.host.podCgroups?.parentOf(pod),
       userns: runtime.userns,
       clusterDomain: deps.host.dns?.clusterDomain,
+      volumeGroups: deps.host.volumes.extraSupplementalGroups(pod.metadata.uid),
     });
     if (actions.createSandbox) {
       for (const warning of dns?.warnings ?? []) deps.observe.recorder.event(podReference(pod), 'Warning', warning.reason, warning.message);

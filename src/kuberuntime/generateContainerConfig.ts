@@ -92,7 +92,7 @@ function securityContextFor(deps: ContainerConfigWork, { pod, container, imageUs
   const violation = runAsNonRootViolation(pod, container, effectiveSecurityContext(pod, container), imageUser);
   if (violation) throw new ContainerConfigError(violation);
   try {
-    return containerSecurityContext(pod, container, imageUser, deps.host.security, pidTarget, userns);
+    return containerSecurityContext(pod, container, imageUser, deps.host.security, pidTarget, userns, deps.host.volumes.extraSupplementalGroups(pod.metadata.uid));
   } catch (err) {
     if (err instanceof SecurityContextError) throw new ContainerConfigError(err.message);
     throw err;
@@ -108,7 +108,9 @@ export async function generateContainerConfig(deps: ContainerConfigWork, target:
   const services = deps.cluster ? deps.cluster.services() : [];
   const envs = makeEnvironment({ pod, container, podIPs, hostIPs, services, ...objects, ...(allocatable ? { allocatable } : {}) });
   const env = new Map(envs.map((e) => [e.key, e.value]));
-  const volumeMounts = deps.host.podsDir ? containerMounts(deps.host.podsDir, pod, container, (text) => expandVars(text, env)) : { mounts: [] };
+  const volumeMounts = deps.host.podsDir
+    ? containerMounts(deps.host.podsDir, pod, container, (text) => expandVars(text, env), deps.host.volumes.mountedVolumes(pod.metadata.uid))
+    : { mounts: [] };
   if ('error' in volumeMounts) throw new ContainerConfigError(volumeMounts.error);
   const resolved = await resolveSubPaths(volumeMounts.mounts, container.name);
   if ('error' in resolved) throw new ContainerConfigError(resolved.error);

@@ -24,6 +24,7 @@ import type { ImagePulls } from '../runtime/callTrace.ts';
 import type { ImageService, RuntimeService, UserNamespace } from '../runtime/types.ts';
 import type { Mounter } from '../volumes/mounter.ts';
 import type { PodDataDirs } from '../volumes/setUp.ts';
+import type { VolumeWorld } from '../volumes/world.ts';
 import type { TokenManager } from '../volumes/tokens.ts';
 import type { BackoffPolicy } from './backoff.ts';
 import type { NodeDns } from './dns.ts';
@@ -98,7 +99,12 @@ export interface PodHost {
   hookIO?: HookIO;
   /** The pods' user namespaces (src/userns). */
   userNamespaces: PodUserNamespaces;
+  /** The pods' volumes, which the volume manager sets up and tears down (src/volumes/world.ts). */
+  volumes: PodVolumes;
 }
+
+/** The volume manager as a pod's work asks it (volume_manager.go WaitForAttachAndMount, WaitForUnmount, GetMountedVolumesForPod). */
+export type PodVolumes = Pick<VolumeWorld, 'waitForAttachAndMount' | 'unmountPod' | 'mountedVolumes' | 'extraSupplementalGroups'>;
 
 /** The pods' user namespaces as a pod's work uses them (src/userns/manager.ts). */
 export interface PodUserNamespaces {

@@ -21,6 +21,8 @@ import type { PluginHandlers } from '../pluginregistration/handler.ts';
 import type { PodStatusReader } from '../status/manager.ts';
 import type { Mounter } from '../volumes/mounter.ts';
 import type { TokenManager } from '../volumes/tokens.ts';
+import type { VolumeDeps } from '../volumes/setUp.ts';
+import type { VolumeWorld } from '../volumes/world.ts';
 
 /** The settings the node's actors read (the rest of AgentConfig is the process's: ports, files). */
 export type NodeConfig = Pick<
@@ -100,6 +102,8 @@ export interface NodeParts {
   /** The node's and its pods' usage, from the runtime's CRI stats and the host. */
   stats: StatsProvider;
   mounter: NodeMounter;
+  /** The pods' volumes: the desired and actual states the syncs and the volume manager share, and what the plugins need. */
+  volumes: { world: VolumeWorld; deps(): VolumeDeps };
   /** In a cluster: the service-account tokens the pods' projected volumes hold. */
   tokens?: TokenManager;
   /** The machine's kernel log (the host's, or sim://'s simulated machine's); absent: none to follow. */

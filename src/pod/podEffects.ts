@@ -190,7 +190,7 @@ export function createPodEffects(deps: PodEffectsDeps): PodEffects {
         observe.recorder.event(podReference(pod), 'Warning', 'FailedToCreatePodContainer', `unable to ensure pod container exists: ${cause}`);
         return outcome(pod, before, memory, current, { errors: [cgroupError.message] });
       }
-      const volumeError = await setUpVolumes(io, pod);
+      const volumeError = await setUpVolumes(io, pod, signal);
       if (volumeError) return outcome(pod, before, memory, current, { errors: [volumeError] });
       const { actions, resize } = plan(pod, before, probes);
       if (isPlanEmpty(actions, resize)) return outcome(pod, before, memory, current, { seen: runtimeSeen(before) });

@@ -12,7 +12,7 @@ import { ImagePuller } from '../kuberuntime/images.ts';
 import { RuntimePodIds, recordingPodIds } from '../kuberuntime/podIds.ts';
 import { parseAllowlist } from '../kuberuntime/pullPolicy.ts';
 import { FilePullRecords } from '../kuberuntime/pullRecords.ts';
-import type { PodCgroups, PodCluster, PodCri, PodHost, PodObserve } from '../kuberuntime/podWork.ts';
+import type { PodCgroups, PodCluster, PodCri, PodHost, PodObserve, PodVolumes } from '../kuberuntime/podWork.ts';
 import type { KubeApi } from '../client/api.ts';
 import { OBJECT_CACHE_TTL_MS, apiObjectReader } from '../client/objects.ts';
 import type { RuntimeClassLister } from '../client/runtimeClasses.ts';
@@ -85,6 +85,8 @@ interface HostParts {
   /** The runtime handlers its Status reported last; null before it answered (the user namespaces' check). */
   runtimeHandlers(): readonly RuntimeHandler[] | null;
   log: Logger;
+  /** The pods' volumes (the volume manager's states of the world). */
+  volumes: PodVolumes;
 }
 
 /** The machine the node's pods run on, and the node's settings for them. */
@@ -106,6 +108,7 @@ export function podHost(config: PodSettings, parts: HostParts): PodHost {
     crashLoop: crashLoopBackOffPolicy(config),
     hookIO: hookIOOn(parts.clock),
     userNamespaces: new UserNamespaceManager(podsDir, () => parts.runtimeHandlers(), parts.log),
+    volumes: parts.volumes,
   };
 }
 

@@ -28,6 +28,7 @@ import { podLimitsLine, podQos } from '../api/qos.ts';
 import type { Pod } from '../api/types.ts';
 import type { AgentEventType, EventOf } from '../events.ts';
 import { nodeLoops } from '../kubelet/nodeLoops.ts';
+import { type PodVolumeContext, podVolumeMachine, podVolumeSummary } from '../volumemanager/podVolume.ts';
 import type { NodeLoop } from '../nodeloop/nodeLoop.ts';
 
 // ---------------------------------------------------------------------------------------------
@@ -167,6 +168,8 @@ export function projectSnapshot(actorRef: AnyActorRef, snapshot: unknown, at: nu
     };
   } else if (machine.id === 'syncLoop') {
     record.syncLoop = syncLoopState((snap?.context ?? {}) as SyncLoopLikeContext);
+  } else if (machine.id === podVolumeMachine.id) {
+    if (snap?.context) record.summary = str(podVolumeSummary(snap.value, snap.context as PodVolumeContext));
   } else {
     const loop = loopsByMachineId.get(machine.id);
     if (loop && snap?.context) record.summary = str(loop.summary(snap.context));
@@ -254,6 +257,10 @@ const scalarFieldsByType = {
   // Not `error` here either: a plugin's answer is the plugin's text.
   'PLUGINS.OPERATION_ENDED': ['path', 'operation', 'retryAfterMs'],
   'PLUGINS.HANDLER_STARTED': ['pluginType'],
+  // The volumes' ids name pods and volumes, no contents.
+  'VOLUMES.CHANGED': [],
+  'VOLUME.REMOUNT': [],
+  'VOLUME.UNMOUNT': [],
 } as const satisfies { [T in AgentEventType]: readonly (keyof EventOf<T> & string)[] };
 
 const scalarFields: Readonly<Partial<Record<string, readonly string[]>>> = scalarFieldsByType;

@@ -1,9 +1,11 @@
 /**
  * Memory-backed volumes (emptyDir `medium: Memory`, secret, downwardAPI, projected) on tmpfs, as
  * the kubelet wraps them (pkg/volume/emptydir/empty_dir.go setupTmpfs), emptyDirs on huge pages on
- * hugetlbfs (setupHugepages), and their unmounting at teardown. The agent mounts with the system's `mount`/`umount`; where it may not (not root), it
- * says so once and keeps those volumes on disk under the pod's directory (mode 0750), which is the
- * one difference a container can see. What is mounted is learnt from /proc/self/mountinfo once,
+ * hugetlbfs (setupHugepages), local persistent volumes bind-mounted into their pods' directories
+ * (pkg/volume/local local.go SetUpAt), and their unmounting at teardown. The agent mounts with the
+ * system's `mount`/`umount`; where it may not (not root), it says so once, keeps the memory-backed
+ * volumes on disk under the pod's directory (mode 0750) and gives containers a local volume's own
+ * path, which are the differences a container can see. What is mounted is learnt from /proc/self/mountinfo once,
  * before the first mount (an agent restarted over running pods knows their mounts), and kept in
  * memory, so a pod sync never reads the mount table; teardown reads it, to unmount everything
  * under a pod.
@@ -22,6 +24,14 @@ export interface Mounter {
    * put on disk instead.
    */
   mountHugetlbfs(dir: string, pageSize: string): Promise<void>;
+  /**
+   * Bind-mounts `source` at `target` (made already) unless something is mounted there, read-only
+   * with `readOnly` (mount-utils mount_linux.go: a bind, then a remount with `ro` and the options);
+   * false: this node cannot mount (not root), and the caller uses `source` itself.
+   */
+  bindMount(source: string, target: string, options: { readOnly: boolean; mountOptions?: readonly string[] }): Promise<boolean>;
+  /** Unmounts `target` if the agent mounted it; false: nothing was mounted there. */
+  unmount(target: string): Promise<boolean>;
   /** Unmounts every mount at or under `dir`, deepest first; returns their paths. */
   unmountUnder(dir: string): Promise<string[]>;
   /** The tmpfs mounts the agent knows under its pods directory. */
@@ -52,6 +62,12 @@ export function tmpfsSizeBytes(allocatableMemory: number | undefined, podMemoryL
 }
 
 type Run = (file: string, args: string[]) => Promise<unknown>;
+
+/** A mount the system refuses this process (not root, no `mount`): the node then mounts nothing. */
+const isRefusal = (message: string) => /permission denied|only root|must be superuser|operation not permitted|ENOENT/i.test(message);
+
+/** A failed mount as the kubelet's mounter words it (mount-utils mount_linux.go doMount). */
+const mountFailure = (message: string, args: readonly string[]) => new Error(`mount failed: ${message.trim()}\nMounting command: mount\nMounting arguments: ${args.join(' ')}`);
 type Log = (level: 'warn' | 'info', message: string, fields?: Record<string, unknown>) => void;
 
 const run: Run = (file, args) => promisify(execFile)(file, args);
@@ -88,12 +104,49 @@ export function systemMounter(podsDir: string, log: Log, exec: Run = run, mounti
         await exec('mount', ['-t', 'tmpfs', '-o', sizeBytes !== undefined ? `size=${sizeBytes}` : 'defaults', 'tmpfs', dir]);
       } catch (err) {
         const message = err instanceof Error ? err.message : String(err);
-        if (!/permission denied|only root|must be superuser|operation not permitted|ENOENT/i.test(message)) throw new Error(`mount tmpfs at ${dir}: ${message.trim()}`);
+        if (!isRefusal(message)) throw new Error(`mount tmpfs at ${dir}: ${message.trim()}`);
         refused = message.trim();
         log('warn', 'Cannot mount tmpfs here: memory-backed volumes (secrets, projected tokens, emptyDir medium Memory) stay on disk', { err: refused });
         return false;
       }
       known.add(dir);
+      return true;
+    },
+    async bindMount(source, target, { readOnly, mountOptions = [] }) {
+      await adopt();
+      if (known.has(target)) return true;
+      if (refused !== null) return false;
+      const args = ['--bind', source, target];
+      try {
+        await exec('mount', args);
+      } catch (err) {
+        const message = err instanceof Error ? err.message : String(err);
+        if (isRefusal(message)) {
+          refused = message.trim();
+          log('warn', 'Cannot bind-mount here: persistent volumes are used at their own paths', { err: refused });
+          return false;
+        }
+        throw mountFailure(message, args);
+      }
+      known.add(target);
+      // A bind mount takes its flags from a second, remounting call (mount-utils MakeBindOpts).
+      if (readOnly || mountOptions.length > 0) {
+        const remount = ['-o', ['remount', 'bind', ...(readOnly ? ['ro'] : []), ...mountOptions].join(','), target];
+        try {
+          await exec('mount', remount);
+        } catch (err) {
+          await exec('umount', [target]).catch(() => {});
+          known.delete(target);
+          throw mountFailure(err instanceof Error ? err.message : String(err), remount);
+        }
+      }
+      return true;
+    },
+    async unmount(target) {
+      await adopt();
+      if (!known.has(target)) return false;
+      await exec('umount', [target]);
+      known.delete(target);
       return true;
     },
     async mountHugetlbfs(dir, pageSize) {
@@ -103,9 +156,7 @@ export function systemMounter(podsDir: string, log: Log, exec: Run = run, mounti
       try {
         await exec('mount', args);
       } catch (err) {
-        // The kubelet's mounter words a failed mount so (mount-utils mount_linux.go doMount).
-        const message = err instanceof Error ? err.message : String(err);
-        throw new Error(`mount failed: ${message.trim()}\nMounting command: mount\nMounting arguments: ${args.join(' ')}`);
+        throw mountFailure(err instanceof Error ? err.message : String(err), args);
       }
       known.add(dir);
     },
@@ -132,5 +183,7 @@ export const diskOnly: Mounter = {
   mountHugetlbfs: async (dir, pageSize) => {
     throw new Error(`mount failed: this node mounts nothing (hugetlbfs with pagesize=${pageSize} at ${dir})`);
   },
+  bindMount: async () => false,
+  unmount: async () => false,
   unmountUnder: async () => [],
 };

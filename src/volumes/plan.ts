@@ -8,9 +8,9 @@
  * Plugins built: emptyDir, configMap and secret (their files: `keyedPayload`), downwardAPI
  * (`downwardPayload`), projected (`projectedPayload`: its sources' files in one directory); the
  * last four always mounted read-only; hostPath (the node's path, checked by its type:
- * `hostPathCheck`). A volume of another plugin (a persistentVolumeClaim, say) is not mounted: the
- * container runs without it, and the pod gets a Warning event naming the volume
- * (`unsupportedVolumes`).
+ * `hostPathCheck`). A claim-backed volume (persistentVolumeClaim, generic ephemeral) is where the
+ * volume manager set it up. A volume of another plugin is never mounted: the pod waits, with a
+ * FailedMount naming the plugin (`unsupportedVolume`).
  */
 import path from 'node:path';
 import type { Container, EnvVarSource, Pod } from '../api/types.ts';
@@ -123,31 +123,42 @@ export function unsupportedVolume(volume: PodVolume): string | null {
   return `no volume plugin matched: this node does not mount ${plugin} volumes`;
 }
 
-/** The volumes some container of the pod mounts (only those are set up, as the kubelet's populator). */
-export function mountedVolumes(pod: Pod): PodVolume[] {
-  const used = new Set([...(pod.spec.initContainers ?? []), ...pod.spec.containers].flatMap((c) => (c.volumeMounts ?? []).map((m) => m.name)));
-  return podVolumes(pod).filter((v) => used.has(v.name));
+/** Where the volume manager set a claim-backed volume up (volumes/world.ts MountedVolume). */
+interface MountedClaim {
+  path: string;
+  readOnly: boolean;
 }
 
 /**
  * The container's mounts, or the error that keeps it from starting. `expand` replaces `$(VAR)`
- * references of a subPathExpr with the container's environment.
+ * references of a subPathExpr with the container's environment; `mounted` gives where the volume
+ * manager set the pod's claim-backed volumes up (kubelet_pods.go makeMounts reads the mounter of
+ * each volume: the path, and read-only for a read-only claim).
  */
-export function containerMounts(podsDir: string, pod: Pod, container: Container, expand: (text: string) => string = (t) => t): { mounts: VolumeMountPlan[] } | { error: string } {
+export function containerMounts(
+  podsDir: string,
+  pod: Pod,
+  container: Container,
+  expand: (text: string) => string = (t) => t,
+  mounted: ReadonlyMap<string, MountedClaim> = new Map(),
+): { mounts: VolumeMountPlan[] } | { error: string } {
   const volumes = new Map(podVolumes(pod).map((v) => [v.name, v]));
   const mounts: VolumeMountPlan[] = [];
   for (const mount of container.volumeMounts ?? []) {
     const volume = volumes.get(mount.name);
     if (!volume) return { error: `cannot find volume "${mount.name}" to mount into container "${container.name}"` };
-    const unsupported = unsupportedVolume(volume);
+    const claimed = isClaimBacked(volume) ? mounted.get(volume.name) : undefined;
+    // A claim-backed volume the volume manager has not set up is not among the pod's volumes (makeMounts).
+    if (isClaimBacked(volume) && !claimed) return { error: `cannot find volume "${mount.name}" to mount into container "${container.name}"` };
+    const unsupported = claimed ? null : unsupportedVolume(volume);
     if (unsupported) return { error: `volume "${volume.name}": ${unsupported}` };
     const containerPath = mount.mountPath.startsWith('/') ? mount.mountPath : `/${mount.mountPath}`;
     // ConfigMap, Secret, downwardAPI and projected volumes are always read-only (their plugins say so).
     const plugin = pluginOf(volume);
-    const readonly = mount.readOnly === true || (plugin !== 'emptyDir' && plugin !== 'hostPath');
+    const readonly = mount.readOnly === true || (claimed ? claimed.readOnly : plugin !== 'emptyDir' && plugin !== 'hostPath');
     const propagation = mountPropagation(mount.mountPropagation);
     if (propagation instanceof Error) return { error: propagation.message };
-    const plan: VolumeMountPlan = { volumeName: volume.name, containerPath, hostPath: volumeDir(podsDir, pod, volume), readonly, propagation };
+    const plan: VolumeMountPlan = { volumeName: volume.name, containerPath, hostPath: claimed ? claimed.path : volumeDir(podsDir, pod, volume), readonly, propagation };
     const subPath = mount.subPathExpr ? expand(mount.subPathExpr) : mount.subPath;
     if (subPath) {
       const problem = subPathProblem(subPath);
@@ -157,6 +168,11 @@ export function containerMounts(podsDir: string, pod: Pod, container: Container,
     mounts.push(plan);
   }
   return { mounts };
+}
+
+/** A volume the pod gets through a claim: a persistentVolumeClaim, or a generic ephemeral volume. */
+export function isClaimBacked(volume: PodVolume): boolean {
+  return volume['persistentVolumeClaim'] !== undefined || volume['ephemeral'] !== undefined;
 }
 
 /** The files a volume holds, or why it cannot be set up. */

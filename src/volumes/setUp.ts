@@ -32,19 +32,9 @@ import { writeAtomically } from './atomicWriter.ts';
 import { mkdirAll } from './mkdirAll.ts';
 import { type Mounter, tmpfsSizeBytes } from './mounter.ts';
 import { hugePageSize, isHugePageMedium } from './hugePages.ts';
-import {
-  PLUGIN_DIRS,
-  type Payload,
-  type PodVolume,
-  downwardPayload,
-  hostPathCheck,
-  keyedPayload,
-  mountedVolumes,
-  pluginOf,
-  projectedPayload,
-  unsupportedVolume,
-  volumeDir,
-} from './plan.ts';
+import { PLUGIN_DIRS, type Payload, type PodVolume, downwardPayload, hostPathCheck, keyedPayload, projectedPayload, volumeDir } from './plan.ts';
+import type { DesiredVolume } from './desired.ts';
+import { fileTypeAt, setUpLocalVolume, tearDownLocalVolume } from './persistent.ts';
 import type { TokenSource } from './tokens.ts';
 import { type ClusterTrustBundleProjection, trustAnchorsFor } from './trustAnchors.ts';
 import { fileModeWithFsGroup } from './ownership.ts';
@@ -55,7 +45,7 @@ class VolumeSetUpError extends Error {
   override readonly name = 'VolumeSetUpError';
 }
 
-interface VolumeDeps {
+export interface VolumeDeps {
   podsDir: string;
   /** Absent: a node without an API server (a configMap or secret volume cannot be set up). */
   objects?: ObjectReader;
@@ -102,27 +92,54 @@ export class PodDataDirs {
   }
 }
 
-/** Sets up the pod's volumes; its data directories are made already (makePodDataDirs). */
-export async function setUpPodVolumes(deps: VolumeDeps, pod: Pod): Promise<void> {
-  const volumes = mountedVolumes(pod);
-  if (volumes.length === 0) return;
-  // The volumes are set up side by side, as the kubelet's reconciler runs one operation per
-  // volume: a pod's start waits for its slowest volume, not for the sum of them.
-  const results = await Promise.allSettled(
-    volumes.map(async (volume) => {
-      const plugin = pluginOf(volume);
-      if (plugin === 'hostPath') await checkHostPath(volume.hostPath!);
-      else if (plugin === 'emptyDir') await setUpEmptyDir(deps, pod, volume);
-      else if (plugin) await writePayload(deps, pod, volume);
-      else throw new Error(unsupportedVolume(volume)!);
-    }),
-  );
-  // The first failure in the pod's order of volumes is the one reported.
-  const failed = results.findIndex((r) => r.status === 'rejected');
-  if (failed >= 0) {
-    const err = (results[failed] as PromiseRejectedResult).reason;
-    throw new VolumeSetUpError(`MountVolume.SetUp failed for volume "${volumes[failed]!.name}" : ${err instanceof Error ? err.message : String(err)}`);
+/**
+ * Sets one of the pod's volumes up (the plugin's SetUp; the pod's data directories are made
+ * already, makePodDataDirs) and returns the node path its containers mount; rejects with the
+ * kubelet's `MountVolume.SetUp failed for volume "<name>" : <cause>`.
+ */
+export async function setUpVolume(deps: VolumeDeps, pod: Pod, desired: DesiredVolume): Promise<string> {
+  const { volume } = desired;
+  try {
+    switch (desired.kind) {
+      case 'hostPath':
+        await checkHostPath(volume.hostPath!);
+        return volume.hostPath!.path;
+      case 'hostPathPV': {
+        const hostPath = desired.claim!.pv.spec!.hostPath!;
+        await checkHostPath(hostPath);
+        return hostPath.path;
+      }
+      case 'localPV': {
+        const { pv, readOnly } = desired.claim!;
+        const dir = await setUpLocalVolume(deps.mounter, deps.podsDir, pod.metadata.uid, pv, readOnly);
+        // local.go SetUpAt: a writable volume is given to the pod's fsGroup.
+        if (!readOnly) await giveToFsGroup(deps, pod, volume, dir, false);
+        return dir;
+      }
+      case 'emptyDir':
+        await setUpEmptyDir(deps, pod, volume);
+        return volumeDir(deps.podsDir, pod, volume);
+      default:
+        await writePayload(deps, pod, volume);
+        return volumeDir(deps.podsDir, pod, volume);
+    }
+  } catch (err) {
+    throw new VolumeSetUpError(`MountVolume.SetUp failed for volume "${desired.specName}" : ${err instanceof Error ? err.message : String(err)}`);
   }
+}
+
+/**
+ * Tears one volume of a pod down (the plugin's TearDown): a directory of the pod's is unmounted
+ * and removed with what it holds (an emptyDir's data goes, so an evicted pod frees the disk it
+ * filled); the node's own paths (hostPath) are left as they are.
+ */
+export async function tearDownVolume(deps: Pick<VolumeDeps, 'podsDir' | 'mounter'>, uid: string, desired: Pick<DesiredVolume, 'kind' | 'outerName' | 'specName'>): Promise<void> {
+  if (desired.kind === 'hostPath' || desired.kind === 'hostPathPV') return;
+  if (desired.kind === 'localPV') return tearDownLocalVolume(deps.mounter, deps.podsDir, uid, desired.specName);
+  const dir = path.join(deps.podsDir, uid, 'volumes', PLUGIN_DIRS[desired.kind], desired.outerName);
+  await deps.mounter.unmountUnder(dir);
+  await rm(dir, { recursive: true, force: true });
+  if (desired.kind === 'emptyDir') await rm(path.join(deps.podsDir, uid, 'plugins', PLUGIN_DIRS.emptyDir, desired.outerName), { recursive: true, force: true });
 }
 
 /**
@@ -302,9 +319,7 @@ async function secretValues(deps: VolumeDeps, ns: string, name: string, maxAgeMs
 }
 
 async function checkHostPath(volume: { path: string; type?: string }): Promise<void> {
-  const info = await lstat(volume.path).catch(() => null);
-  const found = !info ? null : info.isDirectory() ? 'directory' : info.isFile() ? 'file' : info.isSocket() ? 'socket' : info.isCharacterDevice() ? 'char' : info.isBlockDevice() ? 'block' : 'other';
-  const check = hostPathCheck(volume, found);
+  const check = hostPathCheck(volume, await fileTypeAt(volume.path));
   if ('error' in check) throw new Error(check.error);
   if ('create' in check) {
     if (check.create === 'directory') await mkdir(volume.path, { recursive: true, mode: 0o755 });

@@ -14,6 +14,7 @@ import type { CallTrace } from '../../src/runtime/callTrace.ts';
 import { StatusManager } from '../../src/status/manager.ts';
 import { lifecycleRig } from '../kuberuntime/support.ts';
 import { container, makePod } from '../support/pods.ts';
+import { runningVolumeManager } from '../support/volumes.ts';
 import { type SmallFilesystem, mountSmallFilesystem, rootOrSkip } from '../support/smallFilesystem.ts';
 
 const noMemory = { backoff: {}, reasons: {} };
@@ -23,7 +24,9 @@ const withEmptyDir = (name: string): Pod =>
 
 function rig(root: string) {
   const base = lifecycleRig();
-  const deps = { ...base.deps, host: { ...base.deps.host, podsDir: path.join(root, 'pods'), podLogsRoot: path.join(root, 'logs') } };
+  const podsDir = path.join(root, 'pods');
+  const volumes = runningVolumeManager({ deps: { podsDir }, recorder: base.deps.observe.recorder });
+  const deps = { ...base.deps, host: { ...base.deps.host, podsDir, podLogsRoot: path.join(root, 'logs'), volumes: volumes.world } };
   const effects = createPodEffects({ work: deps, statuses: new StatusManager(), runtimeName: 'fake' });
   const sync = (pod: Pod) => effects.syncPod({ pod, memory: noMemory }, new AbortController().signal, noTrace);
   const running = async (pod: Pod) => (await base.runtime.listContainers({ state: 'CONTAINER_RUNNING' })).filter((c) => c.labels['io.kubernetes.pod.uid'] === pod.metadata.uid).map((c) => c.id);

@@ -17,6 +17,8 @@ import { type Actor, createActor, waitFor } from 'xstate';
 import type { EphemeralContainer, Pod } from '../../src/api/types.ts';
 import { crashLoopPolicy } from '../../src/kuberuntime/backoff.ts';
 import { ImagePuller } from '../../src/kuberuntime/images.ts';
+import { VolumeWorld } from '../../src/volumes/world.ts';
+import { realClock } from '../../src/clock.ts';
 import { UserNamespaceManager } from '../../src/userns/manager.ts';
 import { Label } from '../../src/kuberuntime/labels.ts';
 import { silentLogger } from '../../src/log.ts';
@@ -57,6 +59,7 @@ async function rig(endpoint: string, runtimeName: string): Promise<Rig> {
         memoryFeatures: NO_MEMORY_FEATURES,
         crashLoop: crashLoopPolicy,
         userNamespaces: new UserNamespaceManager('/nonexistent/statelet-test-pods', () => null, silentLogger),
+        volumes: new VolumeWorld({ clock: realClock }),
       },
       observe: { log: silentLogger, recorder: new RecordedEvents() },
     },

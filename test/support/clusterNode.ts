@@ -15,12 +15,14 @@ interface ClusterNodeOptions {
   /** Runs before the agent; may give it its --root-dir. */
   prepare?: () => Promise<{ rootDir?: string } | void>;
   cleanUp?: () => Promise<void>;
+  /** The upstream scheduler and controller-manager beside the API server (StatefulSets, claims bound, garbage collection). */
+  controllers?: boolean;
 }
 
 export function clusterNode(options: ClusterNodeOptions): { cp: ControlPlane | null; agent: AgentProcess | undefined } {
   const fixture: { cp: ControlPlane | null; agent: AgentProcess | undefined } = { cp: null, agent: undefined };
   beforeAll(async () => {
-    fixture.cp = await startControlPlane({ nodeNames: [options.node] });
+    fixture.cp = await startControlPlane({ nodeNames: [options.node], ...(options.controllers ? { controllers: true } : {}) });
     if (!fixture.cp) return;
     const prepared = (await options.prepare?.()) ?? {};
     fixture.agent = await runStatelet(

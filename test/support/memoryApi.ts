@@ -6,6 +6,7 @@
  * what the cluster suite runs against; this double only makes the sources' and writers' edge
  * cases quick and deterministic to reach.
  */
+import type { PersistentVolume, PersistentVolumeClaim } from '../../src/api/storage.ts';
 import type { ClusterTrustBundle, CSINode, KubeEvent, Lease, NodeObject, RuntimeClass, Service } from '../../src/api/cluster.ts';
 import type { Pod } from '../../src/api/types.ts';
 import { type AccessReview, ApiError, type IssuedToken, type ReviewedToken, type UserInfo, type KubeApi, type PodList, type TokenRequestSpec, type WatchEventType, type WatchHandlers } from '../../src/client/api.ts';
@@ -37,6 +38,9 @@ export class MemoryApi implements KubeApi {
   readonly secrets = new Map<string, { metadata?: { uid?: string }; type?: string; data?: Record<string, string> }>();
   /** ServiceAccounts by `namespace/name`. */
   readonly serviceAccounts = new Map<string, { metadata?: { uid?: string; annotations?: Record<string, string> } }>();
+  /** PersistentVolumeClaims by `namespace/name`, PersistentVolumes by name. */
+  readonly claims = new Map<string, PersistentVolumeClaim>();
+  readonly volumes = new Map<string, PersistentVolume>();
   /** Services, listed as they are (their watch never reports a change). */
   readonly services: Service[] = [];
   /** Listed once by the node's RuntimeClass lister (its watch sends nothing). */
@@ -297,6 +301,20 @@ export class MemoryApi implements KubeApi {
     await this.enter('getSecret');
     const found = this.secrets.get(key(namespace, name));
     if (!found) throw new ApiError(404, 'NotFound', `secrets "${name}" not found`, `GET secrets ${namespace}/${name}`);
+    return clone(found);
+  }
+
+  async getPersistentVolumeClaim(namespace: string, name: string): Promise<PersistentVolumeClaim> {
+    await this.enter('getPersistentVolumeClaim');
+    const found = this.claims.get(key(namespace, name));
+    if (!found) throw new ApiError(404, 'NotFound', `persistentvolumeclaims "${name}" not found`, `GET persistentvolumeclaims ${namespace}/${name}`);
+    return clone(found);
+  }
+
+  async getPersistentVolume(name: string): Promise<PersistentVolume> {
+    await this.enter('getPersistentVolume');
+    const found = this.volumes.get(name);
+    if (!found) throw new ApiError(404, 'NotFound', `persistentvolumes "${name}" not found`, `GET persistentvolumes ${name}`);
     return clone(found);
   }
 

@@ -5,6 +5,8 @@ import { createPodEffects } from '../../src/pod/podEffects.ts';
 import type { PodWork } from '../../src/kuberuntime/podWork.ts';
 import { ImagePuller } from '../../src/kuberuntime/images.ts';
 import { UserNamespaceManager } from '../../src/userns/manager.ts';
+import { VolumeWorld } from '../../src/volumes/world.ts';
+import { realClock } from '../../src/clock.ts';
 import { crashLoopPolicy } from '../../src/kuberuntime/backoff.ts';
 import type { MemoryFeatures } from '../../src/kuberuntime/resources.ts';
 import { type PodMachine, podMachineWith } from '../../src/pod/pod.ts';
@@ -31,6 +33,8 @@ export function fakePodWork(runtime: TestRuntime, now: () => number, log: Logger
       crashLoop: crashLoopPolicy,
       // No pod directories and no runtime Status read: a pod asking for a user namespace of its own is refused.
       userNamespaces: new UserNamespaceManager('/nonexistent/statelet-test-pods', () => null, log),
+      // No pod directories: no volume is ever set up.
+      volumes: new VolumeWorld({ clock: realClock }),
     },
     observe: { log, recorder },
   };

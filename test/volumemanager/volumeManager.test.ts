@@ -3,6 +3,8 @@ import { SimulatedClock, createActor, waitFor } from 'xstate';
 import { describe, expect, it } from 'vitest';
 import { COLLECT_PERIOD_MS, volumeManagerMachineWith } from '../../src/volumemanager/volumeManager.ts';
 
+const unusedVolumes = { mount: async () => {}, unmount: async () => {} };
+
 describe('volumeManager', () => {
   it('adopts the mounts of an earlier run, then collects expired tokens every minute', async () => {
     const clock = new SimulatedClock();
@@ -16,17 +18,18 @@ describe('volumeManager', () => {
           tokens -= 2;
           return { mounts: 3, tokens, dropped: 2 };
         },
-      }),
+        listen: () => () => {},
+      }, unusedVolumes),
       { clock },
     ).start();
-    await waitFor(actor, (s) => s.matches('idle'));
+    await waitFor(actor, (s) => s.matches({ upkeep: 'idle' }));
     expect(actor.getSnapshot().context).toMatchObject({ mounts: 3, tokens: 0 });
     clock.increment(COLLECT_PERIOD_MS - 1);
     expect(collected).toEqual([]);
     clock.increment(1);
-    await waitFor(actor, (s) => s.matches('idle') && s.context.dropped === 2);
+    await waitFor(actor, (s) => s.matches({ upkeep: 'idle' }) && s.context.dropped === 2);
     clock.increment(COLLECT_PERIOD_MS);
-    await waitFor(actor, (s) => s.matches('idle') && s.context.dropped === 4);
+    await waitFor(actor, (s) => s.matches({ upkeep: 'idle' }) && s.context.dropped === 4);
     expect(actor.getSnapshot().context).toMatchObject({ tokens: 1, dropped: 4, lastError: null });
     actor.stop();
   });
@@ -43,16 +46,17 @@ describe('volumeManager', () => {
           if (fail) throw new Error('boom');
           return { mounts: 0, tokens: 0, dropped: 0 };
         },
-      }),
+        listen: () => () => {},
+      }, unusedVolumes),
       { clock },
     ).start();
-    await waitFor(actor, (s) => s.matches('idle'));
+    await waitFor(actor, (s) => s.matches({ upkeep: 'idle' }));
     expect(actor.getSnapshot().context.lastError).toBe('reading the mount table: EACCES: /proc/self/mountinfo');
     clock.increment(COLLECT_PERIOD_MS);
-    await waitFor(actor, (s) => s.matches('idle') && s.context.lastError === 'boom');
+    await waitFor(actor, (s) => s.matches({ upkeep: 'idle' }) && s.context.lastError === 'boom');
     fail = false;
     clock.increment(COLLECT_PERIOD_MS);
-    await waitFor(actor, (s) => s.matches('idle') && s.context.lastError === null);
+    await waitFor(actor, (s) => s.matches({ upkeep: 'idle' }) && s.context.lastError === null);
     actor.stop();
   });
 });

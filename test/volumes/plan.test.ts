@@ -1,7 +1,8 @@
 /** Volume layout and container mounts (kubelet_pods.go makeMounts), table-tested. */
 import { describe, expect, it } from 'vitest';
 import type { Container, Pod, VolumeMount } from '../../src/api/types.ts';
-import { containerMounts, downwardPayload, hostPathCheck, keyedPayload, mountedVolumes, projectedPayload, unsupportedVolume } from '../../src/volumes/plan.ts';
+import { containerMounts, downwardPayload, hostPathCheck, keyedPayload, projectedPayload, unsupportedVolume } from '../../src/volumes/plan.ts';
+import { expectedVolumeNames } from '../../src/volumes/desired.ts';
 
 const c = (name: string, volumeMounts: Container['volumeMounts']): Container => ({ name, image: 'busybox:1', volumeMounts });
 const pod = (containers: Container[], volumes: unknown[], initContainers: Container[] = []): Pod =>
@@ -45,11 +46,15 @@ describe('containerMounts', () => {
     const claim = p.spec['volumes'] as { name: string }[];
     expect(unsupportedVolume(claim.find((v) => v.name === 'claim')!)).toBe('no volume plugin matched: this node does not mount persistentVolumeClaim volumes');
     expect(unsupportedVolume(claim.find((v) => v.name === 'scratch')!)).toBeNull();
-    expect(containerMounts('/p', p, p.spec.containers[0]!)).toEqual({ error: 'volume "claim": no volume plugin matched: this node does not mount persistentVolumeClaim volumes' });
+    // A claim-backed volume is mounted where the volume manager set it up; until then it is not among the pod's volumes.
+    expect(containerMounts('/p', p, p.spec.containers[0]!)).toEqual({ error: 'cannot find volume "claim" to mount into container "app"' });
+    const mounted = new Map([['claim', { path: '/mnt/disks/pv-1', readOnly: true }]]);
+    const found = containerMounts('/p', p, p.spec.containers[0]!, (t) => t, mounted);
+    expect('mounts' in found && found.mounts.find((m) => m.volumeName === 'claim')).toMatchObject({ hostPath: '/mnt/disks/pv-1', readonly: true });
   });
 
   it('sets up only the mounted volumes', () => {
-    expect(mountedVolumes(p).map((v) => v.name)).toEqual(['scratch', 'cache', 'token', 'claim']);
+    expect([...expectedVolumeNames(p).mounts]).toEqual(['scratch', 'cache', 'token', 'claim']);
   });
 
   it.each<[Partial<VolumeMount>, unknown]>([
@@ -69,7 +74,7 @@ describe('containerMounts', () => {
 
   it('counts init containers among the users of a volume', () => {
     const shared = pod([c('app', [])], [{ name: 'data', emptyDir: {} }], [c('init', [{ name: 'data', mountPath: '/data' }])]);
-    expect(mountedVolumes(shared).map((v) => v.name)).toEqual(['data']);
+    expect([...expectedVolumeNames(shared).mounts]).toEqual(['data']);
   });
 });
 

@@ -1,0 +1,70 @@
+/**
+ * The in-tree plugins of persistent volumes this node serves:
+ * - hostPath (pkg/volume/hostpath/host_path.go, the same plugin as the pod's inline hostPath): the
+ *   PersistentVolume's path itself, checked by its `type`; nothing is mounted;
+ * - local (pkg/volume/local/local.go): a directory of the node bind-mounted into the pod's directory
+ *   at `volumes/kubernetes.io~local-volume/<pv>` (read-only for a read-only claim, with the
+ *   PersistentVolume's mountOptions), given to the pod's fsGroup when writable, and unmounted and
+ *   removed at teardown. Where the agent may not mount (not root), the container gets the local
+ *   directory itself: the same files, without the mount.
+ * A local volume on a block device is refused: the node does not format and mount devices yet.
+ */
+import { lstat, rmdir } from 'node:fs/promises';
+import path from 'node:path';
+import type { PersistentVolume } from '../api/storage.ts';
+import { mkdirAll } from './mkdirAll.ts';
+import type { Mounter } from './mounter.ts';
+
+/** The pod's directory of a local volume (localVolume.GetPath). */
+export function localVolumeDir(podsDir: string, uid: string, pvName: string): string {
+  return path.join(podsDir, uid, 'volumes', 'kubernetes.io~local-volume', pvName);
+}
+
+/** What is at a path, as the kubelet's host utilities name it (hostutil GetFileType); null: nothing. */
+export type FileType = 'directory' | 'file' | 'socket' | 'char' | 'block' | 'other';
+
+export async function fileTypeAt(at: string): Promise<FileType | null> {
+  const info = await lstat(at).catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? null : Promise.reject(err)));
+  if (!info) return null;
+  if (info.isDirectory()) return 'directory';
+  if (info.isFile()) return 'file';
+  if (info.isSocket()) return 'socket';
+  if (info.isCharacterDevice()) return 'char';
+  return info.isBlockDevice() ? 'block' : 'other';
+}
+
+/** Why a local volume's path cannot be bind-mounted (getGlobalLocalPath, SetUpAt's checks), or null. */
+export function localPathProblem(pv: PersistentVolume, found: FileType | null): string | null {
+  const local = pv.spec?.local;
+  if (!local?.path) return 'local volume source is nil or local path is not set';
+  if (local.path.split('/').includes('..')) return `invalid path: ${local.path} must not contain '..'`;
+  if (found === null) return `path "${local.path}" does not exist`;
+  if (found === 'block') return `local volume ${pv.metadata.name}: ${local.path} is a block device, which this node does not format and mount`;
+  if (found !== 'directory') return 'only directory and block device are supported';
+  return null;
+}
+
+/**
+ * Sets a local volume up for a pod; returns the path its containers mount: the pod's directory,
+ * bind-mounted, or the volume's own directory where the node cannot mount.
+ */
+export async function setUpLocalVolume(mounter: Mounter, podsDir: string, uid: string, pv: PersistentVolume, readOnly: boolean): Promise<string> {
+  const source = pv.spec?.local?.path ?? '';
+  const problem = localPathProblem(pv, source ? await fileTypeAt(source) : null);
+  if (problem) throw new Error(problem);
+  const target = localVolumeDir(podsDir, uid, pv.metadata.name);
+  await mkdirAll(target, 0o750);
+  const mounted = await mounter.bindMount(source, target, { readOnly, mountOptions: pv.spec?.mountOptions ?? [] }).catch(async (err: unknown) => {
+    // A failed mount leaves no directory behind (SetUpAt).
+    await rmdir(target).catch(() => {});
+    throw err;
+  });
+  return mounted ? target : source;
+}
+
+/** Unmounts a local volume from the pod's directory and removes that directory (util.UnmountPath). */
+export async function tearDownLocalVolume(mounter: Mounter, podsDir: string, uid: string, pvName: string): Promise<void> {
+  const target = localVolumeDir(podsDir, uid, pvName);
+  await mounter.unmount(target);
+  await rmdir(target).catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? undefined : Promise.reject(err)));
+}

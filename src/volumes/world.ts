@@ -1,0 +1,263 @@
+/**
+ * The volume manager's two states of the world, shared by the pods' syncs and the volume manager's
+ * actors (pkg/kubelet/volumemanager: cache/desired_state_of_world.go, actual_state_of_world.go,
+ * populator, volume_manager.go WaitForAttachAndMount and WaitForUnmount):
+ *
+ *   desired   each pod being synced, with the volumes its containers use, each resolved to the
+ *             plugin that serves it (a claim read live and checked, claims.ts), or the error that
+ *             keeps it from being processed; written when a sync asks for the pod's volumes
+ *             (`waitForAttachAndMount`, the kubelet's ReprocessPod) and when its pod goes
+ *             (`removePod`).
+ *   actual    each volume of each pod that is set up, with the node path its containers mount;
+ *             written by the operations (`markMounted`, `markUnmounted`).
+ *
+ * Between them, the volume manager's loop (src/volumemanager) runs one actor per volume of a pod,
+ * which mounts it, retries it with back-off, refreshes it and tears it down. The world tells that
+ * loop what to start, refresh and stop through its listener; it never mounts anything itself.
+ *
+ * A sync waits for its pod's volumes: resolved at once when all are set up; refused at once when
+ * some could not be processed (`unmounted volumes=[…], unattached volumes=[…], failed to process
+ * volumes=[…]: <errors>`); refused after 2 m 3 s otherwise, the operations still retrying.
+ */
+import type { Pod } from '../api/types.ts';
+import type { Clock } from '../clock.ts';
+import type { EventOf, PodVolumeRef } from '../events.ts';
+import { type ClaimReader, claimOf, resolveClaim } from './claims.ts';
+import { type DesiredVolume, desiredVolume, expectedVolumeNames, waitErrorText } from './desired.ts';
+import { podVolumes } from './plan.ts';
+
+/** volume_manager.go podAttachAndMountTimeout, podAttachAndMountRetryInterval. */
+export const ATTACH_AND_MOUNT_TIMEOUT_MS = 123_000;
+
+/** A volume of a pod as its containers mount it. */
+export interface MountedVolume {
+  outerName: string;
+  /** The node's name for it: a teardown of the same pod volume's earlier mount leaves a newer one alone. */
+  uniqueName: string;
+  /** The node path the runtime mounts into the container. */
+  path: string;
+  /** The volume is read-only for every container (a read-only claim). */
+  readOnly: boolean;
+  /** A group the pod's processes get (the PV's `pv.beta.kubernetes.io/gid`). */
+  supplementalGroup?: number;
+  /** The claim it came from, for stats (`pvcRef`). */
+  claim?: { namespace: string; name: string };
+}
+
+/** What changed for the loop: volumes to set up, to set up again (RequiresRemount), to tear down. */
+export type VolumeChanges = Omit<EventOf<'VOLUMES.CHANGED'>, 'type'>;
+
+/** The pod's wait ended without its volumes: the error SyncPod reports; `timedOut` for the end of the wait (no event, as wait.Interrupted). */
+export class VolumeWaitError extends Error {
+  override readonly name = 'VolumeWaitError';
+  constructor(
+    message: string,
+    readonly timedOut: boolean,
+  ) {
+    super(message);
+  }
+}
+
+interface DesiredPod {
+  pod: Pod;
+  /** The expected volumes' names, in the pod's order. */
+  expected: string[];
+  volumes: Map<string, DesiredVolume>;
+  /** The populator's errors for this processing (PopPodErrors). */
+  errors: string[];
+}
+
+type Waiter = { uid: string; check(): boolean };
+
+export interface VolumeWorldOptions {
+  /** The claims and volumes, read live; absent on a node without an API server (a claim cannot be resolved). */
+  claims?: ClaimReader;
+  /** The waits' clock. */
+  clock: Clock;
+}
+
+export class VolumeWorld {
+  private readonly desired = new Map<string, DesiredPod>();
+  private readonly actual = new Map<string, Map<string, MountedVolume>>();
+  /** The operations (actors) the loop runs, by id, with the volume they serve. */
+  private readonly operations = new Map<string, PodVolumeRef>();
+  /** Operations told to tear down whose actors have not ended yet: their ids are not reused. */
+  private readonly ending = new Set<string>();
+  private readonly waiters = new Set<Waiter>();
+  private listener: ((changes: VolumeChanges) => void) | null = null;
+
+  constructor(private readonly options: VolumeWorldOptions) {}
+
+  /** The loop's subscription: what to mount, remount and unmount, as the pods change. One listener. */
+  listen(listener: (changes: VolumeChanges) => void): () => void {
+    this.listener = listener;
+    return () => {
+      if (this.listener === listener) this.listener = null;
+    };
+  }
+
+  /**
+   * The populator's processing of a pod (processPodVolumes): each expected volume resolved (claims
+   * read live), the desired state replaced, and the loop told what to start, refresh and stop.
+   */
+  async processPod(pod: Pod): Promise<void> {
+    const uid = pod.metadata.uid;
+    const { mounts, devices } = expectedVolumeNames(pod);
+    const byName = new Map(podVolumes(pod).map((v) => [v.name, v]));
+    const expected = [...new Set([...mounts, ...devices])];
+    const volumes = new Map<string, DesiredVolume>();
+    const errors: string[] = [];
+    await Promise.all(
+      expected.map(async (name) => {
+        const volume = byName.get(name);
+        // A mount of an undeclared volume fails the container's config, not the volume manager.
+        if (!volume) return;
+        try {
+          const claim = claimOf(pod, volume)
+            ? await (this.options.claims ? resolveClaim(this.options.claims, pod, volume, devices.has(name) ? 'device' : 'mount') : Promise.reject(new Error(`error processing PVC ${pod.metadata.namespace}/${claimOf(pod, volume)!.name}: this node has no API server`)))
+            : undefined;
+          const found = desiredVolume(pod, volume, claim);
+          if ('error' in found) errors.push(found.error);
+          else volumes.set(name, found);
+        } catch (err) {
+          errors.push(err instanceof Error ? err.message : String(err));
+        }
+      }),
+    );
+    this.desired.set(uid, { pod, expected: expected.filter((name) => byName.has(name)), volumes, errors });
+    this.announce(uid, true);
+  }
+
+  /**
+   * WaitForAttachAndMount: the pod processed again (its payload volumes refreshed), then its
+   * volumes waited for. `signal` ends the wait (the pod's sync was cancelled).
+   */
+  async waitForAttachAndMount(pod: Pod, signal?: AbortSignal): Promise<void> {
+    const uid = pod.metadata.uid;
+    await this.processPod(pod);
+    const entry = this.desired.get(uid)!;
+    if (entry.expected.length === 0) return;
+    if (entry.errors.length > 0) throw new VolumeWaitError(this.waitError(uid, entry.errors.join('; ')), false);
+    if (this.unmounted(uid).length === 0) return;
+    await this.wait(uid, () => this.unmounted(uid).length === 0 || this.desired.get(uid) !== entry, signal);
+    if (this.desired.get(uid) === entry && this.unmounted(uid).length > 0) throw new VolumeWaitError(this.waitError(uid, 'context deadline exceeded'), true);
+  }
+
+  /** The pod is no longer desired (terminated or gone): its volumes are torn down; resolves once none is set up (WaitForUnmount). */
+  async unmountPod(uid: string, signal?: AbortSignal): Promise<void> {
+    this.desired.delete(uid);
+    this.announce(uid, false);
+    if (this.mountedCount(uid) === 0) return;
+    await this.wait(uid, () => this.mountedCount(uid) === 0, signal);
+    const left = [...(this.actual.get(uid)?.keys() ?? [])].sort();
+    if (left.length > 0) throw new VolumeWaitError(`mounted volumes=[${left.join(' ')}]: context deadline exceeded`, true);
+  }
+
+  /** The pod's volumes that are set up, by name (GetMountedVolumesForPod). */
+  mountedVolumes(uid: string): ReadonlyMap<string, MountedVolume> {
+    return this.actual.get(uid) ?? new Map();
+  }
+
+  /**
+   * The groups the pod's mounted volumes give its processes (volume_manager.go
+   * GetExtraSupplementalGroupsForPod): each PersistentVolume's `pv.beta.kubernetes.io/gid` once,
+   * in the order of their text, as the kubelet sorts them.
+   */
+  extraSupplementalGroups(uid: string): number[] {
+    const groups = new Set<number>();
+    for (const volume of this.actual.get(uid)?.values() ?? []) if (volume.supplementalGroup !== undefined) groups.add(volume.supplementalGroup);
+    return [...groups].sort((a, b) => (String(a) < String(b) ? -1 : String(a) > String(b) ? 1 : 0));
+  }
+
+  /** What an operation works on: the pod and the volume as last processed; null once the pod no longer wants it. */
+  desiredVolume(uid: string, outerName: string): { pod: Pod; volume: DesiredVolume } | null {
+    const entry = this.desired.get(uid);
+    const volume = entry?.volumes.get(outerName);
+    return entry && volume ? { pod: entry.pod, volume } : null;
+  }
+
+  markMounted(uid: string, mounted: MountedVolume): void {
+    let volumes = this.actual.get(uid);
+    if (!volumes) this.actual.set(uid, (volumes = new Map()));
+    volumes.set(mounted.outerName, mounted);
+    this.wake(uid);
+  }
+
+  markUnmounted(uid: string, outerName: string, uniqueName: string): void {
+    const volumes = this.actual.get(uid);
+    if (volumes?.get(outerName)?.uniqueName === uniqueName) volumes.delete(outerName);
+    if (volumes?.size === 0) this.actual.delete(uid);
+    this.wake(uid);
+  }
+
+  /** The loop's actor ended (its volume torn down): a later processing of the pod may start it again. */
+  operationEnded(id: string): void {
+    this.ending.delete(id);
+  }
+
+  /** Tells the loop which of the pod's operations to start, refresh and stop. */
+  private announce(uid: string, refresh: boolean): void {
+    const entry = this.desired.get(uid);
+    const changes: VolumeChanges = { mount: [], remount: [], unmount: [] };
+    for (const [id, op] of this.operations) {
+      if (op.uid !== uid) continue;
+      const wanted = entry?.volumes.get(op.outerName);
+      if (!wanted || wanted.uniqueName !== op.uniqueName) {
+        changes.unmount.push(id);
+        this.operations.delete(id);
+        this.ending.add(id);
+      } else if (refresh && wanted.requiresRemount) {
+        changes.remount.push(id);
+      }
+    }
+    const running = new Set([...this.operations.values()].filter((op) => op.uid === uid).map((op) => op.outerName));
+    for (const volume of entry?.volumes.values() ?? []) {
+      if (running.has(volume.outerName)) continue;
+      // A volume whose earlier actor is still tearing down (its claim now names another volume) gets a second id.
+      let id = `${uid}/${volume.outerName}`;
+      for (let n = 2; this.ending.has(id); n++) id = `${uid}/${volume.outerName}#${n}`;
+      const op: PodVolumeRef = { id, uid, pod: `${entry!.pod.metadata.namespace}/${entry!.pod.metadata.name}`, outerName: volume.outerName, uniqueName: volume.uniqueName, specName: volume.specName, kind: volume.kind };
+      this.operations.set(id, op);
+      changes.mount.push(op);
+    }
+    if (changes.mount.length + changes.remount.length + changes.unmount.length > 0) this.listener?.(changes);
+  }
+
+  private unmounted(uid: string): string[] {
+    const entry = this.desired.get(uid);
+    const mounted = this.actual.get(uid);
+    return (entry?.expected ?? []).filter((name) => !mounted?.has(name));
+  }
+
+  private mountedCount(uid: string): number {
+    return this.actual.get(uid)?.size ?? 0;
+  }
+
+  private waitError(uid: string, cause: string): string {
+    const entry = this.desired.get(uid);
+    const notProcessed = (entry?.expected ?? []).filter((name) => !entry?.volumes.has(name));
+    return waitErrorText(this.unmounted(uid), [], notProcessed, cause);
+  }
+
+  /** Resolves when `done()` holds, at the timeout, or when `signal` aborts (rejecting with its reason). */
+  private wait(uid: string, done: () => boolean, signal: AbortSignal | undefined): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      const finish = (outcome: () => void) => {
+        this.waiters.delete(waiter);
+        this.options.clock.clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        outcome();
+      };
+      const waiter: Waiter = { uid, check: () => (done() ? (finish(resolve), true) : false) };
+      const timer = this.options.clock.setTimeout(() => finish(resolve), ATTACH_AND_MOUNT_TIMEOUT_MS);
+      const onAbort = () => finish(() => reject(signal!.reason));
+      signal?.addEventListener('abort', onAbort, { once: true });
+      this.waiters.add(waiter);
+    });
+  }
+
+  private wake(uid: string): void {
+    for (const waiter of [...this.waiters]) if (waiter.uid === uid) waiter.check();
+  }
+}

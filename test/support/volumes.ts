@@ -1,0 +1,37 @@
+/**
+ * The volume manager as a test runs it beside pod effects that have a pods directory: the volume
+ * world the syncs ask, and the volume manager's loop machine (its pod volume actors) over it, with
+ * the plugins' real filesystem work under `podsDir`.
+ */
+import { createActor } from 'xstate';
+import { type Clock, realClock } from '../../src/clock.ts';
+import type { EventRecorder } from '../../src/eventrecorder/recorder.ts';
+import { type Logger, silentLogger } from '../../src/log.ts';
+import { createPodVolumeEffects } from '../../src/volumemanager/effects.ts';
+import { volumeManagerMachineWith } from '../../src/volumemanager/volumeManager.ts';
+import { diskOnly } from '../../src/volumes/mounter.ts';
+import type { VolumeDeps } from '../../src/volumes/setUp.ts';
+import { type VolumeWorldOptions, VolumeWorld } from '../../src/volumes/world.ts';
+
+export function runningVolumeManager(options: {
+  deps: Omit<VolumeDeps, 'mounter' | 'now'> & Partial<Pick<VolumeDeps, 'mounter' | 'now'>>;
+  recorder: EventRecorder;
+  log?: Logger;
+  clock?: Clock;
+  claims?: VolumeWorldOptions['claims'];
+}): { world: VolumeWorld; stop(): void } {
+  const clock = options.clock ?? realClock;
+  const world = new VolumeWorld({ clock, ...(options.claims ? { claims: options.claims } : {}) });
+  const deps: VolumeDeps = { mounter: diskOnly, now: () => clock.now(), ...options.deps };
+  const logic = volumeManagerMachineWith(
+    {
+      adopt: async () => ({ mounts: 0, tokens: 0 }),
+      collect: async () => ({ mounts: 0, tokens: 0, dropped: 0 }),
+      listen: (changed) => world.listen(changed),
+    },
+    createPodVolumeEffects({ world, deps: () => deps, recorder: options.recorder, log: options.log ?? silentLogger }),
+  );
+  const actor = createActor(logic, { clock });
+  actor.start();
+  return { world, stop: () => actor.stop() };
+}
