@@ -35,6 +35,7 @@ function harness(options: { podCidr?: string; failUpdates?: number } = {}) {
     settings: nodeSettings(config, 'v1.37.0-statelet.0.1.0'),
     machine: async () => testMachine(),
     notReady: () => [],
+    storageError: () => null,
     record: new NodeRecord(),
     reportFrequencyMs: 300_000,
     now: () => Date.parse('2026-11-27T10:00:00Z'),
