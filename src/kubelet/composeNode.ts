@@ -202,6 +202,7 @@ export function composeNode(deps: NodeDeps) {
   const relister = createRelister(cri.runtime, now, log, metrics.relisted?.bind(metrics));
   const stats = new StatsProvider({
     ...{ nodeName: config.nodeName, runtime: cri.runtime, images: deps.images, podLogsDir: config.podLogsDir, rootDir: config.rootDir, podsDir: podsDirOf(config.rootDir), now, log },
+    volumes: volumeWorld,
     ...definedOnly({ machineMemory: deps.machineMemory, imageFsSimulated: deps.imageFsSimulated }),
   });
   const imageGc = new ImageGcManager({

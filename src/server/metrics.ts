@@ -30,6 +30,7 @@ import type { StartedContainerType } from '../kuberuntime/podWork.ts';
 import type { PodWorkType } from '../podworkers/workDuration.ts';
 import type { ProbeMetricResult } from '../prober/decide.ts';
 import type { ProbeLabels } from '../prober/manager.ts';
+import type { VolumeStats } from '../stats/summary.ts';
 
 /** What the metrics read of the node when they are collected. */
 export interface NodeMetricsView {
@@ -43,7 +44,19 @@ export interface NodeMetricsView {
   apiRequests?: RequestCounts;
   /** In a cluster: events written to the API, and dropped (spam filter, refusals, overflow). */
   events?(): { written: number; dropped: number; queued: number };
+  /** The usage of the pods' claim-backed volumes that measure it, each with its claim (`pvcRef`). */
+  volumeStats?(): Promise<VolumeStats[]>;
 }
+
+/** The kubelet's volume gauges (pkg/kubelet/metrics/collectors/volume_stats.go), by the field of VolumeStats each reports. */
+const VOLUME_GAUGES = [
+  ['kubelet_volume_stats_capacity_bytes', 'Capacity in bytes of the volume', 'capacityBytes'],
+  ['kubelet_volume_stats_available_bytes', 'Number of available bytes in the volume', 'availableBytes'],
+  ['kubelet_volume_stats_used_bytes', 'Number of used bytes in the volume', 'usedBytes'],
+  ['kubelet_volume_stats_inodes', 'Maximum number of inodes in the volume', 'inodes'],
+  ['kubelet_volume_stats_inodes_free', 'Number of free inodes in the volume', 'inodesFree'],
+  ['kubelet_volume_stats_inodes_used', 'Number of used inodes in the volume', 'inodesUsed'],
+] as const;
 
 /** What the status writer last reported of its work. */
 interface StatusWrites {
@@ -213,6 +226,31 @@ export class AgentMetrics implements RuntimeOperations, NodeMetrics {
         this.set({ container_state: 'running' }, running(now().pods).containers);
       },
     });
+    if (view.volumeStats) {
+      // One series per claim, however many of the node's pods mount it (the collector's allPVCs set); read once per scrape.
+      let scrape: Promise<VolumeStats[]> | null = null;
+      const claims = async () => {
+        scrape ??= view.volumeStats!().finally(() => setImmediate(() => (scrape = null)));
+        const byClaim = new Map<string, VolumeStats>();
+        for (const volume of await scrape) if (volume.pvcRef) byClaim.set(`${volume.pvcRef.namespace}/${volume.pvcRef.name}`, volume);
+        return [...byClaim.values()];
+      };
+      for (const [name, help, field] of VOLUME_GAUGES) {
+        new Gauge({
+          name,
+          help,
+          labelNames: ['namespace', 'persistentvolumeclaim'],
+          registers,
+          async collect() {
+            this.reset();
+            for (const volume of await claims()) {
+              const value = volume[field];
+              if (value !== undefined) this.set({ namespace: volume.pvcRef!.namespace, persistentvolumeclaim: volume.pvcRef!.name }, value);
+            }
+          },
+        });
+      }
+    }
     new Gauge({ name: 'statelet_desired_pods', help: 'Number of pods in the merged config', registers, collect() { this.set(now().pods.length); } });
     new Gauge({
       name: 'statelet_pod_actors',

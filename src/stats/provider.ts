@@ -10,6 +10,7 @@ import path from 'node:path';
 import type { Logger } from '../log.ts';
 import { type Container, type FilesystemUsage, type ImageService, type RuntimeService, definedOnly } from '../runtime/types.ts';
 import { containerLogPath } from '../kuberuntime/configs.ts';
+import type { MountedVolume } from '../volumes/world.ts';
 import {
   type FsStats,
   type HostUsage,
@@ -41,6 +42,8 @@ interface StatsSource {
   rootDir?: string;
   /** Where the pods' volumes are (`<root-dir>/pods`), for their local volumes' usage. */
   podsDir?: string;
+  /** The volumes the volume manager set up, by pod: the claim-backed ones' usage (volume_stat_calculator.go). */
+  volumes?: { mountedVolumes(uid: string): ReadonlyMap<string, MountedVolume> };
   /** The runtime's image service: its ImageFsInfo names the image filesystem (imagefs) of the full summary. */
   images?: Pick<ImageService, 'imageFsInfo'>;
   /**
@@ -149,7 +152,7 @@ export class StatsProvider {
     if (!cpuAndMemoryOnly && podsDir) {
       await Promise.all(
         summary.pods.map(async (pod) => {
-          const volumes = await this.emptyDirUsage(path.join(podsDir, pod.podRef.uid, 'volumes', EMPTY_DIR_PLUGIN), time);
+          const volumes = [...(await this.emptyDirUsage(path.join(podsDir, pod.podRef.uid, 'volumes', EMPTY_DIR_PLUGIN), time)), ...(await this.claimedVolumeUsage(pod.podRef.uid, time))];
           if (volumes.length > 0) pod.volume = volumes;
         }),
       );
@@ -181,6 +184,17 @@ export class StatsProvider {
    */
   async imageFs(): Promise<FsStats | undefined> {
     return (await this.imageFsStats(this.source.now()))?.stats;
+  }
+
+  /**
+   * The pod's claim-backed volumes that measure their usage, with the claim as `pvcRef`: a local
+   * PersistentVolume by its filesystem (local.go's MetricsStatFS); a hostPath one measures none
+   * (MetricsNil), as the kubelet's.
+   */
+  async claimedVolumeUsage(uid: string, time: number): Promise<VolumeStats[]> {
+    const measured = [...(this.source.volumes?.mountedVolumes(uid).values() ?? [])].filter((v) => v.claim && v.kind === 'localPV');
+    const usage = await Promise.all(measured.map(async (v) => ({ volume: v, fs: await filesystemStats(v.path, time) })));
+    return usage.filter((u) => u.fs !== undefined).map(({ volume, fs }) => ({ name: volume.outerName, pvcRef: { name: volume.claim!.name, namespace: volume.claim!.namespace }, ...fs! }));
   }
 
   /** Each emptyDir volume of a pod, by what its directory holds. */

@@ -35,9 +35,10 @@ export interface FsStats {
   inodesUsed?: number;
 }
 
-/** A pod volume's usage (VolumeStats): its name and its files' figures. */
+/** A pod volume's usage (VolumeStats): its name, the claim it comes from (`pvcRef`), and its files' figures. */
 export interface VolumeStats extends FsStats {
   name: string;
+  pvcRef?: { name: string; namespace: string };
 }
 
 /** The node's process limit and count (RlimitStats). */
@@ -70,7 +71,7 @@ export interface PodSummary {
   cpu?: CpuStats;
   memory?: MemoryStats;
   swap?: SwapStats;
-  /** Its local volumes (emptyDir): what their directories hold. */
+  /** Its volumes: an emptyDir by what its directory holds, a local PersistentVolume by its filesystem. */
   volume?: VolumeStats[];
   process_stats?: { process_count?: number };
 }

@@ -41,6 +41,7 @@ export function createPodVolumeEffects({ world, deps, recorder, log }: PodVolume
       world.markMounted(ref.uid, {
         outerName: ref.outerName,
         uniqueName: ref.uniqueName,
+        kind: ref.kind,
         path,
         readOnly: claim?.readOnly ?? false,
         ...(claim?.supplementalGroup !== undefined ? { supplementalGroup: claim.supplementalGroup } : {}),

@@ -32,6 +32,8 @@ export const ATTACH_AND_MOUNT_TIMEOUT_MS = 123_000;
 /** A volume of a pod as its containers mount it. */
 export interface MountedVolume {
   outerName: string;
+  /** The plugin that set it up: what its usage is read from (a local volume's filesystem; none for a hostPath). */
+  kind: DesiredVolume['kind'];
   /** The node's name for it: a teardown of the same pod volume's earlier mount leaves a newer one alone. */
   uniqueName: string;
   /** The node path the runtime mounts into the container. */

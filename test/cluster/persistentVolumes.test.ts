@@ -209,6 +209,18 @@ spec:
       expect(ids.map((id) => id.split(' ')[0])).toEqual(['web-0', 'web-1']);
       // The data is on the node's disks, one per replica.
       expect(disks.map((disk) => readFileSync(path.join(disk, 'id'), 'utf8')).sort()).toEqual([...ids].sort());
+      // Each replica's volume is measured by its filesystem, named by its claim, in /stats/summary and /metrics
+      // (the node's read-only port: the API server's node proxy refuses this node's loopback address).
+      const readOnly = `http://127.0.0.1:${cluster.agent!.readOnlyPort}`;
+      const summary = (await (await fetch(`${readOnly}/stats/summary`)).json()) as {
+        pods: { podRef: { name: string; namespace: string }; volume?: { name: string; pvcRef?: { name: string; namespace: string }; capacityBytes?: number }[] }[];
+      };
+      const web0 = summary.pods.find((p) => p.podRef.namespace === namespace && p.podRef.name === 'web-0');
+      expect(web0?.volume?.find((v) => v.name === 'data')).toMatchObject({ pvcRef: { name: 'data-web-0', namespace }, capacityBytes: expect.any(Number) });
+      const metrics = await (await fetch(`${readOnly}/metrics`)).text();
+      for (const claim of ['data-web-0', 'data-web-1']) {
+        expect(metrics).toMatch(new RegExp(`^kubelet_volume_stats_capacity_bytes\\{namespace="${namespace}",persistentvolumeclaim="${claim}"\\} [1-9]`, 'm'));
+      }
 
       const apps = cp.admin.makeApiClient(k8s.AppsV1Api);
       const scale = async (replicas: number) => apps.patchNamespacedStatefulSetScale({ namespace, name: 'web', body: { spec: { replicas } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch));
