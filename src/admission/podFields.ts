@@ -36,6 +36,7 @@ const refused = (why: string, allowed?: readonly unknown[]): FieldHandling => ({
 const noPlugin = (plugin: string): FieldHandling => ({ refused: `no volume plugin: ${plugin}`, at: 'mount' });
 
 const SCHEDULER = controlPlane('the scheduler');
+const CSI_INLINE = 'src/volumes/csi/operations.ts (NodePublishVolume through the registered driver, its CSIDriver\'s volumeLifecycleModes checked)';
 const FILE_OWNER = refused('the owner UID of written files (AtomicWriteVolumeUserFields) is not implemented: files are owned by the node\'s user, or fsGroup');
 const DRA: FieldHandling = { refused: 'dynamic resource allocation: this node has no DRA driver, so no claim can be prepared', at: 'sandbox' };
 const WINDOWS = refused('Windows options: this is a Linux node');
@@ -279,7 +280,7 @@ export const POD_FIELDS: Readonly<Record<string, TypeFields>> = {
     cephfs: noPlugin('cephfs'),
     cinder: noPlugin('cinder'),
     configMap: implemented(`${PLAN}, src/volumes/setUp.ts`),
-    csi: noPlugin('csi (no CSI drivers)'),
+    csi: implemented(CSI_INLINE),
     downwardAPI: implemented(`${PLAN}, src/volumes/setUp.ts`),
     emptyDir: implemented('src/volumes/setUp.ts, src/volumes/mounter.ts'),
     ephemeral: noPlugin('ephemeral (a PersistentVolumeClaim)'),
@@ -309,6 +310,13 @@ export const POD_FIELDS: Readonly<Record<string, TypeFields>> = {
     medium: implemented('the node\'s disk, tmpfs for Memory, hugetlbfs for HugePages[-<size>]: src/volumes/setUp.ts, src/volumes/hugePages.ts, src/volumes/mounter.ts'),
     mode: refused('the emptyDir mode (EmptyDirVolumeMode) is not implemented: the directory is 0777'),
     sizeLimit: implemented('src/eviction/localStorage.ts, src/volumes/mounter.ts'),
+  },
+  CSIVolumeSource: {
+    driver: implemented(CSI_INLINE),
+    fsType: implemented(CSI_INLINE),
+    nodePublishSecretRef: implemented(CSI_INLINE),
+    readOnly: implemented(CSI_INLINE),
+    volumeAttributes: implemented(CSI_INLINE),
   },
   HostPathVolumeSource: { path: implemented('src/volumes/setUp.ts'), type: implemented('src/volumes/setUp.ts') },
   ConfigMapVolumeSource: KEY_TO_PATH_SOURCE('name'),

@@ -51,6 +51,7 @@ import { type PodStatusReader, StatusManager } from '../status/manager.ts';
 import { diskOnly, systemMounter } from '../volumes/mounter.ts';
 import type { VolumeDeps } from '../volumes/setUp.ts';
 import { VolumeWorld } from '../volumes/world.ts';
+import { type CsiDriverEndpoints, CsiOperations, csiApiReads } from '../volumes/csi/operations.ts';
 import { AllocationManager } from '../allocation/manager.ts';
 import { ContainerManager, type NodeCgroupSettings } from '../cm/containerManager.ts';
 import { createPodsLogic } from './dispatch.ts';
@@ -121,6 +122,8 @@ interface NodeDeps {
    * before the syncLoop's first poll is checked against them; absent: not known until then.
    */
   runtimeHandlers?: readonly RuntimeHandler[];
+  /** Where the registered CSI drivers serve (the CSI registration handler's table); absent: none is registered. */
+  csiDrivers?: CsiDriverEndpoints;
 }
 
 /**
@@ -156,6 +159,9 @@ function podVolumeDeps(host: PodHost, cluster: PodCluster | undefined, log: Logg
   };
 }
 
+/** No CSI driver registered: each CSI volume waits with the kubelet's `driver name … not found` error. */
+const NO_CSI_DRIVERS: CsiDriverEndpoints = { endpoint: () => null };
+
 /** The shared tick of the work queue: pods due for a resync are synced within this. */
 const syncTickMs = 1_000;
 /** How often housekeeping runs (pkg/kubelet/kubelet.go housekeepingPeriod). */
@@ -183,7 +189,8 @@ export function composeNode(deps: NodeDeps) {
   const cri = podCri(deps.runtime, deps.images, config, log, deps.nodeCredentials);
   // Claims and their volumes are read live, as the kubelet's populator reads them.
   const claims = cluster && { claim: cluster.api.getPersistentVolumeClaim.bind(cluster.api), volume: cluster.api.getPersistentVolume.bind(cluster.api) };
-  const volumeWorld = new VolumeWorld({ clock, ...definedOnly({ claims }) });
+  const csiApi = cluster && csiApiReads(cluster.api);
+  const volumeWorld = new VolumeWorld({ clock, ...definedOnly({ claims, csiDrivers: csiApi?.csiDriver }) });
   const host = podHost(config, {
     ...{ clock, log, mounter, memoryFeatures: deps.memoryFeatures, allocatable: () => admission().allocatable, runtimeHandlers: () => facts.runtimeHandlers(), volumes: volumeWorld },
     ...definedOnly({ podCgroups: cgroups, dns: deps.dns, machineMemory: deps.machineMemory }),
@@ -208,7 +215,14 @@ export function composeNode(deps: NodeDeps) {
   const loops = nodeLoopsOn({
     ...{ config, runtime: cri.runtime, images: deps.images, clock, log, recorder, nodeRecord, stats, mounter, pods, statuses, observe: metrics, imageGc, containerGc },
     health: () => facts.health(),
-    volumes: { world: volumeWorld, deps: () => podVolumeDeps(host, podClusterParts, log) },
+    volumes: {
+      world: volumeWorld,
+      deps: () => podVolumeDeps(host, podClusterParts, log),
+      csi: new CsiOperations({
+        ...{ rootDir: config.rootDir, nodeName: config.nodeName, drivers: deps.csiDrivers ?? NO_CSI_DRIVERS, attach: volumeWorld },
+        ...definedOnly({ api: csiApi, tokens: podClusterParts?.tokens }),
+      }),
+    },
     ...definedOnly({ cluster, tokens: podClusterParts?.tokens, kernelLog: deps.kernelLog }),
   });
   const runtimeCleanup = orphanCleanup(work, () => relister.runningPodUids(), cgroups);

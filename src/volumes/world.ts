@@ -19,10 +19,12 @@
  * some could not be processed (`unmounted volumes=[…], unattached volumes=[…], failed to process
  * volumes=[…]: <errors>`); refused after 2 m 3 s otherwise, the operations still retrying.
  */
+import type { CSIDriver } from '../api/storage.ts';
 import type { Pod } from '../api/types.ts';
 import type { Clock } from '../clock.ts';
 import type { EventOf, PodVolumeRef } from '../events.ts';
-import { type ClaimReader, claimOf, resolveClaim } from './claims.ts';
+import { type ClaimReader, type BoundClaim, claimOf, resolveClaim } from './claims.ts';
+import type { AttachState } from './csi/operations.ts';
 import { type DesiredVolume, desiredVolume, expectedVolumeNames, waitErrorText } from './desired.ts';
 import { podVolumes } from './plan.ts';
 
@@ -72,12 +74,18 @@ type Waiter = { uid: string; check(): boolean };
 export interface VolumeWorldOptions {
   /** The claims and volumes, read live; absent on a node without an API server (a claim cannot be resolved). */
   claims?: ClaimReader;
+  /** A CSI driver's CSIDriver object (null: it has none), read when a pod's CSI PersistentVolume is processed; absent without an API server. */
+  csiDrivers?: (name: string) => Promise<CSIDriver | null>;
   /** The waits' clock. */
   clock: Clock;
 }
 
-export class VolumeWorld {
+export class VolumeWorld implements AttachState {
   private readonly desired = new Map<string, DesiredPod>();
+  /** The actual state's attachable volumes the controller attached (MarkVolumeAsAttached), by unique name, until their device is unmounted. */
+  private readonly attachedVolumes = new Set<string>();
+  /** The `volumesInUse` of the last Node status written (MarkVolumesAsReportedInUse). */
+  private reported = new Set<string>();
   private readonly actual = new Map<string, Map<string, MountedVolume>>();
   /** The operations (actors) the loop runs, by id, with the volume they serve. */
   private readonly operations = new Map<string, PodVolumeRef>();
@@ -116,7 +124,7 @@ export class VolumeWorld {
           const claim = claimOf(pod, volume)
             ? await (this.options.claims ? resolveClaim(this.options.claims, pod, volume, devices.has(name) ? 'device' : 'mount') : Promise.reject(new Error(`error processing PVC ${pod.metadata.namespace}/${claimOf(pod, volume)!.name}: this node has no API server`)))
             : undefined;
-          const found = desiredVolume(pod, volume, claim);
+          const found = desiredVolume(pod, volume, claim, claim ? await this.csiDriverOf(claim) : undefined);
           if ('error' in found) errors.push(found.error);
           else volumes.set(name, found);
         } catch (err) {
@@ -151,6 +159,39 @@ export class VolumeWorld {
     await this.wait(uid, () => this.mountedCount(uid) === 0, signal);
     const left = [...(this.actual.get(uid)?.keys() ?? [])].sort();
     if (left.length > 0) throw new VolumeWaitError(`mounted volumes=[${left.join(' ')}]: context deadline exceeded`, true);
+  }
+
+  /**
+   * The Node's `status.volumesInUse` (volume_manager.go GetVolumesInUse): the attachable volumes
+   * the pods want and those the node still holds attached, by unique name, sorted.
+   */
+  volumesInUse(): string[] {
+    const names = new Set(this.attachedVolumes);
+    for (const entry of this.desired.values()) for (const volume of entry.volumes.values()) if (volume.attachable) names.add(volume.uniqueName);
+    return [...names].sort();
+  }
+
+  /** The Node status listing `names` in volumesInUse was written (MarkVolumesAsReportedInUse). */
+  markVolumesReportedInUse(names: readonly string[]): void {
+    this.reported = new Set(names);
+    for (const uid of this.desired.keys()) this.wake(uid);
+  }
+
+  reportedInUse(uniqueName: string): boolean {
+    return this.reported.has(uniqueName);
+  }
+
+  attached(uniqueName: string): boolean {
+    return this.attachedVolumes.has(uniqueName);
+  }
+
+  markAttached(uniqueName: string): void {
+    this.attachedVolumes.add(uniqueName);
+    for (const uid of this.desired.keys()) this.wake(uid);
+  }
+
+  markDetached(uniqueName: string): void {
+    this.attachedVolumes.delete(uniqueName);
   }
 
   /** The pod's volumes that are set up, by name (GetMountedVolumesForPod). */
@@ -230,7 +271,17 @@ export class VolumeWorld {
   private waitError(uid: string, cause: string): string {
     const entry = this.desired.get(uid);
     const notProcessed = (entry?.expected ?? []).filter((name) => !entry?.volumes.has(name));
-    return waitErrorText(this.unmounted(uid), [], notProcessed, cause);
+    // getUnattachedVolumes: attachable volumes not yet in the actual state.
+    const unattached = [...(entry?.volumes.values() ?? [])].filter((v) => v.attachable && !this.attachedVolumes.has(v.uniqueName)).map((v) => v.outerName);
+    return waitErrorText(this.unmounted(uid), unattached, notProcessed, cause);
+  }
+
+  /** The CSIDriver of a claim's CSI PersistentVolume (its attachability: csi_plugin.go CanAttach); undefined for other volumes. */
+  private async csiDriverOf(claim: BoundClaim): Promise<CSIDriver | null | undefined> {
+    const source = claim.pv.spec?.['csi'] as { driver?: string } | undefined;
+    if (!source) return undefined;
+    if (!this.options.csiDrivers) return null;
+    return this.options.csiDrivers(source.driver ?? '');
   }
 
   /** Resolves when `done()` holds, at the timeout, or when `signal` aborts (rejecting with its reason). */
