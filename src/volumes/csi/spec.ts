@@ -21,7 +21,7 @@ export interface CsiVolume {
   /** The PV's first access mode, ReadWriteOnce when it has none; always ReadWriteOnce inline. */
   accessMode: string;
   /** The PV's access modes (fsGroup's ReadWriteOnceWithFSType); null inline. */
-  accessModes: string[] | null;
+  accessModes: readonly string[] | null;
   /** The PV's mountOptions; none inline. */
   mountOptions: string[];
   volumeAttributes: Record<string, string>;
