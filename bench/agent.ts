@@ -66,6 +66,13 @@ const repoRoot = path.resolve(import.meta.dirname, '..');
 const NODE_IP = '10.89.253.1';
 const exec = promisify(execFile);
 const countCri = process.argv.includes('--count-cri');
+/**
+ * `--local-pv`: each pod mounts a claim of its own, bound to a local PersistentVolume (a directory
+ * of this machine, node affinity to the node) before the burst: claim and volume made and bound
+ * by this worker as the binder would (no controller-manager runs), so the burst times the node's
+ * part alone: the live reads of claim and volume, the bind mount, the volume's teardown.
+ */
+const localPv = process.argv.includes('--local-pv');
 
 /** CRI calls seen by the counting proxy, by method. */
 const criCalls = new Map<string, number>();
@@ -199,6 +206,7 @@ async function agentRun(kind: AgentKind, setup: Setup, run: number): Promise<Age
 
     const pods = await followPods(cp, namespace);
     const names = Array.from({ length: n }, (_, i) => `p${i}`);
+    const volumes = localPv ? await bindLocalVolumes(cp, namespace, names, path.join(rootDir, 'disks'), `${kind}-${run}`) : null;
     const postAt = new Map<string, number>();
     const agentCpu0 = await processCpuMs(pid);
     const daemonCpu0 = await processCpuMs(containerdPid);
@@ -215,7 +223,10 @@ async function agentRun(kind: AgentKind, setup: Setup, run: number): Promise<Age
               nodeName: NODE_NAME,
               automountServiceAccountToken: false,
               terminationGracePeriodSeconds: 5,
-              containers: [{ name: 'app', image: IMAGE, imagePullPolicy: 'Never', command: ['sh', '-c', LONG_RUNNING] }],
+              containers: [
+                { name: 'app', image: IMAGE, imagePullPolicy: 'Never', command: ['sh', '-c', LONG_RUNNING], ...(volumes ? { volumeMounts: [{ name: 'data', mountPath: '/data' }] } : {}) },
+              ],
+              ...(volumes ? { volumes: [{ name: 'data', persistentVolumeClaim: { claimName: volumes.claimOf(name) } }] } : {}),
             },
           },
         });
@@ -269,12 +280,51 @@ async function agentRun(kind: AgentKind, setup: Setup, run: number): Promise<Age
     };
   } finally {
     await agent.stop();
+    if (localPv) await cp.kubectl(['delete', 'pv', '-l', `bench-run=${kind}-${run}`, '--ignore-not-found', '--wait=false']).catch(() => {});
     // The next agent registers its own Node and Lease: none of this one's status is taken for it.
     await cp.kubectl(['delete', 'node', NODE_NAME, '--ignore-not-found']).catch(() => {});
     await cp.kubectl(['delete', 'lease', NODE_NAME, '-n', 'kube-node-lease', '--ignore-not-found']).catch(() => {});
     await unmountUnder(rootDir, (line) => progress(`${kind}: ${line}`));
     await rm(rootDir, { recursive: true, force: true });
   }
+}
+
+/**
+ * A claim per pod, each bound to a local PersistentVolume on a directory of its own: the claim
+ * first (its UID goes in the volume's claimRef), then the volume, then both marked Bound through
+ * their status, which is what the controller-manager's binder would write.
+ */
+async function bindLocalVolumes(cp: ControlPlane, namespace: string, names: readonly string[], disks: string, run: string) {
+  const runLabel = { 'bench-run': run };
+  const status = k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch);
+  await Promise.all(
+    names.map(async (name) => {
+      const pvName = `${namespace}-${name}`;
+      const dir = path.join(disks, name);
+      await mkdir(dir, { recursive: true });
+      const claim = await cp.core.createNamespacedPersistentVolumeClaim({
+        namespace,
+        body: { metadata: { name }, spec: { accessModes: ['ReadWriteOnce'], storageClassName: '', volumeName: pvName, resources: { requests: { storage: '1Gi' } } } },
+      });
+      await cp.core.createPersistentVolume({
+        body: {
+          metadata: { name: pvName, labels: runLabel },
+          spec: {
+            capacity: { storage: '1Gi' },
+            accessModes: ['ReadWriteOnce'],
+            storageClassName: '',
+            claimRef: { namespace, name, uid: claim.metadata!.uid! },
+            local: { path: dir },
+            nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: [NODE_NAME] }] }] } },
+          },
+        },
+      });
+      await cp.core.patchPersistentVolumeStatus({ name: pvName, body: { status: { phase: 'Bound' } } }, status);
+      await cp.core.patchNamespacedPersistentVolumeClaimStatus({ namespace, name, body: { status: { phase: 'Bound', accessModes: ['ReadWriteOnce'], capacity: { storage: '1Gi' } } } }, status);
+    }),
+  );
+  // Each pod's claim has the pod's name.
+  return { claimOf: (pod: string) => pod };
 }
 
 /** The same burst straight to the runtime: every pod's sandbox and container started at once, then stopped and removed. */

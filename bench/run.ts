@@ -21,7 +21,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { binaryLaunch, STATELET_BIN } from './launch.ts';
-import { versusMarkdown, versusRows, withVersusSection } from './versus.ts';
+import { LOCAL_PV_END, LOCAL_PV_START, localPvMarkdown, versusMarkdown, versusRows, withSection, withVersusSection } from './versus.ts';
 import { type ScaleRun, scaleMarkdown, scaleRows, withScaleSection } from './scaleTable.ts';
 import type { ActorMeasure, ActorsResult, AgentResult, ClusterResult, ExecResult, LogsResult, MetricsResult, TokensResult, ContainerdResult, Failed, Frames, PageResult, SimResult, Skipped } from './results.ts';
 
@@ -442,6 +442,16 @@ async function main(): Promise<void> {
       const about = `${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} CPUs, Node ${process.version}`;
       await writeFile(doc, withVersusSection(await readFile(doc, 'utf8'), versusMarkdown(versus, about)));
       console.error('wrote the versus-kubelet table to docs/benchmarks.md');
+    }
+    console.error('versus-kubelet with local PersistentVolumes (50 pods, each its own claim)…');
+    const localPv = await worker<AgentResult | Skipped>('agent.ts', ['--n=50', `--runs=${quick ? 1 : 2}`, '--idle-ms=2000', '--settle-ms=5000', '--agents=statelet,kubelet', '--local-pv']);
+    results.versusKubeletLocalPv = localPv;
+    printed.push(() => printVersus(localPv));
+    if (!failed(localPv) && !skipped(localPv)) {
+      const doc = path.join(benchDir, '../docs/benchmarks.md');
+      const about = `${new Date().toISOString().slice(0, 10)}, ${os.cpus().length} CPUs, Node ${process.version}`;
+      await writeFile(doc, withSection(await readFile(doc, 'utf8'), LOCAL_PV_START, LOCAL_PV_END, localPvMarkdown(localPv, about)));
+      console.error('wrote the local-volume table to docs/benchmarks.md');
     }
   }
   if (only.includes('scale')) {

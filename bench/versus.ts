@@ -7,6 +7,11 @@ import type { AgentResult, AgentRun, CriBurstRun } from './results.ts';
 
 export const VERSUS_START = '<!-- versus-kubelet: written by `npm run bench -- --only=versus-kubelet` -->';
 export const VERSUS_END = '<!-- /versus-kubelet -->';
+/** The second table of the same bench: pods that each mount a local PersistentVolume (`--local-pv`). */
+export const LOCAL_PV_START = '<!-- versus-kubelet-local-pv: written by `npm run bench -- --only=versus-kubelet` -->';
+export const LOCAL_PV_END = '<!-- /versus-kubelet-local-pv -->';
+/** What the local-volume table keeps: the start's latency and the agent's CPU (the rest is the first table's). */
+const LOCAL_PV_METRICS = new Set(['create→Ready p50 (ms)', 'create→Ready p99 (ms)', 'pods/s to all Ready', 'agent CPU per pod start (ms)', 'agent CPU per pod deletion (ms)', 'delete → all gone from the API (ms)']);
 
 interface Row {
   metric: string;
@@ -58,6 +63,22 @@ export function versusMarkdown(result: AgentResult, about: string): string {
     VERSUS_END,
   ];
   return lines.join('\n');
+}
+
+/** The local-volume section: each pod with a claim of its own bound to a local PersistentVolume. */
+export function localPvMarkdown(result: AgentResult, about: string): string {
+  const counts = ['statelet', 'kubelet'].map((agent) => `${result.runs.filter((r) => r.agent === agent).length} ${agent}`).join(', ');
+  return [
+    LOCAL_PV_START,
+    `${about}: ${result.runs[0]?.pods ?? 0} pods, each mounting a claim bound to a local PersistentVolume (a directory, bind-mounted), created through the API at once; runs: ${counts}; means of the runs.`,
+    '',
+    '| | statelet | kubelet | statelet ÷ kubelet |',
+    '|---|---|---|---|',
+    ...versusRows(result)
+      .filter((r) => LOCAL_PV_METRICS.has(r.metric))
+      .map((r) => `| ${r.metric} | ${cell(r.statelet)} | ${cell(r.kubelet)} | ${cell(r.ratio, '×')} |`),
+    LOCAL_PV_END,
+  ].join('\n');
 }
 
 /** `doc` with the section between `startMarker` and `endMarker` replaced by `section` (appended when it has none yet). */

@@ -30,7 +30,7 @@ export const NODE_LOOPS = '<node loops>';
 
 export const LAYERS = [
   ['clock', 'log', 'packageFiles', 'immutable', 'notProvided', 'duration'],
-  ['runtime'],
+  ['runtime', 'pluginregistration'],
   ['api'],
   ['events'],
   ['client'],
@@ -93,6 +93,8 @@ export const DECISIONS = [
   'status/terminate.ts',
   'volumes/plan.ts',
   'volumes/ownership.ts',
+  'volumes/csi/nodeInfo.ts',
+  'volumes/csi/drivers.ts',
   'volumes/csi/accessMode.ts',
   'volumes/csi/errors.ts',
   'volumes/csi/paths.ts',

@@ -16,6 +16,8 @@
  *              pod → pod workers: reports (SYNCED, TERMINATING, TERMINATED, FINISHED), and its end (ENDED)
  *   CRI.*      a pod's effect actor → itself: each runtime call it made, for inspectors only
  *   OOM.*      the OOM watcher's kernel log follower → the watcher: a system OOM, the log ended
+ *   PLUGINS.*  inside the plugin manager: its watcher's sockets created and removed, the
+ *              operations its reconciler asks its executor for, and how they went
  *   VOLUMES.*  the volume world → the volume manager's loop: pods' volumes to set up, refresh, tear down
  *   VOLUME.*   the volume manager's loop → one pod volume's actor: refresh it, tear it down
  *   NODE.*     syncLoop → node status loop: the runtime's health changed (report it now);
@@ -197,6 +199,34 @@ export type NodeEvent =
 /** Inside the OOM watcher: an OOM of the whole machine (its event recorded), or the kernel log that can no longer be read. */
 export type OomWatcherEvent = { type: 'OOM.SYSTEM'; process: string; pid: number } | { type: 'OOM.LOG_ENDED'; error: string };
 
+/** A plugin in the plugin manager's actual state: its socket, the socket's generation it was registered from, what GetInfo said. */
+export interface PluginRecord {
+  path: string;
+  uuid: string;
+  type: string;
+  name: string;
+  /** Where the plugin's own API is served (GetInfo's endpoint; the registration socket when it gave none). */
+  endpoint: string;
+}
+
+/** The plugin manager's own news (src/pluginmanager): what its watcher saw, and its operations. */
+export type PluginManagerEvent =
+  /** A plugin socket appeared or was replaced under the registry directory (the desired state's AddOrUpdatePlugin). */
+  | { type: 'PLUGINS.SOCKET_CREATED'; path: string }
+  | { type: 'PLUGINS.SOCKET_REMOVED'; path: string }
+  /** The registry directory cannot be made or watched: no plugin can register. */
+  | { type: 'PLUGINS.WATCH_FAILED'; error: string }
+  /** reconciler → executor: the operations the states call for (the executor skips those pending or backing off). */
+  | { type: 'PLUGINS.OPERATE'; unregister: PluginRecord[]; register: { path: string; uuid: string }[] }
+  /** A plugin entered the actual state, validated, before its handler registers it (a removal from then on deregisters it). */
+  | { type: 'PLUGINS.ADDED'; plugin: PluginRecord }
+  /** A plugin left the actual state, before its handler deregisters it. */
+  | { type: 'PLUGINS.REMOVED'; path: string }
+  /** An operation ended: `error` null when it succeeded; `retryAfterMs` when it failed, its back-off. */
+  | { type: 'PLUGINS.OPERATION_ENDED'; path: string; operation: 'register' | 'unregister'; error: string | null; retryAfterMs?: number }
+  /** A handler's start-up work is done (the CSI handler's CSINode initialized). */
+  | { type: 'PLUGINS.HANDLER_STARTED'; pluginType: string };
+
 /**
  * The pod status writer's news: a pod's status to write again although it did not change (its
  * static pod's mirror was created); the writer's own resync tick and its progress (statuses
@@ -250,6 +280,7 @@ type AgentEvent =
   | RuntimeCallEvent
   | NodeEvent
   | OomWatcherEvent
+  | PluginManagerEvent
   | StatusWriterEvent
   | VolumeEvent;
 

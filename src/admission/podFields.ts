@@ -33,6 +33,9 @@ type TypeFields = Readonly<Record<string, FieldHandling>>;
 const implemented = (where: string): FieldHandling => ({ implemented: where });
 const controlPlane = (who: string): FieldHandling => ({ controlPlane: who });
 const refused = (why: string, allowed?: readonly unknown[]): FieldHandling => ({ refused: why, at: 'admission', ...(allowed ? { allowed } : {}) });
+/** Claim-backed volumes: the claim resolved to its PersistentVolume by the volume manager, which mounts hostPath and local volumes (not CSI ones yet). */
+const CLAIMS = 'src/volumes/claims.ts, src/volumes/world.ts; hostPath and local PersistentVolumes (src/volumes/persistent.ts); a PersistentVolume of another plugin is FailedMount';
+
 const noPlugin = (plugin: string): FieldHandling => ({ refused: `no volume plugin: ${plugin}`, at: 'mount' });
 
 const SCHEDULER = controlPlane('the scheduler');
@@ -72,7 +75,7 @@ const CONTAINER: TypeFields = {
   terminationMessagePath: implemented('src/kuberuntime/terminationMessage.ts'),
   terminationMessagePolicy: implemented('src/kuberuntime/terminationMessage.ts'),
   tty: implemented(CONTAINER_CONFIG),
-  volumeDevices: refused('raw block devices come from PersistentVolumeClaims, which this node does not mount'),
+  volumeDevices: refused('raw block volumes (volumeMode: Block) are not implemented'),
   volumeMounts: implemented(PLAN),
   workingDir: implemented(CONTAINER_CONFIG),
 };
@@ -283,7 +286,7 @@ export const POD_FIELDS: Readonly<Record<string, TypeFields>> = {
     csi: implemented(CSI_INLINE),
     downwardAPI: implemented(`${PLAN}, src/volumes/setUp.ts`),
     emptyDir: implemented('src/volumes/setUp.ts, src/volumes/mounter.ts'),
-    ephemeral: noPlugin('ephemeral (a PersistentVolumeClaim)'),
+    ephemeral: implemented(CLAIMS),
     fc: noPlugin('fc'),
     flexVolume: noPlugin('flexVolume'),
     flocker: noPlugin('flocker'),
@@ -295,7 +298,7 @@ export const POD_FIELDS: Readonly<Record<string, TypeFields>> = {
     iscsi: noPlugin('iscsi'),
     name: implemented(PLAN),
     nfs: noPlugin('nfs'),
-    persistentVolumeClaim: noPlugin('persistentVolumeClaim'),
+    persistentVolumeClaim: implemented(CLAIMS),
     photonPersistentDisk: noPlugin('photonPersistentDisk'),
     portworxVolume: noPlugin('portworxVolume'),
     projected: implemented(`${PLAN}, src/volumes/setUp.ts`),
@@ -319,6 +322,9 @@ export const POD_FIELDS: Readonly<Record<string, TypeFields>> = {
     volumeAttributes: implemented(CSI_INLINE),
   },
   HostPathVolumeSource: { path: implemented('src/volumes/setUp.ts'), type: implemented('src/volumes/setUp.ts') },
+  PersistentVolumeClaimVolumeSource: { claimName: implemented('src/volumes/claims.ts'), readOnly: implemented('src/volumes/claims.ts, src/volumes/plan.ts') },
+  // The ephemeral-volume controller makes the claim `<pod>-<volume>` from the template; the node reads the claim (src/volumes/claims.ts).
+  EphemeralVolumeSource: { volumeClaimTemplate: controlPlane('the ephemeral-volume controller') },
   ConfigMapVolumeSource: KEY_TO_PATH_SOURCE('name'),
   SecretVolumeSource: KEY_TO_PATH_SOURCE('secretName'),
   DownwardAPIVolumeSource: { defaultMode: implemented(PLAN), defaultUser: FILE_OWNER, items: implemented(PLAN) },

@@ -92,6 +92,22 @@ export interface Lease {
   };
 }
 
+/** A driver of a CSINode (storage.k8s.io/v1 CSINodeDriver). */
+export interface CSINodeDriver {
+  name: string;
+  nodeID: string;
+  topologyKeys?: string[] | null;
+  allocatable?: { count?: number };
+}
+
+/** The node's CSI drivers as the kubelet publishes them (storage.k8s.io/v1 CSINode, named after the Node). */
+export interface CSINode {
+  apiVersion?: 'storage.k8s.io/v1';
+  kind?: 'CSINode';
+  metadata: ObjectMeta & { name: string; ownerReferences?: OwnerReference[] };
+  spec: { drivers: CSINodeDriver[] | null };
+}
+
 /** A Service, for the environment's service link variables (only what those read). */
 export interface Service {
   metadata: { name: string; namespace: string; uid: string; resourceVersion?: string };

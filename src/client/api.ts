@@ -8,7 +8,7 @@
  * reset, timed out), so callers decide on the status, never on a message.
  */
 import type { CSIDriver, PersistentVolume, PersistentVolumeClaim, VolumeAttachment } from '../api/storage.ts';
-import type { ClusterTrustBundle, KubeEvent, Lease, NodeObject, RuntimeClass, Service } from '../api/cluster.ts';
+import type { ClusterTrustBundle, CSINode, KubeEvent, Lease, NodeObject, RuntimeClass, Service } from '../api/cluster.ts';
 import type { Pod } from '../api/types.ts';
 
 export class ApiError extends Error {
@@ -103,6 +103,13 @@ export interface KubeApi {
   patchNode(name: string, patch: object): Promise<NodeObject>;
   /** A strategic merge patch of `nodes/<name>/status`. */
   patchNodeStatus(name: string, patch: object): Promise<NodeObject>;
+
+  /** The node's CSINode (storage.k8s.io/v1, named after the Node), as the CSI volume plugin keeps it. */
+  getCSINode(name: string): Promise<CSINode>;
+  createCSINode(csiNode: CSINode): Promise<CSINode>;
+  /** A PUT with the object's resourceVersion: a 409 means someone else wrote it first. */
+  updateCSINode(csiNode: CSINode): Promise<CSINode>;
+  deleteCSINode(name: string): Promise<void>;
 
   getLease(namespace: string, name: string): Promise<Lease>;
   createLease(lease: Lease): Promise<Lease>;

@@ -13,6 +13,10 @@ import https from 'node:https';
 import { ApiException, HttpMethod, KubeConfig, PatchStrategy, RequestContext, Watch } from '@kubernetes/client-node';
 import type { ClusterTrustBundle, KubeEvent, RuntimeClass, Service } from '../api/cluster.ts';
 
+/** The nodes' CSINodes (cluster-scoped; the Node authorizer lets a node write its own). */
+const CSI_NODES_PATH = '/apis/storage.k8s.io/v1/csinodes';
+const csiNodePath = (name: string) => `${CSI_NODES_PATH}/${encodeURIComponent(name)}`;
+
 /** The cluster's RuntimeClasses (cluster-scoped; the Node authorizer lets a node get, list and watch them). */
 const RUNTIME_CLASSES_PATH = '/apis/node.k8s.io/v1/runtimeclasses';
 import type { Pod } from '../api/types.ts';
@@ -297,6 +301,13 @@ export function createKubeClient(config: KubeConfig, options: KubeClientOptions)
     getNode: (name) => call(`GET nodes ${name}`, GET, nodePath(name)),
     patchNode: (name, patch) => call(`PATCH nodes ${name}`, PATCH, nodePath(name), patch, MergePatch),
     patchNodeStatus: (name, patch) => call(`PATCH nodes/status ${name}`, PATCH, `${nodePath(name)}/status`, patch, StrategicMergePatch),
+
+    getCSINode: (name) => call(`GET csinodes ${name}`, GET, csiNodePath(name)),
+    createCSINode: (csiNode) => call(`POST csinodes ${csiNode.metadata.name}`, POST, CSI_NODES_PATH, { apiVersion: 'storage.k8s.io/v1', kind: 'CSINode', ...csiNode }),
+    updateCSINode: (csiNode) => call(`PUT csinodes ${csiNode.metadata.name}`, PUT, csiNodePath(csiNode.metadata.name), { apiVersion: 'storage.k8s.io/v1', kind: 'CSINode', ...csiNode }),
+    deleteCSINode: async (name) => {
+      await call(`DELETE csinodes ${name}`, DELETE, csiNodePath(name));
+    },
 
     getLease: (namespace, name) => call(`GET leases ${namespace}/${name}`, GET, `${leasesPath(namespace)}/${segment(name)}`),
     createLease: (lease) => call(`POST leases ${lease.metadata.namespace}/${lease.metadata.name}`, POST, leasesPath(lease.metadata.namespace), lease),

@@ -14,7 +14,7 @@
  */
 import { type AnyActorLogic, type InspectionEvent, type Observer, createActor, fromPromise } from 'xstate';
 import type { SourceName } from '../api/types.ts';
-import type { Clock } from '../clock.ts';
+import { type Clock, sleepOn } from '../clock.ts';
 import { runtimeClassLister } from '../client/runtimeClasses.ts';
 import { serviceLister } from '../client/services.ts';
 import { nodeEventRecorder, nodeReference } from '../eventrecorder/recorder.ts';
@@ -51,7 +51,12 @@ import { type PodStatusReader, StatusManager } from '../status/manager.ts';
 import { diskOnly, systemMounter } from '../volumes/mounter.ts';
 import type { VolumeDeps } from '../volumes/setUp.ts';
 import { VolumeWorld } from '../volumes/world.ts';
-import { type CsiDriverEndpoints, CsiOperations, csiApiReads } from '../volumes/csi/operations.ts';
+import { CsiOperations, csiApiReads } from '../volumes/csi/operations.ts';
+import { CsiNodeClient } from '../volumes/csi/client.ts';
+import { CsiDrivers } from '../volumes/csi/drivers.ts';
+import { type NodeInfoSource, csiPlugin } from '../volumes/csi/registration.ts';
+import { PLUGIN_TYPES } from '../pluginregistration/registration.ts';
+import type { PluginHandler } from '../pluginregistration/handler.ts';
 import { AllocationManager } from '../allocation/manager.ts';
 import { ContainerManager, type NodeCgroupSettings } from '../cm/containerManager.ts';
 import { createPodsLogic } from './dispatch.ts';
@@ -122,8 +127,6 @@ interface NodeDeps {
    * before the syncLoop's first poll is checked against them; absent: not known until then.
    */
   runtimeHandlers?: readonly RuntimeHandler[];
-  /** Where the registered CSI drivers serve (the CSI registration handler's table); absent: none is registered. */
-  csiDrivers?: CsiDriverEndpoints;
 }
 
 /**
@@ -158,9 +161,6 @@ function podVolumeDeps(host: PodHost, cluster: PodCluster | undefined, log: Logg
     ...(allocatable ? { allocatable } : {}),
   };
 }
-
-/** No CSI driver registered: each CSI volume waits with the kubelet's `driver name … not found` error. */
-const NO_CSI_DRIVERS: CsiDriverEndpoints = { endpoint: () => null };
 
 /** The shared tick of the work queue: pods due for a resync are synced within this. */
 const syncTickMs = 1_000;
@@ -212,14 +212,22 @@ export function composeNode(deps: NodeDeps) {
     ...(cri.pullRecords ? { afterFreeingSpace: cri.pullRecords.pruneUnknownRecords.bind(cri.pullRecords) } : {}),
   });
   const containerGc = new ContainerGc({ runtime: cri.runtime, now, log, policy: containerGcPolicy(config), pods, sourcesReady: () => facts.sourcesReady() });
+  // The CSI volume plugin (its registration writes the Node and the CSINode, so on a standalone node it
+  // fails as the kubelet's does); the plugin manager's handlers by type (kubelet.go:
+  // pluginManager.AddHandler(CSIPlugin, csi.PluginHandler)).
+  const csiDrivers = new CsiDrivers();
+  const csi = csiPlugin({ api: cluster?.api, nodeName: config.nodeName, drivers: csiDrivers, nodeInfo: csiNodeInfo, sleep: sleepOn(clock), log });
+  const pluginHandlers = new Map<string, PluginHandler>([[PLUGIN_TYPES.csi, csi.handler]]);
   const loops = nodeLoopsOn({
     ...{ config, runtime: cri.runtime, images: deps.images, clock, log, recorder, nodeRecord, stats, mounter, pods, statuses, observe: metrics, imageGc, containerGc },
     health: () => facts.health(),
+    pluginHandlers,
+    storageError: () => csi.storageError(),
     volumes: {
       world: volumeWorld,
       deps: () => podVolumeDeps(host, podClusterParts, log),
       csi: new CsiOperations({
-        ...{ rootDir: config.rootDir, nodeName: config.nodeName, drivers: deps.csiDrivers ?? NO_CSI_DRIVERS, attach: volumeWorld },
+        ...{ rootDir: config.rootDir, nodeName: config.nodeName, drivers: { endpoint: (name) => csiDrivers.get(name)?.endpoint ?? null }, attach: volumeWorld },
         ...definedOnly({ api: csiApi, tokens: podClusterParts?.tokens }),
       }),
     },
@@ -247,6 +255,8 @@ export function composeNode(deps: NodeDeps) {
     recorder,
     allocation,
     stats,
+    /** The CSI drivers registered on the node, by name: where the CSI client finds each one's endpoint. */
+    csiDrivers,
     unhealthyReason: () => unhealthyReason(facts.health(), now()),
     hangingCalls: () => describeHanging(callsInFlight.hanging(), now()),
     /** Starts the node: the Service watch, then the syncLoop and all it runs. */
@@ -268,6 +278,9 @@ export function composeNode(deps: NodeDeps) {
     },
   };
 }
+
+/** A registering driver's NodeGetInfo, over the CSI client on the endpoint it registered (csi_plugin.go RegisterPlugin). */
+const csiNodeInfo: NodeInfoSource = (endpoint, signal) => new CsiNodeClient(endpoint).nodeGetInfo({ signal });
 
 /** The syncLoop's settings: its ticks, the PLEG's periods (evented where the runtime streams events, containerd 1.7+), the loops' inputs. */
 function syncLoopInput(deps: NodeDeps, loops: LoopInputs) {

@@ -61,13 +61,15 @@ interface SandboxSettings {
   cgroupParent?: string | undefined;
   userns?: UserNamespace | undefined;
   clusterDomain?: string | undefined;
+  /** The groups the pod's volumes add (GetExtraSupplementalGroupsForPod). */
+  volumeGroups?: readonly number[] | undefined;
 }
 
 /**
  * The pod's sandbox config; throws where it cannot be made (a fully qualified hostname longer than
  * the kernel takes), as generatePodSandboxConfig fails.
  */
-export function sandboxConfig(pod: Pod, attempt: number, logsRoot: string, { dns, cgroupParent, userns, clusterDomain = '' }: SandboxSettings = {}): PodSandboxConfig {
+export function sandboxConfig(pod: Pod, attempt: number, logsRoot: string, { dns, cgroupParent, userns, clusterDomain = '', volumeGroups = [] }: SandboxSettings = {}): PodSandboxConfig {
   // A host-network pod has the node's hostname: the runtime leaves it in the node's UTS namespace
   // and refuses to set one there (kuberuntime_sandbox.go generatePodSandboxConfig).
   const hostname = pod.spec.hostNetwork ? '' : sandboxHostname(pod, clusterDomain);
@@ -88,7 +90,7 @@ export function sandboxConfig(pod: Pod, attempt: number, logsRoot: string, { dns
     linux: {
       // The pod's own cgroup, where the node keeps one: the runtime puts the sandbox and the containers under it.
       ...(cgroupParent ? { cgroupParent } : {}),
-      securityContext: sandboxSecurityContext(pod, userns),
+      securityContext: sandboxSecurityContext(pod, userns, volumeGroups),
       // Admitted against the node's allowlist already; passed as written.
       sysctls: Object.fromEntries((pod.spec.securityContext?.sysctls ?? []).map(({ name, value }) => [name, value])),
     },

@@ -193,6 +193,7 @@ export async function executePlan(
       cgroupParent: deps.host.podCgroups?.parentOf(pod),
       userns: runtime.userns,
       clusterDomain: deps.host.dns?.clusterDomain,
+      volumeGroups: deps.host.volumes.extraSupplementalGroups(pod.metadata.uid),
     });
     if (actions.createSandbox) {
       for (const warning of dns?.warnings ?? []) deps.observe.recorder.event(podReference(pod), 'Warning', warning.reason, warning.message);

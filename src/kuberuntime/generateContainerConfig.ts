@@ -92,7 +92,7 @@ function securityContextFor(deps: ContainerConfigWork, { pod, container, imageUs
   const violation = runAsNonRootViolation(pod, container, effectiveSecurityContext(pod, container), imageUser);
   if (violation) throw new ContainerConfigError(violation);
   try {
-    return containerSecurityContext(pod, container, imageUser, deps.host.security, pidTarget, userns);
+    return containerSecurityContext(pod, container, imageUser, deps.host.security, pidTarget, userns, deps.host.volumes.extraSupplementalGroups(pod.metadata.uid));
   } catch (err) {
     if (err instanceof SecurityContextError) throw new ContainerConfigError(err.message);
     throw err;

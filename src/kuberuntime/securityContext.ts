@@ -191,10 +191,14 @@ export function runAsNonRootViolation(pod: Pod, container: Container, context: S
   return null;
 }
 
-/** fsGroup, then the pod's supplementalGroups: the groups every container's process also has. */
-function supplementalGroups(pod: Pod): number[] {
+/**
+ * fsGroup, the pod's supplementalGroups, then the groups its volumes add (the PersistentVolumes'
+ * `pv.beta.kubernetes.io/gid`, GetExtraSupplementalGroupsForPod): the groups every container's
+ * process also has.
+ */
+function supplementalGroups(pod: Pod, volumeGroups: readonly number[]): number[] {
   const context = pod.spec.securityContext;
-  return [...(context?.fsGroup !== undefined ? [context.fsGroup] : []), ...(context?.supplementalGroups ?? [])];
+  return [...(context?.fsGroup !== undefined ? [context.fsGroup] : []), ...(context?.supplementalGroups ?? []), ...volumeGroups];
 }
 
 /**
@@ -210,6 +214,7 @@ export function containerSecurityContext(
   settings: SecuritySettings,
   pidTarget?: string,
   userns?: UserNamespace,
+  volumeGroups: readonly number[] = [],
 ): LinuxContainerSecurityContext {
   const context = effectiveSecurityContext(pod, container);
   const unmasked = context.procMount === 'Unmasked';
@@ -232,7 +237,7 @@ export function containerSecurityContext(
     ...user,
     ...(context.runAsGroup !== undefined ? { runAsGroup: context.runAsGroup } : {}),
     readonlyRootfs: context.readOnlyRootFilesystem === true,
-    supplementalGroups: supplementalGroups(pod),
+    supplementalGroups: supplementalGroups(pod, volumeGroups),
     ...(policy ? { supplementalGroupsPolicy: policy } : {}),
     noNewPrivs: context.allowPrivilegeEscalation === false,
     maskedPaths: unmasked ? [] : [...DEFAULT_MASKED_PATHS],
@@ -252,7 +257,7 @@ function hasPrivilegedContainer(pod: Pod): boolean {
  * supplemental groups, privileged when a container is, and always the runtime's default seccomp
  * profile (its pause process needs no more).
  */
-export function sandboxSecurityContext(pod: Pod, userns?: UserNamespace): LinuxSandboxSecurityContext {
+export function sandboxSecurityContext(pod: Pod, userns?: UserNamespace, volumeGroups: readonly number[] = []): LinuxSandboxSecurityContext {
   const context = pod.spec.securityContext;
   const selinuxOptions = selinux(context?.seLinuxOptions);
   return {
@@ -260,7 +265,7 @@ export function sandboxSecurityContext(pod: Pod, userns?: UserNamespace): LinuxS
     ...(selinuxOptions ? { selinuxOptions } : {}),
     ...(context?.runAsUser !== undefined ? { runAsUser: context.runAsUser } : {}),
     ...(context?.runAsGroup !== undefined ? { runAsGroup: context.runAsGroup } : {}),
-    supplementalGroups: supplementalGroups(pod),
+    supplementalGroups: supplementalGroups(pod, volumeGroups),
     ...(context?.supplementalGroupsPolicy ? { supplementalGroupsPolicy: context.supplementalGroupsPolicy } : {}),
     privileged: hasPrivilegedContainer(pod),
     seccomp: { profileType: 'RuntimeDefault' },

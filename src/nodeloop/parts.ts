@@ -17,6 +17,7 @@ import type { ImageGcManager } from '../kuberuntime/imageGC.ts';
 import type { NodePods } from '../podworkers/activePods.ts';
 import type { ImageService, RuntimeService } from '../runtime/types.ts';
 import type { StatsProvider } from '../stats/provider.ts';
+import type { PluginHandlers } from '../pluginregistration/handler.ts';
 import type { PodStatusReader } from '../status/manager.ts';
 import type { Mounter } from '../volumes/mounter.ts';
 import type { TokenManager } from '../volumes/tokens.ts';
@@ -117,6 +118,10 @@ export interface NodeParts {
   containerGc: Pick<ContainerGc, 'collect' | 'deleteAllUnusedContainers'>;
   /** The pods: as their sources want them, and as their workers stand (the kubelet's pod manager and pod workers, asked by its managers). */
   pods: NodePods;
+  /** The handlers of the plugins that register through the plugin manager, by plugin type (none: every plugin is refused). */
+  pluginHandlers: PluginHandlers;
+  /** Why the node's storage is not ready (the kubelet's runtimeState storage error: `CSINode is not yet initialized`); null: ready. */
+  storageError(): string | null;
   /** The pods' statuses as the agent would report them. */
   statuses: PodStatusReader;
   /** Told what the node's metrics count of a loop's work. */

@@ -34,6 +34,8 @@ interface NodeStatusEffectsDeps {
   machine: () => Promise<MachineInfo>;
   /** Why the node is not ready right now (runtime down, PLEG unhealthy); empty: ready. */
   notReady: () => string[];
+  /** Why the node's storage is not ready (`CSINode is not yet initialized`); null: ready. */
+  storageError: () => string | null;
   record: NodeRecord;
   reportFrequencyMs: number;
   now: () => number;
@@ -69,6 +71,9 @@ async function health(deps: NodeStatusEffectsDeps, pressure: readonly NodePressu
   } catch {
     if (!notReady.some((m) => m.startsWith('container runtime is down'))) notReady.unshift('container runtime is down');
   }
+  // After the runtime's and the network's errors, as setters.go ReadyCondition lists them.
+  const storage = deps.storageError();
+  if (storage) notReady.push(storage);
   return { runtimeVersion, notReady, pressure, ...definedOnly({ runtimeFeatures, runtimeHandlers }) };
 }
 

@@ -15,7 +15,7 @@ const clockTime = (ms: number) => new Date(ms).toISOString().slice(11, 19);
 export const nodeStatusLoop = defineNodeLoop({
   name: 'nodeStatus',
   machine: nodeStatusMachine,
-  start: ({ config, cluster, runtime, images, nodeRecord, health, clock, log, recorder, volumes }) => {
+  start: ({ config, cluster, runtime, images, nodeRecord, health, storageError, clock, log, recorder, volumes }) => {
     if (!cluster) return null;
     const now = () => clock.now();
     let machine: Promise<MachineInfo> | undefined;
@@ -26,6 +26,7 @@ export const nodeStatusLoop = defineNodeLoop({
       settings: nodeSettings(config, kubeletVersion()),
       machine: () => (machine ??= cluster.machine()),
       notReady: () => notReadyReasons(health(), now()),
+      storageError,
       record: nodeRecord,
       reportFrequencyMs: config.nodeStatusReportFrequencyMs,
       now,

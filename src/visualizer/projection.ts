@@ -248,6 +248,15 @@ const scalarFieldsByType = {
   'NODE.EVICT_POD': ['uid', 'gracePeriodSeconds'],
   'OOM.SYSTEM': ['process', 'pid'],
   'OOM.LOG_ENDED': ['error'],
+  'PLUGINS.SOCKET_CREATED': ['path'],
+  'PLUGINS.SOCKET_REMOVED': ['path'],
+  'PLUGINS.WATCH_FAILED': ['error'],
+  'PLUGINS.OPERATE': [],
+  'PLUGINS.ADDED': [],
+  'PLUGINS.REMOVED': ['path'],
+  // Not `error` here either: a plugin's answer is the plugin's text.
+  'PLUGINS.OPERATION_ENDED': ['path', 'operation', 'retryAfterMs'],
+  'PLUGINS.HANDLER_STARTED': ['pluginType'],
   // The volumes' ids name pods and volumes, no contents.
   'VOLUMES.CHANGED': [],
   'VOLUME.REMOUNT': [],

@@ -199,9 +199,15 @@ export class VolumeWorld implements AttachState {
     return this.actual.get(uid) ?? new Map();
   }
 
-  /** Every pod with a volume set up, and its volumes (stats, orphan cleanup). */
-  podsWithVolumes(): string[] {
-    return [...this.actual.keys()];
+  /**
+   * The groups the pod's mounted volumes give its processes (volume_manager.go
+   * GetExtraSupplementalGroupsForPod): each PersistentVolume's `pv.beta.kubernetes.io/gid` once,
+   * in the order of their text, as the kubelet sorts them.
+   */
+  extraSupplementalGroups(uid: string): number[] {
+    const groups = new Set<number>();
+    for (const volume of this.actual.get(uid)?.values() ?? []) if (volume.supplementalGroup !== undefined) groups.add(volume.supplementalGroup);
+    return [...groups].sort((a, b) => (String(a) < String(b) ? -1 : String(a) > String(b) ? 1 : 0));
   }
 
   /** What an operation works on: the pod and the volume as last processed; null once the pod no longer wants it. */

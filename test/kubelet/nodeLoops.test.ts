@@ -10,6 +10,7 @@ import { syncLoopMachine } from '../../src/kubelet/syncLoop.ts';
 import { evictionManagerLoop } from '../../src/eviction/loop.ts';
 import { NO_MEMORY } from '../../src/eviction/synchronize.ts';
 import { oomWatcherLoop } from '../../src/oomwatcher/loop.ts';
+import { pluginManagerLoop } from '../../src/pluginmanager/loop.ts';
 import { containerLogManagerLoop } from '../../src/logs/loop.ts';
 import { defineNodeLoop } from '../../src/nodeloop/nodeLoop.ts';
 import { nodeLeaseLoop } from '../../src/nodelease/loop.ts';
@@ -59,10 +60,10 @@ describe('node loops', () => {
     actor.stop();
   });
 
-  it('are composed from the node: a standalone node runs the volume, log, garbage and eviction managers, no node status, Lease or status writer', () => {
+  it('are composed from the node: a standalone node runs the volume, log, garbage, eviction and plugin managers, no node status, Lease or status writer', () => {
     const node = startFakeNode();
     const children = node.syncLoop.getSnapshot().children as Record<string, AnyActorRef | undefined>;
-    expect(Object.keys(node.syncLoop.getSnapshot().context.loops).sort()).toEqual(['containerLogManager', 'evictionManager', 'garbageCollector', 'volumeManager']);
+    expect(Object.keys(node.syncLoop.getSnapshot().context.loops).sort()).toEqual(['containerLogManager', 'evictionManager', 'garbageCollector', 'pluginManager', 'volumeManager']);
     expect(children['containerLogManager']?.getSnapshot().value).toBe('waiting');
     expect(children['volumeManager']).toBeDefined();
     expect(children['nodeStatus']).toBeUndefined();
@@ -107,6 +108,32 @@ describe("each loop's line on the visualizer", () => {
         lastError: null,
       }),
       'MemoryPressure · memory.available 412Mi (evicts below 500Mi), nodefs.inodesFree 90000 (soft below 5%) · 1 evicted, last default/hog',
+    ],
+    [
+      'plugins, registered by type and name',
+      pluginManagerLoop.summary({
+        reconcilePeriodMs: 1_000,
+        desired: { '/r/a.sock': '1', '/r/b.sock': '2', '/r/g.sock': '3' },
+        generation: 3,
+        actual: {
+          '/r/a.sock': { path: '/r/a.sock', uuid: '1', type: 'CSIPlugin', name: 'b.csi.example.com', endpoint: '/p/b' },
+          '/r/b.sock': { path: '/r/b.sock', uuid: '2', type: 'CSIPlugin', name: 'a.csi.example.com', endpoint: '/p/a' },
+          '/r/g.sock': { path: '/r/g.sock', uuid: '3', type: 'CSIPlugin', name: 'c.csi.example.com', endpoint: '/p/c' },
+        },
+        registered: ['/r/a.sock', '/r/b.sock'],
+        startingHandlers: [],
+        lastFailure: null,
+        watchError: null,
+      }),
+      'CSIPlugin a.csi.example.com, b.csi.example.com',
+    ],
+    [
+      'plugins, none yet, the CSINode being initialized, a failure',
+      pluginManagerLoop.summary({
+        ...{ reconcilePeriodMs: 1_000, desired: {}, generation: 1, actual: {}, registered: [], startingHandlers: ['CSIPlugin'], watchError: null },
+        lastFailure: 'RegisterPlugin error -- dial failed at socket /r/x.sock, err: failed to dial socket /r/x.sock, err: context deadline exceeded',
+      }),
+      'no plugins registered · starting: CSIPlugin · last failure: RegisterPlugin error -- dial failed at socket /r/x.sock, err: failed to dial socket /r/x.sock, err: context deadline exceeded',
     ],
     ['OOM watcher, not watching', oomWatcherLoop.summary({ systemOoms: 0, lastVictim: null, lastError: 'dmesg --follow-new ended (exit code 1)' }), '0 system OOMs · not watching: dmesg --follow-new ended (exit code 1)'],
   ])('%s', (_case, line, expected) => expect(line).toBe(expected));

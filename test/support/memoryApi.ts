@@ -7,7 +7,7 @@
  * cases quick and deterministic to reach.
  */
 import type { CSIDriver, PersistentVolume, PersistentVolumeClaim, VolumeAttachment } from '../../src/api/storage.ts';
-import type { ClusterTrustBundle, KubeEvent, Lease, NodeObject, RuntimeClass, Service } from '../../src/api/cluster.ts';
+import type { ClusterTrustBundle, CSINode, KubeEvent, Lease, NodeObject, RuntimeClass, Service } from '../../src/api/cluster.ts';
 import type { Pod } from '../../src/api/types.ts';
 import { type AccessReview, ApiError, type IssuedToken, type ReviewedToken, type UserInfo, type KubeApi, type PodList, type TokenRequestSpec, type WatchEventType, type WatchHandlers } from '../../src/client/api.ts';
 
@@ -31,6 +31,7 @@ export class MemoryApi implements KubeApi {
   private readonly holds = new Map<Method, (() => void)[]>();
   readonly nodes = new Map<string, NodeObject>();
   readonly leases = new Map<string, Lease>();
+  readonly csiNodes = new Map<string, CSINode>();
   readonly events = new Map<string, KubeEvent>();
   /** ConfigMaps and Secrets by `namespace/name` (Secret values base64, as the API has them). */
   readonly configMaps = new Map<string, { data?: Record<string, string> }>();
@@ -216,9 +217,41 @@ export class MemoryApi implements KubeApi {
   async patchNodeStatus(name: string, patch: object): Promise<NodeObject> {
     await this.enter('patchNodeStatus');
     const node = await this.getNode(name);
-    const merged = { ...node, status: { ...node.status, ...(patch as { status?: object }).status } } as NodeObject;
+    const { status, metadata } = patch as { status?: object; metadata?: { labels?: Record<string, string | null>; annotations?: Record<string, string | null> } };
+    // A strategic merge patch of the labels and annotations: a null value removes the key.
+    const mergeMap = (current: Record<string, string> | undefined, change: Record<string, string | null> | undefined) =>
+      change ? Object.fromEntries(Object.entries({ ...current, ...change }).filter((entry): entry is [string, string] => entry[1] !== null)) : current;
+    const labels = mergeMap(node.metadata.labels, metadata?.labels);
+    const annotations = mergeMap(node.metadata.annotations, metadata?.annotations);
+    const merged = { ...node, metadata: { ...node.metadata, ...(labels ? { labels } : {}), ...(annotations ? { annotations } : {}) }, status: { ...node.status, ...status } } as NodeObject;
     this.nodes.set(name, merged);
     return clone(merged);
+  }
+
+  async getCSINode(name: string): Promise<CSINode> {
+    await this.enter('getCSINode');
+    const found = this.csiNodes.get(name);
+    if (!found) throw new ApiError(404, 'NotFound', `csinodes.storage.k8s.io "${name}" not found`, `GET csinodes ${name}`);
+    return clone(found);
+  }
+
+  async createCSINode(csiNode: CSINode): Promise<CSINode> {
+    await this.enter('createCSINode');
+    if (this.csiNodes.has(csiNode.metadata.name)) throw new ApiError(409, 'AlreadyExists', 'exists', `POST csinodes ${csiNode.metadata.name}`);
+    this.csiNodes.set(csiNode.metadata.name, clone(csiNode));
+    return clone(csiNode);
+  }
+
+  async updateCSINode(csiNode: CSINode): Promise<CSINode> {
+    await this.enter('updateCSINode');
+    if (!this.csiNodes.has(csiNode.metadata.name)) throw new ApiError(404, 'NotFound', 'not found', `PUT csinodes ${csiNode.metadata.name}`);
+    this.csiNodes.set(csiNode.metadata.name, clone(csiNode));
+    return clone(csiNode);
+  }
+
+  async deleteCSINode(name: string): Promise<void> {
+    await this.enter('deleteCSINode');
+    this.csiNodes.delete(name);
   }
 
   async getLease(namespace: string, name: string): Promise<Lease> {

@@ -34,6 +34,7 @@ export function nodeStatusHarness(options: { podCidr?: string; failUpdates?: num
     settings: nodeSettings(config, 'v1.37.0-statelet.0.1.0'),
     machine: async () => testMachine(),
     notReady: () => [],
+    storageError: () => null,
     record: new NodeRecord(),
     reportFrequencyMs: 300_000,
     now: () => Date.parse('2026-11-27T10:00:00Z'),

@@ -218,6 +218,41 @@ describe.skipIf(!haveChromium && !onCi)('visualizer page in chromium', () => {
     proc = undefined;
   });
 
+  it("shows each volume of a pod on its own line, and why one is not mounted; once it is, the pod runs", { timeout: 90_000 }, async () => {
+    const port = await freePort();
+    const manifests = await mkdtemp(path.join(os.tmpdir(), 'statelet-page-volumes-'));
+    const missing = path.join(manifests, 'not-yet');
+    await writeFile(
+      path.join(manifests, 'stuck.yaml'),
+      `${manifest('stuck')}      volumeMounts: [{name: scratch, mountPath: /scratch}, {name: data, mountPath: /data}]
+  volumes:
+    - {name: scratch, emptyDir: {}}
+    - {name: data, hostPath: {path: ${missing}, type: Directory}}
+`,
+    );
+    const agent = await runStatelet(['--container-runtime-endpoint', 'sim://', '--pod-manifest-path', manifests, '--visualizer-port', String(port), '--hostname-override=volume-node']);
+    try {
+      const page = await (await launch()).newPage({ viewport: { width: 1440, height: 860 } });
+      await page.goto(`http://127.0.0.1:${port}/`);
+      await page.locator('#status[data-state="live"]').waitFor({ timeout: 10_000 });
+      const volumeRow = (volume: string) => page.locator('#system-rows tr', { hasText: `default/stuck-volume-node · ${volume}` });
+      await volumeRow('scratch').locator('td.state', { hasText: 'mounted' }).waitFor({ timeout: 30_000 });
+      const data = volumeRow('data');
+      await data.locator('td.state', { hasText: 'backingOff' }).waitFor({ timeout: 30_000 });
+      expect(await data.locator('td').nth(2).textContent()).toMatch(new RegExp(`^default/stuck-volume-node · data · backing off after \\d+ failures?: MountVolume\\.SetUp failed for volume "data" : hostPath ${missing.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')} doesn't exist$`));
+      // The pod waits for its volumes.
+      const pod = page.locator('#pod-rows [data-pod="default/stuck-volume-node"]');
+      expect(await pod.getAttribute('data-phase')).toBe('Pending');
+
+      await mkdir(missing);
+      await data.locator('td.state', { hasText: 'mounted' }).waitFor({ timeout: 30_000 });
+      await pod.locator('.phase-Running').waitFor({ timeout: 30_000 });
+    } finally {
+      await agent.stop();
+      await rm(manifests, { recursive: true, force: true });
+    }
+  });
+
   it('with --nodes, picks the node to show: the first by default, another from the picker', { timeout: 90_000 }, async () => {
     const port = await freePort();
     const manifests = await mkdtemp(path.join(os.tmpdir(), 'statelet-page-nodes-'));

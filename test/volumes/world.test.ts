@@ -80,6 +80,7 @@ describe('the volume world and the volume manager', () => {
     r.api.claims.set('shop/data', claim('Bound'));
     await r.world.waitForAttachAndMount(p);
     expect(r.world.mountedVolumes('u1').get('data')).toMatchObject({ path: hostDir, readOnly: false, claim: { namespace: 'shop', name: 'data' } });
+    expect(r.world.extraSupplementalGroups('u1')).toEqual([]);
     expect((await lstat(hostDir)).isDirectory()).toBe(true);
   });
 
@@ -95,6 +96,14 @@ describe('the volume world and the volume manager', () => {
     r.clock.increment(500);
     await waiting;
     expect(r.world.mountedVolumes('u1').get('data')?.path).toBe(localDir);
+  });
+
+  it("gives the pod's processes the group a PersistentVolume's pv.beta.kubernetes.io/gid names", async () => {
+    const r = await rig();
+    r.api.claims.set('shop/data', claim('Bound'));
+    r.api.volumes.set('pv-1', { metadata: { name: 'pv-1', annotations: { 'pv.beta.kubernetes.io/gid': '2345' } }, spec: { claimRef: { uid: 'claim-1' }, hostPath: { path: path.join(r.root, 'shared'), type: 'DirectoryOrCreate' } } });
+    await r.world.waitForAttachAndMount(pod([claimVolume]));
+    expect(r.world.extraSupplementalGroups('u1')).toEqual([2345]);
   });
 
   it('retries a failing set-up with back-off (500 ms, then 1 s), each failure a FailedMount event, and the wait ends with the volume', async () => {
