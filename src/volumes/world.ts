@@ -89,8 +89,8 @@ export class VolumeWorld implements AttachState {
   private readonly actual = new Map<string, Map<string, MountedVolume>>();
   /** The operations (actors) the loop runs, by id, with the volume they serve. */
   private readonly operations = new Map<string, PodVolumeRef>();
-  /** Operations told to tear down whose actors have not ended yet: their ids are not reused. */
-  private readonly ending = new Set<string>();
+  /** Operations told to tear down whose actors have not ended yet, with their pods: their ids are not reused. */
+  private readonly ending = new Map<string, string>();
   private readonly waiters = new Set<Waiter>();
   private listener: ((changes: VolumeChanges) => void) | null = null;
 
@@ -151,12 +151,17 @@ export class VolumeWorld implements AttachState {
     if (this.desired.get(uid) === entry && this.unmounted(uid).length > 0) throw new VolumeWaitError(this.waitError(uid, 'context deadline exceeded'), true);
   }
 
-  /** The pod is no longer desired (terminated or gone): its volumes are torn down; resolves once none is set up (WaitForUnmount). */
+  /**
+   * The pod is no longer desired (terminated or gone): its volumes are torn down; resolves once none
+   * is set up and its operations have ended (WaitForUnmount), so a publish left uncertain is
+   * unpublished before the pod's directory goes.
+   */
   async unmountPod(uid: string, signal?: AbortSignal): Promise<void> {
     this.desired.delete(uid);
     this.announce(uid, false);
-    if (this.mountedCount(uid) === 0) return;
-    await this.wait(uid, () => this.mountedCount(uid) === 0, signal);
+    const done = () => this.mountedCount(uid) === 0 && ![...this.ending.values()].includes(uid);
+    if (done()) return;
+    await this.wait(uid, done, signal);
     const left = [...(this.actual.get(uid)?.keys() ?? [])].sort();
     if (left.length > 0) throw new VolumeWaitError(`mounted volumes=[${left.join(' ')}]: context deadline exceeded`, true);
   }
@@ -233,7 +238,9 @@ export class VolumeWorld implements AttachState {
 
   /** The loop's actor ended (its volume torn down): a later processing of the pod may start it again. */
   operationEnded(id: string): void {
+    const uid = this.ending.get(id);
     this.ending.delete(id);
+    if (uid !== undefined) this.wake(uid);
   }
 
   /** Tells the loop which of the pod's operations to start, refresh and stop. */
@@ -246,7 +253,7 @@ export class VolumeWorld implements AttachState {
       if (!wanted || wanted.uniqueName !== op.uniqueName) {
         changes.unmount.push(id);
         this.operations.delete(id);
-        this.ending.add(id);
+        this.ending.set(id, uid);
       } else if (refresh && wanted.requiresRemount) {
         changes.remount.push(id);
       }
