@@ -10,7 +10,7 @@ import type { PodVolumeRef } from '../events.ts';
 import type { CSIDriver, CsiVolumeSource } from '../api/storage.ts';
 import type { BoundClaim } from './claims.ts';
 import { CSI_PLUGIN_NAME } from './csi/paths.ts';
-import { type CsiVolume, csiUniqueName, inlineCsiVolume, persistentCsiVolume } from './csi/spec.ts';
+import { type CsiVolume, csiUniqueName, inlineCsiVolume, persistentCsiVolume, requiresRepublish } from './csi/spec.ts';
 import { type PodVolume, pluginOf, unsupportedVolume } from './plan.ts';
 
 /** The volume plugins this node serves, by what the volume or its PersistentVolume is. */
@@ -76,7 +76,8 @@ function pvSourceOf(claim: BoundClaim): string {
 
 /**
  * The volume as the manager keeps it, or why no plugin of this node serves it. `csiDriver`: the
- * CSIDriver of a CSI PersistentVolume's driver (null: it has none), which says whether it is attached.
+ * CSIDriver of a CSI volume's driver (null: it has none), which says whether it is attached and
+ * whether it is published again at each processing of its pod.
  */
 export function desiredVolume(pod: Pod, volume: PodVolume, claim?: BoundClaim, csiDriver?: CSIDriver | null): DesiredVolume | { error: string } {
   const uid = pod.metadata.uid;
@@ -87,7 +88,7 @@ export function desiredVolume(pod: Pod, volume: PodVolume, claim?: BoundClaim, c
     // A CSI volume is device-mountable: one name for all its pods, its driver's and handle's.
     if (spec['csi']) {
       const csi = persistentCsiVolume(claim.pv, claim.readOnly, csiDriver ?? null);
-      return { ...base, kind: 'csiPV', uniqueName: csiUniqueName(csi.driver, csi.volumeHandle), csi, attachable: csi.attachable };
+      return { ...base, kind: 'csiPV', uniqueName: csiUniqueName(csi.driver, csi.volumeHandle), csi, attachable: csi.attachable, requiresRemount: requiresRepublish(csiDriver) };
     }
     // A local volume is device-mountable, so one name for all its pods; a hostPath one is per pod (GetUniqueVolumeNameFromSpec).
     if (spec.local) return { ...base, kind: 'localPV', uniqueName: `${PLUGIN_NAMES.localPV}/${pvName}` };
@@ -97,7 +98,7 @@ export function desiredVolume(pod: Pod, volume: PodVolume, claim?: BoundClaim, c
   const base = { outerName: volume.name, specName: volume.name, volume, attachable: false };
   // An inline CSI volume is neither attachable nor device-mountable: a name per pod.
   const inline = volume['csi'] as CsiVolumeSource | undefined;
-  if (inline) return { ...base, kind: 'csiInline', uniqueName: `${CSI_PLUGIN_NAME}/${uid}-${volume.name}`, requiresRemount: false, csi: inlineCsiVolume(pod, volume.name, inline) };
+  if (inline) return { ...base, kind: 'csiInline', uniqueName: `${CSI_PLUGIN_NAME}/${uid}-${volume.name}`, requiresRemount: requiresRepublish(csiDriver), csi: inlineCsiVolume(pod, volume.name, inline) };
   const plugin = pluginOf(volume);
   if (!plugin) return { error: unsupportedVolume(volume)! };
   return { ...base, kind: plugin, uniqueName: `${PLUGIN_NAMES[plugin]}/${uid}-${volume.name}`, requiresRemount: REMOUNTED.has(plugin) };

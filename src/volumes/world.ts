@@ -26,7 +26,7 @@ import type { EventOf, PodVolumeRef } from '../events.ts';
 import { type ClaimReader, type BoundClaim, claimOf, resolveClaim } from './claims.ts';
 import type { AttachState } from './csi/operations.ts';
 import { type DesiredVolume, desiredVolume, expectedVolumeNames, waitErrorText } from './desired.ts';
-import { podVolumes } from './plan.ts';
+import { type PodVolume, podVolumes } from './plan.ts';
 
 /** volume_manager.go podAttachAndMountTimeout, podAttachAndMountRetryInterval. */
 export const ATTACH_AND_MOUNT_TIMEOUT_MS = 123_000;
@@ -124,7 +124,7 @@ export class VolumeWorld implements AttachState {
           const claim = claimOf(pod, volume)
             ? await (this.options.claims ? resolveClaim(this.options.claims, pod, volume, devices.has(name) ? 'device' : 'mount') : Promise.reject(new Error(`error processing PVC ${pod.metadata.namespace}/${claimOf(pod, volume)!.name}: this node has no API server`)))
             : undefined;
-          const found = desiredVolume(pod, volume, claim, claim ? await this.csiDriverOf(claim) : undefined);
+          const found = desiredVolume(pod, volume, claim, await this.csiDriverOf(volume, claim));
           if ('error' in found) errors.push(found.error);
           else volumes.set(name, found);
         } catch (err) {
@@ -289,9 +289,12 @@ export class VolumeWorld implements AttachState {
     return waitErrorText(this.unmounted(uid), unattached, notProcessed, cause);
   }
 
-  /** The CSIDriver of a claim's CSI PersistentVolume (its attachability: csi_plugin.go CanAttach); undefined for other volumes. */
-  private async csiDriverOf(claim: BoundClaim): Promise<CSIDriver | null | undefined> {
-    const source = claim.pv.spec?.['csi'] as { driver?: string } | undefined;
+  /**
+   * The CSIDriver of a CSI volume's driver, inline or a claim's PersistentVolume's (whether it is
+   * attached, csi_plugin.go CanAttach; republished, RequiresRemount); undefined for other volumes.
+   */
+  private async csiDriverOf(volume: PodVolume, claim: BoundClaim | undefined): Promise<CSIDriver | null | undefined> {
+    const source = (claim ? claim.pv.spec?.['csi'] : volume['csi']) as { driver?: string } | undefined;
     if (!source) return undefined;
     if (!this.options.csiDrivers) return null;
     return this.options.csiDrivers(source.driver ?? '');

@@ -333,6 +333,24 @@ describe('CSI volumes through the volume manager and the CSI mock driver', () =>
     ]);
   });
 
+  it.for([true, false])('publishes a mounted volume again at the next processing of its pod when its CSIDriver says requiresRepublish: %s', async (republish, { skip }) => {
+    const r = await rig();
+    if (!r) return skip();
+    const driver = r.mock.driverName;
+    r.api.volumes.set('pv-1', csiPV(driver));
+    r.api.csiDrivers.set(driver, csiDriver(driver, { requiresRepublish: republish }));
+    const p = pod('u1', [claimVolume]);
+    await r.world.waitForAttachAndMount(p);
+    // A republish that fails finally leaves the published volume as it is.
+    await r.mock.fail([{ method: 'NodePublishVolume', code: 3, message: 'refresh refused', times: 1 }]);
+    await r.world.waitForAttachAndMount(p);
+    await vi.waitFor(async () => expect(byRpc(await r.rpcs(), 'NodePublishVolume')).toHaveLength(republish ? 2 : 1));
+    if (republish) await vi.waitFor(() => expect(r.failedMounts()).toEqual(['MountVolume.SetUp failed for volume "pv-1" : rpc error: code = InvalidArgument desc = refresh refused']));
+    expect(existsSync(path.join(podVolumeDir(r.root, 'u1', 'pv-1'), 'vol_data.json'))).toBe(true);
+    expect(r.world.mountedVolumes('u1').has('data')).toBe(true);
+    expect(byRpc(await r.rpcs(), 'NodeStageVolume')).toHaveLength(1);
+  });
+
   it('passes the fsGroup to a driver with VOLUME_MOUNT_GROUP and leaves ownership to it', async ({ skip }) => {
     const r = await rig({ nodeCapabilities: ['STAGE_UNSTAGE_VOLUME', 'VOLUME_MOUNT_GROUP'] });
     if (!r) return skip();

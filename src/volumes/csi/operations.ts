@@ -166,13 +166,17 @@ export class CsiOperations {
       }
     }
     const key = `${ref.uid}/${ref.uniqueName}`;
+    // A remount (CSIDriver requiresRepublish) of a mounted volume: whatever it gives, the volume stays mounted and its directory kept.
+    const remount = this.published.get(key) === 'mounted';
     try {
-      const target = await this.setUp(pod, ref, volume, publishContext);
+      const target = await this.setUp(pod, ref, volume, publishContext, remount);
       this.published.set(key, 'mounted');
       return target;
     } catch (err) {
-      if (isUncertain(err)) this.published.set(key, 'uncertain');
-      else this.published.delete(key);
+      if (!remount) {
+        if (isUncertain(err)) this.published.set(key, 'uncertain');
+        else this.published.delete(key);
+      }
       throw volumeError('MountVolume.SetUp failed', ref.specName, err);
     }
   }
@@ -340,7 +344,7 @@ export class CsiOperations {
   // ---------------------------------------------------------------- pod
 
   /** csi_mounter.go SetUpAt; returns the target path. */
-  private async setUp(pod: Pod, ref: CsiPodVolume, volume: CsiVolume, publishContext: Record<string, string>): Promise<string> {
+  private async setUp(pod: Pod, ref: CsiPodVolume, volume: CsiVolume, publishContext: Record<string, string>, remount: boolean): Promise<string> {
     const csi = this.driverClient(volume.driver, 'mounter.SetUpAt failed to get CSI client');
     let driver: CSIDriver | null;
     try {
@@ -416,7 +420,7 @@ export class CsiOperations {
         ...(mountGroup && fsGroup !== undefined ? { fsGroup } : {}),
       });
     } catch (err) {
-      if (!isUncertain(err)) await this.removeMountDir(target);
+      if (!isUncertain(err) && !remount) await this.removeMountDir(target);
       throw err;
     }
     if (!mountGroup) await this.applyFsGroup(pod, volume, target, policy.policy);

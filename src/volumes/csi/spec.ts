@@ -36,6 +36,11 @@ export function attachRequired(driver: CSIDriver | null): boolean {
   return driver?.spec.attachRequired !== false;
 }
 
+/** csi_plugin.go RequiresRemount: a CSIDriver with `requiresRepublish` has NodePublishVolume called again at each processing of the pod. */
+export function requiresRepublish(driver: CSIDriver | null | undefined): boolean {
+  return driver?.spec.requiresRepublish === true;
+}
+
 /** The unique name of a PersistentVolume's CSI volume (csi_plugin.go GetVolumeName: `<driver>^<handle>`, behind the plugin's name). */
 export function csiUniqueName(driver: string, volumeHandle: string): string {
   return `${CSI_PLUGIN_NAME}/${driver}^${volumeHandle}`;
