@@ -9,13 +9,15 @@
  *     `status.volumesInUse`, the attach-detach controller creates the VolumeAttachment, the test
  *     sets its status as an external attacher would, the controller lists the volume in
  *     `status.volumesAttached`, and the pod runs with the attachment's metadata as the publish
- *     context; deleting the pod takes the volume out of `volumesInUse`.
+ *     context; deleting the pod takes the volume out of `volumesInUse`;
+ *   - an inline CSI volume of a driver whose CSIDriver has the Ephemeral lifecycle mode: published
+ *     (never staged nor attached) with the volume handle made from the pod, unpublished when it goes.
  * Where Go is missing the test skips, loudly, outside CI.
  */
 import { StorageV1Api, type V1Node, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CSINode } from '../../src/api/cluster.ts';
-import { attachmentName, publishTargetPath, stagingTargetPath } from '../../src/volumes/csi/paths.ts';
+import { attachmentName, inlineVolumeHandle, publishTargetPath, stagingTargetPath } from '../../src/volumes/csi/paths.ts';
 import { type CsiMock, type CsiMockCall, startCsiMock } from '../support/csiMock.ts';
 import { clusterNode } from '../support/clusterNode.ts';
 import { type ControlPlane, nodes, pods, waitFor } from '../support/controlPlane.ts';
@@ -138,5 +140,40 @@ describe('CSI persistent volumes on statelet (sim://, a real cluster, the CSI mo
     await cp.core.deleteNamespacedPod({ namespace, name: 'app' });
     await waitFor(async () => (await nodeRpcs(mock)).some((c) => c.rpc === 'NodeUnstageVolume'), 'the unstage', 60_000);
     await cp.waitFor<V1Node>(nodes, NODE, (n) => !(n?.status?.volumesInUse ?? []).includes(unique), 60_000);
+  });
+
+  it('publishes an inline volume of a driver with the Ephemeral lifecycle mode for its pod, and unpublishes it when the pod goes', { timeout: 240_000 }, async ({ skip }) => {
+    const cp = cluster.cp;
+    if (!cp || !cluster.agent) return skip();
+    const driver = 'inline.csimock.test';
+    const mock = await registeredMock(cp, driver, false);
+    if (!mock) return skip();
+    await cp.admin.makeApiClient(StorageV1Api).createCSIDriver({ body: { metadata: { name: driver }, spec: { attachRequired: false, podInfoOnMount: true, volumeLifecycleModes: ['Ephemeral'] } } });
+    const namespace = await cp.namespace('csi-inline');
+    await cp.core.createNamespacedPod({
+      namespace,
+      body: {
+        metadata: { name: 'app' },
+        spec: {
+          nodeName: NODE,
+          terminationGracePeriodSeconds: 1,
+          containers: [{ name: 'app', image: 'busybox', command: ['sh', '-c', idle], volumeMounts: [{ name: 'scratch', mountPath: '/scratch' }] }],
+          volumes: [{ name: 'scratch', csi: { driver, volumeAttributes: { size: '1Gi' } } }],
+        },
+      },
+    });
+    const pod = (await cp.waitFor<V1Pod>(pods(namespace), 'app', running, 120_000))!;
+    const uid = pod.metadata!.uid!;
+    const calls = await nodeRpcs(mock);
+    expect(calls.map((c) => c.rpc)).toEqual(['NodePublishVolume']);
+    expect(calls[0]!.request).toMatchObject({
+      volume_id: inlineVolumeHandle(uid, 'scratch'),
+      target_path: publishTargetPath(cluster.agent.rootDir, uid, 'scratch'),
+      volume_context: { size: '1Gi', 'csi.storage.k8s.io/ephemeral': 'true', 'csi.storage.k8s.io/pod.uid': uid },
+    });
+    expect(calls[0]!.request).not.toHaveProperty('staging_target_path');
+
+    await cp.core.deleteNamespacedPod({ namespace, name: 'app' });
+    await waitFor(async () => (await nodeRpcs(mock)).map((c) => c.rpc).join() === 'NodePublishVolume,NodeUnpublishVolume', 'the unpublish', 60_000);
   });
 });
