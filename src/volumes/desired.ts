@@ -87,6 +87,8 @@ export function desiredVolume(pod: Pod, volume: PodVolume, claim?: BoundClaim, c
     const base = { outerName: volume.name, specName: pvName, volume, claim, requiresRemount: false, attachable: false };
     // A CSI volume is device-mountable: one name for all its pods, its driver's and handle's.
     if (spec['csi']) {
+      // csi_block.go is not built: a raw block volume is refused, never mounted as a filesystem.
+      if (spec.volumeMode === 'Block') return { error: `volume ${volume.name}: this node does not map raw block CSI volumes (PersistentVolume ${pvName} has volumeMode Block)` };
       const csi = persistentCsiVolume(claim.pv, claim.readOnly, csiDriver ?? null);
       return { ...base, kind: 'csiPV', uniqueName: csiUniqueName(csi.driver, csi.volumeHandle), csi, attachable: csi.attachable, requiresRemount: requiresRepublish(csiDriver) };
     }
