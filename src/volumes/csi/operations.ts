@@ -37,7 +37,7 @@ import type { Pod } from '../../api/types.ts';
 import { apiErrorText, isNotFound } from '../../client/api.ts';
 import { mountPointsUnder } from '../mounter.ts';
 import type { TokenSource } from '../tokens.ts';
-import { type OwnershipFs, setVolumeOwnership } from '../volumeOwnership.ts';
+import { setVolumeOwnership } from '../volumeOwnership.ts';
 import { type CsiNode, CsiNodeClient } from './client.ts';
 import { CsiError } from './errors.ts';
 import { CSI_PLUGIN_NAME, attachmentName, podVolumeDir, publishTargetPath, stagingTargetPath } from './paths.ts';
@@ -78,11 +78,6 @@ export interface CsiOperationsDeps {
   /** Absent: a node without an API server (no CSIDriver objects, attachments or secrets). */
   api?: CsiApiReads;
   tokens?: TokenSource;
-  /** The driver's client at its endpoint; CsiNodeClient by default. */
-  client?: (endpoint: string) => CsiNode;
-  ownershipFs?: OwnershipFs;
-  /** /proc/self/mountinfo's text, to tell a mount point (removeMountDir keeps one). */
-  mountinfo?: () => Promise<string>;
 }
 
 /** A pod volume as the operations know it. */
@@ -136,11 +131,8 @@ export class CsiOperations {
   private readonly devices = new Map<string, Device>();
   /** Each pod volume's publish (`<uid>/<uniqueName>`): absent until NodePublishVolume succeeded or ended uncertain. */
   private readonly published = new Map<string, MountState>();
-  private readonly client: (endpoint: string) => CsiNode;
 
-  constructor(private readonly deps: CsiOperationsDeps) {
-    this.client = deps.client ?? ((endpoint) => new CsiNodeClient(endpoint));
-  }
+  constructor(private readonly deps: CsiOperationsDeps) {}
 
   /** Mounts the pod's CSI volume; resolves with the node path its containers mount (the target path). */
   async mount(pod: Pod, ref: CsiPodVolume, volume: CsiVolume): Promise<string> {
@@ -434,7 +426,7 @@ export class CsiOperations {
     const changePolicy = pod.spec.securityContext?.fsGroupChangePolicy;
     let failure: string | null = null;
     try {
-      const { refusals } = await setVolumeOwnership(target, fsGroup!, { readOnly: false, ...(changePolicy ? { policy: changePolicy } : {}) }, this.deps.ownershipFs);
+      const { refusals } = await setVolumeOwnership(target, fsGroup!, { readOnly: false, ...(changePolicy ? { policy: changePolicy } : {}) });
       if (refusals.length > 0) failure = refusals[0]!.message;
     } catch (err) {
       failure = reason(err);
@@ -485,7 +477,7 @@ export class CsiOperations {
   private driverClient(driver: string, what: string): CsiNode {
     const endpoint = this.deps.drivers.endpoint(driver);
     if (endpoint === null) throw new Error(log(`${what}: driver name ${driver} not found in the list of registered CSI drivers`));
-    return this.client(endpoint);
+    return new CsiNodeClient(endpoint);
   }
 
   private api(): CsiApiReads {
@@ -529,7 +521,7 @@ export class CsiOperations {
 
   /** csi_util.go removeMountDir: unless it is a mount point, the directory, the vol_data.json beside it and their parent go. */
   private async removeMountDir(mountPath: string): Promise<void> {
-    const mountinfo = await (this.deps.mountinfo ?? (() => readFile('/proc/self/mountinfo', 'utf8')))();
+    const mountinfo = await readFile('/proc/self/mountinfo', 'utf8');
     if (mountPointsUnder(mountinfo, mountPath).includes(path.resolve(mountPath))) return;
     const gone = (err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? undefined : Promise.reject(err));
     await rmdir(mountPath).catch(gone);
