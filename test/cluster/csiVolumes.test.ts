@@ -12,15 +12,19 @@
  *     context; deleting the pod takes the volume out of `volumesInUse`;
  *   - an inline CSI volume of a driver whose CSIDriver has the Ephemeral lifecycle mode: published
  *     (never staged nor attached) with the volume handle made from the pod, unpublished when it goes.
- * Where Go is missing the test skips, loudly, outside CI.
+ * On containerd, with the mock binding its own directory for the volume, a pod writes a file into it.
+ * Where Go (or containerd) is missing the tests skip, loudly, outside CI.
  */
 import { StorageV1Api, type V1Node, type V1Pod } from '@kubernetes/client-node';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { CSINode } from '../../src/api/cluster.ts';
 import { attachmentName, inlineVolumeHandle, publishTargetPath, stagingTargetPath } from '../../src/volumes/csi/paths.ts';
 import { type CsiMock, type CsiMockCall, startCsiMock } from '../support/csiMock.ts';
 import { clusterNode } from '../support/clusterNode.ts';
 import { type ControlPlane, nodes, pods, waitFor } from '../support/controlPlane.ts';
+import { BUSYBOX_IMAGE, startContainerd } from '../containerd/harness.ts';
 
 const NODE = 'node-csi-volumes';
 const csiNodes = { path: '/apis/storage.k8s.io/v1/csinodes' };
@@ -177,3 +181,51 @@ describe('CSI persistent volumes on statelet (sim://, a real cluster, the CSI mo
     await waitFor(async () => (await nodeRpcs(mock)).map((c) => c.rpc).join() === 'NodePublishVolume,NodeUnpublishVolume', 'the unpublish', 60_000);
   });
 });
+
+/**
+ * On containerd the same volume holds data: the mock in its bind-mount mode binds its own
+ * directory for the volume onto the target path statelet gave it, and what the pod's container
+ * writes there is in the driver's directory (a root agent, as on CI).
+ */
+const CONTAINERD_NODE = 'node-csi-containerd';
+const containerd = await startContainerd();
+if (!containerd) {
+  it.skip('CSI volumes on containerd (containerd not available here; see the message above)', () => {});
+} else {
+  afterAll(() => containerd.stop(), 180_000);
+  describe('CSI persistent volumes on statelet (containerd, a real cluster, the CSI mock driver binding its directories)', () => {
+    const cluster = clusterNode({ node: CONTAINERD_NODE, controllers: true, args: () => [`--container-runtime-endpoint=${containerd.endpoint}`] });
+    let mock: CsiMock | null = null;
+    afterAll(async () => mock?.stop());
+
+    it("lets the pod write through the driver's mount; the file is in the driver's volume", { timeout: 300_000 }, async ({ skip }) => {
+      const cp = cluster.cp;
+      if (!cp || !cluster.agent) return skip();
+      const driver = 'bind.csimock.test';
+      mock = await startCsiMock({ rootDir: cluster.agent.rootDir, driverName: driver, nodeId: `mock-${CONTAINERD_NODE}`, bindMounts: true });
+      if (!mock) return skip();
+      await cp.waitFor<CSINode>(csiNodes, CONTAINERD_NODE, (c) => (c?.spec.drivers ?? []).some((d) => d.name === driver), 60_000);
+      await cp.admin.makeApiClient(StorageV1Api).createCSIDriver({ body: { metadata: { name: driver }, spec: { attachRequired: false, fsGroupPolicy: 'None' } } });
+      const namespace = await cp.namespace('csi-bind');
+      await staticVolume(cp, namespace, `csi-bind-${process.pid}`, driver, '3');
+      await cp.core.createNamespacedPod({
+        namespace,
+        body: {
+          metadata: { name: 'writer' },
+          spec: {
+            nodeName: CONTAINERD_NODE,
+            restartPolicy: 'Never',
+            terminationGracePeriodSeconds: 1,
+            containers: [{ name: 'app', image: BUSYBOX_IMAGE, command: ['sh', '-c', 'echo written through CSI > /data/greeting'], volumeMounts: [{ name: 'data', mountPath: '/data' }] }],
+            volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'data' } }],
+          },
+        },
+      });
+      await cp.waitFor<V1Pod>(pods(namespace), 'writer', (p) => p?.status?.phase === 'Succeeded', 180_000);
+      expect(readFileSync(path.join(mock.stateDir!, '3', 'greeting'), 'utf8')).toBe('written through CSI\n');
+      await cp.core.deleteNamespacedPod({ namespace, name: 'writer' });
+      await waitFor(async () => (await nodeRpcs(mock!)).some((c) => c.rpc === 'NodeUnstageVolume'), 'the unstage', 60_000);
+      expect((await nodeRpcs(mock)).find((c) => c.rpc === 'NodePublishVolume')?.bindMount).toMatchObject({ mounted: true });
+    });
+  });
+}
