@@ -172,7 +172,7 @@ export const POD_FIELDS: Readonly<Record<string, TypeFields>> = {
   PodSecurityContext: {
     appArmorProfile: implemented(SECURITY),
     fsGroup: implemented(`${SECURITY}, src/volumes/ownership.ts`),
-    fsGroupChangePolicy: implemented('src/volumes/ownership.ts (no effect on the plugins this node has, as in the kubelet)'),
+    fsGroupChangePolicy: implemented('src/volumes/ownership.ts, for the CSI volumes the node gives to the fsGroup (src/volumes/csi/operations.ts); the other plugins take none, as in the kubelet'),
     runAsGroup: implemented(SECURITY),
     runAsNonRoot: implemented(SECURITY),
     runAsUser: implemented(SECURITY),
