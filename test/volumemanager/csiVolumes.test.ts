@@ -112,6 +112,9 @@ async function rig(options: CsiMockOptions = {}): Promise<Rig | null> {
   return { mock, root, api, clock, events, world: manager.world, registered, failedMounts, failures: () => failures, rpcs };
 }
 
+/** Waits for an assertion to hold: the mock is a process, and a loaded machine may take more than vitest's default second. */
+const eventually = <T>(check: () => T | Promise<T>) => vi.waitFor(check, { timeout: 15_000, interval: 20 });
+
 const byRpc = (calls: CsiMockCall[], rpc: string) => calls.filter((c) => c.rpc === rpc);
 
 describe('CSI volumes through the volume manager and the CSI mock driver', () => {
@@ -172,13 +175,13 @@ describe('CSI volumes through the volume manager and the CSI mock driver', () =>
     expect(r.world.volumesInUse()).toEqual([]);
 
     await r.world.unmountPod('u1');
-    await vi.waitFor(async () => expect(byRpc(await r.rpcs(), 'NodeUnstageVolume')).toHaveLength(1));
+    await eventually(async () => expect(byRpc(await r.rpcs(), 'NodeUnstageVolume')).toHaveLength(1));
     const after = (await r.rpcs()).slice(2);
     expect(after.map((c) => [c.rpc, c.request])).toEqual([
       ['NodeUnpublishVolume', { volume_id: '1', target_path: target }],
       ['NodeUnstageVolume', { volume_id: '1', staging_target_path: staging }],
     ]);
-    await vi.waitFor(() => expect(existsSync(path.dirname(staging))).toBe(false));
+    await eventually(() => expect(existsSync(path.dirname(staging))).toBe(false));
     expect(existsSync(podVolumeDir(r.root, 'u1', 'pv-1'))).toBe(false);
     expect(r.failedMounts()).toEqual([]);
   });
@@ -200,7 +203,7 @@ describe('CSI volumes through the volume manager and the CSI mock driver', () =>
     expect(existsSync(stagingTargetPath(r.root, driver, '1'))).toBe(true);
 
     await r.world.unmountPod('u2');
-    await vi.waitFor(async () => expect((await r.rpcs()).slice(3).map((c) => c.rpc)).toEqual(['NodeUnpublishVolume', 'NodeUnpublishVolume', 'NodeUnstageVolume']));
+    await eventually(async () => expect((await r.rpcs()).slice(3).map((c) => c.rpc)).toEqual(['NodeUnpublishVolume', 'NodeUnpublishVolume', 'NodeUnstageVolume']));
   });
 
   it('without STAGE_UNSTAGE_VOLUME publishes without a staging path and writes no node vol_data.json (v1.37 MountDevice returns before it)', async ({ skip }) => {
@@ -217,7 +220,7 @@ describe('CSI volumes through the volume manager and the CSI mock driver', () =>
     expect(existsSync(staging)).toBe(true);
     expect(existsSync(path.join(path.dirname(staging), 'vol_data.json'))).toBe(false);
     await r.world.unmountPod('u1');
-    await vi.waitFor(async () => expect((await r.rpcs()).map((c) => c.rpc)).toEqual(['NodePublishVolume', 'NodeUnpublishVolume']));
+    await eventually(async () => expect((await r.rpcs()).map((c) => c.rpc)).toEqual(['NodePublishVolume', 'NodeUnpublishVolume']));
   });
 
   it('waits for an attachable volume (no CSIDriver): reported in volumesInUse, listed in volumesAttached, its VolumeAttachment attached; the attachment metadata is the publish context', async ({ skip }) => {
@@ -229,7 +232,7 @@ describe('CSI volumes through the volume manager and the CSI mock driver', () =>
     r.api.volumes.set('pv-1', csiPV(driver));
     const p = pod('u1', [claimVolume]);
     const waited = r.world.waitForAttachAndMount(p);
-    await vi.waitFor(() => expect(r.failures()).toBe(1));
+    await eventually(() => expect(r.failures()).toBe(1));
     expect(r.world.volumesInUse()).toEqual([unique]);
     // Not yet reported in the Node's status: nothing is read, no event.
     expect(r.api.calls).not.toContain('getNode');
@@ -237,7 +240,7 @@ describe('CSI volumes through the volume manager and the CSI mock driver', () =>
     // The node status writer wrote volumesInUse; the controller has not attached it yet.
     r.world.markVolumesReportedInUse(r.world.volumesInUse());
     r.clock.increment(500);
-    await vi.waitFor(() => expect(r.failures()).toBe(2));
+    await eventually(() => expect(r.failures()).toBe(2));
     expect(r.api.calls).toContain('getNode');
     expect(r.failedMounts()).toEqual([]);
 
@@ -245,12 +248,12 @@ describe('CSI volumes through the volume manager and the CSI mock driver', () =>
     r.api.nodes.set(NODE, { metadata: { name: NODE }, status: { volumesAttached: [{ name: unique, devicePath: '' }] } });
     r.api.volumeAttachments.set(vaName, { metadata: { name: vaName }, spec: { attacher: driver, nodeName: NODE, source: { persistentVolumeName: 'pv-1' } }, status: { attached: false } });
     r.clock.increment(1_000);
-    await vi.waitFor(() => expect(r.failedMounts()).toEqual([`MountVolume.WaitForAttach failed for volume "pv-1" : volume 1 is not attached for volume attachment ${vaName}`]));
+    await eventually(() => expect(r.failedMounts()).toEqual([`MountVolume.WaitForAttach failed for volume "pv-1" : volume 1 is not attached for volume attachment ${vaName}`]));
 
     // The external attacher reports an error, then attaches it.
     r.api.volumeAttachments.set(vaName, { metadata: { name: vaName }, status: { attached: false, attachError: { message: 'rpc error: code = Internal desc = no path to the array' } } });
     r.clock.increment(2_000);
-    await vi.waitFor(() => expect(r.failedMounts()).toContain('MountVolume.WaitForAttach failed for volume "pv-1" : rpc error: code = Internal desc = no path to the array'));
+    await eventually(() => expect(r.failedMounts()).toContain('MountVolume.WaitForAttach failed for volume "pv-1" : rpc error: code = Internal desc = no path to the array'));
     r.api.volumeAttachments.set(vaName, { metadata: { name: vaName }, status: { attached: true, attachmentMetadata: { device: '/dev/mock-1' } } });
     r.clock.increment(4_000);
     await waited;
@@ -261,8 +264,8 @@ describe('CSI volumes through the volume manager and the CSI mock driver', () =>
 
     // Unstaged: the volume leaves the actual state, and volumesInUse with it.
     await r.world.unmountPod('u1');
-    await vi.waitFor(async () => expect(byRpc(await r.rpcs(), 'NodeUnstageVolume')).toHaveLength(1));
-    await vi.waitFor(() => expect(r.world.volumesInUse()).toEqual([]));
+    await eventually(async () => expect(byRpc(await r.rpcs(), 'NodeUnstageVolume')).toHaveLength(1));
+    await eventually(() => expect(r.world.volumesInUse()).toEqual([]));
   });
 
   it("names the attachable volumes not yet attached in the wait's error when it ends", async ({ skip }) => {
@@ -270,7 +273,7 @@ describe('CSI volumes through the volume manager and the CSI mock driver', () =>
     if (!r) return skip();
     r.api.volumes.set('pv-1', csiPV(r.mock.driverName));
     const waited = r.world.waitForAttachAndMount(pod('u1', [claimVolume])).catch((err: unknown) => err);
-    await vi.waitFor(() => expect(r.world.volumesInUse()).toHaveLength(1));
+    await eventually(() => expect(r.world.volumesInUse()).toHaveLength(1));
     r.clock.increment(123_000);
     expect(((await waited) as Error).message).toBe('unmounted volumes=[data], unattached volumes=[data], failed to process volumes=[]: context deadline exceeded');
   });
@@ -284,10 +287,10 @@ describe('CSI volumes through the volume manager and the CSI mock driver', () =>
     const p = pod('u1', [inline]);
     const waited = r.world.waitForAttachAndMount(p);
     const prefix = 'MountVolume.SetUp failed for volume "scratch" : kubernetes.io/csi: mounter.SetupAt failed to check volume lifecycle mode: ';
-    await vi.waitFor(() => expect(r.failedMounts()).toEqual([`${prefix}volume mode "Ephemeral" not supported by driver ${driver} (no CSIDriver object)`]));
+    await eventually(() => expect(r.failedMounts()).toEqual([`${prefix}volume mode "Ephemeral" not supported by driver ${driver} (no CSIDriver object)`]));
     r.api.csiDrivers.set(driver, csiDriver(driver, { volumeLifecycleModes: ['Persistent'] }));
     r.clock.increment(500);
-    await vi.waitFor(() => expect(r.failedMounts()).toContain(`${prefix}volume mode "Ephemeral" not supported by driver ${driver} (only supports ["Persistent"])`));
+    await eventually(() => expect(r.failedMounts()).toContain(`${prefix}volume mode "Ephemeral" not supported by driver ${driver} (only supports ["Persistent"])`));
     r.api.csiDrivers.set(driver, csiDriver(driver, { volumeLifecycleModes: ['Persistent', 'Ephemeral'], podInfoOnMount: true }));
     r.clock.increment(1_000);
     await waited;
@@ -313,7 +316,7 @@ describe('CSI volumes through the volume manager and the CSI mock driver', () =>
     expect(r.world.mountedVolumes('u1').get('scratch')).toMatchObject({ uniqueName: 'kubernetes.io/csi/u1-scratch', path: target, readOnly: true });
     expect(JSON.parse(await readFile(path.join(podVolumeDir(r.root, 'u1', 'scratch'), 'vol_data.json'), 'utf8'))).toMatchObject({ specVolID: 'scratch', volumeLifecycleMode: 'Ephemeral' });
     await r.world.unmountPod('u1');
-    await vi.waitFor(async () => expect((await r.rpcs()).map((c) => c.rpc)).toEqual(['NodePublishVolume', 'NodeUnpublishVolume']));
+    await eventually(async () => expect((await r.rpcs()).map((c) => c.rpc)).toEqual(['NodePublishVolume', 'NodeUnpublishVolume']));
   });
 
   it("gives the pod's service-account tokens to a driver whose CSIDriver asks for them, in volume_context", async ({ skip }) => {
@@ -344,8 +347,8 @@ describe('CSI volumes through the volume manager and the CSI mock driver', () =>
     // A republish that fails finally leaves the published volume as it is.
     await r.mock.fail([{ method: 'NodePublishVolume', code: 3, message: 'refresh refused', times: 1 }]);
     await r.world.waitForAttachAndMount(p);
-    await vi.waitFor(async () => expect(byRpc(await r.rpcs(), 'NodePublishVolume')).toHaveLength(republish ? 2 : 1));
-    if (republish) await vi.waitFor(() => expect(r.failedMounts()).toEqual(['MountVolume.SetUp failed for volume "pv-1" : rpc error: code = InvalidArgument desc = refresh refused']));
+    await eventually(async () => expect(byRpc(await r.rpcs(), 'NodePublishVolume')).toHaveLength(republish ? 2 : 1));
+    if (republish) await eventually(() => expect(r.failedMounts()).toEqual(['MountVolume.SetUp failed for volume "pv-1" : rpc error: code = InvalidArgument desc = refresh refused']));
     expect(existsSync(path.join(podVolumeDir(r.root, 'u1', 'pv-1'), 'vol_data.json'))).toBe(true);
     expect(r.world.mountedVolumes('u1').has('data')).toBe(true);
     expect(byRpc(await r.rpcs(), 'NodeStageVolume')).toHaveLength(1);
@@ -387,7 +390,7 @@ describe('CSI volumes through the volume manager and the CSI mock driver', () =>
     r.api.volumes.set('pv-1', csiPV(driver));
     r.api.csiDrivers.set(driver, { metadata: { name: driver }, spec: { attachRequired: false } });
     void r.world.waitForAttachAndMount(pod('u1', [claimVolume])).catch(() => {});
-    await vi.waitFor(() =>
+    await eventually(() =>
       expect(r.failedMounts()).toEqual(['MountVolume.SetUp failed for volume "pv-1" : kubernetes.io/csi: mounter.SetupAt failed to check fsGroup policy: kubernetes.io/csi: expected valid fsGroupPolicy, received nil value or empty string']),
     );
   });
@@ -401,7 +404,7 @@ describe('CSI volumes through the volume manager and the CSI mock driver', () =>
     const podDir = podVolumeDir(r.root, 'u1', 'pv-1');
     await r.mock.fail([{ method: 'NodePublishVolume', code: 3, message: 'bad capability', times: 1 }]);
     const waited = r.world.waitForAttachAndMount(pod('u1', [claimVolume]));
-    await vi.waitFor(() => expect(r.failedMounts()).toEqual(['MountVolume.SetUp failed for volume "pv-1" : rpc error: code = InvalidArgument desc = bad capability']));
+    await eventually(() => expect(r.failedMounts()).toEqual(['MountVolume.SetUp failed for volume "pv-1" : rpc error: code = InvalidArgument desc = bad capability']));
     // Final: the pod's directory and its vol_data.json are gone; the stage stays.
     expect(existsSync(podDir)).toBe(false);
     expect(existsSync(stagingTargetPath(r.root, driver, '1'))).toBe(true);
@@ -411,19 +414,19 @@ describe('CSI volumes through the volume manager and the CSI mock driver', () =>
     await waited;
     expect((await r.rpcs()).map((c) => c.rpc)).toEqual(['NodeStageVolume', 'NodePublishVolume', 'NodePublishVolume']);
     await r.world.unmountPod('u1');
-    await vi.waitFor(async () => expect(byRpc(await r.rpcs(), 'NodeUnstageVolume')).toHaveLength(1));
+    await eventually(async () => expect(byRpc(await r.rpcs(), 'NodeUnstageVolume')).toHaveLength(1));
 
     // Uncertain (DeadlineExceeded): vol_data.json stays; the pod goes while backing off and is unpublished all the same.
     const since = (await r.rpcs()).length;
     await r.mock.fail([{ method: 'NodePublishVolume', code: 4, message: 'timed out', times: 5 }]);
     const waiting = r.world.waitForAttachAndMount(pod('u2', [claimVolume])).catch(() => {});
-    await vi.waitFor(() => expect(r.failedMounts()).toContain('MountVolume.SetUp failed for volume "pv-1" : rpc error: code = DeadlineExceeded desc = timed out'));
+    await eventually(() => expect(r.failedMounts()).toContain('MountVolume.SetUp failed for volume "pv-1" : rpc error: code = DeadlineExceeded desc = timed out'));
     expect(existsSync(path.join(podVolumeDir(r.root, 'u2', 'pv-1'), 'vol_data.json'))).toBe(true);
     await r.world.unmountPod('u2');
     // The pod's wait for its volumes' teardown covers the uncertain publish: unpublished before it ends.
     expect(byRpc((await r.rpcs()).slice(since), 'NodeUnpublishVolume')).toHaveLength(1);
     await waiting;
-    await vi.waitFor(async () => expect((await r.rpcs()).slice(since).map((c) => c.rpc)).toEqual(['NodeStageVolume', 'NodePublishVolume', 'NodeUnpublishVolume', 'NodeUnstageVolume']));
+    await eventually(async () => expect((await r.rpcs()).slice(since).map((c) => c.rpc)).toEqual(['NodeStageVolume', 'NodePublishVolume', 'NodeUnpublishVolume', 'NodeUnstageVolume']));
   });
 
   it('removes the staging directory after a final NodeStageVolume error, keeps it after an uncertain one, and stages again at the retry', async ({ skip }) => {
@@ -435,11 +438,11 @@ describe('CSI volumes through the volume manager and the CSI mock driver', () =>
     const staging = stagingTargetPath(r.root, driver, '1');
     await r.mock.fail([{ method: 'NodeStageVolume', code: 9, message: 'not ready', times: 1 }]);
     const waited = r.world.waitForAttachAndMount(pod('u1', [claimVolume]));
-    await vi.waitFor(() => expect(r.failedMounts()).toEqual(['MountVolume.MountDevice failed for volume "pv-1" : rpc error: code = FailedPrecondition desc = not ready']));
+    await eventually(() => expect(r.failedMounts()).toEqual(['MountVolume.MountDevice failed for volume "pv-1" : rpc error: code = FailedPrecondition desc = not ready']));
     expect(existsSync(path.dirname(staging))).toBe(false);
     await r.mock.fail([{ method: 'NodeStageVolume', code: 14, message: 'driver restarting', times: 1 }]);
     r.clock.increment(500);
-    await vi.waitFor(() => expect(r.failedMounts()).toHaveLength(2));
+    await eventually(() => expect(r.failedMounts()).toHaveLength(2));
     expect(r.failedMounts()[1]).toBe('MountVolume.MountDevice failed for volume "pv-1" : rpc error: code = Unavailable desc = driver restarting');
     expect(existsSync(path.join(path.dirname(staging), 'vol_data.json'))).toBe(true);
     // The second failure in a row: 1 s.
@@ -458,7 +461,7 @@ describe('CSI volumes through the volume manager and the CSI mock driver', () =>
     r.api.volumes.set('pv-1', csiPV(driver));
     r.api.csiDrivers.set(driver, csiDriver(driver, {}));
     const waited = r.world.waitForAttachAndMount(pod('u1', [claimVolume]));
-    await vi.waitFor(() =>
+    await eventually(() =>
       expect(r.failedMounts()).toEqual([
         `MountVolume.MountDevice failed for volume "pv-1" : kubernetes.io/csi: attacher.MountDevice failed to create newCsiDriverClient: driver name ${driver} not found in the list of registered CSI drivers`,
       ]),
