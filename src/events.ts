@@ -252,7 +252,7 @@ export interface PodVolumeRef {
   /** The name its operations report it by: the PersistentVolume's for a claim, else the pod's volume name. */
   specName: string;
   /** The plugin that serves it. */
-  kind: 'emptyDir' | 'configMap' | 'secret' | 'downwardAPI' | 'projected' | 'hostPath' | 'hostPathPV' | 'localPV';
+  kind: 'emptyDir' | 'configMap' | 'secret' | 'downwardAPI' | 'projected' | 'hostPath' | 'hostPathPV' | 'localPV' | 'csiPV' | 'csiInline';
 }
 
 /**

@@ -39,6 +39,7 @@ const CLAIMS = 'src/volumes/claims.ts, src/volumes/world.ts; hostPath and local 
 const noPlugin = (plugin: string): FieldHandling => ({ refused: `no volume plugin: ${plugin}`, at: 'mount' });
 
 const SCHEDULER = controlPlane('the scheduler');
+const CSI_INLINE = 'src/volumes/csi/operations.ts (NodePublishVolume through the registered driver, its CSIDriver\'s volumeLifecycleModes checked)';
 const FILE_OWNER = refused('the owner UID of written files (AtomicWriteVolumeUserFields) is not implemented: files are owned by the node\'s user, or fsGroup');
 const DRA: FieldHandling = { refused: 'dynamic resource allocation: this node has no DRA driver, so no claim can be prepared', at: 'sandbox' };
 const WINDOWS = refused('Windows options: this is a Linux node');
@@ -171,7 +172,7 @@ export const POD_FIELDS: Readonly<Record<string, TypeFields>> = {
   PodSecurityContext: {
     appArmorProfile: implemented(SECURITY),
     fsGroup: implemented(`${SECURITY}, src/volumes/ownership.ts`),
-    fsGroupChangePolicy: implemented('src/volumes/ownership.ts (no effect on the plugins this node has, as in the kubelet)'),
+    fsGroupChangePolicy: implemented('src/volumes/ownership.ts, for the CSI volumes the node gives to the fsGroup (src/volumes/csi/operations.ts); the other plugins take none, as in the kubelet'),
     runAsGroup: implemented(SECURITY),
     runAsNonRoot: implemented(SECURITY),
     runAsUser: implemented(SECURITY),
@@ -282,7 +283,7 @@ export const POD_FIELDS: Readonly<Record<string, TypeFields>> = {
     cephfs: noPlugin('cephfs'),
     cinder: noPlugin('cinder'),
     configMap: implemented(`${PLAN}, src/volumes/setUp.ts`),
-    csi: noPlugin('csi (no CSI drivers)'),
+    csi: implemented(CSI_INLINE),
     downwardAPI: implemented(`${PLAN}, src/volumes/setUp.ts`),
     emptyDir: implemented('src/volumes/setUp.ts, src/volumes/mounter.ts'),
     ephemeral: implemented(CLAIMS),
@@ -312,6 +313,13 @@ export const POD_FIELDS: Readonly<Record<string, TypeFields>> = {
     medium: implemented('the node\'s disk, tmpfs for Memory, hugetlbfs for HugePages[-<size>]: src/volumes/setUp.ts, src/volumes/hugePages.ts, src/volumes/mounter.ts'),
     mode: refused('the emptyDir mode (EmptyDirVolumeMode) is not implemented: the directory is 0777'),
     sizeLimit: implemented('src/eviction/localStorage.ts, src/volumes/mounter.ts'),
+  },
+  CSIVolumeSource: {
+    driver: implemented(CSI_INLINE),
+    fsType: implemented(CSI_INLINE),
+    nodePublishSecretRef: implemented(CSI_INLINE),
+    readOnly: implemented(CSI_INLINE),
+    volumeAttributes: implemented(CSI_INLINE),
   },
   HostPathVolumeSource: { path: implemented('src/volumes/setUp.ts'), type: implemented('src/volumes/setUp.ts') },
   PersistentVolumeClaimVolumeSource: { claimName: implemented('src/volumes/claims.ts'), readOnly: implemented('src/volumes/claims.ts, src/volumes/plan.ts') },

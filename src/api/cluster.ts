@@ -66,6 +66,10 @@ export interface NodeStatus {
   features?: { supplementalGroupsPolicy?: boolean };
   /** The runtime's handlers and what each supports (NodeRuntimeHandler); absent when it reports none. */
   runtimeHandlers?: { name: string; features: { recursiveReadOnlyMounts: boolean; userNamespaces: boolean } }[];
+  /** The attachable volumes the node uses or wants (setters.go VolumesInUse); absent when none. */
+  volumesInUse?: string[];
+  /** Written by the attach-detach controller only; the node's status patch never carries it. */
+  volumesAttached?: { name: string; devicePath: string }[];
 }
 
 export interface NodeObject {

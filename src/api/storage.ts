@@ -30,3 +30,48 @@ export interface PersistentVolume {
     [source: string]: unknown;
   };
 }
+
+/** A PersistentVolume's `csi` source (core/v1 CSIPersistentVolumeSource): what the kubelet reads of it. */
+export interface CsiPersistentVolumeSource {
+  driver: string;
+  volumeHandle: string;
+  readOnly?: boolean;
+  fsType?: string;
+  volumeAttributes?: Record<string, string>;
+  nodeStageSecretRef?: { name: string; namespace: string };
+  nodePublishSecretRef?: { name: string; namespace: string };
+  controllerPublishSecretRef?: { name: string; namespace: string };
+  nodeExpandSecretRef?: { name: string; namespace: string };
+}
+
+/** A pod's inline `csi` volume (core/v1 CSIVolumeSource). */
+export interface CsiVolumeSource {
+  driver: string;
+  readOnly?: boolean;
+  fsType?: string;
+  volumeAttributes?: Record<string, string>;
+  /** A Secret in the pod's namespace. */
+  nodePublishSecretRef?: { name?: string };
+}
+
+/** A CSIDriver (storage.k8s.io/v1): the fields the kubelet's CSI plugin reads, as the API defaults them. */
+export interface CSIDriver {
+  metadata: { name: string };
+  spec: {
+    attachRequired?: boolean;
+    podInfoOnMount?: boolean;
+    volumeLifecycleModes?: ('Persistent' | 'Ephemeral')[];
+    fsGroupPolicy?: string;
+    tokenRequests?: { audience: string; expirationSeconds?: number }[];
+    requiresRepublish?: boolean;
+    seLinuxMount?: boolean;
+    serviceAccountTokenInSecrets?: boolean;
+  };
+}
+
+/** A VolumeAttachment (storage.k8s.io/v1) as the kubelet reads it: its status, written by the external attacher. */
+export interface VolumeAttachment {
+  metadata: { name: string; deletionTimestamp?: string };
+  spec?: { attacher?: string; nodeName?: string; source?: { persistentVolumeName?: string } };
+  status?: { attached?: boolean; attachmentMetadata?: Record<string, string>; attachError?: { message?: string; time?: string } };
+}

@@ -196,6 +196,8 @@ export interface PodSecurityContext {
   supplementalGroups?: number[];
   supplementalGroupsPolicy?: 'Merge' | 'Strict';
   fsGroup?: number;
+  /** `OnRootMismatch` or `Always` (the default): how the fsGroup walk of a volume that takes it is done. */
+  fsGroupChangePolicy?: string;
   /** Kernel parameters of the pod's namespaces (admitted against the node's allowlist: api/sysctls.ts). */
   sysctls?: { name: string; value: string }[];
   seccompProfile?: ProfileSpec;

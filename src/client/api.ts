@@ -7,7 +7,7 @@
  * Every failure is an `ApiError` carrying the HTTP status (0: no answer: connection refused,
  * reset, timed out), so callers decide on the status, never on a message.
  */
-import type { PersistentVolume, PersistentVolumeClaim } from '../api/storage.ts';
+import type { CSIDriver, PersistentVolume, PersistentVolumeClaim, VolumeAttachment } from '../api/storage.ts';
 import type { ClusterTrustBundle, CSINode, KubeEvent, Lease, NodeObject, RuntimeClass, Service } from '../api/cluster.ts';
 import type { Pod } from '../api/types.ts';
 
@@ -144,6 +144,12 @@ export interface KubeApi {
   getPersistentVolumeClaim(namespace: string, name: string): Promise<PersistentVolumeClaim>;
   /** A PersistentVolume, read live as its claim is. */
   getPersistentVolume(name: string): Promise<PersistentVolume>;
+
+  // The CSI mount flow's reads (pkg/volume/csi): a driver's CSIDriver, read at each use as the
+  // kubelet's lister has it; a volume's VolumeAttachment, read once per mount (csi_attacher.go WaitForAttach).
+  /** A CSIDriver; a 404 when the driver has none. */
+  getCSIDriver(name: string): Promise<CSIDriver>;
+  getVolumeAttachment(name: string): Promise<VolumeAttachment>;
 
   /** The resources an API group version serves (discovery, `GET /apis/<groupVersion>`); not served: a 404. */
   apiResources(groupVersion: string): Promise<string[]>;

@@ -352,6 +352,8 @@ export function createKubeClient(config: KubeConfig, options: KubeClientOptions)
     getPersistentVolumeClaim: (namespace, name) =>
       call(`GET persistentvolumeclaims ${namespace}/${name}`, GET, namespaced(namespace, 'persistentvolumeclaims', name)),
     getPersistentVolume: (name) => call(`GET persistentvolumes ${name}`, GET, `/api/v1/persistentvolumes/${segment(name)}`),
+    getCSIDriver: (name) => call(`GET csidrivers ${name}`, GET, `/apis/storage.k8s.io/v1/csidrivers/${segment(name)}`),
+    getVolumeAttachment: (name) => call(`GET volumeattachments ${name}`, GET, `/apis/storage.k8s.io/v1/volumeattachments/${segment(name)}`),
     apiResources: async (groupVersion) => {
       const list = await call<{ resources?: { name: string }[] }>(`GET discovery ${groupVersion}`, GET, `/apis/${groupVersion}`);
       return (list.resources ?? []).map((resource) => resource.name);

@@ -51,6 +51,7 @@ import { type PodStatusReader, StatusManager } from '../status/manager.ts';
 import { diskOnly, systemMounter } from '../volumes/mounter.ts';
 import type { VolumeDeps } from '../volumes/setUp.ts';
 import { VolumeWorld } from '../volumes/world.ts';
+import { CsiOperations, csiApiReads } from '../volumes/csi/operations.ts';
 import { CsiNodeClient } from '../volumes/csi/client.ts';
 import { CsiDrivers } from '../volumes/csi/drivers.ts';
 import { type NodeInfoSource, csiPlugin } from '../volumes/csi/registration.ts';
@@ -188,7 +189,8 @@ export function composeNode(deps: NodeDeps) {
   const cri = podCri(deps.runtime, deps.images, config, log, deps.nodeCredentials);
   // Claims and their volumes are read live, as the kubelet's populator reads them.
   const claims = cluster && { claim: cluster.api.getPersistentVolumeClaim.bind(cluster.api), volume: cluster.api.getPersistentVolume.bind(cluster.api) };
-  const volumeWorld = new VolumeWorld({ clock, ...definedOnly({ claims }) });
+  const csiApi = cluster && csiApiReads(cluster.api);
+  const volumeWorld = new VolumeWorld({ clock, ...definedOnly({ claims, csiDrivers: csiApi?.csiDriver }) });
   const host = podHost(config, {
     ...{ clock, log, mounter, memoryFeatures: deps.memoryFeatures, allocatable: () => admission().allocatable, runtimeHandlers: () => facts.runtimeHandlers(), volumes: volumeWorld },
     ...definedOnly({ podCgroups: cgroups, dns: deps.dns, machineMemory: deps.machineMemory }),
@@ -222,7 +224,14 @@ export function composeNode(deps: NodeDeps) {
     health: () => facts.health(),
     pluginHandlers,
     storageError: () => csi.storageError(),
-    volumes: { world: volumeWorld, deps: () => podVolumeDeps(host, podClusterParts, log) },
+    volumes: {
+      world: volumeWorld,
+      deps: () => podVolumeDeps(host, podClusterParts, log),
+      csi: new CsiOperations({
+        ...{ rootDir: config.rootDir, nodeName: config.nodeName, drivers: { endpoint: (name) => csiDrivers.get(name)?.endpoint ?? null }, attach: volumeWorld },
+        ...definedOnly({ api: csiApi, tokens: podClusterParts?.tokens }),
+      }),
+    },
     ...definedOnly({ cluster, tokens: podClusterParts?.tokens, kernelLog: deps.kernelLog }),
   });
   const runtimeCleanup = orphanCleanup(work, () => relister.runningPodUids(), cgroups);

@@ -240,6 +240,8 @@ export interface NodeStatusInputs {
   settings: NodeSettings;
   health: NodeHealth;
   images: readonly { repoTags: string[]; repoDigests: string[]; size: number }[];
+  /** The attachable volumes the volume manager uses or wants, by unique name (volume_manager.go GetVolumesInUse); none when absent. */
+  volumesInUse?: readonly string[];
 }
 
 export function nodeStatus(inputs: NodeStatusInputs, previous: Partial<NodeStatus> | undefined, now: string): NodeStatus {
@@ -258,7 +260,18 @@ export function nodeStatus(inputs: NodeStatusInputs, previous: Partial<NodeStatu
     ...(health.runtimeHandlers?.length
       ? { runtimeHandlers: health.runtimeHandlers.map(({ name, features }) => ({ name, features: { recursiveReadOnlyMounts: features.recursiveReadOnlyMounts, userNamespaces: features.userNamespaces } })) }
       : {}),
+    // setters.go VolumesInUse; an empty list is left out of the object (omitempty).
+    ...(inputs.volumesInUse?.length ? { volumesInUse: [...inputs.volumesInUse] } : {}),
   };
+}
+
+/**
+ * The status as the node's patch carries it: a list of volumes in use that has emptied is removed
+ * (`null`, as the kubelet's two-way patch from the old status removes it); `volumesAttached`, the
+ * attach-detach controller's, is never in it.
+ */
+export function statusPatch(previous: Partial<NodeStatus> | undefined, status: NodeStatus): object {
+  return previous?.volumesInUse?.length && !status.volumesInUse ? { ...status, volumesInUse: null } : status;
 }
 
 /** The Node the agent registers (initialNode), with its status already filled in. */
@@ -296,7 +309,8 @@ export function reconcilePatch(existing: NodeObject, wanted: NodeObject): object
   };
 }
 
-const withoutHeartbeats = (status: Partial<NodeStatus>) => ({
+/** What the node compares: its own fields, without the heartbeat times (and without the controller's volumesAttached). */
+const withoutHeartbeats = ({ volumesAttached: _controllers, ...status }: Partial<NodeStatus>) => ({
   ...status,
   conditions: (status.conditions ?? []).map(({ lastHeartbeatTime: _ignored, ...rest }) => rest),
 });

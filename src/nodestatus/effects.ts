@@ -22,6 +22,7 @@ import {
   reconcilePatch,
   shouldWriteStatus,
   statusChanged,
+  statusPatch,
 } from '../node/nodeObject.ts';
 import type { NodeStatusEffects } from './nodeStatus.ts';
 
@@ -43,6 +44,8 @@ interface NodeStatusEffectsDeps {
   recorder: EventRecorder;
   /** The pod CIDR(s) the runtime was told at start (--pod-cidr), comma-separated; '' : none. */
   podCidr: string;
+  /** The volume manager's attachable volumes in use, and its record of what a written status reported (MarkVolumesAsReportedInUse); absent: none. */
+  volumes?: { volumesInUse(): string[]; markVolumesReportedInUse(names: readonly string[]): void };
 }
 
 /** Immediate retries of a status write in one round (kubelet_node_status.go nodeStatusUpdateRetry). */
@@ -80,7 +83,7 @@ async function inputs(deps: NodeStatusEffectsDeps, pressure: readonly NodePressu
     health(deps, pressure),
     deps.images.listImages({ timeoutMs: 10_000 }).catch(() => []),
   ]);
-  return { machine, settings: deps.settings, health: nodeHealth, images };
+  return { machine, settings: deps.settings, health: nodeHealth, images, volumesInUse: deps.volumes?.volumesInUse() ?? [] };
 }
 
 export function createNodeStatusEffects(deps: NodeStatusEffectsDeps): NodeStatusEffects {
@@ -151,7 +154,9 @@ export function createNodeStatusEffects(deps: NodeStatusEffectsDeps): NodeStatus
         const ready = isReady(status);
         if (!shouldWriteStatus(podCidrChanged || statusChanged(previous, status), lastWrittenAt, now, deps.reportFrequencyMs)) return { written: false, ready };
         try {
-          record.node = await api.patchNodeStatus(settings.name, { status });
+          record.node = await api.patchNodeStatus(settings.name, { status: statusPatch(previous, status) });
+          // kubelet_node_status.go updateNodeStatus: the volumes it lists are reported in use once written.
+          deps.volumes?.markVolumesReportedInUse(status.volumesInUse ?? []);
           recordTransitions(previous, status);
           return { written: true, ready };
         } catch (err) {

@@ -15,7 +15,7 @@ const clockTime = (ms: number) => new Date(ms).toISOString().slice(11, 19);
 export const nodeStatusLoop = defineNodeLoop({
   name: 'nodeStatus',
   machine: nodeStatusMachine,
-  start: ({ config, cluster, runtime, images, nodeRecord, health, storageError, clock, log, recorder }) => {
+  start: ({ config, cluster, runtime, images, nodeRecord, health, storageError, clock, log, recorder, volumes }) => {
     if (!cluster) return null;
     const now = () => clock.now();
     let machine: Promise<MachineInfo> | undefined;
@@ -33,6 +33,7 @@ export const nodeStatusLoop = defineNodeLoop({
       log,
       recorder,
       podCidr: config.podCidr ?? '',
+      volumes: volumes.world,
     });
     return {
       logic: nodeStatusMachineWith(effects),

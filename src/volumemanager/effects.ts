@@ -1,14 +1,18 @@
 /**
  * The volume manager's effects over the node's parts: the upkeep's (the mount table, the token
  * cache) and each pod volume's operations, which set a volume up or tear it down with its plugin
- * (src/volumes/setUp.ts) and record the outcome in the volume world's actual state. A failed set-up
- * is the pod's Warning `FailedMount` event, worded as the kubelet's operation generator words it
- * (`MountVolume.SetUp failed for volume "<name>" : <cause>`).
+ * (src/volumes/setUp.ts in-process, src/volumes/csi/operations.ts through a CSI driver) and record
+ * the outcome in the volume world's actual state. A failed set-up is the pod's Warning
+ * `FailedMount` event, worded as the kubelet's operation generator words it
+ * (`MountVolume.SetUp failed for volume "<name>" : <cause>`), except the attach verification's,
+ * which the kubelet only logs.
  */
 import type { EventRecorder } from '../eventrecorder/recorder.ts';
 import { podReference } from '../eventrecorder/recorder.ts';
 import type { PodVolumeRef } from '../events.ts';
 import type { Logger } from '../log.ts';
+import { type CsiOperations, type CsiPodVolume, CsiOperationError } from '../volumes/csi/operations.ts';
+import { type CsiKind, type InTreeKind, isCsiKind } from '../volumes/desired.ts';
 import { type VolumeDeps, setUpVolume, tearDownVolume } from '../volumes/setUp.ts';
 import type { VolumeWorld } from '../volumes/world.ts';
 import type { PodVolumeEffects } from './podVolume.ts';
@@ -19,9 +23,15 @@ export interface PodVolumeParts {
   deps(): VolumeDeps;
   recorder: EventRecorder;
   log: Logger;
+  /** The CSI plugin's operations (its driver table, the attach state). */
+  csi: CsiOperations;
 }
 
-export function createPodVolumeEffects({ world, deps, recorder, log }: PodVolumeParts): PodVolumeEffects {
+const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
+const csiRef = (ref: PodVolumeRef & { kind: CsiKind }): CsiPodVolume => ({ id: ref.id, uid: ref.uid, uniqueName: ref.uniqueName, specName: ref.specName, kind: ref.kind });
+const isCsiRef = (ref: PodVolumeRef): ref is PodVolumeRef & { kind: CsiKind } => isCsiKind(ref.kind);
+
+export function createPodVolumeEffects({ world, deps, recorder, log, csi }: PodVolumeParts): PodVolumeEffects {
   return {
     async mount(ref: PodVolumeRef) {
       const wanted = world.desiredVolume(ref.uid, ref.outerName);
@@ -30,10 +40,10 @@ export function createPodVolumeEffects({ world, deps, recorder, log }: PodVolume
       const { pod, volume } = wanted;
       let path: string;
       try {
-        path = await setUpVolume(deps(), pod, volume);
+        path = isCsiRef(ref) ? await csi.mount(pod, csiRef(ref), volume.csi!) : await setUpVolume(deps(), pod, volume as typeof volume & { kind: InTreeKind });
       } catch (err) {
-        const message = err instanceof Error ? err.message : String(err);
-        recorder.event(podReference(pod), 'Warning', 'FailedMount', message);
+        const message = errorText(err);
+        if (!(err instanceof CsiOperationError) || err.recordEvent) recorder.event(podReference(pod), 'Warning', 'FailedMount', message);
         log('warn', 'Volume set-up failed', { pod: ref.pod, volume: ref.outerName, err: message });
         throw err;
       }
@@ -43,14 +53,28 @@ export function createPodVolumeEffects({ world, deps, recorder, log }: PodVolume
         uniqueName: ref.uniqueName,
         kind: ref.kind,
         path,
-        readOnly: claim?.readOnly ?? false,
+        readOnly: volume.csi?.readOnly ?? claim?.readOnly ?? false,
         ...(claim?.supplementalGroup !== undefined ? { supplementalGroup: claim.supplementalGroup } : {}),
         ...(claim ? { claim: { namespace: claim.claim.namespace, name: claim.claim.name } } : {}),
       });
     },
     async unmount(ref: PodVolumeRef) {
+      if (isCsiRef(ref)) {
+        // The publish goes first, and the pod's volume with it; the device is the volume's, unmounted after its last pod.
+        try {
+          await csi.unpublish(csiRef(ref));
+          world.markUnmounted(ref.uid, ref.outerName, ref.uniqueName);
+          await csi.release(csiRef(ref));
+        } catch (err) {
+          log('warn', 'Volume teardown failed', { pod: ref.pod, volume: ref.outerName, err: errorText(err) });
+          throw err;
+        }
+        world.operationEnded(ref.id);
+        return;
+      }
       try {
-        await tearDownVolume(deps(), ref.uid, ref);
+        // Not a CSI kind (above).
+        await tearDownVolume(deps(), ref.uid, { ...ref, kind: ref.kind as InTreeKind });
       } catch (err) {
         log('warn', 'Volume teardown failed', { pod: ref.pod, volume: ref.outerName, err: err instanceof Error ? err.message : String(err) });
         throw new Error(`UnmountVolume.TearDown failed for volume "${ref.outerName}" (UniqueName: "${ref.uniqueName}") pod "${ref.uid}": ${err instanceof Error ? err.message : String(err)}`);

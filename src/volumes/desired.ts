@@ -7,11 +7,22 @@
  */
 import type { Pod } from '../api/types.ts';
 import type { PodVolumeRef } from '../events.ts';
+import type { CSIDriver, CsiVolumeSource } from '../api/storage.ts';
 import type { BoundClaim } from './claims.ts';
+import { CSI_PLUGIN_NAME } from './csi/paths.ts';
+import { type CsiVolume, csiUniqueName, inlineCsiVolume, persistentCsiVolume, requiresRepublish } from './csi/spec.ts';
 import { type PodVolume, pluginOf, unsupportedVolume } from './plan.ts';
 
 /** The volume plugins this node serves, by what the volume or its PersistentVolume is. */
 export type VolumeKind = PodVolumeRef['kind'];
+
+/** The kinds the CSI plugin serves through a driver (src/volumes/csi/operations.ts); the others are set up in-process (setUp.ts). */
+export type CsiKind = 'csiPV' | 'csiInline';
+export type InTreeKind = Exclude<VolumeKind, CsiKind>;
+
+export function isCsiKind(kind: VolumeKind): kind is CsiKind {
+  return kind === 'csiPV' || kind === 'csiInline';
+}
 
 /** Each kind's plugin name (pkg/volume/<plugin> ...PluginName). */
 export const PLUGIN_NAMES: Record<VolumeKind, string> = {
@@ -23,6 +34,8 @@ export const PLUGIN_NAMES: Record<VolumeKind, string> = {
   hostPath: 'kubernetes.io/host-path',
   hostPathPV: 'kubernetes.io/host-path',
   localPV: 'kubernetes.io/local-volume',
+  csiPV: CSI_PLUGIN_NAME,
+  csiInline: CSI_PLUGIN_NAME,
 };
 
 /** The plugins whose SetUp runs again each time the pod is processed, to refresh their files (RequiresRemount). */
@@ -41,6 +54,10 @@ export interface DesiredVolume {
   claim?: BoundClaim;
   /** Set up again at each processing of its pod. */
   requiresRemount: boolean;
+  /** What a CSI volume asks of its driver. */
+  csi?: CsiVolume;
+  /** The attach-detach controller attaches it to the node first (a CSI PV whose driver requires attach). */
+  attachable: boolean;
 }
 
 /** The names of the volumes the pod's containers mount or use as devices (GetPodVolumeNames), in the pod's order. */
@@ -57,21 +74,36 @@ function pvSourceOf(claim: BoundClaim): string {
   return Object.keys(spec).find((key) => !['claimRef', 'volumeMode', 'accessModes', 'capacity', 'mountOptions', 'nodeAffinity', 'persistentVolumeReclaimPolicy', 'storageClassName', 'volumeAttributesClassName'].includes(key)) ?? 'unknown';
 }
 
-/** The volume as the manager keeps it, or why no plugin of this node serves it. */
-export function desiredVolume(pod: Pod, volume: PodVolume, claim?: BoundClaim): DesiredVolume | { error: string } {
+/**
+ * The volume as the manager keeps it, or why no plugin of this node serves it. `csiDriver`: the
+ * CSIDriver of a CSI volume's driver (null: it has none), which says whether it is attached and
+ * whether it is published again at each processing of its pod.
+ */
+export function desiredVolume(pod: Pod, volume: PodVolume, claim?: BoundClaim, csiDriver?: CSIDriver | null): DesiredVolume | { error: string } {
   const uid = pod.metadata.uid;
   if (claim) {
     const pvName = claim.pv.metadata.name;
     const spec = claim.pv.spec ?? {};
-    const base = { outerName: volume.name, specName: pvName, volume, claim, requiresRemount: false };
+    const base = { outerName: volume.name, specName: pvName, volume, claim, requiresRemount: false, attachable: false };
+    // A CSI volume is device-mountable: one name for all its pods, its driver's and handle's.
+    if (spec['csi']) {
+      // csi_block.go is not built: a raw block volume is refused, never mounted as a filesystem.
+      if (spec.volumeMode === 'Block') return { error: `volume ${volume.name}: this node does not map raw block CSI volumes (PersistentVolume ${pvName} has volumeMode Block)` };
+      const csi = persistentCsiVolume(claim.pv, claim.readOnly, csiDriver ?? null);
+      return { ...base, kind: 'csiPV', uniqueName: csiUniqueName(csi.driver, csi.volumeHandle), csi, attachable: csi.attachable, requiresRemount: requiresRepublish(csiDriver) };
+    }
     // A local volume is device-mountable, so one name for all its pods; a hostPath one is per pod (GetUniqueVolumeNameFromSpec).
     if (spec.local) return { ...base, kind: 'localPV', uniqueName: `${PLUGIN_NAMES.localPV}/${pvName}` };
     if (spec.hostPath) return { ...base, kind: 'hostPathPV', uniqueName: `${PLUGIN_NAMES.hostPathPV}/${uid}-${pvName}` };
     return { error: `no volume plugin matched: this node does not mount ${pvSourceOf(claim)} volumes (PersistentVolume ${pvName})` };
   }
+  const base = { outerName: volume.name, specName: volume.name, volume, attachable: false };
+  // An inline CSI volume is neither attachable nor device-mountable: a name per pod.
+  const inline = volume['csi'] as CsiVolumeSource | undefined;
+  if (inline) return { ...base, kind: 'csiInline', uniqueName: `${CSI_PLUGIN_NAME}/${uid}-${volume.name}`, requiresRemount: requiresRepublish(csiDriver), csi: inlineCsiVolume(pod, volume.name, inline) };
   const plugin = pluginOf(volume);
   if (!plugin) return { error: unsupportedVolume(volume)! };
-  return { outerName: volume.name, specName: volume.name, kind: plugin, uniqueName: `${PLUGIN_NAMES[plugin]}/${uid}-${volume.name}`, volume, requiresRemount: REMOUNTED.has(plugin) };
+  return { ...base, kind: plugin, uniqueName: `${PLUGIN_NAMES[plugin]}/${uid}-${volume.name}`, requiresRemount: REMOUNTED.has(plugin) };
 }
 
 /** Go's `%v` of a string slice: `[a b]`. */

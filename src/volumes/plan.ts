@@ -123,7 +123,7 @@ export function unsupportedVolume(volume: PodVolume): string | null {
   return `no volume plugin matched: this node does not mount ${plugin} volumes`;
 }
 
-/** Where the volume manager set a claim-backed volume up (volumes/world.ts MountedVolume). */
+/** Where the volume manager set a claim-backed or CSI volume up (volumes/world.ts MountedVolume). */
 interface MountedClaim {
   path: string;
   readOnly: boolean;
@@ -132,8 +132,8 @@ interface MountedClaim {
 /**
  * The container's mounts, or the error that keeps it from starting. `expand` replaces `$(VAR)`
  * references of a subPathExpr with the container's environment; `mounted` gives where the volume
- * manager set the pod's claim-backed volumes up (kubelet_pods.go makeMounts reads the mounter of
- * each volume: the path, and read-only for a read-only claim).
+ * manager set the pod's claim-backed and CSI volumes up (kubelet_pods.go makeMounts reads the mounter of
+ * each volume: the path, and read-only for a read-only claim or CSI volume).
  */
 export function containerMounts(
   podsDir: string,
@@ -147,9 +147,9 @@ export function containerMounts(
   for (const mount of container.volumeMounts ?? []) {
     const volume = volumes.get(mount.name);
     if (!volume) return { error: `cannot find volume "${mount.name}" to mount into container "${container.name}"` };
-    const claimed = isClaimBacked(volume) ? mounted.get(volume.name) : undefined;
-    // A claim-backed volume the volume manager has not set up is not among the pod's volumes (makeMounts).
-    if (isClaimBacked(volume) && !claimed) return { error: `cannot find volume "${mount.name}" to mount into container "${container.name}"` };
+    const claimed = pathFromVolumeManager(volume) ? mounted.get(volume.name) : undefined;
+    // A claim-backed or CSI volume the volume manager has not set up is not among the pod's volumes (makeMounts).
+    if (pathFromVolumeManager(volume) && !claimed) return { error: `cannot find volume "${mount.name}" to mount into container "${container.name}"` };
     const unsupported = claimed ? null : unsupportedVolume(volume);
     if (unsupported) return { error: `volume "${volume.name}": ${unsupported}` };
     const containerPath = mount.mountPath.startsWith('/') ? mount.mountPath : `/${mount.mountPath}`;
@@ -170,9 +170,13 @@ export function containerMounts(
   return { mounts };
 }
 
-/** A volume the pod gets through a claim: a persistentVolumeClaim, or a generic ephemeral volume. */
-export function isClaimBacked(volume: PodVolume): boolean {
-  return volume['persistentVolumeClaim'] !== undefined || volume['ephemeral'] !== undefined;
+/**
+ * A volume whose node path and read-only state only the volume manager knows: one the pod gets
+ * through a claim (a persistentVolumeClaim, or a generic ephemeral volume), or an inline CSI volume
+ * (published by its driver).
+ */
+function pathFromVolumeManager(volume: PodVolume): boolean {
+  return volume['persistentVolumeClaim'] !== undefined || volume['ephemeral'] !== undefined || volume['csi'] !== undefined;
 }
 
 /** The files a volume holds, or why it cannot be set up. */

@@ -33,7 +33,7 @@ import { mkdirAll } from './mkdirAll.ts';
 import { type Mounter, tmpfsSizeBytes } from './mounter.ts';
 import { hugePageSize, isHugePageMedium } from './hugePages.ts';
 import { PLUGIN_DIRS, type Payload, type PodVolume, downwardPayload, hostPathCheck, keyedPayload, projectedPayload, volumeDir } from './plan.ts';
-import type { DesiredVolume } from './desired.ts';
+import type { DesiredVolume, InTreeKind } from './desired.ts';
 import { fileTypeAt, setUpLocalVolume, tearDownLocalVolume } from './persistent.ts';
 import type { TokenSource } from './tokens.ts';
 import { type ClusterTrustBundleProjection, trustAnchorsFor } from './trustAnchors.ts';
@@ -97,7 +97,7 @@ export class PodDataDirs {
  * already, makePodDataDirs) and returns the node path its containers mount; rejects with the
  * kubelet's `MountVolume.SetUp failed for volume "<name>" : <cause>`.
  */
-export async function setUpVolume(deps: VolumeDeps, pod: Pod, desired: DesiredVolume): Promise<string> {
+export async function setUpVolume(deps: VolumeDeps, pod: Pod, desired: DesiredVolume & { kind: InTreeKind }): Promise<string> {
   const { volume } = desired;
   try {
     switch (desired.kind) {
@@ -133,7 +133,7 @@ export async function setUpVolume(deps: VolumeDeps, pod: Pod, desired: DesiredVo
  * and removed with what it holds (an emptyDir's data goes, so an evicted pod frees the disk it
  * filled); the node's own paths (hostPath) are left as they are.
  */
-export async function tearDownVolume(deps: Pick<VolumeDeps, 'podsDir' | 'mounter'>, uid: string, desired: Pick<DesiredVolume, 'kind' | 'outerName' | 'specName'>): Promise<void> {
+export async function tearDownVolume(deps: Pick<VolumeDeps, 'podsDir' | 'mounter'>, uid: string, desired: Pick<DesiredVolume, 'outerName' | 'specName'> & { kind: InTreeKind }): Promise<void> {
   if (desired.kind === 'hostPath' || desired.kind === 'hostPathPV') return;
   if (desired.kind === 'localPV') return tearDownLocalVolume(deps.mounter, deps.podsDir, uid, desired.specName);
   const dir = path.join(deps.podsDir, uid, 'volumes', PLUGIN_DIRS[desired.kind], desired.outerName);

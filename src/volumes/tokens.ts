@@ -34,7 +34,7 @@ export function tokenNeedsRefresh(cached: Pick<CachedToken, 'expiresAtMs' | 'exp
   return nowMs < issuedAtMs;
 }
 
-interface TokenRequestFor {
+export interface TokenRequestFor {
   namespace: string;
   serviceAccount: string;
   audience?: string;
@@ -42,15 +42,24 @@ interface TokenRequestFor {
   pod: { name: string; uid: string };
 }
 
+/** A token with its expiry (authentication/v1 TokenRequestStatus), as a CSI driver is given it. */
+export interface TokenStatus {
+  token: string;
+  /** RFC 3339, whole seconds (metav1.Time). */
+  expirationTimestamp: string;
+}
+
 /** What callers see of the token manager. */
 export interface TokenSource {
   token(request: TokenRequestFor): Promise<string>;
+  /** The token with its expiry (the CSI plugin's tokenRequests: csi_mounter.go podServiceAccountTokenAttrs). */
+  tokenStatus(request: TokenRequestFor): Promise<TokenStatus>;
 }
 
 export class TokenManager implements TokenSource {
   private readonly cache = new Map<string, CachedToken>();
   /** Requests under way by key: concurrent syncs of one pod ask once. */
-  private readonly inFlight = new Map<string, Promise<string>>();
+  private readonly inFlight = new Map<string, Promise<CachedToken>>();
 
   constructor(
     private readonly api: Pick<KubeApi, 'createServiceAccountToken'>,
@@ -64,10 +73,19 @@ export class TokenManager implements TokenSource {
     return this.cache.size;
   }
 
-  token(request: TokenRequestFor): Promise<string> {
+  async token(request: TokenRequestFor): Promise<string> {
+    return (await this.cached(request)).token;
+  }
+
+  async tokenStatus(request: TokenRequestFor): Promise<TokenStatus> {
+    const { token, expiresAtMs } = await this.cached(request);
+    return { token, expirationTimestamp: new Date(expiresAtMs).toISOString().replace(/\.\d{3}Z$/, 'Z') };
+  }
+
+  private cached(request: TokenRequestFor): Promise<CachedToken> {
     const key = cacheKey(request);
     const cached = this.cache.get(key);
-    if (cached && !tokenNeedsRefresh(cached, this.now(), this.jitter())) return Promise.resolve(cached.token);
+    if (cached && !tokenNeedsRefresh(cached, this.now(), this.jitter())) return Promise.resolve(cached);
     let pending = this.inFlight.get(key);
     if (!pending) {
       pending = this.refresh(key, request, cached).finally(() => this.inFlight.delete(key));
@@ -76,7 +94,7 @@ export class TokenManager implements TokenSource {
     return pending;
   }
 
-  private async refresh(key: string, request: TokenRequestFor, cached: CachedToken | undefined): Promise<string> {
+  private async refresh(key: string, request: TokenRequestFor, cached: CachedToken | undefined): Promise<CachedToken> {
     const spec: TokenRequestSpec = {
       ...(request.audience ? { audiences: [request.audience] } : {}),
       expirationSeconds: request.expirationSeconds,
@@ -90,11 +108,11 @@ export class TokenManager implements TokenSource {
       if (!cached) throw new Error(`failed to fetch token: ${cause}`);
       if (this.now() > cached.expiresAtMs) throw new Error(`token ${key} expired and refresh failed: ${cause}`);
       this.log('error', "Couldn't update token", { cacheKey: key, err: cause });
-      return cached.token;
+      return cached;
     }
-    const expiresAtMs = Date.parse(issued.expirationTimestamp);
-    this.cache.set(key, { token: issued.token, expiresAtMs, expirationSeconds: issued.expirationSeconds, podUID: request.pod.uid });
-    return issued.token;
+    const fresh = { token: issued.token, expiresAtMs: Date.parse(issued.expirationTimestamp), expirationSeconds: issued.expirationSeconds, podUID: request.pod.uid };
+    this.cache.set(key, fresh);
+    return fresh;
   }
 
   /** The pod's tokens are no longer kept (its volumes were torn down). */

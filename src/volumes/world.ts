@@ -19,12 +19,14 @@
  * some could not be processed (`unmounted volumes=[…], unattached volumes=[…], failed to process
  * volumes=[…]: <errors>`); refused after 2 m 3 s otherwise, the operations still retrying.
  */
+import type { CSIDriver } from '../api/storage.ts';
 import type { Pod } from '../api/types.ts';
 import type { Clock } from '../clock.ts';
 import type { EventOf, PodVolumeRef } from '../events.ts';
-import { type ClaimReader, claimOf, resolveClaim } from './claims.ts';
+import { type ClaimReader, type BoundClaim, claimOf, resolveClaim } from './claims.ts';
+import type { AttachState } from './csi/operations.ts';
 import { type DesiredVolume, desiredVolume, expectedVolumeNames, waitErrorText } from './desired.ts';
-import { podVolumes } from './plan.ts';
+import { type PodVolume, podVolumes } from './plan.ts';
 
 /** volume_manager.go podAttachAndMountTimeout, podAttachAndMountRetryInterval. */
 export const ATTACH_AND_MOUNT_TIMEOUT_MS = 123_000;
@@ -74,17 +76,23 @@ type Waiter = { uid: string; check(): boolean };
 export interface VolumeWorldOptions {
   /** The claims and volumes, read live; absent on a node without an API server (a claim cannot be resolved). */
   claims?: ClaimReader;
+  /** A CSI driver's CSIDriver object (null: it has none), read when a pod's CSI PersistentVolume is processed; absent without an API server. */
+  csiDrivers?: (name: string) => Promise<CSIDriver | null>;
   /** The waits' clock. */
   clock: Clock;
 }
 
-export class VolumeWorld {
+export class VolumeWorld implements AttachState {
   private readonly desired = new Map<string, DesiredPod>();
+  /** The actual state's attachable volumes the controller attached (MarkVolumeAsAttached), by unique name, until their device is unmounted. */
+  private readonly attachedVolumes = new Set<string>();
+  /** The `volumesInUse` of the last Node status written (MarkVolumesAsReportedInUse). */
+  private reported = new Set<string>();
   private readonly actual = new Map<string, Map<string, MountedVolume>>();
   /** The operations (actors) the loop runs, by id, with the volume they serve. */
   private readonly operations = new Map<string, PodVolumeRef>();
-  /** Operations told to tear down whose actors have not ended yet: their ids are not reused. */
-  private readonly ending = new Set<string>();
+  /** Operations told to tear down whose actors have not ended yet, with their pods: their ids are not reused. */
+  private readonly ending = new Map<string, string>();
   private readonly waiters = new Set<Waiter>();
   private listener: ((changes: VolumeChanges) => void) | null = null;
 
@@ -118,7 +126,7 @@ export class VolumeWorld {
           const claim = claimOf(pod, volume)
             ? await (this.options.claims ? resolveClaim(this.options.claims, pod, volume, devices.has(name) ? 'device' : 'mount') : Promise.reject(new Error(`error processing PVC ${pod.metadata.namespace}/${claimOf(pod, volume)!.name}: this node has no API server`)))
             : undefined;
-          const found = desiredVolume(pod, volume, claim);
+          const found = desiredVolume(pod, volume, claim, await this.csiDriverOf(volume, claim));
           if ('error' in found) errors.push(found.error);
           else volumes.set(name, found);
         } catch (err) {
@@ -145,14 +153,52 @@ export class VolumeWorld {
     if (this.desired.get(uid) === entry && this.unmounted(uid).length > 0) throw new VolumeWaitError(this.waitError(uid, 'context deadline exceeded'), true);
   }
 
-  /** The pod is no longer desired (terminated or gone): its volumes are torn down; resolves once none is set up (WaitForUnmount). */
+  /**
+   * The pod is no longer desired (terminated or gone): its volumes are torn down; resolves once none
+   * is set up and its operations have ended (WaitForUnmount), so a publish left uncertain is
+   * unpublished before the pod's directory goes.
+   */
   async unmountPod(uid: string, signal?: AbortSignal): Promise<void> {
     this.desired.delete(uid);
     this.announce(uid, false);
-    if (this.mountedCount(uid) === 0) return;
-    await this.wait(uid, () => this.mountedCount(uid) === 0, signal);
+    const done = () => this.mountedCount(uid) === 0 && ![...this.ending.values()].includes(uid);
+    if (done()) return;
+    await this.wait(uid, done, signal);
     const left = [...(this.actual.get(uid)?.keys() ?? [])].sort();
     if (left.length > 0) throw new VolumeWaitError(`mounted volumes=[${left.join(' ')}]: context deadline exceeded`, true);
+  }
+
+  /**
+   * The Node's `status.volumesInUse` (volume_manager.go GetVolumesInUse): the attachable volumes
+   * the pods want and those the node still holds attached, by unique name, sorted.
+   */
+  volumesInUse(): string[] {
+    const names = new Set(this.attachedVolumes);
+    for (const entry of this.desired.values()) for (const volume of entry.volumes.values()) if (volume.attachable) names.add(volume.uniqueName);
+    return [...names].sort();
+  }
+
+  /** The Node status listing `names` in volumesInUse was written (MarkVolumesAsReportedInUse). */
+  markVolumesReportedInUse(names: readonly string[]): void {
+    this.reported = new Set(names);
+    for (const uid of this.desired.keys()) this.wake(uid);
+  }
+
+  reportedInUse(uniqueName: string): boolean {
+    return this.reported.has(uniqueName);
+  }
+
+  attached(uniqueName: string): boolean {
+    return this.attachedVolumes.has(uniqueName);
+  }
+
+  markAttached(uniqueName: string): void {
+    this.attachedVolumes.add(uniqueName);
+    for (const uid of this.desired.keys()) this.wake(uid);
+  }
+
+  markDetached(uniqueName: string): void {
+    this.attachedVolumes.delete(uniqueName);
   }
 
   /** The pod's volumes that are set up, by name (GetMountedVolumesForPod). */
@@ -194,7 +240,9 @@ export class VolumeWorld {
 
   /** The loop's actor ended (its volume torn down): a later processing of the pod may start it again. */
   operationEnded(id: string): void {
+    const uid = this.ending.get(id);
     this.ending.delete(id);
+    if (uid !== undefined) this.wake(uid);
   }
 
   /** Tells the loop which of the pod's operations to start, refresh and stop. */
@@ -207,7 +255,7 @@ export class VolumeWorld {
       if (!wanted || wanted.uniqueName !== op.uniqueName) {
         changes.unmount.push(id);
         this.operations.delete(id);
-        this.ending.add(id);
+        this.ending.set(id, uid);
       } else if (refresh && wanted.requiresRemount) {
         changes.remount.push(id);
       }
@@ -238,7 +286,20 @@ export class VolumeWorld {
   private waitError(uid: string, cause: string): string {
     const entry = this.desired.get(uid);
     const notProcessed = (entry?.expected ?? []).filter((name) => !entry?.volumes.has(name));
-    return waitErrorText(this.unmounted(uid), [], notProcessed, cause);
+    // getUnattachedVolumes: attachable volumes not yet in the actual state.
+    const unattached = [...(entry?.volumes.values() ?? [])].filter((v) => v.attachable && !this.attachedVolumes.has(v.uniqueName)).map((v) => v.outerName);
+    return waitErrorText(this.unmounted(uid), unattached, notProcessed, cause);
+  }
+
+  /**
+   * The CSIDriver of a CSI volume's driver, inline or a claim's PersistentVolume's (whether it is
+   * attached, csi_plugin.go CanAttach; republished, RequiresRemount); undefined for other volumes.
+   */
+  private async csiDriverOf(volume: PodVolume, claim: BoundClaim | undefined): Promise<CSIDriver | null | undefined> {
+    const source = (claim ? claim.pv.spec?.['csi'] : volume['csi']) as { driver?: string } | undefined;
+    if (!source) return undefined;
+    if (!this.options.csiDrivers) return null;
+    return this.options.csiDrivers(source.driver ?? '');
   }
 
   /** Resolves when `done()` holds, at the timeout, or when `signal` aborts (rejecting with its reason). */

@@ -6,7 +6,7 @@
  * what the cluster suite runs against; this double only makes the sources' and writers' edge
  * cases quick and deterministic to reach.
  */
-import type { PersistentVolume, PersistentVolumeClaim } from '../../src/api/storage.ts';
+import type { CSIDriver, PersistentVolume, PersistentVolumeClaim, VolumeAttachment } from '../../src/api/storage.ts';
 import type { ClusterTrustBundle, CSINode, KubeEvent, Lease, NodeObject, RuntimeClass, Service } from '../../src/api/cluster.ts';
 import type { Pod } from '../../src/api/types.ts';
 import { type AccessReview, ApiError, type IssuedToken, type ReviewedToken, type UserInfo, type KubeApi, type PodList, type TokenRequestSpec, type WatchEventType, type WatchHandlers } from '../../src/client/api.ts';
@@ -41,6 +41,9 @@ export class MemoryApi implements KubeApi {
   /** PersistentVolumeClaims by `namespace/name`, PersistentVolumes by name. */
   readonly claims = new Map<string, PersistentVolumeClaim>();
   readonly volumes = new Map<string, PersistentVolume>();
+  /** CSIDrivers and VolumeAttachments by name (the CSI mount flow's reads). */
+  readonly csiDrivers = new Map<string, CSIDriver>();
+  readonly volumeAttachments = new Map<string, VolumeAttachment>();
   /** Services, listed as they are (their watch never reports a change). */
   readonly services: Service[] = [];
   /** Listed once by the node's RuntimeClass lister (its watch sends nothing). */
@@ -315,6 +318,21 @@ export class MemoryApi implements KubeApi {
     await this.enter('getPersistentVolume');
     const found = this.volumes.get(name);
     if (!found) throw new ApiError(404, 'NotFound', `persistentvolumes "${name}" not found`, `GET persistentvolumes ${name}`);
+    return clone(found);
+  }
+
+  // The CSI mount flow's reads.
+  async getCSIDriver(name: string): Promise<CSIDriver> {
+    await this.enter('getCSIDriver');
+    const found = this.csiDrivers.get(name);
+    if (!found) throw new ApiError(404, 'NotFound', `csidrivers.storage.k8s.io "${name}" not found`, `GET csidrivers ${name}`);
+    return clone(found);
+  }
+
+  async getVolumeAttachment(name: string): Promise<VolumeAttachment> {
+    await this.enter('getVolumeAttachment');
+    const found = this.volumeAttachments.get(name);
+    if (!found) throw new ApiError(404, 'NotFound', `volumeattachments.storage.k8s.io "${name}" not found`, `GET volumeattachments ${name}`);
     return clone(found);
   }
 

@@ -11,6 +11,8 @@ import { createPodVolumeEffects } from '../../src/volumemanager/effects.ts';
 import { volumeManagerMachineWith } from '../../src/volumemanager/volumeManager.ts';
 import { diskOnly } from '../../src/volumes/mounter.ts';
 import type { VolumeDeps } from '../../src/volumes/setUp.ts';
+import { type CsiOperationsDeps, CsiOperations } from '../../src/volumes/csi/operations.ts';
+import path from 'node:path';
 import { type VolumeWorldOptions, VolumeWorld } from '../../src/volumes/world.ts';
 
 export function runningVolumeManager(options: {
@@ -19,9 +21,13 @@ export function runningVolumeManager(options: {
   log?: Logger;
   clock?: Clock;
   claims?: VolumeWorldOptions['claims'];
+  csiDrivers?: VolumeWorldOptions['csiDrivers'];
+  /** The CSI plugin's parts; by default no driver is registered, the node named `node-a`, its root the pods directory's parent. */
+  csi?: Partial<Omit<CsiOperationsDeps, 'attach'>>;
 }): { world: VolumeWorld; stop(): void } {
   const clock = options.clock ?? realClock;
-  const world = new VolumeWorld({ clock, ...(options.claims ? { claims: options.claims } : {}) });
+  const world = new VolumeWorld({ clock, ...(options.claims ? { claims: options.claims } : {}), ...(options.csiDrivers ? { csiDrivers: options.csiDrivers } : {}) });
+  const csi = new CsiOperations({ rootDir: path.dirname(options.deps.podsDir), nodeName: 'node-a', drivers: { endpoint: () => null }, ...options.csi, attach: world });
   const deps: VolumeDeps = { mounter: diskOnly, now: () => clock.now(), ...options.deps };
   const logic = volumeManagerMachineWith(
     {
@@ -29,7 +35,7 @@ export function runningVolumeManager(options: {
       collect: async () => ({ mounts: 0, tokens: 0, dropped: 0 }),
       listen: (changed) => world.listen(changed),
     },
-    createPodVolumeEffects({ world, deps: () => deps, recorder: options.recorder, log: options.log ?? silentLogger }),
+    createPodVolumeEffects({ world, deps: () => deps, csi, recorder: options.recorder, log: options.log ?? silentLogger }),
   );
   const actor = createActor(logic, { clock });
   actor.start();

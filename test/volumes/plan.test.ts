@@ -53,6 +53,14 @@ describe('containerMounts', () => {
     expect('mounts' in found && found.mounts.find((m) => m.volumeName === 'claim')).toMatchObject({ hostPath: '/mnt/disks/pv-1', readonly: true });
   });
 
+  it('mounts an inline CSI volume where its driver published it, once the volume manager has', () => {
+    const inline = pod([{ name: 'app', image: 'busybox', volumeMounts: [{ name: 'scratch', mountPath: '/scratch' }] }], [{ name: 'scratch', csi: { driver: 'd.example.com' } }]);
+    expect(containerMounts('/p', inline, inline.spec.containers[0]!)).toEqual({ error: 'cannot find volume "scratch" to mount into container "app"' });
+    const target = '/p/u1/volumes/kubernetes.io~csi/scratch/mount';
+    const found = containerMounts('/p', inline, inline.spec.containers[0]!, (t) => t, new Map([['scratch', { path: target, readOnly: false }]]));
+    expect('mounts' in found && found.mounts).toEqual([{ volumeName: 'scratch', containerPath: '/scratch', hostPath: target, readonly: false, propagation: 'PROPAGATION_PRIVATE' }]);
+  });
+
   it('sets up only the mounted volumes', () => {
     expect([...expectedVolumeNames(p).mounts]).toEqual(['scratch', 'cache', 'token', 'claim']);
   });

@@ -7,7 +7,7 @@ import type { Pod } from '../../src/api/types.ts';
 import { ApiError } from '../../src/client/api.ts';
 import { apiObjectReader } from '../../src/client/objects.ts';
 import type { Mounter } from '../../src/volumes/mounter.ts';
-import { desiredVolume, expectedVolumeNames } from '../../src/volumes/desired.ts';
+import { type InTreeKind, isCsiKind, desiredVolume, expectedVolumeNames } from '../../src/volumes/desired.ts';
 import { podVolumes } from '../../src/volumes/plan.ts';
 import { type VolumeDeps, setUpVolume, tearDownPodVolumes } from '../../src/volumes/setUp.ts';
 import { TokenManager } from '../../src/volumes/tokens.ts';
@@ -77,7 +77,8 @@ async function setUpPodVolumes(deps: VolumeDeps, p: Pod): Promise<void> {
   for (const volume of podVolumes(p).filter((v) => expected.has(v.name))) {
     const desired = desiredVolume(p, volume);
     if ('error' in desired) throw new Error(desired.error);
-    await setUpVolume(deps, p, desired);
+    if (isCsiKind(desired.kind)) throw new Error(`${volume.name}: a CSI volume is mounted by its driver, not setUpVolume`);
+    await setUpVolume(deps, p, desired as typeof desired & { kind: InTreeKind });
   }
 }
 
