@@ -33,8 +33,8 @@ type TypeFields = Readonly<Record<string, FieldHandling>>;
 const implemented = (where: string): FieldHandling => ({ implemented: where });
 const controlPlane = (who: string): FieldHandling => ({ controlPlane: who });
 const refused = (why: string, allowed?: readonly unknown[]): FieldHandling => ({ refused: why, at: 'admission', ...(allowed ? { allowed } : {}) });
-/** Claim-backed volumes: the claim resolved to its PersistentVolume by the volume manager, which mounts hostPath and local volumes (not CSI ones yet). */
-const CLAIMS = 'src/volumes/claims.ts, src/volumes/world.ts; hostPath and local PersistentVolumes (src/volumes/persistent.ts); a PersistentVolume of another plugin is FailedMount';
+/** Claim-backed volumes: the claim resolved to its PersistentVolume by the volume manager, which mounts hostPath, local and CSI volumes (filesystem mode). */
+const CLAIMS = 'src/volumes/claims.ts, src/volumes/world.ts; hostPath and local PersistentVolumes (src/volumes/persistent.ts), CSI ones through their registered driver (src/volumes/csi/operations.ts); a PersistentVolume of another plugin, or in Block mode, is FailedMount';
 
 const noPlugin = (plugin: string): FieldHandling => ({ refused: `no volume plugin: ${plugin}`, at: 'mount' });
 
