@@ -15,7 +15,9 @@
 #                the busybox layer + a static /agnhost (k8s.io/kubernetes/test/images/agnhost from
 #                test/controlplane's go.mod) and /agnhost-2, bash (Debian's bash-static),
 #                /usr/bin/curl with the libraries it links, /uploads, porter's localhost.crt/.key,
-#                user user-defined-in-image (1000) in group group-defined-in-image (50000);
+#                user user-defined-in-image (1000) in group group-defined-in-image (50000),
+#                /usr/local/bin/nsenter (busybox's, reaching the host's mount namespace through
+#                the containerd shim where pid 1 refuses it: the storage specs' host-exec pods);
 #                Entrypoint ["/agnhost"], Cmd ["pause"]. AGNHOST=/path uses a built agnhost.
 #   pause.tar    registry.k8s.io/pause:3.10.2
 #                upstream's build/pause/linux/pause.c built with `gcc -static` (a Go program that
@@ -357,6 +359,36 @@ nogroup:x:65534:'
   users "$r" 'user-defined-in-image:x:1000:1000:Linux User,,,:/home/user-defined-in-image:/bin/sh' \
     'user-defined-in-image:x:1000:
 group-defined-in-image:x:50000:user-defined-in-image'
+  # /usr/local/bin/nsenter, before busybox's on PATH: the storage specs' host-exec pods run
+  # `nsenter --mount=/rootfs/proc/1/ns/mnt -- sh -c CMD` to reach the host's mount namespace, and
+  # on these machines pid 1 (the VM's init) refuses its namespaces even to root.
+  mkdir -p "$r/usr/local/bin"
+  cat > "$r/usr/local/bin/nsenter" <<'NSENTER'
+#!/bin/sh
+# busybox's nsenter, except for the host-exec pods of the storage specs
+# (test/e2e/storage/utils/host_exec.go: a privileged pod on the host's network, the host's / at
+# /rootfs, running `nsenter --mount=/rootfs/proc/1/ns/mnt -- sh -c CMD`): where the host's pid 1
+# refuses its namespaces even to root (these machines' pid 1 is the VM's init), the host's mount
+# namespace is taken from the nearest ancestor of this shell, numbered as the host's /proc numbers
+# it, outside the container's mount namespace: the containerd shim, in the host's.
+if [ "$1" = --mount=/rootfs/proc/1/ns/mnt ] && ! readlink /rootfs/proc/1/ns/mnt >/dev/null 2>&1; then
+  own=$(readlink /proc/self/ns/mnt)
+  # This shell as the host numbers it: the parent of the sed reading the host's /proc/self.
+  pid=$(sed -n 's/^PPid:[[:space:]]*//p' /rootfs/proc/self/status)
+  while [ -n "$pid" ] && [ "$pid" -gt 1 ]; do
+    ns=$(readlink "/rootfs/proc/$pid/ns/mnt" 2>/dev/null)
+    if [ -n "$ns" ] && [ "$ns" != "$own" ]; then
+      shift
+      exec /bin/busybox nsenter "--mount=/rootfs/proc/$pid/ns/mnt" "$@"
+    fi
+    pid=$(sed -n 's/^PPid:[[:space:]]*//p' "/rootfs/proc/$pid/status")
+  done
+  echo "nsenter: /rootfs/proc/1/ns/mnt cannot be opened and no ancestor of this process is outside the container's mount namespace" >&2
+  exit 1
+fi
+exec /bin/busybox nsenter "$@"
+NSENTER
+  chmod 0755 "$r/usr/local/bin/nsenter"
   layer "$r" "$w/agnhost.layer"
   oci_archive "$w/agnhost.tar" "$arch" \
     "$path_env,\"Entrypoint\":[\"/agnhost\"],\"Cmd\":[\"pause\"],\"WorkingDir\":\"/\",\"ExposedPorts\":{\"80/tcp\":{},\"8080/tcp\":{},\"8081/tcp\":{},\"9376/tcp\":{},\"5000/tcp\":{}}" \
