@@ -369,9 +369,10 @@ group-defined-in-image:x:50000:user-defined-in-image'
 # (test/e2e/storage/utils/host_exec.go: a privileged pod on the host's network, the host's / at
 # /rootfs, running `nsenter --mount=/rootfs/proc/1/ns/mnt -- sh -c CMD`): where the host's pid 1
 # refuses its namespaces even to root (these machines' pid 1 is the VM's init), the host's mount
-# namespace is taken from the nearest ancestor of this shell outside the container's mount
-# namespace: the containerd shim, in the host's. The host's /proc numbers the processes as the
-# host does; it is read by this shell itself (no subshell whose pid would be gone).
+# namespace is taken from this container's containerd shim, the nearest ancestor of this shell
+# named containerd-shim* (a nearer one, `runc exec`, is gone a moment later). The host's /proc
+# numbers the processes as the host does; it is read by this shell itself (no subshell whose pid
+# would be gone).
 status() { # PID KEY: $value = KEY's value in the host's /proc/PID/status
   value=
   while read -r key rest; do
@@ -379,19 +380,20 @@ status() { # PID KEY: $value = KEY's value in the host's /proc/PID/status
   done < "/rootfs/proc/$1/status"
 }
 if [ "$1" = --mount=/rootfs/proc/1/ns/mnt ] && ! readlink /rootfs/proc/1/ns/mnt >/dev/null 2>&1; then
-  own=$(readlink /proc/self/ns/mnt)
   status self Pid
   pid=$value
   while [ -n "$pid" ] && [ "$pid" -gt 1 ]; do
-    ns=$(readlink "/rootfs/proc/$pid/ns/mnt" 2>/dev/null)
-    if [ -n "$ns" ] && [ "$ns" != "$own" ]; then
-      shift
-      exec /bin/busybox nsenter "--mount=/rootfs/proc/$pid/ns/mnt" "$@"
-    fi
+    status "$pid" Name
+    case $value in
+      containerd-shim*)
+        shift
+        exec /bin/busybox nsenter "--mount=/rootfs/proc/$pid/ns/mnt" "$@"
+        ;;
+    esac
     status "$pid" PPid
     pid=$value
   done
-  echo "nsenter: /rootfs/proc/1/ns/mnt cannot be opened and no ancestor of this shell is outside the container's mount namespace" >&2
+  echo "nsenter: /rootfs/proc/1/ns/mnt cannot be opened and no ancestor of this shell is a containerd shim" >&2
   exit 1
 fi
 exec /bin/busybox nsenter "$@"
