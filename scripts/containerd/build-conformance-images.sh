@@ -387,7 +387,10 @@ if [ "$1" = --mount=/rootfs/proc/1/ns/mnt ] && ! readlink /rootfs/proc/1/ns/mnt 
     case $value in
       containerd-shim*)
         shift
-        exec /bin/busybox nsenter "--mount=/rootfs/proc/$pid/ns/mnt" "$@"
+        [ "$1" = -- ] && shift
+        # The command through the host's env: busybox would run its own applets (sh, losetup,
+        # mount…) for names without a slash, not the host's programs.
+        exec /bin/busybox nsenter "--mount=/rootfs/proc/$pid/ns/mnt" -- /usr/bin/env "$@"
         ;;
     esac
     status "$pid" PPid
@@ -395,6 +398,11 @@ if [ "$1" = --mount=/rootfs/proc/1/ns/mnt ] && ! readlink /rootfs/proc/1/ns/mnt 
   done
   echo "nsenter: /rootfs/proc/1/ns/mnt cannot be opened and no ancestor of this shell is a containerd shim" >&2
   exit 1
+fi
+if [ "${1#--mount=}" != "$1" ] && [ "$2" = -- ]; then
+  mount=$1
+  shift 2
+  exec /bin/busybox nsenter "$mount" -- /usr/bin/env "$@"
 fi
 exec /bin/busybox nsenter "$@"
 NSENTER
