@@ -373,28 +373,35 @@ group-defined-in-image:x:50000:user-defined-in-image'
 # named containerd-shim* (a nearer one, `runc exec`, is gone a moment later). The host's /proc
 # numbers the processes as the host does; it is read by this shell itself (no subshell whose pid
 # would be gone).
-status() { # PID KEY: $value = KEY's value in the host's /proc/PID/status
+status() { # PID KEY: $value = KEY's value in the host's /proc/PID/status; fails when PID is gone
   value=
+  [ -r "/rootfs/proc/$1/status" ] || return 1
   while read -r key rest; do
     if [ "$key" = "$2:" ]; then value=$rest; break; fi
-  done < "/rootfs/proc/$1/status"
+  done 2>/dev/null < "/rootfs/proc/$1/status"
+  [ -n "$value" ]
+}
+shim() { # $shim = the pid of the nearest ancestor named containerd-shim*, or empty
+  shim=
+  status self Pid || return
+  pid=$value
+  while [ "$pid" -gt 1 ]; do
+    status "$pid" Name || return
+    case $value in containerd-shim*) shim=$pid; return ;; esac
+    status "$pid" PPid || return
+    pid=$value
+  done
 }
 if [ "$1" = --mount=/rootfs/proc/1/ns/mnt ] && ! readlink /rootfs/proc/1/ns/mnt >/dev/null 2>&1; then
-  status self Pid
-  pid=$value
-  while [ -n "$pid" ] && [ "$pid" -gt 1 ]; do
-    status "$pid" Name
-    case $value in
-      containerd-shim*)
-        shift
-        [ "$1" = -- ] && shift
-        # The command through the host's env: busybox would run its own applets (sh, losetup,
-        # mount…) for names without a slash, not the host's programs.
-        exec /bin/busybox nsenter "--mount=/rootfs/proc/$pid/ns/mnt" -- /usr/bin/env "$@"
-        ;;
-    esac
-    status "$pid" PPid
-    pid=$value
+  shift
+  [ "$1" = -- ] && shift
+  # An ancestor exiting under the walk (runc exec) makes it start again.
+  for attempt in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+    shim
+    # The command through the host's env: busybox would run its own applets (sh, losetup,
+    # mount…) for names without a slash, not the host's programs.
+    [ -n "$shim" ] && exec /bin/busybox nsenter "--mount=/rootfs/proc/$shim/ns/mnt" -- /usr/bin/env "$@"
+    sleep 0.2
   done
   echo "nsenter: /rootfs/proc/1/ns/mnt cannot be opened and no ancestor of this shell is a containerd shim" >&2
   exit 1
