@@ -6,7 +6,7 @@
  * it is new; the upstream kubelet's baseline and docs/conformance.md, both kept by focus group
  * (scripts/conformance/groups.ts), a run replacing only the groups it ran.
  */
-import { groupOf, REPORT_GROUPS } from './groups.ts';
+import { GROUP_NAMES, groupOf } from './groups.ts';
 
 /** One spec of ginkgo's JSON report (types.SpecReport), the fields read here. */
 interface GinkgoSpecReport {
@@ -136,7 +136,7 @@ export const OTHER = 'other';
 /** The groups the specs of a run belong to, in report order (`other` last). */
 export function groupsOf(results: readonly SpecResult[]): string[] {
   const found = new Set<string>(results.map((r) => groupOf(r.name) ?? OTHER));
-  return [...REPORT_GROUPS, OTHER].filter((g) => found.has(g));
+  return [...GROUP_NAMES, OTHER].filter((g) => found.has(g));
 }
 
 /**
@@ -171,7 +171,7 @@ export function parseBaseline(text: string): Baseline {
 }
 
 export function baselineText(baseline: Baseline): string {
-  const order = [...REPORT_GROUPS, OTHER].filter((g) => baseline.has(g));
+  const order = [...GROUP_NAMES, OTHER].filter((g) => baseline.has(g));
   return [
     '# What the upstream kubelet passed on this machine kind, by focus group: written by `npm run conformance -- --agent=kubelet`',
     '# (scripts/conformance/run.ts), which replaces the groups it ran and keeps the others.',
@@ -254,7 +254,7 @@ export function sectionOf(doc: string, group: string): string | undefined {
  * baseline for it.
  */
 export function conformanceDoc(previous: string, sections: ReadonlyMap<string, string>, baseline?: Baseline): string {
-  const order = [...REPORT_GROUPS, ...(sections.has(OTHER) || sectionOf(previous, OTHER) ? [OTHER] : [])];
+  const order = [...GROUP_NAMES, ...(sections.has(OTHER) || sectionOf(previous, OTHER) ? [OTHER] : [])];
   const notRun = (group: string) => {
     const kubelet = baseline?.get(group);
     return [

@@ -22,8 +22,8 @@
  *                         writes docs/conformance.md (or, with --agent=kubelet, the baseline) again
  *                         from a kept run's report (DIR/report.json), running nothing
  *
- * --groups: `node` (the default), `storage` (the storage suites less the CI cut), `storage-full`
- * (all of them); --focus/--skip replace the groups' regexes.
+ * --groups: `node` (the default), `storage`, or both (`node,storage`); --focus/--skip replace the
+ * groups' regexes (the specs then counted under the group that selects them).
  *
  * With --agent=kubelet the node is the upstream kubelet built from the same module graph instead
  * (test/support/upstreamKubelet.ts), outside CI: what it passes is written to
@@ -48,7 +48,7 @@ import { startControlPlane } from '../../test/support/controlPlane.ts';
 import { addLoopbackAddress } from '../../test/support/loopbackAddress.ts';
 import { startUpstreamKubelet } from '../../test/support/upstreamKubelet.ts';
 import { unmountUnder } from '../../test/support/mounts.ts';
-import { DEFAULT_GROUPS, type GroupName, groupOf, parseGroups, reportGroup, selection } from './groups.ts';
+import { DEFAULT_GROUPS, type GroupName, groupOf, parseGroups, selection } from './groups.ts';
 import {
   type Baseline,
   baselineText,
@@ -94,7 +94,7 @@ async function readBaseline(): Promise<Baseline> {
  * fall in (`other` for the rest).
  */
 function ranGroups(results: readonly SpecResult[]): string[] {
-  return arg('focus') === undefined ? [...new Set(groups.map(reportGroup))] : groupsOf(results);
+  return arg('focus') === undefined ? groups : groupsOf(results);
 }
 
 /** docs/conformance.md from a report (JSON text): the sections of the groups it ran, beside the kubelet's baseline; the other sections kept. */

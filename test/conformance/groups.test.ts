@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { GROUPS, groupOf, parseGroups, selection } from '../../scripts/conformance/groups.ts';
+import { groupOf, parseGroups, selection } from '../../scripts/conformance/groups.ts';
 
 /** Spec names as `e2e.test --list-tests` prints them (v1.37.2). */
 const specs = {
@@ -27,8 +27,8 @@ const selected = (groups: Parameters<typeof selection>[0]) => {
 describe('the focus groups', () => {
   it.each([
     [['node'], ['nodeConformance', 'nodeStorageConformance', 'runtimeHandler']],
-    [['storage-full'], ['localDir', 'localBlock', 'hostPathSymlink', 'pvLocal', 'subpathConformance']],
-    [['node', 'storage-full'], ['nodeConformance', 'nodeStorageConformance', 'runtimeHandler', 'localDir', 'localBlock', 'hostPathSymlink', 'pvLocal', 'subpathConformance']],
+    [['storage'], ['localDir', 'localBlock', 'hostPathSymlink', 'pvLocal', 'subpathConformance']],
+    [['node', 'storage'], ['nodeConformance', 'nodeStorageConformance', 'runtimeHandler', 'localDir', 'localBlock', 'hostPathSymlink', 'pvLocal', 'subpathConformance']],
   ] as const)('%j selects the specs of its suites, without the ones that cannot run here', (groups, keys) => {
     expect(selected(groups)).toEqual(keys);
   });
@@ -36,11 +36,6 @@ describe('the focus groups', () => {
   it("joins the groups' skips without leaving out a spec of another group", () => {
     expect(selected(['node', 'storage'])).toEqual([...selected(['node']), ...selected(['storage'])]);
     expect(selection(['node', 'storage']).skip.split('|').filter((s) => s === String.raw`\[Slow\]`)).toHaveLength(1);
-  });
-
-  it('the CI storage group is a subset of the full one', () => {
-    for (const skip of GROUPS['storage-full'].skip) expect(GROUPS.storage.skip).toContain(skip);
-    expect(GROUPS.storage.focus).toBe(GROUPS['storage-full'].focus);
   });
 
   it('files a spec under the one group whose focus selects it', () => {
@@ -52,7 +47,7 @@ describe('the focus groups', () => {
 
   it.each([
     ['node,storage', ['node', 'storage']],
-    ['storage-full', ['storage-full']],
+    ['storage', ['storage']],
     [' node , node ', ['node']],
   ])('--groups=%s', (text, groups) => {
     expect(parseGroups(text)).toEqual(groups);
@@ -61,7 +56,6 @@ describe('the focus groups', () => {
   it.each([
     ['', /name at least one/],
     ['node,disk', /unknown group disk/],
-    ['storage,storage-full', /name one/],
   ])('refuses --groups=%s', (text, message) => {
     expect(() => parseGroups(text)).toThrow(message);
   });
