@@ -206,6 +206,14 @@ export const GROUP_TITLES: Record<string, string> = {
 const begin = (group: string) => `<!-- conformance-group: ${group} -->`;
 const end = (group: string) => `<!-- /conformance-group: ${group} -->`;
 
+/** How many specs the kubelet passed and this run did not: failed here (in the table), or not in this run's focus. */
+function behindLine(behind: readonly string[], results: readonly SpecResult[]): string {
+  const ran = new Set(results.map((r) => r.name));
+  const notRun = behind.filter((name) => !ran.has(name)).length;
+  const failed = behind.length - notRun;
+  return `Passed by the kubelet and not by statelet: ${behind.length}${notRun ? `, ${failed} of them failed here (marked in the table below), ${notRun} not in this run's focus` : ' (marked in the table below)'}.`;
+}
+
 /** One group's section of docs/conformance.md from a run: what ran, the counts, every spec that did not pass with its reason (and whether the kubelet passed it). */
 export function groupSection(group: string, results: readonly SpecResult[], run: RunFacts, baseline?: BaselineGroup): string {
   const { date, minutes, processes, focus, skip } = run;
@@ -219,7 +227,7 @@ export function groupSection(group: string, results: readonly SpecResult[], run:
   const side = baseline
     ? [
         `The upstream kubelet on the same machine kind (${baseline.about}): **${baseline.passed.size} passed**.`,
-        behind.length === 0 ? 'statelet passes every spec the kubelet passed.' : `Passed by the kubelet and not by statelet: ${behind.length} (marked in the table below).`,
+        behind.length === 0 ? 'statelet passes every spec the kubelet passed.' : behindLine(behind, results),
         '',
       ]
     : ['No kubelet baseline for this group yet (`npm run conformance -- --agent=kubelet`).', ''];

@@ -90,11 +90,11 @@ async function readBaseline(): Promise<Baseline> {
 }
 
 /**
- * The groups a run tells of: those it ran (--groups), or, with its own --focus, those its specs
- * fall in (`other` for the rest).
+ * The groups a run tells of: those it ran (--groups), or, with its own --focus or from a kept
+ * report, those its specs fall in (`other` for the rest).
  */
 function ranGroups(results: readonly SpecResult[]): string[] {
-  return arg('focus') === undefined ? groups : groupsOf(results);
+  return arg('focus') === undefined && arg('report') === undefined ? groups : groupsOf(results);
 }
 
 /** docs/conformance.md from a report (JSON text): the sections of the groups it ran, beside the kubelet's baseline; the other sections kept. */

@@ -127,7 +127,9 @@ describe('the conformance report', () => {
     it("marks in a group's section which failures the kubelet passed, and says how many statelet owes", () => {
       const text = groupSection('node', results, run, { about: 'kubelet, today', passed: new Set([hostIp, fallback]) });
       expect(text).toContain('The upstream kubelet on the same machine kind (kubelet, today): **2 passed**.');
-      expect(text).toContain('Passed by the kubelet and not by statelet: 1');
+      expect(text).toContain('Passed by the kubelet and not by statelet: 1 (marked in the table below).');
+      const wider = groupSection('node', results, run, { about: 'kubelet, today', passed: new Set([hostIp, fallback, 'elsewhere']) });
+      expect(wider).toContain("Passed by the kubelet and not by statelet: 2, 1 of them failed here (marked in the table below), 1 not in this run's focus.");
       expect(text).toContain('**1 passed, 2 failed**, 1 skipped of 4 specs.');
       expect(text).toContain(`| ${fallback} | failed | Expected (test/e2e/common/node/runtime.go:159) | passed |`);
       expect(text).toContain('| top-level spec | timedout | A suite timeout occurred | did not pass |');
