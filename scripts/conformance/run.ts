@@ -1,7 +1,8 @@
 /**
- * `npm run conformance`: the upstream node conformance suite (`e2e.test`, the `[Conformance]`
- * specs of sig-node and the node's storage ones) against statelet as the only node of a local
- * cluster, offline:
+ * `npm run conformance`: the upstream conformance suites (`e2e.test`) against statelet as the only
+ * node of a local cluster, offline, by focus group (scripts/conformance/groups.ts): `node`, sig-node's
+ * `[Conformance]` specs and the node's volume ones (what CI runs), and `storage`, the in-tree storage
+ * suites (local PVs, hostPath, emptydir, PersistentVolumes-local, Subpath):
  *
  *   1. the suite's binaries (e2e.test, ginkgo, kube-scheduler, kube-controller-manager) built from
  *      the test control plane's pinned module graph, and the images its specs run, built here and
@@ -9,19 +10,26 @@
  *   2. the control plane with the scheduler and the controller-manager; statelet (the built
  *      binary) as the node, on that containerd, its node IP an address added to `lo` (the API
  *      server reaches the node's server there for logs, exec and port-forward);
- *   3. `ginkgo run` of e2e.test with the focus below, a JSON and a JUnit report;
- *   4. the summary and every spec that did not pass, with its reason, written to
- *      docs/conformance.md; the run fails when a spec of test/conformance/expected-pass.txt did not
- *      pass (the list may only grow: the newly passing ones are printed, to add).
+ *   3. `ginkgo run` of e2e.test with the groups' focus and skip, `--kubelet-root-dir` the node's
+ *      root directory, a JSON and a JUnit report;
+ *   4. per group that ran, the summary and every spec that did not pass, with its reason, written
+ *      into docs/conformance.md (the other groups' sections kept); the run fails when a spec of
+ *      test/conformance/expected-pass.txt of a group that ran did not pass (the list may only grow:
+ *      the newly passing ones are printed, to add).
  *
- *   npm run conformance [-- --procs=4] [--focus=REGEX] [--skip=REGEX] [--keep] [--agent=kubelet]
- *   npm run conformance -- --report=DIR   writes docs/conformance.md again from a kept run's report
- *                                         (DIR/report.json) and the kubelet baseline, running nothing
+ *   npm run conformance [-- --groups=node,storage] [--procs=4] [--focus=REGEX] [--skip=REGEX] [--keep] [--agent=kubelet]
+ *   npm run conformance -- --report=DIR [--agent=kubelet]
+ *                         writes docs/conformance.md (or, with --agent=kubelet, the baseline) again
+ *                         from a kept run's report (DIR/report.json), running nothing
+ *
+ * --groups: `node` (the default), `storage`, or both (`node,storage`); --focus/--skip replace the
+ * groups' regexes (the specs then counted under the group that selects them).
  *
  * With --agent=kubelet the node is the upstream kubelet built from the same module graph instead
  * (test/support/upstreamKubelet.ts), outside CI: what it passes is written to
- * test/conformance/kubelet-baseline.txt, which the statelet runs' summary sets beside theirs, so a
- * spec statelet fails shows whether the kubelet passes it here.
+ * test/conformance/kubelet-baseline.txt by group (the groups it ran replaced), which the statelet
+ * runs' summary sets beside theirs, so a spec statelet fails shows whether the kubelet passes it
+ * here.
  *
  * With --keep the work directory stays: report/ holds the ginkgo reports and statelet.log, the
  * agent's log.
@@ -29,7 +37,7 @@
  * Root only (containerd, cgroups, an address on lo). Timings are reported, never asserted.
  */
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, readFile, rm, symlink, unlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -40,7 +48,24 @@ import { startControlPlane } from '../../test/support/controlPlane.ts';
 import { addLoopbackAddress } from '../../test/support/loopbackAddress.ts';
 import { startUpstreamKubelet } from '../../test/support/upstreamKubelet.ts';
 import { unmountUnder } from '../../test/support/mounts.ts';
-import { type Baseline, baselineText, behindBaseline, compare, parseBaseline, parseExpected, runFacts, specResults, summary, tally } from './report.ts';
+import { DEFAULT_GROUPS, type GroupName, groupOf, parseGroups, selection } from './groups.ts';
+import {
+  type Baseline,
+  baselineText,
+  behindBaseline,
+  compare,
+  conformanceDoc,
+  groupSection,
+  groupsOf,
+  OTHER,
+  parseBaseline,
+  parseExpected,
+  runFacts,
+  type SpecResult,
+  specResults,
+  tally,
+  withRun,
+} from './report.ts';
 
 const run = promisify(execFile);
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -48,39 +73,98 @@ const NODE = 'conformance-node';
 /** An address of a private range, added to `lo` for the run: the kubelet refuses a loopback node IP, and the suite's specs use the node's address. */
 const NODE_IP = '10.89.252.1';
 
-/**
- * The specs this project runs: sig-node's conformance specs and the node's volume ones, the
- * RuntimeClass specs that need a runtime handler (the private containerd has `test-handler`) and
- * the user-namespace specs, without the serial, disruptive and slow ones.
- */
-export const FOCUS = String.raw`\[sig-node\].*\[Conformance\]|\[sig-storage\].*(ConfigMap|Secrets|Projected|Downward API|EmptyDir|HostPath).*\[Conformance\]|\[sig-node\] RuntimeClass .*\[Feature:RuntimeHandler\]|\[sig-node\] Security Context When creating a pod with HostUsers`;
-export const SKIP = String.raw`\[Serial\]|\[Disruptive\]|\[Slow\]`;
-
 const argv = process.argv.slice(2);
 const arg = (name: string) => argv.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3);
 const procs = Number(arg('procs') ?? 4);
-const focus = arg('focus') ?? FOCUS;
-const skip = arg('skip') ?? SKIP;
+const groups: GroupName[] = arg('groups') !== undefined ? parseGroups(arg('groups')!) : [...DEFAULT_GROUPS];
+const focus = arg('focus') ?? selection(groups).focus;
+const skip = arg('skip') ?? selection(groups).skip;
 const agentKind = arg('agent') ?? 'statelet';
 if (agentKind !== 'statelet' && agentKind !== 'kubelet') throw new Error(`--agent=${agentKind}: the node is statelet (the default) or kubelet`);
 const BASELINE = path.join(repoRoot, 'test/conformance/kubelet-baseline.txt');
 
-async function readBaseline(): Promise<Baseline | undefined> {
-  const text = await readFile(BASELINE, 'utf8').catch(() => undefined);
-  return text === undefined ? undefined : parseBaseline(text);
+const DOC = path.join(repoRoot, 'docs/conformance.md');
+
+async function readBaseline(): Promise<Baseline> {
+  return parseBaseline(await readFile(BASELINE, 'utf8').catch(() => ''));
 }
 
-/** docs/conformance.md from a report (JSON text), beside the kubelet's baseline when there is one. */
-async function writeSummary(reportJson: string): Promise<Baseline | undefined> {
+/**
+ * The groups a run tells of: those it ran (--groups), or, with its own --focus or from a kept
+ * report, those its specs fall in (`other` for the rest).
+ */
+function ranGroups(results: readonly SpecResult[]): string[] {
+  return arg('focus') === undefined && arg('report') === undefined ? groups : groupsOf(results);
+}
+
+/** docs/conformance.md from a report (JSON text): the sections of the groups it ran, beside the kubelet's baseline; the other sections kept. */
+async function writeSummary(reportJson: string, ran: readonly string[]): Promise<Baseline> {
   const baseline = await readBaseline();
-  await writeFile(path.join(repoRoot, 'docs/conformance.md'), summary(specResults(reportJson), runFacts(reportJson), baseline));
+  const results = specResults(reportJson);
+  const facts = runFacts(reportJson);
+  const sections = new Map(
+    ran.map((g) => [g, groupSection(g, results.filter((r) => (groupOf(r.name) ?? OTHER) === g), facts, baseline.get(g))]),
+  );
+  const previous = await readFile(DOC, 'utf8').catch(() => '');
+  await writeFile(DOC, conformanceDoc(previous, sections, baseline));
   return baseline;
+}
+
+/** The kubelet's run kept in test/conformance/kubelet-baseline.txt: the groups it ran replaced, the others kept. */
+async function recordBaseline(kubelet: string, reportJson: string, reportDir: string): Promise<void> {
+  const results = specResults(reportJson);
+  const { date, minutes, processes } = runFacts(reportJson);
+  const version = (await run(kubelet, ['--version'])).stdout.trim().replace(/^Kubernetes /, '');
+  const about = (_group: string, mine: SpecResult[]) => {
+    const counts = tally(mine);
+    return `kubelet ${version}, ${date}: ${counts.passed} passed, ${counts.failed} failed${counts.other ? `, ${counts.other} skipped` : ''} of ${mine.length} specs (a run of ${minutes} min in all, ${processes} processes)`;
+  };
+  const ran = ranGroups(results);
+  const baseline = withRun(await readBaseline(), ran, results, about);
+  await writeFile(BASELINE, baselineText(baseline));
+  for (const group of ran) console.error(`conformance: the upstream kubelet, group ${group}: ${baseline.get(group)?.about}`);
+  console.error(`conformance: ${path.relative(repoRoot, BASELINE)} written; reports in ${reportDir}`);
+  for (const r of results.filter((r) => r.outcome !== 'passed' && r.outcome !== 'skipped')) console.error(`  did not pass: ${r.name}: ${r.outcome}: ${r.reason ?? ''}`);
+}
+
+/** The kubelet's default root directory, where a few specs look whatever --kubelet-root-dir says. */
+const DEFAULT_ROOT_DIR = '/var/lib/kubelet';
+
+/**
+ * The volumeMode spec "should not mount / map unused volumes in a pod" lists a pod's volume
+ * directories under /var/lib/kubelet/pods/<uid> whatever --kubelet-root-dir says
+ * (test/e2e/storage/testsuites/volumemode.go listPodVolumePluginDirectory), and passes without
+ * looking when that directory is missing. When this machine has no /var/lib/kubelet it is made,
+ * for the run, a symlink to the node's root directory (removed after); when it has one, the spec
+ * looks there, which is said.
+ */
+async function linkDefaultRootDir(rootDir: string): Promise<(() => Promise<void>) | undefined> {
+  try {
+    await symlink(rootDir, DEFAULT_ROOT_DIR);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    console.error(`conformance: ${DEFAULT_ROOT_DIR} exists on this machine: the volumeMode "unused volumes" specs look for the pod's volumes there, not in ${rootDir}`);
+    return undefined;
+  }
+  return async () => {
+    // The link itself, never what it points to.
+    if ((await lstat(DEFAULT_ROOT_DIR).catch(() => undefined))?.isSymbolicLink()) await unlink(DEFAULT_ROOT_DIR);
+  };
 }
 
 async function main(): Promise<number> {
   const kept = arg('report');
   if (kept) {
-    await writeSummary(await readFile(path.join(kept, 'report.json'), 'utf8'));
+    const reportJson = await readFile(path.join(kept, 'report.json'), 'utf8');
+    if (agentKind === 'kubelet') {
+      // @ts-expect-error: a plain ESM script without type declarations
+      const { conformanceBinaries } = (await import('../controlplane/build.mjs')) as { conformanceBinaries(options: { only: string[] }): Promise<{ kubelet: string } | { skip: string }> };
+      const binaries = await conformanceBinaries({ only: ['kubelet'] });
+      if ('skip' in binaries) throw new Error(`the kubelet cannot be built here: ${binaries.skip}`);
+      await recordBaseline(binaries.kubelet, reportJson, kept);
+      return 0;
+    }
+    await writeSummary(reportJson, ranGroups(specResults(reportJson)));
     console.error(`conformance: docs/conformance.md written from ${kept}/report.json`);
     return 0;
   }
@@ -101,6 +185,7 @@ async function main(): Promise<number> {
   let agent: ChildProcess | undefined;
   let stopAgent: (() => Promise<void>) | undefined;
   let removeAddress: (() => Promise<void>) | undefined;
+  let removeDefaultRootLink: (() => Promise<void>) | undefined;
   const cp = await startControlPlane({ nodeNames: [NODE], required: true, controllers: true });
   try {
     if (!cp) throw new Error('the control plane cannot be built here (no Go)');
@@ -108,6 +193,8 @@ async function main(): Promise<number> {
     removeAddress = await addLoopbackAddress(NODE_IP);
 
     const rootDir = path.join(work, 'root');
+    await mkdir(rootDir, { recursive: true });
+    removeDefaultRootLink = await linkDefaultRootDir(rootDir);
     let agentLog = '';
     const keepLog = (chunk: string) => (agentLog += chunk);
     if (agentKind === 'kubelet') {
@@ -176,6 +263,9 @@ async function main(): Promise<number> {
           '--provider=skeleton',
           `--kubeconfig=${cp.adminKubeconfig}`,
           `--report-dir=${reportDir}`,
+          // Where the storage specs' host-exec pods look for and prepare the node's paths (the
+          // local driver, the subPath specs' pod directories).
+          `--kubelet-root-dir=${rootDir}`,
         ],
         { stdio: ['ignore', 'inherit', 'inherit'] },
       );
@@ -201,17 +291,15 @@ async function main(): Promise<number> {
     const results = specResults(reportJson);
     const counts = tally(results);
     if (agentKind === 'kubelet') {
-      const version = (await run(binaries.kubelet, ['--version'])).stdout.trim().replace(/^Kubernetes /, '');
-      const about = `kubelet ${version}, ${new Date().toISOString().slice(0, 10)}: ${counts.passed} passed, ${counts.failed} failed of ${results.length} specs in ${suiteMinutes} min, ${procs} processes`;
-      await writeFile(BASELINE, baselineText(results, about));
-      console.error(`conformance: the upstream kubelet: ${about}; ${path.relative(repoRoot, BASELINE)} written; reports in ${reportDir}`);
-      for (const r of results.filter((r) => r.outcome !== 'passed' && r.outcome !== 'skipped')) console.error(`  did not pass: ${r.name}: ${r.outcome}: ${r.reason ?? ''}`);
+      console.error(`conformance: ${counts.passed} passed, ${counts.failed} failed, ${counts.other} skipped of ${results.length} specs in ${suiteMinutes} min`);
+      await recordBaseline(binaries.kubelet, reportJson, reportDir);
       return 0;
     }
+    const ran = ranGroups(results);
     const expected = parseExpected(await readFile(path.join(repoRoot, 'test/conformance/expected-pass.txt'), 'utf8').catch(() => ''));
-    const comparison = compare(results, expected);
-    const baseline = await writeSummary(reportJson);
-    if (baseline) for (const name of behindBaseline(results, baseline)) console.error(`  passed by the kubelet, not by statelet: ${name}`);
+    const comparison = compare(results, expected, ran);
+    const baseline = await writeSummary(reportJson, ran);
+    for (const name of behindBaseline(results, baseline, ran)) console.error(`  passed by the kubelet, not by statelet: ${name}`);
     console.error(`conformance: ${counts.passed} passed, ${counts.failed} failed, ${counts.other} skipped of ${results.length} specs in ${suiteMinutes} min (ginkgo exited ${code}); docs/conformance.md written; reports in ${reportDir}`);
     for (const name of comparison.newlyPassing) console.error(`  newly passing (add to test/conformance/expected-pass.txt): ${name}`);
     for (const r of comparison.regressions) console.error(`  REGRESSION: ${r.name}: ${r.outcome}${r.reason ? `: ${r.reason}` : ''}`);
@@ -225,6 +313,7 @@ async function main(): Promise<number> {
       await new Promise((resolve) => agent!.once('exit', resolve));
     }
     await removeAddress?.();
+    await removeDefaultRootLink?.();
     await cp?.close();
     await containerd.stop();
     // Both agents leave their pods' volume mounts when they stop (the pods would keep running), and

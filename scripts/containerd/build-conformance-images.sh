@@ -15,7 +15,9 @@
 #                the busybox layer + a static /agnhost (k8s.io/kubernetes/test/images/agnhost from
 #                test/controlplane's go.mod) and /agnhost-2, bash (Debian's bash-static),
 #                /usr/bin/curl with the libraries it links, /uploads, porter's localhost.crt/.key,
-#                user user-defined-in-image (1000) in group group-defined-in-image (50000);
+#                user user-defined-in-image (1000) in group group-defined-in-image (50000),
+#                /usr/local/bin/nsenter (busybox's, reaching the host's mount namespace through
+#                the containerd shim where pid 1 refuses it: the storage specs' host-exec pods);
 #                Entrypoint ["/agnhost"], Cmd ["pause"]. AGNHOST=/path uses a built agnhost.
 #   pause.tar    registry.k8s.io/pause:3.10.2
 #                upstream's build/pause/linux/pause.c built with `gcc -static` (a Go program that
@@ -357,6 +359,61 @@ nogroup:x:65534:'
   users "$r" 'user-defined-in-image:x:1000:1000:Linux User,,,:/home/user-defined-in-image:/bin/sh' \
     'user-defined-in-image:x:1000:
 group-defined-in-image:x:50000:user-defined-in-image'
+  # /usr/local/bin/nsenter, before busybox's on PATH: the storage specs' host-exec pods run
+  # `nsenter --mount=/rootfs/proc/1/ns/mnt -- sh -c CMD` to reach the host's mount namespace, and
+  # on these machines pid 1 (the VM's init) refuses its namespaces even to root.
+  mkdir -p "$r/usr/local/bin"
+  cat > "$r/usr/local/bin/nsenter" <<'NSENTER'
+#!/bin/sh
+# busybox's nsenter, except for the host-exec pods of the storage specs
+# (test/e2e/storage/utils/host_exec.go: a privileged pod on the host's network, the host's / at
+# /rootfs, running `nsenter --mount=/rootfs/proc/1/ns/mnt -- sh -c CMD`): where the host's pid 1
+# refuses its namespaces even to root (these machines' pid 1 is the VM's init), the host's mount
+# namespace is taken from this container's containerd shim, the nearest ancestor of this shell
+# named containerd-shim* (a nearer one, `runc exec`, is gone a moment later). The host's /proc
+# numbers the processes as the host does; it is read by this shell itself (no subshell whose pid
+# would be gone).
+status() { # PID KEY: $value = KEY's value in the host's /proc/PID/status; fails when PID is gone
+  value=
+  [ -r "/rootfs/proc/$1/status" ] || return 1
+  while read -r key rest; do
+    if [ "$key" = "$2:" ]; then value=$rest; break; fi
+  done 2>/dev/null < "/rootfs/proc/$1/status"
+  [ -n "$value" ]
+}
+shim() { # $shim = the pid of the nearest ancestor named containerd-shim*, or empty
+  shim=
+  status self Pid || return
+  pid=$value
+  while [ "$pid" -gt 1 ]; do
+    status "$pid" Name || return
+    case $value in containerd-shim*) shim=$pid; return ;; esac
+    status "$pid" PPid || return
+    pid=$value
+  done
+}
+if [ "$1" = --mount=/rootfs/proc/1/ns/mnt ] && ! readlink /rootfs/proc/1/ns/mnt >/dev/null 2>&1; then
+  shift
+  [ "$1" = -- ] && shift
+  # An ancestor exiting under the walk (runc exec) makes it start again.
+  for attempt in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do
+    shim
+    # The command through the host's env: busybox would run its own applets (sh, losetup,
+    # mount…) for names without a slash, not the host's programs.
+    [ -n "$shim" ] && exec /bin/busybox nsenter "--mount=/rootfs/proc/$shim/ns/mnt" -- /usr/bin/env "$@"
+    sleep 0.2
+  done
+  echo "nsenter: /rootfs/proc/1/ns/mnt cannot be opened and no ancestor of this shell is a containerd shim" >&2
+  exit 1
+fi
+if [ "${1#--mount=}" != "$1" ] && [ "$2" = -- ]; then
+  mount=$1
+  shift 2
+  exec /bin/busybox nsenter "$mount" -- /usr/bin/env "$@"
+fi
+exec /bin/busybox nsenter "$@"
+NSENTER
+  chmod 0755 "$r/usr/local/bin/nsenter"
   layer "$r" "$w/agnhost.layer"
   oci_archive "$w/agnhost.tar" "$arch" \
     "$path_env,\"Entrypoint\":[\"/agnhost\"],\"Cmd\":[\"pause\"],\"WorkingDir\":\"/\",\"ExposedPorts\":{\"80/tcp\":{},\"8080/tcp\":{},\"8081/tcp\":{},\"9376/tcp\":{},\"5000/tcp\":{}}" \
