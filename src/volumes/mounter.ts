@@ -32,6 +32,8 @@ export interface Mounter {
   bindMount(source: string, target: string, options: { readOnly: boolean; mountOptions?: readonly string[] }): Promise<boolean>;
   /** Unmounts `target` if the agent mounted it; false: nothing was mounted there. */
   unmount(target: string): Promise<boolean>;
+  /** What is mounted at or under `dir` now, whoever mounted it (the mount table read afresh), deepest first. */
+  mountedUnder(dir: string): Promise<string[]>;
   /** Unmounts every mount at or under `dir`, deepest first; returns their paths. */
   unmountUnder(dir: string): Promise<string[]>;
   /** The tmpfs mounts the agent knows under its pods directory. */
@@ -160,6 +162,9 @@ export function systemMounter(podsDir: string, log: Log, exec: Run = run, mounti
       }
       known.add(dir);
     },
+    async mountedUnder(dir) {
+      return mountPointsUnder(await mountinfo().catch(() => ''), dir);
+    },
     // The mounts under the pods directory are the ones found at start and the ones made since:
     // nothing else mounts there, so a pod's teardown does not read the mount table again (with a
     // mount per pod, the table grows with the node and reading it was a tenth of a deletion).
@@ -185,5 +190,6 @@ export const diskOnly: Mounter = {
   },
   bindMount: async () => false,
   unmount: async () => false,
+  mountedUnder: async () => [],
   unmountUnder: async () => [],
 };

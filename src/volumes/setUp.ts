@@ -157,8 +157,19 @@ export async function tearDownPodVolumes(
   const podDir = path.join(deps.podsDir, uid);
   await deps.mounter.unmountUnder(podDir);
   deps.tokens?.forgetPod(uid);
+  // A CSI driver mounts under the pod's directory without the agent's mounter knowing: where its
+  // volumes' directories are left, the mount table is read and nothing is removed while anything
+  // is mounted there, so a driver's volume is never emptied through its mount (kubelet_volumes.go
+  // cleanupOrphanedPodDirs keeps such a directory and tells why).
+  if (await lstat(path.join(podDir, 'volumes', CSI_PLUGIN_DIR)).catch(() => null)) {
+    const mounted = await deps.mounter.mountedUnder(podDir);
+    if (mounted.length > 0) throw new Error(`orphaned pod "${uid}" found, but volume paths are still present on disk: ${mounted.join(', ')}`);
+  }
   await rm(options.removeDir ? podDir : path.join(podDir, 'volumes'), { recursive: true, force: true });
 }
+
+/** The directory of a pod's CSI volumes (the plugin `kubernetes.io/csi`, escaped). */
+const CSI_PLUGIN_DIR = 'kubernetes.io~csi';
 
 /** The pod's memory limit as its cgroup would have it, when every container declares one (ResourceConfigForPod). */
 function podMemoryLimit(pod: Pod): number | undefined {

@@ -1,5 +1,5 @@
 /** A pod's volumes on disk (setUp.ts): files, modes, which go on tmpfs, token projection and teardown, against a temporary directory and the in-memory API. */
-import { chown, lstat, mkdtemp, readFile, readdir, readlink, rm, stat } from 'node:fs/promises';
+import { chown, lstat, mkdir, mkdtemp, readFile, readdir, readlink, rm, stat, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -20,14 +20,17 @@ afterEach(async () => {
 });
 
 /** Records what would go on tmpfs, mounting nothing. */
-function recordingMounter(): Mounter & { tmpfs: Map<string, number | undefined>; hugetlbfs: Map<string, string>; unmounted: string[] } {
+function recordingMounter(): Mounter & { tmpfs: Map<string, number | undefined>; hugetlbfs: Map<string, string>; unmounted: string[]; others: Set<string> } {
   const tmpfs = new Map<string, number | undefined>();
+  /** Mounts someone else made (a CSI driver's): the mount table shows them, the agent does not unmount them. */
+  const others = new Set<string>();
   const hugetlbfs = new Map<string, string>();
   const unmounted: string[] = [];
   return {
     tmpfs,
     hugetlbfs,
     unmounted,
+    others,
     mountHugetlbfs: async (dir, pageSize) => {
       hugetlbfs.set(dir, pageSize);
     },
@@ -40,6 +43,7 @@ function recordingMounter(): Mounter & { tmpfs: Map<string, number | undefined>;
     },
     bindMount: async () => false,
     unmount: async () => false,
+    mountedUnder: async (dir) => [...others].filter((d) => d.startsWith(`${dir}/`)),
     unmountUnder: async (dir) => {
       const under = [...tmpfs.keys()].filter((d) => d.startsWith(`${dir}/`));
       for (const d of under) tmpfs.delete(d);
@@ -221,6 +225,19 @@ describe('tearDownPodVolumes', () => {
     expect(mounter.unmounted).toHaveLength(1);
     expect(tokens.size).toBe(0);
     expect(await readdir(podsDir)).toEqual(['u1']);
+    await tearDownPodVolumes(deps, 'u1', { removeDir: true });
+    expect(await readdir(podsDir)).toEqual([]);
+  });
+
+  it("keeps a pod directory while a CSI driver's mount is left under it, and removes it once none is", async () => {
+    const { deps, mounter, podsDir } = await setUp();
+    const target = path.join(podsDir, 'u1', 'volumes', 'kubernetes.io~csi', 'pv-1', 'mount');
+    await mkdir(target, { recursive: true });
+    await writeFile(path.join(target, 'data'), 'the volume');
+    mounter.others.add(target);
+    await expect(tearDownPodVolumes(deps, 'u1', { removeDir: true })).rejects.toThrow(`orphaned pod "u1" found, but volume paths are still present on disk: ${target}`);
+    expect(await readFile(path.join(target, 'data'), 'utf8')).toBe('the volume');
+    mounter.others.delete(target);
     await tearDownPodVolumes(deps, 'u1', { removeDir: true });
     expect(await readdir(podsDir)).toEqual([]);
   });
