@@ -9,7 +9,7 @@
  *   directory itself: the same files, without the mount.
  * A local volume on a block device is refused: the node does not format and mount devices yet.
  */
-import { lstat, rmdir } from 'node:fs/promises';
+import { rmdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { PersistentVolume } from '../api/storage.ts';
 import { mkdirAll } from './mkdirAll.ts';
@@ -23,8 +23,9 @@ export function localVolumeDir(podsDir: string, uid: string, pvName: string): st
 /** What is at a path, as the kubelet's host utilities name it (hostutil GetFileType); null: nothing. */
 export type FileType = 'directory' | 'file' | 'socket' | 'char' | 'block' | 'other';
 
+/** hostutil_linux.go getFileType: the path stat'ed, a symlink followed to what it names (a local volume of type dir-link). */
 export async function fileTypeAt(at: string): Promise<FileType | null> {
-  const info = await lstat(at).catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? null : Promise.reject(err)));
+  const info = await stat(at).catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? null : Promise.reject(err)));
   if (!info) return null;
   if (info.isDirectory()) return 'directory';
   if (info.isFile()) return 'file';

@@ -98,6 +98,20 @@ describe('the volume world and the volume manager', () => {
     expect(r.world.mountedVolumes('u1').get('data')?.path).toBe(localDir);
   });
 
+  it('follows a local volume whose path is a symlink to a directory (LocalVolumeType dir-link)', async () => {
+    const r = await rig();
+    const real = path.join(r.root, 'disk-real');
+    const link = path.join(r.root, 'disk-link');
+    await import('node:fs/promises').then(async (fs) => {
+      await fs.mkdir(real);
+      await fs.symlink(real, link);
+    });
+    r.api.claims.set('shop/data', claim('Bound'));
+    r.api.volumes.set('pv-1', { metadata: { name: 'pv-1' }, spec: { claimRef: { uid: 'claim-1' }, local: { path: link } } });
+    await r.world.waitForAttachAndMount(pod([claimVolume]));
+    expect(r.world.mountedVolumes('u1').get('data')?.path).toBe(link);
+  });
+
   it("gives the pod's processes the group a PersistentVolume's pv.beta.kubernetes.io/gid names", async () => {
     const r = await rig();
     r.api.claims.set('shop/data', claim('Bound'));
