@@ -14,6 +14,7 @@ import type { Logger } from '../log.ts';
 import { type CsiOperations, type CsiPodVolume, CsiOperationError } from '../volumes/csi/operations.ts';
 import { type CsiKind, type InTreeKind, isCsiKind } from '../volumes/desired.ts';
 import { type VolumeDeps, setUpVolume, tearDownVolume } from '../volumes/setUp.ts';
+import { tearDownLocalDevice } from '../volumes/persistent.ts';
 import type { VolumeWorld } from '../volumes/world.ts';
 import type { PodVolumeEffects } from './podVolume.ts';
 
@@ -80,6 +81,8 @@ export function createPodVolumeEffects({ world, deps, recorder, log, csi }: PodV
         throw new Error(`UnmountVolume.TearDown failed for volume "${ref.outerName}" (UniqueName: "${ref.uniqueName}") pod "${ref.uid}": ${err instanceof Error ? err.message : String(err)}`);
       }
       world.markUnmounted(ref.uid, ref.outerName, ref.uniqueName);
+      // A block-backed local volume's device mount goes with its last pod (reconciler unmountDetachDevices).
+      if (ref.kind === 'localPV' && !world.inUse(ref.uniqueName)) await tearDownLocalDevice(deps().mounter, deps().podsDir, ref.specName);
       world.operationEnded(ref.id);
     },
   };

@@ -30,6 +30,13 @@ export interface Mounter {
    * false: this node cannot mount (not root), and the caller uses `source` itself.
    */
   bindMount(source: string, target: string, options: { readOnly: boolean; mountOptions?: readonly string[] }): Promise<boolean>;
+  /**
+   * Mounts a block device's filesystem at `target` (made already) unless something is mounted
+   * there, formatting the device first when it holds none (mount-utils SafeFormatAndMount: blkid
+   * finds no filesystem or partition table, then `mkfs.<fsType>`); a read-only mount never formats.
+   * Rejects where this node cannot mount (not root): a device has no other way in.
+   */
+  formatAndMount(device: string, target: string, options: { fsType: string; readOnly: boolean; mountOptions: readonly string[] }): Promise<void>;
   /** Unmounts `target` if the agent mounted it; false: nothing was mounted there. */
   unmount(target: string): Promise<boolean>;
   /** What is mounted at or under `dir` now, whoever mounted it (the mount table read afresh), deepest first. */
@@ -144,6 +151,31 @@ export function systemMounter(podsDir: string, log: Log, exec: Run = run, mounti
       }
       return true;
     },
+    async formatAndMount(device, target, { fsType, readOnly, mountOptions }) {
+      await adopt();
+      if (known.has(target)) return;
+      if (refused !== null) throw new Error(`cannot mount ${device}: this node may not mount (${refused})`);
+      // blkid exits 2 when it finds no filesystem and no partition table (mount-utils getDiskFormat).
+      const blank = await exec('blkid', ['-p', '-s', 'TYPE', '-s', 'PTTYPE', '-o', 'export', device]).then(
+        () => false,
+        (err: { code?: number; message?: string }) => {
+          if (err.code === 2) return true;
+          throw new Error(`blkid ${device}: ${err.message ?? String(err)}`);
+        },
+      );
+      if (blank) {
+        if (readOnly) throw new Error(`cannot format ${device} for a read-only mount`);
+        const args = fsType.startsWith('ext') ? ['-F', '-m0', device] : [device];
+        await exec(`mkfs.${fsType}`, args).catch((err: unknown) => {
+          throw new Error(`format of disk "${device}" failed: type:("${fsType}") target:("${target}") options:("defaults") errcode:(${err instanceof Error ? err.message.trim() : String(err)})`);
+        });
+      }
+      const args = ['-t', fsType, '-o', [...(readOnly ? ['ro'] : ['defaults']), ...mountOptions].join(','), device, target];
+      await exec('mount', args).catch((err: unknown) => {
+        throw mountFailure(err instanceof Error ? err.message : String(err), args);
+      });
+      known.add(target);
+    },
     async unmount(target) {
       await adopt();
       if (!known.has(target)) return false;
@@ -189,6 +221,9 @@ export const diskOnly: Mounter = {
     throw new Error(`mount failed: this node mounts nothing (hugetlbfs with pagesize=${pageSize} at ${dir})`);
   },
   bindMount: async () => false,
+  formatAndMount: async (device) => {
+    throw new Error(`cannot mount ${device}: this node mounts nothing`);
+  },
   unmount: async () => false,
   mountedUnder: async () => [],
   unmountUnder: async () => [],

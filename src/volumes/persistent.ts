@@ -7,7 +7,11 @@
  *   PersistentVolume's mountOptions), given to the pod's fsGroup when writable, and unmounted and
  *   removed at teardown. Where the agent may not mount (not root), the container gets the local
  *   directory itself: the same files, without the mount.
- * A local volume on a block device is refused: the node does not format and mount devices yet.
+ * A local volume on a block device is formatted when blank (ext4 unless `fsType` says) and mounted
+ * once at `<root-dir>/plugins/kubernetes.io/local-volume/mounts/<pv>` (local.go MountDevice,
+ * SafeFormatAndMount), then bind-mounted into each pod's directory like a directory; the device
+ * mount comes off when the last pod's bind mount has (UnmountDevice). A node that may not mount
+ * (not root) cannot serve it and says so.
  */
 import { rmdir, stat } from 'node:fs/promises';
 import path from 'node:path';
@@ -40,8 +44,7 @@ export function localPathProblem(pv: PersistentVolume, found: FileType | null): 
   if (!local?.path) return 'local volume source is nil or local path is not set';
   if (local.path.split('/').includes('..')) return `invalid path: ${local.path} must not contain '..'`;
   if (found === null) return `path "${local.path}" does not exist`;
-  if (found === 'block') return `local volume ${pv.metadata.name}: ${local.path} is a block device, which this node does not format and mount`;
-  if (found !== 'directory') return 'only directory and block device are supported';
+  if (found !== 'directory' && found !== 'block') return 'only directory and block device are supported';
   return null;
 }
 
@@ -50,9 +53,11 @@ export function localPathProblem(pv: PersistentVolume, found: FileType | null): 
  * bind-mounted, or the volume's own directory where the node cannot mount.
  */
 export async function setUpLocalVolume(mounter: Mounter, podsDir: string, uid: string, pv: PersistentVolume, readOnly: boolean): Promise<string> {
-  const source = pv.spec?.local?.path ?? '';
-  const problem = localPathProblem(pv, source ? await fileTypeAt(source) : null);
+  const path0 = pv.spec?.local?.path ?? '';
+  const found = path0 ? await fileTypeAt(path0) : null;
+  const problem = localPathProblem(pv, found);
   if (problem) throw new Error(problem);
+  const source = found === 'block' ? await mountLocalDevice(mounter, podsDir, pv, readOnly) : path0;
   const target = localVolumeDir(podsDir, uid, pv.metadata.name);
   await mkdirAll(target, 0o750);
   const mounted = await mounter.bindMount(source, target, { readOnly, mountOptions: pv.spec?.mountOptions ?? [] }).catch(async (err: unknown) => {
@@ -61,6 +66,46 @@ export async function setUpLocalVolume(mounter: Mounter, podsDir: string, uid: s
     throw err;
   });
   return mounted ? target : source;
+}
+
+/** Where a block-backed local volume is mounted for all its pods (local.go generateBlockDeviceBaseGlobalPath). */
+export function localDeviceMountPath(podsDir: string, pvName: string): string {
+  return path.join(path.dirname(podsDir), 'plugins', 'kubernetes.io', 'local-volume', 'mounts', pvName);
+}
+
+/** One device operation at a time per volume: two pods starting together mount a device once. */
+const deviceOperations = new Map<string, Promise<unknown>>();
+
+function onDevice<T>(key: string, op: () => Promise<T>): Promise<T> {
+  const run = (deviceOperations.get(key) ?? Promise.resolve()).catch(() => {}).then(op);
+  deviceOperations.set(key, run);
+  void run.finally(() => deviceOperations.get(key) === run && deviceOperations.delete(key)).catch(() => {});
+  return run;
+}
+
+/** MountDevice: the device formatted if blank and mounted at its global path, once; returns that path. */
+async function mountLocalDevice(mounter: Mounter, podsDir: string, pv: PersistentVolume, readOnly: boolean): Promise<string> {
+  const device = pv.spec!.local!.path;
+  const global = localDeviceMountPath(podsDir, pv.metadata.name);
+  return onDevice(global, async () => {
+    await mkdirAll(global, 0o750);
+    const options = { fsType: pv.spec?.local?.fsType || 'ext4', readOnly, mountOptions: pv.spec?.mountOptions ?? [] };
+    try {
+      await mounter.formatAndMount(device, global, options);
+    } catch (err) {
+      throw new Error(`MountVolume.MountDevice failed for volume "${pv.metadata.name}" : ${err instanceof Error ? err.message : String(err)}`);
+    }
+    return global;
+  });
+}
+
+/** UnmountDevice: a block-backed local volume's device mount, once no pod's bind mount uses it. */
+export async function tearDownLocalDevice(mounter: Mounter, podsDir: string, pvName: string): Promise<void> {
+  const global = localDeviceMountPath(podsDir, pvName);
+  await onDevice(global, async () => {
+    if (!(await mounter.unmount(global))) return;
+    await rmdir(global).catch((err: NodeJS.ErrnoException) => (err.code === 'ENOENT' ? undefined : Promise.reject(err)));
+  });
 }
 
 /** Unmounts a local volume from the pod's directory and removes that directory (util.UnmountPath). */

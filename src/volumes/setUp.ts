@@ -124,7 +124,9 @@ export async function setUpVolume(deps: VolumeDeps, pod: Pod, desired: DesiredVo
         return volumeDir(deps.podsDir, pod, volume);
     }
   } catch (err) {
-    throw new VolumeSetUpError(`MountVolume.SetUp failed for volume "${desired.specName}" : ${err instanceof Error ? err.message : String(err)}`);
+    const text = err instanceof Error ? err.message : String(err);
+    // A device step's failure names its own operation (MountVolume.MountDevice).
+    throw new VolumeSetUpError(text.startsWith('MountVolume.') ? text : `MountVolume.SetUp failed for volume "${desired.specName}" : ${text}`);
   }
 }
 

@@ -224,6 +224,12 @@ export class VolumeWorld implements AttachState {
     return entry && volume ? { pod: entry.pod, volume } : null;
   }
 
+  /** Whether any pod has the volume of this unique name set up (a device's last user gone: UnmountDevice). */
+  inUse(uniqueName: string): boolean {
+    for (const volumes of this.actual.values()) for (const volume of volumes.values()) if (volume.uniqueName === uniqueName) return true;
+    return false;
+  }
+
   markMounted(uid: string, mounted: MountedVolume): void {
     let volumes = this.actual.get(uid);
     if (!volumes) this.actual.set(uid, (volumes = new Map()));

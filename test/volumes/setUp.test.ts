@@ -42,6 +42,9 @@ function recordingMounter(): Mounter & { tmpfs: Map<string, number | undefined>;
       return true;
     },
     bindMount: async () => false,
+    formatAndMount: async () => {
+      throw new Error('no devices here');
+    },
     unmount: async () => false,
     mountedUnder: async (dir) => [...others].filter((d) => d.startsWith(`${dir}/`)),
     unmountUnder: async (dir) => {
