@@ -42,6 +42,27 @@ async function apply(cp: ControlPlane, yaml: string, namespace?: string): Promis
 
 const hostDir = (label: string) => mkdtempSync(path.join(os.tmpdir(), `statelet-pv-${label}-`));
 
+/** A hostPath PersistentVolume of 1Gi, ReadWriteOnce, in `storageClass`, made where missing. */
+const hostPathVolume = (name: string, storageClass: string, dir: string) => `apiVersion: v1
+kind: PersistentVolume
+metadata: {name: ${name}}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  storageClassName: ${storageClass}
+  hostPath: {path: ${dir}, type: DirectoryOrCreate}
+`;
+
+/** A claim of 1Gi, ReadWriteOnce, in `storageClass`. */
+const claimOf = (name: string, namespace: string, storageClass: string) => `apiVersion: v1
+kind: PersistentVolumeClaim
+metadata: {name: ${name}, namespace: ${namespace}}
+spec:
+  storageClassName: ${storageClass}
+  accessModes: [ReadWriteOnce]
+  resources: {requests: {storage: 1Gi}}
+`;
+
 function definePersistentVolumeScenarios(runtime: Runtime, cluster: ReturnType<typeof clusterNode>): void {
   const events = async (cp: ControlPlane, namespace: string): Promise<CoreV1Event[]> => (await cp.core.listNamespacedEvent({ namespace })).items;
   const phase = (p: V1Pod | null) => p?.status?.phase;
@@ -55,26 +76,7 @@ function definePersistentVolumeScenarios(runtime: Runtime, cluster: ReturnType<t
       const namespace = await cp.namespace('pv-hostpath');
       const dir = path.join(hostDir('hostpath'), 'data');
       const storageClass = `manual-${uniq}`;
-      await apply(
-        cp,
-        `apiVersion: v1
-kind: PersistentVolume
-metadata: {name: hostpath-${uniq}}
-spec:
-  capacity: {storage: 1Gi}
-  accessModes: [ReadWriteOnce]
-  storageClassName: ${storageClass}
-  hostPath: {path: ${dir}, type: DirectoryOrCreate}
----
-apiVersion: v1
-kind: PersistentVolumeClaim
-metadata: {name: data, namespace: ${namespace}}
-spec:
-  storageClassName: ${storageClass}
-  accessModes: [ReadWriteOnce]
-  resources: {requests: {storage: 1Gi}}
-`,
-      );
+      await apply(cp, `${hostPathVolume(`hostpath-${uniq}`, storageClass, dir)}---\n${claimOf('data', namespace, storageClass)}`);
       const pod = (name: string, command: string): V1Pod => ({
         metadata: { name },
         spec: {
@@ -99,17 +101,7 @@ spec:
       if (!cp) return skip();
       const namespace = await cp.namespace('pv-unbound');
       const storageClass = `later-${uniq}`;
-      await apply(
-        cp,
-        `apiVersion: v1
-kind: PersistentVolumeClaim
-metadata: {name: later, namespace: ${namespace}}
-spec:
-  storageClassName: ${storageClass}
-  accessModes: [ReadWriteOnce]
-  resources: {requests: {storage: 1Gi}}
-`,
-      );
+      await apply(cp, claimOf('later', namespace, storageClass));
       await cp.core.createNamespacedPod({
         namespace,
         body: {
@@ -128,18 +120,7 @@ spec:
       expect(phase(stuck)).toBe('Pending');
       expect(stuck.status?.containerStatuses?.[0]?.state?.waiting?.reason).toBe('ContainerCreating');
 
-      await apply(
-        cp,
-        `apiVersion: v1
-kind: PersistentVolume
-metadata: {name: later-${uniq}}
-spec:
-  capacity: {storage: 1Gi}
-  accessModes: [ReadWriteOnce]
-  storageClassName: ${storageClass}
-  hostPath: {path: ${path.join(hostDir('later'), 'data')}, type: DirectoryOrCreate}
-`,
-      );
+      await apply(cp, hostPathVolume(`later-${uniq}`, storageClass, path.join(hostDir('later'), 'data')));
       await cp.waitFor<V1Pod>(pods(namespace), 'waiting', running, 150_000);
     });
 
