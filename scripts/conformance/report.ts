@@ -281,7 +281,7 @@ export function conformanceDoc(previous: string, sections: ReadonlyMap<string, s
     'with kube-scheduler and kube-controller-manager, beside what the upstream kubelet of the same',
     'release passed on the same machine kind (test/conformance/kubelet-baseline.txt). By focus group',
     '(scripts/conformance/groups.ts): a run replaces the sections of the groups it ran and keeps the',
-    'others. `npm run conformance` runs the node group (what CI runs); `--groups=node,storage` both.',
+    'others. `npm run conformance` runs both groups (what CI runs); `--groups=node` or `--groups=storage` one.',
     '',
     ...order.flatMap((group) => [sections.get(group) ?? sectionOf(previous, group) ?? notRun(group), '']),
   ].join('\n');

@@ -22,7 +22,7 @@
  *                         writes docs/conformance.md (or, with --agent=kubelet, the baseline) again
  *                         from a kept run's report (DIR/report.json), running nothing
  *
- * --groups: `node` (the default), `storage`, or both (`node,storage`); --focus/--skip replace the
+ * --groups: `node`, `storage`, or both (`node,storage`, the default); --focus/--skip replace the
  * groups' regexes (the specs then counted under the group that selects them).
  *
  * With --agent=kubelet the node is the upstream kubelet built from the same module graph instead
