@@ -89,8 +89,11 @@ export class VolumeWorld implements AttachState {
   /** The `volumesInUse` of the last Node status written (MarkVolumesAsReportedInUse). */
   private reported = new Set<string>();
   private readonly actual = new Map<string, Map<string, MountedVolume>>();
-  /** The operations (actors) the loop runs, by id, with the volume they serve. */
-  private readonly operations = new Map<string, PodVolumeRef>();
+  /**
+   * The operations (actors) the loop runs, by pod and then by id, with the volume they serve: a
+   * pod's processing at each sync looks at its own, not at every pod's.
+   */
+  private readonly operations = new Map<string, Map<string, PodVolumeRef>>();
   /** Operations told to tear down whose actors have not ended yet, with their pods: their ids are not reused. */
   private readonly ending = new Map<string, string>();
   private readonly waiters = new Set<Waiter>();
@@ -255,27 +258,29 @@ export class VolumeWorld implements AttachState {
   private announce(uid: string, refresh: boolean): void {
     const entry = this.desired.get(uid);
     const changes: VolumeChanges = { mount: [], remount: [], unmount: [] };
-    for (const [id, op] of this.operations) {
-      if (op.uid !== uid) continue;
+    const operations = this.operations.get(uid) ?? new Map<string, PodVolumeRef>();
+    for (const [id, op] of operations) {
       const wanted = entry?.volumes.get(op.outerName);
       if (!wanted || wanted.uniqueName !== op.uniqueName) {
         changes.unmount.push(id);
-        this.operations.delete(id);
+        operations.delete(id);
         this.ending.set(id, uid);
       } else if (refresh && wanted.requiresRemount) {
         changes.remount.push(id);
       }
     }
-    const running = new Set([...this.operations.values()].filter((op) => op.uid === uid).map((op) => op.outerName));
+    const running = new Set([...operations.values()].map((op) => op.outerName));
     for (const volume of entry?.volumes.values() ?? []) {
       if (running.has(volume.outerName)) continue;
       // A volume whose earlier actor is still tearing down (its claim now names another volume) gets a second id.
       let id = `${uid}/${volume.outerName}`;
       for (let n = 2; this.ending.has(id); n++) id = `${uid}/${volume.outerName}#${n}`;
       const op: PodVolumeRef = { id, uid, pod: `${entry!.pod.metadata.namespace}/${entry!.pod.metadata.name}`, outerName: volume.outerName, uniqueName: volume.uniqueName, specName: volume.specName, kind: volume.kind };
-      this.operations.set(id, op);
+      operations.set(id, op);
       changes.mount.push(op);
     }
+    if (operations.size > 0) this.operations.set(uid, operations);
+    else this.operations.delete(uid);
     if (changes.mount.length + changes.remount.length + changes.unmount.length > 0) this.listener?.(changes);
   }
 

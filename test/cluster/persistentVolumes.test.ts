@@ -53,6 +53,31 @@ spec:
   hostPath: {path: ${dir}, type: DirectoryOrCreate}
 `;
 
+/** A StorageClass of local volumes bound when a pod uses them (no provisioner). */
+const localStorageClass = (name: string) => `apiVersion: storage.k8s.io/v1
+kind: StorageClass
+metadata: {name: ${name}}
+provisioner: kubernetes.io/no-provisioner
+volumeBindingMode: WaitForFirstConsumer
+`;
+
+/** A local PersistentVolume of 1Gi on `dir`, kept after its claim goes, usable on `node` only. */
+const localVolumeOn = (name: string, storageClass: string, dir: string, node: string) => `apiVersion: v1
+kind: PersistentVolume
+metadata: {name: ${name}}
+spec:
+  capacity: {storage: 1Gi}
+  accessModes: [ReadWriteOnce]
+  persistentVolumeReclaimPolicy: Retain
+  storageClassName: ${storageClass}
+  local: {path: ${dir}}
+  nodeAffinity:
+    required:
+      nodeSelectorTerms:
+      - matchExpressions:
+        - {key: kubernetes.io/hostname, operator: In, values: [${node}]}
+`;
+
 /** A claim of 1Gi, ReadWriteOnce, in `storageClass`. */
 const claimOf = (name: string, namespace: string, storageClass: string) => `apiVersion: v1
 kind: PersistentVolumeClaim
@@ -130,31 +155,8 @@ function definePersistentVolumeScenarios(runtime: Runtime, cluster: ReturnType<t
       const namespace = await cp.namespace('pv-statefulset');
       const storageClass = `local-${uniq}`;
       const disks = [hostDir('disk-0'), hostDir('disk-1')];
-      const localVolume = (index: number) => `---
-apiVersion: v1
-kind: PersistentVolume
-metadata: {name: local-${uniq}-${index}}
-spec:
-  capacity: {storage: 1Gi}
-  accessModes: [ReadWriteOnce]
-  persistentVolumeReclaimPolicy: Retain
-  storageClassName: ${storageClass}
-  local: {path: ${disks[index]}}
-  nodeAffinity:
-    required:
-      nodeSelectorTerms:
-      - matchExpressions:
-        - {key: kubernetes.io/hostname, operator: In, values: [${runtime.node}]}
-`;
-      await apply(
-        cp,
-        `apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata: {name: ${storageClass}}
-provisioner: kubernetes.io/no-provisioner
-volumeBindingMode: WaitForFirstConsumer
-${localVolume(0)}${localVolume(1)}`,
-      );
+      const volumes = disks.map((disk, index) => localVolumeOn(`local-${uniq}-${index}`, storageClass, disk, runtime.node));
+      await apply(cp, [localStorageClass(storageClass), ...volumes].join('---\n'));
       const statefulSet = (version: string) => `apiVersion: apps/v1
 kind: StatefulSet
 metadata: {name: web}
@@ -231,29 +233,7 @@ spec:
       if (!cp) return skip();
       const namespace = await cp.namespace('pv-ephemeral');
       const storageClass = `scratch-${uniq}`;
-      await apply(
-        cp,
-        `apiVersion: storage.k8s.io/v1
-kind: StorageClass
-metadata: {name: ${storageClass}}
-provisioner: kubernetes.io/no-provisioner
-volumeBindingMode: WaitForFirstConsumer
----
-apiVersion: v1
-kind: PersistentVolume
-metadata: {name: scratch-${uniq}}
-spec:
-  capacity: {storage: 1Gi}
-  accessModes: [ReadWriteOnce]
-  storageClassName: ${storageClass}
-  local: {path: ${hostDir('scratch')}}
-  nodeAffinity:
-    required:
-      nodeSelectorTerms:
-      - matchExpressions:
-        - {key: kubernetes.io/hostname, operator: In, values: [${runtime.node}]}
-`,
-      );
+      await apply(cp, `${localStorageClass(storageClass)}---\n${localVolumeOn(`scratch-${uniq}`, storageClass, hostDir('scratch'), runtime.node)}`);
       await cp.core.createNamespacedPod({
         namespace,
         body: {
