@@ -88,6 +88,7 @@ const run: Run = (file, args) => promisify(execFile)(file, args);
 export function systemMounter(podsDir: string, log: Log, exec: Run = run, mountinfo = () => readFile('/proc/self/mountinfo', 'utf8')): Mounter & { adopt(): Promise<number> } {
   const known = new Set<string>();
   let refused: string | null = null;
+  let bindRefusalTold = false;
   // Learnt once, before the first mount: a pod synced right after a restart must not get a second
   // tmpfs over the one its container already sees.
   let adopted: Promise<void> | undefined;
@@ -124,7 +125,12 @@ export function systemMounter(podsDir: string, log: Log, exec: Run = run, mounti
     async bindMount(source, target, { readOnly, mountOptions = [] }) {
       await adopt();
       if (known.has(target)) return true;
-      if (refused !== null) return false;
+      if (refused !== null) {
+        // Refused already (a tmpfs first, say): what it means for persistent volumes is said once too.
+        if (!bindRefusalTold) log('warn', 'Cannot bind-mount here: persistent volumes are used at their own paths', { err: refused });
+        bindRefusalTold = true;
+        return false;
+      }
       const args = ['--bind', source, target];
       try {
         await exec('mount', args);
@@ -132,6 +138,7 @@ export function systemMounter(podsDir: string, log: Log, exec: Run = run, mounti
         const message = err instanceof Error ? err.message : String(err);
         if (isRefusal(message)) {
           refused = message.trim();
+          bindRefusalTold = true;
           log('warn', 'Cannot bind-mount here: persistent volumes are used at their own paths', { err: refused });
           return false;
         }

@@ -86,6 +86,19 @@ describe('systemMounter', () => {
     expect(logs).toHaveLength(1);
   });
 
+  it('bind-mounts a local volume read-only with a remount, and where a tmpfs was refused already, says once what that means for local volumes', async () => {
+    const { mounter, runs } = setUp();
+    expect(await mounter.bindMount('/mnt/disks/a', '/var/lib/statelet/pods/u3/volumes/kubernetes.io~local-volume/pv-a', { readOnly: true })).toBe(true);
+    expect(runs).toEqual([
+      'mount --bind /mnt/disks/a /var/lib/statelet/pods/u3/volumes/kubernetes.io~local-volume/pv-a',
+      'mount -o remount,bind,ro /var/lib/statelet/pods/u3/volumes/kubernetes.io~local-volume/pv-a',
+    ]);
+    const refused = setUp('mount: only root can use "--types" option');
+    expect(await refused.mounter.mountTmpfs('/var/lib/statelet/pods/u1/volumes/kubernetes.io~secret/s', 1)).toBe(false);
+    for (const pv of ['pv-a', 'pv-b']) expect(await refused.mounter.bindMount('/mnt/disks/a', `/var/lib/statelet/pods/u1/volumes/kubernetes.io~local-volume/${pv}`, { readOnly: false })).toBe(false);
+    expect(refused.logs.filter((line) => line.startsWith('Cannot bind-mount here'))).toHaveLength(1);
+  });
+
   it('fails the volume on any other mount error', async () => {
     const { mounter } = setUp('mount: /x: wrong fs type');
     await expect(mounter.mountTmpfs('/var/lib/statelet/pods/u3/volumes/a', undefined)).rejects.toThrow('mount tmpfs at /var/lib/statelet/pods/u3/volumes/a: mount: /x: wrong fs type');
