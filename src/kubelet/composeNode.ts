@@ -15,6 +15,7 @@
 import { type AnyActorLogic, type InspectionEvent, type Observer, createActor, fromPromise } from 'xstate';
 import type { SourceName } from '../api/types.ts';
 import { type Clock, sleepOn } from '../clock.ts';
+import { csiDriverObjects } from '../client/csiDriverObjects.ts';
 import { runtimeClassLister } from '../client/runtimeClasses.ts';
 import { serviceLister } from '../client/services.ts';
 import { nodeEventRecorder, nodeReference } from '../eventrecorder/recorder.ts';
@@ -189,7 +190,8 @@ export function composeNode(deps: NodeDeps) {
   const cri = podCri(deps.runtime, deps.images, config, log, deps.nodeCredentials);
   // Claims and their volumes are read live, as the kubelet's populator reads them.
   const claims = cluster && { claim: cluster.api.getPersistentVolumeClaim.bind(cluster.api), volume: cluster.api.getPersistentVolume.bind(cluster.api) };
-  const csiApi = cluster && csiApiReads(cluster.api);
+  const csiDriverStore = cluster && csiDriverObjects(cluster.api, clock, log);
+  const csiApi = cluster && csiApiReads(cluster.api, csiDriverStore);
   const volumeWorld = new VolumeWorld({ clock, ...definedOnly({ claims, csiDrivers: csiApi?.csiDriver }) });
   const host = podHost(config, {
     ...{ clock, log, mounter, memoryFeatures: deps.memoryFeatures, allocatable: () => admission().allocatable, runtimeHandlers: () => facts.runtimeHandlers(), volumes: volumeWorld },
@@ -264,6 +266,7 @@ export function composeNode(deps: NodeDeps) {
     start() {
       services?.start();
       runtimeClasses?.start();
+      csiDriverStore?.start();
       syncLoop.subscribe({ error: (err) => log('error', 'syncLoop failed', { err }) });
       syncLoop.start();
       recorder.event(nodeReference(config.nodeName), 'Normal', 'Starting', 'Starting kubelet.');
@@ -273,6 +276,7 @@ export function composeNode(deps: NodeDeps) {
     stop() {
       services?.stop();
       runtimeClasses?.stop();
+      csiDriverStore?.stop();
       recorder.stop();
       syncLoop.stop();
       allocation.flush();
