@@ -53,6 +53,7 @@ import { diskOnly, systemMounter } from '../volumes/mounter.ts';
 import type { VolumeDeps } from '../volumes/setUp.ts';
 import { VolumeWorld } from '../volumes/world.ts';
 import { CsiOperations, csiApiReads } from '../volumes/csi/operations.ts';
+import { csiVolumeStatsReader } from '../volumes/csi/stats.ts';
 import { CsiNodeClient } from '../volumes/csi/client.ts';
 import { CsiDrivers } from '../volumes/csi/drivers.ts';
 import { type NodeInfoSource, csiPlugin } from '../volumes/csi/registration.ts';
@@ -204,9 +205,13 @@ export function composeNode(deps: NodeDeps) {
   const effects = createPodEffects({ work, statuses, callsInFlight, runtimeName: deps.runtimeName, networkError: () => facts.networkError(), ...definedOnly({ hostIP }) });
   const podMachine = podMachineWith(metrics.podWorked ? timedPodEffects(effects, now, metrics.podWorked.bind(metrics)) : effects);
   const relister = createRelister(cri.runtime, now, log, metrics.relisted?.bind(metrics));
+  // The CSI drivers registered on the node (by the CSI plugin's registration handler, below): where its volumes' operations and stats go.
+  const csiDrivers = new CsiDrivers();
+  const csiEndpoints = { endpoint: (name: string) => csiDrivers.get(name)?.endpoint ?? null };
   const stats = new StatsProvider({
     ...{ nodeName: config.nodeName, runtime: cri.runtime, images: deps.images, podLogsDir: config.podLogsDir, rootDir: config.rootDir, podsDir: podsDirOf(config.rootDir), now, log },
     volumes: volumeWorld,
+    csiVolumeStats: csiVolumeStatsReader(csiEndpoints),
     ...definedOnly({ machineMemory: deps.machineMemory, imageFsSimulated: deps.imageFsSimulated }),
   });
   const imageGc = new ImageGcManager({
@@ -218,7 +223,6 @@ export function composeNode(deps: NodeDeps) {
   // The CSI volume plugin (its registration writes the Node and the CSINode, so on a standalone node it
   // fails as the kubelet's does); the plugin manager's handlers by type (kubelet.go:
   // pluginManager.AddHandler(CSIPlugin, csi.PluginHandler)).
-  const csiDrivers = new CsiDrivers();
   const csi = csiPlugin({ api: cluster?.api, nodeName: config.nodeName, drivers: csiDrivers, nodeInfo: csiNodeInfo, sleep: sleepOn(clock), log });
   const pluginHandlers = new Map<string, PluginHandler>([[PLUGIN_TYPES.csi, csi.handler]]);
   const loops = nodeLoopsOn({
@@ -230,7 +234,7 @@ export function composeNode(deps: NodeDeps) {
       world: volumeWorld,
       deps: () => podVolumeDeps(host, podClusterParts, log),
       csi: new CsiOperations({
-        ...{ rootDir: config.rootDir, nodeName: config.nodeName, drivers: { endpoint: (name) => csiDrivers.get(name)?.endpoint ?? null }, attach: volumeWorld },
+        ...{ rootDir: config.rootDir, nodeName: config.nodeName, drivers: csiEndpoints, attach: volumeWorld },
         ...definedOnly({ api: csiApi, tokens: podClusterParts?.tokens }),
       }),
     },

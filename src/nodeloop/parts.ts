@@ -65,6 +65,7 @@ export type NodeConfig = Pick<
   | 'evictionMinimumReclaim'
   | 'evictionPressureTransitionPeriodMs'
   | 'evictionMaxPodGracePeriod'
+  | 'volumeStatsAggPeriodMs'
   // In a cluster: the Node's registration, status and Lease.
   | 'registerNode'
   | 'registerWithTaints'

@@ -57,6 +57,7 @@ export function createPodVolumeEffects({ world, deps, recorder, log, csi }: PodV
         readOnly: volume.csi?.readOnly ?? claim?.readOnly ?? false,
         ...(claim?.supplementalGroup !== undefined ? { supplementalGroup: claim.supplementalGroup } : {}),
         ...(claim ? { claim: { namespace: claim.claim.namespace, name: claim.claim.name } } : {}),
+        ...(volume.csi ? { csi: { driver: volume.csi.driver, volumeHandle: volume.csi.volumeHandle } } : {}),
       });
     },
     async unmount(ref: PodVolumeRef) {

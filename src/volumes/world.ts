@@ -46,6 +46,8 @@ export interface MountedVolume {
   supplementalGroup?: number;
   /** The claim it came from, for stats (`pvcRef`). */
   claim?: { namespace: string; name: string };
+  /** A CSI volume's driver and handle: what its stats and expansion are asked of (csi_metrics.go, expander.go). */
+  csi?: { driver: string; volumeHandle: string };
 }
 
 /** What changed for the loop: volumes to set up, to set up again (RequiresRemount), to tear down. */
