@@ -237,6 +237,16 @@ export function composeNode(deps: NodeDeps) {
         ...{ rootDir: config.rootDir, nodeName: config.nodeName, drivers: csiEndpoints, attach: volumeWorld },
         ...definedOnly({ api: csiApi, tokens: podClusterParts?.tokens }),
       }),
+      ...(cluster && csiApi
+        ? {
+            expansion: {
+              nodeName: config.nodeName,
+              claims: { claim: cluster.api.getPersistentVolumeClaim.bind(cluster.api), patchStatus: cluster.api.patchPersistentVolumeClaimStatus.bind(cluster.api) },
+              csi: { rootDir: config.rootDir, drivers: csiEndpoints, secret: csiApi.secret },
+              now,
+            },
+          }
+        : {}),
     },
     ...definedOnly({ cluster, tokens: podClusterParts?.tokens, kernelLog: deps.kernelLog }),
   });

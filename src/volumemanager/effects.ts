@@ -15,6 +15,8 @@ import { type CsiOperations, type CsiPodVolume, CsiOperationError } from '../vol
 import { type CsiKind, type InTreeKind, isCsiKind } from '../volumes/desired.ts';
 import { type VolumeDeps, setUpVolume, tearDownVolume } from '../volumes/setUp.ts';
 import { tearDownLocalDevice } from '../volumes/persistent.ts';
+import { csiNodeExpand } from '../volumes/csi/expand.ts';
+import { type VolumeExpansionParts, expandInUseVolume } from '../volumes/nodeExpander.ts';
 import type { VolumeWorld } from '../volumes/world.ts';
 import type { PodVolumeEffects } from './podVolume.ts';
 
@@ -26,13 +28,18 @@ export interface PodVolumeParts {
   log: Logger;
   /** The CSI plugin's operations (its driver table, the attach state). */
   csi: CsiOperations;
+  /** In a cluster: the online expansion's parts (a standalone node has no claims). */
+  expansion?: VolumeExpansionParts;
 }
 
 const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
 const csiRef = (ref: PodVolumeRef & { kind: CsiKind }): CsiPodVolume => ({ id: ref.id, uid: ref.uid, uniqueName: ref.uniqueName, specName: ref.specName, kind: ref.kind });
 const isCsiRef = (ref: PodVolumeRef): ref is PodVolumeRef & { kind: CsiKind } => isCsiKind(ref.kind);
 
-export function createPodVolumeEffects({ world, deps, recorder, log, csi }: PodVolumeParts): PodVolumeEffects {
+/** metav1.Now() as the API writes it: RFC 3339 to the second. */
+const rfc3339 = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+export function createPodVolumeEffects({ world, deps, recorder, log, csi, expansion }: PodVolumeParts): PodVolumeEffects {
   return {
     async mount(ref: PodVolumeRef) {
       const wanted = world.desiredVolume(ref.uid, ref.outerName);
@@ -59,6 +66,26 @@ export function createPodVolumeEffects({ world, deps, recorder, log, csi }: PodV
         ...(claim ? { claim: { namespace: claim.claim.namespace, name: claim.claim.name } } : {}),
         ...(volume.csi ? { csi: { driver: volume.csi.driver, volumeHandle: volume.csi.volumeHandle } } : {}),
       });
+    },
+    async expand(ref: PodVolumeRef) {
+      const wanted = world.volumeToExpand(ref.uid, ref.outerName);
+      // Nothing to expand any more (expanded, its pod gone), or no API server to read the claim from.
+      if (!wanted || wanted.volume.uniqueName !== ref.uniqueName || !expansion) return;
+      const { pod, volume, currentBytes, desiredBytes } = wanted;
+      const pv = volume.claim.pv;
+      const targetPath = world.mountedVolumes(ref.uid).get(ref.outerName)?.path ?? '';
+      const expander = { nodeName: expansion.nodeName, claims: expansion.claims, record: world.expansion, recorder, log, now: () => rfc3339(expansion.now()) };
+      try {
+        await expandInUseVolume(expander, {
+          ...{ pod, uniqueName: ref.uniqueName, specName: ref.specName, pv, currentBytes, desiredBytes },
+          nodeExpand: (newBytes) => csiNodeExpand(expansion.csi, { pv, volume: volume.csi!, targetPath, newBytes }),
+        });
+      } catch (err) {
+        const message = errorText(err);
+        recorder.event(podReference(pod), 'Warning', 'VolumeResizeFailed', message);
+        log('warn', 'Volume expansion failed', { pod: ref.pod, volume: ref.outerName, err: message });
+        throw err;
+      }
     },
     async unmount(ref: PodVolumeRef) {
       if (isCsiRef(ref)) {
