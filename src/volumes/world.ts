@@ -155,7 +155,7 @@ export class VolumeWorld implements AttachState {
     this.desired.set(uid, { pod, expected: expected.filter((name) => byName.has(name)), volumes, errors });
     // checkVolumeFSResize: a writable claim's volume seen mounted is known at its claim's capacity until the node expands it.
     for (const volume of volumes.values()) {
-      if (this.expandable(uid, volume)) this.expansion.initializeSize(volume.uniqueName, bytesOf(volume.claim!.statusCapacity));
+      if (this.expandable(uid, volume) && !volume.claim!.readOnly) this.expansion.initializeSize(volume.uniqueName, bytesOf(volume.claim!.statusCapacity));
     }
     this.announce(uid, true);
   }
