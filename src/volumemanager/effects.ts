@@ -5,18 +5,23 @@
  * the outcome in the volume world's actual state. A failed set-up is the pod's Warning
  * `FailedMount` event, worded as the kubelet's operation generator words it
  * (`MountVolume.SetUp failed for volume "<name>" : <cause>`), except the attach verification's,
- * which the kubelet only logs.
+ * which the kubelet only logs. A claim's CSI volume whose PV is already larger than its claim is
+ * expanded before it counts as mounted; a mounted one whose PV grew is expanded online (`expand`),
+ * a failure being the pod's Warning `VolumeResizeFailed` (src/volumes/nodeExpander.ts).
  */
 import type { EventRecorder } from '../eventrecorder/recorder.ts';
 import { podReference } from '../eventrecorder/recorder.ts';
+import type { Pod } from '../api/types.ts';
 import type { PodVolumeRef } from '../events.ts';
 import type { Logger } from '../log.ts';
 import { type CsiOperations, type CsiPodVolume, CsiOperationError } from '../volumes/csi/operations.ts';
 import { type CsiKind, type InTreeKind, isCsiKind } from '../volumes/desired.ts';
 import { type VolumeDeps, setUpVolume, tearDownVolume } from '../volumes/setUp.ts';
 import { tearDownLocalDevice } from '../volumes/persistent.ts';
+import type { BoundClaim } from '../volumes/claims.ts';
 import { csiNodeExpand } from '../volumes/csi/expand.ts';
-import { type VolumeExpansionParts, expandInUseVolume } from '../volumes/nodeExpander.ts';
+import type { CsiVolume } from '../volumes/csi/spec.ts';
+import { type VolumeExpansionParts, expandInUseVolume, expandVolumeDuringMount } from '../volumes/nodeExpander.ts';
 import type { VolumeWorld } from '../volumes/world.ts';
 import type { PodVolumeEffects } from './podVolume.ts';
 
@@ -40,6 +45,19 @@ const isCsiRef = (ref: PodVolumeRef): ref is PodVolumeRef & { kind: CsiKind } =>
 const rfc3339 = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
 export function createPodVolumeEffects({ world, deps, recorder, log, csi, expansion }: PodVolumeParts): PodVolumeEffects {
+  const expander = (parts: VolumeExpansionParts) => ({ nodeName: parts.nodeName, claims: parts.claims, record: world.expansion, recorder, log, now: () => rfc3339(parts.now()) });
+  /** expandVolumeDuringMount: a claim's PV already larger than its claim is expanded before the volume counts as mounted. */
+  const expandDuringMount = async (parts: VolumeExpansionParts, pod: Pod, ref: PodVolumeRef, claim: BoundClaim, volume: CsiVolume, targetPath: string) => {
+    const pv = claim.pv;
+    try {
+      await expandVolumeDuringMount(expander(parts), {
+        ...{ pod, uniqueName: ref.uniqueName, specName: ref.specName, pv, readOnly: claim.readOnly },
+        nodeExpand: (newBytes) => csiNodeExpand(parts.csi, { pv, volume, targetPath, newBytes }),
+      });
+    } catch (err) {
+      throw new Error(`MountVolume.Setup failed while expanding volume for volume ${JSON.stringify(ref.specName)} : ${errorText(err)}`);
+    }
+  };
   return {
     async mount(ref: PodVolumeRef) {
       const wanted = world.desiredVolume(ref.uid, ref.outerName);
@@ -49,6 +67,7 @@ export function createPodVolumeEffects({ world, deps, recorder, log, csi, expans
       let path: string;
       try {
         path = isCsiRef(ref) ? await csi.mount(pod, csiRef(ref), volume.csi!) : await setUpVolume(deps(), pod, volume as typeof volume & { kind: InTreeKind });
+        if (ref.kind === 'csiPV' && volume.claim && volume.csi && expansion) await expandDuringMount(expansion, pod, ref, volume.claim, volume.csi, path);
       } catch (err) {
         const message = errorText(err);
         if (!(err instanceof CsiOperationError) || err.recordEvent) recorder.event(podReference(pod), 'Warning', 'FailedMount', message);
@@ -74,9 +93,8 @@ export function createPodVolumeEffects({ world, deps, recorder, log, csi, expans
       const { pod, volume, currentBytes, desiredBytes } = wanted;
       const pv = volume.claim.pv;
       const targetPath = world.mountedVolumes(ref.uid).get(ref.outerName)?.path ?? '';
-      const expander = { nodeName: expansion.nodeName, claims: expansion.claims, record: world.expansion, recorder, log, now: () => rfc3339(expansion.now()) };
       try {
-        await expandInUseVolume(expander, {
+        await expandInUseVolume(expander(expansion), {
           ...{ pod, uniqueName: ref.uniqueName, specName: ref.specName, pv, currentBytes, desiredBytes },
           nodeExpand: (newBytes) => csiNodeExpand(expansion.csi, { pv, volume: volume.csi!, targetPath, newBytes }),
         });

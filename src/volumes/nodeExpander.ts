@@ -19,7 +19,8 @@
  *      (`NodeExpandVolume.NodeExpandVolume failed for volume "<pv>" : <err>`), which the caller
  *      records as a Warning `VolumeResizeFailed` on the pod, and the operation is retried.
  * A precheck that says no (the claim is not pending a node resize) ends the operation quietly;
- * the next processing of the pod looks again.
+ * the next processing of the pod looks again. The same expansion runs as a claim's volume is
+ * mounted (expandVolumeDuringMount), when its PV is already larger than its claim.
  */
 import type { ObjectReference } from '../api/cluster.ts';
 import type { PersistentVolume, PersistentVolumeClaim } from '../api/storage.ts';
@@ -99,16 +100,42 @@ export async function expandInUseVolume(deps: NodeExpanderDeps, volume: InUseVol
   }
 }
 
-/** nodeExpandVolume: the size the volume is now known at, or null when it was not resized (nothing to do yet). */
-async function nodeExpandVolume(deps: NodeExpanderDeps, volume: InUseVolume): Promise<number | null> {
-  if (volume.desiredBytes <= volume.currentBytes) return null;
-  const ref = volume.pv.spec?.claimRef;
-  let pvc: PersistentVolumeClaim;
+/**
+ * operation_generator.go expandVolumeDuringMount, after a claim's volume is set up for a pod and
+ * before it counts as mounted: a PV larger than its claim's capacity (expanded while no pod used
+ * it) is expanded now, so the pod starts on the new size. A read-only volume is not: Warning
+ * `FileSystemResizeFailed` on the pod and the claim, and the mount goes on. Rejects with the cause
+ * (the caller words it `MountVolume.Setup failed while expanding volume`).
+ */
+export async function expandVolumeDuringMount(deps: NodeExpanderDeps, volume: Omit<InUseVolume, 'currentBytes' | 'desiredBytes'> & { readOnly: boolean }): Promise<void> {
+  const pvc = await claimOf(deps, volume.pv);
+  const currentBytes = bytesOf(pvc.status?.capacity?.['storage']);
+  const desiredBytes = bytesOf(volume.pv.spec?.capacity?.['storage']);
+  if (currentBytes >= desiredBytes) return;
+  if (volume.readOnly) {
+    const message = `MountVolume.NodeExpandVolume failed for volume ${JSON.stringify(volume.specName)} requested read-only file system`;
+    deps.recorder.event(podReference(volume.pod), 'Warning', 'FileSystemResizeFailed', message);
+    deps.recorder.event(claimReference(pvc), 'Warning', 'FileSystemResizeFailed', message);
+    return;
+  }
+  const sized = { ...volume, currentBytes, desiredBytes };
+  await (expansionPath(pvc) === 'recovery' ? expandOnPlugin(deps, sized, pvc) : legacyExpandOnPlugin(deps, sized, pvc));
+}
+
+/** The PV's claim, read live (the error as nodeExpandVolume words it). */
+async function claimOf(deps: NodeExpanderDeps, pv: PersistentVolume): Promise<PersistentVolumeClaim> {
+  const ref = pv.spec?.claimRef;
   try {
-    pvc = await deps.claims.claim(ref?.namespace ?? '', ref?.name ?? '');
+    return await deps.claims.claim(ref?.namespace ?? '', ref?.name ?? '');
   } catch (err) {
     throw new Error(`mountVolume.NodeExpandVolume get PVC failed : ${apiErrorText(err)}`);
   }
+}
+
+/** nodeExpandVolume: the size the volume is now known at, or null when it was not resized (nothing to do yet). */
+async function nodeExpandVolume(deps: NodeExpanderDeps, volume: InUseVolume): Promise<number | null> {
+  if (volume.desiredBytes <= volume.currentBytes) return null;
+  const pvc = await claimOf(deps, volume.pv);
   return expansionPath(pvc) === 'recovery' ? expandOnPlugin(deps, volume, pvc) : legacyExpandOnPlugin(deps, volume, pvc);
 }
 
