@@ -25,7 +25,7 @@ import {
   nodeExpansionPrecheck,
   nodeResizeInProgressPatch,
 } from '../../src/volumes/expansion.ts';
-import { type InUseVolume, expandInUseVolume } from '../../src/volumes/nodeExpander.ts';
+import { type InUseVolume, expandInUseVolume, expandVolumeDuringMount } from '../../src/volumes/nodeExpander.ts';
 
 const Gi = 2 ** 30;
 
@@ -249,6 +249,33 @@ describe('expandInUseVolume', () => {
     expect(h.expanded).toEqual([2 * Gi]);
     expect(h.patches).toEqual([{ metadata: { resourceVersion: '42' }, status: { capacity: { storage: '2Gi' }, allocatedResourceStatuses: { storage: null }, conditions: [{ $patch: 'replace' }] } }]);
     expect(h.record.size(h.volume.uniqueName)).toBe(2 * Gi);
+  });
+});
+
+describe('expandVolumeDuringMount', () => {
+  it('expands a volume whose PV is already larger than its claim before it counts as mounted', async () => {
+    const h = harness(pendingOnNode, async () => {});
+    await expandVolumeDuringMount(h.deps, { ...h.volume, readOnly: false });
+    expect(h.expanded).toEqual([2 * Gi]);
+    expect(h.patches).toHaveLength(2);
+    expect(h.events.map((e) => e[2])).toEqual(['FileSystemResizeSuccessful', 'FileSystemResizeSuccessful']);
+  });
+
+  it('does nothing when the claim already shows the PV size', async () => {
+    const h = harness(claim({ capacity: { storage: '2Gi' } }), async () => {});
+    await expandVolumeDuringMount(h.deps, { ...h.volume, readOnly: false });
+    expect([h.expanded, h.patches, h.events]).toEqual([[], [], []]);
+  });
+
+  it('does not expand a read-only volume: FileSystemResizeFailed on the pod and the claim, and the mount goes on', async () => {
+    const h = harness(pendingOnNode, async () => {});
+    await expandVolumeDuringMount(h.deps, { ...h.volume, readOnly: true });
+    expect(h.expanded).toEqual([]);
+    const message = 'MountVolume.NodeExpandVolume failed for volume "pv-1" requested read-only file system';
+    expect(h.events).toEqual([
+      ['Pod', 'Warning', 'FileSystemResizeFailed', message],
+      ['PersistentVolumeClaim', 'Warning', 'FileSystemResizeFailed', message],
+    ]);
   });
 });
 
