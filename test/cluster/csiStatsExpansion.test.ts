@@ -11,7 +11,9 @@
  *     `NodeResizePending`, `FileSystemResizePending`); at the pod's next sync statelet marks the
  *     claim `NodeResizeInProgress`, calls NodeExpandVolume with the kubelet's arguments, and
  *     patches the claim's status to the new capacity with the resize status and condition gone,
- *     with `FileSystemResizeSuccessful` events on the pod and the claim.
+ *     with `FileSystemResizeSuccessful` events on the pod and the claim;
+ *   - expansion during mount: a volume the resizer grew while no pod used it is expanded after its
+ *     publish and before the pod runs.
  * Where Go is missing the tests skip, loudly, outside CI.
  */
 import { StorageV1Api, type CoreV1Event, type V1PersistentVolumeClaim, type V1Pod } from '@kubernetes/client-node';
@@ -38,6 +40,21 @@ interface SummaryVolume {
 }
 type Summary = { pods: { podRef: { name: string; namespace: string }; volume?: SummaryVolume[] }[] };
 
+/** As the external resizer after ControllerExpandVolume (csi-resizer markForPendingNodeExpansion): the PV at 2Gi, the claim pending a node resize. */
+async function resizedOnController(cp: ControlPlane, namespace: string, pvName: string): Promise<void> {
+  await cp.kubectl(['patch', 'pv', pvName, '--type=merge', '-p', JSON.stringify({ spec: { capacity: { storage: '2Gi' } } })]);
+  await cp.kubectl([
+    ...['patch', 'pvc', 'data', '-n', namespace, '--subresource=status', '--type=merge', '-p'],
+    JSON.stringify({
+      status: {
+        allocatedResources: { storage: '2Gi' },
+        allocatedResourceStatuses: { storage: 'NodeResizePending' },
+        conditions: [{ type: 'FileSystemResizePending', status: 'True', message: 'Waiting for user to (re-)start a pod to finish file system resize of volume on node.' }],
+      },
+    }),
+  ]);
+}
+
 describe('CSI volume stats and online expansion on statelet (sim://, a real cluster, the CSI mock driver)', () => {
   const cluster = clusterNode({ node: NODE, controllers: true, args: () => ['--container-runtime-endpoint=sim://', '--volume-stats-agg-period=1s', '--sync-frequency=3s'] });
   let mock: CsiMock | null = null;
@@ -46,7 +63,7 @@ describe('CSI volume stats and online expansion on statelet (sim://, a real clus
   });
 
   /** The mock with stats and expansion, registered; a CSIDriver without attach; PV `pvName` of the mock's volume "1" bound to `<namespace>/data`; a pod on it, running. */
-  async function podOnMockVolume(cp: ControlPlane, pvName: string): Promise<{ namespace: string; pod: V1Pod } | null> {
+  async function podOnMockVolume(cp: ControlPlane, pvName: string, beforePod?: (namespace: string) => Promise<void>): Promise<{ namespace: string; pod: V1Pod } | null> {
     mock = await startCsiMock({ rootDir: cluster.agent!.rootDir, driverName: DRIVER, nodeId: `mock-${NODE}`, nodeCapabilities: ['STAGE_UNSTAGE_VOLUME', 'GET_VOLUME_STATS', 'EXPAND_VOLUME'] });
     if (!mock) return null;
     await cp.waitFor<CSINode>(csiNodes, NODE, (c) => (c?.spec.drivers ?? []).some((d) => d.name === DRIVER), 60_000);
@@ -60,6 +77,7 @@ describe('CSI volume stats and online expansion on statelet (sim://, a real clus
       },
     });
     await cp.core.createNamespacedPersistentVolumeClaim({ namespace, body: { metadata: { name: 'data' }, spec: { storageClassName: '', volumeName: pvName, accessModes: ['ReadWriteOnce'], resources: { requests: storage } } } });
+    await beforePod?.(namespace);
     await cp.core.createNamespacedPod({
       namespace,
       body: {
@@ -125,19 +143,7 @@ describe('CSI volume stats and online expansion on statelet (sim://, a real clus
     const { namespace, pod } = started;
     expect((await cp.core.readNamespacedPersistentVolumeClaim({ namespace, name: 'data' })).status?.capacity).toEqual({ storage: '1Gi' });
 
-    // As the external resizer after ControllerExpandVolume (csi-resizer markForPendingNodeExpansion).
-    await cp.kubectl(['patch', 'pv', pvName, '--type=merge', '-p', JSON.stringify({ spec: { capacity: { storage: '2Gi' } } })]);
-    await cp.kubectl([
-      ...['patch', 'pvc', 'data', '-n', namespace, '--subresource=status', '--type=merge', '-p'],
-      JSON.stringify({
-        status: {
-          allocatedResources: { storage: '2Gi' },
-          allocatedResourceStatuses: { storage: 'NodeResizePending' },
-          conditions: [{ type: 'FileSystemResizePending', status: 'True', message: 'Waiting for user to (re-)start a pod to finish file system resize of volume on node.' }],
-        },
-      }),
-    ]);
-
+    await resizedOnController(cp, namespace, pvName);
     const done = await cp.waitFor<V1PersistentVolumeClaim>(claims(namespace), 'data', (c) => c?.status?.capacity?.['storage'] === '2Gi', 60_000);
     expect(done!.status?.allocatedResourceStatuses ?? {}).toEqual({});
     // The resize condition goes; the others (the API server's own `Unused`, say) stay.
@@ -162,5 +168,31 @@ describe('CSI volume stats and online expansion on statelet (sim://, a real clus
       ['Pod', 'app', 'Normal', message],
     ]);
     expect(running(await cp.core.readNamespacedPod({ namespace, name: 'app' }))).toBe(true);
+
+    await cp.core.deleteNamespacedPod({ namespace, name: 'app' });
+    await waitFor(async () => (await mock!.calls()).some((c) => c.rpc === 'NodeUnstageVolume'), 'the unstage', 60_000);
+    await mock!.stop();
+    mock = null;
+    await cp.admin.makeApiClient(StorageV1Api).deleteCSIDriver({ name: DRIVER });
+    await cp.waitFor<CSINode>(csiNodes, NODE, (c) => !(c?.spec.drivers ?? []).some((d) => d.name === DRIVER), 60_000);
+  });
+
+  it('expands, as it mounts it, a volume the resizer grew while no pod used it, before the pod runs', { timeout: 300_000 }, async ({ skip }) => {
+    const cp = cluster.cp;
+    if (!cp || !cluster.agent) return skip();
+    const pvName = `csi-offline-${process.pid}`;
+    const started = await podOnMockVolume(cp, pvName, async (namespace) => {
+      await cp.waitFor<V1PersistentVolumeClaim>(claims(namespace), 'data', (c) => c?.status?.phase === 'Bound', 60_000);
+      await resizedOnController(cp, namespace, pvName);
+    });
+    if (!started) return skip();
+    const { namespace } = started;
+    // Running: expanded already, after the publish (SetUp) and before the volume counted as mounted.
+    const rpcs = (await mock!.calls()).filter((c) => c.method.startsWith('/csi.v1.Node/') && ['NodeStageVolume', 'NodePublishVolume', 'NodeExpandVolume'].includes(c.rpc));
+    expect(rpcs.map((c) => c.rpc)).toEqual(['NodeStageVolume', 'NodePublishVolume', 'NodeExpandVolume']);
+    expect(rpcs[2]!.request).toMatchObject({ volume_id: '1', capacity_range: { required_bytes: String(2 * 2 ** 30) } });
+    const pvc = await cp.core.readNamespacedPersistentVolumeClaim({ namespace, name: 'data' });
+    expect(pvc.status?.capacity).toEqual({ storage: '2Gi' });
+    expect(pvc.status?.allocatedResourceStatuses ?? {}).toEqual({});
   });
 });
