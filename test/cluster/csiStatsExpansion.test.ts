@@ -14,7 +14,9 @@
  *     with `FileSystemResizeSuccessful` events on the pod and the claim;
  *   - expansion during mount: a volume the resizer grew while no pod used it is expanded after its
  *     publish and before the pod runs.
- * Where Go is missing the tests skip, loudly, outside CI.
+ * On sim:// and on containerd (where the mock binds its own directory for the volume and answers
+ * NodeGetVolumeStats from its filesystem). Where Go or containerd is missing the tests skip,
+ * loudly, outside CI.
  */
 import { StorageV1Api, type CoreV1Event, type V1PersistentVolumeClaim, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -23,8 +25,8 @@ import { publishTargetPath, stagingTargetPath } from '../../src/volumes/csi/path
 import { type CsiMock, startCsiMock } from '../support/csiMock.ts';
 import { clusterNode } from '../support/clusterNode.ts';
 import { type ControlPlane, pods, waitFor } from '../support/controlPlane.ts';
+import { BUSYBOX_IMAGE, startContainerd } from '../containerd/harness.ts';
 
-const NODE = 'node-csi-stats';
 const DRIVER = 'stats.csimock.test';
 const csiNodes = { path: '/apis/storage.k8s.io/v1/csinodes' };
 const claims = (namespace: string) => ({ path: `/api/v1/namespaces/${namespace}/persistentvolumeclaims` });
@@ -55,8 +57,14 @@ async function resizedOnController(cp: ControlPlane, namespace: string, pvName: 
   ]);
 }
 
-describe('CSI volume stats and online expansion on statelet (sim://, a real cluster, the CSI mock driver)', () => {
-  const cluster = clusterNode({ node: NODE, controllers: true, args: () => ['--container-runtime-endpoint=sim://', '--volume-stats-agg-period=1s', '--sync-frequency=3s'] });
+interface Runtime {
+  node: string;
+  image: string;
+  /** The mock binds a directory of its own onto the target path, and answers NodeGetVolumeStats from its statfs (a root agent). */
+  bindMounts: boolean;
+}
+
+function defineCsiStatsExpansionScenarios({ node: NODE, image, bindMounts }: Runtime, cluster: ReturnType<typeof clusterNode>): void {
   let mock: CsiMock | null = null;
   afterAll(async () => {
     await mock?.stop();
@@ -64,7 +72,7 @@ describe('CSI volume stats and online expansion on statelet (sim://, a real clus
 
   /** The mock with stats and expansion, registered; a CSIDriver without attach; PV `pvName` of the mock's volume "1" bound to `<namespace>/data`; a pod on it, running. */
   async function podOnMockVolume(cp: ControlPlane, pvName: string, beforePod?: (namespace: string) => Promise<void>): Promise<{ namespace: string; pod: V1Pod } | null> {
-    mock = await startCsiMock({ rootDir: cluster.agent!.rootDir, driverName: DRIVER, nodeId: `mock-${NODE}`, nodeCapabilities: ['STAGE_UNSTAGE_VOLUME', 'GET_VOLUME_STATS', 'EXPAND_VOLUME'] });
+    mock = await startCsiMock({ rootDir: cluster.agent!.rootDir, driverName: DRIVER, nodeId: `mock-${NODE}`, nodeCapabilities: ['STAGE_UNSTAGE_VOLUME', 'GET_VOLUME_STATS', 'EXPAND_VOLUME'], bindMounts });
     if (!mock) return null;
     await cp.waitFor<CSINode>(csiNodes, NODE, (c) => (c?.spec.drivers ?? []).some((d) => d.name === DRIVER), 60_000);
     await cp.admin.makeApiClient(StorageV1Api).createCSIDriver({ body: { metadata: { name: DRIVER }, spec: { attachRequired: false } } });
@@ -85,7 +93,7 @@ describe('CSI volume stats and online expansion on statelet (sim://, a real clus
         spec: {
           nodeName: NODE,
           terminationGracePeriodSeconds: 1,
-          containers: [{ name: 'app', image: 'busybox', command: ['sh', '-c', idle], volumeMounts: [{ name: 'data', mountPath: '/data' }] }],
+          containers: [{ name: 'app', image, command: ['sh', '-c', idle], volumeMounts: [{ name: 'data', mountPath: '/data' }] }],
           volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'data' } }],
         },
       },
@@ -111,10 +119,10 @@ describe('CSI volume stats and online expansion on statelet (sim://, a real clus
     const target = publishTargetPath(cluster.agent.rootDir, pod.metadata!.uid!, pvName);
     // csi_client.go NodeGetVolumeStats: the volume and its target path, nothing else.
     expect(stats[0]!.request).toEqual({ volume_id: '1', volume_path: target });
-    // The mock reports its volume's total as the BYTES usage (available and used unset: 0).
-    const total = Number((stats[0]!.response as { usage: { total?: string; unit: string }[] }).usage[0]!.total);
+    // The mock reports its volume's size as the BYTES total (its directory's filesystem with bind mounts).
+    const total = Number((stats[0]!.response as { usage: { total?: string; unit: string }[] }).usage.find((u) => u.unit === 'BYTES')!.total);
     expect(total).toBeGreaterThan(0);
-    expect(await dataVolume()).toMatchObject({ pvcRef: { name: 'data', namespace }, capacityBytes: total, availableBytes: 0, usedBytes: 0 });
+    expect(await dataVolume()).toMatchObject({ pvcRef: { name: 'data', namespace }, capacityBytes: total, availableBytes: expect.any(Number), usedBytes: expect.any(Number) });
     const metrics = await (await fetch(`${readOnly}/metrics`)).text();
     expect(metrics).toContain(`kubelet_volume_stats_capacity_bytes{namespace="${namespace}",persistentvolumeclaim="data"} ${total}`);
 
@@ -194,5 +202,28 @@ describe('CSI volume stats and online expansion on statelet (sim://, a real clus
     const pvc = await cp.core.readNamespacedPersistentVolumeClaim({ namespace, name: 'data' });
     expect(pvc.status?.capacity).toEqual({ storage: '2Gi' });
     expect(pvc.status?.allocatedResourceStatuses ?? {}).toEqual({});
+    // Nothing left mounted for the next scenario or the machine.
+    await cp.core.deleteNamespacedPod({ namespace, name: 'app' });
+    await waitFor(async () => (await mock!.calls()).some((c) => c.rpc === 'NodeUnstageVolume'), 'the unstage', 60_000);
   });
+}
+
+const settings = ['--volume-stats-agg-period=1s', '--sync-frequency=3s'];
+
+describe('CSI volume stats and online expansion on statelet (sim://, a real cluster, the CSI mock driver)', () => {
+  const node = 'node-csi-stats';
+  const cluster = clusterNode({ node, controllers: true, args: () => ['--container-runtime-endpoint=sim://', ...settings] });
+  defineCsiStatsExpansionScenarios({ node, image: 'busybox', bindMounts: false }, cluster);
 });
+
+const containerd = await startContainerd();
+if (!containerd) {
+  it.skip('CSI volume stats and expansion on containerd (containerd not available here; see the message above)', () => {});
+} else {
+  afterAll(() => containerd.stop(), 180_000);
+  describe('CSI volume stats and online expansion on statelet (containerd, a real cluster, the CSI mock driver binding its directories)', () => {
+    const node = 'node-csi-stats-containerd';
+    const cluster = clusterNode({ node, controllers: true, args: () => [`--container-runtime-endpoint=${containerd.endpoint}`, ...settings] });
+    defineCsiStatsExpansionScenarios({ node, image: BUSYBOX_IMAGE, bindMounts: true }, cluster);
+  });
+}
