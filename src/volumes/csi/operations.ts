@@ -26,8 +26,9 @@
  * a retry mounts again and a pod that goes still has it unpublished and unstaged; a *final* error
  * removes what the operation made (removeMountDir) and counts it as not mounted.
  *
- * Out of scope here: raw block (csi_block.go), reconstruction after a restart, volume stats and
- * expansion; the paths they need are in paths.ts.
+ * Out of scope here: raw block (csi_block.go) and reconstruction after a restart (the paths they
+ * need are in paths.ts); a published volume's stats are read by stats.ts, its expansion made by
+ * expand.ts.
  */
 import { mkdir, readFile, rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
