@@ -19,12 +19,13 @@
  *   `size` of its volume_context or its last NodeExpandVolume) or the filesystem's.
  * - NodeExpandVolume records the new capacity (a block volume's file grows to it).
  *
- * What it knows of its volumes (capacity, staging and target paths) is kept in
- * `<dataDir>/state.json`, written after each change, so an agent restarted over its root directory
- * finds it. Calls are served one at a time.
+ * What it knows of a volume (capacity, staging and target paths) is kept beside its data, in
+ * `<dataDir>/volumes/<name>.json` (no volume's name has a `.`), written after each change to it, so
+ * an agent restarted over its root directory finds it. The calls of one volume are served one at
+ * a time; different volumes' calls do not wait for each other.
  */
 import { createHash } from 'node:crypto';
-import { lstat, mkdir, readFile, readlink, rename, rm, rmdir, symlink, truncate, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, readFile, readdir, readlink, rename, rm, rmdir, symlink, truncate, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Mounter } from '../volumes/mounter.ts';
 import type { IdentityRpcs, NodeRpcs, WireVolumeCapability } from '../volumes/csi/wire.ts';
@@ -42,8 +43,9 @@ import {
   volumeUsage,
 } from './rules.ts';
 
-/** What the driver knows of one volume. */
+/** What the driver knows of one volume (its `<name>.json`). */
 interface VolumeRecord {
+  volumeId: string;
   capacityBytes?: number;
   /** A block volume: its data is a file, not a directory. */
   block?: boolean;
@@ -57,7 +59,7 @@ export interface SimCsiDriverOptions {
   driverName: string;
   /** NodeGetInfo's node_id and the topology segment's value: the node's name. */
   nodeId: string;
-  /** Where the volumes and state.json live. */
+  /** Where the volumes and what the driver knows of them live. */
   dataDir: string;
   /** Mounts the volumes at their target paths; one that cannot (not root) makes the driver link them instead. */
   mounter: Mounter;
@@ -70,26 +72,23 @@ type Request<R extends keyof NodeRpcs> = NodeRpcs[R]['request'];
 
 export class SimCsiDriver {
   private volumes = new Map<string, VolumeRecord>();
-  private queue: Promise<unknown> = Promise.resolve();
+  /** Each volume's calls, one after the other. */
+  private queues = new Map<string, Promise<unknown>>();
 
   constructor(private readonly options: SimCsiDriverOptions) {}
 
-  private get stateFile(): string {
-    return path.join(this.options.dataDir, 'state.json');
+  private get volumesDir(): string {
+    return path.join(this.options.dataDir, 'volumes');
   }
 
-  /** Reads what an earlier run recorded; a missing state file is an empty driver. */
+  /** Reads what an earlier run recorded of its volumes. */
   async load(): Promise<void> {
-    await mkdir(path.join(this.options.dataDir, 'volumes'), { recursive: true });
-    let text: string;
-    try {
-      text = await readFile(this.stateFile, 'utf8');
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return;
-      throw err;
+    await mkdir(this.volumesDir, { recursive: true });
+    for (const name of await readdir(this.volumesDir)) {
+      if (!name.endsWith('.json')) continue;
+      const record = JSON.parse(await readFile(path.join(this.volumesDir, name), 'utf8')) as VolumeRecord;
+      this.volumes.set(record.volumeId, record);
     }
-    const saved = JSON.parse(text) as { volumes?: Record<string, VolumeRecord> };
-    this.volumes = new Map(Object.entries(saved.volumes ?? {}));
   }
 
   // ------------------------------------------------------------------ Identity
@@ -115,7 +114,7 @@ export class SimCsiDriver {
 
   nodeStageVolume(request: Request<'NodeStageVolume'>): Promise<void> {
     checkRequest(request, ['volumeId', 'stagingTargetPath'], request.volumeCapability);
-    return this.serially(async () => {
+    return this.serially(request.volumeId, async () => {
       const volume = this.record(request.volumeId, request.volumeCapability, request.volumeContext);
       await this.makeData(request.volumeId, volume);
       volume.stagedAt = request.stagingTargetPath;
@@ -124,7 +123,7 @@ export class SimCsiDriver {
 
   nodeUnstageVolume(request: Request<'NodeUnstageVolume'>): Promise<void> {
     checkRequest(request, ['volumeId', 'stagingTargetPath']);
-    return this.serially(async () => {
+    return this.serially(request.volumeId, async () => {
       const volume = this.volumes.get(request.volumeId);
       if (volume?.stagedAt === request.stagingTargetPath) delete volume.stagedAt;
     });
@@ -133,7 +132,7 @@ export class SimCsiDriver {
   nodePublishVolume(request: Request<'NodePublishVolume'>): Promise<void> {
     checkRequest(request, ['volumeId', 'targetPath'], request.volumeCapability);
     const ephemeral = isEphemeral(request.volumeContext);
-    return this.serially(async () => {
+    return this.serially(request.volumeId, async () => {
       checkStaged(request.volumeId, request.stagingTargetPath ?? '', this.volumes.get(request.volumeId)?.stagedAt, ephemeral);
       const volume = this.record(request.volumeId, request.volumeCapability, request.volumeContext);
       if (ephemeral && volume.publishedAt.length === 0) volume.ephemeral = true;
@@ -145,7 +144,7 @@ export class SimCsiDriver {
 
   nodeUnpublishVolume(request: Request<'NodeUnpublishVolume'>): Promise<void> {
     checkRequest(request, ['volumeId', 'targetPath']);
-    return this.serially(async () => {
+    return this.serially(request.volumeId, async () => {
       await this.unpublishAt(request.targetPath);
       const volume = this.volumes.get(request.volumeId);
       if (!volume) return;
@@ -179,7 +178,7 @@ export class SimCsiDriver {
 
   nodeExpandVolume(request: Request<'NodeExpandVolume'>): Promise<NodeRpcs['NodeExpandVolume']['response']> {
     checkRequest(request, ['volumeId', 'volumePath']);
-    return this.serially(async () => {
+    return this.serially(request.volumeId, async () => {
       const volume = this.knownAt(request.volumeId, request.volumePath);
       const required = Number(request.capacityRange?.requiredBytes ?? 0);
       if (!(required > 0)) throw new CsiRefusal('INVALID_ARGUMENT', 'Capacity Range required_bytes must be positive');
@@ -191,30 +190,40 @@ export class SimCsiDriver {
 
   // ------------------------------------------------------------------ parts
 
-  /** Runs a change after the ones before it, then saves the state (also when it failed half way). */
-  private serially<T>(change: () => Promise<T>): Promise<T> {
-    const run = this.queue.then(async () => {
+  /** Runs a change of a volume after its earlier ones, then saves its record (also when it failed half way). */
+  private serially<T>(volumeId: string, change: () => Promise<T>): Promise<T> {
+    const run = (this.queues.get(volumeId) ?? Promise.resolve()).then(async () => {
       try {
         return await change();
       } finally {
-        await this.save();
+        await this.save(volumeId);
       }
     });
-    this.queue = run.catch(() => {});
+    const settled = run.then(
+      () => {},
+      () => {},
+    );
+    this.queues.set(volumeId, settled);
+    void settled.then(() => {
+      if (this.queues.get(volumeId) === settled) this.queues.delete(volumeId);
+    });
     return run;
   }
 
-  private async save(): Promise<void> {
-    const temp = `${this.stateFile}.tmp`;
-    await writeFile(temp, JSON.stringify({ volumes: Object.fromEntries(this.volumes) }));
-    await rename(temp, this.stateFile);
+  /** Writes the volume's record (whole, by a rename), or removes it when the driver holds the volume no more. */
+  private async save(volumeId: string): Promise<void> {
+    const file = `${this.dataPath(volumeId)}.json`;
+    const volume = this.volumes.get(volumeId);
+    if (!volume) return rm(file, { force: true });
+    await writeFile(`${file}.tmp`, JSON.stringify(volume));
+    await rename(`${file}.tmp`, file);
   }
 
   /** The volume's record, made at its first use with the capacity its context asks for. */
   private record(volumeId: string, capability: WireVolumeCapability, volumeContext: Readonly<Record<string, string>>): VolumeRecord {
     const capacity = requestedCapacity(volumeContext);
     let volume = this.volumes.get(volumeId);
-    if (!volume) this.volumes.set(volumeId, (volume = { publishedAt: [], ...(capability.block ? { block: true } : {}) }));
+    if (!volume) this.volumes.set(volumeId, (volume = { volumeId, publishedAt: [], ...(capability.block ? { block: true } : {}) }));
     else if (Boolean(volume.block) !== Boolean(capability.block)) {
       throw new CsiRefusal('FAILED_PRECONDITION', `volume "${volumeId}" is a ${volume.block ? 'block' : 'filesystem'} volume, asked for as ${capability.block ? 'block' : 'a filesystem'}`);
     }
@@ -231,7 +240,7 @@ export class SimCsiDriver {
   }
 
   private dataPath(volumeId: string): string {
-    return path.join(this.options.dataDir, 'volumes', volumeFileName(volumeId, (text) => createHash('sha256').update(text).digest('hex')));
+    return path.join(this.volumesDir, volumeFileName(volumeId, (text) => createHash('sha256').update(text).digest('hex')));
   }
 
   /** The volume's directory (writable by a pod of any user, as an emptyDir), or its block file, made unless there. */
