@@ -81,14 +81,25 @@ export class SimCsiDriver {
     return path.join(this.options.dataDir, 'volumes');
   }
 
-  /** Reads what an earlier run recorded of its volumes. */
-  async load(): Promise<void> {
+  /**
+   * Reads what an earlier run recorded of its volumes; returns the records it could not read
+   * (each with why), which it leaves alone: their volumes are unknown to it until staged again.
+   */
+  async load(): Promise<string[]> {
     await mkdir(this.volumesDir, { recursive: true });
+    const unreadable: string[] = [];
     for (const name of await readdir(this.volumesDir)) {
       if (!name.endsWith('.json')) continue;
-      const record = JSON.parse(await readFile(path.join(this.volumesDir, name), 'utf8')) as VolumeRecord;
-      this.volumes.set(record.volumeId, record);
+      const file = path.join(this.volumesDir, name);
+      try {
+        const record = JSON.parse(await readFile(file, 'utf8')) as Partial<VolumeRecord>;
+        if (typeof record.volumeId !== 'string' || !Array.isArray(record.publishedAt)) throw new Error('not a volume record');
+        this.volumes.set(record.volumeId, record as VolumeRecord);
+      } catch (err) {
+        unreadable.push(`${file}: ${err instanceof Error ? err.message : String(err)}`);
+      }
     }
+    return unreadable;
   }
 
   // ------------------------------------------------------------------ Identity

@@ -75,7 +75,7 @@ export async function startSimCsiDriver(options: SimCsiOptions): Promise<SimCsi>
     dataDir,
     mounter: options.mounter ?? systemMounter(rootDir, (level, message, more) => log(level, message, { ...fields, ...more })),
   });
-  await driver.load();
+  for (const unreadable of await driver.load()) log('warn', 'The simulated CSI driver cannot read what it recorded of a volume; it is unknown until staged again', { ...fields, record: unreadable });
 
   const csi = new grpc.Server();
   csi.addService(csiServiceDefinition('Identity'), {

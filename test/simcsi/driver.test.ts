@@ -114,6 +114,21 @@ for (const mode of ['link', 'bind'] as const) {
       expect(mountsUnder(path.join(rootDir, 'pods'))).toEqual([]);
     });
 
+    it('starts over a record it cannot read, saying so, and knows that volume again once staged', async () => {
+      const { staging, target } = paths('pod-1');
+      await client.nodeStageVolume({ ...fsVolume, volumeId: 'torn', stagingTargetPath: staging });
+      await csi.close();
+      writeFileSync(path.join(csi.dataDir, 'volumes', 'torn.json'), '{"volumeId": "torn", "publ');
+      const said: unknown[] = [];
+      csi = await startSimCsiDriver({ driverName: DRIVER, nodeName: NODE, rootDir, log: (_level, message, fields) => said.push({ message, ...fields }), ...(mode === 'link' ? { mounter: diskOnly } : {}) });
+      client = new CsiNodeClient(csi.socketPath, { timeoutMs: 10_000 });
+      expect(said).toContainEqual(expect.objectContaining({ message: expect.stringContaining('cannot read what it recorded of a volume'), record: expect.stringContaining('torn.json') }));
+      await expect(client.nodePublishVolume({ ...fsVolume, volumeId: 'torn', readOnly: false, stagingTargetPath: staging, targetPath: target })).rejects.toMatchObject({ code: 'FAILED_PRECONDITION' });
+      await client.nodeStageVolume({ ...fsVolume, volumeId: 'torn', stagingTargetPath: staging });
+      await client.nodePublishVolume({ ...fsVolume, volumeId: 'torn', readOnly: false, stagingTargetPath: staging, targetPath: target });
+      await client.nodeUnpublishVolume('torn', target);
+    });
+
     it('refuses to publish a persistent volume that is not staged at the path given', async () => {
       const { staging, target } = paths('pod-1');
       await expect(client.nodePublishVolume({ ...fsVolume, volumeId: 'v', readOnly: false, stagingTargetPath: staging, targetPath: target })).rejects.toMatchObject({
