@@ -8,10 +8,13 @@
  *     to a claim, one pod writes a file to the claim and the next pod reads it back, as with the CSI
  *     mock on containerd (csiVolumes.test.ts); the data is the driver's volume directory;
  *   - an inline CSI volume (the CSIDriver's Ephemeral lifecycle mode) is made for its pod and
- *     deleted when the pod goes.
+ *     deleted when the pod goes;
+ *   - a StatefulSet with volumeClaimTemplates over pre-created CSI PersistentVolumes of the driver
+ *     (bound by the controller-manager's binder): a replica's replacement pod finds what the pod
+ *     before it wrote.
  * Where the control plane cannot be built the tests skip, loudly, outside CI.
  */
-import { StorageV1Api, type V1Node, type V1Pod, type V1Volume } from '@kubernetes/client-node';
+import { AppsV1Api, StorageV1Api, type V1Node, type V1Pod, type V1Volume } from '@kubernetes/client-node';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -104,5 +107,65 @@ describe("sim://'s CSI driver on statelet (a real cluster)", () => {
 
     await cp.core.deleteNamespacedPod({ namespace, name: 'app' });
     await waitFor(async () => !existsSync(data), 'the inline volume to be deleted', 60_000);
+  });
+
+  it("runs a StatefulSet over CSI PersistentVolumes of the driver: a replica's next pod finds what its last one wrote", { timeout: 300_000 }, async ({ skip }) => {
+    const cp = cluster.cp;
+    if (!cp || !cluster.agent) return skip();
+    await cp.waitFor<CSINode>(csiNodes, NODE, (c) => (c?.spec.drivers ?? []).some((d) => d.name === DRIVER), 60_000);
+    await csiDriverObject(cp);
+    const namespace = await cp.namespace('sim-csi-sts');
+    const storageClass = `sim-csi-${process.pid}`;
+    await cp.admin.makeApiClient(StorageV1Api).createStorageClass({ body: { metadata: { name: storageClass }, provisioner: 'kubernetes.io/no-provisioner', volumeBindingMode: 'Immediate' } });
+    for (const index of [0, 1]) {
+      await cp.core.createPersistentVolume({
+        body: {
+          metadata: { name: `${storageClass}-${index}` },
+          spec: { capacity: { storage: '1Gi' }, accessModes: ['ReadWriteOnce'], storageClassName: storageClass, csi: { driver: DRIVER, volumeHandle: `${storageClass}-web-${index}` } },
+        },
+      });
+    }
+    const template = {
+      metadata: { labels: { app: 'web' } },
+      spec: {
+        terminationGracePeriodSeconds: 1,
+        containers: [
+          {
+            name: 'app',
+            image: 'busybox',
+            env: [{ name: 'POD_UID', valueFrom: { fieldRef: { fieldPath: 'metadata.uid' } } }],
+            command: ['sh', '-c', `echo $POD_UID >> /data/pods; ${idle}`],
+            volumeMounts: [{ name: 'data', mountPath: '/data' }],
+          },
+        ],
+      },
+    };
+    await cp.admin.makeApiClient(AppsV1Api).createNamespacedStatefulSet({
+      namespace,
+      body: {
+        metadata: { name: 'web' },
+        spec: {
+          serviceName: 'web',
+          replicas: 2,
+          selector: { matchLabels: { app: 'web' } },
+          template,
+          volumeClaimTemplates: [{ metadata: { name: 'data' }, spec: { storageClassName: storageClass, accessModes: ['ReadWriteOnce'], resources: { requests: { storage: '1Gi' } } } }],
+        },
+      },
+    });
+    const running = (p: V1Pod | null) => phase('Running')(p) && p?.status?.containerStatuses?.every((c) => !!c.state?.running) === true;
+    const first = (await cp.waitFor<V1Pod>(pods(namespace), 'web-0', running, 180_000))!;
+    await cp.waitFor<V1Pod>(pods(namespace), 'web-1', running, 180_000);
+    // The volume of web-0's claim, in the driver's directory: the pods that used it, one line each.
+    const claim = await cp.core.readNamespacedPersistentVolumeClaim({ namespace, name: 'data-web-0' });
+    const handle = (await cp.core.readPersistentVolume({ name: claim.spec!.volumeName! })).spec!.csi!.volumeHandle;
+    const seen = path.join(simCsiDataDir(cluster.agent.rootDir, DRIVER), 'volumes', handle, 'pods');
+    await waitFor(async () => existsSync(seen), "web-0's first pod to write", 30_000);
+    expect(readFileSync(seen, 'utf8')).toBe(`${first.metadata!.uid}\n`);
+
+    await cp.core.deleteNamespacedPod({ namespace, name: 'web-0' });
+    const next = (await cp.waitFor<V1Pod>(pods(namespace), 'web-0', (p) => running(p) && p?.metadata?.uid !== first.metadata!.uid, 180_000))!;
+    await waitFor(async () => readFileSync(seen, 'utf8').split('\n').length === 3, "web-0's next pod to write", 30_000);
+    expect(readFileSync(seen, 'utf8')).toBe(`${first.metadata!.uid}\n${next.metadata!.uid}\n`);
   });
 });
