@@ -115,7 +115,8 @@ export function simOptionsFromEndpoint(endpoint: string): SimOptions {
       continue;
     }
     if (key === 'csi') {
-      // A CSIDriver's name: a DNS subdomain of at most 63 characters (validation.go ValidateCSIDriverName).
+      // A driver name of at most 63 characters (pkg/apis/core/validation/validation.go ValidateCSIDriverName), lower-case
+      // as the name of its CSIDriver object and its topology label's key prefix must be.
       if (value.length > 63 || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(value)) {
         throw new Error(`${endpoint}: csi must name a CSI driver (a lower-case DNS subdomain of at most 63 characters, such as hostpath.csi.sim), not "${value}"`);
       }
