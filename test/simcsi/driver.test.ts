@@ -106,6 +106,8 @@ for (const mode of ['link', 'bind'] as const) {
       await client.nodeStageVolume({ ...fsVolume, volumeId: 'kept', stagingTargetPath: staging, volumeContext: { size: '1Gi' } });
       await client.nodePublishVolume({ ...fsVolume, volumeId: 'kept', readOnly: false, stagingTargetPath: staging, targetPath: target });
       await csi.close();
+      // Both sockets go with it, as the registrar's on SIGTERM; the volume stays published.
+      expect([existsSync(csi.socketPath), existsSync(csi.registrationSocketPath), existsSync(target)]).toEqual([false, false, true]);
       csi = await startSimCsiDriver({ driverName: DRIVER, nodeName: NODE, rootDir, log: silentLogger, ...(mode === 'link' ? { mounter: diskOnly } : {}) });
       client = new CsiNodeClient(csi.socketPath, { timeoutMs: 10_000 });
       expect((await client.nodeGetVolumeStats('kept', target)).capacityBytes).toBe(1024 ** 3);
