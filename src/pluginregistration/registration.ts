@@ -107,9 +107,10 @@ export interface RegistrationClient {
  * dial does, `failed to dial socket <path>, err: …`.
  */
 export async function dialRegistration(socketPath: string, signal?: AbortSignal): Promise<RegistrationClient> {
-  // The module's default export is grpc-js itself both from the sources and in the bundle, where a
-  // dynamically imported CommonJS module has no named exports (scripts/build.mjs splits it out).
-  const { default: grpc } = await import('@grpc/grpc-js');
+  // From the sources grpc-js's exports are named; in the bundle (scripts/build.mjs splits it out) a
+  // dynamically imported CommonJS module has its default export only.
+  const imported = await import('@grpc/grpc-js');
+  const grpc = typeof imported.makeGenericClientConstructor === 'function' ? imported : imported.default;
   const Client = grpc.makeGenericClientConstructor(registrationServiceDefinition(), 'Registration');
   // The socket's path as it is: `unix:` takes an absolute path (`unix:///…` would too).
   const client = new Client(`unix:${socketPath}`, grpc.credentials.createInsecure());
