@@ -67,7 +67,7 @@ async function readProcHost(): Promise<HostUsage> {
  * A directory's files as `du` counts them (512-byte blocks) and its inodes, itself included;
  * `recursive`: its subdirectories' too (a volume), else only its own entries (a log directory).
  */
-async function directoryUsage(dir: string, time: number, recursive = false): Promise<FsStats | undefined> {
+export async function directoryUsage(dir: string, time: number, recursive = false): Promise<FsStats | undefined> {
   let names: string[];
   try {
     names = await readdir(dir);
@@ -91,7 +91,7 @@ async function directoryUsage(dir: string, time: number, recursive = false): Pro
 }
 
 /** The filesystem holding `dir`: capacity, available (to unprivileged users, as df shows) and inodes. */
-async function filesystemStats(dir: string, time: number): Promise<FsStats | undefined> {
+export async function filesystemStats(dir: string, time: number): Promise<FsStats | undefined> {
   try {
     const fs = await statfs(dir);
     return {
