@@ -198,7 +198,11 @@ export class SimFs {
 
   isFile(path: string): boolean {
     const m = this.mounted(path);
-    if (m) return hostStat(m.host)?.isFile() ?? false;
+    if (m) {
+      // A block device (a raw block volume given as a CRI device) reads and writes as a file of its bytes.
+      const info = hostStat(m.host);
+      return (info?.isFile() || info?.isBlockDevice()) ?? false;
+    }
     return path === DEV_NULL || PROC_MOUNTS.has(path) || this.files.has(path);
   }
 
