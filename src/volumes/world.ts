@@ -129,7 +129,7 @@ export class VolumeWorld implements AttachState {
         if (!volume) return;
         try {
           const claim = claimOf(pod, volume)
-            ? await (this.options.claims ? resolveClaim(this.options.claims, pod, volume, devices.has(name) ? 'device' : 'mount') : Promise.reject(new Error(`error processing PVC ${pod.metadata.namespace}/${claimOf(pod, volume)!.name}: this node has no API server`)))
+            ? await (this.options.claims ? resolveClaim(this.options.claims, pod, volume, [...(mounts.has(name) ? ['mount' as const] : []), ...(devices.has(name) ? ['device' as const] : [])]) : Promise.reject(new Error(`error processing PVC ${pod.metadata.namespace}/${claimOf(pod, volume)!.name}: this node has no API server`)))
             : undefined;
           const found = desiredVolume(pod, volume, claim, await this.csiDriverOf(volume, claim));
           if ('error' in found) errors.push(found.error);
