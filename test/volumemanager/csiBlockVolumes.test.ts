@@ -22,7 +22,7 @@ import type { LoopDevices } from '../../src/volumes/blockMap.ts';
 import { csiBlockPaths } from '../../src/volumes/csi/block.ts';
 import { csiApiReads } from '../../src/volumes/csi/operations.ts';
 import { type Mounter, diskOnly, systemMounter } from '../../src/volumes/mounter.ts';
-import { type CsiMock, type CsiMockCall, startCsiMock } from '../support/csiMock.ts';
+import { type CsiMockCall, startCsiMock } from '../support/csiMock.ts';
 import { MemoryApi } from '../support/memoryApi.ts';
 import { RecordedEvents } from '../support/recordedEvents.ts';
 import { rootOrSkip } from '../support/smallFilesystem.ts';
