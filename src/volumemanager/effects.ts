@@ -65,8 +65,14 @@ export function createPodVolumeEffects({ world, deps, recorder, log, csi, block 
       const { pod, volume } = wanted;
       let path: string;
       try {
-        if (ref.map) path = await mapVolume(pod, ref, volume);
-        else path = isCsiRef(ref) ? await csi.mount(pod, csiRef(ref), volume.csi!) : await setUpVolume(deps(), pod, volume as typeof volume & { kind: InTreeKind });
+        if (ref.map) {
+          const mapping = await mapVolume(pod, ref, volume);
+          path = mapping.link;
+          // GenerateMapVolumeFunc's two Normal events (GenerateMsg: `<op> for volume "<spec>" <detail>`).
+          for (const detail of [`globalMapPath ${JSON.stringify(mapping.globalMapPath)}`, `volumeMapPath ${JSON.stringify(mapping.volumeMapPath)}`]) {
+            recorder.event(podReference(pod), 'Normal', 'SuccessfulMountVolume', `MapVolume.MapPodDevice succeeded for volume ${JSON.stringify(ref.specName)} ${detail}`);
+          }
+        } else path = isCsiRef(ref) ? await csi.mount(pod, csiRef(ref), volume.csi!) : await setUpVolume(deps(), pod, volume as typeof volume & { kind: InTreeKind });
       } catch (err) {
         const message = errorText(err);
         if (!(err instanceof CsiOperationError) || err.recordEvent) recorder.event(podReference(pod), 'Warning', ref.map ? 'FailedMapVolume' : 'FailedMount', message);

@@ -105,12 +105,20 @@ export interface BlockMapPaths {
   uid: string;
 }
 
+/** A volume mapped for a pod: the link its containers get, and the two directories the kubelet's success events name. */
+export interface BlockMapping {
+  link: string;
+  globalMapPath: string;
+  /** The pod's directory of the plugin's links (GetPodDeviceMapPath). */
+  volumeMapPath: string;
+}
+
 /**
  * MapBlockVolume: `devicePath` bind-mounted at `<globalMapPath>/<uid>`, linked from the pod's
  * directory, and held open by a loop device; returns the link (the container's device host path).
  * Each step's failure is worded as the kubelet words it.
  */
-export async function mapBlockVolume(deps: BlockMapDeps, devicePath: string, paths: BlockMapPaths): Promise<string> {
+export async function mapBlockVolume(deps: BlockMapDeps, devicePath: string, paths: BlockMapPaths): Promise<BlockMapping> {
   const { globalMapPath, podDeviceMapDir: linkDir, volumeMapName, uid } = paths;
   let bound: boolean;
   try {
@@ -130,7 +138,7 @@ export async function mapBlockVolume(deps: BlockMapDeps, devicePath: string, pat
       throw new Error(`blkUtil.AttachFileDevice failed. globalMapPath:${globalMapPath}, podUID: ${uid}: ${errorText(err)}`);
     }
   }
-  return path.join(linkDir, volumeMapName);
+  return { link: path.join(linkDir, volumeMapName), globalMapPath, volumeMapPath: linkDir };
 }
 
 /** UnmapBlockVolume: the loop device detached, the pod's link removed, the global bind mount undone and its file removed. */

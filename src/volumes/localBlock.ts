@@ -11,7 +11,7 @@
  */
 import path from 'node:path';
 import type { PersistentVolume } from '../api/storage.ts';
-import { type BlockMapDeps, type BlockMapPaths, VOLUME_DEVICES_DIR, mapBlockVolume, podDeviceMapDir, removeMapPath, unmapBlockVolume } from './blockMap.ts';
+import { type BlockMapDeps, type BlockMapPaths, type BlockMapping, VOLUME_DEVICES_DIR, mapBlockVolume, podDeviceMapDir, removeMapPath, unmapBlockVolume } from './blockMap.ts';
 import { type FileType, fileTypeAt } from './persistent.ts';
 
 /** local.go localVolumePluginName. */
@@ -35,8 +35,8 @@ function mapPaths(podsDir: string, uid: string, pvName: string): BlockMapPaths {
   return { globalMapPath: localGlobalMapPath(podsDir, pvName), podDeviceMapDir: podDeviceMapDir(podsDir, uid, LOCAL_PLUGIN_NAME), volumeMapName: pvName, uid };
 }
 
-/** Maps the local block device into the pod; returns the link its containers get. Rejects with the step's `MapVolume.… failed for volume "<pv>" : …`. */
-export async function mapLocalBlockVolume(deps: BlockMapDeps & { podsDir: string }, uid: string, pv: PersistentVolume): Promise<string> {
+/** Maps the local block device into the pod; resolves with the link its containers get. Rejects with the step's `MapVolume.… failed for volume "<pv>" : …`. */
+export async function mapLocalBlockVolume(deps: BlockMapDeps & { podsDir: string }, uid: string, pv: PersistentVolume): Promise<BlockMapping> {
   const name = pv.metadata.name;
   const devicePath = pv.spec?.local?.path ?? '';
   const problem = localBlockProblem(pv, devicePath ? await fileTypeAt(devicePath) : null);

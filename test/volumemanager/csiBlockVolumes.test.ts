@@ -92,7 +92,12 @@ describe('raw block CSI volumes through the volume manager and the CSI mock driv
     const paths = csiBlockPaths(r.root, 'pv-block');
     await r.world.waitForAttachAndMount(blockPod('a'));
     await r.world.waitForAttachAndMount(blockPod('b', true));
-    expect(r.events.events).toEqual([]);
+    // No warning; the kubelet's two Normal events of each map.
+    expect(r.events.events.filter((e) => e.type !== 'Normal')).toEqual([]);
+    expect(r.events.events.filter((e) => e.object.uid === 'a').map((e) => [e.reason, e.message])).toEqual([
+      ['SuccessfulMountVolume', `MapVolume.MapPodDevice succeeded for volume "pv-block" globalMapPath "${paths.globalMapPath}"`],
+      ['SuccessfulMountVolume', `MapVolume.MapPodDevice succeeded for volume "pv-block" volumeMapPath "${path.join(r.root, 'pods', 'a', 'volumeDevices', 'kubernetes.io~csi')}"`],
+    ]);
 
     const calls = await r.rpcs();
     expect(calls.map((c) => c.rpc)).toEqual(['NodeStageVolume', 'NodePublishVolume', 'NodePublishVolume']);
@@ -136,7 +141,7 @@ describe('raw block CSI volumes through the volume manager and the CSI mock driv
     if (!r) return skip();
     await r.mock.fail([{ method: 'NodePublishVolume', code: 9, message: 'no such device', times: 1 }]);
     const first = r.world.waitForAttachAndMount(blockPod('a'));
-    await eventually(() => expect(r.events.events.map((e) => [e.reason, e.message])).toEqual([['FailedMapVolume', 'MapVolume.MapPodDevice failed for volume "pv-block" : rpc error: code = FailedPrecondition desc = no such device']]));
+    await eventually(() => expect(r.events.events.filter((e) => e.type === 'Warning').map((e) => [e.reason, e.message])).toEqual([['FailedMapVolume', 'MapVolume.MapPodDevice failed for volume "pv-block" : rpc error: code = FailedPrecondition desc = no such device']]));
     // The retry (500 ms later) publishes it.
     await first;
     await r.world.waitForAttachAndMount(blockPod('b'));

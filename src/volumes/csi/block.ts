@@ -29,7 +29,7 @@
 import { mkdir, rm, rmdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { Pod } from '../../api/types.ts';
-import { type BlockMapDeps, type BlockMapPaths, mapBlockVolume, podDeviceMapDir, removeMapPath, unmapBlockVolume, VOLUME_DEVICES_DIR } from '../blockMap.ts';
+import { type BlockMapDeps, type BlockMapPaths, type BlockMapping, mapBlockVolume, podDeviceMapDir, removeMapPath, unmapBlockVolume, VOLUME_DEVICES_DIR } from '../blockMap.ts';
 import { FS_TYPE_BLOCK } from './client.ts';
 import { type AttachState, type CsiOperations, type CsiPodVolume, CsiOperationError, isUncertain, volumeError } from './operations.ts';
 import { CSI_PLUGIN_NAME, attachmentName, escapeQualifiedName } from './paths.ts';
@@ -90,7 +90,7 @@ export class CsiBlockOperations {
   constructor(private readonly deps: CsiBlockDeps) {}
 
   /** Maps the pod's block volume; resolves with the link its containers get as the device's host path. */
-  async map(pod: Pod, ref: CsiPodVolume, volume: CsiVolume): Promise<string> {
+  async map(pod: Pod, ref: CsiPodVolume, volume: CsiVolume): Promise<BlockMapping> {
     const device = this.device(ref.uniqueName);
     device.holders.add(ref.id);
     const publishContext = await this.deps.csi.attach(ref, volume, 'MapVolume');
