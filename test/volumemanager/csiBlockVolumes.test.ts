@@ -21,6 +21,7 @@ import { blockVolumeDevices } from '../../src/kuberuntime/blockVolumes.ts';
 import type { LoopDevices } from '../../src/volumes/blockMap.ts';
 import { csiBlockPaths } from '../../src/volumes/csi/block.ts';
 import { csiApiReads } from '../../src/volumes/csi/operations.ts';
+import { attachmentName } from '../../src/volumes/csi/paths.ts';
 import { type Mounter, diskOnly, systemMounter } from '../../src/volumes/mounter.ts';
 import { type CsiMockCall, startCsiMock } from '../support/csiMock.ts';
 import { MemoryApi } from '../support/memoryApi.ts';
@@ -55,17 +56,19 @@ function recordedLoops(): LoopDevices & { attached: string[]; detached: string[]
   return { attached, detached, attach: async (file) => (attached.push(file), '/dev/loop-test'), detach: async (file) => void detached.push(file) };
 }
 
-async function rig(mounter: Mounter) {
+/** `attach`: the driver has no CSIDriver (attach required) and its mock wants the attachment's `device` in the publish context. */
+async function rig(mounter: Mounter, attach = false) {
   const root = await mkdtemp(path.join(os.tmpdir(), 'statelet-csiblock-'));
   cleanups.push(() => rm(root, { recursive: true, force: true }));
-  const mock = await startCsiMock({ rootDir: root, driverName: DRIVER, nodeId: NODE });
+  const mock = await startCsiMock({ rootDir: root, driverName: DRIVER, nodeId: NODE, attach });
   if (!mock) return null;
   cleanups.push(() => mock.stop());
   const api = new MemoryApi();
   api.claims.set('shop/data', { metadata: { name: 'data', namespace: 'shop', uid: 'claim-1' }, spec: { volumeName: 'pv-block' }, status: { phase: 'Bound' } });
   api.volumes.set('pv-block', blockPV());
   const driver: CSIDriver = { metadata: { name: DRIVER }, spec: { attachRequired: false, podInfoOnMount: true, fsGroupPolicy: 'File' } };
-  api.csiDrivers.set(DRIVER, driver);
+  if (!attach) api.csiDrivers.set(DRIVER, driver);
+  api.nodes.set(NODE, { metadata: { name: NODE }, status: {} });
   const reads = csiApiReads(api);
   const events = new RecordedEvents();
   const loops = recordedLoops();
@@ -146,6 +149,33 @@ describe('raw block CSI volumes through the volume manager and the CSI mock driv
     await first;
     await r.world.waitForAttachAndMount(blockPod('b'));
     expect((await r.rpcs()).map((c) => c.rpc)).toEqual(['NodeStageVolume', 'NodePublishVolume', 'NodePublishVolume', 'NodePublishVolume']);
+  });
+});
+
+describe('an attachable raw block CSI volume', () => {
+  it('waits for its VolumeAttachment (MapVolume.WaitForAttach) and stages and publishes with the attachment metadata', { timeout: 60_000 }, async ({ skip }) => {
+    const r = await rig(diskOnly, true);
+    if (!r) return skip();
+    const unique = `kubernetes.io/csi/${DRIVER}^1`;
+    const vaName = attachmentName('1', DRIVER, NODE);
+    // As the node status writer and the attach-detach controller: reported in use, listed attached; the attacher not done yet.
+    r.world.markVolumesReportedInUse([unique]);
+    r.api.nodes.set(NODE, { metadata: { name: NODE }, status: { volumesAttached: [{ name: unique, devicePath: '' }] } });
+    r.api.volumeAttachments.set(vaName, { metadata: { name: vaName }, status: { attached: false } });
+    const waited = r.world.waitForAttachAndMount(blockPod('a'));
+    await eventually(() => expect(r.events.events.map((e) => [e.reason, e.message])).toContainEqual(['FailedMapVolume', `MapVolume.WaitForAttach failed for volume "pv-block" : volume 1 is not attached for volume attachment ${vaName}`]));
+    expect(await r.rpcs()).toEqual([]);
+    r.api.volumeAttachments.set(vaName, { metadata: { name: vaName }, status: { attached: true, attachmentMetadata: { device: '/dev/mock-1' } } });
+    await waited;
+    const calls = await r.rpcs();
+    expect(calls.map((c) => [c.rpc, c.request['publish_context']])).toEqual([
+      ['NodeStageVolume', { device: '/dev/mock-1' }],
+      ['NodePublishVolume', { device: '/dev/mock-1' }],
+    ]);
+    // Unstaged after its last pod: no longer attached in the actual state, out of volumesInUse.
+    await r.world.unmountPod('a');
+    expect((await r.rpcs()).map((c) => c.rpc)).toEqual(['NodeStageVolume', 'NodePublishVolume', 'NodeUnpublishVolume', 'NodeUnstageVolume']);
+    expect(r.world.volumesInUse()).toEqual([]);
   });
 });
 
