@@ -149,11 +149,11 @@ function definePersistentVolumeScenarios(runtime: Runtime, cluster: ReturnType<t
             volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'data' } }],
           },
         });
-        await cp.core.createNamespacedPod({ namespace, body: pod('writer', 'echo raw-block-data > /dev/xvda') });
+        await cp.core.createNamespacedPod({ namespace, body: pod('writer', 'echo raw-block-data > /tmp/block && dd if=/tmp/block of=/dev/xvda bs=15 count=1') });
         await cp.waitFor<V1Pod>(pods(namespace), 'writer', (p) => phase(p) === 'Succeeded', 150_000);
         // The bytes are on the device itself: nothing formatted it, nothing mounted it.
         expect(readFileSync(device).subarray(0, 15).toString()).toBe('raw-block-data\n');
-        await cp.core.createNamespacedPod({ namespace, body: pod('reader', 'grep -q raw-block-data /dev/xvda') });
+        await cp.core.createNamespacedPod({ namespace, body: pod('reader', 'dd if=/dev/xvda of=/tmp/back bs=15 count=1 && grep -q raw-block-data /tmp/back') });
         await cp.waitFor<V1Pod>(pods(namespace), 'reader', (p) => phase(p) === 'Succeeded', 90_000);
         await cp.core.deleteNamespacedPod({ namespace, name: 'writer' });
         await cp.core.deleteNamespacedPod({ namespace, name: 'reader' });

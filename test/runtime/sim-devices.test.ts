@@ -80,6 +80,8 @@ describe('sim:// container devices', () => {
         const back = await sh(id, 'cat /dev/ro');
         expect(back.stdout.startsWith('block-data\n')).toBe(true);
         expect(back.stdout.length).toBe(1024 * 1024);
+        // dd reads the device by its size (sysfs: stat gives none), as many bytes as asked.
+        expect(await sh(id, 'dd if=/dev/ro of=/tmp/back bs=11 count=1 status=none && cat /tmp/back')).toEqual({ exitCode: 0, stdout: 'block-data\n', stderr: '' });
         expect((await sh(id, 'echo x > /dev/ro')).exitCode).not.toBe(0);
       } finally {
         execFileSync('losetup', ['-d', device]);
