@@ -189,10 +189,11 @@ export class StatsProvider {
   /**
    * The pod's claim-backed volumes that measure their usage, with the claim as `pvcRef`: a local
    * PersistentVolume by its filesystem (local.go's MetricsStatFS); a hostPath one measures none
-   * (MetricsNil), as the kubelet's.
+   * (MetricsNil), as the kubelet's. A mapped raw block volume has no filesystem to measure (the
+   * kubelet's MetricsBlock, the device's size alone, is not built): none.
    */
   async claimedVolumeUsage(uid: string, time: number): Promise<VolumeStats[]> {
-    const measured = [...(this.source.volumes?.mountedVolumes(uid).values() ?? [])].filter((v) => v.claim && v.kind === 'localPV');
+    const measured = [...(this.source.volumes?.mountedVolumes(uid).values() ?? [])].filter((v) => v.claim && v.kind === 'localPV' && !v.mapped);
     const usage = await Promise.all(measured.map(async (v) => ({ volume: v, fs: await filesystemStats(v.path, time) })));
     return usage.filter((u) => u.fs !== undefined).map(({ volume, fs }) => ({ name: volume.outerName, pvcRef: { name: volume.claim!.name, namespace: volume.claim!.namespace }, ...fs! }));
   }
