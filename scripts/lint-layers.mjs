@@ -45,7 +45,7 @@ export const LAYERS = [
   [NODE_LOOPS],
   ['kubelet'],
   ['server'],
-  ['visualizer'],
+  ['visualizer', 'simcsi'],
   ['agent'],
   ['main'],
 ];
@@ -99,6 +99,7 @@ export const DECISIONS = [
   'volumes/csi/errors.ts',
   'volumes/csi/paths.ts',
   'volumes/csi/volData.ts',
+  'simcsi/rules.ts',
   'cm/podResources.ts',
   'status/generate.ts',
   'status/resize.ts',

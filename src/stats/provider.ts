@@ -71,7 +71,7 @@ async function readProcHost(): Promise<HostUsage> {
  * A directory's files as `du` counts them (512-byte blocks) and its inodes, itself included;
  * `recursive`: its subdirectories' too (a volume), else only its own entries (a log directory).
  */
-async function directoryUsage(dir: string, time: number, recursive = false): Promise<FsStats | undefined> {
+export async function directoryUsage(dir: string, time: number, recursive = false): Promise<FsStats | undefined> {
   let names: string[];
   try {
     names = await readdir(dir);
@@ -109,7 +109,7 @@ async function statfsStats(dir: string, time: number): Promise<FsStats> {
 }
 
 /** As statfsStats; undefined where the filesystem cannot be measured. */
-async function filesystemStats(dir: string, time: number): Promise<FsStats | undefined> {
+export async function filesystemStats(dir: string, time: number): Promise<FsStats | undefined> {
   return statfsStats(dir, time).catch(() => undefined);
 }
 

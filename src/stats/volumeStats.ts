@@ -5,7 +5,8 @@
  *   - a local PersistentVolume: statfs of its mount (local.go's MetricsStatFS);
  *   - a CSI volume, of a claim or inline: its driver's NodeGetVolumeStats (csi_metrics.go), when
  *     the driver has GET_VOLUME_STATS;
- *   - a hostPath PersistentVolume: none (MetricsNil).
+ *   - a hostPath PersistentVolume: none (MetricsNil);
+ *   - a mapped raw block volume: none here (see volumeMeasure).
  * An entry carries `pvcRef` when the pod's volume is a claim or a generic ephemeral volume (the
  * claim `<pod>-<volume>`), and every figure, 0 where the plugin reported none, as the kubelet's
  * parsePodVolumeStats fills them.
@@ -16,7 +17,9 @@ import type { FsStats, VolumeStats } from './summary.ts';
 export type VolumeMeasure = 'statfs' | 'csi';
 
 /** How the volume's usage is measured; null: it is not (emptyDir is walked apart, payload volumes and hostPath report none). */
-export function volumeMeasure(volume: Pick<MountedVolume, 'kind' | 'csi'>): VolumeMeasure | null {
+export function volumeMeasure(volume: Pick<MountedVolume, 'kind' | 'csi' | 'mapped'>): VolumeMeasure | null {
+  // A mapped raw block volume: the kubelet's MetricsBlock (a local device's size) and a CSI block volume's stats at its publish path are not built.
+  if (volume.mapped) return null;
   if (volume.kind === 'localPV') return 'statfs';
   if ((volume.kind === 'csiPV' || volume.kind === 'csiInline') && volume.csi) return 'csi';
   return null;

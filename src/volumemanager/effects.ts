@@ -5,23 +5,29 @@
  * the outcome in the volume world's actual state. A failed set-up is the pod's Warning
  * `FailedMount` event, worded as the kubelet's operation generator words it
  * (`MountVolume.SetUp failed for volume "<name>" : <cause>`), except the attach verification's,
- * which the kubelet only logs. A claim's CSI volume whose PV is already larger than its claim is
- * expanded before it counts as mounted; a mounted one whose PV grew is expanded online (`expand`),
- * a failure being the pod's Warning `VolumeResizeFailed` (src/volumes/nodeExpander.ts).
+ * which the kubelet only logs. A raw block volume (`map`) is mapped instead (src/volumes/localBlock.ts,
+ * src/volumes/csi/block.ts): its failure is `FailedMapVolume` (GenerateMapVolumeFunc's
+ * eventRecorderFunc), and its teardown unmaps it.
+ * A claim's CSI volume whose PV is already larger than its claim is expanded before it counts as
+ * mounted; a mounted one whose PV grew is expanded online (`expand`), a failure being the pod's
+ * Warning `VolumeResizeFailed` (src/volumes/nodeExpander.ts).
  */
+import type { Pod } from '../api/types.ts';
 import type { EventRecorder } from '../eventrecorder/recorder.ts';
 import { podReference } from '../eventrecorder/recorder.ts';
-import type { Pod } from '../api/types.ts';
 import type { PodVolumeRef } from '../events.ts';
 import type { Logger } from '../log.ts';
 import { type CsiOperations, type CsiPodVolume, CsiOperationError } from '../volumes/csi/operations.ts';
-import { type CsiKind, type InTreeKind, isCsiKind } from '../volumes/desired.ts';
+import { type CsiKind, type DesiredVolume, type InTreeKind, isCsiKind } from '../volumes/desired.ts';
 import { type VolumeDeps, setUpVolume, tearDownVolume } from '../volumes/setUp.ts';
 import { tearDownLocalDevice } from '../volumes/persistent.ts';
 import type { BoundClaim } from '../volumes/claims.ts';
 import { csiNodeExpand } from '../volumes/csi/expand.ts';
 import type { CsiVolume } from '../volumes/csi/spec.ts';
 import { type VolumeExpansionParts, expandInUseVolume, expandVolumeDuringMount } from '../volumes/nodeExpander.ts';
+import type { LoopDevices } from '../volumes/blockMap.ts';
+import type { CsiBlockOperations } from '../volumes/csi/block.ts';
+import { mapLocalBlockVolume, releaseLocalBlockVolume, unmapLocalBlockVolume } from '../volumes/localBlock.ts';
 import type { VolumeWorld } from '../volumes/world.ts';
 import type { PodVolumeEffects } from './podVolume.ts';
 
@@ -33,6 +39,8 @@ export interface PodVolumeParts {
   log: Logger;
   /** The CSI plugin's operations (its driver table, the attach state). */
   csi: CsiOperations;
+  /** The raw block volumes' parts: the CSI block mapper, and the loop devices a mapped device is held open by. */
+  block: { csi: CsiBlockOperations; loops: LoopDevices };
   /** In a cluster: the online expansion's parts (a standalone node has no claims). */
   expansion?: VolumeExpansionParts;
 }
@@ -44,7 +52,7 @@ const isCsiRef = (ref: PodVolumeRef): ref is PodVolumeRef & { kind: CsiKind } =>
 /** metav1.Now() as the API writes it: RFC 3339 to the second. */
 const rfc3339 = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 
-export function createPodVolumeEffects({ world, deps, recorder, log, csi, expansion }: PodVolumeParts): PodVolumeEffects {
+export function createPodVolumeEffects({ world, deps, recorder, log, csi, block, expansion }: PodVolumeParts): PodVolumeEffects {
   const expander = (parts: VolumeExpansionParts) => ({ nodeName: parts.nodeName, claims: parts.claims, record: world.expansion, recorder, log, now: () => rfc3339(parts.now()) });
   /** expandVolumeDuringMount: a claim's PV already larger than its claim is expanded before the volume counts as mounted. */
   const expandDuringMount = async (parts: VolumeExpansionParts, pod: Pod, ref: PodVolumeRef, claim: BoundClaim, volume: CsiVolume, targetPath: string) => {
@@ -58,6 +66,22 @@ export function createPodVolumeEffects({ world, deps, recorder, log, csi, expans
       throw new Error(`MountVolume.Setup failed while expanding volume for volume ${JSON.stringify(ref.specName)} : ${errorText(err)}`);
     }
   };
+  const blockDeps = () => ({ podsDir: deps().podsDir, mounter: deps().mounter, loops: block.loops });
+  /** A raw block volume's map: a local volume's device, or a CSI volume staged, published and mapped. */
+  const mapVolume = (pod: Pod, ref: PodVolumeRef, volume: DesiredVolume) =>
+    isCsiRef(ref) ? block.csi.map(pod, csiRef(ref), volume.csi!) : mapLocalBlockVolume(blockDeps(), ref.uid, volume.claim!.pv);
+  const unmapVolume = async (ref: PodVolumeRef) => {
+    if (isCsiRef(ref)) {
+      await block.csi.unmap(csiRef(ref));
+      world.markUnmounted(ref.uid, ref.outerName, ref.uniqueName);
+      await block.csi.release(csiRef(ref));
+      return;
+    }
+    await unmapLocalBlockVolume(blockDeps(), ref.uid, ref.specName);
+    world.markUnmounted(ref.uid, ref.outerName, ref.uniqueName);
+    // The global map directory goes with the volume's last pod (GenerateUnmapDeviceFunc).
+    if (!world.inUse(ref.uniqueName)) await releaseLocalBlockVolume(deps().podsDir, ref.specName);
+  };
   return {
     async mount(ref: PodVolumeRef) {
       const wanted = world.desiredVolume(ref.uid, ref.outerName);
@@ -66,12 +90,21 @@ export function createPodVolumeEffects({ world, deps, recorder, log, csi, expans
       const { pod, volume } = wanted;
       let path: string;
       try {
-        path = isCsiRef(ref) ? await csi.mount(pod, csiRef(ref), volume.csi!) : await setUpVolume(deps(), pod, volume as typeof volume & { kind: InTreeKind });
-        if (ref.kind === 'csiPV' && volume.claim && volume.csi && expansion) await expandDuringMount(expansion, pod, ref, volume.claim, volume.csi, path);
+        if (ref.map) {
+          const mapping = await mapVolume(pod, ref, volume);
+          path = mapping.link;
+          // GenerateMapVolumeFunc's two Normal events (GenerateMsg: `<op> for volume "<spec>" <detail>`).
+          for (const detail of [`globalMapPath ${JSON.stringify(mapping.globalMapPath)}`, `volumeMapPath ${JSON.stringify(mapping.volumeMapPath)}`]) {
+            recorder.event(podReference(pod), 'Normal', 'SuccessfulMountVolume', `MapVolume.MapPodDevice succeeded for volume ${JSON.stringify(ref.specName)} ${detail}`);
+          }
+        } else {
+          path = isCsiRef(ref) ? await csi.mount(pod, csiRef(ref), volume.csi!) : await setUpVolume(deps(), pod, volume as typeof volume & { kind: InTreeKind });
+          if (ref.kind === 'csiPV' && volume.claim && volume.csi && expansion) await expandDuringMount(expansion, pod, ref, volume.claim, volume.csi, path);
+        }
       } catch (err) {
         const message = errorText(err);
-        if (!(err instanceof CsiOperationError) || err.recordEvent) recorder.event(podReference(pod), 'Warning', 'FailedMount', message);
-        log('warn', 'Volume set-up failed', { pod: ref.pod, volume: ref.outerName, err: message });
+        if (!(err instanceof CsiOperationError) || err.recordEvent) recorder.event(podReference(pod), 'Warning', ref.map ? 'FailedMapVolume' : 'FailedMount', message);
+        log('warn', ref.map ? 'Volume map failed' : 'Volume set-up failed', { pod: ref.pod, volume: ref.outerName, err: message });
         throw err;
       }
       const claim = volume.claim;
@@ -80,6 +113,7 @@ export function createPodVolumeEffects({ world, deps, recorder, log, csi, expans
         uniqueName: ref.uniqueName,
         kind: ref.kind,
         path,
+        ...(ref.map ? { mapped: true as const } : {}),
         readOnly: volume.csi?.readOnly ?? claim?.readOnly ?? false,
         ...(claim?.supplementalGroup !== undefined ? { supplementalGroup: claim.supplementalGroup } : {}),
         ...(claim ? { claim: { namespace: claim.claim.namespace, name: claim.claim.name } } : {}),
@@ -106,6 +140,16 @@ export function createPodVolumeEffects({ world, deps, recorder, log, csi, expans
       }
     },
     async unmount(ref: PodVolumeRef) {
+      if (ref.map) {
+        try {
+          await unmapVolume(ref);
+        } catch (err) {
+          log('warn', 'Volume unmap failed', { pod: ref.pod, volume: ref.outerName, err: errorText(err) });
+          throw err;
+        }
+        world.operationEnded(ref.id);
+        return;
+      }
       if (isCsiRef(ref)) {
         // The publish goes first, and the pod's volume with it; the device is the volume's, unmounted after its last pod.
         try {

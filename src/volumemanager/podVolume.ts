@@ -131,8 +131,8 @@ export const podVolumeMachine = setup({
 });
 
 function refOf(context: PodVolumeContext): PodVolumeRef {
-  const { id, uid, pod, outerName, uniqueName, specName, kind } = context;
-  return { id, uid, pod, outerName, uniqueName, specName, kind };
+  const { id, uid, pod, outerName, uniqueName, specName, kind, map } = context;
+  return { id, uid, pod, outerName, uniqueName, specName, kind, ...(map ? { map } : {}) };
 }
 
 /**
@@ -140,7 +140,7 @@ function refOf(context: PodVolumeContext): PodVolumeRef {
  * mounted when it is not (`shop/web-0 · data (pv-1) · backing off after 3 failures: MountVolume.SetUp failed …`).
  */
 export function podVolumeSummary(state: unknown, c: PodVolumeContext): string {
-  const volume = c.specName === c.outerName ? c.outerName : `${c.outerName} (${c.specName})`;
+  const volume = `${c.specName === c.outerName ? c.outerName : `${c.outerName} (${c.specName})`}${c.map ? ' [block]' : ''}`;
   const trouble = c.lastError ? ` · ${c.failures > 0 ? `${state === 'backingOff' || state === 'unmountBackingOff' || state === 'expandBackingOff' ? 'backing off after ' : ''}${c.failures} failure${c.failures === 1 ? '' : 's'}: ` : ''}${c.lastError}` : '';
   return `${c.pod} · ${volume}${trouble}`;
 }

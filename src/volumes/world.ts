@@ -40,8 +40,10 @@ export interface MountedVolume {
   kind: DesiredVolume['kind'];
   /** The node's name for it: a teardown of the same pod volume's earlier mount leaves a newer one alone. */
   uniqueName: string;
-  /** The node path the runtime mounts into the container. */
+  /** The node path the runtime mounts into the container; for a mapped (raw block) volume, the pod's link to its device. */
   path: string;
+  /** A raw block volume: its containers get `path` as a device (makeBlockVolumes), never as a mount. */
+  mapped?: true;
   /** The volume is read-only for every container (a read-only claim). */
   readOnly: boolean;
   /** A group the pod's processes get (the PV's `pv.beta.kubernetes.io/gid`). */
@@ -142,7 +144,7 @@ export class VolumeWorld implements AttachState {
         if (!volume) return;
         try {
           const claim = claimOf(pod, volume)
-            ? await (this.options.claims ? resolveClaim(this.options.claims, pod, volume, devices.has(name) ? 'device' : 'mount') : Promise.reject(new Error(`error processing PVC ${pod.metadata.namespace}/${claimOf(pod, volume)!.name}: this node has no API server`)))
+            ? await (this.options.claims ? resolveClaim(this.options.claims, pod, volume, [...(mounts.has(name) ? ['mount' as const] : []), ...(devices.has(name) ? ['device' as const] : [])]) : Promise.reject(new Error(`error processing PVC ${pod.metadata.namespace}/${claimOf(pod, volume)!.name}: this node has no API server`)))
             : undefined;
           const found = desiredVolume(pod, volume, claim, await this.csiDriverOf(volume, claim));
           if ('error' in found) errors.push(found.error);
@@ -311,7 +313,7 @@ export class VolumeWorld implements AttachState {
       // A volume whose earlier actor is still tearing down (its claim now names another volume) gets a second id.
       let id = `${uid}/${volume.outerName}`;
       for (let n = 2; this.ending.has(id); n++) id = `${uid}/${volume.outerName}#${n}`;
-      const op: PodVolumeRef = { id, uid, pod: `${entry!.pod.metadata.namespace}/${entry!.pod.metadata.name}`, outerName: volume.outerName, uniqueName: volume.uniqueName, specName: volume.specName, kind: volume.kind };
+      const op: PodVolumeRef = { id, uid, pod: `${entry!.pod.metadata.namespace}/${entry!.pod.metadata.name}`, outerName: volume.outerName, uniqueName: volume.uniqueName, specName: volume.specName, kind: volume.kind, ...(volume.map ? { map: true as const } : {}) };
       operations.set(id, op);
       changes.mount.push(op);
     }
@@ -322,10 +324,12 @@ export class VolumeWorld implements AttachState {
 
   /**
    * Whether the node expands the pod's volume online: a CSI PersistentVolume of a claim (the plugins
-   * whose RequiresFSResize this node implements), set up for the pod under the same unique name.
+   * whose RequiresFSResize this node implements), mounted (not mapped: a raw block volume's expansion
+   * is not built) for the pod under the same unique name.
    */
   private expandable(uid: string, volume: DesiredVolume): boolean {
-    return volume.kind === 'csiPV' && volume.claim !== undefined && this.actual.get(uid)?.get(volume.outerName)?.uniqueName === volume.uniqueName;
+    const mounted = this.actual.get(uid)?.get(volume.outerName);
+    return volume.kind === 'csiPV' && volume.claim !== undefined && mounted?.uniqueName === volume.uniqueName && !mounted.mapped;
   }
 
   private unmounted(uid: string): string[] {

@@ -25,10 +25,12 @@ describe('volumeMeasure', () => {
     ['a CSI PersistentVolume: its driver', { kind: 'csiPV', csi: csiVolume }, 'csi'],
     ['an inline CSI volume: its driver', { kind: 'csiInline', csi: csiVolume }, 'csi'],
     ['a hostPath PersistentVolume: none (MetricsNil)', { kind: 'hostPathPV' }, null],
+    ['a mapped raw block local volume: none', { kind: 'localPV', mapped: true }, null],
+    ['a mapped raw block CSI volume: none', { kind: 'csiPV', csi: csiVolume, mapped: true }, null],
     ['an emptyDir: walked apart', { kind: 'emptyDir' }, null],
     ['a projected volume: none', { kind: 'projected' }, null],
   ] as const)('%s', (_, volume, expected) => {
-    expect(volumeMeasure(volume as Pick<MountedVolume, 'kind' | 'csi'>)).toBe(expected);
+    expect(volumeMeasure(volume as Pick<MountedVolume, 'kind' | 'csi' | 'mapped'>)).toBe(expected);
   });
 });
 

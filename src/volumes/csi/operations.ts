@@ -26,9 +26,9 @@
  * a retry mounts again and a pod that goes still has it unpublished and unstaged; a *final* error
  * removes what the operation made (removeMountDir) and counts it as not mounted.
  *
- * Out of scope here: raw block (csi_block.go) and reconstruction after a restart (the paths they
- * need are in paths.ts); a published volume's stats are read by stats.ts, its expansion made by
- * expand.ts.
+ * Raw block volumes are mapped by csi/block.ts (csi_block.go) with this attach wait, driver table
+ * and secrets. Out of scope here: reconstruction after a restart (the paths it needs are in
+ * paths.ts); a published volume's stats are read by stats.ts, its expansion made by expand.ts.
  */
 import { mkdir, readFile, rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -123,9 +123,9 @@ interface Device {
 const reason = (err: unknown) => (err instanceof Error ? err.message : String(err));
 const log = (message: string) => `${CSI_PLUGIN_NAME}: ${message}`;
 /** volumetypes.IsUncertainProgressError over csi_client.go's wrapping. */
-const isUncertain = (err: unknown) => err instanceof UncertainError || (err instanceof CsiError && !err.final);
+export const isUncertain = (err: unknown) => err instanceof UncertainError || (err instanceof CsiError && !err.final);
 /** operation_executor.go GenerateError: `<op> for volume "<spec>" [: <err>]`. */
-const volumeError = (op: string, specName: string, err: unknown, recordEvent = true) =>
+export const volumeError = (op: string, specName: string, err: unknown, recordEvent = true) =>
   new CsiOperationError(`${op} for volume ${JSON.stringify(specName)} ${err === undefined ? '' : `: ${reason(err)}`}`, recordEvent);
 
 export class CsiOperations {
@@ -141,10 +141,7 @@ export class CsiOperations {
     if (ref.kind === 'csiPV') {
       const device = this.device(ref.uniqueName);
       device.holders.add(ref.id);
-      if (volume.attachable) {
-        if (!this.deps.attach.attached(ref.uniqueName)) await this.verifyAttached(ref);
-        publishContext = await this.waitForAttach(ref, volume);
-      }
+      publishContext = await this.attach(ref, volume, 'MountVolume');
       if (device.state !== 'mounted') {
         await this.serially(device, async () => {
           if (device.state === 'mounted') return;
@@ -213,6 +210,16 @@ export class CsiOperations {
   // ---------------------------------------------------------------- attach
 
   /**
+   * The attach wait of a CSI PersistentVolume, mounted or mapped (`op`): an attachable one
+   * verified attached, then its VolumeAttachment's publish context; empty when not attachable.
+   */
+  async attach(ref: CsiPodVolume, volume: CsiVolume, op: 'MountVolume' | 'MapVolume'): Promise<Record<string, string>> {
+    if (!volume.attachable) return {};
+    if (!this.deps.attach.attached(ref.uniqueName)) await this.verifyAttached(ref);
+    return this.waitForAttach(ref, volume, op);
+  }
+
+  /**
    * GenerateVerifyControllerAttachedVolumeFunc for an attachable volume (a non-attachable one is
    * attached at once, and never in volumesInUse, so the actual state need not hold it).
    */
@@ -230,9 +237,9 @@ export class CsiOperations {
   }
 
   /** csi_attacher.go WaitForAttach, one GET of the VolumeAttachment (verifyAttachmentStatus); its attachmentMetadata is the publish context. */
-  private async waitForAttach(ref: CsiPodVolume, volume: CsiVolume): Promise<Record<string, string>> {
+  private async waitForAttach(ref: CsiPodVolume, volume: CsiVolume, op: 'MountVolume' | 'MapVolume'): Promise<Record<string, string>> {
     const name = attachmentName(volume.volumeHandle, volume.driver, this.deps.nodeName);
-    const failed = (err: string) => volumeError('MountVolume.WaitForAttach failed', ref.specName, err);
+    const failed = (err: string) => volumeError(`${op}.WaitForAttach failed`, ref.specName, err);
     let attachment: VolumeAttachment;
     try {
       attachment = await this.api().volumeAttachment(name);
@@ -474,8 +481,8 @@ export class CsiOperations {
     return run;
   }
 
-  /** csi_client.go newCsiDriverClient: an unregistered driver is a transient failure, retried. */
-  private driverClient(driver: string, what: string): CsiNode {
+  /** csi_client.go newCsiDriverClient: an unregistered driver is a transient failure, retried. (The block mapper's too, csi/block.ts.) */
+  driverClient(driver: string, what: string): CsiNode {
     const endpoint = this.deps.drivers.endpoint(driver);
     if (endpoint === null) throw new Error(log(`${what}: driver name ${driver} not found in the list of registered CSI drivers`));
     return new CsiNodeClient(endpoint);
@@ -486,12 +493,12 @@ export class CsiOperations {
     return this.deps.api;
   }
 
-  private async csiDriver(name: string): Promise<CSIDriver | null> {
+  async csiDriver(name: string): Promise<CSIDriver | null> {
     return this.deps.api ? this.deps.api.csiDriver(name) : null;
   }
 
   /** csi_util.go getCredentialsFromSecret. */
-  private async secret(namespace: string, name: string): Promise<Record<string, string>> {
+  async secret(namespace: string, name: string): Promise<Record<string, string>> {
     try {
       return await this.api().secret(namespace, name);
     } catch (err) {
