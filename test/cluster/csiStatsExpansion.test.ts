@@ -15,8 +15,8 @@
  *   - expansion during mount: a volume the resizer grew while no pod used it is expanded after its
  *     publish and before the pod runs.
  * On sim:// and on containerd (where the mock binds its own directory for the volume and answers
- * NodeGetVolumeStats from its filesystem). Where Go or containerd is missing the tests skip,
- * loudly, outside CI.
+ * NodeGetVolumeStats from its filesystem); and with sim://'s own CSI driver, whose reported usage
+ * follows the expansion. Where Go or containerd is missing the tests skip, loudly, outside CI.
  */
 import { StorageV1Api, type CoreV1Event, type V1PersistentVolumeClaim, type V1Pod } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -214,6 +214,55 @@ describe('CSI volume stats and online expansion on statelet (sim://, a real clus
   const node = 'node-csi-stats';
   const cluster = clusterNode({ node, controllers: true, args: () => ['--container-runtime-endpoint=sim://', ...settings] });
   defineCsiStatsExpansionScenarios({ node, image: 'busybox', bindMounts: false }, cluster);
+});
+
+/**
+ * sim://'s own CSI driver (`sim://?csi=<driver>`, src/simcsi) reports a volume's capacity as its
+ * `size` attribute, then as what NodeExpandVolume last asked for: the usage statelet reports
+ * follows the expansion it made.
+ */
+describe("CSI volume stats and online expansion on statelet with sim://'s CSI driver (a real cluster)", () => {
+  const node = 'node-csi-stats-simcsi';
+  const driver = 'hostpath.csi.sim';
+  const cluster = clusterNode({ node, controllers: true, args: () => [`--container-runtime-endpoint=sim://?csi=${driver}`, ...settings] });
+
+  it('reports the claim at its size, expands it when the resizer grew it, then reports the new size', { timeout: 300_000 }, async ({ skip }) => {
+    const cp = cluster.cp;
+    if (!cp || !cluster.agent) return skip();
+    await cp.waitFor<CSINode>(csiNodes, node, (c) => (c?.spec.drivers ?? []).some((d) => d.name === driver), 60_000);
+    await cp.admin.makeApiClient(StorageV1Api).createCSIDriver({ body: { metadata: { name: driver }, spec: { attachRequired: false } } });
+    const namespace = await cp.namespace('simcsi-stats');
+    const pvName = `simcsi-stats-${process.pid}`;
+    const storage = { storage: '1Gi' };
+    await cp.core.createPersistentVolume({
+      body: { metadata: { name: pvName }, spec: { capacity: storage, accessModes: ['ReadWriteOnce'], storageClassName: '', claimRef: { namespace, name: 'data' }, csi: { driver, volumeHandle: 'stats-1', volumeAttributes: { size: '1Gi' } } } },
+    });
+    await cp.core.createNamespacedPersistentVolumeClaim({ namespace, body: { metadata: { name: 'data' }, spec: { storageClassName: '', volumeName: pvName, accessModes: ['ReadWriteOnce'], resources: { requests: storage } } } });
+    await cp.core.createNamespacedPod({
+      namespace,
+      body: {
+        metadata: { name: 'app' },
+        spec: {
+          nodeName: node,
+          terminationGracePeriodSeconds: 1,
+          containers: [{ name: 'app', image: 'busybox', command: ['sh', '-c', idle], volumeMounts: [{ name: 'data', mountPath: '/data' }] }],
+          volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'data' } }],
+        },
+      },
+    });
+    await cp.waitFor<V1Pod>(pods(namespace), 'app', running, 120_000);
+    const readOnly = `http://127.0.0.1:${cluster.agent.readOnlyPort}`;
+    const capacity = async () => {
+      const summary = (await (await fetch(`${readOnly}/stats/summary`)).json()) as Summary;
+      return summary.pods.find((p) => p.podRef.namespace === namespace && p.podRef.name === 'app')?.volume?.find((v) => v.name === 'data')?.capacityBytes;
+    };
+    await waitFor(async () => (await capacity()) === 2 ** 30, 'the claim at 1Gi in /stats/summary', 30_000);
+    await resizedOnController(cp, namespace, pvName);
+    await cp.waitFor<V1PersistentVolumeClaim>(claims(namespace), 'data', (c) => c?.status?.capacity?.['storage'] === '2Gi', 60_000);
+    await waitFor(async () => (await capacity()) === 2 * 2 ** 30, 'the claim at 2Gi in /stats/summary', 30_000);
+    const metrics = await (await fetch(`${readOnly}/metrics`)).text();
+    expect(metrics).toContain(`kubelet_volume_stats_capacity_bytes{namespace="${namespace}",persistentvolumeclaim="data"} ${2 * 2 ** 30}`);
+  });
 });
 
 const containerd = await startContainerd();
