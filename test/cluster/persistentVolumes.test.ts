@@ -245,10 +245,11 @@ spec:
       };
       await waitFor(async () => (await dataOfWeb0()) !== undefined, 'web-0 volume stats', 30_000);
       expect(await dataOfWeb0()).toMatchObject({ pvcRef: { name: 'data-web-0', namespace }, capacityBytes: expect.any(Number) });
+      // Both replicas' claims, once a round has measured both (web-1 may have been mounted after the round that found web-0).
+      const measured = (metrics: string, claim: string) => new RegExp(`^kubelet_volume_stats_capacity_bytes\\{namespace="${namespace}",persistentvolumeclaim="${claim}"\\} [1-9]`, 'm').test(metrics);
+      await waitFor(async () => measured(await (await fetch(`${readOnly}/metrics`)).text(), 'data-web-1'), 'data-web-1 in /metrics', 30_000);
       const metrics = await (await fetch(`${readOnly}/metrics`)).text();
-      for (const claim of ['data-web-0', 'data-web-1']) {
-        expect(metrics).toMatch(new RegExp(`^kubelet_volume_stats_capacity_bytes\\{namespace="${namespace}",persistentvolumeclaim="${claim}"\\} [1-9]`, 'm'));
-      }
+      for (const claim of ['data-web-0', 'data-web-1']) expect(measured(metrics, claim)).toBe(true);
 
       const apps = cp.admin.makeApiClient(k8s.AppsV1Api);
       const scale = async (replicas: number) => apps.patchNamespacedStatefulSetScale({ namespace, name: 'web', body: { spec: { replicas } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch));
