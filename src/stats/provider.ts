@@ -12,7 +12,7 @@ import { type Container, type FilesystemUsage, type ImageService, type RuntimeSe
 import { containerLogPath } from '../kuberuntime/configs.ts';
 import type { CsiVolumeStatsReader } from '../volumes/csi/stats.ts';
 import type { MountedVolume } from '../volumes/world.ts';
-import { volumeMeasure, volumeStatsEntry } from './volumeStats.ts';
+import { type VolumeStatsRound, volumeMeasure, volumeStatsEntry } from './volumeStats.ts';
 import {
   type FsStats,
   type HostUsage,
@@ -133,14 +133,6 @@ export interface VolumeStatsPod {
   uid: string;
   namespace: string;
   name: string;
-}
-
-/** What one round of volume stats calculation did. */
-export interface VolumeStatsRound {
-  /** Volumes measured. */
-  measured: number;
-  /** Volumes whose measure failed this round (each logged once, until it works again). */
-  failed: number;
 }
 
 export class StatsProvider {

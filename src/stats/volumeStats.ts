@@ -16,6 +16,12 @@ import type { FsStats, VolumeStats } from './summary.ts';
 
 export type VolumeMeasure = 'statfs' | 'csi';
 
+/** What one round of volume stats calculation did: the volumes measured, and those whose measure failed (each logged once). */
+export interface VolumeStatsRound {
+  measured: number;
+  failed: number;
+}
+
 /** How the volume's usage is measured; null: it is not (emptyDir is walked apart, payload volumes and hostPath report none). */
 export function volumeMeasure(volume: Pick<MountedVolume, 'kind' | 'csi' | 'mapped'>): VolumeMeasure | null {
   // A mapped raw block volume: the kubelet's MetricsBlock (a local device's size) and a CSI block volume's stats at its publish path are not built.

@@ -25,22 +25,22 @@ import type { PersistentVolumeClaim, PersistentVolumeClaimCondition } from '../a
 const STORAGE = 'storage';
 
 /** v1.ClaimResourceStatus values. */
-export const NODE_RESIZE_PENDING = 'NodeResizePending';
-export const NODE_RESIZE_IN_PROGRESS = 'NodeResizeInProgress';
-export const NODE_RESIZE_INFEASIBLE = 'NodeResizeInfeasible';
+const NODE_RESIZE_PENDING = 'NodeResizePending';
+const NODE_RESIZE_IN_PROGRESS = 'NodeResizeInProgress';
+const NODE_RESIZE_INFEASIBLE = 'NodeResizeInfeasible';
 
 /** resize_util.go knownResizeConditions: the conditions a finished node expansion clears. */
 const RESIZE_CONDITIONS: ReadonlySet<string> = new Set(['FileSystemResizePending', 'Resizing', 'ControllerResizeError', 'NodeResizeError']);
 const NODE_RESIZE_ERROR = 'NodeResizeError';
 
 /** volumetypes.NodeExpansionNotRequired: an RWX claim already expanded on some node that needs no expansion on the others. */
-export const NODE_EXPANSION_NOT_REQUIRED_ANNOTATION = 'volume.kubernetes.io/node-expansion-not-required';
+const NODE_EXPANSION_NOT_REQUIRED_ANNOTATION = 'volume.kubernetes.io/node-expansion-not-required';
 
 /** A quantity's bytes, rounded up as resource.Quantity.Value() rounds; 0 when absent. */
 export const bytesOf = (quantity: string | undefined) => Math.ceil(quantityValue(quantity));
 
 /** The claim's storage resize status (`allocatedResourceStatuses.storage`), '' when none. */
-export const resizeStatusOf = (pvc: PersistentVolumeClaim) => pvc.status?.allocatedResourceStatuses?.[STORAGE] ?? '';
+const resizeStatusOf = (pvc: PersistentVolumeClaim) => pvc.status?.allocatedResourceStatuses?.[STORAGE] ?? '';
 
 /**
  * volumeNeedsExpansion over what checkVolumeFSResize recorded: a read-only volume is never

@@ -16,18 +16,13 @@
  */
 import { assign, fromPromise, setup } from 'xstate';
 import { notProvided } from '../notProvided.ts';
-
-/** What a round measured: the volumes whose figures were read, and those whose measure failed (each logged by the effect). */
-export interface VolumeStatsRoundResult {
-  measured: number;
-  failed: number;
-}
+import type { VolumeStatsRound } from '../stats/volumeStats.ts';
 
 export interface VolumeStatsCalculatorEffects {
-  calculate(): Promise<VolumeStatsRoundResult>;
+  calculate(): Promise<VolumeStatsRound>;
 }
 
-interface VolumeStatsCalculatorContext extends VolumeStatsRoundResult {
+interface VolumeStatsCalculatorContext extends VolumeStatsRound {
   periodMs: number;
   rounds: number;
   /** Why the last round failed as a whole; null once one succeeds. */
@@ -42,7 +37,7 @@ export const volumeStatsCalculatorMachine = setup({
     input: {} as { periodMs: number },
   },
   actors: {
-    calculate: fromPromise<VolumeStatsRoundResult>(notProvided('volumeStatsCalculator', 'calculate')),
+    calculate: fromPromise<VolumeStatsRound>(notProvided('volumeStatsCalculator', 'calculate')),
   },
   delays: {
     period: ({ context }) => context.periodMs,
