@@ -259,12 +259,13 @@ export interface PodVolumeRef {
 
 /**
  * The volume manager's work: the pods' desired volumes changed (volumes to set up, to set up again
- * to refresh their files, to tear down), told by the volume world to the volume manager's loop;
- * the loop's commands to one pod volume's actor.
+ * to refresh their files, to expand online because their PersistentVolume grew, to tear down),
+ * told by the volume world to the volume manager's loop; the loop's commands to one pod volume's actor.
  */
 export type VolumeEvent =
-  | { type: 'VOLUMES.CHANGED'; mount: PodVolumeRef[]; remount: string[]; unmount: string[] }
+  | { type: 'VOLUMES.CHANGED'; mount: PodVolumeRef[]; remount: string[]; expand: string[]; unmount: string[] }
   | { type: 'VOLUME.REMOUNT' }
+  | { type: 'VOLUME.EXPAND' }
   | { type: 'VOLUME.UNMOUNT' };
 
 // ---- The whole catalogue ----------------------------------------------------------------------

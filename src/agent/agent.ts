@@ -313,7 +313,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     relist: () => ({ lastRelistAt: node.facts.health().lastRelistAt, durationMs: node.facts.lastRelistDurationMs() }),
     ...(cluster ? { apiRequests } : {}),
     ...(node.recorder.stats ? { events: () => node.recorder.stats! } : {}),
-    volumeStats: async () => (await Promise.all([...podManager.all()].map((pod) => stats.claimedVolumeUsage(pod.metadata.uid, clock.now())))).flat(),
+    volumeStats: async () => stats.allPodVolumeStats(),
   });
   node.start();
   closers.unshift(() => node.stop());

@@ -8,12 +8,31 @@ export type PersistentVolumeMode = 'Filesystem' | 'Block';
 
 export interface PersistentVolumeClaim {
   metadata: Pick<ObjectMeta, 'name' | 'namespace' | 'uid'> & {
+    resourceVersion?: string;
+    annotations?: Record<string, string>;
     deletionTimestamp?: string;
     finalizers?: string[];
     ownerReferences?: { apiVersion?: string; kind?: string; name?: string; uid?: string; controller?: boolean }[];
   };
-  spec?: { volumeName?: string; volumeMode?: PersistentVolumeMode; accessModes?: string[] };
-  status?: { phase?: string; capacity?: Record<string, string> };
+  spec?: { volumeName?: string; volumeMode?: PersistentVolumeMode; accessModes?: string[]; resources?: { requests?: Record<string, string> } };
+  status?: {
+    phase?: string;
+    capacity?: Record<string, string>;
+    /** What the resizer allocated, and where each resource's resize stands (`NodeResizePending`, …): the expansion's progress. */
+    allocatedResources?: Record<string, string>;
+    allocatedResourceStatuses?: Record<string, string>;
+    conditions?: PersistentVolumeClaimCondition[];
+  };
+}
+
+/** A claim's condition (`FileSystemResizePending`, `NodeResizeError`, …). */
+export interface PersistentVolumeClaimCondition {
+  type: string;
+  status: string;
+  lastProbeTime?: string;
+  lastTransitionTime?: string;
+  reason?: string;
+  message?: string;
 }
 
 export interface PersistentVolume {

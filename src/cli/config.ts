@@ -134,6 +134,8 @@ export interface AgentConfig {
   evictionPressureTransitionPeriodMs: number;
   /** --eviction-max-pod-grace-period / evictionMaxPodGracePeriod, in seconds. */
   evictionMaxPodGracePeriod: number;
+  /** --volume-stats-agg-period / volumeStatsAggPeriod: how often the pods' volumes' usage is measured (0: never). */
+  volumeStatsAggPeriodMs: number;
   /** --read-only-address (statelet): where the unauthenticated read-only port binds. */
   readOnlyAddress: string;
   /** --read-only-port / readOnlyPort; 0 disables. */
@@ -272,6 +274,7 @@ export function agentDefaults(profile: DefaultsProfile = 'flags'): AgentDefaults
     evictionMinimumReclaim: {},
     evictionPressureTransitionPeriodMs: 5 * 60_000,
     evictionMaxPodGracePeriod: 0,
+    volumeStatsAggPeriodMs: 60_000,
     allowedUnsafeSysctls: [],
     readOnlyPort: profile === 'config-file' ? 0 : 10255,
     healthzPort: 10248,

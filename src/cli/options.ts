@@ -1044,6 +1044,14 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     help: 'How long a pressure condition stays True after its threshold was last met',
   }),
   option({
+    key: 'volumeStatsAggPeriodMs',
+    kind: durationKind(true),
+    flag: 'volume-stats-agg-period',
+    configField: 'volumeStatsAggPeriod',
+    group: 'Node',
+    help: 'How often the pods\' persistent and CSI volumes\' usage is measured for /stats/summary and kubelet_volume_stats_* (0: never)',
+  }),
+  option({
     key: 'evictionMaxPodGracePeriod',
     kind: intKind(0),
     flag: 'eviction-max-pod-grace-period',

@@ -145,10 +145,19 @@ export interface KubeApi {
   /** A PersistentVolume, read live as its claim is. */
   getPersistentVolume(name: string): Promise<PersistentVolume>;
 
-  // The CSI mount flow's reads (pkg/volume/csi): a driver's CSIDriver, read at each use as the
-  // kubelet's lister has it; a volume's VolumeAttachment, read once per mount (csi_attacher.go WaitForAttach).
+  /**
+   * A strategic merge patch of `persistentvolumeclaims/<name>/status` (the node's online expansion,
+   * resize_util.go PatchPVCStatus; the Node authorizer lets a node patch its pods' claims).
+   */
+  patchPersistentVolumeClaimStatus(namespace: string, name: string, patch: object): Promise<PersistentVolumeClaim>;
+
+  // The CSI mount flow's reads (pkg/volume/csi): the cluster's CSIDrivers, listed and watched as
+  // the kubelet's CSIDriver informer keeps them (a live GET while that has not listed); a volume's
+  // VolumeAttachment, read once per mount (csi_attacher.go WaitForAttach).
   /** A CSIDriver; a 404 when the driver has none. */
   getCSIDriver(name: string): Promise<CSIDriver>;
+  listCSIDrivers(): Promise<{ items: CSIDriver[]; resourceVersion: string }>;
+  watchCSIDrivers(resourceVersion: string, handlers: WatchHandlers<CSIDriver>): { stop(): void };
   getVolumeAttachment(name: string): Promise<VolumeAttachment>;
 
   /** The resources an API group version serves (discovery, `GET /apis/<groupVersion>`); not served: a 404. */

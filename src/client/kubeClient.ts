@@ -12,10 +12,14 @@ import http from 'node:http';
 import https from 'node:https';
 import { ApiException, HttpMethod, KubeConfig, PatchStrategy, RequestContext, Watch } from '@kubernetes/client-node';
 import type { ClusterTrustBundle, KubeEvent, RuntimeClass, Service } from '../api/cluster.ts';
+import type { CSIDriver } from '../api/storage.ts';
 
 /** The nodes' CSINodes (cluster-scoped; the Node authorizer lets a node write its own). */
 const CSI_NODES_PATH = '/apis/storage.k8s.io/v1/csinodes';
 const csiNodePath = (name: string) => `${CSI_NODES_PATH}/${encodeURIComponent(name)}`;
+
+/** The cluster's CSIDrivers (cluster-scoped; the Node authorizer lets a node get, list and watch them). */
+const CSI_DRIVERS_PATH = '/apis/storage.k8s.io/v1/csidrivers';
 
 /** The cluster's RuntimeClasses (cluster-scoped; the Node authorizer lets a node get, list and watch them). */
 const RUNTIME_CLASSES_PATH = '/apis/node.k8s.io/v1/runtimeclasses';
@@ -352,7 +356,15 @@ export function createKubeClient(config: KubeConfig, options: KubeClientOptions)
     getPersistentVolumeClaim: (namespace, name) =>
       call(`GET persistentvolumeclaims ${namespace}/${name}`, GET, namespaced(namespace, 'persistentvolumeclaims', name)),
     getPersistentVolume: (name) => call(`GET persistentvolumes ${name}`, GET, `/api/v1/persistentvolumes/${segment(name)}`),
-    getCSIDriver: (name) => call(`GET csidrivers ${name}`, GET, `/apis/storage.k8s.io/v1/csidrivers/${segment(name)}`),
+    patchPersistentVolumeClaimStatus: (namespace, name, patch) =>
+      call(`PATCH persistentvolumeclaims/status ${namespace}/${name}`, PATCH, `${namespaced(namespace, 'persistentvolumeclaims', name)}/status`, patch, StrategicMergePatch),
+    getCSIDriver: (name) => call(`GET csidrivers ${name}`, GET, `${CSI_DRIVERS_PATH}/${segment(name)}`),
+    listCSIDrivers: async () => {
+      const list = await call<{ items: CSIDriver[]; metadata?: { resourceVersion?: string } }>('LIST csidrivers', GET, CSI_DRIVERS_PATH);
+      return { items: list.items, resourceVersion: list.metadata?.resourceVersion ?? '' };
+    },
+    watchCSIDrivers: (resourceVersion, handlers) =>
+      limitedWatch('csidrivers', () => watchPath(watch, CSI_DRIVERS_PATH, { resourceVersion }, 'WATCH csidrivers', handlers, (o) => o as CSIDriver)),
     getVolumeAttachment: (name) => call(`GET volumeattachments ${name}`, GET, `/apis/storage.k8s.io/v1/volumeattachments/${segment(name)}`),
     apiResources: async (groupVersion) => {
       const list = await call<{ resources?: { name: string }[] }>(`GET discovery ${groupVersion}`, GET, `/apis/${groupVersion}`);

@@ -15,6 +15,7 @@
 import { type AnyActorLogic, type InspectionEvent, type Observer, createActor, fromPromise } from 'xstate';
 import type { SourceName } from '../api/types.ts';
 import { type Clock, sleepOn } from '../clock.ts';
+import { csiDriverObjects } from '../client/csiDriverObjects.ts';
 import { runtimeClassLister } from '../client/runtimeClasses.ts';
 import { serviceLister } from '../client/services.ts';
 import { nodeEventRecorder, nodeReference } from '../eventrecorder/recorder.ts';
@@ -52,6 +53,7 @@ import { diskOnly, systemMounter } from '../volumes/mounter.ts';
 import type { VolumeDeps } from '../volumes/setUp.ts';
 import { VolumeWorld } from '../volumes/world.ts';
 import { CsiOperations, csiApiReads } from '../volumes/csi/operations.ts';
+import { csiVolumeStatsReader } from '../volumes/csi/stats.ts';
 import { CsiBlockOperations } from '../volumes/csi/block.ts';
 import { systemLoopDevices } from '../volumes/blockMap.ts';
 import { CsiNodeClient } from '../volumes/csi/client.ts';
@@ -191,7 +193,8 @@ export function composeNode(deps: NodeDeps) {
   const cri = podCri(deps.runtime, deps.images, config, log, deps.nodeCredentials);
   // Claims and their volumes are read live, as the kubelet's populator reads them.
   const claims = cluster && { claim: cluster.api.getPersistentVolumeClaim.bind(cluster.api), volume: cluster.api.getPersistentVolume.bind(cluster.api) };
-  const csiApi = cluster && csiApiReads(cluster.api);
+  const csiDriverStore = cluster && csiDriverObjects(cluster.api, clock, log);
+  const csiApi = cluster && csiApiReads(cluster.api, csiDriverStore);
   const volumeWorld = new VolumeWorld({ clock, ...definedOnly({ claims, csiDrivers: csiApi?.csiDriver }) });
   const host = podHost(config, {
     ...{ clock, log, mounter, memoryFeatures: deps.memoryFeatures, allocatable: () => admission().allocatable, runtimeHandlers: () => facts.runtimeHandlers(), volumes: volumeWorld },
@@ -204,9 +207,13 @@ export function composeNode(deps: NodeDeps) {
   const effects = createPodEffects({ work, statuses, callsInFlight, runtimeName: deps.runtimeName, networkError: () => facts.networkError(), ...definedOnly({ hostIP }) });
   const podMachine = podMachineWith(metrics.podWorked ? timedPodEffects(effects, now, metrics.podWorked.bind(metrics)) : effects);
   const relister = createRelister(cri.runtime, now, log, metrics.relisted?.bind(metrics));
+  // The CSI drivers registered on the node (by the CSI plugin's registration handler, below): where its volumes' operations and stats go.
+  const csiDrivers = new CsiDrivers();
+  const csiEndpoints = { endpoint: (name: string) => csiDrivers.get(name)?.endpoint ?? null };
   const stats = new StatsProvider({
     ...{ nodeName: config.nodeName, runtime: cri.runtime, images: deps.images, podLogsDir: config.podLogsDir, rootDir: config.rootDir, podsDir: podsDirOf(config.rootDir), now, log },
     volumes: volumeWorld,
+    csiVolumeStats: csiVolumeStatsReader(csiEndpoints),
     ...definedOnly({ machineMemory: deps.machineMemory, imageFsSimulated: deps.imageFsSimulated }),
   });
   const imageGc = new ImageGcManager({
@@ -218,7 +225,6 @@ export function composeNode(deps: NodeDeps) {
   // The CSI volume plugin (its registration writes the Node and the CSINode, so on a standalone node it
   // fails as the kubelet's does); the plugin manager's handlers by type (kubelet.go:
   // pluginManager.AddHandler(CSIPlugin, csi.PluginHandler)).
-  const csiDrivers = new CsiDrivers();
   const csi = csiPlugin({ api: cluster?.api, nodeName: config.nodeName, drivers: csiDrivers, nodeInfo: csiNodeInfo, sleep: sleepOn(clock), log });
   const pluginHandlers = new Map<string, PluginHandler>([[PLUGIN_TYPES.csi, csi.handler]]);
   const csiOperations = new CsiOperations({
@@ -240,6 +246,16 @@ export function composeNode(deps: NodeDeps) {
         csi: new CsiBlockOperations({ rootDir: config.rootDir, nodeName: config.nodeName, csi: csiOperations, attach: volumeWorld, mounter, loops: loopDevices }),
         loops: loopDevices,
       },
+      ...(cluster && csiApi
+        ? {
+            expansion: {
+              nodeName: config.nodeName,
+              claims: { claim: cluster.api.getPersistentVolumeClaim.bind(cluster.api), patchStatus: cluster.api.patchPersistentVolumeClaimStatus.bind(cluster.api) },
+              csi: { rootDir: config.rootDir, drivers: csiEndpoints, secret: csiApi.secret },
+              now,
+            },
+          }
+        : {}),
     },
     ...definedOnly({ cluster, tokens: podClusterParts?.tokens, kernelLog: deps.kernelLog }),
   });
@@ -273,6 +289,7 @@ export function composeNode(deps: NodeDeps) {
     start() {
       services?.start();
       runtimeClasses?.start();
+      csiDriverStore?.start();
       syncLoop.subscribe({ error: (err) => log('error', 'syncLoop failed', { err }) });
       syncLoop.start();
       recorder.event(nodeReference(config.nodeName), 'Normal', 'Starting', 'Starting kubelet.');
@@ -282,6 +299,7 @@ export function composeNode(deps: NodeDeps) {
     stop() {
       services?.stop();
       runtimeClasses?.stop();
+      csiDriverStore?.stop();
       recorder.stop();
       syncLoop.stop();
       allocation.flush();

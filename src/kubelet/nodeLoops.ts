@@ -12,10 +12,11 @@ import type { NodeParts } from '../nodeloop/parts.ts';
 import { nodeStatusLoop } from '../nodestatus/loop.ts';
 import { oomWatcherLoop } from '../oomwatcher/loop.ts';
 import { pluginManagerLoop } from '../pluginmanager/loop.ts';
+import { volumeStatsCalculatorLoop } from '../volumestats/loop.ts';
 import { statusWriterLoop } from '../statuswriter/loop.ts';
 import { volumeManagerLoop } from '../volumemanager/loop.ts';
 
-export const nodeLoops = [nodeStatusLoop, nodeLeaseLoop, statusWriterLoop, volumeManagerLoop, containerLogManagerLoop, garbageCollectorLoop, evictionManagerLoop, oomWatcherLoop, pluginManagerLoop] as const;
+export const nodeLoops = [nodeStatusLoop, nodeLeaseLoop, statusWriterLoop, volumeManagerLoop, volumeStatsCalculatorLoop, containerLogManagerLoop, garbageCollectorLoop, evictionManagerLoop, oomWatcherLoop, pluginManagerLoop] as const;
 
 export type NodeLoopName = (typeof nodeLoops)[number]['name'];
 

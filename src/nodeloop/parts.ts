@@ -23,6 +23,7 @@ import type { Mounter } from '../volumes/mounter.ts';
 import type { TokenManager } from '../volumes/tokens.ts';
 import type { VolumeDeps } from '../volumes/setUp.ts';
 import type { CsiOperations } from '../volumes/csi/operations.ts';
+import type { VolumeExpansionParts } from '../volumes/nodeExpander.ts';
 import type { CsiBlockOperations } from '../volumes/csi/block.ts';
 import type { LoopDevices } from '../volumes/blockMap.ts';
 import type { VolumeWorld } from '../volumes/world.ts';
@@ -67,6 +68,7 @@ export type NodeConfig = Pick<
   | 'evictionMinimumReclaim'
   | 'evictionPressureTransitionPeriodMs'
   | 'evictionMaxPodGracePeriod'
+  | 'volumeStatsAggPeriodMs'
   // In a cluster: the Node's registration, status and Lease.
   | 'registerNode'
   | 'registerWithTaints'
@@ -106,7 +108,7 @@ export interface NodeParts {
   stats: StatsProvider;
   mounter: NodeMounter;
   /** The pods' volumes: the desired and actual states the syncs and the volume manager share, and what the plugins need. */
-  volumes: { world: VolumeWorld; deps(): VolumeDeps; csi: CsiOperations; block: { csi: CsiBlockOperations; loops: LoopDevices } };
+  volumes: { world: VolumeWorld; deps(): VolumeDeps; csi: CsiOperations; block: { csi: CsiBlockOperations; loops: LoopDevices }; expansion?: VolumeExpansionParts };
   /** In a cluster: the service-account tokens the pods' projected volumes hold. */
   tokens?: TokenManager;
   /** The machine's kernel log (the host's, or sim://'s simulated machine's); absent: none to follow. */

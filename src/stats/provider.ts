@@ -10,7 +10,9 @@ import path from 'node:path';
 import type { Logger } from '../log.ts';
 import { type Container, type FilesystemUsage, type ImageService, type RuntimeService, definedOnly } from '../runtime/types.ts';
 import { containerLogPath } from '../kuberuntime/configs.ts';
+import type { CsiVolumeStatsReader } from '../volumes/csi/stats.ts';
 import type { MountedVolume } from '../volumes/world.ts';
+import { type VolumeStatsRound, volumeMeasure, volumeStatsEntry } from './volumeStats.ts';
 import {
   type FsStats,
   type HostUsage,
@@ -42,8 +44,10 @@ interface StatsSource {
   rootDir?: string;
   /** Where the pods' volumes are (`<root-dir>/pods`), for their local volumes' usage. */
   podsDir?: string;
-  /** The volumes the volume manager set up, by pod: the claim-backed ones' usage (volume_stat_calculator.go). */
+  /** The volumes the volume manager set up, by pod: the claim-backed and CSI ones' usage (volume_stat_calculator.go). */
   volumes?: { mountedVolumes(uid: string): ReadonlyMap<string, MountedVolume> };
+  /** A CSI volume's usage from its driver (null: the driver reports none); absent: CSI volumes are not measured. */
+  csiVolumeStats?: CsiVolumeStatsReader;
   /** The runtime's image service: its ImageFsInfo names the image filesystem (imagefs) of the full summary. */
   images?: Pick<ImageService, 'imageFsInfo'>;
   /**
@@ -90,22 +94,23 @@ export async function directoryUsage(dir: string, time: number, recursive = fals
   return { time, usedBytes, inodesUsed };
 }
 
-/** The filesystem holding `dir`: capacity, available (to unprivileged users, as df shows) and inodes. */
+/** The filesystem holding `dir`: capacity, available (to unprivileged users, as df shows) and inodes; rejects when statfs does. */
+async function statfsStats(dir: string, time: number): Promise<FsStats> {
+  const fs = await statfs(dir);
+  return {
+    time,
+    availableBytes: fs.bavail * fs.bsize,
+    capacityBytes: fs.blocks * fs.bsize,
+    usedBytes: (fs.blocks - fs.bfree) * fs.bsize,
+    inodesFree: fs.ffree,
+    inodes: fs.files,
+    inodesUsed: fs.files - fs.ffree,
+  };
+}
+
+/** As statfsStats; undefined where the filesystem cannot be measured. */
 export async function filesystemStats(dir: string, time: number): Promise<FsStats | undefined> {
-  try {
-    const fs = await statfs(dir);
-    return {
-      time,
-      availableBytes: fs.bavail * fs.bsize,
-      capacityBytes: fs.blocks * fs.bsize,
-      usedBytes: (fs.blocks - fs.bfree) * fs.bsize,
-      inodesFree: fs.ffree,
-      inodes: fs.files,
-      inodesUsed: fs.files - fs.ffree,
-    };
-  } catch {
-    return undefined;
-  }
+  return statfsStats(dir, time).catch(() => undefined);
 }
 
 /**
@@ -123,11 +128,22 @@ async function readRlimit(time: number): Promise<RlimitStats | undefined> {
   }
 }
 
+/** A pod whose volumes' usage is calculated. */
+export interface VolumeStatsPod {
+  uid: string;
+  namespace: string;
+  name: string;
+}
+
 export class StatsProvider {
   private readonly rates = new CpuRates();
   private podStatsFailureTold = false;
   /** Whether the image filesystem's absence has been said since it was last measured. */
   private imageFsFailureTold = false;
+  /** Each pod's measured volumes as the last round found them (fs_resource_analyzer.go's cache), by pod UID. */
+  private readonly measuredVolumes = new Map<string, VolumeStats[]>();
+  /** The volumes (`<uid>/<name>`) whose measure failed, with the error logged: said once until it works again. */
+  private readonly failingVolumes = new Map<string, string>();
 
   constructor(private readonly source: StatsSource) {}
 
@@ -152,7 +168,7 @@ export class StatsProvider {
     if (!cpuAndMemoryOnly && podsDir) {
       await Promise.all(
         summary.pods.map(async (pod) => {
-          const volumes = [...(await this.emptyDirUsage(path.join(podsDir, pod.podRef.uid, 'volumes', EMPTY_DIR_PLUGIN), time)), ...(await this.claimedVolumeUsage(pod.podRef.uid, time))];
+          const volumes = [...(await this.emptyDirUsage(path.join(podsDir, pod.podRef.uid, 'volumes', EMPTY_DIR_PLUGIN), time)), ...this.podVolumeStats(pod.podRef.uid)];
           if (volumes.length > 0) pod.volume = volumes;
         }),
       );
@@ -187,15 +203,61 @@ export class StatsProvider {
   }
 
   /**
-   * The pod's claim-backed volumes that measure their usage, with the claim as `pvcRef`: a local
-   * PersistentVolume by its filesystem (local.go's MetricsStatFS); a hostPath one measures none
-   * (MetricsNil), as the kubelet's. A mapped raw block volume has no filesystem to measure (the
-   * kubelet's MetricsBlock, the device's size alone, is not built): none.
+   * One round of the kubelet's volume stat calculators (fs_resource_analyzer.go
+   * updateCachedPodVolumeStats, volume_stat_calculator.go calcAndStoreStats): each pod's mounted
+   * volumes that measure their usage (volumeStats.ts) are measured, and the result replaces what
+   * the Summary and the `kubelet_volume_stats_*` gauges read until the next round; pods not listed
+   * are forgotten. A volume whose measure fails (a driver's error, a driver gone) is left out, and
+   * said once with its pod and volume until it works again; nothing else is affected.
    */
-  async claimedVolumeUsage(uid: string, time: number): Promise<VolumeStats[]> {
-    const measured = [...(this.source.volumes?.mountedVolumes(uid).values() ?? [])].filter((v) => v.claim && v.kind === 'localPV' && !v.mapped);
-    const usage = await Promise.all(measured.map(async (v) => ({ volume: v, fs: await filesystemStats(v.path, time) })));
-    return usage.filter((u) => u.fs !== undefined).map(({ volume, fs }) => ({ name: volume.outerName, pvcRef: { name: volume.claim!.name, namespace: volume.claim!.namespace }, ...fs! }));
+  async calculateVolumeStats(pods: readonly VolumeStatsPod[]): Promise<VolumeStatsRound> {
+    const round: VolumeStatsRound = { measured: 0, failed: 0 };
+    const failing = new Set<string>();
+    const results = await Promise.all(
+      pods.map(async (pod) => {
+        const measured = [...(this.source.volumes?.mountedVolumes(pod.uid).values() ?? [])].filter((v) => volumeMeasure(v) !== null);
+        const entries: VolumeStats[] = [];
+        for (const volume of measured) {
+          const key = `${pod.uid}/${volume.outerName}`;
+          try {
+            const fs = await this.measure(volume);
+            if (fs) entries.push(volumeStatsEntry(volume, fs));
+            round.measured++;
+            this.failingVolumes.delete(key);
+          } catch (err) {
+            round.failed++;
+            failing.add(key);
+            const message = err instanceof Error ? err.message : String(err);
+            if (this.failingVolumes.get(key) !== message) this.source.log('warn', 'Failed to calculate volume metrics', { pod: `${pod.namespace}/${pod.name}`, podUID: pod.uid, volumeName: volume.outerName, err: message });
+            this.failingVolumes.set(key, message);
+          }
+        }
+        return [pod.uid, entries] as const;
+      }),
+    );
+    this.measuredVolumes.clear();
+    for (const [uid, entries] of results) if (entries.length > 0) this.measuredVolumes.set(uid, entries);
+    for (const key of this.failingVolumes.keys()) if (!failing.has(key)) this.failingVolumes.delete(key);
+    return round;
+  }
+
+  /** The pod's measured volumes as the last round found them (fs_resource_analyzer.go GetPodVolumeStats). */
+  podVolumeStats(uid: string): VolumeStats[] {
+    return this.measuredVolumes.get(uid) ?? [];
+  }
+
+  /** Every pod's measured volumes as the last round found them. */
+  allPodVolumeStats(): VolumeStats[] {
+    return [...this.measuredVolumes.values()].flat();
+  }
+
+  /** A volume's figures: its filesystem's (statfs) or its CSI driver's; null: its driver reports none. */
+  private async measure(volume: MountedVolume): Promise<FsStats | null> {
+    const time = this.source.now();
+    if (volumeMeasure(volume) === 'statfs') return statfsStats(volume.path, time);
+    if (!this.source.csiVolumeStats) return null;
+    const metrics = await this.source.csiVolumeStats({ ...volume.csi!, path: volume.path });
+    return metrics && { time, ...metrics };
   }
 
   /** Each emptyDir volume of a pod, by what its directory holds. */

@@ -260,6 +260,7 @@ const scalarFieldsByType = {
   // The volumes' ids name pods and volumes, no contents.
   'VOLUMES.CHANGED': [],
   'VOLUME.REMOUNT': [],
+  'VOLUME.EXPAND': [],
   'VOLUME.UNMOUNT': [],
 } as const satisfies { [T in AgentEventType]: readonly (keyof EventOf<T> & string)[] };
 

@@ -8,6 +8,9 @@
  * which the kubelet only logs. A raw block volume (`map`) is mapped instead (src/volumes/localBlock.ts,
  * src/volumes/csi/block.ts): its failure is `FailedMapVolume` (GenerateMapVolumeFunc's
  * eventRecorderFunc), and its teardown unmaps it.
+ * A claim's CSI volume whose PV is already larger than its claim is expanded before it counts as
+ * mounted; a mounted one whose PV grew is expanded online (`expand`), a failure being the pod's
+ * Warning `VolumeResizeFailed` (src/volumes/nodeExpander.ts).
  */
 import type { Pod } from '../api/types.ts';
 import type { EventRecorder } from '../eventrecorder/recorder.ts';
@@ -18,6 +21,10 @@ import { type CsiOperations, type CsiPodVolume, CsiOperationError } from '../vol
 import { type CsiKind, type DesiredVolume, type InTreeKind, isCsiKind } from '../volumes/desired.ts';
 import { type VolumeDeps, setUpVolume, tearDownVolume } from '../volumes/setUp.ts';
 import { tearDownLocalDevice } from '../volumes/persistent.ts';
+import type { BoundClaim } from '../volumes/claims.ts';
+import { csiNodeExpand } from '../volumes/csi/expand.ts';
+import type { CsiVolume } from '../volumes/csi/spec.ts';
+import { type VolumeExpansionParts, expandInUseVolume, expandVolumeDuringMount } from '../volumes/nodeExpander.ts';
 import type { LoopDevices } from '../volumes/blockMap.ts';
 import type { CsiBlockOperations } from '../volumes/csi/block.ts';
 import { mapLocalBlockVolume, releaseLocalBlockVolume, unmapLocalBlockVolume } from '../volumes/localBlock.ts';
@@ -34,13 +41,31 @@ export interface PodVolumeParts {
   csi: CsiOperations;
   /** The raw block volumes' parts: the CSI block mapper, and the loop devices a mapped device is held open by. */
   block: { csi: CsiBlockOperations; loops: LoopDevices };
+  /** In a cluster: the online expansion's parts (a standalone node has no claims). */
+  expansion?: VolumeExpansionParts;
 }
 
 const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
 const csiRef = (ref: PodVolumeRef & { kind: CsiKind }): CsiPodVolume => ({ id: ref.id, uid: ref.uid, uniqueName: ref.uniqueName, specName: ref.specName, kind: ref.kind });
 const isCsiRef = (ref: PodVolumeRef): ref is PodVolumeRef & { kind: CsiKind } => isCsiKind(ref.kind);
 
-export function createPodVolumeEffects({ world, deps, recorder, log, csi, block }: PodVolumeParts): PodVolumeEffects {
+/** metav1.Now() as the API writes it: RFC 3339 to the second. */
+const rfc3339 = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+
+export function createPodVolumeEffects({ world, deps, recorder, log, csi, block, expansion }: PodVolumeParts): PodVolumeEffects {
+  const expander = (parts: VolumeExpansionParts) => ({ nodeName: parts.nodeName, claims: parts.claims, record: world.expansion, recorder, log, now: () => rfc3339(parts.now()) });
+  /** expandVolumeDuringMount: a claim's PV already larger than its claim is expanded before the volume counts as mounted. */
+  const expandDuringMount = async (parts: VolumeExpansionParts, pod: Pod, ref: PodVolumeRef, claim: BoundClaim, volume: CsiVolume, targetPath: string) => {
+    const pv = claim.pv;
+    try {
+      await expandVolumeDuringMount(expander(parts), {
+        ...{ pod, uniqueName: ref.uniqueName, specName: ref.specName, pv, readOnly: claim.readOnly },
+        nodeExpand: (newBytes) => csiNodeExpand(parts.csi, { pv, volume, targetPath, newBytes }),
+      });
+    } catch (err) {
+      throw new Error(`MountVolume.Setup failed while expanding volume for volume ${JSON.stringify(ref.specName)} : ${errorText(err)}`);
+    }
+  };
   const blockDeps = () => ({ podsDir: deps().podsDir, mounter: deps().mounter, loops: block.loops });
   /** A raw block volume's map: a local volume's device, or a CSI volume staged, published and mapped. */
   const mapVolume = (pod: Pod, ref: PodVolumeRef, volume: DesiredVolume) =>
@@ -72,7 +97,10 @@ export function createPodVolumeEffects({ world, deps, recorder, log, csi, block 
           for (const detail of [`globalMapPath ${JSON.stringify(mapping.globalMapPath)}`, `volumeMapPath ${JSON.stringify(mapping.volumeMapPath)}`]) {
             recorder.event(podReference(pod), 'Normal', 'SuccessfulMountVolume', `MapVolume.MapPodDevice succeeded for volume ${JSON.stringify(ref.specName)} ${detail}`);
           }
-        } else path = isCsiRef(ref) ? await csi.mount(pod, csiRef(ref), volume.csi!) : await setUpVolume(deps(), pod, volume as typeof volume & { kind: InTreeKind });
+        } else {
+          path = isCsiRef(ref) ? await csi.mount(pod, csiRef(ref), volume.csi!) : await setUpVolume(deps(), pod, volume as typeof volume & { kind: InTreeKind });
+          if (ref.kind === 'csiPV' && volume.claim && volume.csi && expansion) await expandDuringMount(expansion, pod, ref, volume.claim, volume.csi, path);
+        }
       } catch (err) {
         const message = errorText(err);
         if (!(err instanceof CsiOperationError) || err.recordEvent) recorder.event(podReference(pod), 'Warning', ref.map ? 'FailedMapVolume' : 'FailedMount', message);
@@ -89,7 +117,27 @@ export function createPodVolumeEffects({ world, deps, recorder, log, csi, block 
         readOnly: volume.csi?.readOnly ?? claim?.readOnly ?? false,
         ...(claim?.supplementalGroup !== undefined ? { supplementalGroup: claim.supplementalGroup } : {}),
         ...(claim ? { claim: { namespace: claim.claim.namespace, name: claim.claim.name } } : {}),
+        ...(volume.csi ? { csi: { driver: volume.csi.driver, volumeHandle: volume.csi.volumeHandle } } : {}),
       });
+    },
+    async expand(ref: PodVolumeRef) {
+      const wanted = world.volumeToExpand(ref.uid, ref.outerName);
+      // Nothing to expand any more (expanded, its pod gone), or no API server to read the claim from.
+      if (!wanted || wanted.volume.uniqueName !== ref.uniqueName || !expansion) return;
+      const { pod, volume, currentBytes, desiredBytes } = wanted;
+      const pv = volume.claim.pv;
+      const targetPath = world.mountedVolumes(ref.uid).get(ref.outerName)?.path ?? '';
+      try {
+        await expandInUseVolume(expander(expansion), {
+          ...{ pod, uniqueName: ref.uniqueName, specName: ref.specName, pv, currentBytes, desiredBytes },
+          nodeExpand: (newBytes) => csiNodeExpand(expansion.csi, { pv, volume: volume.csi!, targetPath, newBytes }),
+        });
+      } catch (err) {
+        const message = errorText(err);
+        recorder.event(podReference(pod), 'Warning', 'VolumeResizeFailed', message);
+        log('warn', 'Volume expansion failed', { pod: ref.pod, volume: ref.outerName, err: message });
+        throw err;
+      }
     },
     async unmount(ref: PodVolumeRef) {
       if (ref.map) {

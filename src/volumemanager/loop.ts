@@ -24,7 +24,7 @@ export const volumeManagerLoop = defineNodeLoop({
         },
         listen: (changed) => volumes.world.listen(changed),
       },
-      createPodVolumeEffects({ world: volumes.world, deps: volumes.deps, csi: volumes.csi, block: volumes.block, recorder, log }),
+      createPodVolumeEffects({ world: volumes.world, deps: volumes.deps, csi: volumes.csi, block: volumes.block, recorder, log, ...(volumes.expansion ? { expansion: volumes.expansion } : {}) }),
     ),
     input: undefined,
   }),

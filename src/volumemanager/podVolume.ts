@@ -8,9 +8,14 @@
  *                 event recorded by the effect) → `backingOff`.
  *   backingOff    waits 500 ms, doubling with each failure up to 2 m 2 s (exponentialbackoff), → `mounting`.
  *   mounted       the pod's containers can use it. `VOLUME.REMOUNT` (its pod processed again, a
- *                 volume whose files are refreshed) → `remounting`.
+ *                 volume whose files are refreshed) → `remounting`; `VOLUME.EXPAND` (its
+ *                 PersistentVolume grew past the size the node expanded it to) → `expanding`.
  *   remounting    the set-up again → `mounted`, whatever it gave (a failure is its event; the
  *                 volume stays as it was).
+ *   expanding     the online expansion (`expand`: reconciler_common.go expandVolume,
+ *                 GenerateExpandInUseVolumeFunc) → `mounted`; a failure (its VolumeResizeFailed
+ *                 event recorded by the effect) → `expandBackingOff`, with the mount's back-off,
+ *                 → `expanding` again. The volume stays mounted throughout.
  *   unmounting    the plugin's teardown (`unmount`) → `unmounted`; a failure → `unmountBackingOff`
  *                 → `unmounting` again.
  *   unmounted     final: nothing of it is left on the node.
@@ -39,7 +44,7 @@ export interface PodVolumeContext extends PodVolumeRef {
   unmountRequested: boolean;
 }
 
-type PodVolumeEvent = { type: 'VOLUME.REMOUNT' } | { type: 'VOLUME.UNMOUNT' };
+type PodVolumeEvent = { type: 'VOLUME.REMOUNT' } | { type: 'VOLUME.EXPAND' } | { type: 'VOLUME.UNMOUNT' };
 
 const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
@@ -55,6 +60,7 @@ export const podVolumeMachine = setup({
   actors: {
     mount: fromPromise<void, PodVolumeRef>(notProvided('podVolume', 'mount')),
     unmount: fromPromise<void, PodVolumeRef>(notProvided('podVolume', 'unmount')),
+    expand: fromPromise<void, PodVolumeRef>(notProvided('podVolume', 'expand')),
   },
   delays: {
     retry: ({ context }) => retryDelayMs(context.failures),
@@ -85,7 +91,20 @@ export const podVolumeMachine = setup({
       after: { retry: 'mounting' },
     },
     mounted: {
-      on: { 'VOLUME.REMOUNT': 'remounting', 'VOLUME.UNMOUNT': 'unmounting' },
+      on: { 'VOLUME.REMOUNT': 'remounting', 'VOLUME.EXPAND': 'expanding', 'VOLUME.UNMOUNT': 'unmounting' },
+    },
+    expanding: {
+      on: { 'VOLUME.UNMOUNT': { actions: 'requestUnmount' } },
+      invoke: {
+        src: 'expand',
+        input: ({ context }) => refOf(context),
+        onDone: [{ guard: 'unmountRequested', target: 'unmounting' }, { target: 'mounted', actions: 'succeeded' }],
+        onError: [{ guard: 'unmountRequested', target: 'unmounting' }, { target: 'expandBackingOff', actions: assign(({ context, event }) => failure(context, event.error)) }],
+      },
+    },
+    expandBackingOff: {
+      on: { 'VOLUME.UNMOUNT': 'unmounting' },
+      after: { retry: 'expanding' },
     },
     remounting: {
       on: { 'VOLUME.UNMOUNT': { actions: 'requestUnmount' } },
@@ -122,7 +141,7 @@ function refOf(context: PodVolumeContext): PodVolumeRef {
  */
 export function podVolumeSummary(state: unknown, c: PodVolumeContext): string {
   const volume = `${c.specName === c.outerName ? c.outerName : `${c.outerName} (${c.specName})`}${c.map ? ' [block]' : ''}`;
-  const trouble = c.lastError ? ` · ${c.failures > 0 ? `${state === 'backingOff' || state === 'unmountBackingOff' ? 'backing off after ' : ''}${c.failures} failure${c.failures === 1 ? '' : 's'}: ` : ''}${c.lastError}` : '';
+  const trouble = c.lastError ? ` · ${c.failures > 0 ? `${state === 'backingOff' || state === 'unmountBackingOff' || state === 'expandBackingOff' ? 'backing off after ' : ''}${c.failures} failure${c.failures === 1 ? '' : 's'}: ` : ''}${c.lastError}` : '';
   return `${c.pod} · ${volume}${trouble}`;
 }
 
@@ -131,6 +150,8 @@ export interface PodVolumeEffects {
   mount(ref: PodVolumeRef): Promise<void>;
   /** Tears it down and takes it out of the actual state. */
   unmount(ref: PodVolumeRef): Promise<void>;
+  /** Expands the mounted volume to its PersistentVolume's size; rejects with its VolumeResizeFailed message (the event recorded). */
+  expand(ref: PodVolumeRef): Promise<void>;
 }
 
 export function podVolumeMachineWith(effects: PodVolumeEffects) {
@@ -138,6 +159,7 @@ export function podVolumeMachineWith(effects: PodVolumeEffects) {
     actors: {
       mount: fromPromise(({ input }) => effects.mount(input)),
       unmount: fromPromise(({ input }) => effects.unmount(input)),
+      expand: fromPromise(({ input }) => effects.expand(input)),
     },
   });
 }

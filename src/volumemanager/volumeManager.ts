@@ -10,8 +10,8 @@
  *                   and counts what the node holds → `idle`.
  *   podVolumes   the reconciler: the volume world (src/volumes/world.ts: the desired state the pods'
  *                syncs write, the actual state the operations write) tells it, through the
- *                `desiredChanges` callback, which pod volumes to set up, refresh and tear down
- *                (`VOLUMES.CHANGED`); it runs one child actor per pod volume (podVolume.ts, id
+ *                `desiredChanges` callback, which pod volumes to set up, refresh, expand and tear
+ *                down (`VOLUMES.CHANGED`); it runs one child actor per pod volume (podVolume.ts, id
  *                `<pod uid>/<volume name>`), which the visualizer draws, so each pod's volumes
  *                show as waiting, mounting, mounted or backing off, with the last error.
  *
@@ -115,6 +115,7 @@ export const volumeManagerMachine = setup({
           actions: enqueueActions(({ enqueue, event }) => {
             for (const volume of event.mount) enqueue.spawnChild('podVolume', { id: volume.id, input: volume });
             for (const id of event.remount) enqueue.sendTo(id, { type: 'VOLUME.REMOUNT' });
+            for (const id of event.expand) enqueue.sendTo(id, { type: 'VOLUME.EXPAND' });
             for (const id of event.unmount) enqueue.sendTo(id, { type: 'VOLUME.UNMOUNT' });
             enqueue.assign({ podVolumes: ({ context }) => context.podVolumes + event.mount.length });
           }),

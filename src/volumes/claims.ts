@@ -63,6 +63,8 @@ export interface BoundClaim {
   readOnly: boolean;
   /** `pv.beta.kubernetes.io/gid`, when it is a number. */
   supplementalGroup?: number;
+  /** The claim's `status.capacity.storage` as read: the size a volume first seen mounted is known at (checkVolumeFSResize). */
+  statusCapacity?: string;
 }
 
 /** The live reads a resolution makes (the API client; the node authorizer lets a node read its pods' claims and their volumes). */
@@ -115,5 +117,6 @@ export async function resolveClaim(reader: ClaimReader, pod: Pod, volume: PodVol
     pv,
     readOnly: ref.readOnly,
     ...(supplementalGroup !== undefined ? { supplementalGroup } : {}),
+    ...(pvc.status?.capacity?.['storage'] !== undefined ? { statusCapacity: pvc.status.capacity['storage'] } : {}),
   };
 }

@@ -12,7 +12,8 @@
  *             written by the operations (`markMounted`, `markUnmounted`).
  *
  * Between them, the volume manager's loop (src/volumemanager) runs one actor per volume of a pod,
- * which mounts it, retries it with back-off, refreshes it and tears it down. The world tells that
+ * which mounts it, retries it with back-off, refreshes it, expands it online once its
+ * PersistentVolume outgrew it (expansion.ts, nodeExpander.ts) and tears it down. The world tells that
  * loop what to start, refresh and stop through its listener; it never mounts anything itself.
  *
  * A sync waits for its pod's volumes: resolved at once when all are set up; refused at once when
@@ -26,6 +27,7 @@ import type { EventOf, PodVolumeRef } from '../events.ts';
 import { type ClaimReader, type BoundClaim, claimOf, resolveClaim } from './claims.ts';
 import type { AttachState } from './csi/operations.ts';
 import { type DesiredVolume, desiredVolume, expectedVolumeNames, waitErrorText } from './desired.ts';
+import { ExpansionRecord, bytesOf, fsResizeRequired } from './expansion.ts';
 import { type PodVolume, podVolumes } from './plan.ts';
 
 /** volume_manager.go podAttachAndMountTimeout, podAttachAndMountRetryInterval. */
@@ -48,6 +50,8 @@ export interface MountedVolume {
   supplementalGroup?: number;
   /** The claim it came from, for stats (`pvcRef`). */
   claim?: { namespace: string; name: string };
+  /** A CSI volume's driver and handle: what its stats and expansion are asked of (csi_metrics.go, expander.go). */
+  csi?: { driver: string; volumeHandle: string };
 }
 
 /** What changed for the loop: volumes to set up, to set up again (RequiresRemount), to tear down. */
@@ -84,7 +88,18 @@ export interface VolumeWorldOptions {
   clock: Clock;
 }
 
+/** A mounted volume its PersistentVolume has outgrown: what the online expansion works on (expandVolume's VolumeToMount). */
+export interface VolumeToExpand {
+  pod: Pod;
+  volume: DesiredVolume & { claim: BoundClaim };
+  /** The size the node knows the volume at, and its PersistentVolume's capacity. */
+  currentBytes: number;
+  desiredBytes: number;
+}
+
 export class VolumeWorld implements AttachState {
+  /** The sizes the node knows its claims' mounted volumes at, and their expansion failures (the actual state's). */
+  readonly expansion = new ExpansionRecord();
   private readonly desired = new Map<string, DesiredPod>();
   /** The actual state's attachable volumes the controller attached (MarkVolumeAsAttached), by unique name, until their device is unmounted. */
   private readonly attachedVolumes = new Set<string>();
@@ -140,7 +155,26 @@ export class VolumeWorld implements AttachState {
       }),
     );
     this.desired.set(uid, { pod, expected: expected.filter((name) => byName.has(name)), volumes, errors });
+    // checkVolumeFSResize: a writable claim's volume seen mounted is known at its claim's capacity until the node expands it.
+    for (const volume of volumes.values()) {
+      if (this.expandable(uid, volume) && !volume.claim!.readOnly) this.expansion.initializeSize(volume.uniqueName, bytesOf(volume.claim!.statusCapacity));
+    }
     this.announce(uid, true);
+  }
+
+  /**
+   * The online expansion the pod's mounted volume wants now (checkVolumeFSResize, then
+   * volumeNeedsExpansion: its PersistentVolume's capacity above the size the node knows it at);
+   * null when none.
+   */
+  volumeToExpand(uid: string, outerName: string): VolumeToExpand | null {
+    const entry = this.desired.get(uid);
+    const volume = entry?.volumes.get(outerName);
+    if (!entry || !volume || !this.expandable(uid, volume)) return null;
+    const currentBytes = this.expansion.size(volume.uniqueName);
+    const desiredBytes = bytesOf(volume.claim!.pv.spec?.capacity?.['storage']);
+    if (!fsResizeRequired({ readOnly: volume.claim!.readOnly, desiredBytes, currentBytes, inUseError: this.expansion.inUseError(volume.uniqueName) })) return null;
+    return { pod: entry.pod, volume: volume as VolumeToExpand['volume'], currentBytes, desiredBytes };
   }
 
   /**
@@ -246,6 +280,7 @@ export class VolumeWorld implements AttachState {
     const volumes = this.actual.get(uid);
     if (volumes?.get(outerName)?.uniqueName === uniqueName) volumes.delete(outerName);
     if (volumes?.size === 0) this.actual.delete(uid);
+    if (!this.inUse(uniqueName)) this.expansion.forget(uniqueName);
     this.wake(uid);
   }
 
@@ -259,7 +294,7 @@ export class VolumeWorld implements AttachState {
   /** Tells the loop which of the pod's operations to start, refresh and stop. */
   private announce(uid: string, refresh: boolean): void {
     const entry = this.desired.get(uid);
-    const changes: VolumeChanges = { mount: [], remount: [], unmount: [] };
+    const changes: VolumeChanges = { mount: [], remount: [], expand: [], unmount: [] };
     const operations = this.operations.get(uid) ?? new Map<string, PodVolumeRef>();
     for (const [id, op] of operations) {
       const wanted = entry?.volumes.get(op.outerName);
@@ -267,8 +302,9 @@ export class VolumeWorld implements AttachState {
         changes.unmount.push(id);
         operations.delete(id);
         this.ending.set(id, uid);
-      } else if (refresh && wanted.requiresRemount) {
-        changes.remount.push(id);
+      } else if (refresh) {
+        if (wanted.requiresRemount) changes.remount.push(id);
+        if (this.volumeToExpand(uid, op.outerName)) changes.expand.push(id);
       }
     }
     const running = new Set([...operations.values()].map((op) => op.outerName));
@@ -283,7 +319,17 @@ export class VolumeWorld implements AttachState {
     }
     if (operations.size > 0) this.operations.set(uid, operations);
     else this.operations.delete(uid);
-    if (changes.mount.length + changes.remount.length + changes.unmount.length > 0) this.listener?.(changes);
+    if (changes.mount.length + changes.remount.length + changes.expand.length + changes.unmount.length > 0) this.listener?.(changes);
+  }
+
+  /**
+   * Whether the node expands the pod's volume online: a CSI PersistentVolume of a claim (the plugins
+   * whose RequiresFSResize this node implements), mounted (not mapped: a raw block volume's expansion
+   * is not built) for the pod under the same unique name.
+   */
+  private expandable(uid: string, volume: DesiredVolume): boolean {
+    const mounted = this.actual.get(uid)?.get(volume.outerName);
+    return volume.kind === 'csiPV' && volume.claim !== undefined && mounted?.uniqueName === volume.uniqueName && !mounted.mapped;
   }
 
   private unmounted(uid: string): string[] {

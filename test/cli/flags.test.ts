@@ -166,6 +166,7 @@ describe('parseCommandLine: defaults and forms', () => {
       evictionMinimumReclaim: {},
       evictionPressureTransitionPeriodMs: 300_000,
       evictionMaxPodGracePeriod: 0,
+      volumeStatsAggPeriodMs: 60_000,
       allowedUnsafeSysctls: [],
       readOnlyPort: 10255,
       healthzPort: 10248,

@@ -236,16 +236,20 @@ spec:
       expect(disks.map((disk) => readFileSync(path.join(disk, 'id'), 'utf8')).sort()).toEqual([...ids].sort());
       // Each replica's volume is measured by its filesystem, named by its claim, in /stats/summary and /metrics
       // (the node's read-only port: the API server's node proxy refuses this node's loopback address).
+      // Measured each --volume-stats-agg-period (1s here): the next round after the pods are up has them.
       const readOnly = `http://127.0.0.1:${cluster.agent!.readOnlyPort}`;
-      const summary = (await (await fetch(`${readOnly}/stats/summary`)).json()) as {
-        pods: { podRef: { name: string; namespace: string }; volume?: { name: string; pvcRef?: { name: string; namespace: string }; capacityBytes?: number }[] }[];
+      type Summary = { pods: { podRef: { name: string; namespace: string }; volume?: { name: string; pvcRef?: { name: string; namespace: string }; capacityBytes?: number }[] }[] };
+      const dataOfWeb0 = async () => {
+        const summary = (await (await fetch(`${readOnly}/stats/summary`)).json()) as Summary;
+        return summary.pods.find((p) => p.podRef.namespace === namespace && p.podRef.name === 'web-0')?.volume?.find((v) => v.name === 'data');
       };
-      const web0 = summary.pods.find((p) => p.podRef.namespace === namespace && p.podRef.name === 'web-0');
-      expect(web0?.volume?.find((v) => v.name === 'data')).toMatchObject({ pvcRef: { name: 'data-web-0', namespace }, capacityBytes: expect.any(Number) });
+      await waitFor(async () => (await dataOfWeb0()) !== undefined, 'web-0 volume stats', 30_000);
+      expect(await dataOfWeb0()).toMatchObject({ pvcRef: { name: 'data-web-0', namespace }, capacityBytes: expect.any(Number) });
+      // Both replicas' claims, once a round has measured both (web-1 may have been mounted after the round that found web-0).
+      const measured = (metrics: string, claim: string) => new RegExp(`^kubelet_volume_stats_capacity_bytes\\{namespace="${namespace}",persistentvolumeclaim="${claim}"\\} [1-9]`, 'm').test(metrics);
+      await waitFor(async () => measured(await (await fetch(`${readOnly}/metrics`)).text(), 'data-web-1'), 'data-web-1 in /metrics', 30_000);
       const metrics = await (await fetch(`${readOnly}/metrics`)).text();
-      for (const claim of ['data-web-0', 'data-web-1']) {
-        expect(metrics).toMatch(new RegExp(`^kubelet_volume_stats_capacity_bytes\\{namespace="${namespace}",persistentvolumeclaim="${claim}"\\} [1-9]`, 'm'));
-      }
+      for (const claim of ['data-web-0', 'data-web-1']) expect(measured(metrics, claim)).toBe(true);
 
       const apps = cp.admin.makeApiClient(k8s.AppsV1Api);
       const scale = async (replicas: number) => apps.patchNamespacedStatefulSetScale({ namespace, name: 'web', body: { spec: { replicas } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch));
@@ -301,7 +305,7 @@ spec:
 const SIM_NODE = 'node-pv-sim';
 describe('persistent volumes on sim://', () => {
   // The API server reaches the node's authenticated API (kubectl exec, logs) with its kubelet client certificate.
-  const cluster = clusterNode({ node: SIM_NODE, controllers: true, args: () => ['--container-runtime-endpoint=sim://', `--client-ca-file=${cluster.cp!.kubeletClientCaFile}`] });
+  const cluster = clusterNode({ node: SIM_NODE, controllers: true, args: () => ['--container-runtime-endpoint=sim://', `--client-ca-file=${cluster.cp!.kubeletClientCaFile}`, '--volume-stats-agg-period=1s'] });
   definePersistentVolumeScenarios({ name: 'sim://', node: SIM_NODE, image: 'busybox' }, cluster);
 });
 
@@ -312,7 +316,7 @@ if (!containerd) {
 } else {
   afterAll(() => containerd.stop(), 180_000);
   describe('persistent volumes on containerd', () => {
-    const cluster = clusterNode({ node: CONTAINERD_NODE, controllers: true, args: () => [`--container-runtime-endpoint=${containerd.endpoint}`, `--client-ca-file=${cluster.cp!.kubeletClientCaFile}`] });
+    const cluster = clusterNode({ node: CONTAINERD_NODE, controllers: true, args: () => [`--container-runtime-endpoint=${containerd.endpoint}`, `--client-ca-file=${cluster.cp!.kubeletClientCaFile}`, '--volume-stats-agg-period=1s'] });
     definePersistentVolumeScenarios({ name: 'containerd', node: CONTAINERD_NODE, image: BUSYBOX_IMAGE }, cluster);
   });
 }

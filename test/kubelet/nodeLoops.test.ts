@@ -60,10 +60,10 @@ describe('node loops', () => {
     actor.stop();
   });
 
-  it('are composed from the node: a standalone node runs the volume, log, garbage, eviction and plugin managers, no node status, Lease or status writer', () => {
+  it('are composed from the node: a standalone node runs the volume manager and stats calculator, the log, garbage, eviction and plugin managers, no node status, Lease or status writer', () => {
     const node = startFakeNode();
     const children = node.syncLoop.getSnapshot().children as Record<string, AnyActorRef | undefined>;
-    expect(Object.keys(node.syncLoop.getSnapshot().context.loops).sort()).toEqual(['containerLogManager', 'evictionManager', 'garbageCollector', 'pluginManager', 'volumeManager']);
+    expect(Object.keys(node.syncLoop.getSnapshot().context.loops).sort()).toEqual(['containerLogManager', 'evictionManager', 'garbageCollector', 'pluginManager', 'volumeManager', 'volumeStatsCalculator']);
     expect(children['containerLogManager']?.getSnapshot().value).toBe('waiting');
     expect(children['volumeManager']).toBeDefined();
     expect(children['nodeStatus']).toBeUndefined();

@@ -44,6 +44,10 @@ export class MemoryApi implements KubeApi {
   /** CSIDrivers and VolumeAttachments by name (the CSI mount flow's reads). */
   readonly csiDrivers = new Map<string, CSIDriver>();
   readonly volumeAttachments = new Map<string, VolumeAttachment>();
+  /** The open CSIDriver watches' handlers. */
+  readonly csiDriverWatchers = new Set<WatchHandlers<CSIDriver>>();
+  /** Claim status patches as sent (the claim itself is left as it was: the cluster suite checks the API server's merge). */
+  readonly claimStatusPatches: { namespace: string; name: string; patch: object }[] = [];
   /** Services, listed as they are (their watch never reports a change). */
   readonly services: Service[] = [];
   /** Listed once by the node's RuntimeClass lister (its watch sends nothing). */
@@ -326,6 +330,27 @@ export class MemoryApi implements KubeApi {
     await this.enter('getCSIDriver');
     const found = this.csiDrivers.get(name);
     if (!found) throw new ApiError(404, 'NotFound', `csidrivers.storage.k8s.io "${name}" not found`, `GET csidrivers ${name}`);
+    return clone(found);
+  }
+
+  async listCSIDrivers(): Promise<{ items: CSIDriver[]; resourceVersion: string }> {
+    await this.enter('listCSIDrivers');
+    return { items: clone([...this.csiDrivers.values()]), resourceVersion: String(this.rv) };
+  }
+
+  /** The CSIDrivers' watch: `csiDriverWatchers` gets each one, for a test to send events through. */
+  watchCSIDrivers(_resourceVersion: string, handlers: WatchHandlers<CSIDriver>): { stop(): void } {
+    this.calls.push('watchCSIDrivers');
+    this.csiDriverWatchers.add(handlers);
+    return { stop: () => void this.csiDriverWatchers.delete(handlers) };
+  }
+
+  async patchPersistentVolumeClaimStatus(namespace: string, name: string, patch: object): Promise<PersistentVolumeClaim> {
+    await this.enter('patchPersistentVolumeClaimStatus');
+    const k = key(namespace, name);
+    const found = this.claims.get(k);
+    if (!found) throw new ApiError(404, 'NotFound', `persistentvolumeclaims "${name}" not found`, `PATCH persistentvolumeclaims/status ${k}`);
+    this.claimStatusPatches.push({ namespace, name, patch: clone(patch) });
     return clone(found);
   }
 

@@ -12,10 +12,10 @@ const ref: PodVolumeRef = { id: 'u1/data', uid: 'u1', pod: 'shop/web-0', outerNa
 
 /** Effects whose every call waits for the test to settle it. */
 function heldEffects() {
-  const calls: { op: 'mount' | 'unmount'; settle(error?: Error): void }[] = [];
-  const held = (op: 'mount' | 'unmount') => () =>
+  const calls: { op: 'mount' | 'unmount' | 'expand'; settle(error?: Error): void }[] = [];
+  const held = (op: 'mount' | 'unmount' | 'expand') => () =>
     new Promise<void>((resolve, reject) => calls.push({ op, settle: (error) => (error ? reject(error) : resolve()) }));
-  return { calls, effects: { mount: held('mount'), unmount: held('unmount') } };
+  return { calls, effects: { mount: held('mount'), unmount: held('unmount'), expand: held('expand') } };
 }
 
 const settled = () => new Promise((resolve) => setTimeout(resolve, 0));
@@ -68,6 +68,35 @@ describe('podVolume', () => {
     await waitFor(actor, (s) => s.matches('mounted'));
     expect(actor.getSnapshot().context.lastError).toBe('configmap "settings" not found');
     actor.stop();
+  });
+
+  it('expands a mounted volume online, backs off after a failed expansion and tries again, staying mounted', async () => {
+    const clock = new SimulatedClock();
+    const { calls, effects } = heldEffects();
+    const actor = createActor(podVolumeMachineWith(effects), { input: ref, clock }).start();
+    calls[0]!.settle();
+    await waitFor(actor, (s) => s.matches('mounted'));
+    actor.send({ type: 'VOLUME.EXPAND' });
+    expect(actor.getSnapshot().value).toBe('expanding');
+    calls[1]!.settle(new Error('NodeExpandVolume.NodeExpandVolume failed for volume "pv-1" : Expander.NodeExpand failed to expand the volume : rpc error: code = Internal desc = disk busy'));
+    await waitFor(actor, (s) => s.matches('expandBackingOff'));
+    expect(podVolumeSummary('expandBackingOff', actor.getSnapshot().context)).toMatch(/backing off after 1 failure: NodeExpandVolume.NodeExpandVolume failed/);
+    clock.increment(499);
+    expect(calls).toHaveLength(2);
+    clock.increment(1);
+    await waitFor(actor, (s) => s.matches('expanding'));
+    expect(calls.map((c) => c.op)).toEqual(['mount', 'expand', 'expand']);
+    calls[2]!.settle();
+    await waitFor(actor, (s) => s.matches('mounted'));
+    expect(actor.getSnapshot().context).toMatchObject({ failures: 0, lastError: null });
+    // A teardown asked for during an expansion waits for it.
+    actor.send({ type: 'VOLUME.EXPAND' });
+    actor.send({ type: 'VOLUME.UNMOUNT' });
+    expect(actor.getSnapshot().value).toBe('expanding');
+    calls[3]!.settle();
+    await waitFor(actor, (s) => s.matches('unmounting'));
+    calls[4]!.settle();
+    await waitFor(actor, (s) => s.status === 'done');
   });
 
   it('lets a set-up under way finish before tearing the volume down, then ends', async () => {

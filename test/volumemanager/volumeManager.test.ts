@@ -3,7 +3,7 @@ import { SimulatedClock, createActor, waitFor } from 'xstate';
 import { describe, expect, it } from 'vitest';
 import { COLLECT_PERIOD_MS, volumeManagerMachineWith } from '../../src/volumemanager/volumeManager.ts';
 
-const unusedVolumes = { mount: async () => {}, unmount: async () => {} };
+const unusedVolumes = { mount: async () => {}, unmount: async () => {}, expand: async () => {} };
 
 describe('volumeManager', () => {
   it('adopts the mounts of an earlier run, then collects expired tokens every minute', async () => {

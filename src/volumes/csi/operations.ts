@@ -27,8 +27,8 @@
  * removes what the operation made (removeMountDir) and counts it as not mounted.
  *
  * Raw block volumes are mapped by csi/block.ts (csi_block.go) with this attach wait, driver table
- * and secrets. Out of scope here: reconstruction after a restart, volume stats and expansion; the
- * paths they need are in paths.ts.
+ * and secrets. Out of scope here: reconstruction after a restart (the paths it needs are in
+ * paths.ts); a published volume's stats are read by stats.ts, its expansion made by expand.ts.
  */
 import { mkdir, readFile, rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -546,15 +546,22 @@ function parseUniqueName(uniqueName: string): { driver: string; handle: string }
   return { driver: rest.slice(0, at), handle: rest.slice(at + 1) };
 }
 
-/** The API reads over the node's client: a CSIDriver's 404 is null; a Secret's values decoded from base64. */
-export function csiApiReads(api: {
-  getCSIDriver(name: string): Promise<CSIDriver>;
-  getVolumeAttachment(name: string): Promise<VolumeAttachment>;
-  getNode(name: string): Promise<NodeObject>;
-  getSecret(namespace: string, name: string): Promise<{ data?: Record<string, string> }>;
-}): CsiApiReads {
+/**
+ * The API reads over the node's client: a Secret's values decoded from base64; the CSIDrivers
+ * from `csiDrivers` (the node's watched copy, src/client/csiDriverObjects.ts) or, without it, a GET
+ * whose 404 is null.
+ */
+export function csiApiReads(
+  api: {
+    getCSIDriver(name: string): Promise<CSIDriver>;
+    getVolumeAttachment(name: string): Promise<VolumeAttachment>;
+    getNode(name: string): Promise<NodeObject>;
+    getSecret(namespace: string, name: string): Promise<{ data?: Record<string, string> }>;
+  },
+  csiDrivers?: { get(name: string): Promise<CSIDriver | null> },
+): CsiApiReads {
   return {
-    csiDriver: (name) => api.getCSIDriver(name).catch((err: unknown) => (isNotFound(err) ? null : Promise.reject(err))),
+    csiDriver: csiDrivers ? (name) => csiDrivers.get(name) : (name) => api.getCSIDriver(name).catch((err: unknown) => (isNotFound(err) ? null : Promise.reject(err))),
     volumeAttachment: (name) => api.getVolumeAttachment(name),
     node: (name) => api.getNode(name),
     secret: async (namespace, name) => {
