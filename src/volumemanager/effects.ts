@@ -5,7 +5,8 @@
  * the outcome in the volume world's actual state. A failed set-up is the pod's Warning
  * `FailedMount` event, worded as the kubelet's operation generator words it
  * (`MountVolume.SetUp failed for volume "<name>" : <cause>`), except the attach verification's,
- * which the kubelet only logs.
+ * which the kubelet only logs. At start, the volumes an earlier run left set up are reconstructed
+ * into the volume world and the CSI plugin's state (`reconstructVolumes`).
  */
 import type { EventRecorder } from '../eventrecorder/recorder.ts';
 import { podReference } from '../eventrecorder/recorder.ts';
@@ -15,6 +16,7 @@ import { type CsiOperations, type CsiPodVolume, CsiOperationError } from '../vol
 import { type CsiKind, type InTreeKind, isCsiKind } from '../volumes/desired.ts';
 import { type VolumeDeps, setUpVolume, tearDownVolume } from '../volumes/setUp.ts';
 import { tearDownLocalDevice } from '../volumes/persistent.ts';
+import { reconstructPodVolumes } from '../volumes/reconstruct.ts';
 import type { VolumeWorld } from '../volumes/world.ts';
 import type { PodVolumeEffects } from './podVolume.ts';
 
@@ -31,6 +33,41 @@ export interface PodVolumeParts {
 const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
 const csiRef = (ref: PodVolumeRef & { kind: CsiKind }): CsiPodVolume => ({ id: ref.id, uid: ref.uid, uniqueName: ref.uniqueName, specName: ref.specName, kind: ref.kind });
 const isCsiRef = (ref: PodVolumeRef): ref is PodVolumeRef & { kind: CsiKind } => isCsiKind(ref.kind);
+
+export interface ReconstructionParts {
+  world: VolumeWorld;
+  csi: CsiOperations;
+  podsDir: string;
+  /** The Node's `status.volumesAttached` names; absent on a node without an API server. */
+  volumesAttached?: () => Promise<string[]>;
+  log: Logger;
+}
+
+/**
+ * reconstruct.go reconstructVolumes, once at the volume manager's start: the volumes found under the
+ * pods directory enter the actual state as uncertain, those the Node lists attached marked attached
+ * (updateReconstructedFromNodeStatus, so they stay in `volumesInUse` until unmounted); what cannot be
+ * reconstructed is logged and left to the orphan cleanup. Returns how many were reconstructed.
+ */
+export async function reconstructVolumes({ world, csi, podsDir, volumesAttached, log }: ReconstructionParts): Promise<number> {
+  const { volumes, failed } = await reconstructPodVolumes(podsDir);
+  for (const { volume, error } of failed) log('info', 'Could not construct volume information', { podUID: volume.uid, volumeSpecName: volume.specName, err: error });
+  if (volumes.length === 0) return 0;
+  if (volumesAttached) {
+    try {
+      const attached = new Set(await volumesAttached());
+      for (const volume of volumes) if (attached.has(volume.uniqueName)) world.markAttached(volume.uniqueName);
+    } catch (err) {
+      log('warn', 'Failed to get Node status to reconstruct device paths', { err: errorText(err) });
+    }
+  }
+  const added = world.addReconstructed(volumes, (volume) => {
+    if (volume.kind !== 'localPV') csi.adoptReconstructed({ uid: volume.uid, uniqueName: volume.uniqueName, kind: volume.kind });
+  });
+  for (const volume of added) log('info', 'Volume is marked as uncertain and added into the actual state', { podUID: volume.uid, volumeName: volume.uniqueName });
+  log('info', 'Volume reconstruction finished', { volumes: added.length });
+  return added.length;
+}
 
 export function createPodVolumeEffects({ world, deps, recorder, log, csi }: PodVolumeParts): PodVolumeEffects {
   return {

@@ -4,6 +4,9 @@
  * unmountVolumes; pkg/volume/util/nestedpendingoperations: one operation at a time per volume,
  * a failed one retried after an exponential back-off).
  *
+ *   starting      → `unmounting` for a volume found set up on disk at the agent's start whose pod
+ *                 no longer wants it (reconstruction: nothing of it is set up again), → `mounting`
+ *                 otherwise.
  *   mounting      the plugin's set-up runs (`mount`) → `mounted`; a failure (its FailedMount
  *                 event recorded by the effect) → `backingOff`.
  *   backingOff    waits 500 ms, doubling with each failure up to 2 m 2 s (exponentialbackoff), → `mounting`.
@@ -61,6 +64,7 @@ export const podVolumeMachine = setup({
   },
   guards: {
     unmountRequested: ({ context }) => context.unmountRequested,
+    foundOnDisk: ({ context }) => context.foundOnDisk === true,
   },
   actions: {
     requestUnmount: assign({ unmountRequested: true }),
@@ -69,8 +73,11 @@ export const podVolumeMachine = setup({
 }).createMachine({
   id: 'podVolume',
   context: ({ input }) => ({ ...input, failures: 0, lastError: null, unmountRequested: false }),
-  initial: 'mounting',
+  initial: 'starting',
   states: {
+    starting: {
+      always: [{ guard: 'foundOnDisk', target: 'unmounting' }, { target: 'mounting' }],
+    },
     mounting: {
       on: { 'VOLUME.UNMOUNT': { actions: 'requestUnmount' } },
       invoke: {
@@ -112,8 +119,8 @@ export const podVolumeMachine = setup({
 });
 
 function refOf(context: PodVolumeContext): PodVolumeRef {
-  const { id, uid, pod, outerName, uniqueName, specName, kind } = context;
-  return { id, uid, pod, outerName, uniqueName, specName, kind };
+  const { id, uid, pod, outerName, uniqueName, specName, kind, foundOnDisk } = context;
+  return { id, uid, pod, outerName, uniqueName, specName, kind, ...(foundOnDisk ? { foundOnDisk } : {}) };
 }
 
 /**

@@ -15,6 +15,13 @@
  * which mounts it, retries it with back-off, refreshes it and tears it down. The world tells that
  * loop what to start, refresh and stop through its listener; it never mounts anything itself.
  *
+ * After a restart, the volumes an earlier run left set up (reconstruction.ts) are in the actual
+ * state as uncertain (`addReconstructed`; reconstruct.go updateStates): a pod that still wants one
+ * has it mounted again by its operation, as any other; once a pod no longer wants one (its
+ * teardown: the pod terminated, or gone and its directory orphaned, which the agent finds only once
+ * every config source has been seen: reconcile's readyToUnmount), it gets an operation that only
+ * tears it down. Until then it counts as possibly mounted (`possiblyMounted`) and in use.
+ *
  * A sync waits for its pod's volumes: resolved at once when all are set up; refused at once when
  * some could not be processed (`unmounted volumes=[…], unattached volumes=[…], failed to process
  * volumes=[…]: <errors>`); refused after 2 m 3 s otherwise, the operations still retrying.
@@ -27,6 +34,7 @@ import { type ClaimReader, type BoundClaim, claimOf, resolveClaim } from './clai
 import type { AttachState } from './csi/operations.ts';
 import { type DesiredVolume, desiredVolume, expectedVolumeNames, waitErrorText } from './desired.ts';
 import { type PodVolume, podVolumes } from './plan.ts';
+import type { ReconstructedVolume } from './reconstruction.ts';
 
 /** volume_manager.go podAttachAndMountTimeout, podAttachAndMountRetryInterval. */
 export const ATTACH_AND_MOUNT_TIMEOUT_MS = 123_000;
@@ -89,6 +97,8 @@ export class VolumeWorld implements AttachState {
   /** The `volumesInUse` of the last Node status written (MarkVolumesAsReportedInUse). */
   private reported = new Set<string>();
   private readonly actual = new Map<string, Map<string, MountedVolume>>();
+  /** The volumes found set up at start that no operation has taken on yet, by pod and then by unique name. */
+  private readonly reconstructed = new Map<string, Map<string, ReconstructedVolume>>();
   /**
    * The operations (actors) the loop runs, by pod and then by id, with the volume they serve: a
    * pod's processing at each sync looks at its own, not at every pod's.
@@ -227,10 +237,43 @@ export class VolumeWorld implements AttachState {
     return entry && volume ? { pod: entry.pod, volume } : null;
   }
 
-  /** Whether any pod has the volume of this unique name set up (a device's last user gone: UnmountDevice). */
+  /** Whether any pod has the volume of this unique name set up, or possibly (found at start): a device's last user gone is UnmountDevice. */
   inUse(uniqueName: string): boolean {
     for (const volumes of this.actual.values()) for (const volume of volumes.values()) if (volume.uniqueName === uniqueName) return true;
+    for (const volumes of this.reconstructed.values()) if (volumes.has(uniqueName)) return true;
     return false;
+  }
+
+  /**
+   * The volumes found set up at start, in the actual state as uncertain (reconstruct.go
+   * updateStates); a volume a pod's operation has taken on already (its pod was processed first)
+   * is left out. Each one added is handed to `adopt` (its plugin's own state) before any operation
+   * can see it; returns them. A pod processed already that does not want one has it torn down at once.
+   */
+  addReconstructed(volumes: readonly ReconstructedVolume[], adopt: (volume: ReconstructedVolume) => void): ReconstructedVolume[] {
+    const added: ReconstructedVolume[] = [];
+    const uids = new Set<string>();
+    for (const volume of volumes) {
+      const taken = [...(this.operations.get(volume.uid)?.values() ?? [])].some((op) => op.uniqueName === volume.uniqueName);
+      const mounted = [...(this.actual.get(volume.uid)?.values() ?? [])].some((v) => v.uniqueName === volume.uniqueName);
+      if (taken || mounted || this.reconstructed.get(volume.uid)?.has(volume.uniqueName)) continue;
+      let found = this.reconstructed.get(volume.uid);
+      if (!found) this.reconstructed.set(volume.uid, (found = new Map()));
+      found.set(volume.uniqueName, volume);
+      adopt(volume);
+      added.push(volume);
+      uids.add(volume.uid);
+    }
+    for (const uid of uids) if (this.desired.has(uid)) this.announce(uid, false);
+    return added;
+  }
+
+  /**
+   * Whether the pod may still have volumes set up (kubelet_volumes.go podVolumesExist over
+   * GetPossiblyMountedVolumesForPod): mounted, found at start, or being torn down.
+   */
+  possiblyMounted(uid: string): boolean {
+    return this.actual.has(uid) || this.reconstructed.has(uid) || [...this.ending.values()].includes(uid);
   }
 
   markMounted(uid: string, mounted: MountedVolume): void {
@@ -270,15 +313,33 @@ export class VolumeWorld implements AttachState {
       }
     }
     const running = new Set([...operations.values()].map((op) => op.outerName));
+    // A volume whose earlier actor is still tearing down (its claim now names another volume) gets a second id.
+    const freeId = (name: string) => {
+      let id = `${uid}/${name}`;
+      for (let n = 2; this.ending.has(id) || operations.has(id); n++) id = `${uid}/${name}#${n}`;
+      return id;
+    };
+    const podName = entry ? `${entry.pod.metadata.namespace}/${entry.pod.metadata.name}` : uid;
+    const found = this.reconstructed.get(uid);
     for (const volume of entry?.volumes.values() ?? []) {
+      // Found set up at start: its operation mounts it again, as the reconciler does an uncertain volume.
+      found?.delete(volume.uniqueName);
       if (running.has(volume.outerName)) continue;
-      // A volume whose earlier actor is still tearing down (its claim now names another volume) gets a second id.
-      let id = `${uid}/${volume.outerName}`;
-      for (let n = 2; this.ending.has(id); n++) id = `${uid}/${volume.outerName}#${n}`;
-      const op: PodVolumeRef = { id, uid, pod: `${entry!.pod.metadata.namespace}/${entry!.pod.metadata.name}`, outerName: volume.outerName, uniqueName: volume.uniqueName, specName: volume.specName, kind: volume.kind };
+      const id = freeId(volume.outerName);
+      const op: PodVolumeRef = { id, uid, pod: podName, outerName: volume.outerName, uniqueName: volume.uniqueName, specName: volume.specName, kind: volume.kind };
       operations.set(id, op);
       changes.mount.push(op);
     }
+    // What is left of the volumes found at start, the pod no longer wants: torn down, unless its
+    // processing failed for some volume (which may be this one: a claim not read yet).
+    for (const volume of found?.values() ?? []) {
+      if (entry && entry.errors.length > 0) break;
+      found!.delete(volume.uniqueName);
+      const id = freeId(volume.specName);
+      this.ending.set(id, uid);
+      changes.mount.push({ id, uid, pod: podName, outerName: volume.specName, uniqueName: volume.uniqueName, specName: volume.specName, kind: volume.kind, foundOnDisk: true });
+    }
+    if (found?.size === 0) this.reconstructed.delete(uid);
     if (operations.size > 0) this.operations.set(uid, operations);
     else this.operations.delete(uid);
     if (changes.mount.length + changes.remount.length + changes.unmount.length > 0) this.listener?.(changes);

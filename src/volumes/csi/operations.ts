@@ -26,8 +26,13 @@
  * a retry mounts again and a pod that goes still has it unpublished and unstaged; a *final* error
  * removes what the operation made (removeMountDir) and counts it as not mounted.
  *
- * Out of scope here: raw block (csi_block.go), reconstruction after a restart, volume stats and
- * expansion; the paths they need are in paths.ts.
+ * After a restart, each volume found set up (reconstruction.ts) is adopted uncertain
+ * (`adoptReconstructed`): its publish, and its device held for its pod, so a pod that still wants
+ * it stages and publishes again (drivers are idempotent) and one that does not has it unpublished,
+ * then unstaged once no other pod holds the stage.
+ *
+ * Out of scope here: raw block (csi_block.go), volume stats and expansion; the paths they need are
+ * in paths.ts.
  */
 import { mkdir, readFile, rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -123,6 +128,8 @@ const reason = (err: unknown) => (err instanceof Error ? err.message : String(er
 const log = (message: string) => `${CSI_PLUGIN_NAME}: ${message}`;
 /** volumetypes.IsUncertainProgressError over csi_client.go's wrapping. */
 const isUncertain = (err: unknown) => err instanceof UncertainError || (err instanceof CsiError && !err.final);
+/** Who holds a device found staged at start for a pod, until the pod's operation takes it over or lets it go. */
+const foundHolder = (uid: string) => `found:${uid}`;
 /** operation_executor.go GenerateError: `<op> for volume "<spec>" [: <err>]`. */
 const volumeError = (op: string, specName: string, err: unknown, recordEvent = true) =>
   new CsiOperationError(`${op} for volume ${JSON.stringify(specName)} ${err === undefined ? '' : `: ${reason(err)}`}`, recordEvent);
@@ -140,6 +147,7 @@ export class CsiOperations {
     if (ref.kind === 'csiPV') {
       const device = this.device(ref.uniqueName);
       device.holders.add(ref.id);
+      device.holders.delete(foundHolder(ref.uid));
       if (volume.attachable) {
         if (!this.deps.attach.attached(ref.uniqueName)) await this.verifyAttached(ref);
         publishContext = await this.waitForAttach(ref, volume);
@@ -194,6 +202,7 @@ export class CsiOperations {
     const device = this.devices.get(ref.uniqueName);
     if (!device) return;
     device.holders.delete(ref.id);
+    device.holders.delete(foundHolder(ref.uid));
     await this.serially(device, async () => {
       if (device.holders.size > 0) return;
       if (device.state !== null) {
@@ -207,6 +216,19 @@ export class CsiOperations {
       this.deps.attach.markDetached(ref.uniqueName);
       if (device.holders.size === 0) this.devices.delete(ref.uniqueName);
     });
+  }
+
+  /**
+   * A volume found set up at start (reconstruct.go updateStates): its publish uncertain and, for a
+   * PersistentVolume, its device uncertain (MarkDeviceAsUncertain) and held for the pod.
+   */
+  adoptReconstructed(volume: { uid: string; uniqueName: string; kind: 'csiPV' | 'csiInline' }): void {
+    const key = `${volume.uid}/${volume.uniqueName}`;
+    if (!this.published.has(key)) this.published.set(key, 'uncertain');
+    if (volume.kind !== 'csiPV') return;
+    const device = this.device(volume.uniqueName);
+    device.state ??= 'uncertain';
+    device.holders.add(foundHolder(volume.uid));
   }
 
   // ---------------------------------------------------------------- attach
