@@ -52,8 +52,7 @@ export interface ReconstructionParts {
 export async function reconstructVolumes({ world, csi, podsDir, volumesAttached, log }: ReconstructionParts): Promise<number> {
   const { volumes, failed } = await reconstructPodVolumes(podsDir);
   for (const { volume, error } of failed) log('info', 'Could not construct volume information', { podUID: volume.uid, volumeSpecName: volume.specName, err: error });
-  if (volumes.length === 0) return 0;
-  if (volumesAttached) {
+  if (volumesAttached && volumes.length > 0) {
     try {
       const attached = new Set(await volumesAttached());
       for (const volume of volumes) if (attached.has(volume.uniqueName)) world.markAttached(volume.uniqueName);
