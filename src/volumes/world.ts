@@ -172,13 +172,23 @@ export class VolumeWorld implements AttachState {
    * unpublished before the pod's directory goes.
    */
   async unmountPod(uid: string, signal?: AbortSignal): Promise<void> {
-    this.desired.delete(uid);
-    this.announce(uid, false);
+    this.releasePod(uid);
     const done = () => this.mountedCount(uid) === 0 && ![...this.ending.values()].includes(uid);
     if (done()) return;
     await this.wait(uid, done, signal);
     const left = [...(this.actual.get(uid)?.keys() ?? [])].sort();
     if (left.length > 0) throw new VolumeWaitError(`mounted volumes=[${left.join(' ')}]: context deadline exceeded`, true);
+  }
+
+  /**
+   * The pod is gone (its directory orphaned, found by housekeeping once every source has been
+   * seen): its volumes, those found at start included, are torn down, not waited for. Returns
+   * whether any may still be set up (kubelet_volumes.go podVolumesExist): its directory waits.
+   */
+  releasePod(uid: string): boolean {
+    this.desired.delete(uid);
+    this.announce(uid, false);
+    return this.possiblyMounted(uid);
   }
 
   /**
