@@ -73,7 +73,7 @@ async function rig(options: CsiMockOptions = {}): Promise<Rig | null> {
   api.csiDrivers.set(mock.driverName, csiDriver(mock.driverName, { volumeLifecycleModes: ['Persistent', 'Ephemeral'], podInfoOnMount: true }));
   const reads = csiApiReads(api);
   const logs: Rig['logs'] = [];
-  const log: Logger = (_level, message, fields = {}) => { if (process.env.H2DBG) console.log(message, fields); logs.push({ message, fields }); };
+  const log: Logger = (_level, message, fields = {}) => logs.push({ message, fields });
   const start = (reconstruct: boolean) => {
     const manager = runningVolumeManager({
       deps: { podsDir: path.join(root, 'pods'), objects: apiObjectReader(api, { ttlMs: 0, now: () => clock.now() }) },
