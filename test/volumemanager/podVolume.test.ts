@@ -84,6 +84,15 @@ describe('podVolume', () => {
     await waitFor(actor, (s) => s.status === 'done');
   });
 
+  it('only tears down a volume found set up at start for a pod that no longer wants it (reconstruction)', async () => {
+    const { calls, effects } = heldEffects();
+    const actor = createActor(podVolumeMachineWith(effects), { input: { ...ref, foundOnDisk: true } }).start();
+    expect(actor.getSnapshot().value).toBe('unmounting');
+    expect(calls.map((c) => c.op)).toEqual(['unmount']);
+    calls[0]!.settle();
+    await waitFor(actor, (s) => s.status === 'done');
+  });
+
   it('retries a failed teardown with back-off until it succeeds', async () => {
     const clock = new SimulatedClock();
     const { calls, effects } = heldEffects();
