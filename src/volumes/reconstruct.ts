@@ -1,14 +1,13 @@
 /**
  * Reconstruction's reads of the node (reconstruct_common.go getVolumesFromPodDir, reconstructVolume
  * over the plugins' ConstructVolumeSpec): the pods directory walked once for volume directories, each
- * CSI volume's `vol_data.json` and the mount table read, and the decisions of reconstruction.ts
+ * CSI volume's `vol_data.json` read, and the decisions of reconstruction.ts
  * applied. Nothing is changed on disk.
  */
-import { readFile, readdir } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { loadVolumeData } from './csi/volDataFile.ts';
-import { localDeviceMountsDir } from './mounter.ts';
-import { type FoundVolume, LOCAL_PLUGIN_NAME, type ReconstructedVolume, isReconstructedPlugin, mountRefs, reconstructVolume, unescapeQualifiedName } from './reconstruction.ts';
+import { type FoundVolume, LOCAL_PLUGIN_NAME, type ReconstructedVolume, isReconstructedPlugin, reconstructVolume, unescapeQualifiedName } from './reconstruction.ts';
 
 const reason = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
@@ -46,16 +45,13 @@ export interface Reconstruction {
   failed: { volume: FoundVolume; error: string }[];
 }
 
-/** The volumes under `podsDir` that hold state outside the agent, reconstructed; `mountinfo` reads the mount table. */
-export async function reconstructPodVolumes(podsDir: string, mountinfo: () => Promise<string> = () => readFile('/proc/self/mountinfo', 'utf8')): Promise<Reconstruction> {
+/** The volumes under `podsDir` that hold state outside the agent's own files, reconstructed. */
+export async function reconstructPodVolumes(podsDir: string): Promise<Reconstruction> {
   const found = (await findPodVolumes(podsDir)).filter((v) => isReconstructedPlugin(v.plugin) || v.mode === 'Block');
   const result: Reconstruction = { volumes: [], failed: [] };
-  if (found.length === 0) return result;
-  const table = found.some((v) => v.plugin === LOCAL_PLUGIN_NAME) ? await mountinfo().catch(() => '') : '';
-  const localDeviceMounts = localDeviceMountsDir(podsDir);
   for (const volume of found) {
     const volumeData = volume.plugin === LOCAL_PLUGIN_NAME || volume.mode === 'Block' ? undefined : await loadVolumeData(volume.path).catch((err: unknown) => ({ error: reason(err) }));
-    const outcome = reconstructVolume(volume, { ...(volumeData ? { volumeData } : {}), mountRefs: table ? mountRefs(table, volume.path) : [], localDeviceMounts });
+    const outcome = reconstructVolume(volume, volumeData ? { volumeData } : {});
     if ('error' in outcome) result.failed.push({ volume, error: outcome.error });
     else result.volumes.push(outcome);
   }

@@ -3,16 +3,17 @@
  * (pkg/kubelet/volumemanager/reconciler reconstruct_common.go getVolumesFromPodDir and
  * reconstructVolume; the plugins' ConstructVolumeSpec: pkg/volume/csi csi_plugin.go, pkg/volume/local
  * local.go). Each directory `<pods>/<uid>/volumes/<escaped plugin>/<spec name>` is a volume of that
- * pod; a plugin whose volumes hold state outside the agent (a CSI driver's publish and stage, a local
- * volume's bind mount and device mount) gives back its unique name and what its teardown needs:
+ * pod; a plugin whose volumes hold state outside the agent's own files (a CSI driver's publish and
+ * stage, a local volume's bind mount) gives back its unique name and what its teardown needs:
  *
  *   kubernetes.io/csi            `vol_data.json` in the directory: `volumeLifecycleMode: Ephemeral`
  *                                is an inline volume, `<plugin>/<pod uid>-<spec name>`; otherwise the
  *                                PersistentVolume `<plugin>/<driver>^<volume handle>`, whose stage
  *                                is shared by its pods.
- *   kubernetes.io/local-volume   the PersistentVolume of the directory's name; a block device when
- *                                the directory's mount shares its filesystem with a mount under
- *                                the plugin's device mounts (local.go ConstructVolumeSpec, GetMountRefs).
+ *   kubernetes.io/local-volume   the PersistentVolume of the directory's name (local.go
+ *                                ConstructVolumeSpec); its bind mount and, on a block device, its
+ *                                device mount are the mounter's, learnt from the mount table at start
+ *                                (mounter.ts), so its teardown unmounts them without a device path.
  *
  * The modern kubelet checks no mount point: a directory found is a volume, uncertain until the
  * pod's processing mounts it again or its teardown unmounts it. The agent's own plugins (emptyDir,
@@ -20,7 +21,6 @@
  * set up again by a running pod's sync and removed with an orphaned pod's directory.
  * Raw block directories (`volumeDevices/`) are found and refused: this node maps no block volume.
  */
-import path from 'node:path';
 import { CSI_PLUGIN_NAME } from './csi/paths.ts';
 import { VOL_DATA_KEY, type VolumeData } from './csi/volData.ts';
 
@@ -45,8 +45,6 @@ export interface ReconstructedVolume {
   specName: string;
   uniqueName: string;
   kind: 'csiPV' | 'csiInline' | 'localPV';
-  /** A local volume on a block device, mounted once for all its pods (its device mount goes after the last). */
-  localDevice?: boolean;
 }
 
 /** `~` back to `/` (k8s.io/utils/strings UnescapeQualifiedName). */
@@ -63,20 +61,13 @@ export function isReconstructedPlugin(plugin: string): boolean {
 export interface OnDisk {
   /** A CSI volume's `vol_data.json`, or why it could not be read. */
   volumeData?: VolumeData | { error: string };
-  /** The other mount points of the directory's mount (GetMountRefs): a local volume's device mount is among them. */
-  mountRefs?: readonly string[];
-  /** Where a local volume on a block device is mounted for its pods (local.go generateBlockDeviceBaseGlobalPath). */
-  localDeviceMounts: string;
 }
 
 /** reconstructVolume: the volume, or why it cannot be reconstructed (it is then left to the orphan cleanup). */
 export function reconstructVolume(found: FoundVolume, disk: OnDisk): ReconstructedVolume | { error: string } {
   const base = { uid: found.uid, specName: found.specName };
   if (found.mode === 'Block') return { error: `could not find block volume plugin ${JSON.stringify(found.plugin)} (spec.Name: ${JSON.stringify(found.specName)}) pod ${JSON.stringify(found.uid)} (UID: ${JSON.stringify(found.uid)})` };
-  if (found.plugin === LOCAL_PLUGIN_NAME) {
-    const within = (ref: string) => ref === disk.localDeviceMounts || ref.startsWith(`${disk.localDeviceMounts}/`);
-    return { ...base, kind: 'localPV', uniqueName: `${LOCAL_PLUGIN_NAME}/${found.specName}`, ...((disk.mountRefs ?? []).some(within) ? { localDevice: true } : {}) };
-  }
+  if (found.plugin === LOCAL_PLUGIN_NAME) return { ...base, kind: 'localPV', uniqueName: `${LOCAL_PLUGIN_NAME}/${found.specName}` };
   if (found.plugin !== CSI_PLUGIN_NAME) return { error: `no volume plugin matched name: ${found.plugin}` };
   const data = disk.volumeData;
   // csi_plugin.go ConstructVolumeSpec.
@@ -85,37 +76,4 @@ export function reconstructVolume(found: FoundVolume, disk: OnDisk): Reconstruct
   const driver = data[VOL_DATA_KEY.driverName] ?? '';
   if (data[VOL_DATA_KEY.volumeLifecycleMode] === 'Ephemeral') return { ...base, kind: 'csiInline', uniqueName: `${CSI_PLUGIN_NAME}/${found.uid}-${specName}` };
   return { ...base, kind: 'csiPV', uniqueName: `${CSI_PLUGIN_NAME}/${driver}^${data[VOL_DATA_KEY.volumeHandle] ?? ''}` };
-}
-
-/** A mountinfo line's fields that tell which mounts show the same files: the device, the root within it, the mount point. */
-interface MountLine {
-  device: string;
-  root: string;
-  point: string;
-}
-
-const unescapeMountPath = (field: string) => field.replace(/\\([0-7]{3})/g, (_, octal: string) => String.fromCharCode(parseInt(octal, 8)));
-
-function mountLines(mountinfo: string): MountLine[] {
-  const lines: MountLine[] = [];
-  for (const line of mountinfo.split('\n')) {
-    const fields = line.split(' ');
-    if (fields.length < 5) continue;
-    lines.push({ device: fields[2]!, root: unescapeMountPath(fields[3]!), point: unescapeMountPath(fields[4]!) });
-  }
-  return lines;
-}
-
-/**
- * The other mount points of what is mounted at `dir` (mount-utils mount_linux.go GetMountRefs: the
- * same device and root), none when nothing is mounted there. A bind mount of a local volume's
- * device mount shares its device and root, so the device mount is among them.
- */
-export function mountRefs(mountinfo: string, dir: string): string[] {
-  const lines = mountLines(mountinfo);
-  const at = path.resolve(dir);
-  // The last mount at a path is the one that shows.
-  const own = lines.filter((l) => l.point === at).at(-1);
-  if (!own) return [];
-  return [...new Set(lines.filter((l) => l.point !== at && l.device === own.device && l.root === own.root).map((l) => l.point))];
 }
