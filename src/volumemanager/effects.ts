@@ -50,7 +50,10 @@ export interface ReconstructionParts {
  * reconstructed is logged and left to the orphan cleanup. Returns how many were reconstructed.
  */
 export async function reconstructVolumes({ world, csi, podsDir, volumesAttached, log }: ReconstructionParts): Promise<number> {
-  const { volumes, failed } = await reconstructPodVolumes(podsDir);
+  const { volumes, failed } = await reconstructPodVolumes(podsDir).catch((err: unknown) => {
+    log('error', 'Cannot get volumes from disk, skip sync states for volume reconstruction', { err: errorText(err) });
+    return { volumes: [], failed: [] };
+  });
   for (const { volume, error } of failed) log('info', 'Could not construct volume information', { podUID: volume.uid, volumeSpecName: volume.specName, err: error });
   if (volumesAttached && volumes.length > 0) {
     try {

@@ -11,25 +11,31 @@ import { volumeManagerMachine, volumeManagerMachineWith } from './volumeManager.
 export const volumeManagerLoop = defineNodeLoop({
   name: 'volumeManager',
   machine: volumeManagerMachine,
-  start: ({ config, cluster, mounter, tokens, volumes, recorder, log }) => ({
-    logic: volumeManagerMachineWith(
-      {
-        adopt: async () => {
-          await mounter.adopt?.();
-          const volumesAttached = cluster && (async () => ((await cluster.api.getNode(config.nodeName)).status?.volumesAttached ?? []).map((v) => v.name));
-          const reconstructed = await reconstructVolumes({ world: volumes.world, csi: volumes.csi, podsDir: volumes.deps().podsDir, log, ...(volumesAttached ? { volumesAttached } : {}) });
-          return { mounts: mounter.mounted, tokens: tokens?.size ?? 0, reconstructed };
+  start: ({ config, cluster, mounter, tokens, volumes, recorder, log }) => {
+    // From now until its start has reconstructed, no orphaned pod's directory is removed.
+    volumes.world.expectReconstruction();
+    return {
+      logic: volumeManagerMachineWith(
+        {
+          adopt: async () => {
+            // Reconstruction runs whatever the mount table's read gave: orphaned pod directories wait for it.
+            const unread = await (mounter.adopt?.() ?? Promise.resolve()).then(() => null, (err: unknown) => ({ err }));
+            const volumesAttached = cluster && (async () => ((await cluster.api.getNode(config.nodeName)).status?.volumesAttached ?? []).map((v) => v.name));
+            const reconstructed = await reconstructVolumes({ world: volumes.world, csi: volumes.csi, podsDir: volumes.deps().podsDir, log, ...(volumesAttached ? { volumesAttached } : {}) });
+            if (unread) throw unread.err;
+            return { mounts: mounter.mounted, tokens: tokens?.size ?? 0, reconstructed };
+          },
+          collect: async () => {
+            const dropped = tokens?.collectExpired() ?? 0;
+            return { mounts: mounter.mounted, tokens: tokens?.size ?? 0, dropped };
+          },
+          listen: (changed) => volumes.world.listen(changed),
         },
-        collect: async () => {
-          const dropped = tokens?.collectExpired() ?? 0;
-          return { mounts: mounter.mounted, tokens: tokens?.size ?? 0, dropped };
-        },
-        listen: (changed) => volumes.world.listen(changed),
-      },
-      createPodVolumeEffects({ world: volumes.world, deps: volumes.deps, csi: volumes.csi, recorder, log }),
-    ),
-    input: undefined,
-  }),
+        createPodVolumeEffects({ world: volumes.world, deps: volumes.deps, csi: volumes.csi, recorder, log }),
+      ),
+      input: undefined,
+    };
+  },
   accepts: [],
   /** `4 pod volumes · 3 mounts · 12 tokens (2 expired dropped) · 2 reconstructed at start`, and the last failure. */
   summary: (c) => {

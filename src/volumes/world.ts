@@ -99,6 +99,8 @@ export class VolumeWorld implements AttachState {
   private readonly actual = new Map<string, Map<string, MountedVolume>>();
   /** The volumes found set up at start that no operation has taken on yet, by pod and then by unique name. */
   private readonly reconstructed = new Map<string, Map<string, ReconstructedVolume>>();
+  /** A volume manager will reconstruct what an earlier run left and has not yet: any pod may have volumes set up. */
+  private awaitingReconstruction = false;
   /**
    * The operations (actors) the loop runs, by pod and then by id, with the volume they serve: a
    * pod's processing at each sync looks at its own, not at every pod's.
@@ -261,6 +263,7 @@ export class VolumeWorld implements AttachState {
    * can see it; returns them. A pod processed already that does not want one has it torn down at once.
    */
   addReconstructed(volumes: readonly ReconstructedVolume[], adopt: (volume: ReconstructedVolume) => void): ReconstructedVolume[] {
+    this.awaitingReconstruction = false;
     const added: ReconstructedVolume[] = [];
     const uids = new Set<string>();
     for (const volume of volumes) {
@@ -279,11 +282,20 @@ export class VolumeWorld implements AttachState {
   }
 
   /**
+   * A volume manager runs over this world and will reconstruct (`addReconstructed`): until it has,
+   * every pod counts as possibly having volumes set up, so no orphaned pod's directory is removed
+   * under a volume not yet found (reconstruct.go StatesHasBeenSynced).
+   */
+  expectReconstruction(): void {
+    this.awaitingReconstruction = true;
+  }
+
+  /**
    * Whether the pod may still have volumes set up (kubelet_volumes.go podVolumesExist over
-   * GetPossiblyMountedVolumesForPod): mounted, found at start, or being torn down.
+   * GetPossiblyMountedVolumesForPod): mounted, found at start or not looked for yet, or being torn down.
    */
   possiblyMounted(uid: string): boolean {
-    return this.actual.has(uid) || this.reconstructed.has(uid) || [...this.ending.values()].includes(uid);
+    return this.awaitingReconstruction || this.actual.has(uid) || this.reconstructed.has(uid) || [...this.ending.values()].includes(uid);
   }
 
   markMounted(uid: string, mounted: MountedVolume): void {

@@ -29,6 +29,7 @@ export function runningVolumeManager(options: {
 }): { world: VolumeWorld; csi: CsiOperations; stop(): void } {
   const clock = options.clock ?? realClock;
   const world = new VolumeWorld({ clock, ...(options.claims ? { claims: options.claims } : {}), ...(options.csiDrivers ? { csiDrivers: options.csiDrivers } : {}) });
+  if (options.reconstruct) world.expectReconstruction();
   const csi = new CsiOperations({ rootDir: path.dirname(options.deps.podsDir), nodeName: 'node-a', drivers: { endpoint: () => null }, ...options.csi, attach: world });
   const deps: VolumeDeps = { mounter: diskOnly, now: () => clock.now(), ...options.deps };
   const logic = volumeManagerMachineWith(
