@@ -223,6 +223,24 @@ describe('CSI volumes across an agent restart (reconstruction)', () => {
     expect(world.mountedVolumes('u1').get('data')?.path).toBe(publishTargetPath(r.root, 'u1', 'pv-1'));
   });
 
+  it('stages and publishes again for the running pod when the agent was killed while the driver staged (nothing of the pod on disk yet)', async ({ skip }) => {
+    const r = await rig();
+    if (!r) return skip();
+    await r.mock.fail([{ method: 'NodeStageVolume', code: 4, message: 'the agent went away', after: true, times: 1 }]);
+    const p = pod('u1', [claimVolume]);
+    void r.manager.world.waitForAttachAndMount(p).catch(() => {});
+    await eventually(async () => expect((await r.rpcs()).map((c) => [c.rpc, c.error?.name])).toEqual([['NodeStageVolume', 'DeadlineExceeded']]));
+
+    const world = r.restart().world;
+    await reconstructed(r);
+    expect(r.logs.filter((l) => l.message === 'Volume is marked as uncertain and added into the actual state')).toEqual([]);
+    await world.waitForAttachAndMount(p);
+    expect((await r.rpcs(1)).map((c) => [c.rpc, c.error])).toEqual([
+      ['NodeStageVolume', undefined],
+      ['NodePublishVolume', undefined],
+    ]);
+  });
+
   it('leaves a CSI volume directory without vol_data.json to the orphan cleanup, saying why it could not be reconstructed', async ({ skip }) => {
     const r = await rig();
     if (!r) return skip();
