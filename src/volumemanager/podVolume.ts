@@ -128,7 +128,8 @@ function refOf(context: PodVolumeContext): PodVolumeRef {
  * mounted when it is not (`shop/web-0 · data (pv-1) · backing off after 3 failures: MountVolume.SetUp failed …`).
  */
 export function podVolumeSummary(state: unknown, c: PodVolumeContext): string {
-  const volume = c.specName === c.outerName ? c.outerName : `${c.outerName} (${c.specName})`;
+  // A volume found at start whose pod is gone: the pod is known by its UID only.
+  const volume = `${c.specName === c.outerName ? c.outerName : `${c.outerName} (${c.specName})`}${c.foundOnDisk ? ' · found set up at start, its pod gone' : ''}`;
   const trouble = c.lastError ? ` · ${c.failures > 0 ? `${state === 'backingOff' || state === 'unmountBackingOff' ? 'backing off after ' : ''}${c.failures} failure${c.failures === 1 ? '' : 's'}: ` : ''}${c.lastError}` : '';
   return `${c.pod} · ${volume}${trouble}`;
 }
