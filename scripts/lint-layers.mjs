@@ -45,7 +45,7 @@ export const LAYERS = [
   [NODE_LOOPS],
   ['kubelet'],
   ['server'],
-  ['visualizer'],
+  ['visualizer', 'simcsi'],
   ['agent'],
   ['main'],
 ];
@@ -100,6 +100,7 @@ export const DECISIONS = [
   'volumes/csi/paths.ts',
   'volumes/csi/volData.ts',
   'volumes/reconstruction.ts',
+  'simcsi/rules.ts',
   'cm/podResources.ts',
   'status/generate.ts',
   'status/resize.ts',

@@ -34,7 +34,7 @@ const implemented = (where: string): FieldHandling => ({ implemented: where });
 const controlPlane = (who: string): FieldHandling => ({ controlPlane: who });
 const refused = (why: string, allowed?: readonly unknown[]): FieldHandling => ({ refused: why, at: 'admission', ...(allowed ? { allowed } : {}) });
 /** Claim-backed volumes: the claim resolved to its PersistentVolume by the volume manager, which mounts hostPath, local and CSI volumes (filesystem mode). */
-const CLAIMS = 'src/volumes/claims.ts, src/volumes/world.ts; hostPath and local PersistentVolumes (src/volumes/persistent.ts), CSI ones through their registered driver (src/volumes/csi/operations.ts); a PersistentVolume of another plugin, or in Block mode, is FailedMount';
+const CLAIMS = 'src/volumes/claims.ts, src/volumes/world.ts; hostPath and local PersistentVolumes (src/volumes/persistent.ts), CSI ones through their registered driver (src/volumes/csi/operations.ts); in volumeMode Block, local and CSI ones are mapped as devices (src/volumes/localBlock.ts, src/volumes/csi/block.ts); a PersistentVolume of another plugin, or a hostPath one in Block mode, is FailedMount';
 
 const noPlugin = (plugin: string): FieldHandling => ({ refused: `no volume plugin: ${plugin}`, at: 'mount' });
 
@@ -51,6 +51,7 @@ const PLAN = 'src/volumes/plan.ts';
 const TRUST_ANCHORS = 'ClusterTrustBundles read through the API server (certificates.k8s.io v1, v1beta1 or v1alpha1): src/volumes/trustAnchors.ts, src/client/objects.ts';
 const HOOKS_PROBES = 'src/kuberuntime/hooks.ts, src/prober/handlers.ts';
 const CONTAINER_CONFIG = 'src/kuberuntime/generateContainerConfig.ts';
+const BLOCK = 'raw block volumes: src/volumes/localBlock.ts (local), src/volumes/csi/block.ts (CSI), mapped by src/volumes/blockMap.ts, given as CRI devices by src/kuberuntime/blockVolumes.ts';
 
 const CONTAINER: TypeFields = {
   args: implemented(CONTAINER_CONFIG),
@@ -75,7 +76,7 @@ const CONTAINER: TypeFields = {
   terminationMessagePath: implemented('src/kuberuntime/terminationMessage.ts'),
   terminationMessagePolicy: implemented('src/kuberuntime/terminationMessage.ts'),
   tty: implemented(CONTAINER_CONFIG),
-  volumeDevices: refused('raw block volumes (volumeMode: Block) are not implemented'),
+  volumeDevices: implemented(BLOCK),
   volumeMounts: implemented(PLAN),
   workingDir: implemented(CONTAINER_CONFIG),
 };
@@ -266,6 +267,7 @@ export const POD_FIELDS: Readonly<Record<string, TypeFields>> = {
     port: implemented('src/prober/handlers.ts'),
     service: implemented('src/prober/handlers.ts'),
   },
+  VolumeDevice: { devicePath: implemented('src/kuberuntime/blockVolumes.ts'), name: implemented('src/kuberuntime/blockVolumes.ts') },
   VolumeMount: {
     bindMountOptions: refused('bind mount options (VolumeBindMountOptions) are not implemented'),
     mountPath: implemented(PLAN),

@@ -86,6 +86,8 @@ interface SimOptions {
   memoryBytes?: number;
   runtimeHandlers?: string[];
   registryAuth?: Record<string, RegistryCredential>;
+  /** The CSI driver sim:// offers (`csi=<name>`), started beside it (src/simcsi). */
+  csiDriver?: string;
 }
 
 /**
@@ -112,7 +114,16 @@ export function simOptionsFromEndpoint(endpoint: string): SimOptions {
       options.registryAuth = registryAuthFile(endpoint, value);
       continue;
     }
-    if (key !== 'memory') throw new Error(`${endpoint}: unknown setting "${key}" (sim:// takes memory=<quantity>, handlers=<name>,… and registryAuth=<file>)`);
+    if (key === 'csi') {
+      // A driver name of at most 63 characters (pkg/apis/core/validation/validation.go ValidateCSIDriverName), lower-case
+      // as the name of its CSIDriver object and its topology label's key prefix must be.
+      if (value.length > 63 || !/^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/.test(value)) {
+        throw new Error(`${endpoint}: csi must name a CSI driver (a lower-case DNS subdomain of at most 63 characters, such as hostpath.csi.sim), not "${value}"`);
+      }
+      options.csiDriver = value;
+      continue;
+    }
+    if (key !== 'memory') throw new Error(`${endpoint}: unknown setting "${key}" (sim:// takes memory=<quantity>, handlers=<name>,…, registryAuth=<file> and csi=<driver>)`);
     const bytes = parseQuantity(value);
     if (bytes instanceof Error || bytes <= 0) throw new Error(`${endpoint}: memory must be a positive quantity such as 2Gi, not "${value}"`);
     options.memoryBytes = Math.floor(bytes);
@@ -156,11 +167,12 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     // Its own directory under --root-dir is its image filesystem (ImageFsInfo): on nodefs's disk, as a one-disk node's runtime is.
     // Loaded only for sim://: the simulator, and grpc-js with which it serves, stay out of a node on a real runtime.
     const { startSimRuntime } = await import('../runtime/sim/server.ts');
+    const { csiDriver, ...simOptions } = simOptionsFromEndpoint(endpoint);
     const sim = await startSimRuntime({
       socketPath: simSocketPath(config.rootDir),
       stateDir: path.resolve(config.rootDir, 'sim'),
       log: (level, message, fields) => log(level, message, { runtime: 'sim://', ...fields }),
-      ...simOptionsFromEndpoint(endpoint),
+      ...simOptions,
     });
     // Pod addresses the API server accepts as endpoints, until the node has a pod CIDR of its own.
     if (!config.podCidr) await sim.engine.usePodCidr((await import('../runtime/sim/podAddresses.ts')).DEFAULT_POD_CIDR, { removeAtClose: false });
@@ -169,6 +181,13 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     closers.push(() => sim.close());
     endpoint = sim.endpoint;
     log('info', 'Started the embedded simulated runtime', { endpoint });
+    if (csiDriver) {
+      // The CSI driver sim:// offers: a node plugin in the plugin registry, registered by the plugin manager as any driver.
+      const { startSimCsiDriver } = await import('../simcsi/server.ts');
+      const csi = await startSimCsiDriver({ driverName: csiDriver, nodeName: config.nodeName, rootDir: config.rootDir, log: (level, message, fields) => log(level, message, { runtime: 'sim://', ...fields }) });
+      closers.push(() => csi.close());
+      log('info', 'Started the simulated CSI driver', { driver: csiDriver, endpoint: csi.socketPath, registration: csi.registrationSocketPath });
+    }
   }
   const client = new CriClient(endpoint, { requestTimeoutMs: config.runtimeRequestTimeoutMs });
   const imageClient =

@@ -7,10 +7,11 @@
  * once it has terminated, and at housekeeping any pod cgroup no pod owns.
  *
  * The burstable cgroup's CPU shares follow the Burstable pods' requests: set again before each
- * new pod cgroup and after each removal, the requests made while one update runs served by the
- * next (the kubelet also does it every minute; here nothing else changes them).
+ * new Burstable pod's cgroup and after each one's removal (the kubelet's UpdateQOSCgroups runs for
+ * every pod, but only a Burstable pod moves the sum), the requests made while one update runs
+ * served by the next (the kubelet also does it every minute; here nothing else changes them).
  */
-import type { QosClass } from '../api/qos.ts';
+import { podQos, type QosClass } from '../api/qos.ts';
 import type { ResourceAmounts } from '../api/quantity.ts';
 import type { Pod } from '../api/types.ts';
 import type { Logger } from '../log.ts';
@@ -92,7 +93,7 @@ export class ContainerManager {
     const cgroup = this.parentOf(pod);
     try {
       if (!(await this.deps.cgroups.exists(cgroup))) {
-        await this.updateBurstable([pod]);
+        if (podQos(pod) === 'Burstable') await this.updateBurstable([pod]);
         await this.deps.cgroups.create(cgroup, podCgroupConfig(pod, this.deps.podPidsLimit, this.deps.hugePageSizes));
       }
       this.known.add(uid);
@@ -128,6 +129,7 @@ export class ContainerManager {
   async destroyPod(pod: Pod): Promise<void> {
     this.known.delete(pod.metadata.uid);
     await this.deps.cgroups.destroy(this.parentOf(pod));
+    if (podQos(pod) !== 'Burstable') return;
     await this.updateBurstable([]).catch((err: unknown) => this.deps.log('warn', 'Failed to update the burstable cgroup', { err }));
   }
 

@@ -199,8 +199,23 @@ export function podResizeConfig(pod: Pod): PodCgroupSettings {
 /** The burstable cgroup's CPU shares: the summed CPU requests of the Burstable pods (setCPUCgroupConfig). */
 export function burstableCgroupConfig(pods: readonly Pod[]): CgroupConfig {
   let milli = 0;
-  for (const pod of pods) if (podQos(pod) === 'Burstable') milli += podRequests(pod)['cpu'] ?? 0;
+  for (const pod of pods) milli += burstableMilliCpu(pod);
   return { cpuShares: milliCpuToShares(milli) };
+}
+
+/**
+ * What one pod adds to the burstable cgroup's CPU, kept per pod object (a pod's spec is never
+ * changed in place; a resize makes a new object): the sum is taken over every active pod each
+ * time a Burstable pod comes or goes.
+ */
+const burstableMilliCpuOf = new WeakMap<Pod, number>();
+function burstableMilliCpu(pod: Pod): number {
+  let milli = burstableMilliCpuOf.get(pod);
+  if (milli === undefined) {
+    milli = podQos(pod) === 'Burstable' ? (podRequests(pod)['cpu'] ?? 0) : 0;
+    burstableMilliCpuOf.set(pod, milli);
+  }
+  return milli;
 }
 
 export const BESTEFFORT_CGROUP_CONFIG: CgroupConfig = { cpuShares: MIN_SHARES };

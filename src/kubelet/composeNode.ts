@@ -52,6 +52,8 @@ import { diskOnly, systemMounter } from '../volumes/mounter.ts';
 import type { VolumeDeps } from '../volumes/setUp.ts';
 import { VolumeWorld } from '../volumes/world.ts';
 import { CsiOperations, csiApiReads } from '../volumes/csi/operations.ts';
+import { CsiBlockOperations } from '../volumes/csi/block.ts';
+import { systemLoopDevices } from '../volumes/blockMap.ts';
 import { CsiNodeClient } from '../volumes/csi/client.ts';
 import { CsiDrivers } from '../volumes/csi/drivers.ts';
 import { type NodeInfoSource, csiPlugin } from '../volumes/csi/registration.ts';
@@ -219,6 +221,12 @@ export function composeNode(deps: NodeDeps) {
   const csiDrivers = new CsiDrivers();
   const csi = csiPlugin({ api: cluster?.api, nodeName: config.nodeName, drivers: csiDrivers, nodeInfo: csiNodeInfo, sleep: sleepOn(clock), log });
   const pluginHandlers = new Map<string, PluginHandler>([[PLUGIN_TYPES.csi, csi.handler]]);
+  const csiOperations = new CsiOperations({
+    ...{ rootDir: config.rootDir, nodeName: config.nodeName, drivers: { endpoint: (name) => csiDrivers.get(name)?.endpoint ?? null }, attach: volumeWorld },
+    ...definedOnly({ api: csiApi, tokens: podClusterParts?.tokens }),
+  });
+  // A mapped raw block device is held open by a loop device (volumepathhandler AttachFileDevice).
+  const loopDevices = systemLoopDevices();
   const loops = nodeLoopsOn({
     ...{ config, runtime: cri.runtime, images: deps.images, clock, log, recorder, nodeRecord, stats, mounter, pods, statuses, observe: metrics, imageGc, containerGc },
     health: () => facts.health(),
@@ -227,10 +235,11 @@ export function composeNode(deps: NodeDeps) {
     volumes: {
       world: volumeWorld,
       deps: () => podVolumeDeps(host, podClusterParts, log),
-      csi: new CsiOperations({
-        ...{ rootDir: config.rootDir, nodeName: config.nodeName, drivers: { endpoint: (name) => csiDrivers.get(name)?.endpoint ?? null }, attach: volumeWorld },
-        ...definedOnly({ api: csiApi, tokens: podClusterParts?.tokens }),
-      }),
+      csi: csiOperations,
+      block: {
+        csi: new CsiBlockOperations({ rootDir: config.rootDir, nodeName: config.nodeName, csi: csiOperations, attach: volumeWorld, mounter, loops: loopDevices }),
+        loops: loopDevices,
+      },
     },
     ...definedOnly({ cluster, tokens: podClusterParts?.tokens, kernelLog: deps.kernelLog }),
   });

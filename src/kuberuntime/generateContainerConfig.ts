@@ -27,6 +27,7 @@ import type { ContainerType } from './labels.ts';
 import { containerResources } from './resources.ts';
 import type { PodWork } from './podWork.ts';
 import { terminationMessageMount } from './terminationMessage.ts';
+import { makeBlockVolumes } from './blockVolumes.ts';
 import {
   type ImageUser,
   SecurityContextError,
@@ -101,6 +102,9 @@ function securityContextFor(deps: ContainerConfigWork, { pod, container, imageUs
 
 export async function generateContainerConfig(deps: ContainerConfigWork, target: ContainerToConfigure): Promise<ContainerConfig> {
   const { pod, container } = target;
+  // The raw block devices first, whose errors come before the environment's (GenerateRunContainerOptions).
+  const blockVolumes = await makeBlockVolumes(container, deps.host.volumes.mountedVolumes(pod.metadata.uid));
+  if ('error' in blockVolumes) throw new ContainerConfigError(blockVolumes.error);
   const objects = await readReferencedObjects(deps.cluster?.objects, pod, container);
   const hostIPs = deps.host.hostIPs ?? [];
   const podIPs = pod.spec.hostNetwork ? hostIPs : [await target.podIP()].filter(Boolean);
@@ -129,5 +133,6 @@ export async function generateContainerConfig(deps: ContainerConfigWork, target:
     throw new ContainerConfigError(`create container log directory for container ${container.name} failed: ${errorText(err)}`);
   });
   const resources = containerResources(pod, container, { memoryCapacityBytes: deps.host.memoryCapacityBytes, ...deps.host.memoryFeatures });
-  return containerConfig(pod, container, target.type, target.restartCount, target.image, envs, mounts, { resources, securityContext });
+  const config = containerConfig(pod, container, target.type, target.restartCount, target.image, envs, mounts, { resources, securityContext });
+  return blockVolumes.devices.length > 0 ? { ...config, devices: blockVolumes.devices } : config;
 }

@@ -23,6 +23,8 @@ import type { Mounter } from '../volumes/mounter.ts';
 import type { TokenManager } from '../volumes/tokens.ts';
 import type { VolumeDeps } from '../volumes/setUp.ts';
 import type { CsiOperations } from '../volumes/csi/operations.ts';
+import type { CsiBlockOperations } from '../volumes/csi/block.ts';
+import type { LoopDevices } from '../volumes/blockMap.ts';
 import type { VolumeWorld } from '../volumes/world.ts';
 
 /** The settings the node's actors read (the rest of AgentConfig is the process's: ports, files). */
@@ -104,7 +106,7 @@ export interface NodeParts {
   stats: StatsProvider;
   mounter: NodeMounter;
   /** The pods' volumes: the desired and actual states the syncs and the volume manager share, and what the plugins need. */
-  volumes: { world: VolumeWorld; deps(): VolumeDeps; csi: CsiOperations };
+  volumes: { world: VolumeWorld; deps(): VolumeDeps; csi: CsiOperations; block: { csi: CsiBlockOperations; loops: LoopDevices } };
   /** In a cluster: the service-account tokens the pods' projected volumes hold. */
   tokens?: TokenManager;
   /** The machine's kernel log (the host's, or sim://'s simulated machine's); absent: none to follow. */

@@ -107,7 +107,10 @@ export interface RegistrationClient {
  * dial does, `failed to dial socket <path>, err: …`.
  */
 export async function dialRegistration(socketPath: string, signal?: AbortSignal): Promise<RegistrationClient> {
-  const grpc = await import('@grpc/grpc-js');
+  // From the sources grpc-js's exports are named; in the bundle (scripts/build.mjs splits it out) a
+  // dynamically imported CommonJS module has its default export only.
+  const imported = await import('@grpc/grpc-js');
+  const grpc = typeof imported.makeGenericClientConstructor === 'function' ? imported : imported.default;
   const Client = grpc.makeGenericClientConstructor(registrationServiceDefinition(), 'Registration');
   // The socket's path as it is: `unix:` takes an absolute path (`unix:///…` would too).
   const client = new Client(`unix:${socketPath}`, grpc.credentials.createInsecure());

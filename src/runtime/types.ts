@@ -246,6 +246,14 @@ export interface Mount {
   propagation?: MountPropagation;
 }
 
+/** A host device given to a container (CRI Device): a raw block volume's link, resolved by the runtime. */
+export interface Device {
+  containerPath: string;
+  hostPath: string;
+  /** cgroups device permissions: `mrw`, or `r` for a read-only volume. */
+  permissions: string;
+}
+
 export interface ContainerConfig {
   metadata: ContainerMetadata;
   image: { image: string };
@@ -254,6 +262,8 @@ export interface ContainerConfig {
   workingDir: string;
   envs: { key: string; value: string }[];
   mounts: Mount[];
+  /** Absent: none. */
+  devices?: Device[];
   labels: KeyValueMap;
   annotations: KeyValueMap;
   /** Relative to the sandbox's logDirectory. */

@@ -67,7 +67,7 @@ async function readProcHost(): Promise<HostUsage> {
  * A directory's files as `du` counts them (512-byte blocks) and its inodes, itself included;
  * `recursive`: its subdirectories' too (a volume), else only its own entries (a log directory).
  */
-async function directoryUsage(dir: string, time: number, recursive = false): Promise<FsStats | undefined> {
+export async function directoryUsage(dir: string, time: number, recursive = false): Promise<FsStats | undefined> {
   let names: string[];
   try {
     names = await readdir(dir);
@@ -91,7 +91,7 @@ async function directoryUsage(dir: string, time: number, recursive = false): Pro
 }
 
 /** The filesystem holding `dir`: capacity, available (to unprivileged users, as df shows) and inodes. */
-async function filesystemStats(dir: string, time: number): Promise<FsStats | undefined> {
+export async function filesystemStats(dir: string, time: number): Promise<FsStats | undefined> {
   try {
     const fs = await statfs(dir);
     return {
@@ -189,10 +189,11 @@ export class StatsProvider {
   /**
    * The pod's claim-backed volumes that measure their usage, with the claim as `pvcRef`: a local
    * PersistentVolume by its filesystem (local.go's MetricsStatFS); a hostPath one measures none
-   * (MetricsNil), as the kubelet's.
+   * (MetricsNil), as the kubelet's. A mapped raw block volume has no filesystem to measure (the
+   * kubelet's MetricsBlock, the device's size alone, is not built): none.
    */
   async claimedVolumeUsage(uid: string, time: number): Promise<VolumeStats[]> {
-    const measured = [...(this.source.volumes?.mountedVolumes(uid).values() ?? [])].filter((v) => v.claim && v.kind === 'localPV');
+    const measured = [...(this.source.volumes?.mountedVolumes(uid).values() ?? [])].filter((v) => v.claim && v.kind === 'localPV' && !v.mapped);
     const usage = await Promise.all(measured.map(async (v) => ({ volume: v, fs: await filesystemStats(v.path, time) })));
     return usage.filter((u) => u.fs !== undefined).map(({ volume, fs }) => ({ name: volume.outerName, pvcRef: { name: volume.claim!.name, namespace: volume.claim!.namespace }, ...fs! }));
   }

@@ -5,18 +5,24 @@
  * the outcome in the volume world's actual state. A failed set-up is the pod's Warning
  * `FailedMount` event, worded as the kubelet's operation generator words it
  * (`MountVolume.SetUp failed for volume "<name>" : <cause>`), except the attach verification's,
- * which the kubelet only logs. At start, the volumes an earlier run left set up are reconstructed
- * into the volume world and the CSI plugin's state (`reconstructVolumes`).
+ * which the kubelet only logs. A raw block volume (`map`) is mapped instead (src/volumes/localBlock.ts,
+ * src/volumes/csi/block.ts): its failure is `FailedMapVolume` (GenerateMapVolumeFunc's
+ * eventRecorderFunc), and its teardown unmaps it. At start, the volumes an earlier run left set up
+ * are reconstructed into the volume world and the CSI plugin's state (`reconstructVolumes`).
  */
+import type { Pod } from '../api/types.ts';
 import type { EventRecorder } from '../eventrecorder/recorder.ts';
 import { podReference } from '../eventrecorder/recorder.ts';
 import type { PodVolumeRef } from '../events.ts';
 import type { Logger } from '../log.ts';
 import { type CsiOperations, type CsiPodVolume, CsiOperationError } from '../volumes/csi/operations.ts';
-import { type CsiKind, type InTreeKind, isCsiKind } from '../volumes/desired.ts';
+import { type CsiKind, type DesiredVolume, type InTreeKind, isCsiKind } from '../volumes/desired.ts';
 import { type VolumeDeps, setUpVolume, tearDownVolume } from '../volumes/setUp.ts';
 import { tearDownLocalDevice } from '../volumes/persistent.ts';
 import { reconstructPodVolumes } from '../volumes/reconstruct.ts';
+import type { LoopDevices } from '../volumes/blockMap.ts';
+import type { CsiBlockOperations } from '../volumes/csi/block.ts';
+import { mapLocalBlockVolume, releaseLocalBlockVolume, unmapLocalBlockVolume } from '../volumes/localBlock.ts';
 import type { VolumeWorld } from '../volumes/world.ts';
 import type { PodVolumeEffects } from './podVolume.ts';
 
@@ -28,6 +34,8 @@ export interface PodVolumeParts {
   log: Logger;
   /** The CSI plugin's operations (its driver table, the attach state). */
   csi: CsiOperations;
+  /** The raw block volumes' parts: the CSI block mapper, and the loop devices a mapped device is held open by. */
+  block: { csi: CsiBlockOperations; loops: LoopDevices };
 }
 
 const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
@@ -71,7 +79,23 @@ export async function reconstructVolumes({ world, csi, podsDir, volumesAttached,
   return added.length;
 }
 
-export function createPodVolumeEffects({ world, deps, recorder, log, csi }: PodVolumeParts): PodVolumeEffects {
+export function createPodVolumeEffects({ world, deps, recorder, log, csi, block }: PodVolumeParts): PodVolumeEffects {
+  const blockDeps = () => ({ podsDir: deps().podsDir, mounter: deps().mounter, loops: block.loops });
+  /** A raw block volume's map: a local volume's device, or a CSI volume staged, published and mapped. */
+  const mapVolume = (pod: Pod, ref: PodVolumeRef, volume: DesiredVolume) =>
+    isCsiRef(ref) ? block.csi.map(pod, csiRef(ref), volume.csi!) : mapLocalBlockVolume(blockDeps(), ref.uid, volume.claim!.pv);
+  const unmapVolume = async (ref: PodVolumeRef) => {
+    if (isCsiRef(ref)) {
+      await block.csi.unmap(csiRef(ref));
+      world.markUnmounted(ref.uid, ref.outerName, ref.uniqueName);
+      await block.csi.release(csiRef(ref));
+      return;
+    }
+    await unmapLocalBlockVolume(blockDeps(), ref.uid, ref.specName);
+    world.markUnmounted(ref.uid, ref.outerName, ref.uniqueName);
+    // The global map directory goes with the volume's last pod (GenerateUnmapDeviceFunc).
+    if (!world.inUse(ref.uniqueName)) await releaseLocalBlockVolume(deps().podsDir, ref.specName);
+  };
   return {
     async mount(ref: PodVolumeRef) {
       const wanted = world.desiredVolume(ref.uid, ref.outerName);
@@ -80,11 +104,18 @@ export function createPodVolumeEffects({ world, deps, recorder, log, csi }: PodV
       const { pod, volume } = wanted;
       let path: string;
       try {
-        path = isCsiRef(ref) ? await csi.mount(pod, csiRef(ref), volume.csi!) : await setUpVolume(deps(), pod, volume as typeof volume & { kind: InTreeKind });
+        if (ref.map) {
+          const mapping = await mapVolume(pod, ref, volume);
+          path = mapping.link;
+          // GenerateMapVolumeFunc's two Normal events (GenerateMsg: `<op> for volume "<spec>" <detail>`).
+          for (const detail of [`globalMapPath ${JSON.stringify(mapping.globalMapPath)}`, `volumeMapPath ${JSON.stringify(mapping.volumeMapPath)}`]) {
+            recorder.event(podReference(pod), 'Normal', 'SuccessfulMountVolume', `MapVolume.MapPodDevice succeeded for volume ${JSON.stringify(ref.specName)} ${detail}`);
+          }
+        } else path = isCsiRef(ref) ? await csi.mount(pod, csiRef(ref), volume.csi!) : await setUpVolume(deps(), pod, volume as typeof volume & { kind: InTreeKind });
       } catch (err) {
         const message = errorText(err);
-        if (!(err instanceof CsiOperationError) || err.recordEvent) recorder.event(podReference(pod), 'Warning', 'FailedMount', message);
-        log('warn', 'Volume set-up failed', { pod: ref.pod, volume: ref.outerName, err: message });
+        if (!(err instanceof CsiOperationError) || err.recordEvent) recorder.event(podReference(pod), 'Warning', ref.map ? 'FailedMapVolume' : 'FailedMount', message);
+        log('warn', ref.map ? 'Volume map failed' : 'Volume set-up failed', { pod: ref.pod, volume: ref.outerName, err: message });
         throw err;
       }
       const claim = volume.claim;
@@ -93,12 +124,23 @@ export function createPodVolumeEffects({ world, deps, recorder, log, csi }: PodV
         uniqueName: ref.uniqueName,
         kind: ref.kind,
         path,
+        ...(ref.map ? { mapped: true as const } : {}),
         readOnly: volume.csi?.readOnly ?? claim?.readOnly ?? false,
         ...(claim?.supplementalGroup !== undefined ? { supplementalGroup: claim.supplementalGroup } : {}),
         ...(claim ? { claim: { namespace: claim.claim.namespace, name: claim.claim.name } } : {}),
       });
     },
     async unmount(ref: PodVolumeRef) {
+      if (ref.map) {
+        try {
+          await unmapVolume(ref);
+        } catch (err) {
+          log('warn', 'Volume unmap failed', { pod: ref.pod, volume: ref.outerName, err: errorText(err) });
+          throw err;
+        }
+        world.operationEnded(ref.id);
+        return;
+      }
       if (isCsiRef(ref)) {
         // The publish goes first, and the pod's volume with it; the device is the volume's, unmounted after its last pod.
         try {

@@ -31,7 +31,7 @@ export const volumeManagerLoop = defineNodeLoop({
           },
           listen: (changed) => volumes.world.listen(changed),
         },
-        createPodVolumeEffects({ world: volumes.world, deps: volumes.deps, csi: volumes.csi, recorder, log }),
+        createPodVolumeEffects({ world: volumes.world, deps: volumes.deps, csi: volumes.csi, block: volumes.block, recorder, log }),
       ),
       input: undefined,
     };

@@ -119,8 +119,8 @@ export const podVolumeMachine = setup({
 });
 
 function refOf(context: PodVolumeContext): PodVolumeRef {
-  const { id, uid, pod, outerName, uniqueName, specName, kind, foundOnDisk } = context;
-  return { id, uid, pod, outerName, uniqueName, specName, kind, ...(foundOnDisk ? { foundOnDisk } : {}) };
+  const { id, uid, pod, outerName, uniqueName, specName, kind, map, foundOnDisk } = context;
+  return { id, uid, pod, outerName, uniqueName, specName, kind, ...(map ? { map } : {}), ...(foundOnDisk ? { foundOnDisk } : {}) };
 }
 
 /**
@@ -129,7 +129,7 @@ function refOf(context: PodVolumeContext): PodVolumeRef {
  */
 export function podVolumeSummary(state: unknown, c: PodVolumeContext): string {
   // A volume found at start whose pod is gone: the pod is known by its UID only.
-  const volume = `${c.specName === c.outerName ? c.outerName : `${c.outerName} (${c.specName})`}${c.foundOnDisk ? ' · found set up at start, its pod gone' : ''}`;
+  const volume = `${c.specName === c.outerName ? c.outerName : `${c.outerName} (${c.specName})`}${c.map ? ' [block]' : ''}${c.foundOnDisk ? ' · found set up at start, its pod gone' : ''}`;
   const trouble = c.lastError ? ` · ${c.failures > 0 ? `${state === 'backingOff' || state === 'unmountBackingOff' ? 'backing off after ' : ''}${c.failures} failure${c.failures === 1 ? '' : 's'}: ` : ''}${c.lastError}` : '';
   return `${c.pod} · ${volume}${trouble}`;
 }

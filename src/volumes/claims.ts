@@ -77,8 +77,8 @@ export class ClaimError extends Error {
 }
 
 
-/** createVolumeSpec for a claim-backed volume; rejects with a ClaimError worded as the kubelet's. */
-export async function resolveClaim(reader: ClaimReader, pod: Pod, volume: PodVolume, use: 'mount' | 'device'): Promise<BoundClaim> {
+/** createVolumeSpec for a claim-backed volume used by `use` (both, when some container mounts it and another maps it); rejects with a ClaimError worded as the kubelet's. */
+export async function resolveClaim(reader: ClaimReader, pod: Pod, volume: PodVolume, use: 'mount' | 'device' | readonly ('mount' | 'device')[]): Promise<BoundClaim> {
   const ref = claimOf(pod, volume);
   if (!ref) throw new ClaimError(`volume ${volume.name} is not backed by a claim`);
   const namespace = pod.metadata.namespace;
@@ -104,8 +104,10 @@ export async function resolveClaim(reader: ClaimReader, pod: Pod, volume: PodVol
   }
   const mismatch = volumeProblem(pv, pvc.metadata.uid);
   if (mismatch) throw wrapped(mismatch);
-  const modeProblem = volumeModeProblem(volume.name, pv.spec?.volumeMode, use);
-  if (modeProblem) throw new ClaimError(modeProblem);
+  for (const each of typeof use === 'string' ? [use] : use) {
+    const modeProblem = volumeModeProblem(volume.name, pv.spec?.volumeMode, each);
+    if (modeProblem) throw new ClaimError(modeProblem);
+  }
   const gid = pv.metadata.annotations?.[VOLUME_GID_ANNOTATION];
   const supplementalGroup = gid !== undefined && /^\d+$/.test(gid) ? Number(gid) : undefined;
   return {

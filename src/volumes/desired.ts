@@ -58,6 +58,8 @@ export interface DesiredVolume {
   csi?: CsiVolume;
   /** The attach-detach controller attaches it to the node first (a CSI PV whose driver requires attach). */
   attachable: boolean;
+  /** A raw block volume (its PersistentVolume's volumeMode Block): mapped as a device, not mounted. */
+  map?: true;
 }
 
 /** The names of the volumes the pod's containers mount or use as devices (GetPodVolumeNames), in the pod's order. */
@@ -84,16 +86,18 @@ export function desiredVolume(pod: Pod, volume: PodVolume, claim?: BoundClaim, c
   if (claim) {
     const pvName = claim.pv.metadata.name;
     const spec = claim.pv.spec ?? {};
-    const base = { outerName: volume.name, specName: pvName, volume, claim, requiresRemount: false, attachable: false };
+    // A claim of volumeMode Block is in some container's volumeDevices (claims.ts checked the use).
+    const map = spec.volumeMode === 'Block';
+    const base = { outerName: volume.name, specName: pvName, volume, claim, requiresRemount: false, attachable: false, ...(map ? { map: true as const } : {}) };
     // A CSI volume is device-mountable: one name for all its pods, its driver's and handle's.
     if (spec['csi']) {
-      // csi_block.go is not built: a raw block volume is refused, never mounted as a filesystem.
-      if (spec.volumeMode === 'Block') return { error: `volume ${volume.name}: this node does not map raw block CSI volumes (PersistentVolume ${pvName} has volumeMode Block)` };
       const csi = persistentCsiVolume(claim.pv, claim.readOnly, csiDriver ?? null);
       return { ...base, kind: 'csiPV', uniqueName: csiUniqueName(csi.driver, csi.volumeHandle), csi, attachable: csi.attachable, requiresRemount: requiresRepublish(csiDriver) };
     }
     // A local volume is device-mountable, so one name for all its pods; a hostPath one is per pod (GetUniqueVolumeNameFromSpec).
     if (spec.local) return { ...base, kind: 'localPV', uniqueName: `${PLUGIN_NAMES.localPV}/${pvName}` };
+    // The hostPath plugin has no block mapper (FindMapperPluginBySpec finds none).
+    if (spec.hostPath && map) return { error: `no volume plugin matched: this node does not map hostPath volumes of volumeMode Block (PersistentVolume ${pvName})` };
     if (spec.hostPath) return { ...base, kind: 'hostPathPV', uniqueName: `${PLUGIN_NAMES.hostPathPV}/${uid}-${pvName}` };
     return { error: `no volume plugin matched: this node does not mount ${pvSourceOf(claim)} volumes (PersistentVolume ${pvName})` };
   }

@@ -38,7 +38,7 @@ async function entries(dir: string): Promise<Dirent[]> {
 
 /**
  * csi_orphan_cleanup.go CleanupUnmountedVolumeArtifacts: a CSI volume directory's `mount`, when it
- * is not a mount point and is empty, and its `vol_data.json`; anything else is left. True when the
+ * is not a mount point and is empty (or a link), and its `vol_data.json`; anything else is left. True when the
  * file was removed.
  */
 export async function cleanupUnmountedCsiArtifacts(volumeDir: string, mountPoints: readonly string[]): Promise<boolean> {
@@ -46,7 +46,8 @@ export async function cleanupUnmountedCsiArtifacts(volumeDir: string, mountPoint
   if (mountPoints.includes(mountPath)) return false;
   if (await lstat(mountPath).catch(() => null)) {
     try {
-      await rmdir(mountPath);
+      // os.Remove: a driver's link where it could not mount goes as a file, an empty directory as one.
+      await unlink(mountPath).catch((err: unknown) => ((err as NodeJS.ErrnoException).code === 'EISDIR' ? rmdir(mountPath) : Promise.reject(err)));
     } catch (err) {
       throw new Error(`failed to remove unmounted CSI mount path ${JSON.stringify(mountPath)}: ${reason(err)}`);
     }

@@ -19,7 +19,8 @@
  * pod's processing mounts it again or its teardown unmounts it. The agent's own plugins (emptyDir,
  * configMap, secret, downwardAPI, projected) are not reconstructed: their files are the agent's,
  * set up again by a running pod's sync and removed with an orphaned pod's directory.
- * Raw block directories (`volumeDevices/`) are found and refused: this node maps no block volume.
+ * Raw block directories (`volumeDevices/`) are found and not reconstructed (not built yet: a gone
+ * pod's map is left behind).
  */
 import { CSI_PLUGIN_NAME } from './csi/paths.ts';
 import { VOL_DATA_KEY, type VolumeData } from './csi/volData.ts';
@@ -66,7 +67,8 @@ export interface OnDisk {
 /** reconstructVolume: the volume, or why it cannot be reconstructed (it is then left to the orphan cleanup). */
 export function reconstructVolume(found: FoundVolume, disk: OnDisk): ReconstructedVolume | { error: string } {
   const base = { uid: found.uid, specName: found.specName };
-  if (found.mode === 'Block') return { error: `could not find block volume plugin ${JSON.stringify(found.plugin)} (spec.Name: ${JSON.stringify(found.specName)}) pod ${JSON.stringify(found.uid)} (UID: ${JSON.stringify(found.uid)})` };
+  // statelet maps raw block volumes (src/volumes/blockMap.ts) but does not reconstruct them yet.
+  if (found.mode === 'Block') return { error: `raw block volume ${JSON.stringify(found.specName)} (plugin ${JSON.stringify(found.plugin)}) of pod ${JSON.stringify(found.uid)}: this node does not reconstruct raw block volumes` };
   if (found.plugin === LOCAL_PLUGIN_NAME) return { ...base, kind: 'localPV', uniqueName: `${LOCAL_PLUGIN_NAME}/${found.specName}` };
   if (found.plugin !== CSI_PLUGIN_NAME) return { error: `no volume plugin matched name: ${found.plugin}` };
   const data = disk.volumeData;

@@ -46,8 +46,10 @@ export interface MountedVolume {
   kind: DesiredVolume['kind'];
   /** The node's name for it: a teardown of the same pod volume's earlier mount leaves a newer one alone. */
   uniqueName: string;
-  /** The node path the runtime mounts into the container. */
+  /** The node path the runtime mounts into the container; for a mapped (raw block) volume, the pod's link to its device. */
   path: string;
+  /** A raw block volume: its containers get `path` as a device (makeBlockVolumes), never as a mount. */
+  mapped?: true;
   /** The volume is read-only for every container (a read-only claim). */
   readOnly: boolean;
   /** A group the pod's processes get (the PV's `pv.beta.kubernetes.io/gid`). */
@@ -139,7 +141,7 @@ export class VolumeWorld implements AttachState {
         if (!volume) return;
         try {
           const claim = claimOf(pod, volume)
-            ? await (this.options.claims ? resolveClaim(this.options.claims, pod, volume, devices.has(name) ? 'device' : 'mount') : Promise.reject(new Error(`error processing PVC ${pod.metadata.namespace}/${claimOf(pod, volume)!.name}: this node has no API server`)))
+            ? await (this.options.claims ? resolveClaim(this.options.claims, pod, volume, [...(mounts.has(name) ? ['mount' as const] : []), ...(devices.has(name) ? ['device' as const] : [])]) : Promise.reject(new Error(`error processing PVC ${pod.metadata.namespace}/${claimOf(pod, volume)!.name}: this node has no API server`)))
             : undefined;
           const found = desiredVolume(pod, volume, claim, await this.csiDriverOf(volume, claim));
           if ('error' in found) errors.push(found.error);
@@ -348,7 +350,7 @@ export class VolumeWorld implements AttachState {
       found?.delete(volume.uniqueName);
       if (running.has(volume.outerName)) continue;
       const id = freeId(volume.outerName);
-      const op: PodVolumeRef = { id, uid, pod: podName, outerName: volume.outerName, uniqueName: volume.uniqueName, specName: volume.specName, kind: volume.kind };
+      const op: PodVolumeRef = { id, uid, pod: podName, outerName: volume.outerName, uniqueName: volume.uniqueName, specName: volume.specName, kind: volume.kind, ...(volume.map ? { map: true as const } : {}) };
       operations.set(id, op);
       changes.mount.push(op);
     }

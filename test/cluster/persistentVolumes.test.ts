@@ -10,11 +10,15 @@
  *     node affinity to this node): each replica keeps its data across a scale down and up and a
  *     rolling update;
  *   - a pod with a generic ephemeral volume runs on the claim the controller made for it, which
- *     goes with the pod.
+ *     goes with the pod;
+ *   - a local PersistentVolume of volumeMode Block on a loop device (root only): one pod writes to
+ *     the raw device at its devicePath, the next reads it back; the global map's loop devices go
+ *     with the pods.
  * On containerd the agent is root and bind-mounts local volumes into the pods' directories; on
  * sim:// (not root outside CI) containers get the volume's own directory: the same files either way.
  * Outside CI the containerd part skips loudly where containerd or root is missing.
  */
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -24,6 +28,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { clusterNode } from '../support/clusterNode.ts';
 import { type ControlPlane, pods, waitFor } from '../support/controlPlane.ts';
 import { BUSYBOX_IMAGE, startContainerd } from '../containerd/harness.ts';
+import { rootOrSkip } from '../support/smallFilesystem.ts';
 
 const idle = "trap 'exit 0' TERM; while true; do sleep 1; done";
 
@@ -119,6 +124,43 @@ function definePersistentVolumeScenarios(runtime: Runtime, cluster: ReturnType<t
       await cp.core.createNamespacedPod({ namespace, body: pod('reader', 'cat /data/greeting') });
       await cp.waitFor<V1Pod>(pods(namespace), 'reader', (p) => phase(p) === 'Succeeded', 90_000);
       expect(await cp.kubectl(['logs', '-n', namespace, 'reader'])).toBe('hello from the writer\n');
+    });
+
+    it('maps a local PersistentVolume of volumeMode Block: one pod writes to the raw device at its devicePath, the next reads it back', { timeout: 240_000 }, async ({ skip }) => {
+      const cp = cluster.cp;
+      if (!cp) return skip();
+      if (!rootOrSkip(`a raw block volume on ${runtime.name} (a loop device)`)) return skip();
+      const image = path.join(hostDir('block'), 'disk.img');
+      execFileSync('truncate', ['-s', '1M', image]);
+      const device = execFileSync('losetup', ['-f', '--show', image], { encoding: 'utf8' }).trim();
+      try {
+        const namespace = await cp.namespace('pv-block');
+        const storageClass = `block-${uniq}`;
+        const blockVolume = localVolumeOn(`block-${uniq}`, storageClass, device, runtime.node).replace('  local:', '  volumeMode: Block\n  local:');
+        const blockClaim = claimOf('data', namespace, storageClass).replace('  accessModes:', '  volumeMode: Block\n  accessModes:');
+        await apply(cp, `${localStorageClass(storageClass)}---\n${blockVolume}---\n${blockClaim}`);
+        const pod = (name: string, command: string): V1Pod => ({
+          metadata: { name },
+          spec: {
+            restartPolicy: 'Never',
+            terminationGracePeriodSeconds: 1,
+            affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: [runtime.node] }] }] } } },
+            containers: [{ name: 'app', image: runtime.image, command: ['sh', '-c', command], volumeDevices: [{ name: 'data', devicePath: '/dev/xvda' }] }],
+            volumes: [{ name: 'data', persistentVolumeClaim: { claimName: 'data' } }],
+          },
+        });
+        await cp.core.createNamespacedPod({ namespace, body: pod('writer', 'echo raw-block-data > /tmp/block && dd if=/tmp/block of=/dev/xvda bs=15 count=1') });
+        await cp.waitFor<V1Pod>(pods(namespace), 'writer', (p) => phase(p) === 'Succeeded', 150_000);
+        // The bytes are on the device itself: nothing formatted it, nothing mounted it.
+        expect(readFileSync(device).subarray(0, 15).toString()).toBe('raw-block-data\n');
+        await cp.core.createNamespacedPod({ namespace, body: pod('reader', 'dd if=/dev/xvda of=/tmp/back bs=15 count=1 && grep -q raw-block-data /tmp/back') });
+        await cp.waitFor<V1Pod>(pods(namespace), 'reader', (p) => phase(p) === 'Succeeded', 90_000);
+        await cp.core.deleteNamespacedPod({ namespace, name: 'writer' });
+        await cp.core.deleteNamespacedPod({ namespace, name: 'reader' });
+        await waitFor(async () => !execFileSync('losetup', ['-a'], { encoding: 'utf8' }).includes('volumeDevices'), 'the loop devices of the global map detached', 60_000);
+      } finally {
+        execFileSync('losetup', ['-d', device]);
+      }
     });
 
     it("keeps a pod whose claim is not bound in ContainerCreating with the kubelet's FailedMount, and runs it once the claim is bound", { timeout: 240_000 }, async ({ skip }) => {

@@ -268,6 +268,22 @@ describe('ContainerManager.destroyPod', () => {
     expect(await read(root, 'kubepods', 'burstable', 'cpu.weight')).toBe('10');
   });
 
+  it('a Guaranteed or BestEffort pod coming or going leaves the burstable shares alone: the active pods are not summed for it', async () => {
+    let sums = 0;
+    const active = [burstable1, guaranteed, bestEffort];
+    const { root, manager, start } = await setUp({ activePods: () => (sums++, active) });
+    await start();
+    await manager.ensurePod(burstable1);
+    expect(sums).toBe(1);
+    await manager.ensurePod(guaranteed);
+    await manager.ensurePod(bestEffort);
+    active.splice(1, 2);
+    await manager.destroyPod(guaranteed);
+    await manager.destroyPod(bestEffort);
+    expect(sums).toBe(1);
+    expect(await read(root, 'kubepods', 'burstable', 'cpu.weight')).toBe('10');
+  });
+
   it('a pod cgroup already gone is fine', async () => {
     const { root, manager, start } = await setUp();
     await start();
@@ -390,7 +406,8 @@ describe('openNodeCgroups (open.ts)', () => {
     expect(lines.some((l) => l.level === 'info' && l.fields?.['mount'] === mount && l.fields?.['version'] === 2 && l.fields?.['kubepods'] === '/kubepods')).toBe(true);
 
     // The node's manager over it: --pod-max-pids and the huge page sizes reach the pod cgroups.
-    const manager = new ContainerManager({ ...settings!, activePods: () => [burstable1], log });
+    const manager = new ContainerManager({ ...settings!, activePods: () => [burstable1, guaranteed], log });
+    await manager.ensurePod(burstable1);
     await manager.ensurePod(guaranteed);
     expect(await read(mount, 'kubepods', 'burstable', 'cpu.weight')).toBe('10');
     expect(await read(mount, 'kubepods', `pod${G1}`, 'pids.max')).toBe('64');

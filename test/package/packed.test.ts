@@ -18,7 +18,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { defineLifecycleScenarios } from '../e2e/lifecycleScenarios.ts';
 import { defineProbeScenarios } from '../e2e/probeScenarios.ts';
 import { type ScenarioRuntime, defineAgentScenarios } from '../e2e/scenarios.ts';
-import { type StateletCommand, runStateletOnce } from '../support/agentProcess.ts';
+import { type StateletCommand, runStatelet, runStateletOnce } from '../support/agentProcess.ts';
 
 const repoRoot = path.resolve(import.meta.dirname, '../..');
 const npm = process.platform === 'win32' ? 'npm.cmd' : 'npm';
@@ -88,6 +88,18 @@ function definePackageSuite(nodeName: string, nodeBinary: string): void {
       const { code, output } = await runStateletOnce(['--help'], command());
       expect(code).toBe(0);
       expect(output).toContain('--pod-manifest-path');
+    });
+
+    it("dials a plugin's registration socket (grpc-js loaded when first needed, from the bundle): sim://'s CSI driver is found and validated", { timeout: 60_000 }, async () => {
+      // Without a cluster the registration stops at the Node update, with the kubelet's words; what
+      // is checked is that the plugin manager reached the socket and read the driver's info.
+      const agent = await runStatelet(['--container-runtime-endpoint=sim://?csi=package.csi.sim'], { command: command() });
+      try {
+        await agent.waitForLog(/Trying to validate a new CSI Driver with name: package\.csi\.sim endpoint: .*csi\.sock versions: 1\.0\.0/, 30_000);
+        await agent.waitForLog(/The node refused to register the simulated CSI driver.*error getting kube client/, 30_000);
+      } finally {
+        await agent.stop();
+      }
     });
   });
   const sim: ScenarioRuntime = {

@@ -69,4 +69,10 @@ describe('sim:// endpoint settings', () => {
     expect(simOptionsFromEndpoint('sim://?handlers=runc,kata')).toEqual({ runtimeHandlers: ['runc', 'kata'] });
     expect(() => simOptionsFromEndpoint('sim://?handlers=runc,Kata_1')).toThrow('sim://?handlers=runc,Kata_1: handlers must be DNS labels separated by commas, not "Kata_1"');
   });
+  it('offers the CSI driver csi= names, and refuses a name that is not a CSI driver name', () => {
+    expect(simOptionsFromEndpoint('sim://?csi=hostpath.csi.sim&memory=1Gi')).toEqual({ csiDriver: 'hostpath.csi.sim', memoryBytes: 1024 ** 3 });
+    expect(() => simOptionsFromEndpoint('sim://?csi=Host_Path')).toThrow('sim://?csi=Host_Path: csi must name a CSI driver (a lower-case DNS subdomain of at most 63 characters, such as hostpath.csi.sim), not "Host_Path"');
+    expect(() => simOptionsFromEndpoint('sim://?csi=')).toThrow('csi must name a CSI driver');
+    expect(() => simOptionsFromEndpoint(`sim://?csi=${'a'.repeat(64)}`)).toThrow('csi must name a CSI driver');
+  });
 });

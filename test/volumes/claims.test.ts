@@ -58,6 +58,11 @@ describe('resolveClaim', () => {
     await expect(resolveClaim(reader(boundClaim(), boundVolume()), pod, claimed, 'device')).rejects.toThrow('volume data has volumeMode Filesystem, but is specified in volumeDevices');
   });
 
+  it('maps a block volume used as a device, and refuses one that another container mounts too', async () => {
+    await expect(resolveClaim(reader(boundClaim(), boundVolume({ volumeMode: 'Block' })), pod, claimed, ['device'])).resolves.toMatchObject({ pv: { spec: { volumeMode: 'Block' } } });
+    await expect(resolveClaim(reader(boundClaim(), boundVolume({ volumeMode: 'Block' })), pod, claimed, ['mount', 'device'])).rejects.toThrow('volume data has volumeMode Block, but is specified in volumeMounts');
+  });
+
   it("takes a generic ephemeral volume's claim as <pod>-<volume>, which must be the pod's own", async () => {
     const ephemeral = { name: 'scratch', ephemeral: { volumeClaimTemplate: { spec: {} } } };
     const asked: string[] = [];

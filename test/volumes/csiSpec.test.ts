@@ -68,9 +68,8 @@ describe('CSI volume rules', () => {
   it('names a CSI PV by driver and handle for every pod, an inline CSI volume per pod', () => {
     const claim = { claim: { namespace: 'shop', name: 'data', uid: 'c1' }, pv: pv(), readOnly: false };
     expect(desiredVolume(pod, { name: 'data', persistentVolumeClaim: { claimName: 'data' } }, claim, null)).toMatchObject({ kind: 'csiPV', uniqueName: 'kubernetes.io/csi/d.example.com^vol-9', specName: 'pv-1', attachable: true });
-    expect(desiredVolume(pod, { name: 'data', persistentVolumeClaim: { claimName: 'data' } }, { ...claim, pv: pv({ volumeMode: 'Block' }) }, null)).toEqual({
-      error: 'volume data: this node does not map raw block CSI volumes (PersistentVolume pv-1 has volumeMode Block)',
-    });
+    // A raw block volume has the same name, mapped instead of mounted (csi/block.ts).
+    expect(desiredVolume(pod, { name: 'data', persistentVolumeClaim: { claimName: 'data' } }, { ...claim, pv: pv({ volumeMode: 'Block' }) }, null)).toMatchObject({ kind: 'csiPV', uniqueName: 'kubernetes.io/csi/d.example.com^vol-9', map: true });
     const inline = desiredVolume(pod, { name: 'scratch', csi: { driver: 'd.example.com', nodePublishSecretRef: { name: 's' } } });
     expect(inline).toMatchObject({ kind: 'csiInline', uniqueName: 'kubernetes.io/csi/u1-scratch', specName: 'scratch', attachable: false });
     expect(inline).toHaveProperty('csi', expect.objectContaining({ volumeHandle: inlineVolumeHandle('u1', 'scratch'), lifecycleMode: 'Ephemeral', nodePublishSecretRef: { name: 's', namespace: 'shop' } }));

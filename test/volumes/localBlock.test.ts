@@ -5,16 +5,22 @@
  * through one pod's path seen through the other's; the device's mount comes off with its last pod,
  * also after an agent restart (a new mounter and volume manager that reconstruct: the mounts are
  * learnt from the mount table, the pod still running keeps the device mounted).
+ * In volumeMode Block (volumeDevices), the device is not formatted but mapped (local.go
+ * localVolumeMapper, util.MapBlockVolume): bind-mounted at the global map path per pod, held by a
+ * loop device, linked from the pod's directory; bytes written through one pod's link are read
+ * through the other's; a path that is not a block device, or none, is the pod's FailedMapVolume.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { lstat, mkdir, mkdtemp, readFile, readlink, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { Pod } from '../../src/api/types.ts';
+import type { Container, Pod } from '../../src/api/types.ts';
 import { silentLogger } from '../../src/log.ts';
 import { mountPointsUnder, systemMounter } from '../../src/volumes/mounter.ts';
 import { localDeviceMountPath } from '../../src/volumes/persistent.ts';
+import { localGlobalMapPath } from '../../src/volumes/localBlock.ts';
+import { blockVolumeDevices } from '../../src/kuberuntime/blockVolumes.ts';
 import { MemoryApi } from '../support/memoryApi.ts';
 import { RecordedEvents } from '../support/recordedEvents.ts';
 import { rootOrSkip } from '../support/smallFilesystem.ts';
@@ -107,5 +113,105 @@ describe.skipIf(!rootOrSkip('a local PersistentVolume on a loop device'))('a loc
     expect(a).toBe(path.join(podsDir, 'a', 'volumes', 'kubernetes.io~local-volume', 'pv-block'));
     await world.unmountPod('b');
     expect(await mounts()).toEqual([]);
+  });
+});
+
+const devicePod = (uid: string, claimName = 'data'): Pod =>
+  ({
+    metadata: { name: `db-${uid}`, namespace: 'shop', uid },
+    spec: { containers: [{ name: 'app', image: 'busybox', volumeDevices: [{ name: 'data', devicePath: '/dev/xvda' }] }], volumes: [{ name: 'data', persistentVolumeClaim: { claimName } }] },
+  }) as unknown as Pod;
+
+describe.skipIf(!rootOrSkip('a local PersistentVolume of volumeMode Block on a loop device'))('a local PersistentVolume of volumeMode Block', () => {
+  async function blockRig(paths: Record<string, string>) {
+    const root = await mkdtemp(path.join(os.tmpdir(), 'statelet-localmap-'));
+    cleanups.push(() => rm(root, { recursive: true, force: true }));
+    const podsDir = path.join(root, 'pods');
+    const mounter = systemMounter(podsDir, () => {});
+    cleanups.push(async () => {
+      for (const point of mountPointsUnder(await readFile('/proc/self/mountinfo', 'utf8'), root)) execFileSync('umount', [point]);
+    });
+    const api = new MemoryApi();
+    let n = 0;
+    for (const [claim, local] of Object.entries(paths)) {
+      n++;
+      api.claims.set(`shop/${claim}`, { metadata: { name: claim, namespace: 'shop', uid: `claim-${n}` }, spec: { volumeName: `pv-${claim}` }, status: { phase: 'Bound' } });
+      api.volumes.set(`pv-${claim}`, { metadata: { name: `pv-${claim}` }, spec: { claimRef: { uid: `claim-${n}` }, volumeMode: 'Block', local: { path: local } } });
+    }
+    const events = new RecordedEvents();
+    const manager = runningVolumeManager({ deps: { podsDir, mounter, log: silentLogger }, recorder: events, claims: { claim: api.getPersistentVolumeClaim.bind(api), volume: api.getPersistentVolume.bind(api) } });
+    cleanups.push(() => manager.stop());
+    return { root, podsDir, events, world: manager.world };
+  }
+
+  function loopDevice(root: string): string {
+    const image = path.join(root, 'disk.img');
+    execFileSync('truncate', ['-s', '16M', image]);
+    const device = execFileSync('losetup', ['-f', '--show', image], { encoding: 'utf8' }).trim();
+    cleanups.push(() => void execFileSync('losetup', ['-d', device]));
+    return device;
+  }
+
+  it('maps the device unformatted into each pod, held by a loop device, and unmaps it with each pod', { timeout: 60_000 }, async () => {
+    const scratch = await mkdtemp(path.join(os.tmpdir(), 'statelet-localmap-dev-'));
+    cleanups.push(() => rm(scratch, { recursive: true, force: true }));
+    const device = loopDevice(scratch);
+    const { podsDir, events, world } = await blockRig({ data: device });
+    await world.waitForAttachAndMount(devicePod('a'));
+    await world.waitForAttachAndMount(devicePod('b'));
+    expect(events.events.filter((e) => e.type !== 'Normal')).toEqual([]);
+    expect(events.events.filter((e) => e.reason === 'SuccessfulMountVolume')).toHaveLength(4);
+    // Not formatted: a raw block volume is the device as it is.
+    expect(() => execFileSync('blkid', ['-p', device])).toThrow();
+
+    const global = localGlobalMapPath(podsDir, 'pv-data');
+    const [linkA, linkB] = ['a', 'b'].map((uid) => path.join(podsDir, uid, 'volumeDevices', 'kubernetes.io~local-volume', 'pv-data'));
+    expect(await readlink(linkA!)).toBe(device);
+    expect(world.mountedVolumes('a').get('data')).toMatchObject({ path: linkA, mapped: true });
+    expect(blockVolumeDevices({ name: 'app', volumeDevices: [{ name: 'data', devicePath: '/dev/xvda' }] } as unknown as Container, world.mountedVolumes('b'))).toEqual({ devices: [{ containerPath: '/dev/xvda', hostPath: linkB, permissions: 'mrw' }] });
+    // The global map: the device bind-mounted on a file per pod, each held open by a loop device over it.
+    for (const uid of ['a', 'b']) expect((await lstat(path.join(global, uid))).isBlockDevice()).toBe(true);
+    const loops = () => execFileSync('losetup', ['-a'], { encoding: 'utf8' });
+    expect(loops()).toContain(path.join(global, 'a'));
+    expect(loops()).toContain(path.join(global, 'b'));
+
+    // Bytes written through one pod's link are read through the other's.
+    execFileSync('dd', ['if=/dev/urandom', `of=${path.join(scratch, 'block')}`, 'bs=4096', 'count=1', 'status=none']);
+    execFileSync('dd', [`if=${path.join(scratch, 'block')}`, `of=${linkA}`, 'bs=4096', 'count=1', 'conv=fsync', 'status=none']);
+    execFileSync('dd', [`if=${linkB}`, `of=${path.join(scratch, 'back')}`, 'bs=4096', 'count=1', 'status=none']);
+    expect(await readFile(path.join(scratch, 'back'))).toEqual(await readFile(path.join(scratch, 'block')));
+
+    await world.unmountPod('a');
+    expect(await lstat(linkA!).catch(() => null)).toBeNull();
+    expect(await lstat(path.join(global, 'a')).catch(() => null)).toBeNull();
+    expect(loops()).not.toContain(path.join(global, 'a'));
+    expect(loops()).toContain(path.join(global, 'b'));
+    await world.unmountPod('b');
+    // The global map directory goes with the last pod.
+    expect(await lstat(global).catch(() => null)).toBeNull();
+    expect(loops()).not.toContain(global);
+  });
+
+  it('a path that is not a block device, or none, is the pod\'s FailedMapVolume; another pod maps its own', { timeout: 60_000 }, async () => {
+    const scratch = await mkdtemp(path.join(os.tmpdir(), 'statelet-localmap-dev-'));
+    cleanups.push(() => rm(scratch, { recursive: true, force: true }));
+    const device = loopDevice(scratch);
+    await mkdir(path.join(scratch, 'dir'));
+    const { events, world } = await blockRig({ data: device, dir: path.join(scratch, 'dir'), missing: path.join(scratch, 'missing') });
+    void world.waitForAttachAndMount(devicePod('x', 'dir')).catch(() => {});
+    void world.waitForAttachAndMount(devicePod('y', 'missing')).catch(() => {});
+    await world.waitForAttachAndMount(devicePod('a'));
+    await vi.waitFor(() =>
+      expect(new Set(events.events.filter((e) => e.type === 'Warning').map((e) => `${e.reason}: ${e.message}`))).toEqual(
+        new Set([
+          `FailedMapVolume: MapVolume.MapPodDevice failed for volume "pv-dir" : path "${path.join(scratch, 'dir')}" is not a block device (it is a directory): a volume of volumeMode Block needs one`,
+          `FailedMapVolume: MapVolume.MapPodDevice failed for volume "pv-missing" : path "${path.join(scratch, 'missing')}" does not exist`,
+        ]),
+      ),
+    );
+    expect(world.mountedVolumes('a').get('data')).toMatchObject({ mapped: true });
+    await world.unmountPod('x');
+    await world.unmountPod('y');
+    await world.unmountPod('a');
   });
 });

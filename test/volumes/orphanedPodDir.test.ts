@@ -4,7 +4,7 @@
  * over a temporary pods directory; the mount table is the test's.
  */
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rm, symlink, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -21,6 +21,7 @@ async function podsDir(files: Record<string, string | null>): Promise<string> {
   for (const [rel, content] of Object.entries(files)) {
     const at = path.join(root, rel);
     if (content === null) await mkdir(at, { recursive: true });
+    else if (content === 'link') await symlink(root, at);
     else {
       await mkdir(path.dirname(at), { recursive: true });
       await writeFile(at, content);
@@ -83,6 +84,7 @@ describe('cleanupUnmountedCsiArtifacts', () => {
   it.each([
     ['an empty mount directory and vol_data.json', { 'v/vol_data.json': volData, 'v/mount': null }, [], true, []],
     ['vol_data.json alone', { 'v/vol_data.json': volData }, [], true, []],
+    ['a link left by a driver that could not mount', { 'v/vol_data.json': volData, 'v/mount': 'link' }, [], true, []],
     ['nothing to clean', { 'v/other': 'x' }, [], false, ['other']],
     ['a mount point: nothing', { 'v/vol_data.json': volData, 'v/mount': null }, ['v/mount'], false, ['mount', 'vol_data.json']],
   ] as const)('%s', async (_, files, mounted, cleaned, left) => {

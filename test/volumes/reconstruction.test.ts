@@ -35,7 +35,7 @@ describe('reconstructVolume', () => {
       { error: 'kubernetes.io/csi: plugin.ConstructVolumeSpec failed loading volume data using [/var/lib/kubelet/pods/u1/volumes/kubernetes.io~csi/pv-1]: no such file' },
     ],
     ['a local volume: the PersistentVolume of its directory', found('kubernetes.io/local-volume', 'pv-2'), disk(), { uid: 'u1', specName: 'pv-2', kind: 'localPV', uniqueName: 'kubernetes.io/local-volume/pv-2' }],
-    ['a raw block volume: no block plugin on this node', found('kubernetes.io/csi', 'pv-3', 'Block'), disk(), { error: 'could not find block volume plugin "kubernetes.io/csi" (spec.Name: "pv-3") pod "u1" (UID: "u1")' }],
+    ['a raw block volume: not reconstructed', found('kubernetes.io/csi', 'pv-3', 'Block'), disk(), { error: 'raw block volume "pv-3" (plugin "kubernetes.io/csi") of pod "u1": this node does not reconstruct raw block volumes' }],
     ['a plugin this node does not have', found('kubernetes.io/nfs', 'share'), disk(), { error: 'no volume plugin matched name: kubernetes.io/nfs' }],
   ])('%s', (_, volume, onDisk, expected) => {
     expect(reconstructVolume(volume, onDisk)).toEqual(expected);
@@ -72,7 +72,7 @@ describe('findPodVolumes and reconstructPodVolumes', () => {
       ['u2', 'kubernetes.io/local-volume/pv-2'],
     ]);
     expect(failed.map((f) => [f.volume.uid, f.volume.specName, f.error.split(':')[0]]).sort()).toEqual([
-      ['u2', 'pv-3', 'could not find block volume plugin "kubernetes.io/csi" (spec.Name'],
+      ['u2', 'pv-3', 'raw block volume "pv-3" (plugin "kubernetes.io/csi") of pod "u2"'],
       ['u3', 'pv-4', 'kubernetes.io/csi'],
     ]);
     expect(failed.find((f) => f.volume.uid === 'u3')!.error).toContain('the value of "driverName" is a number, not a string');

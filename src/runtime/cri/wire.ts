@@ -328,6 +328,7 @@ export interface WireContainerConfig {
   workingDir: string;
   envs: { key: string; value: string }[];
   mounts: WireMount[];
+  devices: WireDevice[];
   labels: KeyValueMap;
   annotations: KeyValueMap;
   logPath: string;
@@ -389,6 +390,12 @@ export interface WirePodSandbox {
 export interface WirePodSandboxStatus extends WirePodSandbox {
   network: { ip: string; additionalIps: { ip: string }[] } | null;
   linux: { namespaces: { options: { network: WireEnum } | null } | null } | null;
+}
+
+export interface WireDevice {
+  containerPath: string;
+  hostPath: string;
+  permissions: string;
 }
 
 export interface WireMount {

@@ -12,6 +12,7 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { join } from 'node:path';
+import { type Stats, realpathSync, statSync } from 'node:fs';
 import {
   CriError,
   type AuthConfig,
@@ -528,6 +529,7 @@ export class SimEngine implements CriAnswers, Pick<RuntimeService, 'containerEve
     // target it cannot join, fails here, as in containerd.
     const target = this.pidTarget(sandbox, config);
     const identity = identityOf(config.linux?.securityContext, [...config.command, ...config.args], target?.pid1);
+    const devices = deviceMounts(config);
     const containerId = newId();
     const container: SimContainer = {
       id: containerId,
@@ -546,7 +548,7 @@ export class SimEngine implements CriAnswers, Pick<RuntimeService, 'containerEve
       logPath,
       log: null,
       logDrained: Promise.resolve(),
-      fs: new SimFs(config.mounts, config.linux?.securityContext?.readonlyRootfs ?? false, identity),
+      fs: new SimFs([...config.mounts, ...devices], config.linux?.securityContext?.readonlyRootfs ?? false, identity),
       user: { linux: { uid: identity.uid, gid: identity.gid, supplementalGroups: [...identity.groups] } },
       pid1: identity.pid1,
       isPid1: target === undefined,
@@ -1277,4 +1279,25 @@ function resolvConf(dns: PodSandboxConfig['dnsConfig']): string | null {
   for (const server of dns.servers) text += `nameserver ${server}\n`;
   if (dns.options.length) text += `options ${dns.options.join(' ')}\n`;
   return text;
+}
+
+/**
+ * A container's devices (CRI `devices`, a raw block volume's link) as the paths its processes reach:
+ * the host's device, read and written through like a mount's file, read-only unless its permissions
+ * allow writing. As containerd resolves the host path and makes a device node of what it finds, a
+ * path that is not a device fails the create (oci.DeviceFromPath: "not a device node").
+ */
+function deviceMounts(config: ContainerConfig): { containerPath: string; hostPath: string; readonly: boolean }[] {
+  return (config.devices ?? []).map((device) => {
+    let info: Stats | undefined;
+    let resolved = device.hostPath;
+    try {
+      resolved = realpathSync(device.hostPath);
+      info = statSync(resolved);
+    } catch (err) {
+      throw new SimError('UNKNOWN', `failed to generate container "${config.metadata.name}" spec: failed to apply OCI options: lstat ${device.hostPath}: ${messageOf(err)}`);
+    }
+    if (!info.isBlockDevice() && !info.isCharacterDevice()) throw new SimError('UNKNOWN', `failed to generate container "${config.metadata.name}" spec: failed to apply OCI options: ${resolved}: not a device node`);
+    return { containerPath: device.containerPath, hostPath: resolved, readonly: !device.permissions.includes('w') };
+  });
 }

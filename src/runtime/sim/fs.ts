@@ -81,6 +81,21 @@ function hostStat(path: string): Stats | undefined {
   }
 }
 
+/**
+ * A block device's size, which stat does not give (0): its 512-byte sectors in sysfs
+ * (`/sys/dev/block/<major>:<minor>/size`, the device number decoded as glibc's gnu_dev_major/minor).
+ */
+function blockDeviceBytes(info: Stats): number {
+  const rdev = info.rdev;
+  const major = Math.floor(rdev / 256) & 0xfff;
+  const minor = (rdev & 0xff) | (Math.floor(rdev / 4096) & 0xfff00);
+  try {
+    return Number(readFileSync(`/sys/dev/block/${major}:${minor}/size`, 'utf8').trim()) * 512;
+  } catch {
+    return 0;
+  }
+}
+
 interface SimMount {
   containerPath: string;
   hostPath: string;
@@ -198,7 +213,11 @@ export class SimFs {
 
   isFile(path: string): boolean {
     const m = this.mounted(path);
-    if (m) return hostStat(m.host)?.isFile() ?? false;
+    if (m) {
+      // A block device (a raw block volume given as a CRI device) reads and writes as a file of its bytes.
+      const info = hostStat(m.host);
+      return (info?.isFile() || info?.isBlockDevice()) ?? false;
+    }
     return path === DEV_NULL || PROC_MOUNTS.has(path) || this.files.has(path);
   }
 
@@ -226,7 +245,11 @@ export class SimFs {
   size(path: string): number | undefined {
     if (path === DEV_NULL) return 0;
     const m = this.mounted(path);
-    if (m) return this.isFile(path) ? hostStat(m.host)?.size : undefined;
+    if (m) {
+      if (!this.isFile(path)) return undefined;
+      const info = hostStat(m.host);
+      return info?.isBlockDevice() ? blockDeviceBytes(info) : info?.size;
+    }
     const content = this.files.get(path);
     return content === undefined ? undefined : byteLength(content);
   }

@@ -31,8 +31,8 @@
  * it stages and publishes again (drivers are idempotent) and one that does not has it unpublished,
  * then unstaged once no other pod holds the stage.
  *
- * Out of scope here: raw block (csi_block.go), volume stats and expansion; the paths they need are
- * in paths.ts.
+ * Raw block volumes are mapped by csi/block.ts (csi_block.go) with this attach wait, driver table
+ * and secrets. Out of scope here: volume stats and expansion; the paths they need are in paths.ts.
  */
 import { mkdir, readFile, rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -127,11 +127,11 @@ interface Device {
 const reason = (err: unknown) => (err instanceof Error ? err.message : String(err));
 const log = (message: string) => `${CSI_PLUGIN_NAME}: ${message}`;
 /** volumetypes.IsUncertainProgressError over csi_client.go's wrapping. */
-const isUncertain = (err: unknown) => err instanceof UncertainError || (err instanceof CsiError && !err.final);
+export const isUncertain = (err: unknown) => err instanceof UncertainError || (err instanceof CsiError && !err.final);
 /** Who holds a device found staged at start for a pod, until the pod's operation takes it over or lets it go. */
 const foundHolder = (uid: string) => `found:${uid}`;
 /** operation_executor.go GenerateError: `<op> for volume "<spec>" [: <err>]`. */
-const volumeError = (op: string, specName: string, err: unknown, recordEvent = true) =>
+export const volumeError = (op: string, specName: string, err: unknown, recordEvent = true) =>
   new CsiOperationError(`${op} for volume ${JSON.stringify(specName)} ${err === undefined ? '' : `: ${reason(err)}`}`, recordEvent);
 
 export class CsiOperations {
@@ -148,10 +148,7 @@ export class CsiOperations {
       const device = this.device(ref.uniqueName);
       device.holders.add(ref.id);
       device.holders.delete(foundHolder(ref.uid));
-      if (volume.attachable) {
-        if (!this.deps.attach.attached(ref.uniqueName)) await this.verifyAttached(ref);
-        publishContext = await this.waitForAttach(ref, volume);
-      }
+      publishContext = await this.attach(ref, volume, 'MountVolume');
       if (device.state !== 'mounted') {
         await this.serially(device, async () => {
           if (device.state === 'mounted') return;
@@ -234,6 +231,16 @@ export class CsiOperations {
   // ---------------------------------------------------------------- attach
 
   /**
+   * The attach wait of a CSI PersistentVolume, mounted or mapped (`op`): an attachable one
+   * verified attached, then its VolumeAttachment's publish context; empty when not attachable.
+   */
+  async attach(ref: CsiPodVolume, volume: CsiVolume, op: 'MountVolume' | 'MapVolume'): Promise<Record<string, string>> {
+    if (!volume.attachable) return {};
+    if (!this.deps.attach.attached(ref.uniqueName)) await this.verifyAttached(ref);
+    return this.waitForAttach(ref, volume, op);
+  }
+
+  /**
    * GenerateVerifyControllerAttachedVolumeFunc for an attachable volume (a non-attachable one is
    * attached at once, and never in volumesInUse, so the actual state need not hold it).
    */
@@ -251,9 +258,9 @@ export class CsiOperations {
   }
 
   /** csi_attacher.go WaitForAttach, one GET of the VolumeAttachment (verifyAttachmentStatus); its attachmentMetadata is the publish context. */
-  private async waitForAttach(ref: CsiPodVolume, volume: CsiVolume): Promise<Record<string, string>> {
+  private async waitForAttach(ref: CsiPodVolume, volume: CsiVolume, op: 'MountVolume' | 'MapVolume'): Promise<Record<string, string>> {
     const name = attachmentName(volume.volumeHandle, volume.driver, this.deps.nodeName);
-    const failed = (err: string) => volumeError('MountVolume.WaitForAttach failed', ref.specName, err);
+    const failed = (err: string) => volumeError(`${op}.WaitForAttach failed`, ref.specName, err);
     let attachment: VolumeAttachment;
     try {
       attachment = await this.api().volumeAttachment(name);
@@ -495,8 +502,8 @@ export class CsiOperations {
     return run;
   }
 
-  /** csi_client.go newCsiDriverClient: an unregistered driver is a transient failure, retried. */
-  private driverClient(driver: string, what: string): CsiNode {
+  /** csi_client.go newCsiDriverClient: an unregistered driver is a transient failure, retried. (The block mapper's too, csi/block.ts.) */
+  driverClient(driver: string, what: string): CsiNode {
     const endpoint = this.deps.drivers.endpoint(driver);
     if (endpoint === null) throw new Error(log(`${what}: driver name ${driver} not found in the list of registered CSI drivers`));
     return new CsiNodeClient(endpoint);
@@ -507,12 +514,12 @@ export class CsiOperations {
     return this.deps.api;
   }
 
-  private async csiDriver(name: string): Promise<CSIDriver | null> {
+  async csiDriver(name: string): Promise<CSIDriver | null> {
     return this.deps.api ? this.deps.api.csiDriver(name) : null;
   }
 
   /** csi_util.go getCredentialsFromSecret. */
-  private async secret(namespace: string, name: string): Promise<Record<string, string>> {
+  async secret(namespace: string, name: string): Promise<Record<string, string>> {
     try {
       return await this.api().secret(namespace, name);
     } catch (err) {

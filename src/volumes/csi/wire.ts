@@ -2,9 +2,11 @@
  * The CSI v1 Node service on the wire: `csi.proto` next to this file (our subset, with the field
  * numbers of the CSI spec v1.12.0) loaded with protobuf.js, each call's gRPC method (path, request
  * writer, response reader) and the TypeScript shapes of its messages as the client writes and
- * reads them.
+ * reads them; and, for a driver served in this process (sim://'s, src/simcsi), the Identity and
+ * Node services as grpc-js service definitions.
  */
 import { fileURLToPath } from 'node:url';
+import type * as grpc from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
 import type { GrpcMethod } from '../../runtime/cri/channel.ts';
 
@@ -73,6 +75,41 @@ export interface NodeRpcs {
 }
 
 export type NodeRpc = keyof NodeRpcs;
+
+/** The Identity service's messages as a driver reads and writes them. */
+export interface IdentityRpcs {
+  GetPluginInfo: { request: Record<string, never>; response: { name: string; vendorVersion: string; manifest?: WireMap } };
+  GetPluginCapabilities: {
+    request: Record<string, never>;
+    response: { capabilities: ({ service: { type: string } } | { volumeExpansion: { type: string } })[] };
+  };
+  Probe: { request: Record<string, never>; response: Record<string, never> };
+}
+
+/**
+ * `csi.v1.<service>` as a grpc-js service definition, for a driver's side: requests read as the
+ * client reads answers (every field present, enums by name, int64 as decimal strings; a oneof
+ * member only when sent), answers written from the shapes above.
+ */
+export function csiServiceDefinition(service: 'Identity' | 'Node'): grpc.ServiceDefinition {
+  const definition: Record<string, grpc.MethodDefinition<object, object>> = {};
+  for (const method of loadCsi().lookupService(`csi.v1.${service}`).methodsArray) {
+    const request = method.resolvedRequestType!;
+    const response = method.resolvedResponseType!;
+    const write = (type: protobuf.Type) => (value: object) => Buffer.from(type.encode(type.fromObject(value)).finish());
+    const read = (type: protobuf.Type) => (bytes: Buffer) => type.toObject(type.decode(bytes), READ);
+    definition[method.name] = {
+      path: `/csi.v1.${service}/${method.name}`,
+      requestStream: false,
+      responseStream: false,
+      requestSerialize: write(request),
+      requestDeserialize: read(request),
+      responseSerialize: write(response),
+      responseDeserialize: read(response),
+    };
+  }
+  return definition;
+}
 
 const methods = new Map<NodeRpc, GrpcMethod<unknown, object>>();
 
