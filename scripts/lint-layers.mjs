@@ -99,6 +99,7 @@ export const DECISIONS = [
   'volumes/csi/errors.ts',
   'volumes/csi/paths.ts',
   'volumes/csi/volData.ts',
+  'volumes/reconstruction.ts',
   'simcsi/rules.ts',
   'cm/podResources.ts',
   'status/generate.ts',

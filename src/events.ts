@@ -255,6 +255,8 @@ export interface PodVolumeRef {
   kind: 'emptyDir' | 'configMap' | 'secret' | 'downwardAPI' | 'projected' | 'hostPath' | 'hostPathPV' | 'localPV' | 'csiPV' | 'csiInline';
   /** A raw block volume (volumeMode Block, in volumeDevices): mapped into the pod, not mounted (GenerateMapVolumeFunc). */
   map?: true;
+  /** Found set up on disk at the agent's start (reconstruction) for a pod that no longer wants it: only torn down. */
+  foundOnDisk?: true;
 }
 
 /**

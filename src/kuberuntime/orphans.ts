@@ -17,17 +17,30 @@ export async function killOrphanPod(deps: PodWork, uid: string): Promise<void> {
 }
 
 /**
- * Tears down the volumes and removes `<podsDir>/<uid>` of every pod `isOrphan` says nobody owns
- * (pkg/kubelet/kubelet_volumes.go cleanupOrphanedPodDirs; the kubelet waits for its volume
- * manager to unmount them, statelet unmounts them here, as it mounted them).
+ * Removes `<podsDir>/<uid>` of every pod `isOrphan` says nobody owns (pkg/kubelet/kubelet_volumes.go
+ * cleanupOrphanedPodDirs): the volume manager is told the pod is gone and tears its volumes down
+ * (those an earlier run left, found at start, included); while any may still be set up the
+ * directory is left for a later pass (podVolumesExist), then it is removed as the kubelet removes
+ * it (src/volumes/orphanedPodDir.ts). One pod's failure does not keep the others' directories;
+ * the failures are logged once a pass, as the kubelet rolls them up.
  */
 export async function removeOrphanedPodDirs(deps: PodWork, isOrphan: (uid: string) => boolean): Promise<void> {
   if (!deps.host.podsDir) return;
   const entries = await readdir(deps.host.podsDir).catch(() => [] as string[]);
+  const errors: unknown[] = [];
   for (const uid of entries.filter(isOrphan)) {
-    await tearDownVolumes(deps, uid, { removeDir: true });
-    deps.observe.log('info', 'Removed the directory of a pod nobody owns', { podUID: uid });
+    if (deps.host.volumes.releasePod(uid)) {
+      deps.observe.log('debug', 'Orphaned pod found, but volumes are not cleaned up', { podUID: uid });
+      continue;
+    }
+    try {
+      await tearDownVolumes(deps, uid, { removeDir: true });
+      deps.observe.log('info', 'Removed the directory of a pod nobody owns', { podUID: uid });
+    } catch (err) {
+      errors.push(err);
+    }
   }
+  if (errors.length > 0) deps.observe.log('error', 'There were many similar errors. Turn up verbosity to see them.', { err: errors[0], numErrs: errors.length });
 }
 
 /** What housekeeping asks of the runtime about pods nobody owns, over the node's pod work. */

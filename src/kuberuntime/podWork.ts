@@ -104,7 +104,7 @@ export interface PodHost {
 }
 
 /** The volume manager as a pod's work asks it (volume_manager.go WaitForAttachAndMount, WaitForUnmount, GetMountedVolumesForPod). */
-export type PodVolumes = Pick<VolumeWorld, 'waitForAttachAndMount' | 'unmountPod' | 'mountedVolumes' | 'extraSupplementalGroups'>;
+export type PodVolumes = Pick<VolumeWorld, 'waitForAttachAndMount' | 'unmountPod' | 'releasePod' | 'mountedVolumes' | 'extraSupplementalGroups'>;
 
 /** The pods' user namespaces as a pod's work uses them (src/userns/manager.ts). */
 export interface PodUserNamespaces {

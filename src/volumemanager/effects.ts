@@ -10,7 +10,8 @@
  * eventRecorderFunc), and its teardown unmaps it.
  * A claim's CSI volume whose PV is already larger than its claim is expanded before it counts as
  * mounted; a mounted one whose PV grew is expanded online (`expand`), a failure being the pod's
- * Warning `VolumeResizeFailed` (src/volumes/nodeExpander.ts).
+ * Warning `VolumeResizeFailed` (src/volumes/nodeExpander.ts). At start, the volumes an earlier run
+ * left set up are reconstructed into the volume world and the CSI plugin's state (`reconstructVolumes`).
  */
 import type { Pod } from '../api/types.ts';
 import type { EventRecorder } from '../eventrecorder/recorder.ts';
@@ -25,6 +26,7 @@ import type { BoundClaim } from '../volumes/claims.ts';
 import { csiNodeExpand } from '../volumes/csi/expand.ts';
 import type { CsiVolume } from '../volumes/csi/spec.ts';
 import { type VolumeExpansionParts, expandInUseVolume, expandVolumeDuringMount } from '../volumes/nodeExpander.ts';
+import { reconstructPodVolumes } from '../volumes/reconstruct.ts';
 import type { LoopDevices } from '../volumes/blockMap.ts';
 import type { CsiBlockOperations } from '../volumes/csi/block.ts';
 import { mapLocalBlockVolume, releaseLocalBlockVolume, unmapLocalBlockVolume } from '../volumes/localBlock.ts';
@@ -48,6 +50,43 @@ export interface PodVolumeParts {
 const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
 const csiRef = (ref: PodVolumeRef & { kind: CsiKind }): CsiPodVolume => ({ id: ref.id, uid: ref.uid, uniqueName: ref.uniqueName, specName: ref.specName, kind: ref.kind });
 const isCsiRef = (ref: PodVolumeRef): ref is PodVolumeRef & { kind: CsiKind } => isCsiKind(ref.kind);
+
+export interface ReconstructionParts {
+  world: VolumeWorld;
+  csi: CsiOperations;
+  podsDir: string;
+  /** The Node's `status.volumesAttached` names; absent on a node without an API server. */
+  volumesAttached?: () => Promise<string[]>;
+  log: Logger;
+}
+
+/**
+ * reconstruct.go reconstructVolumes, once at the volume manager's start: the volumes found under the
+ * pods directory enter the actual state as uncertain, those the Node lists attached marked attached
+ * (updateReconstructedFromNodeStatus, so they stay in `volumesInUse` until unmounted); what cannot be
+ * reconstructed is logged and left to the orphan cleanup. Returns how many were reconstructed.
+ */
+export async function reconstructVolumes({ world, csi, podsDir, volumesAttached, log }: ReconstructionParts): Promise<number> {
+  const { volumes, failed } = await reconstructPodVolumes(podsDir).catch((err: unknown) => {
+    log('error', 'Cannot get volumes from disk, skip sync states for volume reconstruction', { err: errorText(err) });
+    return { volumes: [], failed: [] };
+  });
+  for (const { volume, error } of failed) log('info', 'Could not construct volume information', { podUID: volume.uid, volumeSpecName: volume.specName, err: error });
+  if (volumesAttached && volumes.length > 0) {
+    try {
+      const attached = new Set(await volumesAttached());
+      for (const volume of volumes) if (attached.has(volume.uniqueName)) world.markAttached(volume.uniqueName);
+    } catch (err) {
+      log('warn', 'Failed to get Node status to reconstruct device paths', { err: errorText(err) });
+    }
+  }
+  const added = world.addReconstructed(volumes, (volume) => {
+    if (volume.kind !== 'localPV') csi.adoptReconstructed({ uid: volume.uid, uniqueName: volume.uniqueName, kind: volume.kind });
+  });
+  for (const volume of added) log('info', 'Volume is marked as uncertain and added into the actual state', { podUID: volume.uid, volumeName: volume.uniqueName });
+  log('info', 'Volume reconstruction finished', { volumes: added.length });
+  return added.length;
+}
 
 /** metav1.Now() as the API writes it: RFC 3339 to the second. */
 const rfc3339 = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');

@@ -4,6 +4,9 @@
  * unmountVolumes; pkg/volume/util/nestedpendingoperations: one operation at a time per volume,
  * a failed one retried after an exponential back-off).
  *
+ *   starting      → `unmounting` for a volume found set up on disk at the agent's start whose pod
+ *                 no longer wants it (reconstruction: nothing of it is set up again), → `mounting`
+ *                 otherwise.
  *   mounting      the plugin's set-up runs (`mount`) → `mounted`; a failure (its FailedMount
  *                 event recorded by the effect) → `backingOff`.
  *   backingOff    waits 500 ms, doubling with each failure up to 2 m 2 s (exponentialbackoff), → `mounting`.
@@ -67,6 +70,7 @@ export const podVolumeMachine = setup({
   },
   guards: {
     unmountRequested: ({ context }) => context.unmountRequested,
+    foundOnDisk: ({ context }) => context.foundOnDisk === true,
   },
   actions: {
     requestUnmount: assign({ unmountRequested: true }),
@@ -75,8 +79,11 @@ export const podVolumeMachine = setup({
 }).createMachine({
   id: 'podVolume',
   context: ({ input }) => ({ ...input, failures: 0, lastError: null, unmountRequested: false }),
-  initial: 'mounting',
+  initial: 'starting',
   states: {
+    starting: {
+      always: [{ guard: 'foundOnDisk', target: 'unmounting' }, { target: 'mounting' }],
+    },
     mounting: {
       on: { 'VOLUME.UNMOUNT': { actions: 'requestUnmount' } },
       invoke: {
@@ -131,8 +138,8 @@ export const podVolumeMachine = setup({
 });
 
 function refOf(context: PodVolumeContext): PodVolumeRef {
-  const { id, uid, pod, outerName, uniqueName, specName, kind, map } = context;
-  return { id, uid, pod, outerName, uniqueName, specName, kind, ...(map ? { map } : {}) };
+  const { id, uid, pod, outerName, uniqueName, specName, kind, map, foundOnDisk } = context;
+  return { id, uid, pod, outerName, uniqueName, specName, kind, ...(map ? { map } : {}), ...(foundOnDisk ? { foundOnDisk } : {}) };
 }
 
 /**
@@ -140,7 +147,8 @@ function refOf(context: PodVolumeContext): PodVolumeRef {
  * mounted when it is not (`shop/web-0 · data (pv-1) · backing off after 3 failures: MountVolume.SetUp failed …`).
  */
 export function podVolumeSummary(state: unknown, c: PodVolumeContext): string {
-  const volume = `${c.specName === c.outerName ? c.outerName : `${c.outerName} (${c.specName})`}${c.map ? ' [block]' : ''}`;
+  // A volume found at start whose pod is gone: the pod is known by its UID only.
+  const volume = `${c.specName === c.outerName ? c.outerName : `${c.outerName} (${c.specName})`}${c.map ? ' [block]' : ''}${c.foundOnDisk ? ' · found set up at start, its pod gone' : ''}`;
   const trouble = c.lastError ? ` · ${c.failures > 0 ? `${state === 'backingOff' || state === 'unmountBackingOff' || state === 'expandBackingOff' ? 'backing off after ' : ''}${c.failures} failure${c.failures === 1 ? '' : 's'}: ` : ''}${c.lastError}` : '';
   return `${c.pod} · ${volume}${trouble}`;
 }

@@ -4,7 +4,9 @@
  *   upkeep       what is shared by all pods:
  *     `adopting`    reads the mount table once: the mounts under `<root-dir>/pods` that an earlier
  *                   run of the agent made are known again (so they are not mounted twice, and are
- *                   unmounted at their pods' teardown) → `idle`.
+ *                   unmounted at their pods' teardown); and reconstructs the volumes that run left
+ *                   set up (reconstruct.go: CSI publishes and stages, local volumes) into the volume
+ *                   world as uncertain → `idle`.
  *     `idle`        one minute → `collecting`.
  *     `collecting`  drops expired service-account tokens (the token manager's cleanup each minute)
  *                   and counts what the node holds → `idle`.
@@ -32,8 +34,8 @@ interface VolumeCounts {
 }
 
 export interface VolumeManagerEffects {
-  /** Learns the mounts an earlier run left; returns what the node holds. */
-  adopt(): Promise<VolumeCounts>;
+  /** Learns the mounts an earlier run left and reconstructs its volumes; returns what the node holds and how many volumes were reconstructed. */
+  adopt(): Promise<VolumeCounts & { reconstructed: number }>;
   /** Drops expired tokens; returns how many, and what the node holds. */
   collect(): Promise<VolumeCounts & { dropped: number }>;
   /** Calls `changed` with each change of the pods' desired volumes; returns the unsubscription. */
@@ -42,6 +44,8 @@ export interface VolumeManagerEffects {
 
 interface VolumeManagerContext extends VolumeCounts {
   dropped: number;
+  /** The volumes found set up at start (reconstruction). */
+  reconstructed: number;
   /** The pod volume actors running. */
   podVolumes: number;
   lastError: string | null;
@@ -60,7 +64,7 @@ export const volumeManagerMachine = setup({
     events: {} as EventOf<'VOLUMES.CHANGED'> | { type: `xstate.done.actor.${string}` },
   },
   actors: {
-    adopt: fromPromise<VolumeCounts>(notProvided('volumeManager', 'adopt')),
+    adopt: fromPromise<VolumeCounts & { reconstructed: number }>(notProvided('volumeManager', 'adopt')),
     collect: fromPromise<VolumeCounts & { dropped: number }>(notProvided('volumeManager', 'collect')),
     // As drawn, no pod wants a volume: nothing tells it of one.
     desiredChanges: fromCallback<EventOf<'VOLUMES.CHANGED'>>(() => {}),
@@ -75,7 +79,7 @@ export const volumeManagerMachine = setup({
   },
 }).createMachine({
   id: 'volumeManager',
-  context: { mounts: 0, tokens: 0, dropped: 0, podVolumes: 0, lastError: null },
+  context: { mounts: 0, tokens: 0, dropped: 0, reconstructed: 0, podVolumes: 0, lastError: null },
   type: 'parallel',
   states: {
     upkeep: {

@@ -6,8 +6,9 @@
  * system's `mount`/`umount`; where it may not (not root), it says so once, keeps the memory-backed
  * volumes on disk under the pod's directory (mode 0750) and gives containers a local volume's own
  * path, which are the differences a container can see. What is mounted is learnt from /proc/self/mountinfo once,
- * before the first mount (an agent restarted over running pods knows their mounts), and kept in
- * memory, so a pod sync never reads the mount table; teardown reads it, to unmount everything
+ * before the first mount (an agent restarted over running pods knows their mounts: under the pods
+ * directory, but for a CSI driver's, which the driver unmounts, and local volumes' device mounts),
+ * and kept in memory, so a pod sync never reads the mount table; teardown reads it, to unmount everything
  * under a pod.
  */
 import { execFile } from 'node:child_process';
@@ -45,6 +46,17 @@ export interface Mounter {
   unmountUnder(dir: string): Promise<string[]>;
   /** The tmpfs mounts the agent knows under its pods directory. */
   readonly mounted: number;
+}
+
+/** Where local volumes on block devices are mounted for their pods (local.go generateBlockDeviceBaseGlobalPath), beside the pods directory. */
+export function localDeviceMountsDir(podsDir: string): string {
+  return path.join(path.dirname(podsDir), 'plugins', 'kubernetes.io', 'local-volume', 'mounts');
+}
+
+/** A CSI driver's mount under a pod's directory (`<uid>/volumes/kubernetes.io~csi/…`): the driver's to unmount, through NodeUnpublishVolume. */
+function isCsiDriverMount(podsDir: string, point: string): boolean {
+  const [, volumes, plugin] = path.relative(podsDir, point).split(path.sep);
+  return volumes === 'volumes' && plugin === 'kubernetes.io~csi';
 }
 
 /** The mount points of a /proc/self/mountinfo text at or under `dir` (pure; octal escapes decoded). */
@@ -96,7 +108,8 @@ export function systemMounter(podsDir: string, log: Log, exec: Run = run, mounti
     (adopted ??= mountinfo()
       .catch(() => '')
       .then((text) => {
-        for (const point of mountPointsUnder(text, podsDir)) known.add(point);
+        for (const point of mountPointsUnder(text, podsDir)) if (!isCsiDriverMount(podsDir, point)) known.add(point);
+        for (const point of mountPointsUnder(text, localDeviceMountsDir(podsDir))) known.add(point);
       }));
   return {
     get mounted() {

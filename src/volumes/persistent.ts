@@ -17,7 +17,7 @@ import { rmdir, stat } from 'node:fs/promises';
 import path from 'node:path';
 import type { PersistentVolume } from '../api/storage.ts';
 import { mkdirAll } from './mkdirAll.ts';
-import type { Mounter } from './mounter.ts';
+import { type Mounter, localDeviceMountsDir } from './mounter.ts';
 
 /** The pod's directory of a local volume (localVolume.GetPath). */
 export function localVolumeDir(podsDir: string, uid: string, pvName: string): string {
@@ -70,7 +70,7 @@ export async function setUpLocalVolume(mounter: Mounter, podsDir: string, uid: s
 
 /** Where a block-backed local volume is mounted for all its pods (local.go generateBlockDeviceBaseGlobalPath). */
 export function localDeviceMountPath(podsDir: string, pvName: string): string {
-  return path.join(path.dirname(podsDir), 'plugins', 'kubernetes.io', 'local-volume', 'mounts', pvName);
+  return path.join(localDeviceMountsDir(podsDir), pvName);
 }
 
 /** One device operation at a time per volume: two pods starting together mount a device once. */

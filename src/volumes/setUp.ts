@@ -35,6 +35,7 @@ import { hugePageSize, isHugePageMedium } from './hugePages.ts';
 import { PLUGIN_DIRS, type Payload, type PodVolume, downwardPayload, hostPathCheck, keyedPayload, projectedPayload, volumeDir } from './plan.ts';
 import type { DesiredVolume, InTreeKind } from './desired.ts';
 import { fileTypeAt, setUpLocalVolume, tearDownLocalVolume } from './persistent.ts';
+import { removeOrphanedPodDir } from './orphanedPodDir.ts';
 import type { TokenSource } from './tokens.ts';
 import { type ClusterTrustBundleProjection, trustAnchorsFor } from './trustAnchors.ts';
 import { fileModeWithFsGroup } from './ownership.ts';
@@ -148,8 +149,9 @@ export async function tearDownVolume(deps: Pick<VolumeDeps, 'podsDir' | 'mounter
  * Unmounts the pod's volumes, removes what they held and forgets its tokens, once it has
  * terminated (the volume manager's teardown: each plugin's TearDown removes its directory, an
  * emptyDir's data with it, so an evicted pod frees the disk it filled); with `removeDir`, once the
- * pod is gone, its whole directory goes too (a terminated pod that stays, a finished Job's, keeps
- * the rest of it: its managed /etc/hosts).
+ * pod is gone, its whole directory goes too, as the kubelet removes an orphaned pod's directory
+ * (orphanedPodDir.ts: nothing through a mount, volume directories only rmdir'ed); a terminated pod
+ * that stays, a finished Job's, keeps the rest of it: its managed /etc/hosts.
  */
 export async function tearDownPodVolumes(
   deps: Pick<VolumeDeps, 'podsDir' | 'mounter'> & { tokens?: { forgetPod(uid: string): void } },
@@ -159,15 +161,15 @@ export async function tearDownPodVolumes(
   const podDir = path.join(deps.podsDir, uid);
   await deps.mounter.unmountUnder(podDir);
   deps.tokens?.forgetPod(uid);
+  if (options.removeDir) return removeOrphanedPodDir(deps, uid);
   // A CSI driver mounts under the pod's directory without the agent's mounter knowing: where its
   // volumes' directories are left, the mount table is read and nothing is removed while anything
-  // is mounted there, so a driver's volume is never emptied through its mount (kubelet_volumes.go
-  // cleanupOrphanedPodDirs keeps such a directory and tells why).
+  // is mounted there, so a driver's volume is never emptied through its mount.
   if (await lstat(path.join(podDir, 'volumes', CSI_PLUGIN_DIR)).catch(() => null)) {
     const mounted = await deps.mounter.mountedUnder(podDir);
     if (mounted.length > 0) throw new Error(`orphaned pod "${uid}" found, but volume paths are still present on disk: ${mounted.join(', ')}`);
   }
-  await rm(options.removeDir ? podDir : path.join(podDir, 'volumes'), { recursive: true, force: true });
+  await rm(path.join(podDir, 'volumes'), { recursive: true, force: true });
 }
 
 /** The directory of a pod's CSI volumes (the plugin `kubernetes.io/csi`, escaped). */

@@ -16,6 +16,13 @@
  * PersistentVolume outgrew it (expansion.ts, nodeExpander.ts) and tears it down. The world tells that
  * loop what to start, refresh and stop through its listener; it never mounts anything itself.
  *
+ * After a restart, the volumes an earlier run left set up (reconstruction.ts) are in the actual
+ * state as uncertain (`addReconstructed`; reconstruct.go updateStates): a pod that still wants one
+ * has it mounted again by its operation, as any other; once a pod no longer wants one (its
+ * teardown: the pod terminated, or gone and its directory orphaned, which the agent finds only once
+ * every config source has been seen: reconcile's readyToUnmount), it gets an operation that only
+ * tears it down. Until then it counts as possibly mounted (`possiblyMounted`) and in use.
+ *
  * A sync waits for its pod's volumes: resolved at once when all are set up; refused at once when
  * some could not be processed (`unmounted volumes=[…], unattached volumes=[…], failed to process
  * volumes=[…]: <errors>`); refused after 2 m 3 s otherwise, the operations still retrying.
@@ -29,6 +36,7 @@ import type { AttachState } from './csi/operations.ts';
 import { type DesiredVolume, desiredVolume, expectedVolumeNames, waitErrorText } from './desired.ts';
 import { ExpansionRecord, bytesOf, fsResizeRequired } from './expansion.ts';
 import { type PodVolume, podVolumes } from './plan.ts';
+import type { ReconstructedVolume } from './reconstruction.ts';
 
 /** volume_manager.go podAttachAndMountTimeout, podAttachAndMountRetryInterval. */
 export const ATTACH_AND_MOUNT_TIMEOUT_MS = 123_000;
@@ -106,6 +114,10 @@ export class VolumeWorld implements AttachState {
   /** The `volumesInUse` of the last Node status written (MarkVolumesAsReportedInUse). */
   private reported = new Set<string>();
   private readonly actual = new Map<string, Map<string, MountedVolume>>();
+  /** The volumes found set up at start that no operation has taken on yet, by pod and then by unique name. */
+  private readonly reconstructed = new Map<string, Map<string, ReconstructedVolume>>();
+  /** A volume manager will reconstruct what an earlier run left and has not yet: any pod may have volumes set up. */
+  private awaitingReconstruction = false;
   /**
    * The operations (actors) the loop runs, by pod and then by id, with the volume they serve: a
    * pod's processing at each sync looks at its own, not at every pod's.
@@ -198,13 +210,23 @@ export class VolumeWorld implements AttachState {
    * unpublished before the pod's directory goes.
    */
   async unmountPod(uid: string, signal?: AbortSignal): Promise<void> {
-    this.desired.delete(uid);
-    this.announce(uid, false);
+    this.releasePod(uid);
     const done = () => this.mountedCount(uid) === 0 && ![...this.ending.values()].includes(uid);
     if (done()) return;
     await this.wait(uid, done, signal);
     const left = [...(this.actual.get(uid)?.keys() ?? [])].sort();
     if (left.length > 0) throw new VolumeWaitError(`mounted volumes=[${left.join(' ')}]: context deadline exceeded`, true);
+  }
+
+  /**
+   * The pod is gone (its directory orphaned, found by housekeeping once every source has been
+   * seen): its volumes, those found at start included, are torn down, not waited for. Returns
+   * whether any may still be set up (kubelet_volumes.go podVolumesExist): its directory waits.
+   */
+  releasePod(uid: string): boolean {
+    this.desired.delete(uid);
+    this.announce(uid, false);
+    return this.possiblyMounted(uid);
   }
 
   /**
@@ -263,10 +285,53 @@ export class VolumeWorld implements AttachState {
     return entry && volume ? { pod: entry.pod, volume } : null;
   }
 
-  /** Whether any pod has the volume of this unique name set up (a device's last user gone: UnmountDevice). */
+  /** Whether any pod has the volume of this unique name set up, or possibly (found at start): a device's last user gone is UnmountDevice. */
   inUse(uniqueName: string): boolean {
     for (const volumes of this.actual.values()) for (const volume of volumes.values()) if (volume.uniqueName === uniqueName) return true;
+    for (const volumes of this.reconstructed.values()) if (volumes.has(uniqueName)) return true;
     return false;
+  }
+
+  /**
+   * The volumes found set up at start, in the actual state as uncertain (reconstruct.go
+   * updateStates); a volume a pod's operation has taken on already (its pod was processed first)
+   * is left out. Each one added is handed to `adopt` (its plugin's own state) before any operation
+   * can see it; returns them. A pod processed already that does not want one has it torn down at once.
+   */
+  addReconstructed(volumes: readonly ReconstructedVolume[], adopt: (volume: ReconstructedVolume) => void): ReconstructedVolume[] {
+    this.awaitingReconstruction = false;
+    const added: ReconstructedVolume[] = [];
+    const uids = new Set<string>();
+    for (const volume of volumes) {
+      const taken = [...(this.operations.get(volume.uid)?.values() ?? [])].some((op) => op.uniqueName === volume.uniqueName);
+      const mounted = [...(this.actual.get(volume.uid)?.values() ?? [])].some((v) => v.uniqueName === volume.uniqueName);
+      if (taken || mounted || this.reconstructed.get(volume.uid)?.has(volume.uniqueName)) continue;
+      let found = this.reconstructed.get(volume.uid);
+      if (!found) this.reconstructed.set(volume.uid, (found = new Map()));
+      found.set(volume.uniqueName, volume);
+      adopt(volume);
+      added.push(volume);
+      uids.add(volume.uid);
+    }
+    for (const uid of uids) if (this.desired.has(uid)) this.announce(uid, false);
+    return added;
+  }
+
+  /**
+   * A volume manager runs over this world and will reconstruct (`addReconstructed`): until it has,
+   * every pod counts as possibly having volumes set up, so no orphaned pod's directory is removed
+   * under a volume not yet found (reconstruct.go StatesHasBeenSynced).
+   */
+  expectReconstruction(): void {
+    this.awaitingReconstruction = true;
+  }
+
+  /**
+   * Whether the pod may still have volumes set up (kubelet_volumes.go podVolumesExist over
+   * GetPossiblyMountedVolumesForPod): mounted, found at start or not looked for yet, or being torn down.
+   */
+  possiblyMounted(uid: string): boolean {
+    return this.awaitingReconstruction || this.actual.has(uid) || this.reconstructed.has(uid) || [...this.ending.values()].includes(uid);
   }
 
   markMounted(uid: string, mounted: MountedVolume): void {
@@ -308,15 +373,33 @@ export class VolumeWorld implements AttachState {
       }
     }
     const running = new Set([...operations.values()].map((op) => op.outerName));
+    // A volume whose earlier actor is still tearing down (its claim now names another volume) gets a second id.
+    const freeId = (name: string) => {
+      let id = `${uid}/${name}`;
+      for (let n = 2; this.ending.has(id) || operations.has(id); n++) id = `${uid}/${name}#${n}`;
+      return id;
+    };
+    const podName = entry ? `${entry.pod.metadata.namespace}/${entry.pod.metadata.name}` : uid;
+    const found = this.reconstructed.get(uid);
     for (const volume of entry?.volumes.values() ?? []) {
+      // Found set up at start: its operation mounts it again, as the reconciler does an uncertain volume.
+      found?.delete(volume.uniqueName);
       if (running.has(volume.outerName)) continue;
-      // A volume whose earlier actor is still tearing down (its claim now names another volume) gets a second id.
-      let id = `${uid}/${volume.outerName}`;
-      for (let n = 2; this.ending.has(id); n++) id = `${uid}/${volume.outerName}#${n}`;
-      const op: PodVolumeRef = { id, uid, pod: `${entry!.pod.metadata.namespace}/${entry!.pod.metadata.name}`, outerName: volume.outerName, uniqueName: volume.uniqueName, specName: volume.specName, kind: volume.kind, ...(volume.map ? { map: true as const } : {}) };
+      const id = freeId(volume.outerName);
+      const op: PodVolumeRef = { id, uid, pod: podName, outerName: volume.outerName, uniqueName: volume.uniqueName, specName: volume.specName, kind: volume.kind, ...(volume.map ? { map: true as const } : {}) };
       operations.set(id, op);
       changes.mount.push(op);
     }
+    // What is left of the volumes found at start, the pod no longer wants: torn down, unless its
+    // processing failed for some volume (which may be this one: a claim not read yet).
+    for (const volume of found?.values() ?? []) {
+      if (entry && entry.errors.length > 0) break;
+      found!.delete(volume.uniqueName);
+      const id = freeId(volume.specName);
+      this.ending.set(id, uid);
+      changes.mount.push({ id, uid, pod: podName, outerName: volume.specName, uniqueName: volume.uniqueName, specName: volume.specName, kind: volume.kind, foundOnDisk: true });
+    }
+    if (found?.size === 0) this.reconstructed.delete(uid);
     if (operations.size > 0) this.operations.set(uid, operations);
     else this.operations.delete(uid);
     if (changes.mount.length + changes.remount.length + changes.expand.length + changes.unmount.length > 0) this.listener?.(changes);

@@ -84,8 +84,9 @@ describe("each loop's line on the visualizer", () => {
     ],
     ['Lease, renewed', nodeLeaseLoop.summary({ renewIntervalMs: 10_000, latest: null, renewals: 12, failures: 0, lastRenewTime: '2026-11-25T14:02:15.123456Z', lastError: null }), 'renewed 14:02:15 · 12 renewals'],
     ['Lease, failing', nodeLeaseLoop.summary({ renewIntervalMs: 10_000, latest: null, renewals: 0, failures: 3, lastRenewTime: null, lastError: 'PUT leases: 0 timeout' }), 'not renewed yet · 0 renewals · 3 failures: PUT leases: 0 timeout'],
-    ['volumes', volumeManagerLoop.summary({ mounts: 3, tokens: 12, dropped: 2, podVolumes: 4, lastError: null }), '4 pod volumes · 3 mounts · 12 tokens (2 expired dropped)'],
-    ['volumes, failing', volumeManagerLoop.summary({ mounts: 0, tokens: 0, dropped: 0, podVolumes: 0, lastError: 'reading the mount table: EACCES' }), '0 pod volumes · 0 mounts · 0 tokens · reading the mount table: EACCES'],
+    ['volumes', volumeManagerLoop.summary({ mounts: 3, tokens: 12, dropped: 2, reconstructed: 0, podVolumes: 4, lastError: null }), '4 pod volumes · 3 mounts · 12 tokens (2 expired dropped)'],
+    ['volumes, after a restart', volumeManagerLoop.summary({ mounts: 3, tokens: 0, dropped: 0, reconstructed: 2, podVolumes: 2, lastError: null }), '2 pod volumes · 3 mounts · 0 tokens · 2 reconstructed at start'],
+    ['volumes, failing', volumeManagerLoop.summary({ mounts: 0, tokens: 0, dropped: 0, reconstructed: 0, podVolumes: 0, lastError: 'reading the mount table: EACCES' }), '0 pod volumes · 0 mounts · 0 tokens · reading the mount table: EACCES'],
     ['logs', containerLogManagerLoop.summary({ monitorIntervalMs: 10_000, passes: 12, rotated: 3, lastFailures: [] }), '12 passes · 3 logs rotated'],
     ['logs, failing', containerLogManagerLoop.summary({ monitorIntervalMs: 10_000, passes: 1, rotated: 0, lastFailures: ['container app (c1): EACCES'] }), '1 passes · 0 logs rotated · 1 failed: container app (c1): EACCES'],
     [

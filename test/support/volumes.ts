@@ -7,7 +7,7 @@ import { createActor } from 'xstate';
 import { type Clock, realClock } from '../../src/clock.ts';
 import type { EventRecorder } from '../../src/eventrecorder/recorder.ts';
 import { type Logger, silentLogger } from '../../src/log.ts';
-import { createPodVolumeEffects } from '../../src/volumemanager/effects.ts';
+import { createPodVolumeEffects, reconstructVolumes } from '../../src/volumemanager/effects.ts';
 import { volumeManagerMachineWith } from '../../src/volumemanager/volumeManager.ts';
 import { diskOnly } from '../../src/volumes/mounter.ts';
 import type { VolumeDeps } from '../../src/volumes/setUp.ts';
@@ -26,18 +26,21 @@ export function runningVolumeManager(options: {
   csiDrivers?: VolumeWorldOptions['csiDrivers'];
   /** The CSI plugin's parts; by default no driver is registered, the node named `node-a`, its root the pods directory's parent. */
   csi?: Partial<Omit<CsiOperationsDeps, 'attach'>>;
+  /** Reconstructs the volumes found under the pods directory at start, as the node's volume manager does after a restart. */
+  reconstruct?: boolean;
   /** The loop devices a mapped raw block volume is held open by; the system's by default. */
   loops?: LoopDevices;
-}): { world: VolumeWorld; stop(): void } {
+}): { world: VolumeWorld; csi: CsiOperations; stop(): void } {
   const clock = options.clock ?? realClock;
   const world = new VolumeWorld({ clock, ...(options.claims ? { claims: options.claims } : {}), ...(options.csiDrivers ? { csiDrivers: options.csiDrivers } : {}) });
+  if (options.reconstruct) world.expectReconstruction();
   const csi = new CsiOperations({ rootDir: path.dirname(options.deps.podsDir), nodeName: 'node-a', drivers: { endpoint: () => null }, ...options.csi, attach: world });
   const deps: VolumeDeps = { mounter: diskOnly, now: () => clock.now(), ...options.deps };
   const loops = options.loops ?? systemLoopDevices();
   const block = { csi: new CsiBlockOperations({ rootDir: path.dirname(options.deps.podsDir), nodeName: 'node-a', csi, attach: world, mounter: deps.mounter, loops, ...definedCsi(options.csi) }), loops };
   const logic = volumeManagerMachineWith(
     {
-      adopt: async () => ({ mounts: 0, tokens: 0 }),
+      adopt: async () => ({ mounts: 0, tokens: 0, reconstructed: options.reconstruct ? await reconstructVolumes({ world, csi, podsDir: options.deps.podsDir, log: options.log ?? silentLogger }) : 0 }),
       collect: async () => ({ mounts: 0, tokens: 0, dropped: 0 }),
       listen: (changed) => world.listen(changed),
     },
@@ -45,7 +48,7 @@ export function runningVolumeManager(options: {
   );
   const actor = createActor(logic, { clock });
   actor.start();
-  return { world, stop: () => actor.stop() };
+  return { world, csi, stop: () => actor.stop() };
 }
 
 /** The root and node name a test gives the CSI plugin, for the block mapper to use the same. */

@@ -113,6 +113,15 @@ describe('podVolume', () => {
     await waitFor(actor, (s) => s.status === 'done');
   });
 
+  it('only tears down a volume found set up at start for a pod that no longer wants it (reconstruction)', async () => {
+    const { calls, effects } = heldEffects();
+    const actor = createActor(podVolumeMachineWith(effects), { input: { ...ref, foundOnDisk: true } }).start();
+    expect(actor.getSnapshot().value).toBe('unmounting');
+    expect(calls.map((c) => c.op)).toEqual(['unmount']);
+    calls[0]!.settle();
+    await waitFor(actor, (s) => s.status === 'done');
+  });
+
   it('retries a failed teardown with back-off until it succeeds', async () => {
     const clock = new SimulatedClock();
     const { calls, effects } = heldEffects();
@@ -147,6 +156,7 @@ describe('podVolumeSummary', () => {
     ['mounted', context, 'shop/web-0 · data (pv-1)'],
     ['backingOff', { ...context, failures: 3, lastError: 'MountVolume.SetUp failed for volume "pv-1" : path "/mnt/a" does not exist' }, 'shop/web-0 · data (pv-1) · backing off after 3 failures: MountVolume.SetUp failed for volume "pv-1" : path "/mnt/a" does not exist'],
     ['mounted', { ...context, outerName: 'settings', specName: 'settings', lastError: 'configmap "settings" not found' }, 'shop/web-0 · settings · configmap "settings" not found'],
+    ['unmountBackingOff', { ...context, pod: 'u9', outerName: 'pv-1', foundOnDisk: true as const, failures: 1, lastError: 'UnmountVolume.TearDown failed' }, 'u9 · pv-1 · found set up at start, its pod gone · backing off after 1 failure: UnmountVolume.TearDown failed'],
   ])('in %s: %j', (state, c, line) => {
     expect(podVolumeSummary(state, c)).toBe(line);
   });

@@ -12,7 +12,7 @@ describe('volumeManager', () => {
     const collected: number[] = [];
     const actor = createActor(
       volumeManagerMachineWith({
-        adopt: async () => ({ mounts: 3, tokens: 0 }),
+        adopt: async () => ({ mounts: 3, tokens: 0, reconstructed: 0 }),
         collect: async () => {
           collected.push(clock.now());
           tokens -= 2;

@@ -72,6 +72,21 @@ describe('systemMounter', () => {
     expect(reads()).toBe(1);
   });
 
+  it("adopts local volumes' device mounts, and not a CSI driver's publishes, which only the driver unmounts (NodeUnpublishVolume)", async () => {
+    const runs: string[] = [];
+    const table = [
+      MOUNTINFO,
+      '93 22 0:53 / /var/lib/statelet/pods/u1/volumes/kubernetes.io~csi/pv-1/mount rw - ext4 /dev/mock rw',
+      '94 22 7:3 / /var/lib/statelet/plugins/kubernetes.io/local-volume/mounts/pv-2 rw - ext4 /dev/loop3 rw',
+    ].join('\n');
+    const mounter = systemMounter('/var/lib/statelet/pods', () => {}, async (file, args) => void runs.push([file, ...args].join(' ')), async () => table);
+    expect(await mounter.adopt()).toBe(4);
+    await mounter.unmountUnder('/var/lib/statelet/pods/u1');
+    expect(runs).not.toContain('umount /var/lib/statelet/pods/u1/volumes/kubernetes.io~csi/pv-1/mount');
+    expect(await mounter.unmount('/var/lib/statelet/plugins/kubernetes.io/local-volume/mounts/pv-2')).toBe(true);
+    expect(runs.at(-1)).toBe('umount /var/lib/statelet/plugins/kubernetes.io/local-volume/mounts/pv-2');
+  });
+
   it('reads the mount table before its first mount, so a pod synced right after a restart does not get a second tmpfs', async () => {
     const { mounter, runs } = setUp();
     expect(await mounter.mountTmpfs('/var/lib/statelet/pods/u1/volumes/kubernetes.io~secret/creds', 1024)).toBe(true);

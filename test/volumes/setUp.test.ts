@@ -240,7 +240,9 @@ describe('tearDownPodVolumes', () => {
     mounter.others.add(target);
     await expect(tearDownPodVolumes(deps, 'u1', { removeDir: true })).rejects.toThrow(`orphaned pod "u1" found, but volume paths are still present on disk: ${target}`);
     expect(await readFile(path.join(target, 'data'), 'utf8')).toBe('the volume');
+    // Unmounted, with the driver's data gone with its mount: the directory goes.
     mounter.others.delete(target);
+    await rm(path.join(target, 'data'));
     await tearDownPodVolumes(deps, 'u1', { removeDir: true });
     expect(await readdir(podsDir)).toEqual([]);
   });

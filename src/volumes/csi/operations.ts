@@ -26,9 +26,18 @@
  * a retry mounts again and a pod that goes still has it unpublished and unstaged; a *final* error
  * removes what the operation made (removeMountDir) and counts it as not mounted.
  *
+ * After a restart, each volume found set up (reconstruction.ts) is adopted uncertain
+ * (`adoptReconstructed`): its publish, and its device held for its pod, so a pod that still wants
+ * it stages and publishes again (drivers are idempotent) and one that does not has it unpublished,
+ * then unstaged once no other pod holds the stage.
+ *
  * Raw block volumes are mapped by csi/block.ts (csi_block.go) with this attach wait, driver table
+<<<<<<< HEAD
  * and secrets. Out of scope here: reconstruction after a restart (the paths it needs are in
  * paths.ts); a published volume's stats are read by stats.ts, its expansion made by expand.ts.
+=======
+ * and secrets. Out of scope here: volume stats and expansion; the paths they need are in paths.ts.
+>>>>>>> reconstruct
  */
 import { mkdir, readFile, rm, rmdir } from 'node:fs/promises';
 import path from 'node:path';
@@ -124,6 +133,8 @@ const reason = (err: unknown) => (err instanceof Error ? err.message : String(er
 const log = (message: string) => `${CSI_PLUGIN_NAME}: ${message}`;
 /** volumetypes.IsUncertainProgressError over csi_client.go's wrapping. */
 export const isUncertain = (err: unknown) => err instanceof UncertainError || (err instanceof CsiError && !err.final);
+/** Who holds a device found staged at start for a pod, until the pod's operation takes it over or lets it go. */
+const foundHolder = (uid: string) => `found:${uid}`;
 /** operation_executor.go GenerateError: `<op> for volume "<spec>" [: <err>]`. */
 export const volumeError = (op: string, specName: string, err: unknown, recordEvent = true) =>
   new CsiOperationError(`${op} for volume ${JSON.stringify(specName)} ${err === undefined ? '' : `: ${reason(err)}`}`, recordEvent);
@@ -141,6 +152,7 @@ export class CsiOperations {
     if (ref.kind === 'csiPV') {
       const device = this.device(ref.uniqueName);
       device.holders.add(ref.id);
+      device.holders.delete(foundHolder(ref.uid));
       publishContext = await this.attach(ref, volume, 'MountVolume');
       if (device.state !== 'mounted') {
         await this.serially(device, async () => {
@@ -192,6 +204,7 @@ export class CsiOperations {
     const device = this.devices.get(ref.uniqueName);
     if (!device) return;
     device.holders.delete(ref.id);
+    device.holders.delete(foundHolder(ref.uid));
     await this.serially(device, async () => {
       if (device.holders.size > 0) return;
       if (device.state !== null) {
@@ -205,6 +218,19 @@ export class CsiOperations {
       this.deps.attach.markDetached(ref.uniqueName);
       if (device.holders.size === 0) this.devices.delete(ref.uniqueName);
     });
+  }
+
+  /**
+   * A volume found set up at start (reconstruct.go updateStates): its publish uncertain and, for a
+   * PersistentVolume, its device uncertain (MarkDeviceAsUncertain) and held for the pod.
+   */
+  adoptReconstructed(volume: { uid: string; uniqueName: string; kind: 'csiPV' | 'csiInline' }): void {
+    const key = `${volume.uid}/${volume.uniqueName}`;
+    if (!this.published.has(key)) this.published.set(key, 'uncertain');
+    if (volume.kind !== 'csiPV') return;
+    const device = this.device(volume.uniqueName);
+    device.state ??= 'uncertain';
+    device.holders.add(foundHolder(volume.uid));
   }
 
   // ---------------------------------------------------------------- attach
