@@ -38,7 +38,7 @@ describe('volumes found set up at start', () => {
     expect(w.inUse('kubernetes.io/csi/u1-scratch')).toBe(true);
 
     expect(w.releasePod('u1')).toBe(true);
-    expect(changes).toEqual([{ mount: [{ id: 'u1/scratch', uid: 'u1', pod: 'u1', outerName: 'scratch', uniqueName: 'kubernetes.io/csi/u1-scratch', specName: 'scratch', kind: 'csiInline', foundOnDisk: true }], remount: [], unmount: [] }]);
+    expect(changes).toEqual([{ mount: [{ id: 'u1/scratch', uid: 'u1', pod: 'u1', outerName: 'scratch', uniqueName: 'kubernetes.io/csi/u1-scratch', specName: 'scratch', kind: 'csiInline', foundOnDisk: true }], remount: [], unmount: [], expand: [] }]);
     expect(w.inUse('kubernetes.io/csi/u1-scratch')).toBe(false);
     expect(w.possiblyMounted('u1')).toBe(true);
     // Told once: a later pass does not start it again.
@@ -52,10 +52,10 @@ describe('volumes found set up at start', () => {
     const { w, changes, add } = world();
     add(found('u1'));
     await w.processPod(pod('u1', [inline]));
-    expect(changes).toEqual([{ mount: [{ id: 'u1/scratch', uid: 'u1', pod: 'shop/web-u1', outerName: 'scratch', uniqueName: 'kubernetes.io/csi/u1-scratch', specName: 'scratch', kind: 'csiInline' }], remount: [], unmount: [] }]);
+    expect(changes).toEqual([{ mount: [{ id: 'u1/scratch', uid: 'u1', pod: 'shop/web-u1', outerName: 'scratch', uniqueName: 'kubernetes.io/csi/u1-scratch', specName: 'scratch', kind: 'csiInline' }], remount: [], unmount: [], expand: [] }]);
     // Its operation holds it now: the pod's teardown is that operation's.
     w.releasePod('u1');
-    expect(changes[1]).toEqual({ mount: [], remount: [], unmount: ['u1/scratch'] });
+    expect(changes[1]).toEqual({ mount: [], remount: [], unmount: ['u1/scratch'], expand: [] });
   });
 
   it('are left out when a pod processed first has an operation for them already', async () => {
