@@ -105,6 +105,8 @@ export interface ApiFaultsReport {
   apiVersions: number;
   /** Pods with claims created, and deleted (each one's directory and mounts then checked gone). */
   claimPods: { created: number; deleted: number };
+  /** Dead containers and sandboxes of pods deleted before a kill, found left to the container GC at a convergence. */
+  leftToGc: number;
   /** Status writes that reached the API server, checked for their order. */
   statusWrites: number;
   /** What the proxy did: watches cut, watches answered 410, requests refused. */
@@ -230,7 +232,7 @@ export async function runApiFaults(options: ApiFaultsOptions): Promise<ApiFaults
   const kinds = options.kinds ?? KINDS;
   const rootDir = path.join(dir, 'root');
   const claims = new PodClaims(cp, namespace, node, path.join(dir, 'volumes'));
-  const report: ApiFaultsReport = { seed: options.seed, changes: 0, asked, faults: [], observations: 0, apiVersions: 0, claimPods: { created: 0, deleted: 0 }, statusWrites: 0, injected: proxy.injected, violations, finalConvergeMs: null, notConverged: [] };
+  const report: ApiFaultsReport = { seed: options.seed, changes: 0, asked, faults: [], observations: 0, apiVersions: 0, claimPods: { created: 0, deleted: 0 }, leftToGc: 0, statusWrites: 0, injected: proxy.injected, violations, finalConvergeMs: null, notConverged: [] };
   const agentHistory = new PodHistory();
   const apiHistory = new PodHistory();
   const following = followApiPods(cp, namespace, (pod) => {
@@ -242,8 +244,12 @@ export async function runApiFaults(options: ApiFaultsOptions): Promise<ApiFaults
   /** The UIDs of the pods created, by name; the names of the pods deleted, by UID. */
   const uids = new Map<string, string>();
   const gone = new Map<string, string>();
+  /** The UIDs of pods deleted before an agent kill (whose termination it may have cut short), and the dead runtime objects of theirs found left to the container GC. */
+  const cutShort = new Set<string>();
+  const leftToGc = new Set<string>();
   let serial = 0;
-  let agent: AgentProcess | null = null;
+  // Started again after each kill (by startAgent, which closures call: not narrowed here).
+  let agent = null as AgentProcess | null;
   const startAgent = async () => (agent = await runStatelet([`--container-runtime-endpoint=${sim.endpoint}`, `--kubeconfig=${kubeconfig}`, `--hostname-override=${node}`], { rootDir }));
   const create = async (name: string, kind: Kind) => {
     live.set(name, kind);
@@ -293,12 +299,18 @@ export async function runApiFaults(options: ApiFaultsOptions): Promise<ApiFaults
       if (live.get(name) === 'ready' && !pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) found.push(`pod ${name} is not Ready in the API`);
     }
     for (const pod of listed) if (!inApi.some((p) => p.metadata.uid === pod.metadata.uid)) found.push(`the agent lists pod ${pod.metadata.name} (${pod.metadata.uid}), which the API does not have`);
-    // Once a deleted pod has terminated, its containers and sandboxes go too, running or not.
+    // Once a deleted pod has terminated, its containers and sandboxes go too, running or not; but
+    // a pod whose termination a kill may have cut short, once stopped, is the container GC's: its
+    // dead containers and sandboxes go at the restarted agent's second pass, a minute after its start
+    // (kuberuntime_gc.go evictContainers: deleted pods' only once all sources are ready).
     const held = await runtime();
     const owned = new Set(listed.map((p) => p.metadata.uid));
-    for (const object of [...held.containers, ...held.sandboxes]) {
+    const objects = [...held.containers.map((c) => ({ object: c, dead: c.state !== 'CONTAINER_RUNNING' })), ...held.sandboxes.map((s) => ({ object: s, dead: s.state !== 'SANDBOX_READY' }))];
+    for (const { object, dead } of objects) {
       const uid = object.labels[POD_UID] ?? '';
-      if (!owned.has(uid)) found.push(`the runtime still holds ${object.metadata.name} (${object.id.slice(0, 12)}) of pod ${uid}, which the agent does not list`);
+      if (owned.has(uid)) continue;
+      if (dead && cutShort.has(uid)) leftToGc.add(object.id);
+      else found.push(`the runtime still holds ${object.metadata.name} (${object.id.slice(0, 12)}) of pod ${uid}, which the agent does not list`);
     }
     return [...found, ...notConverged(listed, shouldRun, held, await podActors(agent!)), ...(await claims.notConverged(new Set(live.keys()))), ...(await deletedPodsLeftovers(rootDir, gone))];
   };
@@ -364,6 +376,7 @@ export async function runApiFaults(options: ApiFaultsOptions): Promise<ApiFaults
         // Seen by the agent only once started again: pods deleted (their volumes to tear down) and added while it was away.
         const away = report.changes;
         await changes();
+        for (const uid of gone.keys()) cutShort.add(uid);
         await startAgent();
         return `${point === 'anytime' ? 'at once' : `inside ${point}`}, ${report.changes - away} changes while away`;
       }
@@ -399,6 +412,7 @@ export async function runApiFaults(options: ApiFaultsOptions): Promise<ApiFaults
       report.faults.push(convergeMs === null ? { fault, detail, convergeMs: -1, notConverged: report.notConverged, agentLog: agentLog() } : { fault, detail, convergeMs });
     }
     report.finalConvergeMs = await converge();
+    report.leftToGc = leftToGc.size;
     report.statusWrites = proxy.statusWrites.length;
     violations.push(...statusOrderViolations(proxy.statusWrites));
     return report;

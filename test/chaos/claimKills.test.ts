@@ -27,7 +27,7 @@ describe('agent kills with claims (sim://)', () => {
     if (!cp) return skip();
     console.log(`chaos agent kills with claims seed ${seed} (replay: CHAOS_SEED=${seed} npx vitest run test/chaos/claimKills.test.ts)`);
     const report = await runApiFaults({ seed, controlPlane: cp, node: NODE, pods: 6, rounds: 6, faults: ['agentKill'], faultsEach: KILLS, kinds: CLAIM_KINDS });
-    console.log(`chaos agent kills with claims seed ${seed}: ${report.claimPods.created} claim pods, ${report.claimPods.deleted} deleted; ${report.faults.map((f) => `kill ${f.detail}: converged in ${Math.round(f.convergeMs)} ms`).join('; ')}`);
+    console.log(`chaos agent kills with claims seed ${seed}: ${report.claimPods.created} claim pods, ${report.claimPods.deleted} deleted, ${report.observations} observations, ${report.leftToGc} dead runtime objects left to the container GC; ${report.faults.map((f) => `kill ${f.detail}: converged in ${Math.round(f.convergeMs)} ms`).join('; ')}`);
     expect(report.faults.map((f) => f.fault), `seed ${seed}`).toEqual(Array(KILLS).fill('agentKill'));
     expect(apiFaultsProblems(report), `seed ${seed}`).toEqual([]);
     // The episode had claims to keep: its first pods include two.
