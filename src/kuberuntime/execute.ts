@@ -70,7 +70,10 @@ export async function killPodRuntime(
 
 /** Removes every container and sandbox of the pod (used once a deleted pod has terminated). */
 export async function removePodRuntime(deps: PodWork, status: RuntimePodStatus, opts: CallOptions): Promise<void> {
-  for (const container of status.containers) {
+  // Oldest first, as the container GC removes (kuberuntime_gc.go removeOldestN): a status read while
+  // this runs still shows the newest container and its restart count, never an older one (a container
+  // an agent killed inside CreateContainer left created, never started) as if it were current.
+  for (const container of [...status.containers].reverse()) {
     try {
       await deps.cri.runtime.removeContainer(container.id, opts);
     } catch (err) {

@@ -5,6 +5,10 @@
  * server's side fails: every watch cut, the watches' version compacted away (410 Gone, as an
  * ERROR event the way the API server sends it, or as the request's status), the pod status
  * writes refused for a while (429, 500 or 503), the API server restarted (SIGTERM or SIGKILL).
+ * With `faults` and `kinds` the same episode kills the agent instead (issue 40): pods with claims
+ * (claims.ts) among the others, the agent killed with SIGKILL (at once, or inside a runtime call:
+ * agentKill.ts), pods added and deleted while it is away, and the agent started again over the
+ * same root directory, which must find the claims' volumes mounted and tear down the deleted pods'.
  * The agent reaches the API server through a fault-injecting proxy (test/support/apiFaultProxy.ts)
  * that records every status write; the runtime is sim:// served from this process.
  *
@@ -16,25 +20,33 @@
  * deleted pod is gone once the agent has finished it), the agent lists exactly them with the
  * statuses the API shows, pods with a passing readiness probe are Ready in the API, the runtime
  * holds nothing (running or not) of a pod the agent does not list, and the runtime and the agent's
- * pod actors agree with the agent's list (invariants.ts notConverged).
+ * pod actors agree with the agent's list (invariants.ts notConverged); the claims' data is on their
+ * volumes and their pods write there again, and deleted pods left neither a directory nor a mount
+ * behind (claims.ts).
  * Everything random comes from the seed, which the report carries.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
 import type { Pod, PodStatus } from '../../src/api/types.ts';
 import { CriClient } from '../../src/runtime/cri/client.ts';
 import { seededRandom } from '../support/faults.ts';
 import { startSimRuntime } from '../../src/runtime/sim/server.ts';
 import { type AgentProcess, runStatelet } from '../support/agentProcess.ts';
+import { mountPointsUnder } from '../../src/volumes/mounter.ts';
 import { type FailureCode, startApiFaultProxy } from '../support/apiFaultProxy.ts';
 import type { ControlPlane } from '../support/controlPlane.ts';
-import { LONG_RUNNING, podActors } from './chaosNode.ts';
+import { KILL_POINTS, armAgentKill } from './agentKill.ts';
+import { LONG_RUNNING, agentWarnings, podActors } from './chaosNode.ts';
+import { CLAIM_COMMAND, CLAIM_MOUNT_PATH, PodClaims, deletedPodsLeftovers } from './claims.ts';
 import { PodHistory, type Violation, notConverged, runtimeViolations } from './invariants.ts';
 import { statusOrderViolations } from './statusOrder.ts';
 
-export type ApiFault = 'watchCut' | 'gone410' | 'gone410Http' | 'statusWritesFailing' | 'apiserverRestart';
+export type ApiFault = 'watchCut' | 'gone410' | 'gone410Http' | 'statusWritesFailing' | 'apiserverRestart' | 'agentKill';
+/** The API server's faults: the episode's by default. */
 export const API_FAULTS: readonly ApiFault[] = ['watchCut', 'gone410', 'gone410Http', 'statusWritesFailing', 'apiserverRestart'];
 
 /** How the long run's table names each fault. */
@@ -44,12 +56,16 @@ export const API_FAULT_NAMES: Record<ApiFault, string> = {
   gone410Http: 'API: watches expired (410 as the status)',
   statusWritesFailing: 'API: status writes refused for 10 s',
   apiserverRestart: 'API: API server restarted',
+  agentKill: 'agent SIGKILL with claims, restarted over its root dir',
 };
 
-type Kind = 'steady' | 'ready' | 'crashloop' | 'completes';
+/** `claim`: a pod writing to a claim of its own (claims.ts). */
+export type Kind = 'steady' | 'ready' | 'crashloop' | 'completes' | 'claim';
 const KINDS: Kind[] = ['steady', 'ready', 'ready', 'crashloop', 'completes'];
+/** The kinds of the agent-kill episode: claims, and pods that run beside them. */
+export const CLAIM_KINDS: readonly Kind[] = ['claim', 'claim', 'steady', 'ready', 'completes'];
 /** Kinds whose containers are all running once the node has converged. */
-const RUNS: ReadonlySet<string> = new Set<Kind>(['steady', 'ready']);
+const RUNS: ReadonlySet<string> = new Set<Kind>(['steady', 'ready', 'claim']);
 const POD_UID = 'io.kubernetes.pod.uid';
 const STATUS_PATH = /^\/api\/v1\/namespaces\/[^/]+\/pods\/[^/]+\/status$/;
 
@@ -62,6 +78,10 @@ export interface ApiFaultsOptions {
   pods: number;
   /** Rounds of changes; at least as many as the faults. */
   rounds: number;
+  /** The faults injected (default API_FAULTS). */
+  faults?: readonly ApiFault[];
+  /** The kinds of pods, drawn from the seed (the same kind may come more than once; default steady, ready, crashloop and completing pods). */
+  kinds?: readonly Kind[];
   /** How many times each kind of fault is injected (default 1). */
   faultsEach?: number;
   /** How long status writes are refused (default 10 s). */
@@ -75,12 +95,18 @@ export interface ApiFaultsOptions {
 export interface ApiFaultsReport {
   seed: number;
   changes: number;
+  /** The kinds of fault asked for. */
+  asked: ApiFault[];
   /** Each fault, how it was injected, and how long the node took to converge after it (-1: it did not). */
   faults: { fault: ApiFault; detail: string; convergeMs: number; notConverged?: string[]; agentLog?: string[] }[];
   /** Observations of the agent's `/pods` and the runtime checked against the invariants. */
   observations: number;
   /** Versions of the pods the API server held (our watch's events) checked. */
   apiVersions: number;
+  /** Pods with claims created, and deleted (each one's directory and mounts then checked gone). */
+  claimPods: { created: number; deleted: number };
+  /** Dead containers and sandboxes of pods deleted before a kill, found left to the container GC at a convergence. */
+  leftToGc: number;
   /** Status writes that reached the API server, checked for their order. */
   statusWrites: number;
   /** What the proxy did: watches cut, watches answered 410, requests refused. */
@@ -91,8 +117,9 @@ export interface ApiFaultsReport {
   notConverged: string[];
 }
 
-function podBody(name: string, kind: Kind, node: string): k8s.V1Pod {
-  const command = kind === 'crashloop' ? 'sleep 0.3; exit 1' : kind === 'completes' ? 'sleep 0.5; exit 0' : LONG_RUNNING;
+/** The pod of `kind`; a claim pod mounts `claim` (made for it). */
+function podBody(name: string, kind: Kind, node: string, claim?: k8s.V1Volume): k8s.V1Pod {
+  const command = kind === 'crashloop' ? 'sleep 0.3; exit 1' : kind === 'completes' ? 'sleep 0.5; exit 0' : kind === 'claim' ? CLAIM_COMMAND : LONG_RUNNING;
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -108,8 +135,10 @@ function podBody(name: string, kind: Kind, node: string): k8s.V1Pod {
           image: 'busybox',
           command: ['sh', '-c', command],
           ...(kind === 'ready' ? { readinessProbe: { exec: { command: ['true'] }, periodSeconds: 1 } } : {}),
+          ...(claim ? { volumeMounts: [{ name: claim.name, mountPath: CLAIM_MOUNT_PATH }] } : {}),
         },
       ],
+      ...(claim ? { volumes: [claim] } : {}),
     },
   };
 }
@@ -172,15 +201,16 @@ function followApiPods(cp: ControlPlane, namespace: string, onPod: (pod: Pod) =>
 /** What went wrong in an episode (empty: nothing), for the test and the long run alike. */
 export function apiFaultsProblems(report: ApiFaultsReport): string[] {
   const problems = report.violations.map((v) => `${v.invariant}: ${v.detail}`);
-  for (const fault of API_FAULTS) if (!report.faults.some((f) => f.fault === fault)) problems.push(`${fault} was not injected`);
+  for (const fault of report.asked) if (!report.faults.some((f) => f.fault === fault)) problems.push(`${fault} was not injected`);
   for (const f of report.faults.filter((f) => f.convergeMs < 0)) {
     problems.push(`${f.fault} (${f.detail}): did not converge: ${(f.notConverged ?? []).join('; ')}; the agent said: ${(f.agentLog ?? []).join(' | ')}`);
   }
   if (report.finalConvergeMs === null) problems.push(`did not converge at the end: ${report.notConverged.join('; ')}`);
-  // The faults really happened, and the order check had writes to check.
-  if (report.injected.watchesCut === 0) problems.push('no watch was cut');
-  if (report.injected.watchesExpired === 0) problems.push('no watch was answered 410');
-  if (report.injected.requestsFailed === 0) problems.push('no status write was refused');
+  // The faults asked for really happened, and the order check had writes to check.
+  const asked = (...faults: ApiFault[]) => faults.some((f) => report.asked.includes(f));
+  if (asked('watchCut', 'gone410', 'gone410Http') && report.injected.watchesCut === 0) problems.push('no watch was cut');
+  if (asked('gone410', 'gone410Http') && report.injected.watchesExpired === 0) problems.push('no watch was answered 410');
+  if (asked('statusWritesFailing') && report.injected.requestsFailed === 0) problems.push('no status write was refused');
   if (report.statusWrites === 0) problems.push('no status write reached the API server');
   return problems;
 }
@@ -198,7 +228,11 @@ export async function runApiFaults(options: ApiFaultsOptions): Promise<ApiFaults
   const kubeconfig = await proxy.kubeconfig(cp.nodeKubeconfig(node), path.join(dir, 'node.kubeconfig'));
 
   const violations: Violation[] = [];
-  const report: ApiFaultsReport = { seed: options.seed, changes: 0, faults: [], observations: 0, apiVersions: 0, statusWrites: 0, injected: proxy.injected, violations, finalConvergeMs: null, notConverged: [] };
+  const asked = [...new Set(options.faults ?? API_FAULTS)];
+  const kinds = options.kinds ?? KINDS;
+  const rootDir = path.join(dir, 'root');
+  const claims = new PodClaims(cp, namespace, node, path.join(dir, 'volumes'));
+  const report: ApiFaultsReport = { seed: options.seed, changes: 0, asked, faults: [], observations: 0, apiVersions: 0, claimPods: { created: 0, deleted: 0 }, leftToGc: 0, statusWrites: 0, injected: proxy.injected, violations, finalConvergeMs: null, notConverged: [] };
   const agentHistory = new PodHistory();
   const apiHistory = new PodHistory();
   const following = followApiPods(cp, namespace, (pod) => {
@@ -207,20 +241,34 @@ export async function runApiFaults(options: ApiFaultsOptions): Promise<ApiFaults
   });
   /** The pods created and not deleted, by name. */
   const live = new Map<string, Kind>();
+  /** The UIDs of the pods created, by name; the names of the pods deleted, by UID. */
+  const uids = new Map<string, string>();
+  const gone = new Map<string, string>();
+  /** The UIDs of pods deleted before an agent kill (whose termination it may have cut short), and the dead runtime objects of theirs found left to the container GC. */
+  const cutShort = new Set<string>();
+  const leftToGc = new Set<string>();
   let serial = 0;
-  let agent: AgentProcess | null = null;
+  // Started again after each kill (by startAgent, which closures call: not narrowed here).
+  let agent = null as AgentProcess | null;
+  const startAgent = async () => (agent = await runStatelet([`--container-runtime-endpoint=${sim.endpoint}`, `--kubeconfig=${kubeconfig}`, `--hostname-override=${node}`], { rootDir }));
+  const create = async (name: string, kind: Kind) => {
+    live.set(name, kind);
+    const claim = kind === 'claim' ? await claims.make(name) : undefined;
+    if (claim) report.claimPods.created++;
+    const created = await cp.core.createNamespacedPod({ namespace, body: podBody(name, kind, node, claim) });
+    uids.set(name, created.metadata!.uid!);
+  };
 
   const change = async () => {
     const names = [...live.keys()];
     const op = live.size < options.pods / 2 || names.length === 0 ? 'add' : live.size > options.pods * 1.5 ? 'delete' : pick(['add', 'delete', 'forceDelete'] as const);
     if (op === 'add') {
-      const name = `p${serial++}`;
-      const kind = pick(KINDS);
-      live.set(name, kind);
-      await cp.core.createNamespacedPod({ namespace, body: podBody(name, kind, node) });
+      await create(`p${serial++}`, pick(kinds));
     } else {
       const name = pick(names);
+      if (live.get(name) === 'claim') report.claimPods.deleted++;
       live.delete(name);
+      gone.set(uids.get(name)!, name);
       await cp.core.deleteNamespacedPod({ namespace, name, ...(op === 'forceDelete' ? { gracePeriodSeconds: 0 } : {}) });
     }
     report.changes++;
@@ -251,18 +299,25 @@ export async function runApiFaults(options: ApiFaultsOptions): Promise<ApiFaults
       if (live.get(name) === 'ready' && !pod.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')) found.push(`pod ${name} is not Ready in the API`);
     }
     for (const pod of listed) if (!inApi.some((p) => p.metadata.uid === pod.metadata.uid)) found.push(`the agent lists pod ${pod.metadata.name} (${pod.metadata.uid}), which the API does not have`);
-    // Once a deleted pod has terminated, its containers and sandboxes go too, running or not.
+    // Once a deleted pod has terminated, its containers and sandboxes go too, running or not; but
+    // a pod whose termination a kill may have cut short, once stopped, is the container GC's: its
+    // dead containers and sandboxes go at the restarted agent's second pass, a minute after its start
+    // (kuberuntime_gc.go evictContainers: deleted pods' only once all sources are ready).
     const held = await runtime();
     const owned = new Set(listed.map((p) => p.metadata.uid));
-    for (const object of [...held.containers, ...held.sandboxes]) {
+    const objects = [...held.containers.map((c) => ({ object: c, dead: c.state !== 'CONTAINER_RUNNING' })), ...held.sandboxes.map((s) => ({ object: s, dead: s.state !== 'SANDBOX_READY' }))];
+    for (const { object, dead } of objects) {
       const uid = object.labels[POD_UID] ?? '';
-      if (!owned.has(uid)) found.push(`the runtime still holds ${object.metadata.name} (${object.id.slice(0, 12)}) of pod ${uid}, which the agent does not list`);
+      if (owned.has(uid)) continue;
+      if (dead && cutShort.has(uid)) leftToGc.add(object.id);
+      else found.push(`the runtime still holds ${object.metadata.name} (${object.id.slice(0, 12)}) of pod ${uid}, which the agent does not list`);
     }
-    return [...found, ...notConverged(listed, shouldRun, held, await podActors(agent!))];
+    return [...found, ...notConverged(listed, shouldRun, held, await podActors(agent!)), ...(await claims.notConverged(new Set(live.keys()))), ...(await deletedPodsLeftovers(rootDir, gone))];
   };
   /** Polls until converged: the time it took, or null (the reasons kept) after the timeout. */
   const converge = async (): Promise<number | null> => {
     const started = performance.now();
+    await claims.mark();
     for (;;) {
       await observe();
       report.notConverged = await reasons().catch((err: unknown) => [`not observable: ${err instanceof Error ? err.message : String(err)}`]);
@@ -312,19 +367,27 @@ export async function runApiFaults(options: ApiFaultsOptions): Promise<ApiFaults
         await changes();
         return crash ? 'SIGKILL, started again' : 'SIGTERM, started again';
       }
+      case 'agentKill': {
+        const point = pick(KILL_POINTS);
+        const { killed } = armAgentKill(agent!, sim, point);
+        // The calls the kill waits for; what the agent had not finished when it died.
+        await changes();
+        await killed;
+        // Seen by the agent only once started again: pods deleted (their volumes to tear down) and added while it was away.
+        const away = report.changes;
+        await changes();
+        for (const uid of gone.keys()) cutShort.add(uid);
+        await startAgent();
+        return `${point === 'anytime' ? 'at once' : `inside ${point}`}, ${report.changes - away} changes while away`;
+      }
     }
   };
 
   try {
-    for (let i = 0; i < options.pods; i++) {
-      const name = `p${serial++}`;
-      const kind = KINDS[i % KINDS.length]!;
-      live.set(name, kind);
-      await cp.core.createNamespacedPod({ namespace, body: podBody(name, kind, node) });
-    }
-    agent = await runStatelet([`--container-runtime-endpoint=${sim.endpoint}`, `--kubeconfig=${kubeconfig}`, `--hostname-override=${node}`], { rootDir: path.join(dir, 'root') });
+    for (let i = 0; i < options.pods; i++) await create(`p${serial++}`, kinds[i % kinds.length]!);
+    await startAgent();
     // Every kind of fault `faultsEach` times, in an order and at rounds drawn from the seed.
-    const planned = API_FAULTS.flatMap((fault) => Array<ApiFault>(options.faultsEach ?? 1).fill(fault));
+    const planned = asked.flatMap((fault) => Array<ApiFault>(options.faultsEach ?? 1).fill(fault));
     if (planned.length > options.rounds) throw new Error(`${planned.length} faults need at least as many rounds (${options.rounds} given)`);
     const faultAt = new Map<number, ApiFault>();
     while (planned.length > 0) {
@@ -340,15 +403,16 @@ export async function runApiFaults(options: ApiFaultsOptions): Promise<ApiFaults
         continue;
       }
       options.log?.(`round ${round}: ${fault}`);
-      const logFrom = agent.output().length;
+      const logFrom = agent!.output().length;
       const detail = await inject(fault);
       const convergeMs = await converge();
       options.log?.(`round ${round}: ${fault} (${detail}): ${convergeMs === null ? `did not converge: ${report.notConverged.join('; ')}` : `converged in ${Math.round(convergeMs)} ms`}`);
-      // What the agent said about the API server meanwhile (its watches, its writes), to tell why.
-      const agentLog = () => agent!.output().slice(logFrom).split('\n').filter((line) => /watch|API/.test(line));
+      // What the agent said meanwhile, to tell why: about the API server (its watches, its writes), or, started again after a kill, its warnings.
+      const agentLog = () => (fault === 'agentKill' ? agentWarnings(agent!.output()) : agent!.output().slice(logFrom).split('\n').filter((line) => /watch|API/.test(line)));
       report.faults.push(convergeMs === null ? { fault, detail, convergeMs: -1, notConverged: report.notConverged, agentLog: agentLog() } : { fault, detail, convergeMs });
     }
     report.finalConvergeMs = await converge();
+    report.leftToGc = leftToGc.size;
     report.statusWrites = proxy.statusWrites.length;
     violations.push(...statusOrderViolations(proxy.statusWrites));
     return report;
@@ -358,6 +422,9 @@ export async function runApiFaults(options: ApiFaultsOptions): Promise<ApiFaults
     // Nothing runs the pods any more: remove them from the API, and from the runtime.
     await cp.core.deleteCollectionNamespacedPod({ namespace, gracePeriodSeconds: 0 }).catch(() => {});
     for (const sandbox of await cri.listPodSandbox().catch(() => [])) await cri.removePodSandbox(sandbox.id).catch(() => {});
+    await claims.deleteVolumes();
+    // The claims' bind mounts the agent left (an agent stops without unmounting, as the kubelet does), before their directories go.
+    for (const point of mountPointsUnder(await readFile('/proc/self/mountinfo', 'utf8'), dir)) await promisify(execFile)('umount', [point]).catch(() => {});
     cri.close();
     await proxy.close();
     await sim.close();

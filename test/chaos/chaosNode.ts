@@ -177,7 +177,7 @@ export class ChaosNode {
 
   /** The agent's last warnings and errors: what it was stuck on, when the node does not converge. */
   agentWarnings(): string[] {
-    return (this.agent?.output() ?? '').split('\n').filter((line) => /^[WE]\d{4} |"level":"(warn|error)"/.test(line)).slice(-30);
+    return agentWarnings(this.agent?.output() ?? '');
   }
 
   /** Stops the agent and removes what the runtime still holds (pods stay with it when the agent stops). */
@@ -189,6 +189,11 @@ export class ChaosNode {
     await this.sim?.close();
     await rm(this.dir, { recursive: true, force: true });
   }
+}
+
+/** The last warnings and errors of an agent's output. */
+export function agentWarnings(output: string): string[] {
+  return output.split('\n').filter((line) => /^[WE]\d{4} |"level":"(warn|error)"/.test(line)).slice(-30);
 }
 
 /** Reads statelet_pod_actors from the agent's /metrics: the sum over states. */

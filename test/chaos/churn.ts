@@ -12,12 +12,9 @@
  * report carries so that a failure can be replayed.
  */
 import { seededRandom } from '../support/faults.ts';
-import type { SimEngine } from '../../src/runtime/sim/engine.ts';
+import { KILL_POINTS, type KillPoint, armAgentKill } from './agentKill.ts';
 import { ChaosNode, type Kind } from './chaosNode.ts';
 import type { Violation } from './invariants.ts';
-
-export type KillPoint = 'anytime' | 'runPodSandbox' | 'removePodSandbox' | 'createContainer' | 'stopContainer';
-const KILL_POINTS: KillPoint[] = ['anytime', 'runPodSandbox', 'removePodSandbox', 'createContainer', 'stopContainer'];
 
 const KINDS: Kind[] = ['steady', 'steady', 'steady', 'init', 'crashloop', 'unhealthy', 'completes'];
 
@@ -76,29 +73,9 @@ export async function runChurn(options: ChurnOptions): Promise<ChurnReport> {
     return ms;
   };
 
-  /** Kills the agent with SIGKILL, now or inside the next call of `point` the runtime serves. */
+  /** Kills the agent with SIGKILL, now or inside the next call of `point` the runtime serves, and starts it again. */
   const kill = async (point: KillPoint) => {
-    const victim = node.agent!;
-    if (point === 'anytime' || !sim) {
-      victim.child.kill('SIGKILL');
-    } else {
-      const engine = sim.engine as unknown as Record<string, (...a: unknown[]) => unknown>;
-      const original = engine[point]!;
-      const armed = new Promise<void>((resolve) => {
-        engine[point] = function (this: SimEngine, ...a: unknown[]) {
-          engine[point] = original;
-          victim.child.kill('SIGKILL');
-          resolve();
-          return original.apply(this, a);
-        };
-      });
-      // The call may not come (nothing to stop just now): then the kill happens anyway.
-      const timeout = new Promise<void>((resolve) => setTimeout(resolve, 3_000));
-      await Promise.race([armed, timeout]);
-      engine[point] = original;
-      victim.child.kill('SIGKILL');
-    }
-    await victim.waitForExit();
+    await armAgentKill(node.agent!, sim, point).killed;
     await node.startAgent();
   };
 

@@ -1,7 +1,9 @@
 /**
  * `npm run chaos`: the long reliability run (issue 13). First the episodes, in turn, each with its
  * own seed (derived from the run's), until their time is spent: churn with agent kills, a runtime
- * restart, crashed containers and lost sandboxes; a hanging runtime call. Then the soak: one agent, the built `statelet`, with
+ * restart, crashed containers and lost sandboxes; a hanging runtime call; a full, then read-only
+ * disk (root); the API server's faults; agent kills with pods that have claims (the last two with
+ * the control plane). Then the soak: one agent, the built `statelet`, with
  * hundreds of pods churning for `--duration`, sampled every minute. At the end a table: episodes,
  * faults injected by kind, observations checked against the invariants, violations, the time the
  * node took to converge after each kind of fault, and the soak's memory slopes and figures.
@@ -19,7 +21,7 @@ import { seededRandom } from '../support/faults.ts';
 import { percentile } from '../../bench/lib.ts';
 import { runChurn } from './churn.ts';
 import { type ControlPlane, startControlPlane } from '../support/controlPlane.ts';
-import { API_FAULT_NAMES, apiFaultsProblems, runApiFaults } from './apiFaults.ts';
+import { API_FAULT_NAMES, type ApiFaultsOptions, CLAIM_KINDS, apiFaultsProblems, runApiFaults } from './apiFaults.ts';
 import { diskProblems, runDiskEpisode } from './disk.ts';
 import { runHang } from './hang.ts';
 import { type ManifestFuzzReport, runManifestFuzz } from './manifestFuzz.ts';
@@ -63,7 +65,7 @@ const FAULT_NAMES = { runtimeRestart: 'runtime restart (1 s down)', containerCra
 
 const API_NODE = 'chaos-api-node';
 const controlPlane = episodesMs > 0 ? await startControlPlane({ nodeNames: [API_NODE] }) : null;
-if (episodesMs > 0 && !controlPlane) console.log('NO CONTROL PLANE: the API-server faults episode is left out of this run (see the message above)');
+if (episodesMs > 0 && !controlPlane) console.log('NO CONTROL PLANE: the API-server faults and agent kills with claims episodes are left out of this run (see the message above)');
 
 /** The episodes, in turn; each gets a fresh seed. */
 const EPISODES: ((seed: number) => Promise<Episode>)[] = [
@@ -99,16 +101,19 @@ const EPISODES: ((seed: number) => Promise<Episode>)[] = [
   },
   // Mounting a small filesystem needs root: without it the episode is left out, and the run says so.
   ...(process.getuid?.() === 0 ? [diskEpisode] : []),
-  // The API server's faults need the control plane (test/controlplane, built once).
-  ...(controlPlane ? [apiFaultsEpisode(controlPlane)] : []),
+  // The API server's faults, and agent kills with pods that have claims, need the control plane (test/controlplane, built once).
+  ...(controlPlane
+    ? [apiEpisode(controlPlane, 'API-server faults', { rounds: 8 }), apiEpisode(controlPlane, 'agent kills with claims', { rounds: kills + 2, faults: ['agentKill'], faultsEach: kills, kinds: CLAIM_KINDS })]
+    : []),
 ];
 
-function apiFaultsEpisode(cp: ControlPlane): (seed: number) => Promise<Episode> {
+/** An episode of apiFaults.ts: the API server's faults by default, or the faults and kinds of pods given. */
+function apiEpisode(cp: ControlPlane, kind: string, options: Pick<ApiFaultsOptions, 'rounds' | 'faults' | 'faultsEach' | 'kinds'>): (seed: number) => Promise<Episode> {
   return async (seed) => {
-    const report = await runApiFaults({ seed, controlPlane: cp, node: API_NODE, pods: 8, rounds: 8 });
+    const report = await runApiFaults({ seed, controlPlane: cp, node: API_NODE, pods: 8, ...options });
     const problems = apiFaultsProblems(report);
     return {
-      kind: 'API-server faults',
+      kind,
       seed,
       changes: report.changes,
       observations: report.observations + report.apiVersions,
