@@ -29,7 +29,7 @@ import path from 'node:path';
 export const NODE_LOOPS = '<node loops>';
 
 export const LAYERS = [
-  ['clock', 'log', 'packageFiles', 'immutable', 'notProvided', 'duration'],
+  ['clock', 'log', 'packageFiles', 'immutable', 'notProvided', 'duration', 'grpcServiceDefinition'],
   ['runtime', 'pluginregistration'],
   ['api'],
   ['events'],

@@ -11,6 +11,7 @@
 import { fileURLToPath } from 'node:url';
 import type * as grpc from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
+import { unaryServiceDefinition } from '../grpcServiceDefinition.ts';
 
 /** The plugin types of pluginregistration/v1 constants.go. */
 export const PLUGIN_TYPES = { csi: 'CSIPlugin', device: 'DevicePlugin', dra: 'DRAPlugin' } as const;
@@ -48,23 +49,7 @@ const READ: protobuf.IConversionOptions = { defaults: true, arrays: true };
 
 /** `pluginregistration.Registration` as a grpc-js service definition (GetInfo, NotifyRegistrationStatus). */
 export function registrationServiceDefinition(): grpc.ServiceDefinition {
-  const definition: Record<string, grpc.MethodDefinition<object, object>> = {};
-  for (const method of registrationService().methodsArray) {
-    const request = method.resolvedRequestType!;
-    const response = method.resolvedResponseType!;
-    const write = (type: protobuf.Type) => (value: object) => Buffer.from(type.encode(type.fromObject(value)).finish());
-    const read = (type: protobuf.Type) => (bytes: Buffer) => type.toObject(type.decode(bytes), READ);
-    definition[method.name] = {
-      path: `/pluginregistration.Registration/${method.name}`,
-      requestStream: false,
-      responseStream: false,
-      requestSerialize: write(request),
-      requestDeserialize: read(request),
-      responseSerialize: write(response),
-      responseDeserialize: read(response),
-    };
-  }
-  return definition;
+  return unaryServiceDefinition(registrationService(), 'pluginregistration.Registration', READ);
 }
 
 /** Go's names of the gRPC codes (google.golang.org/grpc/codes Code.String), by number. */

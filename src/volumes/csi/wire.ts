@@ -8,6 +8,7 @@
 import { fileURLToPath } from 'node:url';
 import type * as grpc from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
+import { unaryServiceDefinition } from '../../grpcServiceDefinition.ts';
 import type { GrpcMethod } from '../../runtime/cri/channel.ts';
 
 let csiRoot: protobuf.Root | undefined;
@@ -92,23 +93,7 @@ export interface IdentityRpcs {
  * member only when sent), answers written from the shapes above.
  */
 export function csiServiceDefinition(service: 'Identity' | 'Node'): grpc.ServiceDefinition {
-  const definition: Record<string, grpc.MethodDefinition<object, object>> = {};
-  for (const method of loadCsi().lookupService(`csi.v1.${service}`).methodsArray) {
-    const request = method.resolvedRequestType!;
-    const response = method.resolvedResponseType!;
-    const write = (type: protobuf.Type) => (value: object) => Buffer.from(type.encode(type.fromObject(value)).finish());
-    const read = (type: protobuf.Type) => (bytes: Buffer) => type.toObject(type.decode(bytes), READ);
-    definition[method.name] = {
-      path: `/csi.v1.${service}/${method.name}`,
-      requestStream: false,
-      responseStream: false,
-      requestSerialize: write(request),
-      requestDeserialize: read(request),
-      responseSerialize: write(response),
-      responseDeserialize: read(response),
-    };
-  }
-  return definition;
+  return unaryServiceDefinition(loadCsi().lookupService(`csi.v1.${service}`), `csi.v1.${service}`, READ);
 }
 
 const methods = new Map<NodeRpc, GrpcMethod<unknown, object>>();
