@@ -27,6 +27,7 @@
  * is still unstaged and unpublished when the pod goes.
  */
 import { mkdir, rm, rmdir, stat } from 'node:fs/promises';
+import { type SharedDevice, serially, sharedDevice } from './sharedDevices.ts';
 import path from 'node:path';
 import type { Pod } from '../../api/types.ts';
 import { type BlockMapDeps, type BlockMapPaths, type BlockMapping, mapBlockVolume, podDeviceMapDir, removeMapPath, unmapBlockVolume, VOLUME_DEVICES_DIR } from '../blockMap.ts';
@@ -70,13 +71,8 @@ export interface CsiBlockDeps extends BlockMapDeps {
 
 type StageState = 'staged' | 'uncertain';
 
-interface BlockDevice {
-  /** SetUpDevice's outcome: none until it succeeds or ends uncertain. */
-  state: StageState | null;
-  /** The pod volumes that want it. */
-  holders: Set<string>;
-  queue: Promise<unknown>;
-}
+/** SetUpDevice's outcome, and the pod volumes that map it. */
+type BlockDevice = SharedDevice<StageState>;
 
 const reason = (err: unknown) => (err instanceof Error ? err.message : String(err));
 const log = (message: string) => `${CSI_PLUGIN_NAME}: ${message}`;
@@ -108,7 +104,7 @@ export class CsiBlockOperations {
       throw volumeError('MapVolume.NewBlockVolumeMapper initialization failed', ref.specName, log(`csi.NewBlockVolumeMapper failed to save volume info data: ${reason(err)}`));
     }
     if (device.state !== 'staged') {
-      await this.serially(device, async () => {
+      await serially(device, async () => {
         if (device.state === 'staged') return;
         try {
           await this.setUpDevice(volume, paths.stagingPath, publishContext);
@@ -162,7 +158,7 @@ export class CsiBlockOperations {
     const device = this.devices.get(ref.uniqueName);
     if (!device) return;
     device.holders.delete(ref.id);
-    await this.serially(device, async () => {
+    await serially(device, async () => {
       if (device.holders.size > 0) return;
       const paths = csiBlockPaths(this.deps.rootDir, ref.specName);
       try {
@@ -288,15 +284,6 @@ export class CsiBlockOperations {
   }
 
   private device(uniqueName: string): BlockDevice {
-    let device = this.devices.get(uniqueName);
-    if (!device) this.devices.set(uniqueName, (device = { state: null, holders: new Set(), queue: Promise.resolve() }));
-    return device;
-  }
-
-  /** One device operation of a volume at a time (nestedpendingoperations). */
-  private serially(device: BlockDevice, operation: () => Promise<void>): Promise<void> {
-    const run = device.queue.then(operation, operation);
-    device.queue = run.catch(() => {});
-    return run;
+    return sharedDevice(this.devices, uniqueName);
   }
 }

@@ -40,6 +40,7 @@
 >>>>>>> reconstruct
  */
 import { mkdir, readFile, rm, rmdir } from 'node:fs/promises';
+import { type SharedDevice, serially, sharedDevice } from './sharedDevices.ts';
 import path from 'node:path';
 import type { NodeObject } from '../../api/cluster.ts';
 import type { CSIDriver, VolumeAttachment } from '../../api/storage.ts';
@@ -120,14 +121,8 @@ class UncertainError extends Error {}
 
 type MountState = 'mounted' | 'uncertain';
 
-interface Device {
-  /** The device's mount: none until MountDevice succeeds or ends uncertain. */
-  state: MountState | null;
-  /** The pod volumes that want it; UnmountDevice runs once none does. */
-  holders: Set<string>;
-  /** Its device operations, one after another. */
-  queue: Promise<unknown>;
-}
+/** The device's mount: none until MountDevice succeeds or ends uncertain; UnmountDevice runs once no pod volume holds it. */
+type Device = SharedDevice<MountState>;
 
 const reason = (err: unknown) => (err instanceof Error ? err.message : String(err));
 const log = (message: string) => `${CSI_PLUGIN_NAME}: ${message}`;
@@ -155,7 +150,7 @@ export class CsiOperations {
       device.holders.delete(foundHolder(ref.uid));
       publishContext = await this.attach(ref, volume, 'MountVolume');
       if (device.state !== 'mounted') {
-        await this.serially(device, async () => {
+        await serially(device, async () => {
           if (device.state === 'mounted') return;
           try {
             await this.mountDevice(pod, volume, publishContext);
@@ -205,7 +200,7 @@ export class CsiOperations {
     if (!device) return;
     device.holders.delete(ref.id);
     device.holders.delete(foundHolder(ref.uid));
-    await this.serially(device, async () => {
+    await serially(device, async () => {
       if (device.holders.size > 0) return;
       if (device.state !== null) {
         try {
@@ -495,16 +490,7 @@ export class CsiOperations {
   // ---------------------------------------------------------------- parts
 
   private device(uniqueName: string): Device {
-    let device = this.devices.get(uniqueName);
-    if (!device) this.devices.set(uniqueName, (device = { state: null, holders: new Set(), queue: Promise.resolve() }));
-    return device;
-  }
-
-  /** Runs `operation` after the device's earlier ones (one operation per volume at a time). */
-  private serially(device: Device, operation: () => Promise<void>): Promise<void> {
-    const run = device.queue.then(operation, operation);
-    device.queue = run.catch(() => {});
-    return run;
+    return sharedDevice(this.devices, uniqueName);
   }
 
   /** csi_client.go newCsiDriverClient: an unregistered driver is a transient failure, retried. (The block mapper's too, csi/block.ts.) */
