@@ -70,6 +70,16 @@ function defineCsiStatsExpansionScenarios({ node: NODE, image, bindMounts }: Run
     await mock?.stop();
   });
 
+  /** The test's pod deleted (its volume unstaged), the mock driver stopped and its CSIDriver gone from the CSINode. */
+  async function podAndDriverGone(cp: ControlPlane, namespace: string): Promise<void> {
+    await cp.core.deleteNamespacedPod({ namespace, name: 'app' });
+    await waitFor(async () => (await mock!.calls()).some((c) => c.rpc === 'NodeUnstageVolume'), 'the unstage', 60_000);
+    await mock!.stop();
+    mock = null;
+    await cp.admin.makeApiClient(StorageV1Api).deleteCSIDriver({ name: DRIVER });
+    await cp.waitFor<CSINode>(csiNodes, NODE, (c) => !(c?.spec.drivers ?? []).some((d) => d.name === DRIVER), 60_000);
+  }
+
   /** The mock with stats and expansion, registered; a CSIDriver without attach; PV `pvName` of the mock's volume "1" bound to `<namespace>/data`; a pod on it, running. */
   async function podOnMockVolume(cp: ControlPlane, pvName: string, beforePod?: (namespace: string) => Promise<void>): Promise<{ namespace: string; pod: V1Pod } | null> {
     mock = await startCsiMock({ rootDir: cluster.agent!.rootDir, driverName: DRIVER, nodeId: `mock-${NODE}`, nodeCapabilities: ['STAGE_UNSTAGE_VOLUME', 'GET_VOLUME_STATS', 'EXPAND_VOLUME'], bindMounts });
@@ -134,12 +144,7 @@ function defineCsiStatsExpansionScenarios({ node: NODE, image, bindMounts }: Run
     await mock!.fail([]);
     await waitFor(async () => (await dataVolume()) !== undefined, 'the volume back in /stats/summary', 30_000);
 
-    await cp.core.deleteNamespacedPod({ namespace, name: 'app' });
-    await waitFor(async () => (await mock!.calls()).some((c) => c.rpc === 'NodeUnstageVolume'), 'the unstage', 60_000);
-    await mock!.stop();
-    mock = null;
-    await cp.admin.makeApiClient(StorageV1Api).deleteCSIDriver({ name: DRIVER });
-    await cp.waitFor<CSINode>(csiNodes, NODE, (c) => !(c?.spec.drivers ?? []).some((d) => d.name === DRIVER), 60_000);
+    await podAndDriverGone(cp, namespace);
   });
 
   it('expands the mounted volume online once the resizer grew it: NodeExpandVolume, the claim status, the events', { timeout: 300_000 }, async ({ skip }) => {
@@ -177,12 +182,7 @@ function defineCsiStatsExpansionScenarios({ node: NODE, image, bindMounts }: Run
     ]);
     expect(running(await cp.core.readNamespacedPod({ namespace, name: 'app' }))).toBe(true);
 
-    await cp.core.deleteNamespacedPod({ namespace, name: 'app' });
-    await waitFor(async () => (await mock!.calls()).some((c) => c.rpc === 'NodeUnstageVolume'), 'the unstage', 60_000);
-    await mock!.stop();
-    mock = null;
-    await cp.admin.makeApiClient(StorageV1Api).deleteCSIDriver({ name: DRIVER });
-    await cp.waitFor<CSINode>(csiNodes, NODE, (c) => !(c?.spec.drivers ?? []).some((d) => d.name === DRIVER), 60_000);
+    await podAndDriverGone(cp, namespace);
   });
 
   it('expands, as it mounts it, a volume the resizer grew while no pod used it, before the pod runs', { timeout: 300_000 }, async ({ skip }) => {
