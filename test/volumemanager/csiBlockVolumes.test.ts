@@ -107,8 +107,20 @@ async function rig(mounter: Mounter, attach = false) {
 }
 
 const eventually = <T>(check: () => T | Promise<T>) => vi.waitFor(check, { timeout: 15_000, interval: 20 });
-/** The restarted volume manager has reconstructed: a pod it never saw no longer counts as possibly having volumes. */
-const reconstructed = (world: VolumeWorld) => eventually(() => expect(world.possiblyMounted('never-seen')).toBe(false));
+
+/**
+ * The volume mapped for pods a and b, then the agent gone and started again: the restarted volume
+ * manager's world once it has reconstructed (a pod it never saw no longer counts as possibly
+ * having volumes), and how many driver calls came before.
+ */
+async function mappedForTwoPodsThenRestarted(r: NonNullable<Awaited<ReturnType<typeof rig>>>): Promise<{ paths: ReturnType<typeof csiBlockPaths>; before: number; world: VolumeWorld }> {
+  await r.world.waitForAttachAndMount(blockPod('a'));
+  await r.world.waitForAttachAndMount(blockPod('b'));
+  const before = (await r.rpcs()).length;
+  const world = r.restart();
+  await eventually(() => expect(world.possiblyMounted('never-seen')).toBe(false));
+  return { paths: csiBlockPaths(r.root, 'pv-block'), before, world };
+}
 
 describe('raw block CSI volumes through the volume manager and the CSI mock driver', () => {
   it('stages and publishes with a block capability at the kubelet paths, links the pod to the published device, and unpublishes then unstages after the last pod', { timeout: 60_000 }, async ({ skip }) => {
@@ -164,15 +176,9 @@ describe('raw block CSI volumes through the volume manager and the CSI mock driv
   it('after a restart, maps the volume again for the pod that still runs and unmaps, unpublishes, then unstages it for the pod gone meanwhile', { timeout: 60_000 }, async ({ skip }) => {
     const r = await rig(diskOnly);
     if (!r) return skip();
-    const paths = csiBlockPaths(r.root, 'pv-block');
-    await r.world.waitForAttachAndMount(blockPod('a'));
-    await r.world.waitForAttachAndMount(blockPod('b'));
-    const before = (await r.rpcs()).length;
-    const linkOf = (uid: string) => path.join(r.root, 'pods', uid, 'volumeDevices', 'kubernetes.io~csi', 'pv-block');
-
     // Pod b is deleted while the agent is away; pod a still runs.
-    const world = r.restart();
-    await reconstructed(world);
+    const { paths, before, world } = await mappedForTwoPodsThenRestarted(r);
+    const linkOf = (uid: string) => path.join(r.root, 'pods', uid, 'volumeDevices', 'kubernetes.io~csi', 'pv-block');
     await world.waitForAttachAndMount(blockPod('a'));
     expect(world.mountedVolumes('a').get('data')).toMatchObject({ path: linkOf('a'), mapped: true });
     // Nothing of pod a torn down: staged and published again with the same requests (drivers are idempotent).
@@ -196,12 +202,7 @@ describe('raw block CSI volumes through the volume manager and the CSI mock driv
   it('after a restart with every pod of the volume gone, unpublishes each and unstages once, after the last', { timeout: 60_000 }, async ({ skip }) => {
     const r = await rig(diskOnly);
     if (!r) return skip();
-    const paths = csiBlockPaths(r.root, 'pv-block');
-    await r.world.waitForAttachAndMount(blockPod('a'));
-    await r.world.waitForAttachAndMount(blockPod('b'));
-    const before = (await r.rpcs()).length;
-    const world = r.restart();
-    await reconstructed(world);
+    const { paths, before, world } = await mappedForTwoPodsThenRestarted(r);
     expect(['a', 'b'].map((uid) => world.possiblyMounted(uid))).toEqual([true, true]);
     for (const uid of ['a', 'b']) world.releasePod(uid);
     await eventually(() => expect(['a', 'b'].some((uid) => world.possiblyMounted(uid))).toBe(false));
