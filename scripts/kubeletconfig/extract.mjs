@@ -66,7 +66,7 @@ export function render(data, release) {
     '',
     'export interface FeatureGateSpec {',
     '  readonly default: boolean;',
-    "  /** ALPHA, BETA, GA or DEPRECATED ('' for the special AllAlpha/AllBeta). */",
+    "  /** ALPHA, BETA or DEPRECATED; '' is GA (and the special AllAlpha/AllBeta). */",
     '  readonly preRelease: string;',
     '  /** Locked to its default: setting it otherwise is an error. */',
     '  readonly locked: boolean;',

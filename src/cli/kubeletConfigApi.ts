@@ -146,8 +146,14 @@ export const KUBELET_CONFIG_FIELDS: Readonly<Record<string, ConfigField>> = {
       verbosity: { goType: "v1.VerbosityLevel" },
     } },
     options: { goType: "v1.FormatOptions", fields: {
-      text: { goType: "v1.TextOptions" },
-      json: { goType: "v1.JSONOptions" },
+      text: { goType: "v1.TextOptions", fields: {
+        splitStream: { goType: "bool" },
+        infoBufferSize: { goType: "resource.QuantityValue" },
+      } },
+      json: { goType: "v1.JSONOptions", fields: {
+        splitStream: { goType: "bool" },
+        infoBufferSize: { goType: "resource.QuantityValue" },
+      } },
     } },
   } },
   enableSystemLogHandler: { goType: "*bool" },
@@ -297,7 +303,7 @@ export const KUBELET_CONFIG_DEFAULTS: Readonly<Record<string, unknown>> = {
 
 export interface FeatureGateSpec {
   readonly default: boolean;
-  /** ALPHA, BETA, GA or DEPRECATED ('' for the special AllAlpha/AllBeta). */
+  /** ALPHA, BETA or DEPRECATED; '' is GA (and the special AllAlpha/AllBeta). */
   readonly preRelease: string;
   /** Locked to its default: setting it otherwise is an error. */
   readonly locked: boolean;

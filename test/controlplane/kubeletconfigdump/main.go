@@ -56,7 +56,15 @@ func fieldsOf(t reflect.Type) []field {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
 		tag := strings.Split(f.Tag.Get("json"), ",")
-		if f.Anonymous || tag[0] == "-" || tag[0] == "" {
+		if f.Anonymous && tag[0] == "" {
+			// An embedded struct's fields are the outer struct's in JSON (TextOptions' OutputRoutingOptions);
+			// TypeMeta's apiVersion and kind are not settings.
+			if f.Type.Kind() == reflect.Struct && f.Type.Name() != "TypeMeta" {
+				out = append(out, fieldsOf(f.Type)...)
+			}
+			continue
+		}
+		if tag[0] == "-" || tag[0] == "" {
 			continue
 		}
 		entry := field{Name: tag[0], GoType: f.Type.String()}
