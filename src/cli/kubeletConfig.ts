@@ -284,7 +284,8 @@ function isZero(field: ConfigField, value: unknown): boolean {
 function sameAsDefault(field: ConfigField, value: unknown, fieldDefault: unknown): boolean {
   if (fieldDefault === undefined) {
     if (isList(field)) return (Array.isArray(value) && value.length === 0) || (isObject(value) && Object.keys(value).length === 0);
-    if (field.fields !== undefined) return isObject(value) && Object.entries(value).every(([name, child]) => field.fields?.[name] !== undefined && (child === null || sameAsDefault(field.fields[name]!, child, undefined)));
+    // A pointer to a struct set to anything, even {}, is not unset (tracing: {} traces to the default endpoint).
+    if (field.fields !== undefined) return !isPointer(field) && isObject(value) && Object.entries(value).every(([name, child]) => field.fields?.[name] !== undefined && (child === null || sameAsDefault(field.fields[name]!, child, undefined)));
     // A pointer set to its type's zero is not unset, except where the field's Go zero is the behaviour.
     return !isPointer(field) && isZero(field, value);
   }

@@ -533,7 +533,14 @@ const cgroupDriverKind: ValueKind<'cgroupfs'> = {
 
 function cgroupDriver(text: string): 'cgroupfs' {
   if (text === 'cgroupfs') return text;
-  if (text === 'systemd') throw new ValueError('statelet makes its cgroups with the cgroupfs driver only; run the runtime with cgroupfs too (containerd: SystemdCgroup = false), or --cgroups-per-qos=false');
+  // The kubelet takes the driver from CRI RuntimeConfig when the runtime answers it
+  // (KubeletCgroupDriverFromCRI) and this setting only when it does not, as containerd 1.6 does not.
+  if (text === 'systemd') {
+    throw new ValueError(
+      'statelet has no systemd cgroup driver: it makes its cgroups through cgroupfs only, so "systemd" is refused rather than run as cgroupfs; ' +
+        'set cgroupfs and run the runtime with cgroupfs too (containerd: SystemdCgroup = false), or --cgroups-per-qos=false',
+    );
+  }
   throw new ValueError(`expected cgroupfs, not ${JSON.stringify(text)}`);
 }
 

@@ -813,7 +813,7 @@ describe('KubeletConfiguration file', () => {
   });
 
   it('refuses the systemd cgroup driver, and takes cgroupfs', () => {
-    expect(() => parseKubeletConfig(`${HEADER}cgroupDriver: systemd\n`, 'k.yaml')).toThrow(/cgroupfs driver only/);
+    expect(() => parseKubeletConfig(`${HEADER}cgroupDriver: systemd\n`, 'k.yaml')).toThrow(/no systemd cgroup driver: it makes its cgroups through cgroupfs only/);
     expect(parseKubeletConfig(`${HEADER}cgroupDriver: cgroupfs\ncgroupsPerQOS: false\npodPidsLimit: 100\nenforceNodeAllocatable: [pods]\n`, 'k.yaml').settings).toEqual({
       cgroupDriver: 'cgroupfs',
       cgroupsPerQos: false,
