@@ -70,6 +70,8 @@ interface OptionSpec<K extends SettingKey> {
    * at start, naming the flag or field and the value, never run as something else.
    */
   refuse?(value: Required<AgentSettings>[K]): string | null;
+  /** For docs/kubelet-config.md: the values refused at start, where some are (by `refuse` or the kind). */
+  refusedWhen?: string;
 }
 
 export type AnyOptionSpec = OptionSpec<SettingKey>;
@@ -881,6 +883,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
       value === ''
         ? null
         : 'statelet does not request its client certificate from the API server (TLS bootstrap); give --kubeconfig with credentials issued for the node, and no --bootstrap-kubeconfig',
+    refusedWhen: 'any path (TLS bootstrap is not built yet)',
   }),
   option({
     key: 'rotateCertificates',
@@ -891,6 +894,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     help: 'Renew the client certificate before it expires by requesting a new one with a CertificateSigningRequest',
     refuse: (value) =>
       value ? 'statelet does not renew its client certificate through CertificateSigningRequests; set it to false and renew the --kubeconfig credentials yourself' : null,
+    refusedWhen: '`true` (client certificate rotation is not built yet)',
   }),
   option({
     key: 'serverTLSBootstrap',
@@ -901,6 +905,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     help: 'Request the serving certificate with a kubernetes.io/kubelet-serving CertificateSigningRequest and renew it before it expires',
     refuse: (value) =>
       value ? 'statelet does not request its serving certificate from the API server; set it to false and give --tls-cert-file and --tls-private-key-file (or let it make a self-signed one)' : null,
+    refusedWhen: '`true` (serving certificates from the API server are not built yet)',
   }),
   option({
     key: 'tlsCipherSuites',
@@ -910,6 +915,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     group: 'Serving',
     help: 'Cipher suites of the authenticated API, Go names (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,...); none given: the defaults',
     refuse: (value) => (value.length === 0 ? null : "statelet's authenticated API serves Node.js's default cipher suites and does not take a list; leave it empty"),
+    refusedWhen: "a name Go does not know (the kubelet's message), one Node.js's OpenSSL lacks, and any list while the server does not apply it",
   }),
   option({
     key: 'tlsMinVersion',
@@ -919,6 +925,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     group: 'Serving',
     help: 'Lowest TLS version the authenticated API accepts',
     refuse: (value) => (value === 'VersionTLS12' ? null : "statelet's authenticated API accepts TLS 1.2 and later (the default, VersionTLS12) and does not take another minimum"),
+    refusedWhen: 'another version than `VersionTLS12` while the server does not apply it',
   }),
   option({
     key: 'featureGates',
@@ -927,6 +934,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'featureGates',
     group: 'General',
     help: 'Feature gates to set (Name=true|false,...); on the command line each one given wins over the config file\'s',
+    refusedWhen: "an unknown gate, a locked gate set otherwise (the kubelet's messages), a gate set otherwise than its default that statelet does not implement",
   }),
   option({
     key: 'configDir',
@@ -942,6 +950,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     group: 'Cluster',
     help: "'external' when a cloud controller manager initializes the node: it is registered with the node.cloudprovider.kubernetes.io/uninitialized:NoSchedule taint; empty for none",
     onlyWith: inCluster,
+    refusedWhen: "any provider but `external` (the kubelet's message: built-in providers are gone)",
   }),
   option({
     key: 'providerId',
@@ -1274,6 +1283,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'cgroupDriver',
     group: 'Node',
     help: 'How cgroups are made: cgroupfs (systemd is refused)',
+    refusedWhen: '`systemd`: statelet has no systemd cgroup driver',
   }),
   option({
     key: 'cpuManagerPolicy',
@@ -1282,6 +1292,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'cpuManagerPolicy',
     group: 'Node',
     help: 'CPU Manager policy: none (static is refused)',
+    refusedWhen: '`static`',
   }),
   option({
     key: 'memoryManagerPolicy',
@@ -1290,6 +1301,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'memoryManagerPolicy',
     group: 'Node',
     help: 'Memory Manager policy: None (Static is refused)',
+    refusedWhen: '`Static`',
   }),
   option({
     key: 'topologyManagerPolicy',
@@ -1298,6 +1310,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'topologyManagerPolicy',
     group: 'Node',
     help: 'Topology Manager policy: none (best-effort, restricted and single-numa-node are refused)',
+    refusedWhen: '`best-effort`, `restricted`, `single-numa-node`',
   }),
   option({
     key: 'enforceNodeAllocatable',
@@ -1311,6 +1324,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
       // pkg/kubelet/apis/config/validation/validation.go ValidateKubeletConfiguration.
       reason: 'cgroupsPerQOS (--cgroups-per-qos) must be set to true when "pods" contained in enforceNodeAllocatable (--enforce-node-allocatable); give --enforce-node-allocatable=none',
     },
+    refusedWhen: '`system-reserved`, `kube-reserved`',
   }),
   option({
     key: 'podMaxPids',
@@ -1336,6 +1350,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     group: 'Node',
     help: 'memorySwap.swapBehavior: NoSwap (or empty), the only behaviour statelet has; LimitedSwap is refused',
     defaultText: 'NoSwap',
+    refusedWhen: '`LimitedSwap`',
   }),
   option({
     key: 'seccompDefault',
