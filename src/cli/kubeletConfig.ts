@@ -77,15 +77,7 @@ export function loadKubeletConfig(configFile: string | undefined, configDir: str
       }
     }
   }
-  const settings: Partial<AgentSettings> = {};
-  const settingOrigins: Partial<Record<SettingKey, string>> = {};
-  const context: WalkContext = { settings, settingOrigins, warnings, origin: (field) => origins.get(field) ?? configFile ?? configDir ?? '' };
-  readFields(document, '', KUBELET_CONFIG_FIELDS, KUBELET_CONFIG_DEFAULTS, context);
-  if (settings.nodeStatusReportFrequencyMs === undefined && settings.nodeStatusUpdateFrequencyMs !== undefined) {
-    // defaults.go SetDefaults_KubeletConfiguration: an unset report frequency follows an update frequency that was set.
-    settings.nodeStatusReportFrequencyMs = settings.nodeStatusUpdateFrequencyMs;
-  }
-  return { settings, origins: settingOrigins, warnings };
+  return { ...settingsOf(document, (field) => origins.get(field) ?? configFile ?? configDir ?? '', warnings), warnings };
 }
 
 /** Reads and maps one file (no drop-ins); relative paths inside it resolve against its directory. */
@@ -99,12 +91,19 @@ export function parseKubeletConfig(text: string, file: string): { settings: Part
   const warnings: string[] = [];
   const document = parseDocument(text, file, 'config', warnings);
   resolveRelativePaths(document, path.dirname(file));
+  return { settings: settingsOf(document, () => file, warnings).settings, warnings };
+}
+
+/** The settings of a whole (merged) document; `origin` names the file a top-level field came from. */
+function settingsOf(document: Document, origin: (field: string) => string, warnings: string[]): { settings: Partial<AgentSettings>; origins: Partial<Record<SettingKey, string>> } {
   const settings: Partial<AgentSettings> = {};
-  readFields(document, '', KUBELET_CONFIG_FIELDS, KUBELET_CONFIG_DEFAULTS, { settings, settingOrigins: {}, warnings, origin: () => file });
+  const origins: Partial<Record<SettingKey, string>> = {};
+  readFields(document, '', KUBELET_CONFIG_FIELDS, KUBELET_CONFIG_DEFAULTS, { settings, settingOrigins: origins, warnings, origin });
   if (settings.nodeStatusReportFrequencyMs === undefined && settings.nodeStatusUpdateFrequencyMs !== undefined) {
+    // defaults.go SetDefaults_KubeletConfiguration: an unset report frequency follows an update frequency that was set.
     settings.nodeStatusReportFrequencyMs = settings.nodeStatusUpdateFrequencyMs;
   }
-  return { settings, warnings };
+  return { settings, origins };
 }
 
 /** The kubelet's Linux default hard eviction thresholds (pkg/kubelet/eviction/defaults_linux.go). */

@@ -949,7 +949,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     flag: 'cloud-provider',
     group: 'Cluster',
     help: "'external' when a cloud controller manager initializes the node: it is registered with the node.cloudprovider.kubernetes.io/uninitialized:NoSchedule taint; empty for none",
-    onlyWith: inCluster,
+    onlyWith: { holds: (settings) => settings.cloudProvider === '' || inCluster.holds(settings), reason: inCluster.reason },
     refusedWhen: "any provider but `external` (the kubelet's message: built-in providers are gone)",
   }),
   option({
@@ -959,7 +959,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'providerID',
     group: 'Cluster',
     help: "The node's ID in its provider's machine database, registered as spec.providerID",
-    onlyWith: inCluster,
+    onlyWith: { holds: (settings) => settings.providerId === '' || inCluster.holds(settings), reason: inCluster.reason },
   }),
   option({
     key: 'registerNode',
@@ -1725,7 +1725,11 @@ export function configz(config: AgentSettings): Record<string, unknown> {
     if (!spec.configField) continue;
     const value = config[spec.key];
     if (value === undefined) continue;
-    out[spec.configField] = spec.kind.toConfig ? (spec.kind.toConfig as (v: unknown) => unknown)(value) : value;
+    // A field of a nested block (authentication.x509.clientCAFile) goes into its block.
+    const parts = spec.configField.split('.');
+    let holder = out;
+    for (const part of parts.slice(0, -1)) holder = (holder[part] ??= {}) as Record<string, unknown>;
+    holder[parts[parts.length - 1]!] = spec.kind.toConfig ? (spec.kind.toConfig as (v: unknown) => unknown)(value) : value;
   }
   return out;
 }

@@ -849,6 +849,14 @@ describe('KubeletConfiguration file', () => {
     expect(() => parseKubeletConfig(`${HEADER}${line}\n`, 'k.yaml')).toThrow(message);
   });
 
+  it('shows the authentication, authorization and logging settings in /configz in their blocks', () => {
+    expect(configz(run(['--client-ca-file=/ca.crt', '--anonymous-auth=false', '--authorization-mode=AlwaysAllow', '-v', '3']).config)).toMatchObject({
+      authentication: { x509: { clientCAFile: '/ca.crt' }, anonymous: { enabled: false } },
+      authorization: { mode: 'AlwaysAllow' },
+      logging: { format: 'text', verbosity: 3 },
+    });
+  });
+
   it('shows failSwapOn and memorySwap in /configz as a kubelet config file writes them', () => {
     expect(configz(run([]).config)).toMatchObject({ failSwapOn: true, memorySwap: {} });
     const file = writeConfig(`${HEADER}failSwapOn: false\nmemorySwap: {swapBehavior: NoSwap}\n`);
