@@ -60,8 +60,7 @@ export function loadKubeletConfig(configFile: string | undefined, configDir: str
   let document: Document = {};
   const origins = new Map<string, string>();
   if (configFile) {
-    document = readDocument(configFile, 'config', warnings);
-    resolveRelativePaths(document, path.dirname(configFile));
+    document = configFileDocument(readDocument(configFile, 'config', warnings), configFile);
     for (const field of Object.keys(document)) origins.set(field, configFile);
   }
   if (configDir) {
@@ -89,8 +88,7 @@ export function readKubeletConfigFile(file: string): { settings: Partial<AgentSe
 /** Maps the text of a config file named `file` (for messages and relative paths). */
 export function parseKubeletConfig(text: string, file: string): { settings: Partial<AgentSettings>; warnings: string[] } {
   const warnings: string[] = [];
-  const document = parseDocument(text, file, 'config', warnings);
-  resolveRelativePaths(document, path.dirname(file));
+  const document = configFileDocument(parseDocument(text, file, 'config', warnings), file);
   return { settings: settingsOf(document, () => file, warnings).settings, warnings };
 }
 
@@ -104,6 +102,19 @@ function settingsOf(document: Document, origin: (field: string) => string, warni
     settings.nodeStatusReportFrequencyMs = settings.nodeStatusUpdateFrequencyMs;
   }
   return { settings, origins };
+}
+
+/**
+ * The --config document as server.go loadConfigFile leaves it: relative paths resolved against the
+ * file's directory and, with mergeDefaultEvictionSettings, the default hard eviction thresholds its
+ * evictionHard leaves out added.
+ */
+function configFileDocument(document: Document, file: string): Document {
+  resolveRelativePaths(document, path.dirname(file));
+  if (document.mergeDefaultEvictionSettings === true && isObject(document.evictionHard)) {
+    document.evictionHard = { ...KUBELET_DEFAULT_EVICTION_HARD, ...document.evictionHard };
+  }
+  return document;
 }
 
 /** The kubelet's Linux default hard eviction thresholds (pkg/kubelet/eviction/defaults_linux.go). */
@@ -300,6 +311,7 @@ function sameAsDefault(field: ConfigField, value: unknown, fieldDefault: unknown
 }
 
 function typeProblem(field: ConfigField, value: unknown): string | null {
+  if (isBool(field)) return typeof value === 'boolean' ? null : 'expected a boolean';
   if (isDuration(field)) {
     if (typeof value === 'number' && Number.isFinite(value)) return null;
     if (typeof value === 'string' && durationMs(value) !== undefined) return null;

@@ -211,6 +211,13 @@ describe('--config-dir drop-ins (server.go mergeKubeletConfigurations)', () => {
     expect(loadKubeletConfig(undefined, path.join(dir, 'conf.d')).settings.evictionHard).toEqual({ 'memory.available': '200Mi', 'nodefs.available': '10%', 'nodefs.inodesFree': '5%', 'imagefs.available': '15%' });
   });
 
+  it('with mergeDefaultEvictionSettings, adds the default thresholds the --config file leaves out (server.go loadConfigFile)', () => {
+    const file = write('c.yaml', `${HEADER}mergeDefaultEvictionSettings: true\nevictionHard: {memory.available: 300Mi}\n`);
+    expect(loadKubeletConfig(file, undefined).settings.evictionHard).toEqual({ 'memory.available': '300Mi', 'nodefs.available': '10%', 'nodefs.inodesFree': '5%', 'imagefs.available': '15%' });
+    expect(loadKubeletConfig(write('d.yaml', `${HEADER}mergeDefaultEvictionSettings: false\nevictionHard: {memory.available: 300Mi}\n`), undefined).settings.evictionHard).toEqual({ 'memory.available': '300Mi' });
+    expect(() => loadKubeletConfig(write('e.yaml', `${HEADER}mergeDefaultEvictionSettings: "yes"\n`), undefined)).toThrow(/mergeDefaultEvictionSettings: expected a boolean/);
+  });
+
   it('fails on a drop-in of another kind or version, or none, as the kubelet does', () => {
     write('conf.d/10.conf', 'apiVersion: kubelet.config.k8s.io/v1\nkind: KubeletConfiguration\n');
     expect(() => loadKubeletConfig(undefined, path.join(dir, 'conf.d'))).toThrow(/10\.conf: failed to load kubelet dropin file: unknown apiVersion\/kind/);
