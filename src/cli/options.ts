@@ -539,8 +539,9 @@ function cgroupDriver(text: string): 'cgroupfs' {
   // (KubeletCgroupDriverFromCRI) and this setting only when it does not, as containerd 1.6 does not.
   if (text === 'systemd') {
     throw new ValueError(
-      'statelet has no systemd cgroup driver: it makes its cgroups through cgroupfs only, so "systemd" is refused rather than run as cgroupfs; ' +
-        'set cgroupfs and run the runtime with cgroupfs too (containerd: SystemdCgroup = false), or --cgroups-per-qos=false',
+      'statelet has no systemd cgroup driver: it makes its cgroups through cgroupfs only, so "systemd" is refused rather than run as cgroupfs ' +
+        "(the kubelet asks the runtime first, with CRI RuntimeConfig, which containerd 1.6 does not implement, so there this field decides); " +
+        'set cgroupfs, and run the runtime with cgroupfs too (containerd: SystemdCgroup = false)',
     );
   }
   throw new ValueError(`expected cgroupfs, not ${JSON.stringify(text)}`);
