@@ -68,7 +68,7 @@ export function loadKubeletConfig(configFile: string | undefined, configDir: str
       const patch = readDocument(file, 'drop-in', warnings);
       // The kubelet merges onto its defaulted configuration, whose evictionHard is the default
       // thresholds (server.go loadConfigFile): a drop-in's evictionHard patches them.
-      if (isObject(patch.evictionHard) && document.evictionHard === undefined) document.evictionHard = { ...(KUBELET_DEFAULT_EVICTION_HARD as Document) };
+      if (isObject(patch.evictionHard) && document.evictionHard === undefined) document.evictionHard = { ...KUBELET_DEFAULT_EVICTION_HARD };
       document = mergePatch(document, patch) as Document;
       for (const [field, value] of Object.entries(patch)) {
         if (value === null) origins.delete(field);
@@ -77,12 +77,6 @@ export function loadKubeletConfig(configFile: string | undefined, configDir: str
     }
   }
   return { ...settingsOf(document, (field) => origins.get(field) ?? configFile ?? configDir ?? '', warnings), warnings };
-}
-
-/** Reads and maps one file (no drop-ins); relative paths inside it resolve against its directory. */
-export function readKubeletConfigFile(file: string): { settings: Partial<AgentSettings>; warnings: string[] } {
-  const { settings, warnings } = loadKubeletConfig(file, undefined);
-  return { settings, warnings };
 }
 
 /** Maps the text of a config file named `file` (for messages and relative paths). */
