@@ -206,6 +206,18 @@ describe('--config-dir drop-ins (server.go mergeKubeletConfigurations)', () => {
     expect(() => parseCommandLine(['--config', config, '--config-dir', path.join(dir, 'conf.d')], env)).toThrow(`${path.join(dir, 'conf.d/30-shutdown.conf')}: shutdownGracePeriod: "30s" is refused`);
   });
 
+  it('defaults the report frequency before the drop-ins: a drop-in update frequency does not move it, a drop-in reset does', () => {
+    const config = write('config.yaml', `${HEADER}nodeStatusUpdateFrequency: 4s\n`);
+    write('conf.d/10.conf', `${HEADER}nodeStatusUpdateFrequency: 8s\n`);
+    const conf = path.join(dir, 'conf.d');
+    expect(loadKubeletConfig(config, conf).settings).toMatchObject({ nodeStatusUpdateFrequencyMs: 8_000, nodeStatusReportFrequencyMs: 4_000 });
+    // No --config: the base had the default, 5m, which the drop-in leaves.
+    expect(loadKubeletConfig(undefined, conf).settings).toMatchObject({ nodeStatusUpdateFrequencyMs: 8_000 });
+    expect(loadKubeletConfig(undefined, conf).settings.nodeStatusReportFrequencyMs).toBeUndefined();
+    write('conf.d/20.conf', `${HEADER}nodeStatusReportFrequency: null\n`);
+    expect(loadKubeletConfig(config, conf).settings).toMatchObject({ nodeStatusUpdateFrequencyMs: 8_000, nodeStatusReportFrequencyMs: 8_000 });
+  });
+
   it("patches the default eviction thresholds, as the kubelet's defaulted base has them", () => {
     write('conf.d/10.conf', `${HEADER}evictionHard: {memory.available: 200Mi}\n`);
     expect(loadKubeletConfig(undefined, path.join(dir, 'conf.d')).settings.evictionHard).toEqual({ 'memory.available': '200Mi', 'nodefs.available': '10%', 'nodefs.inodesFree': '5%', 'imagefs.available': '15%' });
