@@ -263,6 +263,8 @@ function readFields(document: Document, prefix: string, schema: Readonly<Record<
       continue;
     }
     if (status !== undefined) {
+      const problem = typeProblem(field, value);
+      if (problem) throw new ConfigFileError(file, `${fieldPath}: ${problem}`);
       if (sameAsDefault(field, value, fieldDefault) || (status.also ?? []).some((allowed) => deepEqual(allowed, value))) continue;
       throw new ConfigFileError(file, `${fieldPath}: ${JSON.stringify(value)} is refused: ${status.defaultOnly}`);
     }
@@ -322,8 +324,13 @@ function sameAsDefault(field: ConfigField, value: unknown, fieldDefault: unknown
   return deepEqual(value, fieldDefault);
 }
 
+/** A value of the wrong JSON type for the field's Go type (decoding fails in the kubelet); null when it fits or cannot be told. */
 function typeProblem(field: ConfigField, value: unknown): string | null {
   if (isBool(field)) return typeof value === 'boolean' ? null : 'expected a boolean';
+  if (isNumber(field)) return typeof value === 'number' ? null : 'expected a number';
+  if (/^\*?string$/.test(field.goType)) return typeof value === 'string' ? null : 'expected a string';
+  if (field.goType.startsWith('[]')) return Array.isArray(value) ? null : 'expected a list';
+  if (field.goType.startsWith('map[') || (field.fields !== undefined && !isList(field))) return isObject(value) ? null : 'expected an object';
   if (isDuration(field)) {
     if (typeof value === 'number' && Number.isFinite(value)) return null;
     if (typeof value === 'string' && durationMs(value) !== undefined) return null;

@@ -95,6 +95,17 @@ describe('the field table', () => {
     expect(() => loadKubeletConfig(file, undefined)).toThrow(message);
   });
 
+  it.each([
+    ['enableServer: "yes"', 'enableServer: expected a boolean'],
+    ['podsPerCore: "4"', 'podsPerCore: expected a number'],
+    ['hairpinMode: 3', 'hairpinMode: expected a string'],
+    ['reservedMemory: {numaNode: 0}', 'reservedMemory: expected a list'],
+    ['qosReserved: [memory]', 'qosReserved: expected an object'],
+    ['tracing: 1', 'tracing: expected an object'],
+  ])('fails %s as a type error, not a refusal', (body, message) => {
+    expect(() => loadKubeletConfig(write('c.yaml', `${HEADER}${body}\n`), undefined)).toThrow(message);
+  });
+
   it('takes the values it honours besides the default: no pull rate limit, JSON to the API server, any flush frequency', () => {
     const file = write('c.yaml', `${HEADER}registryPullQPS: 0\ncontentType: application/json\nlogging: {flushFrequency: 2s}\nshutdownGracePeriod: 0s\ntracing: null\n`);
     expect(loadKubeletConfig(file, undefined)).toEqual({ settings: {}, origins: {}, warnings: [] });
