@@ -17,6 +17,8 @@ export type FieldStatus =
 
 const noShutdownManager = 'statelet does not delay node shutdown for its pods (the kubelet takes a systemd inhibitor lock); node shutdown handling stays off, the default';
 const noProfiling = 'statelet serves no Go profiling or debug-flags endpoints';
+/** For a handler the kubelet serves by default and statelet does not have: false is what it does. */
+const noProfilingHandler = { defaultOnly: `${noProfiling}, which the kubelet does by default; false is what it does`, also: [false] } as const;
 const onlyPolicyNone = 'statelet has the CPU and Topology Managers\' "none" policy only, which takes no options';
 
 /** By dotted path (`authentication.webhook.cacheTTL`); a path's status covers its fields. */
@@ -50,7 +52,7 @@ export const CONFIG_FIELD_STATUS: Readonly<Record<string, FieldStatus>> = {
   podsPerCore: { defaultOnly: 'statelet limits pods by maxPods only' },
   enableControllerAttachDetach: { defaultOnly: 'statelet leaves volume attach and detach to the attach/detach controller' },
   protectKernelDefaults: { defaultOnly: 'statelet does not check kernel tunables against its defaults' },
-  makeIPTablesUtilChains: { defaultOnly: 'statelet makes no iptables chains' },
+  makeIPTablesUtilChains: { defaultOnly: 'statelet makes no iptables chains, which the kubelet does by default; false is what it does', also: [false] },
   iptablesMasqueradeBit: { defaultOnly: 'statelet makes no iptables chains' },
   iptablesDropBit: { defaultOnly: 'statelet makes no iptables chains' },
   mergeDefaultEvictionSettings: { honoured: "true adds the default hard eviction thresholds the --config file's evictionHard leaves out (server.go loadConfigFile)" },
@@ -72,8 +74,8 @@ export const CONFIG_FIELD_STATUS: Readonly<Record<string, FieldStatus>> = {
   shutdownGracePeriodCriticalPods: { defaultOnly: noShutdownManager },
   shutdownGracePeriodByPodPriority: { defaultOnly: noShutdownManager },
   reservedMemory: { defaultOnly: 'statelet has the Memory Manager\'s "None" policy only, which reserves no NUMA memory' },
-  enableProfilingHandler: { defaultOnly: noProfiling },
-  enableDebugFlagsHandler: { defaultOnly: noProfiling },
+  enableProfilingHandler: noProfilingHandler,
+  enableDebugFlagsHandler: noProfilingHandler,
   memoryThrottlingFactor: { defaultOnly: 'statelet does not set memory.high (memory QoS)' },
   memoryReservationPolicy: { defaultOnly: 'statelet does not set memory.min (memory QoS)' },
   tracing: { defaultOnly: 'statelet exports no OpenTelemetry traces' },
