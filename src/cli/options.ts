@@ -15,6 +15,8 @@ import type { Taint } from '../api/cluster.ts';
 import { parseQuantity } from '../api/quantity.ts';
 import { labelProblem } from '../api/validate.ts';
 import { MAX_USERNS_PODS } from '../userns/rules.ts';
+import { TLS_VERSIONS, cipherSuiteProblem } from './tlsSettings.ts';
+import { nonDefaultGates } from './featureGates.ts';
 
 /** A value was rejected; `message` is the reason only, and the caller names the flag or field. */
 export class ValueError extends Error {
@@ -49,7 +51,7 @@ interface OptionSpec<K extends SettingKey> {
   kind: ValueKind<Required<AgentSettings>[K]>;
   /** Long flag name without dashes; absent for config-file-only settings. */
   flag?: string;
-  /** KubeletConfiguration field name; absent for flag-only settings. */
+  /** KubeletConfiguration field name, a dotted path in a nested block; absent for flag-only settings. */
   configField?: string;
   /** The config-file value is a path, resolved against the file's directory as the kubelet does. */
   configRelativePath?: boolean;
@@ -63,6 +65,13 @@ interface OptionSpec<K extends SettingKey> {
    * agent never runs with a setting the user did not get. `reason` says what it needs.
    */
   onlyWith?: { holds(settings: AgentSettings): boolean; reason: string };
+  /**
+   * Why statelet cannot honour this value, or null when it can: a value it cannot honour is refused
+   * at start, naming the flag or field and the value, never run as something else.
+   */
+  refuse?(value: Required<AgentSettings>[K]): string | null;
+  /** For docs/kubelet-config.md: the values refused at start, where some are (by `refuse` or the kind). */
+  refusedWhen?: string;
 }
 
 export type AnyOptionSpec = OptionSpec<SettingKey>;
@@ -526,7 +535,15 @@ const cgroupDriverKind: ValueKind<'cgroupfs'> = {
 
 function cgroupDriver(text: string): 'cgroupfs' {
   if (text === 'cgroupfs') return text;
-  if (text === 'systemd') throw new ValueError('statelet makes its cgroups with the cgroupfs driver only; run the runtime with cgroupfs too (containerd: SystemdCgroup = false), or --cgroups-per-qos=false');
+  // The kubelet takes the driver from CRI RuntimeConfig when the runtime answers it
+  // (KubeletCgroupDriverFromCRI) and this setting only when it does not, as containerd 1.6 does not.
+  if (text === 'systemd') {
+    throw new ValueError(
+      'statelet has no systemd cgroup driver: it makes its cgroups through cgroupfs only, so "systemd" is refused rather than run as cgroupfs ' +
+        "(the kubelet asks the runtime first, with CRI RuntimeConfig, which containerd 1.6 does not implement, so there this field decides); " +
+        'set cgroupfs, and run the runtime with cgroupfs too (containerd: SystemdCgroup = false)',
+    );
+  }
   throw new ValueError(`expected cgroupfs, not ${JSON.stringify(text)}`);
 }
 
@@ -731,6 +748,102 @@ const podCidrKind: ValueKind<string> = {
   display: (value) => value,
 };
 
+/** --tls-cipher-suites: Go cipher suite names, comma-separated (tlsCipherSuites: a list); an unknown name fails the start. */
+const cipherSuitesKind: ValueKind<string[]> = {
+  placeholder: 'name,...',
+  takesArgument: true,
+  fromText: (text) => cipherSuites(text.split(',').map((part) => part.trim()).filter(Boolean)),
+  fromConfig(value) {
+    if (!Array.isArray(value)) throw new ValueError('expected a list of cipher suite names');
+    return cipherSuites(value.map(expectString));
+  },
+  display: (value) => value.join(','),
+};
+
+function cipherSuites(names: string[]): string[] {
+  for (const name of names) {
+    const problem = cipherSuiteProblem(name);
+    if (problem) throw new ValueError(problem);
+  }
+  return names;
+}
+
+const TLS_VERSION_NAMES = Object.keys(TLS_VERSIONS) as (keyof typeof TLS_VERSIONS)[];
+
+/**
+ * --tls-min-version: VersionTLS10 … VersionTLS13; empty means the kubelet's default, VersionTLS12
+ * (ciphersuites_flag.go TLSVersion), with its message for another name.
+ */
+const tlsVersionKind: ValueKind<keyof typeof TLS_VERSIONS> = {
+  placeholder: TLS_VERSION_NAMES.join('|'),
+  takesArgument: true,
+  fromText: tlsVersion,
+  fromConfig: (value) => tlsVersion(expectString(value)),
+  display: (value) => value,
+};
+
+function tlsVersion(text: string): keyof typeof TLS_VERSIONS {
+  if (text === '') return 'VersionTLS12';
+  const name = TLS_VERSION_NAMES.find((candidate) => candidate === text);
+  if (name === undefined) throw new ValueError(`unknown tls version ${JSON.stringify(text)}`);
+  return name;
+}
+
+/**
+ * --feature-gates `A=true,B=false` (repeated flags add keys) and featureGates, a map of booleans.
+ * Which names exist and which values statelet honours is checked once the layers are merged.
+ */
+const featureGatesKind: ValueKind<Record<string, boolean>> = {
+  placeholder: 'Name=true|false,...',
+  takesArgument: true,
+  fromText(text) {
+    const gates: Record<string, boolean> = {};
+    for (const pair of text.split(',')) {
+      if (pair.trim() === '') continue;
+      const at = pair.indexOf('=');
+      // k8s.io/component-base/featuregate feature_gate.go Set: "missing bool value for %s".
+      if (at < 0) throw new ValueError(`missing bool value for ${pair.trim()}`);
+      const name = pair.slice(0, at).trim();
+      const value = pair.slice(at + 1).trim();
+      if (TRUE_TEXT.has(value)) gates[name] = true;
+      else if (FALSE_TEXT.has(value)) gates[name] = false;
+      else throw new ValueError(`invalid value of ${name}=${value}, err: strconv.ParseBool: parsing ${JSON.stringify(value)}: invalid syntax`);
+    }
+    return gates;
+  },
+  fromConfig(value) {
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ValueError('expected a map of feature gate names to true or false');
+    const gates: Record<string, boolean> = {};
+    for (const [name, enabled] of Object.entries(value)) {
+      if (typeof enabled !== 'boolean') throw new ValueError(`${name}: expected true or false`);
+      gates[name] = enabled;
+    }
+    return gates;
+  },
+  display: (value) =>
+    Object.entries(value)
+      .map(([name, enabled]) => `${name}=${enabled}`)
+      .join(','),
+  combine: (earlier, later) => ({ ...earlier, ...later }),
+  // The resolved gates hold every gate; a config file lists the ones set otherwise than by default.
+  toConfig: (value) => nonDefaultGates(value),
+};
+
+/**
+ * --cloud-provider: "" or "external". The in-tree providers are gone from the kubelet, which
+ * refuses their names with its message (k8s.io/cloud-provider plugins.go ErrorForDisabledProvider).
+ */
+const cloudProviderKind: ValueKind<'' | 'external'> = {
+  placeholder: 'external',
+  takesArgument: true,
+  fromText(text) {
+    if (text === '' || text === 'external') return text;
+    throw new ValueError(`cloud provider ${JSON.stringify(text)} was specified, but built-in cloud providers are disabled. Please set --cloud-provider=external and migrate to an external cloud provider`);
+  },
+  fromConfig: (value) => cloudProviderKind.fromText(expectString(value)),
+  display: (value) => value,
+};
+
 // ---------------------------------------------------------------------------------------------
 // The table
 
@@ -760,6 +873,94 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     flag: 'kubeconfig',
     group: 'General',
     help: 'kubeconfig file with API server credentials; with it the agent registers its Node, keeps a Lease and runs the pods bound to it',
+  }),
+  option({
+    key: 'bootstrapKubeconfig',
+    kind: stringKind,
+    flag: 'bootstrap-kubeconfig',
+    group: 'General',
+    help: 'kubeconfig with bootstrap credentials (a bootstrap token) to request the node\'s client certificate with when --kubeconfig is missing or expired',
+    refuse: (value) =>
+      value === ''
+        ? null
+        : 'statelet does not request its client certificate from the API server (TLS bootstrap); give --kubeconfig with credentials issued for the node, and no --bootstrap-kubeconfig',
+    refusedWhen: 'any path (TLS bootstrap is not built yet)',
+  }),
+  option({
+    key: 'rotateCertificates',
+    kind: boolKind,
+    flag: 'rotate-certificates',
+    configField: 'rotateCertificates',
+    group: 'General',
+    help: 'Renew the client certificate before it expires by requesting a new one with a CertificateSigningRequest',
+    refuse: (value) =>
+      value ? 'statelet does not renew its client certificate through CertificateSigningRequests; set it to false and renew the --kubeconfig credentials yourself' : null,
+    refusedWhen: '`true` (client certificate rotation is not built yet)',
+  }),
+  option({
+    key: 'serverTLSBootstrap',
+    kind: boolKind,
+    flag: 'rotate-server-certificates',
+    configField: 'serverTLSBootstrap',
+    group: 'Serving',
+    help: 'Request the serving certificate with a kubernetes.io/kubelet-serving CertificateSigningRequest and renew it before it expires',
+    refuse: (value) =>
+      value ? 'statelet does not request its serving certificate from the API server; set it to false and give --tls-cert-file and --tls-private-key-file (or let it make a self-signed one)' : null,
+    refusedWhen: '`true` (serving certificates from the API server are not built yet)',
+  }),
+  option({
+    key: 'tlsCipherSuites',
+    kind: cipherSuitesKind,
+    flag: 'tls-cipher-suites',
+    configField: 'tlsCipherSuites',
+    group: 'Serving',
+    help: 'Cipher suites of the authenticated API, Go names (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,...); none given: the defaults',
+    refuse: (value) => (value.length === 0 ? null : "statelet's authenticated API serves Node.js's default cipher suites and does not take a list; leave it empty"),
+    refusedWhen: "a name Go does not know (the kubelet's message), one Node.js's OpenSSL lacks, and any list while the server does not apply it",
+  }),
+  option({
+    key: 'tlsMinVersion',
+    kind: tlsVersionKind,
+    flag: 'tls-min-version',
+    configField: 'tlsMinVersion',
+    group: 'Serving',
+    help: 'Lowest TLS version the authenticated API accepts',
+    refuse: (value) => (value === 'VersionTLS12' ? null : "statelet's authenticated API accepts TLS 1.2 and later (the default, VersionTLS12) and does not take another minimum"),
+    refusedWhen: 'another version than `VersionTLS12` while the server does not apply it',
+  }),
+  option({
+    key: 'featureGates',
+    kind: featureGatesKind,
+    flag: 'feature-gates',
+    configField: 'featureGates',
+    group: 'General',
+    help: 'Feature gates to set (Name=true|false,...); on the command line each one given wins over the config file\'s',
+    refusedWhen: "an unknown gate, a locked gate set otherwise (the kubelet's messages), a gate set otherwise than its default that statelet does not implement",
+  }),
+  option({
+    key: 'configDir',
+    kind: stringKind,
+    flag: 'config-dir',
+    group: 'General',
+    help: 'Directory of KubeletConfiguration drop-ins: every *.conf under it, in lexical order, is merged over --config as a JSON merge patch; flags override both',
+  }),
+  option({
+    key: 'cloudProvider',
+    kind: cloudProviderKind,
+    flag: 'cloud-provider',
+    group: 'Cluster',
+    help: "'external' when a cloud controller manager initializes the node: it is registered with the node.cloudprovider.kubernetes.io/uninitialized:NoSchedule taint; empty for none",
+    onlyWith: { holds: (settings) => settings.cloudProvider === '' || inCluster.holds(settings), reason: inCluster.reason },
+    refusedWhen: "any provider but `external` (the kubelet's message: built-in providers are gone)",
+  }),
+  option({
+    key: 'providerId',
+    kind: stringKind,
+    flag: 'provider-id',
+    configField: 'providerID',
+    group: 'Cluster',
+    help: "The node's ID in its provider's machine database, registered as spec.providerID",
+    onlyWith: { holds: (settings) => settings.providerId === '' || inCluster.holds(settings), reason: inCluster.reason },
   }),
   option({
     key: 'registerNode',
@@ -1083,6 +1284,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'cgroupDriver',
     group: 'Node',
     help: 'How cgroups are made: cgroupfs (systemd is refused)',
+    refusedWhen: '`systemd`: statelet has no systemd cgroup driver',
   }),
   option({
     key: 'cpuManagerPolicy',
@@ -1091,6 +1293,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'cpuManagerPolicy',
     group: 'Node',
     help: 'CPU Manager policy: none (static is refused)',
+    refusedWhen: '`static`',
   }),
   option({
     key: 'memoryManagerPolicy',
@@ -1099,6 +1302,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'memoryManagerPolicy',
     group: 'Node',
     help: 'Memory Manager policy: None (Static is refused)',
+    refusedWhen: '`Static`',
   }),
   option({
     key: 'topologyManagerPolicy',
@@ -1107,6 +1311,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'topologyManagerPolicy',
     group: 'Node',
     help: 'Topology Manager policy: none (best-effort, restricted and single-numa-node are refused)',
+    refusedWhen: '`best-effort`, `restricted`, `single-numa-node`',
   }),
   option({
     key: 'enforceNodeAllocatable',
@@ -1120,6 +1325,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
       // pkg/kubelet/apis/config/validation/validation.go ValidateKubeletConfiguration.
       reason: 'cgroupsPerQOS (--cgroups-per-qos) must be set to true when "pods" contained in enforceNodeAllocatable (--enforce-node-allocatable); give --enforce-node-allocatable=none',
     },
+    refusedWhen: '`system-reserved`, `kube-reserved`',
   }),
   option({
     key: 'podMaxPids',
@@ -1145,6 +1351,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     group: 'Node',
     help: 'memorySwap.swapBehavior: NoSwap (or empty), the only behaviour statelet has; LimitedSwap is refused',
     defaultText: 'NoSwap',
+    refusedWhen: '`LimitedSwap`',
   }),
   option({
     key: 'seccompDefault',
@@ -1209,6 +1416,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     key: 'clientCaFile',
     kind: stringKind,
     flag: 'client-ca-file',
+    configField: 'authentication.x509.clientCAFile',
     group: 'Serving',
     help: 'CA bundle (PEM) that signs the client certificates the authenticated API accepts (user = CN, groups = O)',
   }),
@@ -1216,6 +1424,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     key: 'anonymousAuth',
     kind: boolKind,
     flag: 'anonymous-auth',
+    configField: 'authentication.anonymous.enabled',
     group: 'Serving',
     help: 'Let requests without credentials in as system:anonymous (then authorized like any user)',
   }),
@@ -1223,6 +1432,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     key: 'authenticationTokenWebhook',
     kind: boolKind,
     flag: 'authentication-token-webhook',
+    configField: 'authentication.webhook.enabled',
     group: 'Serving',
     help: 'Authenticate bearer tokens with the TokenReview API',
     defaultText: 'true with --kubeconfig',
@@ -1236,6 +1446,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     key: 'authorizationMode',
     kind: enumKind(['AlwaysAllow', 'Webhook'] as const),
     flag: 'authorization-mode',
+    configField: 'authorization.mode',
     group: 'Serving',
     help: 'Webhook: every request authorized by a SubjectAccessReview (nodes/<subresource>); AlwaysAllow: any authenticated request',
     defaultText: 'Webhook with --kubeconfig, else AlwaysAllow',
@@ -1448,6 +1659,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     key: 'podLogsDir',
     kind: stringKind,
     flag: 'pod-logs-dir',
+    configField: 'podLogsDir',
     group: 'Statelet',
     help: 'Directory of the per-pod container log directories (the kubelet uses /var/log/pods)',
   }),
@@ -1490,6 +1702,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     key: 'verbosity',
     kind: intKind(0),
     flag: 'v',
+    configField: 'logging.verbosity',
     group: 'Logging',
     help: 'Log verbosity level (also -v N)',
   }),
@@ -1497,6 +1710,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     key: 'logFormat',
     kind: enumKind(['text', 'json']),
     flag: 'logging-format',
+    configField: 'logging.format',
     group: 'Logging',
     help: 'Log output format',
   }),
@@ -1512,7 +1726,11 @@ export function configz(config: AgentSettings): Record<string, unknown> {
     if (!spec.configField) continue;
     const value = config[spec.key];
     if (value === undefined) continue;
-    out[spec.configField] = spec.kind.toConfig ? (spec.kind.toConfig as (v: unknown) => unknown)(value) : value;
+    // A field of a nested block (authentication.x509.clientCAFile) goes into its block.
+    const parts = spec.configField.split('.');
+    let holder = out;
+    for (const part of parts.slice(0, -1)) holder = (holder[part] ??= {}) as Record<string, unknown>;
+    holder[parts[parts.length - 1]!] = spec.kind.toConfig ? (spec.kind.toConfig as (v: unknown) => unknown)(value) : value;
   }
   return out;
 }
