@@ -80,9 +80,16 @@ function subjectName(template: CertificateTemplate): forge.asn1.Asn1 {
 /** The 4 or 16 bytes of an IP address, as a binary string. */
 function ipBytes(ip: string): string {
   if (net.isIPv4(ip)) return String.fromCharCode(...ip.split('.').map(Number));
-  const bytes = forge.util.bytesFromIP(ip);
-  if (!bytes) throw new Error(`not an IP address: ${ip}`);
-  return bytes;
+  if (!net.isIPv6(ip)) throw new Error(`not an IP address: ${ip}`);
+  const [head = '', tail] = ip.split('::');
+  const groups = (part: string) => (part ? part.split(':') : []);
+  const words = tail === undefined ? groups(head) : [...groups(head), ...Array<string>(8 - groups(head).length - groups(tail).length).fill('0'), ...groups(tail)];
+  return words.map((word) => String.fromCharCode(parseInt(word, 16) >> 8, parseInt(word, 16) & 0xff)).join('');
+}
+
+/** DER (a binary string) parsed without looking into BIT STRINGs, so that it encodes back to the same bytes. */
+export function parseDer(der: string): forge.asn1.Asn1 {
+  return (asn1.fromDer as unknown as (bytes: forge.util.ByteStringBuffer, options: { decodeBitStrings: boolean }) => forge.asn1.Asn1)(forge.util.createBuffer(der), { decodeBitStrings: false });
 }
 
 /** The `[0]` attributes: an extensionRequest with the SANs when there are any, else empty (x509.CreateCertificateRequest). */
@@ -111,7 +118,7 @@ export function makeCsr(keyPem: string, template: CertificateTemplate): string {
   const info = asn1.create(Class.UNIVERSAL, Type.SEQUENCE, true, [
     asn1.create(Class.UNIVERSAL, Type.INTEGER, false, '\x00'),
     subjectName(template),
-    asn1.fromDer(forge.util.createBuffer(spki.toString('binary')), { decodeBitStrings: false }),
+    parseDer(spki.toString('binary')),
     attributes(template),
   ]);
   const infoDer = Buffer.from(asn1.toDer(info).getBytes(), 'binary');
@@ -153,7 +160,7 @@ export function csrMatches(requestPem: string, keyPem: string, template: Pick<Ce
   const body = /-----BEGIN CERTIFICATE REQUEST-----([\s\S]*?)-----END CERTIFICATE REQUEST-----/.exec(requestPem)?.[1];
   if (!body) return false;
   try {
-    const request = asn1.fromDer(forge.util.createBuffer(Buffer.from(body.replace(/\s+/g, ''), 'base64').toString('binary')), { decodeBitStrings: false });
+    const request = parseDer(Buffer.from(body.replace(/\s+/g, ''), 'base64').toString('binary'));
     const [info, , signatureBits] = request.value as forge.asn1.Asn1[];
     const [, subject, spki] = (info!.value as forge.asn1.Asn1[]);
     const expectedSubject = asn1.toDer(subjectName({ ...template, dnsNames: [], ipAddresses: [] })).getBytes();

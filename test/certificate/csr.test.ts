@@ -30,10 +30,17 @@ function parseRequest(pem: string) {
     const general = asn1.fromDer(forge.util.createBuffer(extension[1]!.value as string));
     for (const name of general.value as forge.asn1.Asn1[]) {
       if (name.type === 2) sans.dns.push(name.value as string);
-      else sans.ips.push(forge.util.bytesToIP(name.value as string));
+      else sans.ips.push(ipText(name.value as string));
     }
   }
   return { version: (version!.value as string).charCodeAt(0), names, spki: Buffer.from(asn1.toDer(spki!).getBytes(), 'binary'), algorithmOid, sans };
+}
+
+/** An IP address from its 4 or 16 bytes (IPv6 in node's canonical form). */
+function ipText(bytes: string): string {
+  const b = Buffer.from(bytes, 'binary');
+  if (b.length === 4) return [...b].join('.');
+  return new URL(`http://[${Array.from({ length: 8 }, (_, i) => b.readUInt16BE(i * 2).toString(16)).join(':')}]`).hostname.slice(1, -1);
 }
 
 describe('makeCsr', () => {

@@ -7,6 +7,7 @@
  */
 import { createPublicKey, generateKeyPairSync, randomBytes, sign, type KeyObject } from 'node:crypto';
 import forge from 'node-forge';
+import { parseDer } from '../../src/certificate/csr.ts';
 
 const { asn1 } = forge;
 const { Class, Type } = asn1;
@@ -15,7 +16,7 @@ type Asn1 = forge.asn1.Asn1;
 const oid = (id: string) => asn1.create(Class.UNIVERSAL, Type.OID, false, asn1.oidToDer(id).getBytes());
 const seq = (items: Asn1[]) => asn1.create(Class.UNIVERSAL, Type.SEQUENCE, true, items);
 const ECDSA_SHA256 = () => seq([oid('1.2.840.10045.4.3.2')]);
-const fromDer = (der: Buffer) => asn1.fromDer(forge.util.createBuffer(der.toString('binary')), { decodeBitStrings: false });
+const fromDer = (der: Buffer) => parseDer(der.toString('binary'));
 const toDer = (node: Asn1) => Buffer.from(asn1.toDer(node).getBytes(), 'binary');
 const pem = (type: string, der: Buffer) => `-----BEGIN ${type}-----\n${der.toString('base64').replace(/(.{64})/g, '$1\n').replace(/\n$/, '')}\n-----END ${type}-----\n`;
 const pemDer = (text: string) => Buffer.from(text.replace(/-----[^-]+-----/g, '').replace(/\s+/g, ''), 'base64');
