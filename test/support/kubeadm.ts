@@ -97,6 +97,12 @@ export interface Kubeadm {
   bootstrapKubeconfig(file: string): Promise<string>;
   /** Approves a CSR as an admin does (`kubectl certificate approve <name>`). */
   approveCsr(name: string): Promise<void>;
+  /**
+   * Approves, until the returned stop is called, each pending kubelet-serving CSR of these nodes
+   * (requested by `system:node:<name>`), as an external approver (kubelet-csr-approver) does in a
+   * cluster whose nodes set serverTLSBootstrap: for tests in which serving certificates rotate.
+   */
+  approveServingCsrs(nodeNames: string[]): () => Promise<void>;
   /** The CSRs (certificates.k8s.io/v1) as the API server has them now. */
   csrs(): Promise<k8s.V1CertificateSigningRequest[]>;
   /** The audit log so far: the creations of Nodes and CSRs, with their users, on ResponseComplete. */
@@ -164,6 +170,23 @@ export async function setUpKubeadm(options: {
       await options.kubectl(['certificate', 'approve', name]);
     },
     csrs: async () => (await certificates.listCertificateSigningRequest()).items,
+    approveServingCsrs: (nodeNames) => {
+      const users = new Set(nodeNames.map((name) => `system:node:${name}`));
+      let running = true;
+      const loop = (async () => {
+        while (running) {
+          const pending = (await certificates.listCertificateSigningRequest().catch(() => ({ items: [] as k8s.V1CertificateSigningRequest[] }))).items.filter(
+            (csr) => csr.spec.signerName === 'kubernetes.io/kubelet-serving' && users.has(csr.spec.username ?? '') && (csr.status?.conditions ?? []).length === 0,
+          );
+          for (const csr of pending) await options.kubectl(['certificate', 'approve', csr.metadata!.name!]).catch(() => undefined);
+          await new Promise((resolve) => setTimeout(resolve, 1_000));
+        }
+      })();
+      return async () => {
+        running = false;
+        await loop;
+      };
+    },
     auditEvents: async () =>
       (await readFile(path.join(options.dir, 'audit.log'), 'utf8').catch(() => ''))
         .split('\n')
