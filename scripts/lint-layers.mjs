@@ -34,7 +34,7 @@ export const LAYERS = [
   ['api'],
   ['events'],
   ['client'],
-  ['eventrecorder'],
+  ['certificate', 'eventrecorder'],
   ['volumes', 'userns'],
   ['credentialprovider'],
   ['kuberuntime'],
@@ -109,6 +109,8 @@ export const DECISIONS = [
   'credentialprovider/urlGlob.ts',
   'credentialprovider/pluginConfig.ts',
   'credentialprovider/pluginProtocol.ts',
+  'certificate/deadline.ts',
+  'certificate/issuance.ts',
 ];
 
 const io = [
