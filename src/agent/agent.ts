@@ -12,6 +12,7 @@ import { readFileSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import tls from 'node:tls';
 import type { Actor, InspectionEvent, Observer } from 'xstate';
 import type { AgentConfig } from '../cli/config.ts';
 import { realClock } from '../clock.ts';
@@ -38,6 +39,7 @@ import { type AgentView, type ListeningServer, healthzHandler, listen, readOnlyH
 import { RequestAuth } from '../server/auth.ts';
 import { openServingTls } from '../server/servingSources.ts';
 import { servingCertificateMode } from '../server/servingMode.ts';
+import { servingTlsSettings } from '../server/servingTlsSettings.ts';
 import { startKubeletServer } from '../server/kubeletServer.ts';
 import { statsHandler } from '../server/statsRoutes.ts';
 import { AgentMetrics } from '../server/metrics.ts';
@@ -331,10 +333,12 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
   };
   try {
     if (config.port > 0) {
+      const tlsSettings = servingTlsSettings(config.tlsCipherSuites, config.tlsMinVersion, tls.DEFAULT_CIPHERS);
+      for (const warning of tlsSettings.warnings) log('warn', warning.message, warning.fields);
       const serving = await openServingTls({
         mode: servingCertificateMode({
-          serverTLSBootstrap: false,
-          rotateKubeletServerCertificate: true,
+          serverTLSBootstrap: config.serverTLSBootstrap,
+          rotateKubeletServerCertificate: config.featureGates['RotateKubeletServerCertificate'] ?? true,
           ...(config.tlsCertFile ? { tlsCertFile: config.tlsCertFile } : {}),
           ...(config.tlsPrivateKeyFile ? { tlsPrivateKeyFile: config.tlsPrivateKeyFile } : {}),
         }),
@@ -344,9 +348,9 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
         host: config.nodeName,
         addresses: [...(config.nodeIp?.split(',') ?? []), ...(config.address === '0.0.0.0' ? [] : [config.address])],
         ...(config.clientCaFile ? { clientCaFile: config.clientCaFile } : {}),
-        reloadServingFiles: true,
-        reloadClientCa: true,
-        settings: { minVersion: 'TLSv1.2' },
+        reloadServingFiles: config.featureGates['ReloadKubeletServerCertificateFile'] ?? true,
+        reloadClientCa: config.featureGates['ReloadKubeletClientCAFile'] ?? true,
+        settings: tlsSettings.settings,
         clock,
         log,
       });

@@ -884,7 +884,6 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'tlsCipherSuites',
     group: 'Serving',
     help: 'Cipher suites of the authenticated API, Go names (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,...); none given: the defaults',
-    refuse: (value) => (value.length === 0 ? null : "statelet's authenticated API serves Node.js's default cipher suites and does not take a list; leave it empty"),
   }),
   option({
     key: 'tlsMinVersion',
@@ -893,7 +892,6 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'tlsMinVersion',
     group: 'Serving',
     help: 'Lowest TLS version the authenticated API accepts',
-    refuse: (value) => (value === 'VersionTLS12' ? null : "statelet's authenticated API accepts TLS 1.2 and later (the default, VersionTLS12) and does not take another minimum"),
   }),
   option({
     key: 'featureGates',

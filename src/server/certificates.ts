@@ -81,7 +81,8 @@ export async function selfSignedPair(host: string, addresses: readonly string[],
     return { publicKey: forge.pki.publicKeyFromPem(publicKey), privateKey: forge.pki.privateKeyFromPem(privateKey), pem: privateKey };
   };
   const unix = Math.floor(now.getTime() / 1000);
-  const notBefore = new Date(now.getTime() - HOUR_MS);
+  // Whole seconds, as X.509 keeps them: the dates returned are the certificate's.
+  const notBefore = new Date(Math.floor((now.getTime() - HOUR_MS) / 1000) * 1000);
   const notAfter = new Date(notBefore.getTime() + YEAR_MS);
   // UTF8String: `@` is not allowed in the PrintableString form, and Go's parser holds to that.
   const name = (cn: string) => [{ name: 'commonName', value: cn, valueTagClass: forge.asn1.Type.UTF8 as unknown as forgeTypes.asn1.Class }];

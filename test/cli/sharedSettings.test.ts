@@ -58,10 +58,14 @@ describe('the certificate and TLS settings', () => {
     [['--rotate-certificates'], /^--rotate-certificates=true is refused: statelet does not renew its client certificate/],
     [['--rotate-server-certificates'], /^--rotate-server-certificates=true is refused: statelet does not request its serving certificate/],
     [['--bootstrap-kubeconfig', '/etc/kubernetes/bootstrap-kubelet.conf'], /^--bootstrap-kubeconfig="\/etc\/kubernetes\/bootstrap-kubelet.conf" is refused: statelet does not request its client certificate/],
-    [['--tls-cipher-suites', 'TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256'], /^--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 is refused/],
-    [['--tls-min-version', 'VersionTLS13'], /^--tls-min-version=VersionTLS13 is refused/],
   ])('refuses %j, which it cannot honour yet, naming the flag and value', (argv, message) => {
     expect(usageError(argv)).toMatch(message);
+  });
+
+  it('takes cipher suites and another minimum version (the authenticated API applies them)', () => {
+    const config = run(['--tls-cipher-suites', 'TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256', '--tls-min-version', 'VersionTLS13']);
+    expect(config.tlsCipherSuites).toEqual(['TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256']);
+    expect(config.tlsMinVersion).toBe('VersionTLS13');
   });
 
   it('refuses such a value from the config file naming the file and field', () => {
