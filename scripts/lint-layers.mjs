@@ -34,7 +34,7 @@ export const LAYERS = [
   ['api'],
   ['events'],
   ['client'],
-  ['eventrecorder'],
+  ['eventrecorder', 'certificate'],
   ['volumes', 'userns'],
   ['credentialprovider'],
   ['kuberuntime'],

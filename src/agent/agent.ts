@@ -12,6 +12,7 @@ import { readFileSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import tls from 'node:tls';
 import type { Actor, InspectionEvent, Observer } from 'xstate';
 import type { AgentConfig } from '../cli/config.ts';
 import { realClock } from '../clock.ts';
@@ -36,7 +37,9 @@ import type { MemoryFeatures } from '../kuberuntime/resources.ts';
 import { type KernelLog, hostKernelLog } from '../node/kernelLog.ts';
 import { type AgentView, type ListeningServer, healthzHandler, listen, readOnlyHandler } from '../server/http.ts';
 import { RequestAuth } from '../server/auth.ts';
-import { servingCertificate } from '../server/certificates.ts';
+import { openServingTls } from '../server/servingSources.ts';
+import { servingCertificateMode } from '../server/servingMode.ts';
+import { servingTlsSettings } from '../server/servingTlsSettings.ts';
 import { startKubeletServer } from '../server/kubeletServer.ts';
 import { statsHandler } from '../server/statsRoutes.ts';
 import { AgentMetrics } from '../server/metrics.ts';
@@ -330,6 +333,28 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
   };
   try {
     if (config.port > 0) {
+      const tlsSettings = servingTlsSettings(config.tlsCipherSuites, config.tlsMinVersion, tls.DEFAULT_CIPHERS);
+      for (const warning of tlsSettings.warnings) log('warn', warning.message, warning.fields);
+      const serving = await openServingTls({
+        mode: servingCertificateMode({
+          serverTLSBootstrap: config.serverTLSBootstrap,
+          rotateKubeletServerCertificate: config.featureGates['RotateKubeletServerCertificate'] ?? true,
+          ...(config.tlsCertFile ? { tlsCertFile: config.tlsCertFile } : {}),
+          ...(config.tlsPrivateKeyFile ? { tlsPrivateKeyFile: config.tlsPrivateKeyFile } : {}),
+        }),
+        ...(config.tlsCertFile ? { tlsCertFile: config.tlsCertFile } : {}),
+        ...(config.tlsPrivateKeyFile ? { tlsPrivateKeyFile: config.tlsPrivateKeyFile } : {}),
+        certDir: config.certDir ?? path.join(config.rootDir, 'pki'),
+        host: config.nodeName,
+        addresses: [...(config.nodeIp?.split(',') ?? []), ...(config.address === '0.0.0.0' ? [] : [config.address])],
+        ...(config.clientCaFile ? { clientCaFile: config.clientCaFile } : {}),
+        reloadServingFiles: config.featureGates['ReloadKubeletServerCertificateFile'] ?? true,
+        reloadClientCa: config.featureGates['ReloadKubeletClientCAFile'] ?? true,
+        settings: tlsSettings.settings,
+        clock,
+        log,
+      });
+      closers.push(() => serving.close());
       const server = await startKubeletServer(config.address, config.port, {
         view,
         pods: view.pods,
@@ -343,15 +368,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
           ...(cluster && (config.authenticationTokenWebhook ?? true) ? { tokenReview: cluster.deps.api } : {}),
           ...(cluster && (config.authorizationMode ?? 'Webhook') === 'Webhook' ? { accessReview: cluster.deps.api } : {}),
         }),
-        tls: await servingCertificate({
-          ...(config.tlsCertFile ? { certFile: config.tlsCertFile } : {}),
-          ...(config.tlsPrivateKeyFile ? { keyFile: config.tlsPrivateKeyFile } : {}),
-          certDir: config.certDir ?? path.join(config.rootDir, 'pki'),
-          nodeName: config.nodeName,
-          addresses: [...(config.nodeIp?.split(',') ?? []), ...(config.address === '0.0.0.0' ? [] : [config.address])],
-          now: new Date(clock.now()),
-        }),
-        ...(config.clientCaFile ? { clientCA: await readFile(config.clientCaFile, 'utf8') } : {}),
+        tls: serving.tls,
         now: () => clock.now(),
         log,
       });

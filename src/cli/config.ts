@@ -11,6 +11,7 @@ import { type ContainerGcPolicy, defaultContainerGcPolicy } from '../kuberuntime
 import type { ImageGcPolicy } from '../kuberuntime/imageGC.ts';
 import { DEFAULT_VERIFICATION_POLICY, type VerificationPolicy } from '../kuberuntime/pullPolicy.ts';
 import { formatDuration } from '../duration.ts';
+import { DEFAULT_TLS_MIN_VERSION, type TlsVersionName } from './tlsSettings.ts';
 
 export interface AgentConfig {
   /** --pod-manifest-path / staticPodPath: directory (or file) of static pod manifests. */
@@ -21,6 +22,18 @@ export interface AgentConfig {
   manifestUrlHeaders: Record<string, string[]>;
   /** --kubeconfig: API server credentials; with it the agent joins the cluster (node, Lease, API pods). */
   kubeconfig?: string;
+  /** --bootstrap-kubeconfig: credentials to ask the API server for the node's client certificate with (TLS bootstrap). */
+  bootstrapKubeconfig?: string;
+  /** --rotate-certificates / rotateCertificates: renew the client certificate through CertificateSigningRequests. */
+  rotateCertificates: boolean;
+  /** --rotate-server-certificates / serverTLSBootstrap: the serving certificate from a kubernetes.io/kubelet-serving CSR. */
+  serverTLSBootstrap: boolean;
+  /** --tls-cipher-suites / tlsCipherSuites: Go cipher suite names (tlsSettings.ts maps them to OpenSSL's); []: the default. */
+  tlsCipherSuites: string[];
+  /** --tls-min-version / tlsMinVersion: the lowest TLS version the authenticated API accepts. */
+  tlsMinVersion: TlsVersionName;
+  /** --feature-gates / featureGates: every gate the kubelet knows, at its default unless set. */
+  featureGates: Record<string, boolean>;
   /** --register-node / registerNode: register the Node object with the API server. */
   registerNode: boolean;
   /** --node-labels: labels added to the Node at registration. */
@@ -225,6 +238,11 @@ export function agentDefaults(profile: DefaultsProfile = 'flags'): AgentDefaults
   return {
     manifestUrlHeaders: {},
     registerNode: true,
+    rotateCertificates: false,
+    serverTLSBootstrap: false,
+    tlsCipherSuites: [],
+    tlsMinVersion: DEFAULT_TLS_MIN_VERSION,
+    featureGates: {},
     nodeLabels: {},
     registerWithTaints: [],
     nodeStatusUpdateFrequencyMs: 10_000,
@@ -407,6 +425,7 @@ const OPTIONAL_STRING_KEYS = [
   'podManifestPath',
   'manifestUrl',
   'kubeconfig',
+  'bootstrapKubeconfig',
   'imageServiceEndpoint',
   'hostnameOverride',
   'nodeIp',

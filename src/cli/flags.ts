@@ -69,7 +69,10 @@ export function parseCommandLine(
     ...fromFile?.settings,
     ...flagSettings,
   };
+  // The kubelet merges feature gates per gate: one set on the command line wins, the file's others stay.
+  settings.featureGates = { ...fromFile?.settings.featureGates, ...flagSettings.featureGates };
   checkCombinations(settings);
+  refuseUnsupportedValues(settings, flagSettings, configFile);
   const warnings = [...(fromFile?.warnings ?? [])];
   for (const { spec, reason } of ignoredSettings(settings)) {
     // A default that would be ignored is no one's request; a flag is refused; a config file field
@@ -162,6 +165,22 @@ function applyOccurrence<K extends SettingKey>(
 ): void {
   const earlier = settings[spec.key];
   settings[spec.key] = earlier !== undefined && spec.kind.combine !== undefined ? spec.kind.combine(earlier, value) : value;
+}
+
+/**
+ * Refuses a value statelet cannot honour (an option's `refuse`), naming where it was given: the
+ * flag, else the config file's field. Defaults are always honoured, so they are never refused.
+ */
+function refuseUnsupportedValues(settings: AgentSettings, flagSettings: Partial<AgentSettings>, configFile: string | undefined): void {
+  for (const spec of OPTIONS) {
+    const value = settings[spec.key];
+    if (spec.refuse === undefined || value === undefined) continue;
+    const reason = (spec.refuse as (value: unknown) => string | null)(value);
+    if (reason === null) continue;
+    const shown = (spec.kind.display as (value: unknown) => string)(value);
+    const where = flagSettings[spec.key] !== undefined || spec.configField === undefined ? `--${spec.flag}=${shown}` : `${configFile}: ${spec.configField}: ${shown}`;
+    throw new UsageError(`${where} is refused: ${reason}`);
+  }
 }
 
 /**

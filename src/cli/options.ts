@@ -15,6 +15,7 @@ import type { Taint } from '../api/cluster.ts';
 import { parseQuantity } from '../api/quantity.ts';
 import { labelProblem } from '../api/validate.ts';
 import { MAX_USERNS_PODS } from '../userns/rules.ts';
+import { TLS_VERSIONS, cipherSuiteProblem } from './tlsSettings.ts';
 
 /** A value was rejected; `message` is the reason only, and the caller names the flag or field. */
 export class ValueError extends Error {
@@ -63,6 +64,11 @@ interface OptionSpec<K extends SettingKey> {
    * agent never runs with a setting the user did not get. `reason` says what it needs.
    */
   onlyWith?: { holds(settings: AgentSettings): boolean; reason: string };
+  /**
+   * Why statelet cannot honour this value, or null when it can: a value it cannot honour is refused
+   * at start, naming the flag or field and the value, never run as something else.
+   */
+  refuse?(value: Required<AgentSettings>[K]): string | null;
 }
 
 export type AnyOptionSpec = OptionSpec<SettingKey>;
@@ -731,6 +737,85 @@ const podCidrKind: ValueKind<string> = {
   display: (value) => value,
 };
 
+/** --tls-cipher-suites: Go cipher suite names, comma-separated (tlsCipherSuites: a list); an unknown name fails the start. */
+const cipherSuitesKind: ValueKind<string[]> = {
+  placeholder: 'name,...',
+  takesArgument: true,
+  fromText: (text) => cipherSuites(text.split(',').map((part) => part.trim()).filter(Boolean)),
+  fromConfig(value) {
+    if (!Array.isArray(value)) throw new ValueError('expected a list of cipher suite names');
+    return cipherSuites(value.map(expectString));
+  },
+  display: (value) => value.join(','),
+};
+
+function cipherSuites(names: string[]): string[] {
+  for (const name of names) {
+    const problem = cipherSuiteProblem(name);
+    if (problem) throw new ValueError(problem);
+  }
+  return names;
+}
+
+const TLS_VERSION_NAMES = Object.keys(TLS_VERSIONS) as (keyof typeof TLS_VERSIONS)[];
+
+/**
+ * --tls-min-version: VersionTLS10 … VersionTLS13; empty means the kubelet's default, VersionTLS12
+ * (ciphersuites_flag.go TLSVersion), with its message for another name.
+ */
+const tlsVersionKind: ValueKind<keyof typeof TLS_VERSIONS> = {
+  placeholder: TLS_VERSION_NAMES.join('|'),
+  takesArgument: true,
+  fromText: tlsVersion,
+  fromConfig: (value) => tlsVersion(expectString(value)),
+  display: (value) => value,
+};
+
+function tlsVersion(text: string): keyof typeof TLS_VERSIONS {
+  if (text === '') return 'VersionTLS12';
+  const name = TLS_VERSION_NAMES.find((candidate) => candidate === text);
+  if (name === undefined) throw new ValueError(`unknown tls version ${JSON.stringify(text)}`);
+  return name;
+}
+
+/**
+ * --feature-gates `A=true,B=false` (repeated flags add keys) and featureGates, a map of booleans.
+ * Which names exist and which values statelet honours is checked once the layers are merged.
+ */
+const featureGatesKind: ValueKind<Record<string, boolean>> = {
+  placeholder: 'Name=true|false,...',
+  takesArgument: true,
+  fromText(text) {
+    const gates: Record<string, boolean> = {};
+    for (const pair of text.split(',')) {
+      if (pair.trim() === '') continue;
+      const at = pair.indexOf('=');
+      // k8s.io/component-base/featuregate feature_gate.go Set: "missing bool value for %s".
+      if (at < 0) throw new ValueError(`missing bool value for ${pair.trim()}`);
+      const name = pair.slice(0, at).trim();
+      const value = pair.slice(at + 1).trim();
+      if (TRUE_TEXT.has(value)) gates[name] = true;
+      else if (FALSE_TEXT.has(value)) gates[name] = false;
+      else throw new ValueError(`invalid value of ${name}=${value}, err: strconv.ParseBool: parsing ${JSON.stringify(value)}: invalid syntax`);
+    }
+    return gates;
+  },
+  fromConfig(value) {
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new ValueError('expected a map of feature gate names to true or false');
+    const gates: Record<string, boolean> = {};
+    for (const [name, enabled] of Object.entries(value)) {
+      if (typeof enabled !== 'boolean') throw new ValueError(`${name}: expected true or false`);
+      gates[name] = enabled;
+    }
+    return gates;
+  },
+  display: (value) =>
+    Object.entries(value)
+      .map(([name, enabled]) => `${name}=${enabled}`)
+      .join(','),
+  combine: (earlier, later) => ({ ...earlier, ...later }),
+};
+
 // ---------------------------------------------------------------------------------------------
 // The table
 
@@ -760,6 +845,62 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     flag: 'kubeconfig',
     group: 'General',
     help: 'kubeconfig file with API server credentials; with it the agent registers its Node, keeps a Lease and runs the pods bound to it',
+  }),
+  option({
+    key: 'bootstrapKubeconfig',
+    kind: stringKind,
+    flag: 'bootstrap-kubeconfig',
+    group: 'General',
+    help: 'kubeconfig with bootstrap credentials (a bootstrap token) to request the node\'s client certificate with when --kubeconfig is missing or expired',
+    refuse: (value) =>
+      value === ''
+        ? null
+        : 'statelet does not request its client certificate from the API server (TLS bootstrap); give --kubeconfig with credentials issued for the node, and no --bootstrap-kubeconfig',
+  }),
+  option({
+    key: 'rotateCertificates',
+    kind: boolKind,
+    flag: 'rotate-certificates',
+    configField: 'rotateCertificates',
+    group: 'General',
+    help: 'Renew the client certificate before it expires by requesting a new one with a CertificateSigningRequest',
+    refuse: (value) =>
+      value ? 'statelet does not renew its client certificate through CertificateSigningRequests; set it to false and renew the --kubeconfig credentials yourself' : null,
+  }),
+  option({
+    key: 'serverTLSBootstrap',
+    kind: boolKind,
+    flag: 'rotate-server-certificates',
+    configField: 'serverTLSBootstrap',
+    group: 'Serving',
+    help: 'Request the serving certificate with a kubernetes.io/kubelet-serving CertificateSigningRequest and renew it before it expires',
+    refuse: (value) =>
+      value ? 'statelet does not request its serving certificate from the API server; set it to false and give --tls-cert-file and --tls-private-key-file (or let it make a self-signed one)' : null,
+  }),
+  option({
+    key: 'tlsCipherSuites',
+    kind: cipherSuitesKind,
+    flag: 'tls-cipher-suites',
+    configField: 'tlsCipherSuites',
+    group: 'Serving',
+    help: 'Cipher suites of the authenticated API, Go names (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,...); none given: the defaults',
+  }),
+  option({
+    key: 'tlsMinVersion',
+    kind: tlsVersionKind,
+    flag: 'tls-min-version',
+    configField: 'tlsMinVersion',
+    group: 'Serving',
+    help: 'Lowest TLS version the authenticated API accepts',
+  }),
+  option({
+    key: 'featureGates',
+    kind: featureGatesKind,
+    flag: 'feature-gates',
+    configField: 'featureGates',
+    group: 'General',
+    help: 'Feature gates to set (Name=true|false,...); on the command line each one given wins over the config file\'s',
+    refuse: (value) => (Object.keys(value).length === 0 ? null : 'statelet takes every feature gate at its default; set none'),
   }),
   option({
     key: 'registerNode',

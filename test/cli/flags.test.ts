@@ -118,6 +118,11 @@ describe('parseCommandLine: defaults and forms', () => {
     expect(config).toEqual({
       manifestUrlHeaders: {},
       registerNode: true,
+      rotateCertificates: false,
+      serverTLSBootstrap: false,
+      tlsCipherSuites: [],
+      tlsMinVersion: 'VersionTLS12',
+      featureGates: {},
       nodeLabels: {},
       registerWithTaints: [],
       nodeStatusUpdateFrequencyMs: 10_000,
@@ -768,10 +773,10 @@ describe('KubeletConfiguration file', () => {
   });
 
   it('returns a warning per unknown field and still maps the known ones', () => {
-    const result = parseKubeletConfig(`${HEADER}maxPods: 4\nfeatureGates: {Foo: true}\nreservedMemory: []\n`, 'k.yaml');
+    const result = parseKubeletConfig(`${HEADER}maxPods: 4\nnotAField: {Foo: true}\nreservedMemory: []\n`, 'k.yaml');
     expect(result.settings).toEqual({ maxPods: 4 });
     expect(result.warnings).toEqual([
-      'k.yaml: ignoring field "featureGates", which statelet does not support',
+      'k.yaml: ignoring field "notAField", which statelet does not support',
       'k.yaml: ignoring field "reservedMemory", which statelet does not support',
     ]);
   });

@@ -1,0 +1,114 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { UsageError, parseCommandLine } from '../../src/cli/flags.ts';
+import { GO_CIPHER_SUITES, cipherSuiteProblem, opensslCipherList } from '../../src/cli/tlsSettings.ts';
+
+const env = { hostname: () => 'node-a' };
+
+function run(argv: string[]) {
+  const result = parseCommandLine(argv, env);
+  if (result.kind !== 'run') throw new Error(`expected a run result, got ${result.kind}`);
+  return result.config;
+}
+
+function usageError(argv: string[]): string {
+  try {
+    parseCommandLine(argv, env);
+  } catch (error) {
+    if (error instanceof UsageError) return error.message;
+    throw error;
+  }
+  throw new Error(`expected UsageError for ${argv.join(' ')}`);
+}
+
+let dir: string;
+beforeEach(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'statelet-shared-'));
+});
+afterEach(() => {
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+function configFile(body: string): string {
+  const file = path.join(dir, 'config.yaml');
+  fs.writeFileSync(file, `apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n${body}`);
+  return file;
+}
+
+describe('the certificate and TLS settings', () => {
+  it('defaults to no bootstrap, no rotation, the default suites and TLS 1.2', () => {
+    const config = run([]);
+    expect(config.bootstrapKubeconfig).toBeUndefined();
+    expect(config.rotateCertificates).toBe(false);
+    expect(config.serverTLSBootstrap).toBe(false);
+    expect(config.tlsCipherSuites).toEqual([]);
+    expect(config.tlsMinVersion).toBe('VersionTLS12');
+  });
+
+  it('takes each of them at its default, from a flag or a field', () => {
+    const file = configFile('rotateCertificates: false\nserverTLSBootstrap: false\ntlsCipherSuites: []\ntlsMinVersion: VersionTLS12\n');
+    const config = run(['--config', file, '--rotate-certificates=false', '--rotate-server-certificates=false', '--tls-min-version', 'VersionTLS12', '--bootstrap-kubeconfig=']);
+    expect(config.rotateCertificates).toBe(false);
+    expect(config.tlsMinVersion).toBe('VersionTLS12');
+  });
+
+  it.each([
+    [['--rotate-certificates'], /^--rotate-certificates=true is refused: statelet does not renew its client certificate/],
+    [['--rotate-server-certificates'], /^--rotate-server-certificates=true is refused: statelet does not request its serving certificate/],
+    [['--bootstrap-kubeconfig', '/etc/kubernetes/bootstrap-kubelet.conf'], /^--bootstrap-kubeconfig="\/etc\/kubernetes\/bootstrap-kubelet.conf" is refused: statelet does not request its client certificate/],
+  ])('refuses %j, which it cannot honour yet, naming the flag and value', (argv, message) => {
+    expect(usageError(argv)).toMatch(message);
+  });
+
+  it('takes cipher suites and another minimum version (the authenticated API applies them)', () => {
+    const config = run(['--tls-cipher-suites', 'TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256', '--tls-min-version', 'VersionTLS13']);
+    expect(config.tlsCipherSuites).toEqual(['TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256']);
+    expect(config.tlsMinVersion).toBe('VersionTLS13');
+  });
+
+  it('refuses such a value from the config file naming the file and field', () => {
+    const file = configFile('rotateCertificates: true\n');
+    expect(usageError(['--config', file])).toBe(`${file}: rotateCertificates: true is refused: statelet does not renew its client certificate through CertificateSigningRequests; set it to false and renew the --kubeconfig credentials yourself`);
+  });
+
+  it('lets a flag at the default override a refused file value', () => {
+    const file = configFile('serverTLSBootstrap: true\n');
+    expect(run(['--config', file, '--rotate-server-certificates=false']).serverTLSBootstrap).toBe(false);
+  });
+
+  it("rejects a cipher suite Go does not know with the kubelet's message, and a bad TLS version", () => {
+    expect(usageError(['--tls-cipher-suites', 'TLS_FOO'])).toBe('invalid value "TLS_FOO" for flag --tls-cipher-suites: Cipher suite TLS_FOO not supported or doesn\'t exist');
+    expect(usageError(['--tls-min-version', 'VersionTLS14'])).toBe('invalid value "VersionTLS14" for flag --tls-min-version: unknown tls version "VersionTLS14"');
+    const file = configFile('tlsCipherSuites: [TLS_FOO]\n');
+    expect(() => run(['--config', file])).toThrow(/tlsCipherSuites: Cipher suite TLS_FOO not supported/);
+  });
+
+  it('reads an empty tlsMinVersion as the default, VersionTLS12', () => {
+    expect(run(['--config', configFile('tlsMinVersion: ""\n')]).tlsMinVersion).toBe('VersionTLS12');
+  });
+});
+
+describe('Go cipher suite names to OpenSSL', () => {
+  it('maps names in order, once each, leaving TLS 1.3 suites out as Go does', () => {
+    expect(opensslCipherList(['TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256', 'TLS_AES_128_GCM_SHA256', 'TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256', 'TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305'])).toBe(
+      'ECDHE-RSA-AES128-GCM-SHA256:ECDHE-RSA-CHACHA20-POLY1305',
+    );
+  });
+
+  it('refuses a suite Node.js has no cipher for, and takes one it has', () => {
+    expect(cipherSuiteProblem('TLS_RSA_WITH_RC4_128_SHA', new Set(['aes128-sha']))).toMatch(/OpenSSL RC4-SHA\) is not available/);
+    expect(cipherSuiteProblem('TLS_RSA_WITH_AES_128_CBC_SHA', new Set(['aes128-sha']))).toBeNull();
+  });
+
+  it('names every non-TLS 1.3 suite Node.js has by an OpenSSL name Node.js knows', () => {
+    // Every mapped name is either present in this Node.js or one of the RC4/3DES suites OpenSSL 3 drops.
+    const known = new Set((require('node:tls') as typeof import('node:tls')).getCiphers());
+    for (const [name, suite] of Object.entries(GO_CIPHER_SUITES)) {
+      if (suite.tls13) continue;
+      const dropped = /RC4|3DES/.test(name);
+      expect({ name, present: known.has(suite.openssl.toLowerCase()) }).toEqual({ name, present: !dropped });
+    }
+  });
+});
