@@ -34,7 +34,11 @@ export const LAYERS = [
   ['api'],
   ['events'],
   ['client'],
+<<<<<<< HEAD
   ['eventrecorder', 'certificate'],
+=======
+  ['certificate', 'eventrecorder'],
+>>>>>>> i41-client
   ['volumes', 'userns'],
   ['credentialprovider'],
   ['kuberuntime'],
@@ -109,6 +113,8 @@ export const DECISIONS = [
   'credentialprovider/urlGlob.ts',
   'credentialprovider/pluginConfig.ts',
   'credentialprovider/pluginProtocol.ts',
+  'certificate/deadline.ts',
+  'certificate/issuance.ts',
 ];
 
 const io = [
