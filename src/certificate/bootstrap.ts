@@ -180,7 +180,7 @@ async function loadClientCert(options: BootstrapOptions, bootstrap: KubeConfig):
   const { store, clock, log, nodeName } = options;
   const keyFile = path.join(store.certDir, TMP_PRIVATE_KEY_FILE);
   // The current pair's key, else the one kept from an earlier try, else a new one kept for the next.
-  let keyPem = store.current()?.key ?? null;
+  let keyPem = store.currentPair()?.key ?? null;
   if (!keyPem) {
     keyPem = await readFile(keyFile, 'utf8').catch(() => null);
     if (!keyPem || !pemBlocks(keyPem).some((block) => block.type.endsWith('PRIVATE KEY'))) {
