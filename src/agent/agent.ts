@@ -19,11 +19,11 @@ import { realClock } from '../clock.ts';
 import { kubeletVersion } from '../cli/flags.ts';
 import { configz } from '../cli/options.ts';
 import type { KubeClientOptions } from '../client/kubeClient.ts';
-import { type KubeApi, RequestCounts } from '../client/api.ts';
+import { type CertificateSigningRequests, type KubeApi, RequestCounts } from '../client/api.ts';
 import { composeNode } from '../kubelet/composeNode.ts';
 import type { ClusterDeps } from '../nodeloop/parts.ts';
 import { readMachineInfo } from '../node/machineInfo.ts';
-import type { MachineInfo } from '../node/nodeObject.ts';
+import { type MachineInfo, nodeSettings } from '../node/nodeObject.ts';
 import type { SyncLoopMachine } from '../kubelet/syncLoop.ts';
 import type { Logger } from '../log.ts';
 import type { Node } from '../kubelet/composeNode.ts';
@@ -39,6 +39,7 @@ import { type AgentView, type ListeningServer, healthzHandler, listen, readOnlyH
 import { RequestAuth } from '../server/auth.ts';
 import { openServingTls } from '../server/servingSources.ts';
 import { servingCertificateMode } from '../server/servingMode.ts';
+import { type ServingCertificateManager, startServingCertificateManager } from '../server/servingCertificateManager.ts';
 import { servingTlsSettings } from '../server/servingTlsSettings.ts';
 import { startKubeletServer } from '../server/kubeletServer.ts';
 import { statsHandler } from '../server/statsRoutes.ts';
@@ -262,7 +263,8 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
   // The machine as the Node reports it (sim://'s memory where it simulates one), read once: the
   // registered Node's status, and what admission checks pods against until there is a Node.
   const machine = await readMachine(config.rootDir, simMemory);
-  const cluster = config.kubeconfig ? clusterDeps(await loadKubeApi(config.kubeconfig, apiRequests, limits), machine) : undefined;
+  const apiClient = config.kubeconfig ? await loadKubeApi(config.kubeconfig, apiRequests, limits) : undefined;
+  const cluster = apiClient ? clusterDeps(apiClient, machine) : undefined;
   if (cluster) log('info', 'Joining the cluster', { server: cluster.server, node: config.nodeName });
   const sources = { ...sourceOptions, ...(cluster ? { api: cluster.deps.api } : {}) };
   const runtimeConfig = await runtime.status({ verbose: true, timeoutMs: 5_000 }).catch(() => undefined);
@@ -335,16 +337,26 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     if (config.port > 0) {
       const tlsSettings = servingTlsSettings(config.tlsCipherSuites, config.tlsMinVersion, tls.DEFAULT_CIPHERS);
       for (const warning of tlsSettings.warnings) log('warn', warning.message, warning.fields);
-      const serving = await openServingTls({
-        mode: servingCertificateMode({
-          serverTLSBootstrap: config.serverTLSBootstrap,
-          rotateKubeletServerCertificate: config.featureGates['RotateKubeletServerCertificate'] ?? true,
-          ...(config.tlsCertFile ? { tlsCertFile: config.tlsCertFile } : {}),
-          ...(config.tlsPrivateKeyFile ? { tlsPrivateKeyFile: config.tlsPrivateKeyFile } : {}),
-        }),
+      const certDir = config.certDir ?? path.join(config.rootDir, 'pki');
+      const mode = servingCertificateMode({
+        serverTLSBootstrap: config.serverTLSBootstrap,
+        rotateKubeletServerCertificate: config.featureGates['RotateKubeletServerCertificate'] ?? true,
         ...(config.tlsCertFile ? { tlsCertFile: config.tlsCertFile } : {}),
         ...(config.tlsPrivateKeyFile ? { tlsPrivateKeyFile: config.tlsPrivateKeyFile } : {}),
-        certDir: config.certDir ?? path.join(config.rootDir, 'pki'),
+      });
+      let manager: ServingCertificateManager | undefined;
+      if (mode === 'manager') {
+        if (!apiClient) throw new Error('serverTLSBootstrap (--rotate-server-certificates) requests the serving certificate from the API server: it needs --kubeconfig');
+        const csrApi = apiClient.api;
+        manager = await startServingCertificateManager({ certDir, nodeName: config.nodeName, addresses: nodeSettings(config, kubeletVersion()).addresses, csrApi: () => csrApi, clock, log });
+        closers.unshift(() => manager!.stop());
+      }
+      const serving = await openServingTls({
+        mode,
+        ...(manager ? { manager: manager.source } : {}),
+        ...(config.tlsCertFile ? { tlsCertFile: config.tlsCertFile } : {}),
+        ...(config.tlsPrivateKeyFile ? { tlsPrivateKeyFile: config.tlsPrivateKeyFile } : {}),
+        certDir,
         host: config.nodeName,
         addresses: [...(config.nodeIp?.split(',') ?? []), ...(config.address === '0.0.0.0' ? [] : [config.address])],
         ...(config.clientCaFile ? { clientCaFile: config.clientCaFile } : {}),
@@ -407,7 +419,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
  * The API client of a kubeconfig file; a file that cannot be read stops the agent at start. The
  * client library is loaded only here, as a standalone node (without --kubeconfig) never needs it.
  */
-async function loadKubeApi(file: string, counts: RequestCounts, limits: KubeClientOptions['limits']): Promise<{ api: KubeApi; server: string }> {
+async function loadKubeApi(file: string, counts: RequestCounts, limits: KubeClientOptions['limits']): Promise<{ api: KubeApi & CertificateSigningRequests; server: string }> {
   const { kubeClientFromFile } = await import('../client/kubeClient.ts');
   return kubeClientFromFile(file, { requestTimeoutMs: 10_000, userAgent: `statelet/${kubeletVersion()}`, counts, ...(limits ? { limits } : {}) });
 }

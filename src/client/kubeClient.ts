@@ -283,7 +283,7 @@ function withQuery(path: string, params: Record<string, string | undefined>): st
  * The API client of a kubeconfig file; a file that cannot be read, or whose current context names
  * no server, is refused with the file's name.
  */
-export function kubeClientFromFile(file: string, options: KubeClientOptions): { api: KubeApi; server: string } {
+export function kubeClientFromFile(file: string, options: KubeClientOptions): { api: KubeApi & CertificateSigningRequests; server: string } {
   const config = new KubeConfig();
   try {
     config.loadFromFile(file);

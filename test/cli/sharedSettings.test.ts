@@ -56,10 +56,14 @@ describe('the certificate and TLS settings', () => {
 
   it.each([
     [['--rotate-certificates'], /^--rotate-certificates=true is refused: statelet does not renew its client certificate/],
-    [['--rotate-server-certificates'], /^--rotate-server-certificates=true is refused: statelet does not request its serving certificate/],
     [['--bootstrap-kubeconfig', '/etc/kubernetes/bootstrap-kubelet.conf'], /^--bootstrap-kubeconfig="\/etc\/kubernetes\/bootstrap-kubelet.conf" is refused: statelet does not request its client certificate/],
   ])('refuses %j, which it cannot honour yet, naming the flag and value', (argv, message) => {
     expect(usageError(argv)).toMatch(message);
+  });
+
+  it('takes serverTLSBootstrap (the authenticated API asks the API server for its certificate)', () => {
+    expect(run(['--rotate-server-certificates']).serverTLSBootstrap).toBe(true);
+    expect(run(['--config', configFile('serverTLSBootstrap: true\n')]).serverTLSBootstrap).toBe(true);
   });
 
   it('takes cipher suites and another minimum version (the authenticated API applies them)', () => {
@@ -74,8 +78,8 @@ describe('the certificate and TLS settings', () => {
   });
 
   it('lets a flag at the default override a refused file value', () => {
-    const file = configFile('serverTLSBootstrap: true\n');
-    expect(run(['--config', file, '--rotate-server-certificates=false']).serverTLSBootstrap).toBe(false);
+    const file = configFile('rotateCertificates: true\n');
+    expect(run(['--config', file, '--rotate-certificates=false']).rotateCertificates).toBe(false);
   });
 
   it("rejects a cipher suite Go does not know with the kubelet's message, and a bad TLS version", () => {
