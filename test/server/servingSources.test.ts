@@ -48,13 +48,18 @@ async function replace(file: string, text: string): Promise<void> {
   await rename(`${file}.new`, file);
 }
 
+/** `tls.crt` and `tls.key` in a new folder, holding `cert` and `key`. */
+async function pairFiles(prefix: string, cert: string, key: string): Promise<{ certFile: string; keyFile: string }> {
+  const folder = await mkdtemp(path.join(dir, prefix));
+  const files = { certFile: path.join(folder, 'tls.crt'), keyFile: path.join(folder, 'tls.key') };
+  await writeFile(files.certFile, cert);
+  await writeFile(files.keyFile, key);
+  return files;
+}
+
 describe('--tls-cert-file/--tls-private-key-file (ReloadKubeletServerCertificateFile)', () => {
   it('reads the pair at start, takes a new pair when the files change, and keeps a bad pair out', async () => {
-    const folder = await mkdtemp(path.join(dir, 'files-'));
-    const certFile = path.join(folder, 'tls.crt');
-    const keyFile = path.join(folder, 'tls.key');
-    await writeFile(certFile, pairs[0]!.cert);
-    await writeFile(keyFile, pairs[0]!.key);
+    const { certFile, keyFile } = await pairFiles('files-', pairs[0]!.cert, pairs[0]!.key);
     const { log, refused } = refusalLog();
     const clock = new ManualClock();
     const source = await servingPairFromFiles(certFile, keyFile, { clock, log, reload: true });
@@ -76,11 +81,7 @@ describe('--tls-cert-file/--tls-private-key-file (ReloadKubeletServerCertificate
   });
 
   it('keeps a check of the files on the clock every minute, besides the file events', async () => {
-    const folder = await mkdtemp(path.join(dir, 'minute-'));
-    const certFile = path.join(folder, 'tls.crt');
-    const keyFile = path.join(folder, 'tls.key');
-    await writeFile(certFile, pairs[0]!.cert);
-    await writeFile(keyFile, pairs[0]!.key);
+    const { certFile, keyFile } = await pairFiles('minute-', pairs[0]!.cert, pairs[0]!.key);
     const clock = new ManualClock();
     const source = await servingPairFromFiles(certFile, keyFile, { clock, log: () => {}, reload: true });
     sources.push(source);
@@ -90,11 +91,7 @@ describe('--tls-cert-file/--tls-private-key-file (ReloadKubeletServerCertificate
   });
 
   it('reads them once with the gate off, and refuses at start a pair that does not parse', async () => {
-    const folder = await mkdtemp(path.join(dir, 'once-'));
-    const certFile = path.join(folder, 'tls.crt');
-    const keyFile = path.join(folder, 'tls.key');
-    await writeFile(certFile, pairs[0]!.cert);
-    await writeFile(keyFile, pairs[1]!.key);
+    const { certFile, keyFile } = await pairFiles('once-', pairs[0]!.cert, pairs[1]!.key);
     const clock = new ManualClock();
     await expect(servingPairFromFiles(certFile, keyFile, { clock, log: () => {}, reload: false })).rejects.toThrow(`serving certificate files ${certFile}, ${keyFile}: private key does not match public key`);
     await writeFile(keyFile, pairs[0]!.key);
