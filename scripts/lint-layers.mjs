@@ -34,7 +34,7 @@ export const LAYERS = [
   ['api'],
   ['events'],
   ['client'],
-  ['eventrecorder', 'certificate'],
+  ['certificate', 'eventrecorder'],
   ['volumes', 'userns'],
   ['credentialprovider'],
   ['kuberuntime'],
@@ -111,6 +111,8 @@ export const DECISIONS = [
   'credentialprovider/urlGlob.ts',
   'credentialprovider/pluginConfig.ts',
   'credentialprovider/pluginProtocol.ts',
+  'certificate/deadline.ts',
+  'certificate/issuance.ts',
 ];
 
 const io = [

@@ -15,7 +15,7 @@ import path from 'node:path';
 import tls from 'node:tls';
 import type { Actor, InspectionEvent, Observer } from 'xstate';
 import type { AgentConfig } from '../cli/config.ts';
-import { realClock } from '../clock.ts';
+import { type Clock, realClock } from '../clock.ts';
 import { kubeletVersion } from '../cli/flags.ts';
 import { configz } from '../cli/options.ts';
 import type { KubeClientOptions } from '../client/kubeClient.ts';
@@ -77,6 +77,11 @@ interface AgentHooks {
    * to it under the node's name (and taken out at stop) rather than served by a server of its own.
    */
   visualizerNodes?: VisualizedNodes;
+  /**
+   * Ends the process on a fatal condition (klog.Fatalf): the client certificate expired, or none for
+   * 5 minutes, while the API server answers. Default: logs the message and exits with status 255.
+   */
+  fatal?(message: string): void;
 }
 
 /** A short socket path for the embedded runtime: unix socket paths are limited to ~107 bytes. */
@@ -263,7 +268,12 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
   // The machine as the Node reports it (sim://'s memory where it simulates one), read once: the
   // registered Node's status, and what admission checks pods against until there is a Node.
   const machine = await readMachine(config.rootDir, simMemory);
-  const apiClient = config.kubeconfig ? await loadKubeApi(config.kubeconfig, apiRequests, limits) : undefined;
+  const fatal = hooks.fatal ?? ((message: string) => {
+    log('error', message);
+    process.exit(255);
+  });
+  const apiClient = config.kubeconfig ? await loadKubeApi(config, config.kubeconfig, { counts: apiRequests, limits, clock, log, fatal }) : undefined;
+  if (apiClient?.stop) closers.push(apiClient.stop);
   const cluster = apiClient ? clusterDeps(apiClient, machine) : undefined;
   if (cluster) log('info', 'Joining the cluster', { server: cluster.server, node: config.nodeName });
   const sources = { ...sourceOptions, ...(cluster ? { api: cluster.deps.api } : {}) };
@@ -415,13 +425,74 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
   return agent;
 }
 
+/** What the node talks to the API server with: the client, and with rotateCertificates the client certificate manager it runs. */
+interface ClusterClient {
+  /** Also the CSR API of the serving certificate manager (under the node's current identity). */
+  api: KubeApi & CertificateSigningRequests;
+  server: string;
+  clientCertificateManager?: ClusterDeps['clientCertificateManager'];
+  stop?(): void;
+}
+
 /**
- * The API client of a kubeconfig file; a file that cannot be read stops the agent at start. The
- * client library is loaded only here, as a standalone node (without --kubeconfig) never needs it.
+ * The API client of the node (server.go buildKubeletClientConfig): the kubeconfig as it is, or
+ * after the TLS bootstrap (--bootstrap-kubeconfig); with rotateCertificates, presenting the client
+ * certificate the certificate manager keeps in --cert-dir, whose expiry ends the process as the
+ * kubelet's transport does. A file that cannot be read stops the agent at start. The client
+ * library is loaded only here, as a standalone node (without --kubeconfig) never needs it.
  */
-async function loadKubeApi(file: string, counts: RequestCounts, limits: KubeClientOptions['limits']): Promise<{ api: KubeApi & CertificateSigningRequests; server: string }> {
+async function loadKubeApi(
+  config: AgentConfig,
+  kubeconfig: string,
+  context: { counts: RequestCounts; limits: KubeClientOptions['limits']; clock: Clock; log: Logger; fatal(message: string): void },
+): Promise<ClusterClient> {
   const { kubeClientFromFile } = await import('../client/kubeClient.ts');
-  return kubeClientFromFile(file, { requestTimeoutMs: 10_000, userAgent: `statelet/${kubeletVersion()}`, counts, ...(limits ? { limits } : {}) });
+  const { clock, log } = context;
+  const options: KubeClientOptions = { requestTimeoutMs: 10_000, userAgent: `statelet/${kubeletVersion()}`, counts: context.counts, ...(context.limits ? { limits: context.limits } : {}) };
+  if (!config.bootstrapKubeconfig && !config.rotateCertificates) return kubeClientFromFile(kubeconfig, options);
+
+  const certificate = await import('../certificate/index.ts');
+  const store = await certificate.CertificateFileStore.open(config.certDir ?? path.join(config.rootDir, 'pki'), 'kubelet-client', () => clock.now());
+  const bootstrapClient = config.bootstrapKubeconfig ? (): CertificateSigningRequests => kubeClientFromFile(config.bootstrapKubeconfig!, options).api : undefined;
+  const identity = await certificate.loadClientIdentity({
+    kubeconfig,
+    ...(config.bootstrapKubeconfig ? { bootstrapKubeconfig: config.bootstrapKubeconfig } : {}),
+    nodeName: config.nodeName,
+    store,
+    rotateCertificates: config.rotateCertificates,
+    bootstrapApi: () => bootstrapClient!(),
+    clock,
+    log,
+  });
+  if (!config.rotateCertificates) return kubeClientFromFile(identity.kubeconfig, options);
+
+  // A kubeconfig of its own credentials seeds an empty store (kubelet.go NewKubeletClientCertificateManager's bootstrap pair).
+  if (!store.current() && !identity.bootstrapKubeconfig) {
+    const own = await certificate.kubeconfigClientPair(certificate.loadKubeconfig(identity.kubeconfig)).catch(() => null);
+    if (own) await store.update(own.cert, own.key);
+  }
+  const main = kubeClientFromFile(identity.kubeconfig, {
+    ...options,
+    clientCertificate: store,
+    onCertificateRotation: () => log('info', 'certificate rotation detected, shutting down client connections to start using new credentials'),
+  });
+  const bootstrap = identity.bootstrapKubeconfig ? bootstrapClient!() : undefined;
+  const effects = certificate.createCertificateManagerEffects({
+    signerName: certificate.CLIENT_SIGNER,
+    usages: certificate.ROTATION_USAGES.client,
+    // The current certificate's identity once there is one, the bootstrap credentials until then (server.go newClientsetFn).
+    csrApi: () => (store.current() || !bootstrap ? main.api : bootstrap),
+    store,
+    clock,
+    log,
+  });
+  const expiry = certificate.startExpiryCheck({ source: store, clock, log, serverResponds: () => main.api.serverResponds(), exit: context.fatal });
+  log('info', 'Client rotation is on, will bootstrap in background', { certificate: store.currentPath });
+  return {
+    ...main,
+    clientCertificateManager: { logic: certificate.certificateManagerWith(effects), input: { kind: 'client', template: certificate.clientTemplate(config.nodeName) } },
+    stop: () => expiry.stop(),
+  };
 }
 
 /**
@@ -458,8 +529,11 @@ async function readMachine(rootDir: string, simMemory?: () => SimMemory): Promis
   return simMemory ? { ...info, memoryBytes: simMemory().totalBytes } : info;
 }
 
-function clusterDeps(client: { api: KubeApi; server: string }, machine: MachineInfo): { deps: ClusterDeps; server: string } {
-  return { server: client.server, deps: { api: client.api, machine: () => Promise.resolve(machine) } };
+function clusterDeps(client: ClusterClient, machine: MachineInfo): { deps: ClusterDeps; server: string } {
+  return {
+    server: client.server,
+    deps: { api: client.api, machine: () => Promise.resolve(machine), ...(client.clientCertificateManager ? { clientCertificateManager: client.clientCertificateManager } : {}) },
+  };
 }
 
 /**

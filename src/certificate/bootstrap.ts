@@ -45,7 +45,7 @@ export async function writeFileAtomically(file: string, text: string, mode: numb
   await rename(partial, file);
 }
 
-function loadKubeconfig(file: string): KubeConfig {
+export function loadKubeconfig(file: string): KubeConfig {
   const config = new KubeConfig();
   config.loadFromFile(file);
   return config;

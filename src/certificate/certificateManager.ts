@@ -219,7 +219,7 @@ export function certificateManagerSummary(context: CertificateManagerContext): s
   const minute = (at: number | Date) => new Date(at).toISOString().slice(0, 16).replace('T', ' ');
   const parts = [context.current ? `expires ${minute(context.current.notAfter)}` : 'no certificate yet'];
   if (context.template === null) parts.push('no address to request a certificate for');
-  else if (context.deadline !== null && !context.pending) parts.push(`renews ${minute(context.deadline)}`);
+  else if (context.current && context.deadline !== null && !context.pending) parts.push(`renews ${minute(context.deadline)}`);
   if (context.pending) parts.push(`CSR ${context.pending.name} pending`);
   if (context.rotations) parts.push(`${context.rotations} issued`);
   if (context.lastError) parts.push(`${context.failures} failures: ${context.lastError}`);

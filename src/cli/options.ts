@@ -852,10 +852,6 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     flag: 'bootstrap-kubeconfig',
     group: 'General',
     help: 'kubeconfig with bootstrap credentials (a bootstrap token) to request the node\'s client certificate with when --kubeconfig is missing or expired',
-    refuse: (value) =>
-      value === ''
-        ? null
-        : 'statelet does not request its client certificate from the API server (TLS bootstrap); give --kubeconfig with credentials issued for the node, and no --bootstrap-kubeconfig',
   }),
   option({
     key: 'rotateCertificates',
@@ -864,8 +860,6 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'rotateCertificates',
     group: 'General',
     help: 'Renew the client certificate before it expires by requesting a new one with a CertificateSigningRequest',
-    refuse: (value) =>
-      value ? 'statelet does not renew its client certificate through CertificateSigningRequests; set it to false and renew the --kubeconfig credentials yourself' : null,
   }),
   option({
     key: 'serverTLSBootstrap',

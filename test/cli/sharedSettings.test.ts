@@ -54,11 +54,11 @@ describe('the certificate and TLS settings', () => {
     expect(config.tlsMinVersion).toBe('VersionTLS12');
   });
 
-  it.each([
-    [['--rotate-certificates'], /^--rotate-certificates=true is refused: statelet does not renew its client certificate/],
-    [['--bootstrap-kubeconfig', '/etc/kubernetes/bootstrap-kubelet.conf'], /^--bootstrap-kubeconfig="\/etc\/kubernetes\/bootstrap-kubelet.conf" is refused: statelet does not request its client certificate/],
-  ])('refuses %j, which it cannot honour yet, naming the flag and value', (argv, message) => {
-    expect(usageError(argv)).toMatch(message);
+  it('takes TLS bootstrap and client certificate rotation (src/certificate), from a flag or a field', () => {
+    expect(run(['--config', configFile('rotateCertificates: true\n')]).rotateCertificates).toBe(true);
+    const config = run(['--rotate-certificates', '--bootstrap-kubeconfig', '/etc/kubernetes/bootstrap-kubelet.conf']);
+    expect(config.rotateCertificates).toBe(true);
+    expect(config.bootstrapKubeconfig).toBe('/etc/kubernetes/bootstrap-kubelet.conf');
   });
 
   it('takes serverTLSBootstrap (the authenticated API asks the API server for its certificate)', () => {
@@ -72,12 +72,7 @@ describe('the certificate and TLS settings', () => {
     expect(config.tlsMinVersion).toBe('VersionTLS13');
   });
 
-  it('refuses such a value from the config file naming the file and field', () => {
-    const file = configFile('rotateCertificates: true\n');
-    expect(usageError(['--config', file])).toBe(`${file}: rotateCertificates: true is refused: statelet does not renew its client certificate through CertificateSigningRequests; set it to false and renew the --kubeconfig credentials yourself`);
-  });
-
-  it('lets a flag at the default override a refused file value', () => {
+  it('lets a flag override the file', () => {
     const file = configFile('rotateCertificates: true\n');
     expect(run(['--config', file, '--rotate-certificates=false']).rotateCertificates).toBe(false);
   });
