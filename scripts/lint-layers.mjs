@@ -34,11 +34,7 @@ export const LAYERS = [
   ['api'],
   ['events'],
   ['client'],
-<<<<<<< HEAD
-  ['eventrecorder', 'certificate'],
-=======
   ['certificate', 'eventrecorder'],
->>>>>>> i41-client
   ['volumes', 'userns'],
   ['credentialprovider'],
   ['kuberuntime'],
@@ -78,6 +74,8 @@ export const DECISIONS = [
   'kuberuntime/resources.ts',
   'kuberuntime/securityContext.ts',
   'server/logQuery.ts',
+  'server/servingMode.ts',
+  'server/servingTlsSettings.ts',
   'stats/summary.ts',
   'admission/admit.ts',
   'admission/nodeAffinity.ts',

@@ -23,7 +23,7 @@ import { type CertificateSigningRequests, type KubeApi, RequestCounts } from '..
 import { composeNode } from '../kubelet/composeNode.ts';
 import type { ClusterDeps } from '../nodeloop/parts.ts';
 import { readMachineInfo } from '../node/machineInfo.ts';
-import type { MachineInfo } from '../node/nodeObject.ts';
+import { type MachineInfo, nodeSettings } from '../node/nodeObject.ts';
 import type { SyncLoopMachine } from '../kubelet/syncLoop.ts';
 import type { Logger } from '../log.ts';
 import type { Node } from '../kubelet/composeNode.ts';
@@ -39,6 +39,7 @@ import { type AgentView, type ListeningServer, healthzHandler, listen, readOnlyH
 import { RequestAuth } from '../server/auth.ts';
 import { openServingTls } from '../server/servingSources.ts';
 import { servingCertificateMode } from '../server/servingMode.ts';
+import { type ServingCertificateManager, startServingCertificateManager } from '../server/servingCertificateManager.ts';
 import { servingTlsSettings } from '../server/servingTlsSettings.ts';
 import { startKubeletServer } from '../server/kubeletServer.ts';
 import { statsHandler } from '../server/statsRoutes.ts';
@@ -346,16 +347,26 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     if (config.port > 0) {
       const tlsSettings = servingTlsSettings(config.tlsCipherSuites, config.tlsMinVersion, tls.DEFAULT_CIPHERS);
       for (const warning of tlsSettings.warnings) log('warn', warning.message, warning.fields);
-      const serving = await openServingTls({
-        mode: servingCertificateMode({
-          serverTLSBootstrap: config.serverTLSBootstrap,
-          rotateKubeletServerCertificate: config.featureGates['RotateKubeletServerCertificate'] ?? true,
-          ...(config.tlsCertFile ? { tlsCertFile: config.tlsCertFile } : {}),
-          ...(config.tlsPrivateKeyFile ? { tlsPrivateKeyFile: config.tlsPrivateKeyFile } : {}),
-        }),
+      const certDir = config.certDir ?? path.join(config.rootDir, 'pki');
+      const mode = servingCertificateMode({
+        serverTLSBootstrap: config.serverTLSBootstrap,
+        rotateKubeletServerCertificate: config.featureGates['RotateKubeletServerCertificate'] ?? true,
         ...(config.tlsCertFile ? { tlsCertFile: config.tlsCertFile } : {}),
         ...(config.tlsPrivateKeyFile ? { tlsPrivateKeyFile: config.tlsPrivateKeyFile } : {}),
-        certDir: config.certDir ?? path.join(config.rootDir, 'pki'),
+      });
+      let manager: ServingCertificateManager | undefined;
+      if (mode === 'manager') {
+        if (!apiClient) throw new Error('serverTLSBootstrap (--rotate-server-certificates) requests the serving certificate from the API server: it needs --kubeconfig');
+        const csrApi = apiClient.api;
+        manager = await startServingCertificateManager({ certDir, nodeName: config.nodeName, addresses: nodeSettings(config, kubeletVersion()).addresses, csrApi: () => csrApi, clock, log });
+        closers.unshift(() => manager!.stop());
+      }
+      const serving = await openServingTls({
+        mode,
+        ...(manager ? { manager: manager.source } : {}),
+        ...(config.tlsCertFile ? { tlsCertFile: config.tlsCertFile } : {}),
+        ...(config.tlsPrivateKeyFile ? { tlsPrivateKeyFile: config.tlsPrivateKeyFile } : {}),
+        certDir,
         host: config.nodeName,
         addresses: [...(config.nodeIp?.split(',') ?? []), ...(config.address === '0.0.0.0' ? [] : [config.address])],
         ...(config.clientCaFile ? { clientCaFile: config.clientCaFile } : {}),
@@ -416,7 +427,8 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
 
 /** What the node talks to the API server with: the client, and with rotateCertificates the client certificate manager it runs. */
 interface ClusterClient {
-  api: KubeApi;
+  /** Also the CSR API of the serving certificate manager (under the node's current identity). */
+  api: KubeApi & CertificateSigningRequests;
   server: string;
   clientCertificateManager?: ClusterDeps['clientCertificateManager'];
   stop?(): void;

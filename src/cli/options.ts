@@ -886,8 +886,6 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'serverTLSBootstrap',
     group: 'Serving',
     help: 'Request the serving certificate with a kubernetes.io/kubelet-serving CertificateSigningRequest and renew it before it expires',
-    refuse: (value) =>
-      value ? 'statelet does not request its serving certificate from the API server; set it to false and give --tls-cert-file and --tls-private-key-file (or let it make a self-signed one)' : null,
   }),
   option({
     key: 'tlsCipherSuites',
