@@ -74,6 +74,8 @@ export const DECISIONS = [
   'kuberuntime/resources.ts',
   'kuberuntime/securityContext.ts',
   'server/logQuery.ts',
+  'server/servingMode.ts',
+  'server/servingTlsSettings.ts',
   'stats/summary.ts',
   'admission/admit.ts',
   'admission/nodeAffinity.ts',

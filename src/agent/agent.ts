@@ -12,6 +12,7 @@ import { readFileSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import tls from 'node:tls';
 import type { Actor, InspectionEvent, Observer } from 'xstate';
 import type { AgentConfig } from '../cli/config.ts';
 import { type Clock, realClock } from '../clock.ts';
@@ -22,7 +23,7 @@ import { type CertificateSigningRequests, type KubeApi, RequestCounts } from '..
 import { composeNode } from '../kubelet/composeNode.ts';
 import type { ClusterDeps } from '../nodeloop/parts.ts';
 import { readMachineInfo } from '../node/machineInfo.ts';
-import type { MachineInfo } from '../node/nodeObject.ts';
+import { type MachineInfo, nodeSettings } from '../node/nodeObject.ts';
 import type { SyncLoopMachine } from '../kubelet/syncLoop.ts';
 import type { Logger } from '../log.ts';
 import type { Node } from '../kubelet/composeNode.ts';
@@ -36,7 +37,10 @@ import type { MemoryFeatures } from '../kuberuntime/resources.ts';
 import { type KernelLog, hostKernelLog } from '../node/kernelLog.ts';
 import { type AgentView, type ListeningServer, healthzHandler, listen, readOnlyHandler } from '../server/http.ts';
 import { RequestAuth } from '../server/auth.ts';
-import { servingCertificate } from '../server/certificates.ts';
+import { openServingTls } from '../server/servingSources.ts';
+import { servingCertificateMode } from '../server/servingMode.ts';
+import { type ServingCertificateManager, startServingCertificateManager } from '../server/servingCertificateManager.ts';
+import { servingTlsSettings } from '../server/servingTlsSettings.ts';
 import { startKubeletServer } from '../server/kubeletServer.ts';
 import { statsHandler } from '../server/statsRoutes.ts';
 import { AgentMetrics } from '../server/metrics.ts';
@@ -341,6 +345,38 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
   };
   try {
     if (config.port > 0) {
+      const tlsSettings = servingTlsSettings(config.tlsCipherSuites, config.tlsMinVersion, tls.DEFAULT_CIPHERS);
+      for (const warning of tlsSettings.warnings) log('warn', warning.message, warning.fields);
+      const certDir = config.certDir ?? path.join(config.rootDir, 'pki');
+      const mode = servingCertificateMode({
+        serverTLSBootstrap: config.serverTLSBootstrap,
+        rotateKubeletServerCertificate: config.featureGates['RotateKubeletServerCertificate'] ?? true,
+        ...(config.tlsCertFile ? { tlsCertFile: config.tlsCertFile } : {}),
+        ...(config.tlsPrivateKeyFile ? { tlsPrivateKeyFile: config.tlsPrivateKeyFile } : {}),
+      });
+      let manager: ServingCertificateManager | undefined;
+      if (mode === 'manager') {
+        if (!apiClient) throw new Error('serverTLSBootstrap (--rotate-server-certificates) requests the serving certificate from the API server: it needs --kubeconfig');
+        const csrApi = apiClient.api;
+        manager = await startServingCertificateManager({ certDir, nodeName: config.nodeName, addresses: nodeSettings(config, kubeletVersion()).addresses, csrApi: () => csrApi, clock, log });
+        closers.unshift(() => manager!.stop());
+      }
+      const serving = await openServingTls({
+        mode,
+        ...(manager ? { manager: manager.source } : {}),
+        ...(config.tlsCertFile ? { tlsCertFile: config.tlsCertFile } : {}),
+        ...(config.tlsPrivateKeyFile ? { tlsPrivateKeyFile: config.tlsPrivateKeyFile } : {}),
+        certDir,
+        host: config.nodeName,
+        addresses: [...(config.nodeIp?.split(',') ?? []), ...(config.address === '0.0.0.0' ? [] : [config.address])],
+        ...(config.clientCaFile ? { clientCaFile: config.clientCaFile } : {}),
+        reloadServingFiles: config.featureGates['ReloadKubeletServerCertificateFile'] ?? true,
+        reloadClientCa: config.featureGates['ReloadKubeletClientCAFile'] ?? true,
+        settings: tlsSettings.settings,
+        clock,
+        log,
+      });
+      closers.push(() => serving.close());
       const server = await startKubeletServer(config.address, config.port, {
         view,
         pods: view.pods,
@@ -354,15 +390,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
           ...(cluster && (config.authenticationTokenWebhook ?? true) ? { tokenReview: cluster.deps.api } : {}),
           ...(cluster && (config.authorizationMode ?? 'Webhook') === 'Webhook' ? { accessReview: cluster.deps.api } : {}),
         }),
-        tls: await servingCertificate({
-          ...(config.tlsCertFile ? { certFile: config.tlsCertFile } : {}),
-          ...(config.tlsPrivateKeyFile ? { keyFile: config.tlsPrivateKeyFile } : {}),
-          certDir: config.certDir ?? path.join(config.rootDir, 'pki'),
-          nodeName: config.nodeName,
-          addresses: [...(config.nodeIp?.split(',') ?? []), ...(config.address === '0.0.0.0' ? [] : [config.address])],
-          now: new Date(clock.now()),
-        }),
-        ...(config.clientCaFile ? { clientCA: await readFile(config.clientCaFile, 'utf8') } : {}),
+        tls: serving.tls,
         now: () => clock.now(),
         log,
       });
@@ -399,7 +427,8 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
 
 /** What the node talks to the API server with: the client, and with rotateCertificates the client certificate manager it runs. */
 interface ClusterClient {
-  api: KubeApi;
+  /** Also the CSR API of the serving certificate manager (under the node's current identity). */
+  api: KubeApi & CertificateSigningRequests;
   server: string;
   clientCertificateManager?: ClusterDeps['clientCertificateManager'];
   stop?(): void;

@@ -16,6 +16,7 @@ import { parseQuantity } from '../api/quantity.ts';
 import { labelProblem } from '../api/validate.ts';
 import { MAX_USERNS_PODS } from '../userns/rules.ts';
 import { TLS_VERSIONS, cipherSuiteProblem } from './tlsSettings.ts';
+import { nonDefaultGates } from './featureGates.ts';
 
 /** A value was rejected; `message` is the reason only, and the caller names the flag or field. */
 export class ValueError extends Error {
@@ -50,7 +51,7 @@ interface OptionSpec<K extends SettingKey> {
   kind: ValueKind<Required<AgentSettings>[K]>;
   /** Long flag name without dashes; absent for config-file-only settings. */
   flag?: string;
-  /** KubeletConfiguration field name; absent for flag-only settings. */
+  /** KubeletConfiguration field name, a dotted path in a nested block; absent for flag-only settings. */
   configField?: string;
   /** The config-file value is a path, resolved against the file's directory as the kubelet does. */
   configRelativePath?: boolean;
@@ -814,6 +815,23 @@ const featureGatesKind: ValueKind<Record<string, boolean>> = {
       .map(([name, enabled]) => `${name}=${enabled}`)
       .join(','),
   combine: (earlier, later) => ({ ...earlier, ...later }),
+  // The resolved gates hold every gate; a config file lists the ones set otherwise than by default.
+  toConfig: (value) => nonDefaultGates(value),
+};
+
+/**
+ * --cloud-provider: "" or "external". The in-tree providers are gone from the kubelet, which
+ * refuses their names with its message (k8s.io/cloud-provider plugins.go ErrorForDisabledProvider).
+ */
+const cloudProviderKind: ValueKind<'' | 'external'> = {
+  placeholder: 'external',
+  takesArgument: true,
+  fromText(text) {
+    if (text === '' || text === 'external') return text;
+    throw new ValueError(`cloud provider ${JSON.stringify(text)} was specified, but built-in cloud providers are disabled. Please set --cloud-provider=external and migrate to an external cloud provider`);
+  },
+  fromConfig: (value) => cloudProviderKind.fromText(expectString(value)),
+  display: (value) => value,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -868,8 +886,6 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'serverTLSBootstrap',
     group: 'Serving',
     help: 'Request the serving certificate with a kubernetes.io/kubelet-serving CertificateSigningRequest and renew it before it expires',
-    refuse: (value) =>
-      value ? 'statelet does not request its serving certificate from the API server; set it to false and give --tls-cert-file and --tls-private-key-file (or let it make a self-signed one)' : null,
   }),
   option({
     key: 'tlsCipherSuites',
@@ -878,7 +894,6 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'tlsCipherSuites',
     group: 'Serving',
     help: 'Cipher suites of the authenticated API, Go names (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,...); none given: the defaults',
-    refuse: (value) => (value.length === 0 ? null : "statelet's authenticated API serves Node.js's default cipher suites and does not take a list; leave it empty"),
   }),
   option({
     key: 'tlsMinVersion',
@@ -887,7 +902,6 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'tlsMinVersion',
     group: 'Serving',
     help: 'Lowest TLS version the authenticated API accepts',
-    refuse: (value) => (value === 'VersionTLS12' ? null : "statelet's authenticated API accepts TLS 1.2 and later (the default, VersionTLS12) and does not take another minimum"),
   }),
   option({
     key: 'featureGates',
@@ -896,7 +910,28 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'featureGates',
     group: 'General',
     help: 'Feature gates to set (Name=true|false,...); on the command line each one given wins over the config file\'s',
-    refuse: (value) => (Object.keys(value).length === 0 ? null : 'statelet takes every feature gate at its default; set none'),
+  }),
+  option({
+    key: 'configDir',
+    kind: stringKind,
+    flag: 'config-dir',
+    group: 'General',
+    help: 'Directory of KubeletConfiguration drop-ins: every *.conf under it, in lexical order, is merged over --config as a JSON merge patch; flags override both',
+  }),
+  option({
+    key: 'cloudProvider',
+    kind: cloudProviderKind,
+    flag: 'cloud-provider',
+    group: 'Cluster',
+    help: "'external' when a cloud controller manager initializes the node: it is registered with the node.cloudprovider.kubernetes.io/uninitialized:NoSchedule taint; empty for none",
+  }),
+  option({
+    key: 'providerId',
+    kind: stringKind,
+    flag: 'provider-id',
+    configField: 'providerID',
+    group: 'Cluster',
+    help: "The node's ID in its provider's machine database, registered as spec.providerID",
   }),
   option({
     key: 'registerNode',
@@ -1346,6 +1381,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     key: 'clientCaFile',
     kind: stringKind,
     flag: 'client-ca-file',
+    configField: 'authentication.x509.clientCAFile',
     group: 'Serving',
     help: 'CA bundle (PEM) that signs the client certificates the authenticated API accepts (user = CN, groups = O)',
   }),
@@ -1353,6 +1389,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     key: 'anonymousAuth',
     kind: boolKind,
     flag: 'anonymous-auth',
+    configField: 'authentication.anonymous.enabled',
     group: 'Serving',
     help: 'Let requests without credentials in as system:anonymous (then authorized like any user)',
   }),
@@ -1360,6 +1397,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     key: 'authenticationTokenWebhook',
     kind: boolKind,
     flag: 'authentication-token-webhook',
+    configField: 'authentication.webhook.enabled',
     group: 'Serving',
     help: 'Authenticate bearer tokens with the TokenReview API',
     defaultText: 'true with --kubeconfig',
@@ -1373,6 +1411,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     key: 'authorizationMode',
     kind: enumKind(['AlwaysAllow', 'Webhook'] as const),
     flag: 'authorization-mode',
+    configField: 'authorization.mode',
     group: 'Serving',
     help: 'Webhook: every request authorized by a SubjectAccessReview (nodes/<subresource>); AlwaysAllow: any authenticated request',
     defaultText: 'Webhook with --kubeconfig, else AlwaysAllow',
@@ -1585,6 +1624,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     key: 'podLogsDir',
     kind: stringKind,
     flag: 'pod-logs-dir',
+    configField: 'podLogsDir',
     group: 'Statelet',
     help: 'Directory of the per-pod container log directories (the kubelet uses /var/log/pods)',
   }),
@@ -1627,6 +1667,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     key: 'verbosity',
     kind: intKind(0),
     flag: 'v',
+    configField: 'logging.verbosity',
     group: 'Logging',
     help: 'Log verbosity level (also -v N)',
   }),
@@ -1634,6 +1675,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     key: 'logFormat',
     kind: enumKind(['text', 'json']),
     flag: 'logging-format',
+    configField: 'logging.format',
     group: 'Logging',
     help: 'Log output format',
   }),

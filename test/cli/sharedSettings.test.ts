@@ -54,14 +54,6 @@ describe('the certificate and TLS settings', () => {
     expect(config.tlsMinVersion).toBe('VersionTLS12');
   });
 
-  it.each([
-    [['--rotate-server-certificates'], /^--rotate-server-certificates=true is refused: statelet does not request its serving certificate/],
-    [['--tls-cipher-suites', 'TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256'], /^--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 is refused/],
-    [['--tls-min-version', 'VersionTLS13'], /^--tls-min-version=VersionTLS13 is refused/],
-  ])('refuses %j, which it cannot honour yet, naming the flag and value', (argv, message) => {
-    expect(usageError(argv)).toMatch(message);
-  });
-
   it('takes TLS bootstrap and client certificate rotation (src/certificate), from a flag or a field', () => {
     expect(run(['--config', configFile('rotateCertificates: true\n')]).rotateCertificates).toBe(true);
     const config = run(['--rotate-certificates', '--bootstrap-kubeconfig', '/etc/kubernetes/bootstrap-kubelet.conf']);
@@ -69,9 +61,20 @@ describe('the certificate and TLS settings', () => {
     expect(config.bootstrapKubeconfig).toBe('/etc/kubernetes/bootstrap-kubelet.conf');
   });
 
-  it('lets a flag at the default override a refused file value', () => {
-    const file = configFile('serverTLSBootstrap: true\n');
-    expect(run(['--config', file, '--rotate-server-certificates=false']).serverTLSBootstrap).toBe(false);
+  it('takes serverTLSBootstrap (the authenticated API asks the API server for its certificate)', () => {
+    expect(run(['--rotate-server-certificates']).serverTLSBootstrap).toBe(true);
+    expect(run(['--config', configFile('serverTLSBootstrap: true\n')]).serverTLSBootstrap).toBe(true);
+  });
+
+  it('takes cipher suites and another minimum version (the authenticated API applies them)', () => {
+    const config = run(['--tls-cipher-suites', 'TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256', '--tls-min-version', 'VersionTLS13']);
+    expect(config.tlsCipherSuites).toEqual(['TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256']);
+    expect(config.tlsMinVersion).toBe('VersionTLS13');
+  });
+
+  it('lets a flag override the file', () => {
+    const file = configFile('rotateCertificates: true\n');
+    expect(run(['--config', file, '--rotate-certificates=false']).rotateCertificates).toBe(false);
   });
 
   it("rejects a cipher suite Go does not know with the kubelet's message, and a bad TLS version", () => {
