@@ -924,6 +924,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     flag: 'cloud-provider',
     group: 'Cluster',
     help: "'external' when a cloud controller manager initializes the node: it is registered with the node.cloudprovider.kubernetes.io/uninitialized:NoSchedule taint; empty for none",
+    onlyWith: inCluster,
   }),
   option({
     key: 'providerId',
@@ -932,6 +933,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'providerID',
     group: 'Cluster',
     help: "The node's ID in its provider's machine database, registered as spec.providerID",
+    onlyWith: inCluster,
   }),
   option({
     key: 'registerNode',
