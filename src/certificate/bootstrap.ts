@@ -12,7 +12,7 @@
  * Files are written whole (a temporary file renamed) and 0600.
  */
 import { X509Certificate } from 'node:crypto';
-import { open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
@@ -32,8 +32,9 @@ const BOOTSTRAP_WAIT_MS = 3600_000;
 const SERVER_WAIT_MS = 60_000;
 const SERVER_POLL_MS = 2_000;
 
-/** Writes `text` whole: a temporary file beside it, synced, renamed over it. */
+/** Writes `text` whole: a temporary file beside it (its directory made, as clientcmd.WriteToFile does), synced, renamed over it. */
 export async function writeFileAtomically(file: string, text: string, mode: number): Promise<void> {
+  await mkdir(path.dirname(file), { recursive: true, mode: 0o755 });
   const partial = `${file}.${process.pid}.tmp`;
   const handle = await open(partial, 'w', mode);
   try {
