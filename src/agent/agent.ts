@@ -466,10 +466,16 @@ async function loadKubeApi(
   });
   if (!config.rotateCertificates) return kubeClientFromFile(identity.kubeconfig, options);
 
-  // A kubeconfig of its own credentials seeds an empty store (kubelet.go NewKubeletClientCertificateManager's bootstrap pair).
+  // A kubeconfig of its own credentials seeds an empty store: its files as the store's pair, its
+  // embedded data as the bootstrap pair, which is rotated out at once (kubelet.go
+  // NewKubeletClientCertificateManager; certificate_manager.go getCurrentCertificateOrBootstrap).
+  let forceRotation = false;
   if (!store.current() && !identity.bootstrapKubeconfig) {
     const own = await certificate.kubeconfigClientPair(certificate.loadKubeconfig(identity.kubeconfig)).catch(() => null);
-    if (own) await store.update(own.cert, own.key);
+    if (own) {
+      await store.update(own.cert, own.key);
+      forceRotation = own.embedded;
+    }
   }
   const main = kubeClientFromFile(identity.kubeconfig, {
     ...options,
@@ -485,6 +491,7 @@ async function loadKubeApi(
     store,
     clock,
     log,
+    forceRotation,
   });
   const expiry = certificate.startExpiryCheck({ source: store, clock, log, serverResponds: () => main.api.serverResponds(), exit: context.fatal });
   log('info', 'Client rotation is on, will bootstrap in background', { certificate: store.currentPath });

@@ -52,14 +52,17 @@ export function loadKubeconfig(file: string): KubeConfig {
   return config;
 }
 
-/** The client certificate and key (PEM) of the kubeconfig's current user, from its files or its data; null when it has none. */
-export async function kubeconfigClientPair(config: KubeConfig): Promise<{ cert: string; key: string } | null> {
+/**
+ * The client certificate and key (PEM) of the kubeconfig's current user, from its files or its
+ * data (`embedded`); null when it has none.
+ */
+export async function kubeconfigClientPair(config: KubeConfig): Promise<{ cert: string; key: string; embedded: boolean } | null> {
   const user = config.getCurrentUser();
   const read = async (data: string | undefined, file: string | undefined) =>
     data ? Buffer.from(data, 'base64').toString('utf8') : file ? await readFile(file, 'utf8') : null;
   const cert = await read(user?.certData, user?.certFile);
   const key = await read(user?.keyData, user?.keyFile);
-  return cert && key ? { cert, key } : null;
+  return cert && key ? { cert, key, embedded: Boolean(user?.certData) } : null;
 }
 
 /**

@@ -24,6 +24,8 @@ export interface CertificateManagerEffectsOptions {
   clock: Clock;
   log: Logger;
   random?: () => number;
+  /** The first deadline is now, whatever the certificate (a bootstrap pair to rotate out: getCurrentCertificateOrBootstrap's forceRotation). */
+  forceRotation?: boolean;
 }
 
 export function createCertificateManagerEffects(options: CertificateManagerEffectsOptions): CertificateManagerEffects {
@@ -38,7 +40,10 @@ export function createCertificateManagerEffects(options: CertificateManagerEffec
     return { leaf, deadline: nextRotationDeadline(leaf, template, clock.now(), random()) };
   };
   return {
-    load: async (template) => managed(template),
+    load: async (template) => {
+      const loaded = managed(template);
+      return options.forceRotation ? { ...loaded, deadline: clock.now() } : loaded;
+    },
     submit: async (template) => {
       log('info', 'Rotating certificates', { signer: signerName });
       const keyPem = generateNodeKey();

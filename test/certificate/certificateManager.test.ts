@@ -140,7 +140,7 @@ describe('certificate manager', () => {
     m.actor.stop();
   });
 
-  it('renews at once a certificate that is not for its template, and keeps one that is', async () => {
+  it('renews at once a certificate that is not for its template, or one to rotate out, and keeps one that is', async () => {
     const m = await manager();
     const first = await m.pending();
     m.api.issue(first, 10 * HOUR, new Date(m.clock.now()));
@@ -155,6 +155,13 @@ describe('certificate manager', () => {
     const kept = await until(m.clock, same, (s) => s.matches('valid'));
     expect(kept.context.deadline).toBeGreaterThan(m.clock.now());
     same.stop();
+    // A bootstrap pair (a kubeconfig's embedded certificate seeded into the store) is rotated out at once.
+    const forced = createActor(certificateManagerWith(createCertificateManagerEffects({ signerName: CLIENT_SIGNER, usages: ROTATION_USAGES.client, csrApi: () => m.api, store: m.store, clock: m.clock, log: () => {}, forceRotation: true })), {
+      clock: m.clock,
+      input: { kind: 'client', template: clientTemplate('n1') },
+    }).start();
+    await until(m.clock, forced, (s) => s.matches({ renewing: 'awaitingIssuance' }));
+    forced.stop();
   });
 
   it('waits without a template (a serving certificate before the node has an IP), asks once one comes, and again when the addresses change', async () => {
