@@ -272,7 +272,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     log('error', message);
     process.exit(255);
   });
-  const apiClient = config.kubeconfig ? await loadKubeApi(config, config.kubeconfig, { counts: apiRequests, limits, clock, log, fatal }) : undefined;
+  const apiClient = config.kubeconfig ? await loadKubeApi(config, config.kubeconfig, { counts: apiRequests, limits, clock, log, fatal, metrics }) : undefined;
   if (apiClient?.stop) closers.push(apiClient.stop);
   const cluster = apiClient ? clusterDeps(apiClient, machine) : undefined;
   if (cluster) log('info', 'Joining the cluster', { server: cluster.server, node: config.nodeName });
@@ -444,7 +444,7 @@ interface ClusterClient {
 async function loadKubeApi(
   config: AgentConfig,
   kubeconfig: string,
-  context: { counts: RequestCounts; limits: KubeClientOptions['limits']; clock: Clock; log: Logger; fatal(message: string): void },
+  context: { counts: RequestCounts; limits: KubeClientOptions['limits']; clock: Clock; log: Logger; fatal(message: string): void; metrics: AgentMetrics },
 ): Promise<ClusterClient> {
   const { kubeClientFromFile } = await import('../client/kubeClient.ts');
   const { clock, log } = context;
@@ -492,6 +492,7 @@ async function loadKubeApi(
     clock,
     log,
     forceRotation,
+    onRenewFailure: context.metrics.addClientCertificateManager(store, () => clock.now()).renewFailed,
   });
   const expiry = certificate.startExpiryCheck({ source: store, clock, log, serverResponds: () => main.api.serverResponds(), exit: context.fatal });
   log('info', 'Client rotation is on, will bootstrap in background', { certificate: store.currentPath });

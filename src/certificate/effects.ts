@@ -24,6 +24,8 @@ export interface CertificateManagerEffectsOptions {
   clock: Clock;
   log: Logger;
   random?: () => number;
+  /** Told of each failed attempt (the renew-errors metric). */
+  onRenewFailure?(): void;
   /** The first deadline is now, whatever the certificate (a bootstrap pair to rotate out: getCurrentCertificateOrBootstrap's forceRotation). */
   forceRotation?: boolean;
 }
@@ -74,6 +76,7 @@ export function createCertificateManagerEffects(options: CertificateManagerEffec
         const waitMs = Math.max(0, announcement.deadline - clock.now());
         if (announcement.notAfter) log('info', 'Certificate expiration and rotation deadline', { signer: signerName, expiration: announcement.notAfter.toISOString(), rotationDeadline: new Date(announcement.deadline).toISOString(), waitMs });
       } else {
+        options.onRenewFailure?.();
         log('error', announcement.error, { signer: signerName, failures: announcement.failures, retryInMs: announcement.retryInMs });
       }
     },
