@@ -135,7 +135,15 @@ export const certificateManagerMachine = setup({
       },
       after: { untilDeadline: 'renewing' },
     },
-    waitingForTemplate: {},
+    waitingForTemplate: {
+      on: {
+        'CERTIFICATE.TEMPLATE': [
+          { guard: 'asksAgain', target: 'renewing', actions: 'takeTemplate' },
+          // A certificate that already does for it: kept until its deadline.
+          { guard: ({ event }) => event.template !== null, target: 'valid', actions: 'takeTemplate' },
+        ],
+      },
+    },
     renewing: {
       initial: 'submitting',
       states: {

@@ -191,5 +191,14 @@ describe('certificate manager', () => {
     expect(again.context.pending!.name).not.toBe(asked.context.pending!.name);
     expect([...m.api.csrs.values()].filter((csr) => csr.spec.signerName === 'kubernetes.io/kubelet-serving')).toHaveLength(2);
     actor.stop();
+
+    // Started again without addresses, then told ones its stored certificate already covers: kept, no request.
+    const restarted = createActor(certificateManagerWith(effects), { clock: m.clock, input: { kind: 'serving', template: null } }).start();
+    await until(m.clock, restarted, (s) => s.matches('waitingForTemplate'));
+    restarted.send({ type: 'CERTIFICATE.TEMPLATE', template: first });
+    const kept = await until(m.clock, restarted, (s) => s.matches('valid'));
+    expect(kept.context.deadline).toBeGreaterThan(m.clock.now());
+    expect([...m.api.csrs.values()].filter((csr) => csr.spec.signerName === 'kubernetes.io/kubelet-serving')).toHaveLength(2);
+    restarted.stop();
   });
 });
