@@ -34,7 +34,7 @@ export const LAYERS = [
   ['api'],
   ['events'],
   ['client'],
-  ['eventrecorder'],
+  ['certificate', 'eventrecorder'],
   ['volumes', 'userns'],
   ['credentialprovider'],
   ['kuberuntime'],
@@ -74,6 +74,8 @@ export const DECISIONS = [
   'kuberuntime/resources.ts',
   'kuberuntime/securityContext.ts',
   'server/logQuery.ts',
+  'server/servingMode.ts',
+  'server/servingTlsSettings.ts',
   'stats/summary.ts',
   'admission/admit.ts',
   'admission/nodeAffinity.ts',
@@ -109,6 +111,8 @@ export const DECISIONS = [
   'credentialprovider/urlGlob.ts',
   'credentialprovider/pluginConfig.ts',
   'credentialprovider/pluginProtocol.ts',
+  'certificate/deadline.ts',
+  'certificate/issuance.ts',
 ];
 
 const io = [

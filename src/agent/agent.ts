@@ -12,17 +12,18 @@ import { readFileSync } from 'node:fs';
 import { mkdir, readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import tls from 'node:tls';
 import type { Actor, InspectionEvent, Observer } from 'xstate';
 import type { AgentConfig } from '../cli/config.ts';
-import { realClock } from '../clock.ts';
+import { type Clock, realClock } from '../clock.ts';
 import { kubeletVersion } from '../cli/flags.ts';
 import { configz } from '../cli/options.ts';
 import type { KubeClientOptions } from '../client/kubeClient.ts';
-import { type KubeApi, RequestCounts } from '../client/api.ts';
+import { type CertificateSigningRequests, type KubeApi, RequestCounts } from '../client/api.ts';
 import { composeNode } from '../kubelet/composeNode.ts';
 import type { ClusterDeps } from '../nodeloop/parts.ts';
 import { readMachineInfo } from '../node/machineInfo.ts';
-import type { MachineInfo } from '../node/nodeObject.ts';
+import { type MachineInfo, nodeSettings } from '../node/nodeObject.ts';
 import type { SyncLoopMachine } from '../kubelet/syncLoop.ts';
 import type { Logger } from '../log.ts';
 import type { Node } from '../kubelet/composeNode.ts';
@@ -36,7 +37,10 @@ import type { MemoryFeatures } from '../kuberuntime/resources.ts';
 import { type KernelLog, hostKernelLog } from '../node/kernelLog.ts';
 import { type AgentView, type ListeningServer, healthzHandler, listen, readOnlyHandler } from '../server/http.ts';
 import { RequestAuth } from '../server/auth.ts';
-import { servingCertificate } from '../server/certificates.ts';
+import { openServingTls } from '../server/servingSources.ts';
+import { servingCertificateMode } from '../server/servingMode.ts';
+import { type ServingCertificateManager, startServingCertificateManager } from '../server/servingCertificateManager.ts';
+import { servingTlsSettings } from '../server/servingTlsSettings.ts';
 import { startKubeletServer } from '../server/kubeletServer.ts';
 import { statsHandler } from '../server/statsRoutes.ts';
 import { AgentMetrics } from '../server/metrics.ts';
@@ -73,6 +77,13 @@ interface AgentHooks {
    * to it under the node's name (and taken out at stop) rather than served by a server of its own.
    */
   visualizerNodes?: VisualizedNodes;
+  /**
+   * Ends the process on a fatal condition (klog.Fatalf): the client certificate expired, or none for
+   * 5 minutes, while the API server answers. Default: logs the message and exits with status 255.
+   */
+  fatal?(message: string): void;
+  /** Aborted when the process is asked to stop during the start: a synchronous TLS bootstrap stops waiting. */
+  signal?: AbortSignal;
 }
 
 /** A short socket path for the embedded runtime: unix socket paths are limited to ~107 bytes. */
@@ -259,7 +270,13 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
   // The machine as the Node reports it (sim://'s memory where it simulates one), read once: the
   // registered Node's status, and what admission checks pods against until there is a Node.
   const machine = await readMachine(config.rootDir, simMemory);
-  const cluster = config.kubeconfig ? clusterDeps(await loadKubeApi(config.kubeconfig, apiRequests, limits), machine) : undefined;
+  const fatal = hooks.fatal ?? ((message: string) => {
+    log('error', message);
+    process.exit(255);
+  });
+  const apiClient = config.kubeconfig ? await loadKubeApi(config, config.kubeconfig, { counts: apiRequests, limits, clock, log, fatal, metrics, ...(hooks.signal ? { signal: hooks.signal } : {}) }) : undefined;
+  if (apiClient?.stop) closers.push(apiClient.stop);
+  const cluster = apiClient ? clusterDeps(apiClient, machine) : undefined;
   if (cluster) log('info', 'Joining the cluster', { server: cluster.server, node: config.nodeName });
   const sources = { ...sourceOptions, ...(cluster ? { api: cluster.deps.api } : {}) };
   const runtimeConfig = await runtime.status({ verbose: true, timeoutMs: 5_000 }).catch(() => undefined);
@@ -330,6 +347,38 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
   };
   try {
     if (config.port > 0) {
+      const tlsSettings = servingTlsSettings(config.tlsCipherSuites, config.tlsMinVersion, tls.DEFAULT_CIPHERS);
+      for (const warning of tlsSettings.warnings) log('warn', warning.message, warning.fields);
+      const certDir = config.certDir ?? path.join(config.rootDir, 'pki');
+      const mode = servingCertificateMode({
+        serverTLSBootstrap: config.serverTLSBootstrap,
+        rotateKubeletServerCertificate: config.featureGates['RotateKubeletServerCertificate'] ?? true,
+        ...(config.tlsCertFile ? { tlsCertFile: config.tlsCertFile } : {}),
+        ...(config.tlsPrivateKeyFile ? { tlsPrivateKeyFile: config.tlsPrivateKeyFile } : {}),
+      });
+      let manager: ServingCertificateManager | undefined;
+      if (mode === 'manager') {
+        if (!apiClient) throw new Error('serverTLSBootstrap (--rotate-server-certificates) requests the serving certificate from the API server: it needs --kubeconfig');
+        const csrApi = apiClient.api;
+        manager = await startServingCertificateManager({ certDir, nodeName: config.nodeName, addresses: nodeSettings(config, kubeletVersion()).addresses, csrApi: () => csrApi, clock, log });
+        closers.unshift(() => manager!.stop());
+      }
+      const serving = await openServingTls({
+        mode,
+        ...(manager ? { manager: manager.source } : {}),
+        ...(config.tlsCertFile ? { tlsCertFile: config.tlsCertFile } : {}),
+        ...(config.tlsPrivateKeyFile ? { tlsPrivateKeyFile: config.tlsPrivateKeyFile } : {}),
+        certDir,
+        host: config.nodeName,
+        addresses: [...(config.nodeIp?.split(',') ?? []), ...(config.address === '0.0.0.0' ? [] : [config.address])],
+        ...(config.clientCaFile ? { clientCaFile: config.clientCaFile } : {}),
+        reloadServingFiles: config.featureGates['ReloadKubeletServerCertificateFile'] ?? true,
+        reloadClientCa: config.featureGates['ReloadKubeletClientCAFile'] ?? true,
+        settings: tlsSettings.settings,
+        clock,
+        log,
+      });
+      closers.push(() => serving.close());
       const server = await startKubeletServer(config.address, config.port, {
         view,
         pods: view.pods,
@@ -343,15 +392,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
           ...(cluster && (config.authenticationTokenWebhook ?? true) ? { tokenReview: cluster.deps.api } : {}),
           ...(cluster && (config.authorizationMode ?? 'Webhook') === 'Webhook' ? { accessReview: cluster.deps.api } : {}),
         }),
-        tls: await servingCertificate({
-          ...(config.tlsCertFile ? { certFile: config.tlsCertFile } : {}),
-          ...(config.tlsPrivateKeyFile ? { keyFile: config.tlsPrivateKeyFile } : {}),
-          certDir: config.certDir ?? path.join(config.rootDir, 'pki'),
-          nodeName: config.nodeName,
-          addresses: [...(config.nodeIp?.split(',') ?? []), ...(config.address === '0.0.0.0' ? [] : [config.address])],
-          now: new Date(clock.now()),
-        }),
-        ...(config.clientCaFile ? { clientCA: await readFile(config.clientCaFile, 'utf8') } : {}),
+        tls: serving.tls,
         now: () => clock.now(),
         log,
       });
@@ -386,13 +427,83 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
   return agent;
 }
 
+/** What the node talks to the API server with: the client, and with rotateCertificates the client certificate manager it runs. */
+interface ClusterClient {
+  /** Also the CSR API of the serving certificate manager (under the node's current identity). */
+  api: KubeApi & CertificateSigningRequests;
+  server: string;
+  clientCertificateManager?: ClusterDeps['clientCertificateManager'];
+  stop?(): void;
+}
+
 /**
- * The API client of a kubeconfig file; a file that cannot be read stops the agent at start. The
- * client library is loaded only here, as a standalone node (without --kubeconfig) never needs it.
+ * The API client of the node (server.go buildKubeletClientConfig): the kubeconfig as it is, or
+ * after the TLS bootstrap (--bootstrap-kubeconfig); with rotateCertificates, presenting the client
+ * certificate the certificate manager keeps in --cert-dir, whose expiry ends the process as the
+ * kubelet's transport does. A file that cannot be read stops the agent at start. The client
+ * library is loaded only here, as a standalone node (without --kubeconfig) never needs it.
  */
-async function loadKubeApi(file: string, counts: RequestCounts, limits: KubeClientOptions['limits']): Promise<{ api: KubeApi; server: string }> {
+async function loadKubeApi(
+  config: AgentConfig,
+  kubeconfig: string,
+  context: { counts: RequestCounts; limits: KubeClientOptions['limits']; clock: Clock; log: Logger; fatal(message: string): void; metrics: AgentMetrics; signal?: AbortSignal },
+): Promise<ClusterClient> {
   const { kubeClientFromFile } = await import('../client/kubeClient.ts');
-  return kubeClientFromFile(file, { requestTimeoutMs: 10_000, userAgent: `statelet/${kubeletVersion()}`, counts, ...(limits ? { limits } : {}) });
+  const { clock, log } = context;
+  const options: KubeClientOptions = { requestTimeoutMs: 10_000, userAgent: `statelet/${kubeletVersion()}`, counts: context.counts, ...(context.limits ? { limits: context.limits } : {}) };
+  if (!config.bootstrapKubeconfig && !config.rotateCertificates) return kubeClientFromFile(kubeconfig, options);
+
+  const certificate = await import('../certificate/index.ts');
+  const store = await certificate.CertificateFileStore.open(config.certDir ?? path.join(config.rootDir, 'pki'), 'kubelet-client', () => clock.now());
+  const bootstrapClient = config.bootstrapKubeconfig ? (): CertificateSigningRequests => kubeClientFromFile(config.bootstrapKubeconfig!, options).api : undefined;
+  const identity = await certificate.loadClientIdentity({
+    kubeconfig,
+    ...(config.bootstrapKubeconfig ? { bootstrapKubeconfig: config.bootstrapKubeconfig } : {}),
+    nodeName: config.nodeName,
+    store,
+    rotateCertificates: config.rotateCertificates,
+    bootstrapApi: () => bootstrapClient!(),
+    clock,
+    log,
+    ...(context.signal ? { signal: context.signal } : {}),
+  });
+  if (!config.rotateCertificates) return kubeClientFromFile(identity.kubeconfig, options);
+
+  // A kubeconfig of its own credentials seeds an empty store: its files as the store's pair, its
+  // embedded data as the bootstrap pair, which is rotated out at once (kubelet.go
+  // NewKubeletClientCertificateManager; certificate_manager.go getCurrentCertificateOrBootstrap).
+  let forceRotation = false;
+  if (!store.current() && !identity.bootstrapKubeconfig) {
+    const own = await certificate.kubeconfigClientPair(certificate.loadKubeconfig(identity.kubeconfig)).catch(() => null);
+    if (own) {
+      await store.update(own.cert, own.key);
+      forceRotation = own.embedded;
+    }
+  }
+  const main = kubeClientFromFile(identity.kubeconfig, {
+    ...options,
+    clientCertificate: store,
+    onCertificateRotation: () => log('info', 'certificate rotation detected, shutting down client connections to start using new credentials'),
+  });
+  const bootstrap = identity.bootstrapKubeconfig ? bootstrapClient!() : undefined;
+  const effects = certificate.createCertificateManagerEffects({
+    signerName: certificate.CLIENT_SIGNER,
+    usages: certificate.ROTATION_USAGES.client,
+    // The current certificate's identity once there is one, the bootstrap credentials until then (server.go newClientsetFn).
+    csrApi: () => (store.current() || !bootstrap ? main.api : bootstrap),
+    store,
+    clock,
+    log,
+    forceRotation,
+    onRenewFailure: context.metrics.addClientCertificateManager(store, () => clock.now()).renewFailed,
+  });
+  const expiry = certificate.startExpiryCheck({ source: store, clock, log, serverResponds: () => main.api.serverResponds(), exit: context.fatal });
+  log('info', 'Client rotation is on, will bootstrap in background', { certificate: store.currentPath });
+  return {
+    ...main,
+    clientCertificateManager: { logic: certificate.certificateManagerWith(effects), input: { kind: 'client', template: certificate.clientTemplate(config.nodeName) } },
+    stop: () => expiry.stop(),
+  };
 }
 
 /**
@@ -429,8 +540,11 @@ async function readMachine(rootDir: string, simMemory?: () => SimMemory): Promis
   return simMemory ? { ...info, memoryBytes: simMemory().totalBytes } : info;
 }
 
-function clusterDeps(client: { api: KubeApi; server: string }, machine: MachineInfo): { deps: ClusterDeps; server: string } {
-  return { server: client.server, deps: { api: client.api, machine: () => Promise.resolve(machine) } };
+function clusterDeps(client: ClusterClient, machine: MachineInfo): { deps: ClusterDeps; server: string } {
+  return {
+    server: client.server,
+    deps: { api: client.api, machine: () => Promise.resolve(machine), ...(client.clientCertificateManager ? { clientCertificateManager: client.clientCertificateManager } : {}) },
+  };
 }
 
 /**

@@ -32,6 +32,9 @@ export function nodeConfigs(config: AgentConfig): AgentConfig[] | Error {
   const firstIp = fromDotted(first);
   if (firstIp === null) return new Error(`--node-ip=${first}: with --nodes it must be one IPv4 address, the first node's (the next nodes take the next addresses)`);
   if (firstIp + count - 1 > 0xffffffff) return new Error(`--node-ip=${first}: ${count} nodes run past 255.255.255.255`);
+  if (config.bootstrapKubeconfig && config.kubeconfig && !config.kubeconfig.includes(NODE_PLACEHOLDER)) {
+    return new Error(`--kubeconfig=${config.kubeconfig}: with --nodes and --bootstrap-kubeconfig each node writes its own kubeconfig; put ${NODE_PLACEHOLDER} in its path for the node's name`);
+  }
   return Array.from({ length: count }, (_, index) => {
     const nodeName = `${config.nodeName}-${index}`;
     const address = toDotted(firstIp + index);
@@ -50,6 +53,9 @@ export function nodeConfigs(config: AgentConfig): AgentConfig[] | Error {
       visualizerPort: 0,
     };
     if (config.kubeconfig) node.kubeconfig = config.kubeconfig.split(NODE_PLACEHOLDER).join(nodeName);
+    // Each node bootstraps and rotates its own identity: its certificates in a directory of its own
+    // (<root-dir>/<node>/pki by default, else <cert-dir>/<node>).
+    if (config.certDir) node.certDir = path.join(config.certDir, nodeName);
     if (cidrs) node.podCidr = cidrs[index]!;
     else delete node.podCidr;
     return node;
@@ -86,7 +92,7 @@ export interface Nodes {
  * so that a hundred nodes do not all contend at once); a node that fails to start stops those
  * already started. Each node's log lines carry its name.
  */
-export async function startNodes(config: AgentConfig, log: Logger): Promise<Nodes> {
+export async function startNodes(config: AgentConfig, log: Logger, signal?: AbortSignal): Promise<Nodes> {
   const configs = nodeConfigs(config);
   if (configs instanceof Error) throw configs;
   const agents: Agent[] = [];
@@ -100,7 +106,7 @@ export async function startNodes(config: AgentConfig, log: Logger): Promise<Node
   try {
     for (const node of configs) {
       const nodeLog: Logger = (level, message, fields) => log(level, message, { node: node.nodeName, ...fields });
-      agents.push(await startAgent(node, nodeLog, visualizerNodes ? { visualizerNodes } : {}));
+      agents.push(await startAgent(node, nodeLog, { ...(visualizerNodes ? { visualizerNodes } : {}), ...(signal ? { signal } : {}) }));
       // Served from the first node's start on, so that a hundred nodes can be watched as they come.
       if (visualizerNodes && !visualizer) visualizer = await startVisualizerServer(visualizerNodes, node.readOnlyAddress, config.visualizerPort);
     }

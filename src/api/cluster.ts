@@ -150,3 +150,32 @@ export interface KubeEvent {
   reportingComponent?: string;
   reportingInstance?: string;
 }
+
+/** A certificates.k8s.io/v1 CertificateSigningRequest, the fields a node writes and reads. */
+export interface CertificateSigningRequest {
+  apiVersion?: 'certificates.k8s.io/v1';
+  kind?: 'CertificateSigningRequest';
+  metadata: { name?: string; generateName?: string; uid?: string; resourceVersion?: string };
+  spec: {
+    /** The PEM `CERTIFICATE REQUEST`, base64 (the API's bytes). */
+    request: string;
+    signerName: string;
+    usages: string[];
+    expirationSeconds?: number;
+    username?: string;
+  };
+  status?: {
+    conditions?: { type: string; status?: string; reason?: string; message?: string }[];
+    /** The issued chain, PEM base64 (the API's bytes). */
+    certificate?: string;
+  };
+}
+
+/** What a node's certificate is requested for (x509.CertificateRequest as the kubelet's certificate managers fill it). */
+export interface CertificateTemplate {
+  commonName: string;
+  organizations: readonly string[];
+  /** Subject alternative names (the serving certificate's); sorted, without duplicates. */
+  dnsNames: readonly string[];
+  ipAddresses: readonly string[];
+}

@@ -880,11 +880,8 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     flag: 'bootstrap-kubeconfig',
     group: 'General',
     help: 'kubeconfig with bootstrap credentials (a bootstrap token) to request the node\'s client certificate with when --kubeconfig is missing or expired',
-    refuse: (value) =>
-      value === ''
-        ? null
-        : 'statelet does not request its client certificate from the API server (TLS bootstrap); give --kubeconfig with credentials issued for the node, and no --bootstrap-kubeconfig',
-    refusedWhen: 'any path (TLS bootstrap is not built yet)',
+    // The bootstrap writes --kubeconfig (bootstrap.go LoadClientConfig); without one there is nothing to write.
+    onlyWith: { holds: (settings) => !settings.bootstrapKubeconfig || inCluster.holds(settings), reason: inCluster.reason },
   }),
   option({
     key: 'rotateCertificates',
@@ -893,9 +890,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'rotateCertificates',
     group: 'General',
     help: 'Renew the client certificate before it expires by requesting a new one with a CertificateSigningRequest',
-    refuse: (value) =>
-      value ? 'statelet does not renew its client certificate through CertificateSigningRequests; set it to false and renew the --kubeconfig credentials yourself' : null,
-    refusedWhen: '`true` (client certificate rotation is not built yet)',
+    onlyWith: { holds: (settings) => !settings.rotateCertificates || inCluster.holds(settings), reason: inCluster.reason },
   }),
   option({
     key: 'serverTLSBootstrap',
@@ -904,9 +899,6 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'serverTLSBootstrap',
     group: 'Serving',
     help: 'Request the serving certificate with a kubernetes.io/kubelet-serving CertificateSigningRequest and renew it before it expires',
-    refuse: (value) =>
-      value ? 'statelet does not request its serving certificate from the API server; set it to false and give --tls-cert-file and --tls-private-key-file (or let it make a self-signed one)' : null,
-    refusedWhen: '`true` (serving certificates from the API server are not built yet)',
   }),
   option({
     key: 'tlsCipherSuites',
@@ -915,8 +907,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'tlsCipherSuites',
     group: 'Serving',
     help: 'Cipher suites of the authenticated API, Go names (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,...); none given: the defaults',
-    refuse: (value) => (value.length === 0 ? null : "statelet's authenticated API serves Node.js's default cipher suites and does not take a list; leave it empty"),
-    refusedWhen: "a name Go does not know (the kubelet's message), one Node.js's OpenSSL lacks, and any list while the server does not apply it",
+    refusedWhen: "a name Go does not know (the kubelet's message), or one Node.js's OpenSSL lacks",
   }),
   option({
     key: 'tlsMinVersion',
@@ -925,8 +916,6 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'tlsMinVersion',
     group: 'Serving',
     help: 'Lowest TLS version the authenticated API accepts',
-    refuse: (value) => (value === 'VersionTLS12' ? null : "statelet's authenticated API accepts TLS 1.2 and later (the default, VersionTLS12) and does not take another minimum"),
-    refusedWhen: 'another version than `VersionTLS12` while the server does not apply it',
   }),
   option({
     key: 'featureGates',

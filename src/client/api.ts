@@ -8,7 +8,7 @@
  * reset, timed out), so callers decide on the status, never on a message.
  */
 import type { CSIDriver, PersistentVolume, PersistentVolumeClaim, VolumeAttachment } from '../api/storage.ts';
-import type { ClusterTrustBundle, CSINode, KubeEvent, Lease, NodeObject, RuntimeClass, Service } from '../api/cluster.ts';
+import type { CertificateSigningRequest, ClusterTrustBundle, CSINode, KubeEvent, Lease, NodeObject, RuntimeClass, Service } from '../api/cluster.ts';
 import type { Pod } from '../api/types.ts';
 
 export class ApiError extends Error {
@@ -179,6 +179,20 @@ export interface KubeApi {
   createEvent(event: KubeEvent): Promise<KubeEvent>;
   /** A JSON merge patch of an Event (its count and lastTimestamp, when it repeats). */
   patchEvent(namespace: string, name: string, patch: object): Promise<KubeEvent>;
+}
+
+/**
+ * The CSR API as a node uses it to get its certificates (client-go util/certificate/csr): create a
+ * request, read one back, and watch one by name until it is issued; and whether the API server
+ * answers at all (the transport's expiry check).
+ */
+export interface CertificateSigningRequests {
+  createCertificateSigningRequest(csr: CertificateSigningRequest): Promise<CertificateSigningRequest>;
+  getCertificateSigningRequest(name: string): Promise<CertificateSigningRequest>;
+  listCertificateSigningRequests(fieldSelector: string): Promise<{ items: CertificateSigningRequest[]; resourceVersion: string }>;
+  watchCertificateSigningRequests(fieldSelector: string, resourceVersion: string, handlers: WatchHandlers<CertificateSigningRequest>): { stop(): void };
+  /** Whether the API server answers `GET /healthz` with any HTTP status (its refusal is an answer too). */
+  serverResponds(): Promise<boolean>;
 }
 
 /**

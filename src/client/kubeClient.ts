@@ -11,7 +11,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import { ApiException, HttpMethod, KubeConfig, PatchStrategy, RequestContext, Watch } from '@kubernetes/client-node';
-import type { ClusterTrustBundle, KubeEvent, RuntimeClass, Service } from '../api/cluster.ts';
+import type { CertificateSigningRequest, ClusterTrustBundle, KubeEvent, RuntimeClass, Service } from '../api/cluster.ts';
 import type { CSIDriver } from '../api/storage.ts';
 
 /** The nodes' CSINodes (cluster-scoped; the Node authorizer lets a node write its own). */
@@ -21,13 +21,16 @@ const csiNodePath = (name: string) => `${CSI_NODES_PATH}/${encodeURIComponent(na
 /** The cluster's CSIDrivers (cluster-scoped; the Node authorizer lets a node get, list and watch them). */
 const CSI_DRIVERS_PATH = '/apis/storage.k8s.io/v1/csidrivers';
 
+/** The cluster's CertificateSigningRequests (cluster-scoped; a node creates its own and watches them by name). */
+const CSRS_PATH = '/apis/certificates.k8s.io/v1/certificatesigningrequests';
+
 /** The cluster's RuntimeClasses (cluster-scoped; the Node authorizer lets a node get, list and watch them). */
 const RUNTIME_CLASSES_PATH = '/apis/node.k8s.io/v1/runtimeclasses';
 import type { Pod } from '../api/types.ts';
 import { withoutNullMembers } from '../api/validate.ts';
 import { type Clock, realClock, sleepOn } from '../clock.ts';
 import { type Bucket, type RateLimit, takeToken } from './rateLimit.ts';
-import { ApiError, type DeleteOptions, type RequestCounts, type KubeApi, type PodList, type WatchEventType, type WatchHandlers } from './api.ts';
+import { ApiError, type CertificateSigningRequests, type DeleteOptions, type RequestCounts, type KubeApi, type PodList, type WatchEventType, type WatchHandlers } from './api.ts';
 
 export interface KubeClientOptions {
   /** Deadline of one request (not of a watch). */
@@ -41,6 +44,22 @@ export interface KubeClientOptions {
    * (as the kubelet's heartbeat client). Absent: no limit.
    */
   limits?: { api: RateLimit; events: RateLimit; clock: Clock };
+  /**
+   * The client certificate a certificate manager keeps current (pkg/kubelet/certificate/transport.go
+   * addCertRotation): presented in place of the kubeconfig's own, none while there is none yet;
+   * when it changes, new connections present the new one and the old connections are closed (idle
+   * ones at once, busy ones as their request ends; watches end cleanly, so their reflectors resume
+   * from their last resourceVersion on the new connection).
+   */
+  clientCertificate?: ClientCertificate;
+  /** Told after each change of the client certificate, once the old connections are being closed. */
+  onCertificateRotation?(): void;
+}
+
+/** A client certificate and key kept current elsewhere (src/certificate's CertificateSource has this shape). */
+export interface ClientCertificate {
+  current(): { cert: string; key: string } | null;
+  onChange(listener: () => void): () => void;
 }
 
 /** How many times a request the API server asked to retry later is sent again (client-go rest/request.go maxRetries). */
@@ -92,15 +111,46 @@ class OneServerAgent extends https.Agent {
  * agent with the same TLS settings that keeps its connections open (client-go likewise keeps one
  * connection per server); each later request gets it. A proxy's agent is left as it is.
  */
-function keepAliveAgent(): (agent: http.Agent | https.Agent | undefined) => http.Agent | https.Agent | undefined {
+function keepAliveAgent(): { agentFor(agent: http.Agent | https.Agent | undefined): http.Agent | https.Agent | undefined; destroy(): void } {
   let shared: http.Agent | https.Agent | undefined;
-  return (agent) => {
-    if (shared) return shared;
-    if (!agent || (agent.constructor !== https.Agent && agent.constructor !== http.Agent)) return agent;
-    const settings = { ...(agent as https.Agent).options, keepAlive: true, maxSockets: MAX_SOCKETS, timeout: IDLE_SOCKET_TIMEOUT_MS };
-    shared = agent instanceof https.Agent ? new OneServerAgent(settings) : new http.Agent(settings);
-    return shared;
+  return {
+    agentFor: (agent) => {
+      if (shared) return shared;
+      if (!agent || (agent.constructor !== https.Agent && agent.constructor !== http.Agent)) return agent;
+      const settings = { ...(agent as https.Agent).options, keepAlive: true, maxSockets: MAX_SOCKETS, timeout: IDLE_SOCKET_TIMEOUT_MS };
+      shared = agent instanceof https.Agent ? new OneServerAgent(settings) : new http.Agent(settings);
+      return shared;
+    },
+    destroy: () => shared?.destroy(),
   };
+}
+
+/**
+ * The connections of one set of credentials: its shared agent, the requests in flight on it and
+ * its open watches. Retired when the client certificate changes (transport.go: CloseAll): its
+ * idle connections close at once, its busy ones once their requests end (so a status write in
+ * flight is not lost), and its watches end without an error so their reflectors resume at once.
+ */
+class Connections {
+  readonly agent = keepAliveAgent();
+  readonly watches = new Set<() => void>();
+  private inFlight = 0;
+  private retired = false;
+
+  started(): void {
+    this.inFlight += 1;
+  }
+
+  ended(): void {
+    this.inFlight -= 1;
+    if (this.retired && this.inFlight === 0) this.agent.destroy();
+  }
+
+  retire(): void {
+    this.retired = true;
+    for (const reconnect of [...this.watches]) reconnect();
+    if (this.inFlight === 0) this.agent.destroy();
+  }
 }
 
 /** Turns what the client library throws into an ApiError. */
@@ -140,7 +190,7 @@ function parseBody(body: unknown): Record<string, unknown> | undefined {
  * parsed JSON; a refusal is thrown as the library throws it (an ApiException with the Status and
  * the headers).
  */
-function jsonRequester(config: KubeConfig, options: KubeClientOptions, connections: ReturnType<typeof keepAliveAgent>) {
+function jsonRequester(config: KubeConfig, options: KubeClientOptions, connections: Connections) {
   const server = (config.getCurrentCluster()?.server ?? '').replace(/\/+$/, '');
   const authentication = recentAuthentication(config, server);
   return async (method: HttpMethod, path: string, body?: unknown, contentType = 'application/json'): Promise<unknown> => {
@@ -151,10 +201,11 @@ function jsonRequester(config: KubeConfig, options: KubeClientOptions, connectio
     const payload = body === undefined ? undefined : JSON.stringify(body);
     const headers: Record<string, string | number> = { ...credentials.headers, Accept: 'application/json', 'User-Agent': options.userAgent };
     if (payload !== undefined) Object.assign(headers, { 'Content-Type': contentType, 'Content-Length': Buffer.byteLength(payload) });
-    return new Promise((resolve, reject) => {
+    connections.started();
+    return new Promise<unknown>((resolve, reject) => {
       const request = (url.protocol === 'https:' ? https : http).request(url, {
         method,
-        agent: connections(credentials.agent),
+        agent: connections.agent.agentFor(credentials.agent),
         signal: AbortSignal.timeout(options.requestTimeoutMs),
         headers,
       });
@@ -178,7 +229,7 @@ function jsonRequester(config: KubeConfig, options: KubeClientOptions, connectio
         });
       });
       request.end(payload);
-    });
+    }).finally(() => connections.ended());
   };
 }
 
@@ -232,7 +283,7 @@ function withQuery(path: string, params: Record<string, string | undefined>): st
  * The API client of a kubeconfig file; a file that cannot be read, or whose current context names
  * no server, is refused with the file's name.
  */
-export function kubeClientFromFile(file: string, options: KubeClientOptions): { api: KubeApi; server: string } {
+export function kubeClientFromFile(file: string, options: KubeClientOptions): { api: KubeApi & CertificateSigningRequests; server: string } {
   const config = new KubeConfig();
   try {
     config.loadFromFile(file);
@@ -244,10 +295,51 @@ export function kubeClientFromFile(file: string, options: KubeClientOptions): { 
   return { api: createKubeClient(config, options), server };
 }
 
-export function createKubeClient(config: KubeConfig, options: KubeClientOptions): KubeApi {
-  const connections = keepAliveAgent();
-  const watch = new Watch(config);
-  const json = jsonRequester(config, options, connections);
+/**
+ * The kubeconfig with its current user presenting `pair` as its client certificate, and no
+ * certificate at all without one (transport.go addCertRotation zeroes the kubeconfig's own).
+ */
+function withClientCertificate(config: KubeConfig, pair: { cert: string; key: string } | null): KubeConfig {
+  const userName = config.getCurrentUser()?.name;
+  const copy = new KubeConfig();
+  copy.loadFromOptions({
+    clusters: config.clusters,
+    contexts: config.contexts,
+    currentContext: config.currentContext,
+    users: config.users.map((user) => {
+      if (user.name !== userName) return user;
+      const { certFile: _certFile, keyFile: _keyFile, certData: _certData, keyData: _keyData, ...rest } = user;
+      return pair ? { ...rest, certData: Buffer.from(pair.cert).toString('base64'), keyData: Buffer.from(pair.key).toString('base64') } : rest;
+    }),
+  });
+  return copy;
+}
+
+/** What requests and watches go through: one kubeconfig's credentials and their connections. */
+interface Transport {
+  connections: Connections;
+  watch: Watch;
+  json: ReturnType<typeof jsonRequester>;
+}
+
+function openTransport(config: KubeConfig, options: KubeClientOptions): Transport {
+  const connections = new Connections();
+  return { connections, watch: new Watch(config), json: jsonRequester(config, options, connections) };
+}
+
+export function createKubeClient(config: KubeConfig, options: KubeClientOptions): KubeApi & CertificateSigningRequests {
+  const source = options.clientCertificate;
+  let transport = openTransport(source ? withClientCertificate(config, source.current()) : config, options);
+  source?.onChange(() => {
+    const retired = transport;
+    transport = openTransport(withClientCertificate(config, source.current()), options);
+    retired.connections.retire();
+    options.onCertificateRotation?.();
+  });
+  const json: Transport['json'] = (...args) => transport.json(...args);
+  /** A watch on the current transport, reconnected (ended cleanly) when that is retired. */
+  const watchOn = <T>(path: string, params: Record<string, string>, call: string, handlers: WatchHandlers<T>, shape: (object: unknown) => T) =>
+    watchPath(transport, path, params, call, handlers, shape);
   const segment = encodeURIComponent;
   const nodePath = (name: string) => `/api/v1/nodes/${segment(name)}`;
   const leasesPath = (namespace: string) => `/apis/coordination.k8s.io/v1/namespaces/${segment(namespace)}/leases`;
@@ -323,7 +415,7 @@ export function createKubeClient(config: KubeConfig, options: KubeClientOptions)
       return { items: list.items.map(nodePod), resourceVersion: list.metadata?.resourceVersion ?? '' } satisfies PodList;
     },
     watchPods: (fieldSelector, resourceVersion, handlers) =>
-      limitedWatch('pods', () => watchPath(watch, '/api/v1/pods', { fieldSelector, resourceVersion }, `WATCH pods ${fieldSelector}`, handlers, (o) => nodePod(o as Pod))),
+      limitedWatch('pods', () => watchOn('/api/v1/pods', { fieldSelector, resourceVersion }, `WATCH pods ${fieldSelector}`, handlers, (o) => nodePod(o as Pod))),
     getPod: (namespace, name) => call<Pod>(`GET pods ${namespace}/${name}`, GET, namespaced(namespace, 'pods', name)).then(nodePod),
     createPod: (pod) => call<Pod>(`POST pods ${pod.metadata.namespace}/${pod.metadata.name}`, POST, namespaced(pod.metadata.namespace, 'pods'), pod).then(nodePod),
     patchPodStatus: (namespace, name, patch) =>
@@ -343,13 +435,13 @@ export function createKubeClient(config: KubeConfig, options: KubeClientOptions)
       return { items: list.items, resourceVersion: list.metadata?.resourceVersion ?? '' };
     },
     watchServices: (resourceVersion, handlers) =>
-      limitedWatch('services', () => watchPath(watch, '/api/v1/services', { resourceVersion }, 'WATCH services', handlers, (o) => o as Service)),
+      limitedWatch('services', () => watchOn('/api/v1/services', { resourceVersion }, 'WATCH services', handlers, (o) => o as Service)),
     listRuntimeClasses: async () => {
       const list = await call<{ items: RuntimeClass[]; metadata?: { resourceVersion?: string } }>('LIST runtimeclasses', GET, RUNTIME_CLASSES_PATH);
       return { items: list.items, resourceVersion: list.metadata?.resourceVersion ?? '' };
     },
     watchRuntimeClasses: (resourceVersion, handlers) =>
-      limitedWatch('runtimeclasses', () => watchPath(watch, RUNTIME_CLASSES_PATH, { resourceVersion }, 'WATCH runtimeclasses', handlers, (o) => o as RuntimeClass)),
+      limitedWatch('runtimeclasses', () => watchOn(RUNTIME_CLASSES_PATH, { resourceVersion }, 'WATCH runtimeclasses', handlers, (o) => o as RuntimeClass)),
     getConfigMap: (namespace, name) => call(`GET configmaps ${namespace}/${name}`, GET, namespaced(namespace, 'configmaps', name)),
     getSecret: (namespace, name) => call(`GET secrets ${namespace}/${name}`, GET, namespaced(namespace, 'secrets', name)),
     getServiceAccount: (namespace, name) => call(`GET serviceaccounts ${namespace}/${name}`, GET, namespaced(namespace, 'serviceaccounts', name)),
@@ -364,7 +456,7 @@ export function createKubeClient(config: KubeConfig, options: KubeClientOptions)
       return { items: list.items, resourceVersion: list.metadata?.resourceVersion ?? '' };
     },
     watchCSIDrivers: (resourceVersion, handlers) =>
-      limitedWatch('csidrivers', () => watchPath(watch, CSI_DRIVERS_PATH, { resourceVersion }, 'WATCH csidrivers', handlers, (o) => o as CSIDriver)),
+      limitedWatch('csidrivers', () => watchOn(CSI_DRIVERS_PATH, { resourceVersion }, 'WATCH csidrivers', handlers, (o) => o as CSIDriver)),
     getVolumeAttachment: (name) => call(`GET volumeattachments ${name}`, GET, `/apis/storage.k8s.io/v1/volumeattachments/${segment(name)}`),
     apiResources: async (groupVersion) => {
       const list = await call<{ resources?: { name: string }[] }>(`GET discovery ${groupVersion}`, GET, `/apis/${groupVersion}`);
@@ -413,6 +505,22 @@ export function createKubeClient(config: KubeConfig, options: KubeClientOptions)
       return { allowed: review.status?.allowed === true, ...(review.status?.reason ? { reason: review.status.reason } : {}) };
     },
 
+    createCertificateSigningRequest: (csr) => call(`POST certificatesigningrequests ${csr.metadata.name ?? csr.metadata.generateName ?? ''}`, POST, CSRS_PATH, csr),
+    getCertificateSigningRequest: (name) => call(`GET certificatesigningrequests ${name}`, GET, `${CSRS_PATH}/${segment(name)}`),
+    listCertificateSigningRequests: async (fieldSelector) => {
+      const list = await call<{ items: CertificateSigningRequest[]; metadata?: { resourceVersion?: string } }>(`LIST certificatesigningrequests ${fieldSelector}`, GET, withQuery(CSRS_PATH, { fieldSelector }));
+      return { items: list.items, resourceVersion: list.metadata?.resourceVersion ?? '' };
+    },
+    watchCertificateSigningRequests: (fieldSelector, resourceVersion, handlers) =>
+      limitedWatch('certificatesigningrequests', () =>
+        watchOn(CSRS_PATH, { fieldSelector, resourceVersion }, `WATCH certificatesigningrequests ${fieldSelector}`, handlers, (o) => o as CertificateSigningRequest),
+      ),
+    serverResponds: () =>
+      json(GET, '/healthz').then(
+        () => true,
+        (err: unknown) => err instanceof ApiException && err.code > 0,
+      ),
+
     createEvent: (event) => call<KubeEvent>(`POST events ${event.metadata.namespace}/${event.metadata.name}`, POST, namespaced(event.metadata.namespace, 'events'), event),
     patchEvent: (namespace, name, patch) => call<KubeEvent>(`PATCH events ${namespace}/${name}`, PATCH, namespaced(namespace, 'events', name), patch, MergePatch),
   };
@@ -433,7 +541,7 @@ function nodePod(pod: Pod): Pod {
 
 /** One watch of `path` from `resourceVersion`, with bookmarks (passed on as their version alone); an ERROR event ends it with its status. */
 function watchPath<T>(
-  watch: Watch,
+  transport: Pick<Transport, 'watch' | 'connections'>,
   path: string,
   params: Record<string, string>,
   call: string,
@@ -442,13 +550,18 @@ function watchPath<T>(
 ): { stop(): void } {
   let ended = false;
   let controller: AbortController | undefined;
+  const reconnect = () => end();
   const end = (err?: ApiError) => {
     if (ended) return;
     ended = true;
+    transport.connections.watches.delete(reconnect);
     controller?.abort();
     handlers.onEnd(err);
   };
-  watch
+  // Its credentials retired (a new client certificate): it ends without an error, so the
+  // reflector opens it again at once from its last resourceVersion, on the new credentials.
+  transport.connections.watches.add(reconnect);
+  transport.watch
     .watch(
       path,
       { ...params, allowWatchBookmarks: true },
@@ -478,6 +591,7 @@ function watchPath<T>(
   return {
     stop: () => {
       ended = true;
+      transport.connections.watches.delete(reconnect);
       controller?.abort();
     },
   };

@@ -4,6 +4,7 @@
  * its Dependencies to each manager it builds.
  */
 import type { AgentConfig } from '../cli/config.ts';
+import type { CertificateManagerInput, CertificateManagerMachine } from '../certificate/certificateManager.ts';
 import type { KubeApi } from '../client/api.ts';
 import type { Clock } from '../clock.ts';
 import type { Logger } from '../log.ts';
@@ -85,6 +86,8 @@ export type NodeConfig = Pick<
 /** What the node needs to be a node of a cluster (--kubeconfig), besides its settings (NodeConfig). */
 export interface ClusterDeps {
   api: KubeApi;
+  /** With rotateCertificates: the client certificate manager, composed with the node's store and API clients, and its input. */
+  clientCertificateManager?: { logic: CertificateManagerMachine; input: CertificateManagerInput };
   /** The machine as the Node reports it (read once, at the first registration or status). */
   machine(): Promise<MachineInfo>;
 }

@@ -1,7 +1,8 @@
 /**
  * The agent's authenticated API on `--port` (10250), what the API server and kubectl reach the
- * node through (pkg/kubelet/server/server.go): HTTPS with the serving certificate of
- * certificates.ts, client certificates asked for (checked against `--client-ca-file`), every
+ * node through (pkg/kubelet/server/server.go): HTTPS with the serving certificate and client CA of
+ * servingTls.ts (swapped live as they change), client certificates asked for (checked against
+ * `--client-ca-file`), every
  * request authenticated and authorized (auth.ts) before its handler runs:
  *   `/healthz`, `/pods` (the PodList of `/pods` on the read-only port), `/metrics`, `/metrics/probes`,
  *   `/runningpods/` (the pods the runtime runs), `/configz` (the configuration in effect),
@@ -17,7 +18,7 @@ import { type AuthOutcome, type RequestAuth, certificateUser } from './auth.ts';
 import { type StreamingSource, parseStreamingPath, serveStreaming } from './streaming.ts';
 import { refuse } from '../runtime/streaming/upgrade.ts';
 import type { Duplex } from 'node:stream';
-import type { ServingCertificate } from './certificates.ts';
+import { type ServingTls, keepServingTlsCurrent, secureContextOptions } from './servingTls.ts';
 import { type AgentView, type ListeningServer, TEXT_PLAIN, healthzResponse, send, serve } from './http.ts';
 import { type LogSource, streamContainerLogs } from './containerLogs.ts';
 import type { StatsProvider } from '../stats/provider.ts';
@@ -52,16 +53,15 @@ export interface KubeletServerDeps extends LogSource {
   /** `/stats/summary` and `/metrics/resource`; without it those paths are 404 (a server for logs alone). */
   stats?: StatsProvider;
   auth: RequestAuth;
-  tls: ServingCertificate;
-  /** The CA of accepted client certificates (--client-ca-file). */
-  clientCA?: string;
+  /** The serving certificate, the CA of accepted client certificates (--client-ca-file), the cipher suites and lowest version. */
+  tls: ServingTls;
   log: Logger;
 }
 
 
 export async function startKubeletServer(address: string, port: number, deps: KubeletServerDeps): Promise<ListeningServer> {
   const server = createServer(
-    { cert: deps.tls.cert, key: deps.tls.key, requestCert: true, rejectUnauthorized: false, ...(deps.clientCA ? { ca: deps.clientCA } : {}) },
+    { ...secureContextOptions(deps.tls), requestCert: true, rejectUnauthorized: false },
     (req, res) => {
       void handle(deps, req, res).catch((err: unknown) => {
         deps.log('error', 'The authenticated API failed a request', { path: req.url, err });
@@ -80,13 +80,24 @@ export async function startKubeletServer(address: string, port: number, deps: Ku
   // Read and write timeouts of hours (a followed log), as the kubelet's.
   server.requestTimeout = 4 * 3_600_000;
   server.headersTimeout = 60_000;
-  return serve(server, address, port);
+  const stopSwapping = keepServingTlsCurrent(server, deps.tls, deps.log);
+  const listening = await serve(server, address, port).catch((err: unknown) => {
+    stopSwapping();
+    throw err;
+  });
+  return {
+    ...listening,
+    close: async () => {
+      stopSwapping();
+      await listening.close();
+    },
+  };
 }
 
 /** Who is asking, and whether they may: the user, or the status and message to refuse with. */
 async function admit(deps: KubeletServerDeps, req: IncomingMessage, url: URL): Promise<AuthOutcome> {
   const socket = req.socket as TLSSocket;
-  const certificate = deps.clientCA && socket.authorized ? certificateUser(socket.getPeerCertificate().subject as unknown as Record<string, string>) : null;
+  const certificate = deps.tls.clientCA && socket.authorized ? certificateUser(socket.getPeerCertificate().subject as unknown as Record<string, string>) : null;
   const who = await deps.auth.authenticate(certificate, req.headers.authorization);
   if (!('user' in who)) return who;
   return deps.auth.authorize(who.user, req.method ?? 'GET', url.pathname);

@@ -35,6 +35,21 @@ describe('the settings of N simulated nodes', () => {
     expect(nodes.map((n) => [n.nodeName, n.kubeconfig])).toEqual([['box-0', '/etc/admin.kubeconfig'], ['box-1', '/etc/admin.kubeconfig']]);
   });
 
+  it('bootstraps each node into its own kubeconfig and cert dir; a shared kubeconfig with --bootstrap-kubeconfig is refused', () => {
+    const nodes = nodeConfigs(config(['--nodes=2', '--root-dir=/r', '--bootstrap-kubeconfig=/etc/bootstrap.conf', '--kubeconfig=/etc/kubelet-{node}.conf', '--rotate-certificates']));
+    if (nodes instanceof Error) throw nodes;
+    expect(nodes.map((n) => [n.kubeconfig, n.bootstrapKubeconfig, n.certDir, n.rootDir])).toEqual([
+      ['/etc/kubelet-box-0.conf', '/etc/bootstrap.conf', undefined, '/r/box-0'],
+      ['/etc/kubelet-box-1.conf', '/etc/bootstrap.conf', undefined, '/r/box-1'],
+    ]);
+    const withCertDir = nodeConfigs(config(['--nodes=2', '--cert-dir=/pki', '--kubeconfig=/etc/kubelet-{node}.conf']));
+    if (withCertDir instanceof Error) throw withCertDir;
+    expect(withCertDir.map((n) => n.certDir)).toEqual(['/pki/box-0', '/pki/box-1']);
+    const shared = nodeConfigs(config(['--nodes=2', '--bootstrap-kubeconfig=/etc/bootstrap.conf', '--kubeconfig=/etc/kubelet.conf']));
+    expect(shared).toBeInstanceOf(Error);
+    expect((shared as Error).message).toBe('--kubeconfig=/etc/kubelet.conf: with --nodes and --bootstrap-kubeconfig each node writes its own kubeconfig; put {node} in its path for the node\'s name');
+  });
+
   it('divides --pod-cidr as node IPAM divides a cluster CIDR; no --pod-cidr stays none', () => {
     const nodes = nodeConfigs(config(['--nodes=3', '--pod-cidr=10.244.0.0/16']));
     if (nodes instanceof Error) throw nodes;

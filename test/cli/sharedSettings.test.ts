@@ -54,24 +54,32 @@ describe('the certificate and TLS settings', () => {
     expect(config.tlsMinVersion).toBe('VersionTLS12');
   });
 
-  it.each([
-    [['--rotate-certificates'], /^--rotate-certificates=true is refused: statelet does not renew its client certificate/],
-    [['--rotate-server-certificates'], /^--rotate-server-certificates=true is refused: statelet does not request its serving certificate/],
-    [['--bootstrap-kubeconfig', '/etc/kubernetes/bootstrap-kubelet.conf'], /^--bootstrap-kubeconfig="\/etc\/kubernetes\/bootstrap-kubelet.conf" is refused: statelet does not request its client certificate/],
-    [['--tls-cipher-suites', 'TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256'], /^--tls-cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 is refused/],
-    [['--tls-min-version', 'VersionTLS13'], /^--tls-min-version=VersionTLS13 is refused/],
-  ])('refuses %j, which it cannot honour yet, naming the flag and value', (argv, message) => {
-    expect(usageError(argv)).toMatch(message);
+  it('takes TLS bootstrap and client certificate rotation (src/certificate), from a flag or a field, with --kubeconfig', () => {
+    expect(run(['--kubeconfig=/k', '--config', configFile('rotateCertificates: true\n')]).rotateCertificates).toBe(true);
+    const config = run(['--kubeconfig=/k', '--rotate-certificates', '--bootstrap-kubeconfig', '/etc/kubernetes/bootstrap-kubelet.conf']);
+    expect(config.rotateCertificates).toBe(true);
+    expect(config.bootstrapKubeconfig).toBe('/etc/kubernetes/bootstrap-kubelet.conf');
   });
 
-  it('refuses such a value from the config file naming the file and field', () => {
+  it('refuses them without --kubeconfig, which they are for', () => {
+    expect(usageError(['--rotate-certificates'])).toMatch(/^--rotate-certificates: .*--kubeconfig/);
+    expect(usageError(['--bootstrap-kubeconfig', '/b.conf'])).toMatch(/^--bootstrap-kubeconfig: .*--kubeconfig/);
+  });
+
+  it('takes serverTLSBootstrap (the authenticated API asks the API server for its certificate)', () => {
+    expect(run(['--rotate-server-certificates']).serverTLSBootstrap).toBe(true);
+    expect(run(['--config', configFile('serverTLSBootstrap: true\n')]).serverTLSBootstrap).toBe(true);
+  });
+
+  it('takes cipher suites and another minimum version (the authenticated API applies them)', () => {
+    const config = run(['--tls-cipher-suites', 'TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256', '--tls-min-version', 'VersionTLS13']);
+    expect(config.tlsCipherSuites).toEqual(['TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256']);
+    expect(config.tlsMinVersion).toBe('VersionTLS13');
+  });
+
+  it('lets a flag override the file', () => {
     const file = configFile('rotateCertificates: true\n');
-    expect(usageError(['--config', file])).toBe(`${file}: rotateCertificates: true is refused: statelet does not renew its client certificate through CertificateSigningRequests; set it to false and renew the --kubeconfig credentials yourself`);
-  });
-
-  it('lets a flag at the default override a refused file value', () => {
-    const file = configFile('serverTLSBootstrap: true\n');
-    expect(run(['--config', file, '--rotate-server-certificates=false']).serverTLSBootstrap).toBe(false);
+    expect(run(['--config', file, '--rotate-certificates=false']).rotateCertificates).toBe(false);
   });
 
   it("rejects a cipher suite Go does not know with the kubelet's message, and a bad TLS version", () => {

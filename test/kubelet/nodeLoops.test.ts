@@ -10,6 +10,8 @@ import { syncLoopMachine } from '../../src/kubelet/syncLoop.ts';
 import { evictionManagerLoop } from '../../src/eviction/loop.ts';
 import { NO_MEMORY } from '../../src/eviction/synchronize.ts';
 import { oomWatcherLoop } from '../../src/oomwatcher/loop.ts';
+import { certificateManagerLoop } from '../../src/certificatemanager/loop.ts';
+import { clientTemplate } from '../../src/certificate/csr.ts';
 import { pluginManagerLoop } from '../../src/pluginmanager/loop.ts';
 import { containerLogManagerLoop } from '../../src/logs/loop.ts';
 import { defineNodeLoop } from '../../src/nodeloop/nodeLoop.ts';
@@ -135,6 +137,26 @@ describe("each loop's line on the visualizer", () => {
         lastFailure: 'RegisterPlugin error -- dial failed at socket /r/x.sock, err: failed to dial socket /r/x.sock, err: context deadline exceeded',
       }),
       'no plugins registered · starting: CSIPlugin · last failure: RegisterPlugin error -- dial failed at socket /r/x.sock, err: failed to dial socket /r/x.sock, err: context deadline exceeded',
+    ],
+    [
+      'client certificate, renewing',
+      certificateManagerLoop.summary({
+        kind: 'client',
+        template: clientTemplate('n1'),
+        current: { notBefore: new Date(at - 3_600_000), notAfter: new Date(at + 3_600_000), commonName: 'system:node:n1', organizations: ['system:nodes'], dnsNames: [], ipAddresses: [] },
+        deadline: at,
+        pending: { name: 'csr-8x2kq', uid: 'u' },
+        requested: clientTemplate('n1'),
+        failures: 0,
+        rotations: 3,
+        lastError: null,
+      }),
+      'expires 2026-11-25 15:02 · CSR csr-8x2kq pending · 3 issued',
+    ],
+    [
+      'client certificate, none yet and failing',
+      certificateManagerLoop.summary({ kind: 'client', template: clientTemplate('n1'), current: null, deadline: at, pending: null, requested: null, failures: 2, rotations: 0, lastError: 'cannot create certificate signing request: Unauthorized' }),
+      'no certificate yet · 2 failures: cannot create certificate signing request: Unauthorized',
     ],
     ['OOM watcher, not watching', oomWatcherLoop.summary({ systemOoms: 0, lastVictim: null, lastError: 'dmesg --follow-new ended (exit code 1)' }), '0 system OOMs · not watching: dmesg --follow-new ended (exit code 1)'],
   ])('%s', (_case, line, expected) => expect(line).toBe(expected));

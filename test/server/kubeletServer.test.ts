@@ -10,7 +10,8 @@ import { agentDefaults } from '../../src/cli/config.ts';
 import { configz } from '../../src/cli/options.ts';
 import { silentLogger } from '../../src/log.ts';
 import { RequestAuth } from '../../src/server/auth.ts';
-import { servingCertificate } from '../../src/server/certificates.ts';
+import { type ClosableCertificateSource, selfSignedServingPair } from '../../src/server/servingSources.ts';
+import { realClock } from '../../src/clock.ts';
 import type { ListeningServer } from '../../src/server/http.ts';
 import { startKubeletServer } from '../../src/server/kubeletServer.ts';
 import { StatsProvider } from '../../src/stats/provider.ts';
@@ -23,6 +24,7 @@ import { noStreaming } from '../support/noStreaming.ts';
 let dir: string;
 let pki: KubeletClientPki;
 let server: ListeningServer;
+let certificate: ClosableCertificateSource;
 const engine = new SimEngine({ pullDelayMs: 0 });
 const HOST = { bootTime: Date.UTC(2026, 0, 1), cpuNanoseconds: 5e9, memTotalBytes: 8 << 30, memFreeBytes: 6 << 30, inactiveFileBytes: 1 << 30, swapTotalBytes: 0, swapFreeBytes: 0 };
 
@@ -39,6 +41,8 @@ beforeAll(async () => {
   engine.startContainer(engine.createContainer(sandbox, containerConfig('app', { command: ['sleep', 'infinity'] })));
   const logFile = path.join(dir, '0.log');
   await writeFile(logFile, ['one', 'two', 'three'].map((l) => `2026-11-25T10:00:00.000000001Z stdout F ${l}\n`).join(''));
+  certificate = await selfSignedServingPair({ certDir: path.join(dir, 'pki'), host: 'node-a', addresses: ['127.0.0.1'], clock: realClock, log: silentLogger, reload: true });
+  const clientCA = await readFile(pki.caFile, 'utf8');
   server = await startKubeletServer('127.0.0.1', 0, {
     view: { pods: () => [pod], unhealthyReason: () => null, hangingCalls: () => ['StopContainer (app) for pod shop/web: no answer for 95s'], metrics: async () => 'm 1\n', probeMetrics: async () => 'p 1\n' },
     pods: () => [pod],
@@ -55,8 +59,7 @@ beforeAll(async () => {
     configz: () => configz(agentDefaults() as never),
     stats: new StatsProvider({ nodeName: 'node-a', runtime: inProcessRuntime(engine), podLogsDir: dir, now: Date.now, log: silentLogger, readHost: async () => HOST }),
     auth: new RequestAuth({ anonymous: false, nodeName: 'node-a', now: Date.now }),
-    tls: await servingCertificate({ certDir: path.join(dir, 'pki'), nodeName: 'node-a', addresses: ['127.0.0.1'], now: new Date() }),
-    clientCA: await readFile(pki.caFile, 'utf8'),
+    tls: { certificate, clientCA: { current: () => clientCA, onChange: () => () => {} }, settings: { minVersion: 'TLSv1.2' } },
     now: Date.now,
     log: silentLogger,
   });
@@ -64,6 +67,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await server?.close();
+  certificate?.close();
   await engine.close();
   await rm(dir, { recursive: true, force: true });
 });
@@ -124,7 +128,8 @@ describe('the authenticated API', () => {
   it('keeps its self-signed certificate for the node name and addresses, and reuses it', async () => {
     const cert = new X509Certificate(await readFile(path.join(dir, 'pki', 'kubelet.crt')));
     expect(cert.subjectAltName).toBe('DNS:node-a, IP Address:127.0.0.1');
-    const again = await servingCertificate({ certDir: path.join(dir, 'pki'), nodeName: 'node-a', addresses: [], now: new Date() });
-    expect(new X509Certificate(again.cert).fingerprint256).toBe(cert.fingerprint256);
+    const again = await selfSignedServingPair({ certDir: path.join(dir, 'pki'), host: 'node-a', addresses: [], clock: realClock, log: silentLogger, reload: false });
+    expect(new X509Certificate(again.current()!.cert).fingerprint256).toBe(cert.fingerprint256);
+    again.close();
   });
 });

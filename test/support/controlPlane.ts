@@ -15,6 +15,15 @@
  * the API server's signing key and CA; then those objects come from the controllers, pods get
  * scheduled, and Deployments, ReplicaSets, garbage collection and namespace deletion work.
  *
+ * With `kubeadm: true` it is set up as `kubeadm init` sets up a cluster for nodes to join
+ * (kubeadm.ts): one cluster CA signs the API server's serving certificate and its client
+ * certificate towards the kubelets, and is trusted for client certificates (--client-ca-file) and
+ * for the kubelets' serving certificates (--kubelet-certificate-authority); bootstrap tokens
+ * authenticate (--enable-bootstrap-token-auth), a token's Secret is in kube-system and kubeadm's
+ * RBAC bindings let its holder ask for a node certificate; kube-controller-manager approves and
+ * signs the nodes' client CSRs with the cluster CA for --cluster-signing-duration. An audit log
+ * records who created each Node and CSR.
+ *
  * Where Go is missing the suite skips, loudly, outside CI; on CI (`CI=true`) it fails instead.
  */
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
@@ -26,6 +35,8 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
 import { freePort } from './agentProcess.ts';
+import { type ClusterCa, apiServerServingCertificate, writeClusterCa } from './clusterPki.ts';
+import { type Kubeadm, AUDIT_POLICY, kubeadmControllerManagerArgs, setUpKubeadm } from './kubeadm.ts';
 import { writeKubeletClientPki } from './kubeletClientPki.ts';
 
 export interface ControlPlane {
@@ -57,6 +68,8 @@ export interface ControlPlane {
   namespace(prefix?: string): Promise<string>;
   /** The CA of the API server's kubelet client certificate: agents take it as `--client-ca-file`. */
   kubeletClientCaFile: string;
+  /** What a node needs to join a kubeadm-like control plane (started with `kubeadm: true`), else undefined. */
+  kubeadm: Kubeadm | undefined;
   /** A component's log so far (for failure messages): the apiserver's unless named. */
   output(component?: Component): string;
   /**
@@ -94,15 +107,15 @@ interface Binaries {
 }
 
 /** Where a missing Go is fatal (CI, `required`) or a reason to skip (a developer's machine). */
-async function binaries(required: boolean, controllers: boolean): Promise<Binaries | null> {
+async function binaries(required: boolean, components: readonly (typeof CONTROLLERS)[number][]): Promise<Binaries | null> {
   // @ts-expect-error: a plain ESM script without type declarations
   const build = (await import('../../scripts/controlplane/build.mjs')) as {
     controlPlaneBinaries(): Promise<{ controlplane: string; kubectl: string } | { skip: string }>;
     conformanceBinaries(options: { only: string[] }): Promise<Record<string, string> | { skip: string }>;
   };
   let result: Binaries | { skip: string } = await build.controlPlaneBinaries();
-  if (controllers && !('skip' in result)) {
-    const more = await build.conformanceBinaries({ only: [...CONTROLLERS] });
+  if (components.length > 0 && !('skip' in result)) {
+    const more = await build.conformanceBinaries({ only: [...components] });
     result = 'skip' in more ? { skip: more.skip as string } : { ...result, ...more };
   }
   if ('skip' in result) {
@@ -152,9 +165,25 @@ export async function startControlPlane(options: {
   controllers?: boolean;
   /** More flags for kube-controller-manager (e.g. `--allocate-node-cidrs`, `--cluster-cidr`). */
   controllerManagerArgs?: string[];
+  /**
+   * Set up as `kubeadm init` does for nodes that join with a bootstrap token (see the header);
+   * kube-controller-manager runs even without `controllers` (then only the controllers that the
+   * nodes' certificates and the namespaces' ServiceAccounts need).
+   */
+  kubeadm?: boolean;
+  /**
+   * kube-controller-manager's --cluster-signing-duration (a Go duration) with `kubeadm`: how long
+   * the nodes' certificates are valid (its own default, 8760h, capped at the test CA's end, when
+   * not given). ROTATION_SIGNING_DURATION makes a node rotate its certificates within a test.
+   */
+  signingDuration?: string;
 }): Promise<ControlPlane | null> {
   const controllers = options.controllers ?? false;
-  const bins = await binaries(options.required ?? false, controllers);
+  const kubeadm = options.kubeadm ?? false;
+  if (options.signingDuration !== undefined && !kubeadm) throw new Error('signingDuration needs kubeadm: true (no controller-manager signs certificates otherwise)');
+  // Which of the upstream components run beside the API server.
+  const upstream: readonly Component[] = controllers ? CONTROLLERS : kubeadm ? ['kube-controller-manager'] : [];
+  const bins = await binaries(options.required ?? false, upstream as typeof CONTROLLERS[number][]);
   if (!bins) return null;
   const dir = await mkdtemp(path.join(os.tmpdir(), 'statelet-cp-'));
   const [securePort, etcdPort, etcdPeerPort] = [await freePort(), await freePort(), await freePort()];
@@ -164,7 +193,7 @@ export async function startControlPlane(options: {
   const adminToken = token();
   const nodeTokens = new Map(options.nodeNames.map((name) => [name, token()]));
   // The controllers' own users, which upstream's RBAC bootstrap binds to their roles.
-  const controllerTokens = new Map(controllers ? CONTROLLERS.map((name) => [name, token()]) : []);
+  const controllerTokens = new Map(upstream.map((name) => [name, token()]));
   await writeFile(
     path.join(dir, 'tokens.csv'),
     [
@@ -179,7 +208,9 @@ export async function startControlPlane(options: {
     publicKeyEncoding: { type: 'spki', format: 'pem' },
   });
   await writeFile(path.join(dir, 'sa.key'), privateKey, { mode: 0o600 });
-  const kubeletClient = await writeKubeletClientPki(dir);
+  const clusterCa: ClusterCa | undefined = kubeadm ? await writeClusterCa(dir) : undefined;
+  const kubeletClient = await writeKubeletClientPki(dir, clusterCa);
+  const kubeadmArgs = clusterCa ? await kubeadmApiServerArgs(clusterCa, dir) : [];
 
   const args = [
     '-etcd-dir', path.join(dir, 'etcd'),
@@ -205,6 +236,7 @@ export async function startControlPlane(options: {
     `--kubelet-client-key=${kubeletClient.keyFile}`,
     '--kubelet-preferred-address-types=InternalIP',
     '--v=0',
+    ...kubeadmArgs,
     ...(options.apiserverArgs ?? []),
   ];
   let output = '';
@@ -222,7 +254,8 @@ export async function startControlPlane(options: {
     exited = new Promise((resolve) => proc.once('exit', () => resolve()));
   };
 
-  const caFile = path.join(dir, 'pki', 'apiserver.crt');
+  // Without kubeadm the API server makes its own serving pair (the certificate then its CA).
+  const caFile = clusterCa?.caFile ?? path.join(dir, 'pki', 'apiserver.crt');
   const adminKubeconfig = path.join(dir, 'admin.kubeconfig');
   const nodeKubeconfigs = new Map<string, string>();
 
@@ -255,6 +288,10 @@ export async function startControlPlane(options: {
   const admin = new k8s.KubeConfig();
   admin.loadFromFile(adminKubeconfig);
   const core = admin.makeApiClient(k8s.CoreV1Api);
+  const runKubectl = async (kubectlArgs: string[]) => {
+    const { stdout } = await promisify(execFile)(bins.kubectl, ['--kubeconfig', adminKubeconfig, ...kubectlArgs]);
+    return stdout;
+  };
   // The apiserver creates these itself once its bootstrap hooks have run.
   for (const name of ['default', 'kube-node-lease']) await waitFor(async () => !!(await core.readNamespace({ name }).catch(() => null)), `namespace ${name}`);
   // What kube-controller-manager's root-ca-cert-publisher does (when none runs): every namespace
@@ -286,9 +323,9 @@ export async function startControlPlane(options: {
       }),
     );
   };
-  if (controllers) {
+  if (upstream.length > 0) {
     try {
-      for (const name of CONTROLLERS) {
+      for (const name of upstream) {
         const kubeconfig = path.join(dir, `${name}.kubeconfig`);
         await writeFile(kubeconfig, kubeconfigYaml(server, caFile, `system:${name}`, controllerTokens.get(name)!));
         const port = await freePort();
@@ -315,6 +352,7 @@ export async function startControlPlane(options: {
                 `--root-ca-file=${await writeRootCa(caFile, path.join(dir, 'root-ca.crt'))}`,
                 // Each controller under its own ServiceAccount (TokenRequest), as upstream's clusters run it.
                 '--use-service-account-credentials=true',
+                ...(clusterCa ? kubeadmControllerManagerArgs(clusterCa, { all: controllers, signingDuration: options.signingDuration }) : []),
                 ...(options.controllerManagerArgs ?? []),
               ]
             : [];
@@ -341,6 +379,19 @@ export async function startControlPlane(options: {
     await publishRootCA('default');
   }
 
+  let kubeadmParts: Kubeadm | undefined;
+  if (clusterCa) {
+    try {
+      kubeadmParts = await setUpKubeadm({ dir, server, clusterCa, admin, kubectl: (kubectlArgs) => runKubectl(kubectlArgs) });
+    } catch (err) {
+      await stopControllers();
+      child?.kill('SIGKILL');
+      await exited;
+      await rm(dir, { recursive: true, force: true });
+      throw err;
+    }
+  }
+
   let serial = 0;
   const stop = async (options: { crash?: boolean } = {}) => {
     if (!child || child.exitCode !== null) return;
@@ -364,14 +415,12 @@ export async function startControlPlane(options: {
     waitFor: (resource, name, predicate, timeoutMs = 30_000) => watchUntil(admin, resource, name, predicate, timeoutMs),
     kubectlPath: bins.kubectl,
     kubeletClientCaFile: kubeletClient.caFile,
-    kubectl: async (kubectlArgs) => {
-      const { stdout } = await promisify(execFile)(bins.kubectl, ['--kubeconfig', adminKubeconfig, ...kubectlArgs]);
-      return stdout;
-    },
+    kubeadm: kubeadmParts,
+    kubectl: runKubectl,
     namespace: async (prefix = 'test') => {
       const name = `${prefix}-${process.pid}-${++serial}`;
       await core.createNamespace({ body: { metadata: { name } } });
-      if (controllers) {
+      if (upstream.includes('kube-controller-manager')) {
         await controllersProvisioned(name);
       } else {
         await core.createNamespacedServiceAccount({ namespace: name, body: { metadata: { name: 'default' } } });
@@ -382,7 +431,7 @@ export async function startControlPlane(options: {
     output: (component: Component = 'apiserver') => {
       if (component === 'apiserver') return output;
       const started = components.get(component);
-      if (!started) throw new Error(`${component} does not run here (start the control plane with controllers: true)`);
+      if (!started) throw new Error(`${component} does not run here (start the control plane with controllers: true, or kubeadm: true for the controller-manager)`);
       return started.output();
     },
     stop,
@@ -464,6 +513,27 @@ async function watchUntil<T extends { metadata?: { resourceVersion?: string } }>
         });
     void start(current?.metadata?.resourceVersion);
   });
+}
+
+/**
+ * The API server's flags that make it kubeadm's (cmd/kubeadm/app/phases/controlplane/manifests.go
+ * getAPIServerCommand): the cluster CA's serving pair, client certificates and kubelet serving
+ * certificates checked against that CA, bootstrap tokens, and an audit log of who creates Nodes
+ * and CSRs (the tests' evidence that a node registered under its own identity).
+ */
+async function kubeadmApiServerArgs(ca: ClusterCa, dir: string): Promise<string[]> {
+  const serving = await apiServerServingCertificate(ca, dir);
+  await writeFile(path.join(dir, 'audit-policy.yaml'), AUDIT_POLICY);
+  return [
+    `--tls-cert-file=${serving.certFile}`,
+    `--tls-private-key-file=${serving.keyFile}`,
+    `--client-ca-file=${ca.caFile}`,
+    // Only here: the other suites' agents serve a self-signed certificate, which this would refuse.
+    `--kubelet-certificate-authority=${ca.caFile}`,
+    '--enable-bootstrap-token-auth=true',
+    `--audit-policy-file=${path.join(dir, 'audit-policy.yaml')}`,
+    `--audit-log-path=${path.join(dir, 'audit.log')}`,
+  ];
 }
 
 /** Writes the CA certificates of a PEM bundle (the self-signed serving pair's CA) to `file`. */

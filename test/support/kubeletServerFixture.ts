@@ -10,11 +10,12 @@ import { silentLogger } from '../../src/log.ts';
 import { SimEngine } from '../../src/runtime/sim/engine.ts';
 import { inProcessRuntime } from './inProcessRuntime.ts';
 import { RequestAuth } from '../../src/server/auth.ts';
-import { selfSigned } from '../../src/server/certificates.ts';
+import { selfSignedPair } from '../../src/server/certificates.ts';
 import type { ListeningServer } from '../../src/server/http.ts';
 import { type KubeletServerDeps, startKubeletServer } from '../../src/server/kubeletServer.ts';
 import { StatsProvider } from '../../src/stats/provider.ts';
 import { writeKubeletClientPki } from './kubeletClientPki.ts';
+import { SettableCertificateSource } from './certificateSources.ts';
 
 export interface TestKubeletServer {
   server: ListeningServer;
@@ -36,8 +37,7 @@ export async function startTestKubeletServer(
     view: { pods: deps.pods, unhealthyReason: () => null, hangingCalls: () => [], metrics: async () => '', probeMetrics: async () => '' },
     configz: () => ({}),
     auth: new RequestAuth({ anonymous: false, nodeName: 'node-a', now: Date.now }),
-    tls: await selfSigned('node-a', ['127.0.0.1'], new Date()),
-    clientCA: await readFile(pki.caFile, 'utf8'),
+    tls: await fixedTls(pki.caFile),
     now: Date.now,
     log: silentLogger,
     ...deps,
@@ -53,6 +53,12 @@ export async function startTestKubeletServer(
       await statsEngine?.close();
     },
   };
+}
+
+/** A self-signed pair for node-a that never changes, the client CA in `caFile`, Node's default suites and TLS 1.2 at least. */
+async function fixedTls(caFile: string): Promise<KubeletServerDeps['tls']> {
+  const ca = await readFile(caFile, 'utf8');
+  return { certificate: new SettableCertificateSource(await selfSignedPair('node-a', ['127.0.0.1'], new Date())), clientCA: { current: () => ca, onChange: () => () => {} }, settings: { minVersion: 'TLSv1.2' } };
 }
 
 /** A pod as the agent lists it: identity, one container `app`, Running. */

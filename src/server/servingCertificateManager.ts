@@ -1,0 +1,53 @@
+/**
+ * The serving certificate manager of serverTLSBootstrap (pkg/kubelet/certificate/kubelet.go
+ * NewKubeletServerCertificateManager): a certificate manager (src/certificate) with the serving
+ * template — CN `system:node:<name>`, O `system:nodes`, the Node's addresses as SANs — asking the
+ * `kubernetes.io/kubelet-serving` signer for `digital signature` and `server auth`, keeping its
+ * pairs in `<cert-dir>/kubelet-server-<timestamp>.pem` behind `kubelet-server-current.pem`. The
+ * store is the port's certificate source: none until the first request is approved and issued.
+ *
+ * The template is fixed for the agent's life, as statelet's Node addresses are (--node-ip, the
+ * machine's address, the hostname); after a restart with other addresses the stored certificate
+ * no longer satisfies the template and a new one is requested at once (the manager's deadline).
+ */
+import { type Actor, createActor } from 'xstate';
+import type { NodeAddress } from '../api/cluster.ts';
+import { type CertificateManagerMachine, certificateManagerWith } from '../certificate/certificateManager.ts';
+import { ROTATION_USAGES, SERVING_SIGNER } from '../certificate/csr.ts';
+import { createCertificateManagerEffects } from '../certificate/effects.ts';
+import { servingTemplate } from '../certificate/servingTemplate.ts';
+import type { CertificateSource } from '../certificate/source.ts';
+import { CertificateFileStore } from '../certificate/store.ts';
+import type { CertificateSigningRequests } from '../client/api.ts';
+import type { Clock } from '../clock.ts';
+import type { Logger } from '../log.ts';
+
+export interface ServingCertificateManagerOptions {
+  certDir: string;
+  nodeName: string;
+  /** The Node's status.addresses. */
+  addresses: readonly NodeAddress[];
+  /** The CSR API, under the node's current client identity. */
+  csrApi(): CertificateSigningRequests;
+  clock: Clock;
+  log: Logger;
+}
+
+export interface ServingCertificateManager {
+  /** The stored pair the port presents; null until one is issued. */
+  source: CertificateSource;
+  actor: Actor<CertificateManagerMachine>;
+  stop(): void;
+}
+
+/** Opens the `kubelet-server` store and starts its manager. */
+export async function startServingCertificateManager(options: ServingCertificateManagerOptions): Promise<ServingCertificateManager> {
+  const { clock, log } = options;
+  const store = await CertificateFileStore.open(options.certDir, 'kubelet-server', () => clock.now());
+  const template = servingTemplate(options.nodeName, options.addresses);
+  if (!template) log('warn', 'No IP address to request a serving certificate for; the node serves none until it has one', { node: options.nodeName });
+  const effects = createCertificateManagerEffects({ signerName: SERVING_SIGNER, usages: ROTATION_USAGES.serving, csrApi: options.csrApi, store, clock, log });
+  const actor = createActor(certificateManagerWith(effects), { clock, input: { kind: 'serving', template } });
+  actor.start();
+  return { source: store, actor, stop: () => actor.stop() };
+}
