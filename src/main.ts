@@ -16,7 +16,8 @@ async function main(argv: string[]): Promise<number> {
   } catch (err) {
     if (err instanceof UsageError || err instanceof ConfigFileError) {
       process.stderr.write(`statelet: ${err.message}\nRun 'statelet --help' for usage.\n`);
-      return 2;
+      // The kubelet exits 1 for any error before it runs (cmd/kubelet/kubelet.go main, cli.Run).
+      return 1;
     }
     throw err;
   }
@@ -26,7 +27,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const { config } = parsed;
   const log = createLogger({ format: config.logFormat, verbosity: config.verbosity });
-  for (const warning of parsed.warnings) log('warn', 'Ignoring config file field', { warning });
+  for (const warning of parsed.warnings) log('warn', warning);
 
   // Listen for the stop signal before starting anything, so that a signal during startup still
   // ends in a clean stop rather than the default abrupt exit.

@@ -32,6 +32,12 @@ export interface AgentConfig {
   tlsCipherSuites: string[];
   /** --tls-min-version / tlsMinVersion: the lowest TLS version the authenticated API accepts. */
   tlsMinVersion: TlsVersionName;
+  /** --config-dir: the directory of KubeletConfiguration drop-ins merged over --config. */
+  configDir?: string;
+  /** --cloud-provider: 'external' (a cloud controller manager initializes the node) or '' (none). */
+  cloudProvider: '' | 'external';
+  /** --provider-id / providerID: spec.providerID of the Node at registration ('' : none). */
+  providerId: string;
   /** --feature-gates / featureGates: every gate the kubelet knows, at its default unless set. */
   featureGates: Record<string, boolean>;
   /** --register-node / registerNode: register the Node object with the API server. */
@@ -243,6 +249,8 @@ export function agentDefaults(profile: DefaultsProfile = 'flags'): AgentDefaults
     tlsCipherSuites: [],
     tlsMinVersion: DEFAULT_TLS_MIN_VERSION,
     featureGates: {},
+    cloudProvider: '',
+    providerId: '',
     nodeLabels: {},
     registerWithTaints: [],
     nodeStatusUpdateFrequencyMs: 10_000,
@@ -431,6 +439,7 @@ const OPTIONAL_STRING_KEYS = [
   'nodeIp',
   'podCidr',
   'configFile',
+  'configDir',
   'imageCredentialProviderConfig',
   'imageCredentialProviderBinDir',
 ] as const satisfies readonly (keyof AgentConfig)[];

@@ -10,7 +10,9 @@ import fs from 'node:fs';
 import os from 'node:os';
 import { packageFile } from '../packageFiles.ts';
 import { agentDefaults, finalizeAgentConfig, imageGcSettingsErrors, type AgentConfig, type AgentSettings } from './config.ts';
-import { readKubeletConfigFile } from './kubeletConfig.ts';
+import { loadKubeletConfig } from './kubeletConfig.ts';
+import { FeatureGateError, resolveFeatureGates } from './featureGates.ts';
+import { KUBELET_FLAGS } from './kubeletConfigApi.ts';
 import { OPTION_GROUPS, OPTIONS, ValueError, boolKind, ignoredSettings, type AnyOptionSpec, type OptionGroup, type SettingKey } from './options.ts';
 
 /** The command line is wrong; the message names the flag and, where there is one, the bad value. */
@@ -31,11 +33,10 @@ interface CommandLineEnv {
 }
 
 /** Flags that act instead of configuring, kept out of OPTIONS because they have no setting. */
-type MetaFlag = 'help' | 'version';
+type MetaFlag = 'help';
 const META_FLAGS: ReadonlyMap<string, MetaFlag> = new Map([
   ['help', 'help'],
   ['h', 'help'],
-  ['version', 'version'],
 ]);
 
 const OPTIONS_BY_FLAG: ReadonlyMap<string, AnyOptionSpec> = new Map(
@@ -45,6 +46,10 @@ const OPTIONS_BY_FLAG: ReadonlyMap<string, AnyOptionSpec> = new Map(
 interface ParsedArguments {
   settings: Partial<AgentSettings>;
   meta: Set<MetaFlag>;
+  /** The flags given, by name, once per occurrence. */
+  given: string[];
+  /** --version's value: true, 'raw', or a version to report instead (verflag.go). */
+  version?: string;
 }
 
 /**
@@ -57,29 +62,38 @@ export function parseCommandLine(
   argv: string[],
   env: CommandLineEnv = { hostname: () => os.hostname() },
 ): CommandLineResult {
-  const { settings: flagSettings, meta } = parseArguments(argv);
+  const { settings: flagSettings, meta, given, version } = parseArguments(argv);
   // As in the kubelet, the whole command line is checked before --help is honoured.
   if (meta.has('help')) return { kind: 'help', text: helpText() };
-  if (meta.has('version')) return { kind: 'version', text: versionText() };
+  if (version !== undefined && version !== 'false') return { kind: 'version', text: versionText(version) };
 
-  const configFile = flagSettings.configFile;
-  const fromFile = configFile === undefined || configFile === '' ? undefined : readKubeletConfigFile(configFile);
+  const configFile = flagSettings.configFile || undefined;
+  const configDir = flagSettings.configDir || undefined;
+  const fromFiles = configFile === undefined && configDir === undefined ? undefined : loadKubeletConfig(configFile, configDir);
   const settings: AgentSettings = {
-    ...agentDefaults(fromFile === undefined ? 'flags' : 'config-file'),
-    ...fromFile?.settings,
+    // The kubelet's v1beta1 defaults apply when a config file is read; its legacy flag defaults otherwise.
+    ...agentDefaults(configFile === undefined ? 'flags' : 'config-file'),
+    ...fromFiles?.settings,
     ...flagSettings,
   };
-  // The kubelet merges feature gates per gate: one set on the command line wins, the file's others stay.
-  settings.featureGates = { ...fromFile?.settings.featureGates, ...flagSettings.featureGates };
+  // The kubelet merges feature gates per gate (server.go kubeletConfigFlagPrecedence): one set on
+  // the command line wins, the files' others stay.
+  try {
+    settings.featureGates = resolveFeatureGates({ ...fromFiles?.settings.featureGates, ...flagSettings.featureGates });
+  } catch (error) {
+    if (error instanceof FeatureGateError) throw new UsageError(`failed to set feature gates: ${error.message}`);
+    throw error;
+  }
   checkCombinations(settings);
-  refuseUnsupportedValues(settings, flagSettings, configFile);
-  const warnings = [...(fromFile?.warnings ?? [])];
+  refuseUnsupportedValues(settings, flagSettings, fromFiles?.origins ?? {});
+  const warnings = [...(fromFiles?.warnings ?? []), ...deprecationWarnings(given)];
   for (const { spec, reason } of ignoredSettings(settings)) {
     // A default that would be ignored is no one's request; a flag is refused; a config file field
-    // is warned about, as a field statelet does not know is (a file may be shared with kubelets).
+    // is warned about (a file may be shared with kubelets, which ignore it there too).
     if (spec.flag !== undefined && flagSettings[spec.key] !== undefined) throw new UsageError(`--${spec.flag}: ${reason}`);
-    if (configFile && spec.configField !== undefined && fromFile?.settings[spec.key] !== undefined) {
-      warnings.push(`${configFile}: ignoring field "${spec.configField}": ${reason}`);
+    const origin = fromFiles?.origins[spec.key];
+    if (origin !== undefined && spec.configField !== undefined) {
+      warnings.push(`${origin}: ignoring field "${spec.configField}": ${reason}`);
     }
   }
 
@@ -95,6 +109,8 @@ export function parseCommandLine(
 function parseArguments(argv: readonly string[]): ParsedArguments {
   const settings: Partial<AgentSettings> = {};
   const meta = new Set<MetaFlag>();
+  const given: string[] = [];
+  let version: string | undefined;
   const args = argv[Symbol.iterator]();
 
   for (let next = args.next(); !next.done; next = args.next()) {
@@ -115,6 +131,12 @@ function parseArguments(argv: readonly string[]): ParsedArguments {
     const inlineValue = equals < 0 ? undefined : body.slice(equals + 1);
     const shownName = `${dashes}${name}`;
 
+    if (name === 'version') {
+      // verflag.go: a bool flag that also takes `raw` or a version (--version=v1.37.1).
+      version = inlineValue === undefined ? 'true' : inlineValue;
+      if (version !== 'raw' && !version.startsWith('v')) version = String(readValue(boolKind, version, shownName));
+      continue;
+    }
     const metaFlag = META_FLAGS.get(name);
     if (metaFlag !== undefined) {
       if (readValue(boolKind, inlineValue === undefined ? 'true' : inlineValue, shownName)) meta.add(metaFlag);
@@ -122,7 +144,9 @@ function parseArguments(argv: readonly string[]): ParsedArguments {
       continue;
     }
     const spec = OPTIONS_BY_FLAG.get(name);
-    if (spec === undefined) throw new UsageError(`unknown flag: ${shownName}`);
+    // cmd/kubelet/app/server.go NewKubeletCommand: "failed to parse kubelet flag: %w", pflag's "unknown flag: --%s".
+    if (spec === undefined) throw new UsageError(`failed to parse kubelet flag: unknown flag: ${shownName}`);
+    given.push(name);
 
     let text: string;
     if (inlineValue !== undefined) text = inlineValue;
@@ -136,7 +160,18 @@ function parseArguments(argv: readonly string[]): ParsedArguments {
     }
     applyOccurrence(settings, spec, readValue(spec.kind, text, shownName));
   }
-  return { settings, meta };
+  return { settings, meta, given, ...(version !== undefined ? { version } : {}) };
+}
+
+/**
+ * pflag's warning for each use of a flag the kubelet marks deprecated (most config-backed ones:
+ * cmd/kubelet/app/options/options.go AddKubeletConfigFlags), in its words.
+ */
+function deprecationWarnings(given: readonly string[]): string[] {
+  return given.flatMap((name) => {
+    const deprecated = KUBELET_FLAGS[name]?.deprecated;
+    return deprecated === undefined ? [] : [`Flag --${name} has been deprecated, ${deprecated}`];
+  });
 }
 
 function looksLikeFlag(arg: string): boolean {
@@ -171,14 +206,15 @@ function applyOccurrence<K extends SettingKey>(
  * Refuses a value statelet cannot honour (an option's `refuse`), naming where it was given: the
  * flag, else the config file's field. Defaults are always honoured, so they are never refused.
  */
-function refuseUnsupportedValues(settings: AgentSettings, flagSettings: Partial<AgentSettings>, configFile: string | undefined): void {
+function refuseUnsupportedValues(settings: AgentSettings, flagSettings: Partial<AgentSettings>, origins: Partial<Record<SettingKey, string>>): void {
   for (const spec of OPTIONS) {
     const value = settings[spec.key];
     if (spec.refuse === undefined || value === undefined) continue;
-    const reason = (spec.refuse as (value: unknown) => string | null)(value);
+    const reason = spec.refuse(value);
     if (reason === null) continue;
-    const shown = (spec.kind.display as (value: unknown) => string)(value);
-    const where = flagSettings[spec.key] !== undefined || spec.configField === undefined ? `--${spec.flag}=${shown}` : `${configFile}: ${spec.configField}: ${shown}`;
+    const shown = spec.kind.display(value);
+    const origin = origins[spec.key];
+    const where = flagSettings[spec.key] !== undefined || origin === undefined ? `--${spec.flag}=${shown}` : `${origin}: ${spec.configField}: ${shown}`;
     throw new UsageError(`${where} is refused: ${reason}`);
   }
 }
@@ -259,9 +295,28 @@ function helpColumn(spec: AnyOptionSpec, defaults: Partial<AgentSettings>): stri
   return notes.length === 0 ? spec.help : `${spec.help} (${notes.join('; ')})`;
 }
 
-function versionText(): string {
-  const version = stateletVersion();
-  return version ? `statelet v${version}` : 'statelet (version unknown)';
+/**
+ * What --version prints (component-base/version/verflag/verflag.go PrintAndExitIfRequested):
+ * "Kubernetes <version>", which kubeadm's preflight parses (cmd/kubeadm/app/preflight/utils.go
+ * GetKubeletVersion), the version being the release statelet follows with statelet's own as a
+ * pre-release tag; `raw` prints the parts as the kubelet's `version.Info` does. A version to
+ * report instead (`--version=vX.Y.Z`) is refused: statelet reports the release it follows.
+ */
+function versionText(request: string): string {
+  if (request.startsWith('v')) {
+    throw new UsageError(`--version=${request} is refused: statelet reports the version of the release it follows (${kubeletVersion()}) and does not take another`);
+  }
+  if (request !== 'raw') return `Kubernetes ${kubeletVersion()}`;
+  const [major = '', minor = ''] = KUBERNETES_RELEASE.slice(1).split('.');
+  const fields = {
+    Major: major,
+    Minor: minor,
+    GitVersion: kubeletVersion(),
+    StateletVersion: stateletVersion() ?? 'unknown',
+    NodeVersion: process.version,
+    Platform: `${process.platform}/${process.arch === 'x64' ? 'amd64' : process.arch}`,
+  };
+  return `version.Info{${Object.entries(fields).map(([name, value]) => `${name}:${JSON.stringify(value)}`).join(', ')}}`;
 }
 
 /** The package's version, or null when its manifest cannot be read. */

@@ -16,6 +16,7 @@ import { parseQuantity } from '../api/quantity.ts';
 import { labelProblem } from '../api/validate.ts';
 import { MAX_USERNS_PODS } from '../userns/rules.ts';
 import { TLS_VERSIONS, cipherSuiteProblem } from './tlsSettings.ts';
+import { nonDefaultGates } from './featureGates.ts';
 
 /** A value was rejected; `message` is the reason only, and the caller names the flag or field. */
 export class ValueError extends Error {
@@ -50,7 +51,7 @@ interface OptionSpec<K extends SettingKey> {
   kind: ValueKind<Required<AgentSettings>[K]>;
   /** Long flag name without dashes; absent for config-file-only settings. */
   flag?: string;
-  /** KubeletConfiguration field name; absent for flag-only settings. */
+  /** KubeletConfiguration field name, a dotted path in a nested block; absent for flag-only settings. */
   configField?: string;
   /** The config-file value is a path, resolved against the file's directory as the kubelet does. */
   configRelativePath?: boolean;
@@ -69,6 +70,8 @@ interface OptionSpec<K extends SettingKey> {
    * at start, naming the flag or field and the value, never run as something else.
    */
   refuse?(value: Required<AgentSettings>[K]): string | null;
+  /** For docs/kubelet-config.md: the values refused at start, where some are (by `refuse` or the kind). */
+  refusedWhen?: string;
 }
 
 export type AnyOptionSpec = OptionSpec<SettingKey>;
@@ -532,7 +535,15 @@ const cgroupDriverKind: ValueKind<'cgroupfs'> = {
 
 function cgroupDriver(text: string): 'cgroupfs' {
   if (text === 'cgroupfs') return text;
-  if (text === 'systemd') throw new ValueError('statelet makes its cgroups with the cgroupfs driver only; run the runtime with cgroupfs too (containerd: SystemdCgroup = false), or --cgroups-per-qos=false');
+  // The kubelet takes the driver from CRI RuntimeConfig when the runtime answers it
+  // (KubeletCgroupDriverFromCRI) and this setting only when it does not, as containerd 1.6 does not.
+  if (text === 'systemd') {
+    throw new ValueError(
+      'statelet has no systemd cgroup driver: it makes its cgroups through cgroupfs only, so "systemd" is refused rather than run as cgroupfs ' +
+        "(the kubelet asks the runtime first, with CRI RuntimeConfig, which containerd 1.6 does not implement, so there this field decides); " +
+        'set cgroupfs, and run the runtime with cgroupfs too (containerd: SystemdCgroup = false)',
+    );
+  }
   throw new ValueError(`expected cgroupfs, not ${JSON.stringify(text)}`);
 }
 
@@ -814,6 +825,23 @@ const featureGatesKind: ValueKind<Record<string, boolean>> = {
       .map(([name, enabled]) => `${name}=${enabled}`)
       .join(','),
   combine: (earlier, later) => ({ ...earlier, ...later }),
+  // The resolved gates hold every gate; a config file lists the ones set otherwise than by default.
+  toConfig: (value) => nonDefaultGates(value),
+};
+
+/**
+ * --cloud-provider: "" or "external". The in-tree providers are gone from the kubelet, which
+ * refuses their names with its message (k8s.io/cloud-provider plugins.go ErrorForDisabledProvider).
+ */
+const cloudProviderKind: ValueKind<'' | 'external'> = {
+  placeholder: 'external',
+  takesArgument: true,
+  fromText(text) {
+    if (text === '' || text === 'external') return text;
+    throw new ValueError(`cloud provider ${JSON.stringify(text)} was specified, but built-in cloud providers are disabled. Please set --cloud-provider=external and migrate to an external cloud provider`);
+  },
+  fromConfig: (value) => cloudProviderKind.fromText(expectString(value)),
+  display: (value) => value,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -876,6 +904,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'tlsCipherSuites',
     group: 'Serving',
     help: 'Cipher suites of the authenticated API, Go names (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,...); none given: the defaults',
+    refusedWhen: "a name Go does not know (the kubelet's message), or one Node.js's OpenSSL lacks",
   }),
   option({
     key: 'tlsMinVersion',
@@ -892,7 +921,32 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'featureGates',
     group: 'General',
     help: 'Feature gates to set (Name=true|false,...); on the command line each one given wins over the config file\'s',
-    refuse: (value) => (Object.keys(value).length === 0 ? null : 'statelet takes every feature gate at its default; set none'),
+    refusedWhen: "an unknown gate, a locked gate set otherwise (the kubelet's messages), a gate set otherwise than its default that statelet does not implement",
+  }),
+  option({
+    key: 'configDir',
+    kind: stringKind,
+    flag: 'config-dir',
+    group: 'General',
+    help: 'Directory of KubeletConfiguration drop-ins: every *.conf under it, in lexical order, is merged over --config as a JSON merge patch; flags override both',
+  }),
+  option({
+    key: 'cloudProvider',
+    kind: cloudProviderKind,
+    flag: 'cloud-provider',
+    group: 'Cluster',
+    help: "'external' when a cloud controller manager initializes the node: it is registered with the node.cloudprovider.kubernetes.io/uninitialized:NoSchedule taint; empty for none",
+    onlyWith: { holds: (settings) => settings.cloudProvider === '' || inCluster.holds(settings), reason: inCluster.reason },
+    refusedWhen: "any provider but `external` (the kubelet's message: built-in providers are gone)",
+  }),
+  option({
+    key: 'providerId',
+    kind: stringKind,
+    flag: 'provider-id',
+    configField: 'providerID',
+    group: 'Cluster',
+    help: "The node's ID in its provider's machine database, registered as spec.providerID",
+    onlyWith: { holds: (settings) => settings.providerId === '' || inCluster.holds(settings), reason: inCluster.reason },
   }),
   option({
     key: 'registerNode',
@@ -1216,6 +1270,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'cgroupDriver',
     group: 'Node',
     help: 'How cgroups are made: cgroupfs (systemd is refused)',
+    refusedWhen: '`systemd`: statelet has no systemd cgroup driver',
   }),
   option({
     key: 'cpuManagerPolicy',
@@ -1224,6 +1279,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'cpuManagerPolicy',
     group: 'Node',
     help: 'CPU Manager policy: none (static is refused)',
+    refusedWhen: '`static`',
   }),
   option({
     key: 'memoryManagerPolicy',
@@ -1232,6 +1288,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'memoryManagerPolicy',
     group: 'Node',
     help: 'Memory Manager policy: None (Static is refused)',
+    refusedWhen: '`Static`',
   }),
   option({
     key: 'topologyManagerPolicy',
@@ -1240,6 +1297,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'topologyManagerPolicy',
     group: 'Node',
     help: 'Topology Manager policy: none (best-effort, restricted and single-numa-node are refused)',
+    refusedWhen: '`best-effort`, `restricted`, `single-numa-node`',
   }),
   option({
     key: 'enforceNodeAllocatable',
@@ -1253,6 +1311,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
       // pkg/kubelet/apis/config/validation/validation.go ValidateKubeletConfiguration.
       reason: 'cgroupsPerQOS (--cgroups-per-qos) must be set to true when "pods" contained in enforceNodeAllocatable (--enforce-node-allocatable); give --enforce-node-allocatable=none',
     },
+    refusedWhen: '`system-reserved`, `kube-reserved`',
   }),
   option({
     key: 'podMaxPids',
@@ -1278,6 +1337,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     group: 'Node',
     help: 'memorySwap.swapBehavior: NoSwap (or empty), the only behaviour statelet has; LimitedSwap is refused',
     defaultText: 'NoSwap',
+    refusedWhen: '`LimitedSwap`',
   }),
   option({
     key: 'seccompDefault',
@@ -1342,6 +1402,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     key: 'clientCaFile',
     kind: stringKind,
     flag: 'client-ca-file',
+    configField: 'authentication.x509.clientCAFile',
     group: 'Serving',
     help: 'CA bundle (PEM) that signs the client certificates the authenticated API accepts (user = CN, groups = O)',
   }),
@@ -1349,6 +1410,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     key: 'anonymousAuth',
     kind: boolKind,
     flag: 'anonymous-auth',
+    configField: 'authentication.anonymous.enabled',
     group: 'Serving',
     help: 'Let requests without credentials in as system:anonymous (then authorized like any user)',
   }),
@@ -1356,6 +1418,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     key: 'authenticationTokenWebhook',
     kind: boolKind,
     flag: 'authentication-token-webhook',
+    configField: 'authentication.webhook.enabled',
     group: 'Serving',
     help: 'Authenticate bearer tokens with the TokenReview API',
     defaultText: 'true with --kubeconfig',
@@ -1369,6 +1432,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     key: 'authorizationMode',
     kind: enumKind(['AlwaysAllow', 'Webhook'] as const),
     flag: 'authorization-mode',
+    configField: 'authorization.mode',
     group: 'Serving',
     help: 'Webhook: every request authorized by a SubjectAccessReview (nodes/<subresource>); AlwaysAllow: any authenticated request',
     defaultText: 'Webhook with --kubeconfig, else AlwaysAllow',
@@ -1581,6 +1645,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     key: 'podLogsDir',
     kind: stringKind,
     flag: 'pod-logs-dir',
+    configField: 'podLogsDir',
     group: 'Statelet',
     help: 'Directory of the per-pod container log directories (the kubelet uses /var/log/pods)',
   }),
@@ -1623,6 +1688,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     key: 'verbosity',
     kind: intKind(0),
     flag: 'v',
+    configField: 'logging.verbosity',
     group: 'Logging',
     help: 'Log verbosity level (also -v N)',
   }),
@@ -1630,6 +1696,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     key: 'logFormat',
     kind: enumKind(['text', 'json']),
     flag: 'logging-format',
+    configField: 'logging.format',
     group: 'Logging',
     help: 'Log output format',
   }),
@@ -1645,7 +1712,11 @@ export function configz(config: AgentSettings): Record<string, unknown> {
     if (!spec.configField) continue;
     const value = config[spec.key];
     if (value === undefined) continue;
-    out[spec.configField] = spec.kind.toConfig ? (spec.kind.toConfig as (v: unknown) => unknown)(value) : value;
+    // A field of a nested block (authentication.x509.clientCAFile) goes into its block.
+    const parts = spec.configField.split('.');
+    let holder = out;
+    for (const part of parts.slice(0, -1)) holder = (holder[part] ??= {}) as Record<string, unknown>;
+    holder[parts[parts.length - 1]!] = spec.kind.toConfig ? (spec.kind.toConfig as (v: unknown) => unknown)(value) : value;
   }
   return out;
 }

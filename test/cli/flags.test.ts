@@ -7,6 +7,7 @@ import { DurationError, formatDuration, parseDuration } from '../../src/duration
 import { UsageError, helpText, parseCommandLine } from '../../src/cli/flags.ts';
 import { ConfigFileError, parseKubeletConfig, readKubeletConfigFile } from '../../src/cli/kubeletConfig.ts';
 import { OPTIONS, configz } from '../../src/cli/options.ts';
+import { KUBELET_FEATURE_GATES } from '../../src/cli/kubeletConfigApi.ts';
 
 const env = { hostname: () => 'Worker-1.Example' };
 
@@ -122,7 +123,9 @@ describe('parseCommandLine: defaults and forms', () => {
       serverTLSBootstrap: false,
       tlsCipherSuites: [],
       tlsMinVersion: 'VersionTLS12',
-      featureGates: {},
+      featureGates: Object.fromEntries(Object.entries(KUBELET_FEATURE_GATES).map(([name, gate]) => [name, gate.default])),
+      cloudProvider: '',
+      providerId: '',
       nodeLabels: {},
       registerWithTaints: [],
       nodeStatusUpdateFrequencyMs: 10_000,
@@ -253,6 +256,8 @@ describe('parseCommandLine: defaults and forms', () => {
       registerWithTaints: [{ key: 'a', value: 'b', effect: 'NoExecute' }],
       systemReserved: { cpu: '500m' },
       nodeStatusUpdateFrequencyMs: 20_000,
+      // defaults.go: an unset report frequency follows an update frequency that was set.
+      nodeStatusReportFrequencyMs: 20_000,
       nodeLeaseDurationSeconds: 60,
       kubeApiQps: 10,
       eventBurst: 7,
@@ -275,9 +280,11 @@ describe('parseCommandLine: defaults and forms', () => {
       imageMinimumGcAgeMs: 300_000,
       imageMaximumGcAgeMs: 0,
     });
-    const file = writeConfig(`${HEADER}imageGCHighThresholdPercent: 100\nimageGCLowThresholdPercent: 0\nimageMinimumGCAge: 0s\nimageMaximumGCAge: 168h\n`);
-    expect(run(['--config', file]).config).toMatchObject({ imageGcHighThresholdPercent: 100, imageGcLowThresholdPercent: 0, imageMinimumGcAgeMs: 0, imageMaximumGcAgeMs: 168 * 3_600_000 });
-    expect(usageError(['--image-maximum-gc-age=1h'])).toBe('unknown flag: --image-maximum-gc-age');
+    const file = writeConfig(`${HEADER}imageGCHighThresholdPercent: 100\nimageGCLowThresholdPercent: 0\nimageMinimumGCAge: 1s\nimageMaximumGCAge: 168h\n`);
+    expect(run(['--config', file]).config).toMatchObject({ imageGcHighThresholdPercent: 100, imageGcLowThresholdPercent: 0, imageMinimumGcAgeMs: 1_000, imageMaximumGcAgeMs: 168 * 3_600_000 });
+    // 0s is the zero value, which SetDefaults_KubeletConfiguration makes the default, 2m.
+    expect(run(['--config', writeConfig(`${HEADER}imageMinimumGCAge: 0s\n`)]).config.imageMinimumGcAgeMs).toBe(120_000);
+    expect(usageError(['--image-maximum-gc-age=1h'])).toBe('failed to parse kubelet flag: unknown flag: --image-maximum-gc-age');
   });
 
   it.each([
@@ -442,7 +449,7 @@ describe('parseCommandLine: defaults and forms', () => {
     const version = parseCommandLine(['--version'], env);
     const manifest: unknown = JSON.parse(fs.readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
     expect(manifest).toHaveProperty('version');
-    expect(version).toEqual({ kind: 'version', text: `statelet v${String(Object(manifest).version)}` });
+    expect(version).toEqual({ kind: 'version', text: `Kubernetes v1.37.0-statelet.${String(Object(manifest).version)}` });
   });
 
   it('still rejects a bad flag that comes with --help', () => {
@@ -452,9 +459,9 @@ describe('parseCommandLine: defaults and forms', () => {
 
 describe('parseCommandLine: errors', () => {
   it.each([
-    [['--bogus'], 'unknown flag: --bogus'],
-    [['--bogus=1'], 'unknown flag: --bogus'],
-    [['-bogus'], 'unknown flag: -bogus'],
+    [['--bogus'], 'failed to parse kubelet flag: unknown flag: --bogus'],
+    [['--bogus=1'], 'failed to parse kubelet flag: unknown flag: --bogus'],
+    [['-bogus'], 'failed to parse kubelet flag: unknown flag: -bogus'],
     [['---max-pods=1'], 'bad flag syntax: ---max-pods=1'],
     [['pods'], 'unexpected argument "pods": statelet takes only flags'],
     [['--', 'pods'], 'unexpected argument "pods": statelet takes only flags'],
@@ -628,11 +635,12 @@ describe('--config precedence', () => {
     expect(run([]).config.readOnlyPort).toBe(10255);
   });
 
-  it('returns warnings for fields statelet ignores', () => {
+  it('takes a field statelet does not implement at its default, and refuses another value', () => {
     const file = writeConfig(`${HEADER}maxPods: 3\nclusterDNS: [10.96.0.10]\nclusterDomain: cluster.local\ncpuManagerReconcilePeriod: 10s\nevictionHard:\n  memory.available: 100Mi\n`);
     const { config, warnings } = run(['--config', file]);
     expect(config).toMatchObject({ maxPods: 3, clusterDns: ['10.96.0.10'], clusterDomain: 'cluster.local', evictionHard: { 'memory.available': '100Mi' } });
-    expect(warnings).toEqual([`${file}: ignoring field "cpuManagerReconcilePeriod", which statelet does not support`]);
+    expect(warnings).toEqual([]);
+    expect(() => run(['--config', writeConfig(`${HEADER}cpuManagerReconcilePeriod: 5s\n`)])).toThrow(/cpuManagerReconcilePeriod: "5s" is refused: statelet has the CPU and Topology Managers' "none" policy only/);
     expect(run(['--cluster-dns', '10.96.0.10,fd00::a', '--resolv-conf=']).config).toMatchObject({ clusterDns: ['10.96.0.10', 'fd00::a'], resolvConf: '' });
     expect(usageError(['--cluster-dns', 'dns.example'])).toMatch(/^invalid value "dns.example" for flag --cluster-dns: not an IP address/);
   });
@@ -756,8 +764,7 @@ describe('KubeletConfiguration file', () => {
     [`${HEADER}staticPodURLHeader: {a: b}\n`, 'config.yaml: staticPodURLHeader: header "a": expected a list of strings'],
     [`${HEADER}staticPodURLHeader: [a]\n`, 'config.yaml: staticPodURLHeader: expected a map of header name to a list of values'],
     [`${HEADER}maxParallelImagePulls: 0\n`, 'config.yaml: maxParallelImagePulls: must be at least 1'],
-    [`${HEADER}userNamespaces: {idsPerPod: 131072}\n`, 'config.yaml: userNamespaces.idsPerPod: statelet gives each pod 65536 IDs (the default); 131072 is not supported'],
-    [`${HEADER}userNamespaces: {idsPerPods: 65536}\n`, 'config.yaml: userNamespaces: unknown field "idsPerPods"'],
+    [`${HEADER}userNamespaces: {idsPerPod: 131072}\n`, 'config.yaml: userNamespaces.idsPerPod: 131072 is refused: statelet gives each pod of its own user namespace 65536 IDs, the default'],
     [`${HEADER}userNamespaces: 65536\n`, 'config.yaml: userNamespaces: expected an object'],
   ])('rejects %j', (text, message) => {
     expect(() => parseKubeletConfig(text, 'config.yaml')).toThrow(ConfigFileError);
@@ -773,11 +780,11 @@ describe('KubeletConfiguration file', () => {
   });
 
   it('returns a warning per unknown field and still maps the known ones', () => {
-    const result = parseKubeletConfig(`${HEADER}maxPods: 4\nnotAField: {Foo: true}\nreservedMemory: []\n`, 'k.yaml');
+    const result = parseKubeletConfig(`${HEADER}maxPods: 4\nnotAField: {Foo: true}\nreservedMemory: []\nuserNamespaces: {idsPerPods: 65536}\n`, 'k.yaml');
     expect(result.settings).toEqual({ maxPods: 4 });
     expect(result.warnings).toEqual([
-      'k.yaml: ignoring field "notAField", which statelet does not support',
-      'k.yaml: ignoring field "reservedMemory", which statelet does not support',
+      'k.yaml: unknown field "notAField" (not in KubeletConfiguration v1beta1) ignored, as the kubelet\'s lenient decoding does',
+      'k.yaml: unknown field "userNamespaces.idsPerPods" (not in KubeletConfiguration v1beta1) ignored, as the kubelet\'s lenient decoding does',
     ]);
   });
 
@@ -806,7 +813,7 @@ describe('KubeletConfiguration file', () => {
   });
 
   it('refuses the systemd cgroup driver, and takes cgroupfs', () => {
-    expect(() => parseKubeletConfig(`${HEADER}cgroupDriver: systemd\n`, 'k.yaml')).toThrow(/cgroupfs driver only/);
+    expect(() => parseKubeletConfig(`${HEADER}cgroupDriver: systemd\n`, 'k.yaml')).toThrow(/no systemd cgroup driver: it makes its cgroups through cgroupfs only/);
     expect(parseKubeletConfig(`${HEADER}cgroupDriver: cgroupfs\ncgroupsPerQOS: false\npodPidsLimit: 100\nenforceNodeAllocatable: [pods]\n`, 'k.yaml').settings).toEqual({
       cgroupDriver: 'cgroupfs',
       cgroupsPerQos: false,
@@ -840,6 +847,14 @@ describe('KubeletConfiguration file', () => {
     ['memorySwap: {swapBehavior: 1}', 'k.yaml: memorySwap: swapBehavior: expected a string'],
   ])('refuses %s rather than run without it', (line, message) => {
     expect(() => parseKubeletConfig(`${HEADER}${line}\n`, 'k.yaml')).toThrow(message);
+  });
+
+  it('shows the authentication, authorization and logging settings in /configz in their blocks', () => {
+    expect(configz(run(['--client-ca-file=/ca.crt', '--anonymous-auth=false', '--authorization-mode=AlwaysAllow', '-v', '3']).config)).toMatchObject({
+      authentication: { x509: { clientCAFile: '/ca.crt' }, anonymous: { enabled: false } },
+      authorization: { mode: 'AlwaysAllow' },
+      logging: { format: 'text', verbosity: 3 },
+    });
   });
 
   it('shows failSwapOn and memorySwap in /configz as a kubelet config file writes them', () => {
@@ -898,7 +913,7 @@ describe('a setting given where it would be ignored (never accept a setting and 
   ];
   it.each(refused)('$argv', ({ argv, message, takenWith }) => {
     expect(usageError(argv)).toBe(message);
-    expect(run([...argv, ...takenWith]).warnings).toEqual([]);
+    expect(run([...argv, ...takenWith]).warnings.filter((warning) => !warning.startsWith('Flag --'))).toEqual([]);
   });
 
   it('takes what does apply without the rest: AlwaysAllow, no token webhook, a pod cgroup default left alone', () => {
@@ -910,7 +925,7 @@ describe('a setting given where it would be ignored (never accept a setting and 
   it('warns about such a field of a config file (the file may be shared with kubelets), as about an unknown one', () => {
     const file = writeConfig(`${HEADER}registerNode: true\nhttpCheckFrequency: 20s\nfileCheckFrequency: 20s\nstaticPodPath: /m\nunknownField: 1\n`);
     expect(run(['--config', file]).warnings).toEqual([
-      `${file}: ignoring field "unknownField", which statelet does not support`,
+      `${file}: unknown field "unknownField" (not in KubeletConfiguration v1beta1) ignored, as the kubelet's lenient decoding does`,
       `${file}: ignoring field "registerNode": has no effect without --kubeconfig, ${NO_EFFECT}`,
       `${file}: ignoring field "httpCheckFrequency": has no effect without --manifest-url (staticPodURL), ${NO_EFFECT}`,
     ]);
