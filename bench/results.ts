@@ -252,3 +252,23 @@ export interface MetricsResult {
   metrics: ScrapeCost;
   probes: ScrapeCost;
 }
+
+/** bench/rotation.ts: a client certificate rotation under load. */
+export interface RotationResult {
+  pods: number;
+  signingDuration: string;
+  loadSeconds: number;
+  renewals: number;
+  replacementPods: number;
+  replacementPodsNeverRunning: string[];
+  statusWrites: number;
+  retryPeriodMs: number;
+  largestGapMs: number;
+  gapMs: Summary;
+  gapAcrossEachRenewalMs: (number | null)[];
+  createToRunningAfterRenewalMs: Summary;
+  createToRunningOtherwiseMs: Summary;
+  leaseLongestIntervalMs: number;
+  agentTroubleLines: number;
+  agentTroubleSample: string[];
+}

@@ -11,6 +11,9 @@
  *   npm run bench -- --only=scale       100 simulated nodes in one statelet process beside kwok faking
  *                                       them, a Deployment of 3,000 pods (not part of "everything": ~30 min);
  *                                       its table goes to docs/benchmarks.md
+ *   npm run bench -- --only=rotation    a client certificate rotation under load: statelet joined to a kubeadm-like
+ *                                       control plane by TLS bootstrap, 100 sim:// pods, one replaced a second,
+ *                                       until two renewals (not part of "everything": ~5 min)
  *   BENCH_QUICK=1 BENCH_ONLY=sim npm run bench
  *
  * See docs/benchmarks.md for what each figure means.
@@ -23,15 +26,15 @@ import { fileURLToPath } from 'node:url';
 import { binaryLaunch, STATELET_BIN } from './launch.ts';
 import { LOCAL_PV_END, LOCAL_PV_START, localPvMarkdown, versusMarkdown, versusRows, withSection, withVersusSection } from './versus.ts';
 import { type ScaleRun, scaleMarkdown, scaleRows, withScaleSection } from './scaleTable.ts';
-import type { ActorMeasure, ActorsResult, AgentResult, ClusterResult, ExecResult, LogsResult, MetricsResult, TokensResult, ContainerdResult, Failed, Frames, PageResult, SimResult, Skipped } from './results.ts';
+import type { ActorMeasure, ActorsResult, AgentResult, ClusterResult, ExecResult, LogsResult, MetricsResult, RotationResult, TokensResult, ContainerdResult, Failed, Frames, PageResult, SimResult, Skipped } from './results.ts';
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const resultsFile = path.join(benchDir, 'results.json');
 
-type Scenario = 'sim' | 'actors' | 'containerd' | 'agent' | 'page' | 'cluster' | 'logs' | 'exec' | 'metrics' | 'versus-kubelet' | 'scale';
+type Scenario = 'sim' | 'actors' | 'containerd' | 'agent' | 'page' | 'cluster' | 'logs' | 'exec' | 'metrics' | 'versus-kubelet' | 'scale' | 'rotation';
 const allScenarios: Scenario[] = ['sim', 'actors', 'containerd', 'agent', 'page', 'cluster', 'logs', 'exec', 'metrics'];
 /** Run only when asked for by name. */
-const namedScenarios: Scenario[] = ['versus-kubelet', 'scale'];
+const namedScenarios: Scenario[] = ['versus-kubelet', 'scale', 'rotation'];
 
 const argv = process.argv.slice(2);
 const quick = argv.includes('--quick') || ['1', 'true'].includes(process.env.BENCH_QUICK ?? '');
@@ -249,6 +252,23 @@ function printAgent(r: Run<AgentResult | Skipped>): void {
     row('agent RSS at N pods, mean over the idle window (MB)', (x) => x.rssMBAtNPods),
     row('agent RSS at N pods, highest (MB)', (x) => x.rssMBAtNPodsHighest),
     row('agent idle CPU at N pods (% of one core)', (x) => x.idleCpuPercentOfOneCoreAtN),
+  ]);
+}
+
+function printRotation(r: Run<RotationResult | Skipped>): void {
+  if (failed(r)) return void console.log(`\nrotation: ${r.error}`);
+  if (skipped(r)) return void console.log(`\nrotation: SKIPPED — ${r.skipped}`);
+  table(`rotation — ${r.renewals} client certificate renewals (signed for ${r.signingDuration}) over ${r.loadSeconds} s with ${r.pods} sim:// pods, one replaced a second, a watch open`, ['metric', 'value'], [
+    ['pod status writes seen on the watch', r.statusWrites],
+    ['largest gap between status writes (ms)', r.largestGapMs],
+    ['gap between status writes p50 / p99 (ms)', `${r.gapMs.p50} / ${r.gapMs.p99}`],
+    ['gap across each renewal (ms)', r.gapAcrossEachRenewalMs.join(', ')],
+    ['the status writer\'s retry period (ms)', r.retryPeriodMs],
+    ['create→Running within 15 s after a renewal p50 / max (ms)', `${r.createToRunningAfterRenewalMs.p50} / ${r.createToRunningAfterRenewalMs.max}`],
+    ['create→Running otherwise p50 / max (ms)', `${r.createToRunningOtherwiseMs.p50} / ${r.createToRunningOtherwiseMs.max}`],
+    ['replacement pods never Running', r.replacementPodsNeverRunning.length],
+    ['longest interval between Lease renewals (ms)', r.leaseLongestIntervalMs],
+    ['agent log lines naming 401, expiry or a TLS failure', r.agentTroubleLines],
   ]);
 }
 
@@ -520,6 +540,12 @@ async function main(): Promise<void> {
     const page = await worker<PageResult | Skipped>('page.ts', [`--n=${quick ? 100 : 1000}`]);
     results.page = page;
     printed.push(() => printPage(page));
+  }
+  if (only.includes('rotation')) {
+    console.error('rotation: a client certificate rotation under load (100 sim:// pods)…');
+    const rotation = await worker<RotationResult | Skipped>('rotation.ts', ['--pods=100', '--renewals=2']);
+    results.rotation = rotation;
+    printed.push(() => printRotation(rotation));
   }
   results.totalWallS = Math.round((performance.now() - t0) / 100) / 10;
 

@@ -52,8 +52,10 @@ export class CertificateFileStore implements CertificateSource {
     return path.join(this.certDir, `${this.prefix}-updated.pem`);
   }
 
+  /** The pair in use, or null when there is none or it has expired (certificate_manager.go Current). */
   current(): { cert: string; key: string; notAfter: Date } | null {
-    return this.pair && { cert: this.pair.cert, key: this.pair.key, notAfter: this.pair.leaf.notAfter };
+    if (!this.pair || this.now() > this.pair.leaf.notAfter.getTime()) return null;
+    return { cert: this.pair.cert, key: this.pair.key, notAfter: this.pair.leaf.notAfter };
   }
 
   /** The pair in use with its leaf's subject and dates (what the manager compares with its template). */

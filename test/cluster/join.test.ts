@@ -4,8 +4,11 @@
  * and kubeadm-flags.env (kubeadmNode.ts), holding nothing but the bootstrap token — as the
  * `statelet` command users run (bin/statelet.js), on sim://, on a private containerd, and as
  * `--nodes=3` simulated nodes that each bootstrap their own identity:
- *   - the bootstrap CSR (`node-csr-…`) is approved by kube-controller-manager; the Node is created
- *     by `system:node:<name>` (the API server's audit log); pods run;
+ *   - the bootstrap CSR is approved by kube-controller-manager: with kubeadm's
+ *     `rotateCertificates: true` the certificate manager asks (`csr-…`, client-go
+ *     certificate_manager.go rotateCerts), with `--rotate-certificates=false` the synchronous
+ *     bootstrap (`node-csr-…`, bootstrap.go requestNodeCertificate); the Node is created by
+ *     `system:node:<name>` (the API server's audit log); pods run;
  *   - the serving CSR waits for the admin; until approved the API server (which verifies kubelets
  *     against the cluster CA) cannot reach the node's logs; once approved `kubectl logs` and
  *     `kubectl exec` work through it;
@@ -39,6 +42,8 @@ const containerd = await startContainerd();
 /** One agent process joined through kubeadm's files: one node, or several (--nodes). */
 interface Joined {
   label: string;
+  /** Client certificate rotation on (kubeadm's config.yaml), or turned off in /etc/default/kubelet. */
+  rotates: boolean;
   /** Its Nodes' names. */
   names: string[];
   image: string;
@@ -50,9 +55,11 @@ interface Joined {
 
 const HOLLOW = ['join-hollow-0', 'join-hollow-1', 'join-hollow-2'];
 const joined: Joined[] = [
-  { label: 'sim://', names: ['join-sim'], image: 'busybox', kubeletConf: () => '' },
-  ...(containerd ? [{ label: 'containerd', names: ['join-containerd'], image: BUSYBOX_IMAGE, kubeletConf: () => '' }] : []),
-  { label: 'sim:// --nodes=3', names: HOLLOW, image: 'busybox', kubeletConf: () => '' },
+  // First: without rotation its certificate expires ROTATION_SIGNING_DURATION after its bootstrap.
+  { label: 'sim:// --rotate-certificates=false', rotates: false, names: ['join-norotate'], image: 'busybox', kubeletConf: () => '' },
+  { label: 'sim://', rotates: true, names: ['join-sim'], image: 'busybox', kubeletConf: () => '' },
+  ...(containerd ? [{ label: 'containerd', rotates: true, names: ['join-containerd'], image: BUSYBOX_IMAGE, kubeletConf: () => '' }] : []),
+  { label: 'sim:// --nodes=3', rotates: true, names: HOLLOW, image: 'busybox', kubeletConf: () => '' },
 ];
 
 let cp: ControlPlane | null = null;
@@ -67,8 +74,9 @@ beforeAll(async () => {
       // The nodes of --nodes take the next addresses, away from the other suites' (127.0.1.x).
       nodeIp: several ? '127.0.3.1' : '127.0.0.1',
       containerRuntimeEndpoint: join.label === 'containerd' ? containerd!.endpoint : 'sim://',
-      // /etc/default/kubelet: one process for three nodes, each with its own kubeconfig.
+      // /etc/default/kubelet: one process for three nodes, each with its own kubeconfig; or no rotation.
       ...(several ? { extraArgs: (dirs) => ['--nodes=3', `--kubeconfig=${dirs.etcDir}/kubelet-{node}.conf`] } : {}),
+      ...(join.rotates ? {} : { extraArgs: () => ['--rotate-certificates=false'] }),
     });
     join.files = files;
     join.kubeletConf = (name) => (several ? path.join(files.etcDir, `kubelet-${name}.conf`) : files.kubeletConf);
@@ -101,7 +109,7 @@ async function podFor(cp: ControlPlane, namespace: string, name: string, nodeNam
 }
 
 describe.each(joined)('statelet joining like kubeadm ($label)', (join) => {
-  it('joins with only the bootstrap token: its node-csr is auto-approved, its Node is created by system:node:<name>, its kubeconfig points at the issued certificate, pods run', { timeout: 240_000 }, async ({ skip }) => {
+  it('joins with only the bootstrap token: its CSR is auto-approved, its Node is created by system:node:<name>, its kubeconfig points at the issued certificate, pods run', { timeout: 240_000 }, async ({ skip }) => {
     if (!cp || !join.agent) return skip();
     const kubeadm = cp.kubeadm!;
     try {
@@ -113,9 +121,11 @@ describe.each(joined)('statelet joining like kubeadm ($label)', (join) => {
     const csrs = await kubeadm.csrs();
     for (const name of join.names) {
       const bootstrap = csrs.filter((csr) => csr.spec.signerName === CLIENT_SIGNER && csr.spec.username === tokenUser && issuedTo(csr) === `O=system:nodes\nCN=system:node:${name}`);
-      expect(bootstrap.map((csr) => csr.metadata?.name), name).toEqual([expect.stringMatching(/^node-csr-[A-Za-z0-9_-]+$/)]);
+      // The certificate manager's CSR (generateName csr-, usages of an ECDSA key: DefaultKubeletClientGetUsages),
+      // or the synchronous bootstrap's (its digested name, with key encipherment: bootstrap.go requestNodeCertificate).
+      expect(bootstrap.map((csr) => csr.metadata?.name), name).toEqual([expect.stringMatching(join.rotates ? /^csr-[a-z0-9]+$/ : /^node-csr-[A-Za-z0-9_-]+$/)]);
       const [csr] = bootstrap;
-      expect([...csr!.spec.usages!].sort()).toEqual(['client auth', 'digital signature', 'key encipherment']);
+      expect([...csr!.spec.usages!].sort()).toEqual(join.rotates ? ['client auth', 'digital signature'] : ['client auth', 'digital signature', 'key encipherment']);
       expect(csr!.status?.conditions?.find((c) => c.type === 'Approved')?.reason).toBe('AutoApproved');
 
       // Registered under the node's own name, by nobody else.
@@ -192,8 +202,11 @@ describe('certificate rotation while joined', () => {
   it('renews every node’s client certificate at least twice while a watch is open and pods are being created: no pod lost, no status missing, Leases renewed', { timeout: 12 * 60_000 }, async ({ skip }) => {
     if (!cp || joined.some((j) => !j.agent)) return skip();
     const kubeadm = cp.kubeadm!;
-    const names = joined.flatMap((j) => j.names);
-    const imageOf = new Map(joined.flatMap((j) => j.names.map((n) => [n, j.image] as const)));
+    // The node without rotation has done its part: its certificate is expiring.
+    for (const join of joined.filter((j) => !j.rotates)) await join.agent!.stop();
+    const rotating = joined.filter((j) => j.rotates);
+    const names = rotating.flatMap((j) => j.names);
+    const imageOf = new Map(rotating.flatMap((j) => j.names.map((n) => [n, j.image] as const)));
     // Serving certificates rotate as often: an approver keeps them issued, as in such a cluster.
     const stopApprover = kubeadm.approveServingCsrs(names);
     const namespace = await cp.namespace('rotation');
@@ -233,7 +246,7 @@ describe('certificate rotation while joined', () => {
       }
       for (const { name } of created) await cp.waitFor<k8s.V1Pod>(pods(namespace), name, running, 120_000);
     } catch (err) {
-      throw new Error([String(err), ...joined.map((j) => failure(j, '').message)].join('\n'));
+      throw new Error([String(err), ...rotating.map((j) => failure(j, '').message)].join('\n'));
     } finally {
       controller.abort();
       await stopApprover();
@@ -245,13 +258,14 @@ describe('certificate rotation while joined', () => {
     }
     // Each node holds a renewed certificate (not the bootstrap one) and its Lease is still being renewed.
     const since = Date.now();
-    for (const join of joined) {
+    for (const join of rotating) {
       expect(join.agent!.child.exitCode).toBeNull();
       for (const name of join.names) {
         const kubeconfig = new k8s.KubeConfig();
         kubeconfig.loadFromFile(join.kubeletConf(name));
         const current = new X509Certificate(await readFile(kubeconfig.getCurrentUser()!.certFile!));
-        const bootstrap = (await kubeadm.csrs()).find((csr) => csr.metadata?.name?.startsWith('node-csr-') && issuedTo(csr) === current.subject);
+        const tokenUser = `system:bootstrap:${kubeadm.token.split('.')[0]}`;
+        const bootstrap = (await kubeadm.csrs()).find((csr) => csr.spec.username === tokenUser && issuedTo(csr) === current.subject);
         expect(current.serialNumber).not.toBe(new X509Certificate(Buffer.from(bootstrap!.status!.certificate!, 'base64')).serialNumber);
         await cp.waitFor<k8s.V1Lease>(leases, name, (lease) => Date.parse(String(lease?.spec?.renewTime ?? 0)) > since, 60_000);
       }

@@ -15,6 +15,8 @@ export class FakeCsrApi implements CertificateSigningRequests {
   /** The next create fails with this. */
   createFailure: ApiError | null = null;
   responds = true;
+  /** Set: each request created is approved and signed for this long right after (an auto-approver). */
+  autoIssueMs: number | null = null;
 
   constructor(private readonly ca: TestCa) {}
 
@@ -33,6 +35,10 @@ export class FakeCsrApi implements CertificateSigningRequests {
     const stored: CertificateSigningRequest = { ...structuredClone(csr), metadata: { name, uid: `uid-${this.seq++}`, resourceVersion: String(this.rv++) }, status: {} };
     this.csrs.set(name, stored);
     this.notify('ADDED', stored);
+    if (this.autoIssueMs !== null) {
+      const lifetimeMs = this.autoIssueMs;
+      setTimeout(() => this.issue(name, lifetimeMs), 1);
+    }
     return structuredClone(stored);
   }
 
