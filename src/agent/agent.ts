@@ -361,7 +361,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
       if (mode === 'manager') {
         if (!apiClient) throw new Error('serverTLSBootstrap (--rotate-server-certificates) requests the serving certificate from the API server: it needs --kubeconfig');
         const csrApi = apiClient.api;
-        manager = await startServingCertificateManager({ certDir, nodeName: config.nodeName, addresses: nodeSettings(config, kubeletVersion()).addresses, csrApi: () => csrApi, clock, log });
+        manager = await startServingCertificateManager({ certDir, nodeName: config.nodeName, addresses: nodeSettings(config, kubeletVersion()).addresses, csrApi: () => csrApi, metrics, clock, log });
         closers.unshift(() => manager!.stop());
       }
       const serving = await openServingTls({
