@@ -17,6 +17,7 @@ import type { Actor, InspectionEvent, Observer } from 'xstate';
 import type { AgentConfig } from '../cli/config.ts';
 import { type Clock, realClock } from '../clock.ts';
 import { kubeletVersion } from '../cli/flags.ts';
+import { featureEnabled } from '../cli/featureGates.ts';
 import { configz } from '../cli/options.ts';
 import type { KubeClientOptions } from '../client/kubeClient.ts';
 import { type CertificateSigningRequests, type KubeApi, RequestCounts } from '../client/api.ts';
@@ -352,7 +353,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
       const certDir = config.certDir ?? path.join(config.rootDir, 'pki');
       const mode = servingCertificateMode({
         serverTLSBootstrap: config.serverTLSBootstrap,
-        rotateKubeletServerCertificate: config.featureGates['RotateKubeletServerCertificate'] ?? true,
+        rotateKubeletServerCertificate: featureEnabled(config.featureGates, 'RotateKubeletServerCertificate'),
         ...(config.tlsCertFile ? { tlsCertFile: config.tlsCertFile } : {}),
         ...(config.tlsPrivateKeyFile ? { tlsPrivateKeyFile: config.tlsPrivateKeyFile } : {}),
       });
@@ -360,7 +361,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
       if (mode === 'manager') {
         if (!apiClient) throw new Error('serverTLSBootstrap (--rotate-server-certificates) requests the serving certificate from the API server: it needs --kubeconfig');
         const csrApi = apiClient.api;
-        manager = await startServingCertificateManager({ certDir, nodeName: config.nodeName, addresses: nodeSettings(config, kubeletVersion()).addresses, csrApi: () => csrApi, clock, log });
+        manager = await startServingCertificateManager({ certDir, nodeName: config.nodeName, addresses: nodeSettings(config, kubeletVersion()).addresses, csrApi: () => csrApi, metrics, clock, log });
         closers.unshift(() => manager!.stop());
       }
       const serving = await openServingTls({
@@ -372,8 +373,8 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
         host: config.nodeName,
         addresses: [...(config.nodeIp?.split(',') ?? []), ...(config.address === '0.0.0.0' ? [] : [config.address])],
         ...(config.clientCaFile ? { clientCaFile: config.clientCaFile } : {}),
-        reloadServingFiles: config.featureGates['ReloadKubeletServerCertificateFile'] ?? true,
-        reloadClientCa: config.featureGates['ReloadKubeletClientCAFile'] ?? true,
+        reloadServingFiles: featureEnabled(config.featureGates, 'ReloadKubeletServerCertificateFile'),
+        reloadClientCa: featureEnabled(config.featureGates, 'ReloadKubeletClientCAFile'),
         settings: tlsSettings.settings,
         clock,
         log,
