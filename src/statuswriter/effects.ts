@@ -190,10 +190,13 @@ export class StatusWriter {
     const pod = this.deps.pod(uid);
     const ours = statuses.get(uid);
     if (!pod || !ours) return;
-    // A pod from the API comes with its API status (the watch keeps it fresh): the write needs no
-    // read first; the patch's UID precondition refuses it if the object is another pod by now, and
-    // then the object is read. A static pod's status goes to its mirror, which is read.
-    if (!isStaticPod(pod)) {
+    // A pod from the API comes with its API status (the watch keeps it fresh): a write within the
+    // phase the agent has seen needs no read first; the patch's UID precondition refuses it if the
+    // object is another pod by now, and then the object is read. A new phase is written over a
+    // fresh read, as status_manager.go syncPod reads before every patch: the watch may lag (an
+    // agent restarted over a stale list, a cut watch), and a phase it has not shown yet may be a
+    // terminal one that must never be left. A static pod's status goes to its mirror, which is read.
+    if (!isStaticPod(pod) && ours.phase === pod.status?.phase) {
       try {
         return await this.write(uid, pod, pod);
       } catch (err) {
