@@ -7,7 +7,7 @@
  * would be accepted and ignored, and is refused.
  */
 
-import { KUBELET_FEATURE_GATES } from './kubeletConfigApi.ts';
+import { KUBELET_FEATURE_GATES, type FeatureGateSpec } from './kubeletConfigApi.ts';
 
 /**
  * The gates whose both values statelet implements, with what the gate switches in statelet. Empty
@@ -29,25 +29,29 @@ export class FeatureGateError extends Error {
  * otherwise or an enabled gate whose dependency is off, and with statelet's for a value it does
  * not implement.
  */
-export function resolveFeatureGates(requested: Readonly<Record<string, boolean>>): Record<string, boolean> {
-  const resolved: Record<string, boolean> = Object.fromEntries(Object.entries(KUBELET_FEATURE_GATES).map(([name, spec]) => [name, spec.default]));
+export function resolveFeatureGates(
+  requested: Readonly<Record<string, boolean>>,
+  gates: Readonly<Record<string, FeatureGateSpec>> = KUBELET_FEATURE_GATES,
+  implemented: Readonly<Record<string, string>> = IMPLEMENTED_GATES,
+): Record<string, boolean> {
+  const resolved: Record<string, boolean> = Object.fromEntries(Object.entries(gates).map(([name, spec]) => [name, spec.default]));
   const errors: string[] = [];
   for (const [name, value] of Object.entries(requested)) {
-    const spec = KUBELET_FEATURE_GATES[name];
+    const spec = gates[name];
     // The kubelet stops at the first unknown gate.
     if (spec === undefined) throw new FeatureGateError(`unrecognized feature gate: ${name}`);
     if (spec.locked && spec.default !== value) {
       errors.push(`cannot set feature gate ${name} to ${value}, feature is locked to ${spec.default}`);
       continue;
     }
-    if (value !== spec.default && IMPLEMENTED_GATES[name] === undefined) {
+    if (value !== spec.default && implemented[name] === undefined) {
       errors.push(`feature gate ${name}=${value} is refused: statelet implements ${name} only at its default (${spec.default})`);
       continue;
     }
     resolved[name] = value;
   }
   if (errors.length === 0) {
-    for (const [name, spec] of Object.entries(KUBELET_FEATURE_GATES)) {
+    for (const [name, spec] of Object.entries(gates)) {
       if (!resolved[name] || spec.dependsOn === undefined) continue;
       const disabled = spec.dependsOn.filter((dependency) => !resolved[dependency]);
       if (disabled.length > 0) errors.push(`${name} is enabled, but depends on features that are disabled: [${disabled.join(' ')}]`);

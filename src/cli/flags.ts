@@ -210,9 +210,9 @@ function refuseUnsupportedValues(settings: AgentSettings, flagSettings: Partial<
   for (const spec of OPTIONS) {
     const value = settings[spec.key];
     if (spec.refuse === undefined || value === undefined) continue;
-    const reason = (spec.refuse as (value: unknown) => string | null)(value);
+    const reason = spec.refuse(value);
     if (reason === null) continue;
-    const shown = (spec.kind.display as (value: unknown) => string)(value);
+    const shown = spec.kind.display(value);
     const origin = origins[spec.key];
     const where = flagSettings[spec.key] !== undefined || origin === undefined ? `--${spec.flag}=${shown}` : `${origin}: ${spec.configField}: ${shown}`;
     throw new UsageError(`${where} is refused: ${reason}`);

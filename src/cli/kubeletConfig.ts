@@ -60,8 +60,7 @@ export function loadKubeletConfig(configFile: string | undefined, configDir: str
   let document: Document = {};
   const origins = new Map<string, string>();
   if (configFile) {
-    document = readDocument(configFile, 'config', warnings);
-    resolveRelativePaths(document, path.dirname(configFile));
+    document = configFileDocument(readDocument(configFile, 'config', warnings), configFile);
     for (const field of Object.keys(document)) origins.set(field, configFile);
   }
   if (configDir) {
@@ -77,15 +76,7 @@ export function loadKubeletConfig(configFile: string | undefined, configDir: str
       }
     }
   }
-  const settings: Partial<AgentSettings> = {};
-  const settingOrigins: Partial<Record<SettingKey, string>> = {};
-  const context: WalkContext = { settings, settingOrigins, warnings, origin: (field) => origins.get(field) ?? configFile ?? configDir ?? '' };
-  readFields(document, '', KUBELET_CONFIG_FIELDS, KUBELET_CONFIG_DEFAULTS, context);
-  if (settings.nodeStatusReportFrequencyMs === undefined && settings.nodeStatusUpdateFrequencyMs !== undefined) {
-    // defaults.go SetDefaults_KubeletConfiguration: an unset report frequency follows an update frequency that was set.
-    settings.nodeStatusReportFrequencyMs = settings.nodeStatusUpdateFrequencyMs;
-  }
-  return { settings, origins: settingOrigins, warnings };
+  return { ...settingsOf(document, (field) => origins.get(field) ?? configFile ?? configDir ?? '', warnings), warnings };
 }
 
 /** Reads and maps one file (no drop-ins); relative paths inside it resolve against its directory. */
@@ -97,14 +88,33 @@ export function readKubeletConfigFile(file: string): { settings: Partial<AgentSe
 /** Maps the text of a config file named `file` (for messages and relative paths). */
 export function parseKubeletConfig(text: string, file: string): { settings: Partial<AgentSettings>; warnings: string[] } {
   const warnings: string[] = [];
-  const document = parseDocument(text, file, 'config', warnings);
-  resolveRelativePaths(document, path.dirname(file));
+  const document = configFileDocument(parseDocument(text, file, 'config', warnings), file);
+  return { settings: settingsOf(document, () => file, warnings).settings, warnings };
+}
+
+/** The settings of a whole (merged) document; `origin` names the file a top-level field came from. */
+function settingsOf(document: Document, origin: (field: string) => string, warnings: string[]): { settings: Partial<AgentSettings>; origins: Partial<Record<SettingKey, string>> } {
   const settings: Partial<AgentSettings> = {};
-  readFields(document, '', KUBELET_CONFIG_FIELDS, KUBELET_CONFIG_DEFAULTS, { settings, settingOrigins: {}, warnings, origin: () => file });
+  const origins: Partial<Record<SettingKey, string>> = {};
+  readFields(document, '', KUBELET_CONFIG_FIELDS, KUBELET_CONFIG_DEFAULTS, { settings, settingOrigins: origins, warnings, origin });
   if (settings.nodeStatusReportFrequencyMs === undefined && settings.nodeStatusUpdateFrequencyMs !== undefined) {
+    // defaults.go SetDefaults_KubeletConfiguration: an unset report frequency follows an update frequency that was set.
     settings.nodeStatusReportFrequencyMs = settings.nodeStatusUpdateFrequencyMs;
   }
-  return { settings, warnings };
+  return { settings, origins };
+}
+
+/**
+ * The --config document as server.go loadConfigFile leaves it: relative paths resolved against the
+ * file's directory and, with mergeDefaultEvictionSettings, the default hard eviction thresholds its
+ * evictionHard leaves out added.
+ */
+function configFileDocument(document: Document, file: string): Document {
+  resolveRelativePaths(document, path.dirname(file));
+  if (document.mergeDefaultEvictionSettings === true && isObject(document.evictionHard)) {
+    document.evictionHard = { ...KUBELET_DEFAULT_EVICTION_HARD, ...document.evictionHard };
+  }
+  return document;
 }
 
 /** The kubelet's Linux default hard eviction thresholds (pkg/kubelet/eviction/defaults_linux.go). */
@@ -284,7 +294,8 @@ function isZero(field: ConfigField, value: unknown): boolean {
 function sameAsDefault(field: ConfigField, value: unknown, fieldDefault: unknown): boolean {
   if (fieldDefault === undefined) {
     if (isList(field)) return (Array.isArray(value) && value.length === 0) || (isObject(value) && Object.keys(value).length === 0);
-    if (field.fields !== undefined) return isObject(value) && Object.entries(value).every(([name, child]) => field.fields?.[name] !== undefined && (child === null || sameAsDefault(field.fields[name]!, child, undefined)));
+    // A pointer to a struct set to anything, even {}, is not unset (tracing: {} traces to the default endpoint).
+    if (field.fields !== undefined) return !isPointer(field) && isObject(value) && Object.entries(value).every(([name, child]) => field.fields?.[name] !== undefined && (child === null || sameAsDefault(field.fields[name]!, child, undefined)));
     // A pointer set to its type's zero is not unset, except where the field's Go zero is the behaviour.
     return !isPointer(field) && isZero(field, value);
   }
@@ -300,6 +311,7 @@ function sameAsDefault(field: ConfigField, value: unknown, fieldDefault: unknown
 }
 
 function typeProblem(field: ConfigField, value: unknown): string | null {
+  if (isBool(field)) return typeof value === 'boolean' ? null : 'expected a boolean';
   if (isDuration(field)) {
     if (typeof value === 'number' && Number.isFinite(value)) return null;
     if (typeof value === 'string' && durationMs(value) !== undefined) return null;

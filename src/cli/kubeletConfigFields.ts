@@ -7,6 +7,8 @@
  * or the zero value that means it) and refused otherwise, naming the field and the value.
  */
 
+import { IDS_PER_POD } from '../userns/rules.ts';
+
 export type FieldStatus =
   /** statelet cannot do what another value asks; `reason` says what it does instead. `also`: values honoured besides the default. */
   | { readonly defaultOnly: string; readonly also?: readonly unknown[] }
@@ -51,7 +53,7 @@ export const CONFIG_FIELD_STATUS: Readonly<Record<string, FieldStatus>> = {
   makeIPTablesUtilChains: { defaultOnly: 'statelet makes no iptables chains' },
   iptablesMasqueradeBit: { defaultOnly: 'statelet makes no iptables chains' },
   iptablesDropBit: { defaultOnly: 'statelet makes no iptables chains' },
-  mergeDefaultEvictionSettings: { defaultOnly: 'a given evictionHard replaces the default thresholds in statelet, as in the kubelet by default' },
+  mergeDefaultEvictionSettings: { honoured: "true adds the default hard eviction thresholds the --config file's evictionHard leaves out (server.go loadConfigFile)" },
   containerLogMaxWorkers: { defaultOnly: 'statelet rotates container logs one at a time, the default' },
   configMapAndSecretChangeDetectionStrategy: { defaultOnly: 'statelet watches the ConfigMaps and Secrets its pods use (Watch)' },
   reservedSystemCPUs: { defaultOnly: 'statelet reserves resources by quantity (systemReserved, kubeReserved), not by CPU list' },
@@ -76,8 +78,8 @@ export const CONFIG_FIELD_STATUS: Readonly<Record<string, FieldStatus>> = {
   memoryReservationPolicy: { defaultOnly: 'statelet does not set memory.min (memory QoS)' },
   tracing: { defaultOnly: 'statelet exports no OpenTelemetry traces' },
   localStorageCapacityIsolation: { defaultOnly: "statelet enforces ephemeral-storage requests and limits, the kubelet's default" },
-  'userNamespaces.idsPerPod': { defaultOnly: 'statelet gives each pod of its own user namespace 65536 IDs, the default', also: [65536] },
-  failCgroupV1: { defaultOnly: 'statelet runs on cgroup v2 as the kubelet does by default' },
+  'userNamespaces.idsPerPod': { defaultOnly: `statelet gives each pod of its own user namespace ${IDS_PER_POD} IDs, the default`, also: [IDS_PER_POD] },
+  failCgroupV1: { defaultOnly: 'statelet does not refuse a cgroup v1 host at start, as the kubelet does by default; false (run on cgroup v1) is what it does', also: [false] },
 };
 
 /**

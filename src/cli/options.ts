@@ -70,6 +70,8 @@ interface OptionSpec<K extends SettingKey> {
    * at start, naming the flag or field and the value, never run as something else.
    */
   refuse?(value: Required<AgentSettings>[K]): string | null;
+  /** For docs/kubelet-config.md: the values refused at start, where some are (by `refuse` or the kind). */
+  refusedWhen?: string;
 }
 
 export type AnyOptionSpec = OptionSpec<SettingKey>;
@@ -533,7 +535,15 @@ const cgroupDriverKind: ValueKind<'cgroupfs'> = {
 
 function cgroupDriver(text: string): 'cgroupfs' {
   if (text === 'cgroupfs') return text;
-  if (text === 'systemd') throw new ValueError('statelet makes its cgroups with the cgroupfs driver only; run the runtime with cgroupfs too (containerd: SystemdCgroup = false), or --cgroups-per-qos=false');
+  // The kubelet takes the driver from CRI RuntimeConfig when the runtime answers it
+  // (KubeletCgroupDriverFromCRI) and this setting only when it does not, as containerd 1.6 does not.
+  if (text === 'systemd') {
+    throw new ValueError(
+      'statelet has no systemd cgroup driver: it makes its cgroups through cgroupfs only, so "systemd" is refused rather than run as cgroupfs ' +
+        "(the kubelet asks the runtime first, with CRI RuntimeConfig, which containerd 1.6 does not implement, so there this field decides); " +
+        'set cgroupfs, and run the runtime with cgroupfs too (containerd: SystemdCgroup = false)',
+    );
+  }
   throw new ValueError(`expected cgroupfs, not ${JSON.stringify(text)}`);
 }
 
@@ -910,6 +920,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'featureGates',
     group: 'General',
     help: 'Feature gates to set (Name=true|false,...); on the command line each one given wins over the config file\'s',
+    refusedWhen: "an unknown gate, a locked gate set otherwise (the kubelet's messages), a gate set otherwise than its default that statelet does not implement",
   }),
   option({
     key: 'configDir',
@@ -924,6 +935,8 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     flag: 'cloud-provider',
     group: 'Cluster',
     help: "'external' when a cloud controller manager initializes the node: it is registered with the node.cloudprovider.kubernetes.io/uninitialized:NoSchedule taint; empty for none",
+    onlyWith: { holds: (settings) => settings.cloudProvider === '' || inCluster.holds(settings), reason: inCluster.reason },
+    refusedWhen: "any provider but `external` (the kubelet's message: built-in providers are gone)",
   }),
   option({
     key: 'providerId',
@@ -932,6 +945,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'providerID',
     group: 'Cluster',
     help: "The node's ID in its provider's machine database, registered as spec.providerID",
+    onlyWith: { holds: (settings) => settings.providerId === '' || inCluster.holds(settings), reason: inCluster.reason },
   }),
   option({
     key: 'registerNode',
@@ -1255,6 +1269,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'cgroupDriver',
     group: 'Node',
     help: 'How cgroups are made: cgroupfs (systemd is refused)',
+    refusedWhen: '`systemd`: statelet has no systemd cgroup driver',
   }),
   option({
     key: 'cpuManagerPolicy',
@@ -1263,6 +1278,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'cpuManagerPolicy',
     group: 'Node',
     help: 'CPU Manager policy: none (static is refused)',
+    refusedWhen: '`static`',
   }),
   option({
     key: 'memoryManagerPolicy',
@@ -1271,6 +1287,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'memoryManagerPolicy',
     group: 'Node',
     help: 'Memory Manager policy: None (Static is refused)',
+    refusedWhen: '`Static`',
   }),
   option({
     key: 'topologyManagerPolicy',
@@ -1279,6 +1296,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'topologyManagerPolicy',
     group: 'Node',
     help: 'Topology Manager policy: none (best-effort, restricted and single-numa-node are refused)',
+    refusedWhen: '`best-effort`, `restricted`, `single-numa-node`',
   }),
   option({
     key: 'enforceNodeAllocatable',
@@ -1292,6 +1310,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
       // pkg/kubelet/apis/config/validation/validation.go ValidateKubeletConfiguration.
       reason: 'cgroupsPerQOS (--cgroups-per-qos) must be set to true when "pods" contained in enforceNodeAllocatable (--enforce-node-allocatable); give --enforce-node-allocatable=none',
     },
+    refusedWhen: '`system-reserved`, `kube-reserved`',
   }),
   option({
     key: 'podMaxPids',
@@ -1317,6 +1336,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     group: 'Node',
     help: 'memorySwap.swapBehavior: NoSwap (or empty), the only behaviour statelet has; LimitedSwap is refused',
     defaultText: 'NoSwap',
+    refusedWhen: '`LimitedSwap`',
   }),
   option({
     key: 'seccompDefault',
@@ -1691,7 +1711,11 @@ export function configz(config: AgentSettings): Record<string, unknown> {
     if (!spec.configField) continue;
     const value = config[spec.key];
     if (value === undefined) continue;
-    out[spec.configField] = spec.kind.toConfig ? (spec.kind.toConfig as (v: unknown) => unknown)(value) : value;
+    // A field of a nested block (authentication.x509.clientCAFile) goes into its block.
+    const parts = spec.configField.split('.');
+    let holder = out;
+    for (const part of parts.slice(0, -1)) holder = (holder[part] ??= {}) as Record<string, unknown>;
+    holder[parts[parts.length - 1]!] = spec.kind.toConfig ? (spec.kind.toConfig as (v: unknown) => unknown)(value) : value;
   }
   return out;
 }

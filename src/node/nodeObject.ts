@@ -52,6 +52,10 @@ export interface NodeSettings {
   reserved: Record<string, string>;
   /** The hard eviction thresholds allocatable leaves out: memory.available and nodefs.available, as written (`100Mi`, `10%`). */
   hardEviction: HardEviction;
+  /** --cloud-provider=external: a cloud controller manager initializes the node and owns its addresses. */
+  externalCloudProvider?: boolean;
+  /** --provider-id / providerID: spec.providerID at registration ('' or absent: none). */
+  providerId?: string;
 }
 
 export interface HardEviction {
@@ -66,7 +70,7 @@ export interface HardEviction {
  * --system-reserved plus --kube-reserved per resource.
  */
 export function nodeSettings(
-  config: Pick<AgentConfig, 'nodeName' | 'nodeLabels' | 'registerWithTaints' | 'maxPods' | 'port' | 'nodeIp' | 'systemReserved' | 'kubeReserved' | 'evictionHard'>,
+  config: Pick<AgentConfig, 'nodeName' | 'nodeLabels' | 'registerWithTaints' | 'maxPods' | 'port' | 'nodeIp' | 'systemReserved' | 'kubeReserved' | 'evictionHard'> & Partial<Pick<AgentConfig, 'cloudProvider' | 'providerId'>>,
   kubeletVersion: string,
 ): NodeSettings {
   const reserved: Record<string, string> = {};
@@ -87,6 +91,8 @@ export function nodeSettings(
       ...(config.evictionHard['memory.available'] ? { memory: config.evictionHard['memory.available'] } : {}),
       ...(config.evictionHard['nodefs.available'] ? { nodefs: config.evictionHard['nodefs.available'] } : {}),
     },
+    externalCloudProvider: config.cloudProvider === 'external',
+    providerId: config.providerId ?? '',
   };
 }
 
@@ -250,7 +256,9 @@ export function nodeStatus(inputs: NodeStatusInputs, previous: Partial<NodeStatu
     capacity: capacity(machine, settings.maxPods),
     allocatable: allocatable(machine, settings.maxPods, settings.reserved, settings.hardEviction),
     conditions: nodeConditions(health, previous?.conditions ?? [], now),
-    addresses: settings.addresses,
+    // setters.go NodeAddress: with an external cloud provider, addresses the Node already has (the
+    // cloud controller manager's) take precedence over the node's own.
+    addresses: settings.externalCloudProvider && previous?.addresses?.length ? previous.addresses : settings.addresses,
     daemonEndpoints: { kubeletEndpoint: { Port: settings.port } },
     nodeInfo: nodeInfo(machine, settings, health),
     images: nodeImages(inputs.images),
@@ -274,17 +282,32 @@ export function statusPatch(previous: Partial<NodeStatus> | undefined, status: N
   return previous?.volumesInUse?.length && !status.volumesInUse ? { ...status, volumesInUse: null } : status;
 }
 
-/** The Node the agent registers (initialNode), with its status already filled in. */
+/** The taint an external cloud provider's node is registered with until its controller initializes it (cloud-provider api well_known_taints.go). */
+export const EXTERNAL_CLOUD_PROVIDER_TAINT: Taint = { key: 'node.cloudprovider.kubernetes.io/uninitialized', value: 'true', effect: 'NoSchedule' };
+/** The node's own IPs, for an external cloud provider to use (setters.go NodeAddress, annotations.ProvidedNodeIPAnnotation). */
+const PROVIDED_NODE_IP = 'alpha.kubernetes.io/provided-node-ip';
+
+/**
+ * The Node the agent registers (kubelet_node_status.go initialNode), with its status already filled
+ * in: with --cloud-provider=external the uninitialized taint after the ones asked for, and the node's
+ * IPs in the provided-node-ip annotation; --provider-id as spec.providerID.
+ */
 export function initialNode(inputs: NodeStatusInputs, now: string): NodeObject {
+  const { settings } = inputs;
+  const taints = settings.externalCloudProvider ? [...settings.taints, EXTERNAL_CLOUD_PROVIDER_TAINT] : settings.taints;
+  const nodeIps = settings.addresses.filter((address) => address.type === 'InternalIP').map((address) => address.address);
   return {
     apiVersion: 'v1',
     kind: 'Node',
     metadata: {
-      name: inputs.settings.name,
-      labels: nodeLabels(inputs.settings.name, inputs.settings.extraLabels, { os: inputs.machine.operatingSystem, arch: inputs.machine.architecture }),
-      annotations: { [CONTROLLER_MANAGED_ATTACH_DETACH]: 'true' },
+      name: settings.name,
+      labels: nodeLabels(settings.name, settings.extraLabels, { os: inputs.machine.operatingSystem, arch: inputs.machine.architecture }),
+      annotations: {
+        [CONTROLLER_MANAGED_ATTACH_DETACH]: 'true',
+        ...(settings.externalCloudProvider && nodeIps.length > 0 ? { [PROVIDED_NODE_IP]: nodeIps.join(',') } : {}),
+      },
     },
-    spec: inputs.settings.taints.length ? { taints: inputs.settings.taints } : {},
+    spec: { ...(taints.length ? { taints } : {}), ...(settings.providerId ? { providerID: settings.providerId } : {}) },
     status: nodeStatus(inputs, undefined, now),
   };
 }

@@ -73,6 +73,8 @@ export type NodeConfig = Pick<
   // In a cluster: the Node's registration, status and Lease.
   | 'registerNode'
   | 'registerWithTaints'
+  | 'cloudProvider'
+  | 'providerId'
   | 'port'
   | 'systemReserved'
   | 'kubeReserved'

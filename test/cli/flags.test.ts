@@ -813,7 +813,7 @@ describe('KubeletConfiguration file', () => {
   });
 
   it('refuses the systemd cgroup driver, and takes cgroupfs', () => {
-    expect(() => parseKubeletConfig(`${HEADER}cgroupDriver: systemd\n`, 'k.yaml')).toThrow(/cgroupfs driver only/);
+    expect(() => parseKubeletConfig(`${HEADER}cgroupDriver: systemd\n`, 'k.yaml')).toThrow(/no systemd cgroup driver: it makes its cgroups through cgroupfs only/);
     expect(parseKubeletConfig(`${HEADER}cgroupDriver: cgroupfs\ncgroupsPerQOS: false\npodPidsLimit: 100\nenforceNodeAllocatable: [pods]\n`, 'k.yaml').settings).toEqual({
       cgroupDriver: 'cgroupfs',
       cgroupsPerQos: false,
@@ -847,6 +847,14 @@ describe('KubeletConfiguration file', () => {
     ['memorySwap: {swapBehavior: 1}', 'k.yaml: memorySwap: swapBehavior: expected a string'],
   ])('refuses %s rather than run without it', (line, message) => {
     expect(() => parseKubeletConfig(`${HEADER}${line}\n`, 'k.yaml')).toThrow(message);
+  });
+
+  it('shows the authentication, authorization and logging settings in /configz in their blocks', () => {
+    expect(configz(run(['--client-ca-file=/ca.crt', '--anonymous-auth=false', '--authorization-mode=AlwaysAllow', '-v', '3']).config)).toMatchObject({
+      authentication: { x509: { clientCAFile: '/ca.crt' }, anonymous: { enabled: false } },
+      authorization: { mode: 'AlwaysAllow' },
+      logging: { format: 'text', verbosity: 3 },
+    });
   });
 
   it('shows failSwapOn and memorySwap in /configz as a kubelet config file writes them', () => {

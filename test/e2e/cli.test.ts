@@ -7,25 +7,34 @@ import { runStatelet, runStateletOnce } from '../support/agentProcess.ts';
 describe('statelet command line', () => {
   it('rejects an unknown flag with a message naming it', async () => {
     const { code, output } = await runStateletOnce(['--bogus-flag']);
-    expect(code).toBe(2);
-    expect(output).toContain('unknown flag: --bogus-flag');
+    expect(code).toBe(1);
+    expect(output).toContain('failed to parse kubelet flag: unknown flag: --bogus-flag');
+  });
+
+  it("fails a flag the kubelet removed as it does, exit 1, and prints the version kubeadm's preflight reads", async () => {
+    const removed = await runStateletOnce(['--pod-infra-container-image=registry.k8s.io/pause:3.10']);
+    expect(removed.code).toBe(1);
+    expect(removed.output).toContain('statelet: failed to parse kubelet flag: unknown flag: --pod-infra-container-image');
+    const version = await runStateletOnce(['--version']);
+    expect(version.code).toBe(0);
+    expect(version.output).toMatch(/^Kubernetes v1\.37\.0-statelet\.\d+\.\d+\.\d+\n$/);
   });
 
   it('rejects a bad value with a message naming the flag and the value', async () => {
     const { code, output } = await runStateletOnce(['--sync-frequency', 'soon']);
-    expect(code).toBe(2);
+    expect(code).toBe(1);
     expect(output).toMatch(/invalid value "soon" for flag --sync-frequency/);
   });
 
   it('refuses a flag it would otherwise ignore, naming it and what it needs, before starting anything', async () => {
     const { code, output } = await runStateletOnce(['--container-runtime-endpoint', 'sim://', '--http-check-frequency', '5s']);
-    expect(code).toBe(2);
+    expect(code).toBe(1);
     expect(output).toContain('statelet: --http-check-frequency: has no effect without --manifest-url (staticPodURL)');
   });
 
   it('refuses an --allowed-unsafe-sysctls entry that is not namespaced, as the kubelet does at start', async () => {
     const { code, output } = await runStateletOnce(['--allowed-unsafe-sysctls', 'net.core.somaxconn,vm.swappiness']);
-    expect(code).toBe(2);
+    expect(code).toBe(1);
     expect(output).toContain('the sysctl "vm.swappiness" are not known to be namespaced');
   });
 

@@ -49,6 +49,7 @@ describe('the node settings, from the agent', () => {
       evictionHard: { 'memory.available': '100Mi', 'nodefs.available': '10%', 'imagefs.available': '15%' },
     };
     const made = nodeSettings(config, 'v1.37.0-statelet.0.1.0');
+    expect(nodeSettings({ ...config, cloudProvider: 'external', providerId: 'p-1' }, 'v')).toMatchObject({ externalCloudProvider: true, providerId: 'p-1' });
     expect(made).toMatchObject({ ...settings, reserved: expect.any(Object), addresses: [{ type: 'InternalIP', address: '10.0.0.5' }, { type: 'InternalIP', address: 'fd00::5' }, { type: 'Hostname', address: 'n1' }] });
     expect(Object.fromEntries(Object.entries(made.reserved).map(([k, v]) => [k, Number(v)]))).toEqual({ cpu: 0.5, memory: 2 ** 30, 'ephemeral-storage': 2 ** 30 });
     expect(nodeSettings({ ...config, nodeIp: undefined, systemReserved: {}, kubeReserved: {} }, 'v').addresses).toEqual([{ type: 'Hostname', address: 'n1' }]);
@@ -141,6 +142,30 @@ describe('registration', () => {
     expect(node.spec?.taints).toEqual(settings.taints);
     expect(node.status?.nodeInfo).toMatchObject({ containerRuntimeVersion: 'containerd://1.6.20', kubeletVersion: 'v1.37.0-statelet.0.1.0', kubeProxyVersion: '' });
     expect(node.status?.daemonEndpoints).toEqual({ kubeletEndpoint: { Port: 10250 } });
+  });
+
+  it('registers with no provider ID and no cloud taint by default', () => {
+    const node = initialNode({ machine, settings, health: healthy, images: [] }, T1);
+    expect(node.spec).toEqual({ taints: settings.taints });
+  });
+
+  it('with --cloud-provider=external, adds the uninitialized taint after the asked ones and the provided-node-ip annotation (kubelet_node_status.go initialNode)', () => {
+    const external = { ...settings, externalCloudProvider: true, providerId: 'aws:///us-east-1a/i-0abc' };
+    const node = initialNode({ machine, settings: external, health: healthy, images: [] }, T1);
+    expect(node.spec).toEqual({
+      taints: [...settings.taints, { key: 'node.cloudprovider.kubernetes.io/uninitialized', value: 'true', effect: 'NoSchedule' }],
+      providerID: 'aws:///us-east-1a/i-0abc',
+    });
+    expect(node.metadata.annotations).toEqual({ 'volumes.kubernetes.io/controller-managed-attach-detach': 'true', 'alpha.kubernetes.io/provided-node-ip': '10.0.0.5' });
+    expect(initialNode({ machine, settings: { ...settings, providerId: 'p-1' }, health: healthy, images: [] }, T1).spec).toEqual({ taints: settings.taints, providerID: 'p-1' });
+  });
+
+  it("keeps the cloud controller manager's addresses with an external provider, and writes its own otherwise (setters.go NodeAddress)", () => {
+    const ccm = [{ type: 'InternalIP' as const, address: '172.16.0.9' }, { type: 'ExternalIP' as const, address: '203.0.113.9' }];
+    const inputs = { machine, settings: { ...settings, externalCloudProvider: true }, health: healthy, images: [] };
+    expect(nodeStatus(inputs, { addresses: ccm }, T2).addresses).toEqual(ccm);
+    expect(nodeStatus(inputs, { addresses: [] }, T2).addresses).toEqual(settings.addresses);
+    expect(nodeStatus({ ...inputs, settings }, { addresses: ccm }, T2).addresses).toEqual(settings.addresses);
   });
 
   it('reconciles an existing Node: its own labels and the annotation back, nothing when they agree', () => {

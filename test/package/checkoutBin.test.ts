@@ -27,6 +27,6 @@ describe('bin/statelet.js without a build', () => {
     await copyFile(path.join(repoRoot, 'package.json'), path.join(dir, 'package.json'));
     for (const name of ['src', 'node_modules']) await symlink(path.join(repoRoot, name), path.join(dir, name));
     const { stdout } = await promisify(execFile)(process.execPath, [path.join(dir, 'bin/statelet.js'), '--version']);
-    expect(stdout.trim()).toMatch(/^statelet v\d+\.\d+\.\d+/);
+    expect(stdout.trim()).toMatch(/^Kubernetes v\d+\.\d+\.\d+-statelet\.\d+\.\d+\.\d+$/);
   });
 });

@@ -77,7 +77,7 @@ function definePackageSuite(nodeName: string, nodeBinary: string): void {
     it('runs on that Node, with no TypeScript toolchain beside it', async () => {
       const { code, output } = await runStateletOnce(['--version'], command());
       expect(code).toBe(0);
-      expect(output.trim()).toMatch(/^statelet v\d+\.\d+\.\d+/);
+      expect(output.trim()).toMatch(/^Kubernetes v\d+\.\d+\.\d+-statelet\.\d+\.\d+\.\d+$/);
       const version = execFileSync(nodeBinary, ['--version'], { encoding: 'utf8' }).trim();
       expect(version.startsWith(`v${nodeName.replace('Node ', '')}.`)).toBe(true);
       const modules = await readdir(path.join(path.dirname(installed.bin), '../lib/node_modules/statelet/node_modules'));
