@@ -20,11 +20,13 @@
  *              operations its reconciler asks its executor for, and how they went
  *   VOLUMES.*  the volume world → the volume manager's loop: pods' volumes to set up, refresh, tear down
  *   VOLUME.*   the volume manager's loop → one pod volume's actor: refresh it, tear it down
+ *   CERTIFICATE.*  → a certificate manager: its template changed (the serving certificate's addresses)
  *   NODE.*     syncLoop → node status loop: the runtime's health changed (report it now);
  *              eviction manager → syncLoop → node status loop and pod workers: the node's
  *              pressure conditions changed; eviction manager → syncLoop → pod workers → pod: evict
  *              a pod (POD.KILL with the terminal status the eviction gives it)
  */
+import type { CertificateTemplate } from './api/cluster.ts';
 import type { NodePressureCondition, ProbeKind, ProbeResult, Pod, SourceName } from './api/types.ts';
 import type { RuntimeHandler } from './runtime/types.ts';
 
@@ -237,6 +239,14 @@ export type StatusWriterEvent =
   | { type: 'STATUS.RESYNC' }
   | { type: 'STATUS.PROGRESS'; queued: number; writes: number; deletes: number; error: string | null };
 
+/**
+ * To a certificate manager: what to request changed (a serving certificate's SANs follow the
+ * Node's addresses; null: no IP yet, nothing to request). The manager asks again at once when its
+ * certificate lacks something the template asks for and it has not asked for this template yet
+ * (certificate_manager.go Start, its templateChanged loop).
+ */
+export type CertificateEvent = { type: 'CERTIFICATE.TEMPLATE'; template: CertificateTemplate | null };
+
 // ---- VOLUMES.* and VOLUME.* ------------------------------------------------------------------
 
 /** One volume of one pod, as the volume manager runs an actor for it (its id: `<pod uid>/<volume name>`). */
@@ -287,6 +297,7 @@ type AgentEvent =
   | OomWatcherEvent
   | PluginManagerEvent
   | StatusWriterEvent
+  | CertificateEvent
   | VolumeEvent;
 
 export type AgentEventType = AgentEvent['type'];

@@ -272,7 +272,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     log('error', message);
     process.exit(255);
   });
-  const apiClient = config.kubeconfig ? await loadKubeApi(config, config.kubeconfig, { counts: apiRequests, limits, clock, log, fatal }) : undefined;
+  const apiClient = config.kubeconfig ? await loadKubeApi(config, config.kubeconfig, { counts: apiRequests, limits, clock, log, fatal, metrics }) : undefined;
   if (apiClient?.stop) closers.push(apiClient.stop);
   const cluster = apiClient ? clusterDeps(apiClient, machine) : undefined;
   if (cluster) log('info', 'Joining the cluster', { server: cluster.server, node: config.nodeName });
@@ -444,7 +444,7 @@ interface ClusterClient {
 async function loadKubeApi(
   config: AgentConfig,
   kubeconfig: string,
-  context: { counts: RequestCounts; limits: KubeClientOptions['limits']; clock: Clock; log: Logger; fatal(message: string): void },
+  context: { counts: RequestCounts; limits: KubeClientOptions['limits']; clock: Clock; log: Logger; fatal(message: string): void; metrics: AgentMetrics },
 ): Promise<ClusterClient> {
   const { kubeClientFromFile } = await import('../client/kubeClient.ts');
   const { clock, log } = context;
@@ -466,10 +466,16 @@ async function loadKubeApi(
   });
   if (!config.rotateCertificates) return kubeClientFromFile(identity.kubeconfig, options);
 
-  // A kubeconfig of its own credentials seeds an empty store (kubelet.go NewKubeletClientCertificateManager's bootstrap pair).
+  // A kubeconfig of its own credentials seeds an empty store: its files as the store's pair, its
+  // embedded data as the bootstrap pair, which is rotated out at once (kubelet.go
+  // NewKubeletClientCertificateManager; certificate_manager.go getCurrentCertificateOrBootstrap).
+  let forceRotation = false;
   if (!store.current() && !identity.bootstrapKubeconfig) {
     const own = await certificate.kubeconfigClientPair(certificate.loadKubeconfig(identity.kubeconfig)).catch(() => null);
-    if (own) await store.update(own.cert, own.key);
+    if (own) {
+      await store.update(own.cert, own.key);
+      forceRotation = own.embedded;
+    }
   }
   const main = kubeClientFromFile(identity.kubeconfig, {
     ...options,
@@ -485,6 +491,8 @@ async function loadKubeApi(
     store,
     clock,
     log,
+    forceRotation,
+    onRenewFailure: context.metrics.addClientCertificateManager(store, () => clock.now()).renewFailed,
   });
   const expiry = certificate.startExpiryCheck({ source: store, clock, log, serverResponds: () => main.api.serverResponds(), exit: context.fatal });
   log('info', 'Client rotation is on, will bootstrap in background', { certificate: store.currentPath });

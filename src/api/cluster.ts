@@ -170,3 +170,12 @@ export interface CertificateSigningRequest {
     certificate?: string;
   };
 }
+
+/** What a node's certificate is requested for (x509.CertificateRequest as the kubelet's certificate managers fill it). */
+export interface CertificateTemplate {
+  commonName: string;
+  organizations: readonly string[];
+  /** Subject alternative names (the serving certificate's); sorted, without duplicates. */
+  dnsNames: readonly string[];
+  ipAddresses: readonly string[];
+}

@@ -12,7 +12,7 @@
  * Files are written whole (a temporary file renamed) and 0600.
  */
 import { X509Certificate } from 'node:crypto';
-import { open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
@@ -32,8 +32,9 @@ const BOOTSTRAP_WAIT_MS = 3600_000;
 const SERVER_WAIT_MS = 60_000;
 const SERVER_POLL_MS = 2_000;
 
-/** Writes `text` whole: a temporary file beside it, synced, renamed over it. */
+/** Writes `text` whole: a temporary file beside it (its directory made, as clientcmd.WriteToFile does), synced, renamed over it. */
 export async function writeFileAtomically(file: string, text: string, mode: number): Promise<void> {
+  await mkdir(path.dirname(file), { recursive: true, mode: 0o755 });
   const partial = `${file}.${process.pid}.tmp`;
   const handle = await open(partial, 'w', mode);
   try {
@@ -51,14 +52,17 @@ export function loadKubeconfig(file: string): KubeConfig {
   return config;
 }
 
-/** The client certificate and key (PEM) of the kubeconfig's current user, from its files or its data; null when it has none. */
-export async function kubeconfigClientPair(config: KubeConfig): Promise<{ cert: string; key: string } | null> {
+/**
+ * The client certificate and key (PEM) of the kubeconfig's current user, from its files or its
+ * data (`embedded`); null when it has none.
+ */
+export async function kubeconfigClientPair(config: KubeConfig): Promise<{ cert: string; key: string; embedded: boolean } | null> {
   const user = config.getCurrentUser();
   const read = async (data: string | undefined, file: string | undefined) =>
     data ? Buffer.from(data, 'base64').toString('utf8') : file ? await readFile(file, 'utf8') : null;
   const cert = await read(user?.certData, user?.certFile);
   const key = await read(user?.keyData, user?.keyFile);
-  return cert && key ? { cert, key } : null;
+  return cert && key ? { cert, key, embedded: Boolean(user?.certData) } : null;
 }
 
 /**

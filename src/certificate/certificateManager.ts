@@ -20,9 +20,10 @@
  * pending CSR, last error).
  */
 import { assign, fromPromise, setup } from 'xstate';
+import type { EventOf } from '../events.ts';
 import { notProvided } from '../notProvided.ts';
 import type { CertificateTemplate } from './csr.ts';
-import { CERTIFICATE_WAIT_TIMEOUT_MS, retryDelayMs } from './deadline.ts';
+import { CERTIFICATE_WAIT_TIMEOUT_MS, retryDelayMs, sameTemplate, templateMismatch } from './deadline.ts';
 import type { CertificateLeaf } from './pair.ts';
 
 /** A pair made current, or found in the store, and when to renew it. */
@@ -51,6 +52,8 @@ interface CertificateManagerContext {
   current: CertificateLeaf | null;
   deadline: number | null;
   pending: PendingRequest | null;
+  /** The template of the last request sent (a change to it does not ask again). */
+  requested: CertificateTemplate | null;
   /** Failed attempts in a row. */
   failures: number;
   rotations: number;
@@ -66,6 +69,7 @@ export const certificateManagerMachine = setup({
   types: {
     context: {} as CertificateManagerContext,
     input: {} as CertificateManagerInput,
+    events: {} as EventOf<'CERTIFICATE.TEMPLATE'>,
   },
   actors: {
     load: fromPromise<ManagedCertificate, { template: CertificateTemplate | null }>(notProvided('certificateManager', 'load')),
@@ -83,8 +87,17 @@ export const certificateManagerMachine = setup({
   },
   guards: {
     hasTemplate: ({ context }) => context.template !== null,
+    /**
+     * The new template asks for what the certificate lacks, and no request for it was sent
+     * (Start's templateChanged: certSatisfiesTemplate and the last request's template).
+     */
+    asksAgain: ({ context, event }) =>
+      event.template !== null &&
+      (context.current === null || templateMismatch(context.current, event.template) !== null) &&
+      !(context.requested !== null && sameTemplate(context.requested, event.template)),
   },
   actions: {
+    takeTemplate: assign({ template: ({ event }) => event.template }),
     failed: assign(({ context }, params: { error: unknown }) => ({ failures: context.failures + 1, lastError: errorText(params.error), pending: null })),
   },
 }).createMachine({
@@ -95,10 +108,15 @@ export const certificateManagerMachine = setup({
     current: null,
     deadline: null,
     pending: null,
+    requested: null,
     failures: 0,
     rotations: 0,
     lastError: null,
   }),
+  on: {
+    // A request under way for the old template is dropped (its wait cancelled) and one is sent for the new.
+    'CERTIFICATE.TEMPLATE': [{ guard: 'asksAgain', target: '.renewing', reenter: true, actions: ['takeTemplate', assign({ pending: null })] }, { actions: 'takeTemplate' }],
+  },
   initial: 'loading',
   states: {
     loading: {
@@ -117,7 +135,15 @@ export const certificateManagerMachine = setup({
       },
       after: { untilDeadline: 'renewing' },
     },
-    waitingForTemplate: {},
+    waitingForTemplate: {
+      on: {
+        'CERTIFICATE.TEMPLATE': [
+          { guard: 'asksAgain', target: 'renewing', actions: 'takeTemplate' },
+          // A certificate that already does for it: kept until its deadline.
+          { guard: ({ event }) => event.template !== null, target: 'valid', actions: 'takeTemplate' },
+        ],
+      },
+    },
     renewing: {
       initial: 'submitting',
       states: {
@@ -125,7 +151,7 @@ export const certificateManagerMachine = setup({
           invoke: {
             src: 'submit',
             input: ({ context }) => ({ template: context.template! }),
-            onDone: { target: 'awaitingIssuance', actions: assign({ pending: ({ event }) => event.output }) },
+            onDone: { target: 'awaitingIssuance', actions: assign({ pending: ({ event }) => event.output, requested: ({ context }) => context.template }) },
             onError: { target: '#certificateManager.backingOff', actions: { type: 'failed', params: ({ event }) => ({ error: event.error }) } },
           },
         },

@@ -11,14 +11,9 @@ import { createHash, createPrivateKey, createPublicKey, generateKeyPairSync, typ
 import net from 'node:net';
 import forge from 'node-forge';
 
-/** What a certificate is requested for (x509.CertificateRequest as the managers fill it). */
-export interface CertificateTemplate {
-  commonName: string;
-  organizations: readonly string[];
-  /** Subject alternative names (the serving certificate's); sorted, without duplicates. */
-  dnsNames: readonly string[];
-  ipAddresses: readonly string[];
-}
+import type { CertificateTemplate } from '../api/cluster.ts';
+
+export type { CertificateTemplate };
 
 /** Key usages as `certificates.k8s.io/v1` names them. */
 export type KeyUsage = 'digital signature' | 'key encipherment' | 'client auth' | 'server auth';

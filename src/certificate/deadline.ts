@@ -25,6 +25,12 @@ export function templateMismatch(leaf: CertificateLeaf, template: CertificateTem
   return null;
 }
 
+/** Whether two templates ask for the same (reflect.DeepEqual of the requests' templates). */
+export function sameTemplate(a: CertificateTemplate, b: CertificateTemplate): boolean {
+  const same = (x: readonly string[], y: readonly string[]) => x.length === y.length && x.every((item, i) => item === y[i]);
+  return a.commonName === b.commonName && same(a.organizations, b.organizations) && same(a.dnsNames, b.dnsNames) && same(a.ipAddresses, b.ipAddresses);
+}
+
 /** An IP as one spelling (IPv6 lower case, without a zone). */
 const normalIp = (ip: string) => ip.toLowerCase();
 

@@ -24,6 +24,10 @@ export interface CertificateManagerEffectsOptions {
   clock: Clock;
   log: Logger;
   random?: () => number;
+  /** Told of each failed attempt (the renew-errors metric). */
+  onRenewFailure?(): void;
+  /** The first deadline is now, whatever the certificate (a bootstrap pair to rotate out: getCurrentCertificateOrBootstrap's forceRotation). */
+  forceRotation?: boolean;
 }
 
 export function createCertificateManagerEffects(options: CertificateManagerEffectsOptions): CertificateManagerEffects {
@@ -38,7 +42,10 @@ export function createCertificateManagerEffects(options: CertificateManagerEffec
     return { leaf, deadline: nextRotationDeadline(leaf, template, clock.now(), random()) };
   };
   return {
-    load: async (template) => managed(template),
+    load: async (template) => {
+      const loaded = managed(template);
+      return options.forceRotation ? { ...loaded, deadline: clock.now() } : loaded;
+    },
     submit: async (template) => {
       log('info', 'Rotating certificates', { signer: signerName });
       const keyPem = generateNodeKey();
@@ -69,6 +76,7 @@ export function createCertificateManagerEffects(options: CertificateManagerEffec
         const waitMs = Math.max(0, announcement.deadline - clock.now());
         if (announcement.notAfter) log('info', 'Certificate expiration and rotation deadline', { signer: signerName, expiration: announcement.notAfter.toISOString(), rotationDeadline: new Date(announcement.deadline).toISOString(), waitMs });
       } else {
+        options.onRenewFailure?.();
         log('error', announcement.error, { signer: signerName, failures: announcement.failures, retryInMs: announcement.retryInMs });
       }
     },

@@ -203,6 +203,26 @@ export class AgentMetrics implements RuntimeOperations, NodeMetrics {
   }
 
   /**
+   * The client certificate manager's metrics (pkg/kubelet/certificate/kubelet.go
+   * NewKubeletClientCertificateManager): the TTL of the certificate in use (+Inf without one), and
+   * the renewals that failed. Returns what counts a failure.
+   */
+  addClientCertificateManager(source: { current(): { notAfter: Date } | null }, now: () => number): { renewFailed(): void } {
+    const registers = [this.registry];
+    new Gauge({
+      name: 'kubelet_certificate_manager_client_ttl_seconds',
+      help: "Gauge of the TTL (time-to-live) of the Kubelet's client certificate. The value is in seconds until certificate expiry (negative if already expired). If client certificate is invalid or unused, the value will be +INF.",
+      registers,
+      collect() {
+        const current = source.current();
+        this.set(current ? Math.trunc((current.notAfter.getTime() - now()) / 1000) : Infinity);
+      },
+    });
+    const errors = new Counter({ name: 'kubelet_certificate_manager_client_expiration_renew_errors', help: 'Counter of certificate renewal errors.', registers });
+    return { renewFailed: () => errors.inc() };
+  }
+
+  /**
    * Registers what is read from the node when the metrics are collected: built after the node,
    * which is itself told what the metrics count (this object) as it is built.
    */

@@ -257,6 +257,8 @@ const scalarFieldsByType = {
   // Not `error` here either: a plugin's answer is the plugin's text.
   'PLUGINS.OPERATION_ENDED': ['path', 'operation', 'retryAfterMs'],
   'PLUGINS.HANDLER_STARTED': ['pluginType'],
+  // The template's names are the node's own addresses; shown on the manager's line, not per event.
+  'CERTIFICATE.TEMPLATE': [],
   // The volumes' ids name pods and volumes, no contents.
   'VOLUMES.CHANGED': [],
   'VOLUME.REMOUNT': [],

@@ -11,6 +11,7 @@ import { type Actor, createActor } from 'xstate';
 import { type CertificateManagerMachine, certificateManagerSummary, certificateManagerWith } from '../../src/certificate/certificateManager.ts';
 import { CLIENT_SIGNER, ROTATION_USAGES, clientTemplate } from '../../src/certificate/csr.ts';
 import { createCertificateManagerEffects } from '../../src/certificate/effects.ts';
+import { servingTemplate } from '../../src/certificate/servingTemplate.ts';
 import { CertificateFileStore } from '../../src/certificate/store.ts';
 import { ApiError } from '../../src/client/api.ts';
 import type { Logger } from '../../src/log.ts';
@@ -139,7 +140,7 @@ describe('certificate manager', () => {
     m.actor.stop();
   });
 
-  it('renews at once a certificate that is not for its template, and keeps one that is', async () => {
+  it('renews at once a certificate that is not for its template, or one to rotate out, and keeps one that is', async () => {
     const m = await manager();
     const first = await m.pending();
     m.api.issue(first, 10 * HOUR, new Date(m.clock.now()));
@@ -154,15 +155,50 @@ describe('certificate manager', () => {
     const kept = await until(m.clock, same, (s) => s.matches('valid'));
     expect(kept.context.deadline).toBeGreaterThan(m.clock.now());
     same.stop();
+    // A bootstrap pair (a kubeconfig's embedded certificate seeded into the store) is rotated out at once.
+    const forced = createActor(certificateManagerWith(createCertificateManagerEffects({ signerName: CLIENT_SIGNER, usages: ROTATION_USAGES.client, csrApi: () => m.api, store: m.store, clock: m.clock, log: () => {}, forceRotation: true })), {
+      clock: m.clock,
+      input: { kind: 'client', template: clientTemplate('n1') },
+    }).start();
+    await until(m.clock, forced, (s) => s.matches({ renewing: 'awaitingIssuance' }));
+    forced.stop();
   });
 
-  it('waits without a template (a serving certificate before the node has an IP)', async () => {
+  it('waits without a template (a serving certificate before the node has an IP), asks once one comes, and again when the addresses change', async () => {
     const m = await manager();
     m.actor.stop();
-    const effects = createCertificateManagerEffects({ signerName: 'kubernetes.io/kubelet-serving', usages: ROTATION_USAGES.serving, csrApi: () => m.api, store: m.store, clock: m.clock, log: () => {} });
-    const serving = createActor(certificateManagerWith(effects), { clock: m.clock, input: { kind: 'serving', template: null } }).start();
-    const waiting = await until(m.clock, serving, (s) => s.matches('waitingForTemplate'));
+    const serving = await CertificateFileStore.open(await mkdtemp(path.join(os.tmpdir(), 'cert-serving-')), 'kubelet-server', () => m.clock.now());
+    const effects = createCertificateManagerEffects({ signerName: 'kubernetes.io/kubelet-serving', usages: ROTATION_USAGES.serving, csrApi: () => m.api, store: serving, clock: m.clock, log: () => {} });
+    const actor = createActor(certificateManagerWith(effects), { clock: m.clock, input: { kind: 'serving', template: null } }).start();
+    const waiting = await until(m.clock, actor, (s) => s.matches('waitingForTemplate'));
     expect(certificateManagerSummary(waiting.context)).toBe('no certificate yet · no address to request a certificate for');
-    serving.stop();
+    expect(m.api.names()).toEqual([]);
+
+    const first = servingTemplate('n1', [{ type: 'InternalIP', address: '10.0.0.5' }, { type: 'Hostname', address: 'n1' }])!;
+    actor.send({ type: 'CERTIFICATE.TEMPLATE', template: first });
+    const asked = await until(m.clock, actor, (s) => s.matches({ renewing: 'awaitingIssuance' }));
+    expect(m.api.csrs.get(asked.context.pending!.name)!.spec).toMatchObject({ signerName: 'kubernetes.io/kubelet-serving', usages: ['digital signature', 'server auth'] });
+    // The same template again while its request is pending: no second request.
+    actor.send({ type: 'CERTIFICATE.TEMPLATE', template: { ...first } });
+    expect(actor.getSnapshot().context.pending).toEqual(asked.context.pending);
+    m.api.issue(asked.context.pending!.name, 10 * HOUR, new Date(m.clock.now()));
+    const issued = await until(m.clock, actor, (s) => s.matches('valid'));
+    expect(issued.context.current).toMatchObject({ dnsNames: ['n1'], ipAddresses: ['10.0.0.5'] });
+
+    // A new address: the certificate lacks it, so a new request at once, without waiting for the deadline.
+    actor.send({ type: 'CERTIFICATE.TEMPLATE', template: servingTemplate('n1', [{ type: 'InternalIP', address: '10.0.0.6' }, { type: 'Hostname', address: 'n1' }]) });
+    const again = await until(m.clock, actor, (s) => s.matches({ renewing: 'awaitingIssuance' }));
+    expect(again.context.pending!.name).not.toBe(asked.context.pending!.name);
+    expect([...m.api.csrs.values()].filter((csr) => csr.spec.signerName === 'kubernetes.io/kubelet-serving')).toHaveLength(2);
+    actor.stop();
+
+    // Started again without addresses, then told ones its stored certificate already covers: kept, no request.
+    const restarted = createActor(certificateManagerWith(effects), { clock: m.clock, input: { kind: 'serving', template: null } }).start();
+    await until(m.clock, restarted, (s) => s.matches('waitingForTemplate'));
+    restarted.send({ type: 'CERTIFICATE.TEMPLATE', template: first });
+    const kept = await until(m.clock, restarted, (s) => s.matches('valid'));
+    expect(kept.context.deadline).toBeGreaterThan(m.clock.now());
+    expect([...m.api.csrs.values()].filter((csr) => csr.spec.signerName === 'kubernetes.io/kubelet-serving')).toHaveLength(2);
+    restarted.stop();
   });
 });

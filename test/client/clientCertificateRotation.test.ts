@@ -28,7 +28,7 @@ afterEach(async () => {
 });
 
 /** A server that records the client certificate's CN of each request, and keeps watches open. */
-async function recordingServer() {
+async function recordingServer(delayMs = 0) {
   const serverKey = generateNodeKey();
   const serverCert = ca.sign(makeCsr(serverKey, { commonName: 'apiserver', organizations: [], dnsNames: ['localhost'], ipAddresses: ['127.0.0.1'] }), { lifetimeMs: 3_600_000, usage: 'server' });
   const seen: { path: string; cn: string }[] = [];
@@ -38,7 +38,7 @@ async function recordingServer() {
     seen.push({ path: req.url ?? '', cn: peer && 'subject' in peer && peer.subject ? String(peer.subject.CN) : '' });
     res.writeHead(200, { 'content-type': 'application/json' });
     if (req.url?.includes('watch=true')) res.write(`${JSON.stringify({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '7' } } })}\n`);
-    else res.end(JSON.stringify({ metadata: { name: 'n' } }));
+    else setTimeout(() => res.end(JSON.stringify({ metadata: { name: 'n' } })), delayMs);
   });
   server.on('secureConnection', (socket) => socket.on('close', () => closedSockets++));
   await new Promise<void>((resolve) => server!.listen(0, '127.0.0.1', resolve));
@@ -93,5 +93,25 @@ describe('the client certificate of a certificate manager', () => {
     await expect.poll(() => api.seen.at(-1)?.path ?? '').toContain('resourceVersion=7');
     expect(api.seen.at(-1)?.cn).toBe('system:node:n2');
     resumed.stop();
+  });
+
+  it('lets the requests in flight on the old connections finish: none fails across rotations', async () => {
+    const api = await recordingServer(20);
+    const config = new KubeConfig();
+    config.loadFromOptions({ clusters: [{ name: 'c', server: api.url, skipTLSVerify: true }], users: [{ name: 'u' }], contexts: [{ name: 'c', cluster: 'c', user: 'u' }], currentContext: 'c' });
+    let pair = pairFor('n1');
+    const listeners = new Set<() => void>();
+    const client = createKubeClient(config, { requestTimeoutMs: 5_000, userAgent: 't', clientCertificate: { current: () => pair, onChange: (l) => (listeners.add(l), () => listeners.delete(l)) } });
+    const requests: Promise<unknown>[] = [];
+    for (let rotation = 0; rotation < 5; rotation++) {
+      for (let i = 0; i < 20; i++) requests.push(client.patchNodeStatus('n', {}));
+      // Rotated while those are on the wire (the server answers after 20 ms).
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      pair = pairFor(`n${rotation + 2}`);
+      for (const listener of listeners) listener();
+    }
+    const results = await Promise.allSettled(requests);
+    expect(results.filter((r) => r.status === 'rejected')).toEqual([]);
+    expect(api.seen.filter((s) => s.path === '/api/v1/nodes/n/status')).toHaveLength(100);
   });
 });

@@ -146,6 +146,7 @@ describe("each loop's line on the visualizer", () => {
         current: { notBefore: new Date(at - 3_600_000), notAfter: new Date(at + 3_600_000), commonName: 'system:node:n1', organizations: ['system:nodes'], dnsNames: [], ipAddresses: [] },
         deadline: at,
         pending: { name: 'csr-8x2kq', uid: 'u' },
+        requested: clientTemplate('n1'),
         failures: 0,
         rotations: 3,
         lastError: null,
@@ -154,7 +155,7 @@ describe("each loop's line on the visualizer", () => {
     ],
     [
       'client certificate, none yet and failing',
-      certificateManagerLoop.summary({ kind: 'client', template: clientTemplate('n1'), current: null, deadline: at, pending: null, failures: 2, rotations: 0, lastError: 'cannot create certificate signing request: Unauthorized' }),
+      certificateManagerLoop.summary({ kind: 'client', template: clientTemplate('n1'), current: null, deadline: at, pending: null, requested: null, failures: 2, rotations: 0, lastError: 'cannot create certificate signing request: Unauthorized' }),
       'no certificate yet · 2 failures: cannot create certificate signing request: Unauthorized',
     ],
     ['OOM watcher, not watching', oomWatcherLoop.summary({ systemOoms: 0, lastVictim: null, lastError: 'dmesg --follow-new ended (exit code 1)' }), '0 system OOMs · not watching: dmesg --follow-new ended (exit code 1)'],

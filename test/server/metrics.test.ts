@@ -169,4 +169,17 @@ describe('AgentMetrics', () => {
     expect(exponentialBuckets(0.005, 2.5, 14).slice(0, 4)).toEqual([0.005, 0.0125, 0.03125, 0.078125]);
     expect(exponentialBuckets(0.005, 2.5, 14)).toHaveLength(14);
   });
+
+  it("tells the client certificate's TTL (+Inf without one) and the failed renewals, under the kubelet's names", async () => {
+    const metrics = new AgentMetrics('node-a');
+    let current: { notAfter: Date } | null = null;
+    const manager = metrics.addClientCertificateManager({ current: () => current }, () => 1_000_000);
+    expect(await metrics.render()).toContain('kubelet_certificate_manager_client_ttl_seconds +Inf');
+    current = { notAfter: new Date(1_000_000 + 3_600_500) };
+    manager.renewFailed();
+    manager.renewFailed();
+    const text = await metrics.render();
+    expect(text).toContain('kubelet_certificate_manager_client_ttl_seconds 3600');
+    expect(text).toContain('kubelet_certificate_manager_client_expiration_renew_errors 2');
+  });
 });
