@@ -17,6 +17,7 @@ import type { Actor, InspectionEvent, Observer } from 'xstate';
 import type { AgentConfig } from '../cli/config.ts';
 import { type Clock, realClock } from '../clock.ts';
 import { kubeletVersion } from '../cli/flags.ts';
+import { featureEnabled } from '../cli/featureGates.ts';
 import { configz } from '../cli/options.ts';
 import type { KubeClientOptions } from '../client/kubeClient.ts';
 import { type CertificateSigningRequests, type KubeApi, RequestCounts } from '../client/api.ts';
@@ -350,7 +351,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
       const certDir = config.certDir ?? path.join(config.rootDir, 'pki');
       const mode = servingCertificateMode({
         serverTLSBootstrap: config.serverTLSBootstrap,
-        rotateKubeletServerCertificate: config.featureGates['RotateKubeletServerCertificate'] ?? true,
+        rotateKubeletServerCertificate: featureEnabled(config.featureGates, 'RotateKubeletServerCertificate'),
         ...(config.tlsCertFile ? { tlsCertFile: config.tlsCertFile } : {}),
         ...(config.tlsPrivateKeyFile ? { tlsPrivateKeyFile: config.tlsPrivateKeyFile } : {}),
       });
@@ -370,8 +371,8 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
         host: config.nodeName,
         addresses: [...(config.nodeIp?.split(',') ?? []), ...(config.address === '0.0.0.0' ? [] : [config.address])],
         ...(config.clientCaFile ? { clientCaFile: config.clientCaFile } : {}),
-        reloadServingFiles: config.featureGates['ReloadKubeletServerCertificateFile'] ?? true,
-        reloadClientCa: config.featureGates['ReloadKubeletClientCAFile'] ?? true,
+        reloadServingFiles: featureEnabled(config.featureGates, 'ReloadKubeletServerCertificateFile'),
+        reloadClientCa: featureEnabled(config.featureGates, 'ReloadKubeletClientCAFile'),
         settings: tlsSettings.settings,
         clock,
         log,

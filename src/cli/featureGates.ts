@@ -10,10 +10,14 @@
 import { KUBELET_FEATURE_GATES, type FeatureGateSpec } from './kubeletConfigApi.ts';
 
 /**
- * The gates whose both values statelet implements, with what the gate switches in statelet. Empty
- * so far: every gate runs at its default, and statelet's behaviour is the default's.
+ * The gates whose both values statelet implements, with what the gate switches in statelet. Every
+ * other gate runs at its default, and statelet's behaviour is the default's.
  */
-export const IMPLEMENTED_GATES: Readonly<Record<string, string>> = {};
+export const IMPLEMENTED_GATES: Readonly<Record<string, string>> = {
+  RotateKubeletServerCertificate: 'serverTLSBootstrap: the serving certificate from a kubernetes.io/kubelet-serving CSR (off: no certificate unless --tls-cert-file is given)',
+  ReloadKubeletServerCertificateFile: '--tls-cert-file/--tls-private-key-file (and the self-signed pair) reloaded when the files change (off: read once)',
+  ReloadKubeletClientCAFile: 'the client CA file reloaded when it changes (off: read once)',
+};
 
 /** A gate set to a value the kubelet or statelet refuses; the message is the whole reason. */
 export class FeatureGateError extends Error {

@@ -904,6 +904,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'tlsCipherSuites',
     group: 'Serving',
     help: 'Cipher suites of the authenticated API, Go names (TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256,...); none given: the defaults',
+    refusedWhen: "a name Go does not know (the kubelet's message), or one Node.js's OpenSSL lacks",
   }),
   option({
     key: 'tlsMinVersion',

@@ -46,7 +46,7 @@ describe('setting a gate', () => {
   it.each([
     [{ NoSuchGate: true }, 'unrecognized feature gate: NoSuchGate'],
     [{ UserNamespacesSupport: false }, 'cannot set feature gate UserNamespacesSupport to false, feature is locked to true'],
-    [{ RotateKubeletServerCertificate: false }, 'feature gate RotateKubeletServerCertificate=false is refused: statelet implements RotateKubeletServerCertificate only at its default (true)'],
+    [{ CPUManagerPolicyBetaOptions: false }, 'feature gate CPUManagerPolicyBetaOptions=false is refused: statelet implements CPUManagerPolicyBetaOptions only at its default (true)'],
     [{ AllAlpha: true }, 'feature gate AllAlpha=true is refused: statelet implements AllAlpha only at its default (false)'],
   ])('%j fails: %s', (requested, message) => {
     expect(gateError(requested)).toBe(message);
@@ -62,6 +62,11 @@ describe('setting a gate', () => {
     const gates = { A: { default: false, preRelease: 'ALPHA', locked: false, dependsOn: ['B'] }, B: { default: false, preRelease: 'ALPHA', locked: false } };
     expect(resolveFeatureGates({ A: true, B: true }, gates, { A: 'does a', B: 'does b' })).toEqual({ A: true, B: true });
     expect(gateError({ A: true }, gates, { A: 'does a', B: 'does b' })).toBe('A is enabled, but depends on features that are disabled: [B]');
+  });
+
+  it('takes the serving gates statelet implements both ways (RotateKubeletServerCertificate, ReloadKubeletServerCertificateFile, ReloadKubeletClientCAFile)', () => {
+    const off = { RotateKubeletServerCertificate: false, ReloadKubeletServerCertificateFile: false, ReloadKubeletClientCAFile: false };
+    expect(resolveFeatureGates(off)).toMatchObject(off);
   });
 
   it('answers whether a gate is on from the resolved map, or the default when it is not in it', () => {

@@ -52,9 +52,10 @@ describe("kubeadm's kubelet command line", () => {
     ]);
   });
 
-  it('parses every flag; what statelet cannot do yet is refused by name (TLS bootstrap, then rotation)', () => {
-    expect(usage(argv)).toMatch(/^--bootstrap-kubeconfig="\/etc\/kubernetes\/bootstrap-kubelet.conf" is refused: /);
-    expect(usage(argv.filter((arg) => !arg.startsWith('--bootstrap-kubeconfig')))).toMatch(/config\.yaml: rotateCertificates: true is refused: /);
+  it('parses every flag, TLS bootstrap and rotation included', () => {
+    const result = parseCommandLine(argv, env);
+    if (result.kind !== 'run') throw new Error(result.kind);
+    expect(result.config).toMatchObject({ bootstrapKubeconfig: '/etc/kubernetes/bootstrap-kubelet.conf', rotateCertificates: true });
   });
 
   it('runs with the node name, address and taint kubeadm gives', () => {
