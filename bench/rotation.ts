@@ -136,7 +136,7 @@ async function main(): Promise<void> {
     const leaseInLoad = leaseRenewals.filter((t) => t >= loadStart);
     const leaseIntervals = leaseInLoad.slice(1).map((t, i) => t - leaseInLoad[i]!);
     const notRunning = replacements.filter(([name]) => !runningAt.has(name)).map(([name]) => name);
-    const troubleLines = log.split('\n').filter((line) => /\b401\b|Unauthorized|certificate has expired|ECONNRESET|handshake/.test(line));
+    const troubleLines = log.split('\n').filter((line) => /Unauthorized|certificate has expired|ECONNRESET|handshake/.test(line));
     await emit({
       pods: PODS,
       signingDuration: ROTATION_SIGNING_DURATION,
