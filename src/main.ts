@@ -35,7 +35,17 @@ async function main(argv: string[]): Promise<number> {
     process.once('SIGTERM', resolve);
     process.once('SIGINT', resolve);
   });
-  const stop = config.nodes > 1 ? await runNodes(config, log) : await runAgent(config, log);
+  // A start still waiting (a TLS bootstrap waiting for its certificate) stops waiting on the signal.
+  const starting = new AbortController();
+  void stopRequested.then((signal) => starting.abort(new Error(`${signal} during the start`)));
+  let stop: () => Promise<void>;
+  try {
+    stop = config.nodes > 1 ? await runNodes(config, log, starting.signal) : await runAgent(config, log, starting.signal);
+  } catch (err) {
+    if (!starting.signal.aborted) throw err;
+    log('info', 'Stopped before the start finished', { reason: (starting.signal.reason as Error).message });
+    return 0;
+  }
   const signal = await stopRequested;
   log('info', 'Stopping; pods keep running', { signal });
   await stop();
@@ -43,8 +53,8 @@ async function main(argv: string[]): Promise<number> {
 }
 
 /** One node: says where it serves, and returns its stop. */
-async function runAgent(config: AgentConfig, log: Logger): Promise<() => Promise<void>> {
-  const agent = await startAgent(config, log);
+async function runAgent(config: AgentConfig, log: Logger, signal: AbortSignal): Promise<() => Promise<void>> {
+  const agent = await startAgent(config, log, { signal });
   log('info', 'statelet is running', {
     node: config.nodeName,
     runtime: agent.runtimeEndpoint,
@@ -59,8 +69,8 @@ async function runAgent(config: AgentConfig, log: Logger): Promise<() => Promise
 }
 
 /** --nodes=N simulated nodes in this process (src/agent/nodes.ts). */
-async function runNodes(config: AgentConfig, log: Logger): Promise<() => Promise<void>> {
-  const nodes = await startNodes(config, log);
+async function runNodes(config: AgentConfig, log: Logger, signal: AbortSignal): Promise<() => Promise<void>> {
+  const nodes = await startNodes(config, log, signal);
   const first = nodes.agents[0]!;
   log('info', 'statelet is running', { nodes: nodes.agents.length, first: `${config.nodeName}-0`, last: `${config.nodeName}-${config.nodes - 1}`, visualizer: nodes.visualizerUrl ?? null });
   if (first.readOnlyUrl) process.stdout.write(`statelet: pods of ${config.nodeName}-0 at ${first.readOnlyUrl}/pods (each node at the next address)\n`);

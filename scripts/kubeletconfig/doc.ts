@@ -30,9 +30,15 @@ function shownDefault(fieldPath: string): string {
   return value === undefined ? 'unset' : `\`${JSON.stringify(value)}\``;
 }
 
+/** What is refused: the option's note, or, for a `refuse` without one, what its message says at start. */
+function refusal(spec: AnyOptionSpec): string | undefined {
+  return spec.refusedWhen ?? (spec.refuse ? 'a value other than the default: the message at start says why' : undefined);
+}
+
 function settingStatus(spec: AnyOptionSpec): [string, string] {
   const flag = spec.flag ? `\`--${spec.flag}\`` : 'config file only';
-  return spec.refusedWhen ? ['honoured, some values refused', `${flag}; refused: ${spec.refusedWhen}`] : ['honoured', flag];
+  const refused = refusal(spec);
+  return refused ? ['honoured, some values refused', `${flag}; refused: ${refused}`] : ['honoured', flag];
 }
 
 /** One row per field: a setting's, a status's, or a block's fields in its place. */
@@ -66,7 +72,8 @@ function flagRows(): string[] {
     if (!spec) return `| \`--${name}\` | refused: \`failed to parse kubelet flag: unknown flag: --${name}\` (exit 1) | not implemented by statelet |`;
     const [status] = settingStatus(spec);
     const field = spec.configField ? `config: \`${spec.configField}\`` : kubelet ? 'flag only' : 'statelet only';
-    return `| \`--${name}\` | ${status} | ${cell(`${field}${spec.refusedWhen ? `; refused: ${spec.refusedWhen}` : ''}.${deprecated}`)} |`;
+    const refused = refusal(spec);
+    return `| \`--${name}\` | ${status} | ${cell(`${field}${refused ? `; refused: ${refused}` : ''}.${deprecated}`)} |`;
   });
 }
 

@@ -83,6 +83,8 @@ interface AgentHooks {
    * 5 minutes, while the API server answers. Default: logs the message and exits with status 255.
    */
   fatal?(message: string): void;
+  /** Aborted when the process is asked to stop during the start: a synchronous TLS bootstrap stops waiting. */
+  signal?: AbortSignal;
 }
 
 /** A short socket path for the embedded runtime: unix socket paths are limited to ~107 bytes. */
@@ -273,7 +275,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     log('error', message);
     process.exit(255);
   });
-  const apiClient = config.kubeconfig ? await loadKubeApi(config, config.kubeconfig, { counts: apiRequests, limits, clock, log, fatal, metrics }) : undefined;
+  const apiClient = config.kubeconfig ? await loadKubeApi(config, config.kubeconfig, { counts: apiRequests, limits, clock, log, fatal, metrics, ...(hooks.signal ? { signal: hooks.signal } : {}) }) : undefined;
   if (apiClient?.stop) closers.push(apiClient.stop);
   const cluster = apiClient ? clusterDeps(apiClient, machine) : undefined;
   if (cluster) log('info', 'Joining the cluster', { server: cluster.server, node: config.nodeName });
@@ -359,7 +361,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
       if (mode === 'manager') {
         if (!apiClient) throw new Error('serverTLSBootstrap (--rotate-server-certificates) requests the serving certificate from the API server: it needs --kubeconfig');
         const csrApi = apiClient.api;
-        manager = await startServingCertificateManager({ certDir, nodeName: config.nodeName, addresses: nodeSettings(config, kubeletVersion()).addresses, csrApi: () => csrApi, clock, log });
+        manager = await startServingCertificateManager({ certDir, nodeName: config.nodeName, addresses: nodeSettings(config, kubeletVersion()).addresses, csrApi: () => csrApi, metrics, clock, log });
         closers.unshift(() => manager!.stop());
       }
       const serving = await openServingTls({
@@ -445,7 +447,7 @@ interface ClusterClient {
 async function loadKubeApi(
   config: AgentConfig,
   kubeconfig: string,
-  context: { counts: RequestCounts; limits: KubeClientOptions['limits']; clock: Clock; log: Logger; fatal(message: string): void; metrics: AgentMetrics },
+  context: { counts: RequestCounts; limits: KubeClientOptions['limits']; clock: Clock; log: Logger; fatal(message: string): void; metrics: AgentMetrics; signal?: AbortSignal },
 ): Promise<ClusterClient> {
   const { kubeClientFromFile } = await import('../client/kubeClient.ts');
   const { clock, log } = context;
@@ -464,6 +466,7 @@ async function loadKubeApi(
     bootstrapApi: () => bootstrapClient!(),
     clock,
     log,
+    ...(context.signal ? { signal: context.signal } : {}),
   });
   if (!config.rotateCertificates) return kubeClientFromFile(identity.kubeconfig, options);
 

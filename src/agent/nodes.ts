@@ -92,7 +92,7 @@ export interface Nodes {
  * so that a hundred nodes do not all contend at once); a node that fails to start stops those
  * already started. Each node's log lines carry its name.
  */
-export async function startNodes(config: AgentConfig, log: Logger): Promise<Nodes> {
+export async function startNodes(config: AgentConfig, log: Logger, signal?: AbortSignal): Promise<Nodes> {
   const configs = nodeConfigs(config);
   if (configs instanceof Error) throw configs;
   const agents: Agent[] = [];
@@ -106,7 +106,7 @@ export async function startNodes(config: AgentConfig, log: Logger): Promise<Node
   try {
     for (const node of configs) {
       const nodeLog: Logger = (level, message, fields) => log(level, message, { node: node.nodeName, ...fields });
-      agents.push(await startAgent(node, nodeLog, visualizerNodes ? { visualizerNodes } : {}));
+      agents.push(await startAgent(node, nodeLog, { ...(visualizerNodes ? { visualizerNodes } : {}), ...(signal ? { signal } : {}) }));
       // Served from the first node's start on, so that a hundred nodes can be watched as they come.
       if (visualizerNodes && !visualizer) visualizer = await startVisualizerServer(visualizerNodes, node.readOnlyAddress, config.visualizerPort);
     }

@@ -2,7 +2,8 @@
  * The command line, parsed the way the kubelet's (Go pflag) parser reads it, so kubelet unit files
  * and scripts work unchanged: `--flag value`, `--flag=value`, bare `--flag` for booleans (a
  * boolean never takes the next argument), single-dash long flags (`-v 2`, `-v=2`), and `_` read
- * as `-` in flag names. Settings are layered as in the kubelet: defaults < `--config` file < flags.
+ * as `-` in flag names. Settings are layered as in the kubelet: defaults < `--config` file <
+ * `--config-dir` drop-ins < flags.
  * Every flag comes from the table in `options.ts`; nothing here is specific to one setting.
  */
 
@@ -252,7 +253,7 @@ function checkCombinations(settings: AgentSettings): void {
 
 const META_HELP: readonly { group: OptionGroup; left: string; help: string }[] = [
   { group: 'General', left: '-h, --help', help: 'Show this help and exit' },
-  { group: 'General', left: '    --version', help: 'Print the version and exit' },
+  { group: 'General', left: '    --version', help: 'Print "Kubernetes <version>" and exit (--version=raw: its parts)' },
 ];
 
 /** One line per flag, grouped, with its default and its config-file field where it has one. */
@@ -271,7 +272,8 @@ export function helpText(): string {
     'Usage: statelet [flags]',
     '',
     'statelet is a Kubernetes node agent. Settings are layered as in the kubelet: built-in',
-    'defaults, then the KubeletConfiguration file given by --config, then command-line flags.',
+    'defaults, then the KubeletConfiguration file given by --config, then the drop-ins of',
+    '--config-dir, then command-line flags. docs/kubelet-config.md gives the status of each field.',
     '',
     ...sections,
   ].join('\n');

@@ -63,12 +63,18 @@ export function loadKubeletConfig(configFile: string | undefined, configDir: str
     document = configFileDocument(readDocument(configFile, 'config', warnings), configFile);
     for (const field of Object.keys(document)) origins.set(field, configFile);
   }
+  // The kubelet merges drop-ins onto its defaulted configuration, whose report frequency is set
+  // already (configFileDocument), to 5m when --config set neither frequency: a drop-in's update
+  // frequency then leaves it, unless a drop-in also resets the report frequency (null, 0s).
+  let reportFollowsUpdate = true;
   if (configDir) {
+    reportFollowsUpdate = document.nodeStatusReportFrequency !== undefined;
     for (const file of dropInFiles(configDir)) {
       const patch = readDocument(file, 'drop-in', warnings);
+      if ('nodeStatusReportFrequency' in patch) reportFollowsUpdate = true;
       // The kubelet merges onto its defaulted configuration, whose evictionHard is the default
       // thresholds (server.go loadConfigFile): a drop-in's evictionHard patches them.
-      if (isObject(patch.evictionHard) && document.evictionHard === undefined) document.evictionHard = { ...(KUBELET_DEFAULT_EVICTION_HARD as Document) };
+      if (isObject(patch.evictionHard) && document.evictionHard === undefined) document.evictionHard = { ...KUBELET_DEFAULT_EVICTION_HARD };
       document = mergePatch(document, patch) as Document;
       for (const [field, value] of Object.entries(patch)) {
         if (value === null) origins.delete(field);
@@ -76,28 +82,27 @@ export function loadKubeletConfig(configFile: string | undefined, configDir: str
       }
     }
   }
-  return { ...settingsOf(document, (field) => origins.get(field) ?? configFile ?? configDir ?? '', warnings), warnings };
-}
-
-/** Reads and maps one file (no drop-ins); relative paths inside it resolve against its directory. */
-export function readKubeletConfigFile(file: string): { settings: Partial<AgentSettings>; warnings: string[] } {
-  const { settings, warnings } = loadKubeletConfig(file, undefined);
-  return { settings, warnings };
+  return { ...settingsOf(document, (field) => origins.get(field) ?? configFile ?? configDir ?? '', warnings, reportFollowsUpdate), warnings };
 }
 
 /** Maps the text of a config file named `file` (for messages and relative paths). */
 export function parseKubeletConfig(text: string, file: string): { settings: Partial<AgentSettings>; warnings: string[] } {
   const warnings: string[] = [];
   const document = configFileDocument(parseDocument(text, file, 'config', warnings), file);
-  return { settings: settingsOf(document, () => file, warnings).settings, warnings };
+  return { settings: settingsOf(document, () => file, warnings, true).settings, warnings };
 }
 
 /** The settings of a whole (merged) document; `origin` names the file a top-level field came from. */
-function settingsOf(document: Document, origin: (field: string) => string, warnings: string[]): { settings: Partial<AgentSettings>; origins: Partial<Record<SettingKey, string>> } {
+function settingsOf(
+  document: Document,
+  origin: (field: string) => string,
+  warnings: string[],
+  reportFollowsUpdate: boolean,
+): { settings: Partial<AgentSettings>; origins: Partial<Record<SettingKey, string>> } {
   const settings: Partial<AgentSettings> = {};
   const origins: Partial<Record<SettingKey, string>> = {};
   readFields(document, '', KUBELET_CONFIG_FIELDS, KUBELET_CONFIG_DEFAULTS, { settings, settingOrigins: origins, warnings, origin });
-  if (settings.nodeStatusReportFrequencyMs === undefined && settings.nodeStatusUpdateFrequencyMs !== undefined) {
+  if (reportFollowsUpdate && settings.nodeStatusReportFrequencyMs === undefined && settings.nodeStatusUpdateFrequencyMs !== undefined) {
     // defaults.go SetDefaults_KubeletConfiguration: an unset report frequency follows an update frequency that was set.
     settings.nodeStatusReportFrequencyMs = settings.nodeStatusUpdateFrequencyMs;
   }
@@ -111,6 +116,13 @@ function settingsOf(document: Document, origin: (field: string) => string, warni
  */
 function configFileDocument(document: Document, file: string): Document {
   resolveRelativePaths(document, path.dirname(file));
+  // Defaulted before the drop-ins are merged: the report frequency the file leaves unset follows
+  // the update frequency it sets, and a drop-in's update frequency no longer moves it.
+  const update = document.nodeStatusUpdateFrequency;
+  const report = document.nodeStatusReportFrequency;
+  if (typeof update === 'string' && durationMs(update) && (report === undefined || report === null || (typeof report === 'string' && durationMs(report) === 0))) {
+    document.nodeStatusReportFrequency = update;
+  }
   if (document.mergeDefaultEvictionSettings === true && isObject(document.evictionHard)) {
     document.evictionHard = { ...KUBELET_DEFAULT_EVICTION_HARD, ...document.evictionHard };
   }
@@ -251,6 +263,8 @@ function readFields(document: Document, prefix: string, schema: Readonly<Record<
       continue;
     }
     if (status !== undefined) {
+      const problem = typeProblem(field, value);
+      if (problem) throw new ConfigFileError(file, `${fieldPath}: ${problem}`);
       if (sameAsDefault(field, value, fieldDefault) || (status.also ?? []).some((allowed) => deepEqual(allowed, value))) continue;
       throw new ConfigFileError(file, `${fieldPath}: ${JSON.stringify(value)} is refused: ${status.defaultOnly}`);
     }
@@ -310,8 +324,13 @@ function sameAsDefault(field: ConfigField, value: unknown, fieldDefault: unknown
   return deepEqual(value, fieldDefault);
 }
 
+/** A value of the wrong JSON type for the field's Go type (decoding fails in the kubelet); null when it fits or cannot be told. */
 function typeProblem(field: ConfigField, value: unknown): string | null {
   if (isBool(field)) return typeof value === 'boolean' ? null : 'expected a boolean';
+  if (isNumber(field)) return typeof value === 'number' ? null : 'expected a number';
+  if (/^\*?string$/.test(field.goType)) return typeof value === 'string' ? null : 'expected a string';
+  if (field.goType.startsWith('[]')) return Array.isArray(value) ? null : 'expected a list';
+  if (field.goType.startsWith('map[') || (field.fields !== undefined && !isList(field))) return isObject(value) ? null : 'expected an object';
   if (isDuration(field)) {
     if (typeof value === 'number' && Number.isFinite(value)) return null;
     if (typeof value === 'string' && durationMs(value) !== undefined) return null;

@@ -17,6 +17,8 @@ export type FieldStatus =
 
 const noShutdownManager = 'statelet does not delay node shutdown for its pods (the kubelet takes a systemd inhibitor lock); node shutdown handling stays off, the default';
 const noProfiling = 'statelet serves no Go profiling or debug-flags endpoints';
+/** For a handler the kubelet serves by default and statelet does not have: false is what it does. */
+const noProfilingHandler = { defaultOnly: `${noProfiling}, which the kubelet does by default; false is what it does`, also: [false] } as const;
 const onlyPolicyNone = 'statelet has the CPU and Topology Managers\' "none" policy only, which takes no options';
 
 /** By dotted path (`authentication.webhook.cacheTTL`); a path's status covers its fields. */
@@ -28,7 +30,7 @@ export const CONFIG_FIELD_STATUS: Readonly<Record<string, FieldStatus>> = {
   'authorization.webhook.cacheUnauthorizedTTL': { defaultOnly: 'statelet caches denied SubjectAccessReview answers for 30s, the default, and takes no other TTL' },
   registryPullQPS: { defaultOnly: 'statelet does not rate-limit image pulls (0, no limit, is what it does)', also: [0] },
   registryBurst: { defaultOnly: 'statelet does not rate-limit image pulls' },
-  enableDebuggingHandlers: { defaultOnly: 'statelet always serves /logs, /exec, /attach, /portForward and /run on its authenticated API' },
+  enableDebuggingHandlers: { defaultOnly: 'statelet always serves /containerLogs, /exec, /attach, /portForward and /runningpods/ on its authenticated API' },
   enableContentionProfiling: { defaultOnly: noProfiling },
   oomScoreAdj: { defaultOnly: "statelet leaves its own process's OOM score adjustment as it was started with" },
   streamingConnectionIdleTimeout: { defaultOnly: 'statelet does not close idle exec, attach and port-forward streams on a timeout of its own' },
@@ -50,7 +52,7 @@ export const CONFIG_FIELD_STATUS: Readonly<Record<string, FieldStatus>> = {
   podsPerCore: { defaultOnly: 'statelet limits pods by maxPods only' },
   enableControllerAttachDetach: { defaultOnly: 'statelet leaves volume attach and detach to the attach/detach controller' },
   protectKernelDefaults: { defaultOnly: 'statelet does not check kernel tunables against its defaults' },
-  makeIPTablesUtilChains: { defaultOnly: 'statelet makes no iptables chains' },
+  makeIPTablesUtilChains: { defaultOnly: 'statelet makes no iptables chains, which the kubelet does by default; false is what it does', also: [false] },
   iptablesMasqueradeBit: { defaultOnly: 'statelet makes no iptables chains' },
   iptablesDropBit: { defaultOnly: 'statelet makes no iptables chains' },
   mergeDefaultEvictionSettings: { honoured: "true adds the default hard eviction thresholds the --config file's evictionHard leaves out (server.go loadConfigFile)" },
@@ -66,14 +68,14 @@ export const CONFIG_FIELD_STATUS: Readonly<Record<string, FieldStatus>> = {
   'logging.flushFrequency': { honoured: 'statelet writes each log line at once, so no line waits longer than the flush frequency' },
   'logging.vmodule': { defaultOnly: 'statelet has one verbosity for all its modules (-v)' },
   'logging.options': { defaultOnly: 'statelet writes all log lines to one stream, unbuffered' },
-  enableSystemLogHandler: { defaultOnly: 'statelet serves /logs/ as the kubelet does by default' },
-  enableSystemLogQuery: { defaultOnly: 'statelet serves the node log query only as the kubelet does by default' },
+  enableSystemLogHandler: { defaultOnly: "statelet serves no node log files (/logs/), which the kubelet does by default; false is what it does", also: [false] },
+  enableSystemLogQuery: { defaultOnly: 'statelet has no node log query (/logs/?query=), off as by default' },
   shutdownGracePeriod: { defaultOnly: noShutdownManager },
   shutdownGracePeriodCriticalPods: { defaultOnly: noShutdownManager },
   shutdownGracePeriodByPodPriority: { defaultOnly: noShutdownManager },
   reservedMemory: { defaultOnly: 'statelet has the Memory Manager\'s "None" policy only, which reserves no NUMA memory' },
-  enableProfilingHandler: { defaultOnly: noProfiling },
-  enableDebugFlagsHandler: { defaultOnly: noProfiling },
+  enableProfilingHandler: noProfilingHandler,
+  enableDebugFlagsHandler: noProfilingHandler,
   memoryThrottlingFactor: { defaultOnly: 'statelet does not set memory.high (memory QoS)' },
   memoryReservationPolicy: { defaultOnly: 'statelet does not set memory.min (memory QoS)' },
   tracing: { defaultOnly: 'statelet exports no OpenTelemetry traces' },

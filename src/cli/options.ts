@@ -880,6 +880,8 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     flag: 'bootstrap-kubeconfig',
     group: 'General',
     help: 'kubeconfig with bootstrap credentials (a bootstrap token) to request the node\'s client certificate with when --kubeconfig is missing or expired',
+    // The bootstrap writes --kubeconfig (bootstrap.go LoadClientConfig); without one there is nothing to write.
+    onlyWith: { holds: (settings) => !settings.bootstrapKubeconfig || inCluster.holds(settings), reason: inCluster.reason },
   }),
   option({
     key: 'rotateCertificates',
@@ -888,6 +890,7 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     configField: 'rotateCertificates',
     group: 'General',
     help: 'Renew the client certificate before it expires by requesting a new one with a CertificateSigningRequest',
+    onlyWith: { holds: (settings) => !settings.rotateCertificates || inCluster.holds(settings), reason: inCluster.reason },
   }),
   option({
     key: 'serverTLSBootstrap',

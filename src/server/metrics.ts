@@ -208,17 +208,46 @@ export class AgentMetrics implements RuntimeOperations, NodeMetrics {
    * the renewals that failed. Returns what counts a failure.
    */
   addClientCertificateManager(source: { current(): { notAfter: Date } | null }, now: () => number): { renewFailed(): void } {
+    return this.addCertificateManager(
+      {
+        ttl: 'kubelet_certificate_manager_client_ttl_seconds',
+        ttlHelp: "Gauge of the TTL (time-to-live) of the Kubelet's client certificate. The value is in seconds until certificate expiry (negative if already expired). If client certificate is invalid or unused, the value will be +INF.",
+        errors: 'kubelet_certificate_manager_client_expiration_renew_errors',
+      },
+      source,
+      now,
+    );
+  }
+
+  /**
+   * The serving certificate manager's (kubelet.go NewKubeletServerCertificateManager): the TTL of
+   * the serving certificate (+Inf before one is issued), and the renewals that failed, under the
+   * kubelet's names for them.
+   */
+  addServingCertificateManager(source: { current(): { notAfter: Date } | null }, now: () => number): { renewFailed(): void } {
+    return this.addCertificateManager(
+      {
+        ttl: 'kubelet_certificate_manager_server_ttl_seconds',
+        ttlHelp: "Gauge of the shortest TTL (time-to-live) of the Kubelet's serving certificate. The value is in seconds until certificate expiry (negative if already expired). If serving certificate is invalid or unused, the value will be +INF.",
+        errors: 'kubelet_server_expiration_renew_errors',
+      },
+      source,
+      now,
+    );
+  }
+
+  private addCertificateManager(names: { ttl: string; ttlHelp: string; errors: string }, source: { current(): { notAfter: Date } | null }, now: () => number): { renewFailed(): void } {
     const registers = [this.registry];
     new Gauge({
-      name: 'kubelet_certificate_manager_client_ttl_seconds',
-      help: "Gauge of the TTL (time-to-live) of the Kubelet's client certificate. The value is in seconds until certificate expiry (negative if already expired). If client certificate is invalid or unused, the value will be +INF.",
+      name: names.ttl,
+      help: names.ttlHelp,
       registers,
       collect() {
         const current = source.current();
         this.set(current ? Math.trunc((current.notAfter.getTime() - now()) / 1000) : Infinity);
       },
     });
-    const errors = new Counter({ name: 'kubelet_certificate_manager_client_expiration_renew_errors', help: 'Counter of certificate renewal errors.', registers });
+    const errors = new Counter({ name: names.errors, help: 'Counter of certificate renewal errors.', registers });
     return { renewFailed: () => errors.inc() };
   }
 

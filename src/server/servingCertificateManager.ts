@@ -29,6 +29,8 @@ export interface ServingCertificateManagerOptions {
   addresses: readonly NodeAddress[];
   /** The CSR API, under the node's current client identity. */
   csrApi(): CertificateSigningRequests;
+  /** Metrics: the TTL of the pair in use, read from the store, and a count of failed renewals. */
+  metrics?: { addServingCertificateManager(source: CertificateSource, now: () => number): { renewFailed(): void } };
   clock: Clock;
   log: Logger;
 }
@@ -46,7 +48,16 @@ export async function startServingCertificateManager(options: ServingCertificate
   const store = await CertificateFileStore.open(options.certDir, 'kubelet-server', () => clock.now());
   const template = servingTemplate(options.nodeName, options.addresses);
   if (!template) log('warn', 'No IP address to request a serving certificate for; the node serves none until it has one', { node: options.nodeName });
-  const effects = createCertificateManagerEffects({ signerName: SERVING_SIGNER, usages: ROTATION_USAGES.serving, csrApi: options.csrApi, store, clock, log });
+  const counted = options.metrics?.addServingCertificateManager(store, () => clock.now());
+  const effects = createCertificateManagerEffects({
+    signerName: SERVING_SIGNER,
+    usages: ROTATION_USAGES.serving,
+    csrApi: options.csrApi,
+    store,
+    clock,
+    log,
+    ...(counted ? { onRenewFailure: counted.renewFailed } : {}),
+  });
   const actor = createActor(certificateManagerWith(effects), { clock, input: { kind: 'serving', template } });
   actor.start();
   return { source: store, actor, stop: () => actor.stop() };

@@ -54,6 +54,8 @@ const isCsiRef = (ref: PodVolumeRef): ref is PodVolumeRef & { kind: CsiKind } =>
 export interface ReconstructionParts {
   world: VolumeWorld;
   csi: CsiOperations;
+  /** The CSI block mapper, which adopts the mapped CSI volumes found. */
+  csiBlock: CsiBlockOperations;
   podsDir: string;
   /** The Node's `status.volumesAttached` names; absent on a node without an API server. */
   volumesAttached?: () => Promise<string[]>;
@@ -62,11 +64,11 @@ export interface ReconstructionParts {
 
 /**
  * reconstruct.go reconstructVolumes, once at the volume manager's start: the volumes found under the
- * pods directory enter the actual state as uncertain, those the Node lists attached marked attached
+ * pods directory, mounted and mapped, enter the actual state as uncertain, those the Node lists attached marked attached
  * (updateReconstructedFromNodeStatus, so they stay in `volumesInUse` until unmounted); what cannot be
  * reconstructed is logged and left to the orphan cleanup. Returns how many were reconstructed.
  */
-export async function reconstructVolumes({ world, csi, podsDir, volumesAttached, log }: ReconstructionParts): Promise<number> {
+export async function reconstructVolumes({ world, csi, csiBlock, podsDir, volumesAttached, log }: ReconstructionParts): Promise<number> {
   const { volumes, failed } = await reconstructPodVolumes(podsDir).catch((err: unknown) => {
     log('error', 'Cannot get volumes from disk, skip sync states for volume reconstruction', { err: errorText(err) });
     return { volumes: [], failed: [] };
@@ -81,7 +83,9 @@ export async function reconstructVolumes({ world, csi, podsDir, volumesAttached,
     }
   }
   const added = world.addReconstructed(volumes, (volume) => {
-    if (volume.kind !== 'localPV') csi.adoptReconstructed({ uid: volume.uid, uniqueName: volume.uniqueName, kind: volume.kind });
+    if (volume.kind === 'localPV') return;
+    if (volume.map) csiBlock.adoptReconstructed(volume);
+    else csi.adoptReconstructed({ uid: volume.uid, uniqueName: volume.uniqueName, kind: volume.kind });
   });
   for (const volume of added) log('info', 'Volume is marked as uncertain and added into the actual state', { podUID: volume.uid, volumeName: volume.uniqueName });
   log('info', 'Volume reconstruction finished', { volumes: added.length });

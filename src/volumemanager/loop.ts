@@ -21,7 +21,7 @@ export const volumeManagerLoop = defineNodeLoop({
             // Reconstruction runs whatever the mount table's read gave: orphaned pod directories wait for it.
             const unread = await (mounter.adopt?.() ?? Promise.resolve()).then(() => null, (err: unknown) => ({ err }));
             const volumesAttached = cluster && (async () => ((await cluster.api.getNode(config.nodeName)).status?.volumesAttached ?? []).map((v) => v.name));
-            const reconstructed = await reconstructVolumes({ world: volumes.world, csi: volumes.csi, podsDir: volumes.deps().podsDir, log, ...(volumesAttached ? { volumesAttached } : {}) });
+            const reconstructed = await reconstructVolumes({ world: volumes.world, csi: volumes.csi, csiBlock: volumes.block.csi, podsDir: volumes.deps().podsDir, log, ...(volumesAttached ? { volumesAttached } : {}) });
             if (unread) throw unread.err;
             return { mounts: mounter.mounted, tokens: tokens?.size ?? 0, reconstructed };
           },

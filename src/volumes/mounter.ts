@@ -7,7 +7,8 @@
  * volumes on disk under the pod's directory (mode 0750) and gives containers a local volume's own
  * path, which are the differences a container can see. What is mounted is learnt from /proc/self/mountinfo once,
  * before the first mount (an agent restarted over running pods knows their mounts: under the pods
- * directory, but for a CSI driver's, which the driver unmounts, and local volumes' device mounts),
+ * directory, but for a CSI driver's, which the driver unmounts, local volumes' device mounts, and
+ * raw block devices' bind mounts onto their global map files),
  * and kept in memory, so a pod sync never reads the mount table; teardown reads it, to unmount everything
  * under a pod.
  */
@@ -51,6 +52,20 @@ export interface Mounter {
 /** Where local volumes on block devices are mounted for their pods (local.go generateBlockDeviceBaseGlobalPath), beside the pods directory. */
 export function localDeviceMountsDir(podsDir: string): string {
   return path.join(path.dirname(podsDir), 'plugins', 'kubernetes.io', 'local-volume', 'mounts');
+}
+
+/**
+ * A raw block device's bind mount onto its global map file (blockMap.ts), the agent's own, beside
+ * the pods directory: a local volume's `plugins/kubernetes.io~local-volume/volumeDevices/<pv>/<uid>`
+ * or a CSI volume's `plugins/kubernetes.io/csi/volumeDevices/<pv>/dev/<uid>` (not the driver's
+ * `…/staging/<pv>` or `…/publish/<pv>/<uid>`).
+ */
+function isBlockGlobalMap(podsDir: string, point: string): boolean {
+  const plugins = path.join(path.dirname(podsDir), 'plugins');
+  const local = path.relative(path.join(plugins, 'kubernetes.io~local-volume', 'volumeDevices'), point).split(path.sep);
+  if (local.length === 2 && local[0] !== '..') return true;
+  const csi = path.relative(path.join(plugins, 'kubernetes.io', 'csi', 'volumeDevices'), point).split(path.sep);
+  return csi.length === 3 && csi[0] !== '..' && csi[1] === 'dev';
 }
 
 /** A CSI driver's mount under a pod's directory (`<uid>/volumes/kubernetes.io~csi/…`): the driver's to unmount, through NodeUnpublishVolume. */
@@ -110,6 +125,7 @@ export function systemMounter(podsDir: string, log: Log, exec: Run = run, mounti
       .then((text) => {
         for (const point of mountPointsUnder(text, podsDir)) if (!isCsiDriverMount(podsDir, point)) known.add(point);
         for (const point of mountPointsUnder(text, localDeviceMountsDir(podsDir))) known.add(point);
+        for (const point of mountPointsUnder(text, path.join(path.dirname(podsDir), 'plugins'))) if (isBlockGlobalMap(podsDir, point)) known.add(point);
       }));
   return {
     get mounted() {

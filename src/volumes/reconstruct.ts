@@ -1,13 +1,16 @@
 /**
  * Reconstruction's reads of the node (reconstruct_common.go getVolumesFromPodDir, reconstructVolume
- * over the plugins' ConstructVolumeSpec): the pods directory walked once for volume directories, each
- * CSI volume's `vol_data.json` read, and the decisions of reconstruction.ts
- * applied. Nothing is changed on disk.
+ * over the plugins' ConstructVolumeSpec and ConstructBlockVolumeSpec): the pods directory walked
+ * once for volume directories and device links, each CSI volume's `vol_data.json` read (a mapped
+ * one's from its plugin's volumeDevices directory), and the decisions of reconstruction.ts applied.
+ * Nothing is changed on disk.
  */
 import { readdir } from 'node:fs/promises';
 import path from 'node:path';
+import { csiBlockPaths } from './csi/block.ts';
+import { CSI_PLUGIN_NAME } from './csi/paths.ts';
 import { loadVolumeData } from './csi/volDataFile.ts';
-import { type FoundVolume, LOCAL_PLUGIN_NAME, type ReconstructedVolume, isReconstructedPlugin, reconstructVolume, unescapeQualifiedName } from './reconstruction.ts';
+import { type FoundVolume, type ReconstructedVolume, isReconstructedPlugin, reconstructVolume, unescapeQualifiedName } from './reconstruction.ts';
 
 const reason = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
@@ -49,8 +52,10 @@ export interface Reconstruction {
 export async function reconstructPodVolumes(podsDir: string): Promise<Reconstruction> {
   const found = (await findPodVolumes(podsDir)).filter((v) => isReconstructedPlugin(v.plugin) || v.mode === 'Block');
   const result: Reconstruction = { volumes: [], failed: [] };
+  // csi_plugin.go ConstructBlockVolumeSpec: a mapped volume's data is kept by its PV's name, beside the pods directory.
+  const dataDir = (volume: FoundVolume) => (volume.mode === 'Block' ? csiBlockPaths(path.dirname(podsDir), volume.specName).dataDir : volume.path);
   for (const volume of found) {
-    const volumeData = volume.plugin === LOCAL_PLUGIN_NAME || volume.mode === 'Block' ? undefined : await loadVolumeData(volume.path).catch((err: unknown) => ({ error: reason(err) }));
+    const volumeData = volume.plugin === CSI_PLUGIN_NAME ? await loadVolumeData(dataDir(volume)).catch((err: unknown) => ({ error: reason(err) })) : undefined;
     const outcome = reconstructVolume(volume, volumeData ? { volumeData } : {});
     if ('error' in outcome) result.failed.push({ volume, error: outcome.error });
     else result.volumes.push(outcome);

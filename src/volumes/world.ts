@@ -397,7 +397,7 @@ export class VolumeWorld implements AttachState {
       found!.delete(volume.uniqueName);
       const id = freeId(volume.specName);
       this.ending.set(id, uid);
-      changes.mount.push({ id, uid, pod: podName, outerName: volume.specName, uniqueName: volume.uniqueName, specName: volume.specName, kind: volume.kind, foundOnDisk: true });
+      changes.mount.push({ id, uid, pod: podName, outerName: volume.specName, uniqueName: volume.uniqueName, specName: volume.specName, kind: volume.kind, ...(volume.map ? { map: true as const } : {}), foundOnDisk: true });
     }
     if (found?.size === 0) this.reconstructed.delete(uid);
     if (operations.size > 0) this.operations.set(uid, operations);

@@ -5,7 +5,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { agentDefaults, crashLoopBackOffPolicy, type AgentConfig } from '../../src/cli/config.ts';
 import { DurationError, formatDuration, parseDuration } from '../../src/duration.ts';
 import { UsageError, helpText, parseCommandLine } from '../../src/cli/flags.ts';
-import { ConfigFileError, parseKubeletConfig, readKubeletConfigFile } from '../../src/cli/kubeletConfig.ts';
+import { ConfigFileError, loadKubeletConfig, parseKubeletConfig } from '../../src/cli/kubeletConfig.ts';
 import { OPTIONS, configz } from '../../src/cli/options.ts';
 import { KUBELET_FEATURE_GATES } from '../../src/cli/kubeletConfigApi.ts';
 
@@ -569,7 +569,7 @@ describe('PLEG and crash-loop backoff settings', () => {
 
   it("reads the kubelet's crashLoopBackOff.maxContainerRestartPeriod, under the flag", () => {
     const file = writeConfig(`${HEADER}crashLoopBackOff:\n  maxContainerRestartPeriod: 1m\n`);
-    expect(readKubeletConfigFile(file).settings).toEqual({ crashLoopBackOffMaxMs: 60_000 });
+    expect(loadKubeletConfig(file, undefined).settings).toEqual({ crashLoopBackOffMaxMs: 60_000 });
     expect(run(['--config', file]).config.crashLoopBackOffMaxMs).toBe(60_000);
     expect(run(['--config', file, '--crash-loop-backoff-max', '2m']).config.crashLoopBackOffMaxMs).toBe(120_000);
     expect(parseKubeletConfig(`${HEADER}crashLoopBackOff: {}\n`, 'config.yaml').settings).toEqual({ crashLoopBackOffMaxMs: 300_000 });
@@ -706,7 +706,7 @@ describe('KubeletConfiguration file', () => {
           'imageServiceEndpoint: sim://',
         ].join('\n'),
     );
-    expect(readKubeletConfigFile(file)).toEqual({
+    expect(loadKubeletConfig(file, undefined)).toMatchObject({
       settings: {
         podManifestPath: '/etc/kubernetes/manifests',
         manifestUrl: 'http://10.0.0.1/pods',
@@ -734,12 +734,12 @@ describe('KubeletConfiguration file', () => {
       JSON.stringify({ apiVersion: 'kubelet.config.k8s.io/v1beta1', kind: 'KubeletConfiguration', maxPods: 9 }),
       'config.json',
     );
-    expect(readKubeletConfigFile(file).settings).toEqual({ maxPods: 9 });
+    expect(loadKubeletConfig(file, undefined).settings).toEqual({ maxPods: 9 });
   });
 
   it('resolves a relative staticPodPath against the file’s directory', () => {
     const file = writeConfig(`${HEADER}staticPodPath: manifests\n`);
-    expect(readKubeletConfigFile(file).settings.podManifestPath).toBe(path.join(dir, 'manifests'));
+    expect(loadKubeletConfig(file, undefined).settings.podManifestPath).toBe(path.join(dir, 'manifests'));
   });
 
   it('treats null as not set', () => {

@@ -95,6 +95,17 @@ describe('the field table', () => {
     expect(() => loadKubeletConfig(file, undefined)).toThrow(message);
   });
 
+  it.each([
+    ['enableServer: "yes"', 'enableServer: expected a boolean'],
+    ['podsPerCore: "4"', 'podsPerCore: expected a number'],
+    ['hairpinMode: 3', 'hairpinMode: expected a string'],
+    ['reservedMemory: {numaNode: 0}', 'reservedMemory: expected a list'],
+    ['qosReserved: [memory]', 'qosReserved: expected an object'],
+    ['tracing: 1', 'tracing: expected an object'],
+  ])('fails %s as a type error, not a refusal', (body, message) => {
+    expect(() => loadKubeletConfig(write('c.yaml', `${HEADER}${body}\n`), undefined)).toThrow(message);
+  });
+
   it('takes the values it honours besides the default: no pull rate limit, JSON to the API server, any flush frequency', () => {
     const file = write('c.yaml', `${HEADER}registryPullQPS: 0\ncontentType: application/json\nlogging: {flushFrequency: 2s}\nshutdownGracePeriod: 0s\ntracing: null\n`);
     expect(loadKubeletConfig(file, undefined)).toEqual({ settings: {}, origins: {}, warnings: [] });
@@ -204,6 +215,18 @@ describe('--config-dir drop-ins (server.go mergeKubeletConfigurations)', () => {
     expect(result.config).toMatchObject({ maxPods: 70, syncFrequencyMs: 60_000, clusterDomain: 'cluster.local', clusterDns: ['10.96.0.11'], configDir: path.join(dir, 'conf.d') });
     write('conf.d/30-shutdown.conf', `${HEADER}shutdownGracePeriod: 30s\n`);
     expect(() => parseCommandLine(['--config', config, '--config-dir', path.join(dir, 'conf.d')], env)).toThrow(`${path.join(dir, 'conf.d/30-shutdown.conf')}: shutdownGracePeriod: "30s" is refused`);
+  });
+
+  it('defaults the report frequency before the drop-ins: a drop-in update frequency does not move it, a drop-in reset does', () => {
+    const config = write('config.yaml', `${HEADER}nodeStatusUpdateFrequency: 4s\n`);
+    write('conf.d/10.conf', `${HEADER}nodeStatusUpdateFrequency: 8s\n`);
+    const conf = path.join(dir, 'conf.d');
+    expect(loadKubeletConfig(config, conf).settings).toMatchObject({ nodeStatusUpdateFrequencyMs: 8_000, nodeStatusReportFrequencyMs: 4_000 });
+    // No --config: the base had the default, 5m, which the drop-in leaves.
+    expect(loadKubeletConfig(undefined, conf).settings).toMatchObject({ nodeStatusUpdateFrequencyMs: 8_000 });
+    expect(loadKubeletConfig(undefined, conf).settings.nodeStatusReportFrequencyMs).toBeUndefined();
+    write('conf.d/20.conf', `${HEADER}nodeStatusReportFrequency: null\n`);
+    expect(loadKubeletConfig(config, conf).settings).toMatchObject({ nodeStatusUpdateFrequencyMs: 8_000, nodeStatusReportFrequencyMs: 8_000 });
   });
 
   it("patches the default eviction thresholds, as the kubelet's defaulted base has them", () => {

@@ -54,11 +54,16 @@ describe('the certificate and TLS settings', () => {
     expect(config.tlsMinVersion).toBe('VersionTLS12');
   });
 
-  it('takes TLS bootstrap and client certificate rotation (src/certificate), from a flag or a field', () => {
-    expect(run(['--config', configFile('rotateCertificates: true\n')]).rotateCertificates).toBe(true);
-    const config = run(['--rotate-certificates', '--bootstrap-kubeconfig', '/etc/kubernetes/bootstrap-kubelet.conf']);
+  it('takes TLS bootstrap and client certificate rotation (src/certificate), from a flag or a field, with --kubeconfig', () => {
+    expect(run(['--kubeconfig=/k', '--config', configFile('rotateCertificates: true\n')]).rotateCertificates).toBe(true);
+    const config = run(['--kubeconfig=/k', '--rotate-certificates', '--bootstrap-kubeconfig', '/etc/kubernetes/bootstrap-kubelet.conf']);
     expect(config.rotateCertificates).toBe(true);
     expect(config.bootstrapKubeconfig).toBe('/etc/kubernetes/bootstrap-kubelet.conf');
+  });
+
+  it('refuses them without --kubeconfig, which they are for', () => {
+    expect(usageError(['--rotate-certificates'])).toMatch(/^--rotate-certificates: .*--kubeconfig/);
+    expect(usageError(['--bootstrap-kubeconfig', '/b.conf'])).toMatch(/^--bootstrap-kubeconfig: .*--kubeconfig/);
   });
 
   it('takes serverTLSBootstrap (the authenticated API asks the API server for its certificate)', () => {

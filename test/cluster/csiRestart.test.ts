@@ -11,14 +11,17 @@
  * On containerd the same, with the mock bind-mounting its own directory onto each target path: the
  * restarted agent leaves the driver's mounts to the driver (NodeUnpublishVolume unmounts them)
  * before the deleted pod's directory goes.
+ * And raw block volumes (a local PersistentVolume of volumeMode Block on a loop device, root
+ * only): the deleted pod's map (its bind mount on the global map file, the loop device over it,
+ * its link) undone by the restarted agent, the running pod's device mapped again in place.
  * The claims are bound by the test (no controller-manager: the PersistentVolumes are pre-bound and
  * the claims' status written as the binder would). Where Go, the control plane or containerd is
  * missing the tests skip, loudly, outside CI.
  */
 import { StorageV1Api, type V1Pod } from '@kubernetes/client-node';
 import { existsSync } from 'node:fs';
-import { execFile } from 'node:child_process';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { execFile, execFileSync } from 'node:child_process';
+import { mkdtemp, readFile, readlink, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -26,7 +29,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CSINode } from '../../src/api/cluster.ts';
 import { startSimRuntime, type SimRuntime } from '../../src/runtime/sim/server.ts';
 import { publishTargetPath, stagingTargetPath } from '../../src/volumes/csi/paths.ts';
+import { localGlobalMapPath } from '../../src/volumes/localBlock.ts';
 import { mountPointsUnder } from '../../src/volumes/mounter.ts';
+import { rootOrSkip } from '../support/smallFilesystem.ts';
 import { type AgentProcess, runStatelet } from '../support/agentProcess.ts';
 import { type CsiMock, type CsiMockCall, startCsiMock } from '../support/csiMock.ts';
 import { type ControlPlane, pods, startControlPlane, waitFor } from '../support/controlPlane.ts';
@@ -73,35 +78,52 @@ function restartSuite(title: string, NODE: string, runtime: () => Promise<Runtim
       await mock?.stop();
       await cp?.close();
       if (dir) {
-        // What the killed agent left mounted (none but a failed test's).
+        // What the killed agent left mapped or mounted (none but a failed test's): loop devices over its files first.
+        for (const line of execFileSync('losetup', ['-a'], { encoding: 'utf8' }).split('\n').filter((l) => l.includes(`(${dir}/`))) execFileSync('losetup', ['-d', line.split(':')[0]!]);
         for (const point of mountPointsUnder(await readFile('/proc/self/mountinfo', 'utf8'), dir)) await promisify(execFile)('umount', [point]).catch(() => {});
         await rm(dir, { recursive: true, force: true });
       }
     }, 180_000);
 
-    /** A PV of the mock's volume `handle` pre-bound to `<namespace>/<claim>`, and that claim, Bound as the binder would leave it. */
-    async function boundClaim(namespace: string, claim: string, handle: string): Promise<string> {
-      const pvName = `csi-restart-${handle}-${process.pid}`;
+    /**
+     * A PV of the mock's volume `handle` (or of a local block device) pre-bound to
+     * `<namespace>/<claim>`, and that claim, Bound as the binder would leave it.
+     */
+    async function boundClaim(namespace: string, claim: string, handle: string, localBlockDevice?: string): Promise<string> {
+      const pvName = `${localBlockDevice ? 'block' : 'csi'}-restart-${handle}-${process.pid}`;
       const storage = { storage: '1Gi' };
-      const created = await cp!.core.createNamespacedPersistentVolumeClaim({ namespace, body: { metadata: { name: claim }, spec: { storageClassName: '', volumeName: pvName, accessModes: ['ReadWriteOnce'], resources: { requests: storage } } } });
+      const volumeMode = localBlockDevice ? 'Block' : 'Filesystem';
+      const created = await cp!.core.createNamespacedPersistentVolumeClaim({ namespace, body: { metadata: { name: claim }, spec: { storageClassName: '', volumeName: pvName, volumeMode, accessModes: ['ReadWriteOnce'], resources: { requests: storage } } } });
+      const source = localBlockDevice
+        ? { local: { path: localBlockDevice }, nodeAffinity: { required: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'kubernetes.io/hostname', operator: 'In', values: [NODE] }] }] } } }
+        : { csi: { driver: DRIVER, volumeHandle: handle } };
       await cp!.core.createPersistentVolume({
-        body: { metadata: { name: pvName }, spec: { capacity: storage, accessModes: ['ReadWriteOnce'], storageClassName: '', claimRef: { namespace, name: claim, uid: created.metadata!.uid! }, csi: { driver: DRIVER, volumeHandle: handle } } },
+        body: { metadata: { name: pvName }, spec: { capacity: storage, accessModes: ['ReadWriteOnce'], storageClassName: '', volumeMode, claimRef: { namespace, name: claim, uid: created.metadata!.uid! }, ...source } },
       });
       await cp!.kubectl(['-n', namespace, 'patch', 'pvc', claim, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status: { phase: 'Bound', accessModes: ['ReadWriteOnce'], capacity: storage } })]);
       return pvName;
     }
 
-    const claimPod = (name: string, claim: string): V1Pod => ({
+    /** A pod of the claim: the volume mounted at /data, or (`device`) its raw device at /dev/xvda. */
+    const claimPod = (name: string, claim: string, device = false): V1Pod => ({
       metadata: { name },
       spec: {
         nodeName: NODE,
         terminationGracePeriodSeconds: 1,
         // No controller-manager publishes kube-root-ca.crt here.
         automountServiceAccountToken: false,
-        containers: [{ name: 'app', image: rt!.image, command: ['sh', '-c', idle], volumeMounts: [{ name: 'data', mountPath: '/data' }] }],
+        containers: [{ name: 'app', image: rt!.image, command: ['sh', '-c', idle], ...(device ? { volumeDevices: [{ name: 'data', devicePath: '/dev/xvda' }] } : { volumeMounts: [{ name: 'data', mountPath: '/data' }] }) }],
         volumes: [{ name: 'data', persistentVolumeClaim: { claimName: claim } }],
       },
     });
+
+    /** The agent killed (SIGKILL), `deleted` deleted at once meanwhile (no agent to wait for), the agent started again over the same root. */
+    async function killDeleteRestart(namespace: string, deleted: string): Promise<void> {
+      agent!.child.kill('SIGKILL');
+      await agent!.waitForExit();
+      await cp!.core.deleteNamespacedPod({ namespace, name: deleted, gracePeriodSeconds: 0 });
+      await start();
+    }
 
     it("keeps the running pod's volume and unpublishes then unstages the volume of a pod deleted while the agent was down", { timeout: 300_000 }, async ({ skip }) => {
       if (!cp || !rt || !mock) return skip();
@@ -122,11 +144,8 @@ function restartSuite(title: string, NODE: string, runtime: () => Promise<Runtim
       // On containerd the driver's bind mounts are real: the restarted agent must leave them to the driver.
       if (rt!.bindMounts) for (const call of before.filter((c) => c.rpc === 'NodePublishVolume')) expect(call.bindMount).toMatchObject({ mounted: true });
 
-      // The agent dies; one pod is deleted meanwhile (no agent to wait for: at once).
-      agent!.child.kill('SIGKILL');
-      await agent!.waitForExit();
-      await cp.core.deleteNamespacedPod({ namespace, name: 'drop', gracePeriodSeconds: 0 });
-      await start();
+      // The agent dies; one pod is deleted meanwhile.
+      await killDeleteRestart(namespace, 'drop');
 
       const volumeRpcs = async (handle: string) => (await nodeRpcs(mock!)).slice(before.length).filter((c) => c.request['volume_id'] === handle);
       await waitFor(async () => (await volumeRpcs('2')).map((c) => c.rpc).join() === 'NodeUnpublishVolume,NodeUnstageVolume', 'the deleted pod volume unpublished and unstaged', 90_000);
@@ -146,6 +165,49 @@ function restartSuite(title: string, NODE: string, runtime: () => Promise<Runtim
       expect(now.phase).toBe('Running');
       expect(now.containerStatuses![0]).toMatchObject({ containerID: containerId, restartCount: 0 });
       expect(existsSync(path.join(rootDir(), 'pods', keptUid, 'volumes', 'kubernetes.io~csi', keptPV, 'vol_data.json'))).toBe(true);
+    });
+
+    it("undoes the raw block map of a pod deleted while the agent was down (bind mount, loop device, link) and keeps the running pod's device", { timeout: 300_000 }, async ({ skip }) => {
+      if (!cp || !rt) return skip();
+      if (!rootOrSkip('raw block volumes across an agent kill (a loop device)')) return skip();
+      const image = path.join(dir, `disk-${NODE}.img`);
+      execFileSync('truncate', ['-s', '1M', image]);
+      const device = execFileSync('losetup', ['-f', '--show', image], { encoding: 'utf8' }).trim();
+      try {
+        const namespace = await cp.namespace('block-restart');
+        const pv = await boundClaim(namespace, 'blk', NODE, device);
+        await cp.core.createNamespacedPod({ namespace, body: claimPod('bkeep', 'blk', true) });
+        await cp.core.createNamespacedPod({ namespace, body: claimPod('bdrop', 'blk', true) });
+        const running = (p: V1Pod | null) => p?.status?.phase === 'Running';
+        const kept = (await cp.waitFor<V1Pod>(pods(namespace), 'bkeep', running, 120_000))!;
+        const dropped = (await cp.waitFor<V1Pod>(pods(namespace), 'bdrop', running, 120_000))!;
+        const keptUid = kept.metadata!.uid!;
+        const droppedUid = dropped.metadata!.uid!;
+        const containerId = kept.status!.containerStatuses![0]!.containerID;
+        // The global map: the device bind-mounted on a file per pod, each held open by a loop device over it.
+        const global = localGlobalMapPath(path.join(rootDir(), 'pods'), pv);
+        const mapped = async () => mountPointsUnder(await readFile('/proc/self/mountinfo', 'utf8'), global);
+        const loopsOver = (uid: string) => execFileSync('losetup', ['-a'], { encoding: 'utf8' }).split('\n').filter((line) => line.includes(`(${path.join(global, uid)})`));
+        expect((await mapped()).sort()).toEqual([path.join(global, keptUid), path.join(global, droppedUid)].sort());
+        for (const uid of [keptUid, droppedUid]) expect(loopsOver(uid)).toHaveLength(1);
+
+        await killDeleteRestart(namespace, 'bdrop');
+        await waitFor(async () => !existsSync(path.join(rootDir(), 'pods', droppedUid)), "the deleted pod's directory removed, its map undone first", 90_000);
+        expect(await mapped()).toEqual([path.join(global, keptUid)]);
+        expect(loopsOver(droppedUid)).toEqual([]);
+        // The running pod: its device mapped again in place (one bind mount, one loop device), the same container.
+        expect(loopsOver(keptUid)).toHaveLength(1);
+        expect(await readlink(path.join(rootDir(), 'pods', keptUid, 'volumeDevices', 'kubernetes.io~local-volume', pv))).toBe(device);
+        const now = (await cp.core.readNamespacedPod({ namespace, name: 'bkeep' })).status!;
+        expect(now.containerStatuses![0]).toMatchObject({ containerID: containerId, restartCount: 0 });
+
+        // Its last pod gone, the volume's global map goes too.
+        await cp.core.deleteNamespacedPod({ namespace, name: 'bkeep' });
+        await waitFor(async () => !existsSync(global), "the volume's global map removed after its last pod", 90_000);
+        expect(loopsOver(keptUid)).toEqual([]);
+      } finally {
+        execFileSync('losetup', ['-d', device]);
+      }
     });
   });
 }

@@ -170,16 +170,19 @@ describe('AgentMetrics', () => {
     expect(exponentialBuckets(0.005, 2.5, 14)).toHaveLength(14);
   });
 
-  it("tells the client certificate's TTL (+Inf without one) and the failed renewals, under the kubelet's names", async () => {
+  it.each([
+    ['client', 'addClientCertificateManager', 'kubelet_certificate_manager_client_ttl_seconds', 'kubelet_certificate_manager_client_expiration_renew_errors'],
+    ['serving', 'addServingCertificateManager', 'kubelet_certificate_manager_server_ttl_seconds', 'kubelet_server_expiration_renew_errors'],
+  ] as const)("tells the %s certificate's TTL (+Inf without one) and the failed renewals, under the kubelet's names", async (_kind, add, ttl, errors) => {
     const metrics = new AgentMetrics('node-a');
     let current: { notAfter: Date } | null = null;
-    const manager = metrics.addClientCertificateManager({ current: () => current }, () => 1_000_000);
-    expect(await metrics.render()).toContain('kubelet_certificate_manager_client_ttl_seconds +Inf');
+    const manager = metrics[add]({ current: () => current }, () => 1_000_000);
+    expect(await metrics.render()).toContain(`${ttl} +Inf`);
     current = { notAfter: new Date(1_000_000 + 3_600_500) };
     manager.renewFailed();
     manager.renewFailed();
     const text = await metrics.render();
-    expect(text).toContain('kubelet_certificate_manager_client_ttl_seconds 3600');
-    expect(text).toContain('kubelet_certificate_manager_client_expiration_renew_errors 2');
+    expect(text).toContain(`${ttl} 3600`);
+    expect(text).toContain(`${errors} 2`);
   });
 });

@@ -12,6 +12,7 @@ import path from 'node:path';
 import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Logger } from '../../src/log.ts';
+import { AgentMetrics } from '../../src/server/metrics.ts';
 import { type ServingCertificateManager, startServingCertificateManager } from '../../src/server/servingCertificateManager.ts';
 import { NO_SERVING_CERTIFICATE } from '../../src/server/servingTls.ts';
 import { testCa } from '../support/csrSigner.ts';
@@ -26,6 +27,7 @@ let server: TestKubeletServer;
 let manager: ServingCertificateManager;
 const clock = new ManualClock(Date.now());
 const api = new FakeCsrApi(testCa());
+const metrics = new AgentMetrics('node-a');
 const lines: { message: string; fields?: Record<string, unknown> }[] = [];
 const log: Logger = (_level, message, fields) => void lines.push({ message, ...(fields ? { fields } : {}) });
 
@@ -39,6 +41,7 @@ beforeAll(async () => {
       { type: 'Hostname', address: 'node-a' },
     ],
     csrApi: () => api,
+    metrics,
     clock,
     log,
   });
@@ -80,6 +83,7 @@ describe('serverTLSBootstrap', () => {
     expect(csr.spec.usages).toEqual(['digital signature', 'server auth']);
 
     await expect(handshake()).rejects.toThrow();
+    expect(await metrics.render()).toContain('kubelet_certificate_manager_server_ttl_seconds +Inf');
     expect(lines.find((line) => line.message === 'http: TLS handshake error')?.fields).toMatchObject({ err: NO_SERVING_CERTIFICATE });
 
     const changed = new Promise<void>((resolve) => manager.source.onChange(resolve));
@@ -89,6 +93,7 @@ describe('serverTLSBootstrap', () => {
     expect(presented.subject).toBe('O=system:nodes\nCN=system:node:node-a');
     expect(presented.issuer).toBe('CN=statelet-test-ca');
     expect(presented.subjectAltName).toBe('DNS:node-a, IP Address:127.0.0.1');
+    expect(await metrics.render()).toContain(`kubelet_certificate_manager_server_ttl_seconds ${Math.trunc((new Date(presented.validTo).getTime() - clock.now()) / 1000)}`);
   });
 
   it('presents the renewed certificate to the next handshake once the deadline has passed and the new CSR is issued', async () => {

@@ -40,7 +40,7 @@ export function runningVolumeManager(options: {
   const block = { csi: new CsiBlockOperations({ rootDir: path.dirname(options.deps.podsDir), nodeName: 'node-a', csi, attach: world, mounter: deps.mounter, loops, ...definedCsi(options.csi) }), loops };
   const logic = volumeManagerMachineWith(
     {
-      adopt: async () => ({ mounts: 0, tokens: 0, reconstructed: options.reconstruct ? await reconstructVolumes({ world, csi, podsDir: options.deps.podsDir, log: options.log ?? silentLogger }) : 0 }),
+      adopt: async () => ({ mounts: 0, tokens: 0, reconstructed: options.reconstruct ? await reconstructVolumes({ world, csi, csiBlock: block.csi, podsDir: options.deps.podsDir, log: options.log ?? silentLogger }) : 0 }),
       collect: async () => ({ mounts: 0, tokens: 0, dropped: 0 }),
       listen: (changed) => world.listen(changed),
     },

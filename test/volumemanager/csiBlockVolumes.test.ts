@@ -28,6 +28,7 @@ import { MemoryApi } from '../support/memoryApi.ts';
 import { RecordedEvents } from '../support/recordedEvents.ts';
 import { rootOrSkip } from '../support/smallFilesystem.ts';
 import { runningVolumeManager } from '../support/volumes.ts';
+import type { VolumeWorld } from '../../src/volumes/world.ts';
 
 const NODE = 'node-a';
 const DRIVER = 'block.csimock.test';
@@ -72,21 +73,54 @@ async function rig(mounter: Mounter, attach = false) {
   const reads = csiApiReads(api);
   const events = new RecordedEvents();
   const loops = recordedLoops();
-  const manager = runningVolumeManager({
-    deps: { podsDir: path.join(root, 'pods'), mounter },
-    recorder: events,
-    log: silentLogger,
-    loops,
-    claims: { claim: api.getPersistentVolumeClaim.bind(api), volume: api.getPersistentVolume.bind(api) },
-    csiDrivers: reads.csiDriver,
-    csi: { rootDir: root, nodeName: NODE, drivers: { endpoint: (name) => (name === DRIVER ? mock.csiSocket : null) }, api: reads },
-  });
-  cleanups.push(() => manager.stop());
+  const start = (reconstruct: boolean) => {
+    const manager = runningVolumeManager({
+      deps: { podsDir: path.join(root, 'pods'), mounter },
+      recorder: events,
+      log: silentLogger,
+      loops,
+      reconstruct,
+      claims: { claim: api.getPersistentVolumeClaim.bind(api), volume: api.getPersistentVolume.bind(api) },
+      csiDrivers: reads.csiDriver,
+      csi: { rootDir: root, nodeName: NODE, drivers: { endpoint: (name) => (name === DRIVER ? mock.csiSocket : null) }, api: reads },
+    });
+    cleanups.push(() => manager.stop());
+    return manager;
+  };
+  let manager = start(false);
   const rpcs = async () => (await mock.calls()).filter((c: CsiMockCall) => c.method.startsWith('/csi.v1.Node/') && c.rpc !== 'NodeGetCapabilities');
-  return { root, mock, api, events, loops, world: manager.world, rpcs };
+  return {
+    root,
+    mock,
+    api,
+    events,
+    loops,
+    world: manager.world,
+    rpcs,
+    /** The agent gone and started again over the same root: a new volume manager that reconstructs, its world returned. */
+    restart: () => {
+      manager.stop();
+      manager = start(true);
+      return manager.world;
+    },
+  };
 }
 
 const eventually = <T>(check: () => T | Promise<T>) => vi.waitFor(check, { timeout: 15_000, interval: 20 });
+
+/**
+ * The volume mapped for pods a and b, then the agent gone and started again: the restarted volume
+ * manager's world once it has reconstructed (a pod it never saw no longer counts as possibly
+ * having volumes), and how many driver calls came before.
+ */
+async function mappedForTwoPodsThenRestarted(r: NonNullable<Awaited<ReturnType<typeof rig>>>): Promise<{ paths: ReturnType<typeof csiBlockPaths>; before: number; world: VolumeWorld }> {
+  await r.world.waitForAttachAndMount(blockPod('a'));
+  await r.world.waitForAttachAndMount(blockPod('b'));
+  const before = (await r.rpcs()).length;
+  const world = r.restart();
+  await eventually(() => expect(world.possiblyMounted('never-seen')).toBe(false));
+  return { paths: csiBlockPaths(r.root, 'pv-block'), before, world };
+}
 
 describe('raw block CSI volumes through the volume manager and the CSI mock driver', () => {
   it('stages and publishes with a block capability at the kubelet paths, links the pod to the published device, and unpublishes then unstages after the last pod', { timeout: 60_000 }, async ({ skip }) => {
@@ -136,6 +170,45 @@ describe('raw block CSI volumes through the volume manager and the CSI mock driv
       ['NodeUnstageVolume', { volume_id: '1', staging_target_path: paths.stagingPath }],
     ]);
     // cleanupOrphanDeviceFiles and RemoveMapPath: nothing of the volume is left under volumeDevices.
+    for (const dir of [paths.volumeDir, paths.stagingPath, paths.publishDir]) expect(await lstat(dir).catch(() => null)).toBeNull();
+  });
+
+  it('after a restart, maps the volume again for the pod that still runs and unmaps, unpublishes, then unstages it for the pod gone meanwhile', { timeout: 60_000 }, async ({ skip }) => {
+    const r = await rig(diskOnly);
+    if (!r) return skip();
+    // Pod b is deleted while the agent is away; pod a still runs.
+    const { paths, before, world } = await mappedForTwoPodsThenRestarted(r);
+    const linkOf = (uid: string) => path.join(r.root, 'pods', uid, 'volumeDevices', 'kubernetes.io~csi', 'pv-block');
+    await world.waitForAttachAndMount(blockPod('a'));
+    expect(world.mountedVolumes('a').get('data')).toMatchObject({ path: linkOf('a'), mapped: true });
+    // Nothing of pod a torn down: staged and published again with the same requests (drivers are idempotent).
+    const again = (await r.rpcs()).slice(before);
+    expect(again.map((c) => c.rpc)).toEqual(['NodeStageVolume', 'NodePublishVolume']);
+    expect(again[1]!.request).toMatchObject({ target_path: path.join(paths.publishDir, 'a') });
+
+    // Pod b's teardown once housekeeping finds its directory orphaned: unmapped and unpublished; the stage stays for pod a.
+    expect(world.releasePod('b')).toBe(true);
+    await eventually(async () => expect((await r.rpcs()).slice(before + 2).map((c) => [c.rpc, c.request])).toEqual([['NodeUnpublishVolume', { volume_id: '1', target_path: path.join(paths.publishDir, 'b') }]]));
+    await eventually(() => expect(world.possiblyMounted('b')).toBe(false));
+    expect(await lstat(linkOf('b')).catch(() => null)).toBeNull();
+    expect(await lstat(paths.stagingPath).catch(() => null)).not.toBeNull();
+
+    // Pod a goes later: unpublished, then unstaged, nothing left under volumeDevices.
+    await world.unmountPod('a');
+    expect((await r.rpcs()).slice(before + 3).map((c) => c.rpc)).toEqual(['NodeUnpublishVolume', 'NodeUnstageVolume']);
+    for (const dir of [paths.volumeDir, paths.stagingPath, paths.publishDir]) expect(await lstat(dir).catch(() => null)).toBeNull();
+  });
+
+  it('after a restart with every pod of the volume gone, unpublishes each and unstages once, after the last', { timeout: 60_000 }, async ({ skip }) => {
+    const r = await rig(diskOnly);
+    if (!r) return skip();
+    const { paths, before, world } = await mappedForTwoPodsThenRestarted(r);
+    expect(['a', 'b'].map((uid) => world.possiblyMounted(uid))).toEqual([true, true]);
+    for (const uid of ['a', 'b']) world.releasePod(uid);
+    await eventually(() => expect(['a', 'b'].some((uid) => world.possiblyMounted(uid))).toBe(false));
+    const calls = (await r.rpcs()).slice(before);
+    expect(calls.map((c) => c.rpc)).toEqual(['NodeUnpublishVolume', 'NodeUnpublishVolume', 'NodeUnstageVolume']);
+    expect(calls.slice(0, 2).map((c) => c.request['target_path']).sort()).toEqual([path.join(paths.publishDir, 'a'), path.join(paths.publishDir, 'b')]);
     for (const dir of [paths.volumeDir, paths.stagingPath, paths.publishDir]) expect(await lstat(dir).catch(() => null)).toBeNull();
   });
 

@@ -9,6 +9,8 @@
  * localVolumeMapper, util.MapBlockVolume): bind-mounted at the global map path per pod, held by a
  * loop device, linked from the pod's directory; bytes written through one pod's link are read
  * through the other's; a path that is not a block device, or none, is the pod's FailedMapVolume.
+ * After a restart, a mapped device is found by its pod's link and its global map's bind mount
+ * learnt from the mount table: a gone pod's map is undone, a running pod's mapped again in place.
  */
 import { execFileSync } from 'node:child_process';
 import { lstat, mkdir, mkdtemp, readFile, readlink, rm, writeFile } from 'node:fs/promises';
@@ -129,6 +131,8 @@ describe.skipIf(!rootOrSkip('a local PersistentVolume of volumeMode Block on a l
     const podsDir = path.join(root, 'pods');
     const mounter = systemMounter(podsDir, () => {});
     cleanups.push(async () => {
+      // What a failed test left: the loop devices over its global map files first, which hold their bind mounts busy.
+      for (const line of execFileSync('losetup', ['-a'], { encoding: 'utf8' }).split('\n').filter((l) => l.includes(`(${root}/`))) execFileSync('losetup', ['-d', line.split(':')[0]!]);
       for (const point of mountPointsUnder(await readFile('/proc/self/mountinfo', 'utf8'), root)) execFileSync('umount', [point]);
     });
     const api = new MemoryApi();
@@ -139,9 +143,28 @@ describe.skipIf(!rootOrSkip('a local PersistentVolume of volumeMode Block on a l
       api.volumes.set(`pv-${claim}`, { metadata: { name: `pv-${claim}` }, spec: { claimRef: { uid: `claim-${n}` }, volumeMode: 'Block', local: { path: local } } });
     }
     const events = new RecordedEvents();
-    const manager = runningVolumeManager({ deps: { podsDir, mounter, log: silentLogger }, recorder: events, claims: { claim: api.getPersistentVolumeClaim.bind(api), volume: api.getPersistentVolume.bind(api) } });
-    cleanups.push(() => manager.stop());
-    return { root, podsDir, events, world: manager.world };
+    let reconstructed = false;
+    const start = (reconstruct: boolean) => {
+      const log = (_: string, message: string) => void (reconstructed ||= message === 'Volume reconstruction finished');
+      // A restarted agent has a new mounter, which learns the mounts from the mount table.
+      const manager = runningVolumeManager({ deps: { podsDir, mounter: reconstruct ? systemMounter(podsDir, () => {}) : mounter, log: silentLogger }, recorder: events, reconstruct, log, claims: { claim: api.getPersistentVolumeClaim.bind(api), volume: api.getPersistentVolume.bind(api) } });
+      cleanups.push(() => manager.stop());
+      return manager;
+    };
+    let manager = start(false);
+    return {
+      root,
+      podsDir,
+      events,
+      world: manager.world,
+      /** The agent gone and started again over the same root: its world once it has reconstructed. */
+      restart: async () => {
+        manager.stop();
+        manager = start(true);
+        await vi.waitFor(() => expect(reconstructed).toBe(true));
+        return manager.world;
+      },
+    };
   }
 
   function loopDevice(root: string): string {
@@ -190,6 +213,42 @@ describe.skipIf(!rootOrSkip('a local PersistentVolume of volumeMode Block on a l
     // The global map directory goes with the last pod.
     expect(await lstat(global).catch(() => null)).toBeNull();
     expect(loops()).not.toContain(global);
+  });
+
+  it("after a restart, unmaps the device of a pod gone meanwhile (loop device, global map, link), maps it again for the pod that still runs, and removes the global map after that one", { timeout: 60_000 }, async () => {
+    const scratch = await mkdtemp(path.join(os.tmpdir(), 'statelet-localmap-dev-'));
+    cleanups.push(() => rm(scratch, { recursive: true, force: true }));
+    const device = loopDevice(scratch);
+    const rig = await blockRig({ data: device });
+    await rig.world.waitForAttachAndMount(devicePod('a'));
+    await rig.world.waitForAttachAndMount(devicePod('b'));
+    const global = localGlobalMapPath(rig.podsDir, 'pv-data');
+    const [linkA, linkB] = ['a', 'b'].map((uid) => path.join(rig.podsDir, uid, 'volumeDevices', 'kubernetes.io~local-volume', 'pv-data'));
+    const loops = () => execFileSync('losetup', ['-a'], { encoding: 'utf8' });
+    const mounts = () => readFile('/proc/self/mountinfo', 'utf8').then((text) => mountPointsUnder(text, rig.root));
+
+    // Pod a is deleted while the agent is away; pod b still runs.
+    const world = await rig.restart();
+    expect(world.possiblyMounted('a')).toBe(true);
+    await world.waitForAttachAndMount(devicePod('b'));
+    expect(world.mountedVolumes('b').get('data')).toMatchObject({ path: linkB, mapped: true });
+    // Mapped again in place: the same bind mount and one loop device over it, not a second.
+    expect((await mounts()).sort()).toEqual([path.join(global, 'a'), path.join(global, 'b')].sort());
+    expect(loops().split('\n').filter((line) => line.includes(path.join(global, 'b')))).toHaveLength(1);
+
+    // Housekeeping finds pod a's directory orphaned: its map is undone.
+    expect(world.releasePod('a')).toBe(true);
+    await vi.waitFor(() => expect(world.possiblyMounted('a')).toBe(false));
+    expect(await lstat(linkA!).catch(() => null)).toBeNull();
+    expect(await lstat(path.join(global, 'a')).catch(() => null)).toBeNull();
+    expect(loops()).not.toContain(path.join(global, 'a'));
+    expect(await mounts()).toEqual([path.join(global, 'b')]);
+    expect(await readlink(linkB!)).toBe(device);
+
+    await world.unmountPod('b');
+    expect(await mounts()).toEqual([]);
+    expect(loops()).not.toContain(global);
+    expect(await lstat(global).catch(() => null)).toBeNull();
   });
 
   it('a path that is not a block device, or none, is the pod\'s FailedMapVolume; another pod maps its own', { timeout: 60_000 }, async () => {

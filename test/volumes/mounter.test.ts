@@ -87,6 +87,24 @@ describe('systemMounter', () => {
     expect(runs.at(-1)).toBe('umount /var/lib/statelet/plugins/kubernetes.io/local-volume/mounts/pv-2');
   });
 
+  it("adopts raw block devices' bind mounts onto their global map files, local and CSI, and not the CSI driver's block publishes and stages", async () => {
+    const runs: string[] = [];
+    const plugins = '/var/lib/statelet/plugins';
+    const table = [
+      MOUNTINFO,
+      `95 22 0:5 /loop4 ${plugins}/kubernetes.io~local-volume/volumeDevices/pv-3/u1 rw - devtmpfs udev rw`,
+      `96 22 0:5 /loop5 ${plugins}/kubernetes.io/csi/volumeDevices/pv-4/dev/u1 rw - devtmpfs udev rw`,
+      `97 22 0:5 /loop5 ${plugins}/kubernetes.io/csi/volumeDevices/publish/pv-4/u1 rw - devtmpfs udev rw`,
+      `98 22 0:5 /loop5 ${plugins}/kubernetes.io/csi/volumeDevices/staging/pv-4 rw - devtmpfs udev rw`,
+      '',
+    ].join('\n');
+    const mounter = systemMounter('/var/lib/statelet/pods', () => {}, async (file, args) => void runs.push([file, ...args].join(' ')), async () => table);
+    expect(await mounter.adopt()).toBe(5);
+    for (const point of [`${plugins}/kubernetes.io~local-volume/volumeDevices/pv-3/u1`, `${plugins}/kubernetes.io/csi/volumeDevices/pv-4/dev/u1`]) expect(await mounter.unmount(point)).toBe(true);
+    expect(await mounter.unmount(`${plugins}/kubernetes.io/csi/volumeDevices/publish/pv-4/u1`)).toBe(false);
+    expect(runs).toEqual([`umount ${plugins}/kubernetes.io~local-volume/volumeDevices/pv-3/u1`, `umount ${plugins}/kubernetes.io/csi/volumeDevices/pv-4/dev/u1`]);
+  });
+
   it('reads the mount table before its first mount, so a pod synced right after a restart does not get a second tmpfs', async () => {
     const { mounter, runs } = setUp();
     expect(await mounter.mountTmpfs('/var/lib/statelet/pods/u1/volumes/kubernetes.io~secret/creds', 1024)).toBe(true);

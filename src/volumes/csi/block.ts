@@ -24,10 +24,11 @@
  *
  * Each step's failure is `<step> failed for volume "<pv>" : <cause>`, the pod's `FailedMapVolume`
  * event. As for a mounted CSI volume, an uncertain stage or publish (csi_client.go isFinalError)
- * is still unstaged and unpublished when the pod goes.
+ * is still unstaged and unpublished when the pod goes, and so is a volume found mapped after a
+ * restart (`adoptReconstructed`).
  */
 import { mkdir, rm, rmdir, stat } from 'node:fs/promises';
-import { type SharedDevice, serially, sharedDevice } from './sharedDevices.ts';
+import { type SharedDevice, adoptFoundDevice, foundHolder, serially, sharedDevice } from './sharedDevices.ts';
 import path from 'node:path';
 import type { Pod } from '../../api/types.ts';
 import { type BlockMapDeps, type BlockMapPaths, type BlockMapping, mapBlockVolume, podDeviceMapDir, removeMapPath, unmapBlockVolume, VOLUME_DEVICES_DIR } from '../blockMap.ts';
@@ -89,6 +90,7 @@ export class CsiBlockOperations {
   async map(pod: Pod, ref: CsiPodVolume, volume: CsiVolume): Promise<BlockMapping> {
     const device = this.device(ref.uniqueName);
     device.holders.add(ref.id);
+    device.holders.delete(foundHolder(ref.uid));
     const publishContext = await this.deps.csi.attach(ref, volume, 'MapVolume');
     const paths = csiBlockPaths(this.deps.rootDir, ref.specName);
     try {
@@ -158,6 +160,7 @@ export class CsiBlockOperations {
     const device = this.devices.get(ref.uniqueName);
     if (!device) return;
     device.holders.delete(ref.id);
+    device.holders.delete(foundHolder(ref.uid));
     await serially(device, async () => {
       if (device.holders.size > 0) return;
       const paths = csiBlockPaths(this.deps.rootDir, ref.specName);
@@ -172,6 +175,17 @@ export class CsiBlockOperations {
       this.deps.attach.markDetached(ref.uniqueName);
       if (device.holders.size === 0) this.devices.delete(ref.uniqueName);
     });
+  }
+
+  /**
+   * A volume found mapped at start (reconstruct.go updateStates): its publish uncertain, its stage
+   * uncertain and held for the pod, so a pod that still wants it is staged, published and mapped
+   * again (drivers are idempotent) and one that does not is unmapped, unpublished, then unstaged
+   * once no other pod holds the stage.
+   */
+  adoptReconstructed(volume: { uid: string; uniqueName: string }): void {
+    this.published.add(`${volume.uid}/${volume.uniqueName}`);
+    adoptFoundDevice(this.devices, volume.uniqueName, volume.uid);
   }
 
   /** stageVolumeForBlock; nothing when the driver does not stage. */

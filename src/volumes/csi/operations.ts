@@ -32,15 +32,10 @@
  * then unstaged once no other pod holds the stage.
  *
  * Raw block volumes are mapped by csi/block.ts (csi_block.go) with this attach wait, driver table
-<<<<<<< HEAD
- * and secrets. Out of scope here: reconstruction after a restart (the paths it needs are in
- * paths.ts); a published volume's stats are read by stats.ts, its expansion made by expand.ts.
-=======
- * and secrets. Out of scope here: volume stats and expansion; the paths they need are in paths.ts.
->>>>>>> reconstruct
+ * and secrets; a published volume's stats are read by stats.ts, its expansion made by expand.ts.
  */
 import { mkdir, readFile, rm, rmdir } from 'node:fs/promises';
-import { type SharedDevice, serially, sharedDevice } from './sharedDevices.ts';
+import { type SharedDevice, adoptFoundDevice, foundHolder, serially, sharedDevice } from './sharedDevices.ts';
 import path from 'node:path';
 import type { NodeObject } from '../../api/cluster.ts';
 import type { CSIDriver, VolumeAttachment } from '../../api/storage.ts';
@@ -128,8 +123,6 @@ const reason = (err: unknown) => (err instanceof Error ? err.message : String(er
 const log = (message: string) => `${CSI_PLUGIN_NAME}: ${message}`;
 /** volumetypes.IsUncertainProgressError over csi_client.go's wrapping. */
 export const isUncertain = (err: unknown) => err instanceof UncertainError || (err instanceof CsiError && !err.final);
-/** Who holds a device found staged at start for a pod, until the pod's operation takes it over or lets it go. */
-const foundHolder = (uid: string) => `found:${uid}`;
 /** operation_executor.go GenerateError: `<op> for volume "<spec>" [: <err>]`. */
 export const volumeError = (op: string, specName: string, err: unknown, recordEvent = true) =>
   new CsiOperationError(`${op} for volume ${JSON.stringify(specName)} ${err === undefined ? '' : `: ${reason(err)}`}`, recordEvent);
@@ -222,10 +215,7 @@ export class CsiOperations {
   adoptReconstructed(volume: { uid: string; uniqueName: string; kind: 'csiPV' | 'csiInline' }): void {
     const key = `${volume.uid}/${volume.uniqueName}`;
     if (!this.published.has(key)) this.published.set(key, 'uncertain');
-    if (volume.kind !== 'csiPV') return;
-    const device = this.device(volume.uniqueName);
-    device.state ??= 'uncertain';
-    device.holders.add(foundHolder(volume.uid));
+    if (volume.kind === 'csiPV') adoptFoundDevice(this.devices, volume.uniqueName, volume.uid);
   }
 
   // ---------------------------------------------------------------- attach

@@ -12,6 +12,19 @@ export interface SharedDevice<State> {
   queue: Promise<unknown>;
 }
 
+/** Who holds a device found staged at start for a pod, until the pod's operation takes it over or lets it go. */
+export const foundHolder = (uid: string) => `found:${uid}`;
+
+/**
+ * A volume found set up at start for a pod (reconstruct.go updateStates): its device uncertain
+ * (MarkDeviceAsUncertain) unless known already, and held for the pod.
+ */
+export function adoptFoundDevice<State>(devices: Map<string, SharedDevice<State | 'uncertain'>>, uniqueName: string, uid: string): void {
+  const device = sharedDevice(devices, uniqueName);
+  device.state ??= 'uncertain';
+  device.holders.add(foundHolder(uid));
+}
+
 /** The volume's device, made on first use. */
 export function sharedDevice<State>(devices: Map<string, SharedDevice<State>>, uniqueName: string): SharedDevice<State> {
   let device = devices.get(uniqueName);
