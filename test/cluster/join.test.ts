@@ -210,6 +210,7 @@ describe('certificate rotation while joined', () => {
     // Serving certificates rotate as often: an approver keeps them issued, as in such a cluster.
     const stopApprover = kubeadm.approveServingCsrs(names);
     const namespace = await cp.namespace('rotation');
+    const logFrom = new Map(rotating.map((j) => [j, j.agent!.output().length]));
 
     // Every status of the namespace's pods, as a client watching sees it.
     const seen = new Map<string, k8s.V1Pod[]>();
@@ -260,6 +261,9 @@ describe('certificate rotation while joined', () => {
     const since = Date.now();
     for (const join of rotating) {
       expect(join.agent!.child.exitCode).toBeNull();
+      // The new certificate was in use before the old one expired: the API server never refused the node.
+      const lines = join.agent!.output().slice(logFrom.get(join)).split('\n');
+      expect(lines.filter((line) => /Unauthorized|certificate has expired/.test(line)), join.label).toEqual([]);
       for (const name of join.names) {
         const kubeconfig = new k8s.KubeConfig();
         kubeconfig.loadFromFile(join.kubeletConf(name));

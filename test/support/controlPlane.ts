@@ -88,6 +88,8 @@ const READY_TIMEOUT_MS = 60_000;
 
 export type Component = 'apiserver' | 'kube-scheduler' | 'kube-controller-manager';
 const CONTROLLERS = ['kube-scheduler', 'kube-controller-manager'] as const;
+/** An upstream component that may run beside the API server. */
+type Upstream = (typeof CONTROLLERS)[number];
 
 /** An API collection: its path (`/api/v1/namespaces/ns/pods`) and how to GET one object of it. */
 export interface ApiResource {
@@ -107,7 +109,7 @@ interface Binaries {
 }
 
 /** Where a missing Go is fatal (CI, `required`) or a reason to skip (a developer's machine). */
-async function binaries(required: boolean, components: readonly (typeof CONTROLLERS)[number][]): Promise<Binaries | null> {
+async function binaries(required: boolean, components: readonly Upstream[]): Promise<Binaries | null> {
   // @ts-expect-error: a plain ESM script without type declarations
   const build = (await import('../../scripts/controlplane/build.mjs')) as {
     controlPlaneBinaries(): Promise<{ controlplane: string; kubectl: string } | { skip: string }>;
@@ -182,8 +184,8 @@ export async function startControlPlane(options: {
   const kubeadm = options.kubeadm ?? false;
   if (options.signingDuration !== undefined && !kubeadm) throw new Error('signingDuration needs kubeadm: true (no controller-manager signs certificates otherwise)');
   // Which of the upstream components run beside the API server.
-  const upstream: readonly Component[] = controllers ? CONTROLLERS : kubeadm ? ['kube-controller-manager'] : [];
-  const bins = await binaries(options.required ?? false, upstream as typeof CONTROLLERS[number][]);
+  const upstream: readonly Upstream[] = controllers ? CONTROLLERS : kubeadm ? ['kube-controller-manager'] : [];
+  const bins = await binaries(options.required ?? false, upstream);
   if (!bins) return null;
   const dir = await mkdtemp(path.join(os.tmpdir(), 'statelet-cp-'));
   const [securePort, etcdPort, etcdPeerPort] = [await freePort(), await freePort(), await freePort()];
