@@ -40,7 +40,7 @@ import { type AgentView, type ListeningServer, healthzHandler, listen, readOnlyH
 import { RequestAuth } from '../server/auth.ts';
 import { openServingTls } from '../server/servingSources.ts';
 import { servingCertificateMode } from '../server/servingMode.ts';
-import { type ServingCertificateManager, startServingCertificateManager } from '../server/servingCertificateManager.ts';
+import { type ServingCertificateManager, prepareServingCertificateManager } from '../server/servingCertificateManager.ts';
 import { servingTlsSettings } from '../server/servingTlsSettings.ts';
 import { startKubeletServer } from '../server/kubeletServer.ts';
 import { statsHandler } from '../server/statsRoutes.ts';
@@ -290,6 +290,22 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     ...(runtimeConfig?.systemdCgroup !== undefined ? { runtimeSystemdCgroup: runtimeConfig.systemdCgroup } : {}),
     log,
   });
+  // What the port presents, decided before the node starts: with serverTLSBootstrap its certificate
+  // manager is one of the node's loops, and its store the port's source.
+  const certDir = config.certDir ?? path.join(config.rootDir, 'pki');
+  const servingMode = servingCertificateMode({
+    serverTLSBootstrap: config.serverTLSBootstrap,
+    rotateKubeletServerCertificate: featureEnabled(config.featureGates, 'RotateKubeletServerCertificate'),
+    ...(config.tlsCertFile ? { tlsCertFile: config.tlsCertFile } : {}),
+    ...(config.tlsPrivateKeyFile ? { tlsPrivateKeyFile: config.tlsPrivateKeyFile } : {}),
+  });
+  let servingManager: ServingCertificateManager | undefined;
+  if (config.port > 0 && servingMode === 'manager') {
+    if (!apiClient) throw new Error('serverTLSBootstrap (--rotate-server-certificates) requests the serving certificate from the API server: it needs --kubeconfig');
+    const csrApi = apiClient.api;
+    servingManager = await prepareServingCertificateManager({ certDir, nodeName: config.nodeName, addresses: nodeSettings(config, kubeletVersion()).addresses, csrApi: () => csrApi, metrics, clock, log });
+  }
+  const clusterParts = cluster && servingManager ? { ...cluster.deps, servingCertificateManager: { logic: servingManager.logic, input: servingManager.input } } : cluster?.deps;
   const node = composeNode({
     config,
     runtime,
@@ -299,7 +315,7 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     log,
     sources: { logic: createConfigSourcesLogic(sources), expected: configuredSources(sources) },
     ...(inspect ? { inspect } : {}),
-    ...(cluster ? { cluster: cluster.deps } : {}),
+    ...(clusterParts ? { cluster: clusterParts } : {}),
     machine,
     dns: await nodeDns(config, log),
     metrics,
@@ -350,23 +366,9 @@ export async function startAgent(config: AgentConfig, log: Logger, hooks: AgentH
     if (config.port > 0) {
       const tlsSettings = servingTlsSettings(config.tlsCipherSuites, config.tlsMinVersion, tls.DEFAULT_CIPHERS);
       for (const warning of tlsSettings.warnings) log('warn', warning.message, warning.fields);
-      const certDir = config.certDir ?? path.join(config.rootDir, 'pki');
-      const mode = servingCertificateMode({
-        serverTLSBootstrap: config.serverTLSBootstrap,
-        rotateKubeletServerCertificate: featureEnabled(config.featureGates, 'RotateKubeletServerCertificate'),
-        ...(config.tlsCertFile ? { tlsCertFile: config.tlsCertFile } : {}),
-        ...(config.tlsPrivateKeyFile ? { tlsPrivateKeyFile: config.tlsPrivateKeyFile } : {}),
-      });
-      let manager: ServingCertificateManager | undefined;
-      if (mode === 'manager') {
-        if (!apiClient) throw new Error('serverTLSBootstrap (--rotate-server-certificates) requests the serving certificate from the API server: it needs --kubeconfig');
-        const csrApi = apiClient.api;
-        manager = await startServingCertificateManager({ certDir, nodeName: config.nodeName, addresses: nodeSettings(config, kubeletVersion()).addresses, csrApi: () => csrApi, metrics, clock, log });
-        closers.unshift(() => manager!.stop());
-      }
       const serving = await openServingTls({
-        mode,
-        ...(manager ? { manager: manager.source } : {}),
+        mode: servingMode,
+        ...(servingManager ? { manager: servingManager.source } : {}),
         ...(config.tlsCertFile ? { tlsCertFile: config.tlsCertFile } : {}),
         ...(config.tlsPrivateKeyFile ? { tlsPrivateKeyFile: config.tlsPrivateKeyFile } : {}),
         certDir,

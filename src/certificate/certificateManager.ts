@@ -65,7 +65,7 @@ export type Announcement = { what: 'deadline'; kind: string; notAfter: Date | nu
 
 const errorText = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
-export const certificateManagerMachine = setup({
+const certificateManagerSetup = setup({
   types: {
     context: {} as CertificateManagerContext,
     input: {} as CertificateManagerInput,
@@ -100,8 +100,15 @@ export const certificateManagerMachine = setup({
     takeTemplate: assign({ template: ({ event }) => event.template }),
     failed: assign(({ context }, params: { error: unknown }) => ({ failures: context.failures + 1, lastError: errorText(params.error), pending: null })),
   },
-}).createMachine({
-  id: 'certificateManager',
+});
+
+/**
+ * The manager's machine under `id`: the client's `certificateManager` and the serving
+ * `servingCertificateManager` are one machine, named apart as node loops are by their machines' ids.
+ */
+function certificateManagerNamed(id: string) {
+  return certificateManagerSetup.createMachine({
+  id,
   context: ({ input }) => ({
     kind: input.kind,
     template: input.template,
@@ -152,7 +159,7 @@ export const certificateManagerMachine = setup({
             src: 'submit',
             input: ({ context }) => ({ template: context.template! }),
             onDone: { target: 'awaitingIssuance', actions: assign({ pending: ({ event }) => event.output, requested: ({ context }) => context.template }) },
-            onError: { target: '#certificateManager.backingOff', actions: { type: 'failed', params: ({ event }) => ({ error: event.error }) } },
+            onError: { target: `#${id}.backingOff`, actions: { type: 'failed', params: ({ event }) => ({ error: event.error }) } },
           },
         },
         awaitingIssuance: {
@@ -161,13 +168,13 @@ export const certificateManagerMachine = setup({
             input: ({ context }) => context.pending!,
             onDone: 'storing',
             onError: {
-              target: '#certificateManager.backingOff',
+              target: `#${id}.backingOff`,
               actions: { type: 'failed', params: ({ event }) => ({ error: new Error(`certificate request was not signed: ${errorText(event.error)}`) }) },
             },
           },
           after: {
             issuanceTimeout: {
-              target: '#certificateManager.backingOff',
+              target: `#${id}.backingOff`,
               actions: { type: 'failed', params: () => ({ error: new Error('certificate request was not signed: timed out waiting for the condition') }) },
             },
           },
@@ -177,7 +184,7 @@ export const certificateManagerMachine = setup({
             src: 'store',
             input: ({ context }) => ({ request: context.pending!, template: context.template! }),
             onDone: {
-              target: '#certificateManager.valid',
+              target: `#${id}.valid`,
               actions: assign(({ context, event }) => ({
                 current: event.output.leaf,
                 deadline: event.output.deadline,
@@ -188,7 +195,7 @@ export const certificateManagerMachine = setup({
               })),
             },
             onError: {
-              target: '#certificateManager.backingOff',
+              target: `#${id}.backingOff`,
               actions: { type: 'failed', params: ({ event }) => ({ error: new Error(`Unable to store the new cert/key pair: ${errorText(event.error)}`) }) },
             },
           },
@@ -204,6 +211,10 @@ export const certificateManagerMachine = setup({
     },
   },
 });
+}
+
+export const certificateManagerMachine = certificateManagerNamed('certificateManager');
+export const servingCertificateManagerMachine = certificateManagerNamed('servingCertificateManager');
 
 export type CertificateManagerMachine = typeof certificateManagerMachine;
 
@@ -224,8 +235,9 @@ export interface CertificateManagerEffects {
   random(): number;
 }
 
-export function certificateManagerWith(effects: CertificateManagerEffects): CertificateManagerMachine {
-  return certificateManagerMachine.provide({
+/** The manager's machine (the client's, or `servingCertificateManagerMachine`) with its effects. */
+export function certificateManagerWith(effects: CertificateManagerEffects, machine: CertificateManagerMachine = certificateManagerMachine): CertificateManagerMachine {
+  return machine.provide({
     actors: {
       load: fromPromise(({ input }) => effects.load(input.template)),
       submit: fromPromise(({ input, signal }) => effects.submit(input.template, signal)),

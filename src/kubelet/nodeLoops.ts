@@ -4,7 +4,7 @@
  * parts; the visualizer takes their summaries from here.
  */
 import type { AnyStateMachine } from 'xstate';
-import { certificateManagerLoop } from '../certificatemanager/loop.ts';
+import { certificateManagerLoop, servingCertificateManagerLoop } from '../certificatemanager/loop.ts';
 import { evictionManagerLoop } from '../eviction/loop.ts';
 import { garbageCollectorLoop } from '../gc/loop.ts';
 import { containerLogManagerLoop } from '../logs/loop.ts';
@@ -17,7 +17,7 @@ import { volumeStatsCalculatorLoop } from '../volumestats/loop.ts';
 import { statusWriterLoop } from '../statuswriter/loop.ts';
 import { volumeManagerLoop } from '../volumemanager/loop.ts';
 
-export const nodeLoops = [certificateManagerLoop, nodeStatusLoop, nodeLeaseLoop, statusWriterLoop, volumeManagerLoop, volumeStatsCalculatorLoop, containerLogManagerLoop, garbageCollectorLoop, evictionManagerLoop, oomWatcherLoop, pluginManagerLoop] as const;
+export const nodeLoops = [certificateManagerLoop, servingCertificateManagerLoop, nodeStatusLoop, nodeLeaseLoop, statusWriterLoop, volumeManagerLoop, volumeStatsCalculatorLoop, containerLogManagerLoop, garbageCollectorLoop, evictionManagerLoop, oomWatcherLoop, pluginManagerLoop] as const;
 
 export type NodeLoopName = (typeof nodeLoops)[number]['name'];
 

@@ -88,6 +88,8 @@ export interface ClusterDeps {
   api: KubeApi;
   /** With rotateCertificates: the client certificate manager, composed with the node's store and API clients, and its input. */
   clientCertificateManager?: { logic: CertificateManagerMachine; input: CertificateManagerInput };
+  /** With serverTLSBootstrap: the serving certificate manager (src/server/servingCertificateManager.ts), and its input. */
+  servingCertificateManager?: { logic: CertificateManagerMachine; input: CertificateManagerInput };
   /** The machine as the Node reports it (read once, at the first registration or status). */
   machine(): Promise<MachineInfo>;
 }

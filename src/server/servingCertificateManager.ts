@@ -6,13 +6,16 @@
  * pairs in `<cert-dir>/kubelet-server-<timestamp>.pem` behind `kubelet-server-current.pem`. The
  * store is the port's certificate source: none until the first request is approved and issued.
  *
+ * The manager runs as the node's `servingCertificateManager` loop (src/certificatemanager/loop.ts),
+ * a line of its own on the visualizer beside the client's; this module opens its store and composes
+ * its machine, before the node starts.
+ *
  * The template is fixed for the agent's life, as statelet's Node addresses are (--node-ip, the
  * machine's address, the hostname); after a restart with other addresses the stored certificate
  * no longer satisfies the template and a new one is requested at once (the manager's deadline).
  */
-import { type Actor, createActor } from 'xstate';
 import type { NodeAddress } from '../api/cluster.ts';
-import { type CertificateManagerMachine, certificateManagerWith } from '../certificate/certificateManager.ts';
+import { type CertificateManagerInput, type CertificateManagerMachine, certificateManagerWith, servingCertificateManagerMachine } from '../certificate/certificateManager.ts';
 import { ROTATION_USAGES, SERVING_SIGNER } from '../certificate/csr.ts';
 import { createCertificateManagerEffects } from '../certificate/effects.ts';
 import { servingTemplate } from '../certificate/servingTemplate.ts';
@@ -38,12 +41,13 @@ export interface ServingCertificateManagerOptions {
 export interface ServingCertificateManager {
   /** The stored pair the port presents; null until one is issued. */
   source: CertificateSource;
-  actor: Actor<CertificateManagerMachine>;
-  stop(): void;
+  /** The manager's machine with its effects, and its input: what the node loop starts. */
+  logic: CertificateManagerMachine;
+  input: CertificateManagerInput;
 }
 
-/** Opens the `kubelet-server` store and starts its manager. */
-export async function startServingCertificateManager(options: ServingCertificateManagerOptions): Promise<ServingCertificateManager> {
+/** Opens the `kubelet-server` store and composes its manager. */
+export async function prepareServingCertificateManager(options: ServingCertificateManagerOptions): Promise<ServingCertificateManager> {
   const { clock, log } = options;
   const store = await CertificateFileStore.open(options.certDir, 'kubelet-server', () => clock.now());
   const template = servingTemplate(options.nodeName, options.addresses);
@@ -58,7 +62,5 @@ export async function startServingCertificateManager(options: ServingCertificate
     log,
     ...(counted ? { onRenewFailure: counted.renewFailed } : {}),
   });
-  const actor = createActor(certificateManagerWith(effects), { clock, input: { kind: 'serving', template } });
-  actor.start();
-  return { source: store, actor, stop: () => actor.stop() };
+  return { source: store, logic: certificateManagerWith(effects, servingCertificateManagerMachine), input: { kind: 'serving', template } };
 }

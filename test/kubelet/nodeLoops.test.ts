@@ -10,7 +10,9 @@ import { syncLoopMachine } from '../../src/kubelet/syncLoop.ts';
 import { evictionManagerLoop } from '../../src/eviction/loop.ts';
 import { NO_MEMORY } from '../../src/eviction/synchronize.ts';
 import { oomWatcherLoop } from '../../src/oomwatcher/loop.ts';
-import { certificateManagerLoop } from '../../src/certificatemanager/loop.ts';
+import { certificateManagerLoop, servingCertificateManagerLoop } from '../../src/certificatemanager/loop.ts';
+import { servingCertificateManagerMachine } from '../../src/certificate/certificateManager.ts';
+import type { NodeParts } from '../../src/nodeloop/parts.ts';
 import { clientTemplate } from '../../src/certificate/csr.ts';
 import { pluginManagerLoop } from '../../src/pluginmanager/loop.ts';
 import { containerLogManagerLoop } from '../../src/logs/loop.ts';
@@ -72,6 +74,12 @@ describe('node loops', () => {
     expect(children['nodeLease']).toBeUndefined();
     expect(children['statusWriter']).toBeUndefined();
     node.stop();
+  });
+  it("start the serving certificate manager as a loop of its own, beside the client's, only when the node has one (serverTLSBootstrap)", () => {
+    const serving = { logic: servingCertificateManagerMachine, input: { kind: 'serving' as const, template: null } };
+    expect(servingCertificateManagerLoop.start({ cluster: { servingCertificateManager: serving } } as unknown as NodeParts)).toEqual(serving);
+    expect(servingCertificateManagerLoop.start({ cluster: {} } as unknown as NodeParts)).toBeNull();
+    expect(certificateManagerLoop.start({ cluster: { servingCertificateManager: serving } } as unknown as NodeParts)).toBeNull();
   });
 });
 

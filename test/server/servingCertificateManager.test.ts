@@ -6,6 +6,7 @@
  * controller approves serving requests anyway); the clock is the test's.
  */
 import { X509Certificate } from 'node:crypto';
+import { type Actor, createActor } from 'xstate';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -13,7 +14,7 @@ import tls from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Logger } from '../../src/log.ts';
 import { AgentMetrics } from '../../src/server/metrics.ts';
-import { type ServingCertificateManager, startServingCertificateManager } from '../../src/server/servingCertificateManager.ts';
+import { type ServingCertificateManager, prepareServingCertificateManager } from '../../src/server/servingCertificateManager.ts';
 import { NO_SERVING_CERTIFICATE } from '../../src/server/servingTls.ts';
 import { testCa } from '../support/csrSigner.ts';
 import { FakeCsrApi } from '../support/fakeCsrApi.ts';
@@ -25,6 +26,7 @@ const HOUR = 3_600_000;
 let dir: string;
 let server: TestKubeletServer;
 let manager: ServingCertificateManager;
+let actor: Actor<ServingCertificateManager['logic']> | undefined;
 const clock = new ManualClock(Date.now());
 const api = new FakeCsrApi(testCa());
 const metrics = new AgentMetrics('node-a');
@@ -33,7 +35,7 @@ const log: Logger = (_level, message, fields) => void lines.push({ message, ...(
 
 beforeAll(async () => {
   dir = await mkdtemp(path.join(os.tmpdir(), 'statelet-serving-manager-'));
-  manager = await startServingCertificateManager({
+  manager = await prepareServingCertificateManager({
     certDir: path.join(dir, 'pki'),
     nodeName: 'node-a',
     addresses: [
@@ -45,11 +47,14 @@ beforeAll(async () => {
     clock,
     log,
   });
+  // As the node's servingCertificateManager loop starts it.
+  actor = createActor(manager.logic, { clock, input: manager.input });
+  actor.start();
   server = await startTestKubeletServer(dir, { pods: () => [], runtime: { containerStatus: async () => null, listContainers: async () => [], ...noStreaming } as never, log, tls: { certificate: manager.source, settings: { minVersion: 'TLSv1.2' } } });
 });
 
 afterAll(async () => {
-  manager?.stop();
+  actor?.stop();
   await server?.close();
   await rm(dir, { recursive: true, force: true });
 });
