@@ -69,7 +69,7 @@ function flagRows(): string[] {
     const deprecated = kubelet?.deprecated ? ' Deprecated in the kubelet: warns "Flag --' + name + ' has been deprecated, …".' : '';
     if (name === 'version') return '| `--version` | honoured | prints `Kubernetes v<release>-statelet.<version>`; `=raw` the parts; `=vX.Y.Z` refused |';
     if (name === 'help') return '| `--help`, `-h` | honoured | |';
-    if (!spec) return `| \`--${name}\` | refused: \`failed to parse kubelet flag: unknown flag: --${name}\` (exit 1) | not implemented by statelet |`;
+    if (!spec) return `| \`--${name}\` | refused at start (exit 1): \`--${name} is a flag of the kubelet that statelet does not implement\` | not implemented by statelet |`;
     const [status] = settingStatus(spec);
     const field = spec.configField ? `config: \`${spec.configField}\`` : kubelet ? 'flag only' : 'statelet only';
     const refused = refusal(spec);
@@ -103,7 +103,7 @@ export function renderDoc(): string {
     '',
     '## Flags',
     '',
-    "Every flag of the kubelet and of statelet. A flag the kubelet does not have is statelet's own; a kubelet flag statelet does not have fails the start as an unknown flag, as one the kubelet removed does (`--pod-infra-container-image`, `--container-runtime`).",
+    "Every flag of the kubelet and of statelet. A flag the kubelet does not have is statelet's own; a kubelet flag statelet does not have is refused by name at start (exit 1); one the kubelet removed fails as an unknown flag, as on the kubelet (`--pod-infra-container-image`, `--container-runtime`).",
     '',
     '| flag | status | notes |',
     '|---|---|---|',

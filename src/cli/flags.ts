@@ -145,7 +145,10 @@ function parseArguments(argv: readonly string[]): ParsedArguments {
       continue;
     }
     const spec = OPTIONS_BY_FLAG.get(name);
-    // cmd/kubelet/app/server.go NewKubeletCommand: "failed to parse kubelet flag: %w", pflag's "unknown flag: --%s".
+    // cmd/kubelet/app/server.go NewKubeletCommand: "failed to parse kubelet flag: %w", pflag's
+    // "unknown flag: --%s"; a flag the kubelet has and statelet does not is refused by name instead,
+    // so a kubelet command line that carries it says what stops it.
+    if (spec === undefined && KUBELET_FLAGS[name] !== undefined) throw new UsageError(kubeletFlagRefusal(name));
     if (spec === undefined) throw new UsageError(`failed to parse kubelet flag: unknown flag: ${shownName}`);
     given.push(name);
 
@@ -343,4 +346,9 @@ const KUBERNETES_RELEASE = 'v1.37.0';
  */
 export function kubeletVersion(): string {
   return `${KUBERNETES_RELEASE}-statelet.${stateletVersion() ?? '0.0.0'}`;
+}
+
+/** A flag of the kubelet that statelet does not implement (docs/kubelet-config.md lists them), refused at start. */
+function kubeletFlagRefusal(name: string): string {
+  return `failed to parse kubelet flag: --${name} is a flag of the kubelet that statelet does not implement; leave it out (docs/kubelet-config.md lists the kubelet's flags and fields with what statelet does with each)`;
 }
