@@ -90,6 +90,7 @@ export function renderDoc(): string {
     '- A zero value where the kubelet puts a default (`0s`, `""`, `0` in a field that is not a pointer) means that default, as `SetDefaults_KubeletConfiguration` makes it: kubeadm\'s `config.yaml` loads as written.',
     '- A field outside the schema is logged and ignored (the kubelet\'s lenient decoding). A wrong type, apiVersion or kind stops the start.',
     '- A field statelet does not implement is **accepted at its default only**: any other value stops the start with `<file>: <field>: <value> is refused: <why>`. No field is ignored.',
+    "- One default differs from the kubelet's: `failCgroupV1` is false (the kubelet's is true since 1.35), so statelet runs on a cgroup v1 host unless told `failCgroupV1: true`, with which it stops there in the kubelet's words.",
     '',
     '## Fields',
     '',

@@ -33,6 +33,7 @@ import type { SimMemory } from '../runtime/sim/engine.ts';
 import type { RegistryCredential } from '../runtime/sim/images.ts';
 import { parseQuantity } from '../api/quantity.ts';
 import { openNodeCgroups } from '../cm/open.ts';
+import { cgroupV1Refusal, cgroupVersion } from '../cm/cgroupfs.ts';
 import { hostHugePageSizes, hostMemoryFeatures, readProcSwaps, simMemoryFeatures, swapOnRefusal } from '../cm/memoryFeatures.ts';
 import type { MemoryFeatures } from '../kuberuntime/resources.ts';
 import { type KernelLog, hostKernelLog } from '../node/kernelLog.ts';
@@ -511,11 +512,14 @@ async function loadKubeApi(
 
 /**
  * The machine's swap and memory cgroup features, once at start: with swap on and --fail-swap-on
- * the agent refuses to start with the kubelet's message; otherwise containers get NoSwap where the
- * kernel can enforce it. sim:// simulates a machine of its own, on cgroup v2 and without swap.
+ * the agent refuses to start with the kubelet's message, and so it does on a cgroup v1 host with
+ * --fail-cgroupv1; otherwise containers get NoSwap where the kernel can enforce it. sim://
+ * simulates a machine of its own, on cgroup v2 and without swap.
  */
 async function machineMemoryFeatures(config: AgentConfig, log: Logger): Promise<MemoryFeatures> {
   if (config.containerRuntimeEndpoint.startsWith('sim://')) return simMemoryFeatures(await hostHugePageSizes());
+  const cgroupRefusal = cgroupV1Refusal(config.failCgroupV1, await cgroupVersion('/sys/fs/cgroup'));
+  if (cgroupRefusal) throw new Error(cgroupRefusal);
   const swaps = await readProcSwaps();
   const refusal = swapOnRefusal(config.failSwapOn, swaps);
   if (refusal) throw new Error(refusal);

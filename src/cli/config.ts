@@ -139,6 +139,8 @@ export interface AgentConfig {
   podMaxPids: number;
   /** --fail-swap-on / failSwapOn: refuse to start while the machine has swap on. */
   failSwapOn: boolean;
+  /** --fail-cgroupv1 / failCgroupV1: refuse to start on a cgroup v1 host. */
+  failCgroupV1: boolean;
   /** memorySwap.swapBehavior (config file only): NoSwap, or '' meaning the same; LimitedSwap is refused. */
   memorySwapBehavior: '' | 'NoSwap';
   /** --eviction-hard / evictionHard: signal to threshold (`memory.available` → `100Mi`); given, it replaces the defaults. */
@@ -292,6 +294,8 @@ export function agentDefaults(profile: DefaultsProfile = 'flags'): AgentDefaults
     enforceNodeAllocatable: ['pods'],
     podMaxPids: -1,
     failSwapOn: true,
+    // The kubelet's default is true (since 1.35); statelet still runs on cgroup v1 unless told not to.
+    failCgroupV1: false,
     memorySwapBehavior: '',
     // The kubelet's Linux defaults (pkg/kubelet/eviction/defaults_linux.go).
     evictionHard: { 'memory.available': '100Mi', 'nodefs.available': '10%', 'nodefs.inodesFree': '5%', 'imagefs.available': '15%' },

@@ -81,7 +81,6 @@ export const CONFIG_FIELD_STATUS: Readonly<Record<string, FieldStatus>> = {
   tracing: { defaultOnly: 'statelet exports no OpenTelemetry traces' },
   localStorageCapacityIsolation: { defaultOnly: "statelet enforces ephemeral-storage requests and limits, the kubelet's default" },
   'userNamespaces.idsPerPod': { defaultOnly: `statelet gives each pod of its own user namespace ${IDS_PER_POD} IDs, the default`, also: [IDS_PER_POD] },
-  failCgroupV1: { defaultOnly: 'statelet does not refuse a cgroup v1 host at start, as the kubelet does by default; false (run on cgroup v1) is what it does', also: [false] },
 };
 
 /**

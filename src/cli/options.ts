@@ -1334,6 +1334,14 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     help: 'Refuse to start while the machine has swap on (/proc/swaps lists a device); with false, containers still get no swap (NoSwap)',
   }),
   option({
+    key: 'failCgroupV1',
+    kind: boolKind,
+    flag: 'fail-cgroupv1',
+    configField: 'failCgroupV1',
+    group: 'Node',
+    help: "Refuse to start on a host whose cgroups are v1 (the kubelet's default is true; statelet's is false, so that it runs where the kubelet would stop)",
+  }),
+  option({
     key: 'memorySwapBehavior',
     kind: memorySwapKind,
     configField: 'memorySwap',

@@ -86,6 +86,14 @@ export async function cgroupVersion(mount: string): Promise<1 | 2> {
   return (await exists(path.join(mount, 'cgroup.controllers'))) ? 2 : 1;
 }
 
+/**
+ * The kubelet's refusal to start on a cgroup v1 host with failCgroupV1, word for word, or null
+ * (pkg/kubelet/apis/config/validation validation_linux.go validateKubeletOSConfiguration).
+ */
+export function cgroupV1Refusal(failCgroupV1: boolean, version: 1 | 2): string | null {
+  return failCgroupV1 && version === 1 ? 'kubelet is configured to not run on a host using cgroup v1. cgroup v1 support is unsupported and will be removed in a future release' : null;
+}
+
 /** The cgroups under `mount`, of the version cgroupVersion finds. */
 export async function openCgroups(mount: string): Promise<Cgroups> {
   if ((await cgroupVersion(mount)) === 2) return v2Cgroups(mount, await isCgroupFs(mount));

@@ -167,6 +167,7 @@ describe('parseCommandLine: defaults and forms', () => {
       enforceNodeAllocatable: ['pods'],
       podMaxPids: -1,
       failSwapOn: true,
+      failCgroupV1: false,
       memorySwapBehavior: '',
       evictionHard: { 'memory.available': '100Mi', 'nodefs.available': '10%', 'nodefs.inodesFree': '5%', 'imagefs.available': '15%' },
       evictionSoft: {},
@@ -462,7 +463,7 @@ describe('parseCommandLine: errors', () => {
     [['--bogus'], 'failed to parse kubelet flag: unknown flag: --bogus'],
     // A flag of the kubelet that statelet does not implement: refused by name, not taken for a typo.
     [['--cpu-cfs-quota=false'], 'failed to parse kubelet flag: --cpu-cfs-quota is a flag of the kubelet that statelet does not implement; leave it out (docs/kubelet-config.md lists the kubelet\'s flags and fields with what statelet does with each)'],
-    [['--fail-cgroupv1'], 'failed to parse kubelet flag: --fail-cgroupv1 is a flag of the kubelet that statelet does not implement; leave it out (docs/kubelet-config.md lists the kubelet\'s flags and fields with what statelet does with each)'],
+    [['--contention-profiling'], 'failed to parse kubelet flag: --contention-profiling is a flag of the kubelet that statelet does not implement; leave it out (docs/kubelet-config.md lists the kubelet\'s flags and fields with what statelet does with each)'],
     [['--bogus=1'], 'failed to parse kubelet flag: unknown flag: --bogus'],
     [['-bogus'], 'failed to parse kubelet flag: unknown flag: -bogus'],
     [['---max-pods=1'], 'bad flag syntax: ---max-pods=1'],

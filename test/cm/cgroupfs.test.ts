@@ -13,7 +13,7 @@ import { access, mkdir, mkdtemp, readFile, readdir, rm, rmdir, writeFile } from 
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { cgroupFiles, openCgroups, sharesToWeight } from '../../src/cm/cgroupfs.ts';
+import { cgroupFiles, cgroupV1Refusal, openCgroups, sharesToWeight } from '../../src/cm/cgroupfs.ts';
 import type { CgroupConfig } from '../../src/cm/podResources.ts';
 
 const Mi = 2 ** 20;
@@ -335,4 +335,13 @@ describe('HugeTLB limits, written only where the hugetlb controller exists (mayb
     expect(await read(root, POD, 'cpu.weight')).toBe('1');
     expect((await readdir(path.join(root, POD))).filter((f) => f.startsWith('hugetlb'))).toEqual([]);
   });
+});
+
+describe('cgroupV1Refusal (failCgroupV1, validateKubeletOSConfiguration)', () => {
+  it.each([
+    [true, 1 as const, 'kubelet is configured to not run on a host using cgroup v1. cgroup v1 support is unsupported and will be removed in a future release'],
+    [true, 2 as const, null],
+    [false, 1 as const, null],
+    [false, 2 as const, null],
+  ])('failCgroupV1 %s on cgroup v%s', (fail, version, expected) => expect(cgroupV1Refusal(fail, version)).toBe(expected));
 });

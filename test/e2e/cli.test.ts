@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -18,6 +19,22 @@ describe('statelet command line', () => {
     const version = await runStateletOnce(['--version']);
     expect(version.code).toBe(0);
     expect(version.output).toMatch(/^Kubernetes v1\.37\.0-statelet\.\d+\.\d+\.\d+\n$/);
+  });
+
+  it("refuses by name a kubelet flag it does not implement; with --fail-cgroupv1 it stops on a cgroup v1 host in the kubelet's words", async () => {
+    const notImplemented = await runStateletOnce(['--contention-profiling']);
+    expect(notImplemented.code).toBe(1);
+    expect(notImplemented.output).toContain('failed to parse kubelet flag: --contention-profiling is a flag of the kubelet that statelet does not implement');
+    // The host's cgroups decide: only a v1 host (one hierarchy per controller, as these machines) stops for it.
+    if (existsSync('/sys/fs/cgroup/cgroup.controllers')) return;
+    const root = await mkdtemp(path.join(os.tmpdir(), 'statelet-cgroupv1-'));
+    try {
+      const { code, output } = await runStateletOnce(['--container-runtime-endpoint=unix:///nonexistent/cri.sock', '--fail-cgroupv1', `--root-dir=${root}`]);
+      expect(code).toBe(1);
+      expect(output).toContain('statelet: kubelet is configured to not run on a host using cgroup v1. cgroup v1 support is unsupported and will be removed in a future release');
+    } finally {
+      await rm(root, { recursive: true, force: true });
+    }
   });
 
   it('rejects a bad value with a message naming the flag and the value', async () => {
