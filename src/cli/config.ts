@@ -55,6 +55,9 @@ export interface AgentConfig {
   /** --kube-api-qps / kubeAPIQPS and --kube-api-burst / kubeAPIBurst: the client-side limit on API requests (0: none). */
   kubeApiQps: number;
   kubeApiBurst: number;
+  /** --registry-qps / registryPullQPS and --registry-burst / registryBurst: the image pull rate limit. */
+  registryPullQps: number;
+  registryBurst: number;
   /** --event-qps / eventRecordQPS and --event-burst / eventBurst: the same for events. */
   eventQps: number;
   eventBurst: number;
@@ -260,6 +263,8 @@ export function agentDefaults(profile: DefaultsProfile = 'flags'): AgentDefaults
     nodeLeaseDurationSeconds: 40,
     kubeApiQps: 50,
     kubeApiBurst: 100,
+    registryPullQps: 5,
+    registryBurst: 10,
     eventQps: 50,
     eventBurst: 100,
     clusterDns: [],

@@ -28,8 +28,6 @@ export const CONFIG_FIELD_STATUS: Readonly<Record<string, FieldStatus>> = {
   'authentication.webhook.cacheTTL': { defaultOnly: 'statelet caches TokenReview answers for 2m0s, the default, and takes no other TTL' },
   'authorization.webhook.cacheAuthorizedTTL': { defaultOnly: 'statelet caches allowed SubjectAccessReview answers for 5m0s, the default, and takes no other TTL' },
   'authorization.webhook.cacheUnauthorizedTTL': { defaultOnly: 'statelet caches denied SubjectAccessReview answers for 30s, the default, and takes no other TTL' },
-  registryPullQPS: { defaultOnly: 'statelet does not rate-limit image pulls (0, no limit, is what it does)', also: [0] },
-  registryBurst: { defaultOnly: 'statelet does not rate-limit image pulls' },
   enableDebuggingHandlers: { defaultOnly: 'statelet always serves /containerLogs, /exec, /attach, /portForward and /runningpods/ on its authenticated API' },
   enableContentionProfiling: { defaultOnly: noProfiling },
   oomScoreAdj: { defaultOnly: "statelet leaves its own process's OOM score adjustment as it was started with" },

@@ -1022,6 +1022,22 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     onlyWith: inCluster,
   }),
   option({
+    key: 'registryPullQps',
+    kind: intKind(0),
+    flag: 'registry-qps',
+    configField: 'registryPullQPS',
+    group: 'Image pulls',
+    help: 'Image pulls per second the runtime is asked for; a pull over it fails at once with "pull QPS exceeded" and backs off; 0: no limit',
+  }),
+  option({
+    key: 'registryBurst',
+    kind: intKind(0),
+    flag: 'registry-burst',
+    configField: 'registryBurst',
+    group: 'Image pulls',
+    help: 'Image pulls allowed at once above --registry-qps (only with a --registry-qps above 0)',
+  }),
+  option({
     key: 'eventQps',
     kind: intKind(0),
     flag: 'event-qps',

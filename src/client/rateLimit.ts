@@ -24,3 +24,14 @@ export function takeToken(bucket: Bucket | null, limit: RateLimit, now: number):
   const waitMs = tokens >= 0 ? 0 : Math.ceil((-tokens / limit.qps) * 1000);
   return { bucket: { tokens, at: now }, waitMs };
 }
+
+/**
+ * Takes a token at `now` only if one is there (flowcontrol's TryAccept): the new bucket, or null
+ * when the bucket is empty (the caller refuses at once instead of waiting). A qps of 0 means no limit.
+ */
+export function tryTakeToken(bucket: Bucket | null, limit: RateLimit, now: number): Bucket | null {
+  if (limit.qps <= 0) return bucket ?? { tokens: limit.burst, at: now };
+  const start = bucket ?? { tokens: Math.max(1, limit.burst), at: now };
+  const refilled = Math.min(Math.max(1, limit.burst), start.tokens + ((now - start.at) / 1000) * limit.qps);
+  return refilled >= 1 ? { tokens: refilled - 1, at: now } : null;
+}

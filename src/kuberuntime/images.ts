@@ -8,6 +8,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Container } from '../api/types.ts';
+import { type Bucket, type RateLimit, tryTakeToken } from '../client/rateLimit.ts';
 import type { PullCredential } from '../credentialprovider/keyring.ts';
 import type { ImagePulls, PulledImage } from '../runtime/callTrace.ts';
 import { type AuthConfig, type CallOptions, CriError, type ImageInfo, type ImageService, goStatusText } from '../runtime/types.ts';
@@ -70,11 +71,17 @@ export class ImagePuller implements ImagePulls {
   private running = 0;
   private readonly queue: (() => void)[] = [];
   private readonly inFlight = new Map<string, { image: string; pull: Promise<PulledImage> }>();
+  private bucket: Bucket | null = null;
 
   constructor(
     private readonly images: ImageService,
     /** 1 for the kubelet's default serialized pulls. */
     private readonly maxParallel: number,
+    /**
+     * --registry-qps and --registry-burst (images/helpers.go throttleImagePulling): each pull the
+     * runtime is asked for takes a token, or fails at once with "pull QPS exceeded"; qps 0, none.
+     */
+    private readonly pullLimit: RateLimit & { now(): number } = { qps: 0, burst: 0, now: Date.now },
   ) {}
 
   /**
@@ -113,16 +120,24 @@ export class ImagePuller implements ImagePulls {
    * credential, in order, until one succeeds; all failing, their errors aggregated.
    */
   private async pullWithEach(image: string, auths: readonly AuthConfig[], opts?: CallOptions): Promise<PulledImage> {
-    if (auths.length === 0) return { imageRef: await this.images.pullImage(image, undefined, undefined, opts), authIndex: -1 };
+    if (auths.length === 0) return { imageRef: await this.throttledPull(image, undefined, opts), authIndex: -1 };
     const failures: unknown[] = [];
     for (const [authIndex, auth] of auths.entries()) {
       try {
-        return { imageRef: await this.images.pullImage(image, auth, undefined, opts), authIndex };
+        return { imageRef: await this.throttledPull(image, auth, opts), authIndex };
       } catch (err) {
         failures.push(err);
       }
     }
     throw failures.length === 1 ? failures[0] : new PullAttemptsError(failures);
+  }
+
+  /** throttledImageService.PullImage: the runtime's pull, if the registry QPS allows one now. */
+  private throttledPull(image: string, auth: AuthConfig | undefined, opts?: CallOptions): Promise<string> {
+    const taken = tryTakeToken(this.bucket, this.pullLimit, this.pullLimit.now());
+    if (!taken) return Promise.reject(new Error('pull QPS exceeded'));
+    this.bucket = taken;
+    return this.images.pullImage(image, auth, undefined, opts);
   }
 }
 

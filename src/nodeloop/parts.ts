@@ -42,6 +42,8 @@ export type NodeConfig = Pick<
   | 'rootDir'
   | 'serializeImagePulls'
   | 'maxParallelImagePulls'
+  | 'registryPullQps'
+  | 'registryBurst'
   | 'imagePullCredentialsVerificationPolicy'
   | 'preloadedImagesVerificationAllowlist'
   | 'plegRelistPeriodMs'

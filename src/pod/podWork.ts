@@ -37,6 +37,8 @@ type PodSettings = Pick<
   | 'seccompDefault'
   | 'serializeImagePulls'
   | 'maxParallelImagePulls'
+  | 'registryPullQps'
+  | 'registryBurst'
   | 'crashLoopBackOffInitialMs'
   | 'crashLoopBackOffMaxMs'
   | 'imagePullCredentialsVerificationPolicy'
@@ -59,7 +61,7 @@ export function podCri(runtime: RuntimeService, images: ImageService, config: Po
   return {
     runtime: recordingPodIds(runtime, podIds),
     images,
-    puller: new ImagePuller(images, config.serializeImagePulls ? 1 : (config.maxParallelImagePulls ?? Infinity)),
+    puller: new ImagePuller(images, config.serializeImagePulls ? 1 : (config.maxParallelImagePulls ?? Infinity), { qps: config.registryPullQps, burst: config.registryBurst, now: Date.now }),
     pullRecords: new FilePullRecords({
       rootDir: config.rootDir,
       policy: config.imagePullCredentialsVerificationPolicy,

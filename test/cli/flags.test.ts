@@ -134,6 +134,8 @@ describe('parseCommandLine: defaults and forms', () => {
       nodeLeaseDurationSeconds: 40,
       kubeApiQps: 50,
       kubeApiBurst: 100,
+      registryPullQps: 5,
+      registryBurst: 10,
       eventQps: 50,
       eventBurst: 100,
       clusterDns: [],

@@ -88,7 +88,7 @@ describe('the field table', () => {
     ['tracing: {}', /tracing: \{\} is refused: statelet exports no OpenTelemetry traces/],
     ['podsPerCore: 4', /podsPerCore: 4 is refused/],
     ['reservedMemory: [{numaNode: 0, limits: {memory: 1Gi}}]', /reservedMemory: .* is refused/],
-    ['healthzPort: null\nregistryPullQPS: 10', /registryPullQPS: 10 is refused: statelet does not rate-limit image pulls/],
+    ['healthzPort: null\nmaxOpenFiles: 10', /maxOpenFiles: 10 is refused: statelet does not raise its process's open file limit/],
   ])('refuses %s', (body, message) => {
     const file = write('c.yaml', `${HEADER}${body}\n`);
     expect(() => loadKubeletConfig(file, undefined)).toThrow(ConfigFileError);
@@ -106,9 +106,10 @@ describe('the field table', () => {
     expect(() => loadKubeletConfig(write('c.yaml', `${HEADER}${body}\n`), undefined)).toThrow(message);
   });
 
-  it('takes the values it honours besides the default: no pull rate limit, JSON to the API server, any flush frequency', () => {
-    const file = write('c.yaml', `${HEADER}registryPullQPS: 0\ncontentType: application/json\nlogging: {flushFrequency: 2s}\nshutdownGracePeriod: 0s\ntracing: null\n`);
+  it('takes the values it honours besides the default: JSON to the API server, any flush frequency; registryPullQPS 0 is no pull limit (a pointer: 0 is not the default)', () => {
+    const file = write('c.yaml', `${HEADER}contentType: application/json\nlogging: {flushFrequency: 2s}\nshutdownGracePeriod: 0s\ntracing: null\n`);
     expect(loadKubeletConfig(file, undefined)).toEqual({ settings: {}, origins: {}, warnings: [] });
+    expect(loadKubeletConfig(write('q.yaml', `${HEADER}registryPullQPS: 0\nregistryBurst: 3\n`), undefined).settings).toEqual({ registryPullQps: 0, registryBurst: 3 });
     expect(() => loadKubeletConfig(write('d.yaml', `${HEADER}logging: {flushFrequency: soon}\n`), undefined)).toThrow(/logging.flushFrequency: expected a duration/);
   });
 });

@@ -1,6 +1,6 @@
-/** The client-side token bucket (client-go flowcontrol): burst, refill, reservations, no limit. */
+/** The client-side token bucket (client-go flowcontrol): burst, refill, reservations, no limit; TryAccept's refusal. */
 import { describe, expect, it } from 'vitest';
-import { type Bucket, takeToken } from '../../src/client/rateLimit.ts';
+import { type Bucket, takeToken, tryTakeToken } from '../../src/client/rateLimit.ts';
 
 const limit = { qps: 50, burst: 100 };
 
@@ -35,5 +35,21 @@ describe('takeToken', () => {
       expect(next.waitMs).toBe(0);
       bucket = next.bucket;
     }
+  });
+});
+
+describe('tryTakeToken (TryAccept)', () => {
+  it('takes the burst at once, then refuses until a token is refilled, never reserving one', () => {
+    const pulls = { qps: 5, burst: 10 };
+    let bucket: Bucket | null = null;
+    for (let i = 0; i < 10; i++) bucket = tryTakeToken(bucket, pulls, 0) ?? bucket;
+    expect(tryTakeToken(bucket, pulls, 0)).toBeNull();
+    expect(tryTakeToken(bucket, pulls, 100)).toBeNull();
+    // A refused try leaves the bucket as it was: 200 ms later one token is there.
+    expect(tryTakeToken(bucket, pulls, 200)).toEqual({ tokens: 0, at: 200 });
+  });
+
+  it('never refuses at qps 0', () => {
+    for (let i = 0; i < 100; i++) expect(tryTakeToken(null, { qps: 0, burst: 0 }, 0)).not.toBeNull();
   });
 });

@@ -53,6 +53,19 @@ describe('ensureImage', () => {
     expect(result).toMatchObject({ ok: false, reason: 'ErrImageNeverPull', message: 'Container image "busybox:1" is not present with pull policy of Never' });
   });
 
+  it('fails a pull over --registry-qps at once with "pull QPS exceeded" (ErrImagePull, backed off), and pulls again once a token is back', async () => {
+    const runtime = new TestRuntime();
+    let now = 0;
+    const puller = new ImagePuller(runtime, 1, { qps: 1, burst: 1, now: () => now });
+    expect((await ensureImage(input(runtime, puller, 'one:1'))).ok).toBe(true);
+    const refused = await ensureImage(input(runtime, puller, 'two:1'));
+    expect(refused).toMatchObject({ ok: false, reason: 'ErrImagePull', message: expect.stringContaining('pull QPS exceeded') });
+    expect(runtime.callLog('pullImage')).toHaveLength(1);
+    now = 1_000;
+    expect((await ensureImage(input(runtime, puller, 'two:1'))).ok).toBe(true);
+    expect(runtime.callLog('pullImage')).toHaveLength(2);
+  });
+
   it('reports ErrImagePull, then ImagePullBackOff until the backoff ends', async () => {
     const { runtime, puller } = setup();
     runtime.failPull('missing:1');
