@@ -8,6 +8,7 @@ import { ConfigFileError } from './cli/kubeletConfig.ts';
 import { UsageError, parseCommandLine } from './cli/flags.ts';
 import type { AgentConfig } from './cli/config.ts';
 import { type Logger, createLogger } from './log.ts';
+import { applyProcessLimits } from './node/processLimits.ts';
 
 async function main(argv: string[]): Promise<number> {
   let parsed;
@@ -28,6 +29,8 @@ async function main(argv: string[]): Promise<number> {
   const { config } = parsed;
   const log = createLogger({ format: config.logFormat, verbosity: config.verbosity });
   for (const warning of parsed.warnings) log('warn', warning);
+  // The process's own limits, once, whatever runs in it (one node or --nodes).
+  await applyProcessLimits(config, log);
 
   // Listen for the stop signal before starting anything, so that a signal during startup still
   // ends in a clean stop rather than the default abrupt exit.

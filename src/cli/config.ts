@@ -142,6 +142,9 @@ export interface AgentConfig {
   podMaxPids: number;
   /** --fail-swap-on / failSwapOn: refuse to start while the machine has swap on. */
   failSwapOn: boolean;
+  /** --oom-score-adj / oomScoreAdj and --max-open-files / maxOpenFiles: the agent process's own limits, set at start. */
+  oomScoreAdj: number;
+  maxOpenFiles: number;
   /** --fail-cgroupv1 / failCgroupV1: refuse to start on a cgroup v1 host. */
   failCgroupV1: boolean;
   /** memorySwap.swapBehavior (config file only): NoSwap, or '' meaning the same; LimitedSwap is refused. */
@@ -301,6 +304,8 @@ export function agentDefaults(profile: DefaultsProfile = 'flags'): AgentDefaults
     failSwapOn: true,
     // The kubelet's default is true (since 1.35); statelet still runs on cgroup v1 unless told not to.
     failCgroupV1: false,
+    oomScoreAdj: -999,
+    maxOpenFiles: 1_000_000,
     memorySwapBehavior: '',
     // The kubelet's Linux defaults (pkg/kubelet/eviction/defaults_linux.go).
     evictionHard: { 'memory.available': '100Mi', 'nodefs.available': '10%', 'nodefs.inodesFree': '5%', 'imagefs.available': '15%' },

@@ -1350,6 +1350,22 @@ export const OPTIONS: readonly AnyOptionSpec[] = [
     help: 'Refuse to start while the machine has swap on (/proc/swaps lists a device); with false, containers still get no swap (NoSwap)',
   }),
   option({
+    key: 'oomScoreAdj',
+    kind: intKind(-1000, 1000),
+    flag: 'oom-score-adj',
+    configField: 'oomScoreAdj',
+    group: 'Node',
+    help: "The agent process's own OOM score adjustment, set at start (in [-1000, 1000]); the kernel's OOM killer takes processes with higher scores first",
+  }),
+  option({
+    key: 'maxOpenFiles',
+    kind: intKind(1),
+    flag: 'max-open-files',
+    configField: 'maxOpenFiles',
+    group: 'Node',
+    help: "The agent process's open file limit, soft and hard, set at start",
+  }),
+  option({
     key: 'failCgroupV1',
     kind: boolKind,
     flag: 'fail-cgroupv1',

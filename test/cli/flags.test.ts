@@ -170,6 +170,8 @@ describe('parseCommandLine: defaults and forms', () => {
       podMaxPids: -1,
       failSwapOn: true,
       failCgroupV1: false,
+      oomScoreAdj: -999,
+      maxOpenFiles: 1_000_000,
       memorySwapBehavior: '',
       evictionHard: { 'memory.available': '100Mi', 'nodefs.available': '10%', 'nodefs.inodesFree': '5%', 'imagefs.available': '15%' },
       evictionSoft: {},

@@ -88,7 +88,7 @@ describe('the field table', () => {
     ['tracing: {}', /tracing: \{\} is refused: statelet exports no OpenTelemetry traces/],
     ['podsPerCore: 4', /podsPerCore: 4 is refused/],
     ['reservedMemory: [{numaNode: 0, limits: {memory: 1Gi}}]', /reservedMemory: .* is refused/],
-    ['healthzPort: null\nmaxOpenFiles: 10', /maxOpenFiles: 10 is refused: statelet does not raise its process's open file limit/],
+    ['healthzPort: null\nenableContentionProfiling: true', /enableContentionProfiling: true is refused/],
   ])('refuses %s', (body, message) => {
     const file = write('c.yaml', `${HEADER}${body}\n`);
     expect(() => loadKubeletConfig(file, undefined)).toThrow(ConfigFileError);

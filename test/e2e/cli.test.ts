@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -110,8 +110,13 @@ describe('statelet command line', () => {
     }
   }, 30_000);
 
-  it('stops cleanly on SIGTERM', async () => {
-    const agent = await runStatelet(['--container-runtime-endpoint', 'sim://']);
+  it('stops cleanly on SIGTERM; sets its own OOM score adjustment and open file limit at start, or says why not', async () => {
+    const agent = await runStatelet(['--container-runtime-endpoint', 'sim://', '--oom-score-adj=-998', '--max-open-files=65000']);
+    // Lowering the score and raising the hard limit need CAP_SYS_RESOURCE, which a root in a container may lack.
+    if (agent.output().includes('Failed to ApplyOOMScoreAdj')) expect(agent.output()).toMatch(/Failed to ApplyOOMScoreAdj" oomScoreAdj=-998 err=/);
+    else expect((await readFile(`/proc/${agent.child.pid}/oom_score_adj`, 'utf8')).trim()).toBe('-998');
+    if (agent.output().includes('Failed to set rlimit on max file handles')) expect(agent.output()).toMatch(/Failed to set rlimit on max file handles" maxOpenFiles=65000 err=/);
+    else expect(await readFile(`/proc/${agent.child.pid}/limits`, 'utf8')).toMatch(/Max open files\s+65000\s+65000/);
     agent.child.kill('SIGTERM');
     expect(await agent.waitForExit()).toBe(0);
     expect(agent.output()).toContain('Stopping; pods keep running');
