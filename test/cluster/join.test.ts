@@ -25,14 +25,15 @@ import { X509Certificate } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BUSYBOX_IMAGE, startContainerd } from '../containerd/harness.ts';
-import { type AgentProcess, type StateletCommand, runStatelet } from '../support/agentProcess.ts';
+import { type AgentProcess, type StateletCommand, checkoutBinCommand, runStatelet } from '../support/agentProcess.ts';
 import { type ControlPlane, leases, nodes, pods, startControlPlane, waitFor } from '../support/controlPlane.ts';
 import { ROTATION_SIGNING_DURATION } from '../support/kubeadm.ts';
 import { type KubeadmNode, kubeadmNode } from '../support/kubeadmNode.ts';
 
-const repoRoot = path.resolve(import.meta.dirname, '../..');
-/** The `statelet` command as a user runs it (its shebang picks the Node flags; dist/ when built). */
-const STATELET: StateletCommand = { file: path.join(repoRoot, 'bin/statelet.js'), args: [] };
+/** The `statelet` command as a user runs it (bin/statelet.js, its shebang's Node flags) over this checkout's sources, whatever dist/ holds. */
+const checkout = await checkoutBinCommand();
+afterAll(() => checkout.remove());
+const STATELET: StateletCommand = checkout.command;
 const CLIENT_SIGNER = 'kubernetes.io/kube-apiserver-client-kubelet';
 const SERVING_SIGNER = 'kubernetes.io/kubelet-serving';
 const longRunning = (line: string) => `echo '${line}'; trap 'exit 0' TERM; while true; do sleep 1; done`;

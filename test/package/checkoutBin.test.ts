@@ -5,28 +5,21 @@
  * built. The built path is what the package suite (packed.test.ts) runs.
  */
 import { execFile } from 'node:child_process';
-import { copyFile, mkdir, mkdtemp, rm, symlink } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
+import { checkoutBinCommand } from '../support/agentProcess.ts';
 
-const repoRoot = path.resolve(import.meta.dirname, '../..');
-const dirs: string[] = [];
+const removals: (() => Promise<void>)[] = [];
 
 afterAll(async () => {
-  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+  for (const remove of removals) await remove();
 });
 
 describe('bin/statelet.js without a build', () => {
   it('runs the sources through tsx', async () => {
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'statelet-checkout-'));
-    dirs.push(dir);
-    await mkdir(path.join(dir, 'bin'));
-    await copyFile(path.join(repoRoot, 'bin/statelet.js'), path.join(dir, 'bin/statelet.js'));
-    await copyFile(path.join(repoRoot, 'package.json'), path.join(dir, 'package.json'));
-    for (const name of ['src', 'node_modules']) await symlink(path.join(repoRoot, name), path.join(dir, name));
-    const { stdout } = await promisify(execFile)(process.execPath, [path.join(dir, 'bin/statelet.js'), '--version']);
+    const checkout = await checkoutBinCommand();
+    removals.push(checkout.remove);
+    const { stdout } = await promisify(execFile)(process.execPath, [checkout.command.file, '--version']);
     expect(stdout.trim()).toMatch(/^Kubernetes v\d+\.\d+\.\d+-statelet\.\d+\.\d+\.\d+$/);
   });
 });

@@ -5,7 +5,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdtemp, readdir, rmdir } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readdir, rm, rmdir, symlink } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -27,6 +27,21 @@ export interface StateletCommand {
 }
 
 export const sourceCommand: StateletCommand = { file: process.execPath, args: ['--import', 'tsx', path.join(repoRoot, 'src/main.ts')] };
+
+/**
+ * The `statelet` command as a user runs it from this checkout (bin/statelet.js: its shebang picks
+ * the Node flags), in a copy without dist/ (`bin`, `package.json`, and links to `src` and
+ * `node_modules`), so that it runs the checkout's sources whatever dist/ holds: the package suite
+ * builds dist/ in the checkout while other suites run. Returns the command and the copy's removal.
+ */
+export async function checkoutBinCommand(): Promise<{ command: StateletCommand; remove(): Promise<void> }> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'statelet-checkout-'));
+  await mkdir(path.join(dir, 'bin'));
+  await copyFile(path.join(repoRoot, 'bin/statelet.js'), path.join(dir, 'bin/statelet.js'));
+  await copyFile(path.join(repoRoot, 'package.json'), path.join(dir, 'package.json'));
+  for (const name of ['src', 'node_modules']) await symlink(path.join(repoRoot, name), path.join(dir, name));
+  return { command: { file: path.join(dir, 'bin/statelet.js'), args: [] }, remove: () => rm(dir, { recursive: true, force: true }) };
+}
 
 const spawnEnv = (command: StateletCommand) => (command.env ? { ...process.env, ...command.env } : process.env);
 
