@@ -2,31 +2,21 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { agentDefaults, crashLoopBackOffPolicy, type AgentConfig } from '../../src/cli/config.ts';
+import { agentDefaults, crashLoopBackOffPolicy } from '../../src/cli/config.ts';
 import { DurationError, formatDuration, parseDuration } from '../../src/duration.ts';
 import { UsageError, helpText, parseCommandLine } from '../../src/cli/flags.ts';
 import { ConfigFileError, loadKubeletConfig, parseKubeletConfig } from '../../src/cli/kubeletConfig.ts';
 import { OPTIONS, configz } from '../../src/cli/options.ts';
 import { KUBELET_FEATURE_GATES } from '../../src/cli/kubeletConfigApi.ts';
+import { commandLine } from '../support/commandLine.ts';
 
 const env = { hostname: () => 'Worker-1.Example' };
+const cli = commandLine('Worker-1.Example');
+const run = cli.run;
+const usageError = cli.usageError;
 
-/** Parses argv and insists on a run result, so each test reads as "flags in, config out". */
-function run(argv: string[]): { config: AgentConfig; warnings: string[] } {
-  const result = parseCommandLine(argv, env);
-  if (result.kind !== 'run') throw new Error(`expected a run result, got ${result.kind}`);
-  return result;
-}
 
-function usageError(argv: string[]): string {
-  try {
-    parseCommandLine(argv, env);
-  } catch (error) {
-    if (error instanceof UsageError) return error.message;
-    throw error;
-  }
-  throw new Error(`expected UsageError for ${argv.join(' ')}`);
-}
+
 
 let dir: string;
 beforeEach(() => {

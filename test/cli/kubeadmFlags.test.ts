@@ -1,27 +1,22 @@
 /**
- * kubeadm's command line for the kubelet (10-kubeadm.conf + kubeadm-flags.env, KUBELET_JOIN J4)
+ * kubeadm's command line for the kubelet (10-kubeadm.conf + kubeadm-flags.env, cmd/kubeadm/app/phases/kubelet/flags.go)
  * through the CLI parse function: it parses, deprecated config-backed flags warn in pflag's words,
  * removed flags fail as the kubelet fails them, --version prints what kubeadm's preflight reads.
  */
 import fs from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { UsageError, kubeletVersion, parseCommandLine } from '../../src/cli/flags.ts';
+import { kubeletVersion, parseCommandLine } from '../../src/cli/flags.ts';
 import { KUBELET_FLAGS } from '../../src/cli/kubeletConfigApi.ts';
 import { OPTIONS } from '../../src/cli/options.ts';
+import { commandLine } from '../support/commandLine.ts';
+
+const env = { hostname: () => 'host-a' };
+const cli = commandLine('host-a');
+const usage = cli.usageError;
 
 const FIXTURES = path.resolve(import.meta.dirname, '../fixtures/kubeadm');
-const env = { hostname: () => 'host-a' };
 
-function usage(argv: string[]): string {
-  try {
-    parseCommandLine(argv, env);
-  } catch (error) {
-    if (error instanceof UsageError) return error.message;
-    throw error;
-  }
-  throw new Error(`expected a UsageError for ${argv.join(' ')}`);
-}
 
 /** systemd's expansion of the drop-in's ExecStart: its Environment= lines and the env file, split on spaces. */
 function kubeadmCommandLine(configPath: string): string[] {

@@ -2,26 +2,15 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { UsageError, parseCommandLine } from '../../src/cli/flags.ts';
 import { GO_CIPHER_SUITES, cipherSuiteProblem, opensslCipherList } from '../../src/cli/tlsSettings.ts';
+import { commandLine } from '../support/commandLine.ts';
 
-const env = { hostname: () => 'node-a' };
+const cli = commandLine('node-a');
+const run = (argv: string[]) => cli.run(argv).config;
+const usageError = cli.usageError;
 
-function run(argv: string[]) {
-  const result = parseCommandLine(argv, env);
-  if (result.kind !== 'run') throw new Error(`expected a run result, got ${result.kind}`);
-  return result.config;
-}
 
-function usageError(argv: string[]): string {
-  try {
-    parseCommandLine(argv, env);
-  } catch (error) {
-    if (error instanceof UsageError) return error.message;
-    throw error;
-  }
-  throw new Error(`expected UsageError for ${argv.join(' ')}`);
-}
+
 
 let dir: string;
 beforeEach(() => {

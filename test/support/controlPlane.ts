@@ -325,6 +325,13 @@ export async function startControlPlane(options: {
       }),
     );
   };
+  /** A start that failed half-way: everything it started stopped, its directory removed. */
+  const abandon = async () => {
+    await stopControllers();
+    child?.kill('SIGKILL');
+    await exited;
+    await rm(dir, { recursive: true, force: true });
+  };
   if (upstream.length > 0) {
     try {
       for (const name of upstream) {
@@ -371,10 +378,7 @@ export async function startControlPlane(options: {
       }
       await controllersProvisioned('default');
     } catch (err) {
-      await stopControllers();
-      child?.kill('SIGKILL');
-      await exited;
-      await rm(dir, { recursive: true, force: true });
+      await abandon();
       throw err;
     }
   } else {
@@ -386,10 +390,7 @@ export async function startControlPlane(options: {
     try {
       kubeadmParts = await setUpKubeadm({ dir, server, clusterCa, admin, kubectl: (kubectlArgs) => runKubectl(kubectlArgs) });
     } catch (err) {
-      await stopControllers();
-      child?.kill('SIGKILL');
-      await exited;
-      await rm(dir, { recursive: true, force: true });
+      await abandon();
       throw err;
     }
   }
